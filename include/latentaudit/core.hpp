@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: module header for core (errors, checks, random streams, dtypes, parallelism).
+#ifndef LATENTAUDIT_CORE_HPP
+#define LATENTAUDIT_CORE_HPP
+
+#include "config.hpp"
+#include "version.hpp"
+#include "core/detail/check.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/rng.hpp"
+#include "core/types.hpp"
+
+#endif  // LATENTAUDIT_CORE_HPP

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: module header for the causal estimators. Every header under estimators/ is
+// listed here; a test checks that the list is complete.
+#ifndef LATENTAUDIT_ESTIMATORS_HPP
+#define LATENTAUDIT_ESTIMATORS_HPP
+
+#include "core.hpp"
+#include "estimators/difference_in_means.hpp"
+#include "estimators/effect_estimate.hpp"
+
+#endif  // LATENTAUDIT_ESTIMATORS_HPP

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: umbrella header. Includes the module headers, nothing else.
+#ifndef LATENTAUDIT_LATENTAUDIT_HPP
+#define LATENTAUDIT_LATENTAUDIT_HPP
+
+#include "core.hpp"
+#include "estimators.hpp"
+
+#endif  // LATENTAUDIT_LATENTAUDIT_HPP

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+# Builds and runs a consumer project. MODE=find_package installs latentaudit from the build tree
+# BUILD into a temporary prefix first; MODE=add_subdirectory points the consumer at ROOT.
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(args "")
+if(MODE STREQUAL "find_package")
+  execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD}" --prefix "${WORK}/prefix"
+                  RESULT_VARIABLE rc OUTPUT_QUIET)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install into ${WORK}/prefix failed")
+  endif()
+  set(args "-DCMAKE_PREFIX_PATH=${WORK}/prefix")
+else()
+  set(args "-DLATENTAUDIT_ROOT=${ROOT}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${ROOT}/tests/cmake/${MODE}" -B "${WORK}/build"
+                        -DCMAKE_BUILD_TYPE=Release ${args} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the ${MODE} consumer failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK}/build" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the ${MODE} consumer failed")
+endif()
+execute_process(COMMAND "${WORK}/build/consumer" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message(STATUS "${out}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "welch")
+  message(FATAL_ERROR "the ${MODE} consumer failed (exit ${rc})")
+endif()
