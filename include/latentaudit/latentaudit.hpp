@@ -5,5 +5,6 @@
 
 #include "core.hpp"
 #include "estimators.hpp"
+#include "kv.hpp"
 
 #endif  // LATENTAUDIT_LATENTAUDIT_HPP

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: module header for KV blocks, transfer policies, positions and the relay wire format.
+#ifndef LATENTAUDIT_KV_HPP
+#define LATENTAUDIT_KV_HPP
+
+#include "core.hpp"
+#include "kv/kv_block.hpp"
+#include "kv/rope.hpp"
+
+#endif  // LATENTAUDIT_KV_HPP
