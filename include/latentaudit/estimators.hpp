@@ -7,5 +7,6 @@
 #include "core.hpp"
 #include "estimators/difference_in_means.hpp"
 #include "estimators/effect_estimate.hpp"
+#include "estimators/multiplicity.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
