@@ -8,6 +8,7 @@
 #include "core/detail/check.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "core/types.hpp"

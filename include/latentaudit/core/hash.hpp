@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: checksums and authentication — CRC32C (Castagnoli), SHA-256 (FIPS 180-4) and
+// HMAC-SHA256 (RFC 2104), streaming, dependency-free. CRC32C uses the SSE4.2 instruction when the
+// processor has it (checked at run time) and slicing-by-8 tables otherwise.
+#ifndef LATENTAUDIT_CORE_HASH_HPP
+#define LATENTAUDIT_CORE_HASH_HPP
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+namespace latentaudit {
+
+namespace detail {
+
+/// @brief Slicing-by-8 tables of the reflected Castagnoli polynomial 0x82F63B78.
+struct crc32c_tables {
+  std::uint32_t t[8][256];
+  constexpr crc32c_tables() : t{} {
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+      t[0][i] = c;
+    }
+    for (std::uint32_t i = 0; i < 256; ++i)
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFFu];
+  }
+};
+inline constexpr crc32c_tables crc32c_table{};
+
+/// @brief Portable CRC32C update (no pre/post inversion).
+inline std::uint32_t crc32c_sw(std::uint32_t crc, const unsigned char* p, std::size_t n) noexcept {
+  const auto& T = crc32c_table.t;
+  while (n >= 8) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    lo ^= crc;
+    crc = T[7][lo & 0xFF] ^ T[6][(lo >> 8) & 0xFF] ^ T[5][(lo >> 16) & 0xFF] ^ T[4][lo >> 24] ^
+          T[3][hi & 0xFF] ^ T[2][(hi >> 8) & 0xFF] ^ T[1][(hi >> 16) & 0xFF] ^ T[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n--) crc = (crc >> 8) ^ T[0][(crc ^ *p++) & 0xFF];
+  return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/// @brief CRC32C update with the SSE4.2 crc32 instruction.
+__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_hw(std::uint32_t crc, const unsigned char* p,
+                                                                 std::size_t n) noexcept {
+  std::uint64_t c = crc;
+  while (n >= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    c = __builtin_ia32_crc32di(c, w);
+    p += 8;
+    n -= 8;
+  }
+  auto c32 = static_cast<std::uint32_t>(c);
+  while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return c32;
+}
+inline bool have_sse42() noexcept {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+#endif
+
+}  // namespace detail
+
+/// @brief Streaming CRC32C (iSCSI polynomial, as in RFC 3720): crc32c("123456789") = 0xE3069283.
+class crc32c {
+ public:
+  /// @brief Feeds bytes.
+  void update(std::span<const std::byte> bytes) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (detail::have_sse42()) {
+      state_ = detail::crc32c_hw(state_, p, bytes.size());
+      return;
+    }
+#endif
+    state_ = detail::crc32c_sw(state_, p, bytes.size());
+  }
+  /// @brief The checksum of everything fed so far.
+  [[nodiscard]] std::uint32_t value() const noexcept { return ~state_; }
+  /// @brief One-shot checksum.
+  [[nodiscard]] static std::uint32_t of(std::span<const std::byte> bytes) noexcept {
+    crc32c c;
+    c.update(bytes);
+    return c.value();
+  }
+
+ private:
+  std::uint32_t state_ = 0xFFFFFFFFu;
+};
+
+/// @brief Streaming SHA-256 (FIPS 180-4).
+class sha256 {
+ public:
+  using digest = std::array<std::byte, 32>;  ///< a 256-bit digest
+
+  /// @brief Feeds bytes.
+  void update(std::span<const std::byte> bytes) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+    std::size_t n = bytes.size();
+    length_ += n;
+    if (fill_ > 0) {
+      const std::size_t take = n < 64 - fill_ ? n : 64 - fill_;
+      std::memcpy(buf_ + fill_, p, take);
+      fill_ += take;
+      p += take;
+      n -= take;
+      if (fill_ == 64) {
+        compress(buf_);
+        fill_ = 0;
+      }
+    }
+    while (n >= 64) {
+      compress(p);
+      p += 64;
+      n -= 64;
+    }
+    if (n > 0) {
+      std::memcpy(buf_, p, n);
+      fill_ = n;
+    }
+  }
+  /// @brief Feeds the bytes of a string.
+  void update(std::string_view s) noexcept { update(std::as_bytes(std::span(s.data(), s.size()))); }
+
+  /// @brief Finishes and returns the digest (the object must not be updated afterwards).
+  [[nodiscard]] digest finish() noexcept {
+    const std::uint64_t bits = length_ * 8;
+    unsigned char pad[72] = {0x80};
+    const std::size_t padlen = (fill_ < 56 ? 56 - fill_ : 120 - fill_);
+    for (int i = 0; i < 8; ++i) pad[padlen + static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+    update(std::as_bytes(std::span(pad, padlen + 8)));
+    digest d;
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 4; ++j) d[static_cast<std::size_t>(4 * i + j)] = static_cast<std::byte>(h_[i] >> (24 - 8 * j));
+    return d;
+  }
+  /// @brief One-shot digest.
+  [[nodiscard]] static digest of(std::span<const std::byte> bytes) noexcept {
+    sha256 s;
+    s.update(bytes);
+    return s.finish();
+  }
+
+ private:
+  static constexpr std::uint32_t rotr(std::uint32_t x, int n) noexcept { return (x >> n) | (x << (32 - n)); }
+  void compress(const unsigned char* p) noexcept {
+    static constexpr std::uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    std::uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (std::uint32_t{p[4 * i]} << 24) | (std::uint32_t{p[4 * i + 1]} << 16) | (std::uint32_t{p[4 * i + 2]} << 8) |
+             std::uint32_t{p[4 * i + 3]};
+    for (int i = 16; i < 64; ++i) {
+      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    }
+    h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d; h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
+  }
+
+  std::uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  unsigned char buf_[64] = {};
+  std::size_t fill_ = 0;
+  std::uint64_t length_ = 0;
+};
+
+/// @brief Streaming HMAC-SHA256 (RFC 2104) with a caller-supplied key of any length.
+class hmac_sha256 {
+ public:
+  /// @brief Starts a MAC under `key`.
+  explicit hmac_sha256(std::span<const std::byte> key) noexcept {
+    unsigned char k[64] = {};
+    if (key.size() > 64) {
+      const auto d = sha256::of(key);
+      std::memcpy(k, d.data(), 32);
+    } else if (!key.empty()) {
+      std::memcpy(k, key.data(), key.size());
+    }
+    unsigned char ipad[64];
+    for (int i = 0; i < 64; ++i) {
+      ipad[i] = static_cast<unsigned char>(k[i] ^ 0x36);
+      opad_[i] = static_cast<unsigned char>(k[i] ^ 0x5c);
+    }
+    inner_.update(std::as_bytes(std::span(ipad)));
+  }
+  /// @brief Feeds message bytes.
+  void update(std::span<const std::byte> bytes) noexcept { inner_.update(bytes); }
+  /// @brief The tag.
+  [[nodiscard]] sha256::digest finish() noexcept {
+    const auto ih = inner_.finish();
+    sha256 outer;
+    outer.update(std::as_bytes(std::span(opad_)));
+    outer.update(ih);
+    return outer.finish();
+  }
+
+ private:
+  sha256 inner_;
+  unsigned char opad_[64];
+};
+
+/// @brief Constant-time comparison of two digests (no early exit on the first difference).
+[[nodiscard]] inline bool digest_equal(std::span<const std::byte> a, std::span<const std::byte> b) noexcept {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_CORE_HASH_HPP

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// Tests for core/hash.hpp: CRC32C (RFC 3720 check value and iSCSI vectors), SHA-256 (FIPS 180-2
+// examples), HMAC-SHA256 (RFC 4231 test cases 1, 2 and 6), streaming = one-shot, hw = software.
+#include <latentaudit/core/hash.hpp>
+
+#include <string>
+#include <vector>
+
+#include "support/catch.hpp"
+
+using namespace latentaudit;
+
+namespace {
+std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+std::string hex(std::span<const std::byte> d) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (auto b : d) {
+    s += digits[static_cast<unsigned>(b) >> 4];
+    s += digits[static_cast<unsigned>(b) & 15];
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("crc32c check values", "[core][hash]") {
+  CHECK(crc32c::of(bytes_of("123456789")) == 0xE3069283u);
+  CHECK(crc32c::of(bytes_of("")) == 0u);
+  std::vector<std::byte> zeros(32, std::byte{0}), ones(32, std::byte{0xff});
+  CHECK(crc32c::of(zeros) == 0x8A9136AAu);  // RFC 3720 B.4
+  CHECK(crc32c::of(ones) == 0x62A8AB43u);
+  std::vector<std::byte> inc(32);
+  for (int i = 0; i < 32; ++i) inc[static_cast<std::size_t>(i)] = static_cast<std::byte>(i);
+  CHECK(crc32c::of(inc) == 0x46DD794Eu);
+}
+
+TEST_CASE("crc32c streaming equals one-shot, hardware equals software", "[core][hash]") {
+  std::vector<std::byte> data(1037);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>((i * 131 + 7) & 0xff);
+  const auto whole = crc32c::of(data);
+  crc32c c;
+  c.update(std::span(data).subspan(0, 3));
+  c.update(std::span(data).subspan(3, 500));
+  c.update(std::span(data).subspan(503));
+  CHECK(c.value() == whole);
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  CHECK(~detail::crc32c_sw(0xFFFFFFFFu, p, data.size()) == whole);
+}
+
+TEST_CASE("sha256 FIPS examples", "[core][hash]") {
+  CHECK(hex(sha256::of(bytes_of("abc"))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(hex(sha256::of(bytes_of(""))) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(hex(sha256::of(bytes_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))) ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million(1000000, 'a');
+  sha256 s;
+  for (std::size_t i = 0; i < million.size(); i += 999) s.update(bytes_of(million.substr(i, 999)));
+  CHECK(hex(s.finish()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("hmac-sha256 RFC 4231 vectors", "[core][hash]") {
+  {
+    const std::string key(20, '\x0b');
+    hmac_sha256 h(bytes_of(key));
+    h.update(bytes_of("Hi There"));
+    CHECK(hex(h.finish()) == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  }
+  {
+    hmac_sha256 h(bytes_of("Jefe"));
+    h.update(bytes_of("what do ya want for nothing?"));
+    CHECK(hex(h.finish()) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  }
+  {
+    const std::string key(131, '\xaa');
+    hmac_sha256 h(bytes_of(key));
+    h.update(bytes_of("Test Using Larger Than Block-Size Key - Hash Key First"));
+    CHECK(hex(h.finish()) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  }
+  const auto a = sha256::of(bytes_of("x")), b = sha256::of(bytes_of("y"));
+  CHECK(digest_equal(a, a));
+  CHECK_FALSE(digest_equal(a, b));
+}
