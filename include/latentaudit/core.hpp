@@ -5,10 +5,12 @@
 
 #include "config.hpp"
 #include "version.hpp"
+#include "core/data_table.hpp"
 #include "core/detail/check.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "core/json.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "core/types.hpp"
