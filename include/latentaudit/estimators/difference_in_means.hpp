@@ -19,7 +19,8 @@ namespace latentaudit {
 struct t_test_options {
   double level = 0.95;      ///< confidence level of the two-sided interval, in (0, 1)
   double null_value = 0.0;  ///< the difference under the null hypothesis (R's `mu`)
-  on_degenerate if_degenerate = on_degenerate::throw_error;  ///< zero-variance data: throw or flag
+  /// zero-variance data (or an overflowed SE): throw numerical_error, or flag the result
+  on_degenerate if_degenerate = on_degenerate::throw_error;
 };
 
 namespace detail {
@@ -32,7 +33,9 @@ struct sample_moments {
 };
 
 /// @brief Two-pass mean and variance, with the compensated correction term of Chan, Golub &
-/// LeVeque (1983): var = (Σ(x-m)² - (Σ(x-m))²/n)/(n-1).
+/// LeVeque (1983): var = (Σ(x-m)² - (Σ(x-m))²/n)/(n-1). The mean is refined by the same term,
+/// mean = m + Σ(x-m)/n (as R's mean()), so that means of data with a large common offset
+/// (1e6 + noise) are accurate to a few ulps and their difference keeps its relative accuracy.
 [[nodiscard]] inline sample_moments moments(std::span<const double> x) noexcept {
   sample_moments m;
   m.n = x.size();
@@ -46,6 +49,7 @@ struct sample_moments {
     ss += d * d;
     sd += d;
   }
+  m.mean += sd / static_cast<double>(x.size());
   if (x.size() > 1) {
     m.variance = (ss - sd * sd / static_cast<double>(x.size())) / static_cast<double>(x.size() - 1);
     if (m.variance < 0) m.variance = 0;
@@ -54,8 +58,17 @@ struct sample_moments {
 }
 
 /// @brief Fills statistic, p-value and CI of `e` from estimate, std_error and df (t reference).
-/// Degenerate (SE numerically zero, as R's "data are essentially constant") per options.
+/// Degenerate (SE numerically zero, as R's "data are essentially constant") per options; an
+/// overflowed SE or df (|data| beyond ~1e150) is a numerical failure, thrown or flagged `failed`.
 inline void finish_t(effect_estimate& e, double scale, const t_test_options& o, std::string_view fn) {
+  if (!std::isfinite(e.std_error) || !std::isfinite(e.estimate)) {
+    if (o.if_degenerate == on_degenerate::throw_error) {
+      throw_numerical(fn, "the standard error overflowed (data too large in magnitude)");
+    }
+    e.status = estimate_status::failed;
+    e.estimate = e.std_error = e.df = e.statistic = e.p_value = e.ci_low = e.ci_high = effect_estimate::nan;
+    return;
+  }
   if (!(e.std_error > 10.0 * std::numeric_limits<double>::epsilon() * scale)) {
     if (o.if_degenerate == on_degenerate::throw_error) {
       throw_numerical(fn, "the data are essentially constant (standard error 0); the t statistic is undefined");
@@ -88,13 +101,15 @@ inline void check_two_samples(std::string_view fn, std::span<const double> treat
 /// @brief Welch's two-sample t test of mean(treated) − mean(control), unequal variances, with
 /// the Welch–Satterthwaite degrees of freedom (R's `t.test(treated, control)`).
 ///
-/// SE = √(s₁²/n₁ + s₀²/n₀); df = (v₁+v₀)² / (v₁²/(n₁−1) + v₀²/(n₀−1)), vⱼ = sⱼ²/nⱼ.
+/// SE = √(s₁²/n₁ + s₀²/n₀); df = (v₁+v₀)² / (v₁²/(n₁−1) + v₀²/(n₀−1)), vⱼ = sⱼ²/nⱼ, evaluated
+/// as df = 1 / (w₁²/(n₁−1) + w₀²/(n₀−1)) with wⱼ = vⱼ/(v₁+v₀) so that it cannot overflow.
 /// @param treated outcomes of the treated arm (n ≥ 2, finite)
 /// @param control outcomes of the control arm (n ≥ 2, finite)
 /// @param options level, null value, degenerate-data policy
 /// @returns method "welch", estimand "difference_in_means"
 /// @throws invalid_argument on too few or non-finite observations or a level outside (0, 1);
-///         numerical_error if both arms are constant (unless options flag it)
+///         numerical_error if both arms are constant or the SE overflows (unless options flag
+///         it: status degenerate, or failed for an overflow)
 [[nodiscard]] inline effect_estimate welch_t_test(std::span<const double> treated,
                                                   std::span<const double> control,
                                                   const t_test_options& options = {}) {
@@ -106,7 +121,10 @@ inline void check_two_samples(std::string_view fn, std::span<const double> treat
   effect_estimate e{.method = "welch", .estimand = "difference_in_means"};
   e.estimate = a.mean - b.mean;
   e.std_error = std::sqrt(v1 + v0);
-  e.df = (v1 + v0) * (v1 + v0) / (v1 * v1 / (n1 - 1.0) + v0 * v0 / (n0 - 1.0));
+  // Satterthwaite df in terms of the variance shares: (v1+v0)^2 and v^2 would overflow for
+  // |data| ~ 1e80 and underflow for |data| ~ 1e-80 (NaN df); the shares are in [0, 1].
+  const double w1 = v1 / (v1 + v0), w0 = v0 / (v1 + v0);
+  e.df = 1.0 / (w1 * w1 / (n1 - 1.0) + w0 * w0 / (n0 - 1.0));
   e.level = options.level;
   e.n_treated = a.n;
   e.n_control = b.n;
@@ -166,13 +184,14 @@ inline void check_two_samples(std::string_view fn, std::span<const double> treat
   double s = 0;
   for (std::size_t i = 0; i < n; ++i) s += treated[i] - control[i];
   const double nn = static_cast<double>(n);
-  const double mean = s / nn;
+  const double mean0 = s / nn;
   double ss = 0, sd = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double d = (treated[i] - control[i]) - mean;
+    const double d = (treated[i] - control[i]) - mean0;
     ss += d * d;
     sd += d;
   }
+  const double mean = mean0 + sd / nn;  // refined as in detail::moments
   const double var = std::fmax(0.0, (ss - sd * sd / nn) / (nn - 1.0));
   effect_estimate e{.method = "paired_t", .estimand = "mean_paired_difference"};
   e.estimate = mean;
