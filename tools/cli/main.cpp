@@ -1,10 +1,97 @@
 // SPDX-License-Identifier: MIT
-// The latentaudit command-line tool (placeholder entry point; subcommands land in cli_*.cpp).
-#include <latentaudit/latentaudit.hpp>
+// The latentaudit command-line tool: dispatches to the registered subcommands (cmd_*.cpp) and
+// turns every failure into an exit code and ONE line on stderr (docs/cli.md).
+#include <latentaudit/core/error.hpp>
+#include <latentaudit/version.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
 
-int main() {
-  std::puts(latentaudit::version_string);
-  return 0;
+#include "cli.hpp"
+
+namespace latentaudit::cli {
+
+void print_json(const json_value& v, bool pretty) {
+  std::string out = write_json(v, json_write_options{.indent = pretty ? 2 : -1});
+  out.push_back('\n');
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+}
+
+namespace {
+
+std::string top_help() {
+  auto cmds = subcommands();
+  std::sort(cmds.begin(), cmds.end(), [](const subcommand& a, const subcommand& b) { return a.name < b.name; });
+  std::string out =
+      "usage: latentaudit <command> [options]\n"
+      "       latentaudit <command> --help\n"
+      "       latentaudit --version\n\n"
+      "Causal statistics for auditing KV-cache relay between LLM agents. Each command prints one\n"
+      "JSON object on stdout. Exit codes: 0 success, 2 bad input (one line on stderr naming the\n"
+      "problem), 3 internal error.\n\ncommands:\n";
+  std::size_t width = 0;
+  for (const auto& c : cmds) width = std::max(width, c.name.size());
+  for (const auto& c : cmds) out.append("  ").append(c.name).append(width + 2 - c.name.size(), ' ').append(c.summary).append("\n");
+  out.append(
+      "\noptions:\n"
+      "  --help     print this help and exit\n"
+      "  --version  print the version and exit\n");
+  return out;
+}
+
+// One line: newlines and carriage returns inside a message become spaces.
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
+  return s;
+}
+
+int fail(int code, const std::string& what) {
+  const std::string line = "latentaudit: " + std::string(code == exit_internal ? "internal error: " : "error: ") + one_line(what) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  return code;
+}
+
+int dispatch(const std::vector<std::string>& args) {
+  if (args.empty()) throw usage_error("missing command (try 'latentaudit --help')");
+  const std::string& first = args.front();
+  if (first == "--help" || first == "-h" || first == "help") {
+    std::fputs(top_help().c_str(), stdout);
+    return exit_ok;
+  }
+  if (first == "--version") {
+    std::printf("%s\n", latentaudit::version_string);
+    return exit_ok;
+  }
+  for (const auto& c : subcommands()) {
+    if (c.name == first) return c.run(std::span<const std::string>(args).subspan(1));
+  }
+  if (first.rfind("-", 0) == 0) throw usage_error("unknown option '" + first + "' (try 'latentaudit --help')");
+  throw usage_error("unknown command '" + first + "' (try 'latentaudit --help')");
+}
+
+}  // namespace
+}  // namespace latentaudit::cli
+
+int main(int argc, char** argv) {
+  namespace cli = latentaudit::cli;
+  try {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    return cli::dispatch(args);
+  } catch (const cli::usage_error& e) {
+    return cli::fail(cli::exit_bad_input, e.what());
+  } catch (const latentaudit::error& e) {
+    return cli::fail(cli::exit_bad_input, e.what());
+  } catch (const std::bad_alloc&) {
+    return cli::fail(cli::exit_internal, "out of memory");
+  } catch (const std::exception& e) {
+    return cli::fail(cli::exit_internal, e.what());
+  } catch (...) {
+    return cli::fail(cli::exit_internal, "unknown exception");
+  }
 }
