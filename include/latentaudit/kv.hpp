@@ -6,5 +6,6 @@
 #include "core.hpp"
 #include "kv/kv_block.hpp"
 #include "kv/rope.hpp"
+#include "kv/wire.hpp"
 
 #endif  // LATENTAUDIT_KV_HPP
