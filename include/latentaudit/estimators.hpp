@@ -7,6 +7,7 @@
 #include "core.hpp"
 #include "estimators/difference_in_means.hpp"
 #include "estimators/effect_estimate.hpp"
+#include "estimators/equivalence.hpp"
 #include "estimators/multiplicity.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
