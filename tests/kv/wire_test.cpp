@@ -150,3 +150,36 @@ TEST_CASE("limits are enforced before allocation", "[kv][wire]") {
   trailing.push_back(std::byte{0});
   CHECK_THROWS_WITH(decode_relay(trailing), Contains("trailing"));
 }
+
+TEST_CASE("ragged (token-masked) blocks round-trip and carry only present rows", "[kv][wire]") {
+  auto b = test::random_block(5, dtype::bf16, 21);
+  std::vector<std::uint8_t> mask(4 * 5, 1);
+  for (int t = 2; t < 5; ++t) mask[static_cast<std::size_t>(3 * 5 + t)] = 0;  // layer 3 keeps tokens 0, 1 only
+  mask[1 * 5 + 4] = 0;
+  b.set_token_mask(mask);
+  CHECK(b.has_token_mask());
+  CHECK(b.present_tokens(3) == 2);
+  CHECK(b.get(3, false, 4, 1, 2) == 0.0f);
+  const std::size_t rows = 4 * 5 - 4;
+  CHECK(b.content_bytes() == rows * b.row_bytes() + 5 * 4 + 3);
+  const auto bytes = encode_relay(b);
+  CHECK(bytes.size() == relay_wire_bytes(b));
+  const auto d = decode_relay(bytes);
+  CHECK(d.kv == b);
+  std::size_t rejected = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    auto bad = bytes;
+    bad[i] ^= std::byte{0x04};
+    try {
+      (void)decode_relay(bad);
+    } catch (const corrupt_data&) {
+      ++rejected;
+    }
+  }
+  CHECK(rejected == bytes.size());
+  // an all-ones mask is no mask
+  auto c = test::random_block(2);
+  c.set_token_mask(std::vector<std::uint8_t>(8, 1));
+  CHECK_FALSE(c.has_token_mask());
+  CHECK_THROWS_AS(c.set_token_mask(std::vector<std::uint8_t>(3, 1)), shape_mismatch);
+}

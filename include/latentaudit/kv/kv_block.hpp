@@ -229,9 +229,62 @@ class kv_block {
 
   /// @brief Bytes of K and V (the payload).
   [[nodiscard]] std::size_t payload_bytes() const noexcept { return payload().size(); }
-  /// @brief Payload plus positions (4 bytes a token): the bytes a relay must carry at minimum.
+  /// @brief Bytes of one token's K and V in one layer.
+  [[nodiscard]] std::size_t row_bytes() const noexcept { return layer_elements() * dtype_size(type_); }
+
+  /// @brief Payload of the present rows plus positions (4 bytes a token) plus the token mask
+  /// bitmap when there is one: the bytes a relay must carry at minimum.
   [[nodiscard]] std::size_t content_bytes() const noexcept {
-    return payload_bytes() + positions_.size() * sizeof(position_t);
+    if (mask_.empty()) return payload_bytes() + positions_.size() * sizeof(position_t);
+    std::size_t rows = 0;
+    for (auto m : mask_) rows += m;
+    return rows * row_bytes() + positions_.size() * sizeof(position_t) + (mask_.size() + 7) / 8;
+  }
+
+  /// @brief Whether some layers hold only some of the block's tokens (ragged selections such as
+  /// PyramidKV budgets or KVComm's sink-only layers).
+  [[nodiscard]] bool has_token_mask() const noexcept { return !mask_.empty(); }
+  /// @brief Whether token t is present in present layer i (always true without a mask). A token
+  /// absent from a layer has zero K and V there and must not be attended to by the receiver.
+  [[nodiscard]] bool token_present(std::size_t i, std::int64_t t) const noexcept {
+    return mask_.empty() || mask_[i * static_cast<std::size_t>(n_tokens_) + static_cast<std::size_t>(t)] != 0;
+  }
+  /// @brief The mask, layer-major [n_layers][n_tokens] of 0/1 (empty: every token everywhere).
+  [[nodiscard]] std::span<const std::uint8_t> token_mask() const noexcept { return mask_; }
+  /// @brief Number of tokens present in present layer i.
+  [[nodiscard]] std::int64_t present_tokens(std::size_t i) const noexcept {
+    if (mask_.empty()) return n_tokens_;
+    std::int64_t c = 0;
+    for (std::int64_t t = 0; t < n_tokens_; ++t) c += mask_[i * static_cast<std::size_t>(n_tokens_) + static_cast<std::size_t>(t)];
+    return c;
+  }
+  /// @brief Sets the per-layer token mask (layer-major, values 0/1) and zeroes K and V of absent
+  /// entries. An all-ones mask is stored as no mask.
+  /// @throws shape_mismatch if mask.size() != n_layers · n_tokens; invalid_argument on values
+  ///         other than 0/1.
+  void set_token_mask(std::vector<std::uint8_t> mask) {
+    constexpr std::string_view fn = "kv_block::set_token_mask";
+    detail::check_same_size(fn, "mask", mask.size(), "n_layers * n_tokens", layers_.size() * static_cast<std::size_t>(n_tokens_));
+    bool all = true;
+    for (std::size_t j = 0; j < mask.size(); ++j) {
+      if (mask[j] > 1) detail::throw_invalid(fn, "mask", "must hold 0/1, got " + std::to_string(mask[j]) + " at index " + std::to_string(j));
+      all = all && mask[j] == 1;
+    }
+    if (all) {
+      mask_.clear();
+      return;
+    }
+    mask_ = std::move(mask);
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      for (std::int64_t t = 0; t < n_tokens_; ++t)
+        if (!token_present(i, t)) zero_row(i, t);
+  }
+  /// @brief Zeroes K and V of token t in present layer i.
+  void zero_row(std::size_t i, std::int64_t t) noexcept {
+    for (std::int32_t h = 0; h < fp_.n_kv_heads; ++h) {
+      for (std::int32_t d = 0; d < fp_.head_dim_k; ++d) set(i, false, t, h, d, 0.0f);
+      for (std::int32_t d = 0; d < fp_.head_dim_v; ++d) set(i, true, t, h, d, 0.0f);
+    }
   }
 
   /// @brief Reads element (layer i, token t, head h, dim d) of K or V as float.
@@ -251,6 +304,7 @@ class kv_block {
   [[nodiscard]] kv_block converted(dtype type) const {
     kv_block out(fp_, layers_, n_tokens_, type);
     out.positions_ = positions_;
+    out.mask_ = mask_;
     std::visit([&](const auto& src) {
       std::visit([&](auto& dst) {
         using D = std::decay_t<decltype(dst[0])>;
@@ -272,7 +326,7 @@ class kv_block {
   /// @brief Exact equality of metadata, positions and payload bits.
   friend bool operator==(const kv_block& a, const kv_block& b) {
     if (!(a.fp_ == b.fp_ && a.layers_ == b.layers_ && a.n_tokens_ == b.n_tokens_ && a.type_ == b.type_ &&
-          a.positions_ == b.positions_)) return false;
+          a.positions_ == b.positions_ && a.mask_ == b.mask_)) return false;
     const auto pa = a.payload(), pb = b.payload();
     return pa.size() == pb.size() && std::equal(pa.begin(), pa.end(), pb.begin());
   }
@@ -304,6 +358,7 @@ class kv_block {
   std::int64_t n_tokens_ = 0;
   dtype type_ = dtype::f32;
   std::vector<position_t> positions_;
+  std::vector<std::uint8_t> mask_;  // [layer][token] 0/1, empty = all present
   std::variant<std::vector<float>, std::vector<Eigen::half>, std::vector<Eigen::bfloat16>> data_;
 };
 

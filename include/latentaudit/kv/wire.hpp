@@ -160,7 +160,7 @@ inline std::vector<std::byte> kv_header(const kv_block& b) {
   w.put(f.weights_hash);
   w.put(static_cast<std::uint8_t>(b.type()));
   w.put(std::uint8_t{0});   // encoding: 0 = raw elements of `dtype`
-  w.put(std::uint16_t{0});  // reserved
+  w.put(static_cast<std::uint16_t>(b.has_token_mask() ? 1 : 0));  // kv flags: bit 0 = token mask
   w.put(b.n_tokens());
   w.put(static_cast<std::uint32_t>(b.n_layers()));
   for (auto l : b.layers()) w.put(static_cast<std::int32_t>(l));
@@ -207,6 +207,34 @@ std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
   return total;
 }
 
+/// @brief Layout of a masked KV payload: for each present layer, K rows then V rows of the
+/// present tokens, in token order.
+inline std::vector<std::byte> mask_bitmap(const kv_block& b) {
+  const auto m = b.token_mask();
+  std::vector<std::byte> bits((m.size() + 7) / 8);
+  for (std::size_t j = 0; j < m.size(); ++j)
+    if (m[j]) bits[j / 8] |= static_cast<std::byte>(1u << (j % 8));
+  return bits;
+}
+
+inline std::vector<std::byte> gather_rows(const kv_block& b) {
+  std::vector<std::byte> out;
+  const auto payload = b.payload();
+  const std::size_t es = dtype_size(b.type());
+  const std::size_t T = static_cast<std::size_t>(b.n_tokens());
+  const std::size_t krow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_k()) * es;
+  const std::size_t vrow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_v()) * es;
+  for (std::size_t i = 0; i < b.n_layers(); ++i) {
+    const std::size_t base = i * T * (krow + vrow);
+    for (std::size_t t = 0; t < T; ++t)
+      if (b.token_present(i, static_cast<std::int64_t>(t))) out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(base + t * krow), payload.begin() + static_cast<std::ptrdiff_t>(base + (t + 1) * krow));
+    for (std::size_t t = 0; t < T; ++t)
+      if (b.token_present(i, static_cast<std::int64_t>(t)))
+        out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(base + T * krow + t * vrow), payload.begin() + static_cast<std::ptrdiff_t>(base + T * krow + (t + 1) * vrow));
+  }
+  return out;
+}
+
 }  // namespace detail
 
 /// @brief Exact frame size of a KV relay (header, positions, payload, CRC, optional tag).
@@ -226,7 +254,12 @@ std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
 /// @throws error if the stream fails.
 inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wire_encode_options& o = {}) {
   const auto header = detail::kv_header(b);
-  const std::span<const std::byte> parts[2] = {std::as_bytes(b.positions()), b.payload()};
+  std::vector<std::byte> bitmap, rows;
+  if (b.has_token_mask()) {
+    bitmap = detail::mask_bitmap(b);
+    rows = detail::gather_rows(b);
+  }
+  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap, b.has_token_mask() ? std::span<const std::byte>(rows) : b.payload()};
   const auto n = detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s) {
     out.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
   });
@@ -239,7 +272,12 @@ inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wi
   std::vector<std::byte> out;
   out.reserve(relay_wire_bytes(b, !o.hmac_key.empty()));
   const auto header = detail::kv_header(b);
-  const std::span<const std::byte> parts[2] = {std::as_bytes(b.positions()), b.payload()};
+  std::vector<std::byte> bitmap, rows;
+  if (b.has_token_mask()) {
+    bitmap = detail::mask_bitmap(b);
+    rows = detail::gather_rows(b);
+  }
+  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap, b.has_token_mask() ? std::span<const std::byte>(rows) : b.payload()};
   detail::write_frame(relay_kind::kv, header, parts, o,
                       [&](std::span<const std::byte> s) { out.insert(out.end(), s.begin(), s.end()); });
   return out;
@@ -311,7 +349,8 @@ struct stream_source {
 
 /// @brief Parses and validates a KV header; returns an allocated (zeroed) block of that shape.
 /// Every field is checked against the limits before the block is allocated.
-inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len, const wire_limits& L) {
+inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len, const wire_limits& L,
+                                bool& masked) {
   byte_reader r{header};
   const auto arch_len = r.get<std::uint16_t>("architecture length");
   check_field(arch_len <= 256, "architecture length", std::to_string(arch_len), "<= 256");
@@ -346,7 +385,9 @@ inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t
   check_field(dt <= 2, "dtype", std::to_string(dt), "0 (f32), 1 (f16) or 2 (bf16)");
   const auto encoding = r.get<std::uint8_t>("encoding");
   check_field(encoding == 0, "encoding", std::to_string(encoding), "0 (raw)");
-  check_field(r.get<std::uint16_t>("reserved") == 0, "reserved field", "non-zero", "0");
+  const auto kv_flags = r.get<std::uint16_t>("kv flags");
+  check_field((kv_flags & ~1u) == 0, "kv flags", std::to_string(kv_flags), "0 or 1");
+  masked = (kv_flags & 1u) != 0;
   const auto n_tokens = r.get<std::int64_t>("n_tokens");
   check_field(n_tokens >= 0 && n_tokens <= L.max_tokens, "n_tokens", std::to_string(n_tokens), "in [0, max_tokens]");
   const auto n_present = r.get<std::uint32_t>("layer count");
@@ -358,14 +399,41 @@ inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t
   }
   for (std::size_t i = 1; i < layers.size(); ++i) check_field(layers[i] > layers[i - 1], "layer ids", "not increasing", "strictly increasing");
   check_field(r.pos == header.size(), "header length", std::to_string(header.size()), "the size of its fields (" + std::to_string(r.pos) + ")");
-  // the payload must be exactly positions + K + V of that shape
+  // without a mask the payload is exactly positions + K + V of that shape; with a mask it is
+  // positions + bitmap + the present rows, at most the full shape (checked again after the bitmap)
   const auto type = static_cast<dtype>(dt);
   const std::uint64_t per_token = static_cast<std::uint64_t>(f.n_kv_heads) * static_cast<std::uint64_t>(f.head_dim_k + f.head_dim_v) *
                                   dtype_size(type) * n_present;
-  const std::uint64_t expected = static_cast<std::uint64_t>(n_tokens) * (per_token + sizeof(position_t));
-  check_field(payload_len == expected, "payload length", std::to_string(payload_len), std::to_string(expected) + " for the declared shape");
-  check_field(payload_len <= L.max_payload_bytes, "payload length", std::to_string(payload_len), "<= max_payload_bytes");
+  const std::uint64_t full = static_cast<std::uint64_t>(n_tokens) * (per_token + sizeof(position_t));
+  const std::uint64_t bitmap = masked ? (static_cast<std::uint64_t>(n_tokens) * n_present + 7) / 8 : 0;
+  check_field(full + bitmap <= L.max_payload_bytes, "declared shape", std::to_string(full + bitmap) + " bytes", "<= max_payload_bytes");
+  if (masked) {
+    const std::uint64_t floor = static_cast<std::uint64_t>(n_tokens) * sizeof(position_t) + bitmap;
+    check_field(payload_len >= floor && payload_len <= full + bitmap, "payload length", std::to_string(payload_len),
+                "in [" + std::to_string(floor) + ", " + std::to_string(full + bitmap) + "] for the declared shape");
+  } else {
+    check_field(payload_len == full, "payload length", std::to_string(payload_len), std::to_string(full) + " for the declared shape");
+  }
   return kv_block(std::move(f), std::move(layers), n_tokens, type);
+}
+
+inline void scatter_rows(kv_block& b, std::span<const std::byte> bitmap, std::span<const std::byte> rows) {
+  std::vector<std::uint8_t> mask(b.n_layers() * static_cast<std::size_t>(b.n_tokens()));
+  for (std::size_t j = 0; j < mask.size(); ++j) mask[j] = static_cast<std::uint8_t>((static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u);
+  const auto payload = b.payload_mut();
+  const std::size_t es = dtype_size(b.type());
+  const std::size_t T = static_cast<std::size_t>(b.n_tokens());
+  const std::size_t krow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_k()) * es;
+  const std::size_t vrow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_v()) * es;
+  std::size_t r = 0;
+  for (std::size_t i = 0; i < b.n_layers(); ++i) {
+    const std::size_t base = i * T * (krow + vrow);
+    for (std::size_t t = 0; t < T; ++t)
+      if (mask[i * T + t]) { std::memcpy(payload.data() + base + t * krow, rows.data() + r, krow); r += krow; }
+    for (std::size_t t = 0; t < T; ++t)
+      if (mask[i * T + t]) { std::memcpy(payload.data() + base + T * krow + t * vrow, rows.data() + r, vrow); r += vrow; }
+  }
+  b.set_token_mask(std::move(mask));
 }
 
 template <class Source>
@@ -396,13 +464,30 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
   out.has_tag = (flags & 1u) != 0;
   std::span<std::byte> payload_dst;
   std::vector<std::byte> text_bytes;
+  std::vector<std::byte> bitmap;
+  std::vector<std::byte> rows;  // masked KV: the present rows, scattered after the CRC check
   if (out.kind == relay_kind::kv) {
-    out.kv = parse_kv_header(header, plen, o.limits);
+    bool masked = false;
+    out.kv = parse_kv_header(header, plen, o.limits, masked);
     if (o.expected_fingerprint != nullptr) check_fingerprint("decode_relay", *o.expected_fingerprint, out.kv.fingerprint());
     const auto pos_bytes = std::as_writable_bytes(out.kv.positions());
     src.read(pos_bytes, "positions");
     crc.update(pos_bytes);
-    payload_dst = out.kv.payload_mut();
+    if (!masked) {
+      payload_dst = out.kv.payload_mut();
+    } else {
+      const std::size_t cells = out.kv.n_layers() * static_cast<std::size_t>(out.kv.n_tokens());
+      bitmap.resize((cells + 7) / 8);
+      src.read(bitmap, "token mask");
+      crc.update(bitmap);
+      std::uint64_t present = 0;
+      for (std::size_t j = 0; j < cells; ++j) present += (static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u;
+      if (cells % 8 != 0) check_field((static_cast<unsigned>(bitmap.back()) >> (cells % 8)) == 0, "token mask padding", "non-zero", "0");
+      const std::uint64_t expected = out.kv.positions().size() * sizeof(position_t) + bitmap.size() + present * out.kv.row_bytes();
+      check_field(plen == expected, "payload length", std::to_string(plen), std::to_string(expected) + " for the token mask");
+      rows.resize(present * out.kv.row_bytes());
+      payload_dst = rows;
+    }
   } else if (out.kind == relay_kind::text_tokens) {
     byte_reader r{header};
     const auto count = r.get<std::uint64_t>("token count");
@@ -440,6 +525,7 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
       mac.update(prefix);
       mac.update(header);
       if (out.kind == relay_kind::kv) mac.update(std::as_bytes(out.kv.positions()));
+      mac.update(bitmap);
       mac.update(payload_dst);
       mac.update(std::as_bytes(std::span(&stored_crc, 1)));
       if (!digest_equal(mac.finish(), tag)) {
@@ -453,6 +539,7 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
                                                         : "decode_relay: authentication required but the relay has no HMAC tag"));
   }
   if (out.kind == relay_kind::text_utf8 && !valid_utf8(out.text.utf8)) wire_corrupt("text payload is not valid UTF-8");
+  if (!bitmap.empty()) scatter_rows(out.kv, bitmap, rows);
   return out;
 }
 
