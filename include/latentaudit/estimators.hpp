@@ -9,5 +9,6 @@
 #include "estimators/effect_estimate.hpp"
 #include "estimators/equivalence.hpp"
 #include "estimators/multiplicity.hpp"
+#include "estimators/paired_binary.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
