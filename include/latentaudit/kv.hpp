@@ -6,6 +6,7 @@
 #include "core.hpp"
 #include "kv/kv_block.hpp"
 #include "kv/rope.hpp"
+#include "kv/selection.hpp"
 #include "kv/wire.hpp"
 
 #endif  // LATENTAUDIT_KV_HPP
