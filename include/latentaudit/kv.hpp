@@ -5,6 +5,9 @@
 
 #include "core.hpp"
 #include "kv/kv_block.hpp"
+#include "kv/noise.hpp"
+#include "kv/placebo.hpp"
+#include "kv/quantize.hpp"
 #include "kv/rope.hpp"
 #include "kv/selection.hpp"
 #include "kv/wire.hpp"

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: controlled damage to a relayed cache — Gaussian noise at an absolute or relative
+// scale, zeroing and token dropout — to measure how much its content matters.
+//
+// Noise for (layer l, part K|V) comes from stream make_stream({seed, item, arm = part (0 = K,
+// 1 = V), replicate = model layer id}), drawn in the block's element order over the selected
+// tokens, so the result does not depend on thread count, execution order or the other layers.
+#ifndef LATENTAUDIT_KV_NOISE_HPP
+#define LATENTAUDIT_KV_NOISE_HPP
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../core/detail/check.hpp"
+#include "../core/rng.hpp"
+#include "../core/types.hpp"
+#include "kv_block.hpp"
+#include "selection.hpp"
+
+namespace latentaudit {
+
+/// @brief Which tensors a transform touches.
+enum class kv_part : std::uint8_t {
+  keys = 1,    ///< K only
+  values = 2,  ///< V only
+  both = 3,    ///< K and V
+};
+
+/// @brief How `noise_spec::sigma` is interpreted.
+enum class noise_scale : std::uint8_t {
+  absolute = 0,     ///< σ itself
+  rms_layer = 1,    ///< σ × RMS of the (layer, part) tensor over the selected tokens
+  rms_head = 2,     ///< σ × RMS of each head (over selected tokens and dims)
+  rms_channel = 3,  ///< σ × RMS of each channel (head, dim) over the selected tokens
+  snr_db = 4,       ///< target signal-to-noise ratio in dB per (layer, part): σ_eff = RMS · 10^(−sigma/20)
+};
+
+/// @brief Name of a noise scale ("absolute", "rms_layer", ...).
+[[nodiscard]] constexpr std::string_view noise_scale_name(noise_scale s) noexcept {
+  switch (s) {
+    case noise_scale::absolute: return "absolute";
+    case noise_scale::rms_layer: return "rms_layer";
+    case noise_scale::rms_head: return "rms_head";
+    case noise_scale::rms_channel: return "rms_channel";
+    case noise_scale::snr_db: return "snr_db";
+  }
+  return "unknown";
+}
+
+/// @brief Gaussian noise to add to a block.
+struct noise_spec {
+  double sigma = 0.0;                        ///< σ (see scale); for snr_db the SNR in dB
+  noise_scale scale = noise_scale::rms_layer;  ///< interpretation of sigma
+  kv_part part = kv_part::both;              ///< K, V or both
+  index_range layers{0, std::numeric_limits<std::int64_t>::max()};  ///< model layer band [first, last)
+  index_range tokens{0, std::numeric_limits<std::int64_t>::max()};  ///< token index band [first, last) in the block
+  std::uint64_t seed = 0;                    ///< experiment seed
+  std::uint64_t item = 0;                    ///< item (task) index
+};
+
+/// @brief What add_noise did.
+struct noise_record {
+  double sigma_requested = 0;         ///< spec.sigma
+  double sigma_applied_rms = 0;       ///< RMS of the σ actually used per perturbed element
+  double signal_rms = 0;              ///< RMS of the perturbed elements before noise
+  double realized_snr_db = std::numeric_limits<double>::infinity();  ///< 10·log10(signal power / added noise power)
+  std::uint64_t elements = 0;         ///< elements perturbed
+};
+
+namespace detail {
+inline void check_noise_spec(std::string_view fn, const noise_spec& s) {
+  check_finite(fn, "spec.sigma", s.sigma);
+  if (s.scale != noise_scale::snr_db) check_nonnegative(fn, "spec.sigma", s.sigma);
+  if (s.part != kv_part::keys && s.part != kv_part::values && s.part != kv_part::both) throw_invalid(fn, "spec.part", "must be keys, values or both");
+  if (s.layers.first < 0 || s.tokens.first < 0) throw_invalid(fn, "spec.layers/tokens", "bands must start at >= 0");
+}
+}  // namespace detail
+
+/// @brief Adds N(0, σ_eff²) noise in place (rounded once to the block's dtype).
+/// σ = 0 leaves the block bit-for-bit unchanged. Absent (masked) rows stay zero.
+/// @returns the realized σ, SNR and element count.
+/// @throws invalid_argument on a negative or non-finite σ, or a bad band.
+inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
+  constexpr std::string_view fn = "add_noise";
+  detail::check_noise_spec(fn, spec);
+  noise_record rec;
+  rec.sigma_requested = spec.sigma;
+  double signal = 0, noise_power = 0, sigma2_sum = 0;
+  const std::int64_t t0 = std::max<std::int64_t>(0, spec.tokens.first), t1 = std::min(block.n_tokens(), spec.tokens.last);
+  const std::int32_t H = block.n_kv_heads();
+  for (std::size_t i = 0; i < block.n_layers(); ++i) {
+    const layer_index layer = block.layers()[i];
+    if (!spec.layers.contains(layer)) continue;
+    for (int part = 0; part < 2; ++part) {
+      if (part == 0 && spec.part == kv_part::values) continue;
+      if (part == 1 && spec.part == kv_part::keys) continue;
+      const bool value = part == 1;
+      const std::int32_t D = value ? block.head_dim_v() : block.head_dim_k();
+      // per-channel sums of squares over selected, present tokens
+      std::vector<double> ss(static_cast<std::size_t>(H) * static_cast<std::size_t>(D), 0.0);
+      std::int64_t rows = 0;
+      for (std::int64_t t = t0; t < t1; ++t) {
+        if (!block.token_present(i, t)) continue;
+        ++rows;
+        for (std::int32_t h = 0; h < H; ++h)
+          for (std::int32_t d = 0; d < D; ++d) {
+            const double x = block.get(i, value, t, h, d);
+            ss[static_cast<std::size_t>(h * D + d)] += x * x;
+          }
+      }
+      if (rows == 0) continue;
+      double layer_ss = 0;
+      for (double v : ss) layer_ss += v;
+      // σ per channel
+      std::vector<double> sig(ss.size(), 0.0);
+      for (std::int32_t h = 0; h < H; ++h) {
+        double head_ss = 0;
+        for (std::int32_t d = 0; d < D; ++d) head_ss += ss[static_cast<std::size_t>(h * D + d)];
+        for (std::int32_t d = 0; d < D; ++d) {
+          const std::size_t c = static_cast<std::size_t>(h * D + d);
+          switch (spec.scale) {
+            case noise_scale::absolute: sig[c] = spec.sigma; break;
+            case noise_scale::rms_layer: sig[c] = spec.sigma * std::sqrt(layer_ss / static_cast<double>(rows * H * D)); break;
+            case noise_scale::rms_head: sig[c] = spec.sigma * std::sqrt(head_ss / static_cast<double>(rows * D)); break;
+            case noise_scale::rms_channel: sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows)); break;
+            case noise_scale::snr_db:
+              sig[c] = std::sqrt(layer_ss / static_cast<double>(rows * H * D)) * std::pow(10.0, -spec.sigma / 20.0);
+              break;
+          }
+        }
+      }
+      auto g = make_stream({.seed = spec.seed, .item = spec.item, .arm = static_cast<std::uint32_t>(part),
+                            .replicate = static_cast<std::uint32_t>(layer)});
+      for (std::int64_t t = t0; t < t1; ++t) {
+        if (!block.token_present(i, t)) continue;
+        for (std::int32_t h = 0; h < H; ++h)
+          for (std::int32_t d = 0; d < D; ++d) {
+            const std::size_t c = static_cast<std::size_t>(h * D + d);
+            const double z = standard_normal(g);
+            const double x = block.get(i, value, t, h, d);
+            signal += x * x;
+            sigma2_sum += sig[c] * sig[c];
+            ++rec.elements;
+            if (sig[c] == 0.0) continue;
+            const double e = sig[c] * z;
+            const float y = static_cast<float>(x + e);
+            block.set(i, value, t, h, d, y);
+            const double added = static_cast<double>(block.get(i, value, t, h, d)) - x;
+            noise_power += added * added;
+          }
+      }
+    }
+  }
+  if (rec.elements > 0) {
+    rec.sigma_applied_rms = std::sqrt(sigma2_sum / static_cast<double>(rec.elements));
+    rec.signal_rms = std::sqrt(signal / static_cast<double>(rec.elements));
+    rec.realized_snr_db = noise_power > 0 ? 10.0 * std::log10(signal / noise_power) : std::numeric_limits<double>::infinity();
+  }
+  return rec;
+}
+
+/// @brief Sets K and/or V of the selected layers and tokens to zero (positions unchanged).
+/// @returns the number of elements zeroed.
+inline std::uint64_t zero_kv(kv_block& block, kv_part part = kv_part::both,
+                             index_range layers = {0, std::numeric_limits<std::int64_t>::max()},
+                             index_range tokens = {0, std::numeric_limits<std::int64_t>::max()}) {
+  std::uint64_t n = 0;
+  const std::int64_t t0 = std::max<std::int64_t>(0, tokens.first), t1 = std::min(block.n_tokens(), tokens.last);
+  for (std::size_t i = 0; i < block.n_layers(); ++i) {
+    if (!layers.contains(block.layers()[i])) continue;
+    for (std::int64_t t = t0; t < t1; ++t)
+      for (std::int32_t h = 0; h < block.n_kv_heads(); ++h) {
+        if (part != kv_part::values)
+          for (std::int32_t d = 0; d < block.head_dim_k(); ++d, ++n) block.set(i, false, t, h, d, 0.0f);
+        if (part != kv_part::keys)
+          for (std::int32_t d = 0; d < block.head_dim_v(); ++d, ++n) block.set(i, true, t, h, d, 0.0f);
+      }
+  }
+  return n;
+}
+
+/// @brief Token dropout: removes each token independently with probability p (stream
+/// (seed, item, arm = 2, replicate = 0), one uniform per token in order); kept tokens keep their
+/// positions. `dropped` receives the removed token indices when non-null.
+/// @throws invalid_argument unless 0 <= p <= 1.
+[[nodiscard]] inline kv_block drop_tokens(const kv_block& block, double p, std::uint64_t seed, std::uint64_t item,
+                                          std::vector<std::int64_t>* dropped = nullptr) {
+  detail::check_closed_unit("drop_tokens", "p", p);
+  auto g = make_stream({.seed = seed, .item = item, .arm = 2, .replicate = 0});
+  std::vector<std::int64_t> keep;
+  for (std::int64_t t = 0; t < block.n_tokens(); ++t) {
+    if (uniform01(g) < p) {
+      if (dropped != nullptr) dropped->push_back(t);
+    } else {
+      keep.push_back(t);
+    }
+  }
+  std::vector<layer_index> layers(block.layers().begin(), block.layers().end());
+  return apply_selection(block, uniform_selection(std::move(layers), std::move(keep)));
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_KV_NOISE_HPP
