@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+// Tests of the `latentaudit` command-line tool: runs the built binary on small CSV/JSONL files in
+// a temporary directory and checks (1) its JSON equals the library's direct results, (2) every
+// bad input exits with code 2 and ONE line on stderr naming the problem, (3) --help of every
+// command exits 0 and documents every option (and docs/cli.md mentions them too).
+#include <latentaudit/core/json.hpp>
+#include <latentaudit/estimators/difference_in_means.hpp>
+#include <latentaudit/estimators/equivalence.hpp>
+#include <latentaudit/estimators/paired_binary.hpp>
+#include <latentaudit/version.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/catch.hpp"
+
+#ifdef LATENTAUDIT_CLI_PATH
+
+namespace fs = std::filesystem;
+using latentaudit::json_value;
+using latentaudit::parse_json;
+
+namespace {
+
+/// What one run of the binary produced.
+struct run_result {
+  int code = -1;    ///< exit status
+  std::string out;  ///< stdout
+  std::string err;  ///< stderr
+};
+
+/// A fresh directory for this process's files.
+const fs::path& work_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("latentaudit_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Writes `content` to work_dir()/name and returns the path.
+std::string write_file(const std::string& name, const std::string& content) {
+  const fs::path p = work_dir() / name;
+  std::ofstream(p, std::ios::binary) << content;
+  return p.string();
+}
+
+/// Concatenates pieces (avoids GCC 12's false -Wrestrict on chains of operator+).
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string s;
+  (s.append(parts), ...);
+  return s;
+}
+
+/// Single-quotes a word for /bin/sh.
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q.append("'\\''");
+    } else {
+      q.push_back(c);
+    }
+  }
+  q.push_back('\'');
+  return q;
+}
+
+/// Runs the CLI with `args`; stdout and stderr are captured through files.
+run_result run_cli(const std::vector<std::string>& args) {
+  const fs::path out = work_dir() / "stdout.txt", err = work_dir() / "stderr.txt";
+  std::string cmd = shell_quote(LATENTAUDIT_CLI_PATH);
+  for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
+  cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string())).append(" </dev/null");
+  const int status = std::system(cmd.c_str());
+  run_result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+/// Runs and parses stdout as one JSON object; fails the test on a non-zero exit.
+json_value run_json(const std::vector<std::string>& args) {
+  const auto r = run_cli(args);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  REQUIRE(r.err.empty());
+  const json_value j = parse_json(r.out);
+  REQUIRE(j.is_object());
+  return j;
+}
+
+/// A number field, NaN for null.
+double num(const json_value& j, const char* key) {
+  const auto& v = j.at(key);
+  return v.is_null() ? std::nan("") : v.as_number();
+}
+
+/// Checks that a JSON result carries exactly the fields of an effect_estimate (NaN <-> null).
+void check_same(const json_value& j, const latentaudit::effect_estimate& e) {
+  CHECK(j.at("method").as_string() == e.method);
+  CHECK(j.at("estimand").as_string() == e.estimand);
+  const std::pair<const char*, double> fields[] = {
+      {"estimate", e.estimate}, {"std_error", e.std_error}, {"ci_low", e.ci_low},         {"ci_high", e.ci_high},
+      {"level", e.level},       {"df", e.df},               {"statistic", e.statistic}, {"p_value", e.p_value},
+  };
+  for (const auto& [key, value] : fields) {
+    INFO(key);
+    if (std::isnan(value)) {
+      CHECK(j.at(key).is_null());
+    } else {
+      CHECK(num(j, key) == value);  // shortest round-trip output: bit-identical
+    }
+  }
+  CHECK(j.at("status").as_string() == std::string(latentaudit::status_name(e.status)));
+}
+
+// ---- small data sets -----------------------------------------------------------------------
+const std::vector<double> y_treated = {3.1, 4.5, 2.2, 5.0, 3.9, 4.4, 2.8};
+const std::vector<double> y_control = {2.0, 4.1, 1.0, 3.3, 2.9, 2.5, 3.0};
+
+/// Long two-arm CSV: id, z, y (treated and control rows interleaved; id pairs them).
+std::string two_arm_csv() {
+  std::string s = "id,z,y\n";
+  for (std::size_t i = 0; i < y_treated.size(); ++i) {
+    s += cat("p", std::to_string(i), ",1,", latentaudit::detail::number_text(y_treated[i]), "\n");
+    s += cat("p", std::to_string(i), ",0,", latentaudit::detail::number_text(y_control[i]), "\n");
+  }
+  return s;
+}
+
+/// The same as JSONL, with the treatment as a JSON boolean.
+std::string two_arm_jsonl() {
+  std::string s;
+  for (std::size_t i = 0; i < y_treated.size(); ++i) {
+    s += cat("{\"id\": \"p", std::to_string(i), "\", \"z\": true, \"y\": ", latentaudit::detail::number_text(y_treated[i]), "}\n");
+    s += cat("{\"id\": \"p", std::to_string(i), "\", \"z\": false, \"y\": ", latentaudit::detail::number_text(y_control[i]), "}\n");
+  }
+  return s;
+}
+
+/// Wide paired CSV: one row per pair.
+std::string wide_csv() {
+  std::string s = "pair,after,before\n";
+  for (std::size_t i = 0; i < y_treated.size(); ++i) {
+    s += cat(std::to_string(i), ",", latentaudit::detail::number_text(y_treated[i]), ",",
+             latentaudit::detail::number_text(y_control[i]), "\n");
+  }
+  return s;
+}
+
+/// Binary outcomes for McNemar / Newcombe (pairs: treated, control).
+const std::vector<double> b_treated = {1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 1};
+const std::vector<double> b_control = {1, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 0, 0, 1};
+
+std::string long_csv(const std::vector<double>& t, const std::vector<double>& c) {
+  std::string s = "item,arm,ok\n";
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    s += cat("i", std::to_string(i), ",0,", latentaudit::detail::number_text(c[i]), "\n");
+    s += cat("i", std::to_string(i), ",1,", latentaudit::detail::number_text(t[i]), "\n");
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
+  auto v = run_cli({"--version"});
+  CHECK(v.code == 0);
+  CHECK(v.out == std::string(latentaudit::version_string) + "\n");
+  auto h = run_cli({"--help"});
+  CHECK(h.code == 0);
+  for (const char* word : {"estimate", "interval", "power", "--version", "--help", "Exit codes"}) {
+    INFO(word);
+    CHECK(h.out.find(word) != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: estimate welch|student equal the library on CSV and JSONL", "[cli]") {
+  const auto csv = write_file("arms.csv", two_arm_csv());
+  const auto jsonl = write_file("arms.jsonl", two_arm_jsonl());
+  for (const auto& file : {csv, jsonl}) {
+    INFO(file);
+    const auto w = run_json({"estimate", "welch", "--data", file, "--outcome", "y", "--treatment", "z"});
+    check_same(w, latentaudit::welch_t_test(y_treated, y_control));
+    CHECK(num(w, "n_treated") == 7);
+    CHECK(num(w, "n_control") == 7);
+    CHECK(w.at("n_pairs").is_null());
+    const auto s = run_json({"estimate", "student", "--data", file, "--outcome", "y", "--treatment", "z", "--level", "0.9"});
+    check_same(s, latentaudit::student_t_test(y_treated, y_control, {.level = 0.9}));
+  }
+}
+
+TEST_CASE("cli: estimate paired, long and wide layouts, equal the library", "[cli]") {
+  const auto expected = latentaudit::paired_t_test(y_treated, y_control, {.level = 0.8});
+  const auto csv = write_file("pairs.csv", two_arm_csv());
+  const auto jsonl = write_file("pairs.jsonl", two_arm_jsonl());
+  const auto wide = write_file("wide.csv", wide_csv());
+  for (const auto& file : {csv, jsonl}) {
+    const auto j = run_json({"estimate", "paired", "--data", file, "--outcome", "y", "--treatment", "z", "--pair", "id", "--level", "0.8"});
+    check_same(j, expected);
+    CHECK(num(j, "n_pairs") == 7);
+  }
+  const auto j = run_json({"estimate", "paired", "--data", wide, "--outcome-treated", "after", "--outcome-control", "before",
+                           "--level=0.8", "--pretty"});
+  check_same(j, expected);
+  // Row order of a long file does not matter: pairs are matched by id.
+  std::string shuffled = "id,z,y\n";
+  for (std::size_t i = y_treated.size(); i-- > 0;) {
+    shuffled += cat("p", std::to_string(i), ",0,", latentaudit::detail::number_text(y_control[i]), "\n");
+  }
+  for (std::size_t i = 0; i < y_treated.size(); ++i) {
+    shuffled += cat("p", std::to_string(i), ",1,", latentaudit::detail::number_text(y_treated[i]), "\n");
+  }
+  check_same(run_json({"estimate", "paired", "--data", write_file("shuffled.csv", shuffled), "--outcome", "y", "--treatment", "z",
+                       "--pair", "id", "--level", "0.8"}),
+             expected);
+}
+
+TEST_CASE("cli: estimate mcnemar and newcombe equal the library", "[cli]") {
+  const auto file = write_file("binary.csv", long_csv(b_treated, b_control));
+  const std::vector<std::string> pair = {"--data", file, "--outcome", "ok", "--treatment", "arm", "--pair", "item"};
+  auto args = [&](std::vector<std::string> head, const std::vector<std::string>& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  const auto m = latentaudit::mcnemar_test(b_treated, b_control, {.level = 0.9});
+  for (const char* method : {"mcnemar", "newcombe"}) {
+    INFO(method);
+    const auto j = run_json(args({"estimate", method, "--level", "0.9"}, pair));
+    check_same(j, m.effect);
+    CHECK(num(j, "n_pairs") == 14);
+    CHECK(num(j, "exact_p_value") == m.exact_p_value);
+    CHECK(num(j, "chi2_statistic") == m.chi2_statistic);
+    CHECK(num(j, "chi2_p_value") == m.chi2_p_value);
+    CHECK(num(j, "chi2_cc_statistic") == m.chi2_cc_statistic);
+    CHECK(num(j, "chi2_cc_p_value") == m.chi2_cc_p_value);
+    CHECK(num(j, "discordant") == 6);
+    CHECK(j.at("table").at("treated_only").as_number() == 5);
+    CHECK(j.at("table").at("control_only").as_number() == 1);
+  }
+  const auto u = run_json(args({"estimate", "newcombe"}, {"--data", file, "--outcome", "ok", "--treatment", "arm"}));
+  check_same(u, latentaudit::two_proportion_test(b_treated, b_control));
+  CHECK(num(u, "proportion_treated") == 10.0 / 14.0);
+  const auto cc = run_json(args({"estimate", "newcombe", "--continuity-correction", "--level", "0.99"},
+                                {"--data", file, "--outcome", "ok", "--treatment", "arm"}));
+  check_same(cc, latentaudit::two_proportion_test(b_treated, b_control, {.level = 0.99, .continuity_correction = true}));
+}
+
+TEST_CASE("cli: estimate tost and noninferiority equal the library", "[cli]") {
+  using latentaudit::t_test_design;
+  const auto file = write_file("tost.csv", two_arm_csv());
+  const std::vector<std::string> data = {"--data", file, "--outcome", "y", "--treatment", "z"};
+  auto args = [&](std::vector<std::string> head, std::vector<std::string> tail = {}) {
+    head.insert(head.end(), data.begin(), data.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  const auto check_tost = [](const json_value& j, const latentaudit::equivalence_result& r) {
+    auto e = r.effect;
+    e.p_value = r.p_value;
+    e.statistic = r.p_lower >= r.p_upper ? r.statistic_lower : r.statistic_upper;
+    e.method = "tost_" + e.method;
+    check_same(j, e);
+    CHECK(num(j, "p_lower") == r.p_lower);
+    CHECK(num(j, "p_upper") == r.p_upper);
+    CHECK(num(j, "difference_p_value") == r.effect.p_value);
+    CHECK(j.at("equivalent").as_bool() == r.equivalent);
+  };
+  check_tost(run_json(args({"estimate", "tost"}, {"--margin", "2"})),
+             latentaudit::equivalence_test(y_treated, y_control, latentaudit::equivalence_bounds::symmetric(2.0)));
+  check_tost(run_json(args({"estimate", "tost"}, {"--margin", "2", "--variance", "pooled", "--alpha", "0.1"})),
+             latentaudit::equivalence_test(y_treated, y_control, latentaudit::equivalence_bounds::symmetric(2.0),
+                                           {.design = t_test_design::student, .alpha = 0.1}));
+  const auto paired = latentaudit::equivalence_test(y_treated, y_control, {.low = -0.5, .high = 1.5},
+                                                    {.design = t_test_design::paired, .alpha = 0.025});
+  const auto jp = run_json(args({"estimate", "tost"}, {"--lower", "-0.5", "--upper", "1.5", "--pair", "id", "--level", "0.95"}));
+  check_tost(jp, paired);
+  CHECK(num(jp, "n_pairs") == 7);
+  CHECK(num(jp, "level") == 0.95);
+  const auto ni = latentaudit::non_inferiority_test(y_treated, y_control, 0.4,
+                                                    {.design = t_test_design::paired, .better = latentaudit::better_direction::lower});
+  const auto jn = run_json(args({"estimate", "noninferiority"}, {"--margin", "0.4", "--better", "lower", "--pair", "id"}));
+  auto e = ni.effect;
+  e.method = "noninferiority_" + e.method;
+  e.statistic = ni.statistic;
+  e.p_value = ni.p_value;
+  check_same(jn, e);
+  CHECK(jn.at("non_inferior").as_bool() == ni.non_inferior);
+  CHECK(num(jn, "bound") == 0.4);
+}
+
+namespace {
+
+/// One bad invocation: arguments and the words its one-line message must contain.
+struct bad_case {
+  std::vector<std::string> args;
+  std::vector<std::string> words;
+};
+
+void check_bad(const bad_case& c) {
+  std::string joined;
+  for (const auto& a : c.args) joined += a + " ";
+  INFO("latentaudit " << joined);
+  const auto r = run_cli(c.args);
+  INFO("stderr: " << r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  REQUIRE(!r.err.empty());
+  CHECK(r.err.back() == '\n');
+  CHECK(r.err.find('\n') == r.err.size() - 1);  // exactly one line
+  CHECK(r.err.rfind("latentaudit: error: ", 0) == 0);
+  for (const auto& w : c.words) {
+    INFO("expected word: " << w);
+    CHECK(r.err.find(w) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
+  const auto good = write_file("good.csv", two_arm_csv());
+  const auto wide = write_file("good_wide.csv", wide_csv());
+  const auto ragged = write_file("ragged.csv", "id,z,y\na,1,2\nb,0\n");
+  const auto text_cell = write_file("text.csv", "id,z,y\na,1,2\nb,0,abc\nc,1,3\nd,0,1\n");
+  const auto nan_cell = write_file("nan.csv", "id,z,y\na,1,2\nb,0,NaN\nc,1,3\nd,0,1\n");
+  const auto inf_cell = write_file("inf.csv", "id,z,y\na,1,2\nb,0,1\nc,1,inf\nd,0,1\n");
+  const auto empty = write_file("empty.csv", "");
+  const auto header_only = write_file("header.csv", "id,z,y\n");
+  const auto bad_code = write_file("code.csv", "id,z,y\na,1,2\nb,2,1\nc,1,3\nd,0,1\n");
+  const auto text_code = write_file("code_text.csv", "id,z,y\na,1,2\nb,yes,1\nc,1,3\nd,0,1\n");
+  const auto no_control = write_file("no_control.csv", "id,z,y\na,1,2\nb,1,1\nc,1,3\n");
+  const auto no_treated = write_file("no_treated.csv", "id,z,y\na,0,2\nb,0,1\n");
+  const auto one_obs = write_file("one.csv", "id,z,y\na,1,2\nb,0,1\nc,0,3\n");
+  const auto constant = write_file("constant.csv", "id,z,y\na,1,2\nb,0,2\nc,1,2\nd,0,2\n");
+  const auto unpaired = write_file("unpaired.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nc,0,1\n");
+  const auto twice = write_file("twice.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nb,1,4\nb,0,1\n");
+  const auto missing_id = write_file("missing_id.csv", "id,z,y\na,1,2\na,0,1\n,1,3\nb,0,1\n");
+  const auto bad_quote = write_file("quote.csv", "id,z,y\na,1,\"2\nb,0,1\n");
+  const auto bad_jsonl = write_file("bad.jsonl", "{\"z\":1,\"y\":2}\n{\"z\":0,\"y\":}\n");
+  const auto not_object = write_file("array.jsonl", "{\"z\":1,\"y\":2}\n[0, 1]\n");
+  const auto missing_key = write_file("missing_key.jsonl", "{\"z\":1,\"y\":2}\n{\"z\":0}\n{\"z\":1,\"y\":2}\n{\"z\":0,\"y\":5}\n");
+  const auto wide_nan = write_file("wide_nan.csv", "pair,after,before\n1,2,3\n2,nan,1\n3,1,1\n");
+  const auto txt = write_file("data.txt", "id,z,y\n");
+  const std::vector<std::string> base = {"--outcome", "y", "--treatment", "z"};
+  auto with = [&](std::vector<std::string> head, const std::string& file, std::vector<std::string> tail = {}) {
+    head.push_back("--data");
+    head.push_back(file);
+    head.insert(head.end(), base.begin(), base.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  const std::vector<bad_case> cases = {
+      // files and cells
+      {with({"estimate", "welch"}, "/nonexistent/x.csv"), {"cannot open", "/nonexistent/x.csv"}},
+      {with({"estimate", "welch"}, txt), {"must end in .csv"}},
+      {with({"estimate", "welch"}, empty), {"empty file"}},
+      {with({"estimate", "welch"}, header_only), {"no data rows"}},
+      {with({"estimate", "welch"}, ragged), {"line 3", "ragged row"}},
+      {with({"estimate", "welch"}, text_cell), {"line 3", "column 'y'", "abc"}},
+      {with({"estimate", "welch"}, nan_cell), {"line 3", "column 'y'", "non-finite", "NaN"}},
+      {with({"estimate", "student"}, inf_cell), {"line 4", "column 'y'", "non-finite"}},
+      {with({"estimate", "welch"}, bad_quote), {"line 2", "unterminated quoted field"}},
+      {with({"estimate", "welch"}, bad_jsonl), {"line 2", "invalid JSON"}},
+      {with({"estimate", "welch"}, not_object), {"line 2", "expected a JSON object"}},
+      {with({"estimate", "welch"}, missing_key), {"line 2", "column 'y'", "missing value"}},
+      {{"estimate", "welch", "--data", good, "--outcome", "nope", "--treatment", "z"}, {"no column 'nope'", "columns: id, z, y"}},
+      {{"estimate", "welch", "--data", good, "--outcome", "y", "--treatment", "nope"}, {"no column 'nope'"}},
+      // treatment coding and arms
+      {with({"estimate", "welch"}, bad_code), {"line 3", "column 'z'", "coded 0", "got 2"}},
+      {with({"estimate", "welch"}, text_code), {"line 3", "column 'z'", "yes"}},
+      {with({"estimate", "welch"}, no_control), {"column 'z'", "no control rows"}},
+      {with({"estimate", "student"}, no_treated), {"column 'z'", "no treated rows"}},
+      {with({"estimate", "welch"}, one_obs), {"treated", "1 observation"}},
+      {with({"estimate", "welch"}, constant), {"constant"}},
+      {with({"estimate", "paired"}, constant, {"--pair", "id"}), {"unpaired", "'a'"}},
+      // paired designs
+      {with({"estimate", "paired"}, unpaired, {"--pair", "id"}), {"pair id 'b'", "unpaired", "line 4", "column 'id'"}},
+      {with({"estimate", "paired"}, twice, {"--pair", "id"}), {"pair id 'b'", "second treated", "line 5"}},
+      {with({"estimate", "paired"}, missing_id, {"--pair", "id"}), {"line 4", "column 'id'", "missing"}},
+      {with({"estimate", "paired"}, good), {"paired data needed", "--pair"}},
+      {with({"estimate", "paired"}, good, {"--outcome-treated", "y"}), {"--outcome", "cannot be combined"}},
+      {{"estimate", "paired", "--data", wide, "--outcome-treated", "after"}, {"missing required option --outcome-control"}},
+      {{"estimate", "paired", "--data", write_file("wn.csv", "pair,after,before\n1,2,3\n2,nan,1\n3,1,1\n"), "--outcome-treated",
+        "after", "--outcome-control", "before"},
+       {"line 3", "column 'after'", "non-finite"}},
+      {{"estimate", "paired", "--data", wide, "--outcome-treated", "after", "--outcome-control", "nope"}, {"no column 'nope'"}},
+      // binary outcomes, equivalence
+      {{"estimate", "mcnemar", "--data", write_file("nb.csv", "item,arm,ok\na,1,1\na,0,0.5\n"), "--outcome", "ok", "--treatment", "arm",
+        "--pair", "item"},
+       {"line 3", "column 'ok'", "binary outcome", "0.5"}},
+      {{"estimate", "newcombe", "--data", write_file("nb2.csv", "item,arm,ok\na,1,1\nb,0,2\n"), "--outcome", "ok", "--treatment", "arm"},
+       {"line 3", "column 'ok'", "binary outcome", "got 2"}},
+      {{"estimate", "mcnemar", "--data", write_file("nd.csv", "item,arm,ok\na,1,1\na,0,1\nb,1,0\nb,0,0\n"), "--outcome", "ok",
+        "--treatment", "arm", "--pair", "item"},
+       {"no discordant pairs"}},
+      {with({"estimate", "mcnemar"}, good), {"needs paired data"}},
+      {with({"estimate", "newcombe"}, good, {"--pair", "id", "--continuity-correction"}), {"--continuity-correction", "unpaired"}},
+      {with({"estimate", "tost"}, good), {"missing required option --margin"}},
+      {with({"estimate", "tost"}, good, {"--margin", "-1"}), {"--margin", "positive"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--alpha", "0.6"}), {"--alpha", "(0, 0.5)"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--alpha", "0.1", "--level", "0.9"}), {"--alpha", "--level", "not both"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--lower", "0"}), {"--margin", "--lower", "not both"}},
+      {with({"estimate", "tost"}, good, {"--lower", "1", "--upper", "0"}), {"--lower", "less than --upper"}},
+      {with({"estimate", "tost"}, good, {"--lower", "1"}), {"missing required option --upper"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "weird"}), {"--variance", "unequal|pooled", "weird"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "pooled", "--pair", "id"}), {"--variance", "unpaired"}},
+      {with({"estimate", "noninferiority"}, good, {"--margin", "1", "--better", "up"}), {"--better", "higher|lower"}},
+      // options
+      {with({"estimate", "welch"}, good, {"--level", "1.5"}), {"--level", "(0, 1)", "1.5"}},
+      {with({"estimate", "welch"}, good, {"--level", "0"}), {"--level", "(0, 1)"}},
+      {with({"estimate", "welch"}, good, {"--level", "abc"}), {"--level", "expects a finite number", "abc"}},
+      {with({"estimate", "welch"}, good, {"--level", "nan"}), {"--level", "finite number"}},
+      {with({"estimate", "welch"}, good, {"--level"}), {"--level", "needs a value"}},
+      {{"estimate", "welch", "--data", "--outcome", "y", "--treatment", "z"}, {"--data", "needs a value"}},
+      {with({"estimate", "welch"}, good, {"--bogus", "1"}), {"unknown option '--bogus'"}},
+      {with({"estimate", "welch"}, good, {"--pair", "id"}), {"--pair", "not accepted"}},
+      {with({"estimate", "welch"}, good, {"--level", "0.9", "--level", "0.8"}), {"--level", "given twice"}},
+      {with({"estimate", "welch"}, good, {"stray"}), {"unexpected argument 'stray'"}},
+      {with({"estimate", "welch"}, good, {"--pretty=yes"}), {"--pretty", "takes no value"}},
+      {{"estimate", "welch", "--data", good, "--outcome", "y"}, {"missing required option --treatment"}},
+      {{"estimate", "welch", "--outcome", "y", "--treatment", "z"}, {"missing required option --data"}},
+      {{"estimate", "welch", "--data", "", "--outcome", "y", "--treatment", "z"}, {"--data", "non-empty"}},
+      {{"estimate"}, {"missing method"}},
+      {{"estimate", "nosuch"}, {"unknown method 'nosuch'"}},
+      {{"nosuch"}, {"unknown command 'nosuch'"}},
+      {{"--nosuch"}, {"unknown option '--nosuch'"}},
+      {{}, {"missing command"}},
+  };
+  CHECK(cases.size() >= 30);
+  for (const auto& c : cases) check_bad(c);
+}
+
+namespace {
+
+/// A command's help page and the options it must document.
+struct help_case {
+  std::vector<std::string> command;
+  std::vector<std::string> options;
+};
+
+const std::vector<help_case>& help_cases() {
+  static const std::vector<help_case> cases = {
+      {{"estimate"}, {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level", "--pretty"}},
+      {{"estimate", "welch"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
+      {{"estimate", "student"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
+      {{"estimate", "paired"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level", "--pretty"}},
+      {{"estimate", "mcnemar"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level", "--pretty"}},
+      {{"estimate", "newcombe"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level",
+        "--continuity-correction", "--pretty"}},
+      {{"estimate", "tost"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin", "--lower", "--upper",
+        "--variance", "--alpha", "--level", "--pretty"}},
+      {{"estimate", "noninferiority"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin", "--better",
+        "--variance", "--alpha", "--level", "--pretty"}},
+  };
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("cli: --help of every command exits 0 and documents every option", "[cli]") {
+  for (const auto& c : help_cases()) {
+    auto args = c.command;
+    args.push_back("--help");
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    INFO("latentaudit " << joined);
+    const auto r = run_cli(args);
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.rfind("usage: latentaudit", 0) == 0);
+    for (const auto& o : c.options) {
+      INFO(o);
+      CHECK(r.out.find("  " + o + " ") != std::string::npos);  // listed in the options table
+    }
+    CHECK(r.out.find("--help") != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: docs/cli.md documents every command and option", "[cli]") {
+  const std::string doc = slurp(fs::path(LATENTAUDIT_SOURCE_DIR) / "docs" / "cli.md");
+  REQUIRE(!doc.empty());
+  for (const auto& c : help_cases()) {
+    std::string name = "latentaudit";
+    for (const auto& w : c.command) name += " " + w;
+    INFO(name);
+    CHECK(doc.find(name) != std::string::npos);
+    for (const auto& o : c.options) {
+      INFO(o);
+      CHECK(doc.find("`" + o) != std::string::npos);
+    }
+  }
+}
+
+#else
+
+TEST_CASE("cli: the latentaudit_cli target is not built", "[cli]") {
+  WARN("LATENTAUDIT_CLI_PATH undefined (LATENTAUDIT_BUILD_TOOLS=OFF): CLI tests skipped");
+  SUCCEED();
+}
+
+#endif
