@@ -5,10 +5,13 @@
 #define LATENTAUDIT_ESTIMATORS_HPP
 
 #include "core.hpp"
+#include "estimators/bootstrap.hpp"
 #include "estimators/difference_in_means.hpp"
 #include "estimators/effect_estimate.hpp"
 #include "estimators/equivalence.hpp"
+#include "estimators/matching.hpp"
 #include "estimators/multiplicity.hpp"
 #include "estimators/paired_binary.hpp"
+#include "estimators/regression.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
