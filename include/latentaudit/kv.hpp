@@ -10,6 +10,7 @@
 #include "kv/quantize.hpp"
 #include "kv/rope.hpp"
 #include "kv/selection.hpp"
+#include "kv/transfer_policy.hpp"
 #include "kv/wire.hpp"
 
 #endif  // LATENTAUDIT_KV_HPP
