@@ -12,5 +12,6 @@
 #include "estimators/matching.hpp"
 #include "estimators/multiplicity.hpp"
 #include "estimators/paired_binary.hpp"
+#include "estimators/regression.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
