@@ -5,6 +5,7 @@
 #include <latentaudit/core/detail/check.hpp>
 #include <latentaudit/core/error.hpp>
 
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -134,6 +135,31 @@ paired_arms load_pairs(const arguments& args, bool binary_outcome) {
     p.control.push_back(y[s.control]);
   }
   return p;
+}
+
+std::vector<double> read_number_file(const std::string& path, const std::string& option) {
+  const std::string text = detail::read_whole_file(path, std::size_t{1} << 30, option);
+  std::vector<double> out;
+  std::size_t pos = 0, line = 0;
+  bool seen = false;  // a non-blank line was read
+  while (pos < text.size()) {
+    ++line;
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string ln = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!ln.empty() && ln.back() == '\r') ln.pop_back();
+    if (ln.find_first_not_of(" \t") == std::string::npos) continue;
+    const data_cell c = detail::classify_csv_cell(ln);
+    const bool first = !seen;
+    seen = true;
+    if (c.kind == cell_kind::text && first) continue;  // header
+    if (c.kind != cell_kind::number) detail::throw_at_line(path, line, "expected one number per line, got '" + ln.substr(0, 40) + "'");
+    if (!std::isfinite(c.number)) detail::throw_at_line(path, line, "non-finite value '" + ln.substr(0, 40) + "', expected a finite number");
+    out.push_back(c.number);
+  }
+  if (out.empty()) throw corrupt_data(path + ": no numbers (" + option + " expects one number per line)");
+  return out;
 }
 
 }  // namespace latentaudit::cli

@@ -52,6 +52,12 @@ bool wants_pairs(const arguments& args);
 ///         (naming the id and its lines), a duplicated arm within an id, bad codes or values.
 paired_arms load_pairs(const arguments& args, bool binary_outcome);
 
+/// @brief Reads a file of numbers, one per line; blank lines are skipped and the first non-blank
+/// line may be a (non-numeric) header. `option` names the option in messages.
+/// @throws invalid_argument if the file cannot be opened; corrupt_data naming file and line for a
+///         non-numeric or non-finite line, or a file without numbers.
+std::vector<double> read_number_file(const std::string& path, const std::string& option);
+
 }  // namespace latentaudit::cli
 
 #endif  // LATENTAUDIT_TOOLS_CLI_DATA_INPUT_HPP
