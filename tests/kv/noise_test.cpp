@@ -80,3 +80,14 @@ TEST_CASE("zeroing and token dropout", "[kv][noise]") {
   CHECK_THROWS_AS(add_noise(b, {.sigma = -1.0, .scale = noise_scale::absolute}), invalid_argument);
   CHECK_THROWS_AS(add_noise(b, {.sigma = std::nan("")}), invalid_argument);
 }
+
+TEST_CASE("noise is bit-identical at 1, 2 and 8 threads", "[kv][noise]") {
+  const auto base = test::random_block(16, dtype::bf16, 14);
+  auto a = base, b = base, c = base;
+  add_noise(a, {.sigma = 0.2, .seed = 3, .threads = 1});
+  add_noise(b, {.sigma = 0.2, .seed = 3, .threads = 2});
+  add_noise(c, {.sigma = 0.2, .seed = 3, .threads = 8});
+  CHECK(a == b);
+  CHECK(a == c);
+  CHECK_FALSE(a == base);
+}

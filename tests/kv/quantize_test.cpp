@@ -67,3 +67,15 @@ TEST_CASE("FP8 rounding: E4M3 and E5M2 grids, ties to even, saturation", "[kv][q
   CHECK(rec.rms_error < 0.05);
   CHECK_THROWS_AS(quantize_roundtrip(b, {.scheme = quant_scheme::int8, .group_size = 0}), invalid_argument);
 }
+
+TEST_CASE("quantization is bit-identical at 1 and 4 threads", "[kv][quantize]") {
+  const auto base = test::random_block(20, dtype::bf16, 7);
+  for (auto scheme : {quant_scheme::int8, quant_scheme::int4, quant_scheme::fp8_e5m2}) {
+    auto a = base, b = base;
+    const auto ra = quantize_roundtrip(a, {.scheme = scheme, .group_size = 8}, 1);
+    const auto rb = quantize_roundtrip(b, {.scheme = scheme, .group_size = 8}, 4);
+    CHECK(a == b);
+    CHECK(ra.quantized_bytes == rb.quantized_bytes);
+    CHECK(ra.rms_error == rb.rms_error);
+  }
+}

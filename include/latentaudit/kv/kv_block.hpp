@@ -120,6 +120,17 @@ inline void check_fingerprint_valid(std::string_view function, const model_finge
   }
 }
 
+/// @brief Calls f(T{}) with T the C++ element type of t (float, Eigen::half, Eigen::bfloat16).
+/// @pre t is f32, f16 or bf16.
+template <class F>
+decltype(auto) visit_cache_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::f16: return f(Eigen::half{});
+    case dtype::bf16: return f(Eigen::bfloat16{});
+    default: return f(float{});
+  }
+}
+
 /// @brief An owning KV block: K and V of some layers of a model for a run of tokens.
 class kv_block {
  public:

@@ -3,8 +3,9 @@
 // scale, zeroing and token dropout — to measure how much its content matters.
 //
 // Noise for (layer l, part K|V) comes from stream make_stream({seed, item, arm = part (0 = K,
-// 1 = V), replicate = model layer id}), drawn in the block's element order over the selected
-// tokens, so the result does not depend on thread count, execution order or the other layers.
+// 1 = V), replicate = model layer id}): Box–Muller pairs (standard_normal_pair, four words per
+// pair) assigned in the block's element order over the selected, present tokens, so the result
+// does not depend on thread count, execution order or the other layers.
 #ifndef LATENTAUDIT_KV_NOISE_HPP
 #define LATENTAUDIT_KV_NOISE_HPP
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/parallel.hpp"
 #include "../core/rng.hpp"
 #include "../core/types.hpp"
 #include "kv_block.hpp"
@@ -60,6 +62,7 @@ struct noise_spec {
   index_range tokens{0, std::numeric_limits<std::int64_t>::max()};  ///< token index band [first, last) in the block
   std::uint64_t seed = 0;                    ///< experiment seed
   std::uint64_t item = 0;                    ///< item (task) index
+  unsigned threads = 1;                      ///< worker threads over (layer, part) units (0 = all cores); results do not depend on it
 };
 
 /// @brief What add_noise did.
@@ -89,74 +92,102 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
   detail::check_noise_spec(fn, spec);
   noise_record rec;
   rec.sigma_requested = spec.sigma;
-  double signal = 0, noise_power = 0, sigma2_sum = 0;
   const std::int64_t t0 = std::max<std::int64_t>(0, spec.tokens.first), t1 = std::min(block.n_tokens(), spec.tokens.last);
-  const std::int32_t H = block.n_kv_heads();
+  const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
+  // work units: (present layer, part) in the band; each has its own stream
+  struct unit {
+    std::size_t i;
+    int part;
+    double signal = 0, noise_power = 0, sigma2 = 0;
+    std::uint64_t elements = 0;
+  };
+  std::vector<unit> units;
   for (std::size_t i = 0; i < block.n_layers(); ++i) {
-    const layer_index layer = block.layers()[i];
-    if (!spec.layers.contains(layer)) continue;
-    for (int part = 0; part < 2; ++part) {
-      if (part == 0 && spec.part == kv_part::values) continue;
-      if (part == 1 && spec.part == kv_part::keys) continue;
-      const bool value = part == 1;
-      const std::int32_t D = value ? block.head_dim_v() : block.head_dim_k();
-      // per-channel sums of squares over selected, present tokens
-      std::vector<double> ss(static_cast<std::size_t>(H) * static_cast<std::size_t>(D), 0.0);
-      std::int64_t rows = 0;
-      for (std::int64_t t = t0; t < t1; ++t) {
-        if (!block.token_present(i, t)) continue;
-        ++rows;
-        for (std::int32_t h = 0; h < H; ++h)
-          for (std::int32_t d = 0; d < D; ++d) {
-            const double x = block.get(i, value, t, h, d);
-            ss[static_cast<std::size_t>(h * D + d)] += x * x;
+    if (!spec.layers.contains(block.layers()[i])) continue;
+    if (spec.part != kv_part::values) units.push_back({i, 0});
+    if (spec.part != kv_part::keys) units.push_back({i, 1});
+  }
+  visit_cache_type(block.type(), [&](auto tag) {
+    using T = decltype(tag);
+    parallel_chunks(units.size(), 1, spec.threads, [&](std::size_t u0, std::size_t u1) {
+      for (std::size_t u = u0; u < u1; ++u) {
+        unit& w = units[u];
+        const bool value = w.part == 1;
+        const std::size_t D = static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k());
+        std::span<T> x = value ? block.template v<T>(w.i) : block.template k<T>(w.i);
+        // per-channel sums of squares over the selected, present tokens
+        std::vector<double> ss(H * D, 0.0);
+        std::int64_t rows = 0;
+        for (std::int64_t t = t0; t < t1; ++t) {
+          if (!block.token_present(w.i, t)) continue;
+          ++rows;
+          const T* row = x.data() + static_cast<std::size_t>(t) * H * D;
+          for (std::size_t c = 0; c < H * D; ++c) {
+            const double v = static_cast<float>(row[c]);
+            ss[c] += v * v;
           }
-      }
-      if (rows == 0) continue;
-      double layer_ss = 0;
-      for (double v : ss) layer_ss += v;
-      // σ per channel
-      std::vector<double> sig(ss.size(), 0.0);
-      for (std::int32_t h = 0; h < H; ++h) {
-        double head_ss = 0;
-        for (std::int32_t d = 0; d < D; ++d) head_ss += ss[static_cast<std::size_t>(h * D + d)];
-        for (std::int32_t d = 0; d < D; ++d) {
-          const std::size_t c = static_cast<std::size_t>(h * D + d);
-          switch (spec.scale) {
-            case noise_scale::absolute: sig[c] = spec.sigma; break;
-            case noise_scale::rms_layer: sig[c] = spec.sigma * std::sqrt(layer_ss / static_cast<double>(rows * H * D)); break;
-            case noise_scale::rms_head: sig[c] = spec.sigma * std::sqrt(head_ss / static_cast<double>(rows * D)); break;
-            case noise_scale::rms_channel: sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows)); break;
-            case noise_scale::snr_db:
-              sig[c] = std::sqrt(layer_ss / static_cast<double>(rows * H * D)) * std::pow(10.0, -spec.sigma / 20.0);
-              break;
+        }
+        if (rows == 0) continue;
+        double layer_ss = 0;
+        for (double v : ss) layer_ss += v;
+        std::vector<double> sig(H * D, 0.0);
+        for (std::size_t h = 0; h < H; ++h) {
+          double head_ss = 0;
+          for (std::size_t d = 0; d < D; ++d) head_ss += ss[h * D + d];
+          for (std::size_t d = 0; d < D; ++d) {
+            const std::size_t c = h * D + d;
+            const double n_layer = static_cast<double>(rows) * static_cast<double>(H * D);
+            switch (spec.scale) {
+              case noise_scale::absolute: sig[c] = spec.sigma; break;
+              case noise_scale::rms_layer: sig[c] = spec.sigma * std::sqrt(layer_ss / n_layer); break;
+              case noise_scale::rms_head: sig[c] = spec.sigma * std::sqrt(head_ss / (static_cast<double>(rows) * static_cast<double>(D))); break;
+              case noise_scale::rms_channel: sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows)); break;
+              case noise_scale::snr_db: sig[c] = std::sqrt(layer_ss / n_layer) * std::pow(10.0, -spec.sigma / 20.0); break;
+            }
+          }
+        }
+        for (double v : sig) w.sigma2 += v * v;
+        w.sigma2 *= static_cast<double>(rows);
+        w.signal = layer_ss;
+        w.elements = static_cast<std::uint64_t>(rows) * H * D;
+        auto g = make_stream({.seed = spec.seed, .item = spec.item, .arm = static_cast<std::uint32_t>(w.part),
+                              .replicate = static_cast<std::uint32_t>(block.layers()[w.i])});
+        // deviates in element order over the present rows, two per Box–Muller draw
+        double pending = 0;
+        bool have = false;
+        for (std::int64_t t = t0; t < t1; ++t) {
+          if (!block.token_present(w.i, t)) continue;
+          T* row = x.data() + static_cast<std::size_t>(t) * H * D;
+          for (std::size_t c = 0; c < H * D; ++c) {
+            double z;
+            if (have) {
+              z = pending;
+              have = false;
+            } else {
+              const auto [a, b] = standard_normal_pair(g);
+              z = a;
+              pending = b;
+              have = true;
+            }
+            if (sig[c] == 0.0) continue;
+            const float old = static_cast<float>(row[c]);
+            row[c] = static_cast<T>(static_cast<float>(static_cast<double>(old) + sig[c] * z));
+            const double added = static_cast<double>(static_cast<float>(row[c])) - static_cast<double>(old);
+            w.noise_power += added * added;
           }
         }
       }
-      auto g = make_stream({.seed = spec.seed, .item = spec.item, .arm = static_cast<std::uint32_t>(part),
-                            .replicate = static_cast<std::uint32_t>(layer)});
-      for (std::int64_t t = t0; t < t1; ++t) {
-        if (!block.token_present(i, t)) continue;
-        for (std::int32_t h = 0; h < H; ++h)
-          for (std::int32_t d = 0; d < D; ++d) {
-            const std::size_t c = static_cast<std::size_t>(h * D + d);
-            const double z = standard_normal(g);
-            const double x = block.get(i, value, t, h, d);
-            signal += x * x;
-            sigma2_sum += sig[c] * sig[c];
-            ++rec.elements;
-            if (sig[c] == 0.0) continue;
-            const double e = sig[c] * z;
-            const float y = static_cast<float>(x + e);
-            block.set(i, value, t, h, d, y);
-            const double added = static_cast<double>(block.get(i, value, t, h, d)) - x;
-            noise_power += added * added;
-          }
-      }
-    }
+    });
+  });
+  double signal = 0, noise_power = 0, sigma2 = 0;
+  for (const auto& w : units) {
+    signal += w.signal;
+    noise_power += w.noise_power;
+    sigma2 += w.sigma2;
+    rec.elements += w.elements;
   }
   if (rec.elements > 0) {
-    rec.sigma_applied_rms = std::sqrt(sigma2_sum / static_cast<double>(rec.elements));
+    rec.sigma_applied_rms = std::sqrt(sigma2 / static_cast<double>(rec.elements));
     rec.signal_rms = std::sqrt(signal / static_cast<double>(rec.elements));
     rec.realized_snr_db = noise_power > 0 ? 10.0 * std::log10(signal / noise_power) : std::numeric_limits<double>::infinity();
   }
