@@ -9,9 +9,11 @@
 #include "estimators/difference_in_means.hpp"
 #include "estimators/effect_estimate.hpp"
 #include "estimators/equivalence.hpp"
+#include "estimators/heterogeneity.hpp"
 #include "estimators/matching.hpp"
 #include "estimators/multiplicity.hpp"
 #include "estimators/paired_binary.hpp"
 #include "estimators/regression.hpp"
+#include "estimators/weighting.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
