@@ -13,6 +13,7 @@
 #include "estimators/matching.hpp"
 #include "estimators/multiplicity.hpp"
 #include "estimators/paired_binary.hpp"
+#include "estimators/power.hpp"
 #include "estimators/regression.hpp"
 #include "estimators/weighting.hpp"
 
