@@ -15,6 +15,7 @@
 #include "estimators/paired_binary.hpp"
 #include "estimators/power.hpp"
 #include "estimators/regression.hpp"
+#include "estimators/sensitivity.hpp"
 #include "estimators/weighting.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
