@@ -322,13 +322,14 @@ struct ls_solution {
 /// @brief Solves min ‖y − Xβ‖ and returns β, (X'X)⁻¹ and the factor pieces.
 /// @throws invalid_argument naming the collinear columns if X is rank deficient
 inline ls_solution solve_least_squares(std::string_view fn, std::string_view arg, const Eigen::MatrixXd& x,
-                                       const Eigen::VectorXd& y, const std::vector<std::string>& names) {
+                                       const Eigen::VectorXd& y, const std::vector<std::string>& names,
+                                       std::string_view what = "is rank deficient: ") {
   const Eigen::Index k = x.cols();
   Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(x);
   const Eigen::MatrixXd r = qr.matrixR().topLeftCorner(k, k).template triangularView<Eigen::Upper>();
   const Eigen::MatrixXd a = r * qr.colsPermutation().transpose();
   const std::string bad = collinear_columns(a, names);
-  if (!bad.empty()) throw_invalid(fn, arg, "is rank deficient: " + bad);
+  if (!bad.empty()) throw_invalid(fn, arg, std::string(what) + bad);
   ls_solution s;
   s.perm = qr.colsPermutation();
   s.rinv = r.template triangularView<Eigen::Upper>().solve(Eigen::MatrixXd::Identity(k, k));
@@ -519,9 +520,9 @@ inline void check_ols_inputs(std::string_view fn, const design_matrix& x, std::s
 }
 
 /// @brief The shared body of both ols() overloads.
+/// `fn` and `x_name` name the caller and its design in messages (estimators built on ols()).
 inline ols_result ols_impl(const design_matrix& dm, std::span<const double> y, const group_index* clusters,
-                           const ols_options& o) {
-  constexpr std::string_view fn = "ols";
+                           const ols_options& o, std::string_view fn = "ols", std::string_view x_name = "x") {
   check_ols_inputs(fn, dm, y, o);
   if (clusters) check_same_size(fn, "clusters", clusters->size(), "y", y.size());
   const covariance_type cov = resolve_covariance(fn, o.covariance, o.distribution, clusters);
@@ -540,7 +541,7 @@ inline ols_result ols_impl(const design_matrix& dm, std::span<const double> y, c
     yw = ymap;
   }
   const Eigen::MatrixXd& xs = weighted ? xw : dm.x;
-  const ls_solution sol = solve_least_squares(fn, "x", xs, yw, dm.names);
+  const ls_solution sol = solve_least_squares(fn, x_name, xs, yw, dm.names);
 
   ols_result r;
   r.names = dm.names;
