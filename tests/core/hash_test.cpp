@@ -80,3 +80,14 @@ TEST_CASE("hmac-sha256 RFC 4231 vectors", "[core][hash]") {
   CHECK(digest_equal(a, a));
   CHECK_FALSE(digest_equal(a, b));
 }
+
+TEST_CASE("empty updates are no-ops (found by the relay fuzzer: null pointers into memcpy)", "[core][hash]") {
+  sha256 s;
+  s.update(std::span<const std::byte>{});
+  s.update(bytes_of("abc"));
+  s.update(std::span<const std::byte>{});
+  CHECK(hex(s.finish()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  crc32c c;
+  c.update(std::span<const std::byte>{});
+  CHECK(c.value() == 0u);
+}

@@ -127,7 +127,7 @@ inline void decode_to_float(dtype src, std::span<const std::byte> bytes, std::sp
   detail::check_same_size(fn, "bytes", bytes.size(), "out * dtype_size", out.size() * dtype_size(src));
   const std::byte* p = bytes.data();
   switch (src) {
-    case dtype::f32: std::memcpy(out.data(), p, out.size() * 4); break;
+    case dtype::f32: if (!out.empty()) std::memcpy(out.data(), p, out.size() * 4); break;
     case dtype::f16:
       for (std::size_t i = 0; i < out.size(); ++i) {
         std::uint16_t b;
@@ -155,7 +155,7 @@ inline void encode_from_float(dtype dst, std::span<const float> in, std::span<st
   detail::check_same_size(fn, "bytes", bytes.size(), "in * dtype_size", in.size() * dtype_size(dst));
   std::byte* p = bytes.data();
   switch (dst) {
-    case dtype::f32: std::memcpy(p, in.data(), in.size() * 4); break;
+    case dtype::f32: if (!in.empty()) std::memcpy(p, in.data(), in.size() * 4); break;
     case dtype::f16:
       for (std::size_t i = 0; i < in.size(); ++i) {
         const auto b = Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(in[i]));

@@ -108,6 +108,7 @@ class sha256 {
   void update(std::span<const std::byte> bytes) noexcept {
     const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
     std::size_t n = bytes.size();
+    if (n == 0) return;  // an empty span may carry a null pointer, which memcpy must not see
     length_ += n;
     if (fill_ > 0) {
       const std::size_t take = n < 64 - fill_ ? n : 64 - fill_;

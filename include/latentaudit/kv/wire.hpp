@@ -335,6 +335,7 @@ struct span_source {
   std::size_t pos = 0;
   void read(std::span<std::byte> dst, std::string_view what) {
     if (in.size() - pos < dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
+    if (dst.empty()) return;  // memcpy's pointers must not be null, even for 0 bytes
     std::memcpy(dst.data(), in.data() + pos, dst.size());
     pos += dst.size();
   }
@@ -342,6 +343,7 @@ struct span_source {
 struct stream_source {
   std::istream& in;
   void read(std::span<std::byte> dst, std::string_view what) {
+    if (dst.empty()) return;
     in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
     if (static_cast<std::size_t>(in.gcount()) != dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
   }

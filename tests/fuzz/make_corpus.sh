@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates the seed corpus of the relay decoder fuzzer with the CLI (run from the repo root):
+#   bash tests/fuzz/make_corpus.sh build/release/tools/cli/latentaudit
+set -euo pipefail
+cli=${1:?path to the latentaudit binary}
+dir=tests/fuzz/corpus/wire_decode
+mkdir -p "$dir"
+"$cli" kv make-example --out "$dir/kv_bf16_4" --tokens 4 >/dev/null
+"$cli" kv make-example --out "$dir/kv_f32_2" --tokens 2 --dtype f32 --seed 1 >/dev/null
+printf 'key' > /tmp/latentaudit_fuzz_key
+"$cli" kv make-example --out "$dir/kv_f16_3_hmac" --tokens 3 --dtype f16 --key-file /tmp/latentaudit_fuzz_key >/dev/null
+rm -f /tmp/latentaudit_fuzz_key
