@@ -2,8 +2,8 @@
 // latentaudit: fast bootstrap index draws. A buffered reader of one Philox4x32-10 stream that
 // yields exactly the word sequence of make_stream(id) (blocks 0, 1, 2, ... in counter order), and
 // Lemire's unbiased bounded integers on top of it: draw j of a replicate is bit-identical to the
-// j-th call of uniform_index(make_stream(id), n), only faster (16 blocks are generated per refill
-// in structure-of-arrays form, which the compiler can keep in registers / vectorise).
+// j-th call of uniform_index(make_stream(id), n), only faster (16 blocks are generated per refill,
+// 4 at a time in SSE2 lanes where available).
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_BOOTSTRAP_DRAW_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_BOOTSTRAP_DRAW_HPP
 
@@ -13,6 +13,10 @@
 #include <span>
 
 #include "../../core/rng.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace latentaudit::detail {
 
@@ -56,43 +60,81 @@ class index_drawer {
   static constexpr unsigned blocks_per_refill = 16;
   static constexpr unsigned words_per_refill = 4 * blocks_per_refill;
 
-  // Philox4x32-10 on 16 consecutive counters at once (same arithmetic as philox4x32::block).
+  // Philox4x32-10 on 16 consecutive counters (same arithmetic as philox4x32::block). With SSE2
+  // (every x86-64) the 16 blocks run as 4 vectors of 4 lanes, two vectors interleaved; otherwise
+  // the portable loop over philox4x32::block.
+#if defined(__SSE2__)
+  // 32x32 -> 64-bit products of the four lanes of a by the constant m: high and low halves.
+  static void mul_hi_lo(__m128i a, __m128i m, __m128i& hi, __m128i& lo) noexcept {
+    const __m128i lo_mask = _mm_set1_epi64x(0xFFFFFFFFLL);
+    const __m128i even = _mm_mul_epu32(a, m);                       // lanes 0, 2
+    const __m128i odd = _mm_mul_epu32(_mm_srli_epi64(a, 32), m);    // lanes 1, 3
+    lo = _mm_or_si128(_mm_and_si128(even, lo_mask), _mm_slli_epi64(odd, 32));
+    hi = _mm_or_si128(_mm_srli_epi64(even, 32), _mm_andnot_si128(lo_mask, odd));
+  }
+
   void refill() noexcept {
-    std::uint32_t c0[blocks_per_refill], c1[blocks_per_refill], c2[blocks_per_refill],
-        c3[blocks_per_refill];
-    for (unsigned l = 0; l < blocks_per_refill; ++l) {
-      const std::uint64_t b = next_block_ + l;
-      c0[l] = static_cast<std::uint32_t>(b);
-      c1[l] = static_cast<std::uint32_t>(b >> 32);
-      c2[l] = arm_;
-      c3[l] = replicate_;
-    }
-    std::uint32_t k0 = key_[0], k1 = key_[1];
-    for (int round = 0; round < 10; ++round) {
-      if (round > 0) {
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
+    const __m128i m0 = _mm_set1_epi32(static_cast<int>(0xD2511F53u));
+    const __m128i m1 = _mm_set1_epi32(static_cast<int>(0xCD9E8D57u));
+    auto counters = [&](std::uint64_t b, __m128i& w0, __m128i& w1) {
+      w0 = _mm_setr_epi32(static_cast<int>(static_cast<std::uint32_t>(b)), static_cast<int>(static_cast<std::uint32_t>(b + 1)),
+                          static_cast<int>(static_cast<std::uint32_t>(b + 2)), static_cast<int>(static_cast<std::uint32_t>(b + 3)));
+      w1 = _mm_setr_epi32(static_cast<int>(static_cast<std::uint32_t>(b >> 32)), static_cast<int>(static_cast<std::uint32_t>((b + 1) >> 32)),
+                          static_cast<int>(static_cast<std::uint32_t>((b + 2) >> 32)), static_cast<int>(static_cast<std::uint32_t>((b + 3) >> 32)));
+    };
+    auto store = [&](unsigned first_block, __m128i c0, __m128i c1, __m128i c2, __m128i c3) {
+      const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpacklo_epi32(c2, c3);
+      const __m128i t2 = _mm_unpackhi_epi32(c0, c1), t3 = _mm_unpackhi_epi32(c2, c3);
+      auto* out = reinterpret_cast<__m128i*>(buf_.data() + 4 * first_block);
+      _mm_storeu_si128(out, _mm_unpacklo_epi64(t0, t1));
+      _mm_storeu_si128(out + 1, _mm_unpackhi_epi64(t0, t1));
+      _mm_storeu_si128(out + 2, _mm_unpacklo_epi64(t2, t3));
+      _mm_storeu_si128(out + 3, _mm_unpackhi_epi64(t2, t3));
+    };
+    for (unsigned v = 0; v < blocks_per_refill; v += 8) {
+      __m128i a0, a1, b0, b1;
+      counters(next_block_ + v, a0, a1);
+      counters(next_block_ + v + 4, b0, b1);
+      __m128i a2 = _mm_set1_epi32(static_cast<int>(arm_)), a3 = _mm_set1_epi32(static_cast<int>(replicate_));
+      __m128i b2 = a2, b3 = a3;
+      std::uint32_t k0 = key_[0], k1 = key_[1];
+      for (int round = 0; round < 10; ++round) {
+        if (round > 0) {
+          k0 += 0x9E3779B9u;
+          k1 += 0xBB67AE85u;
+        }
+        const __m128i kk0 = _mm_set1_epi32(static_cast<int>(k0)), kk1 = _mm_set1_epi32(static_cast<int>(k1));
+        __m128i ah0, al0, ah1, al1, bh0, bl0, bh1, bl1;
+        mul_hi_lo(a0, m0, ah0, al0);
+        mul_hi_lo(a2, m1, ah1, al1);
+        mul_hi_lo(b0, m0, bh0, bl0);
+        mul_hi_lo(b2, m1, bh1, bl1);
+        a0 = _mm_xor_si128(_mm_xor_si128(ah1, a1), kk0);
+        a2 = _mm_xor_si128(_mm_xor_si128(ah0, a3), kk1);
+        a1 = al1;
+        a3 = al0;
+        b0 = _mm_xor_si128(_mm_xor_si128(bh1, b1), kk0);
+        b2 = _mm_xor_si128(_mm_xor_si128(bh0, b3), kk1);
+        b1 = bl1;
+        b3 = bl0;
       }
-      for (unsigned l = 0; l < blocks_per_refill; ++l) {
-        const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * c0[l];
-        const std::uint64_t p1 = std::uint64_t{0xCD9E8D57u} * c2[l];
-        const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ c1[l] ^ k0;
-        const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ c3[l] ^ k1;
-        c1[l] = static_cast<std::uint32_t>(p1);
-        c3[l] = static_cast<std::uint32_t>(p0);
-        c0[l] = n0;
-        c2[l] = n2;
-      }
-    }
-    for (unsigned l = 0; l < blocks_per_refill; ++l) {
-      buf_[4 * l] = c0[l];
-      buf_[4 * l + 1] = c1[l];
-      buf_[4 * l + 2] = c2[l];
-      buf_[4 * l + 3] = c3[l];
+      store(v, a0, a1, a2, a3);
+      store(v + 4, b0, b1, b2, b3);
     }
     next_block_ += blocks_per_refill;
     pos_ = 0;
   }
+#else
+  void refill() noexcept {
+    for (unsigned l = 0; l < blocks_per_refill; ++l) {
+      const std::uint64_t b = next_block_ + l;
+      const auto out = philox4x32::block({static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32), arm_, replicate_}, key_);
+      for (unsigned w = 0; w < 4; ++w) buf_[4 * l + w] = out[w];
+    }
+    next_block_ += blocks_per_refill;
+    pos_ = 0;
+  }
+#endif
 
   philox4x32::key_type key_;
   std::uint32_t arm_;
