@@ -6,10 +6,12 @@
 
 #include "core.hpp"
 #include "estimators/bootstrap.hpp"
+#include "estimators/difference_in_differences.hpp"
 #include "estimators/difference_in_means.hpp"
 #include "estimators/effect_estimate.hpp"
 #include "estimators/equivalence.hpp"
 #include "estimators/heterogeneity.hpp"
+#include "estimators/instrumental.hpp"
 #include "estimators/matching.hpp"
 #include "estimators/multiplicity.hpp"
 #include "estimators/paired_binary.hpp"
