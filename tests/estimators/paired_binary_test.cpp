@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Tests for estimators/paired_binary.hpp: McNemar (exact, chi-square with and without correction),
-// Newcombe's paired (1998b, method 10) and unpaired (1998a, methods 10/11) intervals, Wilson limits
+// Newcombe's paired (1998c, method 10) and unpaired (1998b, methods 10/11) intervals, Wilson limits
 // and the pooled two-proportion z test — against R and statsmodels goldens (tests/golden/paired_binary),
 // published values, naive oracles (tests/support/reference_binary.hpp), exact enumeration and
 // Monte-Carlo coverage, degenerate data and bad input.
@@ -237,7 +237,7 @@ TEST_CASE("two_proportion_test matches statsmodels confint_proportions_2indep(me
 
 TEST_CASE("Newcombe intervals reproduce the published worked examples (4 decimals)",
           "[estimators][paired_binary][published]") {
-  // Newcombe (1998b) Table II, method 10, as tabulated in the paper and quoted by the propint R
+  // Newcombe (1998c) worked examples, method 10, as published in the paper and quoted by the propint R
   // package's tests; Cavo et al. (2012) from Fagerland, Lydersen & Laake (2017), ch. 8.
   struct example {
     paired_binary_table t;
@@ -522,7 +522,7 @@ TEST_CASE("all outcomes equal: the z test throws by default, or is flagged with 
   CHECK(std::isnan(e.p_value));
   CHECK(e.estimate == 0.0);
   CHECK(e.std_error == 0.0);
-  CHECK(e.ci_low == Approx(-0.1611251580528193).epsilon(1e-12));  // Newcombe (1998a) example (e)
+  CHECK(e.ci_low == Approx(-0.1611251580528193).epsilon(1e-12));  // Newcombe (1998b) example (e)
   CHECK(e.ci_high == Approx(0.27753279986288915).epsilon(1e-12));
   // Opposite certainties are not degenerate: z is defined, the Wald SE is 0.
   const auto f = two_proportion_test(binary_counts{10, 10}, binary_counts{0, 10});

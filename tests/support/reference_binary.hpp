@@ -61,7 +61,7 @@ inline std::pair<long double, long double> reference_wilson(std::size_t x, std::
   return {(-qb - std::sqrt(disc)) / (2 * qa), (-qb + std::sqrt(disc)) / (2 * qa)};
 }
 
-/// Newcombe (1998b) method 10 for a paired table, long double, straight from the paper's notation
+/// Newcombe (1998c) method 10 for a paired table, long double, straight from the paper's notation
 /// (l2, u2 for the first marginal, l3, u3 for the second; φ* with the n/2 correction).
 inline std::pair<double, double> reference_newcombe_paired(const reference_table& t, long double z) {
   const std::size_t n = t.a + t.b + t.c + t.d;
@@ -81,7 +81,7 @@ inline std::pair<double, double> reference_newcombe_paired(const reference_table
   return {static_cast<double>(theta - delta), static_cast<double>(theta + eps)};
 }
 
-/// Newcombe (1998a) method 10 for two independent proportions, long double.
+/// Newcombe (1998b) method 10 for two independent proportions, long double.
 inline std::pair<double, double> reference_newcombe_unpaired(std::size_t x1, std::size_t n1, std::size_t x0,
                                                              std::size_t n0, long double z) {
   const auto [l1, u1] = reference_wilson(x1, n1, z);

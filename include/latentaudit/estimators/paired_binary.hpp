@@ -2,7 +2,8 @@
 // latentaudit: binary (0/1) outcomes — McNemar's test with the exact binomial p-value and
 // Newcombe's paired score interval for paired data, and the two-proportion z test with
 // Newcombe's hybrid score interval for unpaired data. Effects are treated minus control.
-// Formulas and references: docs/estimators/paired_binary.md.
+// Formulas and references: docs/estimators/paired_binary.md. Newcombe 1998a/b/c = Statistics in
+// Medicine 17:857 (single proportion), 17:873 (independent proportions), 17:2635 (paired data).
 #ifndef LATENTAUDIT_ESTIMATORS_PAIRED_BINARY_HPP
 #define LATENTAUDIT_ESTIMATORS_PAIRED_BINARY_HPP
 
@@ -27,7 +28,7 @@ struct binary_counts {
 
 /// @brief The paired 2x2 table of (treated, control) outcomes.
 ///
-/// In Newcombe's (1998b) notation a = both, b = treated_only, c = control_only, d = neither;
+/// In Newcombe's (1998c) notation a = both, b = treated_only, c = control_only, d = neither;
 /// b and c are the discordant pairs.
 struct paired_binary_table {
   std::size_t both = 0;          ///< a: treated 1, control 1
@@ -73,7 +74,7 @@ struct mcnemar_result {
   double chi2_cc_statistic = nan;     ///< (|b − c| − 1)² / (b + c), 0 if b = c (mcnemar.test default)
   double chi2_cc_p_value = nan;       ///< P(χ²₁ > chi2_cc_statistic)
   double phi = nan;                   ///< the correlation φ* used by the Newcombe interval
-  /// Paired risk difference (b − c)/n: Wald SE, Newcombe (1998b) method 10 interval,
+  /// Paired risk difference (b − c)/n: Wald SE, Newcombe (1998c) method 10 interval,
   /// p_value = exact_p_value, statistic = b (binom.test's "number of successes").
   effect_estimate effect;
   estimate_status status = estimate_status::ok;  ///< degenerate: no discordant pairs (flagged)
@@ -82,7 +83,7 @@ struct mcnemar_result {
 /// @brief Options of two_proportion_test.
 struct two_proportion_options {
   double level = 0.95;  ///< confidence level of the Newcombe interval, in (0, 1)
-  /// false: Newcombe (1998a) method 10 and the uncorrected z test (prop.test(correct = FALSE));
+  /// false: Newcombe (1998b) method 10 and the uncorrected z test (prop.test(correct = FALSE));
   /// true: method 11 (continuity-corrected Wilson limits) and Yates' correction (correct = TRUE).
   bool continuity_correction = false;
   /// All outcomes 0 or all 1 (pooled variance 0, z undefined): throw, or flag the result.
@@ -199,7 +200,7 @@ inline void check_counts(std::string_view fn, std::string_view name, const binar
 /// - exact p: min(1, 2·P(X ≤ min(b, c))), X ~ Binomial(b + c, 1/2) (R `binom.test(b, b + c)`);
 /// - χ² = (b − c)²/(b + c); χ²_cc = (|b − c| − 1)²/(b + c), and 0 when b = c (R
 ///   `mcnemar.test`, which drops the correction when b = c); p-values from χ²₁ upper tails;
-/// - effect: θ = (b − c)/n, Wald SE √((b + c) − (b − c)²/n)/n, and Newcombe's (1998b) method 10
+/// - effect: θ = (b − c)/n, Wald SE √((b + c) − (b − c)²/n)/n, and Newcombe's (1998c) method 10
 ///   interval [θ − δ, θ + ε] from Wilson limits (l₂, u₂) of p₁ = (a + b)/n and (l₃, u₃) of
 ///   p₂ = (a + c)/n: δ = √((p₁−l₂)² − 2φ(p₁−l₂)(u₃−p₂) + (u₃−p₂)²),
 ///   ε = √((u₂−p₁)² − 2φ(u₂−p₁)(p₂−l₃) + (p₂−l₃)²), with φ = max(ad − bc − n/2, 0)/√(efgh)
@@ -245,7 +246,7 @@ inline void check_counts(std::string_view fn, std::string_view name, const binar
     r.chi2_cc_p_value = detail::chi2_upper(r.chi2_cc_statistic, 1.0);
   }
 
-  // Newcombe (1998b) method 10: Wilson limits of both marginals, combined with φ*.
+  // Newcombe (1998c) method 10: Wilson limits of both marginals, combined with φ*.
   const double z = detail::two_sided_z(options.level);
   const double e = a + b, f = c + d, g = a + c, h = b + d;  // margins
   const auto w1 = detail::wilson_limits(e, n, z);           // treated: p₁ = (a + b)/n
@@ -308,7 +309,7 @@ inline void check_counts(std::string_view fn, std::string_view name, const binar
 /// @brief Unpaired difference of two proportions p₁ − p₀ with Newcombe's hybrid score interval
 /// and the pooled two-proportion z test.
 ///
-/// θ = x₁/n₁ − x₀/n₀; Wald SE √(p₁(1−p₁)/n₁ + p₀(1−p₀)/n₀). Interval (Newcombe 1998a, method
+/// θ = x₁/n₁ − x₀/n₀; Wald SE √(p₁(1−p₁)/n₁ + p₀(1−p₀)/n₀). Interval (Newcombe 1998b, method
 /// 10; method 11 with continuity_correction, using continuity-corrected Wilson limits):
 /// [θ − √((p₁−l₁)² + (u₀−p₀)²), θ + √((u₁−p₁)² + (p₀−l₀)²)]. Test: pooled p̄ = (x₁+x₀)/(n₁+n₀),
 /// s = 1/n₁ + 1/n₀, z = θ/√(p̄(1−p̄)s); with the correction z = sign(θ)·max(0, |θ| − s/2)/√(p̄(1−p̄)s);

@@ -44,7 +44,7 @@ write.csv(unpaired_data, "unpaired_data.csv", row.names = FALSE, quote = FALSE)
 # case, a (both), b (treated only), c (control only), d (neither)
 tab <- data.frame(case = character(), a = numeric(), b = numeric(), c = numeric(), d = numeric())
 add <- function(tab, case, a, b, c, d) rbind(tab, data.frame(case = case, a = a, b = b, c = c, d = d))
-tab <- add(tab, "newcombe_a", 36, 12, 2, 0)    # Newcombe (1998b) examples
+tab <- add(tab, "newcombe_a", 36, 12, 2, 0)    # Newcombe (1998c) examples
 tab <- add(tab, "newcombe_b", 18, 12, 2, 18)
 tab <- add(tab, "newcombe_c", 53, 0, 0, 1)
 tab <- add(tab, "newcombe_d", 0, 30, 0, 0)
@@ -111,7 +111,7 @@ write.csv(do.call(rbind, paired_out), "paired_r.csv", row.names = FALSE, quote =
 # ---------------------------------------------------------------- unpaired tables
 ut <- data.frame(case = character(), x1 = numeric(), n1 = numeric(), x0 = numeric(), n0 = numeric())
 uadd <- function(ut, case, x1, n1, x0, n0) rbind(ut, data.frame(case = case, x1 = x1, n1 = n1, x0 = x0, n0 = n0))
-ut <- uadd(ut, "newcombe_a", 56, 70, 48, 80)   # Newcombe (1998a) examples (a)-(h)
+ut <- uadd(ut, "newcombe_a", 56, 70, 48, 80)   # Newcombe (1998b) examples (a)-(h)
 ut <- uadd(ut, "newcombe_b", 9, 10, 3, 10)
 ut <- uadd(ut, "newcombe_c", 6, 7, 2, 7)
 ut <- uadd(ut, "newcombe_d", 5, 56, 0, 29)

@@ -4,7 +4,7 @@
 #   statsmodels.stats.proportion.proportion_confint(method="wilson")
 #   statsmodels.stats.proportion.confint_proportions_2indep(method="newcomb", compare="diff")
 #   statsmodels.stats.proportion.proportions_ztest (pooled z, no continuity correction)
-# plus Newcombe's paired interval (1998b, method 10) and the unpaired method 11, coded here by hand
+# plus Newcombe's paired interval (1998c, method 10) and the unpaired method 11, coded here by hand
 # independently of generate.R. Inputs (the tables) are read from paired_r.csv / unpaired_r.csv,
 # written by generate.R. Run with Debian's interpreter: /usr/bin/python3 generate.py
 import csv
