@@ -4,9 +4,11 @@
 // bad input exits with code 2 and ONE line on stderr naming the problem, (3) --help of every
 // command exits 0 and documents every option (and docs/cli.md mentions them too).
 #include <latentaudit/core/json.hpp>
+#include <latentaudit/estimators/bootstrap.hpp>
 #include <latentaudit/estimators/difference_in_means.hpp>
 #include <latentaudit/estimators/equivalence.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
+#include <latentaudit/estimators/power.hpp>
 #include <latentaudit/version.hpp>
 
 #include <sys/wait.h>
@@ -310,6 +312,152 @@ TEST_CASE("cli: estimate tost and noninferiority equal the library", "[cli]") {
 
 namespace {
 
+/// Checks the bootstrap diagnostics fields against a library result.
+void check_bootstrap(const json_value& j, const latentaudit::bootstrap_result& r) {
+  check_same(j, r.effect);
+  const std::pair<const char*, double> fields[] = {{"bias_correction", r.bias_correction},
+                                                   {"acceleration", r.acceleration},
+                                                   {"alpha_low", r.alpha_low},
+                                                   {"alpha_high", r.alpha_high}};
+  for (const auto& [key, value] : fields) {
+    INFO(key);
+    if (std::isnan(value)) {
+      CHECK(j.at(key).is_null());
+    } else {
+      CHECK(num(j, key) == value);
+    }
+  }
+  CHECK(num(j, "replicates_used") == static_cast<double>(r.replicates_used));
+}
+
+/// Writes numbers one per line, with a header line.
+std::string number_file(const std::string& name, const std::vector<double>& xs) {
+  std::string s = "value\n";
+  for (double x : xs) s += cat(latentaudit::detail::number_text(x), "\n");
+  return write_file(name, s);
+}
+
+}  // namespace
+
+TEST_CASE("cli: estimate bootstrap (two-sample, paired, cluster) equals the library at any thread count", "[cli]") {
+  using latentaudit::bootstrap_ci_method;
+  using latentaudit::bootstrap_convention;
+  const auto file = write_file("boot.csv", two_arm_csv());
+  const std::vector<std::string> data = {"--data", file, "--outcome", "y", "--treatment", "z", "--replicates", "999", "--seed", "7"};
+  auto args = [&](std::vector<std::string> tail) {
+    std::vector<std::string> a = {"estimate", "bootstrap"};
+    a.insert(a.end(), data.begin(), data.end());
+    a.insert(a.end(), tail.begin(), tail.end());
+    return a;
+  };
+  // two-sample, BCa (default), boot convention
+  const auto two = latentaudit::bootstrap_mean_difference(y_treated, y_control, {.replicates = 999, .seed = 7});
+  const auto j1 = run_json(args({"--threads", "1"}));
+  check_bootstrap(j1, two);
+  CHECK(j1.at("design").as_string() == "two_sample");
+  CHECK(latentaudit::write_json(run_json(args({"--threads", "3"}))) == latentaudit::write_json(j1));
+  // paired, percentile, scipy convention, level 0.9
+  const auto paired = latentaudit::bootstrap_paired_mean(
+      y_treated, y_control,
+      {.replicates = 999, .level = 0.9, .method = bootstrap_ci_method::percentile, .convention = bootstrap_convention::scipy, .seed = 7});
+  const auto j2 = run_json(args({"--pair", "id", "--ci", "percentile", "--convention", "scipy", "--level", "0.9"}));
+  check_bootstrap(j2, paired);
+  CHECK(num(j2, "n_pairs") == 7);
+  // studentized two-sample
+  check_bootstrap(run_json(args({"--ci", "studentized"})),
+                  latentaudit::bootstrap_mean_difference(y_treated, y_control,
+                                                         {.replicates = 999, .method = bootstrap_ci_method::studentized, .seed = 7}));
+  // cluster on the pair id: cluster k holds treated row k and control row k
+  std::vector<std::size_t> labels(y_treated.size());
+  for (std::size_t k = 0; k < labels.size(); ++k) labels[k] = k;
+  const auto cl = latentaudit::bootstrap_clustered(
+      y_treated, labels, y_control, labels,
+      [](const latentaudit::resample_view& t, const latentaudit::resample_view& c) { return t.mean() - c.mean(); },
+      {.replicates = 999, .method = bootstrap_ci_method::basic, .seed = 7, .estimand = "difference_in_means"});
+  const auto j3 = run_json(args({"--cluster", "id", "--ci", "basic"}));
+  check_bootstrap(j3, cl);
+  CHECK(num(j3, "n_clusters") == 7);
+  CHECK(j3.at("seed").as_string() == "7");
+}
+
+TEST_CASE("cli: interval from saved replicates equals bootstrap_interval", "[cli]") {
+  using latentaudit::bootstrap_ci_method;
+  using latentaudit::bootstrap_convention;
+  auto full = latentaudit::bootstrap_mean_difference(y_treated, y_control, {.replicates = 499, .seed = 3, .keep_replicates = true});
+  const double t0 = full.effect.estimate;
+  const auto reps = number_file("reps.txt", full.replicates);
+  std::vector<double> influence;
+  const double m1 = latentaudit::detail::moments(y_treated).mean, m0 = latentaudit::detail::moments(y_control).mean;
+  for (double y : y_treated) influence.push_back(y - m1);
+  for (double y : y_control) influence.push_back(-(y - m0));
+  const auto inf = number_file("inf.txt", influence);
+  const latentaudit::bootstrap_replicates in{.t0 = t0, .replicates = full.replicates, .influence = influence};
+  const std::string t0_text = latentaudit::detail::number_text(t0);
+  for (const char* method : {"percentile", "basic", "normal", "bca"}) {
+    for (const char* conv : {"boot", "scipy"}) {
+      INFO(method << " " << conv);
+      const auto m = std::string(method) == "percentile" ? bootstrap_ci_method::percentile
+                     : std::string(method) == "basic"    ? bootstrap_ci_method::basic
+                     : std::string(method) == "normal"   ? bootstrap_ci_method::normal
+                                                         : bootstrap_ci_method::bca;
+      const auto c = std::string(conv) == "boot" ? bootstrap_convention::boot : bootstrap_convention::scipy;
+      std::vector<std::string> a = {"interval", "--estimate", t0_text, "--replicates", reps, "--method", method,
+                                    "--convention", conv, "--level", "0.9"};
+      if (m == bootstrap_ci_method::bca) {
+        a.insert(a.end(), {"--influence", inf});
+        if (c == bootstrap_convention::scipy) a.insert(a.end(), {"--strata", "7,7"});
+      }
+      auto input = in;
+      const std::vector<std::size_t> strata = {7, 7};
+      if (m == bootstrap_ci_method::bca && c == bootstrap_convention::scipy) input.strata = strata;
+      const auto expect = latentaudit::bootstrap_interval(input, {.level = 0.9, .method = m, .convention = c});
+      const auto j = run_json(a);
+      check_bootstrap(j, expect);
+      CHECK(num(j, "replicates") == 499);
+    }
+  }
+  // studentized: v0 and per-replicate variances
+  std::vector<double> vars;
+  for (std::size_t r = 0; r < full.replicates.size(); ++r) vars.push_back(0.1 + 0.001 * static_cast<double>(r % 17));
+  const auto vfile = number_file("vars.txt", vars);
+  const auto st = latentaudit::bootstrap_interval({.t0 = t0, .replicates = full.replicates, .t0_variance = 0.12, .replicate_variances = vars},
+                                                  {.method = bootstrap_ci_method::studentized});
+  check_bootstrap(run_json({"interval", "--estimate", t0_text, "--replicates", reps, "--method", "studentized", "--estimate-variance",
+                            "0.12", "--replicate-variances", vfile}),
+                  st);
+}
+
+TEST_CASE("cli: power paired-t|two-sample-t|mcnemar equal the library", "[cli]") {
+  using latentaudit::power_design;
+  using latentaudit::power_sides;
+  const auto n = run_json({"power", "paired-t", "--delta", "0.5", "--power", "0.8", "--sd", "1.5"});
+  const auto rn = latentaudit::t_test_sample_size(0.5, 0.8, {.design = power_design::paired, .sd = 1.5});
+  CHECK(n.at("solve_for").as_string() == "n");
+  CHECK(num(n, "n") == rn.n);
+  CHECK(num(n, "n_required") == static_cast<double>(rn.n_required));
+  CHECK(num(n, "power_at_required") == rn.power_at_required);
+  CHECK(n.at("n_required_control").is_null());
+  const auto p = run_json({"power", "two-sample-t", "--n", "20", "--delta", "0.7", "--alpha", "0.01", "--strict"});
+  CHECK(p.at("solve_for").as_string() == "power");
+  CHECK(num(p, "power") == latentaudit::t_test_power(20, 0.7, {.alpha = 0.01, .strict = true}));
+  const auto m = run_json({"power", "two-sample-t", "--n", "30", "--power", "0.9", "--ratio", "2", "--one-sided"});
+  CHECK(m.at("solve_for").as_string() == "delta");
+  CHECK(num(m, "delta") == latentaudit::t_test_mde(30, 0.9, {.sides = power_sides::one_sided, .allocation_ratio = 2.0}));
+  const auto r2 = latentaudit::t_test_sample_size(0.4, 0.8, {.allocation_ratio = 0.5});
+  const auto j2 = run_json({"power", "two-sample-t", "--delta", "0.4", "--power", "0.8", "--ratio", "0.5"});
+  CHECK(num(j2, "n_required_control") == static_cast<double>(r2.n_required_control));
+  CHECK(num(j2, "n_total") == static_cast<double>(r2.n_total));
+  const auto mp = run_json({"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--n", "300"});
+  CHECK(num(mp, "power") == latentaudit::mcnemar_power(300, 0.1, 0.05));
+  const auto me = run_json({"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--power", "0.8", "--exact"});
+  const auto re = latentaudit::mcnemar_sample_size(0.1, 0.05, 0.8, {.method = latentaudit::mcnemar_power_method::exact});
+  CHECK(num(me, "n_required") == static_cast<double>(re.n_required));
+  CHECK(num(me, "power_at_required") == re.power_at_required);
+  CHECK(me.at("method").as_string() == "exact");
+}
+
+namespace {
+
 /// One bad invocation: arguments and the words its one-line message must contain.
 struct bad_case {
   std::vector<std::string> args;
@@ -424,6 +572,52 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "weird"}), {"--variance", "unequal|pooled", "weird"}},
       {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "pooled", "--pair", "id"}), {"--variance", "unpaired"}},
       {with({"estimate", "noninferiority"}, good, {"--margin", "1", "--better", "up"}), {"--better", "higher|lower"}},
+      // bootstrap and interval
+      {with({"estimate", "bootstrap"}, good, {"--ci", "weird"}), {"--ci", "percentile|basic|normal|bca|studentized", "weird"}},
+      {with({"estimate", "bootstrap"}, good, {"--replicates", "1"}), {"--replicates", "[2, "}},
+      {with({"estimate", "bootstrap"}, good, {"--replicates", "1e3"}), {"--replicates", "integer", "1e3"}},
+      {with({"estimate", "bootstrap"}, good, {"--seed", "-1"}), {"--seed", "integer", "-1"}},
+      {with({"estimate", "bootstrap"}, good, {"--threads", "x"}), {"--threads", "integer"}},
+      {with({"estimate", "bootstrap"}, good, {"--convention", "stata"}), {"--convention", "boot|scipy"}},
+      {with({"estimate", "bootstrap"}, good, {"--cluster", "id", "--pair", "id"}), {"--cluster", "paired"}},
+      {with({"estimate", "bootstrap"}, good, {"--cluster", "id", "--ci", "studentized"}), {"studentized", "--cluster"}},
+      {with({"estimate", "bootstrap"}, constant, {"--replicates", "99"}), {"replicates are equal"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r1.txt", "x\n1\n2\n")}, {"missing required option --method"}},
+      {{"interval", "--replicates", write_file("r2.txt", "1\n2\n"), "--method", "percentile"}, {"missing required option --estimate"}},
+      {{"interval", "--estimate", "1", "--method", "percentile"}, {"missing required option --replicates"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r3.txt", "1\n2\n3\n"), "--method", "bca"}, {"bca", "--influence"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r4.txt", "1\n2\n3\n"), "--method", "percentile", "--influence",
+        write_file("i4.txt", "1\n-1\n")},
+       {"--influence", "bca only"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r5.txt", "t\n1\n2\nabc\n"), "--method", "normal"},
+       {"r5.txt", "line 4", "one number per line", "abc"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r6.txt", "1\n2\ninf\n"), "--method", "normal"},
+       {"r6.txt", "line 3", "non-finite"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r7.txt", "header\n\n"), "--method", "normal"}, {"r7.txt", "no numbers"}},
+      {{"interval", "--estimate", "1", "--replicates", "/nonexistent/r.txt", "--method", "normal"}, {"cannot open", "/nonexistent/r.txt"}},
+      {{"interval", "--estimate", "nan", "--replicates", write_file("r8.txt", "1\n2\n"), "--method", "normal"}, {"--estimate", "finite"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r9.txt", "1\n2\n3\n"), "--method", "percentile"}, {"too small for level"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r10.txt", "1\n2\n3\n"), "--method", "bca", "--influence",
+        write_file("i10.txt", "1\n-1\n"), "--strata", "1,x"},
+       {"--strata", "positive integers"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r11.txt", "1\n2\n3\n"), "--method", "studentized"},
+       {"missing required option --estimate-variance"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r12.txt", "1\n2\n3\n"), "--method", "normal", "--data", good},
+       {"--data", "not accepted"}},
+      // power
+      {{"power"}, {"missing test"}},
+      {{"power", "z-test"}, {"unknown test 'z-test'"}},
+      {{"power", "paired-t", "--n", "10"}, {"exactly two of --n, --delta, --power"}},
+      {{"power", "paired-t", "--n", "10", "--delta", "1", "--power", "0.8"}, {"exactly two", "got 3"}},
+      {{"power", "paired-t", "--n", "10", "--delta", "1", "--alpha", "2"}, {"alpha", "(0, 1)"}},
+      {{"power", "paired-t", "--n", "10", "--delta", "1", "--sd", "0"}, {"sd", "positive"}},
+      {{"power", "paired-t", "--n", "10", "--delta", "1", "--ratio", "2"}, {"unknown option '--ratio'"}},
+      {{"power", "two-sample-t", "--n", "10", "--delta", "1", "--one-sided", "--strict"}, {"--strict", "two-sided"}},
+      {{"power", "two-sample-t", "--delta", "0", "--power", "0.8"}, {"delta", "non-zero"}},
+      {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.05"}, {"exactly one of --n", "--power"}},
+      {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--n", "10", "--power", "0.8"}, {"exactly one of --n"}},
+      {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.1", "--power", "0.8"}, {"p01"}},
+      {{"power", "mcnemar", "--p01", "0.1", "--n", "10"}, {"missing required option --p10"}},
       // options
       {with({"estimate", "welch"}, good, {"--level", "1.5"}), {"--level", "(0, 1)", "1.5"}},
       {with({"estimate", "welch"}, good, {"--level", "0"}), {"--level", "(0, 1)"}},
@@ -459,7 +653,10 @@ struct help_case {
 
 const std::vector<help_case>& help_cases() {
   static const std::vector<help_case> cases = {
-      {{"estimate"}, {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level", "--pretty"}},
+      {{"estimate"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster", "--level", "--margin",
+        "--lower", "--upper", "--variance", "--alpha", "--better", "--continuity-correction", "--replicates", "--ci", "--convention",
+        "--seed", "--threads", "--pretty"}},
       {{"estimate", "welch"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
       {{"estimate", "student"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
       {{"estimate", "paired"},
@@ -475,6 +672,18 @@ const std::vector<help_case>& help_cases() {
       {{"estimate", "noninferiority"},
        {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin", "--better",
         "--variance", "--alpha", "--level", "--pretty"}},
+      {{"estimate", "bootstrap"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster", "--level",
+        "--replicates", "--ci", "--convention", "--seed", "--threads", "--pretty"}},
+      {{"power"},
+       {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--p10", "--p01", "--exact", "--max-n",
+        "--pretty"}},
+      {{"power", "paired-t"}, {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--pretty"}},
+      {{"power", "two-sample-t"}, {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--pretty"}},
+      {{"power", "mcnemar"}, {"--p10", "--p01", "--n", "--power", "--alpha", "--one-sided", "--exact", "--max-n", "--pretty"}},
+      {{"interval"},
+       {"--estimate", "--replicates", "--method", "--influence", "--strata", "--estimate-variance", "--replicate-variances",
+        "--level", "--convention", "--pretty"}},
   };
   return cases;
 }
