@@ -17,3 +17,8 @@ echo "# KV relay vs text relay: Welch, paired t, McNemar, TOST (margin 0.05), bo
 "$cli" estimate tost --data "$data" --outcome correct --treatment kv_relay --pair item --margin 0.05
 "$cli" estimate bootstrap --data "$data" --outcome correct --treatment kv_relay --pair item \
   --ci bca --replicates 9999 --seed 2026
+echo "# latency: KV relay no slower than text by more than 10 ms (paired non-inferiority, lower is better)"
+"$cli" estimate noninferiority --data "$data" --outcome latency_ms --treatment kv_relay --pair item \
+  --margin 10 --better lower
+echo "# planning: pairs needed for McNemar to detect p10 = 0.05 vs p01 = 0.03 with power 0.8"
+"$cli" power mcnemar --p10 0.05 --p01 0.03 --power 0.8
