@@ -104,6 +104,36 @@ inline void unrotate_keys(kv_block& block) {
   shift_keys(block, delta);
 }
 
+/// @brief Converts the keys of a block to another pairing convention by permuting the rotary
+/// dims of every key head (neox (i, i+R/2) ↔ norm (2i, 2i+1)) and updates the fingerprint. This is
+/// the fixed permutation between HF and llama.cpp keys of the same Llama checkpoint (llama.cpp's
+/// converter permutes Q/K weight rows), needed when a cache crosses engines.
+/// @throws invalid_argument if either pairing is `none` while the other is not.
+inline void convert_pairing(kv_block& block, rope_pairing target) {
+  constexpr std::string_view fn = "convert_pairing";
+  auto fp = block.fingerprint();
+  if (fp.rope.pairing == target) return;
+  if (fp.rope.pairing == rope_pairing::none || target == rope_pairing::none) detail::throw_invalid(fn, "target", "cannot convert to or from pairing 'none'");
+  const std::int32_t rot = fp.rope.rotary_dims == 0 ? fp.head_dim_k : fp.rope.rotary_dims, half = rot / 2;
+  std::vector<float> src(static_cast<std::size_t>(rot));
+  for (std::size_t i = 0; i < block.n_layers(); ++i)
+    for (std::int64_t t = 0; t < block.n_tokens(); ++t)
+      for (std::int32_t h = 0; h < block.n_kv_heads(); ++h) {
+        for (std::int32_t d = 0; d < rot; ++d) src[static_cast<std::size_t>(d)] = block.get(i, false, t, h, d);
+        for (std::int32_t j = 0; j < half; ++j) {
+          if (target == rope_pairing::norm) {  // from neox
+            block.set(i, false, t, h, 2 * j, src[static_cast<std::size_t>(j)]);
+            block.set(i, false, t, h, 2 * j + 1, src[static_cast<std::size_t>(j + half)]);
+          } else {  // from norm
+            block.set(i, false, t, h, j, src[static_cast<std::size_t>(2 * j)]);
+            block.set(i, false, t, h, j + half, src[static_cast<std::size_t>(2 * j + 1)]);
+          }
+        }
+      }
+  fp.rope.pairing = target;
+  block.set_fingerprint(std::move(fp));
+}
+
 /// @brief Where a relayed block is placed in the receiver's sequence.
 enum class position_mode : std::uint8_t {
   preserve = 0,           ///< keep the sender's positions (and phases)
