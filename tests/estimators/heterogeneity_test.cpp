@@ -208,4 +208,12 @@ TEST_CASE("heterogeneity: bad input throws with function and argument named", "[
   CHECK(f.groups[0].effect.status == estimate_status::degenerate);
   CHECK(std::isnan(f.groups[0].p_holm));
   CHECK(f.groups[1].effect.status == estimate_status::ok);
+  CHECK(f.interaction.status == estimate_status::ok);
+  // Constant differences in every group: the interaction regression fits exactly.
+  const std::vector<double> e1{2, 2, 3, 3}, e0{1, 1, 1, 1};
+  const std::vector<int> eg{1, 1, 2, 2};
+  const auto h = paired_subgroup_effects(e1, e0, std::span<const int>(eg), {.if_degenerate = on_degenerate::flag});
+  CHECK(h.interaction.status == estimate_status::degenerate);
+  CHECK(std::isnan(h.interaction.chi_square));
+  CHECK(std::isnan(h.interaction.p_f));
 }

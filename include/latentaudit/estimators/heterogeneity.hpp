@@ -2,14 +2,14 @@
 // latentaudit: treatment-effect heterogeneity by subgroup — per-group effects (Welch or paired t),
 // Holm- and BH-adjusted p-values, and an interaction (heterogeneity) test: OLS of y on
 // treatment × group (or of the paired differences on group) with an HC0–HC3 sandwich and a
-// joint Wald test of the interaction terms (chi-square and F forms).
+// joint Wald test of the interaction terms (chi-square and F forms), fitted with
+// estimators/regression.hpp.
 // Formulas and references: docs/estimators/heterogeneity.md.
 #ifndef LATENTAUDIT_ESTIMATORS_HETEROGENEITY_HPP
 #define LATENTAUDIT_ESTIMATORS_HETEROGENEITY_HPP
 
 #include <Eigen/Dense>
 #include <algorithm>
-#include <boost/math/distributions/fisher_f.hpp>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +25,7 @@
 #include "difference_in_means.hpp"
 #include "effect_estimate.hpp"
 #include "multiplicity.hpp"
+#include "regression.hpp"
 
 namespace latentaudit {
 
@@ -243,53 +244,48 @@ template <class Key>
   return c;
 }
 
-/// @brief OLS with an HC sandwich and a joint Wald test of the last `q` coefficients.
+/// @brief OLS with an HC sandwich and a joint Wald test of the last `q` coefficients, via
+/// estimators/regression.hpp (ols + wald_test, t(n − p) reference for the F form).
 inline interaction_test_result hc_wald_last(std::string_view fn, const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
                                             Eigen::Index q, interaction_covariance type, on_degenerate policy) {
-  const Eigen::Index n = x.rows(), p = x.cols();
+  const Eigen::Index p = x.cols();
   interaction_test_result r;
   static constexpr const char* names[] = {"HC0", "HC1", "HC2", "HC3"};
+  static constexpr covariance_type kinds[] = {covariance_type::hc0, covariance_type::hc1, covariance_type::hc2,
+                                              covariance_type::hc3};
   r.covariance = names[static_cast<int>(type)];
   r.df = static_cast<double>(q);
-  r.df_residual = static_cast<double>(n - p);
-  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(x);
-  const Eigen::VectorXd b = qr.solve(y);
-  const Eigen::VectorXd e = y - x * b;
-  const Eigen::MatrixXd xtx_inv = (x.transpose() * x).ldlt().solve(Eigen::MatrixXd::Identity(p, p));
-  Eigen::VectorXd omega(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const double h = x.row(i) * xtx_inv * x.row(i).transpose();
-    const double e2 = e[i] * e[i];
-    switch (type) {
-      case interaction_covariance::hc0: omega[i] = e2; break;
-      case interaction_covariance::hc1: omega[i] = e2 * static_cast<double>(n) / static_cast<double>(n - p); break;
-      case interaction_covariance::hc2: omega[i] = e2 / (1.0 - h); break;
-      case interaction_covariance::hc3: omega[i] = e2 / ((1.0 - h) * (1.0 - h)); break;
-    }
+  r.df_residual = static_cast<double>(x.rows() - p);
+  design_matrix dm{x, {}};
+  for (Eigen::Index j = 0; j < p; ++j) dm.names.push_back(std::string(1, 'b').append(std::to_string(j)));
+  ols_result fit;
+  try {
+    fit = ols(dm, std::span<const double>(y.data(), static_cast<std::size_t>(y.size())),
+              {.covariance = kinds[static_cast<int>(type)],
+               .distribution = reference_distribution::t_residual,
+               .if_degenerate = policy});
+  } catch (const numerical_error& e) {
+    throw_numerical(fn, std::string("interaction regression: ") + e.what());
   }
-  const Eigen::MatrixXd meat = x.transpose() * omega.asDiagonal() * x;
-  const Eigen::MatrixXd v = xtx_inv * meat * xtx_inv;
-  const Eigen::VectorXd bq = b.tail(q);
-  const Eigen::MatrixXd vq = v.bottomRightCorner(q, q);
-  const Eigen::LDLT<Eigen::MatrixXd> ldlt(vq);
-  const double scale = vq.diagonal().cwiseAbs().maxCoeff();
-  bool singular = !(scale > 0) || ldlt.info() != Eigen::Success;
-  if (!singular) {
-    const Eigen::VectorXd dvec = ldlt.vectorD();
-    singular = dvec.minCoeff() <= 1e-13 * scale;
-  }
-  if (singular) {
+  Eigen::MatrixXd rm = Eigen::MatrixXd::Zero(q, p);
+  rm.rightCols(q).setIdentity();
+  wald_test_result w;
+  try {
+    w = wald_test(fit, rm);
+  } catch (const invalid_argument& e) {  // singular sandwich block
     if (policy == on_degenerate::throw_error) {
-      throw_numerical(fn, "the sandwich covariance of the interaction terms is singular (no residual variation)");
+      throw_numerical(fn, std::string("the sandwich covariance of the interaction terms is singular: ") + e.what());
     }
+    w.status = estimate_status::degenerate;
+  }
+  if (w.status != estimate_status::ok) {
     r.status = estimate_status::degenerate;
     return r;
   }
-  r.chi_square = bq.dot(ldlt.solve(bq));
-  r.p_chi_square = chi2_upper(r.chi_square, r.df);
-  r.f = r.chi_square / r.df;
-  r.p_f = boost::math::cdf(
-      boost::math::complement(boost::math::fisher_f_distribution<double, math_policy>(r.df, r.df_residual), r.f));
+  r.chi_square = w.chi2;
+  r.p_chi_square = w.chi2_p;
+  r.f = w.f;
+  r.p_f = w.f_p;
   return r;
 }
 
