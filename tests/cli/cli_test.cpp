@@ -11,6 +11,8 @@
 #include <latentaudit/estimators/power.hpp>
 #include <latentaudit/version.hpp>
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +27,8 @@
 #include "support/catch.hpp"
 
 #ifdef LATENTAUDIT_CLI_PATH
+
+extern char** environ;  // for posix_spawn
 
 namespace fs = std::filesystem;
 using latentaudit::json_value;
@@ -71,27 +75,26 @@ std::string cat(const Parts&... parts) {
   return s;
 }
 
-/// Single-quotes a word for /bin/sh.
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q.append("'\\''");
-    } else {
-      q.push_back(c);
-    }
-  }
-  q.push_back('\'');
-  return q;
-}
-
-/// Runs the CLI with `args`; stdout and stderr are captured through files.
+/// Runs the CLI with `args` (posix_spawn, no shell); stdout and stderr are captured in files.
 run_result run_cli(const std::vector<std::string>& args) {
-  const fs::path out = work_dir() / "stdout.txt", err = work_dir() / "stderr.txt";
-  std::string cmd = shell_quote(LATENTAUDIT_CLI_PATH);
-  for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string())).append(" </dev/null");
-  const int status = std::system(cmd.c_str());
+  const std::string out = (work_dir() / "stdout.txt").string(), err = (work_dir() / "stderr.txt").string();
+  const std::string exe = LATENTAUDIT_CLI_PATH;
+  std::vector<std::string> words = {exe};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
   run_result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = slurp(out);
