@@ -79,6 +79,20 @@ TEST_CASE("kv subcommands document their options", "[cli][kv]") {
   for (const char* o : {"--key-file", "--require-auth", "--pretty"}) CHECK(a.out.find(o) != std::string::npos);
   const auto b = run_cli({"kv", "make-example", "--help"});
   CHECK(b.code == 0);
-  for (const char* o : {"--out", "--key-file", "--tokens", "--dtype", "--seed"}) CHECK(b.out.find(o) != std::string::npos);
+  for (const char* o : {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize"}) CHECK(b.out.find(o) != std::string::npos);
   CHECK(run_cli({"kv", "--help"}).code == 0);
+}
+
+TEST_CASE("kv make-example --quantize writes a smaller relay that inspect reports", "[cli][kv]") {
+  const auto raw = path("raw.lakv"), q = path("q.lakv");
+  REQUIRE(run_cli({"kv", "make-example", "--out", raw, "--tokens", "32"}).code == 0);
+  REQUIRE(run_cli({"kv", "make-example", "--out", q, "--tokens", "32", "--quantize", "int4"}).code == 0);
+  const auto r = run_cli({"kv", "inspect", q});
+  REQUIRE(r.code == 0);
+  const auto j = parse_json(r.out);
+  CHECK(j.at("quantization").as_string() == "int4");
+  CHECK(j.at("group_size").as_number() == 16);
+  // int4 with f32 scale and zero per group of 16: 0.5 + 0.5 bytes an element against bf16's 2
+  CHECK(j.at("bytes").as_number() < 0.6 * parse_json(run_cli({"kv", "inspect", raw}).out).at("bytes").as_number());
+  expect_one_line_error(run_cli({"kv", "make-example", "--out", q, "--quantize", "int3"}), "--quantize");
 }

@@ -10,3 +10,5 @@ mkdir -p "$dir"
 printf 'key' > /tmp/latentaudit_fuzz_key
 "$cli" kv make-example --out "$dir/kv_f16_3_hmac" --tokens 3 --dtype f16 --key-file /tmp/latentaudit_fuzz_key >/dev/null
 rm -f /tmp/latentaudit_fuzz_key
+"$cli" kv make-example --out "$dir/kv_bf16_6_int4" --tokens 6 --quantize int4 >/dev/null
+"$cli" kv make-example --out "$dir/kv_f32_3_fp8" --tokens 3 --dtype f32 --quantize fp8_e4m3 >/dev/null

@@ -183,3 +183,57 @@ TEST_CASE("ragged (token-masked) blocks round-trip and carry only present rows",
   CHECK_FALSE(c.has_token_mask());
   CHECK_THROWS_AS(c.set_token_mask(std::vector<std::uint8_t>(3, 1)), shape_mismatch);
 }
+
+TEST_CASE("quantized relays carry codes, scales and zero points and decode to the round trip", "[kv][wire]") {
+  for (dtype t : {dtype::f32, dtype::bf16})
+    for (auto spec : {quantize_spec{.scheme = quant_scheme::int8, .group_size = 4},
+                      quantize_spec{.scheme = quant_scheme::int4, .group_size = 3},
+                      quantize_spec{.scheme = quant_scheme::int4, .group_size = 3, .keys_per_channel = false},
+                      quantize_spec{.scheme = quant_scheme::fp8_e4m3}, quantize_spec{.scheme = quant_scheme::fp8_e5m2}})
+      for (bool masked : {false, true}) {
+        auto b = test::random_block(7, t, 31);
+        if (masked) {
+          std::vector<std::uint8_t> m(4 * 7, 1);
+          m[2 * 7 + 5] = m[2 * 7 + 6] = m[0] = 0;
+          b.set_token_mask(m);
+        }
+        const wire_encode_options o{.quantize = spec};
+        const auto bytes = encode_relay(b, o);
+        CHECK(bytes.size() == relay_wire_bytes(b, o));
+        CHECK(bytes.size() < relay_wire_bytes(b) * (t == dtype::f32 ? 1 : 2));
+        auto expected = b;
+        const auto rec = quantize_roundtrip(expected, spec);
+        const std::uint64_t header_and_frame = relay_wire_bytes(b, o) - rec.quantized_bytes;
+        CHECK(header_and_frame < 200);  // prefix, header, positions, mask, CRC
+        const auto d = decode_relay(bytes);
+        REQUIRE(d.quantization.has_value());
+        CHECK(d.quantization->scheme == spec.scheme);
+        CHECK(d.kv == expected);
+        // every single-bit flip is still rejected
+        std::size_t rejected = 0;
+        for (std::size_t i = 0; i < bytes.size(); i += 3) {
+          auto bad = bytes;
+          bad[i] ^= std::byte{0x01};
+          try {
+            (void)decode_relay(bad);
+          } catch (const corrupt_data&) {
+            ++rejected;
+          }
+        }
+        CHECK(rejected == (bytes.size() + 2) / 3);
+      }
+}
+
+TEST_CASE("a quantized relay with an invalid scale is refused even with a valid CRC", "[kv][wire]") {
+  const auto b = test::random_block(3, dtype::f32, 32);
+  auto bytes = encode_relay(b, {.quantize = quantize_spec{.scheme = quant_scheme::fp8_e4m3}});
+  // the first unit's scale follows prefix, header and positions
+  std::uint32_t hlen;
+  std::memcpy(&hlen, bytes.data() + 8, 4);
+  const std::size_t scale_at = 20 + hlen + 3 * 4;
+  const float nan = std::nanf("");
+  std::memcpy(bytes.data() + scale_at, &nan, 4);
+  const std::uint32_t c = crc32c::of(std::span(bytes).subspan(0, bytes.size() - 4));
+  std::memcpy(bytes.data() + bytes.size() - 4, &c, 4);
+  CHECK_THROWS_WITH(decode_relay(bytes), Contains("scale"));
+}

@@ -30,6 +30,7 @@ const std::vector<option_spec>& example_options() {
       {"--tokens", "N", "tokens in the example cache, in [1, 4096]; default 16"},
       {"--dtype", "TYPE", "element type: f32, f16 or bf16; default bf16"},
       {"--seed", "S", "random seed of the cache's values; default 0"},
+      {"--quantize", "SCHEME", "carry K and V quantized: int8, int4 (groups of 16), fp8_e4m3 or fp8_e5m2; default none"},
       {"--pretty", "", "indent the JSON output"},
   };
   return o;
@@ -86,6 +87,8 @@ int run_inspect(std::span<const std::string> words) {
       j.set("payload_bytes", b.payload_bytes());
       j.set("content_bytes", b.content_bytes());
       j.set("token_mask", b.has_token_mask());
+      j.set("quantization", d.quantization ? json_value(std::string(quant_scheme_name(d.quantization->scheme))) : json_value(nullptr));
+      if (d.quantization && d.quantization->group_size > 0) j.set("group_size", d.quantization->group_size);
       j.set("fingerprint", fingerprint_json(b.fingerprint()));
       json_value pr = json_value::object();
       if (b.n_tokens() > 0) {
@@ -145,9 +148,16 @@ int run_make_example(std::span<const std::string> words) {
       for (std::int64_t t = 0; t < tokens; ++t)
         for (std::int32_t h = 0; h < 2; ++h)
           for (std::int32_t d = 0; d < 16; ++d) b.set(i, v != 0, t, h, d, static_cast<float>(standard_normal(g)));
+  const auto scheme = args.choice("--quantize", "none", {"none", "int8", "int4", "fp8_e4m3", "fp8_e5m2"});
+  wire_encode_options opts{.hmac_key = key};
+  if (scheme != "none") {
+    const quant_scheme q = scheme == "int8" ? quant_scheme::int8 : scheme == "int4" ? quant_scheme::int4
+                           : scheme == "fp8_e4m3" ? quant_scheme::fp8_e4m3 : quant_scheme::fp8_e5m2;
+    opts.quantize = quantize_spec{.scheme = q, .group_size = 16};
+  }
   std::ofstream f(out, std::ios::binary | std::ios::trunc);
   if (!f) throw usage_error("kv make-example: cannot write '" + out + "'");
-  const auto n = encode_relay(b, f, {.hmac_key = key});
+  const auto n = encode_relay(b, f, opts);
   f.close();
   if (!f) throw usage_error("kv make-example: writing '" + out + "' failed");
   json_value j = json_value::object();

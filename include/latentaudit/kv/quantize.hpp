@@ -14,11 +14,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/error.hpp"
 #include "../core/parallel.hpp"
 #include "kv_block.hpp"
 
@@ -79,12 +82,36 @@ struct quantize_record {
   return std::copysign(q, y);
 }
 
+/// @brief The FP8 code (sign, exponent, mantissa bits) of a value that is exactly representable
+/// in the format (as returned by round_to_fp8).
+[[nodiscard]] inline std::uint8_t encode_fp8(double q, bool e4m3) noexcept {
+  const int mant = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, emin = e4m3 ? -6 : -14;
+  const auto sign = static_cast<std::uint8_t>(std::signbit(q) ? 0x80 : 0);
+  const double a = std::fabs(q);
+  if (a == 0) return sign;
+  const int e = std::ilogb(a);
+  if (e < emin) return static_cast<std::uint8_t>(sign | static_cast<std::uint8_t>(std::ldexp(a, mant - emin)));
+  const auto m = static_cast<unsigned>(std::ldexp(a, mant - e)) - (1u << mant);
+  return static_cast<std::uint8_t>(sign | static_cast<unsigned>(e + bias) << mant | m);
+}
+
+/// @brief The value of an FP8 code, or NaN for the codes that are not finite numbers
+/// (E4M3: S.1111.111; E5M2: exponent 11111).
+[[nodiscard]] inline double decode_fp8(std::uint8_t code, bool e4m3) noexcept {
+  const int mant = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, emin = e4m3 ? -6 : -14;
+  const unsigned m = code & ((1u << mant) - 1), e = (code & 0x7Fu) >> mant;
+  const double sign = (code & 0x80u) ? -1.0 : 1.0;
+  if (e4m3 ? (e == 15 && m == 7) : (e == 31)) return std::numeric_limits<double>::quiet_NaN();
+  if (e == 0) return sign * std::ldexp(static_cast<double>(m), emin - mant);
+  return sign * std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mant), static_cast<int>(e) - bias);
+}
+
 namespace detail {
 
-/// @brief Accumulates the errors of one quantized element.
+/// @brief Errors and sizes accumulated over one (layer, part) unit.
 struct quant_stats {
   double max_abs = 0, max_ratio = 0, sq = 0;
-  std::uint64_t groups = 0, code_bytes = 0, elements = 0, original_bytes = 0;
+  std::uint64_t groups = 0, elements = 0, original_bytes = 0;
   void add(double err, double half_step) noexcept {
     max_abs = std::max(max_abs, err);
     if (half_step > 0) max_ratio = std::max(max_ratio, err / half_step);
@@ -95,139 +122,285 @@ struct quant_stats {
     max_ratio = std::max(max_ratio, o.max_ratio);
     sq += o.sq;
     groups += o.groups;
-    code_bytes += o.code_bytes;
     elements += o.elements;
     original_bytes += o.original_bytes;
   }
 };
 
-/// @brief Scale and zero point (stored as f32) of a group with range [lo, hi].
-inline void group_params(double lo, double hi, double levels, float& zero, float& scale) noexcept {
-  zero = static_cast<float>(lo);
-  scale = static_cast<float>((hi - static_cast<double>(zero)) / levels);
+inline bool is_integer_scheme(quant_scheme s) noexcept { return s == quant_scheme::int8 || s == quant_scheme::int4; }
+inline std::uint64_t code_bytes(quant_scheme s, std::uint64_t m) noexcept { return s == quant_scheme::int4 ? (m + 1) / 2 : m; }
+
+/// @brief Bytes of one (layer, part) unit with `rows` present rows of C = H·D channels.
+inline std::uint64_t unit_bytes(quant_scheme s, std::uint64_t rows, std::uint64_t H, std::uint64_t D, bool value, const quantize_spec& spec) {
+  const std::uint64_t C = H * D;
+  if (rows == 0) return 0;
+  if (!is_integer_scheme(s)) return 4 + rows * C;
+  const std::uint64_t G = static_cast<std::uint64_t>(spec.group_size);
+  std::uint64_t bytes = 0;
+  if (!value && spec.keys_per_channel) {
+    for (std::uint64_t r0 = 0; r0 < rows; r0 += G) bytes += C * (8 + code_bytes(s, std::min(G, rows - r0)));
+  } else {
+    std::uint64_t per_head = 0;
+    for (std::uint64_t d0 = 0; d0 < D; d0 += G) per_head += 8 + code_bytes(s, std::min(G, D - d0));
+    bytes = rows * H * per_head;
+  }
+  return bytes;
 }
 
-/// @brief Round trip of one value given its group's parameters.
-inline double quant_value(double v, float zero, float scale, double levels) noexcept {
-  if (!(scale > 0)) return static_cast<double>(zero);
-  const double q = std::clamp(std::nearbyint((v - static_cast<double>(zero)) / static_cast<double>(scale)), 0.0, levels);
-  return static_cast<double>(zero) + q * static_cast<double>(scale);
+inline void put_f32(std::byte*& p, float v) noexcept { std::memcpy(p, &v, 4); p += 4; }
+inline float get_f32(const std::byte*& p) noexcept { float v; std::memcpy(&v, p, 4); p += 4; return v; }
+
+/// @brief Writes the codes of one group (q values in [0, levels]) and advances p.
+inline void put_codes(std::byte*& p, const std::vector<std::uint8_t>& q, bool int4) noexcept {
+  if (!int4) {
+    std::memcpy(p, q.data(), q.size());
+    p += q.size();
+    return;
+  }
+  for (std::size_t j = 0; j < q.size(); j += 2) {
+    const unsigned lo = q[j], hi = j + 1 < q.size() ? q[j + 1] : 0u;
+    *p++ = static_cast<std::byte>(lo | (hi << 4));
+  }
+}
+
+/// @brief Encodes one (layer, part) unit: x holds [tokens][H][D] in the block's type; rows lists
+/// the present tokens. Returns the dequantized values' errors in `st`.
+template <class T>
+void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D, bool value,
+                 const quantize_spec& spec, std::byte* out, quant_stats& st) {
+  const std::size_t C = H * D;
+  auto at = [&](std::size_t row, std::size_t c) { return static_cast<double>(static_cast<float>(x[row * C + c])); };
+  std::byte* p = out;
+  if (rows.empty()) return;
+  if (!is_integer_scheme(spec.scheme)) {
+    const bool e4m3 = spec.scheme == quant_scheme::fp8_e4m3;
+    double amax = 0;
+    for (auto r : rows)
+      for (std::size_t c = 0; c < C; ++c) amax = std::max(amax, std::fabs(at(r, c)));
+    const float scale = static_cast<float>(amax / (e4m3 ? 448.0 : 57344.0));
+    put_f32(p, scale);
+    st.groups += 1;
+    for (auto r : rows)
+      for (std::size_t c = 0; c < C; ++c) {
+        const double v = at(r, c);
+        const double q = scale > 0 ? round_to_fp8(v / static_cast<double>(scale), e4m3) : 0.0;
+        *p++ = static_cast<std::byte>(encode_fp8(q, e4m3));
+        st.add(std::fabs(v - static_cast<double>(static_cast<float>(q * static_cast<double>(scale)))), 0.0);
+      }
+    return;
+  }
+  const bool int4 = spec.scheme == quant_scheme::int4;
+  const double levels = int4 ? 15.0 : 255.0;
+  const std::size_t G = static_cast<std::size_t>(spec.group_size);
+  std::vector<std::uint8_t> q;
+  auto group = [&](auto&& value_of, std::size_t m) {
+    double lo = value_of(0), hi = lo;
+    for (std::size_t j = 1; j < m; ++j) { lo = std::min(lo, value_of(j)); hi = std::max(hi, value_of(j)); }
+    const float zero = static_cast<float>(lo);
+    const float scale = static_cast<float>((hi - static_cast<double>(zero)) / levels);
+    put_f32(p, zero);
+    put_f32(p, scale);
+    q.resize(m);
+    for (std::size_t j = 0; j < m; ++j) {
+      const double v = value_of(j);
+      const double k = scale > 0 ? std::clamp(std::nearbyint((v - static_cast<double>(zero)) / static_cast<double>(scale)), 0.0, levels) : 0.0;
+      q[j] = static_cast<std::uint8_t>(k);
+      const double back = static_cast<float>(static_cast<double>(zero) + k * static_cast<double>(scale));
+      st.add(std::fabs(v - back), 0.5 * static_cast<double>(scale));
+    }
+    put_codes(p, q, int4);
+    st.groups += 1;
+  };
+  if (!value && spec.keys_per_channel) {
+    for (std::size_t r0 = 0; r0 < rows.size(); r0 += G) {
+      const std::size_t m = std::min(G, rows.size() - r0);
+      for (std::size_t c = 0; c < C; ++c) group([&](std::size_t j) { return at(rows[r0 + j], c); }, m);
+    }
+  } else {
+    for (auto r : rows)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t d0 = 0; d0 < D; d0 += G)
+          group([&](std::size_t j) { return at(r, h * D + d0 + j); }, std::min(G, D - d0));
+  }
+}
+
+[[noreturn]] inline void quant_corrupt(const std::string& what) {
+  LATENTAUDIT_THROW(corrupt_data("dequantize_payload: " + what));
+}
+
+/// @brief Decodes one unit into x (the inverse of encode_unit); validates parameters and codes.
+template <class T>
+void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D, bool value,
+                 const quantize_spec& spec, const std::byte* in) {
+  const std::size_t C = H * D;
+  const std::byte* p = in;
+  if (rows.empty()) return;
+  auto store = [&](std::size_t row, std::size_t c, double v) { x[row * C + c] = static_cast<T>(static_cast<float>(v)); };
+  if (!is_integer_scheme(spec.scheme)) {
+    const bool e4m3 = spec.scheme == quant_scheme::fp8_e4m3;
+    const float scale = get_f32(p);
+    if (!(std::isfinite(scale) && scale >= 0)) quant_corrupt("an FP8 scale is not finite and non-negative");
+    for (auto r : rows)
+      for (std::size_t c = 0; c < C; ++c) {
+        const double q = decode_fp8(static_cast<std::uint8_t>(*p++), e4m3);
+        if (std::isnan(q)) quant_corrupt("an FP8 code is not a finite number");
+        store(r, c, q * static_cast<double>(scale));
+      }
+    return;
+  }
+  const bool int4 = spec.scheme == quant_scheme::int4;
+  const std::size_t G = static_cast<std::size_t>(spec.group_size);
+  auto group = [&](auto&& store_j, std::size_t m) {
+    const float zero = get_f32(p), scale = get_f32(p);
+    if (!std::isfinite(zero) || !(std::isfinite(scale) && scale >= 0)) quant_corrupt("a group's zero point or scale is not finite (or the scale is negative)");
+    for (std::size_t j = 0; j < m; ++j) {
+      unsigned k;
+      if (int4) {
+        const auto b = static_cast<unsigned>(p[j / 2]);
+        k = (j % 2 == 0) ? (b & 0xFu) : (b >> 4);
+      } else {
+        k = static_cast<unsigned>(p[j]);
+      }
+      store_j(j, static_cast<double>(zero) + static_cast<double>(k) * static_cast<double>(scale));
+    }
+    if (int4 && m % 2 == 1 && (static_cast<unsigned>(p[m / 2]) >> 4) != 0) quant_corrupt("int4 padding nibble is not zero");
+    p += code_bytes(spec.scheme, m);
+  };
+  if (!value && spec.keys_per_channel) {
+    for (std::size_t r0 = 0; r0 < rows.size(); r0 += G) {
+      const std::size_t m = std::min(G, rows.size() - r0);
+      for (std::size_t c = 0; c < C; ++c) group([&](std::size_t j, double v) { store(rows[r0 + j], c, v); }, m);
+    }
+  } else {
+    for (auto r : rows)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t d0 = 0; d0 < D; d0 += G)
+          group([&](std::size_t j, double v) { store(r, h * D + d0 + j, v); }, std::min(G, D - d0));
+  }
+}
+
+inline void check_quantize_spec(std::string_view fn, const quantize_spec& spec) {
+  if (!is_integer_scheme(spec.scheme) && spec.scheme != quant_scheme::fp8_e4m3 && spec.scheme != quant_scheme::fp8_e5m2)
+    throw_invalid(fn, "spec.scheme", "must be int8, int4, fp8_e4m3 or fp8_e5m2");
+  if (is_integer_scheme(spec.scheme)) check_in_range(fn, "spec.group_size", spec.group_size, 1, 1 << 20);
+}
+
+inline std::vector<std::size_t> present_rows(const kv_block& b, std::size_t i) {
+  std::vector<std::size_t> rows;
+  for (std::int64_t t = 0; t < b.n_tokens(); ++t)
+    if (b.token_present(i, t)) rows.push_back(static_cast<std::size_t>(t));
+  return rows;
 }
 
 }  // namespace detail
 
-/// @brief Quantizes and dequantizes K and V of every present row in place (the result is rounded
-/// once to the block's dtype) and reports the quantized payload size. Work is split over (layer,
-/// K|V) units on `threads` threads; the result does not depend on the thread count.
-/// @throws invalid_argument if group_size < 1 for an integer scheme or the scheme is unknown.
-inline quantize_record quantize_roundtrip(kv_block& block, const quantize_spec& spec, unsigned threads = 1) {
-  constexpr std::string_view fn = "quantize_roundtrip";
-  const bool integer = spec.scheme == quant_scheme::int8 || spec.scheme == quant_scheme::int4;
-  if (!integer && spec.scheme != quant_scheme::fp8_e4m3 && spec.scheme != quant_scheme::fp8_e5m2)
-    detail::throw_invalid(fn, "spec.scheme", "must be int8, int4, fp8_e4m3 or fp8_e5m2");
-  if (integer) detail::check_in_range(fn, "spec.group_size", spec.group_size, 1, 1 << 20);
-  const int bits = spec.scheme == quant_scheme::int4 ? 4 : 8;
-  const double levels = static_cast<double>((1 << bits) - 1);
-  const bool e4m3 = spec.scheme == quant_scheme::fp8_e4m3;
+/// @brief Bytes of the quantized payload of `block` under `spec`: per present layer, the K unit
+/// then the V unit; a unit is, per group, zero point and scale (f32 each) followed by the codes
+/// (int8: a byte each; int4: two a byte, low nibble first, padded per group), or for FP8 one f32
+/// scale followed by one code byte per element. Groups follow quantize_spec (docs/kv-transfer.md).
+/// @throws invalid_argument on a bad spec.
+[[nodiscard]] inline std::uint64_t quantized_payload_bytes(const kv_block& block, const quantize_spec& spec) {
+  detail::check_quantize_spec("quantized_payload_bytes", spec);
+  std::uint64_t total = 0;
+  const auto H = static_cast<std::uint64_t>(block.n_kv_heads());
+  for (std::size_t i = 0; i < block.n_layers(); ++i) {
+    const auto rows = static_cast<std::uint64_t>(block.present_tokens(i));
+    total += detail::unit_bytes(spec.scheme, rows, H, static_cast<std::uint64_t>(block.head_dim_k()), false, spec);
+    total += detail::unit_bytes(spec.scheme, rows, H, static_cast<std::uint64_t>(block.head_dim_v()), true, spec);
+  }
+  return total;
+}
+
+/// @brief Quantizes the present rows of `block` into the payload layout of
+/// quantized_payload_bytes, on `threads` threads (0 = all cores; the bytes do not depend on it).
+/// `record`, when non-null, receives the errors of the dequantized values and the sizes.
+/// @throws invalid_argument on a bad spec.
+[[nodiscard]] inline std::vector<std::byte> quantize_payload(const kv_block& block, const quantize_spec& spec, unsigned threads = 1,
+                                                             quantize_record* record = nullptr) {
+  detail::check_quantize_spec("quantize_payload", spec);
   const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
-  const std::size_t G = static_cast<std::size_t>(std::max(1, spec.group_size));
-  auto code_bytes = [&](std::size_t m) -> std::uint64_t { return bits == 4 ? (m + 1) / 2 : m; };
-  std::vector<detail::quant_stats> stats(2 * block.n_layers());
+  const std::size_t units = 2 * block.n_layers();
+  std::vector<std::uint64_t> offset(units + 1, 0);
+  std::vector<std::vector<std::size_t>> rows(block.n_layers());
+  for (std::size_t i = 0; i < block.n_layers(); ++i) rows[i] = detail::present_rows(block, i);
+  for (std::size_t u = 0; u < units; ++u) {
+    const bool value = u % 2 == 1;
+    offset[u + 1] = offset[u] + detail::unit_bytes(spec.scheme, rows[u / 2].size(), H,
+                                                   static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k()), value, spec);
+  }
+  std::vector<std::byte> out(offset[units]);
+  std::vector<detail::quant_stats> stats(units);
   visit_cache_type(block.type(), [&](auto tag) {
     using T = decltype(tag);
-    parallel_chunks(stats.size(), 1, threads, [&](std::size_t u0, std::size_t u1) {
+    parallel_chunks(units, 1, threads, [&](std::size_t u0, std::size_t u1) {
       for (std::size_t u = u0; u < u1; ++u) {
         const std::size_t i = u / 2;
-        const bool value = (u % 2) == 1;
-        auto& st = stats[u];
+        const bool value = u % 2 == 1;
         const std::size_t D = static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k());
-        const std::size_t C = H * D;
-        std::span<T> x = value ? block.template v<T>(i) : block.template k<T>(i);
-        std::vector<std::size_t> rows;
-        for (std::int64_t t = 0; t < block.n_tokens(); ++t)
-          if (block.token_present(i, t)) rows.push_back(static_cast<std::size_t>(t));
-        if (rows.empty()) continue;
-        st.elements = rows.size() * C;
-        st.original_bytes = st.elements * dtype_size(block.type());
-        auto at = [&](std::size_t row, std::size_t c) -> T& { return x[row * C + c]; };
-        if (!integer) {
-          double amax = 0;
-          for (auto r : rows)
-            for (std::size_t c = 0; c < C; ++c) amax = std::max(amax, static_cast<double>(std::fabs(static_cast<float>(at(r, c)))));
-          const float scale = static_cast<float>(amax / (e4m3 ? 448.0 : 57344.0));
-          st.groups = 1;
-          st.code_bytes = st.elements;
-          for (auto r : rows)
-            for (std::size_t c = 0; c < C; ++c) {
-              const double v = static_cast<float>(at(r, c));
-              const double back = scale > 0 ? round_to_fp8(v / static_cast<double>(scale), e4m3) * static_cast<double>(scale) : 0.0;
-              st.add(std::fabs(v - back), 0.0);
-              at(r, c) = static_cast<T>(static_cast<float>(back));
-            }
-        } else if (!value && spec.keys_per_channel) {
-          // keys per channel: groups of G consecutive present tokens, all channels at once
-          std::vector<double> lo(C), hi(C);
-          std::vector<float> zero(C), scale(C);
-          for (std::size_t r0 = 0; r0 < rows.size(); r0 += G) {
-            const std::size_t r1 = std::min(rows.size(), r0 + G);
-            for (std::size_t c = 0; c < C; ++c) lo[c] = hi[c] = static_cast<float>(at(rows[r0], c));
-            for (std::size_t r = r0 + 1; r < r1; ++r)
-              for (std::size_t c = 0; c < C; ++c) {
-                const double v = static_cast<float>(at(rows[r], c));
-                lo[c] = std::min(lo[c], v);
-                hi[c] = std::max(hi[c], v);
-              }
-            for (std::size_t c = 0; c < C; ++c) detail::group_params(lo[c], hi[c], levels, zero[c], scale[c]);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t c = 0; c < C; ++c) {
-                const double v = static_cast<float>(at(rows[r], c));
-                const double back = detail::quant_value(v, zero[c], scale[c], levels);
-                st.add(std::fabs(v - back), 0.5 * static_cast<double>(scale[c]));
-                at(rows[r], c) = static_cast<T>(static_cast<float>(back));
-              }
-            st.groups += C;
-            st.code_bytes += C * code_bytes(r1 - r0);
-          }
-        } else {
-          // per token: groups of G consecutive dims of one (token, head)
-          for (auto r : rows)
-            for (std::size_t h = 0; h < H; ++h)
-              for (std::size_t d0 = 0; d0 < D; d0 += G) {
-                const std::size_t d1 = std::min(D, d0 + G);
-                double lo = static_cast<float>(at(r, h * D + d0)), hi = lo;
-                for (std::size_t d = d0 + 1; d < d1; ++d) {
-                  const double v = static_cast<float>(at(r, h * D + d));
-                  lo = std::min(lo, v);
-                  hi = std::max(hi, v);
-                }
-                float zero, scale;
-                detail::group_params(lo, hi, levels, zero, scale);
-                for (std::size_t d = d0; d < d1; ++d) {
-                  const double v = static_cast<float>(at(r, h * D + d));
-                  const double back = detail::quant_value(v, zero, scale, levels);
-                  st.add(std::fabs(v - back), 0.5 * static_cast<double>(scale));
-                  at(r, h * D + d) = static_cast<T>(static_cast<float>(back));
-                }
-                ++st.groups;
-                st.code_bytes += code_bytes(d1 - d0);
-              }
-        }
+        std::span<const T> x = value ? block.template v<T>(i) : block.template k<T>(i);
+        stats[u].elements = rows[i].size() * H * D;
+        stats[u].original_bytes = stats[u].elements * dtype_size(block.type());
+        detail::encode_unit<T>(x, rows[i], H, D, value, spec, out.data() + offset[u], stats[u]);
       }
     });
   });
-  detail::quant_stats all;
-  for (const auto& st : stats) all.merge(st);
+  if (record != nullptr) {
+    detail::quant_stats all;
+    for (const auto& st : stats) all.merge(st);
+    *record = {};
+    record->scheme = spec.scheme;
+    record->group_size = detail::is_integer_scheme(spec.scheme) ? spec.group_size : 0;
+    record->original_bytes = all.original_bytes;
+    record->quantized_bytes = out.size();
+    record->groups = all.groups;
+    record->max_abs_error = all.max_abs;
+    record->max_error_over_half_step = all.max_ratio;
+    record->rms_error = all.elements > 0 ? std::sqrt(all.sq / static_cast<double>(all.elements)) : 0.0;
+  }
+  return out;
+}
+
+/// @brief Writes the dequantized values of `payload` into the present rows of `block` (whose
+/// shape, dtype and mask must be those the payload was made from).
+/// @throws corrupt_data if the payload size disagrees or a parameter or code is invalid.
+inline void dequantize_payload(kv_block& block, const quantize_spec& spec, std::span<const std::byte> payload, unsigned threads = 1) {
+  detail::check_quantize_spec("dequantize_payload", spec);
+  const std::uint64_t expected = quantized_payload_bytes(block, spec);
+  if (payload.size() != expected)
+    detail::quant_corrupt("payload has " + std::to_string(payload.size()) + " bytes, the shape needs " + std::to_string(expected));
+  const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
+  const std::size_t units = 2 * block.n_layers();
+  std::vector<std::vector<std::size_t>> rows(block.n_layers());
+  for (std::size_t i = 0; i < block.n_layers(); ++i) rows[i] = detail::present_rows(block, i);
+  std::vector<std::uint64_t> offset(units + 1, 0);
+  for (std::size_t u = 0; u < units; ++u) {
+    const bool value = u % 2 == 1;
+    offset[u + 1] = offset[u] + detail::unit_bytes(spec.scheme, rows[u / 2].size(), H,
+                                                   static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k()), value, spec);
+  }
+  visit_cache_type(block.type(), [&](auto tag) {
+    using T = decltype(tag);
+    parallel_chunks(units, 1, threads, [&](std::size_t u0, std::size_t u1) {
+      for (std::size_t u = u0; u < u1; ++u) {
+        const std::size_t i = u / 2;
+        const bool value = u % 2 == 1;
+        const std::size_t D = static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k());
+        std::span<T> x = value ? block.template v<T>(i) : block.template k<T>(i);
+        detail::decode_unit<T>(x, rows[i], H, D, value, spec, payload.data() + offset[u]);
+      }
+    });
+  });
+}
+
+/// @brief Quantizes and dequantizes K and V of every present row in place — exactly what a
+/// receiver decodes from a quantized relay (the values are rounded once to the block's dtype) —
+/// and reports errors and the true payload bytes (codes, scales and zero points). Work is split
+/// over (layer, K|V) units on `threads` threads; the result does not depend on the thread count.
+/// @throws invalid_argument if group_size < 1 for an integer scheme or the scheme is unknown.
+inline quantize_record quantize_roundtrip(kv_block& block, const quantize_spec& spec, unsigned threads = 1) {
   quantize_record rec;
-  rec.scheme = spec.scheme;
-  rec.group_size = integer ? spec.group_size : 0;
-  rec.original_bytes = all.original_bytes;
-  rec.groups = all.groups;
-  // codes: one byte each (int8, fp8); int4 packs two a byte, each group padded to a whole byte;
-  // plus f32 scale and zero point per integer group, one f32 scale per fp8 tensor
-  rec.quantized_bytes = all.code_bytes + all.groups * (integer ? 8u : 4u);
-  rec.max_abs_error = all.max_abs;
-  rec.max_error_over_half_step = all.max_ratio;
-  rec.rms_error = all.elements > 0 ? std::sqrt(all.sq / static_cast<double>(all.elements)) : 0.0;
+  const auto payload = quantize_payload(block, spec, threads, &rec);
+  dequantize_payload(block, spec, payload, threads);
   return rec;
 }
 

@@ -37,6 +37,7 @@
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
 #include "kv_block.hpp"
+#include "quantize.hpp"
 
 namespace latentaudit {
 
@@ -71,6 +72,7 @@ struct wire_limits {
 /// @brief Options of the encoder.
 struct wire_encode_options {
   std::span<const std::byte> hmac_key{};  ///< when non-empty, append an HMAC-SHA256 tag
+  std::optional<quantize_spec> quantize{};  ///< carry K and V quantized (codes, scales, zero points)
 };
 
 /// @brief Options of the decoder.
@@ -88,6 +90,7 @@ struct decoded_relay {
   text_relay text;                   ///< the text (kinds text_*)
   bool has_tag = false;              ///< whether an HMAC tag was present
   bool authenticated = false;        ///< whether the tag was verified under the caller's key
+  std::optional<quantize_spec> quantization;  ///< the relay's quantization (the block holds the dequantized values)
   std::uint32_t crc = 0;             ///< the (verified) CRC32C
   std::uint64_t wire_bytes = 0;      ///< total bytes of the frame
 };
@@ -142,7 +145,7 @@ inline void check_field(bool ok, std::string_view field, const std::string& got,
 }
 
 /// @brief The kind-specific header of a KV block.
-inline std::vector<std::byte> kv_header(const kv_block& b) {
+inline std::vector<std::byte> kv_header(const kv_block& b, const std::optional<quantize_spec>& q) {
   std::vector<std::byte> h;
   byte_writer w{h};
   const auto& f = b.fingerprint();
@@ -159,8 +162,12 @@ inline std::vector<std::byte> kv_header(const kv_block& b) {
   w.put(f.rope.rotary_dims);
   w.put(f.weights_hash);
   w.put(static_cast<std::uint8_t>(b.type()));
-  w.put(std::uint8_t{0});   // encoding: 0 = raw elements of `dtype`
-  w.put(static_cast<std::uint16_t>(b.has_token_mask() ? 1 : 0));  // kv flags: bit 0 = token mask
+  // encoding: 0 = raw elements of `dtype`, else the quant_scheme id
+  w.put(static_cast<std::uint8_t>(q ? static_cast<std::uint8_t>(q->scheme) : 0));
+  // kv flags: bit 0 = token mask, bit 1 = integer keys grouped per token (not per channel)
+  const bool integer = q && (q->scheme == quant_scheme::int8 || q->scheme == quant_scheme::int4);
+  w.put(static_cast<std::uint16_t>((b.has_token_mask() ? 1 : 0) | (integer && !q->keys_per_channel ? 2 : 0)));
+  w.put(static_cast<std::uint32_t>(integer ? q->group_size : 0));  // group size
   w.put(b.n_tokens());
   w.put(static_cast<std::uint32_t>(b.n_layers()));
   for (auto l : b.layers()) w.put(static_cast<std::int32_t>(l));
@@ -237,9 +244,21 @@ inline std::vector<std::byte> gather_rows(const kv_block& b) {
 
 }  // namespace detail
 
-/// @brief Exact frame size of a KV relay (header, positions, payload, CRC, optional tag).
+/// @brief Exact frame size of a KV relay encoded with `o` (header, positions, mask, payload —
+/// quantized when o.quantize is set —, CRC, optional tag).
+/// @throws invalid_argument on a bad quantization spec.
+[[nodiscard]] inline std::uint64_t relay_wire_bytes(const kv_block& b, const wire_encode_options& o) {
+  std::uint64_t body = b.content_bytes();
+  if (o.quantize) {
+    body = b.positions().size() * sizeof(position_t) + (b.has_token_mask() ? (b.token_mask().size() + 7) / 8 : 0) +
+           quantized_payload_bytes(b, *o.quantize);
+  }
+  return detail::wire_prefix_bytes + detail::kv_header(b, o.quantize).size() + body + 4 + (o.hmac_key.empty() ? 0 : 32);
+}
+
+/// @brief Exact frame size of an unquantized KV relay, with or without a tag.
 [[nodiscard]] inline std::uint64_t relay_wire_bytes(const kv_block& b, bool with_tag = false) {
-  return detail::wire_prefix_bytes + detail::kv_header(b).size() + b.content_bytes() + 4 + (with_tag ? 32 : 0);
+  return detail::wire_prefix_bytes + detail::kv_header(b, std::nullopt).size() + b.content_bytes() + 4 + (with_tag ? 32 : 0);
 }
 
 /// @brief Exact frame size of a text relay.
@@ -253,13 +272,13 @@ inline std::vector<std::byte> gather_rows(const kv_block& b) {
 /// @returns bytes written.
 /// @throws error if the stream fails.
 inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wire_encode_options& o = {}) {
-  const auto header = detail::kv_header(b);
+  const auto header = detail::kv_header(b, o.quantize);
   std::vector<std::byte> bitmap, rows;
-  if (b.has_token_mask()) {
-    bitmap = detail::mask_bitmap(b);
-    rows = detail::gather_rows(b);
-  }
-  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap, b.has_token_mask() ? std::span<const std::byte>(rows) : b.payload()};
+  if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
+  if (o.quantize) rows = quantize_payload(b, *o.quantize);
+  else if (b.has_token_mask()) rows = detail::gather_rows(b);
+  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap,
+                                               (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
   const auto n = detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s) {
     out.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
   });
@@ -270,14 +289,15 @@ inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wi
 /// @brief Encodes a KV block into a byte vector (exactly relay_wire_bytes(b) long).
 [[nodiscard]] inline std::vector<std::byte> encode_relay(const kv_block& b, const wire_encode_options& o = {}) {
   std::vector<std::byte> out;
-  out.reserve(relay_wire_bytes(b, !o.hmac_key.empty()));
-  const auto header = detail::kv_header(b);
+  const auto header = detail::kv_header(b, o.quantize);
   std::vector<std::byte> bitmap, rows;
-  if (b.has_token_mask()) {
-    bitmap = detail::mask_bitmap(b);
-    rows = detail::gather_rows(b);
-  }
-  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap, b.has_token_mask() ? std::span<const std::byte>(rows) : b.payload()};
+  if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
+  if (o.quantize) rows = quantize_payload(b, *o.quantize);
+  else if (b.has_token_mask()) rows = detail::gather_rows(b);
+  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap,
+                                               (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
+  out.reserve(detail::wire_prefix_bytes + header.size() + parts[0].size() + parts[1].size() + parts[2].size() + 4 +
+              (o.hmac_key.empty() ? 0 : 32));
   detail::write_frame(relay_kind::kv, header, parts, o,
                       [&](std::span<const std::byte> s) { out.insert(out.end(), s.begin(), s.end()); });
   return out;
@@ -352,7 +372,7 @@ struct stream_source {
 /// @brief Parses and validates a KV header; returns an allocated (zeroed) block of that shape.
 /// Every field is checked against the limits before the block is allocated.
 inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len, const wire_limits& L,
-                                bool& masked) {
+                                bool& masked, std::optional<quantize_spec>& quant) {
   byte_reader r{header};
   const auto arch_len = r.get<std::uint16_t>("architecture length");
   check_field(arch_len <= 256, "architecture length", std::to_string(arch_len), "<= 256");
@@ -386,10 +406,22 @@ inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t
   const auto dt = r.get<std::uint8_t>("dtype");
   check_field(dt <= 2, "dtype", std::to_string(dt), "0 (f32), 1 (f16) or 2 (bf16)");
   const auto encoding = r.get<std::uint8_t>("encoding");
-  check_field(encoding == 0, "encoding", std::to_string(encoding), "0 (raw)");
+  check_field(encoding <= 4, "encoding", std::to_string(encoding), "0 (raw), 1 (int8), 2 (int4), 3 (fp8_e4m3) or 4 (fp8_e5m2)");
   const auto kv_flags = r.get<std::uint16_t>("kv flags");
-  check_field((kv_flags & ~1u) == 0, "kv flags", std::to_string(kv_flags), "0 or 1");
+  const auto group_size = r.get<std::uint32_t>("group size");
+  const bool integer = encoding == 1 || encoding == 2;
+  check_field((kv_flags & ~(integer ? 3u : 1u)) == 0, "kv flags", std::to_string(kv_flags), integer ? "in [0, 3]" : "0 or 1");
   masked = (kv_flags & 1u) != 0;
+  if (integer) {
+    check_field(group_size >= 1 && group_size <= (1u << 20), "group size", std::to_string(group_size), "in [1, 2^20]");
+  } else {
+    check_field(group_size == 0, "group size", std::to_string(group_size), "0 without integer quantization");
+  }
+  quant.reset();
+  if (encoding != 0) {
+    quant = quantize_spec{.scheme = static_cast<quant_scheme>(encoding), .group_size = static_cast<std::int32_t>(group_size),
+                          .keys_per_channel = (kv_flags & 2u) == 0};
+  }
   const auto n_tokens = r.get<std::int64_t>("n_tokens");
   check_field(n_tokens >= 0 && n_tokens <= L.max_tokens, "n_tokens", std::to_string(n_tokens), "in [0, max_tokens]");
   const auto n_present = r.get<std::uint32_t>("layer count");
@@ -406,9 +438,17 @@ inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t
   const auto type = static_cast<dtype>(dt);
   const std::uint64_t per_token = static_cast<std::uint64_t>(f.n_kv_heads) * static_cast<std::uint64_t>(f.head_dim_k + f.head_dim_v) *
                                   dtype_size(type) * n_present;
-  const std::uint64_t full = static_cast<std::uint64_t>(n_tokens) * (per_token + sizeof(position_t));
+  const std::uint64_t raw_full = static_cast<std::uint64_t>(n_tokens) * (per_token + sizeof(position_t));
   const std::uint64_t bitmap = masked ? (static_cast<std::uint64_t>(n_tokens) * n_present + 7) / 8 : 0;
-  check_field(full + bitmap <= L.max_payload_bytes, "declared shape", std::to_string(full + bitmap) + " bytes", "<= max_payload_bytes");
+  check_field(raw_full + bitmap <= L.max_payload_bytes, "declared shape", std::to_string(raw_full + bitmap) + " bytes", "<= max_payload_bytes");
+  std::uint64_t full = raw_full;  // payload with every row present
+  if (quant) {
+    full = static_cast<std::uint64_t>(n_tokens) * sizeof(position_t);
+    const auto H = static_cast<std::uint64_t>(f.n_kv_heads), T = static_cast<std::uint64_t>(n_tokens);
+    full += n_present * (unit_bytes(quant->scheme, T, H, static_cast<std::uint64_t>(f.head_dim_k), false, *quant) +
+                         unit_bytes(quant->scheme, T, H, static_cast<std::uint64_t>(f.head_dim_v), true, *quant));
+    check_field(full + bitmap <= L.max_payload_bytes, "declared quantized shape", std::to_string(full + bitmap) + " bytes", "<= max_payload_bytes");
+  }
   if (masked) {
     const std::uint64_t floor = static_cast<std::uint64_t>(n_tokens) * sizeof(position_t) + bitmap;
     check_field(payload_len >= floor && payload_len <= full + bitmap, "payload length", std::to_string(payload_len),
@@ -470,13 +510,16 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
   std::vector<std::byte> rows;  // masked KV: the present rows, scattered after the CRC check
   if (out.kind == relay_kind::kv) {
     bool masked = false;
-    out.kv = parse_kv_header(header, plen, o.limits, masked);
+    out.kv = parse_kv_header(header, plen, o.limits, masked, out.quantization);
     if (o.expected_fingerprint != nullptr) check_fingerprint("decode_relay", *o.expected_fingerprint, out.kv.fingerprint());
     const auto pos_bytes = std::as_writable_bytes(out.kv.positions());
     src.read(pos_bytes, "positions");
     crc.update(pos_bytes);
-    if (!masked) {
+    if (!masked && !out.quantization) {
       payload_dst = out.kv.payload_mut();
+    } else if (!masked) {
+      rows.resize(plen - out.kv.positions().size() * sizeof(position_t));
+      payload_dst = rows;
     } else {
       const std::size_t cells = out.kv.n_layers() * static_cast<std::size_t>(out.kv.n_tokens());
       bitmap.resize((cells + 7) / 8);
@@ -485,9 +528,17 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
       std::uint64_t present = 0;
       for (std::size_t j = 0; j < cells; ++j) present += (static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u;
       if (cells % 8 != 0) check_field((static_cast<unsigned>(bitmap.back()) >> (cells % 8)) == 0, "token mask padding", "non-zero", "0");
-      const std::uint64_t expected = out.kv.positions().size() * sizeof(position_t) + bitmap.size() + present * out.kv.row_bytes();
+      std::uint64_t body = present * out.kv.row_bytes();
+      if (out.quantization) {
+        // present rows per layer decide the groups: apply the mask, then size the payload
+        std::vector<std::uint8_t> m(cells);
+        for (std::size_t j = 0; j < cells; ++j) m[j] = static_cast<std::uint8_t>((static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u);
+        out.kv.set_token_mask(std::move(m));
+        body = quantized_payload_bytes(out.kv, *out.quantization);
+      }
+      const std::uint64_t expected = out.kv.positions().size() * sizeof(position_t) + bitmap.size() + body;
       check_field(plen == expected, "payload length", std::to_string(plen), std::to_string(expected) + " for the token mask");
-      rows.resize(present * out.kv.row_bytes());
+      rows.resize(body);
       payload_dst = rows;
     }
   } else if (out.kind == relay_kind::text_tokens) {
@@ -541,7 +592,11 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
                                                         : "decode_relay: authentication required but the relay has no HMAC tag"));
   }
   if (out.kind == relay_kind::text_utf8 && !valid_utf8(out.text.utf8)) wire_corrupt("text payload is not valid UTF-8");
-  if (!bitmap.empty()) scatter_rows(out.kv, bitmap, rows);
+  if (out.quantization) {
+    dequantize_payload(out.kv, *out.quantization, rows);
+  } else if (!bitmap.empty()) {
+    scatter_rows(out.kv, bitmap, rows);
+  }
   return out;
 }
 
