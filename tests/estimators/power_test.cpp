@@ -227,4 +227,9 @@ TEST_CASE("power bad input throws with function and argument named", "[estimator
   CHECK_THROWS_WITH(mcnemar_sample_size(0.2, 0.1, 0.8, {.alpha = 0.0}), Contains("argument 'alpha'"));
   CHECK_THROWS_AS(mcnemar_sample_size(0.2, 0.1, 0.99, {.method = mcnemar_power_method::exact, .max_n = 50}),
                   numerical_error);
+  CHECK_THROWS_WITH(mcnemar_power(5000, 0.2, 0.1, {.method = mcnemar_power_method::exact, .max_n = 1000}),
+                    Contains("mcnemar_power: argument 'n'") && Contains("max_n"));
+  // Unequal arms: df = n(1 + r) − 2 must be positive, so n > 2/(1 + r).
+  CHECK_THROWS_WITH(t_test_power(1.2, 0.5, {.allocation_ratio = 0.5}), Contains("t_test_power: argument 'n'") && Contains("> 1.333"));
+  CHECK_NOTHROW(t_test_power(1.4, 0.5, {.allocation_ratio = 0.5}));
 }

@@ -84,7 +84,9 @@ struct mcnemar_power_options {
   double alpha = 0.05;                                  ///< significance level, in (0, 1)
   power_sides sides = power_sides::two_sided;           ///< one-sided: in the direction of p10 − p01
   mcnemar_power_method method = mcnemar_power_method::connor;  ///< the calculation
-  std::size_t max_n = 1000000;  ///< exact sample size: give up (numerical_error) beyond this many pairs
+  /// Exact method: largest n accepted by mcnemar_power (invalid_argument beyond), and where
+  /// mcnemar_sample_size gives up (numerical_error). Memory and time grow linearly in n.
+  std::size_t max_n = 1000000;
 };
 
 namespace detail {
@@ -117,6 +119,15 @@ inline void check_t_power_options(std::string_view fn, const t_power_options& o)
 /// @brief Smallest n for which the t power is defined (df > 0): 1, or 2/(1 + ratio) for two arms.
 [[nodiscard]] inline double t_power_n_limit(const t_power_options& o) noexcept {
   return o.design == power_design::two_sample ? 2.0 / (1.0 + o.allocation_ratio) : 1.0;
+}
+
+/// @brief Checks n: finite, > 1 and large enough for df > 0 (n > 2/(1 + ratio) with unequal arms).
+inline void check_t_power_n(std::string_view fn, double n, const t_power_options& o) {
+  const double limit = std::fmax(1.0, t_power_n_limit(o));
+  if (!(n > limit) || !std::isfinite(n)) {
+    throw_invalid(fn, "n", "must be finite and > " + number_text(limit) + " (degrees of freedom > 0), got " +
+                               number_text(n));
+  }
 }
 
 /// @brief Power of the t test at (real) size n and effect delta; R's power.t.test p.body:
@@ -226,15 +237,13 @@ inline void check_target_power(std::string_view fn, double power, double alpha) 
 /// @param delta true effect in outcome units (finite)
 /// @param options design, sides, alpha, sd, strict, allocation ratio
 /// @returns the power in [0, 1]
-/// @throws invalid_argument for n ≤ 1, non-finite delta, alpha outside (0, 1), sd ≤ 0, a bad ratio;
+/// @throws invalid_argument for n ≤ 1 (or df ≤ 0), non-finite delta, alpha outside (0, 1), sd ≤ 0, a bad ratio;
 ///         numerical_error if the noncentral t evaluation fails
 [[nodiscard]] inline double t_test_power(double n, double delta, const t_power_options& options = {}) {
   constexpr std::string_view fn = "t_test_power";
   detail::check_t_power_options(fn, options);
   detail::check_finite(fn, "delta", delta);
-  if (!(n > 1.0) || !std::isfinite(n) || !(n > detail::t_power_n_limit(options))) {
-    detail::throw_invalid(fn, "n", "must be finite and > 1 (degrees of freedom > 0), got " + detail::number_text(n));
-  }
+  detail::check_t_power_n(fn, n, options);
   return detail::guarded_math(fn, [&] { return detail::t_power_raw(n, delta, options); });
 }
 
@@ -296,9 +305,7 @@ inline void check_target_power(std::string_view fn, double power, double alpha) 
 [[nodiscard]] inline double t_test_mde(double n, double power, const t_power_options& options = {}) {
   constexpr std::string_view fn = "t_test_mde";
   detail::check_t_power_options(fn, options);
-  if (!(n > 1.0) || !std::isfinite(n) || !(n > detail::t_power_n_limit(options))) {
-    detail::throw_invalid(fn, "n", "must be finite and > 1 (degrees of freedom > 0), got " + detail::number_text(n));
-  }
+  detail::check_t_power_n(fn, n, options);
   detail::check_target_power(fn, power, options.alpha);
   return detail::guarded_math(fn, [&] {
     const auto f = [&](double delta) { return detail::t_power_raw(n, delta, options) - power; };
@@ -415,7 +422,7 @@ inline void check_mcnemar_options(std::string_view fn, const mcnemar_power_optio
 ///
 /// connor: Φ((√n·|δ| − z_{α′}√ψ)/√(ψ − δ²)), ψ = p10 + p01, δ = p10 − p01 (Connor 1987 inverted).
 /// exact: Σₘ Bin(m; n, ψ)·P(exact conditional test rejects | m) (n must be a whole number).
-/// @param n number of pairs (> 0; a whole number ≥ 1 for the exact method)
+/// @param n number of pairs (> 0; a whole number in [1, max_n] for the exact method)
 /// @param p10 probability of a (treated 1, control 0) pair, in [0, 1]
 /// @param p01 probability of a (treated 0, control 1) pair, in [0, 1], p10 + p01 ≤ 1
 /// @param options alpha, sides, method
@@ -428,6 +435,10 @@ inline void check_mcnemar_options(std::string_view fn, const mcnemar_power_optio
   if (options.method == mcnemar_power_method::exact) {
     if (!(n >= 1.0 && n <= 9007199254740992.0) || n != std::floor(n)) {
       detail::throw_invalid(fn, "n", "must be a whole number of pairs >= 1 for the exact method, got " + detail::number_text(n));
+    }
+    if (n > static_cast<double>(options.max_n)) {  // the rejection table holds one double per m <= n
+      detail::throw_invalid(fn, "n", "must not exceed options.max_n = " + std::to_string(options.max_n) +
+                                         " for the exact method, got " + detail::number_text(n));
     }
   } else {
     detail::check_positive(fn, "n", n);
