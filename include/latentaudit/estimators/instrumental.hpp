@@ -7,6 +7,7 @@
 #define LATENTAUDIT_ESTIMATORS_INSTRUMENTAL_HPP
 
 #include <Eigen/Dense>
+#include <boost/math/distributions/fisher_f.hpp>
 #include <cmath>
 #include <cstddef>
 #include <limits>
