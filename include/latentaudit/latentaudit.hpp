@@ -6,5 +6,6 @@
 #include "core.hpp"
 #include "estimators.hpp"
 #include "kv.hpp"
+#include "backend.hpp"
 
 #endif  // LATENTAUDIT_LATENTAUDIT_HPP
