@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: module header for inference backends (the safetensors reader so far; the backend
-// concept and the CPU reference backend follow).
+// latentaudit: module header for inference backends: the backend concept, the CPU reference
+// backend and the safetensors reader.
 #ifndef LATENTAUDIT_BACKEND_HPP
 #define LATENTAUDIT_BACKEND_HPP
 
 #include "core.hpp"
 #include "kv.hpp"
+#include "backend/capabilities.hpp"
+#include "backend/concepts.hpp"
+#include "backend/conformance.hpp"
+#include "backend/reference_cpu.hpp"
 #include "backend/safetensors.hpp"
 
 #endif  // LATENTAUDIT_BACKEND_HPP

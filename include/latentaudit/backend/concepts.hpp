@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: the inference-backend concept — what an engine must offer so a cache can be
+// exported from agent A and imported into agent B at explicit positions. docs/backends.md maps
+// llama.cpp, vLLM and HF onto it.
+//
+// Semantics (every backend must pass backend/conformance.hpp):
+//   open_seq() / close_seq(s)          a sequence with its own cache
+//   prefill(s, tokens, p0, opts)       append tokens at positions p0, p0+1, ...; a new token
+//                                      attends to every cached token before it in cache order
+//                                      (and itself); returns logits (last or all) and optionally
+//                                      the last final hidden state
+//   decode(s, token, p, opts)          one step: prefill of a single token
+//   export_kv(s, tokens, layers)       the cache rows [first, last) (cache order) of layers
+//                                      [first, last) as a canonical kv_block, positions filled in
+//   import_kv(s, block, opts)          append a relayed block to the cache after the fingerprint
+//                                      check and the position-consistency gate; a layer without
+//                                      relayed KV (layer mask) leaves those tokens invisible in
+//                                      that layer, so it attends only to the receiver's own tokens
+//   shift(s, p0, p1, delta)            move tokens with positions in [p0, p1) by delta, keys
+//                                      re-rotated (RoPE-consistent)
+//   erase(s, p0, p1)                   remove tokens with positions in [p0, p1)
+//   n_tokens(s), next_position(s)      cache size; one past the largest position
+#ifndef LATENTAUDIT_BACKEND_CONCEPTS_HPP
+#define LATENTAUDIT_BACKEND_CONCEPTS_HPP
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+
+#include "../core/types.hpp"
+#include "../kv/kv_block.hpp"
+#include "capabilities.hpp"
+
+namespace latentaudit {
+
+/// @brief An engine adapter latentaudit can run trials on.
+template <class B>
+concept inference_backend = requires(B& b, const B& cb, seq_id s, std::span<const token_id> tokens, position_t p,
+                                     token_id token, index_range range, const kv_block& block,
+                                     const import_options& io, const forward_options& fo) {
+  { cb.info() } -> std::convertible_to<const backend_info&>;
+  { b.open_seq() } -> std::same_as<seq_id>;
+  { b.close_seq(s) } -> std::same_as<void>;
+  { b.prefill(s, tokens, p, fo) } -> std::same_as<forward_output>;
+  { b.decode(s, token, p, fo) } -> std::same_as<forward_output>;
+  { b.export_kv(s, range, range) } -> std::same_as<kv_block>;
+  { b.import_kv(s, block, io) } -> std::same_as<void>;
+  { b.shift(s, p, p, p) } -> std::same_as<void>;
+  { b.erase(s, p, p) } -> std::same_as<void>;
+  { cb.n_tokens(s) } -> std::convertible_to<std::int64_t>;
+  { cb.next_position(s) } -> std::convertible_to<position_t>;
+};
+
+/// @brief A backend that can capture attention weights during a prefill (for H2O/SnapKV scores
+/// and the "attention mass on relayed tokens" metric).
+template <class B>
+concept attention_capturing_backend =
+    inference_backend<B> && requires(B& b, seq_id s, std::span<const token_id> tokens, position_t p,
+                                     std::span<const layer_index> layers, const forward_options& fo) {
+      { b.prefill_capture(s, tokens, p, layers, fo) } -> std::same_as<attention_capture>;
+    };
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_BACKEND_CONCEPTS_HPP
