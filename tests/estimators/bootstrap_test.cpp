@@ -451,6 +451,15 @@ TEST_CASE("degenerate bootstrap distributions throw or flag", "[estimators][boot
   CHECK_THROWS_AS(bootstrap_mean_difference(same, same, {.replicates = 99}), numerical_error);
   CHECK_THAT(message_of([&] { (void)bootstrap_mean_difference(same, same, {.replicates = 99}); }),
              Catch::Contains("bootstrap_mean_difference") && Catch::Contains("equal"));
+  // The studentized fast paths delegate to the generic engine but still report their own name.
+  CHECK_THAT(message_of([&] {
+               (void)bootstrap_mean_difference(same, same, {.replicates = 99, .method = bootstrap_ci_method::studentized});
+             }),
+             Catch::StartsWith("bootstrap_mean_difference:"));
+  CHECK_THAT(message_of([&] {
+               (void)bootstrap_paired_mean(same, same, {.replicates = 99, .method = bootstrap_ci_method::studentized});
+             }),
+             Catch::StartsWith("bootstrap_paired_mean:"));
   const auto f = bootstrap_mean_difference(same, same, {.replicates = 99, .if_degenerate = on_degenerate::flag});
   CHECK(f.effect.status == estimate_status::degenerate);
   CHECK(std::isnan(f.effect.ci_low));

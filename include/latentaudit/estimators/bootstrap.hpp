@@ -465,6 +465,27 @@ template <one_sample_statistic Statistic>
                                detail::bootstrap_base(options, "statistic"));
 }
 
+namespace detail {
+/// @brief bootstrap_two_sample, reporting errors as function `fn`.
+template <class Statistic>
+[[nodiscard]] bootstrap_result two_sample_impl(std::string_view fn, std::span<const double> treated,
+                                               std::span<const double> control, const Statistic& statistic,
+                                               const bootstrap_options& options) {
+  detail::check_bootstrap_options(fn, options);
+  detail::check_arm(fn, "treated", treated);
+  detail::check_arm(fn, "control", control);
+  using R = std::invoke_result_t<const Statistic&, const resample_view&, const resample_view&>;
+  const detail::bootstrap_design d{
+      {static_cast<std::uint32_t>(treated.size()), static_cast<std::uint32_t>(control.size())}, {1, 0}};
+  auto eval = [&](const detail::bootstrap_workspace& ws) {
+    return detail::as_estimate_and_variance(
+        statistic(resample_view(treated, ws.draws[0]), resample_view(control, ws.draws[1])));
+  };
+  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
+                               detail::bootstrap_base(options, "statistic", treated.size(), control.size()));
+}
+}  // namespace detail
+
 /// @brief Two-sample bootstrap stratified by arm: each replicate resamples the treated arm and
 /// the control arm separately (R boot's `strata`, scipy's multi-sample default).
 ///
@@ -481,20 +502,29 @@ template <two_sample_statistic Statistic>
 [[nodiscard]] bootstrap_result bootstrap_two_sample(std::span<const double> treated, std::span<const double> control,
                                                     const Statistic& statistic,
                                                     const bootstrap_options& options = {}) {
-  constexpr std::string_view fn = "bootstrap_two_sample";
+  return detail::two_sample_impl("bootstrap_two_sample", treated, control, statistic, options);
+}
+
+namespace detail {
+/// @brief bootstrap_paired, reporting errors as function `fn`.
+template <class Statistic>
+[[nodiscard]] bootstrap_result paired_impl(std::string_view fn, std::span<const double> treated,
+                                           std::span<const double> control, const Statistic& statistic,
+                                           const bootstrap_options& options) {
   detail::check_bootstrap_options(fn, options);
+  detail::check_same_size(fn, "treated", treated.size(), "control", control.size());
   detail::check_arm(fn, "treated", treated);
   detail::check_arm(fn, "control", control);
   using R = std::invoke_result_t<const Statistic&, const resample_view&, const resample_view&>;
-  const detail::bootstrap_design d{
-      {static_cast<std::uint32_t>(treated.size()), static_cast<std::uint32_t>(control.size())}, {1, 0}};
+  const detail::bootstrap_design d{{static_cast<std::uint32_t>(treated.size())}, {0}};
   auto eval = [&](const detail::bootstrap_workspace& ws) {
     return detail::as_estimate_and_variance(
-        statistic(resample_view(treated, ws.draws[0]), resample_view(control, ws.draws[1])));
+        statistic(resample_view(treated, ws.draws[0]), resample_view(control, ws.draws[0])));
   };
   return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
-                               detail::bootstrap_base(options, "statistic", treated.size(), control.size()));
+                               detail::bootstrap_base(options, "statistic", 0, 0, treated.size()));
 }
+}  // namespace detail
 
 /// @brief Paired bootstrap: resamples the n pairs (treatedᵢ, controlᵢ) together; both views
 /// share the same drawn indices (scipy's `paired=True`; R boot on a two-column data frame).
@@ -510,19 +540,7 @@ template <two_sample_statistic Statistic>
 template <two_sample_statistic Statistic>
 [[nodiscard]] bootstrap_result bootstrap_paired(std::span<const double> treated, std::span<const double> control,
                                                 const Statistic& statistic, const bootstrap_options& options = {}) {
-  constexpr std::string_view fn = "bootstrap_paired";
-  detail::check_bootstrap_options(fn, options);
-  detail::check_same_size(fn, "treated", treated.size(), "control", control.size());
-  detail::check_arm(fn, "treated", treated);
-  detail::check_arm(fn, "control", control);
-  using R = std::invoke_result_t<const Statistic&, const resample_view&, const resample_view&>;
-  const detail::bootstrap_design d{{static_cast<std::uint32_t>(treated.size())}, {0}};
-  auto eval = [&](const detail::bootstrap_workspace& ws) {
-    return detail::as_estimate_and_variance(
-        statistic(resample_view(treated, ws.draws[0]), resample_view(control, ws.draws[0])));
-  };
-  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
-                               detail::bootstrap_base(options, "statistic", 0, 0, treated.size()));
+  return detail::paired_impl("bootstrap_paired", treated, control, statistic, options);
 }
 
 /// @brief Cluster bootstrap of one sample: resamples the G clusters (e.g. item × seed) with
@@ -630,7 +648,7 @@ template <two_sample_statistic Statistic>
     };
     bootstrap_options o = options;
     o.estimand = detail::estimand_or(options, "difference_in_means");
-    return bootstrap_two_sample(treated, control, stat, o);
+    return detail::two_sample_impl(fn, treated, control, stat, o);
   }
   if (options.method == bootstrap_ci_method::bca && !options.influence.empty() &&
       options.influence.size() != treated.size() + control.size()) {
@@ -697,7 +715,7 @@ template <two_sample_statistic Statistic>
     };
     bootstrap_options o = options;
     o.estimand = detail::estimand_or(options, "mean_paired_difference");
-    return bootstrap_paired(treated, control, stat, o);
+    return detail::paired_impl(fn, treated, control, stat, o);
   }
   if (options.method == bootstrap_ci_method::bca && !options.influence.empty() && options.influence.size() != n) {
     detail::throw_invalid(fn, "influence", "must hold one value per pair");
