@@ -272,7 +272,9 @@ struct signed_rank_data {
   return s;
 }
 
-[[nodiscard]] inline rosenbaum_bound evaluate_bound(const signed_rank_data& s, double gamma, bool exact) {
+/// @brief Both bounds at Γ (the lower one only when `with_lower`, to spare the exact DP).
+[[nodiscard]] inline rosenbaum_bound evaluate_bound(const signed_rank_data& s, double gamma, bool exact,
+                                                    bool with_lower = true) {
   rosenbaum_bound r;
   r.gamma = gamma;
   r.exact = exact;
@@ -285,7 +287,7 @@ struct signed_rank_data {
   r.variance = pp * pm * s.sum_q2;
   if (exact) {
     r.p_upper = exact_signed_rank_upper(s.q, s.t, pp);
-    r.p_lower = exact_signed_rank_upper(s.q, s.t, pm);
+    r.p_lower = with_lower ? exact_signed_rank_upper(s.q, s.t, pm) : std::numeric_limits<double>::quiet_NaN();
   } else {
     const double sd = std::sqrt(r.variance);
     r.p_upper = normal_upper((s.t - r.expectation_upper) / sd);
@@ -345,7 +347,7 @@ inline rosenbaum_critical_result rosenbaum_critical_gamma(std::span<const double
   rosenbaum_critical_result r;
   r.alpha = alpha;
   auto f = [&](double log_gamma) {
-    return detail::evaluate_bound(s, std::exp(log_gamma), options.exact).p_upper - alpha;
+    return detail::evaluate_bound(s, std::exp(log_gamma), options.exact, false).p_upper - alpha;
   };
   const double f0 = f(0.0);
   r.p_at_one = f0 + alpha;
