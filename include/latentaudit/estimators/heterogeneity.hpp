@@ -310,6 +310,7 @@ inline void adjust_groups(std::vector<subgroup_effect>& g) {
   if (k < 2) throw_invalid(fn, "groups", "must contain at least 2 distinct groups, got " + std::to_string(k));
   std::vector<std::vector<double>> yt(k), yc(k);
   for (std::size_t i = 0; i < y.size(); ++i) (t[i] == 1.0 ? yt : yc)[gc.code[i]].push_back(y[i]);
+  // Per group: the library's Welch test, so every number equals welch_t_test on that group.
   heterogeneity_result r;
   for (std::size_t g = 0; g < k; ++g) {
     if (yt[g].size() < 2 || yc[g].size() < 2) {
@@ -323,7 +324,9 @@ inline void adjust_groups(std::vector<subgroup_effect>& g) {
     r.groups.push_back(std::move(s));
   }
   adjust_groups(r.groups);
-  // Interaction regression: [1, T, G₂..G_K, T·G₂..T·G_K].
+  // Interaction regression: [1, T, G₂..G_K, T·G₂..T·G_K]. The model is saturated in the 2K
+  // cells, so its coefficients reproduce the cell means and the T·Gₖ coefficients are the
+  // differences between group k's effect and the reference group's effect.
   const auto n = static_cast<Eigen::Index>(y.size()), kk = static_cast<Eigen::Index>(k);
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(n, 2 * kk);
   Eigen::VectorXd yy(n);
@@ -365,6 +368,8 @@ inline void adjust_groups(std::vector<subgroup_effect>& g) {
     r.groups.push_back(std::move(s));
   }
   adjust_groups(r.groups);
+  // Paired interaction regression: d on [1, G₂..G_K]; the Gₖ coefficients are the differences
+  // between group k's mean paired difference and the reference group's.
   const auto n = static_cast<Eigen::Index>(tr.size()), kk = static_cast<Eigen::Index>(k);
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(n, kk);
   Eigen::VectorXd d(n);

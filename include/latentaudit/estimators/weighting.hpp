@@ -381,6 +381,12 @@ inline void check_arms_after_trim(std::string_view fn, std::span<const double> t
 [[nodiscard]] inline weighting_result ipw_core(std::string_view fn, std::span<const double> y,
                                                std::span<const double> t, std::span<const double> raw_e,
                                                const Eigen::MatrixXd* design, const weighting_options& o) {
+  // Layout of the computation:
+  //   1. trim the propensities (clip / drop) and count the units left in each arm;
+  //   2. point estimates from weighted sums;
+  //   3. per-unit estimating functions Ψᵢ and their Jacobian, summed, for the sandwich.
+  // Dropped units contribute no effect moment, but (in the stacked version) still contribute
+  // their logistic score, because the propensity model was fitted on all units.
   const std::size_t n = y.size();
   const bool att = o.estimand == weighting_estimand::att;
   const bool hajek = o.normalization == ipw_normalization::hajek;
@@ -479,7 +485,10 @@ inline void check_arms_after_trim(std::string_view fn, std::span<const double> t
     }
     b.noalias() += psi * psi.transpose();
   }
-  // Cov(θ̂) = A⁻¹ B A⁻ᵀ with the sums (the 1/n factors cancel).
+  // Cov(θ̂) = A⁻¹ B A⁻ᵀ with the sums (the 1/n factors cancel). A is block upper triangular
+  // (the logistic score does not depend on γ), so the γ rows of A⁻¹ carry the correction
+  // −A_γγ⁻¹ A_γβ A_ββ⁻¹ for the estimated propensity score. k ≤ 2 + p is small: a dense
+  // inverse is fine.
   const Eigen::MatrixXd ainv = a.inverse();
   const Eigen::MatrixXd cov = ainv * b * ainv.transpose();
   double var = 0;
@@ -535,6 +544,8 @@ inline void check_arms_after_trim(std::string_view fn, std::span<const double> t
 [[nodiscard]] inline weighting_result aipw_core(std::string_view fn, std::span<const double> y,
                                                 std::span<const double> t, std::span<const double> raw_e,
                                                 const Eigen::MatrixXd& design, const weighting_options& o) {
+  // Outcome models are fitted on the kept units only (trimming "drop" removes units from the
+  // whole analysis); the ATT needs only the control model m̂₀.
   const std::size_t n = y.size();
   const bool att = o.estimand == weighting_estimand::att;
   auto tp = trim_propensity(raw_e, o);
@@ -671,6 +682,9 @@ inline logistic_fit logistic_regression(const Eigen::Ref<const Eigen::MatrixXd>&
   }
   detail::check_full_rank(fn, "covariates", x);
 
+  // IRLS as R's glm.fit: the working weights and responses use R's clamped inverse link and
+  // its derivative so that the iterates (not only the limit) match R's; the deviance itself is
+  // computed exactly from η with softplus, which matters near separation.
   constexpr double eps = std::numeric_limits<double>::epsilon();
   auto clamp_mu = [](double eta) {  // R's binomial linkinv: η clamped to ±30
     const double tmp = eta < -30.0 ? eps : (eta > 30.0 ? 1.0 / eps : std::exp(eta));
@@ -706,7 +720,9 @@ inline logistic_fit logistic_regression(const Eigen::Ref<const Eigen::MatrixXd>&
     Eigen::VectorXd beta_new = wx.householderQr().solve(wz);
     Eigen::VectorXd eta_new = x * beta_new;
     dev = detail::logistic_deviance(eta_new, y);
-    // Step halving (glm2-style) when the deviance is not finite or increases.
+    // Step halving (glm2-style) when the deviance is not finite or increases. The logistic
+    // log-likelihood is concave, so a full Newton step rarely overshoots, but from R's start
+    // values with extreme covariates it can.
     int halvings = 0;
     while (have_beta && (!std::isfinite(dev) || dev > dev_old * (1.0 + 1e-12) + 1e-300) && halvings < 30) {
       beta_new = 0.5 * (beta_new + beta);
@@ -730,7 +746,10 @@ inline logistic_fit logistic_regression(const Eigen::Ref<const Eigen::MatrixXd>&
     dev_old = dev;
   }
 
-  // Separation: fitted probabilities numerically 0 or 1, or no convergence.
+  // Separation: fitted probabilities numerically 0 or 1, or no convergence. Under complete
+  // separation the deviance goes to 0 and every |η| grows without bound; under quasi-complete
+  // separation only the separated units' |η| grows. Either way some fitted probabilities reach
+  // the tolerance long before the iteration limit (|η| grows roughly linearly per iteration).
   std::size_t extreme = 0;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double pr = detail::expit(eta[i]);
