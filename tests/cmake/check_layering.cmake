@@ -52,3 +52,12 @@ if(failures)
   message(FATAL_ERROR "layering violations:\n${msg}")
 endif()
 message(STATUS "layering ok")
+
+# The README's example is examples/00_readme.cpp verbatim (built and run as a smoke test).
+file(READ "${ROOT}/README.md" readme)
+file(READ "${ROOT}/examples/00_readme.cpp" example)
+string(FIND "${readme}" "```cpp\n${example}```" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "README.md's C++ example differs from examples/00_readme.cpp")
+endif()
+message(STATUS "README example ok")
