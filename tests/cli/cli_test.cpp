@@ -11,58 +11,27 @@
 #include <latentaudit/estimators/power.hpp>
 #include <latentaudit/version.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/catch.hpp"
 
 #ifdef LATENTAUDIT_CLI_PATH
-
-extern char** environ;  // for posix_spawn
+#include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
 using latentaudit::json_value;
 using latentaudit::parse_json;
+using latentaudit::test::run_cli;
 
 namespace {
 
-/// What one run of the binary produced.
-struct run_result {
-  int code = -1;    ///< exit status
-  std::string out;  ///< stdout
-  std::string err;  ///< stderr
-};
-
-/// A fresh directory for this process's files.
-const fs::path& work_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("latentaudit_cli_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Writes `content` to work_dir()/name and returns the path.
+/// Writes `content` to the scratch directory under `name` and returns the path.
 std::string write_file(const std::string& name, const std::string& content) {
-  const fs::path p = work_dir() / name;
+  const fs::path p = latentaudit::test::cli_work_dir() / name;
   std::ofstream(p, std::ios::binary) << content;
   return p.string();
 }
@@ -73,33 +42,6 @@ std::string cat(const Parts&... parts) {
   std::string s;
   (s.append(parts), ...);
   return s;
-}
-
-/// Runs the CLI with `args` (posix_spawn, no shell); stdout and stderr are captured in files.
-run_result run_cli(const std::vector<std::string>& args) {
-  const std::string out = (work_dir() / "stdout.txt").string(), err = (work_dir() / "stderr.txt").string();
-  const std::string exe = LATENTAUDIT_CLI_PATH;
-  std::vector<std::string> words = {exe};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  run_result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
 }
 
 /// Runs and parses stdout as one JSON object; fails the test on a non-zero exit.
@@ -193,7 +135,7 @@ TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
   CHECK(v.out == std::string(latentaudit::version_string) + "\n");
   auto h = run_cli({"--help"});
   CHECK(h.code == 0);
-  for (const char* word : {"estimate", "interval", "power", "--version", "--help", "Exit codes"}) {
+  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "--version", "--help", "Exit codes"}) {
     INFO(word);
     CHECK(h.out.find(word) != std::string::npos);
   }
@@ -621,6 +563,23 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--n", "10", "--power", "0.8"}, {"exactly one of --n"}},
       {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.1", "--power", "0.8"}, {"p01"}},
       {{"power", "mcnemar", "--p01", "0.1", "--n", "10"}, {"missing required option --p10"}},
+      // the shared option parser and data loader in the newer commands (their own checks are in
+      // regression_, matching_, weighting_, forward_ and kv_cli_test.cpp)
+      {{"estimate", "ols", "--data", good, "--outcome", "y", "--treatment", "z"}, {"--treatment", "not accepted"}},
+      {{"estimate", "ols", "--data", good, "--outcome", "y", "--covariates", "nope"}, {"no column 'nope'"}},
+      {with({"estimate", "did"}, good, {"--unit", "id", "--post", "z", "--time", "z"}), {"--post", "--time", "not both"}},
+      {with({"estimate", "event-study"}, good, {"--unit", "id"}), {"missing required option --time"}},
+      {with({"estimate", "iv"}, good, {"--instrument", "y", "--level", "2"}), {"--level", "(0, 1)"}},
+      {with({"estimate", "matching"}, good, {"--covariates", "y", "--neighbors", "x"}), {"--neighbors", "integer"}},
+      {with({"estimate", "ipw"}, good, {"--covariates", "y", "--pair", "id"}), {"--pair", "not accepted"}},
+      {with({"estimate", "aipw"}, good, {"--covariates", "y", "--normalization", "ht"}), {"unknown option '--normalization'"}},
+      {with({"estimate", "cate"}, bad_code, {"--by", "id"}), {"line 3", "column 'z'", "coded 0"}},
+      {with({"estimate", "rosenbaum"}, good, {"--gamma", "0.5", "--pair", "id"}), {"--gamma", ">= 1"}},
+      {{"forward", "--model", "/nonexistent", "--tokens", "1", "--bogus"}, {"unknown option '--bogus'"}},
+      {{"forward", "--model", "/nonexistent", "--tokens", "1", "--threads", "x"}, {"--threads", "integer"}},
+      {{"kv", "inspect", good, "--out", "x.lakv"}, {"unknown option '--out'"}},
+      {{"kv", "make-example", "--out", write_file("seed.lakv", ""), "--seed", "-1"}, {"--seed", "integer"}},
+      {{"kv", "make-example", "--out"}, {"--out", "needs a value"}},
       // options
       {with({"estimate", "welch"}, good, {"--level", "1.5"}), {"--level", "(0, 1)", "1.5"}},
       {with({"estimate", "welch"}, good, {"--level", "0"}), {"--level", "(0, 1)"}},
@@ -659,7 +618,10 @@ const std::vector<help_case>& help_cases() {
       {{"estimate"},
        {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster", "--level", "--margin",
         "--lower", "--upper", "--variance", "--alpha", "--better", "--continuity-correction", "--replicates", "--ci", "--convention",
-        "--seed", "--threads", "--pretty"}},
+        "--seed", "--threads", "--covariates", "--cov", "--dist", "--unit", "--time", "--post", "--instrument", "--fe-k", "--first",
+        "--last", "--bin", "--estimand", "--neighbors", "--distance", "--ties", "--no-ties", "--caliper", "--exact", "--bias-adjust",
+        "--var-calc", "--sample-variance", "--normalization", "--trim", "--trim-mode", "--by", "--bins", "--covariance", "--gamma",
+        "--pretty"}},
       {{"estimate", "welch"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
       {{"estimate", "student"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
       {{"estimate", "paired"},
@@ -678,6 +640,28 @@ const std::vector<help_case>& help_cases() {
       {{"estimate", "bootstrap"},
        {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster", "--level",
         "--replicates", "--ci", "--convention", "--seed", "--threads", "--pretty"}},
+      {{"estimate", "ols"}, {"--data", "--outcome", "--covariates", "--cov", "--dist", "--cluster", "--level", "--pretty"}},
+      {{"estimate", "did"},
+       {"--data", "--outcome", "--treatment", "--unit", "--time", "--post", "--cov", "--dist", "--fe-k", "--level", "--pretty"}},
+      {{"estimate", "event-study"},
+       {"--data", "--outcome", "--treatment", "--unit", "--time", "--first", "--last", "--bin", "--cov", "--dist", "--fe-k", "--level",
+        "--pretty"}},
+      {{"estimate", "iv"},
+       {"--data", "--outcome", "--treatment", "--instrument", "--covariates", "--cov", "--dist", "--cluster", "--level", "--pretty"}},
+      {{"estimate", "matching"},
+       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--neighbors", "--distance", "--ties", "--no-ties",
+        "--caliper", "--exact", "--bias-adjust", "--var-calc", "--sample-variance", "--level", "--threads", "--pretty"}},
+      {{"estimate", "ipw"},
+       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--normalization", "--variance", "--trim", "--trim-mode",
+        "--level", "--pretty"}},
+      {{"estimate", "aipw"},
+       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--trim", "--trim-mode", "--level", "--pretty"}},
+      {{"estimate", "cate"},
+       {"--data", "--outcome", "--treatment", "--outcome-treated", "--outcome-control", "--by", "--bins", "--covariance", "--level",
+        "--pretty"}},
+      {{"estimate", "rosenbaum"},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--gamma", "--alpha", "--exact",
+        "--pretty"}},
       {{"power"},
        {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--p10", "--p01", "--exact", "--max-n",
         "--pretty"}},
@@ -687,6 +671,10 @@ const std::vector<help_case>& help_cases() {
       {{"interval"},
        {"--estimate", "--replicates", "--method", "--influence", "--strata", "--estimate-variance", "--replicate-variances",
         "--level", "--convention", "--pretty"}},
+      {{"forward"}, {"--model", "--tokens", "--all", "--logits-out", "--threads", "--pretty"}},
+      {{"kv"}, {}},
+      {{"kv", "inspect"}, {"--key-file", "--require-auth", "--pretty"}},
+      {{"kv", "make-example"}, {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize", "--pretty"}},
   };
   return cases;
 }
@@ -713,7 +701,7 @@ TEST_CASE("cli: --help of every command exits 0 and documents every option", "[c
 }
 
 TEST_CASE("cli: docs/cli.md documents every command and option", "[cli]") {
-  const std::string doc = slurp(fs::path(LATENTAUDIT_SOURCE_DIR) / "docs" / "cli.md");
+  const std::string doc = latentaudit::test::slurp_file(fs::path(LATENTAUDIT_SOURCE_DIR) / "docs" / "cli.md");
   REQUIRE(!doc.empty());
   for (const auto& c : help_cases()) {
     std::string name = "latentaudit";

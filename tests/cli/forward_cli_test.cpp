@@ -55,17 +55,9 @@ TEST_CASE("forward rejects bad models, tokens and lengths with one line", "[cli]
       {{"forward", "--tokens", "1"}, "--model"},
       {{"forward", "--model", test::golden_path("reference_cpu"), "--tokens", "1"}, "config.json"},
   };
-  for (const auto& c : cases) {
-    const auto r = run_cli(c.args);
-    INFO(r.err);
-    CHECK(r.code == 2);
-    CHECK(r.err.find(c.needle) != std::string::npos);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  }
+  for (const auto& c : cases) test::expect_one_line_error(run_cli(c.args), c.needle);
   std::string long_seq = "1";
   for (int i = 0; i < 600; ++i) long_seq += ",1";
-  const auto r = run_cli({"forward", "--model", model, "--tokens", long_seq});
-  CHECK(r.code == 2);
-  CHECK(r.err.find("outside [0, 512)") != std::string::npos);
+  test::expect_one_line_error(run_cli({"forward", "--model", model, "--tokens", long_seq}), "outside [0, 512)");
   CHECK(run_cli({"forward", "--help"}).code == 0);
 }

@@ -8,18 +8,12 @@
 #include "support/cli_runner.hpp"
 
 using namespace latentaudit;
+using test::expect_one_line_error;
 using test::run_cli;
 
 namespace {
 std::string path(const std::string& name) { return (test::cli_work_dir() / name).string(); }
 void write(const std::string& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
-void expect_one_line_error(const test::run_result& r, const std::string& needle) {
-  INFO("stderr: " << r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 }  // namespace
 
 TEST_CASE("kv make-example writes a relay that kv inspect and the library agree on", "[cli][kv]") {

@@ -5,14 +5,8 @@
 #include <latentaudit/core/json.hpp>
 #include <latentaudit/estimators/matching.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,55 +14,13 @@
 #include "support/golden.hpp"
 
 #ifdef LATENTAUDIT_CLI_PATH
+#include "support/cli_runner.hpp"
 
-namespace fs = std::filesystem;
 using latentaudit::json_value;
+using latentaudit::test::expect_one_line_error;
+using latentaudit::test::run_cli;
 
 namespace {
-
-struct run_result {
-  int code = -1;
-  std::string out, err;
-};
-
-const fs::path& work_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("latentaudit_matching_cli_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') q.append("'\\''");
-    else q.push_back(c);
-  }
-  q.push_back('\'');
-  return q;
-}
-
-run_result run_cli(const std::vector<std::string>& args) {
-  const fs::path out = work_dir() / "stdout.txt", err = work_dir() / "stderr.txt";
-  std::string cmd = shell_quote(LATENTAUDIT_CLI_PATH);
-  for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string())).append(" </dev/null");
-  const int status = std::system(cmd.c_str());
-  run_result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
 
 double num(const json_value& j, const char* key) {
   const auto& v = j.at(key);
@@ -161,12 +113,7 @@ TEST_CASE("estimate matching: bad input exits 2 with one line naming the problem
   for (const auto& c : cases) {
     auto args = base;
     args.insert(args.end(), c.extra.begin(), c.extra.end());
-    const auto r = run_cli(args);
-    INFO("expecting '" << c.needle << "', stderr: " << r.err);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(r.err.find(c.needle) != std::string::npos);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    expect_one_line_error(run_cli(args), c.needle);
   }
   const auto h = run_cli({"estimate", "matching", "--help"});
   CHECK(h.code == 0);

@@ -20,24 +20,11 @@
 using namespace latentaudit;
 using latentaudit::test::golden_path;
 using latentaudit::test::read_golden_table;
+using test::expect_one_line_error;
+using test::ok_json;
 using test::run_cli;
 
 namespace {
-
-json_value ok_json(const std::vector<std::string>& args) {
-  const auto r = run_cli(args);
-  INFO("stderr: " << r.err);
-  REQUIRE(r.code == 0);
-  return parse_json(r.out);
-}
-
-void expect_one_line_error(const test::run_result& r, const std::string& needle) {
-  INFO("stderr: " << r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 
 /// Text labels of a numeric id column, as the CLI reads them (the CSV text of each cell).
 std::vector<std::string> labels(const test::golden_table& t, const std::string& col) { return t.text.at(col); }

@@ -1,24 +1,33 @@
 // SPDX-License-Identifier: MIT
 // Test support: running the built `latentaudit` binary (LATENTAUDIT_CLI_PATH) with captured
-// stdout/stderr, in a per-process scratch directory.
+// stdout/stderr, in a per-process scratch directory, and the checks shared by tests/cli/*.cpp
+// (a successful JSON run, a bad-input run with one line on stderr).
 #ifndef LATENTAUDIT_TESTS_SUPPORT_CLI_RUNNER_HPP
 #define LATENTAUDIT_TESTS_SUPPORT_CLI_RUNNER_HPP
 
+#include <latentaudit/core/json.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "catch.hpp"
+
+extern char** environ;  // for posix_spawn
+
 namespace latentaudit::test {
 
 /// What one run of the binary produced.
 struct run_result {
-  int code = -1;    ///< exit status
+  int code = -1;    ///< exit status (128 + signal number if killed by a signal)
   std::string out;  ///< stdout
   std::string err;  ///< stderr
 };
@@ -41,29 +50,50 @@ inline std::string slurp_file(const std::filesystem::path& p) {
   return s.str();
 }
 
-/// Single-quotes a word for /bin/sh.
-inline std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') q.append("'\\''");
-    else q.push_back(c);
-  }
-  q.push_back('\'');
-  return q;
-}
-
-/// Runs the CLI with `args`; stdout and stderr are captured through files.
+/// Runs the CLI with `args` (posix_spawn, no shell: every word reaches the binary as it is);
+/// stdin is /dev/null, stdout and stderr are captured through files in cli_work_dir().
 inline run_result run_cli(const std::vector<std::string>& args) {
-  const auto out = cli_work_dir() / "stdout.txt", err = cli_work_dir() / "stderr.txt";
-  std::string cmd = shell_quote(LATENTAUDIT_CLI_PATH);
-  for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string())).append(" </dev/null");
-  const int status = std::system(cmd.c_str());
+  const std::string out = (cli_work_dir() / "stdout.txt").string(), err = (cli_work_dir() / "stderr.txt").string();
+  const std::string exe = LATENTAUDIT_CLI_PATH;
+  std::vector<std::string> words = {exe};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
   run_result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = slurp_file(out);
   r.err = slurp_file(err);
   return r;
+}
+
+/// Runs the CLI and parses its stdout as JSON; fails the test unless it exits 0.
+inline json_value ok_json(const std::vector<std::string>& args) {
+  const auto r = run_cli(args);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  return parse_json(r.out);
+}
+
+/// Checks a bad-input run: exit code 2, nothing on stdout, and exactly one line on stderr that
+/// contains `needle`.
+inline void expect_one_line_error(const run_result& r, const std::string& needle) {
+  INFO("expecting '" << needle << "', stderr: " << r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 }  // namespace latentaudit::test
