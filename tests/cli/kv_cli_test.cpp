@@ -62,6 +62,7 @@ TEST_CASE("kv inspect authenticates with --key-file and refuses bad relays", "[c
   expect_one_line_error(run_cli({"kv", "inspect", path("missing.lakv")}), "cannot open");
   expect_one_line_error(run_cli({"kv", "inspect"}), "missing the relay FILE");
   expect_one_line_error(run_cli({"kv", "frobnicate"}), "unknown command");
+  expect_one_line_error(run_cli({"kv"}), "missing command");
   expect_one_line_error(run_cli({"kv", "make-example"}), "--out");
   expect_one_line_error(run_cli({"kv", "make-example", "--out", path("x"), "--dtype", "f64"}), "--dtype");
   expect_one_line_error(run_cli({"kv", "make-example", "--out", path("x"), "--tokens", "0"}), "--tokens");

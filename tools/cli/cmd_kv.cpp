@@ -171,13 +171,13 @@ int run_make_example(std::span<const std::string> words) {
 }
 
 int run_kv(std::span<const std::string> words) {
-  if (words.empty() || words[0] == "--help") {
+  if (words.empty()) throw usage_error("kv: missing command (inspect or make-example; see 'latentaudit kv --help')");
+  if (words[0] == "--help") {
     std::fputs("usage: latentaudit kv <inspect|make-example> ...\n\n"
                "  inspect FILE       decode a relay and print a JSON summary (exit 2 if corrupt or unauthenticated)\n"
                "  make-example       write a small valid relay to try\n\n"
                "Run 'latentaudit kv <command> --help' for the options.\n",
-               words.empty() ? stderr : stdout);
-    if (words.empty()) throw usage_error("kv: missing command (inspect or make-example)");
+               stdout);
     return exit_ok;
   }
   if (words[0] == "inspect") return run_inspect(words.subspan(1));
