@@ -1,0 +1,2 @@
+// SPDX-License-Identifier: MIT
+// Builds the tests' precompiled header (tests/support/pch.hpp).
