@@ -18,7 +18,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 std::string temp_file(const std::string& name, const std::string& content) {
-  const std::string path = std::string(LATENTAUDIT_BINARY_DIR) + "/data_table_test_" + name;
+  std::string path(LATENTAUDIT_BINARY_DIR);  // appended: see golden_path (GCC 12 -Warray-bounds)
+  path.append("/data_table_test_").append(name);
   std::ofstream(path, std::ios::binary) << content;
   return path;
 }
