@@ -15,6 +15,10 @@ import argparse
 import json
 import math
 import os
+
+# torch parallelises across its own intra-op threads; a multithreaded BLAS under it (Debian's
+# libopenblas0-pthread, which is ~4x faster here than the reference libblas) only oversubscribes.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import struct
 import sys
 import time
