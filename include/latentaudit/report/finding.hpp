@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: one machine-readable finding of the audit — the unit a CI pipeline gates on
+// (report.json "findings"; ids listed in docs/audit-report.md).
+#ifndef LATENTAUDIT_REPORT_FINDING_HPP
+#define LATENTAUDIT_REPORT_FINDING_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "../core/json.hpp"
+
+namespace latentaudit {
+
+/// @brief The answer a finding gives.
+enum class verdict { yes, no, inconclusive };
+
+/// @brief "yes", "no" or "inconclusive".
+[[nodiscard]] constexpr const char* verdict_name(verdict v) noexcept {
+  return v == verdict::yes ? "yes" : v == verdict::no ? "no" : "inconclusive";
+}
+
+/// @brief One finding: an id from docs/audit-report.md, its verdict, the estimate with its
+/// interval, the method that produced it, the number of units it rests on, and a sentence.
+struct finding {
+  std::string id;                         ///< e.g. "need.kv_beats_no_comm"
+  verdict answer = verdict::inconclusive; ///< the verdict
+  double estimate = 0.0;                  ///< point estimate (NaN only when not estimable; written as null)
+  double ci_low = 0.0;                    ///< lower limit
+  double ci_high = 0.0;                   ///< upper limit
+  std::string method;                     ///< e.g. "paired difference, cluster bootstrap (item) percentile, Holm"
+  std::size_t n = 0;                      ///< units (pairs, items, records) used
+  std::string detail;                     ///< one human sentence: why this verdict
+};
+
+/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail"}; non-finite numbers become null.
+[[nodiscard]] inline json_value finding_to_json(const finding& f) {
+  auto num = [](double x) -> json_value { return std::isfinite(x) ? json_value(x) : json_value(nullptr); };
+  json_value j;
+  j.set("id", f.id);
+  j.set("verdict", verdict_name(f.answer));
+  j.set("estimate", num(f.estimate));
+  j.set("ci_low", num(f.ci_low));
+  j.set("ci_high", num(f.ci_high));
+  j.set("method", f.method);
+  j.set("n", static_cast<double>(f.n));
+  j.set("detail", f.detail);
+  return j;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_REPORT_FINDING_HPP

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: one trial's record — what the driver measured for one (item, seed, arm) — and its
+// JSON form, one object per line of records.jsonl (schema: docs/records.md). The audit reads
+// records only, so records written by other stacks get the same analysis.
+#ifndef LATENTAUDIT_TRIAL_RECORD_HPP
+#define LATENTAUDIT_TRIAL_RECORD_HPP
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../core/detail/check.hpp"
+#include "../core/error.hpp"
+#include "../core/json.hpp"
+
+namespace latentaudit {
+
+/// @brief Wall-clock seconds of each stage of one trial. `transfer_s` is modeled (bytes / link
+/// bandwidth + the link's fixed cost per relay), every other field is measured.
+struct latency_split {
+  double a_prefill_s = 0.0;  ///< sender A reads its document (0 when the arm has no sender)
+  double export_s = 0.0;     ///< export_kv from A's engine
+  double policy_s = 0.0;     ///< the transfer policy (slicing, noise, quantization, placebo)
+  double encode_s = 0.0;     ///< wire encoding of the relay (KV block or text)
+  double transfer_s = 0.0;   ///< modeled link time: bytes / bandwidth + alpha
+  double decode_s = 0.0;     ///< wire decoding and verification at the receiver
+  double import_s = 0.0;     ///< import_kv into B's engine
+  double b_prefill_s = 0.0;  ///< B prefills its own prompt (and the document, for text relays)
+  double b_decode_s = 0.0;   ///< B generates its answer
+  /// @brief Receiver-side latency: everything after A has its cache (export through B's decode).
+  [[nodiscard]] double receiver_s() const noexcept {
+    return export_s + policy_s + encode_s + transfer_s + decode_s + import_s + b_prefill_s + b_decode_s;
+  }
+  /// @brief Every stage including A's prefill.
+  [[nodiscard]] double total_s() const noexcept { return a_prefill_s + receiver_s(); }
+};
+
+/// @brief One named numeric covariate of the item (document length, needed position, ...).
+struct covariate {
+  std::string name;   ///< e.g. "doc_tokens", "pairs", "needed_position"
+  double value = 0.0; ///< finite value
+};
+
+/// @brief What the driver measured for one (item, seed, arm). Optional metrics are absent (JSON
+/// null) when the arm or the backend cannot produce them; they are never NaN.
+struct trial_record {
+  std::uint64_t item = 0;             ///< item index (the document)
+  std::uint64_t seed = 0;             ///< seed index (query draw and every random stream)
+  std::string arm;                    ///< arm label, unique in a design (e.g. "kv_noise_0.5")
+  std::string arm_kind;               ///< no_comm, text_full, text_budget, kv_full, kv_policy, deranged, zeroed, random, cross_model
+  std::string regime;                 ///< "need" or "no_need" ("" when unknown)
+  bool correct = false;               ///< B's answer equals the reference answer
+  double answer_logprob = 0.0;        ///< log-probability B gives the reference answer (first answer token)
+  std::int64_t generated_tokens = 0;  ///< tokens B generated
+  std::uint64_t bytes = 0;            ///< relay size on the wire (LARL frame, same framing for text and KV); 0 without relay
+  std::int64_t relay_tokens = 0;      ///< tokens relayed (text tokens, or KV rows after the policy)
+  latency_split latency;              ///< stage timings (seconds)
+  std::string link;                   ///< link preset used for transfer_s
+  std::optional<double> attention_mass;  ///< B's attention mass on relayed tokens at the query (mean over layers, heads)
+  std::optional<double> hidden_cosine;   ///< cosine of B's final hidden state vs B reading the document as text
+  std::optional<double> next_token_kl;   ///< KL(text || this arm) of B's next-token distribution at the query
+  std::optional<double> noise_sigma;     ///< noise level of the arm's policy (dose-response), if any
+  std::optional<double> budget;          ///< text_budget pairs, if any
+  std::vector<covariate> covariates;     ///< item covariates (doc_tokens, pairs, needed_position, ...)
+  std::string sender_fingerprint;        ///< model fingerprint (hex) of the sender's engine ("" without sender)
+  std::string receiver_fingerprint;      ///< model fingerprint (hex) of B's engine
+  json_value policy;                     ///< the transfer policy's record (object) or null
+
+  /// @brief The value of covariate `name`, if present.
+  [[nodiscard]] std::optional<double> covariate_value(std::string_view name) const {
+    for (const auto& c : covariates)
+      if (c.name == name) return c.value;
+    return std::nullopt;
+  }
+};
+
+/// @brief Serialises a record as one JSON object (docs/records.md).
+/// @throws invalid_argument if a numeric field is not finite.
+[[nodiscard]] inline json_value record_to_json(const trial_record& r) {
+  constexpr std::string_view fn = "record_to_json";
+  auto finite = [&](std::string_view name, double x) -> json_value {
+    if (!std::isfinite(x)) detail::throw_invalid(fn, name, "must be finite, got " + detail::number_text(x));
+    return x;
+  };
+  auto opt = [&](std::string_view name, const std::optional<double>& x) -> json_value {
+    return x ? finite(name, *x) : json_value(nullptr);
+  };
+  json_value j;
+  j.set("item", static_cast<double>(r.item));
+  j.set("seed", static_cast<double>(r.seed));
+  j.set("arm", r.arm);
+  j.set("arm_kind", r.arm_kind);
+  j.set("regime", r.regime);
+  j.set("correct", r.correct);
+  j.set("answer_logprob", finite("record.answer_logprob", r.answer_logprob));
+  j.set("generated_tokens", static_cast<double>(r.generated_tokens));
+  j.set("bytes", static_cast<double>(r.bytes));
+  j.set("relay_tokens", static_cast<double>(r.relay_tokens));
+  const auto& L = r.latency;
+  j.set("a_prefill_s", finite("record.latency.a_prefill_s", L.a_prefill_s));
+  j.set("export_s", finite("record.latency.export_s", L.export_s));
+  j.set("policy_s", finite("record.latency.policy_s", L.policy_s));
+  j.set("encode_s", finite("record.latency.encode_s", L.encode_s));
+  j.set("transfer_s", finite("record.latency.transfer_s", L.transfer_s));
+  j.set("decode_s", finite("record.latency.decode_s", L.decode_s));
+  j.set("import_s", finite("record.latency.import_s", L.import_s));
+  j.set("b_prefill_s", finite("record.latency.b_prefill_s", L.b_prefill_s));
+  j.set("b_decode_s", finite("record.latency.b_decode_s", L.b_decode_s));
+  j.set("link", r.link);
+  j.set("attention_mass", opt("record.attention_mass", r.attention_mass));
+  j.set("hidden_cosine", opt("record.hidden_cosine", r.hidden_cosine));
+  j.set("next_token_kl", opt("record.next_token_kl", r.next_token_kl));
+  j.set("noise_sigma", opt("record.noise_sigma", r.noise_sigma));
+  j.set("budget", opt("record.budget", r.budget));
+  json_value cov = json_value::object_type{};
+  for (const auto& c : r.covariates) cov.set(c.name, finite("record.covariates." + c.name, c.value));
+  j.set("covariates", std::move(cov));
+  j.set("sender_fingerprint", r.sender_fingerprint);
+  j.set("receiver_fingerprint", r.receiver_fingerprint);
+  j.set("policy", r.policy);
+  return j;
+}
+
+/// @brief One record as a single JSON line (no trailing newline).
+[[nodiscard]] inline std::string record_to_line(const trial_record& r) {
+  std::string out;
+  append_json(out, record_to_json(r), {.indent = -1});
+  return out;
+}
+
+/// @brief Reads a record from its JSON object. Required: `item`, `seed`, `arm`, `correct`; every
+/// other field is optional (records from other stacks) and defaults as in trial_record.
+/// @throws corrupt_data naming `where` and the field if a field is missing or has the wrong type.
+[[nodiscard]] inline trial_record record_from_json(const json_value& j, std::string_view where = "record") {
+  auto fail = [&](std::string_view field, std::string_view what) -> void {
+    LATENTAUDIT_THROW(corrupt_data("record_from_json: " + std::string(where) + ": field '" + std::string(field) + "' " + std::string(what)));
+  };
+  if (!j.is_object()) fail("(record)", "must be a JSON object");
+  auto number = [&](std::string_view key, bool required, double fallback) -> double {
+    const json_value* v = j.find(key);
+    if (v == nullptr || v->is_null()) {
+      if (required) fail(key, "is required");
+      return fallback;
+    }
+    if (v->is_bool() && key == "correct") return v->as_bool() ? 1.0 : 0.0;
+    if (!v->is_number()) fail(key, "must be a number");
+    if (!std::isfinite(v->as_number())) fail(key, "must be finite");
+    return v->as_number();
+  };
+  auto count = [&](std::string_view key, bool required) -> std::uint64_t {
+    const double x = number(key, required, 0.0);
+    if (x < 0 || x != std::floor(x) || x > json_max_exact_integer) fail(key, "must be a non-negative integer");
+    return static_cast<std::uint64_t>(x);
+  };
+  auto text = [&](std::string_view key, bool required) -> std::string {
+    const json_value* v = j.find(key);
+    if (v == nullptr || v->is_null()) {
+      if (required) fail(key, "is required");
+      return {};
+    }
+    if (!v->is_string()) fail(key, "must be a string");
+    return v->as_string();
+  };
+  auto opt = [&](std::string_view key) -> std::optional<double> {
+    const json_value* v = j.find(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return number(key, true, 0.0);
+  };
+  trial_record r;
+  r.item = count("item", true);
+  r.seed = count("seed", true);
+  r.arm = text("arm", true);
+  if (r.arm.empty()) fail("arm", "must not be empty");
+  r.arm_kind = text("arm_kind", false);
+  if (r.arm_kind.empty()) r.arm_kind = r.arm;
+  r.regime = text("regime", false);
+  const double c = number("correct", true, 0.0);
+  if (c != 0.0 && c != 1.0) fail("correct", "must be true/false or 0/1");
+  r.correct = c == 1.0;
+  r.answer_logprob = number("answer_logprob", false, 0.0);
+  r.generated_tokens = static_cast<std::int64_t>(count("generated_tokens", false));
+  r.bytes = count("bytes", false);
+  r.relay_tokens = static_cast<std::int64_t>(count("relay_tokens", false));
+  auto& L = r.latency;
+  std::pair<const char*, double*> lat[] = {{"a_prefill_s", &L.a_prefill_s}, {"export_s", &L.export_s}, {"policy_s", &L.policy_s},
+                                           {"encode_s", &L.encode_s},       {"transfer_s", &L.transfer_s}, {"decode_s", &L.decode_s},
+                                           {"import_s", &L.import_s},       {"b_prefill_s", &L.b_prefill_s}, {"b_decode_s", &L.b_decode_s}};
+  for (auto& [k, p] : lat) {
+    *p = number(k, false, 0.0);
+    if (*p < 0) fail(k, "must be >= 0");
+  }
+  r.link = text("link", false);
+  r.attention_mass = opt("attention_mass");
+  r.hidden_cosine = opt("hidden_cosine");
+  r.next_token_kl = opt("next_token_kl");
+  r.noise_sigma = opt("noise_sigma");
+  r.budget = opt("budget");
+  if (const json_value* cv = j.find("covariates"); cv != nullptr && !cv->is_null()) {
+    if (!cv->is_object()) fail("covariates", "must be an object of numbers");
+    for (const auto& [name, value] : cv->as_object()) {
+      if (!value.is_number() || !std::isfinite(value.as_number())) fail("covariates." + name, "must be a finite number");
+      r.covariates.push_back({name, value.as_number()});
+    }
+  }
+  r.sender_fingerprint = text("sender_fingerprint", false);
+  r.receiver_fingerprint = text("receiver_fingerprint", false);
+  if (const json_value* p = j.find("policy"); p != nullptr) r.policy = *p;
+  return r;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_TRIAL_RECORD_HPP
