@@ -18,6 +18,7 @@
 #include "estimators/power.hpp"
 #include "estimators/regression.hpp"
 #include "estimators/sensitivity.hpp"
+#include "estimators/sequential.hpp"
 #include "estimators/weighting.hpp"
 
 #endif  // LATENTAUDIT_ESTIMATORS_HPP
