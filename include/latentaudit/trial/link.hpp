@@ -16,9 +16,9 @@ namespace latentaudit {
 
 /// @brief A link between sender and receiver: effective bandwidth and fixed cost per relay.
 struct link_preset {
-  std::string name;                 ///< e.g. "pcie4"
-  double bandwidth_bytes_s = 0.0;   ///< effective bytes per second (> 0)
-  double alpha_s = 0.0;             ///< fixed seconds per relay (>= 0)
+  std::string name;                ///< e.g. "pcie4"
+  double bandwidth_bytes_s = 0.0;  ///< effective bytes per second (> 0)
+  double alpha_s = 0.0;            ///< fixed seconds per relay (>= 0)
 
   /// @brief Modeled transfer time of `bytes`: 0 for no relay, else bytes / bandwidth + alpha.
   [[nodiscard]] double transfer_seconds(std::uint64_t bytes) const noexcept {
@@ -31,7 +31,11 @@ struct link_preset {
 /// one direction, 5 µs), rdma100 (100 Gb/s RDMA, 11.5 GB/s, 20 µs), rdma400 (400 Gb/s RDMA,
 /// 46 GB/s, 20 µs).
 [[nodiscard]] inline std::vector<link_preset> link_presets() {
-  return {{"pcie4", 25e9, 10e-6}, {"pcie5", 50e9, 10e-6}, {"nvlink4", 400e9, 5e-6}, {"rdma100", 11.5e9, 20e-6}, {"rdma400", 46e9, 20e-6}};
+  return {{"pcie4", 25e9, 10e-6},
+          {"pcie5", 50e9, 10e-6},
+          {"nvlink4", 400e9, 5e-6},
+          {"rdma100", 11.5e9, 20e-6},
+          {"rdma400", 46e9, 20e-6}};
 }
 
 /// @brief A preset by name, or a custom link written "custom:<GB/s>:<alpha µs>".
@@ -48,14 +52,19 @@ struct link_preset {
         std::size_t p1 = 0, p2 = 0;
         const double gbs = std::stod(rest.substr(0, colon), &p1);
         const double us = std::stod(rest.substr(colon + 1), &p2);
-        if (p1 == colon && p2 == rest.size() - colon - 1 && std::isfinite(gbs) && gbs > 0 && std::isfinite(us) && us >= 0)
+        if (p1 == colon && p2 == rest.size() - colon - 1 && std::isfinite(gbs) && gbs > 0 &&
+            std::isfinite(us) && us >= 0)
           return {std::string(name), gbs * 1e9, us * 1e-6};
       } catch (const std::exception&) {  // fall through to the error below
       }
     }
-    detail::throw_invalid(fn, "name", "a custom link must read custom:<GB/s > 0>:<alpha µs >= 0>, got '" + std::string(name) + "'");
+    detail::throw_invalid(
+        fn, "name",
+        "a custom link must read custom:<GB/s > 0>:<alpha µs >= 0>, got '" + std::string(name) + "'");
   }
-  detail::throw_invalid(fn, "name", "must be pcie4, pcie5, nvlink4, rdma100, rdma400 or custom:<GB/s>:<alpha µs>, got '" + std::string(name) + "'");
+  detail::throw_invalid(fn, "name",
+                        "must be pcie4, pcie5, nvlink4, rdma100, rdma400 or custom:<GB/s>:<alpha µs>, got '" +
+                            std::string(name) + "'");
 }
 
 }  // namespace latentaudit

@@ -41,34 +41,38 @@ struct latency_split {
 
 /// @brief One named numeric covariate of the item (document length, needed position, ...).
 struct covariate {
-  std::string name;   ///< e.g. "doc_tokens", "pairs", "needed_position"
-  double value = 0.0; ///< finite value
+  std::string name;    ///< e.g. "doc_tokens", "pairs", "needed_position"
+  double value = 0.0;  ///< finite value
 };
 
 /// @brief What the driver measured for one (item, seed, arm). Optional metrics are absent (JSON
 /// null) when the arm or the backend cannot produce them; they are never NaN.
 struct trial_record {
-  std::uint64_t item = 0;             ///< item index (the document)
-  std::uint64_t seed = 0;             ///< seed index (query draw and every random stream)
-  std::string arm;                    ///< arm label, unique in a design (e.g. "kv_noise_0.5")
-  std::string arm_kind;               ///< no_comm, text_full, text_budget, kv_full, kv_policy, deranged, zeroed, random, cross_model
-  std::string regime;                 ///< "need" or "no_need" ("" when unknown)
-  bool correct = false;               ///< B's answer equals the reference answer
+  std::uint64_t item = 0;  ///< item index (the document)
+  std::uint64_t seed = 0;  ///< seed index (query draw and every random stream)
+  std::string arm;         ///< arm label, unique in a design (e.g. "kv_noise_0.5")
+  std::string arm_kind;    ///< no_comm, text_full, text_budget, kv_full, kv_policy, deranged, zeroed, random,
+                           ///< cross_model
+  std::string regime;      ///< "need" or "no_need" ("" when unknown)
+  bool correct = false;    ///< B's answer equals the reference answer
   double answer_logprob = 0.0;        ///< log-probability B gives the reference answer (first answer token)
   std::int64_t generated_tokens = 0;  ///< tokens B generated
-  std::uint64_t bytes = 0;            ///< relay size on the wire (LARL frame, same framing for text and KV); 0 without relay
-  std::int64_t relay_tokens = 0;      ///< tokens relayed (text tokens, or KV rows after the policy)
-  latency_split latency;              ///< stage timings (seconds)
-  std::string link;                   ///< link preset used for transfer_s
-  std::optional<double> attention_mass;  ///< B's attention mass on relayed tokens at the query (mean over layers, heads)
-  std::optional<double> hidden_cosine;   ///< cosine of B's final hidden state vs B reading the document as text
-  std::optional<double> next_token_kl;   ///< KL(text || this arm) of B's next-token distribution at the query
-  std::optional<double> noise_sigma;     ///< noise level of the arm's policy (dose-response), if any
-  std::optional<double> budget;          ///< text_budget pairs, if any
-  std::vector<covariate> covariates;     ///< item covariates (doc_tokens, pairs, needed_position, ...)
-  std::string sender_fingerprint;        ///< model fingerprint (hex) of the sender's engine ("" without sender)
-  std::string receiver_fingerprint;      ///< model fingerprint (hex) of B's engine
-  json_value policy;                     ///< the transfer policy's record (object) or null
+  std::uint64_t bytes =
+      0;  ///< relay size on the wire (LARL frame, same framing for text and KV); 0 without relay
+  std::int64_t relay_tokens = 0;  ///< tokens relayed (text tokens, or KV rows after the policy)
+  latency_split latency;          ///< stage timings (seconds)
+  std::string link;               ///< link preset used for transfer_s
+  std::optional<double>
+      attention_mass;  ///< B's attention mass on relayed tokens at the query (mean over layers, heads)
+  std::optional<double>
+      hidden_cosine;  ///< cosine of B's final hidden state vs B reading the document as text
+  std::optional<double> next_token_kl;  ///< KL(text || this arm) of B's next-token distribution at the query
+  std::optional<double> noise_sigma;    ///< noise level of the arm's policy (dose-response), if any
+  std::optional<double> budget;         ///< text_budget pairs, if any
+  std::vector<covariate> covariates;    ///< item covariates (doc_tokens, pairs, needed_position, ...)
+  std::string sender_fingerprint;    ///< model fingerprint (hex) of the sender's engine ("" without sender)
+  std::string receiver_fingerprint;  ///< model fingerprint (hex) of B's engine
+  json_value policy;                 ///< the transfer policy's record (object) or null
 
   /// @brief The value of covariate `name`, if present.
   [[nodiscard]] std::optional<double> covariate_value(std::string_view name) const {
@@ -137,7 +141,8 @@ struct trial_record {
 /// @throws corrupt_data naming `where` and the field if a field is missing or has the wrong type.
 [[nodiscard]] inline trial_record record_from_json(const json_value& j, std::string_view where = "record") {
   auto fail = [&](std::string_view field, std::string_view what) -> void {
-    LATENTAUDIT_THROW(corrupt_data("record_from_json: " + std::string(where) + ": field '" + std::string(field) + "' " + std::string(what)));
+    LATENTAUDIT_THROW(corrupt_data("record_from_json: " + std::string(where) + ": field '" +
+                                   std::string(field) + "' " + std::string(what)));
   };
   if (!j.is_object()) fail("(record)", "must be a JSON object");
   auto number = [&](std::string_view key, bool required, double fallback) -> double {
@@ -153,7 +158,8 @@ struct trial_record {
   };
   auto count = [&](std::string_view key, bool required) -> std::uint64_t {
     const double x = number(key, required, 0.0);
-    if (x < 0 || x != std::floor(x) || x > json_max_exact_integer) fail(key, "must be a non-negative integer");
+    if (x < 0 || x != std::floor(x) || x > json_max_exact_integer)
+      fail(key, "must be a non-negative integer");
     return static_cast<std::uint64_t>(x);
   };
   auto text = [&](std::string_view key, bool required) -> std::string {
@@ -186,9 +192,10 @@ struct trial_record {
   r.bytes = count("bytes", false);
   r.relay_tokens = static_cast<std::int64_t>(count("relay_tokens", false));
   auto& L = r.latency;
-  std::pair<const char*, double*> lat[] = {{"a_prefill_s", &L.a_prefill_s}, {"export_s", &L.export_s}, {"policy_s", &L.policy_s},
-                                           {"encode_s", &L.encode_s},       {"transfer_s", &L.transfer_s}, {"decode_s", &L.decode_s},
-                                           {"import_s", &L.import_s},       {"b_prefill_s", &L.b_prefill_s}, {"b_decode_s", &L.b_decode_s}};
+  std::pair<const char*, double*> lat[] = {
+      {"a_prefill_s", &L.a_prefill_s}, {"export_s", &L.export_s},       {"policy_s", &L.policy_s},
+      {"encode_s", &L.encode_s},       {"transfer_s", &L.transfer_s},   {"decode_s", &L.decode_s},
+      {"import_s", &L.import_s},       {"b_prefill_s", &L.b_prefill_s}, {"b_decode_s", &L.b_decode_s}};
   for (auto& [k, p] : lat) {
     *p = number(k, false, 0.0);
     if (*p < 0) fail(k, "must be >= 0");
@@ -202,7 +209,8 @@ struct trial_record {
   if (const json_value* cv = j.find("covariates"); cv != nullptr && !cv->is_null()) {
     if (!cv->is_object()) fail("covariates", "must be an object of numbers");
     for (const auto& [name, value] : cv->as_object()) {
-      if (!value.is_number() || !std::isfinite(value.as_number())) fail("covariates." + name, "must be a finite number");
+      if (!value.is_number() || !std::isfinite(value.as_number()))
+        fail("covariates." + name, "must be a finite number");
       r.covariates.push_back({name, value.as_number()});
     }
   }

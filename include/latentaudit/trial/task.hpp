@@ -31,21 +31,23 @@ enum class task_regime : std::uint8_t {
 };
 
 /// @brief "need" or "no_need".
-[[nodiscard]] constexpr const char* regime_name(task_regime r) noexcept { return r == task_regime::need ? "need" : "no_need"; }
+[[nodiscard]] constexpr const char* regime_name(task_regime r) noexcept {
+  return r == task_regime::need ? "need" : "no_need";
+}
 
 /// @brief One trial task. B's context is built by the arm: [relay (A's document as text or KV)]
 /// [own_prompt][query]; B must produce `answer` after the query.
 struct trial_task {
-  std::uint64_t item = 0;                ///< item index (the document)
-  std::uint64_t seed = 0;                ///< seed index (which pair is asked)
+  std::uint64_t item = 0;                  ///< item index (the document)
+  std::uint64_t seed = 0;                  ///< seed index (which pair is asked)
   task_regime regime = task_regime::need;  ///< need / no_need
-  std::vector<token_id> document;        ///< what A reads (starts with BOS)
-  std::vector<token_id> own_prompt;      ///< B's own context after the relay and before the query (no BOS)
-  std::vector<token_id> no_relay_prefix; ///< what B's context starts with when nothing is relayed (BOS)
-  std::vector<token_id> query;           ///< the query tokens; B answers after the last
-  std::vector<token_id> answer;          ///< the reference answer tokens
-  std::int32_t pairs = 0;                ///< key-value pairs in the document (0 if not an organism task)
-  std::vector<covariate> covariates;     ///< doc_tokens, pairs, needed_position, ...
+  std::vector<token_id> document;          ///< what A reads (starts with BOS)
+  std::vector<token_id> own_prompt;        ///< B's own context after the relay and before the query (no BOS)
+  std::vector<token_id> no_relay_prefix;   ///< what B's context starts with when nothing is relayed (BOS)
+  std::vector<token_id> query;             ///< the query tokens; B answers after the last
+  std::vector<token_id> answer;            ///< the reference answer tokens
+  std::int32_t pairs = 0;                  ///< key-value pairs in the document (0 if not an organism task)
+  std::vector<covariate> covariates;       ///< doc_tokens, pairs, needed_position, ...
 
   /// @brief The text a lossy text relay of the first `k` units carries: for organism tasks the
   /// BOS and the first k pairs of the document.
@@ -80,14 +82,18 @@ struct organism_format {
 
   /// @brief Reads the fields from a parsed task.json; `where` names the source in errors.
   /// @throws corrupt_data as load().
-  [[nodiscard]] static organism_format from_json(const json_value& j, const std::string& where = "task.json") {
-    auto fail = [&](const std::string& what) { LATENTAUDIT_THROW(corrupt_data("organism_format: " + where + ": " + what)); };
+  [[nodiscard]] static organism_format from_json(const json_value& j,
+                                                 const std::string& where = "task.json") {
+    auto fail = [&](const std::string& what) {
+      LATENTAUDIT_THROW(corrupt_data("organism_format: " + where + ": " + what));
+    };
     if (!j.is_object()) fail("must be a JSON object");
     auto field = [&](const char* key) -> std::int32_t {
       const json_value* v = j.find(key);
       if (v == nullptr || !v->is_number()) fail(std::string("field '") + key + "' must be an integer");
       const double x = v->as_number();
-      if (x != static_cast<double>(static_cast<std::int64_t>(x)) || x < 0 || x > 1e7) fail(std::string("field '") + key + "' must be an integer in [0, 1e7]");
+      if (x != static_cast<double>(static_cast<std::int64_t>(x)) || x < 0 || x > 1e7)
+        fail(std::string("field '") + key + "' must be an integer in [0, 1e7]");
       return static_cast<std::int32_t>(x);
     };
     organism_format f;
@@ -101,13 +107,14 @@ struct organism_format {
     f.max_pairs = field("max_pairs");
     if (f.key_count < 1 || f.value_count < 2) fail("needs key_count >= 1 and value_count >= 2");
     if (f.max_pairs < 1 || f.max_pairs > f.key_count) fail("needs 1 <= max_pairs <= key_count");
-    const auto ke = static_cast<std::int64_t>(f.key_first) + f.key_count, ve = static_cast<std::int64_t>(f.value_first) + f.value_count;
+    const auto ke = static_cast<std::int64_t>(f.key_first) + f.key_count,
+               ve = static_cast<std::int64_t>(f.value_first) + f.value_count;
     if (ke > f.vocab_size || ve > f.vocab_size || f.bos >= f.vocab_size || f.sep >= f.vocab_size)
       fail("token ranges must lie inside vocab_size " + std::to_string(f.vocab_size));
     if (!(ke <= f.value_first || ve <= f.key_first)) fail("key and value ranges overlap");
     auto inside = [](std::int64_t t, std::int64_t a, std::int64_t e) { return t >= a && t < e; };
-    if (inside(f.bos, f.key_first, ke) || inside(f.bos, f.value_first, ve) || inside(f.sep, f.key_first, ke) ||
-        inside(f.sep, f.value_first, ve) || f.bos == f.sep)
+    if (inside(f.bos, f.key_first, ke) || inside(f.bos, f.value_first, ve) ||
+        inside(f.sep, f.key_first, ke) || inside(f.sep, f.value_first, ve) || f.bos == f.sep)
       fail("bos and sep must be distinct and outside the key and value ranges");
     return f;
   }
@@ -115,10 +122,10 @@ struct organism_format {
 
 /// @brief How organism tasks are drawn.
 struct organism_task_options {
-  std::uint64_t seed = 1;        ///< the design's master seed
-  std::int32_t min_pairs = 2;    ///< fewest pairs in a document
-  std::int32_t max_pairs = 0;    ///< most pairs in a need-regime document (0 = the model's max_pairs)
-  double no_need_fraction = 0.5; ///< share of items in the no_need regime
+  std::uint64_t seed = 1;         ///< the design's master seed
+  std::int32_t min_pairs = 2;     ///< fewest pairs in a document
+  std::int32_t max_pairs = 0;     ///< most pairs in a need-regime document (0 = the model's max_pairs)
+  double no_need_fraction = 0.5;  ///< share of items in the no_need regime
 };
 
 /// @brief The organism task for (item, seed): the document (N pairs, distinct keys, N drawn
@@ -128,31 +135,40 @@ struct organism_task_options {
 /// probability no_need_fraction. Streams: make_stream({options.seed, item, 0xD0C, 0}) for the
 /// document and make_stream({options.seed, item, 0x0A5C, seed}) for the query.
 /// @throws invalid_argument if the options do not fit the format.
-[[nodiscard]] inline trial_task make_organism_task(const organism_format& f, const organism_task_options& o, std::uint64_t item,
-                                                   std::uint64_t seed) {
+[[nodiscard]] inline trial_task make_organism_task(const organism_format& f, const organism_task_options& o,
+                                                   std::uint64_t item, std::uint64_t seed) {
   constexpr std::string_view fn = "make_organism_task";
   const std::int32_t maxp = o.max_pairs == 0 ? f.max_pairs : o.max_pairs;
   if (maxp < 1 || maxp > f.max_pairs)
-    detail::throw_invalid(fn, "options.max_pairs", "must be 0 or in [1, " + std::to_string(f.max_pairs) + "], got " + std::to_string(o.max_pairs));
+    detail::throw_invalid(
+        fn, "options.max_pairs",
+        "must be 0 or in [1, " + std::to_string(f.max_pairs) + "], got " + std::to_string(o.max_pairs));
   if (o.min_pairs < 1 || o.min_pairs > maxp)
-    detail::throw_invalid(fn, "options.min_pairs", "must be in [1, max_pairs = " + std::to_string(maxp) + "], got " + std::to_string(o.min_pairs));
+    detail::throw_invalid(
+        fn, "options.min_pairs",
+        "must be in [1, max_pairs = " + std::to_string(maxp) + "], got " + std::to_string(o.min_pairs));
   if (!(o.no_need_fraction >= 0.0 && o.no_need_fraction <= 1.0))
-    detail::throw_invalid(fn, "options.no_need_fraction", "must be in [0, 1], got " + detail::number_text(o.no_need_fraction));
+    detail::throw_invalid(fn, "options.no_need_fraction",
+                          "must be in [0, 1], got " + detail::number_text(o.no_need_fraction));
   auto g = make_stream({o.seed, item, 0xD0C, 0});
   trial_task t;
   t.item = item;
   t.seed = seed;
   t.regime = uniform01(g) < o.no_need_fraction ? task_regime::no_need : task_regime::need;
   const std::int32_t hi = t.regime == task_regime::no_need ? std::max(o.min_pairs, maxp / 2) : maxp;
-  const auto n = static_cast<std::int32_t>(o.min_pairs + static_cast<std::int32_t>(uniform_index(g, static_cast<std::uint32_t>(hi - o.min_pairs + 1))));
+  const auto n =
+      static_cast<std::int32_t>(o.min_pairs + static_cast<std::int32_t>(uniform_index(
+                                                  g, static_cast<std::uint32_t>(hi - o.min_pairs + 1))));
   // n distinct keys: partial Fisher-Yates over the key range.
   std::vector<token_id> keys(static_cast<std::size_t>(f.key_count));
   std::iota(keys.begin(), keys.end(), f.key_first);
   std::vector<token_id> values(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i) {
-    const auto j = i + static_cast<std::int32_t>(uniform_index(g, static_cast<std::uint32_t>(f.key_count - i)));
+    const auto j =
+        i + static_cast<std::int32_t>(uniform_index(g, static_cast<std::uint32_t>(f.key_count - i)));
     std::swap(keys[static_cast<std::size_t>(i)], keys[static_cast<std::size_t>(j)]);
-    values[static_cast<std::size_t>(i)] = f.value_first + static_cast<token_id>(uniform_index(g, static_cast<std::uint32_t>(f.value_count)));
+    values[static_cast<std::size_t>(i)] =
+        f.value_first + static_cast<token_id>(uniform_index(g, static_cast<std::uint32_t>(f.value_count)));
   }
   t.pairs = n;
   t.document.push_back(f.bos);
@@ -165,7 +181,8 @@ struct organism_task_options {
     std::vector<std::int32_t> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     for (std::int32_t i = n - 1; i > 0; --i)
-      std::swap(order[static_cast<std::size_t>(i)], order[uniform_index(g, static_cast<std::uint32_t>(i + 1))]);
+      std::swap(order[static_cast<std::size_t>(i)],
+                order[uniform_index(g, static_cast<std::uint32_t>(i + 1))]);
     for (auto i : order) {
       t.own_prompt.push_back(keys[static_cast<std::size_t>(i)]);
       t.own_prompt.push_back(values[static_cast<std::size_t>(i)]);

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: module header for trials — tasks, arms, designs, the driver, records and the journal.
+#ifndef LATENTAUDIT_TRIAL_HPP
+#define LATENTAUDIT_TRIAL_HPP
+
+#include "backend.hpp"
+#include "core.hpp"
+#include "kv.hpp"
+#include "trial/arm.hpp"
+#include "trial/design.hpp"
+#include "trial/driver.hpp"
+#include "trial/journal.hpp"
+#include "trial/link.hpp"
+#include "trial/record.hpp"
+#include "trial/task.hpp"
+
+#endif  // LATENTAUDIT_TRIAL_HPP

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: trial arms — what B receives from A: nothing, text (all or a budget), A's cache
+// (whole, or under a transfer policy), a placebo cache, or another model's cache.
+#ifndef LATENTAUDIT_TRIAL_ARM_HPP
+#define LATENTAUDIT_TRIAL_ARM_HPP
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../core/detail/check.hpp"
+#include "../kv/transfer_policy.hpp"
+
+namespace latentaudit {
+
+/// @brief The kind of an arm.
+enum class arm_kind : std::uint8_t {
+  no_comm,      ///< B answers alone
+  text_full,    ///< B reads A's document as text
+  text_budget,  ///< B reads a lossy text message: the first `budget` pairs of the document
+  kv_full,      ///< A's whole cache is relayed
+  kv_policy,    ///< A's cache under a transfer policy (slice, noise, quantization, position mode)
+  deranged,     ///< another item's cache (pairing placebo), length-matched
+  zeroed,       ///< A's cache with K and V zeroed (presence placebo)
+  random,       ///< moment-matched random cache (presence placebo)
+  cross_model,  ///< A runs the partner model; its cache is force-imported into B's model
+};
+
+/// @brief The arm kind's name as written in records ("no_comm", "text_full", ...).
+[[nodiscard]] constexpr std::string_view arm_kind_name(arm_kind k) noexcept {
+  switch (k) {
+    case arm_kind::no_comm:
+      return "no_comm";
+    case arm_kind::text_full:
+      return "text_full";
+    case arm_kind::text_budget:
+      return "text_budget";
+    case arm_kind::kv_full:
+      return "kv_full";
+    case arm_kind::kv_policy:
+      return "kv_policy";
+    case arm_kind::deranged:
+      return "deranged";
+    case arm_kind::zeroed:
+      return "zeroed";
+    case arm_kind::random:
+      return "random";
+    case arm_kind::cross_model:
+      return "cross_model";
+  }
+  return "unknown";
+}
+
+/// @brief One arm of a design.
+struct trial_arm {
+  std::string label;                           ///< unique in a design; the record's "arm"
+  arm_kind kind = arm_kind::no_comm;           ///< what B receives
+  std::int32_t budget = 0;                     ///< text_budget: pairs relayed
+  kv_policy policy{};                          ///< KV arms: the transfer policy applied after export
+  std::optional<quantize_spec> wire_quantize;  ///< KV arms: carry K/V quantized on the wire (codes + scales)
+  std::optional<double> noise_sigma;           ///< the policy's noise level, for dose-response analysis
+
+  /// @brief Whether B receives a KV block (every kind but no_comm and the text kinds).
+  [[nodiscard]] bool relays_kv() const noexcept {
+    return kind != arm_kind::no_comm && kind != arm_kind::text_full && kind != arm_kind::text_budget;
+  }
+  /// @brief Whether the arm needs A's engine to read the document (every kind but no_comm).
+  [[nodiscard]] bool needs_sender() const noexcept { return kind != arm_kind::no_comm; }
+};
+
+/// @brief B alone.
+[[nodiscard]] inline trial_arm no_comm_arm() { return {.label = "no_comm", .kind = arm_kind::no_comm}; }
+/// @brief B reads the whole document as text.
+[[nodiscard]] inline trial_arm text_full_arm() { return {.label = "text_full", .kind = arm_kind::text_full}; }
+/// @brief B reads the first `k` pairs as text ("text_budget_<k>").
+/// @throws invalid_argument if k < 0.
+[[nodiscard]] inline trial_arm text_budget_arm(std::int32_t k) {
+  if (k < 0) detail::throw_invalid("text_budget_arm", "k", "must be >= 0, got " + std::to_string(k));
+  return {.label = "text_budget_" + std::to_string(k), .kind = arm_kind::text_budget, .budget = k};
+}
+/// @brief A's whole cache.
+[[nodiscard]] inline trial_arm kv_full_arm() {
+  return {.label = "kv_full", .kind = arm_kind::kv_full, .policy = kv_policy{.label = "kv_full"}};
+}
+/// @brief A's cache under `policy`; the label is the policy's.
+[[nodiscard]] inline trial_arm kv_policy_arm(kv_policy policy,
+                                             std::optional<quantize_spec> wire_quantize = std::nullopt) {
+  trial_arm a{.label = policy.label,
+              .kind = arm_kind::kv_policy,
+              .policy = std::move(policy),
+              .wire_quantize = wire_quantize};
+  for (const auto& t : a.policy.transforms)
+    if (const auto* n = std::get_if<noise_spec>(&t)) a.noise_sigma = n->sigma;
+  return a;
+}
+/// @brief Gaussian noise with σ relative to each (layer, K/V) tensor's RMS ("kv_noise_<σ>").
+/// @throws invalid_argument if sigma is negative or not finite.
+[[nodiscard]] inline trial_arm kv_noise_arm(double sigma) {
+  detail::check_finite("kv_noise_arm", "sigma", sigma);
+  detail::check_nonnegative("kv_noise_arm", "sigma", sigma);
+  return kv_policy_arm(
+      kv_policy{.label = "kv_noise_" + detail::number_text(sigma),
+                .transforms = {noise_spec{.sigma = sigma, .scale = noise_scale::rms_layer}}});
+}
+/// @brief Placebo arms.
+[[nodiscard]] inline trial_arm deranged_arm() { return {.label = "deranged", .kind = arm_kind::deranged}; }
+/// @brief A's cache, zeroed.
+[[nodiscard]] inline trial_arm zeroed_arm() { return {.label = "zeroed", .kind = arm_kind::zeroed}; }
+/// @brief A moment-matched random cache.
+[[nodiscard]] inline trial_arm random_arm() { return {.label = "random", .kind = arm_kind::random}; }
+/// @brief The partner model's cache, force-imported.
+[[nodiscard]] inline trial_arm cross_model_arm() {
+  return {.label = "cross_model", .kind = arm_kind::cross_model};
+}
+
+/// @brief Parses an arm name: no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<σ>,
+/// kv_layers_<l>[_<l>...], kv_first_half, kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4,
+/// kv_fp8, deranged, zeroed, random, cross_model.
+/// @throws invalid_argument naming the accepted forms.
+[[nodiscard]] inline trial_arm parse_arm(std::string_view name) {
+  constexpr std::string_view fn = "parse_arm";
+  const std::string s(name);
+  auto bad = [&]() -> void {
+    detail::throw_invalid(fn, "name",
+                          "must be no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<sigma>, "
+                          "kv_layers_<l>[_<l>...], kv_first_half, "
+                          "kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4, kv_fp8, deranged, zeroed, "
+                          "random or cross_model, got '" +
+                              s + "'");
+  };
+  auto integer = [&](std::string_view t) -> std::int64_t {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string_view::npos) bad();
+    return std::stoll(std::string(t));
+  };
+  if (s == "no_comm") return no_comm_arm();
+  if (s == "text_full") return text_full_arm();
+  if (s == "kv_full") return kv_full_arm();
+  if (s == "deranged") return deranged_arm();
+  if (s == "zeroed") return zeroed_arm();
+  if (s == "random") return random_arm();
+  if (s == "cross_model") return cross_model_arm();
+  if (s.rfind("text_budget_", 0) == 0)
+    return text_budget_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(12))));
+  if (s.rfind("kv_noise_", 0) == 0) {
+    const std::string v = s.substr(9);
+    std::size_t used = 0;
+    double sigma = -1;
+    try {
+      sigma = std::stod(v, &used);
+    } catch (const std::exception&) {
+      bad();
+    }
+    if (used != v.size() || !(sigma >= 0) || !std::isfinite(sigma)) bad();
+    auto a = kv_noise_arm(sigma);
+    a.label = s;
+    a.policy.label = s;
+    return a;
+  }
+  if (s.rfind("kv_layers_", 0) == 0) {
+    std::vector<layer_index> layers;
+    std::string_view rest = std::string_view(s).substr(10);
+    while (true) {
+      const auto u = rest.find('_');
+      layers.push_back(static_cast<layer_index>(integer(rest.substr(0, u))));
+      if (u == std::string_view::npos) break;
+      rest = rest.substr(u + 1);
+    }
+    return kv_policy_arm(kv_policy{.label = s, .layers = layers});
+  }
+  if (s == "kv_first_half")
+    return kv_policy_arm(kv_policy{.label = s, .tokens = token_fraction_spec{.fraction = 0.5}});
+  if (s == "kv_last_half")
+    return kv_policy_arm(kv_policy{.label = s, .tokens = token_fraction_spec{.fraction = 0.5, .last = true}});
+  if (s.rfind("kv_sinks_", 0) == 0) {
+    const std::string_view rest = std::string_view(s).substr(9);
+    const auto u = rest.find('_');
+    if (u == std::string_view::npos) bad();
+    return kv_policy_arm(kv_policy{.label = s,
+                                   .tokens = sinks_window_spec{.sinks = integer(rest.substr(0, u)),
+                                                               .window = integer(rest.substr(u + 1))}});
+  }
+  if (s == "kv_int8")
+    return kv_policy_arm(kv_policy{.label = s},
+                         quantize_spec{.scheme = quant_scheme::int8, .group_size = 32});
+  if (s == "kv_int4")
+    return kv_policy_arm(kv_policy{.label = s},
+                         quantize_spec{.scheme = quant_scheme::int4, .group_size = 32});
+  if (s == "kv_fp8")
+    return kv_policy_arm(kv_policy{.label = s}, quantize_spec{.scheme = quant_scheme::fp8_e4m3});
+  bad();
+  return {};
+}
+
+/// @brief The default audit arms: no_comm, text_full, text_budget_4, kv_full, kv_noise_{0.25,
+/// 0.5, 0.75, 1, 1.5, 2}, kv_layers_0, kv_layers_1, kv_first_half, kv_last_half, kv_int8, kv_int4, kv_fp8,
+/// deranged, zeroed, random, cross_model.
+[[nodiscard]] inline std::vector<trial_arm> default_arms() {
+  std::vector<trial_arm> arms;
+  for (const char* n :
+       {"no_comm",       "text_full",    "text_budget_4", "kv_full",    "kv_noise_0.25", "kv_noise_0.5",
+        "kv_noise_0.75", "kv_noise_1",   "kv_noise_1.5",  "kv_noise_2", "kv_layers_0",   "kv_layers_1",
+        "kv_first_half", "kv_last_half", "kv_int8",       "kv_int4",    "kv_fp8",        "deranged",
+        "zeroed",        "random",       "cross_model"})
+    arms.push_back(parse_arm(n));
+  return arms;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_TRIAL_ARM_HPP

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: the trial design — items × seeds × arms, every arm on every (item, seed) unit
+// (paired), a randomized execution order derived from the design seed, and the keys the journal
+// uses to resume.
+#ifndef LATENTAUDIT_TRIAL_DESIGN_HPP
+#define LATENTAUDIT_TRIAL_DESIGN_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../core/detail/check.hpp"
+#include "../core/json.hpp"
+#include "../core/rng.hpp"
+#include "arm.hpp"
+#include "link.hpp"
+
+namespace latentaudit {
+
+/// @brief A trial's identity: (item, seed, arm label).
+struct trial_key {
+  std::uint64_t item = 0;  ///< item index
+  std::uint64_t seed = 0;  ///< seed index
+  std::string arm;         ///< arm label
+  /// @brief Lexicographic order (for sets).
+  friend auto operator<=>(const trial_key&, const trial_key&) = default;
+};
+
+/// @brief What to run: items × seeds × arms.
+struct trial_design {
+  std::uint64_t seed = 1;                        ///< master seed: tasks, execution order, every random stream
+  std::uint64_t items = 100;                     ///< items 0 .. items−1
+  std::uint64_t seeds = 3;                       ///< seed indices 0 .. seeds−1 per item
+  std::vector<trial_arm> arms = default_arms();  ///< arms (labels unique)
+  link_preset link = link_presets().front();     ///< link used for the modeled transfer time
+  bool randomize_order = true;                   ///< shuffle units, and arms within each unit
+  bool authenticate = true;                      ///< HMAC-SHA256 tag on every relay (key derived from seed)
+
+  /// @brief Checks the design.
+  /// @throws invalid_argument on zero items or seeds, no arms, duplicate labels, a deranged arm
+  ///         with fewer than 2 items, or a bad link.
+  void validate() const {
+    constexpr std::string_view fn = "trial_design::validate";
+    if (items == 0) detail::throw_invalid(fn, "items", "must be at least 1");
+    if (seeds == 0 || seeds > 0xFFFFFFFFull) detail::throw_invalid(fn, "seeds", "must be in [1, 2^32 - 1]");
+    if (arms.empty()) detail::throw_invalid(fn, "arms", "must hold at least one arm");
+    std::set<std::string> labels;
+    for (const auto& a : arms) {
+      if (a.label.empty()) detail::throw_invalid(fn, "arms", "every arm needs a label");
+      if (!labels.insert(a.label).second)
+        detail::throw_invalid(fn, "arms", "labels must be unique, '" + a.label + "' repeats");
+      if (a.kind == arm_kind::deranged && items < 2)
+        detail::throw_invalid(fn, "items", "a deranged arm needs at least 2 items");
+    }
+    if (!(link.bandwidth_bytes_s > 0) || !std::isfinite(link.bandwidth_bytes_s) || !(link.alpha_s >= 0) ||
+        !std::isfinite(link.alpha_s))
+      detail::throw_invalid(fn, "link", "needs a finite bandwidth > 0 and alpha >= 0");
+  }
+
+  /// @brief Total trials.
+  [[nodiscard]] std::uint64_t trials() const noexcept { return items * seeds * arms.size(); }
+
+  /// @brief The (item, seed) units in execution order: shuffled by the design seed when
+  /// randomize_order (stream (seed, 0, 0x0RD, 0)), else item-major.
+  [[nodiscard]] std::vector<std::pair<std::uint64_t, std::uint64_t>> unit_order() const {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> units;
+    units.reserve(static_cast<std::size_t>(items * seeds));
+    for (std::uint64_t i = 0; i < items; ++i)
+      for (std::uint64_t s = 0; s < seeds; ++s) units.emplace_back(i, s);
+    if (randomize_order) {
+      auto g = make_stream({seed, 0, 0x0D, 0});
+      for (std::size_t i = units.size(); i > 1; --i) {
+        const std::size_t j = static_cast<std::size_t>(uniform01(g) * static_cast<double>(i));
+        std::swap(units[i - 1], units[std::min(j, i - 1)]);
+      }
+    }
+    return units;
+  }
+
+  /// @brief The arm indices of unit (item, s) in execution order (stream (seed, item, 0xA7, s)).
+  [[nodiscard]] std::vector<std::size_t> arm_order(std::uint64_t item, std::uint64_t s) const {
+    std::vector<std::size_t> order(arms.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (randomize_order) {
+      auto g = make_stream({seed, item, 0xA7, static_cast<std::uint32_t>(s)});
+      for (std::size_t i = order.size(); i > 1; --i)
+        std::swap(order[i - 1], order[uniform_index(g, static_cast<std::uint32_t>(i))]);
+    }
+    return order;
+  }
+
+  /// @brief The design as JSON (written beside the journal; a resume must match it).
+  [[nodiscard]] json_value to_json() const {
+    json_value j;
+    j.set("seed", static_cast<double>(seed));
+    j.set("items", static_cast<double>(items));
+    j.set("seeds", static_cast<double>(seeds));
+    json_value a = json_value::array_type{};
+    for (const auto& arm : arms) a.push_back(arm.label);
+    j.set("arms", std::move(a));
+    j.set("link", link.name);
+    j.set("link_bandwidth_bytes_s", link.bandwidth_bytes_s);
+    j.set("link_alpha_s", link.alpha_s);
+    j.set("randomize_order", randomize_order);
+    j.set("authenticate", authenticate);
+    return j;
+  }
+};
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_TRIAL_DESIGN_HPP

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// The trial driver on the model organisms: relay semantics per arm, determinism (same records at
+// any execution order and after resumption), byte accounting on the wire, and bad designs.
+#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/trial.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace latentaudit;
+
+namespace {
+
+const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+
+struct fixture {
+  reference_cpu_backend a = reference_cpu_backend::load(models + "organism-a");
+  reference_cpu_backend b = reference_cpu_backend::load(models + "organism-b");
+  organism_format fmt = organism_format::load(models + "organism-a");
+  std::vector<trial_record> run(const trial_design& d, const std::set<trial_key>& done = {}) {
+    trial_driver<reference_cpu_backend> drv(a, &b);
+    std::vector<trial_record> out;
+    const organism_task_options to{.seed = d.seed};
+    drv.run(
+        d, [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); },
+        [&](const trial_record& r) { out.push_back(r); }, done);
+    return out;
+  }
+};
+
+// A record without its timings (which differ run to run).
+std::string timeless(trial_record r) {
+  r.latency = {};
+  return record_to_line(r);
+}
+
+std::map<trial_key, std::string> by_key(const std::vector<trial_record>& rs) {
+  std::map<trial_key, std::string> m;
+  for (const auto& r : rs) m[{r.item, r.seed, r.arm}] = timeless(r);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("driver: the planted relay semantics of the organism, arm by arm") {
+  fixture f;
+  trial_design d{.seed = 11, .items = 60, .seeds = 2};
+  const auto recs = f.run(d);
+  REQUIRE(recs.size() == d.trials());
+  std::map<std::string, std::pair<double, double>> acc;  // arm/regime -> (correct, n)
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::map<std::string, const trial_record*>> units;
+  for (const auto& r : recs) {
+    auto& x = acc[r.arm + "/" + r.regime];
+    x.first += r.correct;
+    x.second += 1;
+    units[{r.item, r.seed}][r.arm] = &r;
+  }
+  auto rate = [&](const std::string& k) { return acc.at(k).first / acc.at(k).second; };
+  // Need regime: relay of the full cache answers exactly as reading the text; nothing → chance.
+  CHECK(rate("kv_full/need") >= 0.97);
+  CHECK(rate("text_full/need") >= 0.97);
+  CHECK(rate("no_comm/need") <= 0.15);
+  for (const char* placebo : {"deranged/need", "zeroed/need", "random/need", "cross_model/need"})
+    CHECK(rate(placebo) <= 0.2);
+  // No-need regime: B has the pairs; relay changes nothing.
+  CHECK(rate("no_comm/no_need") >= 0.97);
+  CHECK(rate("kv_full/no_need") >= 0.97);
+  for (const auto& [unit, arms] : units) {
+    const auto* kv = arms.at("kv_full");
+    const auto* text = arms.at("text_full");
+    // Same model, same context: KV relay = reading the document (logits to float rounding).
+    CHECK(kv->correct == text->correct);
+    CHECK(kv->answer_logprob == Approx(text->answer_logprob).margin(1e-4));
+    REQUIRE(kv->hidden_cosine.has_value());
+    CHECK(*kv->hidden_cosine > 0.99999);
+    CHECK(*kv->next_token_kl < 1e-6);
+    // Bytes on one framing: the text relay is far smaller than the cache; quantized caches are smaller.
+    CHECK(text->bytes < kv->bytes);
+    CHECK(arms.at("kv_int8")->bytes < kv->bytes);
+    CHECK(arms.at("kv_int4")->bytes < arms.at("kv_int8")->bytes);
+    CHECK(arms.at("kv_layers_0")->bytes < kv->bytes);
+    CHECK(arms.at("no_comm")->bytes == 0);
+    CHECK_FALSE(arms.at("no_comm")->attention_mass.has_value());
+    CHECK(kv->relay_tokens == static_cast<std::int64_t>(kv->covariate_value("doc_tokens").value()));
+    // Sender / receiver fingerprints: equal except across models.
+    CHECK(kv->sender_fingerprint == kv->receiver_fingerprint);
+    CHECK(arms.at("cross_model")->sender_fingerprint != arms.at("cross_model")->receiver_fingerprint);
+    CHECK(arms.at("kv_noise_0.5")->noise_sigma == 0.5);
+    CHECK(arms.at("kv_full")->latency.transfer_s == Approx(d.link.transfer_seconds(kv->bytes)));
+  }
+}
+
+TEST_CASE("driver: records do not depend on execution order, and a resumed run completes the same set") {
+  fixture f;
+  trial_design d{.seed = 5, .items = 6, .seeds = 2};
+  d.arms = {parse_arm("no_comm"), parse_arm("kv_full"),  parse_arm("kv_noise_1"),
+            parse_arm("random"),  parse_arm("deranged"), parse_arm("text_budget_2")};
+  const auto ordered = by_key(f.run(d));
+  trial_design shuffled = d;
+  shuffled.randomize_order = true;
+  d.randomize_order = false;
+  CHECK(by_key(f.run(d)) == ordered);
+  CHECK(by_key(f.run(shuffled)) == ordered);
+  // Resume: pretend every third trial is done; the rest are produced, none twice.
+  std::set<trial_key> done;
+  std::size_t i = 0;
+  for (const auto& [k, line] : ordered)
+    if (i++ % 3 == 0) done.insert(k);
+  const auto rest = f.run(d, done);
+  CHECK(rest.size() == ordered.size() - done.size());
+  for (const auto& r : rest) {
+    CHECK(done.count({r.item, r.seed, r.arm}) == 0);
+    CHECK(ordered.at({r.item, r.seed, r.arm}) == timeless(r));
+  }
+}
+
+TEST_CASE("driver: bad designs and sources are refused with named arguments") {
+  fixture f;
+  trial_driver<reference_cpu_backend> solo(f.a);
+  const organism_task_options to{};
+  auto tasks = [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(f.fmt, to, i, s); };
+  auto sink = [](const trial_record&) {};
+  trial_design d{.items = 2, .seeds = 1};
+  d.arms = {parse_arm("cross_model")};
+  CHECK_THROWS_WITH(solo.run(d, tasks, sink),
+                    Catch::Contains("trial_driver::run") && Catch::Contains("partner"));
+  d.arms = {parse_arm("kv_full"), parse_arm("kv_full")};
+  CHECK_THROWS_WITH(solo.run(d, tasks, sink), Catch::Contains("unique"));
+  d.arms = {parse_arm("deranged")};
+  d.items = 1;
+  CHECK_THROWS_AS(solo.run(d, tasks, sink), invalid_argument);
+  d.items = 0;
+  CHECK_THROWS_WITH(solo.run(d, tasks, sink), Catch::Contains("items"));
+  d = trial_design{.items = 1, .seeds = 1};
+  d.arms = {parse_arm("kv_full")};
+  CHECK_THROWS_WITH(solo.run(
+                        d, [](std::uint64_t, std::uint64_t) { return trial_task{}; }, sink),
+                    Catch::Contains("tasks"));
+  CHECK_THROWS_WITH(solo.run(d, {}, sink), Catch::Contains("tasks"));
+}
+
+TEST_CASE("arms: parse_arm accepts the documented forms and names what it accepts otherwise") {
+  CHECK(parse_arm("text_budget_3").budget == 3);
+  CHECK(parse_arm("text_budget_3").kind == arm_kind::text_budget);
+  CHECK(parse_arm("kv_noise_0.75").noise_sigma == 0.75);
+  CHECK(parse_arm("kv_layers_0_1").policy.layers == std::vector<layer_index>{0, 1});
+  CHECK(parse_arm("kv_int4").wire_quantize->scheme == quant_scheme::int4);
+  CHECK(parse_arm("kv_sinks_2_8").kind == arm_kind::kv_policy);
+  for (const char* bad : {"", "kv", "kv_noise_", "kv_noise_-1", "kv_noise_nan", "text_budget_x", "kv_layers_",
+                          "kv_sinks_3", "Kv_full"})
+    CHECK_THROWS_WITH(parse_arm(bad), Catch::Contains("parse_arm") && Catch::Contains("name"));
+  std::set<std::string> labels;
+  for (const auto& a : default_arms()) CHECK(labels.insert(a.label).second);
+}
+
+TEST_CASE("links: presets, custom links and errors") {
+  CHECK(find_link("nvlink4").bandwidth_bytes_s == 400e9);
+  const auto c = find_link("custom:10:3");
+  CHECK(c.bandwidth_bytes_s == 10e9);
+  CHECK(c.alpha_s == Approx(3e-6));
+  CHECK(c.transfer_seconds(0) == 0.0);
+  CHECK(c.transfer_seconds(10'000) == Approx(1e-6 + 3e-6));
+  for (const char* bad : {"pcie6", "custom:", "custom:0:1", "custom:1:-1", "custom:1", "custom:x:1"})
+    CHECK_THROWS_WITH(find_link(bad), Catch::Contains("find_link"));
+}
+
+TEST_CASE("tasks: the organism generator is deterministic, regime-consistent and validated") {
+  const auto fmt = organism_format::load(models + "organism-a");
+  const organism_task_options o{.seed = 3};
+  for (std::uint64_t item = 0; item < 200; ++item) {
+    const auto t = make_organism_task(fmt, o, item, 1);
+    const auto u = make_organism_task(fmt, o, item, 1);
+    CHECK(t.document == u.document);
+    CHECK(t.query == u.query);
+    REQUIRE(t.document.size() == 1 + 2 * static_cast<std::size_t>(t.pairs));
+    CHECK(t.document[0] == fmt.bos);
+    CHECK(t.query[0] == fmt.sep);
+    // The answer is the value after the queried key in the document.
+    const auto it = std::find(t.document.begin() + 1, t.document.end(), t.query[1]);
+    REQUIRE(it != t.document.end());
+    CHECK(*(it + 1) == t.answer[0]);
+    if (t.regime == task_regime::need) {
+      CHECK(t.own_prompt.empty());
+    } else {
+      CHECK(t.pairs <= fmt.max_pairs / 2);
+      auto a = std::vector<token_id>(t.document.begin() + 1, t.document.end()), b = t.own_prompt;
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      CHECK(a == b);
+    }
+  }
+  // Seeds of one item ask about the same document.
+  CHECK(make_organism_task(fmt, o, 7, 0).document == make_organism_task(fmt, o, 7, 5).document);
+  CHECK_THROWS_WITH(make_organism_task(fmt, organism_task_options{.min_pairs = 0}, 0, 0),
+                    Catch::Contains("min_pairs"));
+  CHECK_THROWS_WITH(make_organism_task(fmt, organism_task_options{.max_pairs = 17}, 0, 0),
+                    Catch::Contains("max_pairs"));
+  CHECK_THROWS_WITH(make_organism_task(fmt, organism_task_options{.no_need_fraction = 2}, 0, 0),
+                    Catch::Contains("no_need_fraction"));
+  CHECK_THROWS_AS(organism_format::from_json(parse_json(R"({"vocab_size": 10})")), corrupt_data);
+  CHECK_THROWS_WITH(organism_format::from_json(
+                        parse_json(R"({"vocab_size": 68, "bos": 0, "sep": 1, "key_first": 4, "key_count": 32,
+      "value_first": 20, "value_count": 32, "max_pairs": 16})")),
+                    Catch::Contains("overlap"));
+  CHECK_THROWS_AS(organism_format::load("/nonexistent"), corrupt_data);
+}
