@@ -7,5 +7,6 @@
 #include "estimators.hpp"
 #include "kv.hpp"
 #include "backend.hpp"
+#include "trial.hpp"
 
 #endif  // LATENTAUDIT_LATENTAUDIT_HPP
