@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: module header for the audit report (findings, plots). Every header under report/
+// is listed here; a test checks that the list is complete.
+#ifndef LATENTAUDIT_REPORT_HPP
+#define LATENTAUDIT_REPORT_HPP
+
+#include "core.hpp"
+#include "report/finding.hpp"
+#include "report/svg.hpp"
+
+#endif  // LATENTAUDIT_REPORT_HPP
