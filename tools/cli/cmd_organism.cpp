@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit organism eval --model DIR [--pairs N] [--items K] [--seed S] [--threads T]`:
+// accuracy of a model organism (models/organism-*) on multi-query associative recall items from
+// make_organism_task (need regime), reading the document itself and without communication
+// (context BOS SEP key), each with its Wilson 95 % interval, and the chance level.
+#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/estimators/paired_binary.hpp>
+#include <latentaudit/trial/task.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cli.hpp"
+
+namespace latentaudit::cli {
+namespace {
+
+const std::vector<option_spec>& eval_options() {
+  static const std::vector<option_spec> o = {
+      {"--model", "DIR",
+       "model organism directory with config.json, model.safetensors and task.json (required)"},
+      {"--pairs", "N", "key-value pairs per document, in [1, the model's max_pairs]; default max_pairs"},
+      {"--items", "K", "documents evaluated, in [1, 1000000]; default 500"},
+      {"--seed", "S", "design seed of the items (make_organism_task), an integer in [0, 2^64); default 1"},
+      {"--threads", "T", "attention threads, 0 = all cores; default 1 (the results do not depend on it)"},
+      common_option("--pretty"),
+  };
+  return o;
+}
+
+/// Argmax of the last row of the logits (lowest id on ties).
+token_id last_argmax(const forward_output& o, std::size_t vocab) {
+  const float* l = o.logits.data() + static_cast<std::size_t>(o.rows - 1) * vocab;
+  return static_cast<token_id>(std::max_element(l, l + vocab) - l);
+}
+
+/// The answer B gives after reading `context` from position 0 in a fresh sequence.
+token_id answer(reference_cpu_backend& b, const std::vector<token_id>& context) {
+  const auto s = b.open_seq();
+  const auto out = b.prefill(s, context, 0);
+  b.close_seq(s);
+  return last_argmax(out, static_cast<std::size_t>(b.info().vocab_size));
+}
+
+int run_eval(std::span<const std::string> words) {
+  const auto args = arguments::parse(words, eval_options(), "organism eval");
+  if (args.help()) {
+    std::fputs(
+        help_text("latentaudit organism eval --model DIR [options]",
+                  "Evaluates a model organism on K multi-query associative recall items with N pairs each\n"
+                  "(BOS k1 v1 ... kN vN SEP q; the answer is the value of q, read at q's position): reading\n"
+                  "the document itself, and without communication (BOS SEP q). Prints both accuracies with\n"
+                  "Wilson 95% intervals and the chance level 1/values. A bad model directory or --pairs\n"
+                  "outside [1, max_pairs] exits with code 2.\n",
+                  eval_options())
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const std::string dir = args.require("--model");
+  const auto items = args.integer("--items", 500, 1, 1000000);
+  const auto seed = args.integer("--seed", 1, 0, UINT64_MAX);
+  const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
+  const auto fmt = organism_format::load(dir);
+  const auto pairs = static_cast<std::int32_t>(
+      args.integer("--pairs", static_cast<std::uint64_t>(fmt.max_pairs), 0, UINT64_MAX));
+  if (pairs < 1 || pairs > fmt.max_pairs)
+    throw usage_error("organism eval: option --pairs must lie in [1, " + std::to_string(fmt.max_pairs) +
+                      "] (the model's max_pairs), got " + *args.get("--pairs"));
+  auto backend = reference_cpu_backend::load(dir, threads);
+  if (backend.info().vocab_size != fmt.vocab_size)
+    throw corrupt_data("organism eval: task.json's vocab_size " + std::to_string(fmt.vocab_size) +
+                       " differs from config.json's " + std::to_string(backend.info().vocab_size) + " in '" +
+                       dir + "'");
+  const organism_task_options opts{
+      .seed = seed, .min_pairs = pairs, .max_pairs = pairs, .no_need_fraction = 0.0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t correct = 0, correct_none = 0;
+  for (std::uint64_t i = 0; i < items; ++i) {
+    const auto t = make_organism_task(fmt, opts, i, 0);
+    std::vector<token_id> read = t.document, none = t.no_relay_prefix;
+    read.insert(read.end(), t.query.begin(), t.query.end());
+    none.insert(none.end(), t.query.begin(), t.query.end());
+    correct += answer(backend, read) == t.answer[0];
+    correct_none += answer(backend, none) == t.answer[0];
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto ci = wilson_interval({.successes = correct, .trials = items});
+  const auto ci_none = wilson_interval({.successes = correct_none, .trials = items});
+  json_value j = json_value::object();
+  j.set("model", dir);
+  j.set("pairs", pairs);
+  j.set("items", items);
+  j.set("seed", std::to_string(seed));
+  j.set("correct", correct);
+  j.set("accuracy", ci.estimate);
+  j.set("ci_low", ci.low);
+  j.set("ci_high", ci.high);
+  j.set("no_comm_correct", correct_none);
+  j.set("no_comm_accuracy", ci_none.estimate);
+  j.set("no_comm_ci_low", ci_none.low);
+  j.set("no_comm_ci_high", ci_none.high);
+  j.set("level", 0.95);
+  j.set("chance", 1.0 / static_cast<double>(fmt.value_count));
+  j.set("seconds", seconds);
+  print_json(j, args.has("--pretty"));
+  return exit_ok;
+}
+
+int run_organism(std::span<const std::string> words) {
+  if (words.empty()) throw usage_error("organism: missing command (eval; see 'latentaudit organism --help')");
+  if (words[0] == "--help") {
+    std::fputs(
+        "usage: latentaudit organism eval --model DIR [options]\n\n"
+        "  eval               accuracy of a model organism reading the document itself and without "
+        "communication\n\n"
+        "Run 'latentaudit organism eval --help' for the options.\n",
+        stdout);
+    return exit_ok;
+  }
+  if (words[0] == "eval") return run_eval(words.subspan(1));
+  throw usage_error("organism: unknown command '" + words[0] + "' (expected eval)");
+}
+
+[[maybe_unused]] const bool registered = register_subcommand(
+    {"organism", "evaluate a model organism on associative recall (organism eval --model DIR)",
+     run_organism});
+
+}  // namespace
+}  // namespace latentaudit::cli
