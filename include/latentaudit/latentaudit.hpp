@@ -8,5 +8,6 @@
 #include "kv.hpp"
 #include "backend.hpp"
 #include "trial.hpp"
+#include "report.hpp"
 
 #endif  // LATENTAUDIT_LATENTAUDIT_HPP
