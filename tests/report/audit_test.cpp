@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: MIT
+// Tests of report/audit.hpp on synthetic records with planted truths: 120 items × 3 seeds, items
+// 0–59 in the need regime and 60–119 in the no-need regime, correct ~ Bernoulli(planted accuracy)
+// drawn from std::mt19937_64 with the printed seed. Monte-Carlo tolerances are stated per check.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "latentaudit/report/audit.hpp"
+
+namespace la = latentaudit;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 20261129;  // the generator's fixed seed
+
+struct planted_arm {
+  std::string arm, kind;
+  double p_need, p_no_need;
+  std::uint64_t bytes;
+  std::optional<double> sigma, budget;
+};
+
+// Planted accuracies (need, no-need) and wire bytes. Need: relay ~ text ~ 99 %, no_comm and every
+// placebo and cross_model at chance (3 %); text_budget_k ~ k/32; noise fails between 0.5 and 1.
+// No-need: every arm 99 % (relaying changes nothing).
+std::vector<planted_arm> planted_arms() {
+  return {
+      {"no_comm", "no_comm", 0.03, 0.99, 0, {}, {}},
+      {"text_full", "text_full", 0.99, 0.99, 4000, {}, {}},
+      {"text_budget_4", "text_budget", 4.0 / 32, 0.99, 500, {}, 4.0},
+      {"text_budget_16", "text_budget", 16.0 / 32, 0.99, 2000, {}, 16.0},
+      {"kv_full", "kv_full", 0.99, 0.99, 1000000, {}, {}},
+      {"kv_noise_0.25", "kv_policy", 0.99, 0.99, 1000000, 0.25, {}},
+      {"kv_noise_0.5", "kv_policy", 0.99, 0.99, 1000000, 0.5, {}},
+      {"kv_noise_1", "kv_policy", 0.50, 0.99, 1000000, 1.0, {}},
+      {"kv_noise_2", "kv_policy", 0.05, 0.99, 1000000, 2.0, {}},
+      {"kv_int8", "kv_policy", 0.98, 0.99, 250000, {}, {}},
+      {"kv_layers_0", "kv_policy", 0.20, 0.99, 500000, {}, {}},
+      {"deranged", "deranged", 0.03, 0.99, 1000000, {}, {}},
+      {"zeroed", "zeroed", 0.03, 0.99, 1000000, {}, {}},
+      {"random", "random", 0.03, 0.99, 1000000, {}, {}},
+      {"cross_model", "cross_model", 0.03, 0.99, 1000000, {}, {}},
+  };
+}
+
+double planted(const std::string& arm, const std::string& regime) {
+  for (const auto& a : planted_arms())
+    if (a.arm == arm) return regime == "need" ? a.p_need : a.p_no_need;
+  FAIL("no planted arm " << arm);
+  return 0;
+}
+
+std::vector<la::trial_record> make_records(std::size_t items, std::size_t seeds, std::uint64_t seed = kSeed,
+                                           std::size_t need_items = 0) {
+  if (need_items == 0) need_items = items / 2;
+  std::mt19937_64 g(seed);
+  auto uniform = [&] { return static_cast<double>(g() >> 11) * 0x1.0p-53; };
+  std::vector<la::trial_record> out;
+  for (std::size_t i = 0; i < items; ++i) {
+    const bool need = i < need_items;
+    for (std::size_t s = 0; s < seeds; ++s) {
+      for (const auto& a : planted_arms()) {
+        la::trial_record r;
+        r.item = i;
+        r.seed = s;
+        r.arm = a.arm;
+        r.arm_kind = a.kind;
+        r.regime = need ? "need" : "no_need";
+        r.correct = uniform() < (need ? a.p_need : a.p_no_need);
+        r.bytes = a.bytes;
+        r.latency.b_decode_s = 0.01;
+        r.latency.transfer_s = static_cast<double>(a.bytes) / 25e9;
+        r.noise_sigma = a.sigma;
+        r.budget = a.budget;
+        if (a.kind.rfind("kv", 0) == 0) r.attention_mass = 0.5;
+        r.covariates = {{"doc_tokens", 100.0 + 10.0 * static_cast<double>(i)}, {"pairs", 8}};
+        out.push_back(std::move(r));
+      }
+    }
+  }
+  return out;
+}
+
+const la::finding& find(const la::audit_core& c, const std::string& id) {
+  for (const auto& f : c.findings)
+    if (f.id == id) return f;
+  FAIL("no finding " << id);
+  return c.findings.front();
+}
+
+const la::paired_effect& effect(const std::vector<la::paired_effect>& v, const std::string& id) {
+  for (const auto& e : v)
+    if (e.id == id) return e;
+  FAIL("no effect " << id);
+  return v.front();
+}
+
+bool has_warning(const la::audit_core& c, const std::string& needle) {
+  return std::any_of(c.warnings.begin(), c.warnings.end(),
+                     [&](const std::string& w) { return w.find(needle) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("audit recovers every planted truth", "[report][audit]") {
+  static const bool printed = [] {
+    std::cout << "audit_test: generator seed " << kSeed << ", 120 items x 3 seeds x 15 arms\n";
+    return true;
+  }();
+  (void)printed;
+  const auto records = make_records(120, 3);
+  const auto c = la::analyse_records(records);
+  REQUIRE(c.n_records == records.size());
+  REQUIRE(c.n_items == 120);
+  REQUIRE(c.n_seeds == 3);
+  CHECK(c.warnings.empty());
+
+  SECTION("arm summaries: accuracy within 4 binomial SE (+1/n) of the planted value") {
+    REQUIRE(c.arms.size() == 15 * 3);
+    for (const auto& s : c.arms) {
+      if (s.regime == "all") {
+        CHECK(s.n == 360);
+        continue;
+      }
+      CHECK(s.n == 180);
+      const double p = planted(s.arm, s.regime);
+      INFO(s.arm << " " << s.regime << " acc " << s.accuracy);
+      CHECK(std::fabs(s.accuracy - p) <= 4.0 * std::sqrt(p * (1 - p) / 180.0) + 1.0 / 180.0);
+      CHECK(s.ci_low <= s.accuracy);
+      CHECK(s.ci_high >= s.accuracy);
+      CHECK(s.mean_receiver_s > 0);
+      CHECK(s.mean_attention_mass.has_value() == (s.arm_kind.rfind("kv", 0) == 0));
+    }
+  }
+
+  SECTION("paired effects: 20 in the family, estimates within 0.06 (about 4 SE) of the planted difference") {
+    REQUIRE(c.effects.size() == 20);
+    std::vector<double> p;
+    for (const auto& e : c.effects) {
+      p.push_back(e.p_value);
+      CHECK(e.n_pairs == 180);
+      CHECK(e.n_clusters == 60);
+      const double truth = planted(e.treated, e.regime) - planted(e.control, e.regime);
+      INFO(e.id << " est " << e.estimate << " [" << e.ci_low << ", " << e.ci_high << "] truth " << truth);
+      CHECK(std::fabs(e.estimate - truth) <= 0.06);
+      CHECK(e.ci_low <= e.estimate);
+      CHECK(e.ci_high >= e.estimate);
+    }
+    // Holm exactly as p_adjust over the whole family.
+    const auto holm = la::p_adjust(p, la::p_adjust_method::holm);
+    for (std::size_t i = 0; i < holm.size(); ++i) CHECK(c.effects[i].p_holm == holm[i]);
+    // McNemar's exact p on the pairs, as the library computes it from the outcome vectors.
+    std::vector<double> t, u;
+    for (std::size_t i = 0; i < records.size(); i += 15) {
+      if (records[i].regime != "need") continue;
+      t.push_back(records[i + 4].correct ? 1 : 0);  // kv_full
+      u.push_back(records[i].correct ? 1 : 0);      // no_comm
+    }
+    const auto mc = la::mcnemar_test(t, u);
+    CHECK(effect(c.effects, "need:kv_full-no_comm").p_value == mc.exact_p_value);
+  }
+
+  SECTION("the cluster interval equals bootstrap_clustered on the pairs with item labels") {
+    std::vector<double> diff;
+    std::vector<std::size_t> item;
+    for (std::size_t i = 0; i < records.size(); i += 15) {
+      if (records[i].regime != "need") continue;
+      diff.push_back((records[i + 4].correct ? 1.0 : 0.0) - (records[i].correct ? 1.0 : 0.0));
+      item.push_back(records[i].item);
+    }
+    const auto ref = la::bootstrap_clustered(
+        diff, item, [](const la::resample_view& v) { return v.mean(); },
+        {.replicates = 2000, .level = 0.95, .method = la::bootstrap_ci_method::percentile, .seed = 1});
+    const auto& e = effect(c.effects, "need:kv_full-no_comm");
+    CHECK(e.estimate == Approx(ref.effect.estimate).margin(1e-12));
+    CHECK(e.ci_low == Approx(ref.effect.ci_low).margin(1e-9));
+    CHECK(e.ci_high == Approx(ref.effect.ci_high).margin(1e-9));
+  }
+
+  SECTION("findings: every planted verdict") {
+    REQUIRE(c.findings.size() == 7);
+    const char* ids[] = {"need.kv_beats_no_comm",          "need.kv_equivalent_to_text",
+                         "need.deranged_beats_no_comm",    "need.zeroed_beats_no_comm",
+                         "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy",
+                         "noise.tolerance_sigma"};
+    for (std::size_t i = 0; i < 7; ++i) CHECK(c.findings[i].id == ids[i]);
+    for (const auto& f : c.findings) INFO(f.id << ": " << la::verdict_name(f.answer) << " — " << f.detail);
+    const auto& beats = find(c, "need.kv_beats_no_comm");
+    CHECK(beats.answer == la::verdict::yes);
+    CHECK(beats.n == 180);
+    CHECK(beats.ci_low <= 0.96);
+    CHECK(beats.ci_high >= 0.96);
+    const auto& eq = find(c, "need.kv_equivalent_to_text");
+    INFO(eq.detail);
+    CHECK(eq.answer == la::verdict::yes);
+    CHECK(eq.ci_low > -0.05);
+    CHECK(eq.ci_high < 0.05);
+    CHECK(find(c, "need.deranged_beats_no_comm").answer == la::verdict::no);
+    CHECK(find(c, "need.zeroed_beats_no_comm").answer == la::verdict::no);
+    CHECK(find(c, "need.cross_model_beats_no_comm").answer == la::verdict::no);
+    const auto& nn = find(c, "no_need.kv_changes_accuracy");
+    INFO(nn.detail);
+    CHECK(nn.answer == la::verdict::no);
+    const auto& noise = find(c, "noise.tolerance_sigma");
+    INFO(noise.detail);
+    CHECK(noise.answer == la::verdict::yes);
+    CHECK(noise.estimate == 1.0);
+    for (const auto& f : c.findings) {
+      CHECK_FALSE(f.method.empty());
+      CHECK_FALSE(f.detail.empty());
+      CHECK(la::finding_to_json(f).is_object());
+    }
+  }
+
+  SECTION("decomposition: presence ~ 0, pairing ~ 0.96, content ~ 0 (each within 0.06)") {
+    REQUIRE(c.decomposition.size() == 3);
+    const auto& pres = effect(c.decomposition, "need:presence");
+    CHECK(pres.treated == "{zeroed,random}");
+    CHECK(std::fabs(pres.estimate) <= 0.06);
+    CHECK(std::fabs(effect(c.decomposition, "need:pairing").estimate - 0.96) <= 0.06);
+    CHECK(effect(c.decomposition, "need:pairing").p_holm < 0.05);
+    CHECK(std::fabs(effect(c.decomposition, "need:content").estimate) <= 0.06);
+    for (const auto& e : c.decomposition) CHECK((e.ci_low <= e.estimate && e.estimate <= e.ci_high));
+  }
+
+  SECTION("CATE: by regime and doc_tokens tertiles, Holm over subgroups") {
+    REQUIRE(c.cate.size() == 5);
+    CHECK(c.cate[0].level == "need");
+    CHECK(c.cate[1].level == "no_need");
+    CHECK(std::fabs(c.cate[0].estimate - 0.96) <= 0.06);
+    CHECK(std::fabs(c.cate[1].estimate) <= 0.06);
+    CHECK(c.cate[1].p_adjusted >= 0.05);
+    std::size_t n = 0;
+    std::vector<double> p;
+    for (const auto& s : c.cate) p.push_back(s.p_value);
+    const auto holm = la::p_adjust(p, la::p_adjust_method::holm);
+    for (std::size_t i = 0; i < c.cate.size(); ++i) CHECK(c.cate[i].p_adjusted == holm[i]);
+    for (std::size_t i = 2; i < 5; ++i) {
+      const auto& s = c.cate[i];
+      INFO(s.level);
+      CHECK(s.variable == "doc_tokens");
+      CHECK(s.regime == "need");
+      CHECK(std::fabs(s.estimate - 0.96) <= 0.1);  // 60 pairs per tertile: about 4 SE
+      CHECK(s.p_adjusted < 0.05);
+      n += s.n;
+    }
+    CHECK(n == 180);
+    CHECK(c.cate[2].level == "Q1 [100, 296.667]");
+  }
+
+  SECTION("noise: curve, threshold between the planted 0.5 and 1, bootstrap limits on the grid") {
+    const auto& nt = c.noise;
+    REQUIRE(nt.curve.size() == 5);
+    CHECK(nt.curve[0].sigma == 0.0);
+    CHECK(nt.curve[0].noninferior);
+    CHECK(nt.curve[1].noninferior);
+    CHECK(nt.curve[2].noninferior);
+    CHECK_FALSE(nt.curve[3].noninferior);
+    CHECK_FALSE(nt.curve[4].noninferior);
+    CHECK(std::fabs(nt.curve[3].diff_vs_kv_full + 0.49) <= 0.1);
+    REQUIRE(nt.sigma_fail.has_value());
+    CHECK(*nt.sigma_fail == 1.0);
+    REQUIRE(nt.ci_low.has_value());
+    REQUIRE(nt.ci_high.has_value());
+    // The limits are grid values bracketing the planted threshold (the first sigma whose planted
+    // accuracy breaks the margin is 1; sampling noise may let some replicates fail earlier).
+    INFO("sigma_fail CI " << *nt.ci_low << " to " << *nt.ci_high);
+    CHECK((*nt.ci_low == 0.25 || *nt.ci_low == 0.5 || *nt.ci_low == 1.0));
+    CHECK(*nt.ci_high == 1.0);
+    CHECK(nt.unbounded_fraction == 0.0);
+    for (const auto& p : nt.curve) CHECK(p.noninferior == (p.diff_ci_low > -0.05));
+  }
+
+  SECTION("frontier: kv and text arms, Pareto set by brute force") {
+    REQUIRE(c.frontier.size() == 10);  // text_full, 2 budgets, kv_full, 4 noise, int8, layers_0
+    for (std::size_t i = 1; i < c.frontier.size(); ++i)
+      CHECK(c.frontier[i - 1].mean_bytes <= c.frontier[i].mean_bytes);
+    CHECK(c.frontier[0].arm == "text_budget_4");
+    CHECK(c.frontier[0].pareto);
+    for (const auto& p : c.frontier) {
+      bool dominated = false;
+      for (const auto& q : c.frontier)
+        dominated |= q.accuracy >= p.accuracy && q.mean_bytes <= p.mean_bytes &&
+                     (q.accuracy > p.accuracy || q.mean_bytes < p.mean_bytes);
+      CHECK(p.pareto == !dominated);
+      if (p.arm == "kv_layers_0") CHECK_FALSE(p.pareto);
+      if (p.arm == "text_budget_16") {
+        CHECK(p.ci_low <= 0.5);
+        CHECK(p.ci_high >= 0.5);
+      }
+    }
+  }
+}
+
+TEST_CASE("audit results do not depend on the thread count", "[report][audit]") {
+  const auto records = make_records(40, 3, kSeed + 1);
+  const auto a = la::analyse_records(records, {.bootstrap_replicates = 999, .threads = 1});
+  const auto b = la::analyse_records(records, {.bootstrap_replicates = 999, .threads = 3});
+  REQUIRE(a.effects.size() == b.effects.size());
+  for (std::size_t i = 0; i < a.effects.size(); ++i) {
+    CHECK(a.effects[i].ci_low == b.effects[i].ci_low);
+    CHECK(a.effects[i].ci_high == b.effects[i].ci_high);
+  }
+  REQUIRE(a.findings.size() == b.findings.size());
+  for (std::size_t i = 0; i < a.findings.size(); ++i) {
+    CHECK(a.findings[i].answer == b.findings[i].answer);
+    CHECK(la::finding_to_json(a.findings[i]) == la::finding_to_json(b.findings[i]));
+  }
+  CHECK(a.noise.ci_low == b.noise.ci_low);
+  CHECK(a.noise.ci_high == b.noise.ci_high);
+}
+
+TEST_CASE("audit: absent arms give inconclusive findings with n = 0, missing units are dropped",
+          "[report][audit]") {
+  auto records = make_records(120, 3);
+  std::size_t dropped = 0;
+  std::erase_if(records, [&](const la::trial_record& r) {
+    if (r.arm == "deranged" || r.arm == "cross_model" || r.arm.rfind("kv_noise_", 0) == 0) return true;
+    if (r.arm == "kv_full" && r.item < 5 && r.seed < 2) return ++dropped, true;  // 10 need units
+    return false;
+  });
+  REQUIRE(dropped == 10);
+  const auto c = la::analyse_records(records);
+  REQUIRE(c.findings.size() == 7);
+  for (const char* id :
+       {"need.deranged_beats_no_comm", "need.cross_model_beats_no_comm", "noise.tolerance_sigma"}) {
+    const auto& f = find(c, id);
+    INFO(id << ": " << f.detail);
+    CHECK(f.answer == la::verdict::inconclusive);
+    CHECK(f.n == 0);
+    CHECK(std::isnan(f.estimate));
+    CHECK_FALSE(f.detail.empty());
+  }
+  const auto& beats = find(c, "need.kv_beats_no_comm");
+  CHECK(beats.answer == la::verdict::yes);
+  CHECK(beats.n == 170);
+  CHECK(find(c, "need.zeroed_beats_no_comm").answer == la::verdict::no);
+  CHECK(has_warning(c, "arm 'kv_full' is missing on 10 of 360"));
+  CHECK(has_warning(c, "need:deranged-no_comm"));
+  CHECK(effect(c.effects, "no_need:kv_full-no_comm").n_pairs == 180);
+  CHECK(effect(c.effects, "need:zeroed-kv_full").n_pairs == 170);
+  CHECK(c.noise.curve.empty());
+  CHECK_FALSE(c.noise.sigma_fail.has_value());
+  // pairing needs deranged: left out, with a warning
+  CHECK(c.decomposition.size() == 2);
+  CHECK(has_warning(c, "pairing not estimable"));
+}
+
+TEST_CASE("audit: a stack with only some arms or no regime still yields every finding", "[report][audit]") {
+  auto records = make_records(20, 2);
+  std::erase_if(records,
+                [](const la::trial_record& r) { return r.arm != "no_comm" && r.arm != "text_full"; });
+  const auto c = la::analyse_records(records, {.bootstrap_replicates = 199});
+  REQUIRE(c.findings.size() == 7);
+  for (const auto& f : c.findings) {
+    INFO(f.id);
+    CHECK(f.answer == la::verdict::inconclusive);
+    CHECK(f.n == 0);
+  }
+  CHECK(c.effects.size() == 2);  // text_full − no_comm in each regime
+  CHECK(c.frontier.size() == 1);
+
+  for (auto& r : records) r.regime.clear();
+  const auto u = la::analyse_records(records, {.bootstrap_replicates = 199});
+  CHECK(u.effects.empty());
+  CHECK(u.arms.size() == 2);  // "all" only
+  CHECK(has_warning(u, "no 'need'/'no_need' regime"));
+  for (const auto& f : u.findings) CHECK(f.n == 0);
+
+  // arms found by arm_kind when labels differ
+  auto relabelled = make_records(30, 2);
+  for (auto& r : relabelled)
+    if (r.arm == "kv_full") r.arm = "stackx_full_cache";
+  const auto k = la::analyse_records(relabelled, {.bootstrap_replicates = 199});
+  CHECK(find(k, "need.kv_beats_no_comm").answer == la::verdict::yes);
+  CHECK(effect(k.effects, "need:stackx_full_cache-no_comm").n_pairs == 30);
+}
+
+TEST_CASE("audit: invalid input", "[report][audit]") {
+  auto records = make_records(6, 2);
+  CHECK_THROWS_AS(la::analyse_records(std::span<const la::trial_record>{}), la::invalid_argument);
+  CHECK_THROWS_AS(la::analyse_records(records, {.alpha = 0.6}), la::invalid_argument);
+  CHECK_THROWS_AS(la::analyse_records(records, {.equivalence_margin = 0}), la::invalid_argument);
+  CHECK_THROWS_AS(la::analyse_records(records, {.noninferiority_margin = -1}), la::invalid_argument);
+  CHECK_THROWS_WITH(la::analyse_records(records, {.bootstrap_replicates = 20}),
+                    Catch::Contains("bootstrap_replicates"));
+
+  auto dup = records;
+  dup.push_back(dup[4 + 15 * 3]);  // kv_full of item 1, seed 1
+  CHECK_THROWS_AS(la::analyse_records(dup), la::corrupt_data);
+  CHECK_THROWS_WITH(la::analyse_records(dup), Catch::Contains("(item 1, seed 1, arm 'kv_full')"));
+
+  auto mixed = records;
+  mixed[2].regime = "no_need";
+  CHECK_THROWS_AS(la::analyse_records(mixed), la::corrupt_data);
+  CHECK_THROWS_WITH(la::analyse_records(mixed), Catch::Contains("disagree on the regime"));
+
+  auto kinds = records;
+  kinds[4].arm_kind = "kv_policy";
+  CHECK_THROWS_WITH(la::analyse_records(kinds), Catch::Contains("two arm_kinds"));
+
+  auto nan = records;
+  nan[5].noise_sigma = std::nan("");
+  CHECK_THROWS_AS(la::analyse_records(nan), la::corrupt_data);
+}
+
+TEST_CASE("audit helper: the item t interval is non_inferiority_test's paired interval", "[report][audit]") {
+  std::mt19937_64 g(kSeed + 2);
+  std::vector<double> a(25), b(25), d(25);
+  std::vector<std::uint32_t> all(25);
+  for (std::size_t i = 0; i < 25; ++i) {
+    a[i] = static_cast<double>(g() % 4) / 3.0;
+    b[i] = static_cast<double>(g() % 4) / 3.0;
+    d[i] = a[i] - b[i];
+    all[i] = static_cast<std::uint32_t>(i);
+  }
+  const auto r = la::non_inferiority_test(a, b, 0.1, {.design = la::t_test_design::paired, .alpha = 0.05});
+  const auto iv = la::detail::item_interval(
+      d, all, [](std::size_t n) { return la::detail::t_quantile_upper(0.05, static_cast<double>(n - 1)); });
+  CHECK(iv.estimate == Approx(r.effect.estimate).margin(1e-12));
+  CHECK(iv.low == Approx(r.effect.ci_low).margin(1e-12));
+  CHECK(iv.high == Approx(r.effect.ci_high).margin(1e-12));
+  CHECK((iv.low > -0.1) == r.non_inferior);
+}
+
+TEST_CASE("audit: 24000 records, 2000 replicates (timing printed, not asserted)", "[report][audit]") {
+  // 800 items x 2 seeds x 15 arms = 24000 records.
+  const auto records = make_records(800, 2, kSeed + 3, 400);
+  REQUIRE(records.size() == 24000);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto c = la::analyse_records(records, {.bootstrap_replicates = 2000});
+  const auto t1 = std::chrono::steady_clock::now();
+  std::cout << "audit_test: analyse_records on 24000 records, B = 2000, 1 thread: "
+            << std::chrono::duration<double>(t1 - t0).count() << " s\n";
+  CHECK(find(c, "need.kv_beats_no_comm").answer == la::verdict::yes);
+  CHECK(find(c, "noise.tolerance_sigma").estimate == 1.0);
+}
