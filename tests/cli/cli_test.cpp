@@ -135,7 +135,7 @@ TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
   CHECK(v.out == std::string(latentaudit::version_string) + "\n");
   auto h = run_cli({"--help"});
   CHECK(h.code == 0);
-  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "--version", "--help", "Exit codes"}) {
+  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "organism", "--version", "--help", "Exit codes"}) {
     INFO(word);
     CHECK(h.out.find(word) != std::string::npos);
   }
@@ -580,6 +580,8 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"kv", "inspect", good, "--out", "x.lakv"}, {"unknown option '--out'"}},
       {{"kv", "make-example", "--out", write_file("seed.lakv", ""), "--seed", "-1"}, {"--seed", "integer"}},
       {{"kv", "make-example", "--out"}, {"--out", "needs a value"}},
+      {{"organism", "eval", "--model", "/nonexistent", "--items", "x"}, {"--items", "integer"}},
+      {{"organism"}, {"missing command"}},
       // options
       {with({"estimate", "welch"}, good, {"--level", "1.5"}), {"--level", "(0, 1)", "1.5"}},
       {with({"estimate", "welch"}, good, {"--level", "0"}), {"--level", "(0, 1)"}},
@@ -675,6 +677,8 @@ const std::vector<help_case>& help_cases() {
       {{"kv"}, {}},
       {{"kv", "inspect"}, {"--key-file", "--require-auth", "--pretty"}},
       {{"kv", "make-example"}, {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize", "--pretty"}},
+      {{"organism"}, {}},
+      {{"organism", "eval"}, {"--model", "--pairs", "--items", "--seed", "--threads", "--pretty"}},
   };
   return cases;
 }
