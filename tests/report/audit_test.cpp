@@ -444,3 +444,52 @@ TEST_CASE("audit: 24000 records, 2000 replicates (timing printed, not asserted)"
   CHECK(find(c, "need.kv_beats_no_comm").answer == la::verdict::yes);
   CHECK(find(c, "noise.tolerance_sigma").estimate == 1.0);
 }
+
+TEST_CASE("audit: degenerate data (one unit, constant outcomes) gives defined results", "[report][audit]") {
+  auto rec = [](std::uint64_t i, std::uint64_t s, const std::string& arm, const std::string& regime, bool c) {
+    la::trial_record r;
+    r.item = i;
+    r.seed = s;
+    r.arm = arm;
+    r.arm_kind = arm.rfind("kv_noise_", 0) == 0 ? "kv_policy" : arm;
+    r.regime = regime;
+    r.correct = c;
+    return r;
+  };
+  std::vector<la::trial_record> one;
+  for (const char* a : {"no_comm", "kv_full", "text_full", "kv_noise_1"})
+    one.push_back(rec(0, 0, a, "need", true));
+  const auto c1 = la::analyse_records(one, {.bootstrap_replicates = 199});
+  const auto& beats = find(c1, "need.kv_beats_no_comm");
+  CHECK(beats.answer == la::verdict::inconclusive);
+  CHECK(beats.n == 1);
+  CHECK(std::isnan(beats.ci_low));
+  CHECK(find(c1, "noise.tolerance_sigma").answer == la::verdict::inconclusive);
+  CHECK(has_warning(c1, "no bootstrap interval"));
+
+  // Every outcome correct: all paired differences 0, every bootstrap replicate 0 -> point intervals.
+  std::vector<la::trial_record> all;
+  for (std::uint64_t i = 0; i < 10; ++i)
+    for (std::uint64_t s = 0; s < 2; ++s)
+      for (const char* a : {"no_comm", "kv_full", "text_full", "kv_noise_0.5", "deranged"})
+        all.push_back(rec(i, s, a, i < 5 ? "need" : "no_need", true));
+  const auto c2 = la::analyse_records(all, {.bootstrap_replicates = 199});
+  const auto& eq = find(c2, "need.kv_equivalent_to_text");
+  CHECK(eq.answer == la::verdict::yes);
+  CHECK(eq.ci_low == 0.0);
+  CHECK(eq.ci_high == 0.0);
+  CHECK(find(c2, "need.kv_beats_no_comm").answer == la::verdict::no);
+  CHECK(find(c2, "no_need.kv_changes_accuracy").answer == la::verdict::no);
+  CHECK(find(c2, "noise.tolerance_sigma").answer == la::verdict::inconclusive);  // nothing fails
+  CHECK(c2.noise.curve.at(1).noninferior);
+
+  // The noise arm always wrong: constant item differences of -1, threshold 0.5 with a point interval.
+  for (auto& r : all)
+    if (r.arm == "kv_noise_0.5") r.correct = false;
+  const auto c3 = la::analyse_records(all, {.bootstrap_replicates = 199});
+  const auto& noise = find(c3, "noise.tolerance_sigma");
+  CHECK(noise.answer == la::verdict::yes);
+  CHECK(noise.estimate == 0.5);
+  CHECK(noise.ci_low == 0.5);
+  CHECK(noise.ci_high == 0.5);
+}

@@ -824,6 +824,11 @@ inline audit_core analyse_records(std::span<const trial_record> records, const a
                             .detail = std::move(why)});
   };
   auto pct = [](double x) { return fmt::format("{:.1f}", 100.0 * x); };
+  auto ci_text = [&](double lv, double lo, double hi) {
+    return std::isfinite(lo) && std::isfinite(hi)
+               ? fmt::format("{}% CI {} to {}", detail::percent(lv), pct(lo), pct(hi))
+               : std::string("no interval: fewer than 2 items");
+  };
   auto effect_finding = [&](std::string id, std::string_view eid, bool kv_rule) {
     const std::size_t i = effect_index(eid);
     if (i == audit_data::npos) {
@@ -838,24 +843,24 @@ inline audit_core analyse_records(std::span<const trial_record> records, const a
     std::string why;
     if (sig && e.estimate > 0) {
       v = verdict::yes;
-      why = fmt::format("{} beats {} by {} points ({}% CI {} to {}), Holm p = {:.3g}", e.treated, e.control,
-                        pct(e.estimate), detail::percent(level), pct(e.ci_low), pct(e.ci_high), e.p_holm);
+      why = fmt::format("{} beats {} by {} points ({}), Holm p = {:.3g}", e.treated, e.control,
+                        pct(e.estimate), ci_text(level, e.ci_low, e.ci_high), e.p_holm);
     } else if (!kv_rule) {
       v = verdict::no;
-      why = fmt::format("{} does not beat {}: difference {} points ({}% CI {} to {}), Holm p = {:.3g}{}",
-                        e.treated, e.control, pct(e.estimate), detail::percent(level), pct(e.ci_low),
-                        pct(e.ci_high), e.p_holm, sig ? " (significant, negative)" : " (not significant)");
+      why = fmt::format("{} does not beat {}: difference {} points ({}), Holm p = {:.3g}{}", e.treated,
+                        e.control, pct(e.estimate), ci_text(level, e.ci_low, e.ci_high), e.p_holm,
+                        sig ? " (significant, negative)" : " (not significant)");
     } else if (e.ci_high < o.equivalence_margin) {
       v = verdict::no;
-      why = fmt::format(
-          "no benefit of {} points or more: difference {} points ({}% CI {} to {}), Holm p = {:.3g}",
-          pct(o.equivalence_margin), pct(e.estimate), detail::percent(level), pct(e.ci_low), pct(e.ci_high),
-          e.p_holm);
+      why = fmt::format("no benefit of {} points or more: difference {} points ({}), Holm p = {:.3g}",
+                        pct(o.equivalence_margin), pct(e.estimate), ci_text(level, e.ci_low, e.ci_high),
+                        e.p_holm);
     } else {
       v = verdict::inconclusive;
       why = fmt::format(
-          "not significant after Holm (p = {:.3g}) but a benefit is not excluded ({}% CI {} to {} points)",
-          e.p_holm, detail::percent(level), pct(e.ci_low), pct(e.ci_high));
+          "difference {} points, not significant after Holm (p = {:.3g}), but a benefit of {} points "
+          "or more is not excluded ({})",
+          pct(e.estimate), e.p_holm, pct(o.equivalence_margin), ci_text(level, e.ci_low, e.ci_high));
     }
     out.findings.push_back({.id = std::move(id),
                             .answer = v,
@@ -883,7 +888,10 @@ inline audit_core analyse_records(std::span<const trial_record> records, const a
              i == audit_data::npos
                  ? fmt::format("the contrast {} has no pairs", eid)
                  : fmt::format("the contrast {} rests on fewer than 2 items; no interval", eid));
-      if (i != audit_data::npos) out.findings.back().n = out.effects[i].n_pairs;
+      if (i != audit_data::npos) {
+        out.findings.back().n = out.effects[i].n_pairs;
+        out.findings.back().estimate = out.effects[i].estimate;
+      }
     } else {
       const auto& e = out.effects[i];
       const double mm = o.equivalence_margin;
@@ -943,10 +951,9 @@ inline audit_core analyse_records(std::span<const trial_record> records, const a
             "{}% cluster bootstrap interval vs ±{}",
             e.method, detail::percent(level_tost), detail::number_text(mm));
         f.detail = fmt::format(
-            "difference {} points, not significant (Holm p = {:.3g}); {}% CI {} to {} {} the "
-            "margin ±{} points",
-            pct(e.estimate), e.p_holm, detail::percent(level_tost), pct(iv.low), pct(iv.high),
-            eq ? "inside" : "not inside", pct(mm));
+            "difference {} points, not significant (Holm p = {:.3g}); {} {} the margin ±{} points",
+            pct(e.estimate), e.p_holm, ci_text(level_tost, iv.low, iv.high), eq ? "inside" : "not inside",
+            pct(mm));
       }
       out.findings.push_back(std::move(f));
     }
@@ -965,8 +972,12 @@ inline audit_core analyse_records(std::span<const trial_record> records, const a
                 .n = noise_units};
       const bool located = nt.sigma_fail && nt.ci_low && nt.ci_high;
       f.answer = located ? verdict::yes : verdict::inconclusive;
+      const bool tested = std::any_of(nt.curve.begin() + 1, nt.curve.end(),
+                                      [](const dose_point& p) { return std::isfinite(p.diff_ci_low); });
       f.detail =
-          nt.sigma_fail
+          !tested ? std::string(
+                        "no noise arm could be tested: fewer than 2 need-regime items hold it and kv_full")
+          : nt.sigma_fail
               ? fmt::format(
                     "non-inferiority to kv_full (margin {} points) first fails at sigma {}; {}% CI {} "
                     "to {} ({:.1f}% of replicates find no failing sigma)",
