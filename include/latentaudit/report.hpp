@@ -5,6 +5,7 @@
 #define LATENTAUDIT_REPORT_HPP
 
 #include "core.hpp"
+#include "report/audit.hpp"
 #include "report/finding.hpp"
 #include "report/svg.hpp"
 
