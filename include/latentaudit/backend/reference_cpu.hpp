@@ -108,7 +108,8 @@ class reference_cpu_backend {
   using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
   /// @brief Loads `dir/config.json` and `dir/model.safetensors`.
-  /// @param threads worker threads for attention (0 = all cores); results do not depend on it
+  /// @param threads worker threads for attention (0 = all cores), used by forwards whose attention
+  ///        work (new tokens × cached tokens × heads × head_dim) reaches 2^18; results do not depend on it
   /// @throws corrupt_data on a bad config, a missing, unexpected or mis-shaped tensor;
   ///         invalid_argument if the directory or files cannot be opened.
   static reference_cpu_backend load(const std::filesystem::path& dir, unsigned threads = 1) {
@@ -392,6 +393,20 @@ class reference_cpu_backend {
   }
   const sequence& seq(std::string_view fn, seq_id s) const { return const_cast<reference_cpu_backend*>(this)->seq(fn, s); }
 
+  /// rotate_head with the cos and sin of the position's angles given (same arithmetic).
+  void rotate_head_cs(float* x, const double* c, const double* s) const noexcept {
+    const auto& rope = info_.fingerprint.rope;
+    if (rope.pairing == rope_pairing::none) return;
+    const std::size_t half = freq_.size();
+    for (std::size_t i = 0; i < half; ++i) {
+      const std::size_t i0 = rope.pairing == rope_pairing::neox ? i : 2 * i;
+      const std::size_t i1 = rope.pairing == rope_pairing::neox ? i + half : 2 * i + 1;
+      const double x0 = x[i0], x1 = x[i1];
+      x[i0] = static_cast<float>(x0 * c[i] - x1 * s[i]);
+      x[i1] = static_cast<float>(x1 * c[i] + x0 * s[i]);
+    }
+  }
+
   /// HF LlamaRMSNorm: x · rsqrt(mean(x²) + eps) · w, rows of X.
   matrix rms_norm(const matrix& x, const Eigen::VectorXf& w) const {
     matrix y(x.rows(), x.cols());
@@ -426,6 +441,18 @@ class reference_cpu_backend {
       cap->keys = static_cast<std::int64_t>(T);
       cap->weights.assign(capture_layers.size() * H * static_cast<std::size_t>(n) * T, 0.0f);
     }
+    // cos and sin of every new position's angles, once per forward (the same doubles rotate_head
+    // computes per head and layer, so the rotation is bit-identical)
+    const std::size_t half = freq_.size();
+    std::vector<double> rope_cos(static_cast<std::size_t>(n) * half), rope_sin(rope_cos.size());
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::size_t f = 0; f < half; ++f) {
+        const double a = static_cast<double>(first + i) * freq_[f];
+        rope_cos[static_cast<std::size_t>(i) * half + f] = std::cos(a);
+        rope_sin[static_cast<std::size_t>(i) * half + f] = std::sin(a);
+      }
+    // attention threads only when the work outweighs starting them (results do not depend on it)
+    const unsigned att_threads = static_cast<std::size_t>(n) * T * H * hd >= (std::size_t{1} << 18) ? threads_ : 1u;
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       const auto& w = layers_[l];
       const matrix h = rms_norm(x, w.in_norm);
@@ -436,17 +463,21 @@ class reference_cpu_backend {
       q.v[l].resize(T * row);
       q.visible[l].resize(T, 1);
       for (std::int64_t i = 0; i < n; ++i) {
-        const double pos = first + i;
-        for (std::size_t hh = 0; hh < H; ++hh) rotate_head(std::span<float>(qm.row(i).data() + hh * hd, hd), pos, info_.fingerprint.rope, freq_);
+        const bool rotate = first + i != 0;  // rotate_head leaves position 0 untouched
+        const double* c = rope_cos.data() + static_cast<std::size_t>(i) * half;
+        const double* sn = rope_sin.data() + static_cast<std::size_t>(i) * half;
+        if (rotate)
+          for (std::size_t hh = 0; hh < H; ++hh) rotate_head_cs(qm.row(i).data() + hh * hd, c, sn);
         float* krow = q.k[l].data() + (old_T + static_cast<std::size_t>(i)) * row;
         std::copy_n(km.row(i).data(), row, krow);
-        for (std::size_t g = 0; g < Hkv; ++g) rotate_head(std::span<float>(krow + g * hd, hd), pos, info_.fingerprint.rope, freq_);
+        if (rotate)
+          for (std::size_t g = 0; g < Hkv; ++g) rotate_head_cs(krow + g * hd, c, sn);
         std::copy_n(vm.row(i).data(), row, q.v[l].data() + (old_T + static_cast<std::size_t>(i)) * row);
       }
       const auto cap_it = std::find(capture_layers.begin(), capture_layers.end(), static_cast<layer_index>(l));
       const std::ptrdiff_t cap_index = cap_it == capture_layers.end() ? -1 : cap_it - capture_layers.begin();
       matrix att(n, static_cast<Eigen::Index>(H * hd));
-      parallel_chunks(H, 1, threads_, [&](std::size_t h0, std::size_t h1) {
+      parallel_chunks(H, 1, att_threads, [&](std::size_t h0, std::size_t h1) {
         std::vector<float> p(T);
         for (std::size_t hh = h0; hh < h1; ++hh) {
           const std::size_t g = hh / group;
