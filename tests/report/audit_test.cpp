@@ -493,3 +493,44 @@ TEST_CASE("audit: degenerate data (one unit, constant outcomes) gives defined re
   CHECK(noise.ci_low == 0.5);
   CHECK(noise.ci_high == 0.5);
 }
+
+TEST_CASE("audit: the cluster bootstrap interval covers the planted effect at about its level",
+          "[report][audit]") {
+  // Item-correlated outcomes: P(correct) = base + an item shift drawn per (item, arm) in ±0.3, so
+  // the seeds of one item share it and the paired differences are correlated within items.
+  // Planted kv_full − no_comm = 0.6 − 0.4 = 0.2. 200 data sets of 40 items × 3 seeds, B = 999.
+  // Monte-Carlo SE of a 0.95 coverage over 200 sets: 0.0154; accepted: [0.90, 0.99] (about 3 SE).
+  // (Measured offline over 1000 sets: 0.941 at 40 items, 0.949 at 120; a Wald interval on the
+  // pairs that ignores the items covers 0.91.)
+  constexpr std::uint64_t seed = kSeed + 4;
+  std::cout << "audit_test: coverage generator seed " << seed << "\n";
+  std::mt19937_64 g(seed);
+  auto uniform = [&] { return static_cast<double>(g() >> 11) * 0x1.0p-53; };
+  int covered = 0;
+  const int sets = 200;
+  for (int k = 0; k < sets; ++k) {
+    std::vector<la::trial_record> r;
+    for (std::uint64_t i = 0; i < 40; ++i) {
+      const double shift_kv = -0.3 + 0.6 * uniform(), shift_nc = -0.3 + 0.6 * uniform();
+      for (std::uint64_t s = 0; s < 3; ++s) {
+        for (const bool kv : {true, false}) {
+          la::trial_record x;
+          x.item = i;
+          x.seed = s;
+          x.arm = x.arm_kind = kv ? "kv_full" : "no_comm";
+          x.regime = "need";
+          x.correct = uniform() < (kv ? 0.6 + shift_kv : 0.4 + shift_nc);
+          r.push_back(std::move(x));
+        }
+      }
+    }
+    const auto c =
+        la::analyse_records(r, {.bootstrap_replicates = 999, .seed = static_cast<std::uint64_t>(k)});
+    const auto& e = effect(c.effects, "need:kv_full-no_comm");
+    covered += e.ci_low <= 0.2 && 0.2 <= e.ci_high ? 1 : 0;
+  }
+  const double coverage = static_cast<double>(covered) / sets;
+  std::cout << "audit_test: 95% cluster interval coverage " << coverage << " over " << sets << " data sets\n";
+  CHECK(coverage >= 0.90);
+  CHECK(coverage <= 0.99);
+}
