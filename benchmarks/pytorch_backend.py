@@ -10,7 +10,8 @@ before timing: prefill and decode logits within 1e-4.
 
 Run with Debian's interpreter (pyenv's python3 has no torch):
   /usr/bin/python3 benchmarks/pytorch_backend.py [--model models/organism-a] [--threads 1 2] [--seconds 2]
-Prints one line per workload and thread count: median and best tokens/s over timed repeats.
+Prints one line per workload and thread count: tokens/s over timed repeats (median and best by
+wall time, and median per process-CPU-second, the fairer number on a machine shared with other jobs).
 """
 import argparse
 import json
@@ -109,13 +110,24 @@ def check(m, cfg, w, doc, steps):
 
 
 def timed(fn, tokens, seconds):
-    """Runs fn (which returns the seconds of its timed part) until `seconds` elapsed; tokens/s."""
+    """Runs fn (which returns the wall and process-CPU seconds of its timed part) until `seconds`
+    elapsed; median wall tokens/s, best wall tokens/s, median CPU tokens/s, runs."""
     for _ in range(3):
         fn()  # warm-up
-    rates, t_end = [], time.perf_counter() + seconds
-    while time.perf_counter() < t_end or len(rates) < 5:
-        rates.append(tokens / fn())
-    return statistics.median(rates), max(rates), len(rates)
+    wall, cpu, t_end = [], [], time.perf_counter() + seconds
+    while time.perf_counter() < t_end or len(wall) < 5:
+        w, c = fn()
+        wall.append(tokens / w)
+        cpu.append(tokens / max(c, 1e-9))
+    return statistics.median(wall), max(wall), statistics.median(cpu), len(wall)
+
+
+def clock():
+    return time.perf_counter(), time.process_time()
+
+
+def since(t):
+    return time.perf_counter() - t[0], time.process_time() - t[1]
 
 
 def main():
@@ -137,27 +149,29 @@ def main():
 
     def prefill():
         cache = m.new_cache()
-        t0 = time.perf_counter()
+        t0 = clock()
         m.forward(doc, 0, cache)
-        return time.perf_counter() - t0
+        return since(t0)
 
     def decode():
         cache = m.new_cache()
         out = m.forward(doc, 0, cache)  # not timed
         pos = len(doc)
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(a.steps):
             out = m.forward([int(out.argmax())], pos, cache)
             pos += 1
-        return time.perf_counter() - t0
+        return since(t0)
 
     with torch.inference_mode():
         for t in a.threads:
             torch.set_num_threads(t)
-            med, best, n = timed(prefill, len(doc), a.seconds)
-            print(f"pytorch prefill_{len(doc)} threads {t}: {med:,.0f} tokens/s median, {best:,.0f} best ({n} runs)")
-            med, best, n = timed(decode, a.steps, a.seconds)
-            print(f"pytorch decode_{a.steps} (KV cache) threads {t}: {med:,.0f} tokens/s median, {best:,.0f} best ({n} runs)")
+            med, best, cpu, n = timed(prefill, len(doc), a.seconds)
+            print(f"pytorch prefill_{len(doc)} threads {t}: {med:,.0f} tokens/s median wall, {best:,.0f} best wall, "
+                  f"{cpu:,.0f} median per CPU-second ({n} runs)")
+            med, best, cpu, n = timed(decode, a.steps, a.seconds)
+            print(f"pytorch decode_{a.steps} (KV cache) threads {t}: {med:,.0f} tokens/s median wall, {best:,.0f} best wall, "
+                  f"{cpu:,.0f} median per CPU-second ({n} runs)")
     return 0
 
 
