@@ -466,6 +466,10 @@ TEST_CASE("audit: degenerate data (one unit, constant outcomes) gives defined re
   CHECK(std::isnan(beats.ci_low));
   CHECK(find(c1, "noise.tolerance_sigma").answer == la::verdict::inconclusive);
   CHECK(has_warning(c1, "no bootstrap interval"));
+  one.push_back(rec(1, 0, "kv_noise_2", "no_need", true));  // a noise arm without need-regime pairs
+  const auto c1b = la::analyse_records(one, {.bootstrap_replicates = 199});
+  CHECK(c1b.noise.curve.size() == 2);
+  CHECK(has_warning(c1b, "noise arm 'kv_noise_2' has no need-regime unit"));
 
   // Every outcome correct: all paired differences 0, every bootstrap replicate 0 -> point intervals.
   std::vector<la::trial_record> all;

@@ -604,6 +604,16 @@ inline audit_core analyse_records(std::span<const trial_record> records, const a
         }
         narms.push_back({a, *s});
       }
+      std::erase_if(narms, [&](const noise_arm& na) {
+        for (std::size_t u = 0; u < d.units(); ++u)
+          if (d.unit_regime[u] == audit_regime::need && d.outcome(u, na.arm) >= 0 &&
+              d.outcome(u, kv_full) >= 0)
+            return false;
+        warn.push_back(
+            fmt::format("noise arm '{}' has no need-regime unit with kv_full; left out of the dose-response",
+                        d.arm_label[na.arm]));
+        return true;
+      });
       std::stable_sort(narms.begin(), narms.end(),
                        [](const noise_arm& x, const noise_arm& y) { return x.sigma < y.sigma; });
     }
