@@ -145,13 +145,6 @@ struct [[nodiscard]] observational_result {
 
 namespace detail {
 
-/// @brief Text of an estimate with its interval, e.g. "0.301 [0.236, 0.366]".
-inline std::string estimate_text(const effect_estimate& e) {
-  if (!std::isfinite(e.estimate)) return "n/a";
-  if (!std::isfinite(e.ci_low) || !std::isfinite(e.ci_high)) return fmt::format("{:.3g} [n/a]", e.estimate);
-  return fmt::format("{:.3g} [{:.3g}, {:.3g}]", e.estimate, e.ci_low, e.ci_high);
-}
-
 /// @brief "Does the interval of `e` cover `truth`" as a finding.
 inline finding coverage_finding(std::string id, const effect_estimate& e, const effect_estimate& truth,
                                 std::string method, std::size_t n, std::string_view what,
@@ -176,13 +169,6 @@ inline finding coverage_finding(std::string id, const effect_estimate& e, const 
             .detail = fmt::format("{} {} {} the {} {:.3g}", what, estimate_text(e),
                                   covers ? "covers" : "does not cover", truth_name, truth.estimate)};
   return f;
-}
-
-/// @brief Mean and SD (n − 1) of `x`; SD 0 for fewer than 2 values.
-inline std::pair<double, double> mean_sd(std::span<const double> x) {
-  if (x.empty()) return {0.0, 0.0};
-  const auto m = moments(x);
-  return {m.mean, std::sqrt(m.variance)};
 }
 
 /// @brief The estimate of a failed method: NaN fields with status failed.

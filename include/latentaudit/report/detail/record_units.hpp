@@ -5,6 +5,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_RECORD_UNITS_HPP
 #define LATENTAUDIT_REPORT_DETAIL_RECORD_UNITS_HPP
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -22,6 +24,7 @@
 #include "../../core/error.hpp"
 #include "../../core/rng.hpp"
 #include "../../estimators/bootstrap.hpp"
+#include "../../estimators/difference_in_means.hpp"
 #include "../../estimators/effect_estimate.hpp"
 #include "../../trial/record.hpp"
 #include "../finding.hpp"
@@ -148,6 +151,20 @@ struct clustered_mean_options {
   e.ci_high = b.effect.ci_high;
   e.status = b.effect.status;
   return e;
+}
+
+/// @brief Text of an estimate with its interval, e.g. "0.301 [0.236, 0.366]".
+inline std::string estimate_text(const effect_estimate& e) {
+  if (!std::isfinite(e.estimate)) return "n/a";
+  if (!std::isfinite(e.ci_low) || !std::isfinite(e.ci_high)) return fmt::format("{:.3g} [n/a]", e.estimate);
+  return fmt::format("{:.3g} [{:.3g}, {:.3g}]", e.estimate, e.ci_low, e.ci_high);
+}
+
+/// @brief Mean and SD (n − 1) of `x`; SD 0 for fewer than 2 values.
+inline std::pair<double, double> mean_sd(std::span<const double> x) {
+  if (x.empty()) return {0.0, 0.0};
+  const auto m = moments(x);
+  return {m.mean, std::sqrt(m.variance)};
 }
 
 /// @brief Whether an estimate has a finite point estimate and interval.
