@@ -6,7 +6,9 @@
 
 #include "core.hpp"
 #include "report/audit.hpp"
+#include "report/cost.hpp"
 #include "report/finding.hpp"
+#include "report/observational.hpp"
 #include "report/svg.hpp"
 
 #endif  // LATENTAUDIT_REPORT_HPP
