@@ -296,7 +296,7 @@ inline ols_result fit_within(std::string_view fn, Eigen::MatrixXd x, std::vector
                              covariance_type cov, reference_distribution dist, double level, fixed_effect_count fe,
                              on_degenerate policy) {
   demean_within(x, y, unit, clusters.groups());
-  design_matrix dm{std::move(x), std::move(names)};
+  latentaudit::design_matrix dm{std::move(x), std::move(names)};
   ols_options o{.covariance = cov, .distribution = dist, .level = level,
                 .absorbed_parameters = fe == fixed_effect_count::counted ? clusters.groups() : 0,
                 .if_degenerate = policy};
