@@ -3,6 +3,7 @@
 // examples), HMAC-SHA256 (RFC 4231 test cases 1, 2 and 6), streaming = one-shot, hw = software.
 #include <latentaudit/core/hash.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,30 @@ TEST_CASE("crc32c streaming equals one-shot, hardware equals software", "[core][
   CHECK(c.value() == whole);
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   CHECK(~detail::crc32c_sw(0xFFFFFFFFu, p, data.size()) == whole);
+}
+
+TEST_CASE("crc32c: the interleaved hardware lanes equal the software tables on long inputs", "[core][hash]") {
+  // lengths around multiples of 3 · crc32c_lane_bytes (the interleaved block), odd offsets
+  std::vector<std::byte> data(5 * 3 * detail::crc32c_lane_bytes + 77);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>((i * 2654435761u) >> 13);
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  const std::size_t block = 3 * detail::crc32c_lane_bytes;
+  for (std::size_t off : {std::size_t{0}, std::size_t{1}, std::size_t{7}}) {
+    for (std::size_t len : {block - 1, block, block + 1, 2 * block + 13, data.size() - 8}) {
+      const auto sw = ~detail::crc32c_sw(0xFFFFFFFFu, p + off, len);
+      CHECK(crc32c::of(std::span(data).subspan(off, len)) == sw);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      if (detail::have_sse42()) CHECK(~detail::crc32c_hw(0xFFFFFFFFu, p + off, len) == sw);
+#endif
+    }
+  }
+  // streaming in pieces that straddle blocks equals one shot
+  crc32c c;
+  for (std::size_t off = 0; off < data.size(); off += 5000) c.update(std::span(data).subspan(off, std::min<std::size_t>(5000, data.size() - off)));
+  CHECK(c.value() == crc32c::of(data));
+  // the shift operator: advancing over lane_bytes zero bytes equals feeding them
+  const std::vector<unsigned char> zeros(detail::crc32c_lane_bytes, 0);
+  CHECK(detail::crc32c_shift.shift(0x12345678u) == detail::crc32c_sw(0x12345678u, zeros.data(), zeros.size()));
 }
 
 TEST_CASE("sha256 FIPS examples", "[core][hash]") {

@@ -3,6 +3,10 @@
 // conversion, fingerprint checks and HF layout round trips.
 #include <latentaudit/kv/kv_block.hpp>
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "support/catch.hpp"
 #include "support/kv_fixtures.hpp"
 
@@ -85,4 +89,28 @@ TEST_CASE("HF layout round trip is lossless", "[kv][kv_block]") {
   CHECK(c == b);
   std::vector<float> wrong(3);
   CHECK_THROWS_AS(from_hf_layout(c, 0, false, wrong), shape_mismatch);
+}
+
+TEST_CASE("stream_copy equals memcpy for every alignment and length class", "[kv][kv_block]") {
+  std::vector<std::byte> src(5 * 4 * 4096 + 333), dst(src.size() + 64);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>((i * 7919u) >> 3);
+  for (std::size_t doff : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{15}}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{4 * 4096 + 15}, std::size_t{4 * 4096 + 16}, std::size_t{4 * 4096 + 17}, std::size_t{3 * 4 * 4096 + 100},
+                          src.size() - 3}) {
+      std::fill(dst.begin(), dst.end(), std::byte{0xEE});
+      detail::stream_copy(dst.data() + doff, src.data() + 3, n);
+      CHECK(std::memcmp(dst.data() + doff, src.data() + 3, n) == 0);
+      CHECK(dst[doff + n] == std::byte{0xEE});                // nothing past the end
+      if (doff > 0) CHECK(dst[doff - 1] == std::byte{0xEE});  // nor before the start
+    }
+  }
+}
+
+TEST_CASE("a constructed block is zero-filled even where its storage was reused", "[kv][kv_block]") {
+  for (int rep = 0; rep < 3; ++rep) {
+    kv_block b(test::small_fingerprint(), {0, 2}, 257, dtype::bf16);
+    const auto bytes = b.payload();
+    CHECK(std::all_of(bytes.begin(), bytes.end(), [](std::byte x) { return x == std::byte{0}; }));
+    b.set(1, true, 256, 1, 5, 2.5f);
+  }
 }

@@ -3,6 +3,8 @@
 // H2O, SnapKV, PyramidKV, KVComm), applying selections (uniform and ragged) and idempotence.
 #include <latentaudit/kv/selection.hpp>
 
+#include <cstring>
+
 #include "support/catch.hpp"
 #include "support/kv_fixtures.hpp"
 
@@ -105,4 +107,58 @@ TEST_CASE("KVComm and PyramidKV selections give ragged blocks", "[kv][selection]
   CHECK(p.token_present(2, static_cast<std::int64_t>(std::find(p.positions().begin(), p.positions().end(), 2) - p.positions().begin())));
   // a ragged block re-selected with its own full spec is unchanged
   CHECK(apply_selection(k, kvcomm_selection(4, 6, {1, 2}, 2)) == k);
+}
+
+TEST_CASE("apply_selection into a caller's block reuses it and equals the returning form", "[kv][selection]") {
+  const auto b = test::random_block(9, dtype::bf16, 51);
+  // a previous, larger result of another dtype, then of the same dtype: stale bytes everywhere
+  kv_block out = test::random_block(12, dtype::f32, 52);
+  const auto full = uniform_selection(layers_range(4, 0, 4), tokens_range(9, 0, 9));
+  apply_selection(b, full, out);
+  CHECK(out == b);
+  const auto ragged = kvcomm_selection(4, 9, {2}, 3);
+  apply_selection(b, ragged, out);  // storage of the full selection reused: absent rows must be zeroed
+  CHECK(out == apply_selection(b, ragged));
+  CHECK(out.get(0, true, 5, 1, 2) == 0.0f);
+  const auto strided = uniform_selection(layers_range(4, 1, 4), tokens_stride(9, 2, 1));  // runs of one token
+  apply_selection(b, strided, out);
+  CHECK(out == apply_selection(b, strided));
+  CHECK(out.get(2, false, 3, 1, 7) == b.get(3, false, 7, 1, 7));
+  const auto runs = uniform_selection(layers_range(4, 0, 2), V{0, 1, 2, 5, 6, 8});  // runs of 3, 2, 1
+  apply_selection(b, runs, out);
+  CHECK(out == apply_selection(b, runs));
+  CHECK(out.positions()[3] == 5);
+  // a failed call leaves the output unchanged; the input cannot be the output
+  const auto before = out;
+  CHECK_THROWS_AS(apply_selection(b, uniform_selection({0}, {9}), out), invalid_argument);
+  CHECK(out == before);
+  kv_block same = b;
+  CHECK_THROWS_AS(apply_selection(same, full, same), invalid_argument);
+}
+
+TEST_CASE("bulk slices (merged and streamed copies) keep every byte", "[kv][selection]") {
+  // 4 layers x 2100 tokens x 8 heads x (128 + 128) x bf16 = 34.4 MB
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 4, .n_heads = 8, .n_kv_heads = 8, .head_dim_k = 128,
+                             .head_dim_v = 128, .rope = {}, .weights_hash = 7};
+  auto b = kv_block::all_layers(fp, 2100, dtype::bf16);
+  auto bytes = b.payload_mut();
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>((i * 2654435761u) >> 9 & 0x3F);
+  kv_block out;
+  for (const auto& sel : {uniform_selection(layers_range(4, 0, 4), tokens_range(2100, 0, 2100)),
+                          uniform_selection(layers_range(4, 1, 3), tokens_range(2100, 0, 2100)),
+                          uniform_selection(L{0, 3}, tokens_range(2100, 0, 2100)),
+                          uniform_selection(layers_range(4, 0, 4), tokens_range(2100, 7, 2001))}) {
+    apply_selection(b, sel, out);
+    REQUIRE(out.n_tokens() == static_cast<std::int64_t>(sel.tokens[0].size()));
+    const std::size_t row = b.row_bytes() / 2;  // K (or V) row bytes
+    const std::size_t T = 2100, U = sel.tokens[0].size();
+    bool same = true;
+    for (std::size_t i = 0; i < sel.layers.size(); ++i) {
+      const auto* s0 = b.payload().data() + static_cast<std::size_t>(sel.layers[i]) * T * 2 * row;
+      const auto* d0 = out.payload().data() + i * U * 2 * row;
+      const auto t0 = static_cast<std::size_t>(sel.tokens[0][0]);
+      same = same && std::memcmp(d0, s0 + t0 * row, U * row) == 0 && std::memcmp(d0 + U * row, s0 + T * row + t0 * row, U * row) == 0;
+    }
+    CHECK(same);
+  }
 }

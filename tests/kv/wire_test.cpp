@@ -4,6 +4,7 @@
 // fingerprint refusal and limits enforced before allocation.
 #include <latentaudit/kv/wire.hpp>
 
+#include <cstring>
 #include <sstream>
 
 #include "support/catch.hpp"
@@ -236,4 +237,84 @@ TEST_CASE("a quantized relay with an invalid scale is refused even with a valid 
   const std::uint32_t c = crc32c::of(std::span(bytes).subspan(0, bytes.size() - 4));
   std::memcpy(bytes.data() + bytes.size() - 4, &c, 4);
   CHECK_THROWS_WITH(decode_relay(bytes), Contains("scale"));
+}
+
+TEST_CASE("encode and decode into caller-owned buffers equal the returning forms", "[kv][wire]") {
+  std::vector<std::byte> bytes(3, std::byte{0x55});  // stale contents are replaced
+  decoded_relay d;
+  const auto key = key_of("k");
+  for (dtype t : {dtype::bf16, dtype::f32, dtype::bf16}) {
+    for (std::int64_t tokens : {9, 4, 11}) {
+      auto b = test::random_block(tokens, t, 60 + static_cast<std::uint64_t>(tokens));
+      const auto written = encode_relay(b, bytes, {.hmac_key = key});
+      CHECK(written == bytes.size());
+      CHECK(bytes == encode_relay(b, {.hmac_key = key}));
+      decode_relay(bytes, d, {.hmac_key = key, .require_authentication = true});
+      CHECK(d.kv == b);
+      CHECK(d.authenticated);
+      CHECK(d.wire_bytes == bytes.size());
+      // ragged and quantized relays through the same objects
+      std::vector<std::uint8_t> m(4 * static_cast<std::size_t>(tokens), 1);
+      m[1] = m[2 * static_cast<std::size_t>(tokens) + 3] = 0;
+      b.set_token_mask(m);
+      encode_relay(b, bytes);
+      decode_relay(bytes, d);
+      CHECK(d.kv == b);
+      CHECK(d.kv.get(0, false, 1, 0, 0) == 0.0f);
+      const wire_encode_options q{.quantize = quantize_spec{.scheme = quant_scheme::int8, .group_size = 4}};
+      encode_relay(b, bytes, q);
+      decode_relay(bytes, d);
+      CHECK(d.kv == decode_relay(bytes).kv);
+      CHECK_FALSE(d.authenticated);
+    }
+  }
+  // text resets the block; a failed decode resets the whole relay
+  const text_relay tok{.as_tokens = true, .tokens = {4, 2}};
+  encode_relay(test::random_block(3), bytes);
+  decode_relay(bytes, d);
+  const auto text = encode_relay(tok);
+  decode_relay(text, d);
+  CHECK(d.kind == relay_kind::text_tokens);
+  CHECK(d.text == tok);
+  CHECK(d.kv.n_layers() == 0);
+  decode_relay(bytes, d);
+  bytes[bytes.size() / 2] ^= std::byte{1};
+  CHECK_THROWS_AS(decode_relay(bytes, d), corrupt_data);
+  CHECK(d.kv.n_layers() == 0);
+  CHECK(d.wire_bytes == 0);
+  std::stringstream ss;
+  encode_relay(test::random_block(2, dtype::f16, 70), ss);
+  decode_relay(ss, d);
+  CHECK(d.kv == test::random_block(2, dtype::f16, 70));
+}
+
+TEST_CASE("bulk relays (streamed copies, several checksum lanes) round-trip through fresh and reused buffers", "[kv][wire]") {
+  // 2 layers x 4100 tokens x 8 heads x (128 + 128) x bf16 = 33.6 MB, above stream_copy_min_bytes
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 8, .n_kv_heads = 8, .head_dim_k = 128,
+                             .head_dim_v = 128, .rope = {}, .weights_hash = 7};
+  auto b = kv_block::all_layers(fp, 4100, dtype::bf16);
+  REQUIRE(b.payload_bytes() >= detail::stream_copy_min_bytes);
+  auto bytes_of_block = b.payload_mut();
+  for (std::size_t i = 0; i < bytes_of_block.size(); ++i) bytes_of_block[i] = static_cast<std::byte>((i * 2654435761u) >> 11 & 0x3F);
+  const auto fresh = encode_relay(b);
+  CHECK(crc32c::of(std::span(fresh).first(fresh.size() - 4)) == [&] {
+    std::uint32_t c;
+    std::memcpy(&c, fresh.data() + fresh.size() - 4, 4);
+    return c;
+  }());
+  std::vector<std::byte> reused(fresh.size() + 1);  // capacity suffices: the in-place path
+  encode_relay(b, reused);
+  CHECK(reused == fresh);
+  decoded_relay d;
+  decode_relay(fresh, d);
+  CHECK(d.kv == b);
+  decode_relay(reused, d);  // storage reused
+  CHECK(d.kv == b);
+  // a frame at an odd address in a larger buffer
+  std::vector<std::byte> shifted(fresh.size() + 1);
+  std::memcpy(shifted.data() + 1, fresh.data(), fresh.size());
+  CHECK(decode_relay(std::span(shifted).subspan(1)).kv == b);
+  // a flipped payload bit deep inside is still caught
+  reused[reused.size() / 2 + 12345] ^= std::byte{0x10};
+  CHECK_THROWS_AS(decode_relay(reused, d), corrupt_data);
 }

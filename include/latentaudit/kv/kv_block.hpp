@@ -11,11 +11,19 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
 
 #include "../core/detail/check.hpp"
 #include "../core/dtype.hpp"
@@ -131,6 +139,83 @@ decltype(auto) visit_cache_type(dtype t, F&& f) {
   }
 }
 
+namespace detail {
+
+/// @brief std::allocator that leaves value-initialised elements uninitialised: growing a vector
+/// (resize) only allocates, it does not write the new elements. Used for the payload of kv_block
+/// so that code which overwrites every byte (slicing, decoding) does not pay for a zero fill.
+/// Only for implicit-lifetime element types (trivially copyable and destructible), whose objects
+/// the allocation itself creates.
+template <class T>
+struct uninitialized_allocator {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  using value_type = T;  ///< element type
+  uninitialized_allocator() noexcept = default;
+  /// @brief Rebinding copy.
+  template <class U>
+  constexpr uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  /// @brief Storage for n elements.
+  [[nodiscard]] T* allocate(std::size_t n) { return std::allocator<T>{}.allocate(n); }
+  /// @brief Frees storage from allocate.
+  void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>{}.deallocate(p, n); }
+  /// @brief Value-initialisation is skipped (the element keeps an unspecified value).
+  template <class U>
+  void construct(U*) noexcept {}
+  /// @brief Construction from arguments (copies) is ordinary placement new.
+  template <class U, class A0, class... A>
+  void construct(U* p, A0&& a0, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A0>(a0), std::forward<A>(a)...);
+  }
+  /// @brief All instances are interchangeable.
+  template <class U>
+  friend constexpr bool operator==(const uninitialized_allocator&, const uninitialized_allocator<U>&) noexcept { return true; }
+};
+
+/// @brief A vector of cache elements whose growth does not zero-fill.
+template <class T>
+using cache_vector = std::vector<T, uninitialized_allocator<T>>;
+
+/// @brief Copies worth streaming past the cache (bulk payloads, far larger than any cache level
+/// the copy could usefully leave them in).
+inline constexpr std::size_t stream_copy_min_bytes = std::size_t{16} << 20;
+
+/// @brief memcpy for bulk payload pieces: on x86-64, non-temporal (streaming) stores over four
+/// interleaved 4 KiB pages at a time, which avoids reading the destination into the cache before
+/// overwriting it (what glibc's memcpy does for copies larger than its own threshold); elsewhere,
+/// and for short pieces, memcpy. The stores are fenced before return. The ranges must not overlap.
+inline void stream_copy(std::byte* d, const std::byte* s, std::size_t n) noexcept {
+#if defined(__x86_64__) || defined(_M_X64)
+  constexpr std::size_t page = 4096;
+  if (n >= 4 * page + 16) {
+    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15u)) & 15u;
+    if (head != 0) std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    for (; n >= 4 * page; n -= 4 * page, d += 4 * page, s += 4 * page) {
+      for (std::size_t i = 0; i < page; i += 64) {
+        for (std::size_t k = 0; k < 4; ++k) {
+          const auto* src = reinterpret_cast<const __m128i*>(s + k * page + i);
+          auto* dst = reinterpret_cast<__m128i*>(d + k * page + i);
+          const __m128i a = _mm_loadu_si128(src), b = _mm_loadu_si128(src + 1), c = _mm_loadu_si128(src + 2),
+                        e = _mm_loadu_si128(src + 3);
+          _mm_stream_si128(dst, a);
+          _mm_stream_si128(dst + 1, b);
+          _mm_stream_si128(dst + 2, c);
+          _mm_stream_si128(dst + 3, e);
+        }
+      }
+    }
+    _mm_sfence();
+  }
+#endif
+  if (n != 0) std::memcpy(d, s, n);
+}
+
+struct kv_block_access;
+
+}  // namespace detail
+
 /// @brief An owning KV block: K and V of some layers of a model for a run of tokens.
 class kv_block {
  public:
@@ -143,22 +228,10 @@ class kv_block {
   /// @throws invalid_argument on an invalid fingerprint, layer list, token count or dtype.
   kv_block(model_fingerprint fingerprint, std::vector<layer_index> layers, std::int64_t n_tokens, dtype type)
       : fp_(std::move(fingerprint)), layers_(std::move(layers)), n_tokens_(n_tokens), type_(type) {
-    constexpr std::string_view fn = "kv_block";
-    check_fingerprint_valid(fn, fp_);
-    if (!is_floating(type)) detail::throw_invalid(fn, "type", "must be f32, f16 or bf16");
-    detail::check_in_range(fn, "n_tokens", n_tokens, 0, std::int64_t{1} << 31);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      detail::check_in_range(fn, "layers", layers_[i], 0, fp_.n_layers - 1);
-      if (i > 0 && layers_[i] <= layers_[i - 1]) detail::throw_invalid(fn, "layers", "must be strictly increasing");
-    }
-    const std::size_t n = static_cast<std::size_t>(n_tokens) * layers_.size() * layer_elements();
-    switch (type) {
-      case dtype::f32: data_ = std::vector<float>(n); break;
-      case dtype::f16: data_ = std::vector<Eigen::half>(n); break;
-      default: data_ = std::vector<Eigen::bfloat16>(n); break;
-    }
-    positions_.resize(static_cast<std::size_t>(n_tokens));
-    for (std::size_t t = 0; t < positions_.size(); ++t) positions_[t] = static_cast<position_t>(t);
+    check_shape("kv_block");
+    allocate();
+    const auto bytes = payload_mut();
+    if (!bytes.empty()) std::memset(bytes.data(), 0, bytes.size());
   }
 
   /// @brief A block holding every layer of the model.
@@ -343,6 +416,40 @@ class kv_block {
   }
 
  private:
+  friend struct detail::kv_block_access;
+
+  // Validates fingerprint, dtype, token count and layer list (in the members).
+  void check_shape(std::string_view fn) const {
+    check_fingerprint_valid(fn, fp_);
+    if (!is_floating(type_)) detail::throw_invalid(fn, "type", "must be f32, f16 or bf16");
+    detail::check_in_range(fn, "n_tokens", n_tokens_, 0, std::int64_t{1} << 31);
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      detail::check_in_range(fn, "layers", layers_[i], 0, fp_.n_layers - 1);
+      if (i > 0 && layers_[i] <= layers_[i - 1]) detail::throw_invalid(fn, "layers", "must be strictly increasing");
+    }
+  }
+  // Sizes the payload for the members' shape (reusing the storage when the element type is
+  // unchanged; new elements are left unwritten), positions 0, 1, ..., no mask.
+  void allocate() {
+    const std::size_t n = static_cast<std::size_t>(n_tokens_) * layers_.size() * layer_elements();
+    auto size_as = [&](auto tag) {
+      using T = decltype(tag);
+      if (auto* v = std::get_if<detail::cache_vector<T>>(&data_)) {
+        v->resize(n);
+      } else {
+        data_ = detail::cache_vector<T>(n);
+      }
+    };
+    switch (type_) {
+      case dtype::f32: size_as(float{}); break;
+      case dtype::f16: size_as(Eigen::half{}); break;
+      default: size_as(Eigen::bfloat16{}); break;
+    }
+    positions_.resize(static_cast<std::size_t>(n_tokens_));
+    for (std::size_t t = 0; t < positions_.size(); ++t) positions_[t] = static_cast<position_t>(t);
+    mask_.clear();
+  }
+
   [[nodiscard]] std::size_t layer_elements() const noexcept {
     return static_cast<std::size_t>(fp_.n_kv_heads) * static_cast<std::size_t>(fp_.head_dim_k + fp_.head_dim_v);
   }
@@ -359,7 +466,7 @@ class kv_block {
     constexpr std::string_view fn = "kv_block::k/v";
     if (dtype_of<T>::value != type_) detail::throw_invalid(fn, "T", "must match the block's dtype " + std::string(dtype_name(type_)));
     if (i >= layers_.size()) detail::check_in_range(fn, "i", static_cast<long long>(i), 0, static_cast<long long>(layers_.size()) - 1);
-    auto& vec = std::get<std::vector<T>>(data_);
+    auto& vec = std::get<detail::cache_vector<T>>(data_);
     const std::size_t base = i * static_cast<std::size_t>(n_tokens_) * layer_elements();
     return value ? std::span<T>(vec).subspan(base + k_elements(), v_elements()) : std::span<T>(vec).subspan(base, k_elements());
   }
@@ -370,8 +477,36 @@ class kv_block {
   dtype type_ = dtype::f32;
   std::vector<position_t> positions_;
   std::vector<std::uint8_t> mask_;  // [layer][token] 0/1, empty = all present
-  std::variant<std::vector<float>, std::vector<Eigen::half>, std::vector<Eigen::bfloat16>> data_;
+  std::variant<detail::cache_vector<float>, detail::cache_vector<Eigen::half>, detail::cache_vector<Eigen::bfloat16>> data_;
 };
+
+namespace detail {
+
+/// @brief Library-internal construction of blocks whose every payload byte the caller writes
+/// next (slicing, decoding): no zero fill, and storage reused where possible.
+struct kv_block_access {
+  /// @brief Reshapes `b` in place (fingerprint, layers, tokens, dtype validated as by the
+  /// constructor), keeping its payload storage when the dtype is unchanged. Positions become
+  /// 0, 1, ..., the mask is cleared, and the payload's contents are unspecified: the caller must
+  /// write every byte before the block is read.
+  /// @throws invalid_argument as the kv_block constructor.
+  static void reshape_unwritten(kv_block& b, model_fingerprint fingerprint, std::vector<layer_index> layers,
+                                std::int64_t n_tokens, dtype type, std::string_view fn) {
+    b.fp_ = std::move(fingerprint);
+    b.layers_ = std::move(layers);
+    b.n_tokens_ = n_tokens;
+    b.type_ = type;
+    try {
+      b.check_shape(fn);
+    } catch (...) {
+      b = kv_block();
+      throw;
+    }
+    b.allocate();
+  }
+};
+
+}  // namespace detail
 
 /// @brief Copies K (or V) of present layer i into HF's per-layer layout [1, kv_heads, tokens, head_dim]
 /// (head-major "HND", as `DynamicCache.layers[l].keys`), as floats.

@@ -280,13 +280,17 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
   return s;
 }
 
-/// @brief Applies a selection to a block: keeps the selected layers (which must be present) and
-/// the union of the selected tokens; if layers keep different tokens the result carries a token
-/// mask. Positions travel with their tokens (no re-rotation).
-/// @throws invalid_argument if a layer is absent from the block, a token index is out of range,
-///         lists are not increasing, or the sizes of layers and tokens differ.
-[[nodiscard]] inline kv_block apply_selection(const kv_block& block, const kv_selection& sel) {
+/// @brief Applies a selection to a block, writing the result into `out` (whose payload storage
+/// is reused when it is large enough and of the same dtype, so repeated slicing allocates and
+/// page-faults nothing): keeps the selected layers (which must be present) and the union of the
+/// selected tokens; if layers keep different tokens the result carries a token mask. Positions
+/// travel with their tokens (no re-rotation). Runs of consecutive tokens are copied at once.
+/// @throws invalid_argument if `out` is `block`, a layer is absent from the block, a token index
+///         is out of range, lists are not increasing, or the sizes of layers and tokens differ
+///         (`out` is then left empty or unchanged).
+inline void apply_selection(const kv_block& block, const kv_selection& sel, kv_block& out) {
   constexpr std::string_view fn = "apply_selection";
+  if (&out == &block) detail::throw_invalid(fn, "out", "must not be the input block");
   detail::check_same_size(fn, "selection.layers", sel.layers.size(), "selection.tokens", sel.tokens.size());
   std::vector<std::size_t> src_layer;
   for (std::size_t i = 0; i < sel.layers.size(); ++i) {
@@ -299,11 +303,18 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
       if (k > 0 && sel.tokens[i][k] <= sel.tokens[i][k - 1]) detail::throw_invalid(fn, "selection.tokens", "must be strictly increasing in each layer");
     }
   }
+  // the union of the selected tokens (each list is increasing; identical lists are the common case)
   std::vector<std::int64_t> uni;
-  for (const auto& t : sel.tokens) uni.insert(uni.end(), t.begin(), t.end());
-  std::sort(uni.begin(), uni.end());
-  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
-  kv_block out(block.fingerprint(), sel.layers, static_cast<std::int64_t>(uni.size()), block.type());
+  bool same = true;
+  for (std::size_t i = 1; i < sel.tokens.size() && same; ++i) same = sel.tokens[i] == sel.tokens[0];
+  if (same && !sel.tokens.empty()) {
+    uni = sel.tokens[0];
+  } else {
+    for (const auto& t : sel.tokens) uni.insert(uni.end(), t.begin(), t.end());
+    std::sort(uni.begin(), uni.end());
+    uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  }
+  detail::kv_block_access::reshape_unwritten(out, block.fingerprint(), sel.layers, static_cast<std::int64_t>(uni.size()), block.type(), fn);
   for (std::size_t u = 0; u < uni.size(); ++u) out.positions()[u] = block.positions()[static_cast<std::size_t>(uni[u])];
   const std::size_t es = dtype_size(block.type());
   const auto src = block.payload();
@@ -313,20 +324,68 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
   const std::size_t vrow = static_cast<std::size_t>(block.n_kv_heads()) * static_cast<std::size_t>(block.head_dim_v()) * es;
   bool ragged = false;
   std::vector<std::uint8_t> mask(sel.layers.size() * U, 0);
+  std::vector<std::uint8_t> keep(U);
+  // copies are merged while they are contiguous in both blocks (a whole-layer selection is one
+  // copy); bulk outputs are written with streaming stores
+  const bool bulk = dst.size() >= detail::stream_copy_min_bytes;
+  std::size_t pend_dst = 0, pend_src = 0, pend_n = 0;
+  auto flush = [&] {
+    if (pend_n == 0) return;
+    if (bulk && pend_n < (std::size_t{64} << 20)) {  // huge pieces: memcpy's own streaming path
+      detail::stream_copy(dst.data() + pend_dst, src.data() + pend_src, pend_n);
+    } else {
+      std::memcpy(dst.data() + pend_dst, src.data() + pend_src, pend_n);
+    }
+    pend_n = 0;
+  };
+  auto copy = [&](std::size_t d, std::size_t s, std::size_t n) {
+    if (pend_n != 0 && pend_dst + pend_n == d && pend_src + pend_n == s) {
+      pend_n += n;
+      return;
+    }
+    flush();
+    pend_dst = d;
+    pend_src = s;
+    pend_n = n;
+  };
   for (std::size_t i = 0; i < sel.layers.size(); ++i) {
-    const std::size_t sb = src_layer[i] * T * (krow + vrow), db = i * U * (krow + vrow);
     std::size_t k = 0;
     for (std::size_t u = 0; u < U; ++u) {
-      const auto t = static_cast<std::size_t>(uni[u]);
-      const bool keep = k < sel.tokens[i].size() && sel.tokens[i][k] == uni[u] && block.token_present(src_layer[i], uni[u]);
-      if (k < sel.tokens[i].size() && sel.tokens[i][k] == uni[u]) ++k;
-      if (!keep) { ragged = true; continue; }
-      mask[i * U + u] = 1;
-      std::memcpy(dst.data() + db + u * krow, src.data() + sb + t * krow, krow);
-      std::memcpy(dst.data() + db + U * krow + u * vrow, src.data() + sb + T * krow + t * vrow, vrow);
+      const bool listed = k < sel.tokens[i].size() && sel.tokens[i][k] == uni[u];
+      if (listed) ++k;
+      keep[u] = static_cast<std::uint8_t>(listed && block.token_present(src_layer[i], uni[u]));
+      mask[i * U + u] = keep[u];
+      ragged = ragged || keep[u] == 0;
+    }
+    const std::size_t sb = src_layer[i] * T * (krow + vrow), db = i * U * (krow + vrow);
+    // runs [u, e) of kept rows whose source tokens are consecutive: one copy each for K and V;
+    // rows not kept are zeroed
+    for (std::size_t u = 0; u < U;) {
+      std::size_t e = u + 1;
+      while (e < U && keep[e] == keep[u] && (keep[u] == 0 || uni[e] == uni[e - 1] + 1)) ++e;
+      const std::size_t n = e - u;
+      if (keep[u] != 0) {
+        const auto t = static_cast<std::size_t>(uni[u]);
+        copy(db + u * krow, sb + t * krow, n * krow);
+        copy(db + U * krow + u * vrow, sb + T * krow + t * vrow, n * vrow);
+      } else {
+        std::memset(dst.data() + db + u * krow, 0, n * krow);
+        std::memset(dst.data() + db + U * krow + u * vrow, 0, n * vrow);
+      }
+      u = e;
     }
   }
+  flush();
   if (ragged) out.set_token_mask(std::move(mask));
+}
+
+/// @brief Applies a selection to a block (see the overload writing into a caller's block).
+/// @returns a new block with the selected layers and tokens.
+/// @throws invalid_argument if a layer is absent from the block, a token index is out of range,
+///         lists are not increasing, or the sizes of layers and tokens differ.
+[[nodiscard]] inline kv_block apply_selection(const kv_block& block, const kv_selection& sel) {
+  kv_block out;
+  apply_selection(block, sel, out);
   return out;
 }
 

@@ -100,6 +100,8 @@ namespace detail {
 inline constexpr std::array<char, 4> wire_magic{'L', 'A', 'R', 'L'};
 inline constexpr std::uint16_t wire_version = 1;
 inline constexpr std::size_t wire_prefix_bytes = 20;
+/// @brief Piece size in which payloads are copied and checksummed (fits in L2 between the two).
+inline constexpr std::size_t wire_chunk_bytes = std::size_t{1} << 18;
 
 /// @brief Appends little-endian scalars to a byte vector.
 struct byte_writer {
@@ -194,10 +196,14 @@ std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
   crc32c crc;
   std::optional<hmac_sha256> mac;
   if (!o.hmac_key.empty()) mac.emplace(o.hmac_key);
+  // in pieces that stay in cache between the copy and the checksum
   auto emit = [&](std::span<const std::byte> s) {
-    crc.update(s);
-    if (mac) mac->update(s);
-    sink(s);
+    for (std::size_t off = 0; off < s.size(); off += wire_chunk_bytes) {
+      const auto part = s.subspan(off, std::min(wire_chunk_bytes, s.size() - off));
+      sink(part);
+      crc.update(part);
+      if (mac) mac->update(part);
+    }
   };
   emit(prefix);
   for (auto p : payload) emit(p);
@@ -286,9 +292,12 @@ inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wi
   return n;
 }
 
-/// @brief Encodes a KV block into a byte vector (exactly relay_wire_bytes(b) long).
-[[nodiscard]] inline std::vector<std::byte> encode_relay(const kv_block& b, const wire_encode_options& o = {}) {
-  std::vector<std::byte> out;
+/// @brief Encodes a KV block into `out`, replacing its contents (exactly relay_wire_bytes(b)
+/// bytes) but keeping its capacity, so that encoding repeatedly into the same vector allocates
+/// and page-faults nothing.
+/// @returns bytes written.
+/// @throws invalid_argument on a bad quantization spec.
+inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out, const wire_encode_options& o = {}) {
   const auto header = detail::kv_header(b, o.quantize);
   std::vector<std::byte> bitmap, rows;
   if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
@@ -296,10 +305,36 @@ inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wi
   else if (b.has_token_mask()) rows = detail::gather_rows(b);
   const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap,
                                                (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
-  out.reserve(detail::wire_prefix_bytes + header.size() + parts[0].size() + parts[1].size() + parts[2].size() + 4 +
-              (o.hmac_key.empty() ? 0 : 32));
-  detail::write_frame(relay_kind::kv, header, parts, o,
-                      [&](std::span<const std::byte> s) { out.insert(out.end(), s.begin(), s.end()); });
+  const std::size_t total = detail::wire_prefix_bytes + header.size() + parts[0].size() + parts[1].size() + parts[2].size() + 4 +
+                            (o.hmac_key.empty() ? 0 : 32);
+  if (out.capacity() < total) {
+    // a new buffer: appending writes (and faults in) each page once
+    out.clear();
+    out.reserve(total);
+    detail::write_frame(relay_kind::kv, header, parts, o,
+                        [&](std::span<const std::byte> s) { out.insert(out.end(), s.begin(), s.end()); });
+    return out.size();
+  }
+  // a reused buffer: overwrite in place, bulk pieces with streaming stores
+  out.resize(total);
+  std::byte* w = out.data();
+  const bool bulk = total >= detail::stream_copy_min_bytes;
+  detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s) {
+    if (bulk) {
+      detail::stream_copy(w, s.data(), s.size());
+    } else if (!s.empty()) {
+      std::memcpy(w, s.data(), s.size());
+    }
+    w += s.size();
+  });
+  return out.size();
+}
+
+/// @brief Encodes a KV block into a byte vector (exactly relay_wire_bytes(b) long).
+/// @throws invalid_argument on a bad quantization spec.
+[[nodiscard]] inline std::vector<std::byte> encode_relay(const kv_block& b, const wire_encode_options& o = {}) {
+  std::vector<std::byte> out;
+  encode_relay(b, out, o);
   return out;
 }
 
@@ -318,6 +353,16 @@ inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const 
 /// @brief Decodes one relay from a stream, reading exactly one frame.
 /// @throws as the byte version; corrupt_data also on a short read.
 [[nodiscard]] inline decoded_relay decode_relay(std::istream& in, const wire_decode_options& o = {});
+
+/// @brief Decodes one relay from bytes into `out`, reusing the payload storage of `out.kv` when
+/// it is large enough and of the same dtype (so that decoding repeatedly into the same object
+/// allocates and page-faults nothing). The result equals that of the returning overload.
+/// @throws as the returning overload; `out` is then reset to an empty relay.
+inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out, const wire_decode_options& o = {});
+
+/// @brief Decodes one relay from a stream into `out` (see the byte version).
+/// @throws as the returning stream overload; `out` is then reset to an empty relay.
+inline void decode_relay(std::istream& in, decoded_relay& out, const wire_decode_options& o = {});
 
 // ---- implementation ------------------------------------------------------------------------------
 
@@ -359,6 +404,19 @@ struct span_source {
     std::memcpy(dst.data(), in.data() + pos, dst.size());
     pos += dst.size();
   }
+  /// Reads a piece of a bulk payload (streaming stores when `bulk`); returns the bytes read, in
+  /// the source, where they are still in cache for the checksum.
+  std::span<const std::byte> read_bulk(std::span<std::byte> dst, std::string_view what, bool bulk) {
+    if (!bulk) {
+      read(dst, what);
+      return dst;
+    }
+    if (in.size() - pos < dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
+    const auto src = in.subspan(pos, dst.size());
+    stream_copy(dst.data(), src.data(), src.size());
+    pos += dst.size();
+    return src;
+  }
 };
 struct stream_source {
   std::istream& in;
@@ -367,12 +425,17 @@ struct stream_source {
     in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
     if (static_cast<std::size_t>(in.gcount()) != dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
   }
+  std::span<const std::byte> read_bulk(std::span<std::byte> dst, std::string_view what, bool) {
+    read(dst, what);
+    return dst;
+  }
 };
 
-/// @brief Parses and validates a KV header; returns an allocated (zeroed) block of that shape.
+/// @brief Parses and validates a KV header and shapes `into` accordingly (reusing its storage;
+/// the payload is left unwritten: the decoder writes every byte or zeroes absent rows).
 /// Every field is checked against the limits before the block is allocated.
-inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len, const wire_limits& L,
-                                bool& masked, std::optional<quantize_spec>& quant) {
+inline void parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len, const wire_limits& L,
+                            bool& masked, std::optional<quantize_spec>& quant, kv_block& into) {
   byte_reader r{header};
   const auto arch_len = r.get<std::uint16_t>("architecture length");
   check_field(arch_len <= 256, "architecture length", std::to_string(arch_len), "<= 256");
@@ -456,7 +519,7 @@ inline kv_block parse_kv_header(std::span<const std::byte> header, std::uint64_t
   } else {
     check_field(payload_len == full, "payload length", std::to_string(payload_len), std::to_string(full) + " for the declared shape");
   }
-  return kv_block(std::move(f), std::move(layers), n_tokens, type);
+  kv_block_access::reshape_unwritten(into, std::move(f), std::move(layers), n_tokens, type, "decode_relay");
 }
 
 inline void scatter_rows(kv_block& b, std::span<const std::byte> bitmap, std::span<const std::byte> rows) {
@@ -479,7 +542,12 @@ inline void scatter_rows(kv_block& b, std::span<const std::byte> bitmap, std::sp
 }
 
 template <class Source>
-decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
+void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out) {
+  {
+    kv_block storage = std::move(out.kv);
+    out = decoded_relay{};
+    out.kv = std::move(storage);
+  }
   std::array<std::byte, wire_prefix_bytes> prefix;
   src.read(prefix, "prefix");
   crc32c crc;
@@ -501,7 +569,6 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
   src.read(header, "header");
   crc.update(header);
 
-  decoded_relay out;
   out.kind = static_cast<relay_kind>(kind);
   out.has_tag = (flags & 1u) != 0;
   std::span<std::byte> payload_dst;
@@ -510,7 +577,7 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
   std::vector<std::byte> rows;  // masked KV: the present rows, scattered after the CRC check
   if (out.kind == relay_kind::kv) {
     bool masked = false;
-    out.kv = parse_kv_header(header, plen, o.limits, masked, out.quantization);
+    parse_kv_header(header, plen, o.limits, masked, out.quantization, out.kv);
     if (o.expected_fingerprint != nullptr) check_fingerprint("decode_relay", *o.expected_fingerprint, out.kv.fingerprint());
     const auto pos_bytes = std::as_writable_bytes(out.kv.positions());
     src.read(pos_bytes, "positions");
@@ -542,6 +609,7 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
       payload_dst = rows;
     }
   } else if (out.kind == relay_kind::text_tokens) {
+    out.kv = kv_block();
     byte_reader r{header};
     const auto count = r.get<std::uint64_t>("token count");
     check_field(r.pos == header.size(), "header length", std::to_string(header.size()), "8");
@@ -551,17 +619,17 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
     out.text.tokens.resize(count);
     payload_dst = std::as_writable_bytes(std::span(out.text.tokens));
   } else {
+    out.kv = kv_block();
     check_field(hlen == 0, "header length", std::to_string(hlen), "0 for UTF-8 text");
     out.text.as_tokens = false;
     out.text.utf8.resize(plen);
     payload_dst = std::as_writable_bytes(std::span(out.text.utf8.data(), out.text.utf8.size()));
   }
   // stream the payload through the CRC in chunks
-  constexpr std::size_t chunk = std::size_t{1} << 20;
-  for (std::size_t off = 0; off < payload_dst.size(); off += chunk) {
-    auto part = payload_dst.subspan(off, std::min(chunk, payload_dst.size() - off));
-    src.read(part, "payload");
-    crc.update(part);
+  const bool bulk = payload_dst.size() >= stream_copy_min_bytes;
+  for (std::size_t off = 0; off < payload_dst.size(); off += wire_chunk_bytes) {
+    auto part = payload_dst.subspan(off, std::min(wire_chunk_bytes, payload_dst.size() - off));
+    crc.update(src.read_bulk(part, "payload", bulk));
   }
   std::uint32_t stored_crc;
   src.read(std::as_writable_bytes(std::span(&stored_crc, 1)), "checksum");
@@ -597,7 +665,6 @@ decoded_relay decode_frame(Source& src, const wire_decode_options& o) {
   } else if (!bitmap.empty()) {
     scatter_rows(out.kv, bitmap, rows);
   }
-  return out;
 }
 
 inline std::vector<std::byte> text_header(const text_relay& t) {
@@ -636,16 +703,37 @@ inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const 
   return n;
 }
 
+inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out, const wire_decode_options& o) {
+  try {
+    detail::span_source src{bytes};
+    detail::decode_frame(src, o, out);
+    if (src.pos != bytes.size()) detail::wire_corrupt(std::to_string(bytes.size() - src.pos) + " trailing bytes after the frame");
+  } catch (...) {
+    out = decoded_relay{};
+    throw;
+  }
+}
+
+inline void decode_relay(std::istream& in, decoded_relay& out, const wire_decode_options& o) {
+  try {
+    detail::stream_source src{in};
+    detail::decode_frame(src, o, out);
+  } catch (...) {
+    out = decoded_relay{};
+    throw;
+  }
+}
+
 inline decoded_relay decode_relay(std::span<const std::byte> bytes, const wire_decode_options& o) {
-  detail::span_source src{bytes};
-  auto out = detail::decode_frame(src, o);
-  if (src.pos != bytes.size()) detail::wire_corrupt(std::to_string(bytes.size() - src.pos) + " trailing bytes after the frame");
+  decoded_relay out;
+  decode_relay(bytes, out, o);
   return out;
 }
 
 inline decoded_relay decode_relay(std::istream& in, const wire_decode_options& o) {
-  detail::stream_source src{in};
-  return detail::decode_frame(src, o);
+  decoded_relay out;
+  decode_relay(in, out, o);
+  return out;
 }
 
 }  // namespace latentaudit
