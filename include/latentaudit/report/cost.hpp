@@ -710,7 +710,9 @@ inline relay_gate_result fit_relay_gate(std::span<const trial_record> records,
       .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
   auto policy = [&](std::string name, bool available, const std::vector<double>& a,
                     const std::vector<double>& b, double rate) {
-    policy_value v{.name = std::move(name), .available = available};
+    policy_value v;
+    v.name = std::move(name);
+    v.available = available;
     v.relay_rate = rate;
     if (available) {
       v.accuracy = detail::clustered_mean(a, cl, cm);

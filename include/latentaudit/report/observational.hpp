@@ -173,7 +173,8 @@ inline finding coverage_finding(std::string id, const effect_estimate& e, const 
 
 /// @brief The estimate of a failed method: NaN fields with status failed.
 inline effect_estimate failed_estimate(std::string method) {
-  effect_estimate e{.method = std::move(method)};
+  effect_estimate e;
+  e.method = std::move(method);
   e.status = estimate_status::failed;
   return e;
 }
