@@ -79,3 +79,68 @@ TEST_CASE("quantization is bit-identical at 1 and 4 threads", "[kv][quantize]") 
     CHECK(ra.rms_error == rb.rms_error);
   }
 }
+
+namespace {
+// The reference: quantize to the payload, then dequantize it (what a receiver decodes).
+kv_block via_payload(const kv_block& b, const quantize_spec& spec) {
+  kv_block out = b;
+  dequantize_payload(out, spec, quantize_payload(b, spec));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the fused integer round trip equals quantize -> dequantize bit for bit", "[kv][quantize]") {
+  // both the AVX2 kernels (where the machine has them) and the portable ones
+  const bool portable = GENERATE(false, true);
+  detail::force_portable_kernels = portable;
+  INFO("portable kernels: " << portable);
+  // head dim 128 as in real models (eight-lane group minima), plus odd group sizes and a mask
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim_k = 128,
+                             .head_dim_v = 128, .rope = {}, .weights_hash = 3};
+  for (dtype type : {dtype::bf16, dtype::f32, dtype::f16}) {
+    auto base = test::random_block(70, type, 11, fp);
+    // exact ties: a key channel spanning [0, 255/8] in each group of 32 tokens has scale 1/8
+    // (int8), and values (n + 1/2)/8 sit exactly between two codes
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::int64_t tok = 0; tok < 70; ++tok) {
+        const float tie = tok % 32 == 0 ? 0.0f : (tok % 32 == 1 ? 31.875f : (static_cast<float>((tok * 5) % 100) + 0.5f) / 8.0f);
+        base.set(i, false, tok, 0, 3, tie);
+        base.set(i, true, tok, 1, 0, static_cast<float>((tok * 11) % 256) / 16.0f);
+        base.set(i, true, tok, 1, 1, 0.5f);  // with values per token: part of a group
+      }
+    // a constant channel (scale 0), a group with zero minimum and mixed-sign zeros, a tiny range
+    for (std::int64_t tok = 0; tok < 70; ++tok) base.set(1, false, tok, 1, 7, 2.0f);
+    for (std::int32_t d = 0; d < 32; ++d) base.set(0, true, 5, 0, d, d % 3 == 0 ? -0.0f : (d % 3 == 1 ? 0.0f : 1.0f));
+    for (std::int32_t d = 32; d < 64; ++d) base.set(0, true, 6, 0, d, 1e-38f * static_cast<float>(d % 5));
+    for (bool masked : {false, true}) {
+      if (masked) {
+        std::vector<std::uint8_t> m(2 * 70, 1);
+        for (int tok = 3; tok < 70; tok += 4) m[static_cast<std::size_t>(70 + tok)] = 0;
+        base.set_token_mask(m);
+      }
+      for (auto spec : {quantize_spec{.scheme = quant_scheme::int8, .group_size = 32},
+                        quantize_spec{.scheme = quant_scheme::int8, .group_size = 32, .keys_per_channel = false},
+                        quantize_spec{.scheme = quant_scheme::int4, .group_size = 5},
+                        quantize_spec{.scheme = quant_scheme::int4, .group_size = 64, .keys_per_channel = false},
+                        quantize_spec{.scheme = quant_scheme::int8, .group_size = 128, .keys_per_channel = false}}) {
+        auto fused = base;
+        const auto rec = quantize_roundtrip(fused, spec, 2);
+        CHECK(fused == via_payload(base, spec));
+        quantize_record ref;
+        (void)quantize_payload(base, spec, 1, &ref);
+        CHECK(rec.quantized_bytes == ref.quantized_bytes);
+        CHECK(rec.groups == ref.groups);
+        CHECK(rec.original_bytes == ref.original_bytes);
+        // errors are accumulated in binary32 per element: equal to 1e-6 relative
+        CHECK(rec.max_abs_error == Approx(ref.max_abs_error).epsilon(1e-6));
+        CHECK(rec.rms_error == Approx(ref.rms_error).epsilon(1e-6));
+        CHECK(rec.max_error_over_half_step == Approx(ref.max_error_over_half_step).epsilon(1e-6));
+      }
+    }
+  }
+  // a non-finite value makes a non-finite group range: refused as the decoder refuses it
+  auto inf = test::random_block(4);
+  inf.set(0, false, 0, 0, 0, std::numeric_limits<float>::infinity());
+  CHECK_THROWS_AS(quantize_roundtrip(inf, {.scheme = quant_scheme::int8}), corrupt_data);
+  detail::force_portable_kernels = false;
+}

@@ -12,12 +12,14 @@
 #define LATENTAUDIT_KV_QUANTIZE_HPP
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "../core/detail/check.hpp"
@@ -203,7 +205,9 @@ void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std
     q.resize(m);
     for (std::size_t j = 0; j < m; ++j) {
       const double v = value_of(j);
-      const double k = scale > 0 ? std::clamp(std::nearbyint((v - static_cast<double>(zero)) / static_cast<double>(scale)), 0.0, levels) : 0.0;
+      double k = scale > 0 ? std::nearbyint((v - static_cast<double>(zero)) / static_cast<double>(scale)) : 0.0;
+      if (!(k >= 0.0)) k = 0.0;  // also a NaN element (later elements of a group do not enter its range)
+      if (k > levels) k = levels;
       q[j] = static_cast<std::uint8_t>(k);
       const double back = static_cast<float>(static_cast<double>(zero) + k * static_cast<double>(scale));
       st.add(std::fabs(v - back), 0.5 * static_cast<double>(scale));
@@ -283,6 +287,401 @@ inline void check_quantize_spec(std::string_view fn, const quantize_spec& spec) 
   if (!is_integer_scheme(spec.scheme) && spec.scheme != quant_scheme::fp8_e4m3 && spec.scheme != quant_scheme::fp8_e5m2)
     throw_invalid(fn, "spec.scheme", "must be int8, int4, fp8_e4m3 or fp8_e5m2");
   if (is_integer_scheme(spec.scheme)) check_in_range(fn, "spec.group_size", spec.group_size, 1, 1 << 20);
+}
+
+// ---- fused integer round trip -------------------------------------------------------------------
+//
+// quantize_roundtrip for int8/int4 does not materialize the payload: per group it computes zero
+// point and scale exactly as encode_unit does, the code k = clamp(nearbyint((x − zero) / scale),
+// 0, levels) in binary64 as encode_unit does, and the value decode_unit would write,
+// (float)(zero + k · scale). The code is found in binary32 with a reciprocal — within 5·10⁻⁵ of
+// the binary64 quotient (q ≤ 255.0001, three roundings of 2⁻²⁴) — and every element whose
+// binary32 quotient lies within 10⁻⁴ of a rounding boundary (or is not finite) is recomputed in
+// binary64, so the codes, and hence the values, are exactly those of quantize → dequantize.
+
+/// @brief Tests set this to run the portable kernels on machines with AVX2 too.
+inline bool force_portable_kernels = false;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LATENTAUDIT_QUANT_DISPATCH 1
+inline bool have_avx2() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes && !force_portable_kernels;
+}
+#endif
+
+/// @brief Element c of a row of cache elements of type T held at `p`, as float (bf16 by a
+/// shift). Through memcpy of the element's bits, which the compiler vectorizes.
+template <class T>
+[[gnu::always_inline]] inline float load_cache(const std::byte* p, std::size_t c) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    float f;
+    std::memcpy(&f, p + 4 * c, 4);
+    return f;
+  } else {
+    std::uint16_t u;
+    std::memcpy(&u, p + 2 * c, 2);
+    if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
+      return std::bit_cast<float>(static_cast<std::uint32_t>(u) << 16);
+    } else {
+      return static_cast<float>(Eigen::numext::bit_cast<T>(u));
+    }
+  }
+}
+
+/// @brief Stores f rounded to T as element c of the row at `p` (bf16: round to nearest even, as
+/// Eigen does for every f that is not NaN).
+/// @pre f is not NaN (decoded values never are: zero point and scale are finite).
+template <class T>
+[[gnu::always_inline]] inline void store_cache(std::byte* p, std::size_t c, float f) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(p + 4 * c, &f, 4);
+  } else {
+    std::uint16_t u;
+    if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
+      const std::uint32_t b = std::bit_cast<std::uint32_t>(f);
+      u = static_cast<std::uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+    } else {
+      u = Eigen::numext::bit_cast<std::uint16_t>(static_cast<T>(f));
+    }
+    std::memcpy(p + 2 * c, &u, 2);
+  }
+}
+
+/// @brief Pass 1 over n elements: codes k (as floats) and, per element, the distance of the
+/// binary32 quotient to its nearest integer (t); returns non-zero if some t is not below the
+/// safe bound (or is NaN), i.e. some code must be recomputed in binary64.
+template <class T>
+[[gnu::always_inline]] inline int int_codes_body(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels,
+                                                 float* k, float* t) noexcept {
+  int bad = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    const float v = load_cache<T>(x, c);
+    const float q = (v - zero[c]) * inv[c];
+    const float r = (q + 0x1p23f) - 0x1p23f;  // nearest integer, ties to even (0 <= q < 2^23)
+    const float d = std::fabs(q - r);
+    t[c] = d;
+    bad |= static_cast<int>(!(d < 0.4999f));
+    k[c] = r < levels ? r : levels;
+  }
+  return bad;
+}
+
+/// @brief Pass 2: the decoded values (float)(zero + k·scale) written back as T, and per-element
+/// running error statistics. k is overwritten with the decoded values and e with the errors.
+/// (Three loops: GCC vectorizes each, but not their fusion.)
+template <class T>
+[[gnu::always_inline]] inline void int_values_body(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
+                                                   float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
+  for (std::size_t c = 0; c < n; ++c)
+    k[c] = static_cast<float>(static_cast<double>(zero[c]) + static_cast<double>(k[c]) * static_cast<double>(scale[c]));
+  for (std::size_t c = 0; c < n; ++c) {
+    const float back = k[c];
+    const float err = std::fabs(load_cache<T>(x, c) - back);
+    e[c] = err;
+    err_max[c] = err > err_max[c] ? err : err_max[c];
+    sq[c] += err * err;
+    store_cache<T>(x, c, back);
+  }
+  for (std::size_t c = 0; c < n; ++c) {
+    const float ratio = e[c] * two_over[c];
+    ratio_max[c] = ratio > ratio_max[c] ? ratio : ratio_max[c];
+  }
+}
+
+/// @brief Zero point and scale of n groups from their minima and maxima, exactly as
+/// encode_unit computes them, plus 1/scale (0 for a zero scale, NaN for a positive scale below
+/// 2^-100, whose codes are then all found in binary64) and 2/scale (0 for those); returns
+/// non-zero if some zero point or scale is not finite (or the scale is negative).
+[[gnu::always_inline]] inline int group_params_body(const float* lo, const float* hi, std::size_t n, float levels, float* zero, float* scale,
+                                                    float* inv, float* two_over) noexcept {
+  int bad = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    const float z = lo[c];
+    const float sc = static_cast<float>((static_cast<double>(hi[c]) - static_cast<double>(z)) / static_cast<double>(levels));
+    bad |= static_cast<int>(!(std::fabs(z) <= std::numeric_limits<float>::max())) |
+           static_cast<int>(!(sc >= 0.0f && sc <= std::numeric_limits<float>::max()));
+    const bool normal = sc >= 0x1p-100f;
+    const float r = 1.0f / sc, r2 = 2.0f / sc;
+    zero[c] = z;
+    scale[c] = sc;
+    inv[c] = sc == 0.0f ? 0.0f : (normal ? r : std::numeric_limits<float>::quiet_NaN());
+    two_over[c] = normal ? r2 : 0.0f;
+  }
+  return bad;
+}
+
+/// @brief The code encode_unit chooses, in binary64 (a NaN element gets code 0).
+inline double exact_int_code(float v, float zero, float scale, double levels) noexcept {
+  if (!(scale > 0)) return 0.0;
+  const double k = std::nearbyint((static_cast<double>(v) - static_cast<double>(zero)) / static_cast<double>(scale));
+  if (!(k >= 0.0)) return 0.0;
+  return k > levels ? levels : k;
+}
+
+/// @brief lo = std::min(lo, x), hi = std::max(hi, x) elementwise over a row of n elements.
+template <class T>
+[[gnu::always_inline]] inline void row_min_max_body(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+  for (std::size_t c = 0; c < n; ++c) {
+    const float v = load_cache<T>(x, c);
+    lo[c] = v < lo[c] ? v : lo[c];
+    hi[c] = hi[c] < v ? v : hi[c];
+  }
+}
+
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+template <class T>
+__attribute__((target("avx2"))) void row_min_max_avx2(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+  row_min_max_body<T>(x, n, lo, hi);
+}
+#endif
+
+template <class T>
+void row_min_max(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+  if (have_avx2()) return row_min_max_avx2<T>(x, n, lo, hi);
+#endif
+  row_min_max_body<T>(x, n, lo, hi);
+}
+
+/// @brief Recomputes in binary64 the codes the binary32 pass flagged (t not below the bound);
+/// returns the largest error / half step among flagged elements of tiny-scale groups.
+template <class T>
+double fix_flagged_codes(const std::byte* row, std::size_t n, const float* zero, const float* scale, const float* two_over, float levels,
+                         float* k, const float* t) noexcept {
+  double ratio = 0;
+  for (std::size_t c0 = 0; c0 < n; c0 += 64) {
+    const std::size_t c1 = std::min(n, c0 + 64);
+    int any = 0;
+    for (std::size_t c = c0; c < c1; ++c) any |= static_cast<int>(!(t[c] < 0.4999f));
+    if (any == 0) continue;
+    for (std::size_t c = c0; c < c1; ++c) {
+      if (t[c] < 0.4999f) continue;
+      const float v = load_cache<T>(row, c);
+      k[c] = static_cast<float>(exact_int_code(v, zero[c], scale[c], static_cast<double>(levels)));
+      if (scale[c] > 0.0f && two_over[c] == 0.0f) {
+        const double back = static_cast<float>(static_cast<double>(zero[c]) + static_cast<double>(k[c]) * static_cast<double>(scale[c]));
+        ratio = std::max(ratio, std::fabs(static_cast<double>(v) - back) / (0.5 * static_cast<double>(scale[c])));
+      }
+    }
+  }
+  return ratio;
+}
+
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+__attribute__((target("avx2"))) inline int group_params_avx2(const float* lo, const float* hi, std::size_t n, float levels, float* zero,
+                                                             float* scale, float* inv, float* two_over) noexcept {
+  return group_params_body(lo, hi, n, levels, zero, scale, inv, two_over);
+}
+#endif
+
+inline void group_params(const float* lo, const float* hi, std::size_t n, float levels, float* zero, float* scale, float* inv,
+                         float* two_over) {
+  int bad;
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+  if (have_avx2()) {
+    bad = group_params_avx2(lo, hi, n, levels, zero, scale, inv, two_over);
+  } else
+#endif
+  {
+    bad = group_params_body(lo, hi, n, levels, zero, scale, inv, two_over);
+  }
+  if (bad != 0) quant_corrupt("a group's zero point or scale is not finite (or the scale is negative)");
+}
+
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+template <class T>
+__attribute__((target("avx2"))) int int_codes_avx2(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels,
+                                                   float* k, float* t) noexcept {
+  return int_codes_body<T>(x, n, zero, inv, levels, k, t);
+}
+template <class T>
+__attribute__((target("avx2"))) void int_values_avx2(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
+                                                     float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
+  int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
+}
+#endif
+
+template <class T>
+int int_codes(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels, float* k, float* t) noexcept {
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+  if (have_avx2()) return int_codes_avx2<T>(x, n, zero, inv, levels, k, t);
+#endif
+  return int_codes_body<T>(x, n, zero, inv, levels, k, t);
+}
+
+template <class T>
+void int_values(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over, float* k, float* e,
+                float* err_max, float* ratio_max, float* sq) noexcept {
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+  if (have_avx2()) return int_values_avx2<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
+#endif
+  int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
+}
+
+/// @brief Minimum and maximum of m elements with encode_unit's semantics (sequential
+/// std::min / std::max from the first element: a NaN first element wins, later NaNs are ignored,
+/// among equal zeros the first is kept). Eight lanes when that cannot differ.
+template <class T>
+[[gnu::always_inline]] inline void group_min_max(const std::byte* p, std::size_t m, float& lo, float& hi) noexcept {
+  auto sequential = [&] {
+    lo = hi = load_cache<T>(p, 0);
+    for (std::size_t j = 1; j < m; ++j) {
+      const float v = load_cache<T>(p, j);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  };
+  if (m < 16 || m % 8 != 0) {
+    sequential();
+    return;
+  }
+  float l[8], h[8];
+  int nan = 0;
+  for (std::size_t i = 0; i < 8; ++i) {
+    l[i] = h[i] = load_cache<T>(p, i);
+    nan |= static_cast<int>(l[i] != l[i]);
+  }
+  for (std::size_t j = 8; j < m; j += 8)
+    for (std::size_t i = 0; i < 8; ++i) {
+      const float v = load_cache<T>(p, j + i);
+      l[i] = v < l[i] ? v : l[i];
+      h[i] = h[i] < v ? v : h[i];
+      nan |= static_cast<int>(v != v);
+    }
+  lo = l[0];
+  hi = h[0];
+  for (std::size_t i = 1; i < 8; ++i) {
+    lo = l[i] < lo ? l[i] : lo;
+    hi = hi < h[i] ? h[i] : hi;
+  }
+  if (nan != 0 || lo == 0.0f || hi == 0.0f) sequential();  // order-dependent cases
+}
+
+/// @brief Per-element group parameters of one row grouped per token (G consecutive dims of a
+/// head); gbuf holds 6 · H · ⌈D/G⌉ floats of scratch. Returns non-zero on a non-finite group.
+template <class T>
+[[gnu::always_inline]] inline int token_row_params_body(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
+                                                        float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
+  const std::size_t per_head = (D + G - 1) / G, ng = H * per_head;
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t g = 0; g < per_head; ++g) {
+      const std::size_t d0 = g * G;
+      group_min_max<T>(row + (h * D + d0) * sizeof(T), std::min(G, D - d0), gbuf[h * per_head + g], gbuf[ng + h * per_head + g]);
+    }
+  const int bad = group_params_body(gbuf, gbuf + ng, ng, levels, gbuf + 2 * ng, gbuf + 3 * ng, gbuf + 4 * ng, gbuf + 5 * ng);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t g = 0; g < per_head; ++g) {
+      const std::size_t j = h * per_head + g, c0 = h * D + g * G, c1 = h * D + std::min(D, (g + 1) * G);
+      const float z = gbuf[2 * ng + j], sc = gbuf[3 * ng + j], iv = gbuf[4 * ng + j], tw = gbuf[5 * ng + j];
+      for (std::size_t c = c0; c < c1; ++c) {
+        zero[c] = z;
+        scale[c] = sc;
+        inv[c] = iv;
+        two_over[c] = tw;
+      }
+    }
+  return bad;
+}
+
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+template <class T>
+__attribute__((target("avx2"))) int token_row_params_avx2(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
+                                                          float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
+  return token_row_params_body<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
+}
+#endif
+
+template <class T>
+void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels, float* gbuf, float* zero,
+                      float* scale, float* inv, float* two_over) {
+  int bad;
+#ifdef LATENTAUDIT_QUANT_DISPATCH
+  if (have_avx2()) {
+    bad = token_row_params_avx2<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
+  } else
+#endif
+  {
+    bad = token_row_params_body<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
+  }
+  if (bad != 0) quant_corrupt("a group's zero point or scale is not finite (or the scale is negative)");
+}
+
+/// @brief Fused int8/int4 round trip of one (layer, part) unit in place (see above); the same
+/// groups, codes and values as encode_unit followed by decode_unit.
+/// @throws corrupt_data where decode_unit would (a zero point or scale that is not finite).
+template <class T>
+void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D, bool value,
+                        const quantize_spec& spec, quant_stats& st) {
+  if (rows.empty()) return;
+  const std::size_t C = H * D;
+  const bool int4 = spec.scheme == quant_scheme::int4;
+  const float levels = int4 ? 15.0f : 255.0f;
+  const std::size_t G = static_cast<std::size_t>(spec.group_size);
+  std::byte* const base = std::as_writable_bytes(x).data();
+  const std::size_t row_bytes = C * sizeof(T);
+  std::vector<float> buf(12 * C);
+  float* zero = buf.data();
+  float* scale = zero + C;
+  float* inv = scale + C;
+  float* two_over = inv + C;
+  float* k = two_over + C;
+  float* t = k + C;
+  float* err_max = t + C;
+  float* ratio_max = err_max + C;
+  float* sq = ratio_max + C;
+  float* lo = sq + C;
+  float* hi = lo + C;
+  std::fill(err_max, err_max + 3 * C, 0.0f);  // err_max, ratio_max, sq
+  double sq_total = 0, ratio_extra = 0;
+  auto process_row = [&](std::byte* row) {
+    if (int_codes<T>(row, C, zero, inv, levels, k, t) != 0)
+      ratio_extra = std::max(ratio_extra, fix_flagged_codes<T>(row, C, zero, scale, two_over, levels, k, t));
+    int_values<T>(row, C, zero, scale, two_over, k, t, err_max, ratio_max, sq);
+  };
+  std::vector<double> sq_wide(C, 0.0);
+  auto flush_sq = [&] {
+    double* w = sq_wide.data();
+    float* f = sq;
+    for (std::size_t c = 0; c < C; ++c) {
+      w[c] += static_cast<double>(f[c]);
+      f[c] = 0.0f;
+    }
+  };
+  if (!value && spec.keys_per_channel) {
+    for (std::size_t r0 = 0; r0 < rows.size(); r0 += G) {
+      const std::size_t m = std::min(G, rows.size() - r0);
+      const std::byte* first = base + rows[r0] * row_bytes;
+      for (std::size_t c = 0; c < C; ++c) lo[c] = hi[c] = load_cache<T>(first, c);
+      for (std::size_t j = 1; j < m; ++j) row_min_max<T>(base + rows[r0 + j] * row_bytes, C, lo, hi);
+      group_params(lo, hi, C, levels, zero, scale, inv, two_over);
+      st.groups += C;
+      for (std::size_t j = 0; j < m; ++j) process_row(base + rows[r0 + j] * row_bytes);
+      flush_sq();
+    }
+  } else {
+    std::size_t since_flush = 0;
+    const std::size_t per_head = (D + G - 1) / G, ng = H * per_head;
+    std::vector<float> gbuf(6 * ng);  // per group: lo, hi, zero, scale, inv, two_over
+    for (auto r : rows) {
+      std::byte* row = base + r * row_bytes;
+      token_row_params<T>(row, H, D, G, levels, gbuf.data(), zero, scale, inv, two_over);
+      st.groups += ng;
+      process_row(row);
+      if (++since_flush == 32) {
+        flush_sq();
+        since_flush = 0;
+      }
+    }
+    flush_sq();
+  }
+  for (std::size_t c = 0; c < C; ++c) {
+    st.max_abs = std::max(st.max_abs, static_cast<double>(err_max[c]));
+    st.max_ratio = std::max(st.max_ratio, static_cast<double>(ratio_max[c]));
+  }
+  st.max_ratio = std::max(st.max_ratio, ratio_extra);
+  for (double w : sq_wide) sq_total += w;
+  st.sq += sq_total;
 }
 
 inline std::vector<std::size_t> present_rows(const kv_block& b, std::size_t i) {
@@ -398,6 +797,41 @@ inline void dequantize_payload(kv_block& block, const quantize_spec& spec, std::
 /// over (layer, K|V) units on `threads` threads; the result does not depend on the thread count.
 /// @throws invalid_argument if group_size < 1 for an integer scheme or the scheme is unknown.
 inline quantize_record quantize_roundtrip(kv_block& block, const quantize_spec& spec, unsigned threads = 1) {
+  detail::check_quantize_spec("quantize_roundtrip", spec);
+  if (detail::is_integer_scheme(spec.scheme)) {
+    // fused: no payload is materialized (same codes and values as quantize → dequantize)
+    const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
+    const std::size_t units = 2 * block.n_layers();
+    std::vector<std::vector<std::size_t>> rows(block.n_layers());
+    for (std::size_t i = 0; i < block.n_layers(); ++i) rows[i] = detail::present_rows(block, i);
+    std::vector<detail::quant_stats> stats(units);
+    visit_cache_type(block.type(), [&](auto tag) {
+      using T = decltype(tag);
+      parallel_chunks(units, 1, threads, [&](std::size_t u0, std::size_t u1) {
+        for (std::size_t u = u0; u < u1; ++u) {
+          const std::size_t i = u / 2;
+          const bool value = u % 2 == 1;
+          const std::size_t D = static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k());
+          std::span<T> x = value ? block.template v<T>(i) : block.template k<T>(i);
+          stats[u].elements = rows[i].size() * H * D;
+          stats[u].original_bytes = stats[u].elements * dtype_size(block.type());
+          detail::roundtrip_int_unit<T>(x, rows[i], H, D, value, spec, stats[u]);
+        }
+      });
+    });
+    detail::quant_stats all;
+    for (const auto& st : stats) all.merge(st);
+    quantize_record rec;
+    rec.scheme = spec.scheme;
+    rec.group_size = spec.group_size;
+    rec.original_bytes = all.original_bytes;
+    rec.quantized_bytes = quantized_payload_bytes(block, spec);
+    rec.groups = all.groups;
+    rec.max_abs_error = all.max_abs;
+    rec.max_error_over_half_step = all.max_ratio;
+    rec.rms_error = all.elements > 0 ? std::sqrt(all.sq / static_cast<double>(all.elements)) : 0.0;
+    return rec;
+  }
   quantize_record rec;
   const auto payload = quantize_payload(block, spec, threads, &rec);
   dequantize_payload(block, spec, payload, threads);
