@@ -7,8 +7,10 @@
 #include "core.hpp"
 #include "report/audit.hpp"
 #include "report/cost.hpp"
+#include "report/decision.hpp"
 #include "report/finding.hpp"
 #include "report/observational.hpp"
+#include "report/report.hpp"
 #include "report/svg.hpp"
 
 #endif  // LATENTAUDIT_REPORT_HPP

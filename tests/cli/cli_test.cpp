@@ -135,7 +135,7 @@ TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
   CHECK(v.out == std::string(latentaudit::version_string) + "\n");
   auto h = run_cli({"--help"});
   CHECK(h.code == 0);
-  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "organism", "--version", "--help", "Exit codes"}) {
+  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "organism", "audit", "report", "--version", "--help", "Exit codes"}) {
     INFO(word);
     CHECK(h.out.find(word) != std::string::npos);
   }
@@ -444,6 +444,7 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
   const auto no_treated = write_file("no_treated.csv", "id,z,y\na,0,2\nb,0,1\n");
   const auto one_obs = write_file("one.csv", "id,z,y\na,1,2\nb,0,1\nc,0,3\n");
   const auto constant = write_file("constant.csv", "id,z,y\na,1,2\nb,0,2\nc,1,2\nd,0,2\n");
+  const auto bad_records = write_file("records.jsonl", "{\"item\": 0, \"seed\": 0, \"arm\": \"kv\", \"correct\": 1}\n{\"item\": 1, \"seed\": 0, \"arm\": \"kv\"}\n");
   const auto unpaired = write_file("unpaired.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nc,0,1\n");
   const auto twice = write_file("twice.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nb,1,4\nb,0,1\n");
   const auto missing_id = write_file("missing_id.csv", "id,z,y\na,1,2\na,0,1\n,1,3\nb,0,1\n");
@@ -582,6 +583,15 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"kv", "make-example", "--out"}, {"--out", "needs a value"}},
       {{"organism", "eval", "--model", "/nonexistent", "--items", "x"}, {"--items", "integer"}},
       {{"organism"}, {"missing command"}},
+      {{"audit", "--items", "0"}, {"--items", "[1, "}},
+      {{"audit", "--arms", "kv_full,bogus", "--out", "x"}, {"parse_arm", "bogus"}},
+      {{"audit", "--link", "pcie9"}, {"find_link", "pcie9"}},
+      {{"audit", "--model", "/nonexistent", "--out", "x"}, {"/nonexistent"}},
+      {{"audit", "--margin", "2"}, {"--margin", "(0, 1)"}},
+      {{"audit", "--config", "/nonexistent.json"}, {"--config", "/nonexistent.json"}},
+      {{"report"}, {"missing required option --records"}},
+      {{"report", "--records", "/nonexistent.jsonl"}, {"read_records", "/nonexistent.jsonl"}},
+      {{"report", "--records", bad_records}, {"records.jsonl:2", "correct"}},
       // options
       {with({"estimate", "welch"}, good, {"--level", "1.5"}), {"--level", "(0, 1)", "1.5"}},
       {with({"estimate", "welch"}, good, {"--level", "0"}), {"--level", "(0, 1)"}},
@@ -679,6 +689,10 @@ const std::vector<help_case>& help_cases() {
       {{"kv", "make-example"}, {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize", "--pretty"}},
       {{"organism"}, {}},
       {{"organism", "eval"}, {"--model", "--pairs", "--items", "--seed", "--threads", "--pretty"}},
+      {{"audit"},
+       {"--model", "--partner", "--items", "--seeds", "--arms", "--link", "--out", "--resume", "--threads", "--seed", "--no-need-fraction",
+        "--config", "--margin", "--alpha", "--bootstrap", "--trials-only", "--durable", "--quiet", "--pretty"}},
+      {{"report"}, {"--records", "--out", "--margin", "--alpha", "--bootstrap", "--seed", "--quiet", "--pretty"}},
   };
   return cases;
 }

@@ -42,6 +42,10 @@ TEST_CASE("journal: records round-trip through their JSON line") {
   const auto r = sample(4, "kv_full");
   const auto back = record_from_json(parse_json(record_to_line(r)));
   CHECK(record_to_line(back) == record_to_line(r));
+  // The direct line writer and the JSON tree agree byte for byte.
+  std::string tree;
+  append_json(tree, record_to_json(r), {.indent = -1});
+  CHECK(record_to_line(r) == tree);
   CHECK(back.covariate_value("pairs") == 16.0);
   // Records from other stacks: only item, seed, arm, correct are required.
   const auto minimal = record_from_json(parse_json(R"({"item": 1, "seed": 0, "arm": "text", "correct": 1})"));
@@ -59,6 +63,7 @@ TEST_CASE("journal: records round-trip through their JSON line") {
   auto bad = sample(1, "x");
   bad.answer_logprob = std::nan("");
   CHECK_THROWS_WITH(record_to_json(bad), Catch::Contains("answer_logprob"));
+  CHECK_THROWS_WITH(record_to_line(bad), Catch::Contains("answer_logprob"));
 }
 
 TEST_CASE("journal: append, resume after a torn line, refuse duplicates and other designs") {

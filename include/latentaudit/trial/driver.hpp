@@ -49,15 +49,18 @@ namespace latentaudit {
 
 /// @brief Where the driver's time went (seconds), for the "driver overhead < 2 % of backend time"
 /// check: backend_s sums every backend call (A's prefills, exports, imports, B's prefills and
-/// decodes, and the text reference run); wall_s is the whole run().
+/// decodes, and the text reference run); relay_s sums the relay stages the records measure as
+/// part of the system under test (transfer policies and placebos, wire encode and decode);
+/// wall_s is the whole run().
 struct driver_stats {
   std::uint64_t trials = 0;   ///< records produced
   std::uint64_t skipped = 0;  ///< keys already done (resume)
   double wall_s = 0.0;        ///< run() wall time
   double backend_s = 0.0;     ///< time inside backend calls
+  double relay_s = 0.0;       ///< time in policies, placebos and the wire (measured stages of each trial)
   double sink_s = 0.0;        ///< time inside the sink (journal writes)
-  /// @brief wall − backend: the driver's own time (policies, wire, metrics, bookkeeping, sink).
-  [[nodiscard]] double overhead_s() const noexcept { return std::max(0.0, wall_s - backend_s); }
+  /// @brief wall − backend − relay: the harness's own time (tasks, bookkeeping, metrics, sink).
+  [[nodiscard]] double overhead_s() const noexcept { return std::max(0.0, wall_s - backend_s - relay_s); }
 };
 
 /// @brief Progress after each unit: trials done (including skipped), total trials.
@@ -237,6 +240,7 @@ class trial_driver {
     for (auto ai : todo) {
       const trial_arm& arm = d.arms[ai];
       trial_record r = run_arm(d, tasks, task, arm, a, ref);
+      stats_.relay_s += r.latency.policy_s + r.latency.encode_s + r.latency.decode_s;
       const auto ts = detail::driver_clock::now();
       sink(r);
       stats_.sink_s += detail::seconds_since(ts);

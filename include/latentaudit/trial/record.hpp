@@ -129,10 +129,79 @@ struct trial_record {
   return j;
 }
 
-/// @brief One record as a single JSON line (no trailing newline).
+/// @brief One record as a single JSON line (no trailing newline): the object of record_to_json
+/// with the same fields in the same order, written directly (no intermediate tree; the journal
+/// writes one per trial).
+/// @throws invalid_argument if a numeric field is not finite.
 [[nodiscard]] inline std::string record_to_line(const trial_record& r) {
+  constexpr std::string_view fn = "record_to_line";
   std::string out;
-  append_json(out, record_to_json(r), {.indent = -1});
+  out.reserve(1024);
+  auto key = [&](std::string_view k) {
+    out.push_back(out.empty() ? '{' : ',');
+    out.push_back('"');
+    out.append(k);
+    out.append("\":");
+  };
+  auto num = [&](std::string_view k, double x) {
+    if (!std::isfinite(x)) detail::throw_invalid(fn, k, "must be finite, got " + detail::number_text(x));
+    key(k);
+    detail::append_json_number(out, x);
+  };
+  auto str = [&](std::string_view k, std::string_view v) {
+    key(k);
+    detail::append_json_string(out, v);
+  };
+  auto opt = [&](std::string_view k, const std::optional<double>& x) {
+    if (x) return num(k, *x);
+    key(k);
+    out.append("null");
+  };
+  num("item", static_cast<double>(r.item));
+  num("seed", static_cast<double>(r.seed));
+  str("arm", r.arm);
+  str("arm_kind", r.arm_kind);
+  str("regime", r.regime);
+  key("correct");
+  out.append(r.correct ? "true" : "false");
+  num("answer_logprob", r.answer_logprob);
+  num("generated_tokens", static_cast<double>(r.generated_tokens));
+  num("bytes", static_cast<double>(r.bytes));
+  num("relay_tokens", static_cast<double>(r.relay_tokens));
+  const auto& L = r.latency;
+  num("a_prefill_s", L.a_prefill_s);
+  num("export_s", L.export_s);
+  num("policy_s", L.policy_s);
+  num("encode_s", L.encode_s);
+  num("transfer_s", L.transfer_s);
+  num("decode_s", L.decode_s);
+  num("import_s", L.import_s);
+  num("b_prefill_s", L.b_prefill_s);
+  num("b_decode_s", L.b_decode_s);
+  str("link", r.link);
+  opt("attention_mass", r.attention_mass);
+  opt("hidden_cosine", r.hidden_cosine);
+  opt("next_token_kl", r.next_token_kl);
+  opt("noise_sigma", r.noise_sigma);
+  opt("budget", r.budget);
+  key("covariates");
+  out.push_back('{');
+  for (std::size_t i = 0; i < r.covariates.size(); ++i) {
+    const auto& c = r.covariates[i];
+    if (!std::isfinite(c.value))
+      detail::throw_invalid(fn, "record.covariates." + c.name,
+                            "must be finite, got " + detail::number_text(c.value));
+    if (i > 0) out.push_back(',');
+    detail::append_json_string(out, c.name);
+    out.push_back(':');
+    detail::append_json_number(out, c.value);
+  }
+  out.push_back('}');
+  str("sender_fingerprint", r.sender_fingerprint);
+  str("receiver_fingerprint", r.receiver_fingerprint);
+  key("policy");
+  append_json(out, r.policy, {.indent = -1});
+  out.push_back('}');
   return out;
 }
 

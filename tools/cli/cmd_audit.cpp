@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit audit`: the main job — run the paired trial design on the model organisms (agent A
+// reads, its cache or text is relayed to agent B under every arm), journal every record, then
+// audit the records into report.md / report.json / SVG plots. `latentaudit report` audits records
+// from any stack.
+#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/report.hpp>
+#include <latentaudit/trial.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "cli.hpp"
+
+#ifndef LATENTAUDIT_DEFAULT_MODELS
+#define LATENTAUDIT_DEFAULT_MODELS "models"
+#endif
+
+namespace latentaudit::cli {
+namespace {
+
+std::vector<option_spec> audit_spec() {
+  return {
+      {"--model", "DIR",
+       "the agents' model (HF dir + task.json); default models/organism-a (then the source tree's)"},
+      {"--partner", "DIR",
+       "the heterogeneous partner for cross_model; default models/organism-b; 'none' drops cross_model"},
+      {"--items", "N", "documents (default 300)"},
+      {"--seeds", "K", "queries (and random streams) per document (default 3)"},
+      {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
+      {"--link", "NAME",
+       "link for the modeled transfer: pcie4 (default), pcie5, nvlink4, rdma100, rdma400, "
+       "custom:<GB/s>:<alpha us>"},
+      {"--out", "DIR",
+       "output directory (default audit-out): records.jsonl, design.json, report.md, report.json, *.svg"},
+      {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
+      {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
+      {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
+      {"--no-need-fraction", "P", "share of no-need items (default 0.5)"},
+      {"--config", "FILE",
+       "JSON object with any of these options as keys (without --), e.g. {\"items\": 100, \"arms\": "
+       "\"no_comm,kv_full\"}; command-line options win"},
+      {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
+      {"--alpha", "A", "family-wise level (default 0.05)"},
+      {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
+      {"--trials-only", "", "run and journal the trials, skip the report"},
+      {"--durable", "", "fsync after every record (survives power loss, slower)"},
+      {"--quiet", "", "no progress on stderr"},
+      common_option("--pretty"),
+  };
+}
+
+std::vector<option_spec> report_spec() {
+  return {
+      {"--records", "FILE",
+       "records.jsonl from any stack (required): one JSON record per line, docs/records.md"},
+      {"--out", "DIR", "output directory (default: the records' directory)"},
+      {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
+      {"--alpha", "A", "family-wise level (default 0.05)"},
+      {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
+      {"--seed", "S", "bootstrap seed (default 1)"},
+      {"--quiet", "", "no progress on stderr"},
+      common_option("--pretty"),
+  };
+}
+
+// Command-line words plus --config entries (command line wins).
+std::vector<std::string> with_config(std::span<const std::string> words) {
+  std::vector<std::string> out(words.begin(), words.end());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string path;
+    if (words[i] == "--config" && i + 1 < words.size())
+      path = words[i + 1];
+    else if (words[i].rfind("--config=", 0) == 0)
+      path = words[i].substr(9);
+    else
+      continue;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw usage_error("audit: cannot read --config file '" + path + "'");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    const json_value j = parse_json(ss.str(), {.max_depth = 4, .max_bytes = 1 << 20});
+    if (!j.is_object()) throw usage_error("audit: --config file '" + path + "' must hold a JSON object");
+    for (const auto& [k, v] : j.as_object()) {
+      const std::string opt = "--" + k;
+      if (k == "config") throw usage_error("audit: --config file '" + path + "' may not name another config");
+      bool given = false;
+      for (const auto& w : words) given |= w == opt || w.rfind(opt + "=", 0) == 0;
+      if (given) continue;
+      if (v.is_bool()) {
+        if (v.as_bool()) out.push_back(opt);
+      } else if (v.is_string()) {
+        out.push_back(opt + "=" + v.as_string());
+      } else if (v.is_number()) {
+        out.push_back(opt + "=" + detail::number_text(v.as_number()));
+      } else {
+        throw usage_error("audit: --config key '" + k + "' must be a string, number or boolean");
+      }
+    }
+  }
+  return out;
+}
+
+// Progress on stderr: a carriage-return line on a terminal, else a line every 10 %.
+class progress_meter {
+ public:
+  explicit progress_meter(bool quiet)
+      : quiet_(quiet), tty_(::isatty(2) == 1), t0_(std::chrono::steady_clock::now()) {}
+  void operator()(std::uint64_t done, std::uint64_t total, std::uint64_t skipped) {
+    if (quiet_ || total == 0) return;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const int decile = static_cast<int>(10 * done / total);
+    const bool last = done == total;
+    if (tty_ ? (el - last_ < 0.1 && !last) : (decile == decile_ && !last)) return;
+    last_ = el;
+    decile_ = decile;
+    const double rate = done > skipped && el > 0 ? static_cast<double>(done - skipped) / el : 0.0;
+    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
+    std::fprintf(stderr, "%saudit: %llu/%llu trials (%.0f%%), %.0f trials/s, ETA %.0f s%s", tty_ ? "\r" : "",
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                 100.0 * static_cast<double>(done) / static_cast<double>(total), rate, eta,
+                 tty_ && !last ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point t0_;
+  double last_ = -1;
+  int decile_ = -1;
+};
+
+std::filesystem::path model_dir(const std::optional<std::string>& given, const char* name) {
+  if (given) return *given;
+  const std::filesystem::path local = std::filesystem::path("models") / name;
+  if (std::filesystem::exists(local / "config.json")) return local;
+  return std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / name;
+}
+
+audit_options report_options(const arguments& args, std::uint64_t seed) {
+  audit_options o;
+  o.equivalence_margin = args.number("--margin", 0.05);
+  o.noninferiority_margin = o.equivalence_margin;
+  if (!(o.equivalence_margin > 0 && o.equivalence_margin < 1))
+    throw usage_error(args.command() + ": option --margin must lie in (0, 1), got " +
+                      detail::number_text(o.equivalence_margin));
+  o.alpha = args.level("--alpha", 0.05);
+  if (o.alpha >= 0.5) throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5)");
+  o.bootstrap_replicates = static_cast<std::size_t>(args.integer("--bootstrap", 2000, 100, 1000000));
+  o.seed = seed;
+  return o;
+}
+
+int run_audit(std::span<const std::string> raw) {
+  const auto specs = audit_spec();
+  const auto words = with_config(raw);
+  const auto args = arguments::parse(words, specs, "audit");
+  if (args.help()) {
+    std::fputs(
+        help_text(
+            "latentaudit audit [options]",
+            "Runs the paired trial design on the model organisms and audits it: does relaying agent A's KV\n"
+            "cache to agent B beat text, is it the cache's content, how much damage does it tolerate, and\n"
+            "does it pay for its bytes on each link? Records are journaled to --out/records.jsonl as they\n"
+            "complete (--resume continues after a crash); the report goes to --out (report.md, report.json\n"
+            "with machine-readable findings, SVG plots). Prints a JSON summary on stdout. Defaults finish "
+            "in\n"
+            "a few minutes on 2 cores.\n",
+            specs)
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
+  const auto model = model_dir(args.get("--model"), "organism-a");
+  const auto partner_arg = args.get("--partner");
+  const bool no_partner = partner_arg && *partner_arg == "none";
+  trial_design d;
+  d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
+  d.items = static_cast<std::uint64_t>(args.integer("--items", 300, 1, 10000000));
+  d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
+  if (auto arms = args.get("--arms")) {
+    d.arms.clear();
+    std::size_t i = 0;
+    while (i <= arms->size()) {
+      const std::size_t j = std::min(arms->find(',', i), arms->size());
+      d.arms.push_back(parse_arm(std::string_view(*arms).substr(i, j - i)));
+      i = j + 1;
+    }
+  }
+  if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
+  d.link = find_link(args.get("--link").value_or("pcie4"));
+  d.validate();
+  const double no_need = args.number("--no-need-fraction", 0.5);
+  if (!(no_need >= 0 && no_need <= 1))
+    throw usage_error("audit: option --no-need-fraction must lie in [0, 1]");
+  const auto aopt = report_options(args, d.seed);
+  const std::filesystem::path out = args.get("--out").value_or("audit-out");
+
+  auto engine = reference_cpu_backend::load(model, threads);
+  const auto fmt = organism_format::load(model);
+  std::optional<reference_cpu_backend> partner;
+  const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(),
+                                         [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
+  if (wants_partner)
+    partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
+  const organism_task_options to{.seed = d.seed, .no_need_fraction = no_need};
+  record_journal journal(out, d, args.has("--resume"), args.has("--durable"));
+  const std::uint64_t skipped = journal.done().size();
+  progress_meter meter(args.has("--quiet"));
+  trial_driver<reference_cpu_backend> driver(engine, partner ? &*partner : nullptr);
+  const auto stats = driver.run(
+      d, [&](std::uint64_t item, std::uint64_t s) { return make_organism_task(fmt, to, item, s); },
+      [&](const trial_record& r) { journal.append(r); }, journal.done(),
+      [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
+
+  json_value j = json_value::object();
+  j.set("out", out.string());
+  j.set("model", model.string());
+  j.set("trials_total", d.trials());
+  j.set("trials_run", stats.trials);
+  j.set("trials_skipped", stats.skipped);
+  json_value timing = json_value::object();
+  timing.set("trials_wall_s", stats.wall_s);
+  timing.set("backend_s", stats.backend_s);
+  timing.set("relay_s", stats.relay_s);
+  timing.set("driver_overhead_s", stats.overhead_s());
+  timing.set("journal_s", stats.sink_s);
+  if (!args.has("--trials-only")) {
+    const auto records = read_records(journal.path());
+    const auto ta = std::chrono::steady_clock::now();
+    const auto result = run_audit_report(records, aopt, out);
+    const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
+    timing.set("analysis_s", analysis_s);
+    j.set("findings", findings_summary(result));
+    j.set("decision", decision_summary(result));
+  }
+  timing.set("total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  j.set("timing", std::move(timing));
+  print_json(j, args.has("--pretty"));
+  return exit_ok;
+}
+
+int run_report(std::span<const std::string> words) {
+  const auto specs = report_spec();
+  const auto args = arguments::parse(words, specs, "report");
+  if (args.help()) {
+    std::fputs(
+        help_text(
+            "latentaudit report --records FILE.jsonl [--out DIR] [options]",
+            "Audits trial records from any stack (one JSON object per line with at least item, seed,\n"
+            "arm, correct; docs/records.md) exactly as `audit` does: report.md, report.json (findings)\n"
+            "and SVG plots in --out. Analyses whose arms are missing report 'inconclusive'.\n",
+            specs)
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const std::filesystem::path records_path = args.require("--records");
+  const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
+                   : records_path.parent_path().empty() ? "."
+                                                        : records_path.parent_path();
+  const auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
+  const auto records = read_records(records_path);
+  if (records.empty()) throw usage_error("report: '" + records_path.string() + "' holds no records");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = run_audit_report(records, aopt, out);
+  json_value j = json_value::object();
+  j.set("out", out.string());
+  j.set("records", records.size());
+  j.set("findings", findings_summary(result));
+  j.set("decision", decision_summary(result));
+  j.set("analysis_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  print_json(j, args.has("--pretty"));
+  return exit_ok;
+}
+
+[[maybe_unused]] const bool registered_audit = register_subcommand(
+    {"audit", "run the relay audit on the model organisms: trials, journal, report (the main job)",
+     run_audit});
+[[maybe_unused]] const bool registered_report = register_subcommand(
+    {"report", "audit trial records (records.jsonl) from any stack into report.md/json + SVG", run_report});
+
+}  // namespace
+}  // namespace latentaudit::cli
