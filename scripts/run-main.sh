@@ -1,24 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The main job: builds the latentaudit CLI and runs it on the bundled example trial
-# (examples/data/relay_trial.csv), printing the estimates as JSON.
+# The main job: builds the latentaudit CLI and runs the audit on the built-in model organisms —
+# agent A reads a document, its KV cache (or text) is relayed to agent B under every arm — then
+# prints the JSON summary; the report (report.md, report.json, SVG plots) and the journaled
+# records land in audit-out/. Extra arguments go to `latentaudit audit` (e.g. --items 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON >/dev/null
 cmake --build build/release -j "$(nproc)" --target latentaudit_cli >/dev/null
 cli=build/release/tools/cli/latentaudit
-data=examples/data/relay_trial.csv
-echo "# latentaudit $("$cli" --version) on $data"
-echo "# KV relay vs text relay: Welch, paired t, McNemar, TOST (margin 0.05), bootstrap BCa"
-"$cli" estimate welch --data "$data" --outcome correct --treatment kv_relay
-"$cli" estimate paired --data "$data" --outcome correct --treatment kv_relay --pair item
-"$cli" estimate mcnemar --data "$data" --outcome correct --treatment kv_relay --pair item
-"$cli" estimate tost --data "$data" --outcome correct --treatment kv_relay --pair item --margin 0.05
-"$cli" estimate bootstrap --data "$data" --outcome correct --treatment kv_relay --pair item \
-  --ci bca --replicates 9999 --seed 2026
-echo "# latency: KV relay no slower than text by more than 10 ms (paired non-inferiority, lower is better)"
-"$cli" estimate noninferiority --data "$data" --outcome latency_ms --treatment kv_relay --pair item \
-  --margin 10 --better lower
-echo "# planning: pairs needed for McNemar to detect p10 = 0.05 vs p01 = 0.03 with power 0.8"
-"$cli" power mcnemar --p10 0.05 --p01 0.03 --power 0.8
+out=audit-out
+rm -rf "$out"
+echo "# latentaudit $("$cli" --version): audit of KV relay vs text on models/organism-a (partner organism-b)" >&2
+"$cli" audit --model models/organism-a --partner models/organism-b --out "$out" --pretty "$@"
+echo "# report: $out/report.md, findings: $out/report.json, plots: $out/*.svg, records: $out/records.jsonl" >&2
