@@ -5,6 +5,7 @@
 #ifndef LATENTAUDIT_REPORT_REPORT_HPP
 #define LATENTAUDIT_REPORT_REPORT_HPP
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -379,6 +380,7 @@ inline std::string estimate_md(const effect_estimate& e) {
   static constexpr const char* names[9] = {
       "A prefill", "export", "policy",    "encode",  "transfer (modeled)",
       "decode",    "import", "B prefill", "B decode"};
+  std::sort(order.begin(), order.end());
   std::vector<stacked_bar> bars;
   for (const auto& arm : order) {
     stacked_bar b{arm, {}};

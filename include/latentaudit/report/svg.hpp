@@ -131,9 +131,10 @@ struct stacked_bar {
 namespace detail {
 
 /// @brief The Okabe–Ito palette (Okabe & Ito 2008), ordered for lines on white: blue, vermillion,
-/// bluish green, reddish purple, orange, sky blue, yellow, black.
-inline constexpr std::array<std::string_view, 8> okabe_ito = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                                              "#E69F00", "#56B4E9", "#F0E442", "#000000"};
+/// bluish green, reddish purple, orange, sky blue, yellow, black; then grey and Tol's wine
+/// (#882255) so that up to ten series (e.g. the nine latency stages) get distinct colours.
+inline constexpr std::array<std::string_view, 10> okabe_ito = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+                                                               "#56B4E9", "#F0E442", "#000000", "#999999", "#882255"};
 
 /// @brief Colour i of the palette (cycled).
 [[nodiscard]] inline std::string_view palette_colour(std::size_t i) noexcept {
@@ -810,7 +811,8 @@ inline std::string frontier_plot(std::span<const scatter_point> points, const pl
                           detail::value_label(p.y), detail::value_label(p.lo), detail::value_label(p.hi)));
       if (p.highlight && !p.label.empty()) {
         const bool near_right = x > f.x0 + 0.75 * (f.x1 - f.x0);
-        w.text("point-label", near_right ? x - 7 : x + 7, f.py(p.y) - 7, p.label,
+        const bool near_top = f.py(p.y) < f.y0 + 16.0;  // keep the label inside the plot area (clear of the legend)
+        w.text("point-label", near_right ? x - 7 : x + 7, f.py(p.y) + (near_top ? 15.0 : -7.0), p.label,
                near_right ? "end" : "start", 11);
       }
     }
