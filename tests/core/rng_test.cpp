@@ -3,6 +3,8 @@
 // access, stream independence and the bounded-integer and normal helpers.
 #include <latentaudit/core/rng.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -93,4 +95,71 @@ TEST_CASE("uniform01 and standard_normal have the right moments (seed 11, 4-sigm
   auto h = latentaudit::make_stream({.seed = 11});
   (void)latentaudit::standard_normal(h);
   CHECK(h.position() == 4);
+}
+
+TEST_CASE("bulk Philox blocks equal the generator's blocks", "[core][rng]") {
+  const auto g = latentaudit::make_stream({.seed = 5, .item = 2, .arm = 1, .replicate = 7});
+  std::vector<std::uint32_t> w(4 * 100);
+  const std::uint64_t first = (std::uint64_t{1} << 32) - 50;  // crosses into the high counter word
+  latentaudit::detail::philox_blocks_body(g.key()[0], g.key()[1], 1, 7, first, 100, w.data());
+  bool same = true;
+  for (std::size_t i = 0; i < 100; ++i) {
+    const auto b = g.block_at(first + i);
+    for (std::size_t k = 0; k < 4; ++k) same = same && b[k] == w[k * 100 + i];
+  }
+  CHECK(same);
+}
+
+TEST_CASE("bulk log and sqrt are accurate to 3e-7", "[core][rng]") {
+  double worst_log = 0, worst_sqrt = 0;
+  for (int i = 1; i <= 1 << 20; ++i) {
+    const float x = std::ldexp(static_cast<float>(i), -20) * (i % 7 == 0 ? 0x1p-30f : 1.0f);  // (0, 1] and tiny values
+    if (x != 1.0f)
+      worst_log = std::max(worst_log, std::fabs(latentaudit::detail::bulk_logf(x) - std::log(static_cast<double>(x))) /
+                                          std::fabs(std::log(static_cast<double>(x))));
+    const float v = 70.0f * static_cast<float>(i) / (1 << 20);
+    worst_sqrt = std::max(worst_sqrt, std::fabs(latentaudit::detail::bulk_sqrtf(v) - std::sqrt(static_cast<double>(v))) /
+                                          std::sqrt(static_cast<double>(v)));
+  }
+  CHECK(worst_log < 2e-7);
+  CHECK(worst_sqrt < 3e-7);
+}
+
+TEST_CASE("standard_normal_batch: normal moments and tails (seed 31, 2^22 deviates, 5-sigma tolerances)", "[core][rng]") {
+  const auto g = latentaudit::make_stream({.seed = 31});
+  std::array<float, latentaudit::normal_batch_size> z;
+  double s1 = 0, s2 = 0, s3 = 0, s4 = 0, worst = 0;
+  std::size_t beyond2 = 0, beyond4 = 0, n = 0;
+  for (std::uint64_t b = 0; b < 4096; ++b) {
+    latentaudit::standard_normal_batch(g, b, z);
+    for (float v : z) {
+      const double x = v;
+      s1 += x;
+      s2 += x * x;
+      s3 += x * x * x;
+      s4 += x * x * x * x;
+      worst = std::max(worst, std::fabs(x));
+      beyond2 += std::fabs(x) > 2.0;
+      beyond4 += std::fabs(x) > 4.0;
+      ++n;
+    }
+  }
+  const double N = static_cast<double>(n);
+  CHECK(std::fabs(s1 / N) < 5.0 / std::sqrt(N));
+  CHECK(std::fabs(s2 / N - 1.0) < 5.0 * std::sqrt(2.0 / N));
+  CHECK(std::fabs(s3 / N) < 5.0 * std::sqrt(15.0 / N));
+  CHECK(std::fabs(s4 / N - 3.0) < 5.0 * std::sqrt(96.0 / N));
+  const double p2 = 0.04550026389635842, p4 = 6.334248366623996e-05;
+  CHECK(std::fabs(static_cast<double>(beyond2) / N - p2) < 5.0 * std::sqrt(p2 * (1 - p2) / N));
+  CHECK(std::fabs(static_cast<double>(beyond4) / N - p4) < 5.0 * std::sqrt(p4 * (1 - p4) / N));
+  CHECK(worst <= 6.8);
+  // a pure function of (stream, batch); the portable kernel gives the same bits as the vector one
+  std::array<float, latentaudit::normal_batch_size> again, portable;
+  latentaudit::standard_normal_batch(g, 17, z);
+  latentaudit::standard_normal_batch(g, 17, again);
+  CHECK(z == again);
+  latentaudit::detail::force_portable_normals = true;
+  latentaudit::standard_normal_batch(g, 17, portable);
+  latentaudit::detail::force_portable_normals = false;
+  CHECK(z == portable);
 }

@@ -3,15 +3,19 @@
 // scale, zeroing and token dropout — to measure how much its content matters.
 //
 // Noise for (layer l, part K|V) comes from stream make_stream({seed, item, arm = part (0 = K,
-// 1 = V), replicate = model layer id}): Box–Muller pairs (standard_normal_pair, four words per
-// pair) assigned in the block's element order over the selected, present tokens, so the result
-// does not depend on thread count, execution order or the other layers.
+// 1 = V), replicate = model layer id}): its binary32 normal batches (standard_normal_batch,
+// batch 0, 1, ... of 1024 deviates each) assigned in the block's element order over the
+// selected, present tokens, so the result does not depend on thread count, execution order or
+// the other layers. Noise is added in binary32 (x + σ·z, rounded once to the block's dtype).
 #ifndef LATENTAUDIT_KV_NOISE_HPP
 #define LATENTAUDIT_KV_NOISE_HPP
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +79,57 @@ struct noise_record {
 };
 
 namespace detail {
+
+/// @brief Per-channel sums of squares of one row (acc[c] += x[c]²) in binary32.
+template <class T>
+[[gnu::always_inline]] inline void row_squares_body(const std::byte* x, std::size_t n, float* acc) noexcept {
+  for (std::size_t c = 0; c < n; ++c) {
+    const float v = load_cache<T>(x, c);
+    acc[c] += v * v;
+  }
+}
+
+/// @brief x[c] += σ[c]·z[c] rounded to T where σ[c] ≠ 0 (elements with σ = 0 keep their bits),
+/// and the power actually added: np[c] += (new − old)².
+template <class T>
+[[gnu::always_inline]] inline void row_noise_body(std::byte* x, std::size_t n, const float* sig, const float* z, float* np) noexcept {
+  for (std::size_t c = 0; c < n; ++c) {
+    const float old = load_cache<T>(x, c);
+    const float prod = sig[c] * z[c];
+    const float sum = old + prod;
+    store_cache<T>(x, c, select_bits(sig[c] != 0.0f, sum, old));
+    const float added = load_cache<T>(x, c) - old;
+    np[c] += added * added;
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+template <class T>
+__attribute__((target("avx2"))) void row_squares_avx2(const std::byte* x, std::size_t n, float* acc) noexcept {
+  row_squares_body<T>(x, n, acc);
+}
+template <class T>
+__attribute__((target("avx2"))) void row_noise_avx2(std::byte* x, std::size_t n, const float* sig, const float* z, float* np) noexcept {
+  row_noise_body<T>(x, n, sig, z, np);
+}
+#endif
+
+template <class T>
+void row_squares(const std::byte* x, std::size_t n, float* acc) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (normals_have_avx2()) return row_squares_avx2<T>(x, n, acc);
+#endif
+  row_squares_body<T>(x, n, acc);
+}
+
+template <class T>
+void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, float* np) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (normals_have_avx2()) return row_noise_avx2<T>(x, n, sig, z, np);
+#endif
+  row_noise_body<T>(x, n, sig, z, np);
+}
+
 inline void check_noise_spec(std::string_view fn, const noise_spec& s) {
   check_finite(fn, "spec.sigma", s.sigma);
   if (s.scale != noise_scale::snr_db) check_nonnegative(fn, "spec.sigma", s.sigma);
@@ -115,22 +170,28 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
         const bool value = w.part == 1;
         const std::size_t D = static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k());
         std::span<T> x = value ? block.template v<T>(w.i) : block.template k<T>(w.i);
-        // per-channel sums of squares over the selected, present tokens
-        std::vector<double> ss(H * D, 0.0);
+        std::byte* const base = std::as_writable_bytes(x).data();
+        const std::size_t C = H * D, row_bytes = C * sizeof(T);
+        // per-channel sums of squares over the selected, present tokens (binary32 per 64 rows)
+        std::vector<double> ss(C, 0.0);
+        std::vector<float> acc(C, 0.0f);
+        auto flush = [&] {
+          for (std::size_t c = 0; c < C; ++c) {
+            ss[c] += static_cast<double>(acc[c]);
+            acc[c] = 0.0f;
+          }
+        };
         std::int64_t rows = 0;
         for (std::int64_t t = t0; t < t1; ++t) {
           if (!block.token_present(w.i, t)) continue;
-          ++rows;
-          const T* row = x.data() + static_cast<std::size_t>(t) * H * D;
-          for (std::size_t c = 0; c < H * D; ++c) {
-            const double v = static_cast<float>(row[c]);
-            ss[c] += v * v;
-          }
+          detail::row_squares<T>(base + static_cast<std::size_t>(t) * row_bytes, C, acc.data());
+          if (++rows % 64 == 0) flush();
         }
+        flush();
         if (rows == 0) continue;
         double layer_ss = 0;
         for (double v : ss) layer_ss += v;
-        std::vector<double> sig(H * D, 0.0);
+        std::vector<double> sig(C, 0.0);
         for (std::size_t h = 0; h < H; ++h) {
           double head_ss = 0;
           for (std::size_t d = 0; d < D; ++d) head_ss += ss[h * D + d];
@@ -146,36 +207,46 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
             }
           }
         }
-        for (double v : sig) w.sigma2 += v * v;
+        std::vector<float> sigf(C);
+        for (std::size_t c = 0; c < C; ++c) {
+          w.sigma2 += sig[c] * sig[c];
+          sigf[c] = static_cast<float>(sig[c]);
+        }
         w.sigma2 *= static_cast<double>(rows);
         w.signal = layer_ss;
         w.elements = static_cast<std::uint64_t>(rows) * H * D;
-        auto g = make_stream({.seed = spec.seed, .item = spec.item, .arm = static_cast<std::uint32_t>(w.part),
-                              .replicate = static_cast<std::uint32_t>(block.layers()[w.i])});
-        // deviates in element order over the present rows, two per Box–Muller draw
-        double pending = 0;
-        bool have = false;
+        bool any = false;
+        for (float v : sigf) any = any || v != 0.0f;
+        if (!any) continue;  // σ = 0: the block is left bit for bit as it was
+        const auto g = make_stream({.seed = spec.seed, .item = spec.item, .arm = static_cast<std::uint32_t>(w.part),
+                                    .replicate = static_cast<std::uint32_t>(block.layers()[w.i])});
+        // deviates in element order over the present rows, batch after batch
+        std::array<float, normal_batch_size> z;
+        std::size_t used = normal_batch_size;
+        std::uint64_t batch = 0;
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        std::vector<double> np(C, 0.0);
+        std::int64_t since = 0;
         for (std::int64_t t = t0; t < t1; ++t) {
           if (!block.token_present(w.i, t)) continue;
-          T* row = x.data() + static_cast<std::size_t>(t) * H * D;
-          for (std::size_t c = 0; c < H * D; ++c) {
-            double z;
-            if (have) {
-              z = pending;
-              have = false;
-            } else {
-              const auto [a, b] = standard_normal_pair(g);
-              z = a;
-              pending = b;
-              have = true;
+          std::byte* row = base + static_cast<std::size_t>(t) * row_bytes;
+          for (std::size_t c0 = 0; c0 < C;) {
+            if (used == normal_batch_size) {
+              standard_normal_batch(g, batch++, z);
+              used = 0;
             }
-            if (sig[c] == 0.0) continue;
-            const float old = static_cast<float>(row[c]);
-            row[c] = static_cast<T>(static_cast<float>(static_cast<double>(old) + sig[c] * z));
-            const double added = static_cast<double>(static_cast<float>(row[c])) - static_cast<double>(old);
-            w.noise_power += added * added;
+            const std::size_t len = std::min(C - c0, normal_batch_size - used);
+            detail::row_noise<T>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used, acc.data() + c0);
+            used += len;
+            c0 += len;
           }
+          if (++since % 64 == 0)
+            for (std::size_t c = 0; c < C; ++c) {
+              np[c] += static_cast<double>(acc[c]);
+              acc[c] = 0.0f;
+            }
         }
+        for (std::size_t c = 0; c < C; ++c) w.noise_power += np[c] + static_cast<double>(acc[c]);
       }
     });
   });

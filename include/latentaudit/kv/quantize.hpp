@@ -310,44 +310,6 @@ inline bool have_avx2() noexcept {
 }
 #endif
 
-/// @brief Element c of a row of cache elements of type T held at `p`, as float (bf16 by a
-/// shift). Through memcpy of the element's bits, which the compiler vectorizes.
-template <class T>
-[[gnu::always_inline]] inline float load_cache(const std::byte* p, std::size_t c) noexcept {
-  if constexpr (std::is_same_v<T, float>) {
-    float f;
-    std::memcpy(&f, p + 4 * c, 4);
-    return f;
-  } else {
-    std::uint16_t u;
-    std::memcpy(&u, p + 2 * c, 2);
-    if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
-      return std::bit_cast<float>(static_cast<std::uint32_t>(u) << 16);
-    } else {
-      return static_cast<float>(Eigen::numext::bit_cast<T>(u));
-    }
-  }
-}
-
-/// @brief Stores f rounded to T as element c of the row at `p` (bf16: round to nearest even, as
-/// Eigen does for every f that is not NaN).
-/// @pre f is not NaN (decoded values never are: zero point and scale are finite).
-template <class T>
-[[gnu::always_inline]] inline void store_cache(std::byte* p, std::size_t c, float f) noexcept {
-  if constexpr (std::is_same_v<T, float>) {
-    std::memcpy(p + 4 * c, &f, 4);
-  } else {
-    std::uint16_t u;
-    if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
-      const std::uint32_t b = std::bit_cast<std::uint32_t>(f);
-      u = static_cast<std::uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-    } else {
-      u = Eigen::numext::bit_cast<std::uint16_t>(static_cast<T>(f));
-    }
-    std::memcpy(p + 2 * c, &u, 2);
-  }
-}
-
 /// @brief Pass 1 over n elements: codes k (as floats) and, per element, the distance of the
 /// binary32 quotient to its nearest integer (t); returns non-zero if some t is not below the
 /// safe bound (or is NaN), i.e. some code must be recomputed in binary64.
