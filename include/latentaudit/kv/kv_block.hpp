@@ -181,14 +181,15 @@ using cache_vector = std::vector<T, uninitialized_allocator<T>>;
 inline constexpr std::size_t stream_copy_min_bytes = std::size_t{16} << 20;
 
 /// @brief memcpy for bulk payload pieces: on x86-64, non-temporal (streaming) stores over four
-/// interleaved 4 KiB pages at a time, which avoids reading the destination into the cache before
+/// interleaved 4 KiB pages at a time, prefetching the next four, which avoids reading the destination into the cache before
 /// overwriting it (what glibc's memcpy does for copies larger than its own threshold); elsewhere,
 /// and for short pieces, memcpy. The stores are fenced before return. The ranges must not overlap.
 inline void stream_copy(std::byte* d, const std::byte* s, std::size_t n) noexcept {
 #if defined(__x86_64__) || defined(_M_X64)
   constexpr std::size_t page = 4096;
-  if (n >= 4 * page + 16) {
-    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15u)) & 15u;
+  if (n >= 4 * page + 64) {
+    // whole destination cache lines: partial lines defeat write combining
+    const std::size_t head = (64 - (reinterpret_cast<std::uintptr_t>(d) & 63u)) & 63u;
     if (head != 0) std::memcpy(d, s, head);
     d += head;
     s += head;
@@ -196,6 +197,8 @@ inline void stream_copy(std::byte* d, const std::byte* s, std::size_t n) noexcep
     for (; n >= 4 * page; n -= 4 * page, d += 4 * page, s += 4 * page) {
       for (std::size_t i = 0; i < page; i += 64) {
         for (std::size_t k = 0; k < 4; ++k) {
+          // the same line of the next four pages (a hint: never faults, even past the end)
+          _mm_prefetch(reinterpret_cast<const char*>(s + 4 * page + k * page + i), _MM_HINT_T0);
           const auto* src = reinterpret_cast<const __m128i*>(s + k * page + i);
           auto* dst = reinterpret_cast<__m128i*>(d + k * page + i);
           const __m128i a = _mm_loadu_si128(src), b = _mm_loadu_si128(src + 1), c = _mm_loadu_si128(src + 2),
