@@ -73,33 +73,16 @@ inline double seconds_since(driver_clock::time_point t0) {
   return std::chrono::duration<double>(driver_clock::now() - t0).count();
 }
 
-// log-softmax of one row at index k, and argmax; in double.
-inline std::pair<double, std::int32_t> logprob_argmax(std::span<const float> row, std::int32_t k) {
+// log Σ exp(row) in double, and the first index of the largest entry.
+inline double log_sum_exp(std::span<const float> row) {
   double mx = -std::numeric_limits<double>::infinity();
-  std::int32_t arg = 0;
-  for (std::size_t i = 0; i < row.size(); ++i)
-    if (row[i] > mx) mx = row[i], arg = static_cast<std::int32_t>(i);
+  for (float x : row) mx = std::max(mx, static_cast<double>(x));
   double s = 0;
   for (float x : row) s += std::exp(static_cast<double>(x) - mx);
-  return {static_cast<double>(row[static_cast<std::size_t>(k)]) - mx - std::log(s), arg};
+  return mx + std::log(s);
 }
-
-// KL(p || q) of the softmax distributions of two logit rows.
-inline double kl_softmax(std::span<const float> p_logits, std::span<const float> q_logits) {
-  auto lse = [](std::span<const float> r) {
-    double mx = -std::numeric_limits<double>::infinity();
-    for (float x : r) mx = std::max(mx, static_cast<double>(x));
-    double s = 0;
-    for (float x : r) s += std::exp(static_cast<double>(x) - mx);
-    return mx + std::log(s);
-  };
-  const double lp = lse(p_logits), lq = lse(q_logits);
-  double kl = 0;
-  for (std::size_t i = 0; i < p_logits.size(); ++i) {
-    const double a = static_cast<double>(p_logits[i]) - lp, b = static_cast<double>(q_logits[i]) - lq;
-    kl += std::exp(a) * (a - b);
-  }
-  return std::max(0.0, kl);
+inline std::int32_t argmax(std::span<const float> row) {
+  return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
 inline double cosine(std::span<const float> a, std::span<const float> b) {
@@ -152,6 +135,8 @@ class trial_driver {
     const auto t0 = detail::driver_clock::now();
     stats_ = {};
     key_ = detail::relay_key(design.seed);
+    receiver_text_ = fingerprint_text(engine_.info().fingerprint);
+    partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
     derangement_.clear();
     for (const auto& a : design.arms)
       if (a.kind == arm_kind::deranged)
@@ -206,7 +191,8 @@ class trial_driver {
   }
 
   struct reference_run {
-    std::vector<float> logits, hidden;
+    std::vector<double> logp, p;  // B reading the document: log-softmax and softmax at the query
+    std::vector<float> hidden;
   };
 
   void run_unit(const trial_design& d, const task_source& tasks, std::uint64_t item, std::uint64_t s,
@@ -226,7 +212,13 @@ class trial_driver {
       ctx.insert(ctx.end(), task.query.begin(), task.query.end());
       auto out =
           backend_call(t, [&] { return engine_.prefill(b, ctx, 0, forward_options{.want_hidden = true}); });
-      ref.logits = std::move(out.logits);
+      const auto V = static_cast<std::size_t>(engine_.info().vocab_size);
+      const std::span<const float> row(out.logits.data() + out.logits.size() - V, V);
+      const double lse = detail::log_sum_exp(row);
+      ref.logp.resize(V);
+      ref.p.resize(V);
+      for (std::size_t i = 0; i < V; ++i)
+        ref.logp[i] = static_cast<double>(row[i]) - lse, ref.p[i] = std::exp(ref.logp[i]);
       ref.hidden = std::move(out.hidden);
       engine_.close_seq(b);
     }
@@ -264,7 +256,7 @@ class trial_driver {
     r.noise_sigma = arm.noise_sigma;
     if (arm.kind == arm_kind::text_budget) r.budget = arm.budget;
     const auto& fp = engine_.info().fingerprint;
-    r.receiver_fingerprint = fingerprint_text(fp);
+    r.receiver_fingerprint = receiver_text_;
     auto& L = r.latency;
     const std::span<const std::byte> key =
         d.authenticate ? std::span<const std::byte>(key_) : std::span<const std::byte>{};
@@ -305,7 +297,7 @@ class trial_driver {
                                      index_range{0, partner_->info().fingerprint.n_layers});
         });
         partner_->close_seq(pa.first);
-        r.sender_fingerprint = fingerprint_text(partner_->info().fingerprint);
+        r.sender_fingerprint = partner_text_;
       } else {
         L.a_prefill_s = a->second;
         r.sender_fingerprint = r.receiver_fingerprint;
@@ -405,23 +397,27 @@ class trial_driver {
     const auto V = static_cast<std::size_t>(engine_.info().vocab_size);
     const std::span<const float> row(out.logits.data() + out.logits.size() - V, V);
     auto t = detail::driver_clock::now();
-    const auto [lp, arg] = detail::logprob_argmax(row, task.answer[0]);
-    r.answer_logprob = lp;
+    const double lse = detail::log_sum_exp(row);
+    const auto arg = detail::argmax(row);
+    r.answer_logprob = static_cast<double>(row[static_cast<std::size_t>(task.answer[0])]) - lse;
     std::vector<token_id> generated{arg};
     double decode_backend = 0;
     position_t p = first + static_cast<position_t>(ctx.size());
     while (generated.size() < task.answer.size()) {
       auto step = backend_call(decode_backend, [&] { return engine_.decode(b, generated.back(), p++); });
-      generated.push_back(detail::logprob_argmax(std::span<const float>(step.logits.data(), V), 0).second);
+      generated.push_back(detail::argmax(std::span<const float>(step.logits.data(), V)));
     }
     L.b_decode_s = detail::seconds_since(t);
     r.generated_tokens = static_cast<std::int64_t>(generated.size());
     r.correct = generated == task.answer;
     if (!out.hidden.empty() && out.hidden.size() == ref.hidden.size())
       r.hidden_cosine = detail::cosine(out.hidden, ref.hidden);
-    if (ref.logits.size() >= V)
-      r.next_token_kl =
-          detail::kl_softmax(std::span<const float>(ref.logits.data() + ref.logits.size() - V, V), row);
+    if (ref.logp.size() == V) {  // KL(text || arm) = Σ p_text (log p_text − log p_arm)
+      double kl = 0;
+      for (std::size_t i = 0; i < V; ++i)
+        kl += ref.p[i] * (ref.logp[i] - (static_cast<double>(row[i]) - lse));
+      r.next_token_kl = std::max(0.0, kl);
+    }
     engine_.close_seq(b);
     return r;
   }
@@ -460,6 +456,7 @@ class trial_driver {
   driver_stats stats_;
   std::array<std::byte, 32> key_{};
   std::vector<std::size_t> derangement_;
+  std::string receiver_text_, partner_text_;
 };
 
 }  // namespace latentaudit

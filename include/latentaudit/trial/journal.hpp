@@ -20,7 +20,11 @@
 #include "record.hpp"
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#define LATENTAUDIT_JOURNAL_POSIX 1
 #endif
 
 namespace latentaudit {
@@ -112,14 +116,23 @@ class record_journal {
       }
       std::filesystem::rename(tmp, design_path);
     }
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+#else
     file_ = std::fopen(path_.c_str(), "ab");
     if (file_ == nullptr)
+#endif
       LATENTAUDIT_THROW(corrupt_data("record_journal: cannot open '" + path_.string() + "' for appending"));
   }
   record_journal(const record_journal&) = delete;
   record_journal& operator=(const record_journal&) = delete;
   ~record_journal() {
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    if (fd_ >= 0) ::close(fd_);
+#else
     if (file_ != nullptr) std::fclose(file_);
+#endif
   }
 
   /// @brief Keys journaled so far (those found on open, then every appended record).
@@ -133,22 +146,41 @@ class record_journal {
   /// @throws invalid_argument if its key is already journaled; corrupt_data if the write fails.
   void append(const trial_record& r) {
     trial_key k{r.item, r.seed, r.arm};
-    if (!done_.insert(k).second)
+    if (done_.count(k) != 0)
       detail::throw_invalid("record_journal::append", "record",
                             "key (item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) +
                                 ", arm " + r.arm + ") is already journaled");
     line_ = record_to_line(r);
     line_.push_back('\n');
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    // One write(2) per record on an O_APPEND descriptor: the line reaches the kernel (and survives
+    // the process) as soon as the call returns, with no user-space buffer in between.
+    const char* p = line_.data();
+    std::size_t left = line_.size();
+    while (left > 0) {
+      const auto n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        LATENTAUDIT_THROW(corrupt_data("record_journal::append: write to '" + path_.string() + "' failed"));
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    if (durable_ && ::fsync(fd_) != 0)
+      LATENTAUDIT_THROW(corrupt_data("record_journal::append: fsync of '" + path_.string() + "' failed"));
+#else
     if (std::fwrite(line_.data(), 1, line_.size(), file_) != line_.size() || std::fflush(file_) != 0)
       LATENTAUDIT_THROW(corrupt_data("record_journal::append: write to '" + path_.string() + "' failed"));
-#if defined(__unix__) || defined(__APPLE__)
-    if (durable_) ::fsync(fileno(file_));
 #endif
+    done_.insert(std::move(k));
   }
 
  private:
   std::filesystem::path path_;
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+  int fd_ = -1;
+#else
   std::FILE* file_ = nullptr;
+#endif
   std::set<trial_key> done_;
   std::string line_;
   bool durable_ = false;
