@@ -320,6 +320,23 @@ __attribute__((target("avx2"))) inline void normal_batch_avx2(std::uint32_t k0, 
                                                               std::uint64_t batch, float* out) noexcept {
   normal_batch_body(k0, k1, c2, c3, batch, out);
 }
+#if !defined(__clang__)
+// Philox is integer arithmetic: its AVX-512 clone gives the same bits as every other. (The
+// binary32 transform stays AVX2: AVX-512 implies FMA, and contracted products would change bits.)
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512"))) inline void philox_blocks_avx512(
+    std::uint32_t k0, std::uint32_t k1, std::uint32_t c2, std::uint32_t c3, std::uint64_t first, std::size_t n, std::uint32_t* w) noexcept {
+  philox_blocks_body(k0, k1, c2, c3, first, n, w);
+}
+__attribute__((target("avx2"))) inline void normals_from_words_avx2(const std::uint32_t* w, std::size_t n, float* out) noexcept {
+  normals_from_words_body(w, n, out);
+}
+inline bool normals_have_avx512() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2");
+  return yes && !force_portable_normals;
+}
+#define LATENTAUDIT_PHILOX_AVX512 1
+#endif
 inline bool normals_have_avx2() noexcept {
   static const bool yes = __builtin_cpu_supports("avx2");
   return yes && !force_portable_normals;
@@ -336,6 +353,15 @@ inline bool normals_have_avx2() noexcept {
 inline void standard_normal_batch(const philox4x32& g, std::uint64_t batch, std::span<float, normal_batch_size> out) noexcept {
   const auto key = g.key();
   const auto words = g.counter_words();
+#ifdef LATENTAUDIT_PHILOX_AVX512
+  if (detail::normals_have_avx512()) {
+    constexpr std::size_t n = normal_batch_size / 4;
+    alignas(64) std::uint32_t w[4 * n];
+    detail::philox_blocks_avx512(key[0], key[1], words[0], words[1], batch * n, n, w);
+    detail::normals_from_words_avx2(w, n, out.data());
+    return;
+  }
+#endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (detail::normals_have_avx2()) {
     detail::normal_batch_avx2(key[0], key[1], words[0], words[1], batch, out.data());
