@@ -90,10 +90,11 @@ kv_block via_payload(const kv_block& b, const quantize_spec& spec) {
 }  // namespace
 
 TEST_CASE("the fused integer round trip equals quantize -> dequantize bit for bit", "[kv][quantize]") {
-  // both the AVX2 kernels (where the machine has them) and the portable ones
-  const bool portable = GENERATE(false, true);
-  detail::force_portable_kernels = portable;
-  INFO("portable kernels: " << portable);
+  // the best kernels the machine has (AVX-512 / AVX2), AVX2 at most, and the portable ones
+  const int kernels = GENERATE(0, 1, 2);
+  detail::force_avx2_kernels = kernels == 1;
+  detail::force_portable_kernels = kernels == 2;
+  INFO("kernels (0 best, 1 AVX2 at most, 2 portable): " << kernels);
   // head dim 128 as in real models (eight-lane group minima), plus odd group sizes and a mask
   const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim_k = 128,
                              .head_dim_v = 128, .rope = {}, .weights_hash = 3};
@@ -143,4 +144,5 @@ TEST_CASE("the fused integer round trip equals quantize -> dequantize bit for bi
   inf.set(0, false, 0, 0, 0, std::numeric_limits<float>::infinity());
   CHECK_THROWS_AS(quantize_roundtrip(inf, {.scheme = quant_scheme::int8}), corrupt_data);
   detail::force_portable_kernels = false;
+  detail::force_avx2_kernels = false;
 }

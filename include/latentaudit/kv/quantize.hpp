@@ -301,9 +301,22 @@ inline void check_quantize_spec(std::string_view fn, const quantize_spec& spec) 
 
 /// @brief Tests set this to run the portable kernels on machines with AVX2 too.
 inline bool force_portable_kernels = false;
+/// @brief Tests set this to run the AVX2 kernels on machines with AVX-512 too.
+inline bool force_avx2_kernels = false;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define LATENTAUDIT_QUANT_DISPATCH 1
+#if !defined(__clang__)
+// AVX-512 clones (GCC): the block's values are unchanged by FMA contraction (k·scale is exact in
+// binary64; a contracted code quotient is caught by the boundary check), only the binary32
+// error sums of the record may differ in their last bits.
+#define LATENTAUDIT_QUANT_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512")))
+inline bool have_avx512() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return yes && !force_portable_kernels && !force_avx2_kernels;
+}
+#endif
 inline bool have_avx2() noexcept {
   static const bool yes = __builtin_cpu_supports("avx2");
   return yes && !force_portable_kernels;
@@ -396,11 +409,20 @@ template <class T>
 __attribute__((target("avx2"))) void row_min_max_avx2(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
   row_min_max_body<T>(x, n, lo, hi);
 }
+#ifdef LATENTAUDIT_QUANT_AVX512
+template <class T>
+LATENTAUDIT_QUANT_AVX512 void row_min_max_avx512(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+  row_min_max_body<T>(x, n, lo, hi);
+}
+#endif
 #endif
 
 template <class T>
 void row_min_max(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
 #ifdef LATENTAUDIT_QUANT_DISPATCH
+#ifdef LATENTAUDIT_QUANT_AVX512
+  if (have_avx512()) return row_min_max_avx512<T>(x, n, lo, hi);
+#endif
   if (have_avx2()) return row_min_max_avx2<T>(x, n, lo, hi);
 #endif
   row_min_max_body<T>(x, n, lo, hi);
@@ -462,11 +484,26 @@ __attribute__((target("avx2"))) void int_values_avx2(std::byte* x, std::size_t n
                                                      float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
   int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
 }
+#ifdef LATENTAUDIT_QUANT_AVX512
+template <class T>
+LATENTAUDIT_QUANT_AVX512 int int_codes_avx512(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels, float* k,
+                                              float* t) noexcept {
+  return int_codes_body<T>(x, n, zero, inv, levels, k, t);
+}
+template <class T>
+LATENTAUDIT_QUANT_AVX512 void int_values_avx512(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
+                                                float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
+  int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
+}
+#endif
 #endif
 
 template <class T>
 int int_codes(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels, float* k, float* t) noexcept {
 #ifdef LATENTAUDIT_QUANT_DISPATCH
+#ifdef LATENTAUDIT_QUANT_AVX512
+  if (have_avx512()) return int_codes_avx512<T>(x, n, zero, inv, levels, k, t);
+#endif
   if (have_avx2()) return int_codes_avx2<T>(x, n, zero, inv, levels, k, t);
 #endif
   return int_codes_body<T>(x, n, zero, inv, levels, k, t);
@@ -476,6 +513,9 @@ template <class T>
 void int_values(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over, float* k, float* e,
                 float* err_max, float* ratio_max, float* sq) noexcept {
 #ifdef LATENTAUDIT_QUANT_DISPATCH
+#ifdef LATENTAUDIT_QUANT_AVX512
+  if (have_avx512()) return int_values_avx512<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
+#endif
   if (have_avx2()) return int_values_avx2<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
 #endif
   int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
@@ -552,6 +592,13 @@ __attribute__((target("avx2"))) int token_row_params_avx2(const std::byte* row, 
                                                           float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
   return token_row_params_body<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
 }
+#ifdef LATENTAUDIT_QUANT_AVX512
+template <class T>
+LATENTAUDIT_QUANT_AVX512 int token_row_params_avx512(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
+                                                     float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
+  return token_row_params_body<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
+}
+#endif
 #endif
 
 template <class T>
@@ -559,6 +606,11 @@ void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::s
                       float* scale, float* inv, float* two_over) {
   int bad;
 #ifdef LATENTAUDIT_QUANT_DISPATCH
+#ifdef LATENTAUDIT_QUANT_AVX512
+  if (have_avx512()) {
+    bad = token_row_params_avx512<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
+  } else
+#endif
   if (have_avx2()) {
     bad = token_row_params_avx2<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
   } else
