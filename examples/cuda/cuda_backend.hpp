@@ -454,7 +454,7 @@ inline void device_set_positions(device_kv_block& b, std::span<const position_t>
   std::vector<double> cs(T * half), sn(T * half);
   for (std::size_t t = 0; t < T; ++t)
     for (std::size_t f = 0; f < half; ++f) {
-      const double a = static_cast<double>(new_positions[t] - b.positions[t]) * freq[f];
+      const double a = static_cast<double>(std::int64_t{new_positions[t]} - b.positions[t]) * freq[f];
       cs[t * half + f] = std::cos(a);
       sn[t * half + f] = std::sin(a);
     }
