@@ -29,6 +29,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <latentaudit/backend/reference_cpu.hpp>
@@ -72,6 +73,14 @@ class device_buffer {
   device_buffer() = default;
   /// @brief Allocates `bytes` bytes (uninitialised).
   explicit device_buffer(std::size_t bytes) { resize_discard(bytes); }
+  /// @brief Takes over o's allocation (o is left empty).
+  device_buffer(device_buffer&& o) noexcept : p_(std::move(o.p_)), bytes_(std::exchange(o.bytes_, 0)) {}
+  /// @brief Takes over o's allocation (o is left empty).
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    p_ = std::move(o.p_);
+    bytes_ = std::exchange(o.bytes_, 0);
+    return *this;
+  }
   /// @brief The allocation as T*.
   template <class T = void>
   [[nodiscard]] T* get() const noexcept {
@@ -337,7 +346,9 @@ inline noise_record device_add_noise(device_kv_block& b, const noise_spec& spec)
   const std::size_t U = ut.part.size(), C = b.row_elems(),
                     H = static_cast<std::size_t>(b.fingerprint.n_kv_heads), D = C / H;
   cuda_detail::device_buffer d_ss(U * C * sizeof(double));
-  cuda_kernels::channel_sums(ur, d_ss.get<double>());
+  cuda_detail::device_buffer d_partial(
+      U * static_cast<std::size_t>(std::max(1, cuda_kernels::channel_sums_chunks(ur))) * C * sizeof(float));
+  cuda_kernels::channel_sums(ur, d_ss.get<double>(), d_partial.get<float>());
   cuda_detail::check_launch(fn);
   std::vector<double> ss_all(U * C);
   cuda_detail::download(ss_all.data(), d_ss.get(), ss_all.size() * sizeof(double));

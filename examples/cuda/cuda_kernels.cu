@@ -231,30 +231,8 @@ __device__ inline float bulk_sqrtf(float v) {
   return v * y;
 }
 
-// deviate number e of the stream (key k0 k1, counter words c2 c3)
-__device__ inline float stream_normal(std::uint64_t e, std::uint32_t k0, std::uint32_t k1, std::uint32_t c2,
-                                      std::uint32_t c3) {
-  constexpr std::uint64_t batch_size = 1024, n = batch_size / 4;
-  const std::uint64_t batch = e / batch_size, j = e % batch_size;
-  const unsigned q4 = static_cast<unsigned>(j / n);
-  const std::uint64_t blk = batch * n + j % n;
-  std::uint32_t x0 = static_cast<std::uint32_t>(blk), x1 = static_cast<std::uint32_t>(blk >> 32), x2 = c2,
-                x3 = c3;
-  std::uint32_t ka = k0, kb = k1;
-#pragma unroll
-  for (int r = 0; r < 10; ++r) {
-    const std::uint32_t lo0 = 0xD2511F53u * x0, hi0 = __umulhi(0xD2511F53u, x0);
-    const std::uint32_t lo1 = 0xCD9E8D57u * x2, hi1 = __umulhi(0xCD9E8D57u, x2);
-    const std::uint32_t y0 = hi1 ^ x1 ^ ka, y2 = hi0 ^ x3 ^ kb;
-    x0 = y0;
-    x1 = lo1;
-    x2 = y2;
-    x3 = lo0;
-    ka += 0x9E3779B9u;
-    kb += 0xBB67AE85u;
-  }
-  const unsigned pair = q4 / 2;
-  const std::uint32_t wa = pair == 0 ? x0 : x2, wb = pair == 0 ? x1 : x3;
+// the (cos, sin) deviates of one word pair (wa, wb), as normals_from_words
+__device__ inline void normal_pair(std::uint32_t wa, std::uint32_t wb, float* out) {
   const float u = (static_cast<float>(static_cast<std::int32_t>(wa >> 1)) + 0.25f) * 0x1p-31f;
   const float r = bulk_sqrtf(-2.0f * bulk_logf(u));
   const std::uint32_t q = wb >> 30;
@@ -267,50 +245,87 @@ __device__ inline float stream_normal(std::uint64_t e, std::uint32_t k0, std::ui
   const bool odd = (q & 1u) != 0;
   const float a = odd ? sn : cs, b = odd ? cs : sn;
   const std::uint32_t flip_cos = ((q + 1u) >> 1) & 1u, flip_sin = q >> 1;
-  if (q4 % 2 == 0) return r * __uint_as_float(__float_as_uint(a) ^ (flip_cos << 31));
-  return r * __uint_as_float(__float_as_uint(b) ^ (flip_sin << 31));
+  out[0] = r * __uint_as_float(__float_as_uint(a) ^ (flip_cos << 31));
+  out[1] = r * __uint_as_float(__float_as_uint(b) ^ (flip_sin << 31));
 }
 
-// grid: (channel chunks, units); thread = channel
-__global__ void channel_sums_kernel(unit_rows ur, double* ss) {
-  const int u = static_cast<int>(blockIdx.y);
+// the binary32 partial of 64 rows: grid (channel blocks, row chunks, units); thread = channel
+__global__ void channel_partials_kernel(unit_rows ur, int chunks, float* partial) {
+  const int u = static_cast<int>(blockIdx.z), k = static_cast<int>(blockIdx.y);
   const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (c >= ur.channels) return;
   const std::int64_t base = static_cast<std::int64_t>(ur.unit_index[u]) * ur.unit_stride;
-  double s = 0;
+  const int first = ur.row_offset[u] + 64 * k,
+            last = ur.row_offset[u + 1] < first + 64 ? ur.row_offset[u + 1] : first + 64;
   float acc = 0;
-  int rows = 0;
-  for (int i = ur.row_offset[u]; i < ur.row_offset[u + 1]; ++i) {
+  for (int i = first; i < last; ++i) {
     const float v =
         load_elem(ur.base, base + static_cast<std::int64_t>(ur.rows[i]) * ur.channels + c, ur.bf16);
     acc += v * v;
-    if (++rows % 64 == 0) {
-      s += static_cast<double>(acc);
-      acc = 0;
-    }
   }
-  ss[static_cast<std::int64_t>(u) * ur.channels + c] = s + static_cast<double>(acc);
+  partial[(static_cast<std::int64_t>(u) * chunks + k) * ur.channels + c] = acc;
 }
 
-// grid: (element chunks of the largest unit, units)
+// the binary64 sums of the partials in row order (as add_noise flushes them): thread = (unit, channel)
+__global__ void channel_flush_kernel(unit_rows ur, int chunks, const float* partial, double* ss) {
+  const int u = static_cast<int>(blockIdx.y);
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= ur.channels) return;
+  const int nr = ur.row_offset[u + 1] - ur.row_offset[u], used = (nr + 63) / 64;
+  double s = 0;
+  for (int k = 0; k < used; ++k)
+    s += static_cast<double>(partial[(static_cast<std::int64_t>(u) * chunks + k) * ur.channels + c]);
+  ss[static_cast<std::int64_t>(u) * ur.channels + c] = s;
+}
+
+// One thread a Philox block: its four words give the deviates i, i + 256, i + 512 and i + 768 of
+// a 1024-deviate batch (cos and sin of word pairs (0, 1) and (2, 3)), as standard_normal_batch
+// lays them out. grid: (batches · 256 / blockDim, units)
 __global__ void noise_kernel(unit_rows ur, const float* sigma, std::uint32_t k0, std::uint32_t k1,
                              const std::uint32_t* part, const std::uint32_t* layer, double* noise_power) {
   __shared__ float red[32];
+  constexpr std::uint64_t n4 = 256;
   const int u = static_cast<int>(blockIdx.y);
-  const std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  const std::int64_t g = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   const int r0 = ur.row_offset[u], nr = ur.row_offset[u + 1] - r0;
+  const std::int64_t total = static_cast<std::int64_t>(nr) * ur.channels;
+  const std::uint64_t batch = static_cast<std::uint64_t>(g) / n4, i = static_cast<std::uint64_t>(g) % n4;
   float added2 = 0;
-  if (e < static_cast<std::int64_t>(nr) * ur.channels) {
-    const int c = static_cast<int>(e % ur.channels);
-    const float sg = sigma[static_cast<std::int64_t>(u) * ur.channels + c];
-    if (sg != 0.0f) {
-      const std::int64_t idx = static_cast<std::int64_t>(ur.unit_index[u]) * ur.unit_stride +
-                               static_cast<std::int64_t>(ur.rows[r0 + e / ur.channels]) * ur.channels + c;
-      const float old = load_elem(ur.base, idx, ur.bf16);
-      const float z = stream_normal(static_cast<std::uint64_t>(e), k0, k1, part[u], layer[u]);
-      store_elem(ur.base, idx, ur.bf16, old + sg * z);
-      const float added = load_elem(ur.base, idx, ur.bf16) - old;
-      added2 = added * added;
+  if (static_cast<std::int64_t>(batch * 1024 + i) < total) {
+    const std::uint64_t blk = batch * n4 + i;
+    std::uint32_t x0 = static_cast<std::uint32_t>(blk), x1 = static_cast<std::uint32_t>(blk >> 32),
+                  x2 = part[u], x3 = layer[u];
+    std::uint32_t ka = k0, kb = k1;
+#pragma unroll
+    for (int r = 0; r < 10; ++r) {
+      const std::uint32_t lo0 = 0xD2511F53u * x0, hi0 = __umulhi(0xD2511F53u, x0);
+      const std::uint32_t lo1 = 0xCD9E8D57u * x2, hi1 = __umulhi(0xCD9E8D57u, x2);
+      const std::uint32_t y0 = hi1 ^ x1 ^ ka, y2 = hi0 ^ x3 ^ kb;
+      x0 = y0;
+      x1 = lo1;
+      x2 = y2;
+      x3 = lo0;
+      ka += 0x9E3779B9u;
+      kb += 0xBB67AE85u;
+    }
+    const std::int64_t base = static_cast<std::int64_t>(ur.unit_index[u]) * ur.unit_stride;
+    for (int pair = 0; pair < 2; ++pair) {
+      float z[2];
+      normal_pair(pair == 0 ? x0 : x2, pair == 0 ? x1 : x3, z);
+      for (int q = 0; q < 2; ++q) {
+        const std::int64_t e =
+            static_cast<std::int64_t>(batch * 1024 + static_cast<std::uint64_t>(2 * pair + q) * n4 + i);
+        if (e >= total) continue;
+        const int c = static_cast<int>(e % ur.channels);
+        const float sg = sigma[static_cast<std::int64_t>(u) * ur.channels + c];
+        if (sg == 0.0f) continue;
+        const std::int64_t idx =
+            base + static_cast<std::int64_t>(ur.rows[r0 + e / ur.channels]) * ur.channels + c;
+        const float old = load_elem(ur.base, idx, ur.bf16);
+        store_elem(ur.base, idx, ur.bf16, old + sg * z[q]);
+        const float added = load_elem(ur.base, idx, ur.bf16) - old;
+        added2 += added * added;
+      }
     }
   }
   added2 = block_reduce(added2, red, false);
@@ -431,17 +446,26 @@ void fill_bf16(std::uint16_t* y, std::int64_t n, std::uint32_t seed) {
   if (n > 0) fill_bf16_kernel<<<blocks_for(n), threads>>>(y, n, seed);
 }
 
-void channel_sums(const unit_rows& ur, double* ss) {
+int channel_sums_chunks(const unit_rows& ur) { return (ur.max_rows + 63) / 64; }
+
+void channel_sums(const unit_rows& ur, double* ss, float* partial) {
+  const int chunks = channel_sums_chunks(ur);
   if (ur.units <= 0) return;
-  channel_sums_kernel<<<dim3(blocks_for(ur.channels, 128), static_cast<unsigned>(ur.units)), 128>>>(ur, ss);
+  if (chunks > 0)
+    channel_partials_kernel<<<dim3(blocks_for(ur.channels, 128), static_cast<unsigned>(chunks),
+                                   static_cast<unsigned>(ur.units)),
+                              128>>>(ur, chunks, partial);
+  channel_flush_kernel<<<dim3(blocks_for(ur.channels, 128), static_cast<unsigned>(ur.units)), 128>>>(
+      ur, chunks, partial, ss);
 }
 
 void add_noise(const unit_rows& ur, const float* sigma, std::uint32_t k0, std::uint32_t k1,
                const std::uint32_t* part, const std::uint32_t* layer, double* noise_power) {
   const std::int64_t n = static_cast<std::int64_t>(ur.max_rows) * ur.channels;
   if (ur.units <= 0 || n == 0) return;
-  noise_kernel<<<dim3(blocks_for(n), static_cast<unsigned>(ur.units)), threads>>>(ur, sigma, k0, k1, part,
-                                                                                  layer, noise_power);
+  const std::int64_t threads_needed = (n + 1023) / 1024 * 256;
+  noise_kernel<<<dim3(blocks_for(threads_needed), static_cast<unsigned>(ur.units)), threads>>>(
+      ur, sigma, k0, k1, part, layer, noise_power);
 }
 
 void quantize_roundtrip(const unit_rows& ur, const std::uint8_t* is_key, bool keys_per_channel, int group,

@@ -62,8 +62,12 @@ struct unit_rows {
 };
 
 /// @brief Per-channel sums of squares as latentaudit::add_noise computes them (binary32
-/// accumulators flushed into binary64 every 64 rows): ss[u·channels + c].
-void channel_sums(const unit_rows& ur, double* ss);
+/// partials of 64 rows, added into binary64 in row order): ss[u·channels + c]. partial: scratch
+/// of units · channel_sums_chunks(ur) · channels floats.
+void channel_sums(const unit_rows& ur, double* ss, float* partial);
+
+/// @brief Row chunks (of 64) channel_sums needs scratch for, per unit.
+int channel_sums_chunks(const unit_rows& ur);
 
 /// @brief Adds σ[u·channels + c]·z to each element, z the binary32 normal deviate of
 /// latentaudit::standard_normal_batch for stream key (k0, k1) and counter words (part[u],
