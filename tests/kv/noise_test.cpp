@@ -106,6 +106,12 @@ TEST_CASE("bulk noise: vector and portable kernels agree bit for bit; bf16 noise
   double ss = 0;
   for (std::size_t j = 0; j < x.size(); ++j) ss += (y[j] - x[j]) * (y[j] - x[j]);
   CHECK(std::fabs(std::sqrt(ss / static_cast<double>(x.size())) - 0.25) < 0.25 * 0.02);  // 5 sd
+  // the signal RMS (summed in the noise pass for an absolute sigma) is the block's RMS
+  double s0 = 0;
+  for (float v : x) s0 += static_cast<double>(v) * v;
+  CHECK(ra.signal_rms == Approx(std::sqrt(s0 / static_cast<double>(x.size()))).epsilon(1e-6));
+  auto c = base;
+  CHECK(add_noise(c, {.sigma = 0.25, .scale = noise_scale::rms_layer, .seed = 91}).signal_rms == Approx(ra.signal_rms).epsilon(1e-6));
   // the recorded noise power is the power actually added (after rounding to bf16)
   CHECK(10.0 * std::log10(ra.signal_rms * ra.signal_rms * static_cast<double>(x.size()) / ss) == Approx(ra.realized_snr_db).epsilon(1e-4));
 }

@@ -90,11 +90,13 @@ template <class T>
 }
 
 /// @brief x[c] += σ[c]·z[c] rounded to T where σ[c] ≠ 0 (elements with σ = 0 keep their bits),
-/// and the power actually added: np[c] += (new − old)².
-template <class T>
-[[gnu::always_inline]] inline void row_noise_body(std::byte* x, std::size_t n, const float* sig, const float* z, float* np) noexcept {
+/// and the power actually added: np[c] += (new − old)²; with Squares also sq[c] += old².
+template <class T, bool Squares = false>
+[[gnu::always_inline]] inline void row_noise_body(std::byte* x, std::size_t n, const float* sig, const float* z, float* np,
+                                                  float* sq = nullptr) noexcept {
   for (std::size_t c = 0; c < n; ++c) {
     const float old = load_cache<T>(x, c);
+    if constexpr (Squares) sq[c] += old * old;
     const float prod = sig[c] * z[c];
     const float sum = old + prod;
     store_cache<T>(x, c, select_bits(sig[c] != 0.0f, sum, old));
@@ -108,9 +110,10 @@ template <class T>
 __attribute__((target("avx2"))) void row_squares_avx2(const std::byte* x, std::size_t n, float* acc) noexcept {
   row_squares_body<T>(x, n, acc);
 }
-template <class T>
-__attribute__((target("avx2"))) void row_noise_avx2(std::byte* x, std::size_t n, const float* sig, const float* z, float* np) noexcept {
-  row_noise_body<T>(x, n, sig, z, np);
+template <class T, bool Squares>
+__attribute__((target("avx2"))) void row_noise_avx2(std::byte* x, std::size_t n, const float* sig, const float* z, float* np,
+                                                    float* sq) noexcept {
+  row_noise_body<T, Squares>(x, n, sig, z, np, sq);
 }
 #endif
 
@@ -122,12 +125,12 @@ void row_squares(const std::byte* x, std::size_t n, float* acc) noexcept {
   row_squares_body<T>(x, n, acc);
 }
 
-template <class T>
-void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, float* np) noexcept {
+template <class T, bool Squares = false>
+void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, float* np, float* sq = nullptr) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (normals_have_avx2()) return row_noise_avx2<T>(x, n, sig, z, np);
+  if (normals_have_avx2()) return row_noise_avx2<T, Squares>(x, n, sig, z, np, sq);
 #endif
-  row_noise_body<T>(x, n, sig, z, np);
+  row_noise_body<T, Squares>(x, n, sig, z, np, sq);
 }
 
 inline void check_noise_spec(std::string_view fn, const noise_spec& s) {
@@ -181,11 +184,13 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
             acc[c] = 0.0f;
           }
         };
+        // an absolute σ does not depend on the data: the squares are then summed in the noise pass
+        const bool fused = spec.scale == noise_scale::absolute && spec.sigma != 0.0;
         std::int64_t rows = 0;
         for (std::int64_t t = t0; t < t1; ++t) {
           if (!block.token_present(w.i, t)) continue;
-          detail::row_squares<T>(base + static_cast<std::size_t>(t) * row_bytes, C, acc.data());
-          if (++rows % 64 == 0) flush();
+          if (!fused) detail::row_squares<T>(base + static_cast<std::size_t>(t) * row_bytes, C, acc.data());
+          if (++rows % 64 == 0 && !fused) flush();
         }
         flush();
         if (rows == 0) continue;
@@ -226,6 +231,7 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
         std::uint64_t batch = 0;
         std::fill(acc.begin(), acc.end(), 0.0f);
         std::vector<double> np(C, 0.0);
+        std::vector<float> sq(fused ? C : 0, 0.0f);
         std::int64_t since = 0;
         for (std::int64_t t = t0; t < t1; ++t) {
           if (!block.token_present(w.i, t)) continue;
@@ -236,17 +242,32 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
               used = 0;
             }
             const std::size_t len = std::min(C - c0, normal_batch_size - used);
-            detail::row_noise<T>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used, acc.data() + c0);
+            if (fused) {
+              detail::row_noise<T, true>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used, acc.data() + c0, sq.data() + c0);
+            } else {
+              detail::row_noise<T>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used, acc.data() + c0);
+            }
             used += len;
             c0 += len;
           }
-          if (++since % 64 == 0)
+          if (++since % 64 == 0) {
             for (std::size_t c = 0; c < C; ++c) {
               np[c] += static_cast<double>(acc[c]);
               acc[c] = 0.0f;
             }
+            if (fused)
+              for (std::size_t c = 0; c < C; ++c) {
+                ss[c] += static_cast<double>(sq[c]);
+                sq[c] = 0.0f;
+              }
+          }
         }
         for (std::size_t c = 0; c < C; ++c) w.noise_power += np[c] + static_cast<double>(acc[c]);
+        if (fused) {
+          double total = 0;
+          for (std::size_t c = 0; c < C; ++c) total += ss[c] + static_cast<double>(sq[c]);
+          w.signal = total;
+        }
       }
     });
   });
