@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -486,9 +487,13 @@ inline void device_set_positions(device_kv_block& b, std::span<const position_t>
 /// @brief The reference CUDA backend (satisfies attention_capturing_backend).
 class cuda_backend {
  public:
-  /// @brief Loads `dir/config.json` and `dir/model.safetensors` and uploads the weights (f32).
-  /// @throws corrupt_data / invalid_argument as reference_cpu_backend::load; backend_error on a CUDA failure.
-  static cuda_backend load(const std::filesystem::path& dir) {
+  /// @brief Loads `dir/config.json` and `dir/model.safetensors` and uploads the weights.
+  /// @param weight_type f32, or bf16 to keep the projection and LM-head matrices in bf16 on the
+  ///        device (half the memory; activations and sums stay binary32 — for a bf16 checkpoint
+  ///        the same weights as the f32 path, for an f32 checkpoint rounded to bf16)
+  /// @throws corrupt_data / invalid_argument as reference_cpu_backend::load (invalid_argument also
+  ///         for another weight_type); backend_error on a CUDA failure.
+  static cuda_backend load(const std::filesystem::path& dir, dtype weight_type = dtype::f32) {
     const auto cfg_path = dir / "config.json";
     std::ifstream in(cfg_path);
     if (!in)
@@ -499,12 +504,16 @@ class cuda_backend {
     const auto cfg = llama_config::from_json(parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20}),
                                              cfg_path.string());
     const auto st = safetensors_file::open(dir / "model.safetensors");
-    return cuda_backend(cfg, st);
+    return cuda_backend(cfg, st, weight_type);
   }
 
   /// @brief A backend over an opened weights file (HF tensor names); the fingerprint's weights
-  /// hash is computed as the CPU backend computes it.
-  cuda_backend(const llama_config& cfg, const safetensors_file& st) : cfg_(cfg) {
+  /// hash is computed as the CPU backend computes it (over the f32 values read, for either
+  /// weight_type). See load for weight_type.
+  cuda_backend(const llama_config& cfg, const safetensors_file& st, dtype weight_type = dtype::f32)
+      : cfg_(cfg), weight_type_(weight_type) {
+    if (weight_type != dtype::f32 && weight_type != dtype::bf16)
+      detail::throw_invalid("cuda_backend", "weight_type", "must be f32 or bf16");
     cublasHandle_t h = nullptr;
     cuda_detail::check_cublas(cublasCreate(&h), "cublasCreate");
     handle_.reset(h);
@@ -521,6 +530,15 @@ class cuda_backend {
       auto v = st.read_f32(name, shape);
       hash.update(std::as_bytes(std::span(name.data(), name.size())));
       hash.update(std::as_bytes(std::span(v)));
+      if (weight_type_ == dtype::bf16 && cols > 0 && name != "model.embed_tokens.weight") {
+        std::vector<std::uint16_t> h(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          const std::uint32_t b = std::bit_cast<std::uint32_t>(v[i]);
+          h[i] = static_cast<std::uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >>
+                                            16);  // nearest even, as store_cache
+        }
+        return cuda_detail::to_device(std::span<const std::uint16_t>(h));
+      }
       return cuda_detail::to_device(std::span<const float>(v));
     };
     embed_ = tensor("model.embed_tokens.weight", V, d);
@@ -575,6 +593,8 @@ class cuda_backend {
   [[nodiscard]] const backend_info& info() const noexcept { return info_; }
   /// @brief The model's configuration.
   [[nodiscard]] const llama_config& config() const noexcept { return cfg_; }
+  /// @brief The device storage type of the weight matrices (f32 or bf16).
+  [[nodiscard]] dtype weight_type() const noexcept { return weight_type_; }
 
   /// @brief Opens an empty sequence.
   [[nodiscard]] seq_id open_seq() {
@@ -937,9 +957,14 @@ class cuda_backend {
     upload_vis(q);
   }
 
-  /// y[n×out] (+)= x[n×in] · W^T with W row-major [out][in] (HF linear layout).
+  /// y[n×out] (+)= x[n×in] · W^T with W row-major [out][in] (HF linear layout); the embedding
+  /// matrix (the tied head) is always f32.
   void linear(const float* x, int n, const cuda_detail::device_buffer& w, int out, int in, float* y,
               float beta) const {
+    if (weight_type_ == dtype::bf16 && &w != &embed_) {
+      cuda_kernels::linear_bf16w(x, n, w.get<std::uint16_t>(), out, in, y, beta != 0.0f);
+      return;
+    }
     const float alpha = 1.0f;
     cuda_detail::check_cublas(cublasSgemm(handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha,
                                           w.get<float>(), in, x, in, &beta, y, out),
@@ -1061,6 +1086,7 @@ class cuda_backend {
   }
 
   llama_config cfg_;
+  dtype weight_type_ = dtype::f32;
   backend_info info_;
   std::vector<double> freq_;
   std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, cublas_destroy> handle_;

@@ -16,6 +16,7 @@
 #include <latentaudit/kv/selection.hpp>
 
 #include "cuda_backend.hpp"
+#include "support/tiny_llama.hpp"  // tests/support: writes a tiny random checkpoint
 
 namespace la = latentaudit;
 
@@ -188,6 +189,40 @@ int main(int argc, char** argv) {
       const auto empty = gpu.export_kv_device(s4, {0, 0}, {0, L});
       report("device/empty export", empty.n_tokens == 0 && empty.payload_bytes() == 0);
       gpu.close_seq(s4);
+    }
+
+    // ---- bf16 weight storage ----------------------------------------------------------------
+    // a bf16 checkpoint: the device holds exactly the CPU's weights (in bf16), sums in binary32
+    for (bool tied : {false, true}) {
+      const auto tdir = la::test::write_tiny_llama(std::string("cuda_bf16_") + (tied ? "tied" : "untied"),
+                                                   {.tied = tied, .storage = la::dtype::bf16, .seed = 3});
+      auto g16 = la::cuda_backend::load(tdir, la::dtype::bf16);
+      auto c16 = la::reference_cpu_backend::load(tdir);
+      const std::string tag = std::string("bf16w") + (tied ? " tied" : "") + "/";
+      for (const auto& r : la::run_conformance(g16, kit))
+        report(tag + "kit/" + r.check, r.passed,
+               r.detail.empty() ? "max |delta| " + std::to_string(r.max_abs_diff) : r.detail);
+      const auto sg = g16.open_seq(), sc = c16.open_seq();
+      close_check(tag + "prefill logits vs CPU (bf16 checkpoint)",
+                  g16.prefill(sg, a, 0, {.all_logits = true}).logits,
+                  c16.prefill(sc, a, 0, {.all_logits = true}).logits, 1e-3);
+      g16.close_seq(sg);
+      c16.close_seq(sc);
+    }
+    {
+      // an f32 checkpoint with its matrices rounded to bf16 on the device: the kit holds; the
+      // distance to the CPU's f32 logits is printed, not checked (it is the rounding's effect)
+      auto g16 = la::cuda_backend::load(dir, la::dtype::bf16);
+      for (const auto& r : la::run_conformance(g16, kit))
+        report("bf16w organism/kit/" + r.check, r.passed,
+               r.detail.empty() ? "max |delta| " + std::to_string(r.max_abs_diff) : r.detail);
+      const auto sg = g16.open_seq(), sc = cpu.open_seq();
+      const double d = la::detail::max_abs_diff(g16.prefill(sg, a, 0, {.all_logits = true}).logits,
+                                                cpu.prefill(sc, a, 0, {.all_logits = true}).logits);
+      std::printf("%-44s %s  max |delta| %g (weights rounded to bf16; informational)\n",
+                  "bf16w organism/logits vs CPU f32", "INFO", d);
+      g16.close_seq(sg);
+      cpu.close_seq(sc);
     }
 
     // ---- device hot paths, bit for bit against the CPU ---------------------------------------

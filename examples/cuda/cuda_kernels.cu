@@ -144,6 +144,21 @@ __global__ void attention_kernel(const float* q, const float* k, const float* v,
   }
 }
 
+// one warp an output element: grid (ceil(out / 8), n), 256 threads
+__global__ void linear_bf16w_kernel(const float* x, const std::uint16_t* w, int out, int in, float* y,
+                                    bool accumulate) {
+  const int o = static_cast<int>(blockIdx.x) * 8 + static_cast<int>(threadIdx.x >> 5),
+            lane = static_cast<int>(threadIdx.x & 31);
+  const std::int64_t r = blockIdx.y;
+  if (o >= out) return;
+  const float* xr = x + r * in;
+  const std::uint16_t* wr = w + static_cast<std::int64_t>(o) * in;
+  float acc = 0;
+  for (int k = lane; k < in; k += 32) acc += xr[k] * __uint_as_float(static_cast<std::uint32_t>(wr[k]) << 16);
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xFFFFFFFFu, acc, off);
+  if (lane == 0) y[r * out + o] = accumulate ? y[r * out + o] + acc : acc;
+}
+
 __global__ void swiglu_kernel(float* gate, const float* up, std::int64_t n) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
@@ -414,6 +429,12 @@ void attention(const float* q, const float* k, const float* v, const std::uint8_
                int H, int Hkv, int hd, float scale, float* scores, float* out, float* capture) {
   attention_kernel<<<static_cast<unsigned>(n * H), 128, static_cast<std::size_t>(hd) * sizeof(float)>>>(
       q, k, v, visible, n, old_T, H, Hkv, hd, scale, scores, out, capture);
+}
+
+void linear_bf16w(const float* x, int n, const std::uint16_t* w, int out, int in, float* y, bool accumulate) {
+  if (n > 0 && out > 0)
+    linear_bf16w_kernel<<<dim3(blocks_for(out, 8), static_cast<unsigned>(n)), 256>>>(x, w, out, in, y,
+                                                                                     accumulate);
 }
 
 void swiglu(float* gate, const float* up, std::int64_t n) {
