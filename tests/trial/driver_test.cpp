@@ -94,8 +94,9 @@ TEST_CASE("driver: the planted relay semantics of the organism, arm by arm") {
 TEST_CASE("driver: records do not depend on execution order, and a resumed run completes the same set") {
   fixture f;
   trial_design d{.seed = 5, .items = 6, .seeds = 2};
-  d.arms = {parse_arm("no_comm"), parse_arm("kv_full"),  parse_arm("kv_noise_1"),
-            parse_arm("random"),  parse_arm("deranged"), parse_arm("text_budget_2")};
+  d.arms = {
+      parse_arm("no_comm"),  parse_arm("kv_full"),       parse_arm("kv_noise_1"),         parse_arm("random"),
+      parse_arm("deranged"), parse_arm("text_budget_2"), parse_arm("kv_last_half@rebase")};
   const auto ordered = by_key(f.run(d));
   trial_design shuffled = d;
   shuffled.randomize_order = true;
@@ -150,6 +151,13 @@ TEST_CASE("arms: parse_arm accepts the documented forms and names what it accept
   for (const char* bad : {"", "kv", "kv_noise_", "kv_noise_-1", "kv_noise_nan", "text_budget_x", "kv_layers_",
                           "kv_sinks_3", "Kv_full"})
     CHECK_THROWS_WITH(parse_arm(bad), Catch::Contains("parse_arm") && Catch::Contains("name"));
+  const auto rebased = parse_arm("kv_last_half@rebase");
+  CHECK(rebased.kind == arm_kind::kv_policy);
+  CHECK(rebased.policy.mode == position_mode::rebase_contiguous);
+  CHECK(rebased.label == "kv_last_half@rebase");
+  CHECK(parse_arm("kv_full@append").policy.mode == position_mode::append_after);
+  CHECK_THROWS_WITH(parse_arm("no_comm@rebase"), Catch::Contains("kv_full and kv_*"));
+  CHECK_THROWS_WITH(parse_arm("kv_full@sideways"), Catch::Contains("preserve, rebase or append"));
   std::set<std::string> labels;
   for (const auto& a : default_arms()) CHECK(labels.insert(a.label).second);
 }

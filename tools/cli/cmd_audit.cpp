@@ -152,6 +152,7 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
   if (o.alpha >= 0.5) throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5)");
   o.bootstrap_replicates = static_cast<std::size_t>(args.integer("--bootstrap", 2000, 100, 1000000));
   o.seed = seed;
+  o.threads = 0;  // the bootstraps use every core; results do not depend on it
   return o;
 }
 

@@ -115,11 +115,8 @@ struct trial_arm {
   return {.label = "cross_model", .kind = arm_kind::cross_model};
 }
 
-/// @brief Parses an arm name: no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<σ>,
-/// kv_layers_<l>[_<l>...], kv_first_half, kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4,
-/// kv_fp8, deranged, zeroed, random, cross_model.
-/// @throws invalid_argument naming the accepted forms.
-[[nodiscard]] inline trial_arm parse_arm(std::string_view name) {
+namespace detail {
+[[nodiscard]] inline trial_arm parse_arm_base(std::string_view name) {
   constexpr std::string_view fn = "parse_arm";
   const std::string s(name);
   auto bad = [&]() -> void {
@@ -191,6 +188,40 @@ struct trial_arm {
     return kv_policy_arm(kv_policy{.label = s}, quantize_spec{.scheme = quant_scheme::fp8_e4m3});
   bad();
   return {};
+}
+
+}  // namespace detail
+
+/// @brief Parses an arm name: no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<σ>,
+/// kv_layers_<l>[_<l>...], kv_first_half, kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4,
+/// kv_fp8, deranged, zeroed, random, cross_model; a KV arm may end in `@preserve`, `@rebase` or
+/// `@append` to choose how the relayed positions are placed at the receiver (kv/rope.hpp
+/// position_mode: keep the sender's positions — the default —, renumber them 0, 1, ... with the
+/// keys re-rotated, or place them after the receiver's own tokens), e.g. `kv_last_half@rebase`.
+/// @throws invalid_argument naming the accepted forms.
+[[nodiscard]] inline trial_arm parse_arm(std::string_view name) {
+  const auto at = name.find('@');
+  if (at == std::string_view::npos) return detail::parse_arm_base(name);
+  const std::string_view mode = name.substr(at + 1);
+  trial_arm a = detail::parse_arm_base(name.substr(0, at));
+  if (a.kind != arm_kind::kv_full && a.kind != arm_kind::kv_policy)
+    detail::throw_invalid("parse_arm", "name",
+                          "a position mode (@...) applies to kv_full and kv_* policy arms only, got '" +
+                              std::string(name) + "'");
+  if (mode == "preserve")
+    a.policy.mode = position_mode::preserve;
+  else if (mode == "rebase")
+    a.policy.mode = position_mode::rebase_contiguous;
+  else if (mode == "append")
+    a.policy.mode = position_mode::append_after;
+  else
+    detail::throw_invalid(
+        "parse_arm", "name",
+        "the position mode after '@' must be preserve, rebase or append, got '" + std::string(name) + "'");
+  a.kind = arm_kind::kv_policy;
+  a.label = std::string(name);
+  a.policy.label = a.label;
+  return a;
 }
 
 /// @brief The default audit arms: no_comm, text_full, text_budget_4, kv_full, kv_noise_{0.25,

@@ -355,7 +355,10 @@ class trial_driver {
       backend_call(L.import_s, [&] {
         engine_.import_kv(b, dec.kv, import_options{.mode = position_mode::preserve, .force = forced});
       });
-      first = static_cast<position_t>(n);
+      // B's own tokens follow the document's positions when the relay keeps them; after a
+      // renumbered or appended relay they follow the relay itself.
+      first =
+          arm.policy.mode == position_mode::preserve ? static_cast<position_t>(n) : engine_.next_position(b);
       r.policy = transfer_record_json(tr, dec.quantization);
     }
     // B: own prompt + query (after a text prefix when the relay is text or nothing).
