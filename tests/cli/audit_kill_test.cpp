@@ -36,26 +36,6 @@ std::vector<std::string> audit_args(const std::filesystem::path& out) {
           "--quiet"};
 }
 
-// Starts the CLI (stdout/stderr to /dev/null) and returns its pid.
-pid_t spawn_cli(const std::vector<std::string>& args) {
-  const std::string exe = LATENTAUDIT_CLI_PATH;
-  std::vector<std::string> words = {exe};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
 std::map<trial_key, std::string> timeless(const std::vector<trial_record>& rs) {
   std::map<trial_key, std::string> m;
   for (auto r : rs) {
@@ -84,7 +64,7 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
   bool complete = false;
   // Kill after a uniformly random delay in [2, 80] ms, at least 20 times; then let it finish.
   while (!complete && runs < 400) {
-    const pid_t pid = spawn_cli(audit_args(killed));
+    const pid_t pid = test::spawn_cli(audit_args(killed), "/dev/null", "/dev/null");
     ++runs;
     int status = 0;
     if (kills < 20 || runs % 2 == 0) {

@@ -50,10 +50,10 @@ inline std::string slurp_file(const std::filesystem::path& p) {
   return s.str();
 }
 
-/// Runs the CLI with `args` (posix_spawn, no shell: every word reaches the binary as it is);
-/// stdin is /dev/null, stdout and stderr are captured through files in cli_work_dir().
-inline run_result run_cli(const std::vector<std::string>& args) {
-  const std::string out = (cli_work_dir() / "stdout.txt").string(), err = (cli_work_dir() / "stderr.txt").string();
+/// Starts the CLI with `args` (posix_spawn, no shell: every word reaches the binary as it is),
+/// stdin from /dev/null and stdout / stderr to the given files; returns its pid.
+inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& out_path,
+                       const std::string& err_path) {
   const std::string exe = LATENTAUDIT_CLI_PATH;
   std::vector<std::string> words = {exe};
   words.insert(words.end(), args.begin(), args.end());
@@ -63,12 +63,21 @@ inline run_result run_cli(const std::vector<std::string>& args) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE(rc == 0);
+  return pid;
+}
+
+/// Runs the CLI with `args` to completion; stdout and stderr are captured through files in
+/// cli_work_dir().
+inline run_result run_cli(const std::vector<std::string>& args) {
+  const std::string out = (cli_work_dir() / "stdout.txt").string(),
+                    err = (cli_work_dir() / "stderr.txt").string();
+  const pid_t pid = spawn_cli(args, out, err);
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   run_result r;
