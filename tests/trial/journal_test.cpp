@@ -64,6 +64,9 @@ TEST_CASE("journal: records round-trip through their JSON line") {
   bad.answer_logprob = std::nan("");
   CHECK_THROWS_WITH(record_to_json(bad), Catch::Contains("answer_logprob"));
   CHECK_THROWS_WITH(record_to_line(bad), Catch::Contains("answer_logprob"));
+  auto twice = sample(1, "x");
+  twice.covariates.push_back({"pairs", 3});  // a line with a repeated key would not read back
+  CHECK_THROWS_WITH(record_to_line(twice), Catch::Contains("record.covariates") && Catch::Contains("'pairs' repeats"));
 }
 
 TEST_CASE("journal: append, resume after a torn line, refuse duplicates and other designs") {

@@ -23,19 +23,27 @@ enum class verdict { yes, no, inconclusive };
 /// @brief One finding: an id from docs/audit-report.md, its verdict, the estimate with its
 /// interval, the method that produced it, the number of units it rests on, and a sentence.
 struct finding {
-  std::string id;                         ///< e.g. "need.kv_beats_no_comm"
-  verdict answer = verdict::inconclusive; ///< the verdict
-  double estimate = 0.0;                  ///< point estimate (NaN only when not estimable; written as null)
-  double ci_low = 0.0;                    ///< lower limit
-  double ci_high = 0.0;                   ///< upper limit
-  std::string method;                     ///< e.g. "paired difference, cluster bootstrap (item) percentile, Holm"
-  std::size_t n = 0;                      ///< units (pairs, items, records) used
-  std::string detail;                     ///< one human sentence: why this verdict
+  std::string id;                          ///< e.g. "need.kv_beats_no_comm"
+  verdict answer = verdict::inconclusive;  ///< the verdict
+  double estimate = 0.0;                   ///< point estimate (NaN only when not estimable; written as null)
+  double ci_low = 0.0;                     ///< lower limit
+  double ci_high = 0.0;                    ///< upper limit
+  std::string method;  ///< e.g. "paired difference, cluster bootstrap (item) percentile, Holm"
+  std::size_t n = 0;   ///< units (pairs, items, records) used
+  std::string detail;  ///< one human sentence: why this verdict
 };
 
-/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail"}; non-finite numbers become null.
+namespace detail {
+/// @brief x as a JSON number, or null when x is not finite (report.json never holds NaN).
+[[nodiscard]] inline json_value number_or_null(double x) {
+  return std::isfinite(x) ? json_value(x) : json_value(nullptr);
+}
+}  // namespace detail
+
+/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail"}; non-finite numbers become
+/// null.
 [[nodiscard]] inline json_value finding_to_json(const finding& f) {
-  auto num = [](double x) -> json_value { return std::isfinite(x) ? json_value(x) : json_value(nullptr); };
+  const auto num = detail::number_or_null;
   json_value j;
   j.set("id", f.id);
   j.set("verdict", verdict_name(f.answer));

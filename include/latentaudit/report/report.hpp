@@ -74,7 +74,7 @@ namespace detail {
 inline std::string pct(double x) { return std::isfinite(x) ? fmt::format("{:.1f}", 100.0 * x) : "–"; }
 inline std::string num(double x) { return std::isfinite(x) ? fmt::format("{:.4g}", x) : "–"; }
 inline std::string us(double s) { return std::isfinite(s) ? fmt::format("{:.1f}", 1e6 * s) : "–"; }
-inline json_value jnum(double x) { return std::isfinite(x) ? json_value(x) : json_value(nullptr); }
+inline json_value jnum(double x) { return number_or_null(x); }
 inline json_value jopt(const std::optional<double>& x) {
   return x && std::isfinite(*x) ? json_value(*x) : json_value(nullptr);
 }

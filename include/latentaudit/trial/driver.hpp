@@ -222,10 +222,9 @@ class trial_driver {
       ref.hidden = std::move(out.hidden);
       engine_.close_seq(b);
     }
-    bool need_a = false, need_partner = false;
+    bool need_a = false;
     for (auto ai : todo) {
       need_a |= d.arms[ai].needs_sender() && d.arms[ai].kind != arm_kind::cross_model;
-      need_partner |= d.arms[ai].kind == arm_kind::cross_model;
     }
     std::optional<std::pair<seq_id, double>> a;
     if (need_a) a = read_document(engine_, task.document);
@@ -239,7 +238,6 @@ class trial_driver {
       ++stats_.trials;
     }
     if (a) engine_.close_seq(a->first);
-    (void)need_partner;
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,

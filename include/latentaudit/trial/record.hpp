@@ -82,59 +82,9 @@ struct trial_record {
   }
 };
 
-/// @brief Serialises a record as one JSON object (docs/records.md).
-/// @throws invalid_argument if a numeric field is not finite.
-[[nodiscard]] inline json_value record_to_json(const trial_record& r) {
-  constexpr std::string_view fn = "record_to_json";
-  auto finite = [&](std::string_view name, double x) -> json_value {
-    if (!std::isfinite(x)) detail::throw_invalid(fn, name, "must be finite, got " + detail::number_text(x));
-    return x;
-  };
-  auto opt = [&](std::string_view name, const std::optional<double>& x) -> json_value {
-    return x ? finite(name, *x) : json_value(nullptr);
-  };
-  json_value j;
-  j.set("item", static_cast<double>(r.item));
-  j.set("seed", static_cast<double>(r.seed));
-  j.set("arm", r.arm);
-  j.set("arm_kind", r.arm_kind);
-  j.set("regime", r.regime);
-  j.set("correct", r.correct);
-  j.set("answer_logprob", finite("record.answer_logprob", r.answer_logprob));
-  j.set("generated_tokens", static_cast<double>(r.generated_tokens));
-  j.set("bytes", static_cast<double>(r.bytes));
-  j.set("relay_tokens", static_cast<double>(r.relay_tokens));
-  const auto& L = r.latency;
-  j.set("a_prefill_s", finite("record.latency.a_prefill_s", L.a_prefill_s));
-  j.set("export_s", finite("record.latency.export_s", L.export_s));
-  j.set("policy_s", finite("record.latency.policy_s", L.policy_s));
-  j.set("encode_s", finite("record.latency.encode_s", L.encode_s));
-  j.set("transfer_s", finite("record.latency.transfer_s", L.transfer_s));
-  j.set("decode_s", finite("record.latency.decode_s", L.decode_s));
-  j.set("import_s", finite("record.latency.import_s", L.import_s));
-  j.set("b_prefill_s", finite("record.latency.b_prefill_s", L.b_prefill_s));
-  j.set("b_decode_s", finite("record.latency.b_decode_s", L.b_decode_s));
-  j.set("link", r.link);
-  j.set("attention_mass", opt("record.attention_mass", r.attention_mass));
-  j.set("hidden_cosine", opt("record.hidden_cosine", r.hidden_cosine));
-  j.set("next_token_kl", opt("record.next_token_kl", r.next_token_kl));
-  j.set("noise_sigma", opt("record.noise_sigma", r.noise_sigma));
-  j.set("budget", opt("record.budget", r.budget));
-  json_value cov = json_value::object_type{};
-  for (const auto& c : r.covariates) cov.set(c.name, finite("record.covariates." + c.name, c.value));
-  j.set("covariates", std::move(cov));
-  j.set("sender_fingerprint", r.sender_fingerprint);
-  j.set("receiver_fingerprint", r.receiver_fingerprint);
-  j.set("policy", r.policy);
-  return j;
-}
-
-/// @brief One record as a single JSON line (no trailing newline): the object of record_to_json
-/// with the same fields in the same order, written directly (no intermediate tree; the journal
-/// writes one per trial).
-/// @throws invalid_argument if a numeric field is not finite.
-[[nodiscard]] inline std::string record_to_line(const trial_record& r) {
-  constexpr std::string_view fn = "record_to_line";
+namespace detail {
+// The record's JSON line; `fn` names the public function in errors.
+[[nodiscard]] inline std::string record_line(const trial_record& r, std::string_view fn) {
   std::string out;
   out.reserve(1024);
   auto key = [&](std::string_view k) {
@@ -144,13 +94,14 @@ struct trial_record {
     out.append("\":");
   };
   auto num = [&](std::string_view k, double x) {
-    if (!std::isfinite(x)) detail::throw_invalid(fn, k, "must be finite, got " + detail::number_text(x));
+    if (!std::isfinite(x))
+      throw_invalid(fn, std::string("record.").append(k), "must be finite, got " + number_text(x));
     key(k);
-    detail::append_json_number(out, x);
+    append_json_number(out, x);
   };
   auto str = [&](std::string_view k, std::string_view v) {
     key(k);
-    detail::append_json_string(out, v);
+    append_json_string(out, v);
   };
   auto opt = [&](std::string_view k, const std::optional<double>& x) {
     if (x) return num(k, *x);
@@ -189,12 +140,14 @@ struct trial_record {
   for (std::size_t i = 0; i < r.covariates.size(); ++i) {
     const auto& c = r.covariates[i];
     if (!std::isfinite(c.value))
-      detail::throw_invalid(fn, "record.covariates." + c.name,
-                            "must be finite, got " + detail::number_text(c.value));
+      throw_invalid(fn, "record.covariates." + c.name, "must be finite, got " + number_text(c.value));
+    for (std::size_t k = 0; k < i; ++k)
+      if (r.covariates[k].name == c.name)
+        throw_invalid(fn, "record.covariates", "names must be unique, '" + c.name + "' repeats");
     if (i > 0) out.push_back(',');
-    detail::append_json_string(out, c.name);
+    append_json_string(out, c.name);
     out.push_back(':');
-    detail::append_json_number(out, c.value);
+    append_json_number(out, c.value);
   }
   out.push_back('}');
   str("sender_fingerprint", r.sender_fingerprint);
@@ -203,6 +156,22 @@ struct trial_record {
   append_json(out, r.policy, {.indent = -1});
   out.push_back('}');
   return out;
+}
+}  // namespace detail
+
+/// @brief One record as a single JSON line (no trailing newline), fields in the order of
+/// docs/records.md, written directly without an intermediate tree (the journal writes one per
+/// trial).
+/// @throws invalid_argument if a numeric field is not finite or a covariate name repeats.
+[[nodiscard]] inline std::string record_to_line(const trial_record& r) {
+  return detail::record_line(r, "record_to_line");
+}
+
+/// @brief The record as a JSON object: record_to_line parsed back, so the two forms always agree.
+/// @throws invalid_argument as record_to_line.
+[[nodiscard]] inline json_value record_to_json(const trial_record& r) {
+  return parse_json(detail::record_line(r, "record_to_json"),
+                    {.max_depth = 1024, .max_bytes = std::size_t{1} << 30});
 }
 
 /// @brief Reads a record from its JSON object. Required: `item`, `seed`, `arm`, `correct`; every
