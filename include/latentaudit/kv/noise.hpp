@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "../core/detail/check.hpp"
@@ -42,40 +43,48 @@ enum class noise_scale : std::uint8_t {
   rms_layer = 1,    ///< σ × RMS of the (layer, part) tensor over the selected tokens
   rms_head = 2,     ///< σ × RMS of each head (over selected tokens and dims)
   rms_channel = 3,  ///< σ × RMS of each channel (head, dim) over the selected tokens
-  snr_db = 4,       ///< target signal-to-noise ratio in dB per (layer, part): σ_eff = RMS · 10^(−sigma/20)
+  snr_db = 4,  ///< target signal-to-noise ratio in dB per (layer, part): σ_eff = RMS · 10^(−sigma/20)
 };
 
 /// @brief Name of a noise scale ("absolute", "rms_layer", ...).
 [[nodiscard]] constexpr std::string_view noise_scale_name(noise_scale s) noexcept {
   switch (s) {
-    case noise_scale::absolute: return "absolute";
-    case noise_scale::rms_layer: return "rms_layer";
-    case noise_scale::rms_head: return "rms_head";
-    case noise_scale::rms_channel: return "rms_channel";
-    case noise_scale::snr_db: return "snr_db";
+    case noise_scale::absolute:
+      return "absolute";
+    case noise_scale::rms_layer:
+      return "rms_layer";
+    case noise_scale::rms_head:
+      return "rms_head";
+    case noise_scale::rms_channel:
+      return "rms_channel";
+    case noise_scale::snr_db:
+      return "snr_db";
   }
   return "unknown";
 }
 
 /// @brief Gaussian noise to add to a block.
 struct noise_spec {
-  double sigma = 0.0;                        ///< σ (see scale); for snr_db the SNR in dB
+  double sigma = 0.0;                          ///< σ (see scale); for snr_db the SNR in dB
   noise_scale scale = noise_scale::rms_layer;  ///< interpretation of sigma
-  kv_part part = kv_part::both;              ///< K, V or both
+  kv_part part = kv_part::both;                ///< K, V or both
   index_range layers{0, std::numeric_limits<std::int64_t>::max()};  ///< model layer band [first, last)
-  index_range tokens{0, std::numeric_limits<std::int64_t>::max()};  ///< token index band [first, last) in the block
-  std::uint64_t seed = 0;                    ///< experiment seed
-  std::uint64_t item = 0;                    ///< item (task) index
-  unsigned threads = 1;                      ///< worker threads over (layer, part) units (0 = all cores); results do not depend on it
+  index_range tokens{
+      0, std::numeric_limits<std::int64_t>::max()};  ///< token index band [first, last) in the block
+  std::uint64_t seed = 0;                            ///< experiment seed
+  std::uint64_t item = 0;                            ///< item (task) index
+  unsigned threads =
+      1;  ///< worker threads over (layer, part) units (0 = all cores); results do not depend on it
 };
 
 /// @brief What add_noise did.
 struct noise_record {
-  double sigma_requested = 0;         ///< spec.sigma
-  double sigma_applied_rms = 0;       ///< RMS of the σ actually used per perturbed element
-  double signal_rms = 0;              ///< RMS of the perturbed elements before noise
-  double realized_snr_db = std::numeric_limits<double>::infinity();  ///< 10·log10(signal power / added noise power)
-  std::uint64_t elements = 0;         ///< elements perturbed
+  double sigma_requested = 0;    ///< spec.sigma
+  double sigma_applied_rms = 0;  ///< RMS of the σ actually used per perturbed element
+  double signal_rms = 0;         ///< RMS of the perturbed elements before noise
+  double realized_snr_db =
+      std::numeric_limits<double>::infinity();  ///< 10·log10(signal power / added noise power)
+  std::uint64_t elements = 0;                   ///< elements perturbed
 };
 
 namespace detail {
@@ -89,30 +98,32 @@ template <class T>
   }
 }
 
-/// @brief x[c] += σ[c]·z[c] rounded to T where σ[c] ≠ 0 (elements with σ = 0 keep their bits),
-/// and the power actually added: np[c] += (new − old)²; with Squares also sq[c] += old².
+/// @brief x[c] = fma(σ[c], z[c], x[c]) rounded to T where σ[c] ≠ 0 (elements with σ = 0 keep
+/// their bits), and the power actually added: np[c] = fma(d, d, np[c]), d = new − old; with
+/// Squares also sq[c] = fma(old, old, sq[c]). Every product is an explicit fused multiply-add,
+/// so the portable, AVX2 and AVX-512 kernels give the same bits.
 template <class T, bool Squares = false>
-[[gnu::always_inline]] inline void row_noise_body(std::byte* x, std::size_t n, const float* sig, const float* z, float* np,
-                                                  float* sq = nullptr) noexcept {
+[[gnu::always_inline]] inline void row_noise_body(std::byte* x, std::size_t n, const float* sig,
+                                                  const float* z, float* np, float* sq = nullptr) noexcept {
   for (std::size_t c = 0; c < n; ++c) {
     const float old = load_cache<T>(x, c);
-    if constexpr (Squares) sq[c] += old * old;
-    const float prod = sig[c] * z[c];
-    const float sum = old + prod;
+    if constexpr (Squares) sq[c] = std::fma(old, old, sq[c]);
+    const float sum = std::fma(sig[c], z[c], old);
     store_cache<T>(x, c, select_bits(sig[c] != 0.0f, sum, old));
     const float added = load_cache<T>(x, c) - old;
-    np[c] += added * added;
+    np[c] = std::fma(added, added, np[c]);
   }
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 template <class T>
-__attribute__((target("avx2"))) void row_squares_avx2(const std::byte* x, std::size_t n, float* acc) noexcept {
+__attribute__((target("avx2"))) void row_squares_avx2(const std::byte* x, std::size_t n,
+                                                      float* acc) noexcept {
   row_squares_body<T>(x, n, acc);
 }
 template <class T, bool Squares>
-__attribute__((target("avx2"))) void row_noise_avx2(std::byte* x, std::size_t n, const float* sig, const float* z, float* np,
-                                                    float* sq) noexcept {
+__attribute__((target("avx2,fma"))) void row_noise_avx2(std::byte* x, std::size_t n, const float* sig,
+                                                        const float* z, float* np, float* sq) noexcept {
   row_noise_body<T, Squares>(x, n, sig, z, np, sq);
 }
 #endif
@@ -126,18 +137,111 @@ void row_squares(const std::byte* x, std::size_t n, float* acc) noexcept {
 }
 
 template <class T, bool Squares = false>
-void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, float* np, float* sq = nullptr) noexcept {
+void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, float* np,
+               float* sq = nullptr) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (normals_have_avx2()) return row_noise_avx2<T, Squares>(x, n, sig, z, np, sq);
+  if (bulk_have_avx2_fma()) return row_noise_avx2<T, Squares>(x, n, sig, z, np, sq);
 #endif
   row_noise_body<T, Squares>(x, n, sig, z, np, sq);
 }
 
+#ifdef LATENTAUDIT_BULK_AVX512
+/// @brief Bulk noise on one present bf16 row of C elements (C a multiple of 32) whose first
+/// element is stream element n0 (a multiple of 32), generated and added in the same AVX-512
+/// loop: a 64-byte chunk holds elements 2l (low halves) and 2l + 1 (high halves) of 16 lanes,
+/// which are exactly the cos and sin deviates of Box–Muller pair l of the chunk's group
+/// (bulk_normal_batch). σ, the noise power and the squares are kept in the same even/odd
+/// layout (sig_eo[32k + l] = σ[32k + 2l], sig_eo[32k + 16 + l] = σ[32k + 2l + 1]). The same
+/// operations as bulk_group_portable + row_noise_body, so the same bits.
+template <int N, bool Squares>
+LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline void noise_chunks_bf16_avx512(
+    std::byte* row, const float* sig_eo, float* np_eo, float* sq_eo, std::uint64_t first_seed,
+    std::uint64_t group_in_batch) noexcept {
+  const __m512i jg =
+      _mm512_set_epi64(static_cast<long long>(8 * bulk_gamma), static_cast<long long>(7 * bulk_gamma),
+                       static_cast<long long>(6 * bulk_gamma), static_cast<long long>(5 * bulk_gamma),
+                       static_cast<long long>(4 * bulk_gamma), static_cast<long long>(3 * bulk_gamma),
+                       static_cast<long long>(2 * bulk_gamma), static_cast<long long>(bulk_gamma));
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+  const __m512 zero = _mm512_setzero_ps();
+  __m512i h[2 * N];
+  for (int k = 0; k < N; ++k) {
+    const std::uint64_t s = first_seed + 16 * (group_in_batch + static_cast<std::uint64_t>(k)) * bulk_gamma;
+    h[k] = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s)), jg);
+    h[N + k] = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s + 8 * bulk_gamma)), jg);
+  }
+  mix64_avx512<2 * N>(h);
+  __m512 zc[N], zs[N];
+  bulk_pairs_avx512<N>(h, h + N, zc, zs);
+  for (int k = 0; k < N; ++k) {
+    std::byte* const p = row + 64 * k;
+    const float* const se = sig_eo + 32 * k;
+    const __m512i xin = _mm512_loadu_si512(p);
+    const __m512 ev = _mm512_castsi512_ps(_mm512_slli_epi32(xin, 16)),
+                 od = _mm512_castsi512_ps(_mm512_and_si512(xin, high));
+    const __m512 s0 = _mm512_loadu_ps(se), s1 = _mm512_loadu_ps(se + 16);
+    const __m512 ne = _mm512_mask3_fmadd_ps(s0, zc[k], ev, _mm512_cmp_ps_mask(s0, zero, _CMP_NEQ_UQ));
+    const __m512 no = _mm512_mask3_fmadd_ps(s1, zs[k], od, _mm512_cmp_ps_mask(s1, zero, _CMP_NEQ_UQ));
+    const __m512i be = _mm512_castps_si512(ne), bo = _mm512_castps_si512(no);
+    const __m512i re =
+        _mm512_add_epi32(_mm512_add_epi32(be, bias), _mm512_and_si512(_mm512_srli_epi32(be, 16), one));
+    const __m512i ro =
+        _mm512_add_epi32(_mm512_add_epi32(bo, bias), _mm512_and_si512(_mm512_srli_epi32(bo, 16), one));
+    _mm512_storeu_si512(p,
+                        _mm512_ternarylogic_epi32(_mm512_srli_epi32(re, 16), ro, high, 0xF8));  // a | (b & c)
+    const __m512 de = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_and_si512(re, high)), ev);
+    const __m512 dd = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_and_si512(ro, high)), od);
+    float* const n = np_eo + 32 * k;
+    _mm512_storeu_ps(n, _mm512_fmadd_ps(de, de, _mm512_loadu_ps(n)));
+    _mm512_storeu_ps(n + 16, _mm512_fmadd_ps(dd, dd, _mm512_loadu_ps(n + 16)));
+    if constexpr (Squares) {
+      float* const q = sq_eo + 32 * k;
+      _mm512_storeu_ps(q, _mm512_fmadd_ps(ev, ev, _mm512_loadu_ps(q)));
+      _mm512_storeu_ps(q + 16, _mm512_fmadd_ps(od, od, _mm512_loadu_ps(q + 16)));
+    }
+  }
+}
+
+/// @brief Bulk noise on one present bf16 row of C elements (C a multiple of 32) whose first
+/// element is stream element n0 (a multiple of 32), generated and added in the same AVX-512
+/// loop: a 64-byte chunk holds elements 2l (low halves) and 2l + 1 (high halves) of 16 lanes,
+/// which are exactly the cos and sin deviates of Box–Muller pair l of the chunk's group
+/// (bulk_normal_batch). σ, the noise power and the squares are kept in the same even/odd
+/// layout (sig_eo[32k + l] = σ[32k + 2l], sig_eo[32k + 16 + l] = σ[32k + 2l + 1]). The same
+/// operations as bulk_group_portable + row_noise_body, so the same bits. Four groups at a time
+/// (their dependency chains interleaved) within a batch, else one.
+template <bool Squares>
+LATENTAUDIT_BULK_AVX512_TARGET void row_noise_bf16_fused_avx512(std::byte* row, std::size_t C,
+                                                                const float* sig_eo, float* np_eo,
+                                                                float* sq_eo, const philox4x32& g,
+                                                                std::uint64_t n0, std::uint64_t& cur_batch,
+                                                                std::uint64_t& cur_seed) noexcept {
+  for (std::size_t c0 = 0; c0 < C;) {
+    const std::uint64_t group = (n0 + c0) / 32, batch = group / 32, k = group % 32;
+    if (batch != cur_batch) {
+      cur_seed = bulk_batch_seed(g, batch);
+      cur_batch = batch;
+    }
+    float* const sq = Squares ? sq_eo + c0 : nullptr;
+    if (c0 + 128 <= C && k + 3 < 32) {
+      noise_chunks_bf16_avx512<4, Squares>(row + 2 * c0, sig_eo + c0, np_eo + c0, sq, cur_seed, k);
+      c0 += 128;
+    } else {
+      noise_chunks_bf16_avx512<1, Squares>(row + 2 * c0, sig_eo + c0, np_eo + c0, sq, cur_seed, k);
+      c0 += 32;
+    }
+  }
+}
+#endif
+
 inline void check_noise_spec(std::string_view fn, const noise_spec& s) {
   check_finite(fn, "spec.sigma", s.sigma);
   if (s.scale != noise_scale::snr_db) check_nonnegative(fn, "spec.sigma", s.sigma);
-  if (s.part != kv_part::keys && s.part != kv_part::values && s.part != kv_part::both) throw_invalid(fn, "spec.part", "must be keys, values or both");
-  if (s.layers.first < 0 || s.tokens.first < 0) throw_invalid(fn, "spec.layers/tokens", "bands must start at >= 0");
+  if (s.part != kv_part::keys && s.part != kv_part::values && s.part != kv_part::both)
+    throw_invalid(fn, "spec.part", "must be keys, values or both");
+  if (s.layers.first < 0 || s.tokens.first < 0)
+    throw_invalid(fn, "spec.layers/tokens", "bands must start at >= 0");
 }
 }  // namespace detail
 
@@ -150,7 +254,8 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
   detail::check_noise_spec(fn, spec);
   noise_record rec;
   rec.sigma_requested = spec.sigma;
-  const std::int64_t t0 = std::max<std::int64_t>(0, spec.tokens.first), t1 = std::min(block.n_tokens(), spec.tokens.last);
+  const std::int64_t t0 = std::max<std::int64_t>(0, spec.tokens.first),
+                     t1 = std::min(block.n_tokens(), spec.tokens.last);
   const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
   // work units: (present layer, part) in the band; each has its own stream
   struct unit {
@@ -204,11 +309,22 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
             const std::size_t c = h * D + d;
             const double n_layer = static_cast<double>(rows) * static_cast<double>(H * D);
             switch (spec.scale) {
-              case noise_scale::absolute: sig[c] = spec.sigma; break;
-              case noise_scale::rms_layer: sig[c] = spec.sigma * std::sqrt(layer_ss / n_layer); break;
-              case noise_scale::rms_head: sig[c] = spec.sigma * std::sqrt(head_ss / (static_cast<double>(rows) * static_cast<double>(D))); break;
-              case noise_scale::rms_channel: sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows)); break;
-              case noise_scale::snr_db: sig[c] = std::sqrt(layer_ss / n_layer) * std::pow(10.0, -spec.sigma / 20.0); break;
+              case noise_scale::absolute:
+                sig[c] = spec.sigma;
+                break;
+              case noise_scale::rms_layer:
+                sig[c] = spec.sigma * std::sqrt(layer_ss / n_layer);
+                break;
+              case noise_scale::rms_head:
+                sig[c] =
+                    spec.sigma * std::sqrt(head_ss / (static_cast<double>(rows) * static_cast<double>(D)));
+                break;
+              case noise_scale::rms_channel:
+                sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows));
+                break;
+              case noise_scale::snr_db:
+                sig[c] = std::sqrt(layer_ss / n_layer) * std::pow(10.0, -spec.sigma / 20.0);
+                break;
             }
           }
         }
@@ -223,49 +339,84 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
         bool any = false;
         for (float v : sigf) any = any || v != 0.0f;
         if (!any) continue;  // σ = 0: the block is left bit for bit as it was
-        const auto g = make_stream({.seed = spec.seed, .item = spec.item, .arm = static_cast<std::uint32_t>(w.part),
+        const auto g = make_stream({.seed = spec.seed,
+                                    .item = spec.item,
+                                    .arm = static_cast<std::uint32_t>(w.part),
                                     .replicate = static_cast<std::uint32_t>(block.layers()[w.i])});
-        // deviates in element order over the present rows, batch after batch
-        std::array<float, normal_batch_size> z;
-        std::size_t used = normal_batch_size;
-        std::uint64_t batch = 0;
+        // bulk deviates (bulk_normal_batch) in element order over the present rows: stream element
+        // rank·C + c for channel c of the rank-th present row
         std::fill(acc.begin(), acc.end(), 0.0f);
         std::vector<double> np(C, 0.0);
         std::vector<float> sq(fused ? C : 0, 0.0f);
+        // the AVX-512 bf16 kernel generates and adds in one loop when every row starts a group of 32
+        bool fast = false;
+#ifdef LATENTAUDIT_BULK_AVX512
+        fast = std::is_same_v<T, Eigen::bfloat16> && C % 32 == 0 && detail::bulk_have_avx512();
+#endif
+        // position in acc / sq of channel c: channel order, or the fast kernel's even/odd layout
+        auto pos = [fast](std::size_t c) {
+          return fast ? (c & ~std::size_t{31}) + (c & 1u) * 16 + ((c & 31u) >> 1) : c;
+        };
+        std::vector<float> sig_eo;
+        if (fast) {
+          sig_eo.resize(C);
+          for (std::size_t c = 0; c < C; ++c) sig_eo[pos(c)] = sigf[c];
+        }
+        auto flush_noise = [&] {
+          for (std::size_t c = 0; c < C; ++c) {
+            float& a = acc[pos(c)];
+            np[c] += static_cast<double>(a);
+            a = 0.0f;
+          }
+          if (fused)
+            for (std::size_t c = 0; c < C; ++c) {
+              float& q = sq[pos(c)];
+              ss[c] += static_cast<double>(q);
+              q = 0.0f;
+            }
+        };
+        alignas(64) std::array<float, bulk_normal_batch_size> z;
+        std::size_t used = bulk_normal_batch_size;
+        std::uint64_t batch = 0, cur_batch = ~std::uint64_t{0}, cur_seed = 0;
         std::int64_t since = 0;
         for (std::int64_t t = t0; t < t1; ++t) {
           if (!block.token_present(w.i, t)) continue;
           std::byte* row = base + static_cast<std::size_t>(t) * row_bytes;
-          for (std::size_t c0 = 0; c0 < C;) {
-            if (used == normal_batch_size) {
-              standard_normal_batch(g, batch++, z);
+#ifdef LATENTAUDIT_BULK_AVX512
+          if (fast) {
+            const std::uint64_t n0 = static_cast<std::uint64_t>(since) * C;
+            if (fused) {
+              detail::row_noise_bf16_fused_avx512<true>(row, C, sig_eo.data(), acc.data(), sq.data(), g, n0,
+                                                        cur_batch, cur_seed);
+            } else {
+              detail::row_noise_bf16_fused_avx512<false>(row, C, sig_eo.data(), acc.data(), nullptr, g, n0,
+                                                         cur_batch, cur_seed);
+            }
+          }
+#endif
+          for (std::size_t c0 = 0; c0 < C && !fast;) {
+            if (used == bulk_normal_batch_size) {
+              bulk_normal_batch(g, batch++, z);
               used = 0;
             }
-            const std::size_t len = std::min(C - c0, normal_batch_size - used);
+            const std::size_t len = std::min(C - c0, bulk_normal_batch_size - used);
             if (fused) {
-              detail::row_noise<T, true>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used, acc.data() + c0, sq.data() + c0);
+              detail::row_noise<T, true>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used,
+                                         acc.data() + c0, sq.data() + c0);
             } else {
-              detail::row_noise<T>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used, acc.data() + c0);
+              detail::row_noise<T>(row + c0 * sizeof(T), len, sigf.data() + c0, z.data() + used,
+                                   acc.data() + c0);
             }
             used += len;
             c0 += len;
           }
-          if (++since % 64 == 0) {
-            for (std::size_t c = 0; c < C; ++c) {
-              np[c] += static_cast<double>(acc[c]);
-              acc[c] = 0.0f;
-            }
-            if (fused)
-              for (std::size_t c = 0; c < C; ++c) {
-                ss[c] += static_cast<double>(sq[c]);
-                sq[c] = 0.0f;
-              }
-          }
+          if (++since % 64 == 0) flush_noise();
         }
-        for (std::size_t c = 0; c < C; ++c) w.noise_power += np[c] + static_cast<double>(acc[c]);
+        flush_noise();
+        for (std::size_t c = 0; c < C; ++c) w.noise_power += np[c];
         if (fused) {
           double total = 0;
-          for (std::size_t c = 0; c < C; ++c) total += ss[c] + static_cast<double>(sq[c]);
+          for (std::size_t c = 0; c < C; ++c) total += ss[c];
           w.signal = total;
         }
       }
@@ -281,7 +432,8 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
   if (rec.elements > 0) {
     rec.sigma_applied_rms = std::sqrt(sigma2 / static_cast<double>(rec.elements));
     rec.signal_rms = std::sqrt(signal / static_cast<double>(rec.elements));
-    rec.realized_snr_db = noise_power > 0 ? 10.0 * std::log10(signal / noise_power) : std::numeric_limits<double>::infinity();
+    rec.realized_snr_db =
+        noise_power > 0 ? 10.0 * std::log10(signal / noise_power) : std::numeric_limits<double>::infinity();
   }
   return rec;
 }
@@ -292,7 +444,8 @@ inline std::uint64_t zero_kv(kv_block& block, kv_part part = kv_part::both,
                              index_range layers = {0, std::numeric_limits<std::int64_t>::max()},
                              index_range tokens = {0, std::numeric_limits<std::int64_t>::max()}) {
   std::uint64_t n = 0;
-  const std::int64_t t0 = std::max<std::int64_t>(0, tokens.first), t1 = std::min(block.n_tokens(), tokens.last);
+  const std::int64_t t0 = std::max<std::int64_t>(0, tokens.first),
+                     t1 = std::min(block.n_tokens(), tokens.last);
   for (std::size_t i = 0; i < block.n_layers(); ++i) {
     if (!layers.contains(block.layers()[i])) continue;
     for (std::int64_t t = t0; t < t1; ++t)
@@ -310,8 +463,8 @@ inline std::uint64_t zero_kv(kv_block& block, kv_part part = kv_part::both,
 /// (seed, item, arm = 2, replicate = 0), one uniform per token in order); kept tokens keep their
 /// positions. `dropped` receives the removed token indices when non-null.
 /// @throws invalid_argument unless 0 <= p <= 1.
-[[nodiscard]] inline kv_block drop_tokens(const kv_block& block, double p, std::uint64_t seed, std::uint64_t item,
-                                          std::vector<std::int64_t>* dropped = nullptr) {
+[[nodiscard]] inline kv_block drop_tokens(const kv_block& block, double p, std::uint64_t seed,
+                                          std::uint64_t item, std::vector<std::int64_t>* dropped = nullptr) {
   detail::check_closed_unit("drop_tokens", "p", p);
   auto g = make_stream({.seed = seed, .item = item, .arm = 2, .replicate = 0});
   std::vector<std::int64_t> keep;
