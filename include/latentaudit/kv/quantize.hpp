@@ -22,6 +22,16 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 conversions start from _mm512_undefined_*(), which -Wuninitialized reports
+// where they are inlined; the diagnostics are located in the header, so silence them there.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
@@ -40,10 +50,14 @@ enum class quant_scheme : std::uint8_t {
 /// @brief Name of a scheme ("int8", "int4", "fp8_e4m3", "fp8_e5m2").
 [[nodiscard]] constexpr std::string_view quant_scheme_name(quant_scheme s) noexcept {
   switch (s) {
-    case quant_scheme::int8: return "int8";
-    case quant_scheme::int4: return "int4";
-    case quant_scheme::fp8_e4m3: return "fp8_e4m3";
-    case quant_scheme::fp8_e5m2: return "fp8_e5m2";
+    case quant_scheme::int8:
+      return "int8";
+    case quant_scheme::int4:
+      return "int4";
+    case quant_scheme::fp8_e4m3:
+      return "fp8_e4m3";
+    case quant_scheme::fp8_e5m2:
+      return "fp8_e5m2";
   }
   return "unknown";
 }
@@ -62,9 +76,9 @@ struct quantize_record {
   std::uint64_t original_bytes = 0;          ///< payload bytes before (present rows, block dtype)
   std::uint64_t quantized_bytes = 0;         ///< codes + scales + zero points
   std::uint64_t groups = 0;                  ///< groups (or tensors, for fp8)
-  double max_abs_error = 0;                  ///< largest |x − dequant(x)| before rounding to the block dtype
-  double max_error_over_half_step = 0;       ///< largest |x − dequant(x)| / (step / 2) (integer schemes; ≤ 1)
-  double rms_error = 0;                      ///< RMS of x − dequant(x)
+  double max_abs_error = 0;             ///< largest |x − dequant(x)| before rounding to the block dtype
+  double max_error_over_half_step = 0;  ///< largest |x − dequant(x)| / (step / 2) (integer schemes; ≤ 1)
+  double rms_error = 0;                 ///< RMS of x − dequant(x)
 };
 
 /// @brief Rounds y to the nearest FP8 value (E4M3 when e4m3, else E5M2), ties to even, saturating
@@ -92,7 +106,8 @@ struct quantize_record {
   const double a = std::fabs(q);
   if (a == 0) return sign;
   const int e = std::ilogb(a);
-  if (e < emin) return static_cast<std::uint8_t>(sign | static_cast<std::uint8_t>(std::ldexp(a, mant - emin)));
+  if (e < emin)
+    return static_cast<std::uint8_t>(sign | static_cast<std::uint8_t>(std::ldexp(a, mant - emin)));
   const auto m = static_cast<unsigned>(std::ldexp(a, mant - e)) - (1u << mant);
   return static_cast<std::uint8_t>(sign | static_cast<unsigned>(e + bias) << mant | m);
 }
@@ -129,11 +144,16 @@ struct quant_stats {
   }
 };
 
-inline bool is_integer_scheme(quant_scheme s) noexcept { return s == quant_scheme::int8 || s == quant_scheme::int4; }
-inline std::uint64_t code_bytes(quant_scheme s, std::uint64_t m) noexcept { return s == quant_scheme::int4 ? (m + 1) / 2 : m; }
+inline bool is_integer_scheme(quant_scheme s) noexcept {
+  return s == quant_scheme::int8 || s == quant_scheme::int4;
+}
+inline std::uint64_t code_bytes(quant_scheme s, std::uint64_t m) noexcept {
+  return s == quant_scheme::int4 ? (m + 1) / 2 : m;
+}
 
 /// @brief Bytes of one (layer, part) unit with `rows` present rows of C = H·D channels.
-inline std::uint64_t unit_bytes(quant_scheme s, std::uint64_t rows, std::uint64_t H, std::uint64_t D, bool value, const quantize_spec& spec) {
+inline std::uint64_t unit_bytes(quant_scheme s, std::uint64_t rows, std::uint64_t H, std::uint64_t D,
+                                bool value, const quantize_spec& spec) {
   const std::uint64_t C = H * D;
   if (rows == 0) return 0;
   if (!is_integer_scheme(s)) return 4 + rows * C;
@@ -149,8 +169,16 @@ inline std::uint64_t unit_bytes(quant_scheme s, std::uint64_t rows, std::uint64_
   return bytes;
 }
 
-inline void put_f32(std::byte*& p, float v) noexcept { std::memcpy(p, &v, 4); p += 4; }
-inline float get_f32(const std::byte*& p) noexcept { float v; std::memcpy(&v, p, 4); p += 4; return v; }
+inline void put_f32(std::byte*& p, float v) noexcept {
+  std::memcpy(p, &v, 4);
+  p += 4;
+}
+inline float get_f32(const std::byte*& p) noexcept {
+  float v;
+  std::memcpy(&v, p, 4);
+  p += 4;
+  return v;
+}
 
 /// @brief Writes the codes of one group (q values in [0, levels]) and advances p.
 inline void put_codes(std::byte*& p, const std::vector<std::uint8_t>& q, bool int4) noexcept {
@@ -168,10 +196,12 @@ inline void put_codes(std::byte*& p, const std::vector<std::uint8_t>& q, bool in
 /// @brief Encodes one (layer, part) unit: x holds [tokens][H][D] in the block's type; rows lists
 /// the present tokens. Returns the dequantized values' errors in `st`.
 template <class T>
-void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D, bool value,
-                 const quantize_spec& spec, std::byte* out, quant_stats& st) {
+void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D,
+                 bool value, const quantize_spec& spec, std::byte* out, quant_stats& st) {
   const std::size_t C = H * D;
-  auto at = [&](std::size_t row, std::size_t c) { return static_cast<double>(static_cast<float>(x[row * C + c])); };
+  auto at = [&](std::size_t row, std::size_t c) {
+    return static_cast<double>(static_cast<float>(x[row * C + c]));
+  };
   std::byte* p = out;
   if (rows.empty()) return;
   if (!is_integer_scheme(spec.scheme)) {
@@ -197,7 +227,10 @@ void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std
   std::vector<std::uint8_t> q;
   auto group = [&](auto&& value_of, std::size_t m) {
     double lo = value_of(0), hi = lo;
-    for (std::size_t j = 1; j < m; ++j) { lo = std::min(lo, value_of(j)); hi = std::max(hi, value_of(j)); }
+    for (std::size_t j = 1; j < m; ++j) {
+      lo = std::min(lo, value_of(j));
+      hi = std::max(hi, value_of(j));
+    }
     const float zero = static_cast<float>(lo);
     const float scale = static_cast<float>((hi - static_cast<double>(zero)) / levels);
     put_f32(p, zero);
@@ -205,7 +238,8 @@ void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std
     q.resize(m);
     for (std::size_t j = 0; j < m; ++j) {
       const double v = value_of(j);
-      double k = scale > 0 ? std::nearbyint((v - static_cast<double>(zero)) / static_cast<double>(scale)) : 0.0;
+      double k =
+          scale > 0 ? std::nearbyint((v - static_cast<double>(zero)) / static_cast<double>(scale)) : 0.0;
       if (!(k >= 0.0)) k = 0.0;  // also a NaN element (later elements of a group do not enter its range)
       if (k > levels) k = levels;
       q[j] = static_cast<std::uint8_t>(k);
@@ -234,12 +268,14 @@ void encode_unit(std::span<const T> x, const std::vector<std::size_t>& rows, std
 
 /// @brief Decodes one unit into x (the inverse of encode_unit); validates parameters and codes.
 template <class T>
-void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D, bool value,
-                 const quantize_spec& spec, const std::byte* in) {
+void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D,
+                 bool value, const quantize_spec& spec, const std::byte* in) {
   const std::size_t C = H * D;
   const std::byte* p = in;
   if (rows.empty()) return;
-  auto store = [&](std::size_t row, std::size_t c, double v) { x[row * C + c] = static_cast<T>(static_cast<float>(v)); };
+  auto store = [&](std::size_t row, std::size_t c, double v) {
+    x[row * C + c] = static_cast<T>(static_cast<float>(v));
+  };
   if (!is_integer_scheme(spec.scheme)) {
     const bool e4m3 = spec.scheme == quant_scheme::fp8_e4m3;
     const float scale = get_f32(p);
@@ -256,7 +292,8 @@ void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size
   const std::size_t G = static_cast<std::size_t>(spec.group_size);
   auto group = [&](auto&& store_j, std::size_t m) {
     const float zero = get_f32(p), scale = get_f32(p);
-    if (!std::isfinite(zero) || !(std::isfinite(scale) && scale >= 0)) quant_corrupt("a group's zero point or scale is not finite (or the scale is negative)");
+    if (!std::isfinite(zero) || !(std::isfinite(scale) && scale >= 0))
+      quant_corrupt("a group's zero point or scale is not finite (or the scale is negative)");
     for (std::size_t j = 0; j < m; ++j) {
       unsigned k;
       if (int4) {
@@ -267,13 +304,15 @@ void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size
       }
       store_j(j, static_cast<double>(zero) + static_cast<double>(k) * static_cast<double>(scale));
     }
-    if (int4 && m % 2 == 1 && (static_cast<unsigned>(p[m / 2]) >> 4) != 0) quant_corrupt("int4 padding nibble is not zero");
+    if (int4 && m % 2 == 1 && (static_cast<unsigned>(p[m / 2]) >> 4) != 0)
+      quant_corrupt("int4 padding nibble is not zero");
     p += code_bytes(spec.scheme, m);
   };
   if (!value && spec.keys_per_channel) {
     for (std::size_t r0 = 0; r0 < rows.size(); r0 += G) {
       const std::size_t m = std::min(G, rows.size() - r0);
-      for (std::size_t c = 0; c < C; ++c) group([&](std::size_t j, double v) { store(rows[r0 + j], c, v); }, m);
+      for (std::size_t c = 0; c < C; ++c)
+        group([&](std::size_t j, double v) { store(rows[r0 + j], c, v); }, m);
     }
   } else {
     for (auto r : rows)
@@ -284,7 +323,8 @@ void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size
 }
 
 inline void check_quantize_spec(std::string_view fn, const quantize_spec& spec) {
-  if (!is_integer_scheme(spec.scheme) && spec.scheme != quant_scheme::fp8_e4m3 && spec.scheme != quant_scheme::fp8_e5m2)
+  if (!is_integer_scheme(spec.scheme) && spec.scheme != quant_scheme::fp8_e4m3 &&
+      spec.scheme != quant_scheme::fp8_e5m2)
     throw_invalid(fn, "spec.scheme", "must be int8, int4, fp8_e4m3 or fp8_e5m2");
   if (is_integer_scheme(spec.scheme)) check_in_range(fn, "spec.group_size", spec.group_size, 1, 1 << 20);
 }
@@ -310,7 +350,8 @@ inline bool force_avx2_kernels = false;
 // AVX-512 clones (GCC): the block's values are unchanged by FMA contraction (k·scale is exact in
 // binary64; a contracted code quotient is caught by the boundary check), only the binary32
 // error sums of the record may differ in their last bits.
-#define LATENTAUDIT_QUANT_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512")))
+#define LATENTAUDIT_QUANT_AVX512 \
+  __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512")))
 inline bool have_avx512() noexcept {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
@@ -327,8 +368,9 @@ inline bool have_avx2() noexcept {
 /// binary32 quotient to its nearest integer (t); returns non-zero if some t is not below the
 /// safe bound (or is NaN), i.e. some code must be recomputed in binary64.
 template <class T>
-[[gnu::always_inline]] inline int int_codes_body(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels,
-                                                 float* k, float* t) noexcept {
+[[gnu::always_inline]] inline int int_codes_body(const std::byte* x, std::size_t n, const float* zero,
+                                                 const float* inv, float levels, float* k,
+                                                 float* t) noexcept {
   int bad = 0;
   for (std::size_t c = 0; c < n; ++c) {
     const float v = load_cache<T>(x, c);
@@ -346,10 +388,13 @@ template <class T>
 /// running error statistics. k is overwritten with the decoded values and e with the errors.
 /// (Three loops: GCC vectorizes each, but not their fusion.)
 template <class T>
-[[gnu::always_inline]] inline void int_values_body(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
-                                                   float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
+[[gnu::always_inline]] inline void int_values_body(std::byte* x, std::size_t n, const float* zero,
+                                                   const float* scale, const float* two_over, float* k,
+                                                   float* e, float* err_max, float* ratio_max,
+                                                   float* sq) noexcept {
   for (std::size_t c = 0; c < n; ++c)
-    k[c] = static_cast<float>(static_cast<double>(zero[c]) + static_cast<double>(k[c]) * static_cast<double>(scale[c]));
+    k[c] = static_cast<float>(static_cast<double>(zero[c]) +
+                              static_cast<double>(k[c]) * static_cast<double>(scale[c]));
   for (std::size_t c = 0; c < n; ++c) {
     const float back = k[c];
     const float err = std::fabs(load_cache<T>(x, c) - back);
@@ -368,12 +413,14 @@ template <class T>
 /// encode_unit computes them, plus 1/scale (0 for a zero scale, NaN for a positive scale below
 /// 2^-100, whose codes are then all found in binary64) and 2/scale (0 for those); returns
 /// non-zero if some zero point or scale is not finite (or the scale is negative).
-[[gnu::always_inline]] inline int group_params_body(const float* lo, const float* hi, std::size_t n, float levels, float* zero, float* scale,
-                                                    float* inv, float* two_over) noexcept {
+[[gnu::always_inline]] inline int group_params_body(const float* lo, const float* hi, std::size_t n,
+                                                    float levels, float* zero, float* scale, float* inv,
+                                                    float* two_over) noexcept {
   int bad = 0;
   for (std::size_t c = 0; c < n; ++c) {
     const float z = lo[c];
-    const float sc = static_cast<float>((static_cast<double>(hi[c]) - static_cast<double>(z)) / static_cast<double>(levels));
+    const float sc = static_cast<float>((static_cast<double>(hi[c]) - static_cast<double>(z)) /
+                                        static_cast<double>(levels));
     bad |= static_cast<int>(!(std::fabs(z) <= std::numeric_limits<float>::max())) |
            static_cast<int>(!(sc >= 0.0f && sc <= std::numeric_limits<float>::max()));
     const bool normal = sc >= 0x1p-100f;
@@ -389,14 +436,16 @@ template <class T>
 /// @brief The code encode_unit chooses, in binary64 (a NaN element gets code 0).
 inline double exact_int_code(float v, float zero, float scale, double levels) noexcept {
   if (!(scale > 0)) return 0.0;
-  const double k = std::nearbyint((static_cast<double>(v) - static_cast<double>(zero)) / static_cast<double>(scale));
+  const double k =
+      std::nearbyint((static_cast<double>(v) - static_cast<double>(zero)) / static_cast<double>(scale));
   if (!(k >= 0.0)) return 0.0;
   return k > levels ? levels : k;
 }
 
 /// @brief lo = std::min(lo, x), hi = std::max(hi, x) elementwise over a row of n elements.
 template <class T>
-[[gnu::always_inline]] inline void row_min_max_body(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+[[gnu::always_inline]] inline void row_min_max_body(const std::byte* x, std::size_t n, float* lo,
+                                                    float* hi) noexcept {
   for (std::size_t c = 0; c < n; ++c) {
     const float v = load_cache<T>(x, c);
     lo[c] = v < lo[c] ? v : lo[c];
@@ -406,12 +455,14 @@ template <class T>
 
 #ifdef LATENTAUDIT_QUANT_DISPATCH
 template <class T>
-__attribute__((target("avx2"))) void row_min_max_avx2(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+__attribute__((target("avx2"))) void row_min_max_avx2(const std::byte* x, std::size_t n, float* lo,
+                                                      float* hi) noexcept {
   row_min_max_body<T>(x, n, lo, hi);
 }
 #ifdef LATENTAUDIT_QUANT_AVX512
 template <class T>
-LATENTAUDIT_QUANT_AVX512 void row_min_max_avx512(const std::byte* x, std::size_t n, float* lo, float* hi) noexcept {
+LATENTAUDIT_QUANT_AVX512 void row_min_max_avx512(const std::byte* x, std::size_t n, float* lo,
+                                                 float* hi) noexcept {
   row_min_max_body<T>(x, n, lo, hi);
 }
 #endif
@@ -431,8 +482,8 @@ void row_min_max(const std::byte* x, std::size_t n, float* lo, float* hi) noexce
 /// @brief Recomputes in binary64 the codes the binary32 pass flagged (t not below the bound);
 /// returns the largest error / half step among flagged elements of tiny-scale groups.
 template <class T>
-double fix_flagged_codes(const std::byte* row, std::size_t n, const float* zero, const float* scale, const float* two_over, float levels,
-                         float* k, const float* t) noexcept {
+double fix_flagged_codes(const std::byte* row, std::size_t n, const float* zero, const float* scale,
+                         const float* two_over, float levels, float* k, const float* t) noexcept {
   double ratio = 0;
   for (std::size_t c0 = 0; c0 < n; c0 += 64) {
     const std::size_t c1 = std::min(n, c0 + 64);
@@ -444,8 +495,10 @@ double fix_flagged_codes(const std::byte* row, std::size_t n, const float* zero,
       const float v = load_cache<T>(row, c);
       k[c] = static_cast<float>(exact_int_code(v, zero[c], scale[c], static_cast<double>(levels)));
       if (scale[c] > 0.0f && two_over[c] == 0.0f) {
-        const double back = static_cast<float>(static_cast<double>(zero[c]) + static_cast<double>(k[c]) * static_cast<double>(scale[c]));
-        ratio = std::max(ratio, std::fabs(static_cast<double>(v) - back) / (0.5 * static_cast<double>(scale[c])));
+        const double back = static_cast<float>(static_cast<double>(zero[c]) +
+                                               static_cast<double>(k[c]) * static_cast<double>(scale[c]));
+        ratio =
+            std::max(ratio, std::fabs(static_cast<double>(v) - back) / (0.5 * static_cast<double>(scale[c])));
       }
     }
   }
@@ -453,14 +506,15 @@ double fix_flagged_codes(const std::byte* row, std::size_t n, const float* zero,
 }
 
 #ifdef LATENTAUDIT_QUANT_DISPATCH
-__attribute__((target("avx2"))) inline int group_params_avx2(const float* lo, const float* hi, std::size_t n, float levels, float* zero,
-                                                             float* scale, float* inv, float* two_over) noexcept {
+__attribute__((target("avx2"))) inline int group_params_avx2(const float* lo, const float* hi, std::size_t n,
+                                                             float levels, float* zero, float* scale,
+                                                             float* inv, float* two_over) noexcept {
   return group_params_body(lo, hi, n, levels, zero, scale, inv, two_over);
 }
 #endif
 
-inline void group_params(const float* lo, const float* hi, std::size_t n, float levels, float* zero, float* scale, float* inv,
-                         float* two_over) {
+inline void group_params(const float* lo, const float* hi, std::size_t n, float levels, float* zero,
+                         float* scale, float* inv, float* two_over) {
   int bad;
 #ifdef LATENTAUDIT_QUANT_DISPATCH
   if (have_avx2()) {
@@ -475,31 +529,36 @@ inline void group_params(const float* lo, const float* hi, std::size_t n, float 
 
 #ifdef LATENTAUDIT_QUANT_DISPATCH
 template <class T>
-__attribute__((target("avx2"))) int int_codes_avx2(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels,
-                                                   float* k, float* t) noexcept {
+__attribute__((target("avx2"))) int int_codes_avx2(const std::byte* x, std::size_t n, const float* zero,
+                                                   const float* inv, float levels, float* k,
+                                                   float* t) noexcept {
   return int_codes_body<T>(x, n, zero, inv, levels, k, t);
 }
 template <class T>
-__attribute__((target("avx2"))) void int_values_avx2(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
-                                                     float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
+__attribute__((target("avx2"))) void int_values_avx2(std::byte* x, std::size_t n, const float* zero,
+                                                     const float* scale, const float* two_over, float* k,
+                                                     float* e, float* err_max, float* ratio_max,
+                                                     float* sq) noexcept {
   int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
 }
 #ifdef LATENTAUDIT_QUANT_AVX512
 template <class T>
-LATENTAUDIT_QUANT_AVX512 int int_codes_avx512(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels, float* k,
-                                              float* t) noexcept {
+LATENTAUDIT_QUANT_AVX512 int int_codes_avx512(const std::byte* x, std::size_t n, const float* zero,
+                                              const float* inv, float levels, float* k, float* t) noexcept {
   return int_codes_body<T>(x, n, zero, inv, levels, k, t);
 }
 template <class T>
-LATENTAUDIT_QUANT_AVX512 void int_values_avx512(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
-                                                float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
+LATENTAUDIT_QUANT_AVX512 void int_values_avx512(std::byte* x, std::size_t n, const float* zero,
+                                                const float* scale, const float* two_over, float* k, float* e,
+                                                float* err_max, float* ratio_max, float* sq) noexcept {
   int_values_body<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
 }
 #endif
 #endif
 
 template <class T>
-int int_codes(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels, float* k, float* t) noexcept {
+int int_codes(const std::byte* x, std::size_t n, const float* zero, const float* inv, float levels, float* k,
+              float* t) noexcept {
 #ifdef LATENTAUDIT_QUANT_DISPATCH
 #ifdef LATENTAUDIT_QUANT_AVX512
   if (have_avx512()) return int_codes_avx512<T>(x, n, zero, inv, levels, k, t);
@@ -510,8 +569,8 @@ int int_codes(const std::byte* x, std::size_t n, const float* zero, const float*
 }
 
 template <class T>
-void int_values(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over, float* k, float* e,
-                float* err_max, float* ratio_max, float* sq) noexcept {
+void int_values(std::byte* x, std::size_t n, const float* zero, const float* scale, const float* two_over,
+                float* k, float* e, float* err_max, float* ratio_max, float* sq) noexcept {
 #ifdef LATENTAUDIT_QUANT_DISPATCH
 #ifdef LATENTAUDIT_QUANT_AVX512
   if (have_avx512()) return int_values_avx512<T>(x, n, zero, scale, two_over, k, e, err_max, ratio_max, sq);
@@ -525,7 +584,8 @@ void int_values(std::byte* x, std::size_t n, const float* zero, const float* sca
 /// std::min / std::max from the first element: a NaN first element wins, later NaNs are ignored,
 /// among equal zeros the first is kept). Eight lanes when that cannot differ.
 template <class T>
-[[gnu::always_inline]] inline void group_min_max(const std::byte* p, std::size_t m, float& lo, float& hi) noexcept {
+[[gnu::always_inline]] inline void group_min_max(const std::byte* p, std::size_t m, float& lo,
+                                                 float& hi) noexcept {
   auto sequential = [&] {
     lo = hi = load_cache<T>(p, 0);
     for (std::size_t j = 1; j < m; ++j) {
@@ -563,15 +623,18 @@ template <class T>
 /// @brief Per-element group parameters of one row grouped per token (G consecutive dims of a
 /// head); gbuf holds 6 · H · ⌈D/G⌉ floats of scratch. Returns non-zero on a non-finite group.
 template <class T>
-[[gnu::always_inline]] inline int token_row_params_body(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
-                                                        float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
+[[gnu::always_inline]] inline int token_row_params_body(const std::byte* row, std::size_t H, std::size_t D,
+                                                        std::size_t G, float levels, float* gbuf, float* zero,
+                                                        float* scale, float* inv, float* two_over) noexcept {
   const std::size_t per_head = (D + G - 1) / G, ng = H * per_head;
   for (std::size_t h = 0; h < H; ++h)
     for (std::size_t g = 0; g < per_head; ++g) {
       const std::size_t d0 = g * G;
-      group_min_max<T>(row + (h * D + d0) * sizeof(T), std::min(G, D - d0), gbuf[h * per_head + g], gbuf[ng + h * per_head + g]);
+      group_min_max<T>(row + (h * D + d0) * sizeof(T), std::min(G, D - d0), gbuf[h * per_head + g],
+                       gbuf[ng + h * per_head + g]);
     }
-  const int bad = group_params_body(gbuf, gbuf + ng, ng, levels, gbuf + 2 * ng, gbuf + 3 * ng, gbuf + 4 * ng, gbuf + 5 * ng);
+  const int bad = group_params_body(gbuf, gbuf + ng, ng, levels, gbuf + 2 * ng, gbuf + 3 * ng, gbuf + 4 * ng,
+                                    gbuf + 5 * ng);
   for (std::size_t h = 0; h < H; ++h)
     for (std::size_t g = 0; g < per_head; ++g) {
       const std::size_t j = h * per_head + g, c0 = h * D + g * G, c1 = h * D + std::min(D, (g + 1) * G);
@@ -588,22 +651,25 @@ template <class T>
 
 #ifdef LATENTAUDIT_QUANT_DISPATCH
 template <class T>
-__attribute__((target("avx2"))) int token_row_params_avx2(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
-                                                          float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
+__attribute__((target("avx2"))) int token_row_params_avx2(const std::byte* row, std::size_t H, std::size_t D,
+                                                          std::size_t G, float levels, float* gbuf,
+                                                          float* zero, float* scale, float* inv,
+                                                          float* two_over) noexcept {
   return token_row_params_body<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
 }
 #ifdef LATENTAUDIT_QUANT_AVX512
 template <class T>
-LATENTAUDIT_QUANT_AVX512 int token_row_params_avx512(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
-                                                     float* gbuf, float* zero, float* scale, float* inv, float* two_over) noexcept {
+LATENTAUDIT_QUANT_AVX512 int token_row_params_avx512(const std::byte* row, std::size_t H, std::size_t D,
+                                                     std::size_t G, float levels, float* gbuf, float* zero,
+                                                     float* scale, float* inv, float* two_over) noexcept {
   return token_row_params_body<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
 }
 #endif
 #endif
 
 template <class T>
-void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels, float* gbuf, float* zero,
-                      float* scale, float* inv, float* two_over) {
+void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::size_t G, float levels,
+                      float* gbuf, float* zero, float* scale, float* inv, float* two_over) {
   int bad;
 #ifdef LATENTAUDIT_QUANT_DISPATCH
 #ifdef LATENTAUDIT_QUANT_AVX512
@@ -611,7 +677,7 @@ void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::s
     bad = token_row_params_avx512<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
   } else
 #endif
-  if (have_avx2()) {
+      if (have_avx2()) {
     bad = token_row_params_avx2<T>(row, H, D, G, levels, gbuf, zero, scale, inv, two_over);
   } else
 #endif
@@ -621,12 +687,400 @@ void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::s
   if (bad != 0) quant_corrupt("a group's zero point or scale is not finite (or the scale is negative)");
 }
 
+#ifdef LATENTAUDIT_QUANT_AVX512
+// ---- AVX-512 group kernels ------------------------------------------------------------------------
+//
+// Hand-vectorized fused round trip for the common shapes: keys per channel with C = H·D a
+// multiple of 32 and groups of at most 256 tokens (16 channels a register, the group running
+// down the rows: min/max, codes and errors are vertical operations, the group parameters live in
+// registers), and values per token with D a multiple of G and G a multiple of 32 (one group's
+// parameters broadcast over its 32-element chunks; the minima/maxima of 16 groups are reduced
+// together by a transposing shuffle tree). Each pass reads 32 elements as two 16-lane binary32
+// vectors (bf16: even and odd elements, so conversion is one shift or mask each way).
+//
+// Exactness. Codes: as the portable kernels (binary32 quotient, lanes within 10⁻⁴ of a rounding
+// boundary, or not finite, recomputed in binary64 by exact_int_code). Values: decode_unit writes
+// (T)(float)(zero + k·scale) evaluated in binary64. Here, for a group whose exponents satisfy
+// |E(zero) − E(scale)| ≤ 12 (or zero = 0, or scale = 0), the value is fmaf(k, scale, zero): with
+// k ≤ 255 the exact sum e = zero + k·scale is a multiple of 2^(min(E(zero), E(scale)) − 23) ≥
+// 2^(E(scale) − 35) below 2^(E(scale) + 14) in magnitude, i.e. an integer under 2^49 times a power
+// of two, so binary64 holds it exactly and (float)(double)e = fmaf(k, scale, zero) (one rounding
+// of e either way). Other groups use binary64 as decode_unit does. Rounding to bf16 is the
+// integer round-to-nearest-even of store_cache; f16 uses vcvtps2ph (round to nearest even).
+// Groups whose result could depend on the order of the min/max (a NaN, a zero extreme — per
+// token only, as the tree changes the order), whose parameters are not finite, or whose scale is
+// below 2^-100 are left to the portable row code before anything is written.
+
+#define LATENTAUDIT_QUANT_AVX512_INLINE [[gnu::always_inline]] inline LATENTAUDIT_QUANT_AVX512
+
+// GCC 12 reports the _mm512_undefined_*() inside its conversion intrinsics as uninitialized
+// where they are inlined into these functions.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+/// @brief Loads 32 consecutive elements as two 16-lane vectors (bf16: even, odd elements).
+template <class T>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_load32(const std::byte* p, __m512& a, __m512& b) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    a = _mm512_loadu_ps(p);
+    b = _mm512_loadu_ps(p + 64);
+  } else if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
+    const __m512i w = _mm512_loadu_si512(p);
+    a = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    b = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  } else {
+    a = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    b = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
+  }
+}
+
+/// @brief bf16 bits (in the upper half) of binary32 values, rounded to nearest even as store_cache.
+LATENTAUDIT_QUANT_AVX512_INLINE __m512i q512_round_bf16(__m512 v) noexcept {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  return _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+}
+
+/// @brief Stores two 16-lane vectors as 32 elements in q512_load32's order.
+template <class T>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_store32(std::byte* p, __m512 a, __m512 b) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_storeu_ps(p, a);
+    _mm512_storeu_ps(p + 64, b);
+  } else if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
+    const __m512i lo = _mm512_srli_epi32(q512_round_bf16(a), 16), hi = q512_round_bf16(b);
+    // (hi & 0xFFFF0000) | lo
+    _mm512_storeu_si512(
+        p, _mm512_ternarylogic_epi32(lo, hi, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), 0xD8));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 32),
+                        _mm512_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
+
+/// @brief The flagged lanes of r recomputed in binary64 as exact_int_code does (clamp to
+/// [0, levels]; code 0 for a zero scale or a NaN quotient).
+LATENTAUDIT_QUANT_AVX512_INLINE __m256 q512_exact_codes8(__m512d v, __m512d z, __m512d s,
+                                                         __m512d levels) noexcept {
+  const __m512d k = _mm512_roundscale_pd(_mm512_div_pd(_mm512_sub_pd(v, z), s),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask8 keep = _mm512_cmp_pd_mask(s, _mm512_setzero_pd(), _CMP_GT_OQ) &
+                        _mm512_cmp_pd_mask(k, _mm512_setzero_pd(), _CMP_GE_OQ);
+  return _mm512_cvtpd_ps(_mm512_min_pd(_mm512_maskz_mov_pd(keep, k), levels));
+}
+
+LATENTAUDIT_QUANT_AVX512 inline __m512 q512_fix_codes(__m512 r, __mmask16 bad, __m512 v, __m512 z, __m512 s,
+                                                      double levels) noexcept {
+  const __m512d L = _mm512_set1_pd(levels);
+  const __m256 k0 = q512_exact_codes8(_mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+                                      _mm512_cvtps_pd(_mm512_castps512_ps256(z)),
+                                      _mm512_cvtps_pd(_mm512_castps512_ps256(s)), L);
+  const __m256 k1 = q512_exact_codes8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)),
+                                      _mm512_cvtps_pd(_mm512_extractf32x8_ps(z, 1)),
+                                      _mm512_cvtps_pd(_mm512_extractf32x8_ps(s, 1)), L);
+  return _mm512_mask_mov_ps(r, bad, _mm512_insertf32x8(_mm512_castps256_ps512(k0), k1, 1));
+}
+
+/// @brief Codes of 16 elements (binary32 quotient; lanes near a boundary fixed in binary64).
+LATENTAUDIT_QUANT_AVX512_INLINE __m512 q512_codes(__m512 v, __m512 z, __m512 inv, __m512 s,
+                                                  double levels) noexcept {
+  const __m512 q = _mm512_mul_ps(_mm512_sub_ps(v, z), inv);
+  const __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 d = _mm512_abs_ps(_mm512_sub_ps(q, r));
+  // q ∈ [0, levels + 10⁻⁴) for finite v (v ≥ zero; see group_params_body), so no clamp is needed;
+  // a NaN or infinite quotient is flagged and clamped by exact_int_code
+  const __mmask16 bad = _mm512_cmp_ps_mask(d, _mm512_set1_ps(0.4999f), _CMP_NLT_UQ);
+  if (bad != 0) [[unlikely]]
+    return q512_fix_codes(r, bad, v, z, s, levels);
+  return r;
+}
+
+/// @brief (float)(zero + k·scale) in binary64, 16 lanes (zero and scale given as 2 × 8 doubles).
+LATENTAUDIT_QUANT_AVX512_INLINE __m512 q512_value_f64(__m512 k, __m512d z0, __m512d z1, __m512d s0,
+                                                      __m512d s1) noexcept {
+  const __m512d k0 = _mm512_cvtps_pd(_mm512_castps512_ps256(k)),
+                k1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(k, 1));
+  const __m256 v0 = _mm512_cvtpd_ps(_mm512_fmadd_pd(k0, s0, z0)),
+               v1 = _mm512_cvtpd_ps(_mm512_fmadd_pd(k1, s1, z1));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(v0), v1, 1);
+}
+
+LATENTAUDIT_QUANT_AVX512_INLINE __m512d q512_lo_pd(__m512 v) noexcept {
+  return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+}
+LATENTAUDIT_QUANT_AVX512_INLINE __m512d q512_hi_pd(__m512 v) noexcept {
+  return _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+}
+
+/// @brief Parameters of 16 groups from their minima and maxima, as group_params_body computes
+/// them; returns the lanes that must go to the portable code (parameters not finite, scale below
+/// 2^-100) and sets `fma_ok` to the lanes whose values may be computed with fmaf (see above).
+LATENTAUDIT_QUANT_AVX512_INLINE __mmask16 q512_params(__m512 lo, __m512 hi, double levels, __m512& scale,
+                                                      __m512& inv, __m512& two_over,
+                                                      __mmask16& fma_ok) noexcept {
+  const __m512d L = _mm512_set1_pd(levels);
+  const __m256 s0 = _mm512_cvtpd_ps(_mm512_div_pd(_mm512_sub_pd(q512_lo_pd(hi), q512_lo_pd(lo)), L));
+  const __m256 s1 = _mm512_cvtpd_ps(_mm512_div_pd(_mm512_sub_pd(q512_hi_pd(hi), q512_hi_pd(lo)), L));
+  const __m512 s = _mm512_insertf32x8(_mm512_castps256_ps512(s0), s1, 1);
+  const __m512 zero = _mm512_setzero_ps(), fmax = _mm512_set1_ps(std::numeric_limits<float>::max());
+  const __mmask16 z_ok = _mm512_cmp_ps_mask(_mm512_abs_ps(lo), fmax, _CMP_LE_OQ);
+  const __mmask16 s_ok = _mm512_cmp_ps_mask(s, zero, _CMP_GE_OQ) & _mm512_cmp_ps_mask(s, fmax, _CMP_LE_OQ);
+  const __mmask16 s_zero = _mm512_cmp_ps_mask(s, zero, _CMP_EQ_OQ);
+  const __mmask16 s_normal = _mm512_cmp_ps_mask(s, _mm512_set1_ps(0x1p-100f), _CMP_GE_OQ);
+  const __mmask16 bad = static_cast<__mmask16>(~(z_ok & s_ok & (s_zero | s_normal)));
+  scale = s;
+  inv = _mm512_maskz_div_ps(s_normal, _mm512_set1_ps(1.0f), s);
+  two_over = _mm512_maskz_div_ps(s_normal, _mm512_set1_ps(2.0f), s);
+  const __m512 gap = _mm512_abs_ps(_mm512_sub_ps(_mm512_getexp_ps(lo), _mm512_getexp_ps(s)));
+  fma_ok = static_cast<__mmask16>(s_zero | _mm512_cmp_ps_mask(lo, zero, _CMP_EQ_OQ) |
+                                  (s_normal & _mm512_cmp_ps_mask(gap, _mm512_set1_ps(12.0f), _CMP_LE_OQ)));
+  return bad;
+}
+
+/// @brief Running error statistics of the AVX-512 kernels (per lane; squares summed in binary64).
+struct q512_stats {
+  alignas(64) float err_max[16] = {};
+  alignas(64) float ratio_max[16] = {};
+  alignas(64) double sq[16] = {};
+};
+
+/// @brief Folds one tile's or row's per-lane errors into acc: err_max, err_max · two_over, and
+/// the binary32 sums of squares qa, qb.
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_fold(q512_stats& acc, __m512 ea, __m512 eb, __m512 ta, __m512 tb,
+                                               __m512 qa, __m512 qb) noexcept {
+  _mm512_store_ps(acc.err_max, _mm512_max_ps(_mm512_load_ps(acc.err_max), _mm512_max_ps(ea, eb)));
+  const __m512 r = _mm512_max_ps(_mm512_mul_ps(ea, ta), _mm512_mul_ps(eb, tb));
+  _mm512_store_ps(acc.ratio_max, _mm512_max_ps(_mm512_load_ps(acc.ratio_max), r));
+  _mm512_store_pd(acc.sq,
+                  _mm512_add_pd(_mm512_load_pd(acc.sq), _mm512_add_pd(q512_lo_pd(qa), q512_lo_pd(qb))));
+  _mm512_store_pd(acc.sq + 8,
+                  _mm512_add_pd(_mm512_load_pd(acc.sq + 8), _mm512_add_pd(q512_hi_pd(qa), q512_hi_pd(qb))));
+}
+
+/// @brief Prefetches the 32 elements at p (the next group's), for the pass after this one.
+template <class T>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_prefetch32(const std::byte* p) noexcept {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  if constexpr (sizeof(T) == 4) _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+}
+
+/// @brief Round trip of one 32-element chunk in place with per-lane parameters (a: the first
+/// vector of q512_load32, b: the second); zd, sd: zero and scale of a then b as 4 × 8 doubles
+/// (used unless Fma). Accumulates the errors' maxima (ea, eb) and squares (qa, qb).
+template <class T, bool Fma>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_chunk(std::byte* p, __m512 za, __m512 zb, __m512 ia, __m512 ib,
+                                                __m512 sa, __m512 sb, const __m512d* zd, const __m512d* sd,
+                                                double levels, __m512& ea, __m512& eb, __m512& qa,
+                                                __m512& qb) noexcept {
+  __m512 a, b;
+  q512_load32<T>(p, a, b);
+  const __m512 ka = q512_codes(a, za, ia, sa, levels), kb = q512_codes(b, zb, ib, sb, levels);
+  __m512 va, vb;
+  if constexpr (Fma) {
+    va = _mm512_fmadd_ps(ka, sa, za);
+    vb = _mm512_fmadd_ps(kb, sb, zb);
+  } else {
+    va = q512_value_f64(ka, zd[0], zd[1], sd[0], sd[1]);
+    vb = q512_value_f64(kb, zd[2], zd[3], sd[2], sd[3]);
+  }
+  q512_store32<T>(p, va, vb);
+  const __m512 da = _mm512_abs_ps(_mm512_sub_ps(a, va)), db = _mm512_abs_ps(_mm512_sub_ps(b, vb));
+  ea = _mm512_max_ps(da, ea);  // ignores a NaN error, as std::max(max_abs, err)
+  eb = _mm512_max_ps(db, eb);
+  qa = _mm512_fmadd_ps(da, da, qa);
+  qb = _mm512_fmadd_ps(db, db, qb);
+}
+
+/// @brief Keys per channel: one group of m rows (row pointers `rp`) across C channels. Pass 1
+/// finds every channel's parameters (into `par`, 4·C floats) and returns false, having written
+/// nothing, if some group needs the portable code; pass 2 writes codes' values and errors, and
+/// prefetches the next group's rows (`next_rp`, `next_m` ≤ m; none when next_m is 0).
+template <class T>
+LATENTAUDIT_QUANT_AVX512 bool q512_key_group(std::byte* const* rp, std::size_t m, std::byte* const* next_rp,
+                                             std::size_t next_m, std::size_t C, double levels, float* par,
+                                             std::uint8_t* fma_tile, q512_stats& acc) noexcept {
+  const std::size_t tiles = C / 32;
+  float* zp = par;
+  float* sp = par + C;
+  float* ip = par + 2 * C;
+  float* tp = par + 3 * C;
+  unsigned bad = 0;
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::size_t off = t * 32 * sizeof(T);
+    __m512 la, lb;
+    q512_load32<T>(rp[0] + off, la, lb);
+    __m512 ha = la, hb = lb;
+    for (std::size_t j = 1; j < m; ++j) {
+      __m512 a, b;
+      q512_load32<T>(rp[j] + off, a, b);
+      la = _mm512_min_ps(a, la);  // = std::min(lo, v), as encode_unit
+      lb = _mm512_min_ps(b, lb);
+      ha = _mm512_max_ps(a, ha);  // = std::max(hi, v)
+      hb = _mm512_max_ps(b, hb);
+    }
+    __m512 sa, ia, ta, sb, ib, tb;
+    __mmask16 fa, fb;
+    bad |= q512_params(la, ha, levels, sa, ia, ta, fa);
+    bad |= q512_params(lb, hb, levels, sb, ib, tb, fb);
+    fma_tile[t] = static_cast<std::uint8_t>(fa == 0xFFFF && fb == 0xFFFF);
+    float* z = zp + t * 32;
+    _mm512_storeu_ps(z, la);
+    _mm512_storeu_ps(z + 16, lb);
+    _mm512_storeu_ps(sp + t * 32, sa);
+    _mm512_storeu_ps(sp + t * 32 + 16, sb);
+    _mm512_storeu_ps(ip + t * 32, ia);
+    _mm512_storeu_ps(ip + t * 32 + 16, ib);
+    _mm512_storeu_ps(tp + t * 32, ta);
+    _mm512_storeu_ps(tp + t * 32 + 16, tb);
+  }
+  if (bad != 0) return false;
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::size_t off = t * 32 * sizeof(T);
+    const __m512 za = _mm512_loadu_ps(zp + t * 32), zb = _mm512_loadu_ps(zp + t * 32 + 16);
+    const __m512 sa = _mm512_loadu_ps(sp + t * 32), sb = _mm512_loadu_ps(sp + t * 32 + 16);
+    const __m512 ia = _mm512_loadu_ps(ip + t * 32), ib = _mm512_loadu_ps(ip + t * 32 + 16);
+    __m512 ea = _mm512_setzero_ps(), eb = ea, qa = ea, qb = ea;
+    if (fma_tile[t] != 0) {
+      for (std::size_t j = 0; j < m; ++j) {
+        if (j < next_m) q512_prefetch32<T>(next_rp[j] + off);
+        q512_chunk<T, true>(rp[j] + off, za, zb, ia, ib, sa, sb, nullptr, nullptr, levels, ea, eb, qa, qb);
+      }
+    } else {
+      const __m512d zd[4] = {q512_lo_pd(za), q512_hi_pd(za), q512_lo_pd(zb), q512_hi_pd(zb)};
+      const __m512d sd[4] = {q512_lo_pd(sa), q512_hi_pd(sa), q512_lo_pd(sb), q512_hi_pd(sb)};
+      for (std::size_t j = 0; j < m; ++j) {
+        if (j < next_m) q512_prefetch32<T>(next_rp[j] + off);
+        q512_chunk<T, false>(rp[j] + off, za, zb, ia, ib, sa, sb, zd, sd, levels, ea, eb, qa, qb);
+      }
+    }
+    q512_fold(acc, ea, eb, _mm512_loadu_ps(tp + t * 32), _mm512_loadu_ps(tp + t * 32 + 16), qa, qb);
+  }
+  return true;
+}
+
+template <bool Max>
+LATENTAUDIT_QUANT_AVX512_INLINE __m512 q512_op(__m512 a, __m512 b) noexcept {
+  return Max ? _mm512_max_ps(a, b) : _mm512_min_ps(a, b);
+}
+
+/// @brief Min or max of each of 16 vectors, lane i of the result from vector perm-ordered input i
+/// (see q512_tree_order).
+template <bool Max>
+LATENTAUDIT_QUANT_AVX512_INLINE __m512 q512_tree(const __m512* v) noexcept {
+  __m512 m1[8], m2[4], m3[2];
+  for (int i = 0; i < 8; ++i)
+    m1[i] = q512_op<Max>(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)
+    m2[i] = q512_op<Max>(_mm512_shuffle_f32x4(m1[2 * i], m1[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(m1[2 * i], m1[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; ++i)
+    m3[i] = q512_op<Max>(_mm512_shuffle_ps(m2[2 * i], m2[2 * i + 1], 0x44),
+                         _mm512_shuffle_ps(m2[2 * i], m2[2 * i + 1], 0xEE));
+  return q512_op<Max>(_mm512_shuffle_ps(m3[0], m3[1], 0x88), _mm512_shuffle_ps(m3[0], m3[1], 0xDD));
+}
+
+/// @brief slot[g]: the input position of q512_tree whose result lands in lane g.
+LATENTAUDIT_QUANT_AVX512 inline void q512_tree_order(int* slot) noexcept {
+  __m512 v[16];
+  for (int i = 0; i < 16; ++i) v[i] = _mm512_set1_ps(static_cast<float>(i));
+  alignas(64) float lane[16];
+  _mm512_store_ps(lane, q512_tree<false>(v));
+  for (int g = 0; g < 16; ++g) slot[g] = static_cast<int>(lane[g]);
+}
+
+/// @brief Values per token: one row of C elements in groups of G (a multiple of 32 dividing D).
+/// Returns false, having written nothing, if the row needs the portable code; prefetches
+/// `next_row` (unless null) while writing. `par` holds
+/// 4·⌈C/G/16⌉·16 floats, `fma_ok` ⌈C/G/16⌉ masks.
+template <class T>
+LATENTAUDIT_QUANT_AVX512 bool q512_token_row(std::byte* row, const std::byte* next_row, std::size_t C,
+                                             std::size_t G, double levels, const int* slot, float* par,
+                                             __mmask16* fma_ok, q512_stats& acc) noexcept {
+  const std::size_t ng = C / G, nblk = (ng + 15) / 16, chunks = G / 32, gbytes = G * sizeof(T);
+  float* zp = par;
+  float* sp = par + 16 * nblk;
+  float* ip = par + 32 * nblk;
+  float* tp = par + 48 * nblk;
+  __m512 nan = _mm512_setzero_ps();
+  unsigned bad = 0;
+  const __m512 zero = _mm512_setzero_ps();
+  for (std::size_t blk = 0; blk < nblk; ++blk) {
+    __m512 lo[16], hi[16];
+    for (std::size_t g = 0; g < 16; ++g) {
+      const std::size_t gg = std::min(blk * 16 + g, ng - 1);  // a short last block repeats a group
+      const std::byte* p = row + gg * gbytes;
+      __m512 a, b;
+      q512_load32<T>(p, a, b);
+      nan = _mm512_fmadd_ps(a, zero, _mm512_fmadd_ps(b, zero, nan));  // NaN (or ±inf) stays
+      __m512 l = _mm512_min_ps(a, b), h = _mm512_max_ps(a, b);
+      for (std::size_t c = 1; c < chunks; ++c) {
+        q512_load32<T>(p + c * 32 * sizeof(T), a, b);
+        nan = _mm512_fmadd_ps(a, zero, _mm512_fmadd_ps(b, zero, nan));
+        l = _mm512_min_ps(l, _mm512_min_ps(a, b));
+        h = _mm512_max_ps(h, _mm512_max_ps(a, b));
+      }
+      lo[slot[g]] = l;
+      hi[slot[g]] = h;
+    }
+    const __m512 l = q512_tree<false>(lo), h = q512_tree<true>(hi);
+    __m512 s, inv, two;
+    __mmask16 fo;
+    // a zero extreme: its sign could depend on the order of the comparisons
+    bad |= _mm512_cmp_ps_mask(l, zero, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(h, zero, _CMP_EQ_OQ);
+    bad |= q512_params(l, h, levels, s, inv, two, fo);
+    fma_ok[blk] = fo;
+    _mm512_storeu_ps(zp + 16 * blk, l);
+    _mm512_storeu_ps(sp + 16 * blk, s);
+    _mm512_storeu_ps(ip + 16 * blk, inv);
+    _mm512_storeu_ps(tp + 16 * blk, two);
+  }
+  if (bad != 0 || _mm512_cmp_ps_mask(nan, nan, _CMP_UNORD_Q) != 0) return false;
+  __m512 ea = _mm512_setzero_ps(), eb = ea, qa = ea, qb = ea;
+  for (std::size_t g = 0; g < ng; ++g) {
+    std::byte* p = row + g * gbytes;
+    if (next_row != nullptr)
+      for (std::size_t c = 0; c < chunks; ++c) q512_prefetch32<T>(next_row + g * gbytes + c * 32 * sizeof(T));
+    const __m512 z = _mm512_set1_ps(zp[g]), s = _mm512_set1_ps(sp[g]), inv = _mm512_set1_ps(ip[g]);
+    __m512 ga = _mm512_setzero_ps(), gb = ga;
+    if ((fma_ok[g / 16] >> (g % 16)) & 1u) {
+      for (std::size_t c = 0; c < chunks; ++c)
+        q512_chunk<T, true>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, nullptr, nullptr, levels, ga, gb,
+                            qa, qb);
+    } else {
+      const __m512d z0 = _mm512_set1_pd(static_cast<double>(zp[g])),
+                    s0 = _mm512_set1_pd(static_cast<double>(sp[g]));
+      const __m512d zd[4] = {z0, z0, z0, z0}, sd[4] = {s0, s0, s0, s0};
+      for (std::size_t c = 0; c < chunks; ++c)
+        q512_chunk<T, false>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, zd, sd, levels, ga, gb, qa, qb);
+    }
+    // the group's largest error, scaled by its 2/scale (max(e·c) = max(e)·c for c ≥ 0)
+    const __m512 e = _mm512_max_ps(ga, gb);
+    ea = _mm512_max_ps(ea, e);
+    eb = _mm512_max_ps(eb, _mm512_mul_ps(e, _mm512_set1_ps(tp[g])));
+  }
+  // ea: the row's largest errors, eb: its largest error / half step
+  _mm512_store_ps(acc.err_max, _mm512_max_ps(_mm512_load_ps(acc.err_max), ea));
+  _mm512_store_ps(acc.ratio_max, _mm512_max_ps(_mm512_load_ps(acc.ratio_max), eb));
+  _mm512_store_pd(acc.sq,
+                  _mm512_add_pd(_mm512_load_pd(acc.sq), _mm512_add_pd(q512_lo_pd(qa), q512_lo_pd(qb))));
+  _mm512_store_pd(acc.sq + 8,
+                  _mm512_add_pd(_mm512_load_pd(acc.sq + 8), _mm512_add_pd(q512_hi_pd(qa), q512_hi_pd(qb))));
+  return true;
+}
+
+#pragma GCC diagnostic pop
+#endif  // LATENTAUDIT_QUANT_AVX512
+
 /// @brief Fused int8/int4 round trip of one (layer, part) unit in place (see above); the same
 /// groups, codes and values as encode_unit followed by decode_unit.
 /// @throws corrupt_data where decode_unit would (a zero point or scale that is not finite).
 template <class T>
-void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D, bool value,
-                        const quantize_spec& spec, quant_stats& st) {
+void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size_t H, std::size_t D,
+                        bool value, const quantize_spec& spec, quant_stats& st) {
   if (rows.empty()) return;
   const std::size_t C = H * D;
   const bool int4 = spec.scheme == quant_scheme::int4;
@@ -662,9 +1116,36 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
       f[c] = 0.0f;
     }
   };
+#ifdef LATENTAUDIT_QUANT_AVX512
+  // the AVX-512 group kernels where the shape allows; a group they refuse goes to the code below
+  const bool fast = have_avx512() && C % 32 == 0;
+  q512_stats acc;
+  std::vector<float> par;
+  std::vector<std::uint8_t> fma_tile;
+  std::vector<std::byte*> rp;
+#endif
   if (!value && spec.keys_per_channel) {
+#ifdef LATENTAUDIT_QUANT_AVX512
+    const bool fast_keys = fast && G <= 256;
+    if (fast_keys) {
+      par.resize(4 * C);
+      fma_tile.resize(C / 32);
+      rp.resize(2 * G);
+    }
+#endif
     for (std::size_t r0 = 0; r0 < rows.size(); r0 += G) {
       const std::size_t m = std::min(G, rows.size() - r0);
+#ifdef LATENTAUDIT_QUANT_AVX512
+      if (fast_keys) {
+        const std::size_t next_m = r0 + m < rows.size() ? std::min(m, rows.size() - r0 - m) : 0;
+        for (std::size_t j = 0; j < m + next_m; ++j) rp[j] = base + rows[r0 + j] * row_bytes;
+        if (q512_key_group<T>(rp.data(), m, rp.data() + m, next_m, C, static_cast<double>(levels), par.data(),
+                              fma_tile.data(), acc)) {
+          st.groups += C;
+          continue;
+        }
+      }
+#endif
       const std::byte* first = base + rows[r0] * row_bytes;
       for (std::size_t c = 0; c < C; ++c) lo[c] = hi[c] = load_cache<T>(first, c);
       for (std::size_t j = 1; j < m; ++j) row_min_max<T>(base + rows[r0 + j] * row_bytes, C, lo, hi);
@@ -677,8 +1158,27 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
     std::size_t since_flush = 0;
     const std::size_t per_head = (D + G - 1) / G, ng = H * per_head;
     std::vector<float> gbuf(6 * ng);  // per group: lo, hi, zero, scale, inv, two_over
-    for (auto r : rows) {
-      std::byte* row = base + r * row_bytes;
+#ifdef LATENTAUDIT_QUANT_AVX512
+    const bool fast_tokens = fast && G % 32 == 0 && D % G == 0;
+    const std::size_t nblk = (ng + 15) / 16;
+    std::vector<__mmask16> fma_ok;
+    int slot[16];
+    if (fast_tokens) {
+      par.resize(64 * nblk);
+      fma_ok.resize(nblk);
+      q512_tree_order(slot);
+    }
+#endif
+    for (std::size_t ri = 0; ri < rows.size(); ++ri) {
+      std::byte* row = base + rows[ri] * row_bytes;
+#ifdef LATENTAUDIT_QUANT_AVX512
+      const std::byte* next = ri + 1 < rows.size() ? base + rows[ri + 1] * row_bytes : nullptr;
+      if (fast_tokens && q512_token_row<T>(row, next, C, G, static_cast<double>(levels), slot, par.data(),
+                                           fma_ok.data(), acc)) {
+        st.groups += ng;
+        continue;
+      }
+#endif
       token_row_params<T>(row, H, D, G, levels, gbuf.data(), zero, scale, inv, two_over);
       st.groups += ng;
       process_row(row);
@@ -694,6 +1194,13 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
     st.max_ratio = std::max(st.max_ratio, static_cast<double>(ratio_max[c]));
   }
   st.max_ratio = std::max(st.max_ratio, ratio_extra);
+#ifdef LATENTAUDIT_QUANT_AVX512
+  for (std::size_t l = 0; l < 16; ++l) {
+    st.max_abs = std::max(st.max_abs, static_cast<double>(acc.err_max[l]));
+    st.max_ratio = std::max(st.max_ratio, static_cast<double>(acc.ratio_max[l]));
+    sq_total += acc.sq[l];
+  }
+#endif
   for (double w : sq_wide) sq_total += w;
   st.sq += sq_total;
 }
@@ -718,8 +1225,10 @@ inline std::vector<std::size_t> present_rows(const kv_block& b, std::size_t i) {
   const auto H = static_cast<std::uint64_t>(block.n_kv_heads());
   for (std::size_t i = 0; i < block.n_layers(); ++i) {
     const auto rows = static_cast<std::uint64_t>(block.present_tokens(i));
-    total += detail::unit_bytes(spec.scheme, rows, H, static_cast<std::uint64_t>(block.head_dim_k()), false, spec);
-    total += detail::unit_bytes(spec.scheme, rows, H, static_cast<std::uint64_t>(block.head_dim_v()), true, spec);
+    total +=
+        detail::unit_bytes(spec.scheme, rows, H, static_cast<std::uint64_t>(block.head_dim_k()), false, spec);
+    total +=
+        detail::unit_bytes(spec.scheme, rows, H, static_cast<std::uint64_t>(block.head_dim_v()), true, spec);
   }
   return total;
 }
@@ -728,7 +1237,8 @@ inline std::vector<std::size_t> present_rows(const kv_block& b, std::size_t i) {
 /// quantized_payload_bytes, on `threads` threads (0 = all cores; the bytes do not depend on it).
 /// `record`, when non-null, receives the errors of the dequantized values and the sizes.
 /// @throws invalid_argument on a bad spec.
-[[nodiscard]] inline std::vector<std::byte> quantize_payload(const kv_block& block, const quantize_spec& spec, unsigned threads = 1,
+[[nodiscard]] inline std::vector<std::byte> quantize_payload(const kv_block& block, const quantize_spec& spec,
+                                                             unsigned threads = 1,
                                                              quantize_record* record = nullptr) {
   detail::check_quantize_spec("quantize_payload", spec);
   const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
@@ -738,8 +1248,10 @@ inline std::vector<std::size_t> present_rows(const kv_block& b, std::size_t i) {
   for (std::size_t i = 0; i < block.n_layers(); ++i) rows[i] = detail::present_rows(block, i);
   for (std::size_t u = 0; u < units; ++u) {
     const bool value = u % 2 == 1;
-    offset[u + 1] = offset[u] + detail::unit_bytes(spec.scheme, rows[u / 2].size(), H,
-                                                   static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k()), value, spec);
+    offset[u + 1] = offset[u] + detail::unit_bytes(
+                                    spec.scheme, rows[u / 2].size(), H,
+                                    static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k()),
+                                    value, spec);
   }
   std::vector<std::byte> out(offset[units]);
   std::vector<detail::quant_stats> stats(units);
@@ -776,11 +1288,13 @@ inline std::vector<std::size_t> present_rows(const kv_block& b, std::size_t i) {
 /// @brief Writes the dequantized values of `payload` into the present rows of `block` (whose
 /// shape, dtype and mask must be those the payload was made from).
 /// @throws corrupt_data if the payload size disagrees or a parameter or code is invalid.
-inline void dequantize_payload(kv_block& block, const quantize_spec& spec, std::span<const std::byte> payload, unsigned threads = 1) {
+inline void dequantize_payload(kv_block& block, const quantize_spec& spec, std::span<const std::byte> payload,
+                               unsigned threads = 1) {
   detail::check_quantize_spec("dequantize_payload", spec);
   const std::uint64_t expected = quantized_payload_bytes(block, spec);
   if (payload.size() != expected)
-    detail::quant_corrupt("payload has " + std::to_string(payload.size()) + " bytes, the shape needs " + std::to_string(expected));
+    detail::quant_corrupt("payload has " + std::to_string(payload.size()) + " bytes, the shape needs " +
+                          std::to_string(expected));
   const std::size_t H = static_cast<std::size_t>(block.n_kv_heads());
   const std::size_t units = 2 * block.n_layers();
   std::vector<std::vector<std::size_t>> rows(block.n_layers());
@@ -788,8 +1302,10 @@ inline void dequantize_payload(kv_block& block, const quantize_spec& spec, std::
   std::vector<std::uint64_t> offset(units + 1, 0);
   for (std::size_t u = 0; u < units; ++u) {
     const bool value = u % 2 == 1;
-    offset[u + 1] = offset[u] + detail::unit_bytes(spec.scheme, rows[u / 2].size(), H,
-                                                   static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k()), value, spec);
+    offset[u + 1] = offset[u] + detail::unit_bytes(
+                                    spec.scheme, rows[u / 2].size(), H,
+                                    static_cast<std::size_t>(value ? block.head_dim_v() : block.head_dim_k()),
+                                    value, spec);
   }
   visit_cache_type(block.type(), [&](auto tag) {
     using T = decltype(tag);
