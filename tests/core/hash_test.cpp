@@ -12,7 +12,9 @@
 using namespace latentaudit;
 
 namespace {
-std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+std::span<const std::byte> bytes_of(const std::string& s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
 std::string hex(std::span<const std::byte> d) {
   static const char* digits = "0123456789abcdef";
   std::string s;
@@ -65,15 +67,18 @@ TEST_CASE("crc32c: the interleaved hardware lanes equal the software tables on l
   }
   // streaming in pieces that straddle blocks equals one shot
   crc32c c;
-  for (std::size_t off = 0; off < data.size(); off += 5000) c.update(std::span(data).subspan(off, std::min<std::size_t>(5000, data.size() - off)));
+  for (std::size_t off = 0; off < data.size(); off += 5000)
+    c.update(std::span(data).subspan(off, std::min<std::size_t>(5000, data.size() - off)));
   CHECK(c.value() == crc32c::of(data));
   // the shift operator: advancing over lane_bytes zero bytes equals feeding them
   const std::vector<unsigned char> zeros(detail::crc32c_lane_bytes, 0);
-  CHECK(detail::crc32c_shift.shift(0x12345678u) == detail::crc32c_sw(0x12345678u, zeros.data(), zeros.size()));
+  CHECK(detail::crc32c_shift.shift(0x12345678u) ==
+        detail::crc32c_sw(0x12345678u, zeros.data(), zeros.size()));
 }
 
 TEST_CASE("sha256 FIPS examples", "[core][hash]") {
-  CHECK(hex(sha256::of(bytes_of("abc"))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(hex(sha256::of(bytes_of("abc"))) ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(hex(sha256::of(bytes_of(""))) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(hex(sha256::of(bytes_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))) ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
@@ -115,4 +120,41 @@ TEST_CASE("empty updates are no-ops (found by the relay fuzzer: null pointers in
   crc32c c;
   c.update(std::span<const std::byte>{});
   CHECK(c.value() == 0u);
+}
+
+TEST_CASE("sha256: the SHA-extension kernel equals the portable one, and long inputs are right",
+          "[core][hash]") {
+  // One million 'a' (FIPS 180-2 appendix B.3), through whatever kernel this machine dispatches to.
+  const std::string million(1000000, 'a');
+  CHECK(hex(sha256::of(bytes_of(million))) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Both kernels on the same blocks from a fixed xorshift stream (seed 20261130), 1..40 blocks.
+  std::vector<unsigned char> data(64 * 40);
+  std::uint64_t x = 20261130;
+  for (auto& c : data) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<unsigned char>(x >> 24);
+  }
+  for (std::size_t blocks = 1; blocks <= 40; ++blocks) {
+    std::uint32_t a[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                          0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    std::uint32_t b[8];
+    std::copy(a, a + 8, b);
+    detail::sha256_compress_sw(a, data.data(), blocks);
+    detail::sha256_compress(b, data.data(), blocks);  // the dispatched kernel
+    CHECK(std::equal(a, a + 8, b));
+#ifdef LATENTAUDIT_SHA_NI
+    if (detail::have_sha_ni()) {
+      std::uint32_t c[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                            0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+      detail::sha256_compress_ni(c, data.data(), blocks);
+      CHECK(std::equal(a, a + 8, c));
+    }
+#endif
+    detail::sha256_compress(b, data.data(), 0);  // zero blocks: no change
+    CHECK(std::equal(a, a + 8, b));
+  }
+#ifdef LATENTAUDIT_SHA_NI
+  INFO("SHA extensions on this machine: " << detail::have_sha_ni());
+#endif
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: checksums and authentication — CRC32C (Castagnoli), SHA-256 (FIPS 180-4) and
 // HMAC-SHA256 (RFC 2104), streaming, dependency-free. CRC32C uses the SSE4.2 instruction when the
-// processor has it (checked at run time; three interleaved lanes) and slicing-by-8 tables otherwise.
+// processor has it (checked at run time; three interleaved lanes) and slicing-by-8 tables otherwise;
+// SHA-256 uses the x86 SHA extensions (sha256rnds2 / sha256msg1 / sha256msg2) when the processor has
+// them (checked at run time with cpuid) and portable code otherwise — the same digests either way.
 #ifndef LATENTAUDIT_CORE_HASH_HPP
 #define LATENTAUDIT_CORE_HASH_HPP
 
@@ -11,6 +13,12 @@
 #include <cstring>
 #include <span>
 #include <string_view>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define LATENTAUDIT_SHA_NI 1
+#endif
 
 namespace latentaudit {
 
@@ -64,8 +72,8 @@ constexpr std::uint32_t crc32c_multmodp(std::uint32_t a, std::uint32_t b) noexce
 
 /// @brief x^(8·n) mod P: the operator that advances a CRC register over n zero bytes.
 constexpr std::uint32_t crc32c_x8n(std::uint64_t n) noexcept {
-  std::uint32_t p = 1u << 31;      // x^0
-  std::uint32_t sq = 1u << 23;     // x^8 (one byte)
+  std::uint32_t p = 1u << 31;   // x^0
+  std::uint32_t sq = 1u << 23;  // x^8 (one byte)
   while (n != 0) {
     if (n & 1u) p = crc32c_multmodp(sq, p);
     sq = crc32c_multmodp(sq, sq);
@@ -113,7 +121,8 @@ __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_hw(std::uint32_t c
       c2 = __builtin_ia32_crc32di(c2, w2);
     }
     // registers are linear: R(s, A‖B) = shift_|B|(R(s, A)) ⊕ R(0, B)
-    c = crc32c_shift.shift(crc32c_shift.shift(static_cast<std::uint32_t>(c)) ^ static_cast<std::uint32_t>(c1)) ^
+    c = crc32c_shift.shift(crc32c_shift.shift(static_cast<std::uint32_t>(c)) ^
+                           static_cast<std::uint32_t>(c1)) ^
         static_cast<std::uint32_t>(c2);
     p += 3 * L;
     n -= 3 * L;
@@ -134,6 +143,114 @@ inline bool have_sse42() noexcept {
   return yes;
 }
 #endif
+
+/// @brief The SHA-256 round constants (FIPS 180-4 §4.2.2).
+alignas(16) inline constexpr std::uint32_t sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+/// @brief SHA-256 compression of `blocks` 64-byte blocks, portable.
+inline void sha256_compress_sw(std::uint32_t* h_, const unsigned char* p, std::size_t blocks) noexcept {
+  constexpr auto rotr = [](std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
+  for (; blocks > 0; --blocks, p += 64) {
+    std::uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (std::uint32_t{p[4 * i]} << 24) | (std::uint32_t{p[4 * i + 1]} << 16) |
+             (std::uint32_t{p[4 * i + 2]} << 8) | std::uint32_t{p[4 * i + 3]};
+    for (int i = 16; i < 64; ++i) {
+      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      const std::uint32_t t1 =
+          h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + sha256_k[i] + w[i];
+      const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h_[0] += a;
+    h_[1] += b;
+    h_[2] += c;
+    h_[3] += d;
+    h_[4] += e;
+    h_[5] += f;
+    h_[6] += g;
+    h_[7] += h;
+  }
+}
+
+#ifdef LATENTAUDIT_SHA_NI
+/// @brief SHA-256 compression with the x86 SHA extensions: the state is kept as (ABEF, CDGH), each
+/// sha256rnds2 does two rounds, and sha256msg1/msg2 extend the message schedule four words at a
+/// time (W[g] from W[g−4], W[g−3], W[g−2], W[g−1] in groups of four words).
+__attribute__((target("sha,sse4.1,ssse3"))) inline void sha256_compress_ni(std::uint32_t* h,
+                                                                           const unsigned char* p,
+                                                                           std::size_t blocks) noexcept {
+  const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), 0xB1);     // CDAB
+  __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4)), 0x1B);  // EFGH
+  __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                                        // ABEF
+  s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                                             // CDGH
+  for (; blocks > 0; --blocks, p += 64) {
+    const __m128i abef = s0, cdgh = s1;
+    __m128i w[4];
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; ++g) {
+      if (g < 4) {
+        w[g] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)), bswap);
+      } else {
+        __m128i x = _mm_sha256msg1_epu32(w[(g - 4) & 3], w[(g - 3) & 3]);
+        x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g - 1) & 3], w[(g - 2) & 3], 4));
+        w[g & 3] = _mm_sha256msg2_epu32(x, w[(g - 1) & 3]);
+      }
+      __m128i m = _mm_add_epi32(w[g & 3], _mm_load_si128(reinterpret_cast<const __m128i*>(sha256_k + 4 * g)));
+      s1 = _mm_sha256rnds2_epu32(s1, s0, m);
+      m = _mm_shuffle_epi32(m, 0x0E);
+      s0 = _mm_sha256rnds2_epu32(s0, s1, m);
+    }
+    s0 = _mm_add_epi32(s0, abef);
+    s1 = _mm_add_epi32(s1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(s0, 0x1B);    // FEBA
+  s1 = _mm_shuffle_epi32(s1, 0xB1);     // DCHG
+  s0 = _mm_blend_epi16(tmp, s1, 0xF0);  // DCBA
+  s1 = _mm_alignr_epi8(s1, tmp, 8);     // HGFE
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), s0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), s1);
+}
+
+/// @brief Whether the processor has the SHA extensions (CPUID.(EAX=7,ECX=0):EBX bit 29) and SSE4.1.
+inline bool have_sha_ni() noexcept {
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+    return (b & (1u << 29)) != 0 && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+  }();
+  return yes;
+}
+#endif
+
+/// @brief SHA-256 compression of `blocks` blocks, on the SHA extensions when present.
+inline void sha256_compress(std::uint32_t* h, const unsigned char* p, std::size_t blocks) noexcept {
+#ifdef LATENTAUDIT_SHA_NI
+  if (have_sha_ni()) return sha256_compress_ni(h, p, blocks);
+#endif
+  sha256_compress_sw(h, p, blocks);
+}
 
 }  // namespace detail
 
@@ -182,14 +299,14 @@ class sha256 {
       p += take;
       n -= take;
       if (fill_ == 64) {
-        compress(buf_);
+        detail::sha256_compress(h_, buf_, 1);
         fill_ = 0;
       }
     }
-    while (n >= 64) {
-      compress(p);
-      p += 64;
-      n -= 64;
+    if (n >= 64) {
+      detail::sha256_compress(h_, p, n / 64);
+      p += n / 64 * 64;
+      n %= 64;
     }
     if (n > 0) {
       std::memcpy(buf_, p, n);
@@ -204,11 +321,13 @@ class sha256 {
     const std::uint64_t bits = length_ * 8;
     unsigned char pad[72] = {0x80};
     const std::size_t padlen = (fill_ < 56 ? 56 - fill_ : 120 - fill_);
-    for (int i = 0; i < 8; ++i) pad[padlen + static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+    for (int i = 0; i < 8; ++i)
+      pad[padlen + static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (56 - 8 * i));
     update(std::as_bytes(std::span(pad, padlen + 8)));
     digest d;
     for (int i = 0; i < 8; ++i)
-      for (int j = 0; j < 4; ++j) d[static_cast<std::size_t>(4 * i + j)] = static_cast<std::byte>(h_[i] >> (24 - 8 * j));
+      for (int j = 0; j < 4; ++j)
+        d[static_cast<std::size_t>(4 * i + j)] = static_cast<std::byte>(h_[i] >> (24 - 8 * j));
     return d;
   }
   /// @brief One-shot digest.
@@ -219,36 +338,8 @@ class sha256 {
   }
 
  private:
-  static constexpr std::uint32_t rotr(std::uint32_t x, int n) noexcept { return (x >> n) | (x << (32 - n)); }
-  void compress(const unsigned char* p) noexcept {
-    static constexpr std::uint32_t k[64] = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-    std::uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = (std::uint32_t{p[4 * i]} << 24) | (std::uint32_t{p[4 * i + 1]} << 16) | (std::uint32_t{p[4 * i + 2]} << 8) |
-             std::uint32_t{p[4 * i + 3]};
-    for (int i = 16; i < 64; ++i) {
-      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i) {
-      const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-      const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
-    }
-    h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d; h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
-  }
-
-  std::uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   unsigned char buf_[64] = {};
   std::size_t fill_ = 0;
   std::uint64_t length_ = 0;

@@ -49,9 +49,9 @@ namespace latentaudit {
 
 /// @brief Where the driver's time went (seconds), for the "driver overhead < 2 % of backend time"
 /// check: backend_s sums every backend call (A's prefills, exports, imports, B's prefills and
-/// decodes, and the text reference run); relay_s sums the relay stages the records measure as
-/// part of the system under test (transfer policies and placebos, wire encode and decode);
-/// wall_s is the whole run().
+/// decodes, the text reference run, opening and closing sequences); relay_s sums the relay stages the records
+/// measure as part of the system under test (transfer policies and placebos, wire encode and decode); wall_s
+/// is the whole run().
 struct driver_stats {
   std::uint64_t trials = 0;   ///< records produced
   std::uint64_t skipped = 0;  ///< keys already done (resume)
@@ -181,11 +181,24 @@ class trial_driver {
     }
   }
 
+  // Opening and closing sequences are backend calls too (a real engine allocates and frees cache
+  // pages there); they count in backend_s but in no record's latency stage.
+  template <class E>
+  seq_id open_seq(E& e) {
+    double unused = 0;
+    return backend_call(unused, [&] { return e.open_seq(); });
+  }
+  template <class E>
+  void close_seq(E& e, seq_id s) {
+    double unused = 0;
+    backend_call(unused, [&] { e.close_seq(s); });
+  }
+
   // A's document in a sequence of engine e; returns (seq, seconds).
   template <class E>
   std::pair<seq_id, double> read_document(E& e, const std::vector<token_id>& doc) {
     double t = 0;
-    const seq_id s = e.open_seq();
+    const seq_id s = open_seq(e);
     backend_call(t, [&] { return e.prefill(s, doc, 0); });
     return {s, t};
   }
@@ -206,7 +219,7 @@ class trial_driver {
     reference_run ref;
     {
       double t = 0;
-      const seq_id b = engine_.open_seq();
+      const seq_id b = open_seq(engine_);
       std::vector<token_id> ctx = task.document;
       ctx.insert(ctx.end(), task.own_prompt.begin(), task.own_prompt.end());
       ctx.insert(ctx.end(), task.query.begin(), task.query.end());
@@ -220,7 +233,7 @@ class trial_driver {
       for (std::size_t i = 0; i < V; ++i)
         ref.logp[i] = static_cast<double>(row[i]) - lse, ref.p[i] = std::exp(ref.logp[i]);
       ref.hidden = std::move(out.hidden);
-      engine_.close_seq(b);
+      close_seq(engine_, b);
     }
     bool need_a = false;
     for (auto ai : todo) {
@@ -237,7 +250,7 @@ class trial_driver {
       stats_.sink_s += detail::seconds_since(ts);
       ++stats_.trials;
     }
-    if (a) engine_.close_seq(a->first);
+    if (a) close_seq(engine_, a->first);
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
@@ -262,7 +275,7 @@ class trial_driver {
     std::vector<token_id> prefix;  // B's context before own_prompt + query, when it is text
     position_t first = 0;          // position of B's first own token
     std::int64_t relayed = 0;      // cache rows B holds from the relay (counted for attention mass)
-    const seq_id b = engine_.open_seq();
+    const seq_id b = open_seq(engine_);
     if (arm.kind == arm_kind::no_comm) {
       prefix = task.no_relay_prefix;
     } else if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
@@ -294,7 +307,7 @@ class trial_driver {
           return partner_->export_kv(pa.first, index_range{0, n},
                                      index_range{0, partner_->info().fingerprint.n_layers});
         });
-        partner_->close_seq(pa.first);
+        close_seq(*partner_, pa.first);
         r.sender_fingerprint = partner_text_;
       } else {
         L.a_prefill_s = a->second;
@@ -317,7 +330,7 @@ class trial_driver {
           return engine_.export_kv(da.first, index_range{0, static_cast<std::int64_t>(dt.document.size())},
                                    index_range{0, fp.n_layers});
         });
-        engine_.close_seq(da.first);
+        close_seq(engine_, da.first);
         t = detail::driver_clock::now();
         block = length_matched(donor_block, n, 0);
         tr.policy = "deranged";
@@ -419,7 +432,7 @@ class trial_driver {
         kl += ref.p[i] * (ref.logp[i] - (static_cast<double>(row[i]) - lse));
       r.next_token_kl = std::max(0.0, kl);
     }
-    engine_.close_seq(b);
+    close_seq(engine_, b);
     return r;
   }
 
