@@ -5,7 +5,9 @@
 // Philox key is a 64-bit mix of (seed, item), the two high counter words hold arm and replicate,
 // and the two low counter words count 128-bit blocks inside the stream. Any worker can therefore
 // produce any stream, at any position, in any order: results are bit-identical for every thread
-// count and execution order.
+// count and execution order. Bulk normals for noise (bulk_normal_batch) take one Philox block per
+// batch of 1024 deviates and expand it with SplitMix64 (still a pure function of the stream and
+// the element index; see docs/kv-transfer.md).
 #ifndef LATENTAUDIT_CORE_RNG_HPP
 #define LATENTAUDIT_CORE_RNG_HPP
 
@@ -22,11 +24,15 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports
 // where they are inlined; the diagnostics are located in the header, so silence them there.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #endif
 
 namespace latentaudit {
@@ -494,10 +500,12 @@ inline void bulk_group_portable(std::uint64_t seed, std::size_t group, float* ou
 inline bool force_avx2_normals = false;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/// @brief Whether the AVX2+FMA bulk kernels run (CPU support, not forced portable).
 inline bool bulk_have_avx2_fma() noexcept {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return yes && !force_portable_normals;
 }
+/// @brief Groups g0 … g1 − 1 of a bulk batch in element order: the portable code compiled for AVX2+FMA.
 __attribute__((target("avx2,fma"))) inline void bulk_groups_avx2(std::uint64_t seed, std::size_t g0,
                                                                  std::size_t g1, float* out) noexcept {
   for (std::size_t g = g0; g < g1; ++g) {
@@ -512,7 +520,15 @@ __attribute__((target("avx2,fma"))) inline void bulk_groups_avx2(std::uint64_t s
   }
 }
 
+// GCC 12 reports its own AVX-512 intrinsics' _mm512_undefined_*() as uninitialized where they
+// are inlined (when <immintrin.h> was first included without the pragmas above).
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define LATENTAUDIT_BULK_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma,avx2")))
+/// @brief Whether the AVX-512 bulk kernels run (CPU support, not forced portable or AVX2).
 inline bool bulk_have_avx512() noexcept {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
@@ -524,7 +540,7 @@ inline bool bulk_have_avx512() noexcept {
 
 /// @brief mix64 on N vectors of eight 64-bit lanes (interleaved: N independent chains).
 template <int N>
-LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline void mix64_avx512(__m512i* z) noexcept {
+[[gnu::always_inline]] LATENTAUDIT_BULK_AVX512_TARGET inline void mix64_avx512(__m512i* z) noexcept {
   const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ULL));
   const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBULL));
   LATENTAUDIT_BULK_EACH z[k] = _mm512_mullo_epi64(_mm512_xor_si512(z[k], _mm512_srli_epi64(z[k], 30)), m1);
@@ -533,7 +549,7 @@ LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline void mix64_avx512(_
 }
 
 /// @brief v in every lane.
-LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline __m512 bulk_set1(float v) noexcept {
+[[gnu::always_inline]] LATENTAUDIT_BULK_AVX512_TARGET inline __m512 bulk_set1(float v) noexcept {
   return _mm512_set1_ps(v);
 }
 
@@ -541,7 +557,7 @@ LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline __m512 bulk_set1(fl
 /// order), the N groups interleaved so that their dependency chains overlap: radius words hu[k],
 /// angle words ha[k]; cos deviates to zc[k], sin deviates to zs[k].
 template <int N>
-LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline void bulk_pairs_avx512(const __m512i* hu,
+[[gnu::always_inline]] LATENTAUDIT_BULK_AVX512_TARGET inline void bulk_pairs_avx512(const __m512i* hu,
                                                                                     const __m512i* ha,
                                                                                     __m512* zc,
                                                                                     __m512* zs) noexcept {
@@ -636,6 +652,9 @@ LATENTAUDIT_BULK_AVX512_TARGET inline void bulk_groups_avx512(std::uint64_t seed
   }
 }
 #undef LATENTAUDIT_BULK_EACH
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #define LATENTAUDIT_BULK_AVX512 1
 #endif
 
@@ -648,7 +667,8 @@ LATENTAUDIT_BULK_AVX512_TARGET inline void bulk_groups_avx512(std::uint64_t seed
 /// outputs h[j] = mix64(S + (16k + j + 1)·γ), j = 0…15, and turns them into 16 Box–Muller pairs
 /// in binary32 (detail::bulk_group_portable, detail::bulk_pair). A pure function of
 /// (stream, batch), bit-identical on the AVX-512, AVX2 and portable kernels; this is the noise
-/// stream of add_noise. About 8× cheaper a deviate than standard_normal_batch.
+/// stream of add_noise. About 5× cheaper a deviate than
+/// standard_normal_batch (docs/kv-transfer.md, "The bulk noise stream").
 inline void bulk_normal_batch(const philox4x32& g, std::uint64_t batch,
                               std::span<float, bulk_normal_batch_size> out) noexcept {
   const std::uint64_t seed = detail::bulk_batch_seed(g, batch);

@@ -3,10 +3,13 @@
 // scale, zeroing and token dropout — to measure how much its content matters.
 //
 // Noise for (layer l, part K|V) comes from stream make_stream({seed, item, arm = part (0 = K,
-// 1 = V), replicate = model layer id}): its binary32 normal batches (standard_normal_batch,
-// batch 0, 1, ... of 1024 deviates each) assigned in the block's element order over the
-// selected, present tokens, so the result does not depend on thread count, execution order or
-// the other layers. Noise is added in binary32 (x + σ·z, rounded once to the block's dtype).
+// 1 = V), replicate = model layer id}): its bulk binary32 normals (bulk_normal_batch, batch 0,
+// 1, ... of 1024 deviates each: one Philox4x32-10 block a batch seeding SplitMix64, Box–Muller
+// with explicit FMAs) assigned in the block's element order over the selected, present tokens,
+// so the result does not depend on thread count, execution order or the other layers. Noise is
+// added in binary32 (fma(σ, z, x), rounded once to the block's dtype). The AVX-512, AVX2+FMA
+// and portable kernels give the same bits; on AVX-512, bf16 rows of a multiple of 32 elements
+// are generated and perturbed in one loop (detail::row_noise_bf16_fused_avx512).
 #ifndef LATENTAUDIT_KV_NOISE_HPP
 #define LATENTAUDIT_KV_NOISE_HPP
 
@@ -146,6 +149,11 @@ void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, fl
 }
 
 #ifdef LATENTAUDIT_BULK_AVX512
+#if !defined(__clang__)
+#pragma GCC diagnostic push  // see core/rng.hpp: GCC 12's intrinsics and -Wmaybe-uninitialized
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 /// @brief Bulk noise on one present bf16 row of C elements (C a multiple of 32) whose first
 /// element is stream element n0 (a multiple of 32), generated and added in the same AVX-512
 /// loop: a 64-byte chunk holds elements 2l (low halves) and 2l + 1 (high halves) of 16 lanes,
@@ -154,7 +162,7 @@ void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, fl
 /// layout (sig_eo[32k + l] = σ[32k + 2l], sig_eo[32k + 16 + l] = σ[32k + 2l + 1]). The same
 /// operations as bulk_group_portable + row_noise_body, so the same bits.
 template <int N, bool Squares>
-LATENTAUDIT_BULK_AVX512_TARGET [[gnu::always_inline]] inline void noise_chunks_bf16_avx512(
+[[gnu::always_inline]] LATENTAUDIT_BULK_AVX512_TARGET inline void noise_chunks_bf16_avx512(
     std::byte* row, const float* sig_eo, float* np_eo, float* sq_eo, std::uint64_t first_seed,
     std::uint64_t group_in_batch) noexcept {
   const __m512i jg =
@@ -233,6 +241,9 @@ LATENTAUDIT_BULK_AVX512_TARGET void row_noise_bf16_fused_avx512(std::byte* row, 
     }
   }
 }
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 inline void check_noise_spec(std::string_view fn, const noise_spec& s) {
