@@ -343,6 +343,9 @@ inline void check_quantize_spec(std::string_view fn, const quantize_spec& spec) 
 inline bool force_portable_kernels = false;
 /// @brief Tests set this to run the AVX2 kernels on machines with AVX-512 too.
 inline bool force_avx2_kernels = false;
+/// @brief Whether the AVX-512 kernels may round to bf16 with vcvtne2ps2bf16 where the CPU has
+/// AVX512_BF16 (used through inline assembly); tests clear it to run the integer rounding there.
+inline bool bf16_convert_allowed = true;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define LATENTAUDIT_QUANT_DISPATCH 1
@@ -356,6 +359,10 @@ inline bool have_avx512() noexcept {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return yes && !force_portable_kernels && !force_avx2_kernels;
+}
+inline bool have_avx512bf16() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx512bf16");
+  return yes && bf16_convert_allowed;
 }
 #endif
 inline bool have_avx2() noexcept {
@@ -784,18 +791,35 @@ LATENTAUDIT_QUANT_AVX512 inline __m512 q512_fix_codes(__m512 r, __mmask16 bad, _
   return _mm512_mask_mov_ps(r, bad, _mm512_insertf32x8(_mm512_castps256_ps512(k0), k1, 1));
 }
 
-/// @brief Codes of 16 elements (binary32 quotient; lanes near a boundary fixed in binary64).
-LATENTAUDIT_QUANT_AVX512_INLINE __m512 q512_codes(__m512 v, __m512 z, __m512 inv, __m512 s,
-                                                  double levels) noexcept {
-  const __m512 q = _mm512_mul_ps(_mm512_sub_ps(v, z), inv);
-  const __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 d = _mm512_abs_ps(_mm512_sub_ps(q, r));
+/// @brief Codes of the two halves of a chunk (binary32 quotients; lanes near a rounding boundary,
+/// or not finite, recomputed in binary64). NoNan: no element is NaN, so vrangeps (which drops a
+/// quiet NaN beside a number) may find the larger distance of the two halves.
+template <bool NoNan>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_codes(__m512 a, __m512 b, __m512 za, __m512 zb, __m512 ia,
+                                                __m512 ib, __m512 sa, __m512 sb, double levels, __m512& ka,
+                                                __m512& kb) noexcept {
+  const __m512 qa = _mm512_mul_ps(_mm512_sub_ps(a, za), ia), qb = _mm512_mul_ps(_mm512_sub_ps(b, zb), ib);
+  ka = _mm512_roundscale_ps(qa, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  kb = _mm512_roundscale_ps(qb, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // q ∈ [0, levels + 10⁻⁴) for finite v (v ≥ zero; see group_params_body), so no clamp is needed;
   // a NaN or infinite quotient is flagged and clamped by exact_int_code
-  const __mmask16 bad = _mm512_cmp_ps_mask(d, _mm512_set1_ps(0.4999f), _CMP_NLT_UQ);
-  if (bad != 0) [[unlikely]]
-    return q512_fix_codes(r, bad, v, z, s, levels);
-  return r;
+  const __m512 bound = _mm512_set1_ps(0.4999f);
+  const __m512 da = _mm512_sub_ps(qa, ka), db = _mm512_sub_ps(qb, kb);
+  bool any;
+  if constexpr (NoNan) {
+    // max(|da|, |db|): every distance is finite here (no NaN element, and hi − lo finite in binary32,
+    // so v − zero and the quotient are finite)
+    any = _mm512_cmp_ps_mask(_mm512_range_ps(da, db, 0x0B), bound, _CMP_NLT_UQ) != 0;
+  } else {
+    any = (_mm512_cmp_ps_mask(_mm512_abs_ps(da), bound, _CMP_NLT_UQ) |
+           _mm512_cmp_ps_mask(_mm512_abs_ps(db), bound, _CMP_NLT_UQ)) != 0;
+  }
+  if (any) [[unlikely]] {
+    const __mmask16 fa = _mm512_cmp_ps_mask(_mm512_abs_ps(da), bound, _CMP_NLT_UQ);
+    const __mmask16 fb = _mm512_cmp_ps_mask(_mm512_abs_ps(db), bound, _CMP_NLT_UQ);
+    if (fa != 0) ka = q512_fix_codes(ka, fa, a, za, sa, levels);
+    if (fb != 0) kb = q512_fix_codes(kb, fb, b, zb, sb, levels);
+  }
 }
 
 /// @brief (float)(zero + k·scale) in binary64, 16 lanes (zero and scale given as 2 × 8 doubles).
@@ -817,10 +841,12 @@ LATENTAUDIT_QUANT_AVX512_INLINE __m512d q512_hi_pd(__m512 v) noexcept {
 
 /// @brief Parameters of 16 groups from their minima and maxima, as group_params_body computes
 /// them; returns the lanes that must go to the portable code (parameters not finite, scale below
-/// 2^-100) and sets `fma_ok` to the lanes whose values may be computed with fmaf (see above).
+/// 2^-100) and sets `fma_ok` to the lanes whose values may be computed with fmaf (see above),
+/// `cvt_ok` to those that may be rounded by vcvtne2ps2bf16, `wide` to those whose hi − lo
+/// overflows binary32.
 LATENTAUDIT_QUANT_AVX512_INLINE __mmask16 q512_params(__m512 lo, __m512 hi, double levels, __m512& scale,
-                                                      __m512& inv, __m512& two_over,
-                                                      __mmask16& fma_ok) noexcept {
+                                                      __m512& inv, __m512& two_over, __mmask16& fma_ok,
+                                                      __mmask16& cvt_ok, __mmask16& wide) noexcept {
   const __m512d L = _mm512_set1_pd(levels);
   const __m256 s0 = _mm512_cvtpd_ps(_mm512_div_pd(_mm512_sub_pd(q512_lo_pd(hi), q512_lo_pd(lo)), L));
   const __m256 s1 = _mm512_cvtpd_ps(_mm512_div_pd(_mm512_sub_pd(q512_hi_pd(hi), q512_hi_pd(lo)), L));
@@ -837,6 +863,14 @@ LATENTAUDIT_QUANT_AVX512_INLINE __mmask16 q512_params(__m512 lo, __m512 hi, doub
   const __m512 gap = _mm512_abs_ps(_mm512_sub_ps(_mm512_getexp_ps(lo), _mm512_getexp_ps(s)));
   fma_ok = static_cast<__mmask16>(s_zero | _mm512_cmp_ps_mask(lo, zero, _CMP_EQ_OQ) |
                                   (s_normal & _mm512_cmp_ps_mask(gap, _mm512_set1_ps(12.0f), _CMP_LE_OQ)));
+  // zero and scale 0 or at least 2^-90: every value zero + k·scale (k ≤ 255) is 0 or a multiple of
+  // 2^-113, so no binary32 subnormal reaches vcvtne2ps2bf16 (which flushes subnormals)
+  const __m512 e90 = _mm512_set1_ps(-90.0f);
+  cvt_ok = static_cast<__mmask16>(
+      (_mm512_cmp_ps_mask(lo, zero, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(_mm512_getexp_ps(lo), e90, _CMP_GE_OQ)) &
+      (s_zero | _mm512_cmp_ps_mask(_mm512_getexp_ps(s), e90, _CMP_GE_OQ)));
+  // hi − lo overflows binary32: x − zero may be infinite (its quotient's distance NaN)
+  wide = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(hi, lo)), fmax, _CMP_NLE_UQ);
   return bad;
 }
 
@@ -870,28 +904,72 @@ LATENTAUDIT_QUANT_AVX512_INLINE void q512_prefetch32(const std::byte* p) noexcep
 /// @brief Round trip of one 32-element chunk in place with per-lane parameters (a: the first
 /// vector of q512_load32, b: the second); zd, sd: zero and scale of a then b as 4 × 8 doubles
 /// (used unless Fma). Accumulates the errors' maxima (ea, eb) and squares (qa, qb).
-template <class T, bool Fma>
+/// @brief Variants of q512_chunk: values by fmaf (else binary64), bf16 rounding by
+/// vcvtne2ps2bf16 (else integer), and error maxima by vrangeps (no NaN element; else NaN-ignoring
+/// vmaxps).
+enum : int { q512_fma = 1, q512_cvt = 2, q512_no_nan = 4 };
+
+/// @brief bf16 bits of 32 elements (a: even, b: odd ones) by vcvtne2ps2bf16 (round to nearest
+/// even; inputs must not be binary32 subnormals), interleaved back into memory order.
+LATENTAUDIT_QUANT_AVX512_INLINE __m512i q512_cvt_bf16(__m512 a, __m512 b) noexcept {
+  __m512i r;
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(b), "v"(a));  // words 0..15 from a, 16..31 from b
+  alignas(64) static constexpr std::uint16_t idx[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                        21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                        11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(idx), r);
+}
+
+template <class T, int Mode>
 LATENTAUDIT_QUANT_AVX512_INLINE void q512_chunk(std::byte* p, __m512 za, __m512 zb, __m512 ia, __m512 ib,
                                                 __m512 sa, __m512 sb, const __m512d* zd, const __m512d* sd,
                                                 double levels, __m512& ea, __m512& eb, __m512& qa,
                                                 __m512& qb) noexcept {
   __m512 a, b;
   q512_load32<T>(p, a, b);
-  const __m512 ka = q512_codes(a, za, ia, sa, levels), kb = q512_codes(b, zb, ib, sb, levels);
+  __m512 ka, kb;
+  q512_codes<(Mode & q512_no_nan) != 0>(a, b, za, zb, ia, ib, sa, sb, levels, ka, kb);
   __m512 va, vb;
-  if constexpr (Fma) {
+  if constexpr ((Mode & q512_fma) != 0) {
     va = _mm512_fmadd_ps(ka, sa, za);
     vb = _mm512_fmadd_ps(kb, sb, zb);
   } else {
     va = q512_value_f64(ka, zd[0], zd[1], sd[0], sd[1]);
     vb = q512_value_f64(kb, zd[2], zd[3], sd[2], sd[3]);
   }
-  q512_store32<T>(p, va, vb);
-  const __m512 da = _mm512_abs_ps(_mm512_sub_ps(a, va)), db = _mm512_abs_ps(_mm512_sub_ps(b, vb));
-  ea = _mm512_max_ps(da, ea);  // ignores a NaN error, as std::max(max_abs, err)
-  eb = _mm512_max_ps(db, eb);
+  if constexpr (std::is_same_v<T, Eigen::bfloat16> && (Mode & q512_cvt) != 0) {
+    _mm512_storeu_si512(p, q512_cvt_bf16(va, vb));
+  } else {
+    q512_store32<T>(p, va, vb);
+  }
+  const __m512 da = _mm512_sub_ps(a, va), db = _mm512_sub_ps(b, vb);
+  if constexpr ((Mode & q512_no_nan) != 0) {
+    ea = _mm512_range_ps(da, ea, 0x0B);  // max(|da|, |ea|)
+    eb = _mm512_range_ps(db, eb, 0x0B);
+  } else {
+    ea = _mm512_max_ps(_mm512_abs_ps(da), ea);  // ignores a NaN error, as std::max(max_abs, err)
+    eb = _mm512_max_ps(_mm512_abs_ps(db), eb);
+  }
   qa = _mm512_fmadd_ps(da, da, qa);
   qb = _mm512_fmadd_ps(db, db, qb);
+}
+
+/// @brief Pass 2 of q512_key_group over one tile of 32 channels (offset `off`) in m rows.
+template <class T, int Mode>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_key_rows(std::byte* const* rp, std::size_t m,
+                                                   std::byte* const* next_rp, std::size_t next_m,
+                                                   std::size_t off, __m512 za, __m512 zb, __m512 ia,
+                                                   __m512 ib, __m512 sa, __m512 sb, double levels, __m512& ea,
+                                                   __m512& eb, __m512& qa, __m512& qb) noexcept {
+  __m512d zd[4] = {}, sd[4] = {};
+  if constexpr ((Mode & q512_fma) == 0) {
+    zd[0] = q512_lo_pd(za), zd[1] = q512_hi_pd(za), zd[2] = q512_lo_pd(zb), zd[3] = q512_hi_pd(zb);
+    sd[0] = q512_lo_pd(sa), sd[1] = q512_hi_pd(sa), sd[2] = q512_lo_pd(sb), sd[3] = q512_hi_pd(sb);
+  }
+  for (std::size_t j = 0; j < m; ++j) {
+    if (j < next_m) q512_prefetch32<T>(next_rp[j] + off);
+    q512_chunk<T, Mode>(rp[j] + off, za, zb, ia, ib, sa, sb, zd, sd, levels, ea, eb, qa, qb);
+  }
 }
 
 /// @brief Keys per channel: one group of m rows (row pointers `rp`) across C channels. Pass 1
@@ -900,8 +978,8 @@ LATENTAUDIT_QUANT_AVX512_INLINE void q512_chunk(std::byte* p, __m512 za, __m512 
 /// prefetches the next group's rows (`next_rp`, `next_m` ≤ m; none when next_m is 0).
 template <class T>
 LATENTAUDIT_QUANT_AVX512 bool q512_key_group(std::byte* const* rp, std::size_t m, std::byte* const* next_rp,
-                                             std::size_t next_m, std::size_t C, double levels, float* par,
-                                             std::uint8_t* fma_tile, q512_stats& acc) noexcept {
+                                             std::size_t next_m, std::size_t C, double levels, bool cvt,
+                                             float* par, std::uint8_t* mode_tile, q512_stats& acc) noexcept {
   const std::size_t tiles = C / 32;
   float* zp = par;
   float* sp = par + C;
@@ -913,19 +991,24 @@ LATENTAUDIT_QUANT_AVX512 bool q512_key_group(std::byte* const* rp, std::size_t m
     __m512 la, lb;
     q512_load32<T>(rp[0] + off, la, lb);
     __m512 ha = la, hb = lb;
+    __mmask16 nan = _mm512_cmp_ps_mask(la, lb, _CMP_UNORD_Q);
     for (std::size_t j = 1; j < m; ++j) {
       __m512 a, b;
       q512_load32<T>(rp[j] + off, a, b);
+      nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
       la = _mm512_min_ps(a, la);  // = std::min(lo, v), as encode_unit
       lb = _mm512_min_ps(b, lb);
       ha = _mm512_max_ps(a, ha);  // = std::max(hi, v)
       hb = _mm512_max_ps(b, hb);
     }
     __m512 sa, ia, ta, sb, ib, tb;
-    __mmask16 fa, fb;
-    bad |= q512_params(la, ha, levels, sa, ia, ta, fa);
-    bad |= q512_params(lb, hb, levels, sb, ib, tb, fb);
-    fma_tile[t] = static_cast<std::uint8_t>(fa == 0xFFFF && fb == 0xFFFF);
+    __mmask16 fa, fb, ca, cb, wa, wb;
+    bad |= q512_params(la, ha, levels, sa, ia, ta, fa, ca, wa);
+    bad |= q512_params(lb, hb, levels, sb, ib, tb, fb, cb, wb);
+    nan |= wa | wb;  // (an infinite x − zero takes the NaN-safe variant too)
+    mode_tile[t] = static_cast<std::uint8_t>((fa == 0xFFFF && fb == 0xFFFF ? q512_fma : 0) |
+                                             (cvt && ca == 0xFFFF && cb == 0xFFFF ? q512_cvt : 0) |
+                                             (nan == 0 ? q512_no_nan : 0));
     float* z = zp + t * 32;
     _mm512_storeu_ps(z, la);
     _mm512_storeu_ps(z + 16, lb);
@@ -943,19 +1026,22 @@ LATENTAUDIT_QUANT_AVX512 bool q512_key_group(std::byte* const* rp, std::size_t m
     const __m512 sa = _mm512_loadu_ps(sp + t * 32), sb = _mm512_loadu_ps(sp + t * 32 + 16);
     const __m512 ia = _mm512_loadu_ps(ip + t * 32), ib = _mm512_loadu_ps(ip + t * 32 + 16);
     __m512 ea = _mm512_setzero_ps(), eb = ea, qa = ea, qb = ea;
-    if (fma_tile[t] != 0) {
-      for (std::size_t j = 0; j < m; ++j) {
-        if (j < next_m) q512_prefetch32<T>(next_rp[j] + off);
-        q512_chunk<T, true>(rp[j] + off, za, zb, ia, ib, sa, sb, nullptr, nullptr, levels, ea, eb, qa, qb);
-      }
-    } else {
-      const __m512d zd[4] = {q512_lo_pd(za), q512_hi_pd(za), q512_lo_pd(zb), q512_hi_pd(zb)};
-      const __m512d sd[4] = {q512_lo_pd(sa), q512_hi_pd(sa), q512_lo_pd(sb), q512_hi_pd(sb)};
-      for (std::size_t j = 0; j < m; ++j) {
-        if (j < next_m) q512_prefetch32<T>(next_rp[j] + off);
-        q512_chunk<T, false>(rp[j] + off, za, zb, ia, ib, sa, sb, zd, sd, levels, ea, eb, qa, qb);
-      }
+#define LATENTAUDIT_Q512_KEY_ROWS(M)                                                                  \
+  case M:                                                                                             \
+    q512_key_rows<T, M>(rp, m, next_rp, next_m, off, za, zb, ia, ib, sa, sb, levels, ea, eb, qa, qb); \
+    break;
+    switch (mode_tile[t]) {
+      LATENTAUDIT_Q512_KEY_ROWS(0)
+      LATENTAUDIT_Q512_KEY_ROWS(1)
+      LATENTAUDIT_Q512_KEY_ROWS(2)
+      LATENTAUDIT_Q512_KEY_ROWS(3)
+      LATENTAUDIT_Q512_KEY_ROWS(4)
+      LATENTAUDIT_Q512_KEY_ROWS(5)
+      LATENTAUDIT_Q512_KEY_ROWS(6)
+      default:
+        LATENTAUDIT_Q512_KEY_ROWS(7)
     }
+#undef LATENTAUDIT_Q512_KEY_ROWS
     q512_fold(acc, ea, eb, _mm512_loadu_ps(tp + t * 32), _mm512_loadu_ps(tp + t * 32 + 16), qa, qb);
   }
   return true;
@@ -992,20 +1078,33 @@ LATENTAUDIT_QUANT_AVX512 inline void q512_tree_order(int* slot) noexcept {
   for (int g = 0; g < 16; ++g) slot[g] = static_cast<int>(lane[g]);
 }
 
+/// @brief Pass 2 of q512_token_row over one group of `chunks` chunks at p.
+template <class T, int Mode>
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_token_group(std::byte* p, std::size_t chunks, __m512 z, __m512 inv,
+                                                      __m512 s, double levels, __m512& ga, __m512& gb,
+                                                      __m512& qa, __m512& qb) noexcept {
+  __m512d zd[4] = {}, sd[4] = {};
+  if constexpr ((Mode & q512_fma) == 0)
+    zd[0] = zd[1] = zd[2] = zd[3] = q512_lo_pd(z), sd[0] = sd[1] = sd[2] = sd[3] = q512_lo_pd(s);
+  for (std::size_t c = 0; c < chunks; ++c)
+    q512_chunk<T, Mode>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, zd, sd, levels, ga, gb, qa, qb);
+}
+
 /// @brief Values per token: one row of C elements in groups of G (a multiple of 32 dividing D).
 /// Returns false, having written nothing, if the row needs the portable code; prefetches
 /// `next_row` (unless null) while writing. `par` holds
 /// 4·⌈C/G/16⌉·16 floats, `fma_ok` ⌈C/G/16⌉ masks.
 template <class T>
 LATENTAUDIT_QUANT_AVX512 bool q512_token_row(std::byte* row, const std::byte* next_row, std::size_t C,
-                                             std::size_t G, double levels, const int* slot, float* par,
-                                             __mmask16* fma_ok, q512_stats& acc) noexcept {
+                                             std::size_t G, double levels, bool cvt, const int* slot,
+                                             float* par, __mmask16* fma_ok, __mmask16* cvt_ok,
+                                             q512_stats& acc) noexcept {
   const std::size_t ng = C / G, nblk = (ng + 15) / 16, chunks = G / 32, gbytes = G * sizeof(T);
   float* zp = par;
   float* sp = par + 16 * nblk;
   float* ip = par + 32 * nblk;
   float* tp = par + 48 * nblk;
-  __m512 nan = _mm512_setzero_ps();
+  __mmask16 nan = 0;
   unsigned bad = 0;
   const __m512 zero = _mm512_setzero_ps();
   for (std::size_t blk = 0; blk < nblk; ++blk) {
@@ -1015,11 +1114,11 @@ LATENTAUDIT_QUANT_AVX512 bool q512_token_row(std::byte* row, const std::byte* ne
       const std::byte* p = row + gg * gbytes;
       __m512 a, b;
       q512_load32<T>(p, a, b);
-      nan = _mm512_fmadd_ps(a, zero, _mm512_fmadd_ps(b, zero, nan));  // NaN (or ±inf) stays
+      nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);  // a NaN in a or b
       __m512 l = _mm512_min_ps(a, b), h = _mm512_max_ps(a, b);
       for (std::size_t c = 1; c < chunks; ++c) {
         q512_load32<T>(p + c * 32 * sizeof(T), a, b);
-        nan = _mm512_fmadd_ps(a, zero, _mm512_fmadd_ps(b, zero, nan));
+        nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
         l = _mm512_min_ps(l, _mm512_min_ps(a, b));
         h = _mm512_max_ps(h, _mm512_max_ps(a, b));
       }
@@ -1028,17 +1127,20 @@ LATENTAUDIT_QUANT_AVX512 bool q512_token_row(std::byte* row, const std::byte* ne
     }
     const __m512 l = q512_tree<false>(lo), h = q512_tree<true>(hi);
     __m512 s, inv, two;
-    __mmask16 fo;
+    __mmask16 fo, co;
     // a zero extreme: its sign could depend on the order of the comparisons
     bad |= _mm512_cmp_ps_mask(l, zero, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(h, zero, _CMP_EQ_OQ);
-    bad |= q512_params(l, h, levels, s, inv, two, fo);
+    __mmask16 wide;
+    bad |= q512_params(l, h, levels, s, inv, two, fo, co, wide);
+    bad |= wide;  // (the variants below assume finite x − zero)
     fma_ok[blk] = fo;
+    cvt_ok[blk] = cvt ? co : 0;
     _mm512_storeu_ps(zp + 16 * blk, l);
     _mm512_storeu_ps(sp + 16 * blk, s);
     _mm512_storeu_ps(ip + 16 * blk, inv);
     _mm512_storeu_ps(tp + 16 * blk, two);
   }
-  if (bad != 0 || _mm512_cmp_ps_mask(nan, nan, _CMP_UNORD_Q) != 0) return false;
+  if (bad != 0 || nan != 0) return false;
   __m512 ea = _mm512_setzero_ps(), eb = ea, qa = ea, qb = ea;
   for (std::size_t g = 0; g < ng; ++g) {
     std::byte* p = row + g * gbytes;
@@ -1046,16 +1148,21 @@ LATENTAUDIT_QUANT_AVX512 bool q512_token_row(std::byte* row, const std::byte* ne
       for (std::size_t c = 0; c < chunks; ++c) q512_prefetch32<T>(next_row + g * gbytes + c * 32 * sizeof(T));
     const __m512 z = _mm512_set1_ps(zp[g]), s = _mm512_set1_ps(sp[g]), inv = _mm512_set1_ps(ip[g]);
     __m512 ga = _mm512_setzero_ps(), gb = ga;
-    if ((fma_ok[g / 16] >> (g % 16)) & 1u) {
-      for (std::size_t c = 0; c < chunks; ++c)
-        q512_chunk<T, true>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, nullptr, nullptr, levels, ga, gb,
-                            qa, qb);
-    } else {
-      const __m512d z0 = _mm512_set1_pd(static_cast<double>(zp[g])),
-                    s0 = _mm512_set1_pd(static_cast<double>(sp[g]));
-      const __m512d zd[4] = {z0, z0, z0, z0}, sd[4] = {s0, s0, s0, s0};
-      for (std::size_t c = 0; c < chunks; ++c)
-        q512_chunk<T, false>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, zd, sd, levels, ga, gb, qa, qb);
+    const int mode = (((fma_ok[g / 16] >> (g % 16)) & 1u) != 0 ? q512_fma : 0) |
+                     (((cvt_ok[g / 16] >> (g % 16)) & 1u) != 0 ? q512_cvt : 0);
+    switch (mode) {  // no NaN here (the row would have been refused)
+      case 0:
+        q512_token_group<T, q512_no_nan>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
+        break;
+      case q512_fma:
+        q512_token_group<T, q512_no_nan | q512_fma>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
+        break;
+      case q512_cvt:
+        q512_token_group<T, q512_no_nan | q512_cvt>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
+        break;
+      default:
+        q512_token_group<T, q512_no_nan | q512_fma | q512_cvt>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
+        break;
     }
     // the group's largest error, scaled by its 2/scale (max(e·c) = max(e)·c for c ≥ 0)
     const __m512 e = _mm512_max_ps(ga, gb);
@@ -1119,9 +1226,10 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
 #ifdef LATENTAUDIT_QUANT_AVX512
   // the AVX-512 group kernels where the shape allows; a group they refuse goes to the code below
   const bool fast = have_avx512() && C % 32 == 0;
+  const bool cvt = std::is_same_v<T, Eigen::bfloat16> && fast && have_avx512bf16();
   q512_stats acc;
   std::vector<float> par;
-  std::vector<std::uint8_t> fma_tile;
+  std::vector<std::uint8_t> mode_tile;
   std::vector<std::byte*> rp;
 #endif
   if (!value && spec.keys_per_channel) {
@@ -1129,7 +1237,7 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
     const bool fast_keys = fast && G <= 256;
     if (fast_keys) {
       par.resize(4 * C);
-      fma_tile.resize(C / 32);
+      mode_tile.resize(C / 32);
       rp.resize(2 * G);
     }
 #endif
@@ -1139,8 +1247,8 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
       if (fast_keys) {
         const std::size_t next_m = r0 + m < rows.size() ? std::min(m, rows.size() - r0 - m) : 0;
         for (std::size_t j = 0; j < m + next_m; ++j) rp[j] = base + rows[r0 + j] * row_bytes;
-        if (q512_key_group<T>(rp.data(), m, rp.data() + m, next_m, C, static_cast<double>(levels), par.data(),
-                              fma_tile.data(), acc)) {
+        if (q512_key_group<T>(rp.data(), m, rp.data() + m, next_m, C, static_cast<double>(levels), cvt,
+                              par.data(), mode_tile.data(), acc)) {
           st.groups += C;
           continue;
         }
@@ -1161,11 +1269,12 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
 #ifdef LATENTAUDIT_QUANT_AVX512
     const bool fast_tokens = fast && G % 32 == 0 && D % G == 0;
     const std::size_t nblk = (ng + 15) / 16;
-    std::vector<__mmask16> fma_ok;
+    std::vector<__mmask16> fma_ok, cvt_ok;
     int slot[16];
     if (fast_tokens) {
       par.resize(64 * nblk);
       fma_ok.resize(nblk);
+      cvt_ok.resize(nblk);
       q512_tree_order(slot);
     }
 #endif
@@ -1173,8 +1282,8 @@ void roundtrip_int_unit(std::span<T> x, const std::vector<std::size_t>& rows, st
       std::byte* row = base + rows[ri] * row_bytes;
 #ifdef LATENTAUDIT_QUANT_AVX512
       const std::byte* next = ri + 1 < rows.size() ? base + rows[ri + 1] * row_bytes : nullptr;
-      if (fast_tokens && q512_token_row<T>(row, next, C, G, static_cast<double>(levels), slot, par.data(),
-                                           fma_ok.data(), acc)) {
+      if (fast_tokens && q512_token_row<T>(row, next, C, G, static_cast<double>(levels), cvt, slot,
+                                           par.data(), fma_ok.data(), cvt_ok.data(), acc)) {
         st.groups += ng;
         continue;
       }
