@@ -166,7 +166,7 @@ TEST_CASE("every integer kernel path equals quantize -> dequantize bit for bit",
   // values in binary32 fma or binary64 (zero point far from the scale in exponent), groups handed
   // back to the portable code (zero extremes, NaN, tiny scale), tie fix-ups, ragged key groups,
   // key groups of up to 256 tokens (fast) and beyond (portable), values per token in groups of
-  // 32, 64, 128 (fast) and 16, 48 (portable).
+  // 32 and 96 (fast; 64 and 128 in the test above) and 16, 48 (portable).
   const int kernels = GENERATE(0, 1, 2, 3);
   detail::force_avx2_kernels = kernels == 1;
   detail::force_portable_kernels = kernels == 2;
@@ -257,6 +257,7 @@ TEST_CASE("every integer kernel path equals quantize -> dequantize bit for bit",
             quantize_spec{.scheme = quant_scheme::int8, .group_size = 32, .keys_per_channel = false},
             quantize_spec{.scheme = quant_scheme::int8, .group_size = 16, .keys_per_channel = false},
             quantize_spec{.scheme = quant_scheme::int8, .group_size = 48, .keys_per_channel = false},
+            quantize_spec{.scheme = quant_scheme::int8, .group_size = 96, .keys_per_channel = false},
             quantize_spec{.scheme = quant_scheme::int4, .group_size = 32},
             quantize_spec{.scheme = quant_scheme::int8, .group_size = 256},
             quantize_spec{.scheme = quant_scheme::int8, .group_size = 300},
