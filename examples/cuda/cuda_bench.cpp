@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
       // noise and the int8 round trip work in place on a copy (repeated runs perturb it further)
       la::device_kv_block work = blk.converted(la::dtype::bf16);
       const la::noise_spec spec{.sigma = 0.1, .scale = la::noise_scale::rms_layer, .seed = 1, .item = 0};
-      row("noise (rms_layer, seeded Philox)", bytes,
-          median_ms([&] { (void)la::device_add_noise(work, spec); }), cpy);
+      row("noise (rms_layer, bulk stream)", bytes, median_ms([&] { (void)la::device_add_noise(work, spec); }),
+          cpy);
       row("int8 round trip (KIVI, g32)", bytes, median_ms([&] {
             la::device_quantize_roundtrip(
                 work, {.scheme = la::quant_scheme::int8, .group_size = 32, .keys_per_channel = true});

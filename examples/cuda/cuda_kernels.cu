@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // latentaudit CUDA example: the kernels of the reference CUDA backend and of the transfer
-// policy's hot paths (see cuda_kernels.hpp). Compiled with --fmad=false: the noise generator and
-// the quantization round trip reproduce the CPU's binary32/binary64 arithmetic bit for bit, which
-// a contracted multiply-add would break.
+// policy's hot paths (see cuda_kernels.hpp). Compiled with --fmad=false: the quantization round
+// trip reproduces the CPU's binary64 arithmetic bit for bit, which a contracted multiply-add would
+// break; the noise generator (cuda_noise_stream.hpp) spells every binary32 operation as an
+// explicit correctly rounded intrinsic (__fmaf_rn where the CPU's bulk stream has an fma).
 #include <cuda_runtime.h>
 
 #include <cfloat>
 #include <cstdint>
 
 #include "cuda_kernels.hpp"
+#include "cuda_noise_stream.hpp"
 
 namespace latentaudit::cuda_kernels {
 namespace {
@@ -210,60 +212,6 @@ __global__ void fill_bf16_kernel(std::uint16_t* y, std::int64_t n, std::uint32_t
   y[i] = to_bf16_bits((static_cast<float>(h >> 8) * 0x1p-24f - 0.5f) * 3.0f);
 }
 
-// ---- noise: latentaudit::standard_normal_batch, one deviate per thread ---------------------------
-
-__device__ inline float bulk_logf(float x) {
-  const std::uint32_t b = __float_as_uint(x);
-  float e = static_cast<float>(static_cast<std::int32_t>((b >> 23) & 0xFFu) - 126);
-  float m = __uint_as_float((b & 0x007FFFFFu) | 0x3F000000u);
-  const bool small = m < 0.707106781186547524f;
-  e = small ? e - 1.0f : e;
-  m = small ? m + m - 1.0f : m - 1.0f;
-  const float z = m * m;
-  float p = 7.0376836292e-2f;
-  p = p * m - 1.1514610310e-1f;
-  p = p * m + 1.1676998740e-1f;
-  p = p * m - 1.2420140846e-1f;
-  p = p * m + 1.4249322787e-1f;
-  p = p * m - 1.6668057665e-1f;
-  p = p * m + 2.0000714765e-1f;
-  p = p * m - 2.4999993993e-1f;
-  p = p * m + 3.3333331174e-1f;
-  float y = m * (z * p);
-  y += e * -2.12194440e-4f;
-  y += -0.5f * z;
-  y = m + y;
-  return y + e * 0.693359375f;
-}
-
-__device__ inline float bulk_sqrtf(float v) {
-  v = v > 1e-30f ? v : 1e-30f;
-  float y = __uint_as_float(0x5F375A86u - (__float_as_uint(v) >> 1));
-  const float h = 0.5f * v;
-  y = y * (1.5f - h * y * y);
-  y = y * (1.5f - h * y * y);
-  y = y * (1.5f - h * y * y);
-  return v * y;
-}
-
-// the (cos, sin) deviates of one word pair (wa, wb), as normals_from_words
-__device__ inline void normal_pair(std::uint32_t wa, std::uint32_t wb, float* out) {
-  const float u = (static_cast<float>(static_cast<std::int32_t>(wa >> 1)) + 0.25f) * 0x1p-31f;
-  const float r = bulk_sqrtf(-2.0f * bulk_logf(u));
-  const std::uint32_t q = wb >> 30;
-  const float f = static_cast<float>(static_cast<std::int32_t>(wb & 0x3FFFFFFFu)) * 0x1p-30f;
-  const float t = (f - 0.5f) * 1.57079632679489662f;
-  const float z = t * t;
-  const float sn = t + t * z * ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f);
-  const float cs = 1.0f - 0.5f * z +
-                   z * z * ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f);
-  const bool odd = (q & 1u) != 0;
-  const float a = odd ? sn : cs, b = odd ? cs : sn;
-  const std::uint32_t flip_cos = ((q + 1u) >> 1) & 1u, flip_sin = q >> 1;
-  out[0] = r * __uint_as_float(__float_as_uint(a) ^ (flip_cos << 31));
-  out[1] = r * __uint_as_float(__float_as_uint(b) ^ (flip_sin << 31));
-}
-
 // the binary32 partial of 64 rows: grid (channel blocks, row chunks, units); thread = channel
 __global__ void channel_partials_kernel(unit_rows ur, int chunks, float* partial) {
   const int u = static_cast<int>(blockIdx.z), k = static_cast<int>(blockIdx.y);
@@ -293,56 +241,22 @@ __global__ void channel_flush_kernel(unit_rows ur, int chunks, const float* part
   ss[static_cast<std::int64_t>(u) * ur.channels + c] = s;
 }
 
-// One thread a Philox block: its four words give the deviates i, i + 256, i + 512 and i + 768 of
-// a 1024-deviate batch (cos and sin of word pairs (0, 1) and (2, 3)), as standard_normal_batch
-// lays them out. grid: (batches · 256 / blockDim, units)
+// ---- noise: latentaudit::bulk_normal_batch (the stream of add_noise) -------------------------
+
+// One block a 1024-deviate batch of a unit, one thread four consecutive stream elements (two
+// Box-Muller pairs sharing their two SplitMix64 outputs; cuda_noise::apply_quad). Thread 0 derives
+// the batch's seed (its Philox4x32-10 block) for the block. grid: (batches, units), 256 threads.
 __global__ void noise_kernel(unit_rows ur, const float* sigma, std::uint32_t k0, std::uint32_t k1,
                              const std::uint32_t* part, const std::uint32_t* layer, double* noise_power) {
   __shared__ float red[32];
-  constexpr std::uint64_t n4 = 256;
+  __shared__ std::uint64_t seed;
   const int u = static_cast<int>(blockIdx.y);
-  const std::int64_t g = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  const int r0 = ur.row_offset[u], nr = ur.row_offset[u + 1] - r0;
-  const std::int64_t total = static_cast<std::int64_t>(nr) * ur.channels;
-  const std::uint64_t batch = static_cast<std::uint64_t>(g) / n4, i = static_cast<std::uint64_t>(g) % n4;
-  float added2 = 0;
-  if (static_cast<std::int64_t>(batch * 1024 + i) < total) {
-    const std::uint64_t blk = batch * n4 + i;
-    std::uint32_t x0 = static_cast<std::uint32_t>(blk), x1 = static_cast<std::uint32_t>(blk >> 32),
-                  x2 = part[u], x3 = layer[u];
-    std::uint32_t ka = k0, kb = k1;
-#pragma unroll
-    for (int r = 0; r < 10; ++r) {
-      const std::uint32_t lo0 = 0xD2511F53u * x0, hi0 = __umulhi(0xD2511F53u, x0);
-      const std::uint32_t lo1 = 0xCD9E8D57u * x2, hi1 = __umulhi(0xCD9E8D57u, x2);
-      const std::uint32_t y0 = hi1 ^ x1 ^ ka, y2 = hi0 ^ x3 ^ kb;
-      x0 = y0;
-      x1 = lo1;
-      x2 = y2;
-      x3 = lo0;
-      ka += 0x9E3779B9u;
-      kb += 0xBB67AE85u;
-    }
-    const std::int64_t base = static_cast<std::int64_t>(ur.unit_index[u]) * ur.unit_stride;
-    for (int pair = 0; pair < 2; ++pair) {
-      float z[2];
-      normal_pair(pair == 0 ? x0 : x2, pair == 0 ? x1 : x3, z);
-      for (int q = 0; q < 2; ++q) {
-        const std::int64_t e =
-            static_cast<std::int64_t>(batch * 1024 + static_cast<std::uint64_t>(2 * pair + q) * n4 + i);
-        if (e >= total) continue;
-        const int c = static_cast<int>(e % ur.channels);
-        const float sg = sigma[static_cast<std::int64_t>(u) * ur.channels + c];
-        if (sg == 0.0f) continue;
-        const std::int64_t idx =
-            base + static_cast<std::int64_t>(ur.rows[r0 + e / ur.channels]) * ur.channels + c;
-        const float old = load_elem(ur.base, idx, ur.bf16);
-        store_elem(ur.base, idx, ur.bf16, old + sg * z[q]);
-        const float added = load_elem(ur.base, idx, ur.bf16) - old;
-        added2 += added * added;
-      }
-    }
-  }
+  const std::uint64_t batch = blockIdx.x;
+  const std::int64_t total = static_cast<std::int64_t>(ur.row_offset[u + 1] - ur.row_offset[u]) * ur.channels;
+  if (static_cast<std::int64_t>(batch * 1024) >= total) return;  // the whole block: past this unit's rows
+  if (threadIdx.x == 0) seed = cuda_noise::batch_seed(k0, k1, part[u], layer[u], batch);
+  __syncthreads();
+  float added2 = cuda_noise::apply_quad(ur, u, sigma, seed, batch * 256 + threadIdx.x);
   added2 = block_reduce(added2, red, false);
   if (threadIdx.x == 0 && added2 != 0.0f) atomicAdd(noise_power + u, static_cast<double>(added2));
 }
@@ -484,8 +398,8 @@ void add_noise(const unit_rows& ur, const float* sigma, std::uint32_t k0, std::u
                const std::uint32_t* part, const std::uint32_t* layer, double* noise_power) {
   const std::int64_t n = static_cast<std::int64_t>(ur.max_rows) * ur.channels;
   if (ur.units <= 0 || n == 0) return;
-  const std::int64_t threads_needed = (n + 1023) / 1024 * 256;
-  noise_kernel<<<dim3(blocks_for(threads_needed), static_cast<unsigned>(ur.units)), threads>>>(
+  static_assert(threads == 256, "noise_kernel: one block of 256 threads a 1024-deviate batch");
+  noise_kernel<<<dim3(static_cast<unsigned>((n + 1023) / 1024), static_cast<unsigned>(ur.units)), threads>>>(
       ur, sigma, k0, k1, part, layer, noise_power);
 }
 

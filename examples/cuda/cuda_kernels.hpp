@@ -73,9 +73,11 @@ void channel_sums(const unit_rows& ur, double* ss, float* partial);
 /// @brief Row chunks (of 64) channel_sums needs scratch for, per unit.
 int channel_sums_chunks(const unit_rows& ur);
 
-/// @brief Adds σ[u·channels + c]·z to each element, z the binary32 normal deviate of
-/// latentaudit::standard_normal_batch for stream key (k0, k1) and counter words (part[u],
-/// layer[u]) at index (row rank · channels + c); noise_power[u] += Σ (new − old)².
+/// @brief Sets each element with σ ≠ 0 to fma(σ[u·channels + c], z, x) rounded once to the
+/// payload's type, z the binary32 deviate of latentaudit::bulk_normal_batch (the bulk noise
+/// stream of add_noise) for stream key (k0, k1) and counter words (part[u], layer[u]) at stream
+/// element (row rank · channels + c); noise_power[u] += Σ (new − old)² (summed in another order
+/// than the CPU's). The arithmetic is cuda_noise_stream.hpp's.
 void add_noise(const unit_rows& ur, const float* sigma, std::uint32_t k0, std::uint32_t k1,
                const std::uint32_t* part, const std::uint32_t* layer, double* noise_power);
 

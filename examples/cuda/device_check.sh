@@ -4,10 +4,14 @@
 # two CUDA example programs (Release), runs the conformance kit + cross-backend checks against the
 # CPU backend on models/organism-a, then the timing table (organism relay vs recompute; synthetic
 # Llama-3-8B-shaped bf16 cache: export, import, noise, int8 round trip, gather, each beside a
-# device memcpy of the same bytes). No network. Budget: < 5 minutes (each step has a timeout).
+# device memcpy of the same bytes). Before them, the host check of the noise kernel's arithmetic
+# (example_cuda_noise_host_check, no device needed): if it passes and the device noise check
+# fails, the difference is in the device's execution, not in the stream's logic. No network.
+# Budget: < 5 minutes (each step has a timeout).
 #
 # Usage: bash examples/cuda/device_check.sh [--prebuilt DIR]
-#   --prebuilt DIR  skip the build and run DIR/example_cuda_conformance and DIR/example_cuda_bench
+#   --prebuilt DIR  skip the build and run DIR/example_cuda_noise_host_check,
+#                   DIR/example_cuda_conformance and DIR/example_cuda_bench
 #                   (e.g. a build/<name>/examples/cuda carried from a machine with the C++ deps)
 # Environment: BUILD_DIR (default build/cuda-check), TOKENS (synthetic cache tokens, default 4096).
 set -uo pipefail
@@ -34,11 +38,14 @@ if [[ -z "$bin" ]]; then
     echo "configure failed (missing Eigen3/Boost/fmt? build elsewhere and use --prebuilt)"; exit 2
   fi
   grep "latentaudit:" "$build.configure.log" || true
-  if ! timeout 150 cmake --build "$build" --target example_cuda_conformance example_cuda_bench -j "$(nproc)" >"$build.build.log" 2>&1; then
+  if ! timeout 150 cmake --build "$build" --target example_cuda_noise_host_check example_cuda_conformance example_cuda_bench -j "$(nproc)" >"$build.build.log" 2>&1; then
     tail -40 "$build.build.log"; echo "build failed"; exit 2
   fi
   bin="$build/examples/cuda"
 fi
+
+step "noise kernel arithmetic on the host vs bulk_normal_batch / add_noise"
+timeout 60 "$bin/example_cuda_noise_host_check" || status=1
 
 step "conformance kit + cross-backend checks (organism-a)"
 out=$(timeout 30 "$bin/example_cuda_conformance" models/organism-a 2>&1) || status=1
