@@ -1078,16 +1078,32 @@ LATENTAUDIT_QUANT_AVX512 inline void q512_tree_order(int* slot) noexcept {
   for (int g = 0; g < 16; ++g) slot[g] = static_cast<int>(lane[g]);
 }
 
-/// @brief Pass 2 of q512_token_row over one group of `chunks` chunks at p.
+/// @brief Pass 2 of q512_token_row over groups g0 … g1 − 1 of a row (all of variant Mode):
+/// prefetches the next row's groups, accumulates the errors' maxima (ea), maxima / half step (eb)
+/// and squares (qa, qb).
 template <class T, int Mode>
-LATENTAUDIT_QUANT_AVX512_INLINE void q512_token_group(std::byte* p, std::size_t chunks, __m512 z, __m512 inv,
-                                                      __m512 s, double levels, __m512& ga, __m512& gb,
-                                                      __m512& qa, __m512& qb) noexcept {
-  __m512d zd[4] = {}, sd[4] = {};
-  if constexpr ((Mode & q512_fma) == 0)
-    zd[0] = zd[1] = zd[2] = zd[3] = q512_lo_pd(z), sd[0] = sd[1] = sd[2] = sd[3] = q512_lo_pd(s);
-  for (std::size_t c = 0; c < chunks; ++c)
-    q512_chunk<T, Mode>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, zd, sd, levels, ga, gb, qa, qb);
+LATENTAUDIT_QUANT_AVX512_INLINE void q512_token_groups(std::byte* row, const std::byte* next_row,
+                                                       std::size_t g0, std::size_t g1, std::size_t chunks,
+                                                       const float* zp, const float* sp, const float* ip,
+                                                       const float* tp, double levels, __m512& ea, __m512& eb,
+                                                       __m512& qa, __m512& qb) noexcept {
+  const std::size_t gbytes = chunks * 32 * sizeof(T);
+  for (std::size_t g = g0; g < g1; ++g) {
+    std::byte* p = row + g * gbytes;
+    if (next_row != nullptr)
+      for (std::size_t c = 0; c < chunks; ++c) q512_prefetch32<T>(next_row + g * gbytes + c * 32 * sizeof(T));
+    const __m512 z = _mm512_set1_ps(zp[g]), s = _mm512_set1_ps(sp[g]), inv = _mm512_set1_ps(ip[g]);
+    __m512d zd[4] = {}, sd[4] = {};
+    if constexpr ((Mode & q512_fma) == 0)
+      zd[0] = zd[1] = zd[2] = zd[3] = q512_lo_pd(z), sd[0] = sd[1] = sd[2] = sd[3] = q512_lo_pd(s);
+    __m512 ga = _mm512_setzero_ps(), gb = ga;
+    for (std::size_t c = 0; c < chunks; ++c)
+      q512_chunk<T, Mode>(p + c * 32 * sizeof(T), z, z, inv, inv, s, s, zd, sd, levels, ga, gb, qa, qb);
+    // the group's largest error, scaled by its 2/scale (max(e·c) = max(e)·c for c ≥ 0)
+    const __m512 e = _mm512_max_ps(ga, gb);
+    ea = _mm512_max_ps(ea, e);
+    eb = _mm512_max_ps(eb, _mm512_mul_ps(e, _mm512_set1_ps(tp[g])));
+  }
 }
 
 /// @brief Values per token: one row of C elements in groups of G (a multiple of 32 dividing D).
@@ -1142,33 +1158,41 @@ LATENTAUDIT_QUANT_AVX512 bool q512_token_row(std::byte* row, const std::byte* ne
   }
   if (bad != 0 || nan != 0) return false;
   __m512 ea = _mm512_setzero_ps(), eb = ea, qa = ea, qb = ea;
-  for (std::size_t g = 0; g < ng; ++g) {
-    std::byte* p = row + g * gbytes;
-    if (next_row != nullptr)
-      for (std::size_t c = 0; c < chunks; ++c) q512_prefetch32<T>(next_row + g * gbytes + c * 32 * sizeof(T));
-    const __m512 z = _mm512_set1_ps(zp[g]), s = _mm512_set1_ps(sp[g]), inv = _mm512_set1_ps(ip[g]);
-    __m512 ga = _mm512_setzero_ps(), gb = ga;
-    const int mode = (((fma_ok[g / 16] >> (g % 16)) & 1u) != 0 ? q512_fma : 0) |
-                     (((cvt_ok[g / 16] >> (g % 16)) & 1u) != 0 ? q512_cvt : 0);
-    switch (mode) {  // no NaN here (the row would have been refused)
-      case 0:
-        q512_token_group<T, q512_no_nan>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
-        break;
-      case q512_fma:
-        q512_token_group<T, q512_no_nan | q512_fma>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
-        break;
-      case q512_cvt:
-        q512_token_group<T, q512_no_nan | q512_cvt>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
-        break;
-      default:
-        q512_token_group<T, q512_no_nan | q512_fma | q512_cvt>(p, chunks, z, inv, s, levels, ga, gb, qa, qb);
-        break;
+  // no NaN here (the row would have been refused): every variant takes vrangeps
+#define LATENTAUDIT_Q512_TOKEN_GROUPS(M, g0, g1)                                                             \
+  q512_token_groups<T, q512_no_nan | (M)>(row, next_row, g0, g1, chunks, zp, sp, ip, tp, levels, ea, eb, qa, \
+                                          qb)
+  for (std::size_t blk = 0; blk < nblk; ++blk) {
+    const std::size_t g0 = 16 * blk, g1 = std::min(ng, g0 + 16);
+    const auto all = static_cast<__mmask16>((1u << (g1 - g0)) - 1u);
+    if ((fma_ok[blk] & all) == all && (cvt_ok[blk] & all) == all) {  // the common cases: one variant
+      LATENTAUDIT_Q512_TOKEN_GROUPS(q512_fma | q512_cvt, g0, g1);
+      continue;
     }
-    // the group's largest error, scaled by its 2/scale (max(e·c) = max(e)·c for c ≥ 0)
-    const __m512 e = _mm512_max_ps(ga, gb);
-    ea = _mm512_max_ps(ea, e);
-    eb = _mm512_max_ps(eb, _mm512_mul_ps(e, _mm512_set1_ps(tp[g])));
+    if ((fma_ok[blk] & all) == all && (cvt_ok[blk] & all) == 0) {
+      LATENTAUDIT_Q512_TOKEN_GROUPS(q512_fma, g0, g1);
+      continue;
+    }
+    for (std::size_t g = g0; g < g1; ++g) {
+      const int mode = (((fma_ok[blk] >> (g - g0)) & 1u) != 0 ? q512_fma : 0) |
+                       (((cvt_ok[blk] >> (g - g0)) & 1u) != 0 ? q512_cvt : 0);
+      switch (mode) {
+        case 0:
+          LATENTAUDIT_Q512_TOKEN_GROUPS(0, g, g + 1);
+          break;
+        case q512_fma:
+          LATENTAUDIT_Q512_TOKEN_GROUPS(q512_fma, g, g + 1);
+          break;
+        case q512_cvt:
+          LATENTAUDIT_Q512_TOKEN_GROUPS(q512_cvt, g, g + 1);
+          break;
+        default:
+          LATENTAUDIT_Q512_TOKEN_GROUPS(q512_fma | q512_cvt, g, g + 1);
+          break;
+      }
+    }
   }
+#undef LATENTAUDIT_Q512_TOKEN_GROUPS
   // ea: the row's largest errors, eb: its largest error / half step
   _mm512_store_ps(acc.err_max, _mm512_max_ps(_mm512_load_ps(acc.err_max), ea));
   _mm512_store_ps(acc.ratio_max, _mm512_max_ps(_mm512_load_ps(acc.ratio_max), eb));
