@@ -712,8 +712,12 @@ void token_row_params(const std::byte* row, std::size_t H, std::size_t D, std::s
 // k ≤ 255 the exact sum e = zero + k·scale is a multiple of 2^(min(E(zero), E(scale)) − 23) ≥
 // 2^(E(scale) − 35) below 2^(E(scale) + 14) in magnitude, i.e. an integer under 2^49 times a power
 // of two, so binary64 holds it exactly and (float)(double)e = fmaf(k, scale, zero) (one rounding
-// of e either way). Other groups use binary64 as decode_unit does. Rounding to bf16 is the
+// of e either way). Other groups use binary64 as decode_unit does. Rounding to bf16 is
+// vcvtne2ps2bf16 (AVX512_BF16: round to nearest even, but subnormals flushed) for groups whose
+// zero and scale are 0 or at least 2^-90 (every value is then 0 or at least 2^-113), else the
 // integer round-to-nearest-even of store_cache; f16 uses vcvtps2ph (round to nearest even).
+// Error maxima use vrangeps (which drops a quiet NaN beside a number) only in groups without a
+// NaN element and with hi − lo finite in binary32; key tiles with either take NaN-safe variants.
 // Groups whose result could depend on the order of the min/max (a NaN, a zero extreme — per
 // token only, as the tree changes the order), whose parameters are not finite, or whose scale is
 // below 2^-100 are left to the portable row code before anything is written.
