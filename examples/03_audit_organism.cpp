@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   std::printf("%llu trials in %.2f s (backend %.2f s)\n", static_cast<unsigned long long>(stats.trials),
               stats.wall_s, stats.backend_s);
 
+  journal.close();  // cuts the zero padding after the last record
   const auto records = la::read_records(journal.path());
   const auto report = la::run_audit_report(records, {.bootstrap_replicates = 500, .seed = 7}, out);
   for (const auto& f : report.findings)

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -215,9 +216,10 @@ int run_audit(std::span<const std::string> raw) {
   const std::uint64_t skipped = journal.done().size();
   progress_meter meter(args.has("--quiet"));
   trial_driver<reference_cpu_backend> driver(engine, partner ? &*partner : nullptr);
+  const std::set<trial_key> resumed = journal.done();  // the keys to skip (the journal's set grows)
   const auto stats = driver.run(
       d, [&](std::uint64_t item, std::uint64_t s) { return make_organism_task(fmt, to, item, s); },
-      [&](const trial_record& r) { journal.append(r); }, journal.done(),
+      [&](const trial_record& r) { journal.append(r); }, resumed,
       [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
 
   json_value j = json_value::object();
@@ -232,6 +234,7 @@ int run_audit(std::span<const std::string> raw) {
   timing.set("relay_s", stats.relay_s);
   timing.set("driver_overhead_s", stats.overhead_s());
   timing.set("journal_s", stats.sink_s);
+  journal.close();  // cuts the file's zero padding
   if (!args.has("--trials-only")) {
     const auto records = read_records(journal.path());
     const auto ta = std::chrono::steady_clock::now();

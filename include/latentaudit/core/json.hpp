@@ -537,6 +537,16 @@ inline void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   std::size_t i = 0;
   while (i < s.size()) {
+    // A run of printable ASCII that needs no escape is copied in one piece.
+    std::size_t j = i;
+    while (j < s.size()) {
+      const auto c = static_cast<unsigned char>(s[j]);
+      if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') break;
+      ++j;
+    }
+    out.append(s.data() + i, j - i);
+    i = j;
+    if (i == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out.append("\\\""); ++i; continue;
