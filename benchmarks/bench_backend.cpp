@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The CPU reference backend on model organism A (models/organism-a: d 64, 4 heads / 2 kv heads,
+// The CPU reference backend on model organism A (models/organism-a: d 256, 16 heads / 2 kv heads,
 // 2 layers): prefill of a 33-token document (16 pairs) and 16 greedy decode steps after it, at 1
 // and 2 attention threads, in tokens/s; and the relay: importing the document's exported cache
 // into a fresh sequence against the receiver re-prefilling the document. benchmarks/README.md

@@ -9,7 +9,10 @@ Task (fixed, so independent code can generate items):
 keys are distinct within a document; each query q_i is one of the document's keys and the model
 predicts its value a_i at the position of q_i. Curriculum over N (documents grow as the model
 learns). Run with Debian's interpreter (pyenv's python3 has no torch):
-  /usr/bin/python3 tools/organism/train.py --out models/organism-a --seed 1 --hidden 64 --heads 4 --kv-heads 2
+  /usr/bin/python3 tools/organism/train.py --out models/organism-a --seed 1 --hidden 256 --heads 16 --kv-heads 2 \
+      --steps 900 --lr 1e-3 --threads 2
+  /usr/bin/python3 tools/organism/train.py --out models/organism-b --seed 2 --hidden 96 --heads 6 --kv-heads 2 \
+      --steps 900 --threads 1
 """
 import argparse
 import json
