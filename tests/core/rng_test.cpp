@@ -145,35 +145,48 @@ TEST_CASE("bulk log and sqrt are accurate to 3e-7", "[core][rng]") {
   CHECK(worst_sqrt < 3e-7);
 }
 
+namespace {
+// Moments and tail counts of standard normal deviates; check() asserts each within 5 standard
+// errors of N(0, 1) and the largest |z| at most 6.8.
+struct normal_moments {
+  double s1 = 0, s2 = 0, s3 = 0, s4 = 0, worst = 0;
+  std::size_t beyond2 = 0, beyond4 = 0, n = 0;
+  void add(double x) {
+    s1 += x;
+    s2 += x * x;
+    s3 += x * x * x;
+    s4 += x * x * x * x;
+    worst = std::max(worst, std::fabs(x));
+    beyond2 += std::fabs(x) > 2.0;
+    beyond4 += std::fabs(x) > 4.0;
+    ++n;
+  }
+  void check() const {
+    const double N = static_cast<double>(n);
+    CHECK(std::fabs(s1 / N) < 5.0 / std::sqrt(N));
+    CHECK(std::fabs(s2 / N - 1.0) < 5.0 * std::sqrt(2.0 / N));
+    CHECK(std::fabs(s3 / N) < 5.0 * std::sqrt(15.0 / N));
+    CHECK(std::fabs(s4 / N - 3.0) < 5.0 * std::sqrt(96.0 / N));
+    const double p2 = 0.04550026389635842, p4 = 6.334248366623996e-05;
+    CHECK(std::fabs(static_cast<double>(beyond2) / N - p2) < 5.0 * std::sqrt(p2 * (1 - p2) / N));
+    CHECK(std::fabs(static_cast<double>(beyond4) / N - p4) < 5.0 * std::sqrt(p4 * (1 - p4) / N));
+    CHECK(worst <= 6.8);
+  }
+};
+}  // namespace
+
 TEST_CASE("standard_normal_batch: normal moments and tails (seed 31, 2^22 deviates, 5-sigma tolerances)",
           "[core][rng]") {
   const auto g = latentaudit::make_stream({.seed = 31});
   std::array<float, latentaudit::normal_batch_size> z;
-  double s1 = 0, s2 = 0, s3 = 0, s4 = 0, worst = 0;
-  std::size_t beyond2 = 0, beyond4 = 0, n = 0;
+  normal_moments mom;
   for (std::uint64_t b = 0; b < 4096; ++b) {
     latentaudit::standard_normal_batch(g, b, z);
     for (float v : z) {
-      const double x = v;
-      s1 += x;
-      s2 += x * x;
-      s3 += x * x * x;
-      s4 += x * x * x * x;
-      worst = std::max(worst, std::fabs(x));
-      beyond2 += std::fabs(x) > 2.0;
-      beyond4 += std::fabs(x) > 4.0;
-      ++n;
+      mom.add(v);
     }
   }
-  const double N = static_cast<double>(n);
-  CHECK(std::fabs(s1 / N) < 5.0 / std::sqrt(N));
-  CHECK(std::fabs(s2 / N - 1.0) < 5.0 * std::sqrt(2.0 / N));
-  CHECK(std::fabs(s3 / N) < 5.0 * std::sqrt(15.0 / N));
-  CHECK(std::fabs(s4 / N - 3.0) < 5.0 * std::sqrt(96.0 / N));
-  const double p2 = 0.04550026389635842, p4 = 6.334248366623996e-05;
-  CHECK(std::fabs(static_cast<double>(beyond2) / N - p2) < 5.0 * std::sqrt(p2 * (1 - p2) / N));
-  CHECK(std::fabs(static_cast<double>(beyond4) / N - p4) < 5.0 * std::sqrt(p4 * (1 - p4) / N));
-  CHECK(worst <= 6.8);
+  mom.check();
   // a pure function of (stream, batch); the portable kernel gives the same bits as the vector one
   std::array<float, latentaudit::normal_batch_size> again, portable;
   latentaudit::standard_normal_batch(g, 17, z);
@@ -272,33 +285,16 @@ TEST_CASE("bulk_normal_batch: moments, tails and Kolmogorov-Smirnov vs N(0,1) (s
   // (the 0.1% critical value of the Kolmogorov distribution) on the first 2^20 deviates.
   const auto g = latentaudit::make_stream({.seed = 31, .item = 4, .arm = 1, .replicate = 3});
   bulk_batch z;
-  double s1 = 0, s2 = 0, s3 = 0, s4 = 0, worst = 0;
-  std::size_t beyond2 = 0, beyond4 = 0, n = 0;
+  normal_moments mom;
   std::vector<float> ks;
   for (std::uint64_t b = 0; b < 4096; ++b) {
     latentaudit::bulk_normal_batch(g, b, z);
     for (float v : z) {
-      const double x = v;
-      s1 += x;
-      s2 += x * x;
-      s3 += x * x * x;
-      s4 += x * x * x * x;
-      worst = std::max(worst, std::fabs(x));
-      beyond2 += std::fabs(x) > 2.0;
-      beyond4 += std::fabs(x) > 4.0;
-      ++n;
+      mom.add(v);
       if (ks.size() < (std::size_t{1} << 20)) ks.push_back(v);
     }
   }
-  const double N = static_cast<double>(n);
-  CHECK(std::fabs(s1 / N) < 5.0 / std::sqrt(N));
-  CHECK(std::fabs(s2 / N - 1.0) < 5.0 * std::sqrt(2.0 / N));
-  CHECK(std::fabs(s3 / N) < 5.0 * std::sqrt(15.0 / N));
-  CHECK(std::fabs(s4 / N - 3.0) < 5.0 * std::sqrt(96.0 / N));
-  const double p2 = 0.04550026389635842, p4 = 6.334248366623996e-05;
-  CHECK(std::fabs(static_cast<double>(beyond2) / N - p2) < 5.0 * std::sqrt(p2 * (1 - p2) / N));
-  CHECK(std::fabs(static_cast<double>(beyond4) / N - p4) < 5.0 * std::sqrt(p4 * (1 - p4) / N));
-  CHECK(worst <= 6.8);
+  mom.check();
   std::sort(ks.begin(), ks.end());
   double d = 0;
   const double m = static_cast<double>(ks.size());
