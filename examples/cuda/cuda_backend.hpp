@@ -361,32 +361,7 @@ inline noise_record device_add_noise(device_kv_block& b, const noise_spec& spec)
     const double* ss = ss_all.data() + u * C;
     double layer_ss = 0;
     for (std::size_t c = 0; c < C; ++c) layer_ss += ss[c];
-    std::vector<double> sig(C, 0.0);
-    for (std::size_t h = 0; h < H; ++h) {
-      double head_ss = 0;
-      for (std::size_t d = 0; d < D; ++d) head_ss += ss[h * D + d];
-      for (std::size_t d = 0; d < D; ++d) {
-        const std::size_t c = h * D + d;
-        const double n_layer = static_cast<double>(rows) * static_cast<double>(H * D);
-        switch (spec.scale) {
-          case noise_scale::absolute:
-            sig[c] = spec.sigma;
-            break;
-          case noise_scale::rms_layer:
-            sig[c] = spec.sigma * std::sqrt(layer_ss / n_layer);
-            break;
-          case noise_scale::rms_head:
-            sig[c] = spec.sigma * std::sqrt(head_ss / (static_cast<double>(rows) * static_cast<double>(D)));
-            break;
-          case noise_scale::rms_channel:
-            sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows));
-            break;
-          case noise_scale::snr_db:
-            sig[c] = std::sqrt(layer_ss / n_layer) * std::pow(10.0, -spec.sigma / 20.0);
-            break;
-        }
-      }
-    }
+    const std::vector<double> sig = detail::channel_sigmas(spec, std::span<const double>(ss, C), rows, H, D);
     double s2 = 0;
     for (std::size_t c = 0; c < C; ++c) {
       s2 += sig[c] * sig[c];

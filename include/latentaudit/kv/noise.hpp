@@ -92,6 +92,42 @@ struct noise_record {
 
 namespace detail {
 
+/// @brief The σ of each channel (head h, dim d → h·D + d) of one (layer, part) unit under
+/// `spec`, from the per-channel sums of squares `ss` (H·D of them) over its `rows` present,
+/// selected tokens. Shared with engines that compute the sums elsewhere (the CUDA example).
+[[nodiscard]] inline std::vector<double> channel_sigmas(const noise_spec& spec, std::span<const double> ss,
+                                                        std::int64_t rows, std::size_t H, std::size_t D) {
+  double layer_ss = 0;
+  for (double v : ss) layer_ss += v;
+  std::vector<double> sig(H * D, 0.0);
+  for (std::size_t h = 0; h < H; ++h) {
+    double head_ss = 0;
+    for (std::size_t d = 0; d < D; ++d) head_ss += ss[h * D + d];
+    for (std::size_t d = 0; d < D; ++d) {
+      const std::size_t c = h * D + d;
+      const double n_layer = static_cast<double>(rows) * static_cast<double>(H * D);
+      switch (spec.scale) {
+        case noise_scale::absolute:
+          sig[c] = spec.sigma;
+          break;
+        case noise_scale::rms_layer:
+          sig[c] = spec.sigma * std::sqrt(layer_ss / n_layer);
+          break;
+        case noise_scale::rms_head:
+          sig[c] = spec.sigma * std::sqrt(head_ss / (static_cast<double>(rows) * static_cast<double>(D)));
+          break;
+        case noise_scale::rms_channel:
+          sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows));
+          break;
+        case noise_scale::snr_db:
+          sig[c] = std::sqrt(layer_ss / n_layer) * std::pow(10.0, -spec.sigma / 20.0);
+          break;
+      }
+    }
+  }
+  return sig;
+}
+
 /// @brief Per-channel sums of squares of one row (acc[c] += x[c]²) in binary32.
 template <class T>
 [[gnu::always_inline]] inline void row_squares_body(const std::byte* x, std::size_t n, float* acc) noexcept {
@@ -312,33 +348,7 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
         if (rows == 0) continue;
         double layer_ss = 0;
         for (double v : ss) layer_ss += v;
-        std::vector<double> sig(C, 0.0);
-        for (std::size_t h = 0; h < H; ++h) {
-          double head_ss = 0;
-          for (std::size_t d = 0; d < D; ++d) head_ss += ss[h * D + d];
-          for (std::size_t d = 0; d < D; ++d) {
-            const std::size_t c = h * D + d;
-            const double n_layer = static_cast<double>(rows) * static_cast<double>(H * D);
-            switch (spec.scale) {
-              case noise_scale::absolute:
-                sig[c] = spec.sigma;
-                break;
-              case noise_scale::rms_layer:
-                sig[c] = spec.sigma * std::sqrt(layer_ss / n_layer);
-                break;
-              case noise_scale::rms_head:
-                sig[c] =
-                    spec.sigma * std::sqrt(head_ss / (static_cast<double>(rows) * static_cast<double>(D)));
-                break;
-              case noise_scale::rms_channel:
-                sig[c] = spec.sigma * std::sqrt(ss[c] / static_cast<double>(rows));
-                break;
-              case noise_scale::snr_db:
-                sig[c] = std::sqrt(layer_ss / n_layer) * std::pow(10.0, -spec.sigma / 20.0);
-                break;
-            }
-          }
-        }
+        const std::vector<double> sig = detail::channel_sigmas(spec, ss, rows, H, D);
         std::vector<float> sigf(C);
         for (std::size_t c = 0; c < C; ++c) {
           w.sigma2 += sig[c] * sig[c];
