@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Tests for core/hash.hpp: CRC32C (RFC 3720 check value and iSCSI vectors), SHA-256 (FIPS 180-2
-// examples), HMAC-SHA256 (RFC 4231 test cases 1, 2 and 6), streaming = one-shot, hw = software.
+// examples), HMAC-SHA256 (RFC 4231 test cases 1, 2 and 6), streaming = one-shot, every CRC32C
+// kernel (folding, SSE4.2 lanes, fused copy) = software, bit for bit.
 #include <latentaudit/core/hash.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,167 @@ TEST_CASE("crc32c: the interleaved hardware lanes equal the software tables on l
   const std::vector<unsigned char> zeros(detail::crc32c_lane_bytes, 0);
   CHECK(detail::crc32c_shift.shift(0x12345678u) ==
         detail::crc32c_sw(0x12345678u, zeros.data(), zeros.size()));
+}
+
+namespace {
+/// Random bytes from a fixed xorshift stream.
+std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
+  std::vector<unsigned char> v(n);
+  std::uint64_t x = seed;
+  for (auto& c : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<unsigned char>(x >> 29);
+  }
+  return v;
+}
+/// Restores the CRC32C kernel cap on scope exit.
+struct kernel_cap {
+  explicit kernel_cap(int cap) { detail::crc32c_kernel_cap = cap; }
+  ~kernel_cap() { detail::crc32c_kernel_cap = 2; }
+  kernel_cap(const kernel_cap&) = delete;
+  kernel_cap& operator=(const kernel_cap&) = delete;
+};
+}  // namespace
+
+TEST_CASE("crc32c: the fold constants are the powers of x they are derived as", "[core][hash]") {
+  for (std::uint64_t n : {0, 1, 4, 16, 512, 4096}) CHECK(detail::crc32c_xpow(8 * n) == detail::crc32c_x8n(n));
+  for (std::uint64_t m : {0, 1, 7, 31, 32, 63, 64, 2111}) {
+    // x^(m+1) = x · x^m, with x = bit 30 of a reflected register
+    CHECK(detail::crc32c_xpow(m + 1) == detail::crc32c_multmodp(1u << 30, detail::crc32c_xpow(m)));
+  }
+  CHECK(detail::crc32c_xpow(31) == 1u);           // x^31: bit 0
+  CHECK(detail::crc32c_xpow(32) == 0x82F63B78u);  // x^32 ≡ the rest of the polynomial
+  // folding 16 bytes of zeros with a leading 1 (x^127 in the lane) forward 16 bytes gives x^255
+  const auto k = detail::crc32c_fold_constants(16);
+  CHECK(k.lo == std::uint64_t{detail::crc32c_xpow(191)} << 32);
+  CHECK(k.hi == std::uint64_t{detail::crc32c_xpow(127)} << 32);
+}
+
+TEST_CASE("crc32c: every kernel equals the tables at every length 0..1100 and start alignment 0..63",
+          "[core][hash]") {
+  const auto data = random_bytes(1100 + 64, 20261130);
+  std::uint64_t x = 99;
+  std::size_t bad_fold = 0, bad_hw = 0, bad_dispatch = 0, tried = 0;
+  for (std::size_t len = 0; len <= 1100; ++len) {
+    for (std::size_t off = 0; off < 64; ++off) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const auto init = static_cast<std::uint32_t>(x);  // nonzero initial registers
+      const unsigned char* p = data.data() + off;
+      const std::uint32_t sw = detail::crc32c_sw(init, p, len);
+      ++tried;
+#ifdef LATENTAUDIT_CRC32C_FOLD
+      if (detail::have_crc32c_fold() && detail::crc32c_fold(init, p, len) != sw) ++bad_fold;
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      if (detail::have_sse42() && detail::crc32c_hw(init, p, len) != sw) ++bad_hw;
+#endif
+      if (detail::crc32c_update(init, p, len) != sw) ++bad_dispatch;
+    }
+  }
+  CHECK(tried == 1101 * 64);
+  CHECK(bad_fold == 0);
+  CHECK(bad_hw == 0);
+  CHECK(bad_dispatch == 0);
+#ifdef LATENTAUDIT_CRC32C_FOLD
+  INFO("folding kernel on this machine: " << detail::have_crc32c_fold());
+#endif
+}
+
+TEST_CASE("crc32c: every kernel equals the tables on random lengths up to 4 MiB, whole and in pieces",
+          "[core][hash]") {
+  const std::size_t max_len = std::size_t{4} << 20;
+  const auto data = random_bytes(max_len + 64, 7);
+  std::uint64_t x = 12345;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::size_t len = trial < 4 ? max_len - static_cast<std::size_t>(trial) : next() % (max_len + 1);
+    const std::size_t off = next() % 64;
+    const auto init = static_cast<std::uint32_t>(next());
+    const unsigned char* p = data.data() + off;
+    const std::uint32_t sw = detail::crc32c_sw(init, p, len);
+    for (int cap : {2, 1, 0}) {
+      const kernel_cap c(cap);
+      CHECK(detail::crc32c_update(init, p, len) == sw);
+      // streaming: split at random points (some tiny pieces, some long)
+      std::uint32_t r = init;
+      std::size_t at = 0;
+      while (at < len) {
+        const std::uint64_t v = next();
+        const std::size_t piece =
+            std::min(len - at, static_cast<std::size_t>((v & 3) == 0 ? v % 97 : v % (len / 3 + 1)));
+        r = detail::crc32c_update(r, p + at, piece);
+        at += piece;
+      }
+      CHECK(r == sw);
+    }
+#ifdef LATENTAUDIT_CRC32C_FOLD
+    if (detail::have_crc32c_fold()) CHECK(detail::crc32c_fold(init, p, len) == sw);
+#endif
+  }
+  // the public class in pieces through each kernel equals one shot through the tables
+  const auto whole = ~detail::crc32c_sw(0xFFFFFFFFu, data.data(), data.size());
+  for (int cap : {2, 1, 0}) {
+    const kernel_cap c(cap);
+    crc32c s;
+    const auto bytes = std::as_bytes(std::span(data));
+    for (std::size_t at = 0; at < bytes.size();) {
+      const std::size_t piece = std::min<std::size_t>(bytes.size() - at, next() % 300000);
+      s.update(bytes.subspan(at, piece));
+      at += piece;
+    }
+    CHECK(s.value() == whole);
+    CHECK(crc32c::of(bytes_of("123456789")) == 0xE3069283u);
+  }
+}
+
+TEST_CASE("crc32c: the fused copy copies exactly and checksums like the tables", "[core][hash]") {
+  const std::size_t max_len = std::size_t{3} << 20;
+  const auto src = random_bytes(max_len + 64, 31);
+  std::vector<unsigned char> dst(max_len + 64 + 128);
+  std::uint64_t x = 4242;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  std::size_t bad_bytes = 0, bad_crc = 0, bad_guard = 0, tried = 0;
+  auto check_one = [&](std::size_t len, std::size_t s_off, std::size_t d_off, std::uint32_t init) {
+    std::fill(dst.begin(), dst.end(), static_cast<unsigned char>(0xA5));
+    unsigned char* d = dst.data() + 64 + d_off;  // 64 guard bytes before
+    const unsigned char* s = src.data() + s_off;
+    const std::uint32_t r = detail::crc32c_copy_stream(init, reinterpret_cast<std::byte*>(d),
+                                                       reinterpret_cast<const std::byte*>(s), len);
+    ++tried;
+    if (len != 0 && std::memcmp(d, s, len) != 0) ++bad_bytes;
+    if (r != detail::crc32c_sw(init, s, len)) ++bad_crc;
+    const bool before = std::all_of(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(64 + d_off),
+                                    [](unsigned char c) { return c == 0xA5; });
+    const bool after = std::all_of(dst.begin() + static_cast<std::ptrdiff_t>(64 + d_off + len), dst.end(),
+                                   [](unsigned char c) { return c == 0xA5; });
+    if (!before || !after) ++bad_guard;
+  };
+  if (!detail::crc32c_copy_fused()) {
+    WARN("no folding kernel on this machine: the fused copy is not exercised");
+    return;
+  }
+  for (std::size_t len = 0; len <= 1100; ++len) {
+    check_one(len, len % 64, (len * 7) % 64, static_cast<std::uint32_t>(next()));
+    check_one(len, 0, 0, static_cast<std::uint32_t>(next()));
+  }
+  for (std::size_t d_off = 0; d_off < 64; ++d_off)
+    for (std::size_t s_off = 0; s_off < 64; s_off += 9) check_one(4096 + 300, s_off, d_off, 0xFFFFFFFFu);
+  for (int trial = 0; trial < 16; ++trial)
+    check_one(trial < 2 ? max_len - static_cast<std::size_t>(trial) : next() % (max_len + 1), next() % 64,
+              next() % 64, static_cast<std::uint32_t>(next()));
+  CHECK(tried == 2 * 1101 + 64 * 8 + 16);
+  CHECK(bad_bytes == 0);
+  CHECK(bad_crc == 0);
+  CHECK(bad_guard == 0);
+  // the cap turns the fused kernel off
+  const kernel_cap c(1);
+  CHECK_FALSE(detail::crc32c_copy_fused());
 }
 
 TEST_CASE("sha256 FIPS examples", "[core][hash]") {

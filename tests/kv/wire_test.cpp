@@ -318,3 +318,47 @@ TEST_CASE("bulk relays (streamed copies, several checksum lanes) round-trip thro
   reused[reused.size() / 2 + 12345] ^= std::byte{0x10};
   CHECK_THROWS_AS(decode_relay(reused, d), corrupt_data);
 }
+
+TEST_CASE("bulk relays give the same bytes through every CRC32C kernel (fused copy, SSE4.2 lanes, tables)", "[kv][wire]") {
+  // 2 layers x 4100 tokens x 8 heads x (128 + 128) x bf16 = 33.6 MB: the streamed (fused) path
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 8, .n_kv_heads = 8, .head_dim_k = 128,
+                             .head_dim_v = 128, .rope = {}, .weights_hash = 7};
+  auto b = kv_block::all_layers(fp, 4100, dtype::bf16);
+  auto payload = b.payload_mut();
+  std::uint64_t x = 77;
+  for (auto& e : payload) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    e = static_cast<std::byte>(x >> 31);
+  }
+  const auto key = key_of("bulk key");
+  struct cap_guard {
+    ~cap_guard() { detail::crc32c_kernel_cap = 2; }
+  } restore;
+  // the reference: the portable tables, appending into a new vector (no streaming copy)
+  detail::crc32c_kernel_cap = 0;
+  const auto ref = encode_relay(b);
+  const auto ref_tagged = encode_relay(b, {.hmac_key = key});
+  for (int cap : {2, 1, 0}) {
+    detail::crc32c_kernel_cap = cap;
+    INFO("kernel cap " << cap << ", fused copy " << detail::crc32c_copy_fused());
+    CHECK(encode_relay(b) == ref);
+    std::vector<std::byte> reused(ref_tagged.size() + 64, std::byte{0x5A});  // in place: streaming stores
+    encode_relay(b, reused);
+    CHECK(reused == ref);
+    encode_relay(b, reused, {.hmac_key = key});  // with a MAC: the fused copy in 256 KiB pieces
+    CHECK(reused == ref_tagged);
+    decoded_relay d;
+    decode_relay(ref, d);
+    CHECK(d.kv == b);
+    decode_relay(ref_tagged, d, {.hmac_key = key, .require_authentication = true});
+    CHECK(d.kv == b);
+    CHECK(d.authenticated);
+    // at an odd address, and a flipped bit in the last 256 bytes of the payload (the fold's tail)
+    std::vector<std::byte> shifted(ref.size() + 3);
+    std::memcpy(shifted.data() + 3, ref.data(), ref.size());
+    CHECK(decode_relay(std::span(shifted).subspan(3)).kv == b);
+    shifted[3 + ref.size() - 4 - 100] ^= std::byte{0x01};
+    CHECK_THROWS_AS(decode_relay(std::span(shifted).subspan(3), d), corrupt_data);
+    CHECK(d.kv.n_layers() == 0);
+  }
+}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: checksums and authentication — CRC32C (Castagnoli), SHA-256 (FIPS 180-4) and
 // HMAC-SHA256 (RFC 2104), streaming, dependency-free. CRC32C uses the SSE4.2 instruction when the
-// processor has it (checked at run time; three interleaved lanes) and slicing-by-8 tables otherwise;
+// processor has it (checked at run time; three interleaved lanes), carry-less multiplication folding
+// on 512-bit registers when it has VPCLMULQDQ and AVX-512, and slicing-by-8 tables otherwise;
 // SHA-256 uses the x86 SHA extensions (sha256rnds2 / sha256msg1 / sha256msg2) when the processor has
 // them (checked at run time with cpuid) and portable code otherwise — the same digests either way.
 #ifndef LATENTAUDIT_CORE_HASH_HPP
@@ -144,6 +145,210 @@ inline bool have_sse42() noexcept {
 }
 #endif
 
+/// @brief x^m mod P as a reflected CRC32C register value (bit 31 is x^0), for any m ≥ 0.
+constexpr std::uint32_t crc32c_xpow(std::uint64_t m) noexcept {
+  return crc32c_multmodp(crc32c_x8n(m / 8), 1u << (31 - m % 8));
+}
+
+/// @brief The pair of carry-less multipliers that folds a 16-byte lane of the CRC32C polynomial
+/// `bytes` bytes forward. A lane X, loaded little-endian, is the reflected polynomial
+/// X_lo·x^64 + X_hi (X_lo = its first 8 bytes); X·x^(8·bytes) ≡ X_lo·x^(8·bytes+64) + X_hi·x^(8·bytes)
+/// (mod P). pclmulqdq of two reflected 64-bit operands yields their product shifted down by one
+/// degree when read as a reflected 128-bit lane, so the multipliers are x^(8·bytes+63) mod P (for
+/// X_lo, low quadword) and x^(8·bytes−1) mod P (for X_hi, high quadword), each a reflected 32-bit
+/// register value placed in bits 32..63 (bit 63 − d holds x^d).
+struct crc32c_fold_pair {
+  std::uint64_t lo, hi;
+};
+constexpr crc32c_fold_pair crc32c_fold_constants(std::uint64_t bytes) noexcept {
+  return {std::uint64_t{crc32c_xpow(8 * bytes + 63)} << 32, std::uint64_t{crc32c_xpow(8 * bytes - 1)} << 32};
+}
+inline constexpr crc32c_fold_pair crc32c_fold_256 = crc32c_fold_constants(256);
+inline constexpr crc32c_fold_pair crc32c_fold_192 = crc32c_fold_constants(192);
+inline constexpr crc32c_fold_pair crc32c_fold_128 = crc32c_fold_constants(128);
+inline constexpr crc32c_fold_pair crc32c_fold_64 = crc32c_fold_constants(64);
+inline constexpr crc32c_fold_pair crc32c_fold_48 = crc32c_fold_constants(48);
+inline constexpr crc32c_fold_pair crc32c_fold_32 = crc32c_fold_constants(32);
+inline constexpr crc32c_fold_pair crc32c_fold_16 = crc32c_fold_constants(16);
+
+/// @brief Tests set this to cap the CRC32C kernel (to exercise each fallback on any machine):
+/// 2 = carry-less-multiplication folding when present, 1 = at most the SSE4.2 lanes, 0 = portable.
+inline int crc32c_kernel_cap = 2;
+
+/// @brief Inputs shorter than this go to the SSE4.2 lanes (the fold's set-up and reduction cost
+/// about as much as crc32 over them).
+inline constexpr std::size_t crc32c_fold_min_bytes = 512;
+
+/// @brief How far ahead of the line it copies the fused copy prefetches the source (the hardware
+/// prefetchers do not cross 4 KiB pages).
+inline constexpr std::size_t crc32c_copy_prefetch = 4096;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LATENTAUDIT_CRC32C_FOLD 1
+#define LATENTAUDIT_CRC32C_FOLD_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.2")))
+
+/// @brief Whether the processor has 512-bit carry-less multiplication (VPCLMULQDQ with AVX-512F/BW)
+/// and SSE4.2, as the folding kernel needs.
+inline bool have_crc32c_fold() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") &&
+                          __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+
+/// @brief x folded 16·k bytes forward with the multipliers in m (per 128-bit lane), XORed into y.
+LATENTAUDIT_CRC32C_FOLD_TARGET inline __m512i crc32c_fold_into(__m512i x, __m512i m, __m512i y) noexcept {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, m, 0x00), _mm512_clmulepi64_epi128(x, m, 0x11),
+                                   y, 0x96);
+}
+LATENTAUDIT_CRC32C_FOLD_TARGET inline __m512i crc32c_broadcast(crc32c_fold_pair k) noexcept {
+  return _mm512_set_epi64(static_cast<long long>(k.hi), static_cast<long long>(k.lo),
+                          static_cast<long long>(k.hi), static_cast<long long>(k.lo),
+                          static_cast<long long>(k.hi), static_cast<long long>(k.lo),
+                          static_cast<long long>(k.hi), static_cast<long long>(k.lo));
+}
+
+/// @brief The CRC register of the data whose fold state is the four accumulators a0..a3 (256
+/// consecutive bytes, a0 first): folds them into one 128-bit lane, which is congruent to the data
+/// modulo P, and reduces that lane with two crc32 instructions (feeding its 16 bytes to a zero
+/// register computes lane·x^32 mod P, which is the CRC register of the data).
+LATENTAUDIT_CRC32C_FOLD_TARGET inline std::uint32_t crc32c_fold_finish(__m512i a0, __m512i a1, __m512i a2,
+                                                                       __m512i a3) noexcept {
+  a3 = crc32c_fold_into(a0, crc32c_broadcast(crc32c_fold_192), a3);
+  a3 = crc32c_fold_into(a1, crc32c_broadcast(crc32c_fold_128), a3);
+  a3 = crc32c_fold_into(a2, crc32c_broadcast(crc32c_fold_64), a3);
+  // lanes 0, 1, 2 folded 48, 32, 16 bytes forward onto lane 3
+  const __m512i m = _mm512_set_epi64(
+      0, 0, static_cast<long long>(crc32c_fold_16.hi), static_cast<long long>(crc32c_fold_16.lo),
+      static_cast<long long>(crc32c_fold_32.hi), static_cast<long long>(crc32c_fold_32.lo),
+      static_cast<long long>(crc32c_fold_48.hi), static_cast<long long>(crc32c_fold_48.lo));
+  const __m512i t =
+      _mm512_xor_si512(_mm512_clmulepi64_epi128(a3, m, 0x00), _mm512_clmulepi64_epi128(a3, m, 0x11));
+  // lane 3 of a3 joins the three folded lanes; XOR the four lanes into lane 0 (the zero-masking
+  // forms with all-ones masks: GCC 12's unmasked ones trip -Wmaybe-uninitialized)
+  const __m512i x = _mm512_mask_blend_epi64(0xC0, t, a3);
+  const __m512i y = _mm512_xor_si512(x, _mm512_maskz_shuffle_i64x2(0xFF, x, x, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512i z = _mm512_xor_si512(y, _mm512_maskz_shuffle_i64x2(0xFF, y, y, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m128i r = _mm512_maskz_extracti32x4_epi32(0xF, z, 0);
+  std::uint64_t c = __builtin_ia32_crc32di(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(r)));
+  c = __builtin_ia32_crc32di(c, static_cast<std::uint64_t>(_mm_extract_epi64(r, 1)));
+  return static_cast<std::uint32_t>(c);
+}
+
+/// @brief CRC32C update by carry-less multiplication folding (the method of Gopal et al., "Fast
+/// CRC computation for generic polynomials using PCLMULQDQ", Intel 2009, on 512-bit registers):
+/// four 512-bit accumulators fold 256 bytes per step, then are reduced to one 128-bit lane and to
+/// 32 bits; the remaining (< 256) bytes go through crc32. The register crc enters by XOR into the
+/// first four bytes. Requires have_crc32c_fold(); short inputs go to crc32c_hw.
+LATENTAUDIT_CRC32C_FOLD_TARGET inline std::uint32_t crc32c_fold(std::uint32_t crc, const unsigned char* p,
+                                                                std::size_t n) noexcept {
+  if (n < crc32c_fold_min_bytes) return crc32c_hw(crc, p, n);
+  __m512i a0 = _mm512_xor_si512(_mm512_loadu_si512(p),
+                                _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
+  __m512i a1 = _mm512_loadu_si512(p + 64), a2 = _mm512_loadu_si512(p + 128), a3 = _mm512_loadu_si512(p + 192);
+  p += 256;
+  n -= 256;
+  const __m512i k = crc32c_broadcast(crc32c_fold_256);
+  for (; n >= 256; p += 256, n -= 256) {
+    a0 = crc32c_fold_into(a0, k, _mm512_loadu_si512(p));
+    a1 = crc32c_fold_into(a1, k, _mm512_loadu_si512(p + 64));
+    a2 = crc32c_fold_into(a2, k, _mm512_loadu_si512(p + 128));
+    a3 = crc32c_fold_into(a3, k, _mm512_loadu_si512(p + 192));
+  }
+  return crc32c_hw(crc32c_fold_finish(a0, a1, a2, a3), p, n);
+}
+
+/// @brief Copies n bytes from s to d (not overlapping) and returns crc advanced over them, reading
+/// each 64-byte line once: it is folded into the CRC and written with a non-temporal (streaming)
+/// store, so the destination is not read into the cache. The head up to d's next 64-byte boundary
+/// and the tail (< 256 bytes) are copied with memcpy and checksummed with crc32; the streaming
+/// stores are fenced before return. Requires have_crc32c_fold().
+LATENTAUDIT_CRC32C_FOLD_TARGET inline std::uint32_t crc32c_copy_fold(std::uint32_t crc, unsigned char* d,
+                                                                     const unsigned char* s,
+                                                                     std::size_t n) noexcept {
+  const std::size_t head = (64 - (reinterpret_cast<std::uintptr_t>(d) & 63u)) & 63u;
+  if (n < head + crc32c_fold_min_bytes) {
+    if (n != 0) std::memcpy(d, s, n);
+    return crc32c_hw(crc, s, n);
+  }
+  if (head != 0) {
+    std::memcpy(d, s, head);
+    crc = crc32c_hw(crc, s, head);
+    d += head;
+    s += head;
+    n -= head;
+  }
+  __m512i a0 = _mm512_loadu_si512(s), a1 = _mm512_loadu_si512(s + 64), a2 = _mm512_loadu_si512(s + 128),
+          a3 = _mm512_loadu_si512(s + 192);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(d), a0);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 64), a1);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 128), a2);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 192), a3);
+  a0 = _mm512_xor_si512(a0, _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
+  s += 256;
+  d += 256;
+  n -= 256;
+  const __m512i k = crc32c_broadcast(crc32c_fold_256);
+  for (; n >= 256; s += 256, d += 256, n -= 256) {
+    _mm_prefetch(reinterpret_cast<const char*>(s + crc32c_copy_prefetch), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(s + crc32c_copy_prefetch + 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(s + crc32c_copy_prefetch + 128), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(s + crc32c_copy_prefetch + 192), _MM_HINT_T0);
+    const __m512i b0 = _mm512_loadu_si512(s), b1 = _mm512_loadu_si512(s + 64),
+                  b2 = _mm512_loadu_si512(s + 128), b3 = _mm512_loadu_si512(s + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), b0);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 64), b1);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 128), b2);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 192), b3);
+    a0 = crc32c_fold_into(a0, k, b0);
+    a1 = crc32c_fold_into(a1, k, b1);
+    a2 = crc32c_fold_into(a2, k, b2);
+    a3 = crc32c_fold_into(a3, k, b3);
+  }
+  _mm_sfence();
+  if (n != 0) std::memcpy(d, s, n);
+  return crc32c_hw(crc32c_fold_finish(a0, a1, a2, a3), s, n);
+}
+#endif
+
+/// @brief CRC32C register update (no pre/post inversion) on the fastest kernel this processor has,
+/// at most crc32c_kernel_cap: folding, then the SSE4.2 lanes, then the portable tables.
+inline std::uint32_t crc32c_update(std::uint32_t crc, const unsigned char* p, std::size_t n) noexcept {
+#ifdef LATENTAUDIT_CRC32C_FOLD
+  if (crc32c_kernel_cap >= 2 && have_crc32c_fold()) return crc32c_fold(crc, p, n);
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (crc32c_kernel_cap >= 1 && have_sse42()) return crc32c_hw(crc, p, n);
+#endif
+  return crc32c_sw(crc, p, n);
+}
+
+/// @brief Whether crc32c_copy_stream runs the fused kernel (copy and checksum in one pass).
+inline bool crc32c_copy_fused() noexcept {
+#ifdef LATENTAUDIT_CRC32C_FOLD
+  return crc32c_kernel_cap >= 2 && have_crc32c_fold();
+#else
+  return false;
+#endif
+}
+
+/// @brief Copies n bytes from s to d (not overlapping) with streaming stores and returns crc
+/// advanced over them, in one pass (crc32c_copy_fold). Requires crc32c_copy_fused(); callers
+/// fall back to a copy followed by crc32c_update otherwise.
+inline std::uint32_t crc32c_copy_stream(std::uint32_t crc, std::byte* d, const std::byte* s,
+                                        std::size_t n) noexcept {
+#ifdef LATENTAUDIT_CRC32C_FOLD
+  return crc32c_copy_fold(crc, reinterpret_cast<unsigned char*>(d), reinterpret_cast<const unsigned char*>(s),
+                          n);
+#else
+  (void)d;
+  (void)s;
+  (void)n;
+  return crc;
+#endif
+}
+
 /// @brief The SHA-256 round constants (FIPS 180-4 §4.2.2).
 alignas(16) inline constexpr std::uint32_t sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -259,14 +464,8 @@ class crc32c {
  public:
   /// @brief Feeds bytes.
   void update(std::span<const std::byte> bytes) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (detail::have_sse42()) {
-      state_ = detail::crc32c_hw(state_, p, bytes.size());
-      return;
-    }
-#endif
-    state_ = detail::crc32c_sw(state_, p, bytes.size());
+    state_ =
+        detail::crc32c_update(state_, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   }
   /// @brief The checksum of everything fed so far.
   [[nodiscard]] std::uint32_t value() const noexcept { return ~state_; }
