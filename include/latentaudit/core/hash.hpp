@@ -150,19 +150,24 @@ constexpr std::uint32_t crc32c_xpow(std::uint64_t m) noexcept {
   return crc32c_multmodp(crc32c_x8n(m / 8), 1u << (31 - m % 8));
 }
 
-/// @brief The pair of carry-less multipliers that folds a 16-byte lane of the CRC32C polynomial
-/// `bytes` bytes forward. A lane X, loaded little-endian, is the reflected polynomial
+/// @brief Two carry-less multipliers, one per quadword of a 128-bit lane.
+struct crc32c_fold_pair {
+  std::uint64_t lo;  ///< for the lane's low quadword (its first 8 bytes)
+  std::uint64_t hi;  ///< for the lane's high quadword
+};
+
+/// @brief The pair of carry-less multipliers that folds a 16-byte lane of CRC32C data `bytes`
+/// bytes forward. A lane X, loaded little-endian, is the reflected polynomial
 /// X_lo·x^64 + X_hi (X_lo = its first 8 bytes); X·x^(8·bytes) ≡ X_lo·x^(8·bytes+64) + X_hi·x^(8·bytes)
 /// (mod P). pclmulqdq of two reflected 64-bit operands yields their product shifted down by one
 /// degree when read as a reflected 128-bit lane, so the multipliers are x^(8·bytes+63) mod P (for
 /// X_lo, low quadword) and x^(8·bytes−1) mod P (for X_hi, high quadword), each a reflected 32-bit
 /// register value placed in bits 32..63 (bit 63 − d holds x^d).
-struct crc32c_fold_pair {
-  std::uint64_t lo, hi;
-};
 constexpr crc32c_fold_pair crc32c_fold_constants(std::uint64_t bytes) noexcept {
   return {std::uint64_t{crc32c_xpow(8 * bytes + 63)} << 32, std::uint64_t{crc32c_xpow(8 * bytes - 1)} << 32};
 }
+/// @brief Fold multipliers for the distances the kernels use (256: the main loop; 192, 128, 64:
+/// accumulators onto the last; 48, 32, 16: lanes onto the last).
 inline constexpr crc32c_fold_pair crc32c_fold_256 = crc32c_fold_constants(256);
 inline constexpr crc32c_fold_pair crc32c_fold_192 = crc32c_fold_constants(192);
 inline constexpr crc32c_fold_pair crc32c_fold_128 = crc32c_fold_constants(128);
@@ -175,9 +180,9 @@ inline constexpr crc32c_fold_pair crc32c_fold_16 = crc32c_fold_constants(16);
 /// 2 = carry-less-multiplication folding when present, 1 = at most the SSE4.2 lanes, 0 = portable.
 inline int crc32c_kernel_cap = 2;
 
-/// @brief Inputs shorter than this go to the SSE4.2 lanes (the fold's set-up and reduction cost
-/// about as much as crc32 over them).
-inline constexpr std::size_t crc32c_fold_min_bytes = 512;
+/// @brief Inputs shorter than this go to the SSE4.2 lanes: the fold needs one 256-byte block (and
+/// is faster from there on: 12 ns against 32 ns for 256 bytes on a Sapphire Rapids core).
+inline constexpr std::size_t crc32c_fold_min_bytes = 256;
 
 /// @brief How far ahead of the line it copies the fused copy prefetches the source (the hardware
 /// prefetchers do not cross 4 KiB pages).
@@ -188,7 +193,7 @@ inline constexpr std::size_t crc32c_copy_prefetch = 4096;
 #define LATENTAUDIT_CRC32C_FOLD_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.2")))
 
-/// @brief Whether the processor has 512-bit carry-less multiplication (VPCLMULQDQ with AVX-512F/BW)
+/// @brief Whether the processor has 512-bit carry-less multiplication (VPCLMULQDQ, AVX-512F/BW/VL)
 /// and SSE4.2, as the folding kernel needs.
 inline bool have_crc32c_fold() noexcept {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -202,6 +207,7 @@ LATENTAUDIT_CRC32C_FOLD_TARGET inline __m512i crc32c_fold_into(__m512i x, __m512
   return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, m, 0x00), _mm512_clmulepi64_epi128(x, m, 0x11),
                                    y, 0x96);
 }
+/// @brief A fold pair in every 128-bit lane of a 512-bit register.
 LATENTAUDIT_CRC32C_FOLD_TARGET inline __m512i crc32c_broadcast(crc32c_fold_pair k) noexcept {
   return _mm512_set_epi64(static_cast<long long>(k.hi), static_cast<long long>(k.lo),
                           static_cast<long long>(k.hi), static_cast<long long>(k.lo),
