@@ -565,14 +565,14 @@ template <int N>
   LATENTAUDIT_BULK_EACH {
     const __m512 u = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(hu[k], 1)), bulk_set1(0x1p-31f),
                                      bulk_set1(0x1p-33f));
-    const __m512i b = _mm512_castps_si512(u);
-    const __m512i sig = _mm512_and_si512(b, _mm512_set1_epi32(0x007FFFFF));
-    const __mmask16 hi = _mm512_cmpge_epu32_mask(sig, _mm512_set1_epi32(0x003504F3));
-    const __m512i mb = _mm512_mask_or_epi32(_mm512_or_si512(sig, _mm512_set1_epi32(0x3F800000)), hi, sig,
-                                            _mm512_set1_epi32(0x3F000000));
-    x[k] = _mm512_sub_ps(_mm512_castsi512_ps(mb), bulk_set1(1.0f));
-    const __m512i e0 = _mm512_sub_epi32(_mm512_srli_epi32(b, 23), _mm512_set1_epi32(127));
-    e[k] = _mm512_cvtepi32_ps(_mm512_mask_add_epi32(e0, hi, e0, _mm512_set1_epi32(1)));
+    // u is normal and positive: getmant gives M (the significand bits under exponent 0, exactly
+    // the portable kernel's sig | 0x3F800000) and getexp gives E, both exact. M ≥ √2 (the
+    // portable test sig ≥ 0x3504F3) halves M (exactly) and adds one to E.
+    const __m512 m = _mm512_getmant_ps(u, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);
+    const __mmask16 hi = _mm512_cmp_ps_mask(m, bulk_set1(0x1.6A09E6p+0f), _CMP_GE_OQ);
+    x[k] = _mm512_sub_ps(_mm512_mask_mul_ps(m, hi, m, bulk_set1(0.5f)), bulk_set1(1.0f));
+    const __m512 e0 = _mm512_getexp_ps(u);
+    e[k] = _mm512_mask_add_ps(e0, hi, e0, bulk_set1(1.0f));
   }
   LATENTAUDIT_BULK_EACH z[k] = _mm512_mul_ps(x[k], x[k]);
   LATENTAUDIT_BULK_EACH p[k] =

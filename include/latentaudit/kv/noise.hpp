@@ -196,8 +196,9 @@ void row_noise(std::byte* x, std::size_t n, const float* sig, const float* z, fl
 /// which are exactly the cos and sin deviates of Box–Muller pair l of the chunk's group
 /// (bulk_normal_batch). σ, the noise power and the squares are kept in the same even/odd
 /// layout (sig_eo[32k + l] = σ[32k + 2l], sig_eo[32k + 16 + l] = σ[32k + 2l + 1]). The same
-/// operations as bulk_group_portable + row_noise_body, so the same bits.
-template <int N, bool Squares>
+/// operations as bulk_group_portable + row_noise_body, so the same bits. Masked: some σ may be
+/// 0 (those elements keep their bits); without it every σ must be nonzero.
+template <int N, bool Squares, bool Masked>
 [[gnu::always_inline]] LATENTAUDIT_BULK_AVX512_TARGET inline void noise_chunks_bf16_avx512(
     std::byte* row, const float* sig_eo, float* np_eo, float* sq_eo, std::uint64_t first_seed,
     std::uint64_t group_in_batch) noexcept {
@@ -208,12 +209,14 @@ template <int N, bool Squares>
                        static_cast<long long>(2 * bulk_gamma), static_cast<long long>(bulk_gamma));
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
-  const __m512 zero = _mm512_setzero_ps();
   __m512i h[2 * N];
+  h[0] = _mm512_add_epi64(
+      _mm512_set1_epi64(static_cast<long long>(first_seed + 16 * group_in_batch * bulk_gamma)), jg);
   for (int k = 0; k < N; ++k) {
-    const std::uint64_t s = first_seed + 16 * (group_in_batch + static_cast<std::uint64_t>(k)) * bulk_gamma;
-    h[k] = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s)), jg);
-    h[N + k] = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s + 8 * bulk_gamma)), jg);
+    if (k > 0)
+      h[k] = _mm512_add_epi64(
+          h[0], _mm512_set1_epi64(static_cast<long long>(16 * static_cast<std::uint64_t>(k) * bulk_gamma)));
+    h[N + k] = _mm512_add_epi64(h[k], _mm512_set1_epi64(static_cast<long long>(8 * bulk_gamma)));
   }
   mix64_avx512<2 * N>(h);
   __m512 zc[N], zs[N];
@@ -225,8 +228,15 @@ template <int N, bool Squares>
     const __m512 ev = _mm512_castsi512_ps(_mm512_slli_epi32(xin, 16)),
                  od = _mm512_castsi512_ps(_mm512_and_si512(xin, high));
     const __m512 s0 = _mm512_loadu_ps(se), s1 = _mm512_loadu_ps(se + 16);
-    const __m512 ne = _mm512_mask3_fmadd_ps(s0, zc[k], ev, _mm512_cmp_ps_mask(s0, zero, _CMP_NEQ_UQ));
-    const __m512 no = _mm512_mask3_fmadd_ps(s1, zs[k], od, _mm512_cmp_ps_mask(s1, zero, _CMP_NEQ_UQ));
+    __m512 ne, no;
+    if constexpr (Masked) {  // σ = 0 keeps the old bits (fma(0, z, x) turns −0 into +0, quiets sNaN)
+      const __m512 zero = _mm512_setzero_ps();
+      ne = _mm512_mask3_fmadd_ps(s0, zc[k], ev, _mm512_cmp_ps_mask(s0, zero, _CMP_NEQ_UQ));
+      no = _mm512_mask3_fmadd_ps(s1, zs[k], od, _mm512_cmp_ps_mask(s1, zero, _CMP_NEQ_UQ));
+    } else {
+      ne = _mm512_fmadd_ps(s0, zc[k], ev);
+      no = _mm512_fmadd_ps(s1, zs[k], od);
+    }
     const __m512i be = _mm512_castps_si512(ne), bo = _mm512_castps_si512(no);
     const __m512i re =
         _mm512_add_epi32(_mm512_add_epi32(be, bias), _mm512_and_si512(_mm512_srli_epi32(be, 16), one));
@@ -254,8 +264,9 @@ template <int N, bool Squares>
 /// (bulk_normal_batch). σ, the noise power and the squares are kept in the same even/odd
 /// layout (sig_eo[32k + l] = σ[32k + 2l], sig_eo[32k + 16 + l] = σ[32k + 2l + 1]). The same
 /// operations as bulk_group_portable + row_noise_body, so the same bits. Four groups at a time
-/// (their dependency chains interleaved) within a batch, else one.
-template <bool Squares>
+/// (their dependency chains interleaved) within a batch, else one. Masked: as in
+/// noise_chunks_bf16_avx512 (false only when every σ is nonzero).
+template <bool Squares, bool Masked>
 LATENTAUDIT_BULK_AVX512_TARGET void row_noise_bf16_fused_avx512(std::byte* row, std::size_t C,
                                                                 const float* sig_eo, float* np_eo,
                                                                 float* sq_eo, const philox4x32& g,
@@ -269,10 +280,10 @@ LATENTAUDIT_BULK_AVX512_TARGET void row_noise_bf16_fused_avx512(std::byte* row, 
     }
     float* const sq = Squares ? sq_eo + c0 : nullptr;
     if (c0 + 128 <= C && k + 3 < 32) {
-      noise_chunks_bf16_avx512<4, Squares>(row + 2 * c0, sig_eo + c0, np_eo + c0, sq, cur_seed, k);
+      noise_chunks_bf16_avx512<4, Squares, Masked>(row + 2 * c0, sig_eo + c0, np_eo + c0, sq, cur_seed, k);
       c0 += 128;
     } else {
-      noise_chunks_bf16_avx512<1, Squares>(row + 2 * c0, sig_eo + c0, np_eo + c0, sq, cur_seed, k);
+      noise_chunks_bf16_avx512<1, Squares, Masked>(row + 2 * c0, sig_eo + c0, np_eo + c0, sq, cur_seed, k);
       c0 += 32;
     }
   }
@@ -379,21 +390,24 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
           return fast ? (c & ~std::size_t{31}) + (c & 1u) * 16 + ((c & 31u) >> 1) : c;
         };
         std::vector<float> sig_eo;
+        bool masked = true;  // whether some σ is 0 (those elements must keep their bits)
         if (fast) {
           sig_eo.resize(C);
           for (std::size_t c = 0; c < C; ++c) sig_eo[pos(c)] = sigf[c];
+          masked = std::find(sigf.begin(), sigf.end(), 0.0f) != sigf.end();
         }
+        // the double sums np and (fused) ss_acc are kept in the layout of acc and sq, and mapped
+        // back to channel order at the end: the same additions in the same order per channel
+        std::vector<double> ss_acc(fused ? C : 0, 0.0);
         auto flush_noise = [&] {
-          for (std::size_t c = 0; c < C; ++c) {
-            float& a = acc[pos(c)];
-            np[c] += static_cast<double>(a);
-            a = 0.0f;
+          for (std::size_t i = 0; i < C; ++i) {
+            np[i] += static_cast<double>(acc[i]);
+            acc[i] = 0.0f;
           }
           if (fused)
-            for (std::size_t c = 0; c < C; ++c) {
-              float& q = sq[pos(c)];
-              ss[c] += static_cast<double>(q);
-              q = 0.0f;
+            for (std::size_t i = 0; i < C; ++i) {
+              ss_acc[i] += static_cast<double>(sq[i]);
+              sq[i] = 0.0f;
             }
         };
         alignas(64) std::array<float, bulk_normal_batch_size> z;
@@ -406,12 +420,19 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
 #ifdef LATENTAUDIT_BULK_AVX512
           if (fast) {
             const std::uint64_t n0 = static_cast<std::uint64_t>(since) * C;
-            if (fused) {
-              detail::row_noise_bf16_fused_avx512<true>(row, C, sig_eo.data(), acc.data(), sq.data(), g, n0,
-                                                        cur_batch, cur_seed);
+            float* const sqp = fused ? sq.data() : nullptr;
+            if (fused && masked) {
+              detail::row_noise_bf16_fused_avx512<true, true>(row, C, sig_eo.data(), acc.data(), sqp, g, n0,
+                                                              cur_batch, cur_seed);
+            } else if (fused) {
+              detail::row_noise_bf16_fused_avx512<true, false>(row, C, sig_eo.data(), acc.data(), sqp, g, n0,
+                                                               cur_batch, cur_seed);
+            } else if (masked) {
+              detail::row_noise_bf16_fused_avx512<false, true>(row, C, sig_eo.data(), acc.data(), sqp, g, n0,
+                                                               cur_batch, cur_seed);
             } else {
-              detail::row_noise_bf16_fused_avx512<false>(row, C, sig_eo.data(), acc.data(), nullptr, g, n0,
-                                                         cur_batch, cur_seed);
+              detail::row_noise_bf16_fused_avx512<false, false>(row, C, sig_eo.data(), acc.data(), sqp, g, n0,
+                                                                cur_batch, cur_seed);
             }
           }
 #endif
@@ -434,10 +455,10 @@ inline noise_record add_noise(kv_block& block, const noise_spec& spec) {
           if (++since % 64 == 0) flush_noise();
         }
         flush_noise();
-        for (std::size_t c = 0; c < C; ++c) w.noise_power += np[c];
+        for (std::size_t c = 0; c < C; ++c) w.noise_power += np[pos(c)];
         if (fused) {
           double total = 0;
-          for (std::size_t c = 0; c < C; ++c) total += ss[c];
+          for (std::size_t c = 0; c < C; ++c) total += ss[c] + ss_acc[pos(c)];
           w.signal = total;
         }
       }
