@@ -4,7 +4,7 @@
 # only what is missing, and runs apt-get update only when something is. Both README commands call it.
 set -euo pipefail
 packages=(
-  cmake make g++ pkg-config
+  cmake make ninja-build g++ pkg-config
   libeigen3-dev libboost-math-dev libfmt-dev catch2 libbenchmark-dev
   clang libclang-rt-14-dev   # libFuzzer target for the relay decoder
 )
