@@ -92,7 +92,7 @@ std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
 /// Restores the CRC32C kernel cap on scope exit.
 struct kernel_cap {
   explicit kernel_cap(int cap) { detail::crc32c_kernel_cap = cap; }
-  ~kernel_cap() { detail::crc32c_kernel_cap = 2; }
+  ~kernel_cap() { detail::crc32c_kernel_cap = 3; }
   kernel_cap(const kernel_cap&) = delete;
   kernel_cap& operator=(const kernel_cap&) = delete;
 };
@@ -116,7 +116,7 @@ TEST_CASE("crc32c: every kernel equals the tables at every length 0..1100 and st
           "[core][hash]") {
   const auto data = random_bytes(1100 + 64, 20261130);
   std::uint64_t x = 99;
-  std::size_t bad_fold = 0, bad_hw = 0, bad_dispatch = 0, tried = 0;
+  std::size_t bad_fold = 0, bad_fold128 = 0, bad_hw = 0, bad_dispatch = 0, tried = 0;
   for (std::size_t len = 0; len <= 1100; ++len) {
     for (std::size_t off = 0; off < 64; ++off) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -126,6 +126,7 @@ TEST_CASE("crc32c: every kernel equals the tables at every length 0..1100 and st
       ++tried;
 #ifdef LATENTAUDIT_CRC32C_FOLD
       if (detail::have_crc32c_fold() && detail::crc32c_fold(init, p, len) != sw) ++bad_fold;
+      if (detail::have_crc32c_fold128() && detail::crc32c_fold128(init, p, len) != sw) ++bad_fold128;
 #endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
       if (detail::have_sse42() && detail::crc32c_hw(init, p, len) != sw) ++bad_hw;
@@ -135,10 +136,12 @@ TEST_CASE("crc32c: every kernel equals the tables at every length 0..1100 and st
   }
   CHECK(tried == 1101 * 64);
   CHECK(bad_fold == 0);
+  CHECK(bad_fold128 == 0);
   CHECK(bad_hw == 0);
   CHECK(bad_dispatch == 0);
 #ifdef LATENTAUDIT_CRC32C_FOLD
-  INFO("folding kernel on this machine: " << detail::have_crc32c_fold());
+  INFO("folding kernels on this machine: 512-bit " << detail::have_crc32c_fold() << ", 128-bit "
+                                                   << detail::have_crc32c_fold128());
 #endif
 }
 
@@ -157,7 +160,7 @@ TEST_CASE("crc32c: every kernel equals the tables on random lengths up to 4 MiB,
     const auto init = static_cast<std::uint32_t>(next());
     const unsigned char* p = data.data() + off;
     const std::uint32_t sw = detail::crc32c_sw(init, p, len);
-    for (int cap : {2, 1, 0}) {
+    for (int cap : {3, 2, 1, 0}) {
       const kernel_cap c(cap);
       CHECK(detail::crc32c_update(init, p, len) == sw);
       // streaming: split at random points (some tiny pieces, some long)
@@ -174,11 +177,12 @@ TEST_CASE("crc32c: every kernel equals the tables on random lengths up to 4 MiB,
     }
 #ifdef LATENTAUDIT_CRC32C_FOLD
     if (detail::have_crc32c_fold()) CHECK(detail::crc32c_fold(init, p, len) == sw);
+    if (detail::have_crc32c_fold128()) CHECK(detail::crc32c_fold128(init, p, len) == sw);
 #endif
   }
   // the public class in pieces through each kernel equals one shot through the tables
   const auto whole = ~detail::crc32c_sw(0xFFFFFFFFu, data.data(), data.size());
-  for (int cap : {2, 1, 0}) {
+  for (int cap : {3, 2, 1, 0}) {
     const kernel_cap c(cap);
     crc32c s;
     const auto bytes = std::as_bytes(std::span(data));
@@ -234,8 +238,8 @@ TEST_CASE("crc32c: the fused copy copies exactly and checksums like the tables",
   CHECK(bad_bytes == 0);
   CHECK(bad_crc == 0);
   CHECK(bad_guard == 0);
-  // the cap turns the fused kernel off
-  const kernel_cap c(1);
+  // the cap turns the fused kernel off (it is 512-bit only)
+  const kernel_cap c(2);
   CHECK_FALSE(detail::crc32c_copy_fused());
 }
 

@@ -2,7 +2,8 @@
 // latentaudit: checksums and authentication — CRC32C (Castagnoli), SHA-256 (FIPS 180-4) and
 // HMAC-SHA256 (RFC 2104), streaming, dependency-free. CRC32C uses the SSE4.2 instruction when the
 // processor has it (checked at run time; three interleaved lanes), carry-less multiplication folding
-// on 512-bit registers when it has VPCLMULQDQ and AVX-512, and slicing-by-8 tables otherwise;
+// on 512-bit registers when it has VPCLMULQDQ and AVX-512 (on 128-bit registers when it has only
+// PCLMULQDQ), and slicing-by-8 tables otherwise;
 // SHA-256 uses the x86 SHA extensions (sha256rnds2 / sha256msg1 / sha256msg2) when the processor has
 // them (checked at run time with cpuid) and portable code otherwise — the same digests either way.
 #ifndef LATENTAUDIT_CORE_HASH_HPP
@@ -167,7 +168,8 @@ constexpr crc32c_fold_pair crc32c_fold_constants(std::uint64_t bytes) noexcept {
   return {std::uint64_t{crc32c_xpow(8 * bytes + 63)} << 32, std::uint64_t{crc32c_xpow(8 * bytes - 1)} << 32};
 }
 /// @brief Fold multipliers for the distances the kernels use (256: the main loop; 192, 128, 64:
-/// accumulators onto the last; 48, 32, 16: lanes onto the last).
+/// accumulators onto the last; 48, 32, 16: lanes onto the last; the 128-bit kernel: 64 in its main
+/// loop, 48, 32, 16 to fold its accumulators onto the last).
 inline constexpr crc32c_fold_pair crc32c_fold_256 = crc32c_fold_constants(256);
 inline constexpr crc32c_fold_pair crc32c_fold_192 = crc32c_fold_constants(192);
 inline constexpr crc32c_fold_pair crc32c_fold_128 = crc32c_fold_constants(128);
@@ -177,12 +179,18 @@ inline constexpr crc32c_fold_pair crc32c_fold_32 = crc32c_fold_constants(32);
 inline constexpr crc32c_fold_pair crc32c_fold_16 = crc32c_fold_constants(16);
 
 /// @brief Tests set this to cap the CRC32C kernel (to exercise each fallback on any machine):
-/// 2 = carry-less-multiplication folding when present, 1 = at most the SSE4.2 lanes, 0 = portable.
-inline int crc32c_kernel_cap = 2;
+/// 3 = 512-bit carry-less-multiplication folding when present, 2 = at most the 128-bit folding,
+/// 1 = at most the SSE4.2 lanes, 0 = portable.
+inline int crc32c_kernel_cap = 3;
 
 /// @brief Inputs shorter than this go to the SSE4.2 lanes: the fold needs one 256-byte block (and
 /// is faster from there on: 12 ns against 32 ns for 256 bytes on a Sapphire Rapids core).
 inline constexpr std::size_t crc32c_fold_min_bytes = 256;
+
+/// @brief Inputs shorter than this go from the 128-bit folding kernel to the SSE4.2 lanes: it needs
+/// one 64-byte block (and is already ahead there: 6.6 ns against 8 ns for 64 bytes, 8.2 ns against
+/// 16 ns for 128, on a Sapphire Rapids core).
+inline constexpr std::size_t crc32c_fold128_min_bytes = 64;
 
 /// @brief How far ahead of the line it copies the fused copy prefetches the source (the hardware
 /// prefetchers do not cross 4 KiB pages).
@@ -316,13 +324,66 @@ LATENTAUDIT_CRC32C_FOLD_TARGET inline std::uint32_t crc32c_copy_fold(std::uint32
   if (n != 0) std::memcpy(d, s, n);
   return crc32c_hw(crc32c_fold_finish(a0, a1, a2, a3), s, n);
 }
+
+#define LATENTAUDIT_CRC32C_FOLD128_TARGET __attribute__((target("pclmul,sse4.2")))
+
+/// @brief Whether the processor has PCLMULQDQ and SSE4.2, as the 128-bit folding kernel needs.
+inline bool have_crc32c_fold128() noexcept {
+  static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+
+/// @brief x folded forward with the multipliers in m (one 128-bit lane), XORed into y.
+LATENTAUDIT_CRC32C_FOLD128_TARGET inline __m128i crc32c_fold128_into(__m128i x, __m128i m,
+                                                                     __m128i y) noexcept {
+  return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, m, 0x00), _mm_clmulepi64_si128(x, m, 0x11)), y);
+}
+/// @brief A fold pair in a 128-bit register.
+LATENTAUDIT_CRC32C_FOLD128_TARGET inline __m128i crc32c_pair128(crc32c_fold_pair k) noexcept {
+  return _mm_set_epi64x(static_cast<long long>(k.hi), static_cast<long long>(k.lo));
+}
+
+/// @brief CRC32C update by carry-less multiplication folding on 128-bit registers, for processors
+/// with PCLMULQDQ but not VPCLMULQDQ / AVX-512 (the method of crc32c_fold): four 128-bit
+/// accumulators fold 64 bytes per step, fold onto the last (48, 32, 16 bytes forward), and that lane
+/// is reduced with two crc32 instructions; the remaining (< 64) bytes go through crc32. The register
+/// crc enters by XOR into the first four bytes. Requires have_crc32c_fold128(); short inputs go to
+/// crc32c_hw.
+LATENTAUDIT_CRC32C_FOLD128_TARGET inline std::uint32_t crc32c_fold128(std::uint32_t crc,
+                                                                      const unsigned char* p,
+                                                                      std::size_t n) noexcept {
+  if (n < crc32c_fold128_min_bytes) return crc32c_hw(crc, p, n);
+  const auto load = [](const unsigned char* q) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  };
+  __m128i a0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(static_cast<int>(crc)));
+  __m128i a1 = load(p + 16), a2 = load(p + 32), a3 = load(p + 48);
+  p += 64;
+  n -= 64;
+  const __m128i k = crc32c_pair128(crc32c_fold_64);
+  for (; n >= 64; p += 64, n -= 64) {
+    a0 = crc32c_fold128_into(a0, k, load(p));
+    a1 = crc32c_fold128_into(a1, k, load(p + 16));
+    a2 = crc32c_fold128_into(a2, k, load(p + 32));
+    a3 = crc32c_fold128_into(a3, k, load(p + 48));
+  }
+  a3 = crc32c_fold128_into(a0, crc32c_pair128(crc32c_fold_48), a3);
+  a3 = crc32c_fold128_into(a1, crc32c_pair128(crc32c_fold_32), a3);
+  a3 = crc32c_fold128_into(a2, crc32c_pair128(crc32c_fold_16), a3);
+  // the lane is congruent to the data modulo P: two crc32 on a zero register give lane·x^32 mod P
+  std::uint64_t c = __builtin_ia32_crc32di(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(a3)));
+  c = __builtin_ia32_crc32di(c, static_cast<std::uint64_t>(_mm_extract_epi64(a3, 1)));
+  return crc32c_hw(static_cast<std::uint32_t>(c), p, n);
+}
 #endif
 
 /// @brief CRC32C register update (no pre/post inversion) on the fastest kernel this processor has,
-/// at most crc32c_kernel_cap: folding, then the SSE4.2 lanes, then the portable tables.
+/// at most crc32c_kernel_cap: 512-bit folding, then 128-bit folding, then the SSE4.2 lanes, then
+/// the portable tables.
 inline std::uint32_t crc32c_update(std::uint32_t crc, const unsigned char* p, std::size_t n) noexcept {
 #ifdef LATENTAUDIT_CRC32C_FOLD
-  if (crc32c_kernel_cap >= 2 && have_crc32c_fold()) return crc32c_fold(crc, p, n);
+  if (crc32c_kernel_cap >= 3 && have_crc32c_fold()) return crc32c_fold(crc, p, n);
+  if (crc32c_kernel_cap >= 2 && have_crc32c_fold128()) return crc32c_fold128(crc, p, n);
 #endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (crc32c_kernel_cap >= 1 && have_sse42()) return crc32c_hw(crc, p, n);
@@ -333,7 +394,7 @@ inline std::uint32_t crc32c_update(std::uint32_t crc, const unsigned char* p, st
 /// @brief Whether crc32c_copy_stream runs the fused kernel (copy and checksum in one pass).
 inline bool crc32c_copy_fused() noexcept {
 #ifdef LATENTAUDIT_CRC32C_FOLD
-  return crc32c_kernel_cap >= 2 && have_crc32c_fold();
+  return crc32c_kernel_cap >= 3 && have_crc32c_fold();
 #else
   return false;
 #endif
