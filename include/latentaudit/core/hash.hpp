@@ -534,6 +534,11 @@ class crc32c {
     state_ =
         detail::crc32c_update(state_, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   }
+  /// @brief Copies n bytes from s to d (not overlapping) and feeds them, in one pass with
+  /// streaming stores (detail::crc32c_copy_stream). Requires detail::crc32c_copy_fused().
+  void copy_stream(std::byte* d, const std::byte* s, std::size_t n) noexcept {
+    state_ = detail::crc32c_copy_stream(state_, d, s, n);
+  }
   /// @brief The checksum of everything fed so far.
   [[nodiscard]] std::uint32_t value() const noexcept { return ~state_; }
   /// @brief One-shot checksum.

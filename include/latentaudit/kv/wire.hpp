@@ -178,23 +178,18 @@ inline std::vector<std::byte> kv_header(const kv_block& b, const std::optional<q
   return h;
 }
 
-/// @brief Advances a CRC32C register over bytes.
-inline std::uint32_t crc32c_feed(std::uint32_t crc, std::span<const std::byte> s) noexcept {
-  return crc32c_update(crc, reinterpret_cast<const unsigned char*>(s.data()), s.size());
-}
-
-/// @brief Copies a bulk piece with streaming stores and returns the CRC32C register advanced over
-/// it: in one pass (each line read once, folded into the CRC and stream-stored) when the processor
-/// has the folding kernel, else stream_copy and then the checksum of the source piece.
-inline std::uint32_t stream_copy_crc32c(std::uint32_t crc, std::byte* d, const std::byte* s, std::size_t n) noexcept {
-  if (crc32c_copy_fused()) return crc32c_copy_stream(crc, d, s, n);
+/// @brief Copies a bulk piece with streaming stores and feeds it to crc: in one pass (each line
+/// read once, folded into the CRC and stream-stored) when the processor has the folding kernel,
+/// else stream_copy and then the checksum of the source piece.
+inline void stream_copy_crc32c(crc32c& crc, std::byte* d, const std::byte* s, std::size_t n) noexcept {
+  if (crc32c_copy_fused()) return crc.copy_stream(d, s, n);
   stream_copy(d, s, n);
-  return crc32c_feed(crc, std::span(s, n));
+  crc.update(std::span(s, n));
 }
 
 /// @brief Writes prefix + header, payload pieces, CRC and tag to `sink(span)`. A sink callable
-/// as `sink(span, std::uint32_t* crc)` copies and checksums in one pass: it must advance the
-/// CRC32C register *crc over the bytes it writes (crc is null for the CRC and tag bytes).
+/// as `sink(span, crc32c* crc)` copies and checksums in one pass: it must feed *crc the bytes it
+/// writes (crc is null for the CRC and tag bytes).
 template <class Sink>
 std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
                           std::span<const std::span<const std::byte>> payload, const wire_encode_options& o, Sink&& sink) {
@@ -211,8 +206,8 @@ std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
   w.put(static_cast<std::uint32_t>(header.size()));
   w.put(plen);
   w.put_bytes(header);
-  constexpr bool fused = std::is_invocable_v<Sink&, std::span<const std::byte>, std::uint32_t*>;
-  std::uint32_t crc = 0xFFFFFFFFu;
+  constexpr bool fused = std::is_invocable_v<Sink&, std::span<const std::byte>, crc32c*>;
+  crc32c crc;
   std::optional<hmac_sha256> mac;
   if (!o.hmac_key.empty()) mac.emplace(o.hmac_key);
   // in pieces that stay in cache between the copy and the checksum (and the MAC); a sink that
@@ -226,21 +221,21 @@ std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
         sink(part, &crc);
       } else {
         sink(part);
-        crc = crc32c_feed(crc, part);
+        crc.update(part);
       }
       if (mac) mac->update(part);
     }
   };
   auto put = [&](std::span<const std::byte> s) {
     if constexpr (fused) {
-      sink(s, static_cast<std::uint32_t*>(nullptr));
+      sink(s, static_cast<crc32c*>(nullptr));
     } else {
       sink(s);
     }
   };
   emit(prefix);
   for (auto p : payload) emit(p);
-  const std::uint32_t c = ~crc;
+  const std::uint32_t c = crc.value();
   const auto cb = std::as_bytes(std::span(&c, 1));
   if (mac) mac->update(cb);
   put(cb);
@@ -353,12 +348,12 @@ inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out
   out.resize(total);
   std::byte* w = out.data();
   const bool bulk = total >= detail::stream_copy_min_bytes;
-  detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s, std::uint32_t* crc) {
+  detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s, crc32c* crc) {
     if (bulk && crc != nullptr) {
-      *crc = detail::stream_copy_crc32c(*crc, w, s.data(), s.size());
+      detail::stream_copy_crc32c(*crc, w, s.data(), s.size());
     } else {
       if (!s.empty()) std::memcpy(w, s.data(), s.size());
-      if (crc != nullptr) *crc = detail::crc32c_feed(*crc, s);
+      if (crc != nullptr) crc->update(s);
     }
     w += s.size();
   });
@@ -440,17 +435,16 @@ struct span_source {
     pos += dst.size();
   }
   /// Reads a piece of a bulk payload (streaming stores when `bulk`, copied and checksummed in
-  /// one pass) and returns the CRC32C register advanced over it.
-  std::uint32_t read_bulk(std::span<std::byte> dst, std::string_view what, bool bulk, std::uint32_t crc) {
+  /// one pass) and feeds it to crc.
+  void read_bulk(std::span<std::byte> dst, std::string_view what, bool bulk, crc32c& crc) {
     if (!bulk) {
       read(dst, what);
-      return crc32c_feed(crc, dst);
+      return crc.update(dst);
     }
     if (in.size() - pos < dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
     const auto src = in.subspan(pos, dst.size());
-    crc = stream_copy_crc32c(crc, dst.data(), src.data(), src.size());
+    stream_copy_crc32c(crc, dst.data(), src.data(), src.size());
     pos += dst.size();
-    return crc;
   }
 };
 struct stream_source {
@@ -460,9 +454,9 @@ struct stream_source {
     in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
     if (static_cast<std::size_t>(in.gcount()) != dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
   }
-  std::uint32_t read_bulk(std::span<std::byte> dst, std::string_view what, bool, std::uint32_t crc) {
+  void read_bulk(std::span<std::byte> dst, std::string_view what, bool, crc32c& crc) {
     read(dst, what);
-    return crc32c_feed(crc, dst);
+    crc.update(dst);
   }
 };
 
@@ -585,7 +579,8 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   }
   std::array<std::byte, wire_prefix_bytes> prefix;
   src.read(prefix, "prefix");
-  std::uint32_t crc = crc32c_feed(0xFFFFFFFFu, prefix);  // the CRC32C register
+  crc32c crc;
+  crc.update(prefix);
   byte_reader pr{prefix};
   const auto magic = pr.get_bytes(4, "magic");
   if (std::memcmp(magic.data(), wire_magic.data(), 4) != 0) wire_corrupt("bad magic (not a latentaudit relay)");
@@ -601,7 +596,7 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   check_field(plen <= o.limits.max_payload_bytes, "payload length", std::to_string(plen), "<= max_payload_bytes");
   std::vector<std::byte> header(hlen);
   src.read(header, "header");
-  crc = crc32c_feed(crc, header);
+  crc.update(header);
 
   out.kind = static_cast<relay_kind>(kind);
   out.has_tag = (flags & 1u) != 0;
@@ -615,7 +610,7 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
     if (o.expected_fingerprint != nullptr) check_fingerprint("decode_relay", *o.expected_fingerprint, out.kv.fingerprint());
     const auto pos_bytes = std::as_writable_bytes(out.kv.positions());
     src.read(pos_bytes, "positions");
-    crc = crc32c_feed(crc, pos_bytes);
+    crc.update(pos_bytes);
     if (!masked && !out.quantization) {
       payload_dst = out.kv.payload_mut();
     } else if (!masked) {
@@ -625,7 +620,7 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
       const std::size_t cells = out.kv.n_layers() * static_cast<std::size_t>(out.kv.n_tokens());
       bitmap.resize((cells + 7) / 8);
       src.read(bitmap, "token mask");
-      crc = crc32c_feed(crc, bitmap);
+      crc.update(bitmap);
       std::uint64_t present = 0;
       for (std::size_t j = 0; j < cells; ++j) present += (static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u;
       if (cells % 8 != 0) check_field((static_cast<unsigned>(bitmap.back()) >> (cells % 8)) == 0, "token mask padding", "non-zero", "0");
@@ -663,11 +658,11 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   const bool bulk = payload_dst.size() >= stream_copy_min_bytes;
   for (std::size_t off = 0; off < payload_dst.size(); off += wire_chunk_bytes) {
     auto part = payload_dst.subspan(off, std::min(wire_chunk_bytes, payload_dst.size() - off));
-    crc = src.read_bulk(part, "payload", bulk, crc);
+    src.read_bulk(part, "payload", bulk, crc);
   }
   std::uint32_t stored_crc;
   src.read(std::as_writable_bytes(std::span(&stored_crc, 1)), "checksum");
-  if (stored_crc != ~crc) wire_corrupt("CRC32C mismatch (stored " + std::to_string(stored_crc) + ", computed " + std::to_string(~crc) + ")");
+  if (stored_crc != crc.value()) wire_corrupt("CRC32C mismatch (stored " + std::to_string(stored_crc) + ", computed " + std::to_string(crc.value()) + ")");
   out.crc = stored_crc;
   out.wire_bytes = wire_prefix_bytes + hlen + plen + 4;
   if (out.has_tag) {
