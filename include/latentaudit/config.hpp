@@ -1,22 +1,30 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: configuration macros (throw point, internal assertions).
+// latentaudit: configuration macros (compiled mode, throw point, internal assertions).
 #ifndef LATENTAUDIT_CONFIG_HPP
 #define LATENTAUDIT_CONFIG_HPP
 
 #include <cstdio>
 #include <cstdlib>
 
-/// @brief Every throw in the library goes through this macro. Without exceptions
-/// (`-fno-exceptions`) it prints the message and aborts.
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-#define LATENTAUDIT_THROW(...) throw __VA_ARGS__
+/// @brief Compiled mode. By default latentaudit is header-only: every function is defined in the
+/// headers. Defining `LATENTAUDIT_COMPILED_LIB` (the CMake target `latentaudit::compiled` does it for
+/// its users) turns the heavy non-template functions — the ones whose bodies instantiate Eigen
+/// decompositions and Boost.Math distributions — into declarations; their definitions in
+/// `<module>/impl/<name>-inl.hpp` are then compiled once, in `src/`, instead of in every
+/// translation unit that includes them (docs/building.md). The same scheme as {fmt}'s
+/// `FMT_HEADER_ONLY` and spdlog's `SPDLOG_COMPILED_LIB`.
+#if defined(LATENTAUDIT_COMPILED_LIB)
+#define LATENTAUDIT_INLINE
 #else
-#define LATENTAUDIT_THROW(...)                                            \
-  do {                                                                    \
-    std::fprintf(stderr, "latentaudit: fatal error (exceptions off)\n"); \
-    std::abort();                                                         \
-  } while (false)
+#define LATENTAUDIT_INLINE inline
 #endif
+
+/// @brief Every throw in the library goes through this macro. latentaudit reports every bad input
+/// by exception (docs/getting-started.md "Errors") and needs exceptions enabled.
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
+#error "latentaudit reports errors by exception: compile with exceptions enabled (no -fno-exceptions)"
+#endif
+#define LATENTAUDIT_THROW(...) throw __VA_ARGS__
 
 /// @brief Internal invariant check; compiled away under NDEBUG. Not for user input:
 /// user input is checked with the `detail::check_*` helpers, which always throw.
