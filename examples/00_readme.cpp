@@ -1,4 +1,6 @@
-#include <latentaudit/latentaudit.hpp>
+#include <latentaudit/estimators/bootstrap.hpp>
+#include <latentaudit/estimators/equivalence.hpp>
+#include <latentaudit/estimators/paired_binary.hpp>
 #include <cstdio>
 #include <vector>
 

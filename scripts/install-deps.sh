@@ -7,6 +7,8 @@ packages=(
   cmake make ninja-build g++ pkg-config
   libeigen3-dev libboost-math-dev libfmt-dev catch2 libbenchmark-dev
   clang libclang-rt-14-dev   # libFuzzer target for the relay decoder
+  clang-format               # the formatting check (scripts/check-format.sh)
+  ccache                     # optional compiler cache (scripts/test.sh uses it when present)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -18,6 +20,7 @@ if ((${#missing[@]})); then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   echo "install-deps: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt's progress goes to stderr: the main job's stdout carries its JSON summary only.
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi

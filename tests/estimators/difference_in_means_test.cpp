@@ -294,7 +294,7 @@ TEST_CASE("data too large for the variance to be represented are a numerical fai
   CHECK(std::isnan(e.p_value));
 }
 
-TEST_CASE("bad inputs throw invalid_argument / shape_mismatch naming function and argument",
+TEST_CASE("difference in means: bad inputs throw invalid_argument / shape_mismatch naming function and argument",
           "[estimators][difference_in_means][errors]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   const std::vector<double> ok{1.0, 2.0, 4.0}, ok2{0.5, 1.5, 1.0}, one{1.0}, empty{};

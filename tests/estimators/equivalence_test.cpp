@@ -284,7 +284,7 @@ TEST_CASE("constant data: numerical_error naming the function by default, flagge
   CHECK_FALSE(f.non_inferior);
 }
 
-TEST_CASE("bad inputs throw invalid_argument / shape_mismatch naming function and argument",
+TEST_CASE("equivalence: bad inputs throw invalid_argument / shape_mismatch naming function and argument",
           "[estimators][equivalence][errors]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   const std::vector<double> a{1.0, 2.0, 4.0}, b{0.5, 1.5, 1.0}, one{1.0}, with_nan{1.0, nan};

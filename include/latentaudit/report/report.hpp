@@ -5,20 +5,14 @@
 #ifndef LATENTAUDIT_REPORT_REPORT_HPP
 #define LATENTAUDIT_REPORT_REPORT_HPP
 
-#include <algorithm>
-#include <array>
-#include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "../core/error.hpp"
+#include "../config.hpp"
 #include "../core/json.hpp"
 #include "../trial/record.hpp"
 #include "audit.hpp"
@@ -43,612 +37,50 @@ struct audit_report {
 
 /// @brief Runs every analysis on `records`.
 /// @throws invalid_argument / corrupt_data as analyse_records.
-[[nodiscard]] inline audit_report build_audit_report(std::span<const trial_record> records,
-                                                     const audit_options& o = {}) {
-  audit_report r;
-  r.options = o;
-  r.core = analyse_records(records, o);
-  observational_options oo;
-  oo.level = 1.0 - o.alpha;
-  oo.bootstrap_replicates = o.bootstrap_replicates;
-  r.observational = observational_analysis(records, oo);
-  cost_options co;
-  co.margin = o.equivalence_margin;
-  co.level = 1.0 - o.alpha;
-  co.bootstrap_replicates = o.bootstrap_replicates;
-  r.cost = cost_benefit_analysis(records, co);
-  relay_gate_options go;
-  go.margin = o.equivalence_margin;
-  go.level = 1.0 - o.alpha;
-  go.bootstrap_replicates = o.bootstrap_replicates;
-  r.gate = fit_relay_gate(records, go);
-  r.findings = r.core.findings;
-  for (auto* fs : {&r.observational.findings, &r.cost.findings, &r.gate.findings})
-    r.findings.insert(r.findings.end(), fs->begin(), fs->end());
-  r.decision = decide(r.findings, records);
-  return r;
-}
+[[nodiscard]] audit_report build_audit_report(std::span<const trial_record> records,
+                                              const audit_options& o = {});
 
 namespace detail {
 
-inline std::string pct(double x) { return std::isfinite(x) ? fmt::format("{:.1f}", 100.0 * x) : "–"; }
-inline std::string num(double x) { return std::isfinite(x) ? fmt::format("{:.4g}", x) : "–"; }
-inline std::string us(double s) { return std::isfinite(s) ? fmt::format("{:.1f}", 1e6 * s) : "–"; }
-inline json_value jnum(double x) { return number_or_null(x); }
-inline json_value jopt(const std::optional<double>& x) {
-  return x && std::isfinite(*x) ? json_value(*x) : json_value(nullptr);
-}
-inline std::string md_escape(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|' || c == '*' || c == '_' || c == '`') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-inline json_value estimate_json(const effect_estimate& e) {
-  json_value j;
-  j.set("method", e.method);
-  j.set("estimate", jnum(e.estimate));
-  j.set("ci_low", jnum(e.ci_low));
-  j.set("ci_high", jnum(e.ci_high));
-  j.set("std_error", jnum(e.std_error));
-  return j;
-}
-inline std::string estimate_md(const effect_estimate& e) {
-  return fmt::format("{} [{}, {}]", num(e.estimate), num(e.ci_low), num(e.ci_high));
-}
+std::string pct(double x);
+std::string num(double x);
+std::string us(double s);
+json_value jnum(double x);
+json_value jopt(const std::optional<double>& x);
+std::string md_escape(std::string s);
+json_value estimate_json(const effect_estimate& e);
+std::string estimate_md(const effect_estimate& e);
 
 }  // namespace detail
 
 /// @brief report.json: options, counts, the findings array ({id, verdict, estimate, ci_low,
 /// ci_high, method, n, detail}), the decision, and every table.
-[[nodiscard]] inline json_value report_json(const audit_report& r) {
-  using detail::jnum;
-  using detail::jopt;
-  json_value j;
-  j.set("schema", "latentaudit.report/1");
-  json_value opts;
-  opts.set("alpha", r.options.alpha);
-  opts.set("equivalence_margin", r.options.equivalence_margin);
-  opts.set("noninferiority_margin", r.options.noninferiority_margin);
-  opts.set("bootstrap_replicates", static_cast<double>(r.options.bootstrap_replicates));
-  opts.set("seed", static_cast<double>(r.options.seed));
-  j.set("options", std::move(opts));
-  j.set("records", static_cast<double>(r.core.n_records));
-  j.set("items", static_cast<double>(r.core.n_items));
-  j.set("seeds", static_cast<double>(r.core.n_seeds));
-  json_value fs = json_value::array_type{};
-  for (const auto& f : r.findings) fs.push_back(finding_to_json(f));
-  j.set("findings", std::move(fs));
-  json_value dec;
-  dec.set("verdict", r.decision.verdict);
-  dec.set("link", r.decision.link);
-  dec.set("summary", r.decision.summary);
-  json_value cl = json_value::array_type{};
-  for (const auto& c : r.decision.checklist) {
-    json_value o;
-    o.set("check", c.name);
-    o.set("passed", verdict_name(c.passed));
-    o.set("reason", c.reason);
-    cl.push_back(std::move(o));
-  }
-  dec.set("checklist", std::move(cl));
-  json_value mons = json_value::array_type{};
-  for (const auto& m : r.decision.monitors) {
-    json_value o;
-    o.set("contrast", m.contrast);
-    o.set("n", static_cast<double>(m.result.n));
-    o.set("mean", jnum(m.result.mean));
-    o.set("cs_low", m.result.ready ? jnum(m.result.ci_low) : json_value(nullptr));
-    o.set("cs_high", m.result.ready ? jnum(m.result.ci_high) : json_value(nullptr));
-    o.set("stop_at", m.stop_at ? json_value(static_cast<double>(*m.stop_at)) : json_value(nullptr));
-    mons.push_back(std::move(o));
-  }
-  dec.set("monitors", std::move(mons));
-  j.set("decision", std::move(dec));
-  json_value arms = json_value::array_type{};
-  for (const auto& a : r.core.arms) {
-    json_value o;
-    o.set("arm", a.arm);
-    o.set("arm_kind", a.arm_kind);
-    o.set("regime", a.regime);
-    o.set("n", static_cast<double>(a.n));
-    o.set("accuracy", jnum(a.accuracy));
-    o.set("ci_low", jnum(a.ci_low));
-    o.set("ci_high", jnum(a.ci_high));
-    o.set("mean_bytes", jnum(a.mean_bytes));
-    o.set("mean_receiver_s", jnum(a.mean_receiver_s));
-    o.set("mean_attention_mass", jopt(a.mean_attention_mass));
-    o.set("mean_hidden_cosine", jopt(a.mean_hidden_cosine));
-    o.set("mean_next_token_kl", jopt(a.mean_next_token_kl));
-    arms.push_back(std::move(o));
-  }
-  j.set("arms", std::move(arms));
-  auto effects_json = [&](const std::vector<paired_effect>& es) {
-    json_value a = json_value::array_type{};
-    for (const auto& e : es) {
-      json_value o;
-      o.set("id", e.id);
-      o.set("treated", e.treated);
-      o.set("control", e.control);
-      o.set("regime", e.regime);
-      o.set("n_pairs", static_cast<double>(e.n_pairs));
-      o.set("n_clusters", static_cast<double>(e.n_clusters));
-      o.set("estimate", jnum(e.estimate));
-      o.set("ci_low", jnum(e.ci_low));
-      o.set("ci_high", jnum(e.ci_high));
-      o.set("p_value", jnum(e.p_value));
-      o.set("p_holm", jnum(e.p_holm));
-      o.set("method", e.method);
-      a.push_back(std::move(o));
-    }
-    return a;
-  };
-  j.set("effects", effects_json(r.core.effects));
-  j.set("decomposition", effects_json(r.core.decomposition));
-  json_value cate = json_value::array_type{};
-  for (const auto& c : r.core.cate) {
-    json_value o;
-    o.set("contrast", c.arm_pair);
-    o.set("variable", c.variable);
-    o.set("level", c.level);
-    o.set("regime", c.regime);
-    o.set("n", static_cast<double>(c.n));
-    o.set("estimate", jnum(c.estimate));
-    o.set("ci_low", jnum(c.ci_low));
-    o.set("ci_high", jnum(c.ci_high));
-    o.set("p_value", jnum(c.p_value));
-    o.set("p_adjusted", jnum(c.p_adjusted));
-    cate.push_back(std::move(o));
-  }
-  j.set("cate", std::move(cate));
-  json_value noise;
-  json_value curve = json_value::array_type{};
-  for (const auto& p : r.core.noise.curve) {
-    json_value o;
-    o.set("sigma", p.sigma);
-    o.set("n", static_cast<double>(p.n));
-    o.set("accuracy", jnum(p.accuracy));
-    o.set("ci_low", jnum(p.ci_low));
-    o.set("ci_high", jnum(p.ci_high));
-    o.set("diff_vs_kv_full", jnum(p.diff_vs_kv_full));
-    o.set("diff_ci_low", jnum(p.diff_ci_low));
-    o.set("diff_ci_high", jnum(p.diff_ci_high));
-    o.set("noninferior", p.noninferior);
-    curve.push_back(std::move(o));
-  }
-  noise.set("curve", std::move(curve));
-  noise.set("sigma_fail", jopt(r.core.noise.sigma_fail));
-  noise.set("ci_low", jopt(r.core.noise.ci_low));
-  noise.set("ci_high", jopt(r.core.noise.ci_high));
-  noise.set("unbounded_fraction", jnum(r.core.noise.unbounded_fraction));
-  noise.set("method", r.core.noise.method);
-  j.set("noise", std::move(noise));
-  json_value fr = json_value::array_type{};
-  for (const auto& p : r.core.frontier) {
-    json_value o;
-    o.set("arm", p.arm);
-    o.set("mean_bytes", jnum(p.mean_bytes));
-    o.set("accuracy", jnum(p.accuracy));
-    o.set("ci_low", jnum(p.ci_low));
-    o.set("ci_high", jnum(p.ci_high));
-    o.set("pareto", p.pareto);
-    fr.push_back(std::move(o));
-  }
-  j.set("frontier", std::move(fr));
-  json_value obs;
-  const auto& L = r.observational.log;
-  json_value log;
-  log.set("units", static_cast<double>(L.units));
-  log.set("treated", static_cast<double>(L.treated));
-  log.set("control", static_cast<double>(L.control));
-  log.set("randomized", detail::estimate_json(L.randomized));
-  log.set("naive", detail::estimate_json(L.naive));
-  log.set("matching", detail::estimate_json(L.matching));
-  log.set("ipw", detail::estimate_json(L.ipw));
-  log.set("aipw", detail::estimate_json(L.aipw));
-  log.set("missing", L.missing);
-  obs.set("production_log", std::move(log));
-  const auto& R = r.observational.rollout;
-  json_value ro;
-  ro.set("text_arm", R.text_arm);
-  ro.set("units", static_cast<double>(R.units));
-  ro.set("periods", static_cast<double>(R.periods));
-  json_value drift = json_value::array_type{};
-  for (double a : R.period_text_accuracy) drift.push_back(jnum(a));
-  ro.set("period_text_accuracy", std::move(drift));
-  ro.set("truth", detail::estimate_json(R.truth));
-  ro.set("before_after", detail::estimate_json(R.before_after));
-  ro.set("did", detail::estimate_json(R.did));
-  ro.set("missing", R.missing);
-  obs.set("rollout", std::move(ro));
-  j.set("observational", std::move(obs));
-  json_value cost = json_value::array_type{};
-  for (const auto& l : r.cost.links) {
-    json_value o;
-    o.set("link", l.link.name);
-    o.set("bandwidth_bytes_s", l.link.bandwidth_bytes_s);
-    o.set("alpha_s", l.link.alpha_s);
-    o.set("units", static_cast<double>(l.units));
-    o.set("saved_s", detail::estimate_json(l.saved_s));
-    o.set("extra_bytes", detail::estimate_json(l.extra_bytes));
-    o.set("accuracy_difference", detail::estimate_json(l.accuracy_difference));
-    o.set("latency_slo_s", jnum(l.latency_slo_s));
-    o.set("slo_met_relay", jnum(l.slo_met_relay));
-    o.set("slo_met_text", jnum(l.slo_met_text));
-    o.set("break_even_region", break_even_region_name(l.region));
-    o.set("break_even_bandwidth_bytes_s", jopt(l.break_even_bandwidth_bytes_s));
-    o.set("break_even_extra_alpha_s", jopt(l.break_even_extra_alpha_s));
-    o.set("pays", verdict_name(l.pays));
-    cost.push_back(std::move(o));
-  }
-  j.set("cost", std::move(cost));
-  json_value gate;
-  gate.set("missing", r.gate.missing);
-  json_value feats = json_value::array_type{};
-  for (const auto& f : r.gate.model.features) feats.push_back(f);
-  gate.set("features", std::move(feats));
-  json_value coefs = json_value::array_type{};
-  for (double c : r.gate.model.coefficients) coefs.push_back(jnum(c));
-  gate.set("coefficients", std::move(coefs));
-  gate.set("threshold", r.gate.model.threshold);
-  gate.set("penalized", r.gate.model.penalized);
-  json_value dropped = json_value::array_type{};
-  for (const auto& f : r.gate.dropped_features) dropped.push_back(f);
-  gate.set("dropped_features", std::move(dropped));
-  gate.set("train_items", static_cast<double>(r.gate.train_items));
-  gate.set("test_items", static_cast<double>(r.gate.test_items));
-  json_value pols = json_value::array_type{};
-  for (const auto& p : r.gate.policies) {
-    json_value o;
-    o.set("policy", p.name);
-    o.set("available", p.available);
-    o.set("accuracy", detail::estimate_json(p.accuracy));
-    o.set("bytes", detail::estimate_json(p.bytes));
-    o.set("relay_rate", jnum(p.relay_rate));
-    pols.push_back(std::move(o));
-  }
-  gate.set("policies", std::move(pols));
-  gate.set("accuracy_vs_always_relay", detail::estimate_json(r.gate.accuracy_vs_always_relay));
-  gate.set("bytes_saved", detail::estimate_json(r.gate.bytes_saved));
-  j.set("gate", std::move(gate));
-  json_value warns = json_value::array_type{};
-  for (const auto& w : r.core.warnings) warns.push_back(w);
-  j.set("warnings", std::move(warns));
-  return j;
-}
+[[nodiscard]] json_value report_json(const audit_report& r);
 
 /// @brief The SVG plots: forest.svg (paired effects and decomposition), dose_response.svg
 /// (accuracy vs noise σ with its band and the tolerance σ), frontier.svg (bytes vs accuracy,
 /// Pareto set), latency.svg (receiver latency breakdown per arm). Pairs (file name, SVG text).
-[[nodiscard]] inline std::vector<std::pair<std::string, std::string>> report_svgs(
-    const audit_report& r, std::span<const trial_record> records) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::vector<forest_row> rows;
-  for (const auto& e : r.core.effects)
-    if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
-      rows.push_back(
-          {e.regime + ": " + e.treated + " − " + e.control, e.estimate, e.ci_low, e.ci_high, e.regime});
-  for (const auto& e : r.core.decomposition)
-    if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
-      rows.push_back({"decomposition: " + e.id, e.estimate, e.ci_low, e.ci_high, "decomposition"});
-  out.emplace_back("forest.svg",
-                   forest_plot(rows, {.title = "Paired effects on accuracy (cluster bootstrap CIs)",
-                                      .x_label = "difference in accuracy"}));
-  band_series s{"accuracy (Wilson CI)", {}};
-  for (const auto& p : r.core.noise.curve)
-    if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
-      s.points.push_back({p.sigma, p.accuracy, p.ci_low, p.ci_high});
-  std::optional<double> text_acc;
-  for (const auto& a : r.core.arms)
-    if (a.arm == "text_full" && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
-  std::optional<std::pair<double, double>> band;
-  if (r.core.noise.sigma_fail && r.core.noise.ci_low && r.core.noise.ci_high)
-    band = std::pair{*r.core.noise.ci_low, *r.core.noise.ci_high};
-  const std::vector<band_series> series{s};
-  out.emplace_back(
-      "dose_response.svg",
-      band_plot(series,
-                {.title = "Accuracy vs relay noise (need regime); dashed: text relay; marker: tolerance σ",
-                 .x_label = "noise σ (× RMS of K/V)",
-                 .y_label = "accuracy"},
-                text_acc, r.core.noise.sigma_fail, band));
-  std::vector<scatter_point> pts;
-  for (const auto& p : r.core.frontier)
-    if (p.mean_bytes > 0 && std::isfinite(p.accuracy))
-      pts.push_back({p.arm, p.mean_bytes, p.accuracy, p.ci_low, p.ci_high, p.pareto});
-  out.emplace_back(
-      "frontier.svg",
-      frontier_plot(pts, {.title = "Bytes on the wire vs accuracy (need regime); coloured: Pareto set",
-                          .x_label = "mean relay bytes",
-                          .y_label = "accuracy",
-                          .log_x = true}));
-  // Latency breakdown: mean of each stage per arm, need regime, in microseconds.
-  std::vector<std::string> order;
-  std::map<std::string, std::array<double, 9>> sums;
-  std::map<std::string, double> counts;
-  for (const auto& rec : records) {
-    if (rec.regime != "need" && !rec.regime.empty()) continue;
-    if (!sums.count(rec.arm)) order.push_back(rec.arm), sums[rec.arm] = {};
-    const auto& L = rec.latency;
-    const double v[9] = {L.a_prefill_s, L.export_s, L.policy_s,    L.encode_s,  L.transfer_s,
-                         L.decode_s,    L.import_s, L.b_prefill_s, L.b_decode_s};
-    for (int i = 0; i < 9; ++i) sums[rec.arm][static_cast<std::size_t>(i)] += v[i];
-    counts[rec.arm] += 1;
-  }
-  static constexpr const char* names[9] = {
-      "A prefill", "export", "policy",    "encode",  "transfer (modeled)",
-      "decode",    "import", "B prefill", "B decode"};
-  std::sort(order.begin(), order.end());
-  std::vector<stacked_bar> bars;
-  for (const auto& arm : order) {
-    stacked_bar b{arm, {}};
-    for (int i = 0; i < 9; ++i)
-      b.segments.push_back({names[i], 1e6 * sums[arm][static_cast<std::size_t>(i)] / counts[arm]});
-    bars.push_back(std::move(b));
-  }
-  out.emplace_back("latency.svg",
-                   stacked_bar_plot(bars, {.title = "Mean latency per trial by stage (need regime)",
-                                           .x_label = "microseconds"}));
-  return out;
-}
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> report_svgs(
+    const audit_report& r, std::span<const trial_record> records);
 
 /// @brief report.md: the decision and its checklist first, then every table.
-[[nodiscard]] inline std::string report_markdown(const audit_report& r) {
-  using detail::num;
-  using detail::pct;
-  std::string m;
-  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
-  line("# latentaudit report: when does latent communication pay?");
-  line("");
-  line(
-      fmt::format("{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy "
-                  "points, {} bootstrap replicates (seed {}).",
-                  r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
-                  pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
-  line("");
-  line("## Decision: **" + r.decision.verdict + "**");
-  line("");
-  line(r.decision.summary);
-  line("");
-  line("| check | passed | reason |");
-  line("|---|---|---|");
-  for (const auto& c : r.decision.checklist)
-    line(fmt::format("| {} | {} | {} |", c.name, verdict_name(c.passed), detail::md_escape(c.reason)));
-  line("");
-  if (!r.decision.monitors.empty()) {
-    line("Sequential monitor (mSPRT, always-valid) replayed over the need-regime requests in item order:");
-    line("");
-    line("| contrast | requests | mean | always-valid CI | stops at |");
-    line("|---|---|---|---|---|");
-    for (const auto& mo : r.decision.monitors)
-      line(fmt::format("| {} | {} | {} | {} | {} |", mo.contrast, mo.result.n, num(mo.result.mean),
-                       mo.result.ready
-                           ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
-                           : "not ready",
-                       mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
-    line("");
-  }
-  line("## Findings");
-  line("");
-  line("| id | verdict | estimate | CI | n | method |");
-  line("|---|---|---|---|---|---|");
-  for (const auto& f : r.findings)
-    line(fmt::format("| `{}` | {} | {} | [{}, {}] | {} | {} |", f.id, verdict_name(f.answer), num(f.estimate),
-                     num(f.ci_low), num(f.ci_high), f.n, detail::md_escape(f.method)));
-  line("");
-  for (const auto& f : r.findings)
-    if (!f.detail.empty()) line("- `" + f.id + "`: " + f.detail);
-  line("");
-  line("## Accuracy by arm");
-  line("");
-  line(
-      "| regime | arm | n | accuracy % | CI % | mean bytes | receiver µs | attention on relay | hidden "
-      "cosine vs text | KL vs text |");
-  line("|---|---|---|---|---|---|---|---|---|---|");
-  for (const auto& a : r.core.arms) {
-    if (a.regime == "all") continue;
-    auto o = [](const std::optional<double>& x) { return x ? num(*x) : std::string("–"); };
-    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} | {} |", a.regime, a.arm, a.n,
-                     pct(a.accuracy), pct(a.ci_low), pct(a.ci_high), num(a.mean_bytes),
-                     detail::us(a.mean_receiver_s), o(a.mean_attention_mass), o(a.mean_hidden_cosine),
-                     o(a.mean_next_token_kl)));
-  }
-  line("");
-  line("## Paired effects (Holm across the family) and decomposition");
-  line("");
-  line("![forest plot](forest.svg)");
-  line("");
-  line("| contrast | pairs | items | estimate | CI | p | p (Holm) |");
-  line("|---|---|---|---|---|---|---|");
-  for (const auto* es : {&r.core.effects, &r.core.decomposition})
-    for (const auto& e : *es)
-      line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} |", e.id, e.n_pairs, e.n_clusters,
-                       num(e.estimate), num(e.ci_low), num(e.ci_high), num(e.p_value), num(e.p_holm)));
-  line("");
-  line("## Effects by regime and document length (CATE)");
-  line("");
-  line("| contrast | variable | level | n | estimate | CI | p | p adjusted |");
-  line("|---|---|---|---|---|---|---|---|");
-  for (const auto& c : r.core.cate)
-    line(fmt::format("| {} | {} | {} | {} | {} | [{}, {}] | {} | {} |", c.arm_pair, c.variable, c.level, c.n,
-                     num(c.estimate), num(c.ci_low), num(c.ci_high), num(c.p_value), num(c.p_adjusted)));
-  line("");
-  line("## Noise dose-response");
-  line("");
-  line("![dose-response](dose_response.svg)");
-  line("");
-  const auto& nz = r.core.noise;
-  line(nz.sigma_fail
-           ? fmt::format("Non-inferiority to kv_full (margin {} points) first fails at σ = {} (bootstrap CI "
-                         "[{}, {}]; {}% of replicates never fail). {}",
-                         pct(r.options.noninferiority_margin), num(*nz.sigma_fail),
-                         nz.ci_low ? num(*nz.ci_low) : "–", nz.ci_high ? num(*nz.ci_high) : "unbounded",
-                         pct(nz.unbounded_fraction), nz.method)
-           : "No noise level failed non-inferiority (or no noise arms were run). " + nz.method);
-  line("");
-  line("| σ | n | accuracy % | CI % | difference vs kv_full | CI | non-inferior |");
-  line("|---|---|---|---|---|---|---|");
-  for (const auto& p : nz.curve)
-    line(fmt::format("| {} | {} | {} | [{}, {}] | {} | [{}, {}] | {} |", num(p.sigma), p.n, pct(p.accuracy),
-                     pct(p.ci_low), pct(p.ci_high), num(p.diff_vs_kv_full), num(p.diff_ci_low),
-                     num(p.diff_ci_high), p.noninferior ? "yes" : "no"));
-  line("");
-  line("## Slicing and compression frontier (need regime)");
-  line("");
-  line("![frontier](frontier.svg)");
-  line("");
-  line("| arm | mean bytes | accuracy % | CI % | Pareto |");
-  line("|---|---|---|---|---|");
-  for (const auto& p : r.core.frontier)
-    line(fmt::format("| {} | {} | {} | [{}, {}] | {} |", p.arm, num(p.mean_bytes), pct(p.accuracy),
-                     pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
-  line("");
-  line("## Cost-benefit by link");
-  line("");
-  line("![latency breakdown](latency.svg)");
-  line("");
-  if (!r.cost.missing.empty()) {
-    line("Not run (" + r.cost.missing + ").");
-  } else {
-    line(
-        "KV relay (kv_full) against text relay (text_full), need regime, per link: receiver latency with the "
-        "transfer time recomputed "
-        "for the link from the bytes; CIs by cluster bootstrap over items.");
-    line("");
-    line(
-        "| link | saved latency per request | extra bytes | accuracy kv − text | SLO met kv / text | "
-        "break-even bandwidth | break-even extra α | relay pays |");
-    line("|---|---|---|---|---|---|---|---|");
-    for (const auto& l : r.cost.links)
-      line(fmt::format(
-          "| {} | {} [{}, {}] | {} | {} | {}% / {}% | {} ({}) | {} | {} |", l.link.name,
-          detail::seconds_text(l.saved_s.estimate), detail::seconds_text(l.saved_s.ci_low),
-          detail::seconds_text(l.saved_s.ci_high), detail::bytes_text(l.extra_bytes.estimate),
-          detail::estimate_md(l.accuracy_difference), pct(l.slo_met_relay), pct(l.slo_met_text),
-          l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
-                                         : std::string("–"),
-          break_even_region_name(l.region),
-          l.break_even_extra_alpha_s ? detail::seconds_text(*l.break_even_extra_alpha_s) : std::string("–"),
-          verdict_name(l.pays)));
-  }
-  for (const auto& n : r.cost.notes) line("- " + n);
-  line("");
-  line("## Per-request relay gate");
-  line("");
-  if (!r.gate.missing.empty()) {
-    line("Not fitted (" + r.gate.missing + ").");
-  } else {
-    std::string eq = fmt::format("P(relay helps) = expit({:.4g}",
-                                 r.gate.model.coefficients.empty() ? 0.0 : r.gate.model.coefficients[0]);
-    for (std::size_t i = 0; i < r.gate.model.features.size() && i + 1 < r.gate.model.coefficients.size(); ++i)
-      eq += fmt::format(" {:+.4g}·{}", r.gate.model.coefficients[i + 1], r.gate.model.features[i]);
-    eq += fmt::format("); relay when > {}{}", r.gate.model.threshold,
-                      r.gate.model.penalized ? " (ridge fallback: the plain fit separated)" : "");
-    line("Logistic gate fitted on " + std::to_string(r.gate.train_items) + " items, evaluated on " +
-         std::to_string(r.gate.test_items) + " held-out items: `" + eq + "`.");
-    for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
-    line("");
-    line("| policy | accuracy [CI] | bytes per request [CI] | relay rate |");
-    line("|---|---|---|---|");
-    for (const auto& p : r.gate.policies)
-      if (p.available)
-        line(fmt::format("| {} | {} | {} | {}% |", p.name, detail::estimate_md(p.accuracy),
-                         detail::estimate_md(p.bytes), pct(p.relay_rate)));
-    line("");
-    line(fmt::format("Gate − always-relay accuracy {}; bytes saved per request {}.",
-                     detail::estimate_md(r.gate.accuracy_vs_always_relay),
-                     detail::estimate_md(r.gate.bytes_saved)));
-  }
-  line("");
-  line("## Observational demonstrations (randomized result as the truth)");
-  line("");
-  const auto& L = r.observational.log;
-  if (!L.missing.empty()) {
-    line("Production log: not run (" + L.missing + ").");
-  } else {
-    line(
-        fmt::format("Production log: a scheduler relayed {} of {} units, mostly long documents and need "
-                    "items. Randomized truth {}.",
-                    L.treated, L.units, detail::estimate_md(L.randomized)));
-    line("");
-    line("| method | estimate [CI] |");
-    line("|---|---|");
-    line("| naive difference | " + detail::estimate_md(L.naive) + " |");
-    line("| nearest-neighbour matching | " + detail::estimate_md(L.matching) + " |");
-    line("| IPW (Hájek) | " + detail::estimate_md(L.ipw) + " |");
-    line("| AIPW | " + detail::estimate_md(L.aipw) + " |");
-  }
-  line("");
-  const auto& R = r.observational.rollout;
-  if (!R.missing.empty()) {
-    line("Rollout: not run (" + R.missing + ").");
-  } else {
-    std::string drift;
-    for (double a : R.period_text_accuracy) drift += (drift.empty() ? "" : ", ") + pct(a) + "%";
-    line(fmt::format(
-        "Rollout over {} periods with drifting difficulty (accuracy of {} per period: {}). Truth (ATT) {}.",
-        R.periods, R.text_arm, drift, detail::estimate_md(R.truth)));
-    line("");
-    line("| method | estimate [CI] |");
-    line("|---|---|");
-    line("| before/after | " + detail::estimate_md(R.before_after) + " |");
-    line("| difference in differences | " + detail::estimate_md(R.did) + " |");
-  }
-  line("");
-  if (!r.core.warnings.empty()) {
-    line("## Warnings");
-    line("");
-    for (const auto& w : r.core.warnings) line("- " + w);
-    line("");
-  }
-  line("Formulas, tests and references: docs/audit-report.md and docs/estimators/.");
-  return m;
-}
+[[nodiscard]] std::string report_markdown(const audit_report& r);
 
 /// @brief Builds the report and writes report.md, report.json and the SVG plots into `dir`.
 /// @throws corrupt_data if a file cannot be written; errors of build_audit_report.
-inline audit_report run_audit_report(std::span<const trial_record> records, const audit_options& o,
-                                     const std::filesystem::path& dir) {
-  auto r = build_audit_report(records, o);
-  std::filesystem::create_directories(dir);
-  auto write = [&](const std::string& name, const std::string& text) {
-    const auto tmp = dir / (name + ".tmp");
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f << text;
-      if (!f) LATENTAUDIT_THROW(corrupt_data("run_audit_report: cannot write '" + tmp.string() + "'"));
-    }
-    std::filesystem::rename(tmp, dir / name);
-  };
-  write("report.md", report_markdown(r));
-  std::string js;
-  append_json(js, report_json(r), {.indent = 1});
-  js.push_back('\n');
-  write("report.json", js);
-  for (const auto& [name, svg] : report_svgs(r, records)) write(name, svg);
-  return r;
-}
+audit_report run_audit_report(std::span<const trial_record> records, const audit_options& o,
+                              const std::filesystem::path& dir);
 
 /// @brief The findings as a compact JSON object {id: verdict} (for the CLI summary).
-[[nodiscard]] inline json_value findings_summary(const audit_report& r) {
-  json_value j = json_value::object_type{};
-  for (const auto& f : r.findings) j.set(f.id, verdict_name(f.answer));
-  return j;
-}
+[[nodiscard]] json_value findings_summary(const audit_report& r);
 
 /// @brief The decision as {verdict, link, checklist: {name: passed}}.
-[[nodiscard]] inline json_value decision_summary(const audit_report& r) {
-  json_value j;
-  j.set("verdict", r.decision.verdict);
-  j.set("link", r.decision.link);
-  json_value c = json_value::object_type{};
-  for (const auto& i : r.decision.checklist) c.set(i.name, verdict_name(i.passed));
-  j.set("checklist", std::move(c));
-  return j;
-}
+[[nodiscard]] json_value decision_summary(const audit_report& r);
 
 }  // namespace latentaudit
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/report-inl.hpp"
+#endif
 
 #endif  // LATENTAUDIT_REPORT_REPORT_HPP

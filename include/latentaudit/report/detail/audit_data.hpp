@@ -5,7 +5,6 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 #define LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +12,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "../../core/detail/check.hpp"
+#include "../../config.hpp"
 #include "../../core/error.hpp"
-#include "../../estimators/bootstrap.hpp"
 #include "../../estimators/detail/distributions.hpp"
 #include "../../estimators/paired_binary.hpp"
 #include "../../trial/record.hpp"
@@ -60,102 +54,12 @@ struct audit_data {
 };
 
 /// @brief The regime code of a regime string.
-[[nodiscard]] inline audit_regime regime_code(std::string_view r) noexcept {
-  return r == "need" ? audit_regime::need : r == "no_need" ? audit_regime::no_need : audit_regime::unknown;
-}
+[[nodiscard]] audit_regime regime_code(std::string_view r) noexcept;
 
 /// @brief Builds the unit × arm table, validating the records.
 /// @throws invalid_argument for no records; corrupt_data for a duplicate (item, seed, arm), an arm
 ///         with two arm_kinds, arms of one unit with different regimes, or a non-finite field
-[[nodiscard]] inline audit_data build_audit_data(std::string_view fn, std::span<const trial_record> records) {
-  if (records.empty()) throw_invalid(fn, "records", "must hold at least one record, got none");
-  audit_data d;
-  std::unordered_map<std::string, std::uint32_t> arm_index;
-  std::vector<std::uint32_t> arm_of(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& r = records[i];
-    if (r.arm.empty()) {
-      LATENTAUDIT_THROW(corrupt_data(
-          fmt::format("{}: record {} (item {}, seed {}) has an empty arm label", fn, i, r.item, r.seed)));
-    }
-    auto finite = [&](std::string_view field, double x) {
-      if (!std::isfinite(x)) {
-        LATENTAUDIT_THROW(
-            corrupt_data(fmt::format("{}: record {} (item {}, seed {}, arm '{}'): field '{}' is not finite",
-                                     fn, i, r.item, r.seed, r.arm, field)));
-      }
-    };
-    finite("latency", r.latency.total_s());
-    if (r.attention_mass) finite("attention_mass", *r.attention_mass);
-    if (r.hidden_cosine) finite("hidden_cosine", *r.hidden_cosine);
-    if (r.next_token_kl) finite("next_token_kl", *r.next_token_kl);
-    if (r.noise_sigma) finite("noise_sigma", *r.noise_sigma);
-    for (const auto& c : r.covariates) finite(c.name, c.value);
-    const std::string& kind = r.arm_kind.empty() ? r.arm : r.arm_kind;
-    auto [it, inserted] = arm_index.try_emplace(r.arm, static_cast<std::uint32_t>(d.arm_label.size()));
-    if (inserted) {
-      d.arm_label.push_back(r.arm);
-      d.arm_kind.push_back(kind);
-    } else if (d.arm_kind[it->second] != kind) {
-      LATENTAUDIT_THROW(corrupt_data(fmt::format("{}: arm '{}' has two arm_kinds, '{}' and '{}' (record {})",
-                                                 fn, r.arm, d.arm_kind[it->second], kind, i)));
-    }
-    arm_of[i] = it->second;
-  }
-  // Units: records sorted by (item, seed, arm).
-  std::vector<std::size_t> order(records.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = records[a];
-    const auto& z = records[b];
-    if (x.item != z.item) return x.item < z.item;
-    if (x.seed != z.seed) return x.seed < z.seed;
-    if (arm_of[a] != arm_of[b]) return arm_of[a] < arm_of[b];
-    return a < b;
-  });
-  const std::size_t na = d.arms();
-  std::size_t first = 0;  // first record (in `order`) of the current unit
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const auto& r = records[order[k]];
-    const bool new_unit =
-        k == 0 || r.item != records[order[k - 1]].item || r.seed != records[order[k - 1]].seed;
-    if (new_unit) {
-      first = k;
-      d.unit_item.push_back(r.item);
-      d.unit_seed.push_back(r.seed);
-      d.unit_regime.push_back(regime_code(r.regime));
-      d.y.resize(d.y.size() + na, std::int8_t{-1});
-      d.rec.resize(d.rec.size() + na, audit_data::npos);
-    } else {
-      if (arm_of[order[k]] == arm_of[order[k - 1]]) {
-        LATENTAUDIT_THROW(corrupt_data(fmt::format(
-            "{}: duplicate record for (item {}, seed {}, arm '{}'): records {} and {}", fn, r.item, r.seed,
-            r.arm, std::min(order[k - 1], order[k]), std::max(order[k - 1], order[k]))));
-      }
-      const auto& f = records[order[first]];
-      if (r.regime != f.regime) {
-        LATENTAUDIT_THROW(
-            corrupt_data(fmt::format("{}: the arms of (item {}, seed {}) disagree on the regime: arm '{}' "
-                                     "says '{}', arm '{}' says '{}'",
-                                     fn, r.item, r.seed, f.arm, f.regime, r.arm, r.regime)));
-      }
-    }
-    const std::size_t u = d.unit_item.size() - 1;
-    d.y[u * na + arm_of[order[k]]] = r.correct ? 1 : 0;
-    d.rec[u * na + arm_of[order[k]]] = order[k];
-  }
-  d.items = d.unit_item;
-  d.items.erase(std::unique(d.items.begin(), d.items.end()), d.items.end());  // units are item-sorted
-  d.unit_cluster.resize(d.units());
-  for (std::size_t u = 0; u < d.units(); ++u) {
-    d.unit_cluster[u] = static_cast<std::uint32_t>(
-        std::lower_bound(d.items.begin(), d.items.end(), d.unit_item[u]) - d.items.begin());
-  }
-  d.seeds = d.unit_seed;
-  std::sort(d.seeds.begin(), d.seeds.end());
-  d.seeds.erase(std::unique(d.seeds.begin(), d.seeds.end()), d.seeds.end());
-  return d;
-}
+[[nodiscard]] audit_data build_audit_data(std::string_view fn, std::span<const trial_record> records);
 
 /// @brief The pairs of one contrast: treated (the mean of one or more arms) minus control, on the
 /// units where every arm involved is present and the unit filter holds.
@@ -229,11 +133,7 @@ template <class Keep>
 /// mcnemar_test, exact binomial on the discordant pairs), or the exact sign test on the non-zero
 /// differences (several treated arms averaged), which equals McNemar's for one arm. 1 without
 /// discordant pairs; NaN without pairs.
-[[nodiscard]] inline double pairs_p_value(const paired_units& p) {
-  if (p.pairs() == 0) return std::numeric_limits<double>::quiet_NaN();
-  if (p.single_arm) return mcnemar_test(p.table, {.if_degenerate = on_degenerate::flag}).exact_p_value;
-  return binomial_half_two_sided_p(p.positive, p.positive + p.negative);
-}
+[[nodiscard]] double pairs_p_value(const paired_units& p);
 
 /// @brief A percentile interval from the cluster bootstrap.
 struct cluster_interval {
@@ -251,38 +151,9 @@ struct cluster_interval {
 /// interval; the audit test checks it). Percentile limits under R boot's convention. When every
 /// replicate equals the estimate (constant differences) the interval is the point [t0, t0].
 /// Needs G ≥ 2 items (else NaN limits).
-[[nodiscard]] inline cluster_interval cluster_bootstrap_interval(const paired_units& p, double level,
-                                                                 std::size_t replicates, std::uint64_t seed,
-                                                                 unsigned threads) {
-  cluster_interval out;
-  if (p.clusters() < 2) return out;
-  const auto& sums = p.cluster_sum;
-  const auto& counts = p.cluster_count;
-  auto stat = [&](const resample_view& v) {
-    double s = 0, c = 0;
-    for (auto i : v.indices()) {
-      s += sums[i];
-      c += counts[i];
-    }
-    return s / c;
-  };
-  const auto r = bootstrap(std::span<const double>(sums), stat,
-                           {.replicates = replicates,
-                            .level = level,
-                            .method = bootstrap_ci_method::percentile,
-                            .convention = bootstrap_convention::boot,
-                            .seed = seed,
-                            .threads = threads,
-                            .if_degenerate = on_degenerate::flag});
-  if (r.effect.status == estimate_status::degenerate && std::isfinite(r.effect.estimate)) {
-    out.low = out.high = r.effect.estimate;
-    out.point_mass = true;
-  } else {
-    out.low = r.effect.ci_low;
-    out.high = r.effect.ci_high;
-  }
-  return out;
-}
+[[nodiscard]] cluster_interval cluster_bootstrap_interval(const paired_units& p, double level,
+                                                          std::size_t replicates, std::uint64_t seed,
+                                                          unsigned threads);
 
 /// @brief A paired t interval on item-level differences, at two-sided level 1 − 2α.
 struct item_t_interval {
@@ -315,5 +186,9 @@ template <class Tq>
 }
 
 }  // namespace latentaudit::detail
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/audit_data-inl.hpp"
+#endif
 
 #endif  // LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP

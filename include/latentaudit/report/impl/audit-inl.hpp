@@ -1,0 +1,844 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/audit.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+#ifndef LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
+#define LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
+
+#include "../audit.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "../../core/detail/check.hpp"
+#include "../../estimators/heterogeneity.hpp"
+
+namespace latentaudit {
+
+namespace detail {
+
+LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_options& o) {
+  check_tost_alpha(fn, o.alpha);
+  check_positive(fn, "options.equivalence_margin", o.equivalence_margin);
+  check_positive(fn, "options.noninferiority_margin", o.noninferiority_margin);
+  if (o.bootstrap_replicates < 2 || o.bootstrap_replicates > std::numeric_limits<std::uint32_t>::max() ||
+      (static_cast<double>(o.bootstrap_replicates) + 1.0) * o.alpha / 2.0 < 1.0) {
+    throw_invalid(
+        fn, "options.bootstrap_replicates",
+        "must lie in [2, 4294967295] with (B + 1)·alpha/2 >= 1 (percentile limits at alpha/2), got " +
+            number_text(o.bootstrap_replicates));
+  }
+}
+
+LATENTAUDIT_INLINE std::size_t find_role(const audit_data& d, std::string_view name,
+                                         std::vector<std::string>& warnings) {
+  const std::size_t a = d.find_label(name);
+  if (a != audit_data::npos) return a;
+  std::size_t found = audit_data::npos, count = 0;
+  for (std::size_t k = 0; k < d.arms(); ++k) {
+    if (d.arm_kind[k] == name) {
+      found = k;
+      ++count;
+    }
+  }
+  if (count > 1) {
+    warnings.push_back(
+        fmt::format("{} arms have arm_kind '{}' and none is labelled so; the '{}' role is left empty", count,
+                    name, name));
+    return audit_data::npos;
+  }
+  return found;
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE const char* regime_name(audit_regime r) noexcept {
+  return r == audit_regime::need ? "need" : r == audit_regime::no_need ? "no_need" : "unknown";
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE std::string percent(double level) {
+  return fmt::format("{:g}", 100.0 * level);
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE proportion_interval wilson_or_nan(std::size_t x, std::size_t n,
+                                                                  double level) {
+  if (n == 0) return {audit_nan, audit_nan, audit_nan, level};
+  return wilson_interval({.successes = x, .trials = n}, {.level = level});
+}
+
+LATENTAUDIT_INLINE std::optional<double> arm_sigma(const audit_data& d, std::span<const trial_record> records,
+                                                   std::size_t a, std::vector<std::string>& warnings) {
+  std::optional<double> s;
+  bool mixed = false;
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    const std::size_t i = d.rec[u * d.arms() + a];
+    if (i == audit_data::npos || !records[i].noise_sigma) continue;
+    if (!s)
+      s = records[i].noise_sigma;
+    else if (*s != *records[i].noise_sigma)
+      mixed = true;
+  }
+  if (mixed) {
+    warnings.push_back(fmt::format("arm '{}' records more than one noise_sigma; the first ({}) is used",
+                                   d.arm_label[a], number_text(*s)));
+  }
+  if (s) return s;
+  constexpr std::string_view prefix = "kv_noise_";
+  const std::string& l = d.arm_label[a];
+  if (l.rfind(prefix, 0) == 0) {
+    double v = 0;
+    const char* b = l.data() + prefix.size();
+    const char* e = l.data() + l.size();
+    auto [p, ec] = std::from_chars(b, e, v);
+    if (ec == std::errc() && p == e && std::isfinite(v) && v >= 0) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> records, const audit_options& o) {
+  constexpr std::string_view fn = "analyse_records";
+  detail::check_audit_options(fn, o);
+  const detail::audit_data d = detail::build_audit_data(fn, records);
+  using detail::audit_data;
+  using detail::audit_nan;
+  using detail::audit_regime;
+  audit_core out;
+  out.n_records = records.size();
+  out.n_items = d.items.size();
+  out.n_seeds = d.seeds.size();
+  auto& warn = out.warnings;
+  const double level = 1.0 - o.alpha;
+  const double level_tost = 1.0 - 2.0 * o.alpha;
+  const std::size_t B = o.bootstrap_replicates;
+
+  // ---- coverage warnings ----
+  {
+    std::size_t unknown = 0;
+    for (auto r : d.unit_regime) unknown += r == audit_regime::unknown ? 1 : 0;
+    if (unknown > 0) {
+      warn.push_back(
+          fmt::format("{} of {} (item, seed) units have no 'need'/'no_need' regime; they enter only the "
+                      "'all' arm summaries",
+                      unknown, d.units()));
+    }
+    for (std::size_t a = 0; a < d.arms(); ++a) {
+      std::size_t missing = 0;
+      for (std::size_t u = 0; u < d.units(); ++u) missing += d.outcome(u, a) < 0 ? 1 : 0;
+      if (missing > 0) {
+        warn.push_back(
+            fmt::format("arm '{}' is missing on {} of {} (item, seed) units; those units are dropped from "
+                        "every comparison with it",
+                        d.arm_label[a], missing, d.units()));
+      }
+    }
+  }
+
+  // ---- per-arm summaries ----
+  const std::pair<const char*, int> regimes[] = {{"need", 0}, {"no_need", 1}, {"all", -1}};
+  for (std::size_t a = 0; a < d.arms(); ++a) {
+    for (auto [rname, rcode] : regimes) {
+      std::size_t n = 0, x = 0, nam = 0, nhc = 0, nkl = 0;
+      double bytes = 0, recv = 0, am = 0, hc = 0, kl = 0;
+      for (std::size_t u = 0; u < d.units(); ++u) {
+        if (rcode >= 0 && static_cast<int>(d.unit_regime[u]) != rcode) continue;
+        const std::size_t i = d.rec[u * d.arms() + a];
+        if (i == audit_data::npos) continue;
+        const auto& r = records[i];
+        ++n;
+        x += r.correct ? 1 : 0;
+        bytes += static_cast<double>(r.bytes);
+        recv += r.latency.receiver_s();
+        if (r.attention_mass) am += *r.attention_mass, ++nam;
+        if (r.hidden_cosine) hc += *r.hidden_cosine, ++nhc;
+        if (r.next_token_kl) kl += *r.next_token_kl, ++nkl;
+      }
+      if (n == 0) continue;
+      const auto w = wilson_interval({.successes = x, .trials = n}, {.level = level});
+      arm_summary s{.arm = d.arm_label[a], .arm_kind = d.arm_kind[a], .regime = rname, .n = n};
+      s.accuracy = w.estimate;
+      s.ci_low = w.low;
+      s.ci_high = w.high;
+      s.mean_bytes = bytes / static_cast<double>(n);
+      s.mean_receiver_s = recv / static_cast<double>(n);
+      if (nam > 0) s.mean_attention_mass = am / static_cast<double>(nam);
+      if (nhc > 0) s.mean_hidden_cosine = hc / static_cast<double>(nhc);
+      if (nkl > 0) s.mean_next_token_kl = kl / static_cast<double>(nkl);
+      out.arms.push_back(std::move(s));
+    }
+  }
+
+  // ---- roles ----
+  const std::size_t no_comm = detail::find_role(d, "no_comm", warn);
+  const std::size_t text_full = detail::find_role(d, "text_full", warn);
+  const std::size_t kv_full = detail::find_role(d, "kv_full", warn);
+  const std::size_t deranged = detail::find_role(d, "deranged", warn);
+  const std::size_t zeroed = detail::find_role(d, "zeroed", warn);
+  const std::size_t random = detail::find_role(d, "random", warn);
+  const std::size_t cross_model = detail::find_role(d, "cross_model", warn);
+  auto role_label = [&](std::size_t a, std::string_view fallback) {
+    return a == audit_data::npos ? std::string(fallback) : d.arm_label[a];
+  };
+  auto in_regime = [&](audit_regime r) { return [&d, r](std::size_t u) { return d.unit_regime[u] == r; }; };
+
+  // ---- paired effects (the Holm family) ----
+  struct contrast_spec {
+    std::size_t treated, control;
+    const char* treated_role;
+    const char* control_role;
+  };
+  const contrast_spec specs[] = {
+      {kv_full, no_comm, "kv_full", "no_comm"},         {kv_full, text_full, "kv_full", "text_full"},
+      {text_full, no_comm, "text_full", "no_comm"},     {deranged, no_comm, "deranged", "no_comm"},
+      {zeroed, no_comm, "zeroed", "no_comm"},           {random, no_comm, "random", "no_comm"},
+      {cross_model, no_comm, "cross_model", "no_comm"}, {deranged, kv_full, "deranged", "kv_full"},
+      {zeroed, kv_full, "zeroed", "kv_full"},           {random, kv_full, "random", "kv_full"},
+  };
+  std::vector<detail::paired_units> effect_pairs;  // parallel to out.effects
+  std::vector<std::string> skipped;
+  for (auto rg : {audit_regime::need, audit_regime::no_need}) {
+    const std::string rname = detail::regime_name(rg);
+    for (const auto& sp : specs) {
+      const std::string tl = role_label(sp.treated, sp.treated_role),
+                        cl = role_label(sp.control, sp.control_role);
+      const std::string id = rname + ":" + tl + "-" + cl;
+      if (sp.treated == audit_data::npos || sp.control == audit_data::npos) {
+        skipped.push_back(id);
+        continue;
+      }
+      const std::size_t t[] = {sp.treated};
+      auto p = detail::collect_pairs(d, t, sp.control, in_regime(rg));
+      if (p.pairs() == 0) {
+        skipped.push_back(id);
+        continue;
+      }
+      paired_effect e{.id = id, .treated = tl, .control = cl, .regime = rname};
+      e.n_pairs = p.pairs();
+      e.n_clusters = p.clusters();
+      e.estimate = p.mean();
+      const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
+      e.ci_low = ci.low;
+      e.ci_high = ci.high;
+      e.p_value = detail::pairs_p_value(p);
+      out.effects.push_back(std::move(e));
+      effect_pairs.push_back(std::move(p));
+    }
+  }
+  if (!skipped.empty()) {
+    std::string list;
+    for (const auto& s : skipped) list.append(list.empty() ? "" : ", ").append(s);
+    warn.push_back(
+        fmt::format("paired effects not estimable (an arm absent, or no unit holds both arms): {}", list));
+  }
+  {
+    std::vector<double> p;
+    for (const auto& e : out.effects) p.push_back(e.p_value);
+    const auto adj = p_adjust(p, p_adjust_method::holm);
+    for (std::size_t i = 0; i < adj.size(); ++i) {
+      auto& e = out.effects[i];
+      e.p_holm = adj[i];
+      e.method = fmt::format(
+          "mean paired difference over (item, seed) pairs; {}% CI: cluster bootstrap over items (percentile, "
+          "B = {}, "
+          "seed {}){}; p: exact McNemar; Holm over {} effects",
+          detail::percent(level), B, o.seed,
+          effect_pairs[i].clusters() < 2 ? " unavailable with < 2 items" : "", out.effects.size());
+    }
+  }
+  auto effect_index = [&](std::string_view id) -> std::size_t {
+    for (std::size_t i = 0; i < out.effects.size(); ++i)
+      if (out.effects[i].id == id) return i;
+    return audit_data::npos;
+  };
+
+  // ---- decomposition (need) ----
+  {
+    std::vector<std::size_t> present;
+    std::string present_names;
+    for (auto a : {zeroed, random}) {
+      if (a == audit_data::npos) continue;
+      const std::size_t t[] = {a};
+      if (no_comm != audit_data::npos &&
+          detail::collect_pairs(d, t, no_comm, in_regime(audit_regime::need)).pairs() > 0) {
+        present.push_back(a);
+        present_names.append(present_names.empty() ? "" : ",").append(d.arm_label[a]);
+      }
+    }
+    struct part {
+      const char* name;
+      std::vector<std::size_t> treated;
+      std::size_t control;
+      std::string treated_label;
+    };
+    std::vector<part> parts;
+    if (!present.empty()) {
+      parts.push_back(
+          {"presence", present, no_comm, present.size() == 1 ? present_names : "{" + present_names + "}"});
+    } else {
+      warn.push_back(
+          "decomposition: presence not estimable (no zeroed or random arm paired with no_comm in need)");
+    }
+    if (kv_full != audit_data::npos && deranged != audit_data::npos) {
+      parts.push_back({"pairing", {kv_full}, deranged, d.arm_label[kv_full]});
+    } else {
+      warn.push_back("decomposition: pairing not estimable (kv_full or deranged absent)");
+    }
+    if (kv_full != audit_data::npos && text_full != audit_data::npos) {
+      parts.push_back({"content", {kv_full}, text_full, d.arm_label[kv_full]});
+    } else {
+      warn.push_back("decomposition: content not estimable (kv_full or text_full absent)");
+    }
+    std::vector<detail::paired_units> dp;
+    for (const auto& pt : parts) {
+      auto p = detail::collect_pairs(d, pt.treated, pt.control, in_regime(audit_regime::need));
+      if (p.pairs() == 0) {
+        warn.push_back(fmt::format("decomposition: {} has no need-regime pairs", pt.name));
+        continue;
+      }
+      paired_effect e{.id = std::string("need:") + pt.name,
+                      .treated = pt.treated_label,
+                      .control = d.arm_label[pt.control],
+                      .regime = "need"};
+      e.n_pairs = p.pairs();
+      e.n_clusters = p.clusters();
+      e.estimate = p.mean();
+      const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
+      e.ci_low = ci.low;
+      e.ci_high = ci.high;
+      e.p_value = detail::pairs_p_value(p);
+      e.method =
+          p.single_arm
+              ? fmt::format(
+                    "mean paired difference; {}% CI: cluster bootstrap over items (percentile, B = {}, "
+                    "seed {}); p: exact McNemar; Holm over the decomposition",
+                    detail::percent(level), B, o.seed)
+              : fmt::format(
+                    "mean over units of (mean of the placebo arms − no_comm); {}% CI: cluster bootstrap "
+                    "over items (percentile, B = {}, seed {}); p: exact sign test (McNemar for one arm); "
+                    "Holm over the decomposition",
+                    detail::percent(level), B, o.seed);
+      out.decomposition.push_back(std::move(e));
+    }
+    std::vector<double> p;
+    for (const auto& e : out.decomposition) p.push_back(e.p_value);
+    const auto adj = p_adjust(p, p_adjust_method::holm);
+    for (std::size_t i = 0; i < adj.size(); ++i) out.decomposition[i].p_holm = adj[i];
+  }
+
+  // ---- CATE: kv_full − no_comm by regime and by doc_tokens tertile (need) ----
+  if (kv_full != audit_data::npos && no_comm != audit_data::npos) {
+    const std::size_t t[] = {kv_full};
+    auto add = [&](std::string variable, std::string lvl, std::string regime, const detail::paired_units& p) {
+      cate_effect c{.arm_pair = d.arm_label[kv_full] + "-" + d.arm_label[no_comm],
+                    .variable = std::move(variable),
+                    .level = std::move(lvl),
+                    .regime = std::move(regime),
+                    .n = p.pairs()};
+      c.estimate = p.mean();
+      const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
+      c.ci_low = ci.low;
+      c.ci_high = ci.high;
+      c.p_value = detail::pairs_p_value(p);
+      out.cate.push_back(std::move(c));
+    };
+    for (auto rg : {audit_regime::need, audit_regime::no_need}) {
+      auto p = detail::collect_pairs(d, t, no_comm, in_regime(rg));
+      if (p.pairs() > 0) add("regime", detail::regime_name(rg), detail::regime_name(rg), p);
+    }
+    // Item-level doc_tokens (from the kv_full record, else no_comm) among need-regime pairs.
+    std::vector<double> unit_doc(d.units(), audit_nan);
+    std::size_t lacking = 0, paired_need = 0;
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      if (d.unit_regime[u] != audit_regime::need || d.outcome(u, kv_full) < 0 || d.outcome(u, no_comm) < 0)
+        continue;
+      ++paired_need;
+      for (auto a : {kv_full, no_comm}) {
+        const auto v = records[d.rec[u * d.arms() + a]].covariate_value("doc_tokens");
+        if (v) {
+          unit_doc[u] = *v;
+          break;
+        }
+      }
+      lacking += std::isnan(unit_doc[u]) ? 1 : 0;
+    }
+    std::vector<double> item_doc;  // one value per item (its first unit)
+    {
+      std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
+      for (std::size_t u = 0; u < d.units(); ++u) {
+        if (std::isnan(unit_doc[u]) || d.unit_cluster[u] == last) continue;
+        last = d.unit_cluster[u];
+        item_doc.push_back(unit_doc[u]);
+      }
+    }
+    if (paired_need > 0 && lacking == paired_need) {
+      warn.push_back("CATE by doc_tokens skipped: no need-regime pair carries the doc_tokens covariate");
+    } else if (paired_need > 0) {
+      if (lacking > 0) {
+        warn.push_back(
+            fmt::format("CATE by doc_tokens: {} of {} need-regime pairs lack doc_tokens and are left out",
+                        lacking, paired_need));
+      }
+      if (item_doc.size() < 6) {
+        warn.push_back(fmt::format(
+            "CATE by doc_tokens skipped: {} items carry doc_tokens, 6 needed for tertiles", item_doc.size()));
+      } else {
+        double edges[4];
+        for (int j = 0; j <= 3; ++j) edges[j] = quantile_type7(item_doc, j / 3.0);
+        if (!(edges[0] < edges[1] && edges[1] < edges[2] && edges[2] < edges[3])) {
+          warn.push_back(
+              "CATE by doc_tokens skipped: tied tertile breaks (too few distinct document lengths)");
+        } else {
+          for (int j = 0; j < 3; ++j) {
+            const double lo = edges[j], hi = edges[j + 1];
+            auto keep = [&, j, lo, hi](std::size_t u) {
+              const double v = unit_doc[u];
+              return d.unit_regime[u] == audit_regime::need && !std::isnan(v) &&
+                     (j == 0 ? v >= lo : v > lo) && v <= hi;
+            };
+            auto p = detail::collect_pairs(d, t, no_comm, keep);
+            if (p.pairs() == 0) continue;
+            add("doc_tokens", fmt::format("Q{} {}{:g}, {:g}]", j + 1, j == 0 ? "[" : "(", lo, hi), "need", p);
+          }
+        }
+      }
+    }
+    std::vector<double> p;
+    for (const auto& c : out.cate) p.push_back(c.p_value);
+    const auto adj = p_adjust(p, p_adjust_method::holm);
+    for (std::size_t i = 0; i < adj.size(); ++i) out.cate[i].p_adjusted = adj[i];
+  } else {
+    warn.push_back("CATE skipped: kv_full or no_comm absent");
+  }
+
+  // ---- noise dose-response and tolerance (need) ----
+  std::size_t noise_units = 0;
+  {
+    auto& nt = out.noise;
+    struct noise_arm {
+      std::size_t arm;
+      double sigma;
+    };
+    std::vector<noise_arm> narms;
+    if (kv_full != audit_data::npos) {
+      for (std::size_t a = 0; a < d.arms(); ++a) {
+        if (a == kv_full) continue;
+        const bool named = d.arm_label[a].rfind("kv_noise_", 0) == 0;
+        bool has_sigma = false;
+        for (std::size_t u = 0; u < d.units() && !has_sigma; ++u) {
+          const std::size_t i = d.rec[u * d.arms() + a];
+          has_sigma = i != audit_data::npos && records[i].noise_sigma.has_value();
+        }
+        if (!named && !(has_sigma && d.arm_kind[a] == "kv_policy")) continue;
+        const auto s = detail::arm_sigma(d, records, a, warn);
+        if (!s) {
+          warn.push_back(fmt::format("noise arm '{}' has no readable sigma; left out of the dose-response",
+                                     d.arm_label[a]));
+          continue;
+        }
+        narms.push_back({a, *s});
+      }
+      std::erase_if(narms, [&](const noise_arm& na) {
+        for (std::size_t u = 0; u < d.units(); ++u)
+          if (d.unit_regime[u] == audit_regime::need && d.outcome(u, na.arm) >= 0 &&
+              d.outcome(u, kv_full) >= 0)
+            return false;
+        warn.push_back(
+            fmt::format("noise arm '{}' has no need-regime unit with kv_full; left out of the dose-response",
+                        d.arm_label[na.arm]));
+        return true;
+      });
+      std::stable_sort(narms.begin(), narms.end(),
+                       [](const noise_arm& x, const noise_arm& y) { return x.sigma < y.sigma; });
+    }
+    // Items (clusters) of need-regime units holding kv_full.
+    std::vector<std::uint32_t> uni;  // dense item ids
+    std::vector<std::size_t> pos_of(d.items.size(), audit_data::npos);
+    std::size_t full_n = 0, full_x = 0;
+    if (kv_full != audit_data::npos) {
+      for (std::size_t u = 0; u < d.units(); ++u) {
+        if (d.unit_regime[u] != audit_regime::need || d.outcome(u, kv_full) < 0) continue;
+        ++full_n;
+        full_x += static_cast<std::size_t>(d.outcome(u, kv_full));
+        if (pos_of[d.unit_cluster[u]] == audit_data::npos) {
+          pos_of[d.unit_cluster[u]] = uni.size();
+          uni.push_back(d.unit_cluster[u]);
+        }
+      }
+    }
+    noise_units = full_n;
+    const double m = o.noninferiority_margin;
+    if (narms.empty() || full_n == 0) {
+      nt.method = "not estimable: no kv_noise_* arm, or no need-regime unit with kv_full";
+      warn.push_back(fmt::format("noise tolerance skipped: {}",
+                                 narms.empty() ? "no kv_noise_* arm" : "no need-regime kv_full unit"));
+    } else {
+      const auto w0 = detail::wilson_or_nan(full_x, full_n, level);
+      nt.curve.push_back({.sigma = 0.0,
+                          .n = full_n,
+                          .accuracy = w0.estimate,
+                          .ci_low = w0.low,
+                          .ci_high = w0.high,
+                          .diff_vs_kv_full = 0.0,
+                          .diff_ci_low = 0.0,
+                          .diff_ci_high = 0.0,
+                          .noninferior = true});
+      const std::size_t U = uni.size();
+      std::vector<std::vector<double>> D(narms.size(),
+                                         std::vector<double>(U, audit_nan));  // item differences
+      std::vector<double> tq(U + 1, audit_nan);
+      for (std::size_t n = 2; n <= U; ++n)
+        tq[n] = detail::t_quantile_upper(o.alpha, static_cast<double>(n - 1));
+      auto tq_of = [&](std::size_t n) { return tq[n]; };
+      for (std::size_t k = 0; k < narms.size(); ++k) {
+        const std::size_t a = narms[k].arm;
+        std::vector<double> sa(U, 0.0), sf(U, 0.0), cnt(U, 0.0);
+        std::size_t n = 0, x = 0;
+        for (std::size_t u = 0; u < d.units(); ++u) {
+          if (d.unit_regime[u] != audit_regime::need) continue;
+          const int ya = d.outcome(u, a), yf = d.outcome(u, kv_full);
+          if (ya < 0 || yf < 0) continue;
+          const std::size_t g = pos_of[d.unit_cluster[u]];
+          sa[g] += ya;
+          sf[g] += yf;
+          cnt[g] += 1.0;
+          ++n;
+          x += static_cast<std::size_t>(ya);
+        }
+        std::vector<double> ia, ifull;
+        std::vector<std::uint32_t> present;
+        for (std::size_t g = 0; g < U; ++g) {
+          if (cnt[g] == 0) continue;
+          ia.push_back(sa[g] / cnt[g]);
+          ifull.push_back(sf[g] / cnt[g]);
+          D[k][g] = ia.back() - ifull.back();
+          present.push_back(static_cast<std::uint32_t>(g));
+        }
+        dose_point pt{.sigma = narms[k].sigma, .n = n};
+        const auto w = detail::wilson_or_nan(x, n, level);
+        pt.accuracy = w.estimate;
+        pt.ci_low = w.low;
+        pt.ci_high = w.high;
+        if (ia.size() >= 2) {
+          // The library's paired non-inferiority t test on the item means; constant item
+          // differences (SE 0) give the point interval and non-inferiority iff diff > −m.
+          const auto r = non_inferiority_test(
+              ia, ifull, m,
+              {.design = t_test_design::paired, .alpha = o.alpha, .if_degenerate = on_degenerate::flag});
+          if (r.effect.status == estimate_status::ok) {
+            pt.diff_vs_kv_full = r.effect.estimate;
+            pt.diff_ci_low = r.effect.ci_low;
+            pt.diff_ci_high = r.effect.ci_high;
+            pt.noninferior = r.non_inferior;
+          } else {
+            const auto iv = detail::item_interval(D[k], present, tq_of);
+            pt.diff_vs_kv_full = pt.diff_ci_low = pt.diff_ci_high = iv.estimate;
+            pt.noninferior = iv.estimate > -m;
+          }
+        } else {
+          pt.diff_vs_kv_full = ia.empty() ? audit_nan : ia[0] - ifull[0];
+          pt.diff_ci_low = pt.diff_ci_high = audit_nan;
+          pt.noninferior = false;
+          warn.push_back(
+              fmt::format("noise arm '{}': fewer than 2 need-regime items paired with kv_full; no "
+                          "non-inferiority test (not counted as a failure)",
+                          d.arm_label[a]));
+        }
+        nt.curve.push_back(pt);
+      }
+      // Threshold: smallest sigma whose arm is testable (>= 2 items) and not non-inferior.
+      for (std::size_t k = 0; k < narms.size(); ++k) {
+        const auto& pt = nt.curve[k + 1];
+        if (std::isfinite(pt.diff_ci_low) && !pt.noninferior) {
+          nt.sigma_fail = pt.sigma;
+          break;
+        }
+      }
+      // Bootstrap of the threshold: resample items; on each replicate recompute every arm's item
+      // t bound and the threshold (−1 codes "no failing sigma").
+      constexpr double none = -1.0;
+      auto threshold = [&](const resample_view& v) {
+        std::vector<std::uint32_t> which;
+        which.reserve(v.size());
+        for (std::size_t k = 0; k < narms.size(); ++k) {
+          which.clear();
+          for (auto g : v.indices())
+            if (!std::isnan(D[k][g])) which.push_back(g);
+          const auto iv = detail::item_interval(D[k], which, tq_of);
+          if (iv.defined && !(iv.low > -m)) return narms[k].sigma;
+        }
+        return none;
+      };
+      if (U >= 2) {
+        std::vector<double> ids(U);
+        for (std::size_t g = 0; g < U; ++g) ids[g] = static_cast<double>(g);
+        const auto r = bootstrap(std::span<const double>(ids), threshold,
+                                 {.replicates = B,
+                                  .level = level,
+                                  .method = bootstrap_ci_method::percentile,
+                                  .seed = o.seed,
+                                  .threads = o.threads,
+                                  .keep_replicates = true,
+                                  .if_degenerate = on_degenerate::flag});
+        std::vector<double> t = r.replicates;
+        std::size_t unbounded = 0;
+        for (auto& x : t) {
+          if (x == none) {
+            x = std::numeric_limits<double>::infinity();
+            ++unbounded;
+          }
+        }
+        std::sort(t.begin(), t.end());
+        nt.unbounded_fraction = static_cast<double>(unbounded) / static_cast<double>(t.size());
+        auto order_stat = [&](double p) {  // inverted-CDF quantile: T_(⌈B p⌉), 1-based, clamped
+          auto k = static_cast<std::size_t>(std::ceil(static_cast<double>(t.size()) * p - 1e-9));
+          k = std::clamp<std::size_t>(k, 1, t.size());
+          return t[k - 1];
+        };
+        const double lo = order_stat(o.alpha / 2.0), hi = order_stat(1.0 - o.alpha / 2.0);
+        if (std::isfinite(lo)) nt.ci_low = lo;
+        if (std::isfinite(hi)) nt.ci_high = hi;
+      } else {
+        warn.push_back("noise tolerance: fewer than 2 need-regime items with kv_full; no bootstrap interval");
+      }
+      nt.method = fmt::format(
+          "need regime, paired with kv_full; per sigma: paired t on item means (two-sided {}%, one-sided {}% "
+          "lower "
+          "bound), non-inferior iff lower bound > -{}; sigma_fail = smallest sigma not non-inferior; {}% CI: "
+          "cluster "
+          "bootstrap over items (B = {}, seed {}) recomputing sigma_fail on each replicate, inverted-CDF "
+          "percentile "
+          "limits, replicates without a failing sigma count as +infinity (a limit there is unbounded: "
+          "absent)",
+          detail::percent(level_tost), detail::percent(level), detail::number_text(m), detail::percent(level),
+          B, o.seed);
+    }
+  }
+
+  // ---- frontier (need) ----
+  {
+    auto is_kv = [&](std::size_t a) {
+      return d.arm_kind[a] == "kv_full" || d.arm_kind[a] == "kv_policy" ||
+             d.arm_label[a].rfind("kv_", 0) == 0;
+    };
+    auto is_text = [&](std::size_t a) {
+      return d.arm_kind[a] == "text_full" || d.arm_kind[a] == "text_budget" ||
+             d.arm_label[a] == "text_full" || d.arm_label[a].rfind("text_budget_", 0) == 0;
+    };
+    for (std::size_t a = 0; a < d.arms(); ++a) {
+      if (!is_kv(a) && !is_text(a)) continue;
+      std::size_t n = 0, x = 0;
+      double bytes = 0;
+      for (std::size_t u = 0; u < d.units(); ++u) {
+        if (d.unit_regime[u] != audit_regime::need) continue;
+        const std::size_t i = d.rec[u * d.arms() + a];
+        if (i == audit_data::npos) continue;
+        ++n;
+        x += records[i].correct ? 1 : 0;
+        bytes += static_cast<double>(records[i].bytes);
+      }
+      if (n == 0) continue;
+      const auto w = wilson_interval({.successes = x, .trials = n}, {.level = level});
+      out.frontier.push_back({.arm = d.arm_label[a],
+                              .mean_bytes = bytes / static_cast<double>(n),
+                              .accuracy = w.estimate,
+                              .ci_low = w.low,
+                              .ci_high = w.high});
+    }
+    for (auto& p : out.frontier) {
+      p.pareto = std::none_of(out.frontier.begin(), out.frontier.end(), [&](const frontier_point& q) {
+        return q.accuracy >= p.accuracy && q.mean_bytes <= p.mean_bytes &&
+               (q.accuracy > p.accuracy || q.mean_bytes < p.mean_bytes);
+      });
+    }
+    std::stable_sort(
+        out.frontier.begin(), out.frontier.end(),
+        [](const frontier_point& x, const frontier_point& y) { return x.mean_bytes < y.mean_bytes; });
+  }
+
+  // ---- findings ----
+  auto absent = [&](std::string id, std::string why) {
+    out.findings.push_back({.id = std::move(id),
+                            .answer = verdict::inconclusive,
+                            .estimate = audit_nan,
+                            .ci_low = audit_nan,
+                            .ci_high = audit_nan,
+                            .method = "not estimable",
+                            .n = 0,
+                            .detail = std::move(why)});
+  };
+  auto pct = [](double x) { return fmt::format("{:.1f}", 100.0 * x); };
+  auto ci_text = [&](double lv, double lo, double hi) {
+    return std::isfinite(lo) && std::isfinite(hi)
+               ? fmt::format("{}% CI {} to {}", detail::percent(lv), pct(lo), pct(hi))
+               : std::string("no interval: fewer than 2 items");
+  };
+  auto effect_finding = [&](std::string id, std::string_view eid, bool kv_rule) {
+    const std::size_t i = effect_index(eid);
+    if (i == audit_data::npos) {
+      absent(
+          std::move(id),
+          fmt::format("the contrast {} has no pairs (an arm is absent from the records or the regime)", eid));
+      return;
+    }
+    const auto& e = out.effects[i];
+    const bool sig = e.p_holm < o.alpha;
+    verdict v;
+    std::string why;
+    if (sig && e.estimate > 0) {
+      v = verdict::yes;
+      why = fmt::format("{} beats {} by {} points ({}), Holm p = {:.3g}", e.treated, e.control,
+                        pct(e.estimate), ci_text(level, e.ci_low, e.ci_high), e.p_holm);
+    } else if (!kv_rule) {
+      v = verdict::no;
+      why = fmt::format("{} does not beat {}: difference {} points ({}), Holm p = {:.3g}{}", e.treated,
+                        e.control, pct(e.estimate), ci_text(level, e.ci_low, e.ci_high), e.p_holm,
+                        sig ? " (significant, negative)" : " (not significant)");
+    } else if (e.ci_high < o.equivalence_margin) {
+      v = verdict::no;
+      why = fmt::format("no benefit of {} points or more: difference {} points ({}), Holm p = {:.3g}",
+                        pct(o.equivalence_margin), pct(e.estimate), ci_text(level, e.ci_low, e.ci_high),
+                        e.p_holm);
+    } else {
+      v = verdict::inconclusive;
+      why = fmt::format(
+          "difference {} points, not significant after Holm (p = {:.3g}), but a benefit of {} points "
+          "or more is not excluded ({})",
+          pct(e.estimate), e.p_holm, pct(o.equivalence_margin), ci_text(level, e.ci_low, e.ci_high));
+    }
+    out.findings.push_back({.id = std::move(id),
+                            .answer = v,
+                            .estimate = e.estimate,
+                            .ci_low = e.ci_low,
+                            .ci_high = e.ci_high,
+                            .method = e.method,
+                            .n = e.n_pairs,
+                            .detail = std::move(why)});
+  };
+  auto tost_interval = [&](std::string_view eid) -> std::optional<detail::cluster_interval> {
+    const std::size_t i = effect_index(eid);
+    if (i == audit_data::npos) return std::nullopt;
+    return detail::cluster_bootstrap_interval(effect_pairs[i], level_tost, B, o.seed, o.threads);
+  };
+  const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
+                    txl = role_label(text_full, "text_full");
+  effect_finding("need.kv_beats_no_comm", "need:" + kvl + "-" + ncl, true);
+  {
+    const std::string eid = "need:" + kvl + "-" + txl;
+    const auto iv = tost_interval(eid);
+    const std::size_t i = effect_index(eid);
+    if (!iv || !std::isfinite(iv->low)) {
+      absent("need.kv_equivalent_to_text",
+             i == audit_data::npos
+                 ? fmt::format("the contrast {} has no pairs", eid)
+                 : fmt::format("the contrast {} rests on fewer than 2 items; no interval", eid));
+      if (i != audit_data::npos) {
+        out.findings.back().n = out.effects[i].n_pairs;
+        out.findings.back().estimate = out.effects[i].estimate;
+      }
+    } else {
+      const auto& e = out.effects[i];
+      const double mm = o.equivalence_margin;
+      const verdict v = iv->low > -mm && iv->high < mm     ? verdict::yes
+                        : iv->low >= mm || iv->high <= -mm ? verdict::no
+                                                           : verdict::inconclusive;
+      out.findings.push_back(
+          {.id = "need.kv_equivalent_to_text",
+           .answer = v,
+           .estimate = e.estimate,
+           .ci_low = iv->low,
+           .ci_high = iv->high,
+           .method = fmt::format(
+               "TOST by interval inclusion: {}% cluster bootstrap interval over items (percentile, B "
+               "= {}, seed {}) of the mean paired difference vs the margin ±{}",
+               detail::percent(level_tost), B, o.seed, detail::number_text(mm)),
+           .n = e.n_pairs,
+           .detail = fmt::format(
+               "{} − {} = {} points, {}% CI {} to {}, margin ±{} points: {}", kvl, txl, pct(e.estimate),
+               detail::percent(level_tost), pct(iv->low), pct(iv->high), pct(mm),
+               v == verdict::yes  ? "equivalent"
+               : v == verdict::no ? "not equivalent (interval outside the margin)"
+                                  : "neither equivalence nor a difference beyond the margin shown")});
+    }
+  }
+  effect_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl,
+                 false);
+  effect_finding("need.zeroed_beats_no_comm", "need:" + role_label(zeroed, "zeroed") + "-" + ncl, false);
+  effect_finding("need.cross_model_beats_no_comm",
+                 "need:" + role_label(cross_model, "cross_model") + "-" + ncl, false);
+  {
+    const std::string eid = "no_need:" + kvl + "-" + ncl;
+    const std::size_t i = effect_index(eid);
+    if (i == audit_data::npos) {
+      absent("no_need.kv_changes_accuracy", fmt::format("the contrast {} has no pairs", eid));
+    } else {
+      const auto& e = out.effects[i];
+      const double mm = o.equivalence_margin;
+      const auto iv = detail::cluster_bootstrap_interval(effect_pairs[i], level_tost, B, o.seed, o.threads);
+      finding f{.id = "no_need.kv_changes_accuracy", .estimate = e.estimate, .n = e.n_pairs};
+      if (e.p_holm < o.alpha) {
+        f.answer = verdict::yes;
+        f.ci_low = e.ci_low;
+        f.ci_high = e.ci_high;
+        f.method = e.method;
+        f.detail = fmt::format(
+            "relaying changes accuracy where B needs nothing: {} points ({}% CI {} to {}), Holm p "
+            "= {:.3g}",
+            pct(e.estimate), detail::percent(level), pct(e.ci_low), pct(e.ci_high), e.p_holm);
+      } else {
+        const bool eq = std::isfinite(iv.low) && iv.low > -mm && iv.high < mm;
+        f.answer = eq ? verdict::no : verdict::inconclusive;
+        f.ci_low = iv.low;
+        f.ci_high = iv.high;
+        f.method = fmt::format(
+            "Holm-significance of the paired effect ({}), else TOST by interval inclusion on the "
+            "{}% cluster bootstrap interval vs ±{}",
+            e.method, detail::percent(level_tost), detail::number_text(mm));
+        f.detail = fmt::format(
+            "difference {} points, not significant (Holm p = {:.3g}); {} {} the margin ±{} points",
+            pct(e.estimate), e.p_holm, ci_text(level_tost, iv.low, iv.high), eq ? "inside" : "not inside",
+            pct(mm));
+      }
+      out.findings.push_back(std::move(f));
+    }
+  }
+  {
+    const auto& nt = out.noise;
+    if (nt.curve.size() < 2) {
+      absent("noise.tolerance_sigma", "no kv_noise_* arm paired with kv_full in the need regime");
+    } else {
+      const double inf = std::numeric_limits<double>::infinity();
+      finding f{.id = "noise.tolerance_sigma",
+                .estimate = nt.sigma_fail.value_or(audit_nan),
+                .ci_low = nt.ci_low.value_or(nt.sigma_fail ? inf : audit_nan),
+                .ci_high = nt.ci_high.value_or(inf),
+                .method = nt.method,
+                .n = noise_units};
+      const bool located = nt.sigma_fail && nt.ci_low && nt.ci_high;
+      f.answer = located ? verdict::yes : verdict::inconclusive;
+      const bool tested = std::any_of(nt.curve.begin() + 1, nt.curve.end(),
+                                      [](const dose_point& p) { return std::isfinite(p.diff_ci_low); });
+      f.detail =
+          !tested ? std::string(
+                        "no noise arm could be tested: fewer than 2 need-regime items hold it and kv_full")
+          : nt.sigma_fail
+              ? fmt::format(
+                    "non-inferiority to kv_full (margin {} points) first fails at sigma {}; {}% CI {} "
+                    "to {} ({:.1f}% of replicates find no failing sigma)",
+                    pct(o.noninferiority_margin), detail::number_text(*nt.sigma_fail), detail::percent(level),
+                    nt.ci_low ? detail::number_text(*nt.ci_low) : "unbounded",
+                    nt.ci_high ? detail::number_text(*nt.ci_high) : "unbounded",
+                    100.0 * nt.unbounded_fraction)
+              : fmt::format(
+                    "every sigma up to {} is non-inferior to kv_full (margin {} points); the threshold "
+                    "lies beyond the tested range",
+                    detail::number_text(nt.curve.back().sigma), pct(o.noninferiority_margin));
+      out.findings.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
