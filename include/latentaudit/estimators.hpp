@@ -5,6 +5,7 @@
 #define LATENTAUDIT_ESTIMATORS_HPP
 
 #include "core.hpp"
+#include "estimators/betting.hpp"
 #include "estimators/bootstrap.hpp"
 #include "estimators/difference_in_differences.hpp"
 #include "estimators/difference_in_means.hpp"
