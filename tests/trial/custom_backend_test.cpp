@@ -2,7 +2,7 @@
 // examples/02_custom_backend.cpp — a user's own engine adapter run under the trial driver — as a
 // test, so the sanitizer stage (which builds no examples) still covers the custom-backend path.
 // The example's own main() is the test body: it returns 0 when the planted relay semantics hold.
-#include "catch.hpp"
+#include <catch2/catch.hpp>
 
 #define main latentaudit_example_02_main
 #include "../../examples/02_custom_backend.cpp"
