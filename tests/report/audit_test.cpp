@@ -142,11 +142,13 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
     }
   }
 
-  SECTION("paired effects: 20 in the family, estimates within 0.06 (about 4 SE) of the planted difference") {
+  SECTION("paired effects: 20 contrasts, 14 in the Holm family, estimates within 0.06 (about 4 SE) of the "
+          "planted difference") {
     REQUIRE(c.effects.size() == 20);
     std::vector<double> p;
-    for (const auto& e : c.effects) {
-      p.push_back(e.p_value);
+    std::vector<std::size_t> in;
+    for (std::size_t i = 0; i < c.effects.size(); ++i) {
+      const auto& e = c.effects[i];
       CHECK(e.n_pairs == 180);
       CHECK(e.n_clusters == 60);
       const double truth = planted(e.treated, e.regime) - planted(e.control, e.regime);
@@ -154,19 +156,37 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
       CHECK(std::fabs(e.estimate - truth) <= 0.06);
       CHECK(e.ci_low <= e.estimate);
       CHECK(e.ci_high >= e.estimate);
+      CHECK(e.verdict_low < e.verdict_high);
+      // {deranged,zeroed,random} − kv_full are decomposition material, not claims of their own.
+      CHECK(e.in_holm_family == (e.control != "kv_full"));
+      if (e.in_holm_family) {
+        p.push_back(e.p_value);
+        in.push_back(i);
+      } else {
+        CHECK(std::isnan(e.p_holm));
+      }
     }
-    // Holm exactly as p_adjust over the whole family.
+    REQUIRE(in.size() == 14);
+    // Holm exactly as p_adjust over the family.
     const auto holm = la::p_adjust(p, la::p_adjust_method::holm);
-    for (std::size_t i = 0; i < holm.size(); ++i) CHECK(c.effects[i].p_holm == holm[i]);
-    // McNemar's exact p on the pairs, as the library computes it from the outcome vectors.
+    for (std::size_t k = 0; k < holm.size(); ++k) CHECK(c.effects[in[k]].p_holm == holm[k]);
+    // The verdict interval and the p-value are the betting ones over items: clustered_paired_difference
+    // on the pairs' item ids (alpha 0.05 per side), bounded_mean_p_value of the item means at 0.
+    std::vector<std::uint64_t> ids;
     std::vector<double> t, u;
     for (std::size_t i = 0; i < records.size(); i += 15) {
       if (records[i].regime != "need") continue;
+      ids.push_back(records[i].item);
       t.push_back(records[i + 4].correct ? 1 : 0);  // kv_full
       u.push_back(records[i].correct ? 1 : 0);      // no_comm
     }
-    const auto mc = la::mcnemar_test(t, u);
-    CHECK(effect(c.effects, "need:kv_full-no_comm").p_value == mc.exact_p_value);
+    const auto ref = la::clustered_paired_difference(ids, t, u, {.alpha_lower = 0.05, .alpha_upper = 0.05});
+    const auto& e = effect(c.effects, "need:kv_full-no_comm");
+    CHECK(e.verdict_low == ref.ci_low);
+    CHECK(e.verdict_high == ref.ci_high);
+    const auto items = la::item_mean_differences(ids, t, u);
+    CHECK(e.p_value == la::bounded_mean_p_value(items, -1.0, 1.0, 0.0, 0.05));
+    CHECK(e.method.find("betting") != std::string::npos);
   }
 
   SECTION("the cluster interval equals bootstrap_clustered on the pairs with item labels") {
@@ -187,29 +207,43 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
   }
 
   SECTION("findings: every planted verdict") {
-    REQUIRE(c.findings.size() == 7);
-    const char* ids[] = {"need.kv_beats_no_comm",          "need.kv_equivalent_to_text",
+    REQUIRE(c.findings.size() == 9);
+    const char* ids[] = {"need.text_beats_no_comm",        "need.kv_beats_no_comm",
+                         "need.kv_noninferior_to_text",    "need.kv_equivalent_to_text",
                          "need.deranged_beats_no_comm",    "need.zeroed_beats_no_comm",
                          "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy",
                          "noise.tolerance_sigma"};
-    for (std::size_t i = 0; i < 7; ++i) CHECK(c.findings[i].id == ids[i]);
+    for (std::size_t i = 0; i < 9; ++i) CHECK(c.findings[i].id == ids[i]);
     for (const auto& f : c.findings) INFO(f.id << ": " << la::verdict_name(f.answer) << " — " << f.detail);
+    CHECK(find(c, "need.text_beats_no_comm").answer == la::verdict::yes);  // the positive control
     const auto& beats = find(c, "need.kv_beats_no_comm");
     CHECK(beats.answer == la::verdict::yes);
     CHECK(beats.n == 180);
     CHECK(beats.ci_low <= 0.96);
     CHECK(beats.ci_high >= 0.96);
-    const auto& eq = find(c, "need.kv_equivalent_to_text");
-    INFO(eq.detail);
-    CHECK(eq.answer == la::verdict::yes);
-    CHECK(eq.ci_low > -0.05);
-    CHECK(eq.ci_high < 0.05);
-    CHECK(find(c, "need.deranged_beats_no_comm").answer == la::verdict::no);
-    CHECK(find(c, "need.zeroed_beats_no_comm").answer == la::verdict::no);
-    CHECK(find(c, "need.cross_model_beats_no_comm").answer == la::verdict::no);
+    // The findings report the verdict interval of their effect.
+    CHECK(beats.ci_low == effect(c.effects, "need:kv_full-no_comm").verdict_low);
+    CHECK(beats.ci_high == effect(c.effects, "need:kv_full-no_comm").verdict_high);
+    // kv_full and text_full both at 99 % on 60 need items: the 90 % betting interval of 60 items cannot
+    // exclude a 5-point loss (about 115 perfectly concordant items would), so non-inferiority and
+    // equivalence are honestly inconclusive, never "no", at this size; 400 items: see the test below.
+    for (const char* id : {"need.kv_noninferior_to_text", "need.kv_equivalent_to_text"}) {
+      const auto& f = find(c, id);
+      INFO(id << ": " << f.detail);
+      CHECK(f.answer != la::verdict::no);
+      CHECK(f.ci_low < f.ci_high);
+    }
+    // The placebos at chance: never "yes"; "no" needs the interval below the margin (not at 60 items).
+    for (const char* id :
+         {"need.deranged_beats_no_comm", "need.zeroed_beats_no_comm", "need.cross_model_beats_no_comm"}) {
+      const auto& f = find(c, id);
+      INFO(id << ": " << f.detail);
+      CHECK(f.answer != la::verdict::yes);
+      CHECK(f.ci_low < f.ci_high);
+    }
     const auto& nn = find(c, "no_need.kv_changes_accuracy");
     INFO(nn.detail);
-    CHECK(nn.answer == la::verdict::no);
+    CHECK(nn.answer != la::verdict::yes);
     const auto& noise = find(c, "noise.tolerance_sigma");
     INFO(noise.detail);
     CHECK(noise.answer == la::verdict::yes);
@@ -330,7 +364,7 @@ TEST_CASE("audit: absent arms give inconclusive findings with n = 0, missing uni
   });
   REQUIRE(dropped == 10);
   const auto c = la::analyse_records(records);
-  REQUIRE(c.findings.size() == 7);
+  REQUIRE(c.findings.size() == 9);
   for (const char* id :
        {"need.deranged_beats_no_comm", "need.cross_model_beats_no_comm", "noise.tolerance_sigma"}) {
     const auto& f = find(c, id);
@@ -343,7 +377,7 @@ TEST_CASE("audit: absent arms give inconclusive findings with n = 0, missing uni
   const auto& beats = find(c, "need.kv_beats_no_comm");
   CHECK(beats.answer == la::verdict::yes);
   CHECK(beats.n == 170);
-  CHECK(find(c, "need.zeroed_beats_no_comm").answer == la::verdict::no);
+  CHECK(find(c, "need.zeroed_beats_no_comm").answer != la::verdict::yes);
   CHECK(has_warning(c, "arm 'kv_full' is missing on 10 of 360"));
   CHECK(has_warning(c, "need:deranged-no_comm"));
   CHECK(effect(c.effects, "no_need:kv_full-no_comm").n_pairs == 180);
@@ -360,9 +394,13 @@ TEST_CASE("audit: a stack with only some arms or no regime still yields every fi
   std::erase_if(records,
                 [](const la::trial_record& r) { return r.arm != "no_comm" && r.arm != "text_full"; });
   const auto c = la::analyse_records(records, {.bootstrap_replicates = 199});
-  REQUIRE(c.findings.size() == 7);
+  REQUIRE(c.findings.size() == 9);
   for (const auto& f : c.findings) {
     INFO(f.id);
+    if (f.id == "need.text_beats_no_comm") {  // the positive control holds both its arms (10 items:
+      CHECK(f.n == 20);                         // too few to show it after Holm, so it gates the rest)
+      continue;
+    }
     CHECK(f.answer == la::verdict::inconclusive);
     CHECK(f.n == 0);
   }
@@ -377,12 +415,12 @@ TEST_CASE("audit: a stack with only some arms or no regime still yields every fi
   for (const auto& f : u.findings) CHECK(f.n == 0);
 
   // arms found by arm_kind when labels differ
-  auto relabelled = make_records(30, 2);
+  auto relabelled = make_records(60, 2);  // 30 need items: enough for the positive control
   for (auto& r : relabelled)
     if (r.arm == "kv_full") r.arm = "stackx_full_cache";
   const auto k = la::analyse_records(relabelled, {.bootstrap_replicates = 199});
   CHECK(find(k, "need.kv_beats_no_comm").answer == la::verdict::yes);
-  CHECK(effect(k.effects, "need:stackx_full_cache-no_comm").n_pairs == 30);
+  CHECK(effect(k.effects, "need:stackx_full_cache-no_comm").n_pairs == 60);
 }
 
 TEST_CASE("audit: invalid input", "[report][audit]") {
@@ -463,7 +501,11 @@ TEST_CASE("audit: degenerate data (one unit, constant outcomes) gives defined re
   const auto& beats = find(c1, "need.kv_beats_no_comm");
   CHECK(beats.answer == la::verdict::inconclusive);
   CHECK(beats.n == 1);
-  CHECK(std::isnan(beats.ci_low));
+  // One item: no bootstrap, but the betting interval is defined (and wide) at any number of items.
+  CHECK(beats.ci_low < beats.ci_high);
+  CHECK(beats.ci_low >= -1.0);
+  CHECK(beats.ci_high <= 1.0);
+  CHECK(find(c1, "need.text_beats_no_comm").answer == la::verdict::inconclusive);
   CHECK(find(c1, "noise.tolerance_sigma").answer == la::verdict::inconclusive);
   CHECK(has_warning(c1, "no bootstrap interval"));
   one.push_back(rec(1, 0, "kv_noise_2", "no_need", true));  // a noise arm without need-regime pairs
@@ -471,19 +513,35 @@ TEST_CASE("audit: degenerate data (one unit, constant outcomes) gives defined re
   CHECK(c1b.noise.curve.size() == 2);
   CHECK(has_warning(c1b, "noise arm 'kv_noise_2' has no need-regime unit"));
 
-  // Every outcome correct: all paired differences 0, every bootstrap replicate 0 -> point intervals.
+  // Every outcome correct: all paired differences 0, every bootstrap replicate 0 -> a point-mass
+  // bootstrap, replaced by the betting interval; 5 items cannot show equivalence, and text does not
+  // beat no_comm, so the positive control fails and gates every need/no_need finding.
   std::vector<la::trial_record> all;
   for (std::uint64_t i = 0; i < 10; ++i)
     for (std::uint64_t s = 0; s < 2; ++s)
       for (const char* a : {"no_comm", "kv_full", "text_full", "kv_noise_0.5", "deranged"})
         all.push_back(rec(i, s, a, i < 5 ? "need" : "no_need", true));
   const auto c2 = la::analyse_records(all, {.bootstrap_replicates = 199});
+  for (const auto& e : c2.effects) {
+    INFO(e.id << ": " << e.method);
+    CHECK(e.estimate == 0.0);
+    CHECK(e.ci_low < 0.0);
+    CHECK(e.ci_high > 0.0);
+    CHECK(e.method.find("point mass") != std::string::npos);
+    CHECK(e.verdict_low < e.verdict_high);
+  }
+  for (const auto& f : c2.findings) {
+    INFO(f.id << ": " << f.detail);
+    if (std::isfinite(f.ci_low)) CHECK(f.ci_low < f.ci_high);
+  }
   const auto& eq = find(c2, "need.kv_equivalent_to_text");
-  CHECK(eq.answer == la::verdict::yes);
-  CHECK(eq.ci_low == 0.0);
-  CHECK(eq.ci_high == 0.0);
-  CHECK(find(c2, "need.kv_beats_no_comm").answer == la::verdict::no);
-  CHECK(find(c2, "no_need.kv_changes_accuracy").answer == la::verdict::no);
+  CHECK(eq.answer == la::verdict::inconclusive);
+  CHECK(eq.ci_low < -0.05);
+  CHECK(eq.ci_high > 0.05);
+  CHECK(find(c2, "need.text_beats_no_comm").answer == la::verdict::inconclusive);
+  CHECK(find(c2, "need.kv_beats_no_comm").answer == la::verdict::inconclusive);
+  CHECK(find(c2, "no_need.kv_changes_accuracy").answer == la::verdict::inconclusive);
+  CHECK(find(c2, "no_need.kv_changes_accuracy").detail.rfind(la::positive_control_reason, 0) == 0);
   CHECK(find(c2, "noise.tolerance_sigma").answer == la::verdict::inconclusive);  // nothing fails
   CHECK(c2.noise.curve.at(1).noninferior);
 
@@ -537,4 +595,203 @@ TEST_CASE("audit: the cluster bootstrap interval covers the planted effect at ab
   std::cout << "audit_test: 95% cluster interval coverage " << coverage << " over " << sets << " data sets\n";
   CHECK(coverage >= 0.90);
   CHECK(coverage <= 0.99);
+}
+
+namespace {
+
+// Records of `items` items × `seeds` seeds for the given arms (label = arm_kind), all in `regime`
+// (or items < need_items in need, the rest no_need), correct = outcome(arm, item, seed).
+template <class Outcome>
+std::vector<la::trial_record> constructed(const std::vector<std::string>& arms, std::uint64_t items,
+                                          std::uint64_t seeds, std::uint64_t need_items,
+                                          const Outcome& outcome) {
+  std::vector<la::trial_record> out;
+  for (std::uint64_t i = 0; i < items; ++i)
+    for (std::uint64_t s = 0; s < seeds; ++s)
+      for (const auto& a : arms) {
+        la::trial_record r;
+        r.item = i;
+        r.seed = s;
+        r.arm = r.arm_kind = a;
+        r.regime = i < need_items ? "need" : "no_need";
+        r.correct = outcome(a, i, s);
+        out.push_back(std::move(r));
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("audit: all-concordant pairs never give a zero-width interval; few items give inconclusive "
+          "non-inferiority and equivalence, enough items give yes",
+          "[report][audit][betting]") {
+  // no_comm always wrong, text_full and kv_full always right: kv_full − text_full is 0 on every pair.
+  auto outcome = [](const std::string& a, std::uint64_t, std::uint64_t) { return a != "no_comm"; };
+  for (const std::uint64_t items : {15, 200}) {
+    INFO(items << " items");
+    const auto recs = constructed({"no_comm", "text_full", "kv_full"}, items, 2, items, outcome);
+    const auto c = la::analyse_records(recs, {.bootstrap_replicates = 199});
+    CHECK(find(c, "need.text_beats_no_comm").answer == la::verdict::yes);  // the positive control holds
+    const auto& e = effect(c.effects, "need:kv_full-text_full");
+    CHECK(e.estimate == 0.0);
+    CHECK(e.ci_low < 0.0);  // the point-mass bootstrap is replaced by the betting interval
+    CHECK(e.ci_high > 0.0);
+    CHECK(e.method.find("point mass") != std::string::npos);
+    CHECK(e.verdict_low < 0.0);
+    CHECK(e.verdict_high > 0.0);
+    for (const auto& f : c.findings) {
+      INFO(f.id << ": " << f.detail);
+      if (f.n > 0) CHECK(f.ci_low < f.ci_high);
+    }
+    const auto& ni = find(c, "need.kv_noninferior_to_text");
+    const auto& eq = find(c, "need.kv_equivalent_to_text");
+    INFO(ni.detail << " / " << eq.detail);
+    const auto expected = items == 15 ? la::verdict::inconclusive : la::verdict::yes;
+    CHECK(ni.answer == expected);
+    CHECK(eq.answer == expected);
+    CHECK(ni.ci_low == e.verdict_low);
+    CHECK(ni.ci_high == e.verdict_high);
+  }
+}
+
+TEST_CASE("audit: a placebo with a real benefit beyond the margin is never called 'no'",
+          "[report][audit][betting]") {
+  // 60 need items × 3 seeds. no_comm always wrong, text and kv always right; deranged right on seed 0
+  // of every fourth item: +1/3 on 15 items, a benefit of 0.083 > margin 0.05. The McNemar-era rule
+  // called any non-significant placebo "no"; the benefit is not excluded, so it is at most inconclusive.
+  auto outcome = [](const std::string& a, std::uint64_t i, std::uint64_t s) {
+    if (a == "deranged") return s == 0 && i % 4 == 0;
+    return a != "no_comm";
+  };
+  const auto recs = constructed({"no_comm", "text_full", "kv_full", "deranged"}, 60, 3, 60, outcome);
+  const auto c = la::analyse_records(recs, {.bootstrap_replicates = 199});
+  const auto& f = find(c, "need.deranged_beats_no_comm");
+  INFO(f.detail);
+  CHECK(f.estimate == Approx(5.0 / 60.0));
+  CHECK(f.answer != la::verdict::no);
+  CHECK(f.ci_high >= 0.05);
+  // Random outcomes with the same planted benefit (no_comm 0.10, deranged 0.18) over 60 items, 50
+  // generator seeds: never "no".
+  std::mt19937_64 g(kSeed + 5);
+  auto uniform = [&] { return static_cast<double>(g() >> 11) * 0x1.0p-53; };
+  int no = 0;
+  for (int k = 0; k < 50; ++k) {
+    auto random_outcome = [&](const std::string& a, std::uint64_t, std::uint64_t) {
+      return uniform() < (a == "no_comm" ? 0.10 : a == "deranged" ? 0.18 : 0.95);
+    };
+    const auto r = constructed({"no_comm", "text_full", "kv_full", "deranged"}, 60, 3, 60, random_outcome);
+    no += find(la::analyse_records(r, {.bootstrap_replicates = 199}), "need.deranged_beats_no_comm").answer ==
+                  la::verdict::no
+              ? 1
+              : 0;
+  }
+  CHECK(no == 0);
+}
+
+TEST_CASE("audit: the placebo rule reaches 'no' when the design is large enough",
+          "[report][audit][betting]") {
+  // 400 need items × 2 seeds of the planted records (placebos at chance, 3 %): the verdict interval
+  // excludes a 5-point benefit; kv_full and text_full at 99 %: non-inferior.
+  const auto records = make_records(800, 2, kSeed + 3, 400);
+  const auto c = la::analyse_records(records, {.bootstrap_replicates = 499});
+  for (const char* id : {"need.text_beats_no_comm", "need.kv_beats_no_comm", "need.kv_noninferior_to_text"}) {
+    INFO(id << ": " << find(c, id).detail);
+    CHECK(find(c, id).answer == la::verdict::yes);
+  }
+  for (const char* id : {"need.deranged_beats_no_comm", "need.zeroed_beats_no_comm",
+                         "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy"}) {
+    INFO(id << ": " << find(c, id).detail);
+    CHECK(find(c, id).answer == la::verdict::no);
+  }
+}
+
+TEST_CASE("audit: non-inferiority and superiority of kv_full over text_full", "[report][audit][betting]") {
+  // 200 need items × 2 seeds; text_full right on items i % 10 < 6 (60 %), kv_full on i % 10 < 9 (90 %):
+  // kv_full better by 0.3. Non-inferior with superiority shown; not equivalent (interval beyond +m).
+  auto outcome = [](const std::string& a, std::uint64_t i, std::uint64_t) {
+    if (a == "text_full") return i % 10 < 6;
+    if (a == "kv_full") return i % 10 < 9;
+    return false;
+  };
+  const auto c = la::analyse_records(constructed({"no_comm", "text_full", "kv_full"}, 200, 2, 200, outcome),
+                                     {.bootstrap_replicates = 199});
+  const auto& ni = find(c, "need.kv_noninferior_to_text");
+  INFO(ni.detail);
+  CHECK(ni.estimate == Approx(0.3));
+  CHECK(ni.answer == la::verdict::yes);
+  CHECK(ni.ci_low > 0.0);
+  CHECK(ni.detail.find("superiority shown") != std::string::npos);
+  CHECK(find(c, "need.kv_equivalent_to_text").answer == la::verdict::no);
+  // Reversed (kv_full worse by 0.3): inferiority shown.
+  auto reversed = [&](const std::string& a, std::uint64_t i, std::uint64_t s) {
+    return outcome(a == "kv_full" ? "text_full" : a == "text_full" ? "kv_full" : a, i, s);
+  };
+  const auto r = la::analyse_records(constructed({"no_comm", "text_full", "kv_full"}, 200, 2, 200, reversed),
+                                     {.bootstrap_replicates = 199});
+  const auto& inf = find(r, "need.kv_noninferior_to_text");
+  INFO(inf.detail);
+  CHECK(inf.answer == la::verdict::no);
+  CHECK(inf.ci_high < -0.05);
+}
+
+TEST_CASE("audit: kv_changes_accuracy is yes for harm of either sign, no only inside the margin",
+          "[report][audit][betting]") {
+  // 100 need + 100 no-need items × 2 seeds; need: text and kv right, no_comm wrong. no_need: no_comm
+  // always right, kv_full wrong on items i % 5 == 0 (−0.2).
+  auto outcome = [](const std::string& a, std::uint64_t i, std::uint64_t) {
+    if (i < 100) return a != "no_comm";
+    return !(a == "kv_full" && i % 5 == 0);
+  };
+  const auto c = la::analyse_records(constructed({"no_comm", "text_full", "kv_full"}, 200, 2, 100, outcome),
+                                     {.bootstrap_replicates = 199});
+  const auto& f = find(c, "no_need.kv_changes_accuracy");
+  INFO(f.detail);
+  CHECK(f.answer == la::verdict::yes);
+  CHECK(f.estimate == Approx(-0.2));
+  CHECK(f.ci_high < 0.0);
+}
+
+TEST_CASE("audit: positive control — every record wrong gates every need and no_need finding",
+          "[report][audit][betting]") {
+  auto wrong = [](const std::string&, std::uint64_t, std::uint64_t) { return false; };
+  const auto recs = constructed({"no_comm", "text_full", "kv_full", "deranged", "zeroed", "cross_model"}, 400,
+                                2, 200, wrong);
+  const auto c = la::analyse_records(recs, {.bootstrap_replicates = 199});
+  const auto& control = find(c, "need.text_beats_no_comm");
+  CHECK(control.answer != la::verdict::yes);
+  for (const auto& f : c.findings) {
+    INFO(f.id << ": " << f.detail);
+    if (f.id == "need.text_beats_no_comm" || f.id.rfind("noise.", 0) == 0) continue;
+    CHECK(f.answer == la::verdict::inconclusive);
+    CHECK(f.detail.rfind(la::positive_control_reason, 0) == 0);
+    CHECK(f.ci_low < f.ci_high);  // the interval stays
+  }
+  // Without the gate the placebo findings would read "no" (200 need items, all concordant): the detail
+  // says so.
+  CHECK(find(c, "need.deranged_beats_no_comm").detail.find("would read no") != std::string::npos);
+  // The gate is idempotent and leaves a passing control's findings alone.
+  auto fs = c.findings;
+  la::apply_positive_control(fs, &control);
+  for (std::size_t i = 0; i < fs.size(); ++i) CHECK(fs[i].detail == c.findings[i].detail);
+  la::finding yes_control{.id = "need.text_beats_no_comm", .answer = la::verdict::yes};
+  std::vector<la::finding> kept{{.id = "need.kv_beats_no_comm", .answer = la::verdict::yes}};
+  la::apply_positive_control(kept, &yes_control);
+  CHECK(kept[0].answer == la::verdict::yes);
+  la::apply_positive_control(kept, nullptr);  // absent control: not "yes"
+  CHECK(kept[0].answer == la::verdict::inconclusive);
+}
+
+TEST_CASE("audit: relabelled arms are found by arm_kind, the positive control included", "[report][audit]") {
+  auto records = make_records(120, 2);
+  for (auto& r : records) {
+    if (r.arm == "text_full") r.arm = "stackx_text";
+    if (r.arm == "no_comm") r.arm = "stackx_alone";
+  }
+  const auto c = la::analyse_records(records, {.bootstrap_replicates = 199});
+  const auto& control = find(c, "need.text_beats_no_comm");
+  INFO(control.detail);
+  CHECK(control.answer == la::verdict::yes);
+  CHECK(control.n == 120);
+  CHECK(effect(c.effects, "need:stackx_text-stackx_alone").in_holm_family);
+  CHECK(find(c, "need.kv_beats_no_comm").answer == la::verdict::yes);
 }

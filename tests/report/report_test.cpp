@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -57,12 +58,8 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   const auto r = build_audit_report(recs, {.bootstrap_replicates = 1000, .seed = 3});
   const auto f = by_id(r.findings);
   const std::map<std::string, verdict> planted = {
+      {"need.text_beats_no_comm", verdict::yes},
       {"need.kv_beats_no_comm", verdict::yes},
-      {"need.kv_equivalent_to_text", verdict::yes},
-      {"need.deranged_beats_no_comm", verdict::no},
-      {"need.zeroed_beats_no_comm", verdict::no},
-      {"need.cross_model_beats_no_comm", verdict::no},
-      {"no_need.kv_changes_accuracy", verdict::no},
       {"noise.tolerance_sigma", verdict::yes},
       {"log.naive_covers_randomized", verdict::no},
       {"log.matching_covers_randomized", verdict::yes},
@@ -75,12 +72,24 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
     REQUIRE(f.count(id) == 1);
     CHECK(f.at(id)->answer == v);
   }
+  // About 60 need items: the 90 % betting interval cannot exclude a 5-point difference with so few
+  // items (about 115 concordant items would), so the placebo, no-need and value findings are "no" or
+  // "inconclusive" but never the wrong answer (the default 300-item design reaches them; docs).
+  for (const char* id : {"need.deranged_beats_no_comm", "need.zeroed_beats_no_comm",
+                         "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy"}) {
+    INFO(id << ": " << f.at(id)->detail);
+    CHECK(f.at(id)->answer != verdict::yes);
+  }
+  for (const char* id : {"need.kv_noninferior_to_text", "need.kv_equivalent_to_text"}) {
+    INFO(id << ": " << f.at(id)->detail);
+    CHECK(f.at(id)->answer != verdict::no);
+  }
   for (const auto& l : link_presets()) CHECK(f.count(cost_finding_id(l.name)) == 1);
   // The tolerance sigma lies where the organism's accuracy collapses (0.5 < sigma <= 1.5).
   CHECK(f.at("noise.tolerance_sigma")->estimate > 0.5);
   CHECK(f.at("noise.tolerance_sigma")->estimate <= 1.5);
   CHECK(r.decision.verdict != "no communication needed");
-  CHECK(r.decision.checklist.size() == 5);
+  CHECK(r.decision.checklist.size() == 7);
   REQUIRE_FALSE(r.decision.monitors.empty());
   CHECK(
       r.decision.monitors.front().stop_at.has_value());  // kv_full − no_comm ≈ 0.97: the monitor stops early
@@ -115,9 +124,13 @@ TEST_CASE("report: records with two arms only give inconclusive findings, never 
   const auto recs = test::synthetic_records(s);
   const auto r = build_audit_report(recs, {.bootstrap_replicates = 200});
   const auto f = by_id(r.findings);
-  CHECK(f.at("need.kv_beats_no_comm")->answer == verdict::yes);
-  for (const char* id : {"need.kv_equivalent_to_text", "need.deranged_beats_no_comm", "noise.tolerance_sigma",
-                         "cost.relay_pays_on_pcie4"}) {
+  // Without a text arm there is no positive control: kv_full beats no_comm, but the finding is gated.
+  CHECK(f.at("need.text_beats_no_comm")->n == 0);
+  CHECK(f.at("need.kv_beats_no_comm")->answer == verdict::inconclusive);
+  CHECK(f.at("need.kv_beats_no_comm")->detail.find("would read yes") != std::string::npos);
+  for (const char* id :
+       {"need.kv_noninferior_to_text", "need.kv_equivalent_to_text", "need.deranged_beats_no_comm",
+        "noise.tolerance_sigma", "cost.relay_pays_on_pcie4"}) {
     INFO(id);
     CHECK(f.at(id)->answer == verdict::inconclusive);
     CHECK(f.at(id)->n == 0);
@@ -126,33 +139,50 @@ TEST_CASE("report: records with two arms only give inconclusive findings, never 
   for (const auto& [name, svg] : report_svgs(r, recs)) check_svg(svg);
 }
 
-TEST_CASE("decision: the checklist rule") {
-  auto make = [](verdict dep, verdict value, verdict cost) {
-    return std::vector<finding>{{.id = "need.kv_beats_no_comm",
-                                 .answer = dep,
-                                 .estimate = 0.5,
-                                 .ci_low = 0.4,
-                                 .ci_high = 0.6,
-                                 .n = 10},
-                                {.id = "need.kv_equivalent_to_text",
-                                 .answer = value,
-                                 .estimate = 0,
-                                 .ci_low = -0.01,
-                                 .ci_high = 0.01,
-                                 .n = 10},
-                                {.id = "cost.relay_pays_on_pcie4",
-                                 .answer = cost,
-                                 .estimate = 1e-4,
-                                 .ci_low = 5e-5,
-                                 .ci_high = 2e-4,
-                                 .n = 10}};
-  };
+namespace {
+
+finding fnd(std::string id, verdict v, double est = 0.5, double lo = 0.4, double hi = 0.6) {
+  return {.id = std::move(id), .answer = v, .estimate = est, .ci_low = lo, .ci_high = hi, .n = 10};
+}
+
+// The findings decide() reads: positive control, dependency, value (non-inferiority), cost.
+std::vector<finding> decision_findings(verdict dep, verdict value, verdict cost,
+                                       verdict control = verdict::yes) {
+  return {fnd("need.text_beats_no_comm", control), fnd("need.kv_beats_no_comm", dep),
+          fnd("need.kv_noninferior_to_text", value, 0, -0.01, 0.01),
+          fnd("cost.relay_pays_on_pcie4", cost, 1e-4, 5e-5, 2e-4)};
+}
+
+const checklist_item& check_named(const audit_decision& d, const std::string& name) {
+  for (const auto& c : d.checklist)
+    if (c.name == name) return c;
+  FAIL("no check " << name);
+  return d.checklist.front();
+}
+
+trial_record same_model_kv() {
   trial_record kv;
   kv.arm = kv.arm_kind = "kv_full";
   kv.sender_fingerprint = kv.receiver_fingerprint = "m:1";
+  return kv;
+}
+
+}  // namespace
+
+TEST_CASE("decision: the checklist rule") {
+  const auto make = [](verdict dep, verdict value, verdict cost) {
+    return decision_findings(dep, value, cost);
+  };
+  const trial_record kv = same_model_kv();
   const std::vector<trial_record> same{kv};
-  CHECK(decide(make(verdict::yes, verdict::yes, verdict::yes), same).verdict == "relay");
-  CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict == "no communication needed");
+  const auto relay = decide(make(verdict::yes, verdict::yes, verdict::yes), same);
+  CHECK(relay.verdict == "relay");
+  CHECK(relay.checklist.size() == 7);
+  const char* names[] = {"positive_control", "dependency", "homogeneity", "value", "cost",
+                         "no_need_harm",     "monitor"};
+  for (std::size_t i = 0; i < 7; ++i) CHECK(relay.checklist[i].name == names[i]);
+  // Dependency "no" while text beats no_comm: B needs A's information and only text carries it.
+  CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict == "send text");
   CHECK(decide(make(verdict::yes, verdict::no, verdict::yes), same).verdict == "send text");
   CHECK(decide(make(verdict::yes, verdict::yes, verdict::no), same).verdict == "send text");
   CHECK(decide(make(verdict::yes, verdict::inconclusive, verdict::yes), same).verdict == "inconclusive");
@@ -160,16 +190,116 @@ TEST_CASE("decision: the checklist rule") {
   other.sender_fingerprint = "m:2";  // a same-model arm relaying a foreign cache breaks homogeneity
   const auto d = decide(make(verdict::yes, verdict::yes, verdict::yes), std::vector<trial_record>{other});
   CHECK(d.verdict == "inconclusive");
-  CHECK(d.checklist[1].passed == verdict::no);
+  CHECK(check_named(d, "homogeneity").passed == verdict::no);
   // The cost check follows the records' link.
   auto fast = kv;
   fast.link = "nvlink4";
-  CHECK(decide(make(verdict::yes, verdict::yes, verdict::yes), std::vector<trial_record>{fast})
-            .checklist[3]
+  CHECK(check_named(decide(make(verdict::yes, verdict::yes, verdict::yes), std::vector<trial_record>{fast}),
+                    "cost")
             .passed == verdict::inconclusive);
   CHECK(decide(make(verdict::yes, verdict::yes, verdict::yes), std::vector<trial_record>{fast},
                {.link = "pcie4"})
             .verdict == "relay");
+  // The value check reads the non-inferiority finding, not the equivalence one.
+  auto fs = make(verdict::yes, verdict::yes, verdict::yes);
+  fs.push_back(fnd("need.kv_equivalent_to_text", verdict::no, 0.3, 0.2, 0.4));
+  CHECK(decide(fs, same).verdict == "relay");
+}
+
+TEST_CASE("decision: the positive control gates the verdict") {
+  const std::vector<trial_record> same{same_model_kv()};
+  for (const verdict control : {verdict::no, verdict::inconclusive}) {
+    // Even with dependency "no" (which alone used to mean "no communication needed").
+    for (const verdict dep : {verdict::yes, verdict::no}) {
+      const auto d = decide(decision_findings(dep, verdict::yes, verdict::yes, control), same);
+      CHECK(d.verdict == "inconclusive");
+      CHECK(d.summary.rfind(positive_control_reason, 0) == 0);
+      CHECK(check_named(d, "positive_control").passed == control);
+    }
+  }
+  // An absent control is not "yes".
+  auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
+  fs.erase(fs.begin());
+  CHECK(decide(fs, same).verdict == "inconclusive");
+}
+
+TEST_CASE(
+    "decision: every record wrong -> positive control fails -> inconclusive, not 'no communication needed'") {
+  test::synthetic_settings s;
+  s.items = 300;
+  auto recs = test::synthetic_records(s);
+  for (auto& r : recs) r.correct = false;
+  const auto r = build_audit_report(recs, {.bootstrap_replicates = 200});
+  const auto f = by_id(r.findings);
+  CHECK(f.at("need.text_beats_no_comm")->answer != verdict::yes);
+  for (const auto& x : r.findings) {
+    if (x.id.rfind("need.", 0) != 0 && x.id.rfind("no_need.", 0) != 0 && x.id.rfind("cost.", 0) != 0)
+      continue;
+    if (x.id == "need.text_beats_no_comm") continue;
+    INFO(x.id << ": " << x.detail);
+    CHECK(x.answer == verdict::inconclusive);
+    CHECK(x.detail.rfind(positive_control_reason, 0) == 0);
+  }
+  for (const auto& x : r.cost.findings) CHECK(x.answer == verdict::inconclusive);
+  CHECK(r.decision.verdict == "inconclusive");
+  CHECK(r.decision.verdict != "no communication needed");
+  CHECK(r.decision.summary.rfind(positive_control_reason, 0) == 0);
+}
+
+TEST_CASE("decision: kv_full better than text_full by 0.3 relays (non-inferiority), not 'send text'") {
+  // 400 items (200 need) × 3 seeds of the synthetic records (kv_full pays on pcie4); in the need
+  // regime text_full is right on 60 % of the items, kv_full on 90 %.
+  test::synthetic_settings s;
+  s.items = 400;
+  auto recs = test::synthetic_records(s);
+  for (auto& r : recs) {
+    if (r.arm == "kv_full") r.sender_fingerprint = r.receiver_fingerprint = "m:1";  // homogeneity holds
+    if (r.regime != "need") continue;
+    const auto k = (r.item / 2) % 10;
+    if (r.arm == "text_full") r.correct = k < 6;
+    if (r.arm == "kv_full") r.correct = k < 9;
+  }
+  const auto r = build_audit_report(recs, {.bootstrap_replicates = 200});
+  const auto f = by_id(r.findings);
+  INFO(f.at("need.kv_noninferior_to_text")->detail);
+  CHECK(f.at("need.kv_noninferior_to_text")->answer == verdict::yes);
+  CHECK(f.at("need.kv_noninferior_to_text")->estimate == Approx(0.3));
+  CHECK(f.at("need.kv_equivalent_to_text")->answer == verdict::no);  // the old TOST id: not equivalent
+  INFO(f.at("cost.relay_pays_on_pcie4")->detail);
+  CHECK(f.at("cost.relay_pays_on_pcie4")->answer == verdict::yes);
+  INFO(r.decision.summary);
+  CHECK(r.decision.verdict == "relay");
+}
+
+TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") {
+  const std::vector<trial_record> same{same_model_kv()};
+  // Relaying where B needs nothing lowers accuracy: not plain "relay".
+  auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
+  fs.push_back(fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05));
+  auto d = decide(fs, same);
+  CHECK(d.verdict == "relay only where B needs A's information");
+  CHECK(check_named(d, "no_need_harm").passed == verdict::no);
+  fs.back() = fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15);  // a gain: relay
+  CHECK(decide(fs, same).verdict == "relay");
+  fs.back() = fnd("no_need.kv_changes_accuracy", verdict::no, 0.0, -0.02, 0.02);
+  d = decide(fs, same);
+  CHECK(d.verdict == "relay");
+  CHECK(check_named(d, "no_need_harm").passed == verdict::yes);
+  // A foreign model's cache helps: homogeneity fails (the header's rule).
+  fs.push_back(fnd("need.cross_model_beats_no_comm", verdict::yes, 0.3, 0.2, 0.4));
+  d = decide(fs, same);
+  CHECK(check_named(d, "homogeneity").passed == verdict::no);
+  CHECK(d.verdict == "inconclusive");
+  fs.back().answer = verdict::inconclusive;
+  CHECK(decide(fs, same).verdict == "relay");
+  // A finding without an interval: "no interval", never "[nan, nan]".
+  auto nan = decision_findings(verdict::yes, verdict::yes, verdict::yes);
+  nan[1].ci_low = nan[1].ci_high = std::nan("");
+  d = decide(nan, same);
+  const auto& reason = check_named(d, "dependency").reason;
+  INFO(reason);
+  CHECK(reason.find("no interval") != std::string::npos);
+  CHECK(reason.find("nan") == std::string::npos);
 }
 
 TEST_CASE("report: run_audit_report writes report.md, report.json and four SVGs") {

@@ -5,26 +5,34 @@
 // machine-readable findings. Formulas, rules and references: docs/audit-report.md.
 //
 // Design. One record per (item, seed, arm); the unit of pairing is (item, seed), the cluster is
-// the item (the seeds of one item share its document). Every interval on a paired difference is a
-// cluster bootstrap over items (percentile, R boot's quantile rule, B = bootstrap_replicates, every
-// replicate r drawing from the counter-based stream {seed, 0, 0, r}: all contrasts on the same
-// items see the same draws — common random numbers); every p-value is McNemar's exact test on the
-// pairs. Arms are found by label ("kv_full", "no_comm", ...) or, failing that, by a unique
-// arm_kind. An analysis whose arms are absent is skipped with a warning, and its finding is
-// "inconclusive" with n = 0.
+// the item (the seeds of one item share its document). Each paired difference carries two
+// intervals: the descriptive 1 − α interval is a cluster bootstrap over items (percentile, R boot's
+// quantile rule, B = bootstrap_replicates, every replicate r drawing from the counter-based stream
+// {seed, 0, 0, r}: all contrasts on the same items see the same draws — common random numbers),
+// replaced by the betting interval when the bootstrap is a point mass or has < 2 items; the
+// verdict interval is the 1 − 2α betting interval over items (estimators/betting.hpp, α per side:
+// 90 % at α = 0.05), valid at any number of items and never of zero width. Every p-value is the
+// betting p-value over items of "mean item difference = 0". Arms are found by label ("kv_full",
+// "no_comm", ...) or, failing that, by a unique arm_kind. An analysis whose arms are absent is
+// skipped with a warning, and its finding is "inconclusive" with n = 0.
 //
 // Finding rules (α = audit_options::alpha, m = equivalence_margin, "significant" = Holm-adjusted
-// p < α over the family of paired effects, intervals are 1 − α unless said otherwise):
-//   need.kv_beats_no_comm        yes: significant and estimate > 0; no: not "yes" and the upper
-//                                limit is below m (a benefit of m or more is excluded);
-//                                inconclusive otherwise.
-//   need.kv_equivalent_to_text   TOST by interval inclusion on the (1 − 2α) cluster-bootstrap
-//                                interval of kv_full − text_full: yes if inside (−m, m); no if
-//                                entirely outside it (low ≥ m or high ≤ −m); inconclusive otherwise.
-//   need.deranged_beats_no_comm, need.zeroed_beats_no_comm, need.cross_model_beats_no_comm
-//                                yes: significant and estimate > 0; no otherwise.
-//   no_need.kv_changes_accuracy  yes: kv_full − no_comm significant; else no if the (1 − 2α)
-//                                interval lies inside (−m, m) (TOST-equivalent); else inconclusive.
+// p < α over the Holm family of paired effects, [L, U] = the 1 − 2α verdict interval, reported as
+// the finding's ci_low / ci_high):
+//   need.text_beats_no_comm      the positive control; a "beats" finding (below). When it is not
+//                                "yes", every other need.*, no_need.* and cost.* finding and the
+//                                decision become "inconclusive" (apply_positive_control).
+//   need.kv_beats_no_comm, need.deranged_beats_no_comm, need.zeroed_beats_no_comm,
+//   need.cross_model_beats_no_comm
+//                                "beats": yes if significant and estimate > 0; else no if U < m
+//                                (a benefit of m or more is excluded); else inconclusive.
+//   need.kv_noninferior_to_text  kv_full − text_full: yes if L > −m (one-sided α); no if U < −m
+//                                (inferiority shown); inconclusive otherwise. The detail says when
+//                                superiority is shown (L > 0).
+//   need.kv_equivalent_to_text   TOST by interval inclusion: yes if −m < L and U < m; no if L ≥ m
+//                                or U ≤ −m; inconclusive otherwise.
+//   no_need.kv_changes_accuracy  yes if kv_full − no_comm is significant (either sign); else no if
+//                                −m < L and U < m; else inconclusive.
 //   noise.tolerance_sigma        estimate = sigma_fail; yes if sigma_fail is located and both
 //                                bootstrap limits are finite; inconclusive otherwise.
 #ifndef LATENTAUDIT_REPORT_AUDIT_HPP
@@ -41,6 +49,7 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
+#include "../estimators/betting.hpp"
 #include "../estimators/bootstrap.hpp"
 #include "../estimators/detail/distributions.hpp"
 #include "../estimators/equivalence.hpp"
@@ -87,10 +96,19 @@ struct paired_effect {
   std::size_t n_pairs = 0;     ///< (item, seed) units holding both arms
   std::size_t n_clusters = 0;  ///< distinct items among them
   double estimate = 0.0;       ///< mean paired difference of `correct` (accuracy points as a fraction)
-  double ci_low = 0.0;         ///< cluster bootstrap over items, percentile (1 − α); NaN with < 2 items
-  double ci_high = 0.0;        ///< upper limit
-  double p_value = 0.0;        ///< McNemar exact on the pairs (sign test for an average of arms)
-  double p_holm = 0.0;         ///< Holm-adjusted over the family (effects; decomposition: its 3 contrasts)
+  /// descriptive 1 − α interval: cluster bootstrap over items (percentile); the betting interval
+  /// over items (α/2 per side) instead when the bootstrap is a point mass or has < 2 items
+  double ci_low = 0.0;
+  double ci_high = 0.0;  ///< upper limit of the descriptive interval
+  /// verdict interval: betting over items (estimators/betting.hpp), α per side (1 − 2α, 90 % at
+  /// α = 0.05); the findings decide on it. Never of zero width.
+  double verdict_low = 0.0;
+  double verdict_high = 0.0;  ///< upper limit of the verdict interval
+  double p_value = 0.0;       ///< betting p-value over items of "mean item difference = 0"
+  /// Holm-adjusted over the family (effects: every contrast with in_holm_family; decomposition:
+  /// its own contrasts); NaN outside the family
+  double p_holm = 0.0;
+  bool in_holm_family = true;  ///< false for the decomposition material {deranged,zeroed,random} − kv_full
   std::string method;          ///< how it was computed
 };
 
@@ -145,7 +163,7 @@ struct cate_effect {
 /// @brief Everything the core audit computes from the records.
 struct audit_core {
   std::vector<arm_summary> arms;             ///< per arm and regime
-  std::vector<paired_effect> effects;        ///< the Holm family of paired effects
+  std::vector<paired_effect> effects;        ///< the paired effects (Holm family: in_holm_family)
   std::vector<paired_effect> decomposition;  ///< need: presence, pairing, content
   std::vector<cate_effect> cate;             ///< kv_full − no_comm by regime and doc_tokens tertile
   noise_tolerance noise;                     ///< dose-response and threshold
@@ -170,6 +188,14 @@ struct audit_core {
 ///         duplicate (item, seed, arm), arms of one (item, seed) with different regimes, an arm
 ///         with two arm_kinds, or a non-finite field
 [[nodiscard]] audit_core analyse_records(std::span<const trial_record> records, const audit_options& o = {});
+
+/// @brief The positive-control gate: unless `control` (need.text_beats_no_comm) is "yes", every
+/// need.*, no_need.* and cost.* finding of `findings` other than the control itself becomes
+/// "inconclusive"; its estimate and interval stay, its detail starts with positive_control_reason
+/// and keeps the verdict it would have had. Idempotent.
+/// @param findings the findings to gate (in place)
+/// @param control the positive-control finding (nullptr: absent, i.e. not "yes")
+void apply_positive_control(std::span<finding> findings, const finding* control);
 
 // ---- implementation ----------------------------------------------------------------------------
 namespace detail {

@@ -21,7 +21,7 @@ namespace latentaudit {
 
 /// @brief One item of the decision checklist.
 struct checklist_item {
-  std::string name;                        ///< dependency, homogeneity, value, cost, monitor
+  std::string name;                        ///< positive_control, dependency, ..., monitor (decide())
   verdict passed = verdict::inconclusive;  ///< yes = the check supports relaying
   std::string reason;                      ///< one sentence with the numbers behind it
 };
@@ -36,8 +36,10 @@ struct monitor_replay {
 
 /// @brief The decision with its reasons.
 struct audit_decision {
-  std::string verdict;  ///< "relay", "send text", "no communication needed" or "inconclusive"
-  std::vector<checklist_item> checklist;  ///< dependency, homogeneity, value, cost, monitor
+  /// "relay", "relay only where B needs A's information", "send text" or "inconclusive"
+  std::string verdict;
+  /// positive_control, dependency, homogeneity, value, cost, no_need_harm, monitor
+  std::vector<checklist_item> checklist;
   std::vector<monitor_replay> monitors;   ///< replays of the sequential monitor
   std::string link;                       ///< link the cost check used
   std::string summary;                    ///< one paragraph
@@ -63,17 +65,26 @@ std::vector<double> unit_differences(std::span<const trial_record> rs, std::stri
 
 /// @brief Decides from the findings and the records.
 ///
-/// Checklist (docs/audit-report.md "Decision"):
+/// Checklist (docs/audit-report.md "Decision"), in this order:
+/// - positive_control: need.text_beats_no_comm — text relay must beat no communication in the need
+///   regime, else the need regime does not test dependency and the verdict is "inconclusive";
 /// - dependency: need.kv_beats_no_comm — without a need-regime effect there is nothing to relay;
 /// - homogeneity: every KV record other than cross_model has sender fingerprint = receiver
-///   fingerprint, and need.cross_model_beats_no_comm is not "yes" (a foreign cache is useless);
-/// - value: need.kv_equivalent_to_text — relay must be as accurate as text within the margin;
+///   fingerprint, and need.cross_model_beats_no_comm is not "yes" (a foreign cache must not help:
+///   cross_model is a placebo; if it helps, identical models are not shown to be what the relay
+///   relies on); "no" if either fails;
+/// - value: need.kv_noninferior_to_text — relay must not be less accurate than text beyond the margin;
 /// - cost: cost.relay_pays_on_<link>;
+/// - no_need_harm: no_need.kv_changes_accuracy — "no" when a negative change is shown (relaying
+///   where B needs nothing lowers accuracy), "yes" when no change or a gain is shown;
 /// - monitor: the mSPRT replay of kv_full − no_comm stopped (informational; a serving stack runs
 ///   the same monitor online).
-/// Verdict: "no communication needed" if dependency is "no"; "relay" if dependency, homogeneity,
-/// value and cost are all "yes"; "send text" if dependency is "yes" and value or cost is "no";
-/// otherwise "inconclusive".
+/// Verdict: "inconclusive" if positive_control is not "yes"; else "send text" if dependency is "no"
+/// (text carries A's information, the relay does not); "relay" if dependency, homogeneity, value
+/// and cost are all "yes" — "relay only where B needs A's information" instead when no_need_harm
+/// is "no"; "send text" if dependency is "yes" and value or cost is "no"; otherwise
+/// "inconclusive". (With the positive-control gate, "no communication needed" is never concluded:
+/// it would need the need regime to show that text does not help, which is the failed control.)
 /// @throws invalid_argument on bad monitor options.
 [[nodiscard]] audit_decision decide(std::span<const finding> findings,
                                     std::span<const trial_record> records,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "../core/json.hpp"
 
@@ -32,6 +33,11 @@ struct finding {
   std::size_t n = 0;   ///< units (pairs, items, records) used
   std::string detail;  ///< one human sentence: why this verdict
 };
+
+/// @brief The reason every finding downstream of a failed positive control (need.text_beats_no_comm
+/// not "yes") gives, and the decision's summary then starts with.
+inline constexpr std::string_view positive_control_reason =
+    "positive control failed: text relay does not beat no communication in the need regime";
 
 namespace detail {
 /// @brief x as a JSON number, or null when x is not finite (report.json never holds NaN).

@@ -135,6 +135,11 @@ template <class Keep>
 /// discordant pairs; NaN without pairs.
 [[nodiscard]] double pairs_p_value(const paired_units& p);
 
+/// @brief Per-item mean paired differences of `p` (cluster_sum / cluster_count, ascending item),
+/// each in [−1, 1]: the observations of the betting interval and p-value over items (equal to
+/// item_mean_differences() on the pairs' item ids for one treated arm).
+[[nodiscard]] std::vector<double> item_differences(const paired_units& p);
+
 /// @brief A percentile interval from the cluster bootstrap.
 struct cluster_interval {
   double low = std::numeric_limits<double>::quiet_NaN();   ///< lower limit

@@ -183,19 +183,60 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
   auto in_regime = [&](audit_regime r) { return [&d, r](std::size_t u) { return d.unit_regime[u] == r; }; };
 
   // ---- paired effects (the Holm family) ----
+  // Every paired difference: the descriptive 1 − α cluster bootstrap interval (betting at α/2 per
+  // side when the bootstrap is a point mass or has < 2 items), the 1 − 2α betting verdict
+  // interval over items and the betting p-value over items. Returns the method's interval part.
+  auto fill_effect = [&](paired_effect& e, const detail::paired_units& p) {
+    e.n_pairs = p.pairs();
+    e.n_clusters = p.clusters();
+    e.estimate = p.mean();
+    const auto items = detail::item_differences(p);
+    const auto vi = bounded_mean_interval(items, -1.0, 1.0, {.alpha_lower = o.alpha, .alpha_upper = o.alpha});
+    e.verdict_low = vi.low;
+    e.verdict_high = vi.high;
+    e.p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, o.alpha);
+    const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
+    if (ci.point_mass || !std::isfinite(ci.low) || !std::isfinite(ci.high)) {
+      const auto di = bounded_mean_interval(items, -1.0, 1.0,
+                                            {.alpha_lower = o.alpha / 2.0, .alpha_upper = o.alpha / 2.0});
+      e.ci_low = di.low;
+      e.ci_high = di.high;
+      return fmt::format(
+          "{}% CI: betting over {} items (the cluster bootstrap {}; Waudby-Smith & Ramdas 2024)",
+          detail::percent(level), p.clusters(),
+          ci.point_mass ? "is a point mass: every replicate equals the estimate" : "needs 2 items");
+    }
+    e.ci_low = ci.low;
+    e.ci_high = ci.high;
+    return fmt::format("{}% CI: cluster bootstrap over items (percentile, B = {}, seed {})",
+                       detail::percent(level), B, o.seed);
+  };
+  const std::string verdict_text =
+      fmt::format("{}% verdict interval: betting over items (one-sided {} per side; Waudby-Smith & Ramdas "
+                  "2024); p: betting over items of mean item difference = 0",
+                  detail::percent(level_tost), detail::number_text(o.alpha));
   struct contrast_spec {
     std::size_t treated, control;
     const char* treated_role;
     const char* control_role;
+    bool holm;  // a claim of its own (in the Holm family), or decomposition material
   };
+  // {deranged,zeroed,random} − kv_full are implied by the placebo − no_comm and kv_full − no_comm
+  // contrasts (their difference); they describe how much of the relay effect a placebo keeps and
+  // stay out of the Holm family.
   const contrast_spec specs[] = {
-      {kv_full, no_comm, "kv_full", "no_comm"},         {kv_full, text_full, "kv_full", "text_full"},
-      {text_full, no_comm, "text_full", "no_comm"},     {deranged, no_comm, "deranged", "no_comm"},
-      {zeroed, no_comm, "zeroed", "no_comm"},           {random, no_comm, "random", "no_comm"},
-      {cross_model, no_comm, "cross_model", "no_comm"}, {deranged, kv_full, "deranged", "kv_full"},
-      {zeroed, kv_full, "zeroed", "kv_full"},           {random, kv_full, "random", "kv_full"},
+      {kv_full, no_comm, "kv_full", "no_comm", true},
+      {kv_full, text_full, "kv_full", "text_full", true},
+      {text_full, no_comm, "text_full", "no_comm", true},
+      {deranged, no_comm, "deranged", "no_comm", true},
+      {zeroed, no_comm, "zeroed", "no_comm", true},
+      {random, no_comm, "random", "no_comm", true},
+      {cross_model, no_comm, "cross_model", "no_comm", true},
+      {deranged, kv_full, "deranged", "kv_full", false},
+      {zeroed, kv_full, "zeroed", "kv_full", false},
+      {random, kv_full, "random", "kv_full", false},
   };
-  std::vector<detail::paired_units> effect_pairs;  // parallel to out.effects
+  std::vector<std::string> effect_ci_text;  // parallel to out.effects
   std::vector<std::string> skipped;
   for (auto rg : {audit_regime::need, audit_regime::no_need}) {
     const std::string rname = detail::regime_name(rg);
@@ -214,15 +255,9 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
         continue;
       }
       paired_effect e{.id = id, .treated = tl, .control = cl, .regime = rname};
-      e.n_pairs = p.pairs();
-      e.n_clusters = p.clusters();
-      e.estimate = p.mean();
-      const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
-      e.ci_low = ci.low;
-      e.ci_high = ci.high;
-      e.p_value = detail::pairs_p_value(p);
+      e.in_holm_family = sp.holm;
+      effect_ci_text.push_back(fill_effect(e, p));
       out.effects.push_back(std::move(e));
-      effect_pairs.push_back(std::move(p));
     }
   }
   if (!skipped.empty()) {
@@ -233,17 +268,23 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
   }
   {
     std::vector<double> p;
-    for (const auto& e : out.effects) p.push_back(e.p_value);
+    std::vector<std::size_t> in;
+    for (std::size_t i = 0; i < out.effects.size(); ++i) {
+      if (!out.effects[i].in_holm_family) continue;
+      p.push_back(out.effects[i].p_value);
+      in.push_back(i);
+    }
     const auto adj = p_adjust(p, p_adjust_method::holm);
-    for (std::size_t i = 0; i < adj.size(); ++i) {
+    for (auto& e : out.effects) e.p_holm = audit_nan;
+    for (std::size_t k = 0; k < adj.size(); ++k) out.effects[in[k]].p_holm = adj[k];
+    for (std::size_t i = 0; i < out.effects.size(); ++i) {
       auto& e = out.effects[i];
-      e.p_holm = adj[i];
       e.method = fmt::format(
-          "mean paired difference over (item, seed) pairs; {}% CI: cluster bootstrap over items (percentile, "
-          "B = {}, "
-          "seed {}){}; p: exact McNemar; Holm over {} effects",
-          detail::percent(level), B, o.seed,
-          effect_pairs[i].clusters() < 2 ? " unavailable with < 2 items" : "", out.effects.size());
+          "mean paired difference over (item, seed) pairs; {}; {}; {}", effect_ci_text[i], verdict_text,
+          e.in_holm_family
+              ? fmt::format("Holm over the {} contrasts of the family", in.size())
+              : std::string("not in the Holm family (decomposition material: the difference of the placebo − "
+                            "no_comm and kv_full − no_comm contrasts)"));
     }
   }
   auto effect_index = [&](std::string_view id) -> std::size_t {
@@ -289,7 +330,6 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
     } else {
       warn.push_back("decomposition: content not estimable (kv_full or text_full absent)");
     }
-    std::vector<detail::paired_units> dp;
     for (const auto& pt : parts) {
       auto p = detail::collect_pairs(d, pt.treated, pt.control, in_regime(audit_regime::need));
       if (p.pairs() == 0) {
@@ -300,24 +340,11 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
                       .treated = pt.treated_label,
                       .control = d.arm_label[pt.control],
                       .regime = "need"};
-      e.n_pairs = p.pairs();
-      e.n_clusters = p.clusters();
-      e.estimate = p.mean();
-      const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
-      e.ci_low = ci.low;
-      e.ci_high = ci.high;
-      e.p_value = detail::pairs_p_value(p);
-      e.method =
-          p.single_arm
-              ? fmt::format(
-                    "mean paired difference; {}% CI: cluster bootstrap over items (percentile, B = {}, "
-                    "seed {}); p: exact McNemar; Holm over the decomposition",
-                    detail::percent(level), B, o.seed)
-              : fmt::format(
-                    "mean over units of (mean of the placebo arms − no_comm); {}% CI: cluster bootstrap "
-                    "over items (percentile, B = {}, seed {}); p: exact sign test (McNemar for one arm); "
-                    "Holm over the decomposition",
-                    detail::percent(level), B, o.seed);
+      const std::string ci_part = fill_effect(e, p);
+      e.method = fmt::format("{}; {}; {}; Holm over the decomposition",
+                             p.single_arm ? "mean paired difference"
+                                          : "mean over units of (mean of the placebo arms − no_comm)",
+                             ci_part, verdict_text);
       out.decomposition.push_back(std::move(e));
     }
     std::vector<double> p;
@@ -657,6 +684,8 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
   }
 
   // ---- findings ----
+  // Every effect finding decides on the 1 − 2α betting verdict interval [L, U] (reported as its
+  // ci_low / ci_high) and the Holm-adjusted betting p-value; docs/audit-report.md "Findings".
   auto absent = [&](std::string id, std::string why) {
     out.findings.push_back({.id = std::move(id),
                             .answer = verdict::inconclusive,
@@ -668,138 +697,123 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
                             .detail = std::move(why)});
   };
   auto pct = [](double x) { return fmt::format("{:.1f}", 100.0 * x); };
-  auto ci_text = [&](double lv, double lo, double hi) {
-    return std::isfinite(lo) && std::isfinite(hi)
-               ? fmt::format("{}% CI {} to {}", detail::percent(lv), pct(lo), pct(hi))
-               : std::string("no interval: fewer than 2 items");
+  const double mm = o.equivalence_margin;
+  const std::string vlevel = detail::percent(level_tost);
+  auto vci = [&](const paired_effect& e) {
+    return fmt::format("{}% verdict interval {} to {}", vlevel, pct(e.verdict_low), pct(e.verdict_high));
   };
-  auto effect_finding = [&](std::string id, std::string_view eid, bool kv_rule) {
+  // Looks the contrast up; absent: an inconclusive finding with n = 0 and nullptr.
+  auto lookup = [&](const std::string& id, std::string_view eid) -> const paired_effect* {
     const std::size_t i = effect_index(eid);
-    if (i == audit_data::npos) {
-      absent(
-          std::move(id),
-          fmt::format("the contrast {} has no pairs (an arm is absent from the records or the regime)", eid));
-      return;
-    }
-    const auto& e = out.effects[i];
-    const bool sig = e.p_holm < o.alpha;
-    verdict v;
-    std::string why;
-    if (sig && e.estimate > 0) {
-      v = verdict::yes;
-      why = fmt::format("{} beats {} by {} points ({}), Holm p = {:.3g}", e.treated, e.control,
-                        pct(e.estimate), ci_text(level, e.ci_low, e.ci_high), e.p_holm);
-    } else if (!kv_rule) {
-      v = verdict::no;
-      why = fmt::format("{} does not beat {}: difference {} points ({}), Holm p = {:.3g}{}", e.treated,
-                        e.control, pct(e.estimate), ci_text(level, e.ci_low, e.ci_high), e.p_holm,
-                        sig ? " (significant, negative)" : " (not significant)");
-    } else if (e.ci_high < o.equivalence_margin) {
-      v = verdict::no;
-      why = fmt::format("no benefit of {} points or more: difference {} points ({}), Holm p = {:.3g}",
-                        pct(o.equivalence_margin), pct(e.estimate), ci_text(level, e.ci_low, e.ci_high),
-                        e.p_holm);
-    } else {
-      v = verdict::inconclusive;
-      why = fmt::format(
-          "difference {} points, not significant after Holm (p = {:.3g}), but a benefit of {} points "
-          "or more is not excluded ({})",
-          pct(e.estimate), e.p_holm, pct(o.equivalence_margin), ci_text(level, e.ci_low, e.ci_high));
-    }
+    if (i != audit_data::npos) return &out.effects[i];
+    absent(id, fmt::format("the contrast {} has no pairs (an arm is absent from the records or the regime)",
+                           eid));
+    return nullptr;
+  };
+  auto push = [&](std::string id, verdict v, const paired_effect& e, std::string method, std::string why) {
     out.findings.push_back({.id = std::move(id),
                             .answer = v,
                             .estimate = e.estimate,
-                            .ci_low = e.ci_low,
-                            .ci_high = e.ci_high,
-                            .method = e.method,
+                            .ci_low = e.verdict_low,
+                            .ci_high = e.verdict_high,
+                            .method = std::move(method),
                             .n = e.n_pairs,
                             .detail = std::move(why)});
   };
-  auto tost_interval = [&](std::string_view eid) -> std::optional<detail::cluster_interval> {
-    const std::size_t i = effect_index(eid);
-    if (i == audit_data::npos) return std::nullopt;
-    return detail::cluster_bootstrap_interval(effect_pairs[i], level_tost, B, o.seed, o.threads);
+  // "beats": yes = significant and estimate > 0; no = U < m (a benefit of m or more excluded).
+  auto beats_finding = [&](std::string id, std::string_view eid) {
+    const auto* e = lookup(id, eid);
+    if (e == nullptr) return;
+    verdict v = verdict::inconclusive;
+    std::string why;
+    if (e->p_holm < o.alpha && e->estimate > 0) {
+      v = verdict::yes;
+      why = fmt::format("{} beats {} by {} points ({}), Holm p = {:.3g}", e->treated, e->control,
+                        pct(e->estimate), vci(*e), e->p_holm);
+    } else if (e->verdict_high < mm) {
+      v = verdict::no;
+      why = fmt::format(
+          "absence shown: a benefit of {} points or more is excluded (difference {} points, {} below {}), "
+          "Holm p = {:.3g}",
+          pct(mm), pct(e->estimate), vci(*e), pct(mm), e->p_holm);
+    } else {
+      why = fmt::format(
+          "difference {} points, Holm p = {:.3g}{}; a benefit of {} points or more is not excluded ({})",
+          pct(e->estimate), e->p_holm,
+          e->p_holm < o.alpha ? " (significant, negative)" : " (not significant)", pct(mm), vci(*e));
+    }
+    push(std::move(id), v, *e,
+         fmt::format(
+             "yes: Holm p < {} and estimate > 0; no: verdict upper limit < margin {}; interval: {}; {}",
+             detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
+         std::move(why));
   };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");
-  effect_finding("need.kv_beats_no_comm", "need:" + kvl + "-" + ncl, true);
+  beats_finding("need.text_beats_no_comm", "need:" + txl + "-" + ncl);
+  beats_finding("need.kv_beats_no_comm", "need:" + kvl + "-" + ncl);
   {
-    const std::string eid = "need:" + kvl + "-" + txl;
-    const auto iv = tost_interval(eid);
-    const std::size_t i = effect_index(eid);
-    if (!iv || !std::isfinite(iv->low)) {
-      absent("need.kv_equivalent_to_text",
-             i == audit_data::npos
-                 ? fmt::format("the contrast {} has no pairs", eid)
-                 : fmt::format("the contrast {} rests on fewer than 2 items; no interval", eid));
-      if (i != audit_data::npos) {
-        out.findings.back().n = out.effects[i].n_pairs;
-        out.findings.back().estimate = out.effects[i].estimate;
-      }
-    } else {
-      const auto& e = out.effects[i];
-      const double mm = o.equivalence_margin;
-      const verdict v = iv->low > -mm && iv->high < mm     ? verdict::yes
-                        : iv->low >= mm || iv->high <= -mm ? verdict::no
-                                                           : verdict::inconclusive;
-      out.findings.push_back(
-          {.id = "need.kv_equivalent_to_text",
-           .answer = v,
-           .estimate = e.estimate,
-           .ci_low = iv->low,
-           .ci_high = iv->high,
-           .method = fmt::format(
-               "TOST by interval inclusion: {}% cluster bootstrap interval over items (percentile, B "
-               "= {}, seed {}) of the mean paired difference vs the margin ±{}",
-               detail::percent(level_tost), B, o.seed, detail::number_text(mm)),
-           .n = e.n_pairs,
-           .detail = fmt::format(
-               "{} − {} = {} points, {}% CI {} to {}, margin ±{} points: {}", kvl, txl, pct(e.estimate),
-               detail::percent(level_tost), pct(iv->low), pct(iv->high), pct(mm),
-               v == verdict::yes  ? "equivalent"
-               : v == verdict::no ? "not equivalent (interval outside the margin)"
-                                  : "neither equivalence nor a difference beyond the margin shown")});
+    const std::string id = "need.kv_noninferior_to_text";
+    if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
+      const verdict v = e->verdict_low > -mm    ? verdict::yes
+                        : e->verdict_high < -mm ? verdict::no
+                                                : verdict::inconclusive;
+      push(id, v, *e,
+           fmt::format("non-inferiority by the one-sided {} bound: yes if verdict lower limit > -{}, no if "
+                       "verdict upper limit < -{}; interval: {}",
+                       detail::number_text(o.alpha), detail::number_text(mm), detail::number_text(mm),
+                       verdict_text),
+           fmt::format("{} − {} = {} points ({}), margin {} points: {}", kvl, txl, pct(e->estimate), vci(*e),
+                       pct(mm),
+                       v == verdict::yes
+                           ? (e->verdict_low > 0 ? "non-inferior, and superiority shown (lower limit > 0)"
+                                                 : "non-inferior (lower limit above −margin)")
+                       : v == verdict::no ? "inferiority shown (upper limit below −margin)"
+                                          : "neither non-inferiority nor inferiority shown"));
     }
   }
-  effect_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl,
-                 false);
-  effect_finding("need.zeroed_beats_no_comm", "need:" + role_label(zeroed, "zeroed") + "-" + ncl, false);
-  effect_finding("need.cross_model_beats_no_comm",
-                 "need:" + role_label(cross_model, "cross_model") + "-" + ncl, false);
   {
-    const std::string eid = "no_need:" + kvl + "-" + ncl;
-    const std::size_t i = effect_index(eid);
-    if (i == audit_data::npos) {
-      absent("no_need.kv_changes_accuracy", fmt::format("the contrast {} has no pairs", eid));
-    } else {
-      const auto& e = out.effects[i];
-      const double mm = o.equivalence_margin;
-      const auto iv = detail::cluster_bootstrap_interval(effect_pairs[i], level_tost, B, o.seed, o.threads);
-      finding f{.id = "no_need.kv_changes_accuracy", .estimate = e.estimate, .n = e.n_pairs};
-      if (e.p_holm < o.alpha) {
-        f.answer = verdict::yes;
-        f.ci_low = e.ci_low;
-        f.ci_high = e.ci_high;
-        f.method = e.method;
-        f.detail = fmt::format(
-            "relaying changes accuracy where B needs nothing: {} points ({}% CI {} to {}), Holm p "
-            "= {:.3g}",
-            pct(e.estimate), detail::percent(level), pct(e.ci_low), pct(e.ci_high), e.p_holm);
+    const std::string id = "need.kv_equivalent_to_text";
+    if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
+      const verdict v = e->verdict_low > -mm && e->verdict_high < mm     ? verdict::yes
+                        : e->verdict_low >= mm || e->verdict_high <= -mm ? verdict::no
+                                                                         : verdict::inconclusive;
+      push(id, v, *e,
+           fmt::format(
+               "TOST by interval inclusion: yes if the verdict interval lies inside ±{}, no if it lies "
+               "entirely outside; interval: {}",
+               detail::number_text(mm), verdict_text),
+           fmt::format("{} − {} = {} points ({}), margin ±{} points: {}", kvl, txl, pct(e->estimate), vci(*e),
+                       pct(mm),
+                       v == verdict::yes  ? "equivalent"
+                       : v == verdict::no ? "not equivalent (interval outside the margin)"
+                                          : "neither equivalence nor a difference beyond the margin shown"));
+    }
+  }
+  beats_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl);
+  beats_finding("need.zeroed_beats_no_comm", "need:" + role_label(zeroed, "zeroed") + "-" + ncl);
+  beats_finding("need.cross_model_beats_no_comm",
+                "need:" + role_label(cross_model, "cross_model") + "-" + ncl);
+  {
+    const std::string id = "no_need.kv_changes_accuracy";
+    if (const auto* e = lookup(id, "no_need:" + kvl + "-" + ncl)) {
+      verdict v = verdict::inconclusive;
+      std::string why;
+      if (e->p_holm < o.alpha) {
+        v = verdict::yes;
+        why = fmt::format("relaying changes accuracy where B needs nothing: {} points ({}), Holm p = {:.3g}",
+                          pct(e->estimate), vci(*e), e->p_holm);
       } else {
-        const bool eq = std::isfinite(iv.low) && iv.low > -mm && iv.high < mm;
-        f.answer = eq ? verdict::no : verdict::inconclusive;
-        f.ci_low = iv.low;
-        f.ci_high = iv.high;
-        f.method = fmt::format(
-            "Holm-significance of the paired effect ({}), else TOST by interval inclusion on the "
-            "{}% cluster bootstrap interval vs ±{}",
-            e.method, detail::percent(level_tost), detail::number_text(mm));
-        f.detail = fmt::format(
+        const bool eq = e->verdict_low > -mm && e->verdict_high < mm;
+        v = eq ? verdict::no : verdict::inconclusive;
+        why = fmt::format(
             "difference {} points, not significant (Holm p = {:.3g}); {} {} the margin ±{} points",
-            pct(e.estimate), e.p_holm, ci_text(level_tost, iv.low, iv.high), eq ? "inside" : "not inside",
-            pct(mm));
+            pct(e->estimate), e->p_holm, vci(*e), eq ? "inside" : "not inside", pct(mm));
       }
-      out.findings.push_back(std::move(f));
+      push(id, v, *e,
+           fmt::format("yes: Holm p < {} (either sign); no: verdict interval inside ±{}; interval: {}; {}",
+                       detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
+           std::move(why));
     }
   }
   {
@@ -836,7 +850,25 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
       out.findings.push_back(std::move(f));
     }
   }
+  const auto control = std::find_if(out.findings.begin(), out.findings.end(),
+                                    [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
+  apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);
   return out;
+}
+
+LATENTAUDIT_INLINE void apply_positive_control(std::span<finding> findings, const finding* control) {
+  if (control != nullptr && control->answer == verdict::yes) return;
+  const std::string why = fmt::format("{} (need.text_beats_no_comm is {})", positive_control_reason,
+                                      control == nullptr ? "absent" : verdict_name(control->answer));
+  for (auto& f : findings) {
+    if (&f == control || f.id == "need.text_beats_no_comm") continue;
+    const bool downstream =
+        f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 || f.id.rfind("cost.", 0) == 0;
+    if (!downstream || f.detail.rfind(positive_control_reason, 0) == 0) continue;
+    f.detail = fmt::format("{}; without the gate this finding would read {}: {}", why, verdict_name(f.answer),
+                           f.detail);
+    f.answer = verdict::inconclusive;
+  }
 }
 
 }  // namespace latentaudit

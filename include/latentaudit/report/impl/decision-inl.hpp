@@ -26,6 +26,8 @@ LATENTAUDIT_INLINE const finding* find_finding(std::span<const finding> fs, std:
 LATENTAUDIT_INLINE std::string finding_text(const finding* f) {
   if (f == nullptr) return "not computed";
   if (!std::isfinite(f->estimate)) return fmt::format("{} (n = {})", verdict_name(f->answer), f->n);
+  if (!std::isfinite(f->ci_low) || !std::isfinite(f->ci_high))
+    return fmt::format("{}: {:.3g} (no interval), n = {}", verdict_name(f->answer), f->estimate, f->n);
   return fmt::format("{}: {:.3g} [{:.3g}, {:.3g}], n = {}", verdict_name(f->answer), f->estimate, f->ci_low,
                      f->ci_high, f->n);
 }
@@ -60,12 +62,17 @@ LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_re
       }
     if (d.link.empty() || d.link.rfind("custom:", 0) == 0) d.link = "pcie4";
   }
+  const auto* control = detail::find_finding(findings, "need.text_beats_no_comm");
   const auto* dep = detail::find_finding(findings, "need.kv_beats_no_comm");
   const auto* cross = detail::find_finding(findings, "need.cross_model_beats_no_comm");
-  const auto* value = detail::find_finding(findings, "need.kv_equivalent_to_text");
+  const auto* value = detail::find_finding(findings, "need.kv_noninferior_to_text");
   const auto* cost = detail::find_finding(findings, "cost.relay_pays_on_" + d.link);
+  const auto* harm = detail::find_finding(findings, "no_need.kv_changes_accuracy");
   auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
 
+  d.checklist.push_back({"positive_control", v_of(control),
+                         "text relay beats no communication in the need regime (the task needs A): " +
+                             detail::finding_text(control)});
   d.checklist.push_back(
       {"dependency", v_of(dep),
        "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
@@ -88,18 +95,38 @@ LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_re
   } else {
     homo.reason = fmt::format("all {} same-model relays carry matching fingerprints", kv_records);
   }
-  if (cross != nullptr && cross->answer == verdict::no)
+  // The check requires need.cross_model_beats_no_comm not "yes", as the header says (the code used
+  // to only note it): cross_model is one of the placebos. The relay is justified as "B reads the
+  // cache of its own model"; if a foreign model's cache helps as well, either the cross_model arm is
+  // not really foreign (mislabelled fingerprints) or B profits from something other than reading
+  // a same-model cache, and matching fingerprints no longer establish what the relay relies on.
+  if (cross != nullptr && cross->answer == verdict::yes) {
+    homo.passed = verdict::no;
+    homo.reason += "; but a foreign model's cache helps (need.cross_model_beats_no_comm: " +
+                   detail::finding_text(cross) +
+                   "): the placebo is not inert, so the benefit is not shown to need identical models";
+  } else if (cross != nullptr && cross->answer == verdict::no) {
     homo.reason += "; a foreign model's cache does not help (need.cross_model_beats_no_comm: " +
                    detail::finding_text(cross) + "), so relay only between identical models";
-  else if (cross != nullptr && cross->answer == verdict::yes)
-    homo.reason += "; note: a foreign model's cache helped (need.cross_model_beats_no_comm: " +
+  } else if (cross != nullptr) {
+    homo.reason += "; whether a foreign model's cache helps is open (need.cross_model_beats_no_comm: " +
                    detail::finding_text(cross) + ")";
+  }
   d.checklist.push_back(homo);
-  d.checklist.push_back(
-      {"value", v_of(value),
-       "relay is as accurate as text within the margin (TOST): " + detail::finding_text(value)});
+  d.checklist.push_back({"value", v_of(value),
+                         "relay is not less accurate than text beyond the margin (non-inferiority): " +
+                             detail::finding_text(value)});
   d.checklist.push_back(
       {"cost", v_of(cost), "relay saves receiver latency on " + d.link + ": " + detail::finding_text(cost)});
+  // yes: no harm where B needs nothing (no change shown, or a gain); no: harm shown (a significant
+  // negative change); inconclusive: neither shown. Only "no" keeps the verdict from plain "relay".
+  checklist_item nh{"no_need_harm", verdict::inconclusive,
+                    "relaying where B needs nothing does not lower accuracy: " + detail::finding_text(harm)};
+  if (harm != nullptr && harm->answer == verdict::yes)
+    nh.passed = harm->estimate < 0 ? verdict::no : verdict::yes;
+  else if (harm != nullptr && harm->answer == verdict::no)
+    nh.passed = verdict::yes;
+  d.checklist.push_back(nh);
 
   for (const auto& [t, c] :
        {std::pair<const char*, const char*>{"kv_full", "no_comm"}, {"kv_full", "text_full"}}) {
@@ -129,21 +156,35 @@ LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_re
   }
   d.checklist.push_back(mon);
 
-  const verdict vd = v_of(dep), vh = homo.passed, vv = v_of(value), vc = v_of(cost);
-  if (vd == verdict::no) {
-    d.verdict = "no communication needed";
-    d.summary = "B answers as well without A's information, so neither relay nor text pays.";
-  } else if (vd == verdict::yes && vh == verdict::yes && vv == verdict::yes && vc == verdict::yes) {
-    d.verdict = "relay";
+  const verdict vc0 = v_of(control), vd = v_of(dep), vh = homo.passed, vv = v_of(value), vc = v_of(cost);
+  if (vc0 != verdict::yes) {
+    d.verdict = "inconclusive";
     d.summary =
-        "Relay carries A's information (dependency), between identical models (homogeneity), as accurately "
-        "as text (value), "
-        "and saves receiver latency on " +
-        d.link + " (cost).";
+        std::string(positive_control_reason) + " (need.text_beats_no_comm: " + detail::finding_text(control) +
+        "), so the need regime does not test whether B needs A's information: fix the task or collect "
+        "more items before reading any other check.";
+  } else if (vd == verdict::no) {
+    // The positive control passed, so B does need A's information; the relay carries none of it.
+    d.verdict = "send text";
+    d.summary =
+        "Text relay carries A's information (positive control) but the KV relay shows no benefit over no "
+        "communication (a benefit of the margin or more is excluded).";
+  } else if (vd == verdict::yes && vh == verdict::yes && vv == verdict::yes && vc == verdict::yes) {
+    const bool harmful = nh.passed == verdict::no;
+    d.verdict = harmful ? "relay only where B needs A's information" : "relay";
+    d.summary =
+        "Relay carries A's information (dependency), between identical models (homogeneity), is not less "
+        "accurate than text (value), and saves receiver latency on " +
+        d.link + " (cost)." +
+        (harmful
+             ? " But relaying where B needs nothing lowers accuracy (no_need.kv_changes_accuracy), so relay "
+               "only to requests that need A's information (e.g. behind the relay gate)."
+             : "");
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
     d.verdict = "send text";
-    d.summary = vv == verdict::no ? "Relay is less accurate than text beyond the margin."
-                                  : "Relay is as accurate as text but does not pay on " + d.link + ".";
+    d.summary = vv == verdict::no
+                    ? "Relay is less accurate than text beyond the margin (inferiority shown)."
+                    : "Relay is not less accurate than text but does not pay on " + d.link + ".";
   } else {
     d.verdict = "inconclusive";
     d.summary =

@@ -36,6 +36,11 @@ namespace latentaudit {
   go.level = 1.0 - o.alpha;
   go.bootstrap_replicates = o.bootstrap_replicates;
   r.gate = fit_relay_gate(records, go);
+  // The positive-control gate of the core findings covers the cost findings too.
+  const finding* control = nullptr;
+  for (const auto& f : r.core.findings)
+    if (f.id == "need.text_beats_no_comm") control = &f;
+  apply_positive_control(r.cost.findings, control);
   r.findings = r.core.findings;
   for (auto* fs : {&r.observational.findings, &r.cost.findings, &r.gate.findings})
     r.findings.insert(r.findings.end(), fs->begin(), fs->end());
@@ -161,8 +166,11 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       o.set("estimate", jnum(e.estimate));
       o.set("ci_low", jnum(e.ci_low));
       o.set("ci_high", jnum(e.ci_high));
+      o.set("verdict_low", jnum(e.verdict_low));
+      o.set("verdict_high", jnum(e.verdict_high));
       o.set("p_value", jnum(e.p_value));
       o.set("p_holm", jnum(e.p_holm));
+      o.set("in_holm_family", e.in_holm_family);
       o.set("method", e.method);
       a.push_back(std::move(o));
     }
@@ -439,12 +447,17 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("");
   line("![forest plot](forest.svg)");
   line("");
-  line("| contrast | pairs | items | estimate | CI | p | p (Holm) |");
-  line("|---|---|---|---|---|---|---|");
+  line(fmt::format(
+      "| contrast | pairs | items | estimate | {:g}% CI | {:g}% verdict interval (betting) | p (betting) "
+      "| p (Holm) |",
+      100.0 * (1.0 - r.options.alpha), 100.0 * (1.0 - 2.0 * r.options.alpha)));
+  line("|---|---|---|---|---|---|---|---|");
   for (const auto* es : {&r.core.effects, &r.core.decomposition})
     for (const auto& e : *es)
-      line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} |", e.id, e.n_pairs, e.n_clusters,
-                       num(e.estimate), num(e.ci_low), num(e.ci_high), num(e.p_value), num(e.p_holm)));
+      line(fmt::format("| {} | {} | {} | {} | [{}, {}] | [{}, {}] | {} | {} |", e.id, e.n_pairs, e.n_clusters,
+                       num(e.estimate), num(e.ci_low), num(e.ci_high), num(e.verdict_low),
+                       num(e.verdict_high), num(e.p_value),
+                       e.in_holm_family ? num(e.p_holm) : std::string("not in family")));
   line("");
   line("## Effects by regime and document length (CATE)");
   line("");

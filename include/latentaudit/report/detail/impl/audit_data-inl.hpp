@@ -117,6 +117,12 @@ namespace latentaudit::detail {
   return binomial_half_two_sided_p(p.positive, p.positive + p.negative);
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE std::vector<double> item_differences(const paired_units& p) {
+  std::vector<double> out(p.clusters());
+  for (std::size_t g = 0; g < out.size(); ++g) out[g] = p.cluster_sum[g] / p.cluster_count[g];
+  return out;
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE cluster_interval cluster_bootstrap_interval(
     const paired_units& p, double level, std::size_t replicates, std::uint64_t seed, unsigned threads) {
   cluster_interval out;

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+// The audit's verdict rules on the betting interval (estimators/betting.hpp), validated by Monte
+// Carlo on clustered (item × seed) binary data with an exact known truth
+// (tests/support/clustered_binary_sim.hpp), and timed. Never a timing gate: CI runs the "smoke"
+// variants once (--benchmark_filter=smoke --benchmark_min_time=0).
+//
+// "verdicts/monte_carlo_table" (one iteration, about a minute or two) prints the tables of
+// docs/estimators/betting.md: size of non-inferiority and equivalence at the margin (T − C = −δ,
+// δ = 0.05) with the 95 % coverage over K ∈ {20, 50, 150} items × S ∈ {1, 3, 5} seeds × {text at
+// ceiling, discordances both ways} × {no, mild, strong item heterogeneity}; the "no" rate (upper
+// 90 % limit < δ) of a placebo with a real +0.08 benefit; Holm's familywise error over 10 contrasts
+// under a clustered null; the power at truth 0; the half-width of the 90 % interval when all K
+// items are concordant. Each cell uses std::mt19937_64 with the printed seed; standard errors are
+// binomial, sqrt(r (1 − r) / R). Run:
+//   g++ -std=c++20 -O2 -Iinclude -Itests benchmarks/bench_verdicts.cpp -lbenchmark -lpthread
+//   ./a.out --benchmark_filter=monte_carlo_table/4000
+#include <latentaudit/estimators/betting.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "support/clustered_binary_sim.hpp"
+
+namespace {
+
+using namespace latentaudit;
+namespace sim = latentaudit::test;
+
+constexpr double delta = 0.05;
+constexpr std::uint64_t base_seed = 20240601;  // cell c uses base_seed + c
+
+struct het {
+  const char* name;
+  double concentration;  // Beta a + b; 0 = point mass
+};
+constexpr het hets[] = {{"none", 0.0}, {"mild", 20.0}, {"strong", 2.0}};
+
+double rate(std::size_t k, std::size_t n) { return static_cast<double>(k) / static_cast<double>(n); }
+double se(std::size_t k, std::size_t n) {
+  const double r = rate(k, n);
+  return std::sqrt(r * (1.0 - r) / static_cast<double>(n));
+}
+
+/// Margin design: truth T − C = −δ. scenario 0: text (control) at ceiling, kv ~ Beta(1 − δ);
+/// scenario 1: control ~ Beta(0.85), kv ~ Beta(0.80), independent uniforms (both ways).
+sim::paired_binary_design margin_design(int scenario, double conc, std::size_t k, std::size_t s) {
+  sim::paired_binary_design d{.items = k, .seeds = s};
+  if (scenario == 0) {
+    d.control = {1.0, 0.0};
+    d.treated = {1.0 - delta, conc};
+    d.uniforms = sim::unit_uniforms::common;
+  } else {
+    d.control = {0.85, conc};
+    d.treated = {0.85 - delta, conc};
+    d.uniforms = sim::unit_uniforms::independent;
+  }
+  return d;
+}
+
+/// Placebo with a real benefit, truth T − C = +0.08. scenario 0: treated at ceiling, control ~
+/// Beta(0.92); scenario 1: treated ~ Beta(0.88), control ~ Beta(0.80), independent uniforms.
+sim::paired_binary_design placebo_design(int scenario, double conc, std::size_t k, std::size_t s) {
+  sim::paired_binary_design d{.items = k, .seeds = s};
+  if (scenario == 0) {
+    d.treated = {1.0, 0.0};
+    d.control = {0.92, conc};
+    d.uniforms = sim::unit_uniforms::common;
+  } else {
+    d.treated = {0.88, conc};
+    d.control = {0.80, conc};
+    d.uniforms = sim::unit_uniforms::independent;
+  }
+  return d;
+}
+
+const char* scenario_name(int s) { return s == 0 ? "ceiling" : "both-ways"; }
+
+/// Runs and prints every table at `reps` replicates per cell (FWER cells: reps / 2).
+void monte_carlo_table(std::size_t reps, bool print) {
+  std::uint64_t seed = base_seed;
+  const std::size_t ks[] = {20, 50, 150}, ss[] = {1, 3, 5};
+  if (print) {
+    std::printf("\n# Verdict Monte Carlo (betting interval over item means), delta = %.2f, %zu replicates per cell,\n"
+                "# seeds base %llu + cell index; tolerance for a nominal 5 %% rate: 3 se = %.4f\n",
+                delta, reps, static_cast<unsigned long long>(base_seed), sim::mc_tolerance(0.05, reps));
+    std::printf("\n## Size at the margin (truth T - C = -0.05) and coverage of the 95 %% interval\n");
+    std::printf("| scenario | heterogeneity | K | S | seed | NI size (se) | EQ size (se) | 95%% coverage (se) | min width |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  }
+  double worst_ni = 0.0, worst_eq = 0.0, worst_cov = 1.0;
+  std::size_t zero = 0;
+  for (int sc = 0; sc < 2; ++sc)
+    for (const auto& h : hets)
+      for (auto k : ks)
+        for (auto s : ss) {
+          const auto c = sim::run_verdict_cell(margin_design(sc, h.concentration, k, s), reps, seed);
+          worst_ni = std::max(worst_ni, rate(c.noninferior, reps));
+          worst_eq = std::max(worst_eq, rate(c.equivalent, reps));
+          worst_cov = std::min(worst_cov, rate(c.covered, reps));
+          zero += c.zero_width;
+          if (print)
+            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f (%.4f) | %.4f (%.4f) | %.4f |\n",
+                        scenario_name(sc), h.name, k, s, static_cast<unsigned long long>(seed),
+                        rate(c.noninferior, reps), se(c.noninferior, reps), rate(c.equivalent, reps),
+                        se(c.equivalent, reps), rate(c.covered, reps), se(c.covered, reps), c.min_width);
+          ++seed;
+        }
+  if (print)
+    std::printf("max NI size %.4f, max EQ size %.4f, min coverage %.4f, zero-width intervals %zu\n", worst_ni,
+                worst_eq, worst_cov, zero);
+
+  if (print) {
+    // The comparison of docs/estimators/betting.md: the paired t lower limit on the same item means
+    // (one-sided 95 %, t quantiles of df = K − 1), same designs and seeds as the table above.
+    std::printf("\n## For comparison: NI size of the paired t on item means (mean - t(0.95, K-1) sd / sqrt K > -0.05)\n");
+    std::printf("| scenario | heterogeneity | K | S | seed | paired-t NI size (se) | zero-sd samples |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|\n");
+    std::uint64_t tseed = base_seed;
+    for (int sc = 0; sc < 2; ++sc)
+      for (const auto& h : hets)
+        for (auto k : ks)
+          for (auto s : ss) {
+            const double q = k == 20 ? 1.729133 : k == 50 ? 1.676551 : 1.655145;  // t(0.95; 19, 49, 149)
+            const auto d = margin_design(sc, h.concentration, k, s);
+            std::mt19937_64 g(tseed++);
+            std::size_t ni = 0, flat = 0;
+            for (std::size_t r = 0; r < reps; ++r) {
+              const auto x = sim::simulate_item_differences(d, g);
+              double m = 0.0, ss2 = 0.0;
+              for (double v : x) m += v;
+              m /= static_cast<double>(k);
+              for (double v : x) ss2 += (v - m) * (v - m);
+              const double sd = std::sqrt(ss2 / static_cast<double>(k - 1));
+              ni += m - q * sd / std::sqrt(static_cast<double>(k)) > -delta;
+              flat += sd == 0.0;
+            }
+            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f |\n", scenario_name(sc), h.name, k, s,
+                        static_cast<unsigned long long>(tseed - 1), rate(ni, reps), se(ni, reps), rate(flat, reps));
+          }
+  }
+
+  if (print) {
+    std::printf("\n## Placebo with a real +0.08 benefit: rate of the verdict \"no\" (upper 90%% limit < 0.05)\n");
+    std::printf("| scenario | heterogeneity | K | S | seed | \"no\" rate (se) | superiority shown | 95%% coverage |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  }
+  double worst_no = 0.0;
+  for (int sc = 0; sc < 2; ++sc)
+    for (const auto& h : hets)
+      for (auto k : ks)
+        for (auto s : ss) {
+          const auto c = sim::run_verdict_cell(placebo_design(sc, h.concentration, k, s), reps, seed);
+          worst_no = std::max(worst_no, rate(c.absent, reps));
+          zero += c.zero_width;
+          if (print)
+            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f | %.4f |\n", scenario_name(sc), h.name,
+                        k, s, static_cast<unsigned long long>(seed), rate(c.absent, reps), se(c.absent, reps),
+                        rate(c.superior, reps), rate(c.covered, reps));
+          ++seed;
+        }
+  if (print) std::printf("max \"no\" rate %.4f, zero-width intervals so far %zu\n", worst_no, zero);
+
+  const std::size_t fr = reps / 2;
+  if (print) {
+    std::printf("\n## Familywise error of Holm over 10 contrasts (10 arms vs one control), clustered null\n"
+                "## with item x arm effects (item p = w d_i + (1-w) e_ji, d, e ~ Beta(mean 0.8, a+b)), %zu replicates\n",
+                fr);
+    std::printf("| design | K | S | seed | FWER (se) | FWER, superiority claims | unadjusted per-contrast rate |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  }
+  struct fdes {
+    const char* name;
+    double conc, shared;
+    sim::unit_uniforms u;
+  };
+  const fdes fds[] = {{"a+b=2, w=0.5, common uniforms", 2.0, 0.5, sim::unit_uniforms::common},
+                      {"a+b=2, w=0, independent uniforms", 2.0, 0.0, sim::unit_uniforms::independent}};
+  double worst_fwer = 0.0;
+  for (const auto& f : fds)
+    for (std::size_t s : {3u, 5u})
+      for (auto k : ks) {
+        const sim::exchangeable_arms_design d{
+            .items = k, .seeds = s, .arms = 10, .item = {0.8, f.conc}, .shared = f.shared, .uniforms = f.u};
+        const auto c = sim::run_fwer_cell(d, fr, seed);
+        worst_fwer = std::max(worst_fwer, rate(c.any, fr));
+        if (print)
+          std::printf("| %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f | %.4f |\n", f.name, k, s,
+                      static_cast<unsigned long long>(seed), rate(c.any, fr), se(c.any, fr), rate(c.positive, fr),
+                      rate(c.unadjusted, fr * d.arms));
+        ++seed;
+      }
+  if (print) std::printf("max FWER %.4f\n", worst_fwer);
+
+  if (print) {
+    std::printf("\n## Power at truth 0 (both arms ~ Beta(0.9, a+b=20), common uniforms: discordances rare)\n");
+    std::printf("| K | S | seed | NI \"yes\" | EQ \"yes\" | mean 90%% half-width |\n|---:|---:|---:|---:|---:|---:|\n");
+  }
+  for (std::size_t k : {20u, 50u, 150u, 300u})
+    for (auto s : ss) {
+      const sim::paired_binary_design d{
+          .items = k, .seeds = s, .treated = {0.9, 20.0}, .control = {0.9, 20.0}, .uniforms = sim::unit_uniforms::common};
+      const std::size_t pr = reps / 4;
+      const auto c = sim::run_verdict_cell(d, pr, seed);
+      if (print)
+        std::printf("| %zu | %zu | %llu | %.4f | %.4f | %.4f |\n", k, s, static_cast<unsigned long long>(seed),
+                    rate(c.noninferior, pr), rate(c.equivalent, pr), c.mean_half_width90);
+      ++seed;
+    }
+
+  if (print) {
+    std::printf("\n## Half-width of the 90%% interval when all K items are concordant (every item mean 0)\n");
+    std::printf("| K | half-width |\n|---:|---:|\n");
+    for (std::size_t k : {10u, 20u, 50u, 100u, 117u, 150u, 300u, 1000u}) {
+      const std::vector<double> z(k, 0.0);
+      const auto iv = bounded_mean_interval(z, -1.0, 1.0, {.alpha_lower = 0.05, .alpha_upper = 0.05});
+      std::printf("| %zu | %.4f |\n", k, iv.high);
+    }
+    std::printf("\n");
+  }
+}
+
+void BM_monte_carlo_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) monte_carlo_table(reps, print);
+}
+
+/// One clustered_paired_difference (interval and p-value) on K items × S seeds.
+void BM_clustered_paired_difference(benchmark::State& state) {
+  const auto k = static_cast<std::size_t>(state.range(0)), s = static_cast<std::size_t>(state.range(1));
+  std::mt19937_64 g(base_seed);
+  const auto data = sim::simulate_paired(
+      {.items = k, .seeds = s, .treated = {0.8, 20.0}, .control = {0.85, 20.0}, .uniforms = sim::unit_uniforms::common},
+      g);
+  for (auto _ : state) {
+    auto e = clustered_paired_difference(data.item, data.treated, data.control,
+                                         {.alpha_lower = 0.05, .alpha_upper = 0.05});
+    benchmark::DoNotOptimize(e);
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_monte_carlo_table)->Name("verdicts/monte_carlo_table")->Args({4000, 1})->Iterations(1)
+    ->Unit(benchmark::kSecond);
+BENCHMARK(BM_clustered_paired_difference)->Name("verdicts/clustered_paired_difference")->Args({150, 5})
+    ->Args({1000, 5})->Unit(benchmark::kMicrosecond);
+
+// Smoke variants (tiny; CI runs these once).
+BENCHMARK(BM_monte_carlo_table)->Name("verdicts/monte_carlo_table/smoke")->Args({4, 0})->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_clustered_paired_difference)->Name("verdicts/clustered_paired_difference/smoke")->Args({20, 3});
+
+BENCHMARK_MAIN();
