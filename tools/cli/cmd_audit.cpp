@@ -30,7 +30,7 @@ std::vector<option_spec> audit_spec() {
        "the agents' model (HF dir + task.json); default models/organism-a (then the source tree's)"},
       {"--partner", "DIR",
        "the heterogeneous partner for cross_model; default models/organism-b; 'none' drops cross_model"},
-      {"--items", "N", "documents (default 300)"},
+      {"--items", "N", "documents (default 450)"},
       {"--seeds", "K", "queries (and random streams) per document (default 3)"},
       {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
       {"--link", "NAME",
@@ -184,7 +184,7 @@ int run_audit(std::span<const std::string> raw) {
   const bool no_partner = partner_arg && *partner_arg == "none";
   trial_design d;
   d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
-  d.items = static_cast<std::uint64_t>(args.integer("--items", 300, 1, 10000000));
+  d.items = static_cast<std::uint64_t>(args.integer("--items", 450, 1, 10000000));
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
   if (auto arms = args.get("--arms")) {
     d.arms.clear();
