@@ -5,6 +5,7 @@
 #define LATENTAUDIT_REPORT_HPP
 
 #include "core.hpp"
+#include "report/analyses/noise.hpp"
 #include "report/audit.hpp"
 #include "report/cost.hpp"
 #include "report/decision.hpp"

@@ -12,6 +12,7 @@
 #include "trial/journal.hpp"
 #include "trial/link.hpp"
 #include "trial/record.hpp"
+#include "trial/reference_driver.hpp"
 #include "trial/task.hpp"
 
 #endif  // LATENTAUDIT_TRIAL_HPP

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,14 @@ TEST_CASE("observational: expected verdicts on the planted organism", "[report][
   CHECK(find(r, "log.naive_covers_randomized").n == 450);
   // IPW for completeness: estimated, with an interval.
   CHECK(std::isfinite(L.ipw.ci_low));
+  // Every interval is clustered by item: CR1 regression or a cluster bootstrap over items.
+  CHECK_THAT(L.naive.method, Contains("cr1(item)"));
+  for (const auto* e : {&L.matching, &L.aipw, &L.ipw}) {
+    CHECK_THAT(e->method, Contains("cluster_bootstrap_percentile(item)"));
+    CHECK(e->ci_low < e->estimate);
+    CHECK(e->ci_high > e->estimate);
+    CHECK(e->std_error > 0);
+  }
 
   const auto& R = r.rollout;
   INFO("ATT " << R.truth.estimate << " before/after " << R.before_after.estimate << " ["
@@ -71,21 +80,63 @@ TEST_CASE("observational: expected verdicts on the planted organism", "[report][
   CHECK(R.truth.estimate > 0.4);
   CHECK(find(r, "rollout.before_after_covers_truth").answer == verdict::no);
   CHECK(find(r, "rollout.did_covers_truth").answer == verdict::yes);
+  CHECK_THAT(R.before_after.method, Contains("cr1(item)"));
 }
 
-TEST_CASE("observational: coverage over 20 generator seeds", "[report][observational]") {
-  // Monte Carlo over generator seeds 101..120 (analysis seed fixed): the naive estimate and
-  // before/after must never cover (their bias is > 3 SE by design); matching, AIPW and DiD
-  // cover the randomized point in at least 18 of 20 (nominal 95 %, conservative for a sample truth).
+TEST_CASE("observational: the item cluster bootstrap widens a unit bootstrap under clustering",
+          "[report][observational]") {
+  // Three identical copies of each of 30 items (perfect within-item correlation): resampling
+  // items must see 30 independent observations, not 90, so its SE is that of a 30-value mean.
+  std::vector<std::size_t> item;
+  std::vector<double> v;
+  for (std::size_t i = 0; i < 30; ++i)
+    for (int c = 0; c < 3; ++c) {
+      item.push_back(i);
+      v.push_back(i % 2 == 0 ? 1.0 : 0.0);
+    }
+  std::vector<std::string> notes;
+  effect_estimate point;
+  point.estimate = 0.5;
+  const auto e = detail::item_cluster_bootstrap(
+      point, item,
+      [&](std::span<const std::size_t> idx) {
+        double s = 0;
+        for (auto k : idx) s += v[k];
+        return s / static_cast<double>(idx.size());
+      },
+      0.95, 2000, 5, 1, notes, "mean");
+  INFO("SE " << e.std_error << " CI [" << e.ci_low << ", " << e.ci_high << "]");
+  const double se_items = std::sqrt(0.25 / 30.0);  // 0.0913; a unit bootstrap would give 0.0527
+  CHECK(std::abs(e.std_error - se_items) < 0.1 * se_items);
+  CHECK(e.ci_low < 0.5);
+  CHECK(e.ci_high > 0.5);
+  CHECK(notes.empty());
+  // A statistic that fails on some replicates: they are left out and counted.
+  const auto f = detail::item_cluster_bootstrap(
+      point, item,
+      [&](std::span<const std::size_t> idx) { return v[idx[0]] == 1.0 ? 1.0 : effect_estimate::nan; },
+      0.95, 200, 5, 2, notes, "partial");
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Contains("partial"));
+  CHECK(f.estimate == 0.5);
+}
+
+TEST_CASE("observational: coverage over 20 generator seeds", "[report][observational][slow]") {
+  // Monte Carlo over generator seeds 101..120 (analysis seed fixed, B = 1000): with every SE
+  // clustered by item, the naive estimate and before/after must never cover (their bias is > 3
+  // clustered SE by design); matching, AIPW and DiD cover the randomized point in at least 18 of 20
+  // (nominal 95 %, conservative for a sample truth; MC tolerance: 18/20 is 2.2 binomial SE below).
   int naive = 0, matching = 0, aipw_c = 0, ba = 0, did = 0;
   for (std::uint64_t s = 101; s <= 120; ++s) {
-    const auto r = observational_analysis(synthetic_records({.seed = s}));
+    const auto r = observational_analysis(synthetic_records({.seed = s}), {.bootstrap_replicates = 1000});
     naive += find(r, "log.naive_covers_randomized").answer == verdict::yes;
     matching += find(r, "log.matching_covers_randomized").answer == verdict::yes;
     aipw_c += find(r, "log.aipw_covers_randomized").answer == verdict::yes;
     ba += find(r, "rollout.before_after_covers_truth").answer == verdict::yes;
     did += find(r, "rollout.did_covers_truth").answer == verdict::yes;
   }
+  std::cout << "observational coverage of 20 (seeds 101..120): naive " << naive << ", matching " << matching
+            << ", aipw " << aipw_c << ", before/after " << ba << ", did " << did << "\n";
   INFO("covered of 20: naive " << naive << ", matching " << matching << ", aipw " << aipw_c
                                << ", before/after " << ba << ", did " << did);
   CHECK(naive == 0);
@@ -103,7 +154,7 @@ TEST_CASE("observational: analysis seeds change the log, not the verdicts", "[re
   int did = 0;
   for (std::uint64_t s = 11; s <= 16; ++s) {
     INFO("analysis seed " << s << ", generator seed 7");
-    const auto r = observational_analysis(records, {.seed = s});
+    const auto r = observational_analysis(records, {.seed = s, .bootstrap_replicates = 1000});
     CHECK(find(r, "log.naive_covers_randomized").answer == verdict::no);
     CHECK(find(r, "log.matching_covers_randomized").answer == verdict::yes);
     CHECK(find(r, "log.aipw_covers_randomized").answer == verdict::yes);

@@ -48,6 +48,9 @@ std::vector<option_spec> audit_spec() {
       {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
       {"--alpha", "A", "family-wise level (default 0.05)"},
       {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
+      {"--latency-slo-ms", "MS", "receiver latency SLO for the cost findings (default: none evaluated)"},
+      {"--prefill-tokens-per-s", "T",
+       "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
       {"--trials-only", "", "run and journal the trials, skip the report"},
       {"--durable", "", "fsync after every record (survives power loss, slower)"},
       {"--quiet", "", "no progress on stderr"},
@@ -63,6 +66,9 @@ std::vector<option_spec> report_spec() {
       {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
       {"--alpha", "A", "family-wise level (default 0.05)"},
       {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
+      {"--latency-slo-ms", "MS", "receiver latency SLO for the cost findings (default: none evaluated)"},
+      {"--prefill-tokens-per-s", "T",
+       "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
       {"--seed", "S", "bootstrap seed (default 1)"},
       {"--quiet", "", "no progress on stderr"},
       common_option("--pretty"),
@@ -152,6 +158,16 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
   o.alpha = args.level("--alpha", 0.05);
   if (o.alpha >= 0.5) throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5)");
   o.bootstrap_replicates = static_cast<std::size_t>(args.integer("--bootstrap", 2000, 100, 1000000));
+  if (args.get("--latency-slo-ms")) {
+    const double ms = args.number("--latency-slo-ms", 0.0);
+    if (!(ms > 0)) throw usage_error(args.command() + ": option --latency-slo-ms must be > 0");
+    o.latency_slo_s = ms * 1e-3;
+  }
+  if (args.get("--prefill-tokens-per-s")) {
+    const double t = args.number("--prefill-tokens-per-s", 0.0);
+    if (!(t > 0)) throw usage_error(args.command() + ": option --prefill-tokens-per-s must be > 0");
+    o.prefill_tokens_per_s = t;
+  }
   o.seed = seed;
   o.threads = 0;  // the bootstraps use every core; results do not depend on it
   return o;

@@ -33,8 +33,10 @@
 //                                or U ≤ −m; inconclusive otherwise.
 //   no_need.kv_changes_accuracy  yes if kv_full − no_comm is significant (either sign); else no if
 //                                −m < L and U < m; else inconclusive.
-//   noise.tolerance_sigma        estimate = sigma_fail; yes if sigma_fail is located and both
-//                                bootstrap limits are finite; inconclusive otherwise.
+//   noise.tolerance_sigma        estimate = the σ where the isotonic fit of the noise − kv_full
+//                                difference reaches −noninferiority_margin (report/analyses/noise.hpp);
+//                                yes if it and both interval limits lie in the tested range; "no"
+//                                does not apply; inconclusive otherwise.
 #ifndef LATENTAUDIT_REPORT_AUDIT_HPP
 #define LATENTAUDIT_REPORT_AUDIT_HPP
 
@@ -56,6 +58,7 @@
 #include "../estimators/multiplicity.hpp"
 #include "../estimators/paired_binary.hpp"
 #include "../trial/record.hpp"
+#include "analyses/noise.hpp"  // dose_point, noise_tolerance
 #include "detail/audit_data.hpp"
 #include "finding.hpp"
 
@@ -65,10 +68,14 @@ namespace latentaudit {
 struct audit_options {
   double alpha = 0.05;                  ///< family-wise level (Holm) and 1 − α intervals; in (0, 0.5)
   double equivalence_margin = 0.05;     ///< accuracy points: TOST of kv_full vs text_full (declared margin)
-  double noninferiority_margin = 0.05;  ///< noise tolerance: an arm is non-inferior to kv_full within this
+  double noninferiority_margin = 0.05;  ///< noise tolerance: σ where the fitted difference reaches −this
   std::size_t bootstrap_replicates = 2000;  ///< B of every cluster bootstrap; (B + 1)·α/2 ≥ 1
   std::uint64_t seed = 1;                   ///< every bootstrap stream derives from it
   unsigned threads = 1;  ///< bootstrap worker threads (0 = all cores); results do not depend on it
+  /// receiver latency SLO (seconds) for the cost analysis; empty: no SLO is evaluated (cost_options)
+  std::optional<double> latency_slo_s = {};
+  /// receiver prefill throughput (tokens/s) for the cost projection; empty: a table at 3 throughputs
+  std::optional<double> prefill_tokens_per_s = {};
 };
 
 /// @brief Accuracy and costs of one arm in one regime ("need", "no_need" or "all").
@@ -78,8 +85,11 @@ struct arm_summary {
   std::string regime;            ///< "need", "no_need" or "all" (every record, unknown regimes included)
   std::size_t n = 0;             ///< records
   double accuracy = 0.0;         ///< mean of `correct`
-  double ci_low = 0.0;           ///< Wilson score interval (1 − α), lower limit
-  double ci_high = 0.0;          ///< Wilson score interval (1 − α), upper limit
+  std::size_t n_items = 0;       ///< distinct items among the records (the clusters)
+  /// 1 − α interval clustered by item: betting over the item mean accuracies on [0, 1], α/2 per
+  /// side (detail::item_accuracy_interval; widened to hold `accuracy` when items are unbalanced)
+  double ci_low = 0.0;
+  double ci_high = 0.0;  ///< upper limit of the item-clustered 1 − α interval
   double mean_bytes = 0.0;       ///< mean relay bytes on the wire
   double mean_receiver_s = 0.0;  ///< mean latency_split::receiver_s()
   std::optional<double> mean_attention_mass;  ///< mean over the records that carry it
@@ -112,36 +122,13 @@ struct paired_effect {
   std::string method;          ///< how it was computed
 };
 
-/// @brief One point of the noise dose-response (need regime, paired with kv_full).
-struct dose_point {
-  double sigma = 0.0;            ///< noise level (0 = kv_full)
-  std::size_t n = 0;             ///< (item, seed) units holding this arm and kv_full
-  double accuracy = 0.0;         ///< accuracy of the arm on those units
-  double ci_low = 0.0;           ///< Wilson (1 − α)
-  double ci_high = 0.0;          ///< Wilson (1 − α)
-  double diff_vs_kv_full = 0.0;  ///< mean over items of the item-mean difference arm − kv_full
-  double diff_ci_low = 0.0;   ///< paired t over items, two-sided 1 − 2α (lower = one-sided 1 − α bound)
-  double diff_ci_high = 0.0;  ///< upper limit
-  bool noninferior = false;   ///< diff_ci_low > −noninferiority_margin
-};
-
-/// @brief The noise tolerance: the dose-response and the threshold where non-inferiority fails.
-struct noise_tolerance {
-  std::vector<dose_point> curve;     ///< ascending sigma, kv_full first (sigma 0)
-  std::optional<double> sigma_fail;  ///< smallest sigma whose arm is not non-inferior to kv_full
-  std::optional<double> ci_low;      ///< bootstrap percentile lower limit (absent: unbounded or unavailable)
-  std::optional<double> ci_high;    ///< bootstrap percentile upper limit (absent: unbounded, i.e. no failure)
-  double unbounded_fraction = 0.0;  ///< share of bootstrap replicates with no failing sigma
-  std::string method;               ///< how it was computed
-};
-
 /// @brief One arm on the bytes/accuracy plane (need regime).
 struct frontier_point {
   std::string arm;          ///< arm label
   double mean_bytes = 0.0;  ///< mean relay bytes
   double accuracy = 0.0;    ///< accuracy
-  double ci_low = 0.0;      ///< Wilson (1 − α)
-  double ci_high = 0.0;     ///< Wilson (1 − α)
+  double ci_low = 0.0;      ///< item-clustered 1 − α interval (as arm_summary::ci_low), lower limit
+  double ci_high = 0.0;     ///< its upper limit
   bool pareto = false;      ///< no other point has accuracy ≥ and bytes ≤, one of them strictly
 };
 
@@ -213,12 +200,22 @@ std::size_t find_role(const audit_data& d, std::string_view name, std::vector<st
 /// @brief Level in percent, as text ("95").
 [[nodiscard]] std::string percent(double level);
 
+/// @brief The item-clustered 1 − α accuracy interval of one arm: `item_means` are the mean
+/// `correct` of each item's records (each in [0, 1], one per item), `accuracy` the pooled mean
+/// reported with it. The betting interval (bounded_mean_interval on [0, 1], (1 − level)/2 per
+/// side; Waudby-Smith & Ramdas 2024) for the mean item accuracy: the seeds of an item are one
+/// observation, valid at every number of items, never of zero width. Limits widened to hold
+/// `accuracy` (it differs from the item mean only when items hold unequal numbers of records).
+/// @param item_means per-item accuracies (at least one)
+/// @param accuracy the pooled accuracy x / n
+/// @param level the confidence level, in (0, 1)
+/// @returns estimate = accuracy and the limits
+/// @throws invalid_argument for no items or a value outside [0, 1]
+[[nodiscard]] betting_interval item_accuracy_interval(std::span<const double> item_means, double accuracy,
+                                                      double level);
+
 /// @brief Wilson interval, or NaN limits for n = 0.
 [[nodiscard]] proportion_interval wilson_or_nan(std::size_t x, std::size_t n, double level);
-
-/// @brief Noise level of an arm: its records' noise_sigma, else the number after "kv_noise_".
-std::optional<double> arm_sigma(const audit_data& d, std::span<const trial_record> records,
-                                std::size_t a, std::vector<std::string>& warnings);
 
 }  // namespace detail
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: what relaying the cache costs and buys, from records alone. (1) Cost-benefit in the
-// need regime: per link preset, the receiver-side latency of the KV relay against the full text
-// relay (transfer time recomputed from bytes), the bytes moved, the accuracy difference, the
-// break-even bandwidth and fixed cost, and a verdict under a latency SLO. (2) A per-request relay
-// gate: a logistic model on features known before the transfer, fitted on half the items and
-// evaluated on the other half against always-relay, never-relay and always-text.
+// need regime: one sensitivity statement (break-even bandwidth and break-even fixed latency per
+// relay, with cluster-bootstrap CIs over items), a per-link evaluation (receiver latency of the KV
+// relay against the full text relay, transfer time recomputed from bytes) reported as a finding
+// only where its verdict differs from the statement (and for the records' own link), and a
+// projection of KV bytes and break-even bandwidths for real model shapes. (2) A per-request relay
+// gate: a logistic model on features a serving stack knows before the transfer, cross-fitted over
+// items, evaluated against always-relay, never-relay and always-text with betting intervals.
 // Formulas, defaults and references: docs/audit-report.md, "Cost-benefit and relay gate".
 #ifndef LATENTAUDIT_REPORT_COST_HPP
 #define LATENTAUDIT_REPORT_COST_HPP
@@ -15,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -31,16 +34,43 @@ namespace latentaudit {
 // Cost-benefit
 // ============================================================================================
 
+/// @brief A model's KV-cache shape, for the projection (bytes per token = 2·layers·kv_heads·head_dim·bytes).
+struct model_shape {
+  std::string name;                   ///< e.g. "Llama-3-8B"
+  std::uint32_t layers = 0;           ///< transformer layers
+  std::uint32_t kv_heads = 0;         ///< key/value heads (grouped-query attention)
+  std::uint32_t head_dim = 0;         ///< dimension of one head
+  std::uint32_t bytes_per_value = 2;  ///< bytes of one cached value (2 = bf16)
+
+  /// @brief KV-cache bytes per document token: keys and values of every layer and KV head.
+  [[nodiscard]] double kv_bytes_per_token() const noexcept {
+    return 2.0 * layers * kv_heads * head_dim * bytes_per_value;
+  }
+};
+
+/// @brief Llama-3-8B (32 layers, 8 KV heads, head dim 128), Llama-3-70B (80, 8, 128) and
+/// Qwen2.5-7B (28, 4, 128), bf16 caches (from the models' config.json).
+[[nodiscard]] std::vector<model_shape> default_model_shapes();
+
 /// @brief Options of cost_benefit_analysis().
 struct cost_options {
   std::string relay_arm = "kv_full";   ///< the KV relay arm
   std::string text_arm = "text_full";  ///< the text relay it is compared with
   /// Links to evaluate; empty: link_presets() plus every "custom:<GB/s>:<µs>" link named in the records.
   std::vector<link_preset> links = {};
-  /// Latency SLO (seconds, receiver side); empty: per link, the median receiver latency of the text arm.
+  /// The link whose finding is always reported (the decision reads it); "": the records' first
+  /// non-empty link, pcie4 when there is none or it is a custom link (the rule of decide()).
+  std::string primary_link = {};
+  /// Latency SLO (seconds, receiver side), given by the user; empty: no SLO is evaluated.
   std::optional<double> latency_slo_s = {};
+  /// Receiver prefill throughput (document tokens per second) for the projection; empty: the
+  /// projection is tabulated at 2,000, 10,000 and 50,000 tokens/s.
+  std::optional<double> prefill_tokens_per_s = {};
+  /// Model shapes of the projection; empty: default_model_shapes().
+  std::vector<model_shape> model_shapes = {};
   double margin = 0.05;  ///< non-inferiority margin of the accuracy difference (relay − text)
-  double level = 0.95;   ///< confidence level of every interval
+  double alpha = 0.05;   ///< one-sided error of each verdict limit (betting over items), in (0, 0.5)
+  double level = 0.95;   ///< confidence level of the descriptive bootstrap intervals
   std::size_t bootstrap_replicates = 2000;     ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x636f73745f62656eULL;  ///< bootstrap seed
 };
@@ -68,10 +98,13 @@ struct link_cost {
   std::size_t units = 0;        ///< need-regime (item, seed) units with both arms
   effect_estimate saved_s;      ///< mean of text − relay receiver latency (seconds), cluster bootstrap
   effect_estimate extra_bytes;  ///< mean of relay − text bytes, cluster bootstrap
-  effect_estimate accuracy_difference;  ///< mean of relay − text correctness, cluster bootstrap
-  double latency_slo_s = 0;             ///< the SLO used on this link
-  double slo_met_relay = 0;             ///< share of units whose relay receiver latency is ≤ the SLO
-  double slo_met_text = 0;              ///< share of units whose text receiver latency is ≤ the SLO
+  /// mean item difference of relay − text correctness, betting verdict interval over items (α per side)
+  effect_estimate accuracy_difference;
+  std::optional<double> latency_slo_s;  ///< the user's SLO (absent when none was given)
+  std::optional<double> slo_met_relay;  ///< share of units whose relay receiver latency is ≤ the SLO
+  std::optional<double> slo_met_text;   ///< share of units whose text receiver latency is ≤ the SLO
+  /// relay − text SLO attainment, betting verdict interval over items (absent without an SLO)
+  std::optional<effect_estimate> slo_difference;
   break_even_region region = break_even_region::never;  ///< where the relay saves latency
   /// The bandwidth (bytes/s) at which the mean saved latency is 0, with this link's alpha
   /// (set for regions above and below only).
@@ -79,39 +112,85 @@ struct link_cost {
   /// The largest extra fixed cost (seconds) per relay, on top of link.alpha_s, at this link's
   /// bandwidth for which the relay still saves latency on average (empty when it saves none).
   std::optional<double> break_even_extra_alpha_s;
-  verdict pays = verdict::inconclusive;  ///< the finding's verdict
+  verdict pays = verdict::inconclusive;  ///< this link's verdict
+  bool reported = false;  ///< true when it has its own finding (differs from the statement, or primary link)
+};
+
+/// @brief The link-free sensitivity statement of the cost-benefit.
+struct cost_sensitivity {
+  std::size_t units = 0;  ///< need-regime (item, seed) units with both arms
+  std::size_t items = 0;  ///< their items
+  /// mean text − relay receiver latency without any transfer time (unlimited bandwidth, α = 0), seconds,
+  /// cluster bootstrap over items
+  effect_estimate saved_without_transfer_s;
+  effect_estimate extra_bytes;          ///< mean relay − text bytes, cluster bootstrap
+  effect_estimate accuracy_difference;  ///< relay − text, betting verdict interval over items (α per side)
+  break_even_region region = break_even_region::never;  ///< at link fixed cost α = 0
+  std::optional<double> break_even_bandwidth_bytes_s;   ///< β* = ΔB / D (regions above, below)
+  /// percentile limits of β* over the item bootstrap; absent when the limit is unbounded (some
+  /// replicates save at no bandwidth) or the region has no break-even
+  std::optional<double> break_even_bandwidth_low, break_even_bandwidth_high;
+  /// α* = D / f_relay: the largest fixed latency per relay (paid by the relay only) at unlimited
+  /// bandwidth for which the relay still saves latency on average (absent when D ≤ 0)
+  std::optional<double> break_even_alpha_s;
+  std::optional<double> break_even_alpha_low, break_even_alpha_high;  ///< its percentile limits
+  verdict pays = verdict::inconclusive;  ///< the statement's verdict (common verdict of every link)
+  std::string statement;                 ///< the sentence reported
+  std::string timing_note;               ///< what the CIs do and do not include
+};
+
+/// @brief One row of the projection: a model shape at one receiver prefill throughput.
+struct cost_projection_row {
+  model_shape model;                        ///< the shape
+  double kv_bytes_per_token = 0;            ///< KV-cache bytes per document token
+  double prefill_tokens_per_s = 0;          ///< receiver prefill throughput assumed
+  double break_even_bandwidth_bytes_s = 0;  ///< b·T: relaying beats prefilling above this bandwidth
+  /// per link evaluated: the shortest document (tokens) for which relaying saves receiver latency
+  /// (α / (1/T − b/β)); absent when the link is at or below the break-even bandwidth
+  std::vector<std::pair<std::string, std::optional<double>>> break_even_doc_tokens;
 };
 
 /// @brief Result of cost_benefit_analysis().
 struct [[nodiscard]] cost_benefit_result {
-  std::vector<link_cost> links;    ///< one per link evaluated
-  std::string missing;             ///< what was missing ("" when the analysis ran)
+  cost_sensitivity sensitivity;                 ///< the link-free statement
+  std::vector<link_cost> links;                 ///< one per link evaluated
+  std::vector<cost_projection_row> projection;  ///< projection for real model shapes (not a finding)
+  std::string primary_link;                     ///< the link whose finding is always reported
+  std::string missing;                          ///< what was missing ("" when the analysis ran)
   std::vector<std::string> notes;  ///< links in the records that could not be parsed, dropped units
-  std::vector<finding> findings;   ///< cost.relay_pays_on_<link> per link
+  /// cost.relay_pays (the statement), cost.relay_pays_on_<primary link>, and
+  /// cost.relay_pays_on_<link> for every other link whose verdict differs from the statement
+  std::vector<finding> findings;
 };
 
 /// @brief Finding id of a link: "cost.relay_pays_on_" + the name with every character other than
+/// [A-Za-z0-9_] replaced by '_'.
 [[nodiscard]] std::string cost_finding_id(std::string_view link_name);
 
-/// @brief Cost-benefit of the KV relay against the text relay in the need regime, per link.
+/// @brief Cost-benefit of the KV relay against the text relay in the need regime.
 ///
 /// For each need-regime unit with both arms, latency on link L is the record's receiver latency
 /// (latency_split::receiver_s) with transfer_s replaced by L.transfer_seconds(bytes). Per link:
-/// saved = mean(text − relay), extra bytes, accuracy difference (relay − text), each with a
-/// percentile cluster bootstrap over items. Break-even bandwidth, closed form: with
+/// saved = mean(text − relay) and extra bytes with a percentile cluster bootstrap over items; the
+/// accuracy difference (relay − text) with the betting verdict interval over items
+/// (clustered_paired_difference, `alpha` per side). Break-even bandwidth, closed form: with
 /// D = mean(base) + α(f_text − f_relay) (base = receiver latency without transfer, text − relay;
 /// f = share of units with bytes > 0) and ΔB = mean bytes relay − text, the mean saving at
 /// bandwidth β is D − ΔB/β; it is 0 at β* = ΔB/D. Break-even extra alpha = saved / f_relay.
-/// Verdict: yes if saved has CI > 0, the accuracy difference's lower limit exceeds −margin and the
-/// relay meets the SLO at least as often as text; no if saved has CI < 0, or the accuracy
-/// difference's upper limit is below −margin, or the relay meets the SLO less often although
-/// faster on average; inconclusive otherwise.
+/// Per-link verdict: yes if saved has CI > 0, the accuracy difference's lower limit exceeds
+/// −margin and (with an SLO) the SLO attainment difference's lower limit exceeds −margin; no if
+/// saved has CI < 0, or the accuracy difference's upper limit is below −margin, or (with an SLO)
+/// the attainment difference's upper limit is below −margin; inconclusive otherwise.
+/// Statement (cost.relay_pays): β* and α* = mean(base)/f_relay at α = 0 with percentile limits
+/// of the item bootstrap; verdict = the per-link verdict when every link agrees, else
+/// inconclusive (the relay pays on some links only).
 /// @param records trial records (any arms; one per (item, seed, arm))
-/// @param options arms, links, SLO, margin, level, bootstrap
-/// @returns per-link results and one finding per link (inconclusive with n = 0 when arms or
-///          need-regime units are missing)
-/// @throws invalid_argument on bad options (level, margin, SLO, a link with bandwidth ≤ 0 or
-///         alpha < 0) or on duplicate (item, seed, arm) records
+/// @param options arms, links, SLO, throughput, margin, alpha, level, bootstrap
+/// @returns statement, per-link results, projection and findings (inconclusive with n = 0 when
+///          arms or need-regime units are missing)
+/// @throws invalid_argument on bad options (level, alpha, margin, SLO, throughput, a link with
+///         bandwidth ≤ 0 or alpha < 0, a model shape with a zero dimension) or on duplicate
+///         (item, seed, arm) records
 [[nodiscard]] cost_benefit_result cost_benefit_analysis(std::span<const trial_record> records,
                                                         const cost_options& options = {});
 
@@ -124,13 +203,16 @@ struct relay_gate_options {
   std::string relay_arm = "kv_full";    ///< the relay the gate switches on
   std::string control_arm = "no_comm";  ///< what the receiver does without relay
   std::string text_arm = "text_full";   ///< the always-text comparison policy (optional arm)
-  double train_fraction = 0.5;          ///< share of items used to fit, in (0, 1)
-  std::uint64_t split_seed =
-      0x67617465ULL;       ///< item i trains if item_uniform(split_seed, i, 4) < train_fraction
-  double threshold = 0.5;  ///< relay when the predicted probability exceeds it, in (0, 1)
-  double margin = 0.05;    ///< non-inferiority margin of the accuracy vs always-relay
-  double ridge = 1.0;      ///< L2 penalty (standardized features) used only if the plain fit separates
-  double level = 0.95;     ///< confidence level
+  std::size_t folds = 5;                ///< cross-fitting folds over items, ≥ 2
+  /// fold assignment: items ordered by item_uniform(split_seed, item, 5), fold = rank mod folds
+  std::uint64_t split_seed = 0x67617465ULL;
+  std::size_t min_held_out_items = 30;  ///< fewer held-out items: the verdict is inconclusive
+  double threshold = 0.5;               ///< relay when the predicted probability exceeds it, in (0, 1)
+  double margin = 0.05;                 ///< non-inferiority margin of the accuracy vs always-relay
+  double skip_margin = 0.05;            ///< "no" when the share of requests not relayed is shown below it
+  double ridge = 1.0;   ///< L2 penalty (standardized features) used only if the plain fit separates
+  double alpha = 0.05;  ///< one-sided error of each verdict limit (betting over items), in (0, 0.5)
+  double level = 0.95;  ///< confidence level of the descriptive bootstrap intervals
   std::size_t bootstrap_replicates = 2000;   ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x676174655f6369ULL;  ///< bootstrap seed
 };
@@ -155,45 +237,56 @@ struct relay_gate_model {
 struct policy_value {
   std::string name;          ///< "gate", "always_relay", "never_relay", "always_text"
   bool available = false;    ///< false when an arm it needs is missing on some held-out unit
-  effect_estimate accuracy;  ///< mean correctness, cluster bootstrap
-  effect_estimate bytes;     ///< mean bytes moved, cluster bootstrap
+  effect_estimate accuracy;  ///< mean correctness, cluster bootstrap (descriptive)
+  effect_estimate bytes;     ///< mean bytes moved, cluster bootstrap (descriptive)
   double relay_rate = 0;     ///< share of held-out units it relays (KV)
 };
 
 /// @brief Result of fit_relay_gate().
 struct [[nodiscard]] relay_gate_result {
-  relay_gate_model model;                     ///< the fitted gate
-  std::vector<std::string> dropped_features;  ///< "name: why" for each candidate feature not used
-  std::size_t train_units = 0;                ///< units of the training items
-  std::size_t test_units = 0;                 ///< units of the held-out items
-  std::size_t train_items = 0;                ///< training items
-  std::size_t test_items = 0;                 ///< held-out items
-  double train_positive_rate = 0;             ///< share of training units where relay helps
-  std::vector<policy_value> policies;         ///< gate, always_relay, never_relay, always_text
-  effect_estimate accuracy_vs_always_relay;   ///< mean of gate − always-relay correctness (held out)
-  effect_estimate bytes_saved;                ///< mean of always-relay − gate bytes (held out)
-  std::string missing;                        ///< what was missing ("" when the gate was fitted)
-  std::vector<finding> findings;              ///< gate.matches_always_relay
+  relay_gate_model model;                      ///< the deployable gate, fitted on every item
+  std::vector<relay_gate_model> fold_models;   ///< the cross-fitted gates, fold k fitted without fold k
+  std::vector<std::size_t> fold_items;         ///< held-out items per fold
+  std::vector<std::string> dropped_features;   ///< "name: why" for each candidate not in `model`
+  std::vector<std::string> excluded_features;  ///< "name: why" for what is never a feature
+  std::size_t folds = 0;                       ///< folds used
+  std::size_t items = 0;                       ///< items with relay and control (all held out once)
+  std::size_t held_out_items = 0;              ///< items with a cross-fitted prediction
+  std::size_t held_out_units = 0;              ///< their units
+  double positive_rate = 0;                    ///< share of units where relay helps
+  std::vector<policy_value> policies;          ///< gate, always_relay, never_relay, always_text
+  /// gate − always-relay correctness, mean of item means, betting verdict interval (α per side)
+  effect_estimate accuracy_vs_always_relay;
+  effect_estimate skip_share;     ///< share of requests the gate does not relay, betting over items
+  effect_estimate bytes_saved;    ///< mean of always-relay − gate bytes (held out), cluster bootstrap
+  std::string missing;            ///< what was missing ("" when the gate was fitted)
+  std::vector<finding> findings;  ///< gate.matches_always_relay
 };
 
-/// @brief Fits and evaluates a per-request relay gate.
+/// @brief Fits and cross-fits a per-request relay gate.
 ///
 /// Units: (item, seed) with relay and control records (both regimes). Label: relay correct and
-/// control not correct ("relay helps"). Candidate features, known before the transfer: doc_tokens,
-/// need (regime = "need"), relay_bytes (the relay record's bytes) and attention_mass (the relay
-/// record's; B's attention on A's cache). A feature is dropped, with the reason, if it is missing
-/// on some unit, constant among training units, or collinear with the features kept before it.
-/// Items (not units) are split by item_uniform(split_seed, item, 4) < train_fraction. The model is
-/// logistic_regression on standardized features (falling back to an L2-penalized fit when the
-/// plain fit separates); coefficients are returned on the raw scale. Held-out policy values
-/// (accuracy, bytes) use a percentile cluster bootstrap over items. Finding
-/// "gate.matches_always_relay": yes if the gate's accuracy minus always-relay's has lower limit
-/// > −margin and the bytes saved have lower limit > 0; no if that difference's upper limit is
-/// < −margin or the gate saves no bytes (upper limit ≤ 0); inconclusive otherwise.
+/// control not correct ("relay helps"). Candidate features, all known to a serving stack before
+/// the transfer: doc_tokens and own_tokens (covariates: A's document length, B's own-prompt
+/// length), cache_bytes (the relay record's bytes) and fingerprint_match (the relay record's
+/// sender fingerprint equals its receiver's; only when both are recorded). Never features: the
+/// regime label (experimental, not observable) and metrics measured after the import
+/// (attention_mass, hidden_cosine, next_token_kl). A feature is dropped, with the reason, if it is
+/// missing on some unit, constant among training units, or collinear with the features kept
+/// before it. Cross-fitting: items are ordered by item_uniform(split_seed, item, 5) and item of
+/// rank r is in fold r mod `folds`; the gate for fold k is fitted on the other folds' units and
+/// predicts fold k's units, so every item is held out once. The model is logistic_regression on
+/// standardized features (falling back to an L2-penalized fit when the plain fit separates);
+/// `model` is the same procedure on every item, coefficients on the raw scale. Finding
+/// "gate.matches_always_relay", on the betting verdict intervals over items (α per side): yes if
+/// the gate − always-relay accuracy has lower limit > −margin, the share of requests not relayed
+/// has lower limit > 0 and skipping saves bytes (mean relay − control bytes > 0); no if that
+/// accuracy difference has upper limit < −margin or the skip share has upper limit < skip_margin;
+/// inconclusive otherwise, and always with fewer than min_held_out_items held-out items.
 /// @param records trial records
-/// @param options arms, split, threshold, margin, ridge, level, bootstrap
+/// @param options arms, folds, threshold, margins, ridge, alpha, level, bootstrap
 /// @returns the model, the policy values and the finding (inconclusive with n = 0 when arms are
-///          missing or the label has one class among training units)
+///          missing or the label has one class)
 /// @throws invalid_argument on bad options or duplicate (item, seed, arm) records
 [[nodiscard]] relay_gate_result fit_relay_gate(std::span<const trial_record> records,
                                                const relay_gate_options& options = {});
@@ -219,6 +312,9 @@ break_even_solution solve_break_even(double d, double delta_bytes);
 
 void check_link(std::string_view fn, const link_preset& l);
 
+/// @brief The projection rows for the options' shapes and throughputs on `links`.
+std::vector<cost_projection_row> cost_projection(const cost_options& o, std::span<const link_preset> links);
+
 /// @brief The links to evaluate: the options' or the presets plus the records' custom links.
 std::vector<link_preset> links_to_evaluate(std::string_view fn, std::span<const trial_record> records,
                                            const cost_options& o, std::vector<std::string>& notes);
@@ -230,6 +326,41 @@ Eigen::VectorXd ridge_logistic(std::string_view fn, const Eigen::MatrixXd& x, st
                                double ridge);
 
 void check_gate_options(std::string_view fn, const relay_gate_options& o);
+
+/// @brief Item-level sums of the cost statement, for the item bootstrap.
+struct cost_item_sums {
+  double units = 0;        ///< units of the item
+  double base = 0;         ///< sum of text − relay receiver latency without transfer
+  double extra_bytes = 0;  ///< sum of relay − text bytes
+  double relay_moves = 0;  ///< units whose relay moves bytes
+};
+
+/// @brief β* (α = 0) in the direction of `region` (0 when the sums save at every bandwidth, +∞
+/// when at none in that direction; NaN for regions without a break-even) and α* = D / f_relay
+/// (+∞ when the relay moves no bytes but saves, 0 when it saves nothing) of item sums.
+std::pair<double, double> cost_statement_of(const cost_item_sums& s, break_even_region region);
+
+/// @brief One pre-transfer candidate feature of the gate, one value per unit.
+struct gate_candidate {
+  std::string name;            ///< feature name
+  std::vector<double> values;  ///< value per unit
+  std::size_t missing = 0;     ///< units without a value
+};
+
+/// @brief A gate fitted on some units.
+struct gate_fit {
+  relay_gate_model model;            ///< raw-scale model (intercept only when one label class)
+  std::vector<std::size_t> kept;     ///< candidate indices of model.features
+  std::vector<std::string> dropped;  ///< "name: why" per candidate not kept
+  std::string why;                   ///< non-empty when the model could not be fitted
+};
+
+/// @brief Feature selection (present, varying, not collinear on `rows`) and a logistic fit of
+/// `label` on `rows` (ridge fallback under separation); with one label class among `rows`, an
+/// intercept-only model that always (all helped) or never relays.
+gate_fit fit_gate_on(std::string_view fn, const std::vector<gate_candidate>& cand,
+                     std::span<const double> label, std::span<const std::size_t> rows,
+                     const relay_gate_options& o);
 
 }  // namespace detail
 

@@ -26,12 +26,17 @@ struct checklist_item {
   std::string reason;                      ///< one sentence with the numbers behind it
 };
 
-/// @brief The sequential monitor replayed on the audit's own need-regime units in item order:
-/// per-unit differences relay − reference fed to an mSPRT (estimators/sequential.hpp).
+/// @brief The sequential monitor replayed on the audit's own need-regime data, at the item level:
+/// one observation per item — the item's mean paired difference relay − reference over its seeds,
+/// in [−1, 1] — in item-id order (fixed before any outcome is seen), fed to the betting monitor
+/// (estimators/sequential.hpp, betting_monitor). Seeds of one item are never treated as
+/// independent observations.
 struct monitor_replay {
   std::string contrast;                ///< e.g. "kv_full - no_comm"
-  sequential_result result;            ///< state after every unit
-  std::optional<std::size_t> stop_at;  ///< first unit at which the always-valid test rejected θ = 0
+  std::string unit = "item";           ///< what one observation is: an item (its seeds averaged)
+  std::size_t pairs = 0;               ///< (item, seed) pairs behind the items
+  betting_sequential_result result;    ///< state after every item (n = items)
+  std::optional<std::size_t> stop_at;  ///< first item at which the always-valid test rejected θ = 0
 };
 
 /// @brief The decision with its reasons.
@@ -40,15 +45,16 @@ struct audit_decision {
   std::string verdict;
   /// positive_control, dependency, homogeneity, value, cost, no_need_harm, monitor
   std::vector<checklist_item> checklist;
-  std::vector<monitor_replay> monitors;   ///< replays of the sequential monitor
-  std::string link;                       ///< link the cost check used
-  std::string summary;                    ///< one paragraph
+  std::vector<monitor_replay> monitors;  ///< replays of the sequential monitor
+  std::string link;                      ///< link the cost check used
+  std::string summary;                   ///< one paragraph
 };
 
 /// @brief Options of decide().
 struct decision_options {
   std::string link;  ///< link preset for the cost check ("" = the records' link, else pcie4)
-  sequential_options monitor{.alpha = 0.05, .tau = 0.2, .sigma = 0.0, .burn_in = 20};  ///< mSPRT settings
+  /// item-level betting monitor: level alpha, bounds [−1, 1], θ₀ = 0 (the defaults)
+  betting_sequential_options monitor{};
 };
 
 namespace detail {
@@ -57,9 +63,16 @@ const finding* find_finding(std::span<const finding> fs, std::string_view id);
 
 std::string finding_text(const finding* f);
 
-// Need-regime per-unit differences treated − control in (item, seed) order.
-std::vector<double> unit_differences(std::span<const trial_record> rs, std::string_view treated,
-                                     std::string_view control);
+/// @brief Need-regime item mean differences treated − control, one per item in item-id order (the
+/// mean over the item's seeds that have both arms; items without such a seed are left out).
+struct need_item_diffs {
+  std::vector<double> d;  ///< item means, in [−1, 1]
+  std::size_t pairs = 0;  ///< (item, seed) pairs behind them
+};
+
+/// @brief The need-regime item mean differences of `treated` − `control` in `rs`.
+need_item_diffs need_item_differences(std::span<const trial_record> rs, std::string_view treated,
+                                      std::string_view control);
 
 }  // namespace detail
 
@@ -77,8 +90,9 @@ std::vector<double> unit_differences(std::span<const trial_record> rs, std::stri
 /// - cost: cost.relay_pays_on_<link>;
 /// - no_need_harm: no_need.kv_changes_accuracy — "no" when a negative change is shown (relaying
 ///   where B needs nothing lowers accuracy), "yes" when no change or a gain is shown;
-/// - monitor: the mSPRT replay of kv_full − no_comm stopped (informational; a serving stack runs
-///   the same monitor online).
+/// - monitor: the item-level betting monitor replayed on kv_full − no_comm (one observation per
+///   item, its mean paired difference over seeds, in item-id order) rejected θ = 0 (informational;
+///   a serving stack runs the same monitor online, item by item).
 /// Verdict: "inconclusive" if positive_control is not "yes"; else "send text" if dependency is "no"
 /// (text carries A's information, the relay does not); "relay" if dependency, homogeneity, value
 /// and cost are all "yes" — "relay only where B needs A's information" instead when no_need_harm

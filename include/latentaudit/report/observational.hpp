@@ -5,13 +5,18 @@
 // means is confounded by the regime; nearest-neighbour matching and AIPW on (doc_tokens, need)
 // recover the randomized ATE. (2) A staged "rollout" in which one group of items gets the relay
 // from mid-way on while document length drifts upward over the periods: before/after is confounded
-// by the drift; difference in differences recovers the ATT. Formulas, defaults and references:
-// docs/audit-report.md, "Observational demonstrations".
+// by the drift; difference in differences recovers the ATT. Every standard error and interval is
+// clustered by item (the seeds of an item share its document): CR1 regressions by item where the
+// estimator is a regression, a percentile cluster bootstrap over items (re-running the estimator)
+// for matching, IPW and AIPW. These are teaching demonstrations, true by construction: the report
+// lists their "findings" under `demonstrations`, never among the findings a pipeline gates on.
+// Formulas, defaults and references: docs/audit-report.md, "Observational demonstrations".
 #ifndef LATENTAUDIT_REPORT_OBSERVATIONAL_HPP
 #define LATENTAUDIT_REPORT_OBSERVATIONAL_HPP
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,7 +50,8 @@ struct observational_options {
   std::string rollout_text_arm = {};
   std::uint64_t seed = 0x6f62735f6c6f67ULL;  ///< seed of the assignment, jitter, group and bootstrap streams
   double level = 0.95;                       ///< confidence level of every interval
-  std::size_t bootstrap_replicates = 2000;   ///< cluster-bootstrap replicates (item clusters)
+  /// cluster-bootstrap replicates (item clusters) of the truths and of matching / IPW / AIPW
+  std::size_t bootstrap_replicates = 2000;
 };
 
 /// @brief The production-log demonstration.
@@ -56,10 +62,10 @@ struct production_log_result {
   double relay_rate_need = effect_estimate::nan;     ///< share relayed among need units (NaN: none)
   double relay_rate_no_need = effect_estimate::nan;  ///< share relayed among other units (NaN: none)
   effect_estimate randomized;  ///< the truth: mean of (relay − control) over all units, cluster bootstrap
-  effect_estimate naive;       ///< Welch difference in means on the log
-  effect_estimate matching;    ///< nearest-neighbour matching ATE (Abadie–Imbens SE)
-  effect_estimate aipw;        ///< augmented IPW ATE
-  effect_estimate ipw;         ///< Hájek IPW ATE (stacked sandwich)
+  effect_estimate naive;  ///< difference in means on the log: OLS y ~ 1 + relay, CR1 by item, t(G − 1)
+  effect_estimate matching;  ///< nearest-neighbour matching ATE; SE and CI: cluster bootstrap over items
+  effect_estimate aipw;      ///< augmented IPW ATE; SE and CI: cluster bootstrap over items
+  effect_estimate ipw;       ///< Hájek IPW ATE; SE and CI: cluster bootstrap over items
   std::vector<std::string> covariates;  ///< covariates used by matching / weighting
   std::vector<std::string> notes;       ///< why a method has no estimate, dropped units or covariates
   std::string missing;                  ///< what was missing ("" when the demonstration ran)
@@ -80,7 +86,7 @@ struct rollout_result {
   effect_estimate truth;
   effect_estimate
       truth_group1;  ///< ATT over group-1 post units only: mean of (relay − text), cluster bootstrap
-  effect_estimate before_after;  ///< group 1: mean(post) − mean(pre), Welch
+  effect_estimate before_after;  ///< group 1: mean(post) − mean(pre), OLS y ~ 1 + post, CR1 by item
   effect_estimate did;           ///< 2 × 2 DiD regression, CR1 by item, t(G − 1)
   effect_estimate
       did_period_effects;  ///< DiD with period fixed effects (y ~ group + period + group:post), CR1 by item
@@ -92,9 +98,10 @@ struct rollout_result {
 struct [[nodiscard]] observational_result {
   production_log_result log;      ///< the production log
   rollout_result rollout;         ///< the rollout
-  std::vector<finding> findings;  ///< log.naive_covers_randomized, log.matching_covers_randomized,
-                                  ///< log.aipw_covers_randomized, rollout.before_after_covers_truth,
-                                  ///< rollout.did_covers_truth
+  /// log.naive_covers_randomized, log.matching_covers_randomized, log.aipw_covers_randomized,
+  /// rollout.before_after_covers_truth, rollout.did_covers_truth: demonstrations, true by
+  /// construction (the report's `demonstrations`, never its gating `findings`)
+  std::vector<finding> findings;
 };
 
 /// @brief Runs the two observational demonstrations on paired records.
@@ -102,18 +109,24 @@ struct [[nodiscard]] observational_result {
 /// Production log: units (item, seed) with records of relay_arm and control_arm. T ~
 /// Bernoulli(expit(a + b·z + c·need)) drawn from make_stream({seed, item, 1, fold(unit seed)}); the
 /// log keeps the outcome (correct) of the chosen arm. Truth: the randomized mean paired difference
-/// with a percentile cluster bootstrap over items. Estimates on the log: Welch difference in means
-/// (naive), nearest-neighbour matching (ATE, exact on need, ties kept, AI SE), AIPW and Hájek IPW with
-/// a logistic propensity on (doc_tokens, need). Finding "log.<method>_covers_randomized": yes if the
-/// method's interval covers the randomized point estimate.
+/// with a percentile cluster bootstrap over items. Estimates on the log: the difference in means
+/// (naive; OLS with CR1 by item), nearest-neighbour matching (ATE, exact on need, ties kept), AIPW
+/// and Hájek IPW with a logistic propensity on (doc_tokens, need), each with a percentile cluster
+/// bootstrap over items (replicates where the estimator fails are left out and counted in the
+/// notes). Finding "log.<method>_covers_randomized": yes if the method's interval covers the
+/// randomized point estimate.
 ///
 /// Rollout: need-regime units with relay_arm and the text arm. Period = ⌊P·rank/n⌋ of the score
 /// z + jitter·√12·(u − ½) (u from stream {seed, item, 2, unit seed}); group 1 = items with
 /// item_uniform(seed, item, 3) < ½. Outcome: the relay arm for group-1 units in periods ≥ P/2, the
 /// text arm otherwise. Truth: the randomized effect over the post periods (every post-period unit;
-/// rollout_result::truth says why not group 1 alone); estimates: before/after (Welch) and 2 × 2
-/// DiD (cluster-robust by item), plus DiD with period effects (reported, no finding). Findings
+/// rollout_result::truth says why not group 1 alone); estimates: before/after (OLS, CR1 by item)
+/// and 2 × 2 DiD (CR1 by item), plus DiD with period effects (reported, no finding). Findings
 /// "rollout.before_after_covers_truth", "rollout.did_covers_truth".
+///
+/// The findings are teaching demonstrations, true by construction (the log is simulated from the
+/// randomized records): build_audit_report keeps them in audit_report::demonstrations, out of
+/// the findings a pipeline gates on.
 ///
 /// Absent arms, covariates or regimes give inconclusive findings with n = 0 and a detail naming
 /// what was missing; an estimator that cannot run (too few units, separation) gives an
@@ -134,6 +147,24 @@ finding coverage_finding(std::string id, const effect_estimate& e, const effect_
 
 /// @brief The estimate of a failed method: NaN fields with status failed.
 effect_estimate failed_estimate(std::string method);
+
+/// @brief Replaces the standard error and interval of `point` (an estimate on every unit) by a
+/// percentile cluster bootstrap over items: replicate r draws G items with replacement from
+/// make_stream({seed, 0, tag, r}) and calls `statistic` on the units of the drawn items (item
+/// after item; a unit index may repeat). A replicate whose statistic is not finite is left out;
+/// their number goes to `notes`. SE = SD of the kept replicates; limits: type-7 quantiles at
+/// (1 ∓ level)/2. Fewer than 2 items or 2 kept replicates: `point` with NaN interval, a note.
+/// @param point the estimate on all units (its estimate is kept)
+/// @param item_of item of each unit
+/// @param statistic the estimator on a list of unit indices; NaN when it cannot run
+/// @param replicates B
+/// @param notes where the dropped-replicate counts are recorded, prefixed by `what`
+/// @returns `point` with std_error, ci_low, ci_high, level replaced and method suffixed
+effect_estimate item_cluster_bootstrap(effect_estimate point, std::span<const std::size_t> item_of,
+                                       const std::function<double(std::span<const std::size_t>)>& statistic,
+                                       double level, std::size_t replicates, std::uint64_t seed,
+                                       std::uint32_t tag, std::vector<std::string>& notes,
+                                       std::string_view what);
 
 /// @brief Budget of a text_budget arm: the record's budget, else the number after the last '_'.
 std::optional<double> arm_budget(const trial_record& r);

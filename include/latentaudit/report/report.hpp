@@ -32,7 +32,10 @@ struct audit_report {
   cost_benefit_result cost;            ///< cost-benefit per link
   relay_gate_result gate;              ///< the per-request relay gate
   audit_decision decision;             ///< the checklist and verdict
-  std::vector<finding> findings;       ///< every finding, core first
+  std::vector<finding> findings;       ///< every gating finding, core first (no demonstration)
+  /// the observational demonstrations' coverage checks (log.*, rollout.*): true by construction on
+  /// a simulated log, teaching material, never among `findings` (a pipeline must not gate on them)
+  std::vector<finding> demonstrations;
 };
 
 /// @brief Runs every analysis on `records`.
@@ -54,7 +57,8 @@ std::string estimate_md(const effect_estimate& e);
 }  // namespace detail
 
 /// @brief report.json: options, counts, the findings array ({id, verdict, estimate, ci_low,
-/// ci_high, method, n, detail}), the decision, and every table.
+/// ci_high, method, n, detail}), the decision, every table, and the observational
+/// demonstrations' coverage checks in their own `demonstrations` array (same fields, not findings).
 [[nodiscard]] json_value report_json(const audit_report& r);
 
 /// @brief The SVG plots: forest.svg (paired effects and decomposition), dose_response.svg

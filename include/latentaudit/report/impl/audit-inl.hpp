@@ -60,39 +60,20 @@ LATENTAUDIT_INLINE std::size_t find_role(const audit_data& d, std::string_view n
   return fmt::format("{:g}", 100.0 * level);
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE betting_interval item_accuracy_interval(std::span<const double> item_means,
+                                                                        double accuracy, double level) {
+  const double a = (1.0 - level) / 2.0;
+  auto b = bounded_mean_interval(item_means, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a});
+  b.estimate = accuracy;
+  b.low = std::min(b.low, accuracy);
+  b.high = std::max(b.high, accuracy);
+  return b;
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE proportion_interval wilson_or_nan(std::size_t x, std::size_t n,
                                                                   double level) {
   if (n == 0) return {audit_nan, audit_nan, audit_nan, level};
   return wilson_interval({.successes = x, .trials = n}, {.level = level});
-}
-
-LATENTAUDIT_INLINE std::optional<double> arm_sigma(const audit_data& d, std::span<const trial_record> records,
-                                                   std::size_t a, std::vector<std::string>& warnings) {
-  std::optional<double> s;
-  bool mixed = false;
-  for (std::size_t u = 0; u < d.units(); ++u) {
-    const std::size_t i = d.rec[u * d.arms() + a];
-    if (i == audit_data::npos || !records[i].noise_sigma) continue;
-    if (!s)
-      s = records[i].noise_sigma;
-    else if (*s != *records[i].noise_sigma)
-      mixed = true;
-  }
-  if (mixed) {
-    warnings.push_back(fmt::format("arm '{}' records more than one noise_sigma; the first ({}) is used",
-                                   d.arm_label[a], number_text(*s)));
-  }
-  if (s) return s;
-  constexpr std::string_view prefix = "kv_noise_";
-  const std::string& l = d.arm_label[a];
-  if (l.rfind(prefix, 0) == 0) {
-    double v = 0;
-    const char* b = l.data() + prefix.size();
-    const char* e = l.data() + l.size();
-    auto [p, ec] = std::from_chars(b, e, v);
-    if (ec == std::errc() && p == e && std::isfinite(v) && v >= 0) return v;
-  }
-  return std::nullopt;
 }
 
 }  // namespace detail
@@ -136,11 +117,22 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
   }
 
   // ---- per-arm summaries ----
+  // Accuracy intervals are clustered by item (the seeds of an item share its document): betting
+  // over the item mean accuracies (detail::item_accuracy_interval), never Wilson on the records.
+  std::vector<double> item_sum(d.items.size()), item_count(d.items.size()), item_means;
+  auto clustered_accuracy = [&](std::size_t x, std::size_t n) {
+    item_means.clear();
+    for (std::size_t g = 0; g < item_sum.size(); ++g)
+      if (item_count[g] > 0) item_means.push_back(item_sum[g] / item_count[g]);
+    return detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), level);
+  };
   const std::pair<const char*, int> regimes[] = {{"need", 0}, {"no_need", 1}, {"all", -1}};
   for (std::size_t a = 0; a < d.arms(); ++a) {
     for (auto [rname, rcode] : regimes) {
       std::size_t n = 0, x = 0, nam = 0, nhc = 0, nkl = 0;
       double bytes = 0, recv = 0, am = 0, hc = 0, kl = 0;
+      std::fill(item_sum.begin(), item_sum.end(), 0.0);
+      std::fill(item_count.begin(), item_count.end(), 0.0);
       for (std::size_t u = 0; u < d.units(); ++u) {
         if (rcode >= 0 && static_cast<int>(d.unit_regime[u]) != rcode) continue;
         const std::size_t i = d.rec[u * d.arms() + a];
@@ -148,6 +140,8 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
         const auto& r = records[i];
         ++n;
         x += r.correct ? 1 : 0;
+        item_sum[d.unit_cluster[u]] += r.correct ? 1.0 : 0.0;
+        item_count[d.unit_cluster[u]] += 1.0;
         bytes += static_cast<double>(r.bytes);
         recv += r.latency.receiver_s();
         if (r.attention_mass) am += *r.attention_mass, ++nam;
@@ -155,8 +149,9 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
         if (r.next_token_kl) kl += *r.next_token_kl, ++nkl;
       }
       if (n == 0) continue;
-      const auto w = wilson_interval({.successes = x, .trials = n}, {.level = level});
+      const auto w = clustered_accuracy(x, n);
       arm_summary s{.arm = d.arm_label[a], .arm_kind = d.arm_kind[a], .regime = rname, .n = n};
+      s.n_items = w.n;
       s.accuracy = w.estimate;
       s.ci_low = w.low;
       s.ci_high = w.high;
@@ -438,209 +433,13 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
     warn.push_back("CATE skipped: kv_full or no_comm absent");
   }
 
-  // ---- noise dose-response and tolerance (need) ----
-  std::size_t noise_units = 0;
-  {
-    auto& nt = out.noise;
-    struct noise_arm {
-      std::size_t arm;
-      double sigma;
-    };
-    std::vector<noise_arm> narms;
-    if (kv_full != audit_data::npos) {
-      for (std::size_t a = 0; a < d.arms(); ++a) {
-        if (a == kv_full) continue;
-        const bool named = d.arm_label[a].rfind("kv_noise_", 0) == 0;
-        bool has_sigma = false;
-        for (std::size_t u = 0; u < d.units() && !has_sigma; ++u) {
-          const std::size_t i = d.rec[u * d.arms() + a];
-          has_sigma = i != audit_data::npos && records[i].noise_sigma.has_value();
-        }
-        if (!named && !(has_sigma && d.arm_kind[a] == "kv_policy")) continue;
-        const auto s = detail::arm_sigma(d, records, a, warn);
-        if (!s) {
-          warn.push_back(fmt::format("noise arm '{}' has no readable sigma; left out of the dose-response",
-                                     d.arm_label[a]));
-          continue;
-        }
-        narms.push_back({a, *s});
-      }
-      std::erase_if(narms, [&](const noise_arm& na) {
-        for (std::size_t u = 0; u < d.units(); ++u)
-          if (d.unit_regime[u] == audit_regime::need && d.outcome(u, na.arm) >= 0 &&
-              d.outcome(u, kv_full) >= 0)
-            return false;
-        warn.push_back(
-            fmt::format("noise arm '{}' has no need-regime unit with kv_full; left out of the dose-response",
-                        d.arm_label[na.arm]));
-        return true;
-      });
-      std::stable_sort(narms.begin(), narms.end(),
-                       [](const noise_arm& x, const noise_arm& y) { return x.sigma < y.sigma; });
-    }
-    // Items (clusters) of need-regime units holding kv_full.
-    std::vector<std::uint32_t> uni;  // dense item ids
-    std::vector<std::size_t> pos_of(d.items.size(), audit_data::npos);
-    std::size_t full_n = 0, full_x = 0;
-    if (kv_full != audit_data::npos) {
-      for (std::size_t u = 0; u < d.units(); ++u) {
-        if (d.unit_regime[u] != audit_regime::need || d.outcome(u, kv_full) < 0) continue;
-        ++full_n;
-        full_x += static_cast<std::size_t>(d.outcome(u, kv_full));
-        if (pos_of[d.unit_cluster[u]] == audit_data::npos) {
-          pos_of[d.unit_cluster[u]] = uni.size();
-          uni.push_back(d.unit_cluster[u]);
-        }
-      }
-    }
-    noise_units = full_n;
-    const double m = o.noninferiority_margin;
-    if (narms.empty() || full_n == 0) {
-      nt.method = "not estimable: no kv_noise_* arm, or no need-regime unit with kv_full";
-      warn.push_back(fmt::format("noise tolerance skipped: {}",
-                                 narms.empty() ? "no kv_noise_* arm" : "no need-regime kv_full unit"));
-    } else {
-      const auto w0 = detail::wilson_or_nan(full_x, full_n, level);
-      nt.curve.push_back({.sigma = 0.0,
-                          .n = full_n,
-                          .accuracy = w0.estimate,
-                          .ci_low = w0.low,
-                          .ci_high = w0.high,
-                          .diff_vs_kv_full = 0.0,
-                          .diff_ci_low = 0.0,
-                          .diff_ci_high = 0.0,
-                          .noninferior = true});
-      const std::size_t U = uni.size();
-      std::vector<std::vector<double>> D(narms.size(),
-                                         std::vector<double>(U, audit_nan));  // item differences
-      std::vector<double> tq(U + 1, audit_nan);
-      for (std::size_t n = 2; n <= U; ++n)
-        tq[n] = detail::t_quantile_upper(o.alpha, static_cast<double>(n - 1));
-      auto tq_of = [&](std::size_t n) { return tq[n]; };
-      for (std::size_t k = 0; k < narms.size(); ++k) {
-        const std::size_t a = narms[k].arm;
-        std::vector<double> sa(U, 0.0), sf(U, 0.0), cnt(U, 0.0);
-        std::size_t n = 0, x = 0;
-        for (std::size_t u = 0; u < d.units(); ++u) {
-          if (d.unit_regime[u] != audit_regime::need) continue;
-          const int ya = d.outcome(u, a), yf = d.outcome(u, kv_full);
-          if (ya < 0 || yf < 0) continue;
-          const std::size_t g = pos_of[d.unit_cluster[u]];
-          sa[g] += ya;
-          sf[g] += yf;
-          cnt[g] += 1.0;
-          ++n;
-          x += static_cast<std::size_t>(ya);
-        }
-        std::vector<double> ia, ifull;
-        std::vector<std::uint32_t> present;
-        for (std::size_t g = 0; g < U; ++g) {
-          if (cnt[g] == 0) continue;
-          ia.push_back(sa[g] / cnt[g]);
-          ifull.push_back(sf[g] / cnt[g]);
-          D[k][g] = ia.back() - ifull.back();
-          present.push_back(static_cast<std::uint32_t>(g));
-        }
-        dose_point pt{.sigma = narms[k].sigma, .n = n};
-        const auto w = detail::wilson_or_nan(x, n, level);
-        pt.accuracy = w.estimate;
-        pt.ci_low = w.low;
-        pt.ci_high = w.high;
-        if (ia.size() >= 2) {
-          // The library's paired non-inferiority t test on the item means; constant item
-          // differences (SE 0) give the point interval and non-inferiority iff diff > −m.
-          const auto r = non_inferiority_test(
-              ia, ifull, m,
-              {.design = t_test_design::paired, .alpha = o.alpha, .if_degenerate = on_degenerate::flag});
-          if (r.effect.status == estimate_status::ok) {
-            pt.diff_vs_kv_full = r.effect.estimate;
-            pt.diff_ci_low = r.effect.ci_low;
-            pt.diff_ci_high = r.effect.ci_high;
-            pt.noninferior = r.non_inferior;
-          } else {
-            const auto iv = detail::item_interval(D[k], present, tq_of);
-            pt.diff_vs_kv_full = pt.diff_ci_low = pt.diff_ci_high = iv.estimate;
-            pt.noninferior = iv.estimate > -m;
-          }
-        } else {
-          pt.diff_vs_kv_full = ia.empty() ? audit_nan : ia[0] - ifull[0];
-          pt.diff_ci_low = pt.diff_ci_high = audit_nan;
-          pt.noninferior = false;
-          warn.push_back(
-              fmt::format("noise arm '{}': fewer than 2 need-regime items paired with kv_full; no "
-                          "non-inferiority test (not counted as a failure)",
-                          d.arm_label[a]));
-        }
-        nt.curve.push_back(pt);
-      }
-      // Threshold: smallest sigma whose arm is testable (>= 2 items) and not non-inferior.
-      for (std::size_t k = 0; k < narms.size(); ++k) {
-        const auto& pt = nt.curve[k + 1];
-        if (std::isfinite(pt.diff_ci_low) && !pt.noninferior) {
-          nt.sigma_fail = pt.sigma;
-          break;
-        }
-      }
-      // Bootstrap of the threshold: resample items; on each replicate recompute every arm's item
-      // t bound and the threshold (−1 codes "no failing sigma").
-      constexpr double none = -1.0;
-      auto threshold = [&](const resample_view& v) {
-        std::vector<std::uint32_t> which;
-        which.reserve(v.size());
-        for (std::size_t k = 0; k < narms.size(); ++k) {
-          which.clear();
-          for (auto g : v.indices())
-            if (!std::isnan(D[k][g])) which.push_back(g);
-          const auto iv = detail::item_interval(D[k], which, tq_of);
-          if (iv.defined && !(iv.low > -m)) return narms[k].sigma;
-        }
-        return none;
-      };
-      if (U >= 2) {
-        std::vector<double> ids(U);
-        for (std::size_t g = 0; g < U; ++g) ids[g] = static_cast<double>(g);
-        const auto r = bootstrap(std::span<const double>(ids), threshold,
-                                 {.replicates = B,
-                                  .level = level,
-                                  .method = bootstrap_ci_method::percentile,
-                                  .seed = o.seed,
-                                  .threads = o.threads,
-                                  .keep_replicates = true,
-                                  .if_degenerate = on_degenerate::flag});
-        std::vector<double> t = r.replicates;
-        std::size_t unbounded = 0;
-        for (auto& x : t) {
-          if (x == none) {
-            x = std::numeric_limits<double>::infinity();
-            ++unbounded;
-          }
-        }
-        std::sort(t.begin(), t.end());
-        nt.unbounded_fraction = static_cast<double>(unbounded) / static_cast<double>(t.size());
-        auto order_stat = [&](double p) {  // inverted-CDF quantile: T_(⌈B p⌉), 1-based, clamped
-          auto k = static_cast<std::size_t>(std::ceil(static_cast<double>(t.size()) * p - 1e-9));
-          k = std::clamp<std::size_t>(k, 1, t.size());
-          return t[k - 1];
-        };
-        const double lo = order_stat(o.alpha / 2.0), hi = order_stat(1.0 - o.alpha / 2.0);
-        if (std::isfinite(lo)) nt.ci_low = lo;
-        if (std::isfinite(hi)) nt.ci_high = hi;
-      } else {
-        warn.push_back("noise tolerance: fewer than 2 need-regime items with kv_full; no bootstrap interval");
-      }
-      nt.method = fmt::format(
-          "need regime, paired with kv_full; per sigma: paired t on item means (two-sided {}%, one-sided {}% "
-          "lower "
-          "bound), non-inferior iff lower bound > -{}; sigma_fail = smallest sigma not non-inferior; {}% CI: "
-          "cluster "
-          "bootstrap over items (B = {}, seed {}) recomputing sigma_fail on each replicate, inverted-CDF "
-          "percentile "
-          "limits, replicates without a failing sigma count as +infinity (a limit there is unbounded: "
-          "absent)",
-          detail::percent(level_tost), detail::percent(level), detail::number_text(m), detail::percent(level),
-          B, o.seed);
-    }
-  }
+  // ---- noise dose-response and tolerance (need): report/analyses/noise.hpp ----
+  const noise_options noise_opt{.alpha = o.alpha,
+                                .margin = o.noninferiority_margin,
+                                .bootstrap_replicates = B,
+                                .seed = o.seed,
+                                .threads = o.threads};
+  out.noise = detail::audit_noise(d, records, kv_full, noise_opt, warn);
 
   // ---- frontier (need) ----
   {
@@ -656,6 +455,8 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
       if (!is_kv(a) && !is_text(a)) continue;
       std::size_t n = 0, x = 0;
       double bytes = 0;
+      std::fill(item_sum.begin(), item_sum.end(), 0.0);
+      std::fill(item_count.begin(), item_count.end(), 0.0);
       for (std::size_t u = 0; u < d.units(); ++u) {
         if (d.unit_regime[u] != audit_regime::need) continue;
         const std::size_t i = d.rec[u * d.arms() + a];
@@ -663,9 +464,11 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
         ++n;
         x += records[i].correct ? 1 : 0;
         bytes += static_cast<double>(records[i].bytes);
+        item_sum[d.unit_cluster[u]] += records[i].correct ? 1.0 : 0.0;
+        item_count[d.unit_cluster[u]] += 1.0;
       }
       if (n == 0) continue;
-      const auto w = wilson_interval({.successes = x, .trials = n}, {.level = level});
+      const auto w = clustered_accuracy(x, n);  // clustered by item, as the per-arm summaries
       out.frontier.push_back({.arm = d.arm_label[a],
                               .mean_bytes = bytes / static_cast<double>(n),
                               .accuracy = w.estimate,
@@ -816,40 +619,7 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
            std::move(why));
     }
   }
-  {
-    const auto& nt = out.noise;
-    if (nt.curve.size() < 2) {
-      absent("noise.tolerance_sigma", "no kv_noise_* arm paired with kv_full in the need regime");
-    } else {
-      const double inf = std::numeric_limits<double>::infinity();
-      finding f{.id = "noise.tolerance_sigma",
-                .estimate = nt.sigma_fail.value_or(audit_nan),
-                .ci_low = nt.ci_low.value_or(nt.sigma_fail ? inf : audit_nan),
-                .ci_high = nt.ci_high.value_or(inf),
-                .method = nt.method,
-                .n = noise_units};
-      const bool located = nt.sigma_fail && nt.ci_low && nt.ci_high;
-      f.answer = located ? verdict::yes : verdict::inconclusive;
-      const bool tested = std::any_of(nt.curve.begin() + 1, nt.curve.end(),
-                                      [](const dose_point& p) { return std::isfinite(p.diff_ci_low); });
-      f.detail =
-          !tested ? std::string(
-                        "no noise arm could be tested: fewer than 2 need-regime items hold it and kv_full")
-          : nt.sigma_fail
-              ? fmt::format(
-                    "non-inferiority to kv_full (margin {} points) first fails at sigma {}; {}% CI {} "
-                    "to {} ({:.1f}% of replicates find no failing sigma)",
-                    pct(o.noninferiority_margin), detail::number_text(*nt.sigma_fail), detail::percent(level),
-                    nt.ci_low ? detail::number_text(*nt.ci_low) : "unbounded",
-                    nt.ci_high ? detail::number_text(*nt.ci_high) : "unbounded",
-                    100.0 * nt.unbounded_fraction)
-              : fmt::format(
-                    "every sigma up to {} is non-inferior to kv_full (margin {} points); the threshold "
-                    "lies beyond the tested range",
-                    detail::number_text(nt.curve.back().sigma), pct(o.noninferiority_margin));
-      out.findings.push_back(std::move(f));
-    }
-  }
+  out.findings.push_back(noise_tolerance_finding(out.noise, noise_opt));
   const auto control = std::find_if(out.findings.begin(), out.findings.end(),
                                     [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);

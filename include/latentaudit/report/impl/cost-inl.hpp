@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/cost.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/cost.hpp (header-only mode includes this file; compiled mode compiles it
+// once in src/)
 #ifndef LATENTAUDIT_REPORT_IMPL_COST_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_COST_INL_HPP
 
@@ -11,10 +12,12 @@
 #include <Eigen/QR>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "../../core/detail/check.hpp"
 #include "../../core/error.hpp"
+#include "../../estimators/betting.hpp"
 #include "../../estimators/weighting.hpp"
 #include "../detail/record_units.hpp"
 
@@ -124,25 +127,102 @@ LATENTAUDIT_INLINE std::vector<link_preset> links_to_evaluate(std::string_view f
 
 }  // namespace detail
 
+LATENTAUDIT_INLINE std::vector<model_shape> default_model_shapes() {
+  return {{"Llama-3-8B", 32, 8, 128, 2}, {"Llama-3-70B", 80, 8, 128, 2}, {"Qwen2.5-7B", 28, 4, 128, 2}};
+}
+
+namespace detail {
+
+LATENTAUDIT_INLINE std::vector<cost_projection_row> cost_projection(const cost_options& o,
+                                                                    std::span<const link_preset> links) {
+  const auto shapes = o.model_shapes.empty() ? default_model_shapes() : o.model_shapes;
+  const std::vector<double> throughputs = o.prefill_tokens_per_s
+                                              ? std::vector<double>{*o.prefill_tokens_per_s}
+                                              : std::vector<double>{2e3, 1e4, 5e4};
+  std::vector<cost_projection_row> rows;
+  for (const auto& m : shapes) {
+    for (double t : throughputs) {
+      cost_projection_row r;
+      r.model = m;
+      r.kv_bytes_per_token = m.kv_bytes_per_token();
+      r.prefill_tokens_per_s = t;
+      r.break_even_bandwidth_bytes_s = r.kv_bytes_per_token * t;
+      for (const auto& l : links) {
+        // Saving for a document of n tokens: n/T − (n·b/β + α); positive for n > α / (1/T − b/β).
+        const double per_token = 1.0 / t - r.kv_bytes_per_token / l.bandwidth_bytes_s;
+        std::optional<double> n;
+        if (per_token > 0) n = l.alpha_s / per_token;
+        r.break_even_doc_tokens.emplace_back(l.name, n);
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+LATENTAUDIT_INLINE std::pair<double, double> cost_statement_of(const cost_item_sums& s,
+                                                               break_even_region region) {
+  const double d = s.base / s.units, db = s.extra_bytes / s.units, f = s.relay_moves / s.units;
+  const auto be = solve_break_even(d, db);
+  double beta = std::numeric_limits<double>::quiet_NaN();
+  if (region == break_even_region::above) {
+    beta = be.region == break_even_region::above    ? *be.bandwidth
+           : be.region == break_even_region::always ? 0.0
+                                                    : std::numeric_limits<double>::infinity();
+  } else if (region == break_even_region::below) {
+    beta = be.region == break_even_region::below    ? *be.bandwidth
+           : be.region == break_even_region::always ? std::numeric_limits<double>::infinity()
+                                                    : 0.0;
+  }
+  const double a = f > 0 && d > 0 ? d / f : (d > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  return {beta, a};
+}
+
+}  // namespace detail
+
 LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const trial_record> records,
                                                              const cost_options& options) {
   constexpr std::string_view fn = "cost_benefit_analysis";
   const cost_options& o = options;
   detail::check_level_replicates(fn, o.level, o.bootstrap_replicates);
   detail::check_positive(fn, "options.margin", o.margin);
+  if (!(o.alpha > 0 && o.alpha < 0.5))
+    detail::throw_invalid(fn, "options.alpha", "must lie in (0, 0.5), got " + detail::number_text(o.alpha));
   if (o.latency_slo_s) detail::check_positive(fn, "options.latency_slo_s", *o.latency_slo_s);
+  if (o.prefill_tokens_per_s)
+    detail::check_positive(fn, "options.prefill_tokens_per_s", *o.prefill_tokens_per_s);
+  for (const auto& m : o.model_shapes)
+    if (m.layers == 0 || m.kv_heads == 0 || m.head_dim == 0 || m.bytes_per_value == 0)
+      detail::throw_invalid(fn, "options.model_shapes",
+                            "must have non-zero dimensions, '" + m.name + "' has not");
   if (o.relay_arm.empty() || o.text_arm.empty() || o.relay_arm == o.text_arm) {
     detail::throw_invalid(fn, "options.relay_arm", "and options.text_arm must be non-empty and differ");
   }
   cost_benefit_result out;
   const auto links = detail::links_to_evaluate(fn, records, o, out.notes);
+  out.projection = detail::cost_projection(o, links);
+  out.primary_link = o.primary_link;
+  if (out.primary_link.empty()) {
+    for (const auto& r : records)
+      if (!r.link.empty()) {
+        out.primary_link = r.link;
+        break;
+      }
+    if (out.primary_link.empty() || out.primary_link.rfind("custom:", 0) == 0) out.primary_link = "pcie4";
+  }
+  const std::string timing_note =
+      "each (item, seed, arm) carries one timing: run-to-run timing variation of the same trial is not in "
+      "the CIs (the item bootstrap covers variation between documents and queries only)";
   const std::string method_base =
-      "need regime, paired per (item, seed): text − relay receiver latency with transfer "
-      "recomputed for the link, cluster bootstrap (item) percentile";
+      "need regime, paired per (item, seed): text − relay receiver latency with transfer recomputed for the "
+      "link, cluster bootstrap (item) percentile; accuracy relay − text: betting over items, " +
+      fmt::format("one-sided {:.3g} per side", o.alpha) + "; " + timing_note;
+  const std::string statement_id = "cost.relay_pays";
   auto all_inconclusive = [&](const std::string& why) {
     out.missing = why;
-    for (const auto& l : links)
-      out.findings.push_back(detail::inconclusive_finding(cost_finding_id(l.name), method_base, why));
+    out.sensitivity.timing_note = timing_note;
+    out.findings.push_back(detail::inconclusive_finding(statement_id, method_base, why));
+    out.findings.push_back(detail::inconclusive_finding(cost_finding_id(out.primary_link), method_base, why));
     return out;
   };
   for (const auto& arm : {o.relay_arm, o.text_arm}) {
@@ -164,21 +244,31 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   if (units.empty()) return all_inconclusive("no paired unit is in the need regime");
   const std::size_t n = units.size();
   const double nn = static_cast<double>(n);
-  std::vector<double> base(n), extra_bytes(n), acc(n);
+  std::vector<double> base(n), extra_bytes(n), acc_relay(n), acc_text(n);
   std::vector<std::size_t> cluster(n);
+  std::vector<std::uint64_t> item_id(n);
   double bytes_relay = 0, bytes_text = 0, f_relay = 0, f_text = 0;
+  std::vector<detail::cost_item_sums> item_sums;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& k = *units[i]->arms[0];
     const auto& t = *units[i]->arms[1];
     base[i] =
         (t.latency.receiver_s() - t.latency.transfer_s) - (k.latency.receiver_s() - k.latency.transfer_s);
     extra_bytes[i] = static_cast<double>(k.bytes) - static_cast<double>(t.bytes);
-    acc[i] = (k.correct ? 1.0 : 0.0) - (t.correct ? 1.0 : 0.0);
+    acc_relay[i] = k.correct ? 1.0 : 0.0;
+    acc_text[i] = t.correct ? 1.0 : 0.0;
     cluster[i] = static_cast<std::size_t>(units[i]->item);
+    item_id[i] = units[i]->item;
     bytes_relay += static_cast<double>(k.bytes);
     bytes_text += static_cast<double>(t.bytes);
     f_relay += k.bytes > 0 ? 1.0 : 0.0;
     f_text += t.bytes > 0 ? 1.0 : 0.0;
+    if (i == 0 || units[i]->item != units[i - 1]->item) item_sums.emplace_back();
+    auto& s = item_sums.back();
+    s.units += 1;
+    s.base += base[i];
+    s.extra_bytes += extra_bytes[i];
+    s.relay_moves += k.bytes > 0 ? 1.0 : 0.0;
   }
   bytes_relay /= nn;
   bytes_text /= nn;
@@ -189,9 +279,65 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   mean_base /= nn;
   const detail::clustered_mean_options cm{
       .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
-  const auto acc_e = detail::clustered_mean(acc, cluster, cm);
+  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha};
+  auto acc_e = clustered_paired_difference(item_id, acc_relay, acc_text, bo);
+  acc_e.estimand = "accuracy_difference";
   auto bytes_e = detail::clustered_mean(extra_bytes, cluster, cm);
   bytes_e.estimand = "extra_bytes";
+  // --- The link-free statement (α = 0), with the item bootstrap of β* and α*.
+  auto& S = out.sensitivity;
+  S.units = n;
+  S.items = item_sums.size();
+  S.timing_note = timing_note;
+  S.saved_without_transfer_s = detail::clustered_mean(base, cluster, cm);
+  S.saved_without_transfer_s.estimand = "saved_seconds_without_transfer";
+  S.extra_bytes = bytes_e;
+  S.accuracy_difference = acc_e;
+  const auto be0 = detail::solve_break_even(mean_base, bytes_relay - bytes_text);
+  S.region = be0.region;
+  S.break_even_bandwidth_bytes_s = be0.bandwidth;
+  if (f_relay > 0 && mean_base > 0) S.break_even_alpha_s = mean_base / f_relay;
+  if (item_sums.size() >= 2) {
+    const std::size_t g = item_sums.size();
+    std::vector<double> betas, alphas;
+    auto rng = make_stream({.seed = o.seed, .item = 0, .arm = 0xC057, .replicate = 0});
+    for (std::size_t b = 0; b < o.bootstrap_replicates; ++b) {
+      detail::cost_item_sums s;
+      for (std::size_t j = 0; j < g; ++j) {
+        const auto& x = item_sums[uniform_index(rng, static_cast<std::uint32_t>(g))];
+        s.units += x.units;
+        s.base += x.base;
+        s.extra_bytes += x.extra_bytes;
+        s.relay_moves += x.relay_moves;
+      }
+      const auto [beta, a] = detail::cost_statement_of(s, S.region);
+      betas.push_back(beta);
+      alphas.push_back(a);
+    }
+    auto limits = [&](std::vector<double>& v) -> std::pair<std::optional<double>, std::optional<double>> {
+      std::sort(v.begin(), v.end());
+      const double q = (1.0 - o.level) / 2.0;
+      const auto lo_i =
+          static_cast<std::size_t>(std::max(0.0, std::ceil(q * static_cast<double>(v.size())) - 1));
+      const auto hi_i = std::min(
+          v.size() - 1, static_cast<std::size_t>(std::ceil((1 - q) * static_cast<double>(v.size())) - 1));
+      std::optional<double> lo, hi;
+      if (std::isfinite(v[lo_i])) lo = v[lo_i];
+      if (std::isfinite(v[hi_i])) hi = v[hi_i];
+      return {lo, hi};
+    };
+    if (S.break_even_bandwidth_bytes_s) {
+      const auto [lo, hi] = limits(betas);
+      S.break_even_bandwidth_low = lo;
+      S.break_even_bandwidth_high = hi;
+    }
+    if (S.break_even_alpha_s) {
+      const auto [lo, hi] = limits(alphas);
+      S.break_even_alpha_low = lo;
+      S.break_even_alpha_high = hi;
+    }
+  }
+  // --- Per link.
   for (const auto& l : links) {
     link_cost c;
     c.link = l;
@@ -208,75 +354,115 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
     c.saved_s.estimand = "saved_seconds";
     c.extra_bytes = bytes_e;
     c.accuracy_difference = acc_e;
-    c.accuracy_difference.estimand = "accuracy_difference";
-    c.latency_slo_s = o.latency_slo_s ? *o.latency_slo_s : detail::median_of(text_s);
-    for (std::size_t i = 0; i < n; ++i) {
-      c.slo_met_relay += relay_s[i] <= c.latency_slo_s ? 1.0 : 0.0;
-      c.slo_met_text += text_s[i] <= c.latency_slo_s ? 1.0 : 0.0;
+    if (o.latency_slo_s) {
+      c.latency_slo_s = *o.latency_slo_s;
+      std::vector<double> met_relay(n), met_text(n);
+      double mr = 0, mt = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        met_relay[i] = relay_s[i] <= *o.latency_slo_s ? 1.0 : 0.0;
+        met_text[i] = text_s[i] <= *o.latency_slo_s ? 1.0 : 0.0;
+        mr += met_relay[i];
+        mt += met_text[i];
+      }
+      c.slo_met_relay = mr / nn;
+      c.slo_met_text = mt / nn;
+      c.slo_difference = clustered_paired_difference(item_id, met_relay, met_text, bo);
+      c.slo_difference->estimand = "slo_attainment_difference";
     }
-    c.slo_met_relay /= nn;
-    c.slo_met_text /= nn;
     const double d = mean_base + l.alpha_s * (f_text - f_relay);
     const auto be = detail::solve_break_even(d, bytes_relay - bytes_text);
     c.region = be.region;
     c.break_even_bandwidth_bytes_s = be.bandwidth;
     if (f_relay > 0 && c.saved_s.estimate > 0) c.break_even_extra_alpha_s = c.saved_s.estimate / f_relay;
-    // Verdict.
-    const std::string id = cost_finding_id(l.name);
-    const std::string method =
-        method_base + "; accuracy non-inferiority margin " + detail::number_text(o.margin);
-    if (!detail::has_interval(c.saved_s) || !detail::has_interval(c.accuracy_difference)) {
-      out.findings.push_back(detail::inconclusive_finding(
-          id, method, "the saved latency or the accuracy difference has no interval (a single item?)"));
-      out.findings.back().n = n;
-      out.findings.back().estimate = c.saved_s.estimate;
-      out.links.push_back(std::move(c));
-      continue;
+    if (detail::has_interval(c.saved_s)) {
+      const bool saves = c.saved_s.ci_low > 0, costs = c.saved_s.ci_high < 0;
+      const bool non_inferior = acc_e.ci_low > -o.margin, inferior = acc_e.ci_high < -o.margin;
+      const bool slo_ok = !c.slo_difference || c.slo_difference->ci_low > -o.margin;
+      const bool slo_bad = c.slo_difference && c.slo_difference->ci_high < -o.margin;
+      if (saves && non_inferior && slo_ok) {
+        c.pays = verdict::yes;
+      } else if (costs || inferior || slo_bad) {
+        c.pays = verdict::no;
+      }
     }
-    const bool saves = c.saved_s.ci_low > 0, costs = c.saved_s.ci_high < 0;
-    const bool non_inferior = c.accuracy_difference.ci_low > -o.margin;
-    const bool inferior = c.accuracy_difference.ci_high < -o.margin;
-    const bool slo_ok = c.slo_met_relay >= c.slo_met_text;
-    if (saves && non_inferior && slo_ok) {
-      c.pays = verdict::yes;
-    } else if (costs || inferior || (saves && non_inferior && !slo_ok)) {
-      c.pays = verdict::no;
-    } else {
-      c.pays = verdict::inconclusive;
-    }
-    std::string be_text;
-    switch (c.region) {
-      case break_even_region::above:
-        be_text = fmt::format("relay saves above {:.3g} GB/s", *c.break_even_bandwidth_bytes_s / 1e9);
-        break;
-      case break_even_region::below:
-        be_text = fmt::format("relay saves below {:.3g} GB/s", *c.break_even_bandwidth_bytes_s / 1e9);
-        break;
-      case break_even_region::always:
-        be_text = "relay saves at every bandwidth";
-        break;
-      case break_even_region::never:
-        be_text = "relay saves at no bandwidth";
-        break;
-    }
-    finding f{.id = id,
-              .answer = c.pays,
-              .estimate = c.saved_s.estimate,
-              .ci_low = c.saved_s.ci_low,
-              .ci_high = c.saved_s.ci_high,
-              .method = method,
-              .n = n,
-              .detail = fmt::format(
-                  "on {} the relay saves {} [{}, {}] of receiver latency, moves {} more, accuracy "
-                  "{:+.3f} [{:+.3f}, {:+.3f}] (margin {:.3g}); SLO {} met by {:.0f} % (relay) vs "
-                  "{:.0f} % (text); {}",
-                  l.name, detail::seconds_text(c.saved_s.estimate), detail::seconds_text(c.saved_s.ci_low),
-                  detail::seconds_text(c.saved_s.ci_high), detail::bytes_text(bytes_relay - bytes_text),
-                  c.accuracy_difference.estimate, c.accuracy_difference.ci_low, c.accuracy_difference.ci_high,
-                  o.margin, detail::seconds_text(c.latency_slo_s), 100 * c.slo_met_relay,
-                  100 * c.slo_met_text, be_text)};
-    out.findings.push_back(std::move(f));
     out.links.push_back(std::move(c));
+  }
+  // --- The statement's verdict: the links' common verdict, else inconclusive.
+  bool agree = !out.links.empty();
+  for (const auto& c : out.links) agree = agree && c.pays == out.links.front().pays;
+  S.pays = agree ? out.links.front().pays : verdict::inconclusive;
+  std::string yes_links, no_links;
+  for (const auto& c : out.links) {
+    if (c.pays == verdict::yes) yes_links += (yes_links.empty() ? "" : ", ") + c.link.name;
+    if (c.pays == verdict::no) no_links += (no_links.empty() ? "" : ", ") + c.link.name;
+  }
+  auto gbs = [](const std::optional<double>& b) {
+    return b ? fmt::format("{:.3g} GB/s", *b / 1e9) : std::string("unbounded");
+  };
+  std::string be_text;
+  switch (S.region) {
+    case break_even_region::above:
+      be_text = fmt::format("the relay saves receiver latency at bandwidths above {} [{}, {}]",
+                            gbs(S.break_even_bandwidth_bytes_s),
+                            S.break_even_bandwidth_low ? gbs(S.break_even_bandwidth_low) : std::string("0"),
+                            gbs(S.break_even_bandwidth_high));
+      break;
+    case break_even_region::below:
+      be_text = fmt::format("the relay saves receiver latency only at bandwidths below {} [{}, {}]",
+                            gbs(S.break_even_bandwidth_bytes_s),
+                            S.break_even_bandwidth_low ? gbs(S.break_even_bandwidth_low) : std::string("0"),
+                            gbs(S.break_even_bandwidth_high));
+      break;
+    case break_even_region::always:
+      be_text = "the relay saves receiver latency at every bandwidth";
+      break;
+    case break_even_region::never:
+      be_text = "the relay saves receiver latency at no bandwidth";
+      break;
+  }
+  if (S.break_even_alpha_s) {
+    be_text += fmt::format(
+        "; with unlimited bandwidth it affords up to {} [{}, {}] of fixed latency per relay",
+        detail::seconds_text(*S.break_even_alpha_s),
+        S.break_even_alpha_low ? detail::seconds_text(*S.break_even_alpha_low) : std::string("0"),
+        S.break_even_alpha_high ? detail::seconds_text(*S.break_even_alpha_high) : std::string("unbounded"));
+  }
+  S.statement = fmt::format(
+      "{}; accuracy relay − text {:+.3f} [{:+.3f}, {:+.3f}] (margin {:.3g}); relay pays on {}{}", be_text,
+      acc_e.estimate, acc_e.ci_low, acc_e.ci_high, o.margin, yes_links.empty() ? "no link" : yes_links,
+      no_links.empty() ? std::string() : "; does not pay on " + no_links);
+  out.findings.push_back(finding{.id = statement_id,
+                                 .answer = S.pays,
+                                 .estimate = S.saved_without_transfer_s.estimate,
+                                 .ci_low = S.saved_without_transfer_s.ci_low,
+                                 .ci_high = S.saved_without_transfer_s.ci_high,
+                                 .method = method_base + "; estimate: saving without transfer time; verdict: "
+                                                         "the links' common verdict, else inconclusive",
+                                 .n = n,
+                                 .detail = S.statement});
+  for (auto& c : out.links) {
+    c.reported = c.link.name == out.primary_link || c.pays != S.pays;
+    if (!c.reported) continue;
+    const std::string slo_text = c.slo_difference
+                                     ? fmt::format("; SLO {} met by {:.0f} % (relay) vs {:.0f} % (text)",
+                                                   detail::seconds_text(*c.latency_slo_s),
+                                                   100 * *c.slo_met_relay, 100 * *c.slo_met_text)
+                                     : std::string();
+    out.findings.push_back(finding{
+        .id = cost_finding_id(c.link.name),
+        .answer = c.pays,
+        .estimate = c.saved_s.estimate,
+        .ci_low = c.saved_s.ci_low,
+        .ci_high = c.saved_s.ci_high,
+        .method = method_base + "; accuracy non-inferiority margin " + detail::number_text(o.margin),
+        .n = n,
+        .detail = fmt::format(
+            "on {} the relay saves {} [{}, {}] of receiver latency, moves {} more{}{}", c.link.name,
+            detail::seconds_text(c.saved_s.estimate), detail::seconds_text(c.saved_s.ci_low),
+            detail::seconds_text(c.saved_s.ci_high), detail::bytes_text(bytes_relay - bytes_text), slo_text,
+            c.pays == S.pays ? std::string(" (as the statement)")
+                             : std::string(" (differs from the statement: ") + verdict_name(c.pays) +
+                                   " here, " + verdict_name(S.pays) + " overall)")});
   }
   return out;
 }
@@ -312,14 +498,96 @@ LATENTAUDIT_INLINE Eigen::VectorXd ridge_logistic(std::string_view fn, const Eig
 }
 
 LATENTAUDIT_INLINE void check_gate_options(std::string_view fn, const relay_gate_options& o) {
-  check_open_unit(fn, "options.train_fraction", o.train_fraction);
   check_open_unit(fn, "options.threshold", o.threshold);
   check_positive(fn, "options.margin", o.margin);
+  check_positive(fn, "options.skip_margin", o.skip_margin);
   check_positive(fn, "options.ridge", o.ridge);
   check_level_replicates(fn, o.level, o.bootstrap_replicates);
+  if (!(o.alpha > 0 && o.alpha < 0.5))
+    throw_invalid(fn, "options.alpha", "must lie in (0, 0.5), got " + number_text(o.alpha));
+  if (o.folds < 2) throw_invalid(fn, "options.folds", "must be at least 2, got " + std::to_string(o.folds));
   if (o.relay_arm.empty() || o.control_arm.empty() || o.relay_arm == o.control_arm) {
     throw_invalid(fn, "options.relay_arm", "and options.control_arm must be non-empty and differ");
   }
+}
+
+LATENTAUDIT_INLINE gate_fit fit_gate_on(std::string_view fn, const std::vector<gate_candidate>& cand,
+                                        std::span<const double> label, std::span<const std::size_t> rows,
+                                        const relay_gate_options& o) {
+  gate_fit out;
+  out.model.threshold = o.threshold;
+  const std::size_t n = label.size();
+  double pos = 0;
+  for (auto i : rows) pos += label[i];
+  const double nr = static_cast<double>(rows.size());
+  if (pos == 0 || pos == nr) {  // one class: relay always or never (a very large intercept)
+    out.model.coefficients = {pos == 0 ? -30.0 : 30.0};
+    return out;
+  }
+  std::vector<double> mean, sd;
+  Eigen::MatrixXd xs(static_cast<Eigen::Index>(rows.size()), 0);
+  for (std::size_t j = 0; j < cand.size(); ++j) {
+    const auto& c = cand[j];
+    if (c.missing > 0) {
+      out.dropped.push_back(c.name + fmt::format(": missing on {} of {} units", c.missing, n));
+      continue;
+    }
+    std::vector<double> v;
+    for (auto i : rows) v.push_back(c.values[i]);
+    const auto [m, s] = mean_sd(v);
+    if (!(s > 0)) {
+      out.dropped.push_back(c.name + ": constant among training units");
+      continue;
+    }
+    Eigen::MatrixXd trial(xs.rows(), xs.cols() + 1);
+    trial.leftCols(xs.cols()) = xs;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      trial(static_cast<Eigen::Index>(r), xs.cols()) = (v[r] - m) / s;
+    Eigen::MatrixXd with1(trial.rows(), trial.cols() + 1);
+    with1.col(0).setOnes();
+    with1.rightCols(trial.cols()) = trial;
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(with1);
+    qr.setThreshold(1e-9);
+    if (qr.rank() < with1.cols()) {
+      out.dropped.push_back(c.name + ": collinear with the features before it");
+      continue;
+    }
+    xs = std::move(trial);
+    out.kept.push_back(j);
+    mean.push_back(m);
+    sd.push_back(s);
+  }
+  std::vector<double> y;
+  for (auto i : rows) y.push_back(label[i]);
+  const std::size_t p = out.kept.size();
+  Eigen::VectorXd beta(static_cast<Eigen::Index>(p + 1));
+  if (p == 0) {
+    beta(0) = std::log(pos / (nr - pos));
+  } else {
+    try {
+      beta = logistic_regression(xs, y).coefficients;
+    } catch (const numerical_error&) {
+      try {
+        beta = ridge_logistic(fn, xs, y, o.ridge);
+        out.model.penalized = true;
+      } catch (const numerical_error& e) {
+        out.why = std::string("the gate model could not be fitted: ") + e.what();
+        return out;
+      }
+    } catch (const invalid_argument& e) {
+      out.why = std::string("the gate model could not be fitted: ") + e.what();
+      return out;
+    }
+  }
+  out.model.coefficients.assign(p + 1, 0.0);
+  out.model.coefficients[0] = beta(0);
+  for (std::size_t j = 0; j < p; ++j) {
+    const double b = beta(static_cast<Eigen::Index>(j + 1));
+    out.model.features.push_back(cand[out.kept[j]].name);
+    out.model.coefficients[j + 1] = b / sd[j];
+    out.model.coefficients[0] -= b * mean[j] / sd[j];
+  }
+  return out;
 }
 
 }  // namespace detail
@@ -331,12 +599,17 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   detail::check_gate_options(fn, o);
   relay_gate_result out;
   out.model.threshold = o.threshold;
+  out.excluded_features = {
+      "regime: the experimental label, not known to a serving stack",
+      "attention_mass, hidden_cosine, next_token_kl: measured after the import, not known before the "
+      "transfer",
+      "needed_position, pairs: properties of the task's answer and construction, not of the request"};
   const std::string id = "gate.matches_always_relay";
   const std::string method = fmt::format(
-      "logistic gate on features known before transfer, items split {:.0f}/{:.0f} by hash; held-out accuracy "
-      "vs "
-      "always-relay (non-inferiority margin {:.3g}) and bytes saved, cluster bootstrap (item) percentile",
-      100 * o.train_fraction, 100 * (1 - o.train_fraction), o.margin);
+      "logistic gate on features known before the transfer, cross-fitted over items ({} folds by item); "
+      "held-out accuracy gate − always-relay (non-inferiority margin {:.3g}) and share of requests not "
+      "relayed: betting over items, one-sided {:.3g} per side; at least {} held-out items for a verdict",
+      o.folds, o.margin, o.alpha, o.min_held_out_items);
   auto give_up = [&](std::string why) {
     out.missing = why;
     out.findings.push_back(detail::inconclusive_finding(id, method, std::move(why)));
@@ -353,160 +626,112 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   if (units.empty())
     return give_up("no (item, seed) unit has both '" + o.relay_arm + "' and '" + o.control_arm + "'");
   const std::size_t n = units.size();
-  // Candidate features.
-  struct candidate {
-    std::string name;
-    std::vector<double> values;
-    std::size_t missing = 0;
-  };
-  std::vector<candidate> cand{{"doc_tokens", std::vector<double>(n), 0},
-                              {"need", std::vector<double>(n), 0},
-                              {"relay_bytes", std::vector<double>(n), 0},
-                              {"attention_mass", std::vector<double>(n), 0}};
+  // Candidate features: only what a serving stack knows before the transfer.
+  std::vector<detail::gate_candidate> cand{{"doc_tokens", std::vector<double>(n), 0},
+                                           {"own_tokens", std::vector<double>(n), 0},
+                                           {"cache_bytes", std::vector<double>(n), 0},
+                                           {"fingerprint_match", std::vector<double>(n), 0}};
   std::vector<double> label(n);
-  std::vector<bool> train(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& k = *units[i]->arms[0];
     const auto& c = *units[i]->arms[1];
-    auto d = k.covariate_value("doc_tokens");
-    if (!d) d = c.covariate_value("doc_tokens");
-    if (d)
-      cand[0].values[i] = *d;
-    else
-      ++cand[0].missing;
-    cand[1].values[i] = k.regime == "need" ? 1.0 : 0.0;
+    for (std::size_t j = 0; j < 2; ++j) {
+      auto v = k.covariate_value(cand[j].name);
+      if (!v) v = c.covariate_value(cand[j].name);
+      if (v)
+        cand[j].values[i] = *v;
+      else
+        ++cand[j].missing;
+    }
     cand[2].values[i] = static_cast<double>(k.bytes);
-    if (k.attention_mass)
-      cand[3].values[i] = *k.attention_mass;
+    if (!k.sender_fingerprint.empty() && !k.receiver_fingerprint.empty())
+      cand[3].values[i] = k.sender_fingerprint == k.receiver_fingerprint ? 1.0 : 0.0;
     else
       ++cand[3].missing;
     label[i] = k.correct && !c.correct ? 1.0 : 0.0;
-    train[i] = detail::item_uniform(o.split_seed, units[i]->item, 4) < o.train_fraction;
   }
-  bool any_regime = false;
-  for (const auto* u : units) any_regime = any_regime || !u->arms[0]->regime.empty();
-  if (!any_regime) cand[1].missing = n;
-  std::vector<std::size_t> tr, te;
-  std::vector<std::size_t> tr_items, te_items;
-  for (std::size_t i = 0; i < n; ++i) {
-    (train[i] ? tr : te).push_back(i);
-    (train[i] ? tr_items : te_items).push_back(static_cast<std::size_t>(units[i]->item));
-  }
-  for (auto* v : {&tr_items, &te_items}) {
-    std::sort(v->begin(), v->end());
-    v->erase(std::unique(v->begin(), v->end()), v->end());
-  }
-  out.train_units = tr.size();
-  out.test_units = te.size();
-  out.train_items = tr_items.size();
-  out.test_items = te_items.size();
-  if (tr_items.size() < 2 || te_items.size() < 2) {
-    return give_up(
-        fmt::format("the item split leaves {} training and {} held-out items; at least 2 of each are needed",
-                    tr_items.size(), te_items.size()));
+  // Folds: items ordered by their uniform, rank mod folds.
+  std::vector<std::uint64_t> items;
+  for (const auto* u : units)
+    if (items.empty() || items.back() != u->item) items.push_back(u->item);
+  std::vector<std::pair<double, std::uint64_t>> order;
+  for (auto it : items) order.emplace_back(detail::item_uniform(o.split_seed, it, 5), it);
+  std::sort(order.begin(), order.end());
+  const std::size_t folds = std::min(o.folds, items.size());
+  out.folds = folds;
+  out.items = items.size();
+  if (folds < 2) return give_up(fmt::format("{} item(s): cross-fitting needs at least 2", items.size()));
+  std::vector<std::size_t> fold_of(n);
+  {
+    std::vector<std::pair<std::uint64_t, std::size_t>> fold_by_item;
+    for (std::size_t r = 0; r < order.size(); ++r) fold_by_item.emplace_back(order[r].second, r % folds);
+    std::sort(fold_by_item.begin(), fold_by_item.end());
+    for (std::size_t i = 0; i < n; ++i)
+      fold_of[i] = std::lower_bound(fold_by_item.begin(), fold_by_item.end(),
+                                    std::pair<std::uint64_t, std::size_t>{units[i]->item, 0})
+                       ->second;
   }
   double pos = 0;
-  for (auto i : tr) pos += label[i];
-  out.train_positive_rate = pos / static_cast<double>(tr.size());
-  if (pos == 0 || pos == static_cast<double>(tr.size())) {
-    return give_up(fmt::format("'relay helps' is {} on every training unit; the gate cannot be fitted",
+  for (double y : label) pos += y;
+  out.positive_rate = pos / static_cast<double>(n);
+  if (pos == 0 || pos == static_cast<double>(n)) {
+    return give_up(fmt::format("'relay helps' is {} on every unit; the gate cannot be fitted",
                                pos == 0 ? "false" : "true"));
   }
-  // Feature selection on the training units: present, varying, not collinear.
-  std::vector<std::size_t> kept;
-  std::vector<double> mean, sd;
-  Eigen::MatrixXd xs(static_cast<Eigen::Index>(tr.size()), 0);
-  for (std::size_t j = 0; j < cand.size(); ++j) {
-    const auto& c = cand[j];
-    if (c.missing > 0) {
-      out.dropped_features.push_back(
-          c.name + (c.name == "need" ? ": no record has a regime"
-                                     : fmt::format(": missing on {} of {} units", c.missing, n)));
-      continue;
+  // The deployable model, on every unit.
+  std::vector<std::size_t> every(n);
+  for (std::size_t i = 0; i < n; ++i) every[i] = i;
+  auto full = detail::fit_gate_on(fn, cand, label, every, o);
+  if (!full.why.empty()) return give_up(full.why);
+  out.model = full.model;
+  out.dropped_features = full.dropped;
+  // Cross-fitted predictions.
+  std::vector<char> relay(n, 0);
+  out.fold_items.assign(folds, 0);
+  for (std::size_t f = 0; f < folds; ++f) {
+    std::vector<std::size_t> train, test;
+    for (std::size_t i = 0; i < n; ++i) (fold_of[i] == f ? test : train).push_back(i);
+    auto fit = detail::fit_gate_on(fn, cand, label, train, o);
+    if (!fit.why.empty()) return give_up("fold " + std::to_string(f) + ": " + fit.why);
+    std::vector<double> x(fit.kept.size());
+    for (auto i : test) {
+      for (std::size_t j = 0; j < fit.kept.size(); ++j) x[j] = cand[fit.kept[j]].values[i];
+      relay[i] = fit.model.relays(x) ? 1 : 0;
     }
-    std::vector<double> v;
-    for (auto i : tr) v.push_back(c.values[i]);
-    const auto [m, s] = detail::mean_sd(v);
-    if (!(s > 0)) {
-      out.dropped_features.push_back(c.name + ": constant among training units");
-      continue;
-    }
-    Eigen::MatrixXd trial(xs.rows(), xs.cols() + 1);
-    trial.leftCols(xs.cols()) = xs;
-    for (std::size_t r = 0; r < tr.size(); ++r)
-      trial(static_cast<Eigen::Index>(r), xs.cols()) = (v[r] - m) / s;
-    Eigen::MatrixXd with1(trial.rows(), trial.cols() + 1);
-    with1.col(0).setOnes();
-    with1.rightCols(trial.cols()) = trial;
-    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(with1);
-    qr.setThreshold(1e-9);
-    if (qr.rank() < with1.cols()) {
-      out.dropped_features.push_back(c.name + ": collinear with the features before it");
-      continue;
-    }
-    xs = std::move(trial);
-    kept.push_back(j);
-    mean.push_back(m);
-    sd.push_back(s);
+    for (std::size_t r = 0; r < order.size(); ++r) out.fold_items[f] += r % folds == f ? 1 : 0;
+    out.fold_models.push_back(std::move(fit.model));
   }
-  std::vector<double> ytr;
-  for (auto i : tr) ytr.push_back(label[i]);
-  const std::size_t p = kept.size();
-  Eigen::VectorXd beta(static_cast<Eigen::Index>(p + 1));
-  if (p == 0) {
-    beta(0) = std::log(out.train_positive_rate / (1 - out.train_positive_rate));
-  } else {
-    try {
-      beta = logistic_regression(xs, ytr).coefficients;
-    } catch (const numerical_error&) {
-      try {
-        beta = detail::ridge_logistic(fn, xs, ytr, o.ridge);
-        out.model.penalized = true;
-      } catch (const numerical_error& e) {
-        return give_up(std::string("the gate model could not be fitted: ") + e.what());
-      }
-    } catch (const invalid_argument& e) {
-      return give_up(std::string("the gate model could not be fitted: ") + e.what());
-    }
-  }
-  // Raw-scale coefficients.
-  out.model.coefficients.assign(p + 1, 0.0);
-  out.model.coefficients[0] = beta(0);
-  for (std::size_t j = 0; j < p; ++j) {
-    const double b = beta(static_cast<Eigen::Index>(j + 1));
-    out.model.features.push_back(cand[kept[j]].name);
-    out.model.coefficients[j + 1] = b / sd[j];
-    out.model.coefficients[0] -= b * mean[j] / sd[j];
-  }
+  out.held_out_items = items.size();
+  out.held_out_units = n;
   // Held-out policies.
-  const std::size_t m = te.size();
-  std::vector<double> g_acc(m), g_bytes(m), r_acc(m), r_bytes(m), c_acc(m), c_bytes(m), t_acc(m), t_bytes(m),
-      diff(m), saved(m);
-  std::vector<std::size_t> cl(m);
+  std::vector<double> g_acc(n), g_bytes(n), r_acc(n), r_bytes(n), c_acc(n), c_bytes(n), t_acc(n), t_bytes(n),
+      saved(n), skip(n);
+  std::vector<std::size_t> cl(n);
+  std::vector<std::uint64_t> item_id(n);
   std::size_t relayed = 0;
   bool text_ok = !o.text_arm.empty();
-  std::vector<double> x(p);
-  for (std::size_t r = 0; r < m; ++r) {
-    const auto& u = *units[te[r]];
+  double skip_bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& u = *units[i];
     const auto& k = *u.arms[0];
     const auto& c = *u.arms[1];
-    for (std::size_t j = 0; j < p; ++j) x[j] = cand[kept[j]].values[te[r]];
-    const bool relay = out.model.relays(x);
-    relayed += relay;
-    r_acc[r] = k.correct ? 1.0 : 0.0;
-    r_bytes[r] = static_cast<double>(k.bytes);
-    c_acc[r] = c.correct ? 1.0 : 0.0;
-    c_bytes[r] = static_cast<double>(c.bytes);
-    g_acc[r] = relay ? r_acc[r] : c_acc[r];
-    g_bytes[r] = relay ? r_bytes[r] : c_bytes[r];
-    diff[r] = g_acc[r] - r_acc[r];
-    saved[r] = r_bytes[r] - g_bytes[r];
-    cl[r] = static_cast<std::size_t>(u.item);
+    relayed += relay[i] ? 1 : 0;
+    r_acc[i] = k.correct ? 1.0 : 0.0;
+    r_bytes[i] = static_cast<double>(k.bytes);
+    c_acc[i] = c.correct ? 1.0 : 0.0;
+    c_bytes[i] = static_cast<double>(c.bytes);
+    g_acc[i] = relay[i] ? r_acc[i] : c_acc[i];
+    g_bytes[i] = relay[i] ? r_bytes[i] : c_bytes[i];
+    saved[i] = r_bytes[i] - g_bytes[i];
+    skip[i] = relay[i] ? 0.0 : 1.0;
+    skip_bytes += r_bytes[i] - c_bytes[i];
+    cl[i] = static_cast<std::size_t>(u.item);
+    item_id[i] = u.item;
     if (u.arms[2] == nullptr) {
       text_ok = false;
     } else {
-      t_acc[r] = u.arms[2]->correct ? 1.0 : 0.0;
-      t_bytes[r] = static_cast<double>(u.arms[2]->bytes);
+      t_acc[i] = u.arms[2]->correct ? 1.0 : 0.0;
+      t_bytes[i] = static_cast<double>(u.arms[2]->bytes);
     }
   }
   const detail::clustered_mean_options cm{
@@ -525,24 +750,41 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
     }
     return v;
   };
-  const double rate = static_cast<double>(relayed) / static_cast<double>(m);
+  const double rate = static_cast<double>(relayed) / static_cast<double>(n);
   out.policies.push_back(policy("gate", true, g_acc, g_bytes, rate));
   out.policies.push_back(policy("always_relay", true, r_acc, r_bytes, 1.0));
   out.policies.push_back(policy("never_relay", true, c_acc, c_bytes, 0.0));
   out.policies.push_back(policy("always_text", text_ok, t_acc, t_bytes, 0.0));
-  out.accuracy_vs_always_relay = detail::clustered_mean(diff, cl, cm);
+  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha};
+  out.accuracy_vs_always_relay = clustered_paired_difference(item_id, g_acc, r_acc, bo);
   out.accuracy_vs_always_relay.estimand = "accuracy_gate_minus_always_relay";
+  {
+    const std::vector<double> zero(n, 0.0);
+    const auto items_skip = item_mean_differences(item_id, skip, zero);
+    const auto iv = bounded_mean_interval(items_skip, 0.0, 1.0, bo);
+    auto& s = out.skip_share;
+    s.method = "betting_items";
+    s.estimand = "share_not_relayed";
+    s.estimate = iv.estimate;
+    s.ci_low = iv.low;
+    s.ci_high = iv.high;
+    s.level = 1.0 - 2.0 * o.alpha;
+    s.df = static_cast<double>(items_skip.size());
+    s.n_pairs = n;
+  }
   out.bytes_saved = detail::clustered_mean(saved, cl, cm);
   out.bytes_saved.estimand = "bytes_saved";
   const auto& a = out.accuracy_vs_always_relay;
-  const auto& s = out.bytes_saved;
+  const auto& s = out.skip_share;
   verdict v = verdict::inconclusive;
-  if (detail::has_interval(a) && detail::has_interval(s)) {
-    if (a.ci_low > -o.margin && s.ci_low > 0) {
-      v = verdict::yes;
-    } else if (a.ci_high < -o.margin || s.ci_high <= 0) {
-      v = verdict::no;
-    }
+  std::string why;
+  if (out.held_out_items < o.min_held_out_items) {
+    why = fmt::format("; inconclusive: {} held-out items, at least {} are needed for a verdict",
+                      out.held_out_items, o.min_held_out_items);
+  } else if (a.ci_low > -o.margin && s.ci_low > 0 && skip_bytes > 0) {
+    v = verdict::yes;
+  } else if (a.ci_high < -o.margin || s.ci_high < o.skip_margin) {
+    v = verdict::no;
   }
   out.findings.push_back(finding{
       .id = id,
@@ -551,12 +793,14 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       .ci_low = a.ci_low,
       .ci_high = a.ci_high,
       .method = method,
-      .n = m,
+      .n = n,
       .detail = fmt::format(
-          "on {} held-out units the gate relays {:.0f} %: accuracy vs always-relay {} (margin {:.3g}), "
-          "bytes saved per request {} [{}, {}]",
-          m, 100 * rate, detail::estimate_text(a), o.margin, detail::bytes_text(s.estimate),
-          detail::bytes_text(s.ci_low), detail::bytes_text(s.ci_high))});
+          "cross-fitted over {} items ({} folds): the gate relays {:.0f} % of {} held-out requests, "
+          "accuracy vs always-relay {} (margin {:.3g}), share not relayed {}, bytes saved per request {} "
+          "[{}, {}]{}",
+          out.held_out_items, folds, 100 * rate, n, detail::estimate_text(a), o.margin,
+          detail::estimate_text(s), detail::bytes_text(out.bytes_saved.estimate),
+          detail::bytes_text(out.bytes_saved.ci_low), detail::bytes_text(out.bytes_saved.ci_high), why)});
   return out;
 }
 

@@ -32,8 +32,8 @@ LATENTAUDIT_INLINE std::string finding_text(const finding* f) {
                      f->ci_high, f->n);
 }
 
-LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_record> rs,
-                                                        std::string_view treated, std::string_view control) {
+LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_record> rs,
+                                                         std::string_view treated, std::string_view control) {
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::optional<double>, std::optional<double>>>
       units;
   for (const auto& r : rs) {
@@ -41,10 +41,25 @@ LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_re
     if (r.arm == treated) units[{r.item, r.seed}].first = r.correct ? 1.0 : 0.0;
     if (r.arm == control) units[{r.item, r.seed}].second = r.correct ? 1.0 : 0.0;
   }
-  std::vector<double> d;
-  for (const auto& [k, v] : units)
-    if (v.first && v.second) d.push_back(*v.first - *v.second);
-  return d;
+  // units are ordered by (item, seed): consecutive runs of one item form its cluster
+  need_item_diffs out;
+  std::optional<std::uint64_t> item;
+  double sum = 0.0;
+  std::size_t count = 0;
+  for (const auto& [k, v] : units) {
+    if (!v.first || !v.second) continue;
+    if (item && *item != k.first) {
+      out.d.push_back(sum / static_cast<double>(count));
+      sum = 0.0;
+      count = 0;
+    }
+    item = k.first;
+    sum += *v.first - *v.second;
+    ++count;
+    ++out.pairs;
+  }
+  if (count > 0) out.d.push_back(sum / static_cast<double>(count));
+  return out;
 }
 
 }  // namespace detail
@@ -52,6 +67,7 @@ LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_re
 [[nodiscard]] LATENTAUDIT_INLINE audit_decision decide(std::span<const finding> findings,
                                                        std::span<const trial_record> records,
                                                        const decision_options& o) {
+  detail::check_betting_sequential_options("decide", o.monitor);
   audit_decision d;
   d.link = o.link;
   if (d.link.empty()) {
@@ -128,30 +144,37 @@ LATENTAUDIT_INLINE std::vector<double> unit_differences(std::span<const trial_re
     nh.passed = verdict::yes;
   d.checklist.push_back(nh);
 
+  // The monitor runs at the item level: one observation per item (its mean paired difference over
+  // seeds), items in id order. Feeding the (item, seed) pairs one by one treated the seeds of an
+  // item as independent and stopped under clustered nulls far more often than alpha
+  // (docs/estimators/sequential.md, "Clustered data").
   for (const auto& [t, c] :
        {std::pair<const char*, const char*>{"kv_full", "no_comm"}, {"kv_full", "text_full"}}) {
-    const auto diffs = detail::unit_differences(records, t, c);
-    if (diffs.empty()) continue;
+    auto diffs = detail::need_item_differences(records, t, c);
+    if (diffs.d.empty()) continue;
     monitor_replay m;
     m.contrast = std::string(t) + " - " + c;
-    m.result = run_sequential(diffs, o.monitor);
+    m.pairs = diffs.pairs;
+    m.result = run_betting_sequential(diffs.d, o.monitor);
     m.stop_at = m.result.first_rejection;
-    d.monitors.push_back(m);
+    d.monitors.push_back(std::move(m));
   }
   checklist_item mon{"monitor", verdict::inconclusive,
-                     "no need-regime units with kv_full and no_comm to replay"};
+                     "no need-regime items with kv_full and no_comm to replay"};
   if (!d.monitors.empty()) {
     const auto& m = d.monitors.front();
     if (m.stop_at) {
       mon.passed = verdict::yes;
       mon.reason = fmt::format(
-          "an online mSPRT (alpha {}, tau {}) on {} would have switched relay on after {} of {} need-regime "
-          "requests",
-          o.monitor.alpha, o.monitor.tau, m.contrast, *m.stop_at, m.result.n);
+          "an online item-level betting monitor (alpha {}; one observation per item: its mean difference "
+          "over seeds) on {} would have rejected theta = 0 after {} of {} need-regime items ({} pairs)",
+          o.monitor.alpha, m.contrast, *m.stop_at, m.result.n, m.pairs);
     } else {
       mon.passed = verdict::no;
-      mon.reason = fmt::format("an online mSPRT on {} did not reject theta = 0 within {} requests",
-                               m.contrast, m.result.n);
+      mon.reason = fmt::format(
+          "an online item-level betting monitor (alpha {}; one observation per item) on {} did not reject "
+          "theta = 0 within {} need-regime items ({} pairs; always-valid p = {:.3g})",
+          o.monitor.alpha, m.contrast, m.result.n, m.pairs, m.result.p_value);
     }
   }
   d.checklist.push_back(mon);

@@ -17,6 +17,7 @@
 
 #include "../../core/detail/check.hpp"
 #include "../../core/error.hpp"
+#include "../../core/rng.hpp"
 #include "../../estimators/difference_in_differences.hpp"
 #include "../../estimators/difference_in_means.hpp"
 #include "../../estimators/matching.hpp"
@@ -59,6 +60,62 @@ LATENTAUDIT_INLINE effect_estimate failed_estimate(std::string method) {
   e.method = std::move(method);
   e.status = estimate_status::failed;
   return e;
+}
+
+LATENTAUDIT_INLINE effect_estimate item_cluster_bootstrap(
+    effect_estimate point, std::span<const std::size_t> item_of,
+    const std::function<double(std::span<const std::size_t>)>& statistic, double level,
+    std::size_t replicates, std::uint64_t seed, std::uint32_t tag, std::vector<std::string>& notes,
+    std::string_view what) {
+  point.method += "+cluster_bootstrap_percentile(item)";
+  point.std_error = point.ci_low = point.ci_high = effect_estimate::nan;
+  point.level = level;
+  // Units of each item, items in ascending id order.
+  std::vector<std::size_t> order(item_of.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return item_of[a] < item_of[b]; });
+  std::vector<std::size_t> start;
+  for (std::size_t k = 0; k < order.size(); ++k)
+    if (k == 0 || item_of[order[k]] != item_of[order[k - 1]]) start.push_back(k);
+  const std::size_t G = start.size();
+  start.push_back(order.size());
+  if (G < 2) {
+    notes.push_back(fmt::format("{}: fewer than 2 items, no cluster-bootstrap interval", what));
+    return point;
+  }
+  std::vector<double> t;
+  t.reserve(replicates);
+  std::vector<std::size_t> idx;
+  for (std::size_t r = 0; r < replicates; ++r) {
+    auto g = make_stream({.seed = seed, .item = 0, .arm = tag, .replicate = static_cast<std::uint32_t>(r)});
+    idx.clear();
+    for (std::size_t k = 0; k < G; ++k) {
+      const std::uint32_t c = uniform_index(g, static_cast<std::uint32_t>(G));
+      for (std::size_t j = start[c]; j < start[c + 1]; ++j) idx.push_back(order[j]);
+    }
+    const double v = statistic(idx);
+    if (std::isfinite(v)) t.push_back(v);
+  }
+  if (t.size() < replicates) {
+    notes.push_back(fmt::format("{}: {} of {} cluster-bootstrap replicates could not be estimated and were "
+                                "left out",
+                                what, replicates - t.size(), replicates));
+  }
+  if (t.size() < 2) return point;
+  std::sort(t.begin(), t.end());
+  auto q7 = [&](double p) {
+    const double h = (static_cast<double>(t.size()) - 1.0) * p;
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    const std::size_t hi = std::min(lo + 1, t.size() - 1);
+    return t[lo] + (h - static_cast<double>(lo)) * (t[hi] - t[lo]);
+  };
+  const auto [m, sd] = mean_sd(t);
+  (void)m;
+  point.std_error = sd;
+  point.ci_low = q7((1.0 - level) / 2.0);
+  point.ci_high = q7((1.0 + level) / 2.0);
+  return point;
 }
 
 LATENTAUDIT_INLINE std::optional<double> arm_budget(const trial_record& r) {
@@ -181,10 +238,21 @@ LATENTAUDIT_INLINE production_log_result run_production_log(std::string_view fn,
                     r.control));
     return r;
   }
-  std::vector<double> yt, yc;
-  for (std::size_t i = 0; i < n; ++i) (t[i] == 1.0 ? yt : yc).push_back(y[i]);
-  r.naive = welch_t_test(yt, yc, {.level = o.level, .if_degenerate = on_degenerate::flag});
-  if (!has_interval(r.naive)) r.notes.push_back("naive: both groups of the log are constant");
+  // Naive: the difference in means as OLS y ~ 1 + relay with CR1 standard errors by item.
+  try {
+    const auto fit = ols(design_builder(n).intercept().add("relay", t).build(), y,
+                         make_group_index(std::span<const std::size_t>(cluster)),
+                         {.covariance = covariance_type::cr1,
+                          .distribution = reference_distribution::t_cluster,
+                          .level = o.level,
+                          .if_degenerate = on_degenerate::flag});
+    r.naive = fit.term("relay");
+    r.naive.method = "difference_in_means_ols_cr1(item)";
+    r.naive.estimand = "naive_difference";
+  } catch (const error& e) {
+    r.notes.push_back(std::string("naive: ") + e.what());
+  }
+  if (!has_interval(r.naive)) r.notes.push_back("naive: no interval (constant outcomes or a single item)");
   // Covariates: doc_tokens and the need indicator, each only if it varies.
   std::vector<std::vector<double>> cols;
   if (dsd > 0) {
@@ -214,27 +282,60 @@ LATENTAUDIT_INLINE production_log_result run_production_log(std::string_view fn,
       rowmajor[i * k + j] = cols[j][i];
       x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = cols[j][i];
     }
+  matching_options mo{.estimand = matching_estimand::ate,
+                      .neighbors = o.matching_neighbors,
+                      .level = o.level,
+                      .keep_pairs = false,
+                      .covariate_names = r.covariates,
+                      .if_degenerate = on_degenerate::flag};
+  if (need_col) mo.exact = {*need_col};
+  const weighting_options wo{
+      .estimand = weighting_estimand::ate, .level = o.level, .if_degenerate = on_degenerate::flag};
+  // The estimators on a list of units (a cluster-bootstrap replicate); NaN when one cannot run.
+  enum class method { matching, aipw, ipw };
+  auto on_units = [&](method which, std::span<const std::size_t> idx) -> double {
+    const std::size_t m = idx.size();
+    std::vector<double> yb(m), tb(m), rb(m * k);
+    Eigen::MatrixXd xb(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(k));
+    for (std::size_t i = 0; i < m; ++i) {
+      yb[i] = y[idx[i]];
+      tb[i] = t[idx[i]];
+      for (std::size_t j = 0; j < k; ++j) {
+        rb[i * k + j] = cols[j][idx[i]];
+        xb(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = cols[j][idx[i]];
+      }
+    }
+    try {
+      switch (which) {
+        case method::matching: return nearest_neighbor_matching(yb, tb, rb, k, mo).effect.estimate;
+        case method::aipw: return aipw(yb, tb, xb, wo).effect.estimate;
+        case method::ipw: return ipw(yb, tb, xb, wo).effect.estimate;
+      }
+    } catch (const error&) {  // e.g. a replicate without two units of an arm, or separation
+    }
+    return effect_estimate::nan;
+  };
+  // SE and interval of matching, AIPW and IPW: the estimators have no cluster option, so a
+  // percentile cluster bootstrap over items (Field & Welsh 2007) re-runs each on the drawn items.
+  auto clustered = [&](effect_estimate& out, method which, std::uint32_t tag, const char* name,
+                       effect_estimate point) {
+    out = item_cluster_bootstrap(
+        std::move(point), cluster, [&](std::span<const std::size_t> idx) { return on_units(which, idx); },
+        o.level, o.bootstrap_replicates, o.seed, tag, r.notes, name);
+  };
   try {
-    matching_options mo{.estimand = matching_estimand::ate,
-                        .neighbors = o.matching_neighbors,
-                        .level = o.level,
-                        .keep_pairs = false,
-                        .covariate_names = r.covariates,
-                        .if_degenerate = on_degenerate::flag};
-    if (need_col) mo.exact = {*need_col};
-    r.matching = nearest_neighbor_matching(y, t, rowmajor, k, mo).effect;
+    clustered(r.matching, method::matching, 11, "matching",
+              nearest_neighbor_matching(y, t, rowmajor, k, mo).effect);
   } catch (const error& e) {
     r.notes.push_back(std::string("matching: ") + e.what());
   }
-  const weighting_options wo{
-      .estimand = weighting_estimand::ate, .level = o.level, .if_degenerate = on_degenerate::flag};
   try {
-    r.aipw = aipw(y, t, x, wo).effect;
+    clustered(r.aipw, method::aipw, 12, "aipw", aipw(y, t, x, wo).effect);
   } catch (const error& e) {
     r.notes.push_back(std::string("aipw: ") + e.what());
   }
   try {
-    r.ipw = ipw(y, t, x, wo).effect;
+    clustered(r.ipw, method::ipw, 13, "ipw", ipw(y, t, x, wo).effect);
   } catch (const error& e) {
     r.notes.push_back(std::string("ipw: ") + e.what());
   }
@@ -339,13 +440,33 @@ LATENTAUDIT_INLINE rollout_result run_rollout(std::string_view fn, std::span<con
       g1_diff, g1_cluster,
       {.level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed ^ 0x67317474ULL});
   r.truth_group1.estimand = "att_randomized_group1";
-  r.before_after = failed_estimate("welch");
+  r.before_after = failed_estimate("before_after_ols_cr1(item)");
   r.did = failed_estimate("did_2x2_ols_cr1");
   if (y_pre.size() >= 2 && y_post.size() >= 2) {
-    r.before_after = welch_t_test(y_post, y_pre, {.level = o.level, .if_degenerate = on_degenerate::flag});
-    r.before_after.estimand = "before_after";
+    // mean(post) − mean(pre) of group 1 as OLS y ~ 1 + post with CR1 standard errors by item.
+    std::vector<double> yg, pg;
+    std::vector<std::size_t> ig;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (group[i] != 1.0) continue;
+      yg.push_back(y[i]);
+      pg.push_back(post[i]);
+      ig.push_back(item_of[i]);
+    }
+    try {
+      const auto fit = ols(design_builder(yg.size()).intercept().add("post", pg).build(), yg,
+                           make_group_index(std::span<const std::size_t>(ig)),
+                           {.covariance = covariance_type::cr1,
+                            .distribution = reference_distribution::t_cluster,
+                            .level = o.level,
+                            .if_degenerate = on_degenerate::flag});
+      r.before_after = fit.term("post");
+      r.before_after.method = "before_after_ols_cr1(item)";
+      r.before_after.estimand = "before_after";
+    } catch (const error& e) {
+      r.notes.push_back(std::string("before/after: ") + e.what());
+    }
     if (!has_interval(r.before_after))
-      r.notes.push_back("before/after: both periods of group 1 are constant");
+      r.notes.push_back("before/after: no interval (constant outcomes or a single item)");
   } else {
     r.notes.push_back(
         fmt::format("before/after: group 1 has {} pre and {} post units; at least 2 of each are needed",
@@ -397,21 +518,24 @@ LATENTAUDIT_INLINE observational_result observational_analysis(std::span<const t
   const std::string& lm = L.missing;
   out.findings.push_back(
       detail::coverage_finding("log.naive_covers_randomized", L.naive, L.randomized,
-                               "production log: Welch difference in means vs randomized ATE", L.units,
+                               "production log: difference in means (OLS, CR1 by item, t(G-1)) vs "
+                               "randomized ATE",
+                               L.units,
                                "the naive difference", "randomized ATE", lm));
   out.findings.push_back(detail::coverage_finding(
       "log.matching_covers_randomized", L.matching, L.randomized,
-      "production log: nearest-neighbour matching ATE (exact on need, Abadie-Imbens SE) vs randomized ATE",
+      "production log: nearest-neighbour matching ATE (exact on need; percentile cluster bootstrap over "
+      "items) vs randomized ATE",
       L.units, "the matching ATE", "randomized ATE", lm));
   out.findings.push_back(
       detail::coverage_finding("log.aipw_covers_randomized", L.aipw, L.randomized,
-                               "production log: AIPW ATE (logistic propensity, OLS outcome models) "
-                               "vs randomized ATE",
+                               "production log: AIPW ATE (logistic propensity, OLS outcome models; "
+                               "percentile cluster bootstrap over items) vs randomized ATE",
                                L.units, "the AIPW ATE", "randomized ATE", lm));
   const auto& R = out.rollout;
   out.findings.push_back(detail::coverage_finding(
       "rollout.before_after_covers_truth", R.before_after, R.truth,
-      "rollout: group-1 post minus pre (Welch) vs randomized post-period effect", R.units,
+      "rollout: group-1 post minus pre (OLS, CR1 by item, t(G-1)) vs randomized post-period effect", R.units,
       "the before/after difference", "randomized post-period effect", R.missing));
   out.findings.push_back(detail::coverage_finding(
       "rollout.did_covers_truth", R.did, R.truth,

@@ -30,9 +30,13 @@ namespace latentaudit {
   co.margin = o.equivalence_margin;
   co.level = 1.0 - o.alpha;
   co.bootstrap_replicates = o.bootstrap_replicates;
+  co.alpha = o.alpha;
+  co.latency_slo_s = o.latency_slo_s;
+  co.prefill_tokens_per_s = o.prefill_tokens_per_s;
   r.cost = cost_benefit_analysis(records, co);
   relay_gate_options go;
   go.margin = o.equivalence_margin;
+  go.alpha = o.alpha;
   go.level = 1.0 - o.alpha;
   go.bootstrap_replicates = o.bootstrap_replicates;
   r.gate = fit_relay_gate(records, go);
@@ -42,8 +46,10 @@ namespace latentaudit {
     if (f.id == "need.text_beats_no_comm") control = &f;
   apply_positive_control(r.cost.findings, control);
   r.findings = r.core.findings;
-  for (auto* fs : {&r.observational.findings, &r.cost.findings, &r.gate.findings})
+  for (auto* fs : {&r.cost.findings, &r.gate.findings})
     r.findings.insert(r.findings.end(), fs->begin(), fs->end());
+  // The observational coverage checks are true by construction: demonstrations, never gating findings.
+  r.demonstrations = r.observational.findings;
   r.decision = decide(r.findings, records);
   return r;
 }
@@ -109,6 +115,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value fs = json_value::array_type{};
   for (const auto& f : r.findings) fs.push_back(finding_to_json(f));
   j.set("findings", std::move(fs));
+  // Teaching demonstrations (true by construction): same fields, never gated on.
+  json_value demos = json_value::array_type{};
+  for (const auto& f : r.demonstrations) demos.push_back(finding_to_json(f));
+  j.set("demonstrations", std::move(demos));
   json_value dec;
   dec.set("verdict", r.decision.verdict);
   dec.set("link", r.decision.link);
@@ -126,7 +136,11 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   for (const auto& m : r.decision.monitors) {
     json_value o;
     o.set("contrast", m.contrast);
+    o.set("unit", m.unit);
+    o.set("method", "betting_items");
     o.set("n", static_cast<double>(m.result.n));
+    o.set("pairs", static_cast<double>(m.pairs));
+    o.set("p_value", jnum(m.result.p_value));
     o.set("mean", jnum(m.result.mean));
     o.set("cs_low", m.result.ready ? jnum(m.result.ci_low) : json_value(nullptr));
     o.set("cs_high", m.result.ready ? jnum(m.result.ci_high) : json_value(nullptr));
@@ -142,6 +156,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     o.set("arm_kind", a.arm_kind);
     o.set("regime", a.regime);
     o.set("n", static_cast<double>(a.n));
+    o.set("n_items", static_cast<double>(a.n_items));
     o.set("accuracy", jnum(a.accuracy));
     o.set("ci_low", jnum(a.ci_low));
     o.set("ci_high", jnum(a.ci_high));
@@ -198,22 +213,27 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value curve = json_value::array_type{};
   for (const auto& p : r.core.noise.curve) {
     json_value o;
+    o.set("arm", p.arm);
     o.set("sigma", p.sigma);
     o.set("n", static_cast<double>(p.n));
+    o.set("items", static_cast<double>(p.items));
     o.set("accuracy", jnum(p.accuracy));
     o.set("ci_low", jnum(p.ci_low));
     o.set("ci_high", jnum(p.ci_high));
     o.set("diff_vs_kv_full", jnum(p.diff_vs_kv_full));
     o.set("diff_ci_low", jnum(p.diff_ci_low));
     o.set("diff_ci_high", jnum(p.diff_ci_high));
+    o.set("fitted_diff", jnum(p.fitted_diff));
     o.set("noninferior", p.noninferior);
     curve.push_back(std::move(o));
   }
   noise.set("curve", std::move(curve));
-  noise.set("sigma_fail", jopt(r.core.noise.sigma_fail));
+  noise.set("tolerance_sigma", jopt(r.core.noise.tolerance_sigma));
   noise.set("ci_low", jopt(r.core.noise.ci_low));
   noise.set("ci_high", jopt(r.core.noise.ci_high));
   noise.set("unbounded_fraction", jnum(r.core.noise.unbounded_fraction));
+  noise.set("ci_from_betting_band", r.core.noise.ci_from_betting_band);
+  noise.set("sigma_noninferior", jopt(r.core.noise.sigma_noninferior));
   noise.set("method", r.core.noise.method);
   j.set("noise", std::move(noise));
   json_value fr = json_value::array_type{};
@@ -265,9 +285,11 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     o.set("saved_s", detail::estimate_json(l.saved_s));
     o.set("extra_bytes", detail::estimate_json(l.extra_bytes));
     o.set("accuracy_difference", detail::estimate_json(l.accuracy_difference));
-    o.set("latency_slo_s", jnum(l.latency_slo_s));
-    o.set("slo_met_relay", jnum(l.slo_met_relay));
-    o.set("slo_met_text", jnum(l.slo_met_text));
+    o.set("latency_slo_s", jopt(l.latency_slo_s));
+    o.set("slo_met_relay", jopt(l.slo_met_relay));
+    o.set("slo_met_text", jopt(l.slo_met_text));
+    if (l.slo_difference) o.set("slo_difference", detail::estimate_json(*l.slo_difference));
+    o.set("reported", l.reported);
     o.set("break_even_region", break_even_region_name(l.region));
     o.set("break_even_bandwidth_bytes_s", jopt(l.break_even_bandwidth_bytes_s));
     o.set("break_even_extra_alpha_s", jopt(l.break_even_extra_alpha_s));
@@ -275,6 +297,40 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     cost.push_back(std::move(o));
   }
   j.set("cost", std::move(cost));
+  {
+    const auto& S = r.cost.sensitivity;
+    json_value cs;
+    cs.set("units", static_cast<double>(S.units));
+    cs.set("items", static_cast<double>(S.items));
+    cs.set("saved_without_transfer_s", detail::estimate_json(S.saved_without_transfer_s));
+    cs.set("extra_bytes", detail::estimate_json(S.extra_bytes));
+    cs.set("accuracy_difference", detail::estimate_json(S.accuracy_difference));
+    cs.set("break_even_region", break_even_region_name(S.region));
+    cs.set("break_even_bandwidth_bytes_s", jopt(S.break_even_bandwidth_bytes_s));
+    cs.set("break_even_bandwidth_low", jopt(S.break_even_bandwidth_low));
+    cs.set("break_even_bandwidth_high", jopt(S.break_even_bandwidth_high));
+    cs.set("break_even_alpha_s", jopt(S.break_even_alpha_s));
+    cs.set("break_even_alpha_low", jopt(S.break_even_alpha_low));
+    cs.set("break_even_alpha_high", jopt(S.break_even_alpha_high));
+    cs.set("pays", verdict_name(S.pays));
+    cs.set("statement", S.statement);
+    cs.set("timing_note", S.timing_note);
+    cs.set("primary_link", r.cost.primary_link);
+    j.set("cost_sensitivity", std::move(cs));
+    json_value proj = json_value::array_type{};
+    for (const auto& p : r.cost.projection) {
+      json_value o;
+      o.set("model", p.model.name);
+      o.set("kv_bytes_per_token", p.kv_bytes_per_token);
+      o.set("prefill_tokens_per_s", p.prefill_tokens_per_s);
+      o.set("break_even_bandwidth_bytes_s", p.break_even_bandwidth_bytes_s);
+      json_value docs = json_value::object();
+      for (const auto& [name, tokens] : p.break_even_doc_tokens) docs.set(name, jopt(tokens));
+      o.set("break_even_doc_tokens", std::move(docs));
+      proj.push_back(std::move(o));
+    }
+    j.set("cost_projection", std::move(proj));
+  }
   json_value gate;
   gate.set("missing", r.gate.missing);
   json_value feats = json_value::array_type{};
@@ -288,8 +344,12 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value dropped = json_value::array_type{};
   for (const auto& f : r.gate.dropped_features) dropped.push_back(f);
   gate.set("dropped_features", std::move(dropped));
-  gate.set("train_items", static_cast<double>(r.gate.train_items));
-  gate.set("test_items", static_cast<double>(r.gate.test_items));
+  json_value excluded = json_value::array_type{};
+  for (const auto& f : r.gate.excluded_features) excluded.push_back(f);
+  gate.set("excluded_features", std::move(excluded));
+  gate.set("folds", static_cast<double>(r.gate.folds));
+  gate.set("held_out_items", static_cast<double>(r.gate.held_out_items));
+  gate.set("held_out_units", static_cast<double>(r.gate.held_out_units));
   json_value pols = json_value::array_type{};
   for (const auto& p : r.gate.policies) {
     json_value o;
@@ -302,6 +362,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   }
   gate.set("policies", std::move(pols));
   gate.set("accuracy_vs_always_relay", detail::estimate_json(r.gate.accuracy_vs_always_relay));
+  gate.set("skip_share", detail::estimate_json(r.gate.skip_share));
   gate.set("bytes_saved", detail::estimate_json(r.gate.bytes_saved));
   j.set("gate", std::move(gate));
   json_value warns = json_value::array_type{};
@@ -332,7 +393,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   for (const auto& a : r.core.arms)
     if (a.arm == "text_full" && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
   std::optional<std::pair<double, double>> band;
-  if (r.core.noise.sigma_fail && r.core.noise.ci_low && r.core.noise.ci_high)
+  if (r.core.noise.tolerance_sigma && r.core.noise.ci_low && r.core.noise.ci_high)
     band = std::pair{*r.core.noise.ci_low, *r.core.noise.ci_high};
   const std::vector<band_series> series{s};
   out.emplace_back(
@@ -341,7 +402,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
                 {.title = "Accuracy vs relay noise (need regime); dashed: text relay; marker: tolerance σ",
                  .x_label = "noise σ (× RMS of K/V)",
                  .y_label = "accuracy"},
-                text_acc, r.core.noise.sigma_fail, band));
+                text_acc, r.core.noise.tolerance_sigma, band));
   std::vector<scatter_point> pts;
   for (const auto& p : r.core.frontier)
     if (p.mean_bytes > 0 && std::isfinite(p.accuracy))
@@ -405,9 +466,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     line(fmt::format("| {} | {} | {} |", c.name, verdict_name(c.passed), detail::md_escape(c.reason)));
   line("");
   if (!r.decision.monitors.empty()) {
-    line("Sequential monitor (mSPRT, always-valid) replayed over the need-regime requests in item order:");
+    line("Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
+         "order, one observation per item (its mean difference over seeds):");
     line("");
-    line("| contrast | requests | mean | always-valid CI | stops at |");
+    line("| contrast | items | mean | always-valid CI | stops at item |");
     line("|---|---|---|---|---|");
     for (const auto& mo : r.decision.monitors)
       line(fmt::format("| {} | {} | {} | {} | {} |", mo.contrast, mo.result.n, num(mo.result.mean),
@@ -472,20 +534,24 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("![dose-response](dose_response.svg)");
   line("");
   const auto& nz = r.core.noise;
-  line(nz.sigma_fail
-           ? fmt::format("Non-inferiority to kv_full (margin {} points) first fails at σ = {} (bootstrap CI "
-                         "[{}, {}]; {}% of replicates never fail). {}",
-                         pct(r.options.noninferiority_margin), num(*nz.sigma_fail),
-                         nz.ci_low ? num(*nz.ci_low) : "–", nz.ci_high ? num(*nz.ci_high) : "unbounded",
-                         pct(nz.unbounded_fraction), nz.method)
-           : "No noise level failed non-inferiority (or no noise arms were run). " + nz.method);
+  const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
+  line(nz.curve.size() < 2
+           ? "No noise arms were run (or none pairs with kv_full). " + nz.method
+           : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): "
+                         "{}, CI [{}, {}] ({}% of replicates never reach it; \"beyond\": "
+                         "beyond the tested range). Largest σ shown non-inferior "
+                         "(conservative): {}. {}",
+                         pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), beyond(nz.ci_low),
+                         beyond(nz.ci_high), pct(nz.unbounded_fraction),
+                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none", nz.method));
   line("");
-  line("| σ | n | accuracy % | CI % | difference vs kv_full | CI | non-inferior |");
-  line("|---|---|---|---|---|---|---|");
+  line("| σ | n | items | accuracy % | CI % | difference vs kv_full | CI | fitted | non-inferior |");
+  line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& p : nz.curve)
-    line(fmt::format("| {} | {} | {} | [{}, {}] | {} | [{}, {}] | {} |", num(p.sigma), p.n, pct(p.accuracy),
-                     pct(p.ci_low), pct(p.ci_high), num(p.diff_vs_kv_full), num(p.diff_ci_low),
-                     num(p.diff_ci_high), p.noninferior ? "yes" : "no"));
+    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | [{}, {}] | {} | {} |", num(p.sigma), p.n, p.items,
+                     pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), num(p.diff_vs_kv_full),
+                     num(p.diff_ci_low), num(p.diff_ci_high), num(p.fitted_diff),
+                     p.noninferior ? "yes" : "no"));
   line("");
   line("## Slicing and compression frontier (need regime)");
   line("");
@@ -504,26 +570,41 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   if (!r.cost.missing.empty()) {
     line("Not run (" + r.cost.missing + ").");
   } else {
-    line(
-        "KV relay (kv_full) against text relay (text_full), need regime, per link: receiver latency with the "
-        "transfer time recomputed "
-        "for the link from the bytes; CIs by cluster bootstrap over items.");
+    const auto& S = r.cost.sensitivity;
+    line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
+         " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
+    line("");
+    line("Method: receiver latency with the transfer time recomputed per link from the bytes; "
+         "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
+         S.timing_note + ".");
     line("");
     line(
-        "| link | saved latency per request | extra bytes | accuracy kv − text | SLO met kv / text | "
-        "break-even bandwidth | break-even extra α | relay pays |");
+        "| link | saved latency per request | extra bytes | SLO met kv / text | break-even bandwidth | "
+        "break-even extra α | relay pays | own finding |");
     line("|---|---|---|---|---|---|---|---|");
     for (const auto& l : r.cost.links)
       line(fmt::format(
-          "| {} | {} [{}, {}] | {} | {} | {}% / {}% | {} ({}) | {} | {} |", l.link.name,
+          "| {} | {} [{}, {}] | {} | {} | {} ({}) | {} | {} | {} |", l.link.name,
           detail::seconds_text(l.saved_s.estimate), detail::seconds_text(l.saved_s.ci_low),
           detail::seconds_text(l.saved_s.ci_high), detail::bytes_text(l.extra_bytes.estimate),
-          detail::estimate_md(l.accuracy_difference), pct(l.slo_met_relay), pct(l.slo_met_text),
+          l.slo_met_relay ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
+                          : std::string("no SLO given"),
           l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
                                          : std::string("–"),
           break_even_region_name(l.region),
           l.break_even_extra_alpha_s ? detail::seconds_text(*l.break_even_extra_alpha_s) : std::string("–"),
-          verdict_name(l.pays)));
+          verdict_name(l.pays), l.reported ? "yes" : "–"));
+    line("");
+    line("**Projection for real model shapes (not a finding):** KV bytes per document token (bf16) and the "
+         "bandwidth above which relaying the cache beats the receiver prefilling the document at the given "
+         "throughput (b·T; the link's fixed cost and the relay's export/import overheads are not included).");
+    line("");
+    line("| model | KV bytes/token | prefill throughput | break-even bandwidth |");
+    line("|---|---|---|---|");
+    for (const auto& p : r.cost.projection)
+      line(fmt::format("| {} | {} | {:.3g} tokens/s | {:.3g} GB/s |", p.model.name,
+                       detail::bytes_text(p.kv_bytes_per_token), p.prefill_tokens_per_s,
+                       p.break_even_bandwidth_bytes_s / 1e9));
   }
   for (const auto& n : r.cost.notes) line("- " + n);
   line("");
@@ -538,8 +619,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       eq += fmt::format(" {:+.4g}·{}", r.gate.model.coefficients[i + 1], r.gate.model.features[i]);
     eq += fmt::format("); relay when > {}{}", r.gate.model.threshold,
                       r.gate.model.penalized ? " (ridge fallback: the plain fit separated)" : "");
-    line("Logistic gate fitted on " + std::to_string(r.gate.train_items) + " items, evaluated on " +
-         std::to_string(r.gate.test_items) + " held-out items: `" + eq + "`.");
+    line("Logistic gate on pre-transfer features, cross-fitted over " + std::to_string(r.gate.held_out_items) +
+         " items (" + std::to_string(r.gate.folds) + " folds; every item held out once); deployable model "
+         "fitted on every item: `" + eq + "`.");
+    for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
     for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
     line("");
     line("| policy | accuracy [CI] | bytes per request [CI] | relay rate |");
@@ -549,13 +632,31 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
         line(fmt::format("| {} | {} | {} | {}% |", p.name, detail::estimate_md(p.accuracy),
                          detail::estimate_md(p.bytes), pct(p.relay_rate)));
     line("");
-    line(fmt::format("Gate − always-relay accuracy {}; bytes saved per request {}.",
-                     detail::estimate_md(r.gate.accuracy_vs_always_relay),
+    line(fmt::format("Gate − always-relay accuracy {} (betting over items); share of requests not relayed {}; "
+                     "bytes saved per request {}.",
+                     detail::estimate_md(r.gate.accuracy_vs_always_relay), detail::estimate_md(r.gate.skip_share),
                      detail::estimate_md(r.gate.bytes_saved)));
   }
   line("");
-  line("## Observational demonstrations (randomized result as the truth)");
+  line("## Teaching demonstrations — true by construction, not findings");
   line("");
+  line(
+      "Observational methods on a production log and a rollout simulated from the randomized records "
+      "(the randomized result is the truth by construction). They teach which methods recover a "
+      "randomized effect; they are not findings about the relay, and report.json lists them under "
+      "`demonstrations`, never under `findings`. Every interval is clustered by item.");
+  line("");
+  if (!r.demonstrations.empty()) {
+    line("| demonstration | outcome | estimate | CI | n | method |");
+    line("|---|---|---|---|---|---|");
+    for (const auto& f : r.demonstrations)
+      line(fmt::format("| `{}` | {} | {} | [{}, {}] | {} | {} |", f.id, verdict_name(f.answer),
+                       num(f.estimate), num(f.ci_low), num(f.ci_high), f.n, detail::md_escape(f.method)));
+    line("");
+    for (const auto& f : r.demonstrations)
+      if (!f.detail.empty()) line("- `" + f.id + "`: " + f.detail);
+    line("");
+  }
   const auto& L = r.observational.log;
   if (!L.missing.empty()) {
     line("Production log: not run (" + L.missing + ").");

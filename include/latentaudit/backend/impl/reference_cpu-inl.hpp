@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of backend/reference_cpu.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+#ifndef LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
+#define LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
+
+#include "../reference_cpu.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "../../core/detail/check.hpp"
+#include "../../core/error.hpp"
+#include "../../core/hash.hpp"
+#include "../../core/parallel.hpp"
+#include "../../kv/rope.hpp"
+
+namespace latentaudit {
+
+LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, const std::string& where) {
+  auto fail = [&](const std::string& what) -> void { LATENTAUDIT_THROW(corrupt_data("llama_config: " + where + ": " + what)); };
+  if (!j.is_object()) fail("not a JSON object");
+  llama_config c;
+  auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi, bool required, std::int64_t fallback) -> std::int64_t {
+    const json_value* v = j.find(key);
+    if (v == nullptr || v->is_null()) {
+      if (required) fail(std::string("missing \"") + key + "\"");
+      return fallback;
+    }
+    if (!v->is_number() || v->as_number() != std::floor(v->as_number()) || v->as_number() < static_cast<double>(lo) || v->as_number() > static_cast<double>(hi))
+      fail(std::string("\"") + key + "\" must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<std::int64_t>(v->as_number());
+  };
+  auto number = [&](const char* key, double fallback) -> double {
+    const json_value* v = j.find(key);
+    if (v == nullptr || v->is_null()) return fallback;
+    if (!v->is_number() || !(v->as_number() > 0)) fail(std::string("\"") + key + "\" must be a positive number");
+    return v->as_number();
+  };
+  if (const json_value* a = j.find("architectures"); a != nullptr && a->is_array() && !a->as_array().empty() && a->as_array()[0].is_string())
+    c.architecture = a->as_array()[0].as_string();
+  c.vocab_size = static_cast<std::int32_t>(integer("vocab_size", 1, 1 << 24, true, 0));
+  c.hidden_size = static_cast<std::int32_t>(integer("hidden_size", 1, 1 << 16, true, 0));
+  c.intermediate_size = static_cast<std::int32_t>(integer("intermediate_size", 1, 1 << 18, true, 0));
+  c.n_layers = static_cast<std::int32_t>(integer("num_hidden_layers", 1, 1024, true, 0));
+  c.n_heads = static_cast<std::int32_t>(integer("num_attention_heads", 1, 1024, true, 0));
+  c.n_kv_heads = static_cast<std::int32_t>(integer("num_key_value_heads", 1, 1024, false, c.n_heads));
+  if (c.n_heads % c.n_kv_heads != 0) fail("num_key_value_heads must divide num_attention_heads");
+  c.head_dim = static_cast<std::int32_t>(integer("head_dim", 2, 4096, false, c.hidden_size / c.n_heads));
+  if (c.head_dim % 2 != 0) fail("head_dim must be even for RoPE");
+  if (j.find("head_dim") == nullptr && c.hidden_size % c.n_heads != 0) fail("hidden_size must be a multiple of num_attention_heads");
+  c.rms_norm_eps = static_cast<float>(number("rms_norm_eps", 1e-6));
+  c.rope_theta = static_cast<float>(number("rope_theta", 10000.0));
+  c.max_context = integer("max_position_embeddings", 1, std::int64_t{1} << 31, false, 2048);
+  if (const json_value* t = j.find("tie_word_embeddings"); t != nullptr && !t->is_null()) {
+    if (!t->is_bool()) fail("\"tie_word_embeddings\" must be a boolean");
+    c.tie_word_embeddings = t->as_bool();
+  }
+  if (const json_value* r = j.find("rope_scaling"); r != nullptr && !r->is_null()) fail("rope_scaling is not supported by the reference backend");
+  if (const json_value* h = j.find("hidden_act"); h != nullptr && !(h->is_string() && h->as_string() == "silu")) fail("hidden_act must be \"silu\"");
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (const json_value* b = j.find(key); b != nullptr && b->is_bool() && b->as_bool()) fail(std::string(key) + " is not supported");
+  return c;
+}
+
+LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(
+    const std::filesystem::path& dir, unsigned threads) {
+  const auto cfg_path = dir / "config.json";
+  std::ifstream in(cfg_path);
+  if (!in) detail::throw_invalid("reference_cpu_backend::load", "dir", "has no readable config.json: '" + cfg_path.string() + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto cfg = llama_config::from_json(parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20}), cfg_path.string());
+  const auto st = safetensors_file::open(dir / "model.safetensors");
+  return reference_cpu_backend(cfg, st, threads);
+}
+
+LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(
+    const llama_config& cfg, const safetensors_file& st, unsigned threads)
+    : cfg_(cfg), threads_(threads) {
+  const std::int64_t d = cfg.hidden_size, V = cfg.vocab_size, I = cfg.intermediate_size;
+  const std::int64_t q_out = std::int64_t{cfg.n_heads} * cfg.head_dim, kv_out = std::int64_t{cfg.n_kv_heads} * cfg.head_dim;
+  std::vector<std::string> expected;
+  sha256 hash;
+  auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols) {
+    expected.push_back(name);
+    const std::int64_t shape[] = {rows, cols};
+    auto v = st.read_f32(name, shape);
+    hash.update(std::as_bytes(std::span(name.data(), name.size())));
+    hash.update(std::as_bytes(std::span(v)));
+    return matrix(Eigen::Map<matrix>(v.data(), rows, cols));
+  };
+  auto vec = [&](const std::string& name, std::int64_t n) {
+    expected.push_back(name);
+    const std::int64_t shape[] = {n};
+    auto v = st.read_f32(name, shape);
+    hash.update(std::as_bytes(std::span(name.data(), name.size())));
+    hash.update(std::as_bytes(std::span(v)));
+    return Eigen::VectorXf(Eigen::Map<Eigen::VectorXf>(v.data(), n));
+  };
+  embed_ = mat("model.embed_tokens.weight", V, d);
+  for (std::int32_t l = 0; l < cfg.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    layer_weights w;
+    w.in_norm = vec(p + "input_layernorm.weight", d);
+    w.q = mat(p + "self_attn.q_proj.weight", q_out, d);
+    w.k = mat(p + "self_attn.k_proj.weight", kv_out, d);
+    w.v = mat(p + "self_attn.v_proj.weight", kv_out, d);
+    w.o = mat(p + "self_attn.o_proj.weight", d, q_out);
+    w.post_norm = vec(p + "post_attention_layernorm.weight", d);
+    w.gate = mat(p + "mlp.gate_proj.weight", I, d);
+    w.up = mat(p + "mlp.up_proj.weight", I, d);
+    w.down = mat(p + "mlp.down_proj.weight", d, I);
+    layers_.push_back(std::move(w));
+  }
+  norm_ = vec("model.norm.weight", d);
+  if (!cfg.tie_word_embeddings) lm_head_ = mat("lm_head.weight", V, d);
+  for (const auto& t : st.tensors()) {
+    if (std::find(expected.begin(), expected.end(), t.name) != expected.end()) continue;
+    if (cfg.tie_word_embeddings && t.name == "lm_head.weight") continue;  // some exports keep the tied copy
+    LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: unexpected tensor '" + t.name + "' in '" + st.path().string() + "'"));
+  }
+  const auto digest = hash.finish();
+  std::uint64_t wh = 0;
+  for (int i = 0; i < 8; ++i) wh |= static_cast<std::uint64_t>(digest[static_cast<std::size_t>(i)]) << (8 * i);
+  info_.name = "reference_cpu";
+  info_.fingerprint = {.architecture = cfg.architecture, .n_layers = cfg.n_layers, .n_heads = cfg.n_heads, .n_kv_heads = cfg.n_kv_heads,
+                       .head_dim_k = cfg.head_dim, .head_dim_v = cfg.head_dim,
+                       .rope = {.pairing = rope_pairing::neox, .theta = cfg.rope_theta, .rotary_dims = 0}, .weights_hash = wh};
+  info_.vocab_size = cfg.vocab_size;
+  info_.hidden_size = cfg.hidden_size;
+  info_.max_context = cfg.max_context;
+  info_.caps = {.attention_capture = true, .hidden_state = true, .native_shift = true, .partial_layer_import = true,
+                .token_mask_import = true, .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16}};
+  freq_ = rope_frequencies(info_.fingerprint.rope, cfg.head_dim);
+}
+
+LATENTAUDIT_INLINE seq_id reference_cpu_backend::open_seq() {
+  for (std::size_t i = 0; i < seqs_.size(); ++i)
+    if (!seqs_[i].open) {
+      seqs_[i] = sequence{};
+      seqs_[i].open = true;
+      seqs_[i].k.resize(layers_.size());
+      seqs_[i].v.resize(layers_.size());
+      seqs_[i].visible.resize(layers_.size());
+      return static_cast<seq_id>(i);
+    }
+  sequence s;
+  s.open = true;
+  s.k.resize(layers_.size());
+  s.v.resize(layers_.size());
+  s.visible.resize(layers_.size());
+  seqs_.push_back(std::move(s));
+  return static_cast<seq_id>(seqs_.size() - 1);
+}
+
+LATENTAUDIT_INLINE forward_output reference_cpu_backend::prefill(
+    seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o) {
+  return forward(s, tokens, first, o, {}, nullptr);
+}
+
+LATENTAUDIT_INLINE forward_output reference_cpu_backend::decode(
+    seq_id s, token_id token, position_t p, const forward_options& o) {
+  const token_id t[1] = {token};
+  return forward(s, t, p, o, {}, nullptr);
+}
+
+LATENTAUDIT_INLINE attention_capture reference_cpu_backend::prefill_capture(
+    seq_id s, std::span<const token_id> tokens, position_t first, std::span<const layer_index> layers,
+    const forward_options& o) {
+  for (auto l : layers) detail::check_in_range("prefill_capture", "layers", l, 0, cfg_.n_layers - 1);
+  attention_capture cap;
+  cap.layers.assign(layers.begin(), layers.end());
+  cap.heads = cfg_.n_heads;
+  cap.output = forward(s, tokens, first, o, cap.layers, &cap);
+  return cap;
+}
+
+LATENTAUDIT_INLINE kv_block reference_cpu_backend::export_kv(
+    seq_id s, index_range tokens, index_range layer_range) const {
+  constexpr std::string_view fn = "export_kv";
+  const auto& q = seq(fn, s);
+  const auto T = static_cast<std::int64_t>(q.positions.size());
+  detail::check_in_range(fn, "tokens.first", tokens.first, 0, T);
+  detail::check_in_range(fn, "tokens.last", tokens.last, tokens.first, T);
+  detail::check_in_range(fn, "layers.first", layer_range.first, 0, cfg_.n_layers);
+  detail::check_in_range(fn, "layers.last", layer_range.last, layer_range.first, cfg_.n_layers);
+  std::vector<layer_index> ls;
+  for (auto l = layer_range.first; l < layer_range.last; ++l) ls.push_back(static_cast<layer_index>(l));
+  kv_block b(info_.fingerprint, ls, tokens.size(), dtype::f32);
+  const std::size_t row = row_elems();
+  std::vector<std::uint8_t> mask(ls.size() * static_cast<std::size_t>(tokens.size()), 1);
+  bool ragged = false;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const auto l = static_cast<std::size_t>(ls[i]);
+    auto k = b.k<float>(i), v = b.v<float>(i);
+    for (std::int64_t t = 0; t < tokens.size(); ++t) {
+      const auto src = static_cast<std::size_t>(tokens.first + t);
+      std::copy_n(q.k[l].begin() + static_cast<std::ptrdiff_t>(src * row), row, k.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * row));
+      std::copy_n(q.v[l].begin() + static_cast<std::ptrdiff_t>(src * row), row, v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * row));
+      if (!q.visible[l][src]) {
+        mask[i * static_cast<std::size_t>(tokens.size()) + static_cast<std::size_t>(t)] = 0;
+        ragged = true;
+      }
+    }
+  }
+  for (std::int64_t t = 0; t < tokens.size(); ++t) b.positions()[static_cast<std::size_t>(t)] = q.positions[static_cast<std::size_t>(tokens.first + t)];
+  if (ragged) b.set_token_mask(std::move(mask));
+  return b;
+}
+
+LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(
+    seq_id s, const kv_block& block, const import_options& o) {
+  constexpr std::string_view fn = "import_kv";
+  auto& q = seq(fn, s);
+  if (!o.force) check_fingerprint(fn, info_.fingerprint, block.fingerprint());
+  detail::check_same_size(fn, "block.n_kv_heads", static_cast<std::size_t>(block.n_kv_heads()), "model n_kv_heads", static_cast<std::size_t>(cfg_.n_kv_heads));
+  detail::check_same_size(fn, "block.head_dim_k", static_cast<std::size_t>(block.head_dim_k()), "model head_dim", static_cast<std::size_t>(cfg_.head_dim));
+  detail::check_same_size(fn, "block.head_dim_v", static_cast<std::size_t>(block.head_dim_v()), "model head_dim", static_cast<std::size_t>(cfg_.head_dim));
+  if (!o.layer_mask.empty()) detail::check_same_size(fn, "options.layer_mask", o.layer_mask.size(), "model layers", static_cast<std::size_t>(cfg_.n_layers));
+  for (auto l : block.layers()) detail::check_in_range(fn, "block.layers", l, 0, cfg_.n_layers - 1);
+  kv_block b = block.type() == dtype::f32 ? block : block.converted(dtype::f32);
+  if (o.force) {
+    auto fp = b.fingerprint();
+    fp.rope = info_.fingerprint.rope;
+    b.set_fingerprint(fp);
+  }
+  apply_position_mode(b, o.mode, o.first_position, next_position(s));
+  check_positions(fn, b, {.context_length = cfg_.max_context, .prerope_reference = o.prerope_reference});
+  const std::size_t row = row_elems();
+  const auto T = static_cast<std::size_t>(b.n_tokens());
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const auto i = b.find_layer(static_cast<layer_index>(l));
+    const bool use = i >= 0 && (o.layer_mask.empty() || o.layer_mask[l]);
+    for (std::size_t t = 0; t < T; ++t) {
+      if (use) {
+        auto k = b.k<float>(static_cast<std::size_t>(i)), v = b.v<float>(static_cast<std::size_t>(i));
+        q.k[l].insert(q.k[l].end(), k.begin() + static_cast<std::ptrdiff_t>(t * row), k.begin() + static_cast<std::ptrdiff_t>((t + 1) * row));
+        q.v[l].insert(q.v[l].end(), v.begin() + static_cast<std::ptrdiff_t>(t * row), v.begin() + static_cast<std::ptrdiff_t>((t + 1) * row));
+        q.visible[l].push_back(b.token_present(static_cast<std::size_t>(i), static_cast<std::int64_t>(t)) ? 1 : 0);
+      } else {
+        q.k[l].insert(q.k[l].end(), row, 0.0f);
+        q.v[l].insert(q.v[l].end(), row, 0.0f);
+        q.visible[l].push_back(0);
+      }
+    }
+  }
+  q.positions.insert(q.positions.end(), b.positions().begin(), b.positions().end());
+}
+
+LATENTAUDIT_INLINE void reference_cpu_backend::shift(
+    seq_id s, position_t p0, position_t p1, position_t delta) {
+  constexpr std::string_view fn = "shift";
+  auto& q = seq(fn, s);
+  if (p0 > p1) detail::throw_invalid(fn, "p1", "must be >= p0");
+  for (auto p : q.positions)
+    if (p >= p0 && p < p1 && (std::int64_t{p} + delta < 0 || std::int64_t{p} + delta >= cfg_.max_context))
+      detail::throw_invalid(fn, "delta", "moves position " + std::to_string(p) + " outside [0, max_context)");
+  std::vector<float> head(static_cast<std::size_t>(cfg_.head_dim));
+  const auto& rope = info_.fingerprint.rope;
+  const std::size_t hd = static_cast<std::size_t>(cfg_.head_dim);
+  for (std::size_t t = 0; t < q.positions.size(); ++t) {
+    if (q.positions[t] < p0 || q.positions[t] >= p1) continue;
+    for (std::size_t l = 0; l < layers_.size(); ++l)
+      for (std::size_t h = 0; h < static_cast<std::size_t>(cfg_.n_kv_heads); ++h) {
+        float* k = q.k[l].data() + t * row_elems() + h * hd;
+        rotate_head(std::span<float>(k, hd), static_cast<double>(delta), rope, freq_);
+      }
+    q.positions[t] += delta;
+  }
+}
+
+LATENTAUDIT_INLINE void reference_cpu_backend::erase(seq_id s, position_t p0, position_t p1) {
+  constexpr std::string_view fn = "erase";
+  auto& q = seq(fn, s);
+  if (p0 > p1) detail::throw_invalid(fn, "p1", "must be >= p0");
+  const std::size_t row = row_elems();
+  std::size_t w = 0;
+  for (std::size_t t = 0; t < q.positions.size(); ++t) {
+    if (q.positions[t] >= p0 && q.positions[t] < p1) continue;
+    if (w != t) {
+      q.positions[w] = q.positions[t];
+      for (std::size_t l = 0; l < layers_.size(); ++l) {
+        std::copy_n(q.k[l].begin() + static_cast<std::ptrdiff_t>(t * row), row, q.k[l].begin() + static_cast<std::ptrdiff_t>(w * row));
+        std::copy_n(q.v[l].begin() + static_cast<std::ptrdiff_t>(t * row), row, q.v[l].begin() + static_cast<std::ptrdiff_t>(w * row));
+        q.visible[l][w] = q.visible[l][t];
+      }
+    }
+    ++w;
+  }
+  q.positions.resize(w);
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    q.k[l].resize(w * row);
+    q.v[l].resize(w * row);
+    q.visible[l].resize(w);
+  }
+}
+
+LATENTAUDIT_INLINE reference_cpu_backend::sequence& reference_cpu_backend::seq(
+    std::string_view fn, seq_id s) {
+  if (s < 0 || static_cast<std::size_t>(s) >= seqs_.size() || !seqs_[static_cast<std::size_t>(s)].open)
+    detail::throw_invalid(fn, "seq", "is not an open sequence: " + std::to_string(s));
+  return seqs_[static_cast<std::size_t>(s)];
+}
+
+LATENTAUDIT_INLINE void reference_cpu_backend::rotate_head_cs(
+    float* x, const double* c, const double* s) const noexcept {
+  const auto& rope = info_.fingerprint.rope;
+  if (rope.pairing == rope_pairing::none) return;
+  const std::size_t half = freq_.size();
+  for (std::size_t i = 0; i < half; ++i) {
+    const std::size_t i0 = rope.pairing == rope_pairing::neox ? i : 2 * i;
+    const std::size_t i1 = rope.pairing == rope_pairing::neox ? i + half : 2 * i + 1;
+    const double x0 = x[i0], x1 = x[i1];
+    x[i0] = static_cast<float>(x0 * c[i] - x1 * s[i]);
+    x[i1] = static_cast<float>(x1 * c[i] + x0 * s[i]);
+  }
+}
+
+LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::rms_norm(
+    const matrix& x, const Eigen::VectorXf& w) const {
+  matrix y(x.rows(), x.cols());
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const float ms = x.row(r).squaredNorm() / static_cast<float>(x.cols());
+    const float inv = 1.0f / std::sqrt(ms + cfg_.rms_norm_eps);
+    y.row(r) = (x.row(r) * inv).cwiseProduct(w.transpose());
+  }
+  return y;
+}
+
+LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(
+    seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o,
+    std::span<const layer_index> capture_layers, attention_capture* cap) {
+  constexpr std::string_view fn = "prefill";
+  auto& q = seq(fn, s);
+  if (tokens.empty()) detail::throw_invalid(fn, "tokens", "must not be empty");
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size)
+      detail::throw_invalid(fn, "tokens", "holds id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) + ", outside [0, " + std::to_string(cfg_.vocab_size) + ")");
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  if (first < 0 || std::int64_t{first} + n > cfg_.max_context)
+    detail::throw_invalid(fn, "first_position", "puts positions outside [0, " + std::to_string(cfg_.max_context) + "): " + std::to_string(first) + " + " + std::to_string(n) + " tokens");
+  const std::size_t H = static_cast<std::size_t>(cfg_.n_heads), Hkv = static_cast<std::size_t>(cfg_.n_kv_heads), hd = static_cast<std::size_t>(cfg_.head_dim);
+  const std::size_t group = H / Hkv, row = row_elems();
+  const std::size_t old_T = q.positions.size(), T = old_T + static_cast<std::size_t>(n);
+  matrix x(n, cfg_.hidden_size);
+  for (std::int64_t i = 0; i < n; ++i) x.row(i) = embed_.row(tokens[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < n; ++i) q.positions.push_back(first + static_cast<position_t>(i));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (cap != nullptr) {
+    cap->queries = n;
+    cap->keys = static_cast<std::int64_t>(T);
+    cap->weights.assign(capture_layers.size() * H * static_cast<std::size_t>(n) * T, 0.0f);
+  }
+  // cos and sin of every new position's angles, once per forward (the same doubles rotate_head
+  // computes per head and layer, so the rotation is bit-identical)
+  const std::size_t half = freq_.size();
+  std::vector<double> rope_cos(static_cast<std::size_t>(n) * half), rope_sin(rope_cos.size());
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::size_t f = 0; f < half; ++f) {
+      const double a = static_cast<double>(first + i) * freq_[f];
+      rope_cos[static_cast<std::size_t>(i) * half + f] = std::cos(a);
+      rope_sin[static_cast<std::size_t>(i) * half + f] = std::sin(a);
+    }
+  // attention threads only when the work outweighs starting them (results do not depend on it)
+  const unsigned att_threads = static_cast<std::size_t>(n) * T * H * hd >= (std::size_t{1} << 18) ? threads_ : 1u;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const auto& w = layers_[l];
+    const matrix h = rms_norm(x, w.in_norm);
+    matrix qm = h * w.q.transpose();
+    const matrix km = h * w.k.transpose(), vm = h * w.v.transpose();
+    // RoPE on the new queries and keys, then append K and V to the cache
+    q.k[l].resize(T * row);
+    q.v[l].resize(T * row);
+    q.visible[l].resize(T, 1);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const bool rotate = first + i != 0;  // rotate_head leaves position 0 untouched
+      const double* c = rope_cos.data() + static_cast<std::size_t>(i) * half;
+      const double* sn = rope_sin.data() + static_cast<std::size_t>(i) * half;
+      if (rotate)
+        for (std::size_t hh = 0; hh < H; ++hh) rotate_head_cs(qm.row(i).data() + hh * hd, c, sn);
+      float* krow = q.k[l].data() + (old_T + static_cast<std::size_t>(i)) * row;
+      std::copy_n(km.row(i).data(), row, krow);
+      if (rotate)
+        for (std::size_t g = 0; g < Hkv; ++g) rotate_head_cs(krow + g * hd, c, sn);
+      std::copy_n(vm.row(i).data(), row, q.v[l].data() + (old_T + static_cast<std::size_t>(i)) * row);
+    }
+    const auto cap_it = std::find(capture_layers.begin(), capture_layers.end(), static_cast<layer_index>(l));
+    const std::ptrdiff_t cap_index = cap_it == capture_layers.end() ? -1 : cap_it - capture_layers.begin();
+    matrix att(n, static_cast<Eigen::Index>(H * hd));
+    parallel_chunks(H, 1, att_threads, [&](std::size_t h0, std::size_t h1) {
+      std::vector<float> p(T);
+      for (std::size_t hh = h0; hh < h1; ++hh) {
+        const std::size_t g = hh / group;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const float* qv = qm.row(i).data() + hh * hd;
+          const std::size_t upto = old_T + static_cast<std::size_t>(i) + 1;  // causal in cache order
+          float mx = -std::numeric_limits<float>::infinity();
+          for (std::size_t j = 0; j < upto; ++j) {
+            if (!q.visible[l][j]) { p[j] = -std::numeric_limits<float>::infinity(); continue; }
+            const float* kv = q.k[l].data() + j * row + g * hd;
+            float dot = 0;
+            for (std::size_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
+            p[j] = dot * scale;
+            mx = std::max(mx, p[j]);
+          }
+          double sum = 0;
+          for (std::size_t j = 0; j < upto; ++j) {
+            p[j] = q.visible[l][j] ? std::exp(p[j] - mx) : 0.0f;
+            sum += p[j];
+          }
+          float* out = att.row(i).data() + hh * hd;
+          std::fill_n(out, hd, 0.0f);
+          for (std::size_t j = 0; j < upto; ++j) {
+            const float pj = static_cast<float>(p[j] / sum);
+            if (pj == 0.0f) continue;
+            const float* vv = q.v[l].data() + j * row + g * hd;
+            for (std::size_t d = 0; d < hd; ++d) out[d] += pj * vv[d];
+            if (cap_index >= 0)
+              cap->weights[((static_cast<std::size_t>(cap_index) * H + hh) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)) * T + j] = pj;
+          }
+        }
+      }
+    });
+    x += att * w.o.transpose();
+    const matrix h2 = rms_norm(x, w.post_norm);
+    matrix gate = h2 * w.gate.transpose();
+    const matrix up = h2 * w.up.transpose();
+    gate = gate.unaryExpr([](float v) { return v / (1.0f + std::exp(-v)); }).cwiseProduct(up);
+    x += gate * w.down.transpose();
+  }
+  const matrix xn = rms_norm(o.all_logits ? x : matrix(x.bottomRows(1)), norm_);
+  const matrix& head = cfg_.tie_word_embeddings ? embed_ : lm_head_;
+  const matrix logits = xn * head.transpose();
+  forward_output out;
+  out.rows = logits.rows();
+  out.logits.assign(logits.data(), logits.data() + logits.size());
+  if (o.want_hidden) {
+    const auto last = xn.row(xn.rows() - 1);
+    out.hidden.assign(last.data(), last.data() + last.size());
+  }
+  return out;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
