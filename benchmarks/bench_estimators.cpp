@@ -43,7 +43,8 @@ void raw_draw_and_sum(benchmark::State& state) {
         const auto rr = static_cast<std::uint32_t>(r);
         auto g1 = make_stream({.seed = 7, .item = 0, .arm = 1, .replicate = rr});
         auto g0 = make_stream({.seed = 7, .item = 0, .arm = 0, .replicate = rr});
-        const auto n1 = static_cast<std::uint32_t>(d.treated.size()), n0 = static_cast<std::uint32_t>(d.control.size());
+        const auto n1 = static_cast<std::uint32_t>(d.treated.size()),
+                   n0 = static_cast<std::uint32_t>(d.control.size());
         double s1 = 0, s0 = 0;
         for (std::uint32_t j = 0; j < n1; ++j) s1 += d.treated[uniform_index(g1, n1)];
         for (std::uint32_t j = 0; j < n0; ++j) s0 += d.control[uniform_index(g0, n0)];
@@ -60,21 +61,26 @@ void raw_draw_and_sum(benchmark::State& state) {
 // bootstrap_mean_difference, BCa (analytic influence values), boot convention.
 void bca_mean_difference(benchmark::State& state) {
   const auto d = make_data(static_cast<std::size_t>(state.range(0)));
-  const bootstrap_options o{.replicates = static_cast<std::size_t>(state.range(1)), .method = bootstrap_ci_method::bca,
-                            .seed = 7, .threads = static_cast<unsigned>(state.range(2))};
+  const bootstrap_options o{.replicates = static_cast<std::size_t>(state.range(1)),
+                            .method = bootstrap_ci_method::bca,
+                            .seed = 7,
+                            .threads = static_cast<unsigned>(state.range(2))};
   for (auto _ : state) {
     auto r = bootstrap_mean_difference(d.treated, d.control, o);
     benchmark::DoNotOptimize(r.effect.ci_low);
   }
-  state.counters["draws/s"] = benchmark::Counter(static_cast<double>(state.range(0)) * static_cast<double>(o.replicates),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["draws/s"] =
+      benchmark::Counter(static_cast<double>(state.range(0)) * static_cast<double>(o.replicates),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // bootstrap_paired_mean, BCa.
 void bca_paired_mean(benchmark::State& state) {
   const auto d = make_data(2 * static_cast<std::size_t>(state.range(0)));
-  const bootstrap_options o{.replicates = static_cast<std::size_t>(state.range(1)), .method = bootstrap_ci_method::bca,
-                            .seed = 7, .threads = static_cast<unsigned>(state.range(2))};
+  const bootstrap_options o{.replicates = static_cast<std::size_t>(state.range(1)),
+                            .method = bootstrap_ci_method::bca,
+                            .seed = 7,
+                            .threads = static_cast<unsigned>(state.range(2))};
   for (auto _ : state) {
     auto r = bootstrap_paired_mean(d.treated, d.control, o);
     benchmark::DoNotOptimize(r.effect.ci_low);
@@ -84,8 +90,10 @@ void bca_paired_mean(benchmark::State& state) {
 // The generic engine with a callable statistic (indices stored, O(n) jackknife evaluations).
 void bca_generic_two_sample(benchmark::State& state) {
   const auto d = make_data(static_cast<std::size_t>(state.range(0)));
-  const bootstrap_options o{.replicates = static_cast<std::size_t>(state.range(1)), .method = bootstrap_ci_method::bca,
-                            .seed = 7, .threads = static_cast<unsigned>(state.range(2))};
+  const bootstrap_options o{.replicates = static_cast<std::size_t>(state.range(1)),
+                            .method = bootstrap_ci_method::bca,
+                            .seed = 7,
+                            .threads = static_cast<unsigned>(state.range(2))};
   auto stat = [](const resample_view& t, const resample_view& c) { return t.mean() - c.mean(); };
   for (auto _ : state) {
     auto r = bootstrap_two_sample(d.treated, d.control, stat, o);
@@ -101,7 +109,8 @@ void interval_from_replicates(benchmark::State& state) {
   for (auto& v : t) v = standard_normal(g);
   for (auto& v : l) v = standard_normal(g);
   for (auto _ : state) {
-    auto r = bootstrap_interval({.t0 = 0.01, .replicates = t, .influence = l}, {.method = bootstrap_ci_method::bca});
+    auto r = bootstrap_interval({.t0 = 0.01, .replicates = t, .influence = l},
+                                {.method = bootstrap_ci_method::bca});
     benchmark::DoNotOptimize(r.effect.ci_low);
   }
 }
@@ -109,15 +118,32 @@ void interval_from_replicates(benchmark::State& state) {
 }  // namespace
 
 // Full size: n = 1e5 (50,000 per arm), B = 1e4, 1 and 2 threads.
-BENCHMARK(raw_draw_and_sum)->Name("bootstrap/raw_draw_and_sum")->Args({100000, 10000, 1})->Args({100000, 10000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(bca_mean_difference)->Name("bootstrap/bca_mean_difference")->Args({100000, 10000, 1})
-    ->Args({100000, 10000, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(bca_paired_mean)->Name("bootstrap/bca_paired_mean")->Args({100000, 10000, 1})->Args({100000, 10000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(bca_generic_two_sample)->Name("bootstrap/bca_generic_two_sample")->Args({2000, 2000, 1})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(interval_from_replicates)->Name("bootstrap/interval_from_replicates")->Arg(10000)
+BENCHMARK(raw_draw_and_sum)
+    ->Name("bootstrap/raw_draw_and_sum")
+    ->Args({100000, 10000, 1})
+    ->Args({100000, 10000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(bca_mean_difference)
+    ->Name("bootstrap/bca_mean_difference")
+    ->Args({100000, 10000, 1})
+    ->Args({100000, 10000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(bca_paired_mean)
+    ->Name("bootstrap/bca_paired_mean")
+    ->Args({100000, 10000, 1})
+    ->Args({100000, 10000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(bca_generic_two_sample)
+    ->Name("bootstrap/bca_generic_two_sample")
+    ->Args({2000, 2000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(interval_from_replicates)
+    ->Name("bootstrap/interval_from_replicates")
+    ->Arg(10000)
     ->Unit(benchmark::kMicrosecond);
 
 // Smoke variants (tiny; CI runs these once).

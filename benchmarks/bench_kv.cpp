@@ -14,19 +14,32 @@ using namespace latentaudit;
 namespace {
 
 model_fingerprint llama3_8b() {
-  return {.architecture = "LlamaForCausalLM", .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .head_dim_k = 128,
-          .head_dim_v = 128, .rope = {.pairing = rope_pairing::neox, .theta = 500000.0f}, .weights_hash = 1};
+  return {.architecture = "LlamaForCausalLM",
+          .n_layers = 32,
+          .n_heads = 32,
+          .n_kv_heads = 8,
+          .head_dim_k = 128,
+          .head_dim_v = 128,
+          .rope = {.pairing = rope_pairing::neox, .theta = 500000.0f},
+          .weights_hash = 1};
 }
 model_fingerprint tiny() {
-  return {.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim_k = 16,
-          .head_dim_v = 16, .rope = {}, .weights_hash = 1};
+  return {.architecture = "LlamaForCausalLM",
+          .n_layers = 2,
+          .n_heads = 4,
+          .n_kv_heads = 2,
+          .head_dim_k = 16,
+          .head_dim_v = 16,
+          .rope = {},
+          .weights_hash = 1};
 }
 
 const kv_block& block_of(bool big) {
   static std::unique_ptr<kv_block> blocks[2];
   auto& b = blocks[big ? 1 : 0];
   if (!b) {
-    b = std::make_unique<kv_block>(kv_block::all_layers(big ? llama3_8b() : tiny(), big ? 4096 : 64, dtype::bf16));
+    b = std::make_unique<kv_block>(
+        kv_block::all_layers(big ? llama3_8b() : tiny(), big ? 4096 : 64, dtype::bf16));
     auto bytes = b->payload_mut();
     // deterministic, finite bf16 values in [-2, 2)
     auto g = make_stream({.seed = 1});
@@ -49,8 +62,12 @@ void memcpy_bytes(benchmark::State& state, std::size_t n) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
 
-void BM_memcpy_block(benchmark::State& state) { memcpy_bytes(state, block_of(state.range(0) != 0).payload_bytes()); }
-void BM_memcpy_half_block(benchmark::State& state) { memcpy_bytes(state, block_of(state.range(0) != 0).payload_bytes() / 2); }
+void BM_memcpy_block(benchmark::State& state) {
+  memcpy_bytes(state, block_of(state.range(0) != 0).payload_bytes());
+}
+void BM_memcpy_half_block(benchmark::State& state) {
+  memcpy_bytes(state, block_of(state.range(0) != 0).payload_bytes() / 2);
+}
 
 // Slicing, encoding and decoding write into a caller's block / vector / relay that is reused
 // across iterations (as memcpy's destination is); the *_fresh variants return a new object each
@@ -150,15 +167,49 @@ BENCHMARK(BM_int8_roundtrip)->Name("smoke/int8_roundtrip")->Args({0, 1});
 BENCHMARK(BM_encode)->Name("smoke/encode")->Arg(0);
 BENCHMARK(BM_decode)->Name("smoke/decode")->Arg(0);
 
-BENCHMARK(BM_memcpy_block)->Name("llama3_8b/memcpy_512MiB")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_memcpy_half_block)->Name("llama3_8b/memcpy_256MiB")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_slice_half_layers)->Name("llama3_8b/slice_half_layers")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_slice_half_layers_fresh)->Name("llama3_8b/slice_half_layers_fresh")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_noise)->Name("llama3_8b/noise")->Args({1, 1})->Args({1, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_int8_roundtrip)->Name("llama3_8b/int8_roundtrip")->Args({1, 1})->Args({1, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_memcpy_block)
+    ->Name("llama3_8b/memcpy_512MiB")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_memcpy_half_block)
+    ->Name("llama3_8b/memcpy_256MiB")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_slice_half_layers)
+    ->Name("llama3_8b/slice_half_layers")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_slice_half_layers_fresh)
+    ->Name("llama3_8b/slice_half_layers_fresh")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_noise)
+    ->Name("llama3_8b/noise")
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_int8_roundtrip)
+    ->Name("llama3_8b/int8_roundtrip")
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_encode)->Name("llama3_8b/encode")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_encode_fresh)->Name("llama3_8b/encode_fresh")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_encode_fresh)
+    ->Name("llama3_8b/encode_fresh")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_decode)->Name("llama3_8b/decode")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_decode_fresh)->Name("llama3_8b/decode_fresh")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_decode_fresh)
+    ->Name("llama3_8b/decode_fresh")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

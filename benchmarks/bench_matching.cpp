@@ -58,6 +58,9 @@ BENCHMARK(matching_att_m1_3cov)
     ->ArgNames({"n", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(matching_att_m1_3cov_smoke)->Args({200, 1})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
+BENCHMARK(matching_att_m1_3cov_smoke)
+    ->Args({200, 1})
+    ->ArgNames({"n", "threads"})
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -26,7 +26,8 @@ bench_data make_data(std::size_t n, std::size_t clusters) {
   d.y.resize(n);
   d.cluster.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    d.cluster[i] = static_cast<long long>(latentaudit::uniform_index(g, static_cast<std::uint32_t>(clusters)));
+    d.cluster[i] =
+        static_cast<long long>(latentaudit::uniform_index(g, static_cast<std::uint32_t>(clusters)));
     for (auto& c : cols) c[i] = latentaudit::standard_normal(g);
     d.y[i] = 1.0 + cols[0][i] - 0.5 * cols[1][i] + 0.2 * cols[3][i] + latentaudit::standard_normal(g);
   }

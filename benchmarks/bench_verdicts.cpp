@@ -86,11 +86,14 @@ void monte_carlo_table(std::size_t reps, bool print) {
   std::uint64_t seed = base_seed;
   const std::size_t ks[] = {20, 50, 150}, ss[] = {1, 3, 5};
   if (print) {
-    std::printf("\n# Verdict Monte Carlo (betting interval over item means), delta = %.2f, %zu replicates per cell,\n"
-                "# seeds base %llu + cell index; tolerance for a nominal 5 %% rate: 3 se = %.4f\n",
-                delta, reps, static_cast<unsigned long long>(base_seed), sim::mc_tolerance(0.05, reps));
+    std::printf(
+        "\n# Verdict Monte Carlo (betting interval over item means), delta = %.2f, %zu replicates per cell,\n"
+        "# seeds base %llu + cell index; tolerance for a nominal 5 %% rate: 3 se = %.4f\n",
+        delta, reps, static_cast<unsigned long long>(base_seed), sim::mc_tolerance(0.05, reps));
     std::printf("\n## Size at the margin (truth T - C = -0.05) and coverage of the 95 %% interval\n");
-    std::printf("| scenario | heterogeneity | K | S | seed | NI size (se) | EQ size (se) | 95%% coverage (se) | min width |\n");
+    std::printf(
+        "| scenario | heterogeneity | K | S | seed | NI size (se) | EQ size (se) | 95%% coverage (se) | min "
+        "width |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   double worst_ni = 0.0, worst_eq = 0.0, worst_cov = 1.0;
@@ -118,7 +121,9 @@ void monte_carlo_table(std::size_t reps, bool print) {
   if (print) {
     // The comparison of docs/estimators/betting.md: the paired t lower limit on the same item means
     // (one-sided 95 %, t quantiles of df = K − 1), same designs and seeds as the table above.
-    std::printf("\n## For comparison: NI size of the paired t on item means (mean - t(0.95, K-1) sd / sqrt K > -0.05)\n");
+    std::printf(
+        "\n## For comparison: NI size of the paired t on item means (mean - t(0.95, K-1) sd / sqrt K > "
+        "-0.05)\n");
     std::printf("| scenario | heterogeneity | K | S | seed | paired-t NI size (se) | zero-sd samples |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|\n");
     std::uint64_t tseed = base_seed;
@@ -140,14 +145,18 @@ void monte_carlo_table(std::size_t reps, bool print) {
               ni += m - q * sd / std::sqrt(static_cast<double>(k)) > -delta;
               flat += sd == 0.0;
             }
-            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f |\n", scenario_name(sc), h.name, k, s,
-                        static_cast<unsigned long long>(tseed - 1), rate(ni, reps), se(ni, reps), rate(flat, reps));
+            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f |\n", scenario_name(sc), h.name, k,
+                        s, static_cast<unsigned long long>(tseed - 1), rate(ni, reps), se(ni, reps),
+                        rate(flat, reps));
           }
   }
 
   if (print) {
-    std::printf("\n## Placebo with a real +0.08 benefit: rate of the verdict \"no\" (upper 90%% limit < 0.05)\n");
-    std::printf("| scenario | heterogeneity | K | S | seed | \"no\" rate (se) | superiority shown | 95%% coverage |\n");
+    std::printf(
+        "\n## Placebo with a real +0.08 benefit: rate of the verdict \"no\" (upper 90%% limit < 0.05)\n");
+    std::printf(
+        "| scenario | heterogeneity | K | S | seed | \"no\" rate (se) | superiority shown | 95%% coverage "
+        "|\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
   }
   double worst_no = 0.0;
@@ -159,19 +168,22 @@ void monte_carlo_table(std::size_t reps, bool print) {
           worst_no = std::max(worst_no, rate(c.absent, reps));
           zero += c.zero_width;
           if (print)
-            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f | %.4f |\n", scenario_name(sc), h.name,
-                        k, s, static_cast<unsigned long long>(seed), rate(c.absent, reps), se(c.absent, reps),
-                        rate(c.superior, reps), rate(c.covered, reps));
+            std::printf("| %s | %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f | %.4f |\n", scenario_name(sc),
+                        h.name, k, s, static_cast<unsigned long long>(seed), rate(c.absent, reps),
+                        se(c.absent, reps), rate(c.superior, reps), rate(c.covered, reps));
           ++seed;
         }
   if (print) std::printf("max \"no\" rate %.4f, zero-width intervals so far %zu\n", worst_no, zero);
 
   const std::size_t fr = reps / 2;
   if (print) {
-    std::printf("\n## Familywise error of Holm over 10 contrasts (10 arms vs one control), clustered null\n"
-                "## with item x arm effects (item p = w d_i + (1-w) e_ji, d, e ~ Beta(mean 0.8, a+b)), %zu replicates\n",
-                fr);
-    std::printf("| design | K | S | seed | FWER (se) | FWER, superiority claims | unadjusted per-contrast rate |\n");
+    std::printf(
+        "\n## Familywise error of Holm over 10 contrasts (10 arms vs one control), clustered null\n"
+        "## with item x arm effects (item p = w d_i + (1-w) e_ji, d, e ~ Beta(mean 0.8, a+b)), %zu "
+        "replicates\n",
+        fr);
+    std::printf(
+        "| design | K | S | seed | FWER (se) | FWER, superiority claims | unadjusted per-contrast rate |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
   }
   struct fdes {
@@ -191,25 +203,32 @@ void monte_carlo_table(std::size_t reps, bool print) {
         worst_fwer = std::max(worst_fwer, rate(c.any, fr));
         if (print)
           std::printf("| %s | %zu | %zu | %llu | %.4f (%.4f) | %.4f | %.4f |\n", f.name, k, s,
-                      static_cast<unsigned long long>(seed), rate(c.any, fr), se(c.any, fr), rate(c.positive, fr),
-                      rate(c.unadjusted, fr * d.arms));
+                      static_cast<unsigned long long>(seed), rate(c.any, fr), se(c.any, fr),
+                      rate(c.positive, fr), rate(c.unadjusted, fr * d.arms));
         ++seed;
       }
   if (print) std::printf("max FWER %.4f\n", worst_fwer);
 
   if (print) {
-    std::printf("\n## Power at truth 0 (both arms ~ Beta(0.9, a+b=20), common uniforms: discordances rare)\n");
-    std::printf("| K | S | seed | NI \"yes\" | EQ \"yes\" | mean 90%% half-width |\n|---:|---:|---:|---:|---:|---:|\n");
+    std::printf(
+        "\n## Power at truth 0 (both arms ~ Beta(0.9, a+b=20), common uniforms: discordances rare)\n");
+    std::printf(
+        "| K | S | seed | NI \"yes\" | EQ \"yes\" | mean 90%% half-width "
+        "|\n|---:|---:|---:|---:|---:|---:|\n");
   }
   for (std::size_t k : {20u, 50u, 150u, 300u})
     for (auto s : ss) {
-      const sim::paired_binary_design d{
-          .items = k, .seeds = s, .treated = {0.9, 20.0}, .control = {0.9, 20.0}, .uniforms = sim::unit_uniforms::common};
+      const sim::paired_binary_design d{.items = k,
+                                        .seeds = s,
+                                        .treated = {0.9, 20.0},
+                                        .control = {0.9, 20.0},
+                                        .uniforms = sim::unit_uniforms::common};
       const std::size_t pr = reps / 4;
       const auto c = sim::run_verdict_cell(d, pr, seed);
       if (print)
-        std::printf("| %zu | %zu | %llu | %.4f | %.4f | %.4f |\n", k, s, static_cast<unsigned long long>(seed),
-                    rate(c.noninferior, pr), rate(c.equivalent, pr), c.mean_half_width90);
+        std::printf("| %zu | %zu | %llu | %.4f | %.4f | %.4f |\n", k, s,
+                    static_cast<unsigned long long>(seed), rate(c.noninferior, pr), rate(c.equivalent, pr),
+                    c.mean_half_width90);
       ++seed;
     }
 
@@ -235,9 +254,12 @@ void BM_monte_carlo_table(benchmark::State& state) {
 void BM_clustered_paired_difference(benchmark::State& state) {
   const auto k = static_cast<std::size_t>(state.range(0)), s = static_cast<std::size_t>(state.range(1));
   std::mt19937_64 g(base_seed);
-  const auto data = sim::simulate_paired(
-      {.items = k, .seeds = s, .treated = {0.8, 20.0}, .control = {0.85, 20.0}, .uniforms = sim::unit_uniforms::common},
-      g);
+  const auto data = sim::simulate_paired({.items = k,
+                                          .seeds = s,
+                                          .treated = {0.8, 20.0},
+                                          .control = {0.85, 20.0},
+                                          .uniforms = sim::unit_uniforms::common},
+                                         g);
   for (auto _ : state) {
     auto e = clustered_paired_difference(data.item, data.treated, data.control,
                                          {.alpha_lower = 0.05, .alpha_upper = 0.05});
@@ -247,13 +269,22 @@ void BM_clustered_paired_difference(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_monte_carlo_table)->Name("verdicts/monte_carlo_table")->Args({4000, 1})->Iterations(1)
+BENCHMARK(BM_monte_carlo_table)
+    ->Name("verdicts/monte_carlo_table")
+    ->Args({4000, 1})
+    ->Iterations(1)
     ->Unit(benchmark::kSecond);
-BENCHMARK(BM_clustered_paired_difference)->Name("verdicts/clustered_paired_difference")->Args({150, 5})
-    ->Args({1000, 5})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_clustered_paired_difference)
+    ->Name("verdicts/clustered_paired_difference")
+    ->Args({150, 5})
+    ->Args({1000, 5})
+    ->Unit(benchmark::kMicrosecond);
 
 // Smoke variants (tiny; CI runs these once).
-BENCHMARK(BM_monte_carlo_table)->Name("verdicts/monte_carlo_table/smoke")->Args({4, 0})->Iterations(1)
+BENCHMARK(BM_monte_carlo_table)
+    ->Name("verdicts/monte_carlo_table/smoke")
+    ->Args({4, 0})
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_clustered_paired_difference)->Name("verdicts/clustered_paired_difference/smoke")->Args({20, 3});
 

@@ -1,18 +1,18 @@
+#include <cstdio>
 #include <latentaudit/estimators/bootstrap.hpp>
 #include <latentaudit/estimators/equivalence.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
-#include <cstdio>
 #include <vector>
 
 int main() {
   namespace la = latentaudit;
   // Per-item accuracy (0/1) of agent B with the relayed KV cache and with A's document as text.
-  std::vector<double> kv   {1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1};
-  std::vector<double> text {1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1};
+  std::vector<double> kv{1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1};
+  std::vector<double> text{1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1};
 
   auto mc = la::mcnemar_test(kv, text);  // exact binomial p, chi-square, Newcombe interval
-  std::printf("kv - text %+.2f [%+.2f, %+.2f], exact p = %.3f\n", mc.effect.estimate,
-              mc.effect.ci_low, mc.effect.ci_high, mc.exact_p_value);
+  std::printf("kv - text %+.2f [%+.2f, %+.2f], exact p = %.3f\n", mc.effect.estimate, mc.effect.ci_low,
+              mc.effect.ci_high, mc.exact_p_value);
 
   auto tost = la::equivalence_test(kv, text, la::equivalence_bounds::symmetric(0.10),
                                    {.design = la::t_test_design::paired});

@@ -25,7 +25,8 @@ int main() {
 
   const auto tost = la::equivalence_test(kv, text, la::equivalence_bounds::symmetric(0.05),
                                          {.design = la::t_test_design::paired});
-  std::printf("TOST (margin 0.05): p = %.4f -> %s\n", tost.p_value, tost.equivalent ? "equivalent" : "not shown equivalent");
+  std::printf("TOST (margin 0.05): p = %.4f -> %s\n", tost.p_value,
+              tost.equivalent ? "equivalent" : "not shown equivalent");
 
   const auto boot = la::bootstrap_paired_mean(kv, text, {.replicates = 9999, .seed = 7, .threads = 0});
   std::printf("paired bootstrap BCa: [%+.3f, %+.3f]\n", boot.effect.ci_low, boot.effect.ci_high);

@@ -4,12 +4,12 @@
 #ifndef LATENTAUDIT_BACKEND_HPP
 #define LATENTAUDIT_BACKEND_HPP
 
-#include "core.hpp"
-#include "kv.hpp"
 #include "backend/capabilities.hpp"
 #include "backend/concepts.hpp"
 #include "backend/conformance.hpp"
 #include "backend/reference_cpu.hpp"
 #include "backend/safetensors.hpp"
+#include "core.hpp"
+#include "kv.hpp"
 
 #endif  // LATENTAUDIT_BACKEND_HPP

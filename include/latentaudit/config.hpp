@@ -31,13 +31,13 @@
 #ifdef NDEBUG
 #define LATENTAUDIT_ASSERT(expr, msg) static_cast<void>(0)
 #else
-#define LATENTAUDIT_ASSERT(expr, msg)                                                       \
-  do {                                                                                      \
-    if (!(expr)) {                                                                          \
-      std::fprintf(stderr, "latentaudit: assertion failed: %s (%s) at %s:%d\n", #expr, msg, \
-                   __FILE__, __LINE__);                                                     \
-      std::abort();                                                                         \
-    }                                                                                       \
+#define LATENTAUDIT_ASSERT(expr, msg)                                                                 \
+  do {                                                                                                \
+    if (!(expr)) {                                                                                    \
+      std::fprintf(stderr, "latentaudit: assertion failed: %s (%s) at %s:%d\n", #expr, msg, __FILE__, \
+                   __LINE__);                                                                         \
+      std::abort();                                                                                   \
+    }                                                                                                 \
   } while (false)
 #endif
 

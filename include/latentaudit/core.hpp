@@ -4,7 +4,6 @@
 #define LATENTAUDIT_CORE_HPP
 
 #include "config.hpp"
-#include "version.hpp"
 #include "core/data_table.hpp"
 #include "core/detail/check.hpp"
 #include "core/dtype.hpp"
@@ -14,5 +13,6 @@
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "core/types.hpp"
+#include "version.hpp"
 
 #endif  // LATENTAUDIT_CORE_HPP

@@ -3,11 +3,11 @@
 #ifndef LATENTAUDIT_LATENTAUDIT_HPP
 #define LATENTAUDIT_LATENTAUDIT_HPP
 
+#include "backend.hpp"
 #include "core.hpp"
 #include "estimators.hpp"
 #include "kv.hpp"
-#include "backend.hpp"
-#include "trial.hpp"
 #include "report.hpp"
+#include "trial.hpp"
 
 #endif  // LATENTAUDIT_LATENTAUDIT_HPP

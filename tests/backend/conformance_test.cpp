@@ -10,7 +10,8 @@
 using namespace latentaudit;
 
 namespace {
-const conformance_options kit{.a = {3, 17, 5, 9, 22, 1, 30, 8}, .b = {12, 4, 27, 6}, .delta = 7, .tolerance = 1e-4};
+const conformance_options kit{
+    .a = {3, 17, 5, 9, 22, 1, 30, 8}, .b = {12, 4, 27, 6}, .delta = 7, .tolerance = 1e-4};
 void require_all_pass(const std::vector<conformance_result>& rs) {
   CHECK(rs.size() == 7);
   for (const auto& r : rs) {
@@ -24,8 +25,9 @@ TEST_CASE("the CPU reference backend passes the conformance kit", "[backend][con
   for (bool tied : {false, true})
     for (auto storage : {dtype::f32, dtype::bf16})
       for (unsigned threads : {1u, 4u}) {
-        const auto dir = test::write_tiny_llama("kit_" + std::to_string(tied) + std::string(dtype_name(storage)),
-                                                {.tied = tied, .storage = storage, .seed = 3});
+        const auto dir =
+            test::write_tiny_llama("kit_" + std::to_string(tied) + std::string(dtype_name(storage)),
+                                   {.tied = tied, .storage = storage, .seed = 3});
         auto b = reference_cpu_backend::load(dir, threads);
         require_all_pass(run_conformance(b, kit));
       }

@@ -37,9 +37,11 @@ TEST_CASE("logits match the PyTorch reference to 1e-4", "[backend][reference_cpu
     for (std::string line; std::getline(golden, line); ++rows) {
       const auto cells = test::split_csv_line(line);
       REQUIRE(cells.size() == V + 2);
-      const auto s = static_cast<std::size_t>(std::stoi(cells[0])), p = static_cast<std::size_t>(std::stoi(cells[1]));
+      const auto s = static_cast<std::size_t>(std::stoi(cells[0])),
+                 p = static_cast<std::size_t>(std::stoi(cells[1]));
       for (std::size_t v = 0; v < V; ++v)
-        worst = std::max(worst, std::fabs(static_cast<double>(logits[s][p * V + v]) - test::parse_number(cells[v + 2])));
+        worst = std::max(
+            worst, std::fabs(static_cast<double>(logits[s][p * V + v]) - test::parse_number(cells[v + 2])));
     }
     INFO(model << ": max |delta logit| = " << worst << " over " << rows << " positions");
     CHECK(rows == 16);

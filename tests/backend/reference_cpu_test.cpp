@@ -39,17 +39,23 @@ TEST_CASE("loading validates config and tensors", "[backend][reference_cpu]") {
   CHECK(b.info().fingerprint.head_dim_k == 8);
   CHECK(b.info().fingerprint.weights_hash != 0);
   CHECK(b.info().vocab_size == 40);
-  CHECK(reference_cpu_backend::load(test::write_tiny_llama("load2", {.seed = 2})).info().fingerprint.weights_hash != b.info().fingerprint.weights_hash);
+  CHECK(reference_cpu_backend::load(test::write_tiny_llama("load2", {.seed = 2}))
+            .info()
+            .fingerprint.weights_hash != b.info().fingerprint.weights_hash);
   CHECK_THROWS_WITH(reference_cpu_backend::load(dir / "nope"), Contains("config.json"));
   // a config with an unsupported field, and a checkpoint missing a tensor
   const auto bad = test::write_tiny_llama("badcfg");
-  std::ofstream(bad / "config.json") << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":3,"num_attention_heads":4,"rope_scaling":{"type":"linear"}})";
+  std::ofstream(bad / "config.json")
+      << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":3,"num_attention_heads":4,"rope_scaling":{"type":"linear"}})";
   CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("rope_scaling"));
-  std::ofstream(bad / "config.json") << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2})";
+  std::ofstream(bad / "config.json")
+      << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2})";
   CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("missing tensor 'model.layers.3."));
-  std::ofstream(bad / "config.json") << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":3})";
+  std::ofstream(bad / "config.json")
+      << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":3})";
   CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("divide"));
-  std::ofstream(bad / "config.json") << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2})";
+  std::ofstream(bad / "config.json")
+      << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2})";
   CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("unexpected tensor 'model.layers.2."));
 }
 

@@ -66,8 +66,9 @@ void check_same(const json_value& j, const latentaudit::effect_estimate& e) {
   CHECK(j.at("method").as_string() == e.method);
   CHECK(j.at("estimand").as_string() == e.estimand);
   const std::pair<const char*, double> fields[] = {
-      {"estimate", e.estimate}, {"std_error", e.std_error}, {"ci_low", e.ci_low},         {"ci_high", e.ci_high},
-      {"level", e.level},       {"df", e.df},               {"statistic", e.statistic}, {"p_value", e.p_value},
+      {"estimate", e.estimate},   {"std_error", e.std_error}, {"ci_low", e.ci_low},
+      {"ci_high", e.ci_high},     {"level", e.level},         {"df", e.df},
+      {"statistic", e.statistic}, {"p_value", e.p_value},
   };
   for (const auto& [key, value] : fields) {
     INFO(key);
@@ -98,8 +99,10 @@ std::string two_arm_csv() {
 std::string two_arm_jsonl() {
   std::string s;
   for (std::size_t i = 0; i < y_treated.size(); ++i) {
-    s += cat("{\"id\": \"p", std::to_string(i), "\", \"z\": true, \"y\": ", latentaudit::detail::number_text(y_treated[i]), "}\n");
-    s += cat("{\"id\": \"p", std::to_string(i), "\", \"z\": false, \"y\": ", latentaudit::detail::number_text(y_control[i]), "}\n");
+    s += cat("{\"id\": \"p", std::to_string(i),
+             "\", \"z\": true, \"y\": ", latentaudit::detail::number_text(y_treated[i]), "}\n");
+    s += cat("{\"id\": \"p", std::to_string(i),
+             "\", \"z\": false, \"y\": ", latentaudit::detail::number_text(y_control[i]), "}\n");
   }
   return s;
 }
@@ -135,7 +138,8 @@ TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
   CHECK(v.out == std::string(latentaudit::version_string) + "\n");
   auto h = run_cli({"--help"});
   CHECK(h.code == 0);
-  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "organism", "audit", "report", "--version", "--help", "Exit codes"}) {
+  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "organism", "audit", "report",
+                           "--version", "--help", "Exit codes"}) {
     INFO(word);
     CHECK(h.out.find(word) != std::string::npos);
   }
@@ -151,7 +155,8 @@ TEST_CASE("cli: estimate welch|student equal the library on CSV and JSONL", "[cl
     CHECK(num(w, "n_treated") == 7);
     CHECK(num(w, "n_control") == 7);
     CHECK(w.at("n_pairs").is_null());
-    const auto s = run_json({"estimate", "student", "--data", file, "--outcome", "y", "--treatment", "z", "--level", "0.9"});
+    const auto s = run_json(
+        {"estimate", "student", "--data", file, "--outcome", "y", "--treatment", "z", "--level", "0.9"});
     check_same(s, latentaudit::student_t_test(y_treated, y_control, {.level = 0.9}));
   }
 }
@@ -162,12 +167,13 @@ TEST_CASE("cli: estimate paired, long and wide layouts, equal the library", "[cl
   const auto jsonl = write_file("pairs.jsonl", two_arm_jsonl());
   const auto wide = write_file("wide.csv", wide_csv());
   for (const auto& file : {csv, jsonl}) {
-    const auto j = run_json({"estimate", "paired", "--data", file, "--outcome", "y", "--treatment", "z", "--pair", "id", "--level", "0.8"});
+    const auto j = run_json({"estimate", "paired", "--data", file, "--outcome", "y", "--treatment", "z",
+                             "--pair", "id", "--level", "0.8"});
     check_same(j, expected);
     CHECK(num(j, "n_pairs") == 7);
   }
-  const auto j = run_json({"estimate", "paired", "--data", wide, "--outcome-treated", "after", "--outcome-control", "before",
-                           "--level=0.8", "--pretty"});
+  const auto j = run_json({"estimate", "paired", "--data", wide, "--outcome-treated", "after",
+                           "--outcome-control", "before", "--level=0.8", "--pretty"});
   check_same(j, expected);
   // Row order of a long file does not matter: pairs are matched by id.
   std::string shuffled = "id,z,y\n";
@@ -177,14 +183,15 @@ TEST_CASE("cli: estimate paired, long and wide layouts, equal the library", "[cl
   for (std::size_t i = 0; i < y_treated.size(); ++i) {
     shuffled += cat("p", std::to_string(i), ",1,", latentaudit::detail::number_text(y_treated[i]), "\n");
   }
-  check_same(run_json({"estimate", "paired", "--data", write_file("shuffled.csv", shuffled), "--outcome", "y", "--treatment", "z",
-                       "--pair", "id", "--level", "0.8"}),
+  check_same(run_json({"estimate", "paired", "--data", write_file("shuffled.csv", shuffled), "--outcome", "y",
+                       "--treatment", "z", "--pair", "id", "--level", "0.8"}),
              expected);
 }
 
 TEST_CASE("cli: estimate mcnemar and newcombe equal the library", "[cli]") {
   const auto file = write_file("binary.csv", long_csv(b_treated, b_control));
-  const std::vector<std::string> pair = {"--data", file, "--outcome", "ok", "--treatment", "arm", "--pair", "item"};
+  const std::vector<std::string> pair = {"--data",      file,  "--outcome", "ok",
+                                         "--treatment", "arm", "--pair",    "item"};
   auto args = [&](std::vector<std::string> head, const std::vector<std::string>& tail) {
     head.insert(head.end(), tail.begin(), tail.end());
     return head;
@@ -204,12 +211,14 @@ TEST_CASE("cli: estimate mcnemar and newcombe equal the library", "[cli]") {
     CHECK(j.at("table").at("treated_only").as_number() == 5);
     CHECK(j.at("table").at("control_only").as_number() == 1);
   }
-  const auto u = run_json(args({"estimate", "newcombe"}, {"--data", file, "--outcome", "ok", "--treatment", "arm"}));
+  const auto u =
+      run_json(args({"estimate", "newcombe"}, {"--data", file, "--outcome", "ok", "--treatment", "arm"}));
   check_same(u, latentaudit::two_proportion_test(b_treated, b_control));
   CHECK(num(u, "proportion_treated") == 10.0 / 14.0);
   const auto cc = run_json(args({"estimate", "newcombe", "--continuity-correction", "--level", "0.99"},
                                 {"--data", file, "--outcome", "ok", "--treatment", "arm"}));
-  check_same(cc, latentaudit::two_proportion_test(b_treated, b_control, {.level = 0.99, .continuity_correction = true}));
+  check_same(cc, latentaudit::two_proportion_test(b_treated, b_control,
+                                                  {.level = 0.99, .continuity_correction = true}));
 }
 
 TEST_CASE("cli: estimate tost and noninferiority equal the library", "[cli]") {
@@ -232,20 +241,25 @@ TEST_CASE("cli: estimate tost and noninferiority equal the library", "[cli]") {
     CHECK(num(j, "difference_p_value") == r.effect.p_value);
     CHECK(j.at("equivalent").as_bool() == r.equivalent);
   };
-  check_tost(run_json(args({"estimate", "tost"}, {"--margin", "2"})),
-             latentaudit::equivalence_test(y_treated, y_control, latentaudit::equivalence_bounds::symmetric(2.0)));
-  check_tost(run_json(args({"estimate", "tost"}, {"--margin", "2", "--variance", "pooled", "--alpha", "0.1"})),
-             latentaudit::equivalence_test(y_treated, y_control, latentaudit::equivalence_bounds::symmetric(2.0),
-                                           {.design = t_test_design::student, .alpha = 0.1}));
+  check_tost(
+      run_json(args({"estimate", "tost"}, {"--margin", "2"})),
+      latentaudit::equivalence_test(y_treated, y_control, latentaudit::equivalence_bounds::symmetric(2.0)));
+  check_tost(
+      run_json(args({"estimate", "tost"}, {"--margin", "2", "--variance", "pooled", "--alpha", "0.1"})),
+      latentaudit::equivalence_test(y_treated, y_control, latentaudit::equivalence_bounds::symmetric(2.0),
+                                    {.design = t_test_design::student, .alpha = 0.1}));
   const auto paired = latentaudit::equivalence_test(y_treated, y_control, {.low = -0.5, .high = 1.5},
                                                     {.design = t_test_design::paired, .alpha = 0.025});
-  const auto jp = run_json(args({"estimate", "tost"}, {"--lower", "-0.5", "--upper", "1.5", "--pair", "id", "--level", "0.95"}));
+  const auto jp = run_json(
+      args({"estimate", "tost"}, {"--lower", "-0.5", "--upper", "1.5", "--pair", "id", "--level", "0.95"}));
   check_tost(jp, paired);
   CHECK(num(jp, "n_pairs") == 7);
   CHECK(num(jp, "level") == 0.95);
-  const auto ni = latentaudit::non_inferiority_test(y_treated, y_control, 0.4,
-                                                    {.design = t_test_design::paired, .better = latentaudit::better_direction::lower});
-  const auto jn = run_json(args({"estimate", "noninferiority"}, {"--margin", "0.4", "--better", "lower", "--pair", "id"}));
+  const auto ni = latentaudit::non_inferiority_test(
+      y_treated, y_control, 0.4,
+      {.design = t_test_design::paired, .better = latentaudit::better_direction::lower});
+  const auto jn = run_json(
+      args({"estimate", "noninferiority"}, {"--margin", "0.4", "--better", "lower", "--pair", "id"}));
   auto e = ni.effect;
   e.method = "noninferiority_" + e.method;
   e.statistic = ni.statistic;
@@ -284,11 +298,13 @@ std::string number_file(const std::string& name, const std::vector<double>& xs) 
 
 }  // namespace
 
-TEST_CASE("cli: estimate bootstrap (two-sample, paired, cluster) equals the library at any thread count", "[cli]") {
+TEST_CASE("cli: estimate bootstrap (two-sample, paired, cluster) equals the library at any thread count",
+          "[cli]") {
   using latentaudit::bootstrap_ci_method;
   using latentaudit::bootstrap_convention;
   const auto file = write_file("boot.csv", two_arm_csv());
-  const std::vector<std::string> data = {"--data", file, "--outcome", "y", "--treatment", "z", "--replicates", "999", "--seed", "7"};
+  const std::vector<std::string> data = {"--data", file,           "--outcome", "y",      "--treatment",
+                                         "z",      "--replicates", "999",       "--seed", "7"};
   auto args = [&](std::vector<std::string> tail) {
     std::vector<std::string> a = {"estimate", "bootstrap"};
     a.insert(a.end(), data.begin(), data.end());
@@ -296,29 +312,40 @@ TEST_CASE("cli: estimate bootstrap (two-sample, paired, cluster) equals the libr
     return a;
   };
   // two-sample, BCa (default), boot convention
-  const auto two = latentaudit::bootstrap_mean_difference(y_treated, y_control, {.replicates = 999, .seed = 7});
+  const auto two =
+      latentaudit::bootstrap_mean_difference(y_treated, y_control, {.replicates = 999, .seed = 7});
   const auto j1 = run_json(args({"--threads", "1"}));
   check_bootstrap(j1, two);
   CHECK(j1.at("design").as_string() == "two_sample");
   CHECK(latentaudit::write_json(run_json(args({"--threads", "3"}))) == latentaudit::write_json(j1));
   // paired, percentile, scipy convention, level 0.9
-  const auto paired = latentaudit::bootstrap_paired_mean(
-      y_treated, y_control,
-      {.replicates = 999, .level = 0.9, .method = bootstrap_ci_method::percentile, .convention = bootstrap_convention::scipy, .seed = 7});
-  const auto j2 = run_json(args({"--pair", "id", "--ci", "percentile", "--convention", "scipy", "--level", "0.9"}));
+  const auto paired = latentaudit::bootstrap_paired_mean(y_treated, y_control,
+                                                         {.replicates = 999,
+                                                          .level = 0.9,
+                                                          .method = bootstrap_ci_method::percentile,
+                                                          .convention = bootstrap_convention::scipy,
+                                                          .seed = 7});
+  const auto j2 =
+      run_json(args({"--pair", "id", "--ci", "percentile", "--convention", "scipy", "--level", "0.9"}));
   check_bootstrap(j2, paired);
   CHECK(num(j2, "n_pairs") == 7);
   // studentized two-sample
-  check_bootstrap(run_json(args({"--ci", "studentized"})),
-                  latentaudit::bootstrap_mean_difference(y_treated, y_control,
-                                                         {.replicates = 999, .method = bootstrap_ci_method::studentized, .seed = 7}));
+  check_bootstrap(
+      run_json(args({"--ci", "studentized"})),
+      latentaudit::bootstrap_mean_difference(
+          y_treated, y_control, {.replicates = 999, .method = bootstrap_ci_method::studentized, .seed = 7}));
   // cluster on the pair id: cluster k holds treated row k and control row k
   std::vector<std::size_t> labels(y_treated.size());
   for (std::size_t k = 0; k < labels.size(); ++k) labels[k] = k;
   const auto cl = latentaudit::bootstrap_clustered(
       y_treated, labels, y_control, labels,
-      [](const latentaudit::resample_view& t, const latentaudit::resample_view& c) { return t.mean() - c.mean(); },
-      {.replicates = 999, .method = bootstrap_ci_method::basic, .seed = 7, .estimand = "difference_in_means"});
+      [](const latentaudit::resample_view& t, const latentaudit::resample_view& c) {
+        return t.mean() - c.mean();
+      },
+      {.replicates = 999,
+       .method = bootstrap_ci_method::basic,
+       .seed = 7,
+       .estimand = "difference_in_means"});
   const auto j3 = run_json(args({"--cluster", "id", "--ci", "basic"}));
   check_bootstrap(j3, cl);
   CHECK(num(j3, "n_clusters") == 7);
@@ -328,11 +355,13 @@ TEST_CASE("cli: estimate bootstrap (two-sample, paired, cluster) equals the libr
 TEST_CASE("cli: interval from saved replicates equals bootstrap_interval", "[cli]") {
   using latentaudit::bootstrap_ci_method;
   using latentaudit::bootstrap_convention;
-  auto full = latentaudit::bootstrap_mean_difference(y_treated, y_control, {.replicates = 499, .seed = 3, .keep_replicates = true});
+  auto full = latentaudit::bootstrap_mean_difference(y_treated, y_control,
+                                                     {.replicates = 499, .seed = 3, .keep_replicates = true});
   const double t0 = full.effect.estimate;
   const auto reps = number_file("reps.txt", full.replicates);
   std::vector<double> influence;
-  const double m1 = latentaudit::detail::moments(y_treated).mean, m0 = latentaudit::detail::moments(y_control).mean;
+  const double m1 = latentaudit::detail::moments(y_treated).mean,
+               m0 = latentaudit::detail::moments(y_control).mean;
   for (double y : y_treated) influence.push_back(y - m1);
   for (double y : y_control) influence.push_back(-(y - m0));
   const auto inf = number_file("inf.txt", influence);
@@ -346,8 +375,8 @@ TEST_CASE("cli: interval from saved replicates equals bootstrap_interval", "[cli
                      : std::string(method) == "normal"   ? bootstrap_ci_method::normal
                                                          : bootstrap_ci_method::bca;
       const auto c = std::string(conv) == "boot" ? bootstrap_convention::boot : bootstrap_convention::scipy;
-      std::vector<std::string> a = {"interval", "--estimate", t0_text, "--replicates", reps, "--method", method,
-                                    "--convention", conv, "--level", "0.9"};
+      std::vector<std::string> a = {"interval", "--estimate",   t0_text, "--replicates", reps, "--method",
+                                    method,     "--convention", conv,    "--level",      "0.9"};
       if (m == bootstrap_ci_method::bca) {
         a.insert(a.end(), {"--influence", inf});
         if (c == bootstrap_convention::scipy) a.insert(a.end(), {"--strata", "7,7"});
@@ -355,7 +384,8 @@ TEST_CASE("cli: interval from saved replicates equals bootstrap_interval", "[cli
       auto input = in;
       const std::vector<std::size_t> strata = {7, 7};
       if (m == bootstrap_ci_method::bca && c == bootstrap_convention::scipy) input.strata = strata;
-      const auto expect = latentaudit::bootstrap_interval(input, {.level = 0.9, .method = m, .convention = c});
+      const auto expect =
+          latentaudit::bootstrap_interval(input, {.level = 0.9, .method = m, .convention = c});
       const auto j = run_json(a);
       check_bootstrap(j, expect);
       CHECK(num(j, "replicates") == 499);
@@ -363,12 +393,14 @@ TEST_CASE("cli: interval from saved replicates equals bootstrap_interval", "[cli
   }
   // studentized: v0 and per-replicate variances
   std::vector<double> vars;
-  for (std::size_t r = 0; r < full.replicates.size(); ++r) vars.push_back(0.1 + 0.001 * static_cast<double>(r % 17));
+  for (std::size_t r = 0; r < full.replicates.size(); ++r)
+    vars.push_back(0.1 + 0.001 * static_cast<double>(r % 17));
   const auto vfile = number_file("vars.txt", vars);
-  const auto st = latentaudit::bootstrap_interval({.t0 = t0, .replicates = full.replicates, .t0_variance = 0.12, .replicate_variances = vars},
-                                                  {.method = bootstrap_ci_method::studentized});
-  check_bootstrap(run_json({"interval", "--estimate", t0_text, "--replicates", reps, "--method", "studentized", "--estimate-variance",
-                            "0.12", "--replicate-variances", vfile}),
+  const auto st = latentaudit::bootstrap_interval(
+      {.t0 = t0, .replicates = full.replicates, .t0_variance = 0.12, .replicate_variances = vars},
+      {.method = bootstrap_ci_method::studentized});
+  check_bootstrap(run_json({"interval", "--estimate", t0_text, "--replicates", reps, "--method",
+                            "studentized", "--estimate-variance", "0.12", "--replicate-variances", vfile}),
                   st);
 }
 
@@ -382,20 +414,25 @@ TEST_CASE("cli: power paired-t|two-sample-t|mcnemar equal the library", "[cli]")
   CHECK(num(n, "n_required") == static_cast<double>(rn.n_required));
   CHECK(num(n, "power_at_required") == rn.power_at_required);
   CHECK(n.at("n_required_control").is_null());
-  const auto p = run_json({"power", "two-sample-t", "--n", "20", "--delta", "0.7", "--alpha", "0.01", "--strict"});
+  const auto p =
+      run_json({"power", "two-sample-t", "--n", "20", "--delta", "0.7", "--alpha", "0.01", "--strict"});
   CHECK(p.at("solve_for").as_string() == "power");
   CHECK(num(p, "power") == latentaudit::t_test_power(20, 0.7, {.alpha = 0.01, .strict = true}));
-  const auto m = run_json({"power", "two-sample-t", "--n", "30", "--power", "0.9", "--ratio", "2", "--one-sided"});
+  const auto m =
+      run_json({"power", "two-sample-t", "--n", "30", "--power", "0.9", "--ratio", "2", "--one-sided"});
   CHECK(m.at("solve_for").as_string() == "delta");
-  CHECK(num(m, "delta") == latentaudit::t_test_mde(30, 0.9, {.sides = power_sides::one_sided, .allocation_ratio = 2.0}));
+  CHECK(num(m, "delta") ==
+        latentaudit::t_test_mde(30, 0.9, {.sides = power_sides::one_sided, .allocation_ratio = 2.0}));
   const auto r2 = latentaudit::t_test_sample_size(0.4, 0.8, {.allocation_ratio = 0.5});
   const auto j2 = run_json({"power", "two-sample-t", "--delta", "0.4", "--power", "0.8", "--ratio", "0.5"});
   CHECK(num(j2, "n_required_control") == static_cast<double>(r2.n_required_control));
   CHECK(num(j2, "n_total") == static_cast<double>(r2.n_total));
   const auto mp = run_json({"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--n", "300"});
   CHECK(num(mp, "power") == latentaudit::mcnemar_power(300, 0.1, 0.05));
-  const auto me = run_json({"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--power", "0.8", "--exact"});
-  const auto re = latentaudit::mcnemar_sample_size(0.1, 0.05, 0.8, {.method = latentaudit::mcnemar_power_method::exact});
+  const auto me =
+      run_json({"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--power", "0.8", "--exact"});
+  const auto re =
+      latentaudit::mcnemar_sample_size(0.1, 0.05, 0.8, {.method = latentaudit::mcnemar_power_method::exact});
   CHECK(num(me, "n_required") == static_cast<double>(re.n_required));
   CHECK(num(me, "power_at_required") == re.power_at_required);
   CHECK(me.at("method").as_string() == "exact");
@@ -444,18 +481,22 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
   const auto no_treated = write_file("no_treated.csv", "id,z,y\na,0,2\nb,0,1\n");
   const auto one_obs = write_file("one.csv", "id,z,y\na,1,2\nb,0,1\nc,0,3\n");
   const auto constant = write_file("constant.csv", "id,z,y\na,1,2\nb,0,2\nc,1,2\nd,0,2\n");
-  const auto bad_records = write_file("records.jsonl", "{\"item\": 0, \"seed\": 0, \"arm\": \"kv\", \"correct\": 1}\n{\"item\": 1, \"seed\": 0, \"arm\": \"kv\"}\n");
+  const auto bad_records = write_file("records.jsonl",
+                                      "{\"item\": 0, \"seed\": 0, \"arm\": \"kv\", \"correct\": "
+                                      "1}\n{\"item\": 1, \"seed\": 0, \"arm\": \"kv\"}\n");
   const auto unpaired = write_file("unpaired.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nc,0,1\n");
   const auto twice = write_file("twice.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nb,1,4\nb,0,1\n");
   const auto missing_id = write_file("missing_id.csv", "id,z,y\na,1,2\na,0,1\n,1,3\nb,0,1\n");
   const auto bad_quote = write_file("quote.csv", "id,z,y\na,1,\"2\nb,0,1\n");
   const auto bad_jsonl = write_file("bad.jsonl", "{\"z\":1,\"y\":2}\n{\"z\":0,\"y\":}\n");
   const auto not_object = write_file("array.jsonl", "{\"z\":1,\"y\":2}\n[0, 1]\n");
-  const auto missing_key = write_file("missing_key.jsonl", "{\"z\":1,\"y\":2}\n{\"z\":0}\n{\"z\":1,\"y\":2}\n{\"z\":0,\"y\":5}\n");
+  const auto missing_key =
+      write_file("missing_key.jsonl", "{\"z\":1,\"y\":2}\n{\"z\":0}\n{\"z\":1,\"y\":2}\n{\"z\":0,\"y\":5}\n");
   const auto wide_nan = write_file("wide_nan.csv", "pair,after,before\n1,2,3\n2,nan,1\n3,1,1\n");
   const auto txt = write_file("data.txt", "id,z,y\n");
   const std::vector<std::string> base = {"--outcome", "y", "--treatment", "z"};
-  auto with = [&](std::vector<std::string> head, const std::string& file, std::vector<std::string> tail = {}) {
+  auto with = [&](std::vector<std::string> head, const std::string& file,
+                  std::vector<std::string> tail = {}) {
     head.push_back("--data");
     head.push_back(file);
     head.insert(head.end(), base.begin(), base.end());
@@ -476,7 +517,8 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {with({"estimate", "welch"}, bad_jsonl), {"line 2", "invalid JSON"}},
       {with({"estimate", "welch"}, not_object), {"line 2", "expected a JSON object"}},
       {with({"estimate", "welch"}, missing_key), {"line 2", "column 'y'", "missing value"}},
-      {{"estimate", "welch", "--data", good, "--outcome", "nope", "--treatment", "z"}, {"no column 'nope'", "columns: id, z, y"}},
+      {{"estimate", "welch", "--data", good, "--outcome", "nope", "--treatment", "z"},
+       {"no column 'nope'", "columns: id, z, y"}},
       {{"estimate", "welch", "--data", good, "--outcome", "y", "--treatment", "nope"}, {"no column 'nope'"}},
       // treatment coding and arms
       {with({"estimate", "welch"}, bad_code), {"line 3", "column 'z'", "coded 0", "got 2"}},
@@ -487,68 +529,94 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {with({"estimate", "welch"}, constant), {"constant"}},
       {with({"estimate", "paired"}, constant, {"--pair", "id"}), {"unpaired", "'a'"}},
       // paired designs
-      {with({"estimate", "paired"}, unpaired, {"--pair", "id"}), {"pair id 'b'", "unpaired", "line 4", "column 'id'"}},
+      {with({"estimate", "paired"}, unpaired, {"--pair", "id"}),
+       {"pair id 'b'", "unpaired", "line 4", "column 'id'"}},
       {with({"estimate", "paired"}, twice, {"--pair", "id"}), {"pair id 'b'", "second treated", "line 5"}},
       {with({"estimate", "paired"}, missing_id, {"--pair", "id"}), {"line 4", "column 'id'", "missing"}},
       {with({"estimate", "paired"}, good), {"paired data needed", "--pair"}},
       {with({"estimate", "paired"}, good, {"--outcome-treated", "y"}), {"--outcome", "cannot be combined"}},
-      {{"estimate", "paired", "--data", wide, "--outcome-treated", "after"}, {"missing required option --outcome-control"}},
-      {{"estimate", "paired", "--data", write_file("wn.csv", "pair,after,before\n1,2,3\n2,nan,1\n3,1,1\n"), "--outcome-treated",
-        "after", "--outcome-control", "before"},
+      {{"estimate", "paired", "--data", wide, "--outcome-treated", "after"},
+       {"missing required option --outcome-control"}},
+      {{"estimate", "paired", "--data", write_file("wn.csv", "pair,after,before\n1,2,3\n2,nan,1\n3,1,1\n"),
+        "--outcome-treated", "after", "--outcome-control", "before"},
        {"line 3", "column 'after'", "non-finite"}},
-      {{"estimate", "paired", "--data", wide, "--outcome-treated", "after", "--outcome-control", "nope"}, {"no column 'nope'"}},
+      {{"estimate", "paired", "--data", wide, "--outcome-treated", "after", "--outcome-control", "nope"},
+       {"no column 'nope'"}},
       // binary outcomes, equivalence
-      {{"estimate", "mcnemar", "--data", write_file("nb.csv", "item,arm,ok\na,1,1\na,0,0.5\n"), "--outcome", "ok", "--treatment", "arm",
-        "--pair", "item"},
+      {{"estimate", "mcnemar", "--data", write_file("nb.csv", "item,arm,ok\na,1,1\na,0,0.5\n"), "--outcome",
+        "ok", "--treatment", "arm", "--pair", "item"},
        {"line 3", "column 'ok'", "binary outcome", "0.5"}},
-      {{"estimate", "newcombe", "--data", write_file("nb2.csv", "item,arm,ok\na,1,1\nb,0,2\n"), "--outcome", "ok", "--treatment", "arm"},
+      {{"estimate", "newcombe", "--data", write_file("nb2.csv", "item,arm,ok\na,1,1\nb,0,2\n"), "--outcome",
+        "ok", "--treatment", "arm"},
        {"line 3", "column 'ok'", "binary outcome", "got 2"}},
-      {{"estimate", "mcnemar", "--data", write_file("nd.csv", "item,arm,ok\na,1,1\na,0,1\nb,1,0\nb,0,0\n"), "--outcome", "ok",
-        "--treatment", "arm", "--pair", "item"},
+      {{"estimate", "mcnemar", "--data", write_file("nd.csv", "item,arm,ok\na,1,1\na,0,1\nb,1,0\nb,0,0\n"),
+        "--outcome", "ok", "--treatment", "arm", "--pair", "item"},
        {"no discordant pairs"}},
       {with({"estimate", "mcnemar"}, good), {"needs paired data"}},
-      {with({"estimate", "newcombe"}, good, {"--pair", "id", "--continuity-correction"}), {"--continuity-correction", "unpaired"}},
+      {with({"estimate", "newcombe"}, good, {"--pair", "id", "--continuity-correction"}),
+       {"--continuity-correction", "unpaired"}},
       {with({"estimate", "tost"}, good), {"missing required option --margin"}},
       {with({"estimate", "tost"}, good, {"--margin", "-1"}), {"--margin", "positive"}},
       {with({"estimate", "tost"}, good, {"--margin", "1", "--alpha", "0.6"}), {"--alpha", "(0, 0.5)"}},
-      {with({"estimate", "tost"}, good, {"--margin", "1", "--alpha", "0.1", "--level", "0.9"}), {"--alpha", "--level", "not both"}},
-      {with({"estimate", "tost"}, good, {"--margin", "1", "--lower", "0"}), {"--margin", "--lower", "not both"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--alpha", "0.1", "--level", "0.9"}),
+       {"--alpha", "--level", "not both"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--lower", "0"}),
+       {"--margin", "--lower", "not both"}},
       {with({"estimate", "tost"}, good, {"--lower", "1", "--upper", "0"}), {"--lower", "less than --upper"}},
       {with({"estimate", "tost"}, good, {"--lower", "1"}), {"missing required option --upper"}},
-      {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "weird"}), {"--variance", "unequal|pooled", "weird"}},
-      {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "pooled", "--pair", "id"}), {"--variance", "unpaired"}},
-      {with({"estimate", "noninferiority"}, good, {"--margin", "1", "--better", "up"}), {"--better", "higher|lower"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "weird"}),
+       {"--variance", "unequal|pooled", "weird"}},
+      {with({"estimate", "tost"}, good, {"--margin", "1", "--variance", "pooled", "--pair", "id"}),
+       {"--variance", "unpaired"}},
+      {with({"estimate", "noninferiority"}, good, {"--margin", "1", "--better", "up"}),
+       {"--better", "higher|lower"}},
       // bootstrap and interval
-      {with({"estimate", "bootstrap"}, good, {"--ci", "weird"}), {"--ci", "percentile|basic|normal|bca|studentized", "weird"}},
+      {with({"estimate", "bootstrap"}, good, {"--ci", "weird"}),
+       {"--ci", "percentile|basic|normal|bca|studentized", "weird"}},
       {with({"estimate", "bootstrap"}, good, {"--replicates", "1"}), {"--replicates", "[2, "}},
       {with({"estimate", "bootstrap"}, good, {"--replicates", "1e3"}), {"--replicates", "integer", "1e3"}},
       {with({"estimate", "bootstrap"}, good, {"--seed", "-1"}), {"--seed", "integer", "-1"}},
       {with({"estimate", "bootstrap"}, good, {"--threads", "x"}), {"--threads", "integer"}},
       {with({"estimate", "bootstrap"}, good, {"--convention", "stata"}), {"--convention", "boot|scipy"}},
       {with({"estimate", "bootstrap"}, good, {"--cluster", "id", "--pair", "id"}), {"--cluster", "paired"}},
-      {with({"estimate", "bootstrap"}, good, {"--cluster", "id", "--ci", "studentized"}), {"studentized", "--cluster"}},
+      {with({"estimate", "bootstrap"}, good, {"--cluster", "id", "--ci", "studentized"}),
+       {"studentized", "--cluster"}},
       {with({"estimate", "bootstrap"}, constant, {"--replicates", "99"}), {"replicates are equal"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r1.txt", "x\n1\n2\n")}, {"missing required option --method"}},
-      {{"interval", "--replicates", write_file("r2.txt", "1\n2\n"), "--method", "percentile"}, {"missing required option --estimate"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r1.txt", "x\n1\n2\n")},
+       {"missing required option --method"}},
+      {{"interval", "--replicates", write_file("r2.txt", "1\n2\n"), "--method", "percentile"},
+       {"missing required option --estimate"}},
       {{"interval", "--estimate", "1", "--method", "percentile"}, {"missing required option --replicates"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r3.txt", "1\n2\n3\n"), "--method", "bca"}, {"bca", "--influence"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r4.txt", "1\n2\n3\n"), "--method", "percentile", "--influence",
-        write_file("i4.txt", "1\n-1\n")},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r3.txt", "1\n2\n3\n"), "--method", "bca"},
+       {"bca", "--influence"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r4.txt", "1\n2\n3\n"), "--method",
+        "percentile", "--influence", write_file("i4.txt", "1\n-1\n")},
        {"--influence", "bca only"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r5.txt", "t\n1\n2\nabc\n"), "--method", "normal"},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r5.txt", "t\n1\n2\nabc\n"), "--method",
+        "normal"},
        {"r5.txt", "line 4", "one number per line", "abc"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r6.txt", "1\n2\ninf\n"), "--method", "normal"},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r6.txt", "1\n2\ninf\n"), "--method",
+        "normal"},
        {"r6.txt", "line 3", "non-finite"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r7.txt", "header\n\n"), "--method", "normal"}, {"r7.txt", "no numbers"}},
-      {{"interval", "--estimate", "1", "--replicates", "/nonexistent/r.txt", "--method", "normal"}, {"cannot open", "/nonexistent/r.txt"}},
-      {{"interval", "--estimate", "nan", "--replicates", write_file("r8.txt", "1\n2\n"), "--method", "normal"}, {"--estimate", "finite"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r9.txt", "1\n2\n3\n"), "--method", "percentile"}, {"too small for level"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r10.txt", "1\n2\n3\n"), "--method", "bca", "--influence",
-        write_file("i10.txt", "1\n-1\n"), "--strata", "1,x"},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r7.txt", "header\n\n"), "--method",
+        "normal"},
+       {"r7.txt", "no numbers"}},
+      {{"interval", "--estimate", "1", "--replicates", "/nonexistent/r.txt", "--method", "normal"},
+       {"cannot open", "/nonexistent/r.txt"}},
+      {{"interval", "--estimate", "nan", "--replicates", write_file("r8.txt", "1\n2\n"), "--method",
+        "normal"},
+       {"--estimate", "finite"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r9.txt", "1\n2\n3\n"), "--method",
+        "percentile"},
+       {"too small for level"}},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r10.txt", "1\n2\n3\n"), "--method", "bca",
+        "--influence", write_file("i10.txt", "1\n-1\n"), "--strata", "1,x"},
        {"--strata", "positive integers"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r11.txt", "1\n2\n3\n"), "--method", "studentized"},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r11.txt", "1\n2\n3\n"), "--method",
+        "studentized"},
        {"missing required option --estimate-variance"}},
-      {{"interval", "--estimate", "1", "--replicates", write_file("r12.txt", "1\n2\n3\n"), "--method", "normal", "--data", good},
+      {{"interval", "--estimate", "1", "--replicates", write_file("r12.txt", "1\n2\n3\n"), "--method",
+        "normal", "--data", good},
        {"--data", "not accepted"}},
       // power
       {{"power"}, {"missing test"}},
@@ -558,22 +626,28 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"power", "paired-t", "--n", "10", "--delta", "1", "--alpha", "2"}, {"alpha", "(0, 1)"}},
       {{"power", "paired-t", "--n", "10", "--delta", "1", "--sd", "0"}, {"sd", "positive"}},
       {{"power", "paired-t", "--n", "10", "--delta", "1", "--ratio", "2"}, {"unknown option '--ratio'"}},
-      {{"power", "two-sample-t", "--n", "10", "--delta", "1", "--one-sided", "--strict"}, {"--strict", "two-sided"}},
+      {{"power", "two-sample-t", "--n", "10", "--delta", "1", "--one-sided", "--strict"},
+       {"--strict", "two-sided"}},
       {{"power", "two-sample-t", "--delta", "0", "--power", "0.8"}, {"delta", "non-zero"}},
       {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.05"}, {"exactly one of --n", "--power"}},
-      {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--n", "10", "--power", "0.8"}, {"exactly one of --n"}},
+      {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.05", "--n", "10", "--power", "0.8"},
+       {"exactly one of --n"}},
       {{"power", "mcnemar", "--p10", "0.1", "--p01", "0.1", "--power", "0.8"}, {"p01"}},
       {{"power", "mcnemar", "--p01", "0.1", "--n", "10"}, {"missing required option --p10"}},
       // the shared option parser and data loader in the newer commands (their own checks are in
       // regression_, matching_, weighting_, forward_ and kv_cli_test.cpp)
-      {{"estimate", "ols", "--data", good, "--outcome", "y", "--treatment", "z"}, {"--treatment", "not accepted"}},
+      {{"estimate", "ols", "--data", good, "--outcome", "y", "--treatment", "z"},
+       {"--treatment", "not accepted"}},
       {{"estimate", "ols", "--data", good, "--outcome", "y", "--covariates", "nope"}, {"no column 'nope'"}},
-      {with({"estimate", "did"}, good, {"--unit", "id", "--post", "z", "--time", "z"}), {"--post", "--time", "not both"}},
+      {with({"estimate", "did"}, good, {"--unit", "id", "--post", "z", "--time", "z"}),
+       {"--post", "--time", "not both"}},
       {with({"estimate", "event-study"}, good, {"--unit", "id"}), {"missing required option --time"}},
       {with({"estimate", "iv"}, good, {"--instrument", "y", "--level", "2"}), {"--level", "(0, 1)"}},
-      {with({"estimate", "matching"}, good, {"--covariates", "y", "--neighbors", "x"}), {"--neighbors", "integer"}},
+      {with({"estimate", "matching"}, good, {"--covariates", "y", "--neighbors", "x"}),
+       {"--neighbors", "integer"}},
       {with({"estimate", "ipw"}, good, {"--covariates", "y", "--pair", "id"}), {"--pair", "not accepted"}},
-      {with({"estimate", "aipw"}, good, {"--covariates", "y", "--normalization", "ht"}), {"unknown option '--normalization'"}},
+      {with({"estimate", "aipw"}, good, {"--covariates", "y", "--normalization", "ht"}),
+       {"unknown option '--normalization'"}},
       {with({"estimate", "cate"}, bad_code, {"--by", "id"}), {"line 3", "column 'z'", "coded 0"}},
       {with({"estimate", "rosenbaum"}, good, {"--gamma", "0.5", "--pair", "id"}), {"--gamma", ">= 1"}},
       {{"forward", "--model", "/nonexistent", "--tokens", "1", "--bogus"}, {"unknown option '--bogus'"}},
@@ -628,71 +702,127 @@ struct help_case {
 const std::vector<help_case>& help_cases() {
   static const std::vector<help_case> cases = {
       {{"estimate"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster", "--level", "--margin",
-        "--lower", "--upper", "--variance", "--alpha", "--better", "--continuity-correction", "--replicates", "--ci", "--convention",
-        "--seed", "--threads", "--covariates", "--cov", "--dist", "--unit", "--time", "--post", "--instrument", "--fe-k", "--first",
-        "--last", "--bin", "--estimand", "--neighbors", "--distance", "--ties", "--no-ties", "--caliper", "--exact", "--bias-adjust",
-        "--var-calc", "--sample-variance", "--normalization", "--trim", "--trim-mode", "--by", "--bins", "--covariance", "--gamma",
+       {"--data",
+        "--outcome",
+        "--treatment",
+        "--pair",
+        "--outcome-treated",
+        "--outcome-control",
+        "--cluster",
+        "--level",
+        "--margin",
+        "--lower",
+        "--upper",
+        "--variance",
+        "--alpha",
+        "--better",
+        "--continuity-correction",
+        "--replicates",
+        "--ci",
+        "--convention",
+        "--seed",
+        "--threads",
+        "--covariates",
+        "--cov",
+        "--dist",
+        "--unit",
+        "--time",
+        "--post",
+        "--instrument",
+        "--fe-k",
+        "--first",
+        "--last",
+        "--bin",
+        "--estimand",
+        "--neighbors",
+        "--distance",
+        "--ties",
+        "--no-ties",
+        "--caliper",
+        "--exact",
+        "--bias-adjust",
+        "--var-calc",
+        "--sample-variance",
+        "--normalization",
+        "--trim",
+        "--trim-mode",
+        "--by",
+        "--bins",
+        "--covariance",
+        "--gamma",
         "--pretty"}},
       {{"estimate", "welch"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
       {{"estimate", "student"}, {"--data", "--outcome", "--treatment", "--level", "--pretty"}},
       {{"estimate", "paired"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level", "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level",
+        "--pretty"}},
       {{"estimate", "mcnemar"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level", "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level",
+        "--pretty"}},
       {{"estimate", "newcombe"},
        {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--level",
         "--continuity-correction", "--pretty"}},
       {{"estimate", "tost"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin", "--lower", "--upper",
-        "--variance", "--alpha", "--level", "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin",
+        "--lower", "--upper", "--variance", "--alpha", "--level", "--pretty"}},
       {{"estimate", "noninferiority"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin", "--better",
-        "--variance", "--alpha", "--level", "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--margin",
+        "--better", "--variance", "--alpha", "--level", "--pretty"}},
       {{"estimate", "bootstrap"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster", "--level",
-        "--replicates", "--ci", "--convention", "--seed", "--threads", "--pretty"}},
-      {{"estimate", "ols"}, {"--data", "--outcome", "--covariates", "--cov", "--dist", "--cluster", "--level", "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--cluster",
+        "--level", "--replicates", "--ci", "--convention", "--seed", "--threads", "--pretty"}},
+      {{"estimate", "ols"},
+       {"--data", "--outcome", "--covariates", "--cov", "--dist", "--cluster", "--level", "--pretty"}},
       {{"estimate", "did"},
-       {"--data", "--outcome", "--treatment", "--unit", "--time", "--post", "--cov", "--dist", "--fe-k", "--level", "--pretty"}},
-      {{"estimate", "event-study"},
-       {"--data", "--outcome", "--treatment", "--unit", "--time", "--first", "--last", "--bin", "--cov", "--dist", "--fe-k", "--level",
-        "--pretty"}},
-      {{"estimate", "iv"},
-       {"--data", "--outcome", "--treatment", "--instrument", "--covariates", "--cov", "--dist", "--cluster", "--level", "--pretty"}},
-      {{"estimate", "matching"},
-       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--neighbors", "--distance", "--ties", "--no-ties",
-        "--caliper", "--exact", "--bias-adjust", "--var-calc", "--sample-variance", "--level", "--threads", "--pretty"}},
-      {{"estimate", "ipw"},
-       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--normalization", "--variance", "--trim", "--trim-mode",
+       {"--data", "--outcome", "--treatment", "--unit", "--time", "--post", "--cov", "--dist", "--fe-k",
         "--level", "--pretty"}},
+      {{"estimate", "event-study"},
+       {"--data", "--outcome", "--treatment", "--unit", "--time", "--first", "--last", "--bin", "--cov",
+        "--dist", "--fe-k", "--level", "--pretty"}},
+      {{"estimate", "iv"},
+       {"--data", "--outcome", "--treatment", "--instrument", "--covariates", "--cov", "--dist", "--cluster",
+        "--level", "--pretty"}},
+      {{"estimate", "matching"},
+       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--neighbors", "--distance",
+        "--ties", "--no-ties", "--caliper", "--exact", "--bias-adjust", "--var-calc", "--sample-variance",
+        "--level", "--threads", "--pretty"}},
+      {{"estimate", "ipw"},
+       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--normalization", "--variance",
+        "--trim", "--trim-mode", "--level", "--pretty"}},
       {{"estimate", "aipw"},
-       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--trim", "--trim-mode", "--level", "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--covariates", "--estimand", "--trim", "--trim-mode",
+        "--level", "--pretty"}},
       {{"estimate", "cate"},
-       {"--data", "--outcome", "--treatment", "--outcome-treated", "--outcome-control", "--by", "--bins", "--covariance", "--level",
-        "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--outcome-treated", "--outcome-control", "--by", "--bins",
+        "--covariance", "--level", "--pretty"}},
       {{"estimate", "rosenbaum"},
-       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--gamma", "--alpha", "--exact",
-        "--pretty"}},
+       {"--data", "--outcome", "--treatment", "--pair", "--outcome-treated", "--outcome-control", "--gamma",
+        "--alpha", "--exact", "--pretty"}},
       {{"power"},
-       {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--p10", "--p01", "--exact", "--max-n",
-        "--pretty"}},
-      {{"power", "paired-t"}, {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--pretty"}},
-      {{"power", "two-sample-t"}, {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--pretty"}},
-      {{"power", "mcnemar"}, {"--p10", "--p01", "--n", "--power", "--alpha", "--one-sided", "--exact", "--max-n", "--pretty"}},
+       {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--p10",
+        "--p01", "--exact", "--max-n", "--pretty"}},
+      {{"power", "paired-t"},
+       {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--pretty"}},
+      {{"power", "two-sample-t"},
+       {"--n", "--delta", "--power", "--sd", "--alpha", "--one-sided", "--strict", "--ratio", "--pretty"}},
+      {{"power", "mcnemar"},
+       {"--p10", "--p01", "--n", "--power", "--alpha", "--one-sided", "--exact", "--max-n", "--pretty"}},
       {{"interval"},
-       {"--estimate", "--replicates", "--method", "--influence", "--strata", "--estimate-variance", "--replicate-variances",
-        "--level", "--convention", "--pretty"}},
+       {"--estimate", "--replicates", "--method", "--influence", "--strata", "--estimate-variance",
+        "--replicate-variances", "--level", "--convention", "--pretty"}},
       {{"forward"}, {"--model", "--tokens", "--all", "--logits-out", "--threads", "--pretty"}},
       {{"kv"}, {}},
       {{"kv", "inspect"}, {"--key-file", "--require-auth", "--pretty"}},
-      {{"kv", "make-example"}, {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize", "--pretty"}},
+      {{"kv", "make-example"},
+       {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize", "--pretty"}},
       {{"organism"}, {}},
       {{"organism", "eval"}, {"--model", "--pairs", "--items", "--seed", "--threads", "--pretty"}},
       {{"audit"},
-       {"--model", "--partner", "--items", "--seeds", "--arms", "--link", "--out", "--resume", "--threads", "--seed", "--no-need-fraction",
-        "--config", "--margin", "--alpha", "--bootstrap", "--trials-only", "--durable", "--quiet", "--pretty"}},
-      {{"report"}, {"--records", "--out", "--margin", "--alpha", "--bootstrap", "--seed", "--quiet", "--pretty"}},
+       {"--model", "--partner", "--items", "--seeds", "--arms", "--link", "--out", "--resume", "--threads",
+        "--seed", "--no-need-fraction", "--config", "--margin", "--alpha", "--bootstrap", "--trials-only",
+        "--durable", "--quiet", "--pretty"}},
+      {{"report"},
+       {"--records", "--out", "--margin", "--alpha", "--bootstrap", "--seed", "--quiet", "--pretty"}},
   };
   return cases;
 }

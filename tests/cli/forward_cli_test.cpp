@@ -45,7 +45,10 @@ TEST_CASE("forward writes the logits of every position, matching PyTorch", "[cli
 
 TEST_CASE("forward rejects bad models, tokens and lengths with one line", "[cli][forward]") {
   const auto model = test::golden_path("reference_cpu/tiny_f32");
-  struct bad_case { std::vector<std::string> args; std::string needle; };
+  struct bad_case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
   const std::vector<bad_case> cases{
       {{"forward", "--model", "/nonexistent", "--tokens", "1"}, "config.json"},
       {{"forward", "--model", model, "--tokens", "1,64"}, "outside [0, 64)"},
@@ -58,6 +61,7 @@ TEST_CASE("forward rejects bad models, tokens and lengths with one line", "[cli]
   for (const auto& c : cases) test::expect_one_line_error(run_cli(c.args), c.needle);
   std::string long_seq = "1";
   for (int i = 0; i < 600; ++i) long_seq += ",1";
-  test::expect_one_line_error(run_cli({"forward", "--model", model, "--tokens", long_seq}), "outside [0, 512)");
+  test::expect_one_line_error(run_cli({"forward", "--model", model, "--tokens", long_seq}),
+                              "outside [0, 512)");
   CHECK(run_cli({"forward", "--help"}).code == 0);
 }

@@ -18,7 +18,8 @@ void write(const std::string& p, const std::string& s) { std::ofstream(p, std::i
 
 TEST_CASE("kv make-example writes a relay that kv inspect and the library agree on", "[cli][kv]") {
   const auto f = path("ex.lakv");
-  const auto m = run_cli({"kv", "make-example", "--out", f, "--tokens", "5", "--dtype", "f16", "--seed", "3"});
+  const auto m =
+      run_cli({"kv", "make-example", "--out", f, "--tokens", "5", "--dtype", "f16", "--seed", "3"});
   INFO(m.err);
   REQUIRE(m.code == 0);
   const auto made = parse_json(m.out);
@@ -49,7 +50,8 @@ TEST_CASE("kv inspect authenticates with --key-file and refuses bad relays", "[c
   CHECK(parse_json(ok.out).at("authenticated").as_bool());
   expect_one_line_error(run_cli({"kv", "inspect", f, "--key-file", other}), "HMAC");
   REQUIRE(run_cli({"kv", "make-example", "--out", path("plain.lakv")}).code == 0);
-  expect_one_line_error(run_cli({"kv", "inspect", path("plain.lakv"), "--key-file", key, "--require-auth"}), "no HMAC tag");
+  expect_one_line_error(run_cli({"kv", "inspect", path("plain.lakv"), "--key-file", key, "--require-auth"}),
+                        "no HMAC tag");
   // a flipped bit
   auto bytes = test::slurp_file(f);
   bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x20);
@@ -71,10 +73,12 @@ TEST_CASE("kv inspect authenticates with --key-file and refuses bad relays", "[c
 TEST_CASE("kv subcommands document their options", "[cli][kv]") {
   const auto a = run_cli({"kv", "inspect", "--help"});
   CHECK(a.code == 0);
-  for (const char* o : {"--key-file", "--require-auth", "--pretty"}) CHECK(a.out.find(o) != std::string::npos);
+  for (const char* o : {"--key-file", "--require-auth", "--pretty"})
+    CHECK(a.out.find(o) != std::string::npos);
   const auto b = run_cli({"kv", "make-example", "--help"});
   CHECK(b.code == 0);
-  for (const char* o : {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize"}) CHECK(b.out.find(o) != std::string::npos);
+  for (const char* o : {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize"})
+    CHECK(b.out.find(o) != std::string::npos);
   CHECK(run_cli({"kv", "--help"}).code == 0);
 }
 
@@ -88,6 +92,7 @@ TEST_CASE("kv make-example --quantize writes a smaller relay that inspect report
   CHECK(j.at("quantization").as_string() == "int4");
   CHECK(j.at("group_size").as_number() == 16);
   // int4 with f32 scale and zero per group of 16: 0.5 + 0.5 bytes an element against bf16's 2
-  CHECK(j.at("bytes").as_number() < 0.6 * parse_json(run_cli({"kv", "inspect", raw}).out).at("bytes").as_number());
+  CHECK(j.at("bytes").as_number() <
+        0.6 * parse_json(run_cli({"kv", "inspect", raw}).out).at("bytes").as_number());
   expect_one_line_error(run_cli({"kv", "make-example", "--out", q, "--quantize", "int3"}), "--quantize");
 }

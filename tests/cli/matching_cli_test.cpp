@@ -54,13 +54,16 @@ TEST_CASE("estimate matching prints the library's result bit for bit", "[cli][ma
       {{"--estimand", "ate", "--neighbors", "3", "--bias-adjust", "--var-calc", "2"},
        {.estimand = latentaudit::matching_estimand::ate, .neighbors = 3, .bias_adjust = true, .var_calc = 2}},
       {{"--estimand", "atc", "--distance", "mahalanobis", "--no-ties", "--level", "0.9", "--sample-variance"},
-       {.estimand = latentaudit::matching_estimand::atc, .distance = latentaudit::matching_distance::mahalanobis,
-        .ties = false, .sample_variance = true, .level = 0.9}},
+       {.estimand = latentaudit::matching_estimand::atc,
+        .distance = latentaudit::matching_distance::mahalanobis,
+        .ties = false,
+        .sample_variance = true,
+        .level = 0.9}},
       {{"--caliper", "0.5", "--exact", "x2", "--threads", "2"}, {.caliper = {0.5}, .exact = {1}}},
   };
   for (const auto& v : variants) {
-    std::vector<std::string> args = {"estimate", "matching", "--data", data_path(), "--outcome", "y",
-                                     "--treatment", "tr", "--covariates", "x1,x2,x3"};
+    std::vector<std::string> args = {"estimate", "matching",    "--data", data_path(),    "--outcome",
+                                     "y",        "--treatment", "tr",     "--covariates", "x1,x2,x3"};
     args.insert(args.end(), v.args.begin(), v.args.end());
     std::string shown;
     for (const auto& a : v.args) shown.append(a).append(" ");
@@ -91,7 +94,8 @@ TEST_CASE("estimate matching prints the library's result bit for bit", "[cli][ma
 }
 
 TEST_CASE("estimate matching: bad input exits 2 with one line naming the problem", "[cli][matching]") {
-  const std::vector<std::string> base = {"estimate", "matching", "--data", data_path(), "--outcome", "y", "--treatment", "tr"};
+  const std::vector<std::string> base = {"estimate",  "matching", "--data",      data_path(),
+                                         "--outcome", "y",        "--treatment", "tr"};
   struct bad {
     std::vector<std::string> extra;
     std::string needle;
@@ -117,8 +121,8 @@ TEST_CASE("estimate matching: bad input exits 2 with one line naming the problem
   }
   const auto h = run_cli({"estimate", "matching", "--help"});
   CHECK(h.code == 0);
-  for (const char* opt : {"--covariates", "--estimand", "--neighbors", "--distance", "--ties", "--no-ties", "--caliper",
-                          "--exact", "--bias-adjust", "--var-calc"}) {
+  for (const char* opt : {"--covariates", "--estimand", "--neighbors", "--distance", "--ties", "--no-ties",
+                          "--caliper", "--exact", "--bias-adjust", "--var-calc"}) {
     CHECK(h.out.find(opt) != std::string::npos);
   }
 }

@@ -30,7 +30,8 @@ TEST_CASE("check helpers name function, argument and expectation", "[core][check
   CHECK_NOTHROW(d::check_open_unit("f", "level", 0.95));
   CHECK_THROWS_WITH(d::check_finite("g", "x", INFINITY), "g: argument 'x' must be finite, got inf");
   const std::vector<double> xs{1.0, 2.0, std::nan("")};
-  CHECK_THROWS_WITH(d::check_finite("g", "y", xs), "g: argument 'y' must hold finite values, got nan at index 2");
+  CHECK_THROWS_WITH(d::check_finite("g", "y", xs),
+                    "g: argument 'y' must hold finite values, got nan at index 2");
   CHECK_THROWS_WITH(d::check_min_size("h", "treated", 1, 2),
                     "h: argument 'treated' has 1 observation, expected at least 2");
   CHECK_THROWS_AS(d::check_same_size("h", "a", 3, "b", 4), latentaudit::shape_mismatch);
@@ -39,9 +40,11 @@ TEST_CASE("check helpers name function, argument and expectation", "[core][check
   CHECK_THROWS_WITH(d::check_positive("p", "sigma", -1.0), Contains("'sigma'") && Contains("positive"));
   CHECK_THROWS_AS(d::check_nonnegative("p", "sigma", -0.5), latentaudit::invalid_argument);
   CHECK_NOTHROW(d::check_nonnegative("p", "sigma", 0.0));
-  CHECK_THROWS_WITH(d::check_in_range("p", "threads", 0, 1, 64), "p: argument 'threads' must lie in [1, 64], got 0");
+  CHECK_THROWS_WITH(d::check_in_range("p", "threads", 0, 1, 64),
+                    "p: argument 'threads' must lie in [1, 64], got 0");
   const std::vector<double> bin{0.0, 1.0, 0.5};
-  CHECK_THROWS_WITH(d::check_binary("m", "y", bin), "m: argument 'y' must hold 0/1 outcomes, got 0.5 at index 2");
+  CHECK_THROWS_WITH(d::check_binary("m", "y", bin),
+                    "m: argument 'y' must hold 0/1 outcomes, got 0.5 at index 2");
   CHECK_THROWS_AS(d::throw_numerical("m", "zero variance"), latentaudit::numerical_error);
   CHECK(d::number_text(0.1) == "0.1");
   CHECK(d::number_text(-INFINITY) == "-inf");

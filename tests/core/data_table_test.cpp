@@ -11,10 +11,10 @@
 
 #include "support/catch.hpp"
 
+using Catch::Matchers::Contains;
 using latentaudit::cell_kind;
 using latentaudit::parse_csv;
 using latentaudit::parse_jsonl;
-using Catch::Matchers::Contains;
 
 namespace {
 std::string temp_file(const std::string& name, const std::string& content) {
@@ -152,9 +152,12 @@ TEST_CASE("read_data_table: files by extension, missing files, size limit", "[co
   CHECK(latentaudit::read_data_table(jl).numeric_column("y") == std::vector<double>{1.0, 3.0});
   CHECK(latentaudit::read_data_table(csv).source() == csv);
   CHECK_THROWS_AS(latentaudit::read_data_table("/nonexistent/x.csv"), latentaudit::invalid_argument);
-  CHECK_THROWS_WITH(latentaudit::read_data_table("/nonexistent/x.csv"), Contains("cannot open data file '/nonexistent/x.csv'"));
-  CHECK_THROWS_WITH(latentaudit::read_data_table(temp_file("a.txt", "x")), Contains("must end in .csv, .jsonl or .ndjson"));
-  CHECK_THROWS_WITH(latentaudit::read_csv(csv, {.max_bytes = 4}), Contains("more than the limit max_bytes = 4"));
+  CHECK_THROWS_WITH(latentaudit::read_data_table("/nonexistent/x.csv"),
+                    Contains("cannot open data file '/nonexistent/x.csv'"));
+  CHECK_THROWS_WITH(latentaudit::read_data_table(temp_file("a.txt", "x")),
+                    Contains("must end in .csv, .jsonl or .ndjson"));
+  CHECK_THROWS_WITH(latentaudit::read_csv(csv, {.max_bytes = 4}),
+                    Contains("more than the limit max_bytes = 4"));
   CHECK_THROWS_WITH(latentaudit::read_csv(temp_file("empty.csv", "")), Contains("empty file"));
   std::remove(csv.c_str());
   std::remove(jl.c_str());

@@ -11,11 +11,11 @@
 
 #include "support/catch.hpp"
 
+using Catch::Matchers::Contains;
 using latentaudit::json_kind;
 using latentaudit::json_value;
 using latentaudit::parse_json;
 using latentaudit::write_json;
-using Catch::Matchers::Contains;
 
 TEST_CASE("json_value: kinds, accessors and wrong-kind errors", "[core][json]") {
   CHECK(json_value().is_null());
@@ -116,10 +116,11 @@ TEST_CASE("parse_json: malformed input is corrupt_data with line, column and off
   for (const auto& c : cases) {
     INFO("input: " << c.text);
     CHECK_THROWS_AS(parse_json(c.text), latentaudit::corrupt_data);
-    CHECK_THROWS_WITH(parse_json(c.text), Contains("parse_json: ") && Contains(c.expect) && Contains("line 1, column") &&
-                                              Contains("byte offset"));
+    CHECK_THROWS_WITH(parse_json(c.text), Contains("parse_json: ") && Contains(c.expect) &&
+                                              Contains("line 1, column") && Contains("byte offset"));
   }
-  CHECK_THROWS_WITH(parse_json("{\n  \"a\": 1,\n  \"b\": x\n}"), Contains("at line 3, column 8 (byte offset 19)"));
+  CHECK_THROWS_WITH(parse_json("{\n  \"a\": 1,\n  \"b\": x\n}"),
+                    Contains("at line 3, column 8 (byte offset 19)"));
 }
 
 TEST_CASE("parse_json: duplicate keys are found in large objects too", "[core][json]") {
@@ -159,7 +160,8 @@ TEST_CASE("write_json: numbers, NaN/Inf as null, escaping, layout", "[core][json
   o.set("a", json_value::array({json_value(true), json_value(nullptr)}));
   o.set("e", json_value::object());
   CHECK(write_json(o) == R"({"z":1,"a":[true,null],"e":{}})");
-  CHECK(write_json(o, {.indent = 2}) == "{\n  \"z\": 1,\n  \"a\": [\n    true,\n    null\n  ],\n  \"e\": {}\n}");
+  CHECK(write_json(o, {.indent = 2}) ==
+        "{\n  \"z\": 1,\n  \"a\": [\n    true,\n    null\n  ],\n  \"e\": {}\n}");
   CHECK_THROWS_AS(write_json(o, {.indent = -2}), latentaudit::invalid_argument);
 }
 
@@ -177,8 +179,9 @@ TEST_CASE("write_json / parse_json round trip doubles exactly", "[core][json]") 
     ++checked;
   }
   CHECK(checked > 19000);
-  for (double x : {std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min(),
-                   std::numeric_limits<double>::max(), -std::numeric_limits<double>::max(), 1.0 / 3.0, 2.5e-8}) {
+  for (double x :
+       {std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min(),
+        std::numeric_limits<double>::max(), -std::numeric_limits<double>::max(), 1.0 / 3.0, 2.5e-8}) {
     CHECK(parse_json(write_json(json_value(x))).as_number() == x);
   }
   const std::string doc = R"({"a":[1,2.5,"x",{"b":null}],"c":true,"d":"\u00e9"})";

@@ -37,9 +37,12 @@ std::vector<double> random_sample(std::mt19937_64& g) {
   const auto kind = g() % 3;
   std::vector<double> x(n);
   for (auto& v : x) {
-    if (kind == 0) v = u(g);
-    else if (kind == 1) v = (g() % 10) < 7 ? 0.0 : -1.0 / static_cast<double>(1 + g() % 3);
-    else v = std::round(3.0 * u(g)) / 3.0;
+    if (kind == 0)
+      v = u(g);
+    else if (kind == 1)
+      v = (g() % 10) < 7 ? 0.0 : -1.0 / static_cast<double>(1 + g() % 3);
+    else
+      v = std::round(3.0 * u(g)) / 3.0;
   }
   return x;
 }
@@ -79,7 +82,8 @@ TEST_CASE("betting: bad input throws", "[betting]") {
   const std::vector<std::uint64_t> no_ids;
   const std::vector<double> none;
   CHECK_THROWS_AS(clustered_paired_difference(no_ids, none, none), latentaudit::invalid_argument);
-  CHECK_THROWS_AS(clustered_paired_difference(ids, t, c, {.alpha_upper = 1.0}), latentaudit::invalid_argument);
+  CHECK_THROWS_AS(clustered_paired_difference(ids, t, c, {.alpha_upper = 1.0}),
+                  latentaudit::invalid_argument);
 }
 
 TEST_CASE("betting: contains the mean, positive width, never zero width for all-equal data", "[betting]") {
@@ -156,8 +160,8 @@ TEST_CASE("betting: p < alpha exactly when m0 is outside the (1 - alpha) interva
     const double m0 = r % 3 == 0 ? 0.0 : u(g);
     const auto iv = bounded_mean_interval(x, -1.0, 1.0, {.alpha_lower = alpha / 2, .alpha_upper = alpha / 2});
     const double p = bounded_mean_p_value(x, -1.0, 1.0, m0, alpha);
-    INFO("replicate " << r << ", n = " << x.size() << ", m0 = " << m0 << ", p = " << p << ", [" << iv.low << ", "
-                      << iv.high << "]");
+    INFO("replicate " << r << ", n = " << x.size() << ", m0 = " << m0 << ", p = " << p << ", [" << iv.low
+                      << ", " << iv.high << "]");
     CHECK(p >= 0.0);
     CHECK(p <= 1.0);
     const bool out = m0 < iv.low || m0 > iv.high;
@@ -202,7 +206,8 @@ TEST_CASE("betting: item_mean_differences groups by item id regardless of order"
     CHECK(item_mean_differences(pi, pt, pc) == d);
   }
   // the simulator's two paths agree: simulate_paired + item_mean_differences == simulate_item_differences
-  const sim::paired_binary_design des{.items = 30, .seeds = 3, .treated = {0.8, 2.0}, .control = {0.85, 20.0}};
+  const sim::paired_binary_design des{
+      .items = 30, .seeds = 3, .treated = {0.8, 2.0}, .control = {0.85, 20.0}};
   std::mt19937_64 g1(11), g2(11);
   const auto s = sim::simulate_paired(des, g1);
   CHECK(item_mean_differences(s.item, s.treated, s.control) == sim::simulate_item_differences(des, g2));
@@ -263,7 +268,8 @@ TEST_CASE("betting: Monte Carlo of the verdict rules on clustered binary data", 
   };
   const ks sizes[] = {{20, 1}, {50, 3}, {150, 5}, {150, 1}};
 
-  std::printf("betting verdict Monte Carlo: %zu replicates per cell, delta %.2f, tolerance +%.4f\n", reps, delta, tol);
+  std::printf("betting verdict Monte Carlo: %zu replicates per cell, delta %.2f, tolerance +%.4f\n", reps,
+              delta, tol);
   SECTION("size of non-inferiority and equivalence at the margin (truth T - C = -delta); coverage") {
     for (int scenario = 0; scenario < 2; ++scenario) {
       for (const auto& h : hets) {
@@ -280,13 +286,17 @@ TEST_CASE("betting: Monte Carlo of the verdict rules on clustered binary data", 
           }
           REQUIRE(d.truth() == Approx(-delta));
           const auto c = sim::run_verdict_cell(d, reps, seed);
-          const double ni = static_cast<double>(c.noninferior) / reps, eq = static_cast<double>(c.equivalent) / reps,
+          const double ni = static_cast<double>(c.noninferior) / reps,
+                       eq = static_cast<double>(c.equivalent) / reps,
                        cov = static_cast<double>(c.covered) / reps;
-          std::printf("  %-8s het %-6s K %3zu S %zu seed %llu: NI size %.4f  EQ size %.4f  cov95 %.4f  min width %.4f\n",
-                      scenario == 0 ? "ceiling" : "both", h.name, kk.k, kk.s, static_cast<unsigned long long>(seed), ni,
-                      eq, cov, c.min_width);
-          INFO("scenario " << scenario << ", heterogeneity " << h.name << ", K " << kk.k << ", S " << kk.s << ", seed "
-                           << seed << ": NI size " << ni << ", EQ size " << eq << ", coverage " << cov);
+          std::printf(
+              "  %-8s het %-6s K %3zu S %zu seed %llu: NI size %.4f  EQ size %.4f  cov95 %.4f  min width "
+              "%.4f\n",
+              scenario == 0 ? "ceiling" : "both", h.name, kk.k, kk.s, static_cast<unsigned long long>(seed),
+              ni, eq, cov, c.min_width);
+          INFO("scenario " << scenario << ", heterogeneity " << h.name << ", K " << kk.k << ", S " << kk.s
+                           << ", seed " << seed << ": NI size " << ni << ", EQ size " << eq << ", coverage "
+                           << cov);
           CHECK(ni <= 0.05 + tol);
           CHECK(eq <= 0.05 + tol);
           CHECK(cov >= 0.95 - tol);
@@ -301,13 +311,18 @@ TEST_CASE("betting: Monte Carlo of the verdict rules on clustered binary data", 
     seed += 100;
     for (std::size_t s : {3u, 5u}) {
       for (std::size_t k : {20u, 50u, 150u}) {
-        const sim::exchangeable_arms_design d{
-            .items = k, .seeds = s, .arms = 10, .item = {0.8, 2.0}, .shared = 0.5, .uniforms = sim::unit_uniforms::common};
+        const sim::exchangeable_arms_design d{.items = k,
+                                              .seeds = s,
+                                              .arms = 10,
+                                              .item = {0.8, 2.0},
+                                              .shared = 0.5,
+                                              .uniforms = sim::unit_uniforms::common};
         const std::size_t r = k == 150 ? reps / 2 : reps;
         const auto c = sim::run_fwer_cell(d, r, seed);
         const double fwer = static_cast<double>(c.any) / r, pos = static_cast<double>(c.positive) / r;
-        std::printf("  FWER Holm 10 contrasts K %3zu S %zu seed %llu (%zu reps): any %.4f  superiority %.4f\n", k, s,
-                    static_cast<unsigned long long>(seed), r, fwer, pos);
+        std::printf(
+            "  FWER Holm 10 contrasts K %3zu S %zu seed %llu (%zu reps): any %.4f  superiority %.4f\n", k, s,
+            static_cast<unsigned long long>(seed), r, fwer, pos);
         INFO("K " << k << ", S " << s << ", seed " << seed << ": FWER " << fwer);
         CHECK(fwer <= 0.05 + sim::mc_tolerance(0.05, r));
         ++seed;
@@ -333,11 +348,12 @@ TEST_CASE("betting: Monte Carlo of the verdict rules on clustered binary data", 
           const std::size_t r = reps / 2;
           const auto c = sim::run_verdict_cell(d, r, seed);
           const double no = static_cast<double>(c.absent) / r, cov = static_cast<double>(c.covered) / r;
-          std::printf("  placebo +0.08 %-8s het %-6s K %3zu S %zu seed %llu (%zu reps): 'no' rate %.4f  cov95 %.4f\n",
-                      scenario == 0 ? "ceiling" : "both", h.name, kk.k, kk.s, static_cast<unsigned long long>(seed), r,
-                      no, cov);
-          INFO("placebo scenario " << scenario << ", heterogeneity " << h.name << ", K " << kk.k << ", S " << kk.s
-                                   << ", seed " << seed << ": 'no' rate " << no);
+          std::printf(
+              "  placebo +0.08 %-8s het %-6s K %3zu S %zu seed %llu (%zu reps): 'no' rate %.4f  cov95 %.4f\n",
+              scenario == 0 ? "ceiling" : "both", h.name, kk.k, kk.s, static_cast<unsigned long long>(seed),
+              r, no, cov);
+          INFO("placebo scenario " << scenario << ", heterogeneity " << h.name << ", K " << kk.k << ", S "
+                                   << kk.s << ", seed " << seed << ": 'no' rate " << no);
           CHECK(no <= 0.05 + sim::mc_tolerance(0.05, r));
           CHECK(cov >= 0.95 - sim::mc_tolerance(0.05, r));
           CHECK(c.zero_width == 0);

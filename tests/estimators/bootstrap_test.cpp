@@ -23,9 +23,12 @@ using latentaudit::test::read_golden_values;
 namespace {
 
 const std::map<std::string, bootstrap_ci_method> method_names = {
-    {"normal", bootstrap_ci_method::normal},   {"basic", bootstrap_ci_method::basic},
-    {"percent", bootstrap_ci_method::percentile}, {"percentile", bootstrap_ci_method::percentile},
-    {"bca", bootstrap_ci_method::bca},         {"BCa", bootstrap_ci_method::bca},
+    {"normal", bootstrap_ci_method::normal},
+    {"basic", bootstrap_ci_method::basic},
+    {"percent", bootstrap_ci_method::percentile},
+    {"percentile", bootstrap_ci_method::percentile},
+    {"bca", bootstrap_ci_method::bca},
+    {"BCa", bootstrap_ci_method::bca},
     {"student", bootstrap_ci_method::studentized}};
 
 std::vector<double> finite_only(const std::vector<double>& v) {
@@ -59,7 +62,8 @@ std::string message_of(F&& f) {
 
 // ---- golden: R boot -------------------------------------------------------------------------------
 
-TEST_CASE("bootstrap_interval reproduces R boot.ci from boot's t*, t0 and jackknife L", "[estimators][bootstrap]") {
+TEST_CASE("bootstrap_interval reproduces R boot.ci from boot's t*, t0 and jackknife L",
+          "[estimators][bootstrap]") {
   for (std::string design : {"two_arm", "paired"}) {
     INFO("design " << design);
     const auto reps = read_golden_table("bootstrap/boot_" + design + "_replicates.csv");
@@ -67,25 +71,30 @@ TEST_CASE("bootstrap_interval reproduces R boot.ci from boot's t*, t0 and jackkn
     const auto vals = read_golden_values("bootstrap/boot_" + design + "_values.csv");
     const auto ci = read_golden_table("bootstrap/boot_" + design + "_ci.csv");
     const auto t = reps.col("t"), v = reps.col("v"), l = infl.col("L");
-    const bootstrap_replicates input{.t0 = vals.at("t0"), .replicates = t, .influence = l,
-                                     .t0_variance = vals.at("v0"), .replicate_variances = v};
+    const bootstrap_replicates input{.t0 = vals.at("t0"),
+                                     .replicates = t,
+                                     .influence = l,
+                                     .t0_variance = vals.at("v0"),
+                                     .replicate_variances = v};
     REQUIRE(ci.rows() == 10);
     for (std::size_t row = 0; row < ci.rows(); ++row) {
       const auto method = method_names.at(ci.str("method", row));
       INFO("method " << ci.str("method", row) << " level " << ci.num("level", row));
-      const auto r = bootstrap_interval(input, {.level = ci.num("level", row), .method = method,
-                                                .convention = bootstrap_convention::boot});
+      const auto r = bootstrap_interval(
+          input, {.level = ci.num("level", row), .method = method, .convention = bootstrap_convention::boot});
       CHECK(r.effect.status == estimate_status::ok);
       CHECK(r.effect.method == detail::bootstrap_method_name(method));
       LATENTAUDIT_CHECK_CLOSE(r.effect.ci_low, ci.num("low", row), 1e-10);
       LATENTAUDIT_CHECK_CLOSE(r.effect.ci_high, ci.num("high", row), 1e-10);
       CHECK(r.effect.estimate == vals.at("t0"));
-      if (method == bootstrap_ci_method::bca) LATENTAUDIT_CHECK_CLOSE(r.acceleration, vals.at("acceleration"), 1e-12);
+      if (method == bootstrap_ci_method::bca)
+        LATENTAUDIT_CHECK_CLOSE(r.acceleration, vals.at("acceleration"), 1e-12);
     }
   }
 }
 
-TEST_CASE("jackknife and analytic influence values give boot's acceleration on boot's data", "[estimators][bootstrap]") {
+TEST_CASE("jackknife and analytic influence values give boot's acceleration on boot's data",
+          "[estimators][bootstrap]") {
   const auto two = read_golden_table("bootstrap/boot_two_arm_data.csv");
   const auto y = two.col("y"), arm = two.col("arm");
   std::vector<double> treated, control;
@@ -103,7 +112,8 @@ TEST_CASE("jackknife and analytic influence values give boot's acceleration on b
   bootstrap_options with_l = o;
   with_l.influence = l_two;
   LATENTAUDIT_CHECK_CLOSE(bootstrap_mean_difference(treated, control, with_l).acceleration, a_two, 1e-13);
-  LATENTAUDIT_CHECK_CLOSE(bootstrap_two_sample(treated, control, mean_diff, with_l).acceleration, a_two, 1e-13);
+  LATENTAUDIT_CHECK_CLOSE(bootstrap_two_sample(treated, control, mean_diff, with_l).acceleration, a_two,
+                          1e-13);
 
   const auto pd = read_golden_table("bootstrap/boot_paired_data.csv");
   const auto pt = pd.col("treated"), pc = pd.col("control");
@@ -114,7 +124,8 @@ TEST_CASE("jackknife and analytic influence values give boot's acceleration on b
 
 // ---- golden: scipy --------------------------------------------------------------------------------
 
-TEST_CASE("bootstrap_interval reproduces scipy.stats.bootstrap from its bootstrap_distribution", "[estimators][bootstrap]") {
+TEST_CASE("bootstrap_interval reproduces scipy.stats.bootstrap from its bootstrap_distribution",
+          "[estimators][bootstrap]") {
   for (std::string design : {"two_arm", "paired", "one_sample"}) {
     INFO("design " << design);
     const auto t = read_golden_table("bootstrap/scipy_" + design + "_replicates.csv").col("t");
@@ -127,24 +138,29 @@ TEST_CASE("bootstrap_interval reproduces scipy.stats.bootstrap from its bootstra
       if (i == 0 || stratum[i] != stratum[i - 1]) strata.push_back(0);
       ++strata.back();
     }
-    const bootstrap_replicates input{.t0 = vals.at("theta_hat"), .replicates = t, .influence = u, .strata = strata};
+    const bootstrap_replicates input{
+        .t0 = vals.at("theta_hat"), .replicates = t, .influence = u, .strata = strata};
     REQUIRE(ci.rows() == 6);
     for (std::size_t row = 0; row < ci.rows(); ++row) {
       const auto method = method_names.at(ci.str("method", row));
       INFO("method " << ci.str("method", row) << " level " << ci.num("level", row));
-      const auto r = bootstrap_interval(input, {.level = ci.num("level", row), .method = method,
-                                                .convention = bootstrap_convention::scipy});
+      const auto r = bootstrap_interval(
+          input,
+          {.level = ci.num("level", row), .method = method, .convention = bootstrap_convention::scipy});
       LATENTAUDIT_CHECK_CLOSE(r.effect.ci_low, ci.num("low", row), 1e-10);
       LATENTAUDIT_CHECK_CLOSE(r.effect.ci_high, ci.num("high", row), 1e-10);
       LATENTAUDIT_CHECK_CLOSE(r.effect.std_error, vals.at("standard_error"), 1e-12);
-      if (method == bootstrap_ci_method::bca) LATENTAUDIT_CHECK_CLOSE(r.acceleration, vals.at("acceleration"), 1e-10);
+      if (method == bootstrap_ci_method::bca)
+        LATENTAUDIT_CHECK_CLOSE(r.acceleration, vals.at("acceleration"), 1e-10);
     }
   }
 }
 
 TEST_CASE("the generic jackknife gives scipy's (multi-sample) acceleration", "[estimators][bootstrap]") {
-  const bootstrap_options o{.replicates = 199, .method = bootstrap_ci_method::bca,
-                            .convention = bootstrap_convention::scipy, .seed = 11};
+  const bootstrap_options o{.replicates = 199,
+                            .method = bootstrap_ci_method::bca,
+                            .convention = bootstrap_convention::scipy,
+                            .seed = 11};
   const auto two = read_golden_table("bootstrap/scipy_two_arm_data.csv");
   const auto t = finite_only(two.col("treated")), c = finite_only(two.col("control"));
   REQUIRE(t.size() == 31);
@@ -159,9 +175,10 @@ TEST_CASE("the generic jackknife gives scipy's (multi-sample) acceleration", "[e
 
   const auto pd = read_golden_table("bootstrap/scipy_paired_data.csv");
   const double a_paired = read_golden_values("bootstrap/scipy_paired_values.csv").at("acceleration");
-  LATENTAUDIT_CHECK_CLOSE(bootstrap_paired(pd.col("treated"), pd.col("control"), mean_diff, o).acceleration, a_paired,
-                          1e-9);
-  LATENTAUDIT_CHECK_CLOSE(bootstrap_paired_mean(pd.col("treated"), pd.col("control"), o).acceleration, a_paired, 1e-9);
+  LATENTAUDIT_CHECK_CLOSE(bootstrap_paired(pd.col("treated"), pd.col("control"), mean_diff, o).acceleration,
+                          a_paired, 1e-9);
+  LATENTAUDIT_CHECK_CLOSE(bootstrap_paired_mean(pd.col("treated"), pd.col("control"), o).acceleration,
+                          a_paired, 1e-9);
 
   const auto x = read_golden_table("bootstrap/scipy_one_sample_data.csv").col("x");
   const double a_one = read_golden_values("bootstrap/scipy_one_sample_values.csv").at("acceleration");
@@ -176,7 +193,8 @@ TEST_CASE("the generic jackknife gives scipy's (multi-sample) acceleration", "[e
 
 // ---- streams, oracles, determinism ----------------------------------------------------------------
 
-TEST_CASE("index_drawer reproduces uniform_index(make_stream(id), n) draw for draw", "[estimators][bootstrap]") {
+TEST_CASE("index_drawer reproduces uniform_index(make_stream(id), n) draw for draw",
+          "[estimators][bootstrap]") {
   for (std::uint32_t n : {1u, 2u, 7u, 100000u, 3000000000u, 4294967295u}) {
     INFO("n = " << n);
     const stream_id id{.seed = 17, .item = 0, .arm = 1, .replicate = 12345};
@@ -188,7 +206,8 @@ TEST_CASE("index_drawer reproduces uniform_index(make_stream(id), n) draw for dr
   }
 }
 
-TEST_CASE("replicate r resamples arm a with stream {seed, 0, a, r} (naive oracle)", "[estimators][bootstrap]") {
+TEST_CASE("replicate r resamples arm a with stream {seed, 0, a, r} (naive oracle)",
+          "[estimators][bootstrap]") {
   const auto t = lognormal(23, 5, 0, 0.7), c = lognormal(31, 5, 1, 0.4);
   const std::uint64_t seed = 2026;
   auto ref_stat = [](const std::vector<double>& a, const std::vector<double>& b) {
@@ -218,8 +237,11 @@ TEST_CASE("replicate r resamples arm a with stream {seed, 0, a, r} (naive oracle
   std::vector<double> ref1;
   for (std::uint32_t r = 0; r < 400; ++r) ref1.push_back(test::ref_mean(test::ref_resample(x, 9, 0, r)));
   const auto r1 = bootstrap(x, [](const resample_view& v) { return v.mean(); },
-                            {.replicates = 400, .method = bootstrap_ci_method::percentile,
-                             .convention = bootstrap_convention::scipy, .seed = 9, .keep_replicates = true});
+                            {.replicates = 400,
+                             .method = bootstrap_ci_method::percentile,
+                             .convention = bootstrap_convention::scipy,
+                             .seed = 9,
+                             .keep_replicates = true});
   for (std::size_t i = 0; i < 400; ++i) LATENTAUDIT_CHECK_CLOSE(r1.replicates[i], ref1[i], 1e-12);
   LATENTAUDIT_CHECK_CLOSE(r1.effect.ci_low, test::ref_percentile(ref1, 0.025), 1e-12);
   LATENTAUDIT_CHECK_CLOSE(r1.effect.ci_high, test::ref_percentile(ref1, 0.975), 1e-12);
@@ -248,13 +270,17 @@ TEST_CASE("results are bit-identical at 1, 2 and 8 threads", "[estimators][boots
   std::vector<std::size_t> cluster(t.size());
   for (std::size_t i = 0; i < cluster.size(); ++i) cluster[i] = i / 4;  // 30 clusters of 4
   auto run = [&](unsigned threads) {
-    const bootstrap_options o{.replicates = 1001, .method = bootstrap_ci_method::bca, .seed = 77,
-                              .threads = threads, .keep_replicates = true};
+    const bootstrap_options o{.replicates = 1001,
+                              .method = bootstrap_ci_method::bca,
+                              .seed = 77,
+                              .threads = threads,
+                              .keep_replicates = true};
     std::vector<bootstrap_result> out;
     out.push_back(bootstrap_mean_difference(t, c, o));
     out.push_back(bootstrap_two_sample(t, c, mean_diff, o));
     out.push_back(bootstrap_paired_mean(std::span(t).first(90), c, o));
-    out.push_back(bootstrap_clustered(t, cluster, [](const resample_view& v) { return v.mean(); }, o));
+    out.push_back(bootstrap_clustered(
+        t, cluster, [](const resample_view& v) { return v.mean(); }, o));
     return out;
   };
   const auto one = run(1);
@@ -269,34 +295,37 @@ TEST_CASE("results are bit-identical at 1, 2 and 8 threads", "[estimators][boots
     }
   }
   // A different seed gives different replicates.
-  const auto other_seed = bootstrap_mean_difference(t, c, {.replicates = 1001, .seed = 78, .keep_replicates = true});
+  const auto other_seed =
+      bootstrap_mean_difference(t, c, {.replicates = 1001, .seed = 78, .keep_replicates = true});
   CHECK(other_seed.replicates != one[0].replicates);
 }
 
 TEST_CASE("fast paths agree with the generic engine", "[estimators][bootstrap]") {
   const auto t = lognormal(57, 2, 0, 0.9), c = lognormal(41, 2, 1, 0.5);
-  for (auto method : {bootstrap_ci_method::percentile, bootstrap_ci_method::basic, bootstrap_ci_method::normal,
-                      bootstrap_ci_method::bca, bootstrap_ci_method::studentized}) {
+  for (auto method :
+       {bootstrap_ci_method::percentile, bootstrap_ci_method::basic, bootstrap_ci_method::normal,
+        bootstrap_ci_method::bca, bootstrap_ci_method::studentized}) {
     for (auto conv : {bootstrap_convention::boot, bootstrap_convention::scipy}) {
-      const bootstrap_options o{.replicates = 499, .method = method, .convention = conv, .seed = 5,
-                                .keep_replicates = true};
+      const bootstrap_options o{
+          .replicates = 499, .method = method, .convention = conv, .seed = 5, .keep_replicates = true};
       INFO("method " << detail::bootstrap_method_name(method));
       const auto fast = bootstrap_mean_difference(t, c, o);
-      auto stat = method == bootstrap_ci_method::studentized
-                      ? std::function<estimate_and_variance(const resample_view&, const resample_view&)>(
-                            [](const resample_view& a, const resample_view& b) {
-                              auto v = [](const resample_view& x) {
-                                const double m = x.mean();
-                                double ss = 0;
-                                for (double y : x) ss += (y - m) * (y - m);
-                                return ss / (static_cast<double>(x.size()) - 1) / static_cast<double>(x.size());
-                              };
-                              return estimate_and_variance{a.mean() - b.mean(), v(a) + v(b)};
-                            })
-                      : std::function<estimate_and_variance(const resample_view&, const resample_view&)>(
-                            [](const resample_view& a, const resample_view& b) {
-                              return estimate_and_variance{a.mean() - b.mean(), 0.0};
-                            });
+      auto stat =
+          method == bootstrap_ci_method::studentized
+              ? std::function<estimate_and_variance(const resample_view&, const resample_view&)>(
+                    [](const resample_view& a, const resample_view& b) {
+                      auto v = [](const resample_view& x) {
+                        const double m = x.mean();
+                        double ss = 0;
+                        for (double y : x) ss += (y - m) * (y - m);
+                        return ss / (static_cast<double>(x.size()) - 1) / static_cast<double>(x.size());
+                      };
+                      return estimate_and_variance{a.mean() - b.mean(), v(a) + v(b)};
+                    })
+              : std::function<estimate_and_variance(const resample_view&, const resample_view&)>(
+                    [](const resample_view& a, const resample_view& b) {
+                      return estimate_and_variance{a.mean() - b.mean(), 0.0};
+                    });
       const auto generic = bootstrap_two_sample(t, c, stat, o);
       CHECK(fast.replicates == generic.replicates);  // same draws, same summation order
       LATENTAUDIT_CHECK_CLOSE(fast.effect.ci_low, generic.effect.ci_low, 1e-12);
@@ -319,7 +348,8 @@ TEST_CASE("fast paths agree with the generic engine", "[estimators][bootstrap]")
       const auto pf = bootstrap_paired_mean(std::span(t).first(41), c, o);
       const auto pg = bootstrap_paired(std::span(t).first(41), c, paired_stat, o);
       REQUIRE(pf.replicates.size() == pg.replicates.size());
-      for (std::size_t i = 0; i < pf.replicates.size(); i += 37) LATENTAUDIT_CHECK_CLOSE(pf.replicates[i], pg.replicates[i], 1e-12);
+      for (std::size_t i = 0; i < pf.replicates.size(); i += 37)
+        LATENTAUDIT_CHECK_CLOSE(pf.replicates[i], pg.replicates[i], 1e-12);
       LATENTAUDIT_CHECK_CLOSE(pf.effect.ci_low, pg.effect.ci_low, 1e-10);
       LATENTAUDIT_CHECK_CLOSE(pf.effect.ci_high, pg.effect.ci_high, 1e-10);
       CHECK(pf.effect.n_pairs == 41);
@@ -327,11 +357,13 @@ TEST_CASE("fast paths agree with the generic engine", "[estimators][bootstrap]")
   }
 }
 
-TEST_CASE("cluster bootstrap: singleton clusters and pair clusters reduce to the plain schemes", "[estimators][bootstrap]") {
+TEST_CASE("cluster bootstrap: singleton clusters and pair clusters reduce to the plain schemes",
+          "[estimators][bootstrap]") {
   const auto x = lognormal(40, 3, 0, 0.6), y = lognormal(40, 3, 1, 0.6);
   std::vector<std::size_t> ids(40);
   for (std::size_t i = 0; i < 40; ++i) ids[i] = 1000 + 3 * i;  // ascending labels = observation order
-  const bootstrap_options o{.replicates = 299, .method = bootstrap_ci_method::bca, .seed = 4, .keep_replicates = true};
+  const bootstrap_options o{
+      .replicates = 299, .method = bootstrap_ci_method::bca, .seed = 4, .keep_replicates = true};
   auto mean = [](const resample_view& v) { return v.mean(); };
   const auto plain = bootstrap(x, mean, o);
   const auto clustered = bootstrap_clustered(x, ids, mean, o);
@@ -344,14 +376,18 @@ TEST_CASE("cluster bootstrap: singleton clusters and pair clusters reduce to the
   // Clusters of 4 keep their members together: every replicate mean is a mean of 10 cluster means.
   std::vector<std::size_t> c4(40);
   for (std::size_t i = 0; i < 40; ++i) c4[i] = i % 10;  // interleaved labels
-  const auto r = bootstrap_clustered(x, c4, [](const resample_view& v) { return static_cast<double>(v.size()); },
-                                     {.replicates = 50, .method = bootstrap_ci_method::normal, .keep_replicates = true,
-                                      .if_degenerate = on_degenerate::flag});
+  const auto r =
+      bootstrap_clustered(x, c4, [](const resample_view& v) { return static_cast<double>(v.size()); },
+                          {.replicates = 50,
+                           .method = bootstrap_ci_method::normal,
+                           .keep_replicates = true,
+                           .if_degenerate = on_degenerate::flag});
   CHECK(r.effect.status == estimate_status::degenerate);  // every resample has 40 observations
   CHECK(std::all_of(r.replicates.begin(), r.replicates.end(), [](double v) { return v == 0.0; }) == false);
 }
 
-TEST_CASE("studentize() and estimate_and_variance give the same studentized interval", "[estimators][bootstrap]") {
+TEST_CASE("studentize() and estimate_and_variance give the same studentized interval",
+          "[estimators][bootstrap]") {
   const auto x = lognormal(30, 8, 0, 0.5);
   auto mean = [](const resample_view& v) { return v.mean(); };
   auto se = [](const resample_view& v) {
@@ -362,7 +398,12 @@ TEST_CASE("studentize() and estimate_and_variance give the same studentized inte
   };
   const bootstrap_options o{.replicates = 999, .method = bootstrap_ci_method::studentized, .seed = 1};
   const auto a = bootstrap(x, studentize(mean, se), o);
-  const auto b = bootstrap(x, [&](const resample_view& v) { return estimate_and_variance{mean(v), se(v) * se(v)}; }, o);
+  const auto b = bootstrap(
+      x,
+      [&](const resample_view& v) {
+        return estimate_and_variance{mean(v), se(v) * se(v)};
+      },
+      o);
   CHECK(a.effect.ci_low == b.effect.ci_low);
   CHECK(a.effect.ci_high == b.effect.ci_high);
   CHECK(a.effect.method == "bootstrap_studentized");
@@ -376,7 +417,8 @@ TEST_CASE("the point estimate lies inside the percentile interval (seeds 1..20)"
     const auto t = lognormal(25, seed, 0, 0.8), c = lognormal(30, seed, 1, 0.8);
     for (auto conv : {bootstrap_convention::boot, bootstrap_convention::scipy}) {
       const auto r = bootstrap_mean_difference(
-          t, c, {.replicates = 999, .method = bootstrap_ci_method::percentile, .convention = conv, .seed = seed});
+          t, c,
+          {.replicates = 999, .method = bootstrap_ci_method::percentile, .convention = conv, .seed = seed});
       CHECK(r.effect.ci_low < r.effect.estimate);
       CHECK(r.effect.estimate < r.effect.ci_high);
       CHECK(r.effect.std_error > 0);
@@ -386,8 +428,9 @@ TEST_CASE("the point estimate lies inside the percentile interval (seeds 1..20)"
 
 // ---- Monte-Carlo coverage ---------------------------------------------------------------------------
 
-TEST_CASE("coverage of every method for the mean of a log-normal(0, 0.6), n = 40 (seed 99, 400 datasets x 999)",
-          "[estimators][bootstrap][coverage]") {
+TEST_CASE(
+    "coverage of every method for the mean of a log-normal(0, 0.6), n = 40 (seed 99, 400 datasets x 999)",
+    "[estimators][bootstrap][coverage]") {
   // Nominal 95%. Tolerated band: [0.95 - 0.045 - 3.29 sd, 0.95 + 3.29 sd], sd = sqrt(.95 .05 / 400):
   // 0.045 allows the known small-sample under-coverage of skewed means (2000-dataset calibration:
   // 0.914 basic ... 0.942 studentized); 3.29 sd is the two-sided 99.9% binomial band.
@@ -399,8 +442,9 @@ TEST_CASE("coverage of every method for the mean of a log-normal(0, 0.6), n = 40
     for (double y : v) ss += (y - m) * (y - m);
     return estimate_and_variance{m, ss / (static_cast<double>(v.size()) - 1) / static_cast<double>(v.size())};
   };
-  for (auto method : {bootstrap_ci_method::percentile, bootstrap_ci_method::basic, bootstrap_ci_method::normal,
-                      bootstrap_ci_method::bca, bootstrap_ci_method::studentized}) {
+  for (auto method :
+       {bootstrap_ci_method::percentile, bootstrap_ci_method::basic, bootstrap_ci_method::normal,
+        bootstrap_ci_method::bca, bootstrap_ci_method::studentized}) {
     int covered = 0;
     for (std::uint64_t d = 0; d < 400; ++d) {
       const auto x = lognormal(40, 99, d, 0.6);
@@ -414,8 +458,9 @@ TEST_CASE("coverage of every method for the mean of a log-normal(0, 0.6), n = 40
   }
 }
 
-TEST_CASE("BCa balances the two tails of a skewed mean; the wrong acceleration sign does not (seed 7, 2000 x 199)",
-          "[estimators][bootstrap][coverage]") {
+TEST_CASE(
+    "BCa balances the two tails of a skewed mean; the wrong acceleration sign does not (seed 7, 2000 x 199)",
+    "[estimators][bootstrap][coverage]") {
   // Log-normal(0, 0.8), n = 20: the percentile interval misses mostly above. BCa's imbalance
   // P(mu > high) - P(mu < low) was 0.040 in a 2000-dataset calibration, percentile 0.086, BCa with
   // a negated 0.091. Band: 0.040 + 3.29 sqrt(0.1/2000) = 0.063 (sd of a difference of two
@@ -432,7 +477,8 @@ TEST_CASE("BCa balances the two tails of a skewed mean; the wrong acceleration s
       for (std::size_t i = 0; i < x.size(); ++i) l[i] = (flip ? -1.0 : 1.0) * (x[i] - m);
       bootstrap_options o{.replicates = 199, .method = bootstrap_ci_method::bca, .seed = d};
       o.influence = l;
-      const auto r = bootstrap(x, [](const resample_view& v) { return v.mean(); }, o);
+      const auto r = bootstrap(
+          x, [](const resample_view& v) { return v.mean(); }, o);
       below += mu < r.effect.ci_low;
       above += mu > r.effect.ci_high;
     }
@@ -453,14 +499,17 @@ TEST_CASE("degenerate bootstrap distributions throw or flag", "[estimators][boot
              Catch::Contains("bootstrap_mean_difference") && Catch::Contains("equal"));
   // The studentized fast paths delegate to the generic engine but still report their own name.
   CHECK_THAT(message_of([&] {
-               (void)bootstrap_mean_difference(same, same, {.replicates = 99, .method = bootstrap_ci_method::studentized});
+               (void)bootstrap_mean_difference(
+                   same, same, {.replicates = 99, .method = bootstrap_ci_method::studentized});
              }),
              Catch::StartsWith("bootstrap_mean_difference:"));
   CHECK_THAT(message_of([&] {
-               (void)bootstrap_paired_mean(same, same, {.replicates = 99, .method = bootstrap_ci_method::studentized});
+               (void)bootstrap_paired_mean(same, same,
+                                           {.replicates = 99, .method = bootstrap_ci_method::studentized});
              }),
              Catch::StartsWith("bootstrap_paired_mean:"));
-  const auto f = bootstrap_mean_difference(same, same, {.replicates = 99, .if_degenerate = on_degenerate::flag});
+  const auto f =
+      bootstrap_mean_difference(same, same, {.replicates = 99, .if_degenerate = on_degenerate::flag});
   CHECK(f.effect.status == estimate_status::degenerate);
   CHECK(std::isnan(f.effect.ci_low));
   CHECK(std::isnan(f.effect.ci_high));
@@ -475,8 +524,9 @@ TEST_CASE("degenerate bootstrap distributions throw or flag", "[estimators][boot
   CHECK_THROWS_AS(bootstrap(other, nan_stat, {.replicates = 99}), numerical_error);
   // Interval from constant replicates.
   const std::vector<double> flat(100, 1.0);
-  CHECK_THROWS_AS(bootstrap_interval({.t0 = 1.0, .replicates = flat}, {.method = bootstrap_ci_method::percentile}),
-                  numerical_error);
+  CHECK_THROWS_AS(
+      bootstrap_interval({.t0 = 1.0, .replicates = flat}, {.method = bootstrap_ci_method::percentile}),
+      numerical_error);
 }
 
 TEST_CASE("bad arguments throw invalid_argument naming function and argument", "[estimators][bootstrap]") {
@@ -500,9 +550,11 @@ TEST_CASE("bad arguments throw invalid_argument naming function and argument", "
   CHECK_THROWS_AS(bootstrap_paired_mean(a, b), shape_mismatch);
   CHECK_THROWS_AS(bootstrap_paired(a, b, mean_diff), shape_mismatch);
   const std::vector<std::size_t> labels{1, 1, 1, 1}, short_labels{1, 2};
-  CHECK_THAT(msg([&] { (void)bootstrap_clustered(a, labels, [](const resample_view& v) { return v.mean(); }); }),
-             Catch::Contains("bootstrap_clustered: argument 'cluster'"));
-  CHECK_THROWS_AS(bootstrap_clustered(a, short_labels, [](const resample_view& v) { return v.mean(); }), shape_mismatch);
+  CHECK_THAT(
+      msg([&] { (void)bootstrap_clustered(a, labels, [](const resample_view& v) { return v.mean(); }); }),
+      Catch::Contains("bootstrap_clustered: argument 'cluster'"));
+  CHECK_THROWS_AS(bootstrap_clustered(a, short_labels, [](const resample_view& v) { return v.mean(); }),
+                  shape_mismatch);
   // Studentized needs a variance from the statistic.
   CHECK_THAT(msg([&] {
                (void)bootstrap(a, [](const resample_view& v) { return v.mean(); },
@@ -513,25 +565,35 @@ TEST_CASE("bad arguments throw invalid_argument naming function and argument", "
   const std::vector<double> l3{1, 2, 3};
   bootstrap_options wrong{.replicates = 99};
   wrong.influence = l3;
-  CHECK_THAT(msg([&] { (void)bootstrap_two_sample(a, b, mean_diff, wrong); }), Catch::Contains("argument 'influence'"));
-  CHECK_THAT(msg([&] { (void)bootstrap_mean_difference(a, b, wrong); }), Catch::Contains("argument 'influence'"));
+  CHECK_THAT(msg([&] { (void)bootstrap_two_sample(a, b, mean_diff, wrong); }),
+             Catch::Contains("argument 'influence'"));
+  CHECK_THAT(msg([&] { (void)bootstrap_mean_difference(a, b, wrong); }),
+             Catch::Contains("argument 'influence'"));
   wrong.influence = bad;
-  CHECK_THAT(msg([&] { (void)bootstrap(a, [](const resample_view& v) { return v.mean(); }, wrong); }),
+  CHECK_THAT(msg([&] {
+               (void)bootstrap(
+                   a, [](const resample_view& v) { return v.mean(); }, wrong);
+             }),
              Catch::Contains("argument 'influence' must hold finite values"));
   // bootstrap_interval.
   const std::vector<double> t{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   CHECK_THAT(msg([&] { (void)bootstrap_interval({.t0 = std::nan(""), .replicates = t}); }),
              Catch::Contains("bootstrap_interval: argument 't0'"));
-  CHECK_THAT(msg([&] { (void)bootstrap_interval({.t0 = 1, .replicates = t}, {.method = bootstrap_ci_method::bca}); }),
-             Catch::Contains("bootstrap_interval: argument 'replicates' is too small"));
-  CHECK_NOTHROW(bootstrap_interval({.t0 = 1, .replicates = t}, {.level = 0.5, .method = bootstrap_ci_method::percentile}));
   CHECK_THAT(msg([&] {
-               (void)bootstrap_interval({.t0 = 1, .replicates = t}, {.level = 0.5, .method = bootstrap_ci_method::bca});
+               (void)bootstrap_interval({.t0 = 1, .replicates = t}, {.method = bootstrap_ci_method::bca});
+             }),
+             Catch::Contains("bootstrap_interval: argument 'replicates' is too small"));
+  CHECK_NOTHROW(bootstrap_interval({.t0 = 1, .replicates = t},
+                                   {.level = 0.5, .method = bootstrap_ci_method::percentile}));
+  CHECK_THAT(msg([&] {
+               (void)bootstrap_interval({.t0 = 1, .replicates = t},
+                                        {.level = 0.5, .method = bootstrap_ci_method::bca});
              }),
              Catch::Contains("argument 'influence'"));
   CHECK_THAT(msg([&] {
-               (void)bootstrap_interval({.t0 = 1, .replicates = t, .t0_variance = 1, .replicate_variances = l3},
-                                        {.level = 0.5, .method = bootstrap_ci_method::studentized});
+               (void)bootstrap_interval(
+                   {.t0 = 1, .replicates = t, .t0_variance = 1, .replicate_variances = l3},
+                   {.level = 0.5, .method = bootstrap_ci_method::studentized});
              }),
              Catch::Contains("replicate_variances"));
   const std::vector<std::size_t> strata{4, 5};
@@ -543,8 +605,8 @@ TEST_CASE("bad arguments throw invalid_argument naming function and argument", "
 
 TEST_CASE("estimand, level, std_error and replicates are reported", "[estimators][bootstrap]") {
   const auto t = lognormal(30, 4, 0, 0.5), c = lognormal(30, 4, 1, 0.5);
-  const auto r = bootstrap_mean_difference(t, c, {.replicates = 500, .level = 0.9, .seed = 3,
-                                                  .keep_replicates = true, .estimand = "ate"});
+  const auto r = bootstrap_mean_difference(
+      t, c, {.replicates = 500, .level = 0.9, .seed = 3, .keep_replicates = true, .estimand = "ate"});
   CHECK(r.effect.estimand == "ate");
   CHECK(r.effect.method == "bootstrap_bca");
   CHECK(r.effect.level == 0.9);

@@ -68,7 +68,8 @@ bool has_warning(const std::vector<la::did_warning>& w, la::did_warning_code c) 
 
 }  // namespace
 
-TEST_CASE("2x2 DiD from cell means and by regression reproduces R", "[estimators][difference_in_differences][golden]") {
+TEST_CASE("2x2 DiD from cell means and by regression reproduces R",
+          "[estimators][difference_in_differences][golden]") {
   const auto t = la::test::read_golden_table("did/panel2.csv");
   const auto y = t.col("y"), tr = t.col("treated"), post = t.col("post");
   std::vector<long long> unit;
@@ -84,9 +85,11 @@ TEST_CASE("2x2 DiD from cell means and by regression reproduces R", "[estimators
   CHECK(m.effect.n_treated == 50);
 
   using D = la::reference_distribution;
-  compare(la::did_2x2_regression(y, tr, post, units, {.distribution = D::t_residual}).effect, golden_row(g, "reg_cr1_t"));
+  compare(la::did_2x2_regression(y, tr, post, units, {.distribution = D::t_residual}).effect,
+          golden_row(g, "reg_cr1_t"));
   compare(la::did_2x2_regression(y, tr, post, units).effect, golden_row(g, "reg_cr1_tcluster"));
-  compare(la::did_2x2_regression(y, tr, post, units, {.distribution = D::normal}).effect, golden_row(g, "reg_cr1_normal"));
+  compare(la::did_2x2_regression(y, tr, post, units, {.distribution = D::normal}).effect,
+          golden_row(g, "reg_cr1_normal"));
 
   // Identities: the regression coefficient is the cell-mean DiD, and TWFE on this balanced
   // two-period panel with one adoption date gives the same estimate.
@@ -115,21 +118,25 @@ TEST_CASE("TWFE on a staggered unbalanced panel reproduces R lm + factor dummies
   compare(a.effect, golden_row(g, "twfe_cr1_counted_t"));
   CHECK(a.fit.k == 40 + 8);  // R's lm: intercept + 39 unit + 7 period dummies + d
   compare(la::did_twfe(p.y, p.d, units, p.time).effect, golden_row(g, "twfe_cr1_counted_tcluster"));
-  compare(la::did_twfe(p.y, p.d, units, p.time, {.fe_count = F::nested}).effect, golden_row(g, "twfe_cr1_nested_tcluster"));
+  compare(la::did_twfe(p.y, p.d, units, p.time, {.fe_count = F::nested}).effect,
+          golden_row(g, "twfe_cr1_nested_tcluster"));
   compare(la::did_twfe(p.y, p.d, units, p.time, {.covariance = C::hc1, .distribution = D::t_residual}).effect,
           golden_row(g, "twfe_hc1_counted_t"));
-  compare(la::did_twfe(p.y, p.d, units, p.time, {.covariance = C::classical, .distribution = D::t_residual}).effect,
+  compare(la::did_twfe(p.y, p.d, units, p.time, {.covariance = C::classical, .distribution = D::t_residual})
+              .effect,
           golden_row(g, "twfe_classical_counted_t"));
   compare(la::did_twfe(p.y, p.d, units, p.time, {.covariance = C::cr0, .distribution = D::normal}).effect,
           golden_row(g, "twfe_cr0_counted_normal"));
   REQUIRE(has_warning(a.warnings, la::did_warning_code::staggered_adoption));
-  CHECK_THAT(a.warnings[0].message, Contains("2 different periods (2004, 2006)") && Contains("Goodman-Bacon"));
+  CHECK_THAT(a.warnings[0].message,
+             Contains("2 different periods (2004, 2006)") && Contains("Goodman-Bacon"));
   CHECK(!has_warning(a.warnings, la::did_warning_code::no_never_treated));
   CHECK(a.effect.estimand == "att_twfe");
   CHECK(a.effect.method == "did_twfe_cr1");
 }
 
-TEST_CASE("event study coefficients and the Wald pre-trend test reproduce R", "[estimators][difference_in_differences][golden]") {
+TEST_CASE("event study coefficients and the Wald pre-trend test reproduce R",
+          "[estimators][difference_in_differences][golden]") {
   const auto p = load_panel();
   const auto units = la::make_group_index(std::span<const long long>(p.unit));
   const auto ev = la::test::read_golden_table("did/r_event.csv");
@@ -204,17 +211,23 @@ TEST_CASE("DiD estimators validate their arguments", "[estimators][difference_in
   CHECK_THROWS_WITH(la::did_twfe(y, d, units, time, {.covariance = la::covariance_type::hc2}),
                     Contains("did_twfe: argument 'options.covariance' is hc2"));
   const std::vector<double> nb{0, 0, 0, 2, 0, 1};
-  CHECK_THROWS_WITH(la::did_twfe(y, nb, units, time), "did_twfe: argument 'treatment' must hold 0/1 outcomes, got 2 at index 3");
+  CHECK_THROWS_WITH(la::did_twfe(y, nb, units, time),
+                    "did_twfe: argument 'treatment' must hold 0/1 outcomes, got 2 at index 3");
   const std::vector<long long> one_period(6, 5);
-  CHECK_THROWS_WITH(la::did_twfe(y, d, units, one_period), Contains("'time' has 1 period, expected at least 2"));
+  CHECK_THROWS_WITH(la::did_twfe(y, d, units, one_period),
+                    Contains("'time' has 1 period, expected at least 2"));
   const std::vector<long long> same(6, 1);
   CHECK_THROWS_WITH(la::did_twfe(y, d, la::make_group_index(std::span<const long long>(same)), time),
                     Contains("'units' has 1 unit"));
   const std::vector<double> never(6, 0.0);
-  CHECK_THROWS_WITH(la::did_twfe(y, never, units, time), Contains("did_twfe: argument 'treatment (after removing unit means)' is rank deficient"));
-  CHECK_THROWS_WITH(la::event_study(y, never, units, time), Contains("event_study: argument 'treatment' is 0 everywhere"));
-  CHECK_THROWS_WITH(la::event_study(y, d, units, time, {.first = -1}), Contains("'options.first' must be at most -2"));
-  CHECK_THROWS_WITH(la::event_study(y, d, units, time, {.last = -1}), Contains("'options.last' must be at least 0"));
+  CHECK_THROWS_WITH(la::did_twfe(y, never, units, time),
+                    Contains("did_twfe: argument 'treatment (after removing unit means)' is rank deficient"));
+  CHECK_THROWS_WITH(la::event_study(y, never, units, time),
+                    Contains("event_study: argument 'treatment' is 0 everywhere"));
+  CHECK_THROWS_WITH(la::event_study(y, d, units, time, {.first = -1}),
+                    Contains("'options.first' must be at most -2"));
+  CHECK_THROWS_WITH(la::event_study(y, d, units, time, {.last = -1}),
+                    Contains("'options.last' must be at least 0"));
   const std::vector<double> short_y{1, 2};
   CHECK_THROWS_AS(la::did_twfe(short_y, d, units, time), la::shape_mismatch);
   CHECK_THROWS_WITH(la::did_2x2_means(y, d, std::vector<double>{0, 1, 0, 1, 0, 1}),
@@ -262,7 +275,8 @@ TEST_CASE("Monte Carlo: TWFE CR1 intervals with t(G-1) cover near the nominal le
     const auto r = la::did_twfe(y, d, units, time);
     covered += (r.effect.ci_low <= 1.0 && 1.0 <= r.effect.ci_high) ? 1 : 0;
     const auto c = la::did_twfe(y, d, units, time,
-                                {.covariance = la::covariance_type::classical, .distribution = la::reference_distribution::t_residual});
+                                {.covariance = la::covariance_type::classical,
+                                 .distribution = la::reference_distribution::t_residual});
     covered_classical += (c.effect.ci_low <= 1.0 && 1.0 <= c.effect.ci_high) ? 1 : 0;
   }
   INFO("CR1/t(G-1) covered " << covered << " of " << reps << "; classical covered " << covered_classical);

@@ -59,12 +59,12 @@ std::vector<double> normals(std::uint64_t seed, std::uint32_t arm, std::size_t n
 
 /// CHECK an interval endpoint against a peer whose t quantile has relative error `rtol`: the error
 /// is rtol times the half-width, which exceeds rtol times the endpoint when the endpoint is near 0.
-#define CHECK_ENDPOINT_CLOSE(a, b, half_width, rtol)                                           \
-  do {                                                                                         \
-    const double ep_a_ = (a), ep_b_ = (b);                                                     \
+#define CHECK_ENDPOINT_CLOSE(a, b, half_width, rtol)                                                 \
+  do {                                                                                               \
+    const double ep_a_ = (a), ep_b_ = (b);                                                           \
     INFO(#a " = " << std::setprecision(17) << ep_a_ << ", " #b " = " << ep_b_ << ", rtol " << (rtol) \
-                  << " of max(|endpoint|, half-width " << (half_width) << ")");                \
-    CHECK(::latentaudit::test::close(ep_a_, ep_b_, (rtol), (rtol) * (half_width)));           \
+                  << " of max(|endpoint|, half-width " << (half_width) << ")");                      \
+    CHECK(::latentaudit::test::close(ep_a_, ep_b_, (rtol), (rtol) * (half_width)));                  \
   } while (false)
 
 TEST_CASE("t tests reproduce R's t.test (Welch, var.equal = TRUE, paired = TRUE) at rtol 1e-10",
@@ -135,8 +135,11 @@ TEST_CASE("t tests agree with the naive long-double oracle (seed 101)",
     std::size_t n1, n0;
     double sd1, sd0, shift;
   };
-  const std::vector<shape> shapes{{2, 2, 1, 1, 0.5}, {3, 17, 2, 0.3, -1}, {40, 40, 1, 1, 0.1},
-                                  {250, 90, 0.5, 4, 2}, {9, 9, 1e-3, 2e-3, 1e-3}};
+  const std::vector<shape> shapes{{2, 2, 1, 1, 0.5},
+                                  {3, 17, 2, 0.3, -1},
+                                  {40, 40, 1, 1, 0.1},
+                                  {250, 90, 0.5, 4, 2},
+                                  {9, 9, 1e-3, 2e-3, 1e-3}};
   std::uint32_t rep = 0;
   for (const auto& s : shapes) {
     const auto a = normals(101, 1, s.n1, s.shift, s.sd1, rep), b = normals(101, 0, s.n0, 0.0, s.sd0, rep);
@@ -294,8 +297,9 @@ TEST_CASE("data too large for the variance to be represented are a numerical fai
   CHECK(std::isnan(e.p_value));
 }
 
-TEST_CASE("difference in means: bad inputs throw invalid_argument / shape_mismatch naming function and argument",
-          "[estimators][difference_in_means][errors]") {
+TEST_CASE(
+    "difference in means: bad inputs throw invalid_argument / shape_mismatch naming function and argument",
+    "[estimators][difference_in_means][errors]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   const std::vector<double> ok{1.0, 2.0, 4.0}, ok2{0.5, 1.5, 1.0}, one{1.0}, empty{};
   const std::vector<double> with_nan{1.0, nan, 2.0}, with_inf{1.0, 2.0, -inf};
@@ -306,10 +310,12 @@ TEST_CASE("difference in means: bad inputs throw invalid_argument / shape_mismat
   CHECK_THROWS_WITH(paired_t_test(ok, with_nan),
                     "paired_t_test: argument 'control' must hold finite values, got nan at index 1");
   CHECK_THROWS_AS(paired_t_test(with_inf, ok), invalid_argument);
-  CHECK_THROWS_WITH(welch_t_test(one, ok), "welch_t_test: argument 'treated' has 1 observation, expected at least 2");
+  CHECK_THROWS_WITH(welch_t_test(one, ok),
+                    "welch_t_test: argument 'treated' has 1 observation, expected at least 2");
   CHECK_THROWS_WITH(student_t_test(ok, empty),
                     "student_t_test: argument 'control' has 0 observations, expected at least 2");
-  CHECK_THROWS_WITH(paired_t_test(one, one), "paired_t_test: argument 'treated' has 1 observation, expected at least 2");
+  CHECK_THROWS_WITH(paired_t_test(one, one),
+                    "paired_t_test: argument 'treated' has 1 observation, expected at least 2");
   CHECK_THROWS_AS(paired_t_test(ok, std::vector<double>{1.0, 2.0}), shape_mismatch);
   CHECK_THROWS_WITH(paired_t_test(ok, std::vector<double>{1.0, 2.0}),
                     "paired_t_test: arguments 'treated' and 'control' must have the same size, got 3 and 2");
@@ -320,8 +326,10 @@ TEST_CASE("difference in means: bad inputs throw invalid_argument / shape_mismat
                       Contains("student_t_test: argument 'level' must lie in (0, 1)"));
     CHECK_THROWS_WITH(paired_t_test(ok, ok2, {.level = level}), Contains("paired_t_test: argument 'level'"));
   }
-  CHECK_THROWS_WITH(welch_t_test(ok, ok2, {.null_value = inf}), "welch_t_test: argument 'null_value' must be finite, got inf");
-  CHECK_THROWS_WITH(paired_t_test(ok, ok2, {.null_value = nan}), "paired_t_test: argument 'null_value' must be finite, got nan");
+  CHECK_THROWS_WITH(welch_t_test(ok, ok2, {.null_value = inf}),
+                    "welch_t_test: argument 'null_value' must be finite, got inf");
+  CHECK_THROWS_WITH(paired_t_test(ok, ok2, {.null_value = nan}),
+                    "paired_t_test: argument 'null_value' must be finite, got nan");
   // every error is a latentaudit::error
   CHECK_THROWS_AS(welch_t_test(empty, empty), latentaudit::error);
 }
@@ -347,8 +355,8 @@ TEST_CASE("the 95% Welch interval covers at its nominal rate (seed 7, 2000 repli
   }
   const double cov = covered / double(reps), wrong = covered_wrong_df / double(reps);
   const double pooled = covered_pooled / double(reps);
-  INFO("seed 7: Welch coverage " << cov << ", with df = 23 " << wrong << ", pooled t " << pooled
-                                 << ", band ±" << band);
+  INFO("seed 7: Welch coverage " << cov << ", with df = 23 " << wrong << ", pooled t " << pooled << ", band ±"
+                                 << band);
   CHECK(std::fabs(cov - 0.95) < band);
   CHECK(std::fabs(wrong - 0.95) > band);   // sensitivity: a wrong df is detected
   CHECK(std::fabs(pooled - 0.95) > band);  // and the pooled test is wrong here (the reason for Welch)

@@ -60,12 +60,12 @@ std::vector<double> normals(std::uint64_t seed, std::uint64_t item, std::uint32_
 
 /// CHECK an interval endpoint against a peer whose t quantile has relative error `rtol`: the error
 /// is rtol times the half-width, which exceeds rtol times the endpoint when the endpoint is near 0.
-#define CHECK_ENDPOINT_CLOSE(a, b, half_width, rtol)                                           \
-  do {                                                                                         \
-    const double ep_a_ = (a), ep_b_ = (b);                                                     \
+#define CHECK_ENDPOINT_CLOSE(a, b, half_width, rtol)                                                 \
+  do {                                                                                               \
+    const double ep_a_ = (a), ep_b_ = (b);                                                           \
     INFO(#a " = " << std::setprecision(17) << ep_a_ << ", " #b " = " << ep_b_ << ", rtol " << (rtol) \
-                  << " of max(|endpoint|, half-width " << (half_width) << ")");                \
-    CHECK(::latentaudit::test::close(ep_a_, ep_b_, (rtol), (rtol) * (half_width)));           \
+                  << " of max(|endpoint|, half-width " << (half_width) << ")");                      \
+    CHECK(::latentaudit::test::close(ep_a_, ep_b_, (rtol), (rtol) * (half_width)));                  \
   } while (false)
 
 TEST_CASE("TOST reproduces R's one-sided t.test pair at rtol 1e-10", "[estimators][equivalence][golden]") {
@@ -78,8 +78,9 @@ TEST_CASE("TOST reproduces R's one-sided t.test pair at rtol 1e-10", "[estimator
     const double alpha = r.num("alpha", i);
     INFO("row " << i << ": " << r.str("dataset", i) << " " << r.str("design", i) << " (" << r.num("low", i)
                 << ", " << r.num("high", i) << ") alpha " << alpha);
-    const auto res = equivalence_test(a.treated, a.control, {.low = r.num("low", i), .high = r.num("high", i)},
-                                      {.design = design_of(r.str("design", i)), .alpha = alpha});
+    const auto res =
+        equivalence_test(a.treated, a.control, {.low = r.num("low", i), .high = r.num("high", i)},
+                         {.design = design_of(r.str("design", i)), .alpha = alpha});
     REQUIRE(res.effect.status == estimate_status::ok);
     LATENTAUDIT_CHECK_CLOSE(res.effect.estimate, r.num("estimate", i), 1e-10);
     LATENTAUDIT_CHECK_CLOSE(res.effect.std_error, r.num("std_error", i), 1e-10);
@@ -110,8 +111,9 @@ TEST_CASE("TOST reproduces statsmodels ttost_ind (unequal, pooled) and ttost_pai
     const auto& a = data.at(p.str("dataset", i));
     INFO("row " << i << ": " << p.str("dataset", i) << " " << p.str("design", i) << " (" << p.num("low", i)
                 << ", " << p.num("high", i) << ") alpha " << p.num("alpha", i));
-    const auto res = equivalence_test(a.treated, a.control, {.low = p.num("low", i), .high = p.num("high", i)},
-                                      {.design = design_of(p.str("design", i)), .alpha = p.num("alpha", i)});
+    const auto res =
+        equivalence_test(a.treated, a.control, {.low = p.num("low", i), .high = p.num("high", i)},
+                         {.design = design_of(p.str("design", i)), .alpha = p.num("alpha", i)});
     LATENTAUDIT_CHECK_CLOSE(res.effect.df, p.num("df", i), 1e-8);
     LATENTAUDIT_CHECK_CLOSE(res.statistic_lower, p.num("t_lower", i), 1e-8);
     LATENTAUDIT_CHECK_CLOSE(res.p_lower, p.num("p_lower", i), 1e-8);
@@ -140,10 +142,11 @@ TEST_CASE("non-inferiority reproduces R (rtol 1e-10) and statsmodels (rtol 1e-8)
     const bool higher = r.str("better", i) == "higher";
     INFO("row " << i << ": " << r.str("dataset", i) << " " << r.str("design", i) << " margin "
                 << r.num("margin", i) << " " << r.str("better", i) << " alpha " << r.num("alpha", i));
-    const auto res = non_inferiority_test(
-        a.treated, a.control, r.num("margin", i),
-        {.design = design_of(r.str("design", i)), .alpha = r.num("alpha", i),
-         .better = higher ? better_direction::higher : better_direction::lower});
+    const auto res =
+        non_inferiority_test(a.treated, a.control, r.num("margin", i),
+                             {.design = design_of(r.str("design", i)),
+                              .alpha = r.num("alpha", i),
+                              .better = higher ? better_direction::higher : better_direction::lower});
     REQUIRE(res.effect.status == estimate_status::ok);
     LATENTAUDIT_CHECK_CLOSE(res.effect.estimate, r.num("estimate", i), 1e-10);
     LATENTAUDIT_CHECK_CLOSE(res.effect.std_error, r.num("std_error", i), 1e-10);
@@ -232,7 +235,8 @@ TEST_CASE("TOST and non-inferiority agree with the oracle and with each other (s
       CHECK(ni.statistic == r.statistic_lower);
       CHECK(ni.non_inferior == (r.effect.ci_low > low));
       // lower better with margin m is the upper half with high = +m
-      const auto nl = non_inferiority_test(a, b, high, {.design = d, .alpha = alpha, .better = better_direction::lower});
+      const auto nl =
+          non_inferiority_test(a, b, high, {.design = d, .alpha = alpha, .better = better_direction::lower});
       CHECK(nl.p_value == r.p_upper);
       CHECK(nl.non_inferior == (r.effect.ci_high < high));
       // swapping the arms and mirroring the region swaps the two one-sided tests
@@ -241,7 +245,8 @@ TEST_CASE("TOST and non-inferiority agree with the oracle and with each other (s
       LATENTAUDIT_CHECK_CLOSE(m.p_upper, r.p_lower, 1e-14);
       CHECK(m.equivalent == r.equivalent);
       // higher-better for (a, b) is lower-better for (b, a)
-      const auto sw = non_inferiority_test(b, a, -low, {.design = d, .alpha = alpha, .better = better_direction::lower});
+      const auto sw =
+          non_inferiority_test(b, a, -low, {.design = d, .alpha = alpha, .better = better_direction::lower});
       LATENTAUDIT_CHECK_CLOSE(sw.p_value, ni.p_value, 1e-14);
     }
   }
@@ -257,8 +262,9 @@ TEST_CASE("constant data: numerical_error naming the function by default, flagge
   CHECK_THROWS_WITH(non_inferiority_test(a, b, 1.0, {.design = t_test_design::paired}),
                     Contains("non_inferiority_test: ") && Contains("essentially constant"));
   const std::vector<double> huge{1e200, -1e200, 3e200};
-  CHECK_THROWS_WITH(equivalence_test(huge, huge, equivalence_bounds::symmetric(1), {.design = t_test_design::student}),
-                    Contains("equivalence_test: ") && Contains("overflow"));
+  CHECK_THROWS_WITH(
+      equivalence_test(huge, huge, equivalence_bounds::symmetric(1), {.design = t_test_design::student}),
+      Contains("equivalence_test: ") && Contains("overflow"));
 
   for (auto d : {t_test_design::welch, t_test_design::student, t_test_design::paired}) {
     INFO(design_name(d));
@@ -299,7 +305,8 @@ TEST_CASE("equivalence: bad inputs throw invalid_argument / shape_mismatch namin
   }
   CHECK_THROWS_WITH(equivalence_test(a, b, {.low = 1.0, .high = 1.0}),
                     "equivalence_test: argument 'bounds' must satisfy low < high, got low 1 and high 1");
-  CHECK_THROWS_WITH(equivalence_test(a, b, {.low = 2.0, .high = -1.0}), Contains("argument 'bounds' must satisfy low < high"));
+  CHECK_THROWS_WITH(equivalence_test(a, b, {.low = 2.0, .high = -1.0}),
+                    Contains("argument 'bounds' must satisfy low < high"));
   CHECK_THROWS_AS(equivalence_test(a, b, equivalence_bounds::symmetric(0.0)), invalid_argument);
   CHECK_THROWS_AS(equivalence_test(a, b, equivalence_bounds::symmetric(-0.5)), invalid_argument);
   CHECK_THROWS_WITH(equivalence_test(a, b, {.low = -inf, .high = 1.0}),
@@ -309,9 +316,11 @@ TEST_CASE("equivalence: bad inputs throw invalid_argument / shape_mismatch namin
   CHECK_THROWS_WITH(equivalence_test(a, b, equivalence_bounds{}), Contains("'bounds.low' must be finite"));
   for (double margin : {0.0, -1.0, inf, nan}) {
     INFO("margin " << margin);
-    CHECK_THROWS_WITH(non_inferiority_test(a, b, margin), Contains("non_inferiority_test: argument 'margin' must be positive"));
+    CHECK_THROWS_WITH(non_inferiority_test(a, b, margin),
+                      Contains("non_inferiority_test: argument 'margin' must be positive"));
   }
-  CHECK_THROWS_WITH(equivalence_test(one, b, m), "equivalence_test: argument 'treated' has 1 observation, expected at least 2");
+  CHECK_THROWS_WITH(equivalence_test(one, b, m),
+                    "equivalence_test: argument 'treated' has 1 observation, expected at least 2");
   CHECK_THROWS_WITH(non_inferiority_test(a, one, 1.0),
                     "non_inferiority_test: argument 'control' has 1 observation, expected at least 2");
   CHECK_THROWS_WITH(equivalence_test(a, with_nan, m),
@@ -320,9 +329,11 @@ TEST_CASE("equivalence: bad inputs throw invalid_argument / shape_mismatch namin
                     Contains("non_inferiority_test: argument 'treated' must hold finite values"));
   // unequal sizes are fine unpaired, a shape_mismatch paired
   CHECK_NOTHROW(equivalence_test(a, std::vector<double>{0.0, 1.0, 2.0, 3.0}, m));
-  CHECK_THROWS_AS(equivalence_test(a, std::vector<double>{0.0, 1.0}, m, {.design = t_test_design::paired}), shape_mismatch);
-  CHECK_THROWS_WITH(non_inferiority_test(a, std::vector<double>{0.0, 1.0}, 1.0, {.design = t_test_design::paired}),
-                    "non_inferiority_test: arguments 'treated' and 'control' must have the same size, got 3 and 2");
+  CHECK_THROWS_AS(equivalence_test(a, std::vector<double>{0.0, 1.0}, m, {.design = t_test_design::paired}),
+                  shape_mismatch);
+  CHECK_THROWS_WITH(
+      non_inferiority_test(a, std::vector<double>{0.0, 1.0}, 1.0, {.design = t_test_design::paired}),
+      "non_inferiority_test: arguments 'treated' and 'control' must have the same size, got 3 and 2");
   // out-of-range enumerators
   CHECK_THROWS_WITH(equivalence_test(a, b, m, {.design = static_cast<t_test_design>(7)}),
                     "equivalence_test: argument 'design' must be welch, student or paired");
@@ -345,7 +356,7 @@ TEST_CASE("TOST rejects at rate alpha at the margin boundary (seed 2026, 4000 re
     double sd1, sd0, delta;
   };
   const scenario scenarios[] = {
-      {t_test_design::welch, 20, 40, 1.2, 0.4, 1.0},   // unequal n and variances, δ on the upper bound
+      {t_test_design::welch, 20, 40, 1.2, 0.4, 1.0},    // unequal n and variances, δ on the upper bound
       {t_test_design::student, 30, 30, 0.8, 0.8, 1.0},  // equal variances, pooled
       {t_test_design::paired, 25, 25, 0.7, 0.7, -1.0},  // δ on the lower bound, correlated pairs
   };
@@ -360,20 +371,23 @@ TEST_CASE("TOST rejects at rate alpha at the margin boundary (seed 2026, 4000 re
         const auto u = normals(2026, item, 2, s.n1, 0.0, 2.0, rep);
         for (std::size_t i = 0; i < s.n1; ++i) a[i] += u[i], b[i] += u[i];
       }
-      const auto res = equivalence_test(a, b, equivalence_bounds::symmetric(1.0), {.design = s.design, .alpha = alpha});
+      const auto res =
+          equivalence_test(a, b, equivalence_bounds::symmetric(1.0), {.design = s.design, .alpha = alpha});
       rejected += res.equivalent;
       rejected_2alpha += res.p_value < 2 * alpha;
       // non-inferiority exactly at its null boundary: δ = −m (higher better) or +m (lower better)
-      const auto ni = non_inferiority_test(a, b, 1.0, {.design = s.design, .alpha = alpha,
-                                                       .better = s.delta < 0 ? better_direction::higher
-                                                                             : better_direction::lower});
+      const auto ni =
+          non_inferiority_test(a, b, 1.0,
+                               {.design = s.design,
+                                .alpha = alpha,
+                                .better = s.delta < 0 ? better_direction::higher : better_direction::lower});
       ni_rejected += ni.non_inferior;
     }
     ++item;
     const double rate = rejected / double(reps), rate2 = rejected_2alpha / double(reps);
     const double ni_rate = ni_rejected / double(reps);
-    INFO("seed 2026 " << design_name(s.design) << ": TOST size " << rate << ", non-inferiority size " << ni_rate
-                      << ", size at 2 alpha " << rate2 << ", band ±" << band);
+    INFO("seed 2026 " << design_name(s.design) << ": TOST size " << rate << ", non-inferiority size "
+                      << ni_rate << ", size at 2 alpha " << rate2 << ", band ±" << band);
     CHECK(rate <= alpha + band);  // the guarantee: size ≤ α (+ Monte-Carlo error)
     CHECK(rate >= alpha - band);  // and not a vacuous test that never declares equivalence
     CHECK(std::fabs(ni_rate - alpha) <= band);

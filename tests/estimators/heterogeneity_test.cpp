@@ -51,7 +51,8 @@ void check_against_r(const heterogeneity_result& r, const std::string& analysis,
   static const char* names[] = {"HC0", "HC1", "HC2", "HC3"};
   bool found = false;
   for (std::size_t i = 0; i < inter.rows(); ++i) {
-    if (inter.str("analysis", i) != analysis || inter.str("type", i) != names[static_cast<int>(type)]) continue;
+    if (inter.str("analysis", i) != analysis || inter.str("type", i) != names[static_cast<int>(type)])
+      continue;
     found = true;
     INFO(analysis << " " << names[static_cast<int>(type)]);
     CHECK(r.interaction.covariance == names[static_cast<int>(type)]);
@@ -90,7 +91,8 @@ std::string message_of(F&& f) {
 
 }  // namespace
 
-TEST_CASE("subgroup_effects reproduces R t.test + p.adjust + lm/vcovHC/waldtest", "[estimators][heterogeneity]") {
+TEST_CASE("subgroup_effects reproduces R t.test + p.adjust + lm/vcovHC/waldtest",
+          "[estimators][heterogeneity]") {
   const auto d = load_unpaired();
   for (auto type : all_types) {
     const heterogeneity_options o{.covariance = type};
@@ -163,8 +165,9 @@ TEST_CASE("heterogeneity: bad input throws with function and argument named", "[
   const std::span<const std::string> gs(d.gs);
   // One group only.
   std::vector<std::string> one(d.y.size(), "all");
-  CHECK(message_of([&] { (void)subgroup_effects(d.y, d.t, std::span<const std::string>(one)); })
-            .find("subgroup_effects: argument 'groups' must contain at least 2 distinct groups") == 0);
+  CHECK(message_of([&] {
+          (void)subgroup_effects(d.y, d.t, std::span<const std::string>(one));
+        }).find("subgroup_effects: argument 'groups' must contain at least 2 distinct groups") == 0);
   // A group with too few treated units (empty arm in a group).
   auto g2 = d.gs;
   g2[0] = "lonely";
@@ -177,12 +180,15 @@ TEST_CASE("heterogeneity: bad input throws with function and argument named", "[
   CHECK(message_of([&] { (void)subgroup_effects(y2, d.t, gs); }).find("subgroup_effects: argument 'y'") == 0);
   auto t2 = d.t;
   t2[1] = 2.0;
-  CHECK(message_of([&] { (void)subgroup_effects(d.y, t2, gs); }).find("subgroup_effects: argument 'treatment'") == 0);
+  CHECK(message_of([&] {
+          (void)subgroup_effects(d.y, t2, gs);
+        }).find("subgroup_effects: argument 'treatment'") == 0);
   CHECK_THROWS_AS(subgroup_effects(std::span<const double>(d.y).first(10), d.t, gs), shape_mismatch);
   CHECK_THROWS_AS(subgroup_effects(d.y, d.t, gs.first(10)), shape_mismatch);
   // Bins: K < 2, K > n, tied breaks, NaN moderator.
-  CHECK(message_of([&] { (void)subgroup_effects_binned(d.y, d.t, d.m, 1); })
-            .find("subgroup_effects_binned: argument 'bins'") == 0);
+  CHECK(message_of([&] {
+          (void)subgroup_effects_binned(d.y, d.t, d.m, 1);
+        }).find("subgroup_effects_binned: argument 'bins'") == 0);
   std::vector<double> tied(d.y.size(), 1.0);
   tied[0] = 2.0;
   CHECK(message_of([&] { (void)subgroup_effects_binned(d.y, d.t, tied, 3); }).find("tied quantile breaks") !=
@@ -191,20 +197,23 @@ TEST_CASE("heterogeneity: bad input throws with function and argument named", "[
   m2[5] = INFINITY;
   CHECK_THROWS_AS(subgroup_effects_binned(d.y, d.t, m2, 3), invalid_argument);
   // Level.
-  CHECK(message_of([&] { (void)subgroup_effects(d.y, d.t, gs, {.level = 0.0}); })
-            .find("subgroup_effects: argument 'level'") == 0);
+  CHECK(message_of([&] {
+          (void)subgroup_effects(d.y, d.t, gs, {.level = 0.0});
+        }).find("subgroup_effects: argument 'level'") == 0);
   // Paired: one pair in a group, mismatched sizes.
   const std::vector<double> a{1, 2, 3, 4, 5}, b{0, 1, 1, 2, 2};
   const std::vector<int> pg{1, 1, 1, 1, 2};
-  CHECK(message_of([&] { (void)paired_subgroup_effects(a, b, std::span<const int>(pg)); }).find("group '2' has 1 pair") !=
-        std::string::npos);
+  CHECK(message_of([&] {
+          (void)paired_subgroup_effects(a, b, std::span<const int>(pg));
+        }).find("group '2' has 1 pair") != std::string::npos);
   CHECK_THROWS_AS(paired_subgroup_effects(a, std::span<const double>(b).first(4), std::span<const int>(pg)),
                   shape_mismatch);
   // Constant data in a group: per the degenerate policy.
   const std::vector<double> c1{1, 1, 1, 2, 3, 4}, c0{0, 0, 0, 1, 1, 1};
   const std::vector<int> cg{1, 1, 1, 2, 2, 2};
   CHECK_THROWS_AS(paired_subgroup_effects(c1, c0, std::span<const int>(cg)), numerical_error);
-  const auto f = paired_subgroup_effects(c1, c0, std::span<const int>(cg), {.if_degenerate = on_degenerate::flag});
+  const auto f =
+      paired_subgroup_effects(c1, c0, std::span<const int>(cg), {.if_degenerate = on_degenerate::flag});
   CHECK(f.groups[0].effect.status == estimate_status::degenerate);
   CHECK(std::isnan(f.groups[0].p_holm));
   CHECK(f.groups[1].effect.status == estimate_status::ok);
@@ -212,7 +221,8 @@ TEST_CASE("heterogeneity: bad input throws with function and argument named", "[
   // Constant differences in every group: the interaction regression fits exactly.
   const std::vector<double> e1{2, 2, 3, 3}, e0{1, 1, 1, 1};
   const std::vector<int> eg{1, 1, 2, 2};
-  const auto h = paired_subgroup_effects(e1, e0, std::span<const int>(eg), {.if_degenerate = on_degenerate::flag});
+  const auto h =
+      paired_subgroup_effects(e1, e0, std::span<const int>(eg), {.if_degenerate = on_degenerate::flag});
   CHECK(h.interaction.status == estimate_status::degenerate);
   CHECK(std::isnan(h.interaction.chi_square));
   CHECK(std::isnan(h.interaction.p_f));

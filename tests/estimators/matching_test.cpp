@@ -13,10 +13,10 @@
 #include "support/golden.hpp"
 #include "support/reference_matching.hpp"
 
+using Catch::Matchers::Contains;
 using latentaudit::matching_estimand;
 using latentaudit::matching_options;
 using latentaudit::nearest_neighbor_matching;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -72,9 +72,9 @@ TEST_CASE("matching reproduces Matching::Match estimates, AI SEs and counts (96 
   for (std::size_t r = 0; r < t.rows(); ++r) {
     const std::string id = t.str("id", r);
     INFO("config " << id << ": " << t.str("data", r) << " " << t.str("estimand", r) << " M=" << t.str("M", r)
-                   << " ties=" << t.str("ties", r) << " weight=" << t.str("weight", r) << " bias=" << t.str("bias", r)
-                   << " varcalc=" << t.str("varcalc", r) << " caliper=" << t.str("caliper", r)
-                   << " exact=" << t.str("exact", r));
+                   << " ties=" << t.str("ties", r) << " weight=" << t.str("weight", r)
+                   << " bias=" << t.str("bias", r) << " varcalc=" << t.str("varcalc", r)
+                   << " caliper=" << t.str("caliper", r) << " exact=" << t.str("exact", r));
     const auto d = load_data(t.str("data", r));
     auto o = options_of(t, r);
     const auto res = nearest_neighbor_matching(d.y, d.tr, d.x, d.k, o);
@@ -124,7 +124,8 @@ TEST_CASE("matching reproduces Match's matched rows (index.treated, index.contro
     const auto it = p.col("index_treated"), ic = p.col("index_control"), w = p.col("weight");
     std::size_t bad = 0;
     for (std::size_t i = 0; i < p.rows(); ++i) {
-      if (static_cast<double>(res.index_treated[i]) != it[i] || static_cast<double>(res.index_control[i]) != ic[i] ||
+      if (static_cast<double>(res.index_treated[i]) != it[i] ||
+          static_cast<double>(res.index_control[i]) != ic[i] ||
           !latentaudit::test::close(res.weights[i], w[i], 1e-14)) {
         ++bad;
       }
@@ -183,10 +184,12 @@ TEST_CASE("k-d tree matching equals the brute-force matcher on random data with 
     for (int est = 0; est <= 1; ++est) {
       for (std::size_t m : {1u, 2u}) {
         const double cal = seed % 4 == 0 ? 0.3 : 0.0;
-        INFO("seed " << seed << " n " << n << " k " << k << " estimand " << est << " M " << m << " caliper " << cal);
+        INFO("seed " << seed << " n " << n << " k " << k << " estimand " << est << " M " << m << " caliper "
+                     << cal);
         const auto ref = latentaudit::test::reference_match(y, tr, x, k, est, m, cal);
         if (ref.rows.empty()) continue;
-        matching_options o{.estimand = est == 0 ? matching_estimand::att : matching_estimand::ate, .neighbors = m};
+        matching_options o{.estimand = est == 0 ? matching_estimand::att : matching_estimand::ate,
+                           .neighbors = m};
         if (cal > 0) o.caliper = {cal};
         o.if_degenerate = latentaudit::on_degenerate::flag;
         const auto res = nearest_neighbor_matching(y, tr, x, k, o);
@@ -212,8 +215,9 @@ TEST_CASE("matching results do not depend on the thread count", "[estimators][ma
   const std::size_t n = 5000, k = 3;
   std::vector<double> y(n), tr(n), x(n * k);
   for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j < k; ++j) x[i * k + j] = j == 2 ? static_cast<double>(latentaudit::uniform_index(g, 4))
-                                                             : latentaudit::standard_normal(g);
+    for (std::size_t j = 0; j < k; ++j)
+      x[i * k + j] =
+          j == 2 ? static_cast<double>(latentaudit::uniform_index(g, 4)) : latentaudit::standard_normal(g);
     tr[i] = latentaudit::uniform01(g) < 0.3 ? 1.0 : 0.0;
     y[i] = x[i * k] - x[i * k + 1] + tr[i] + latentaudit::standard_normal(g);
   }
@@ -264,33 +268,40 @@ TEST_CASE("matching rejects bad input with messages naming function and argument
   CHECK_THROWS_AS(nearest_neighbor_matching(y, tr, x, 3), latentaudit::shape_mismatch);
   CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 0), fn + "'n_covariates' must be at least 1, got 0");
   const std::vector<double> all_t(6, 1.0), all_c(6, 0.0);
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, all_t, x, 2), Contains(fn + "'treatment'") && Contains("both"));
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, all_t, x, 2),
+                    Contains(fn + "'treatment'") && Contains("both"));
   CHECK_THROWS_WITH(nearest_neighbor_matching(y, all_c, x, 2), Contains("0 treated and 6 control"));
   std::vector<double> xn = x;
   xn[5] = std::nan("");
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, xn, 2), Contains(fn + "'covariates'") && Contains("row 2") &&
-                                                                 Contains("'x1'"));
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, xn, 2),
+                    Contains(fn + "'covariates'") && Contains("row 2") && Contains("'x1'"));
   const std::vector<double> xc{0.1, 7, 0.5, 7, 0.9, 7, 0.3, 7, 0.2, 7, 0.7, 7};
   matching_options named{.covariate_names = {"age", "dose"}};
   CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, xc, 2, named), Contains("constant covariate 'dose'"));
   const std::vector<double> trb{1, 0, 2, 0, 0, 0};
   CHECK_THROWS_WITH(nearest_neighbor_matching(y, trb, x, 2), Contains(fn + "'treatment' must hold 0/1"));
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, {.neighbors = 0}), fn + "'options.neighbors' must be at least 1, got 0");
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, {.neighbors = 0}),
+                    fn + "'options.neighbors' must be at least 1, got 0");
   CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, {.neighbors = 5}),
                     Contains(fn + "'options.neighbors' must not exceed the pool") && Contains("(4)"));
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, {.estimand = matching_estimand::ate, .neighbors = 3}),
-                    Contains("(2)"));
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, {.var_calc = 2}), Contains(fn + "'options.var_calc'"));
+  CHECK_THROWS_WITH(
+      nearest_neighbor_matching(y, tr, x, 2, {.estimand = matching_estimand::ate, .neighbors = 3}),
+      Contains("(2)"));
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, {.var_calc = 2}),
+                    Contains(fn + "'options.var_calc'"));
   matching_options cal{.caliper = {1e-6}};
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, cal), Contains(fn + "'options.caliper' drops every focal unit"));
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, cal),
+                    Contains(fn + "'options.caliper' drops every focal unit"));
   matching_options cal3{.caliper = {0.1, 0.2, 0.3}};
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, cal3), Contains("must hold 1 or n_covariates = 2 values"));
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, cal3),
+                    Contains("must hold 1 or n_covariates = 2 values"));
   matching_options calneg{.caliper = {-1}};
   CHECK_THROWS_AS(nearest_neighbor_matching(y, tr, x, 2, calneg), latentaudit::invalid_argument);
   matching_options ex{.exact = {5}};
   CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, ex), Contains(fn + "'options.exact'"));
   matching_options wm{.distance = latentaudit::matching_distance::user_matrix, .weight_matrix = {1, 2, 0, 1}};
-  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, wm), Contains("'options.weight_matrix' must be symmetric"));
+  CHECK_THROWS_WITH(nearest_neighbor_matching(y, tr, x, 2, wm),
+                    Contains("'options.weight_matrix' must be symmetric"));
   matching_options wm3{.distance = latentaudit::matching_distance::user_matrix, .weight_matrix = {1, 0, 0}};
   CHECK_THROWS_AS(nearest_neighbor_matching(y, tr, x, 2, wm3), latentaudit::shape_mismatch);
   CHECK_THROWS_AS(nearest_neighbor_matching(y, tr, x, 2, {.level = 1.0}), latentaudit::invalid_argument);
@@ -328,19 +339,21 @@ TEST_CASE("matching: ties = false breaks exact ties by the lowest index; exact c
   const matching_options e{.estimand = matching_estimand::ate, .neighbors = 2, .exact = {1}};
   const auto r = nearest_neighbor_matching(d.y, d.tr, d.x, d.k, e);
   REQUIRE(r.n_rows > 0);
-  for (std::size_t i = 0; i < r.n_rows; ++i) CHECK(d.x[r.index_treated[i] * d.k + 1] == d.x[r.index_control[i] * d.k + 1]);
+  for (std::size_t i = 0; i < r.n_rows; ++i)
+    CHECK(d.x[r.index_treated[i] * d.k + 1] == d.x[r.index_control[i] * d.k + 1]);
 }
 
 TEST_CASE("matching: AI standard errors have near-nominal coverage (Monte Carlo, seeds 1000-1299)",
           "[estimators][matching]") {
   // y = x1 + 0.5 x2² + 1·T + N(0,1), P(T=1) = logistic(0.5 x1); ATT = 1. Bias-adjusted ATT, M = 2.
-  // 300 replicates: the 99.9% binomial band for 95% coverage is 0.95 ± 3.29·0.0126 = [0.908, 0.991]; the mean SE must be
-  // within 20% of the Monte-Carlo SD of the estimates (a 2× wrong SE fails both checks).
+  // 300 replicates: the 99.9% binomial band for 95% coverage is 0.95 ± 3.29·0.0126 = [0.908, 0.991]; the mean
+  // SE must be within 20% of the Monte-Carlo SD of the estimates (a 2× wrong SE fails both checks).
   const int reps = 300;
   int covered = 0;
   double se_sum = 0, e_sum = 0, e_ss = 0;
   for (int r = 0; r < reps; ++r) {
-    auto g = latentaudit::make_stream({.seed = 1000u + static_cast<std::uint64_t>(r), .item = 0, .arm = 0, .replicate = 0});
+    auto g = latentaudit::make_stream(
+        {.seed = 1000u + static_cast<std::uint64_t>(r), .item = 0, .arm = 0, .replicate = 0});
     const std::size_t n = 300;
     std::vector<double> y(n), tr(n), x(n * 2);
     for (std::size_t i = 0; i < n; ++i) {

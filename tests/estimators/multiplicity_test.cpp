@@ -43,8 +43,10 @@ TEST_CASE("p_adjust reproduces R's p.adjust (rtol 1e-12)", "[estimators][multipl
     const std::string key = name + "/" + std::to_string(n) + "/" + method;
     auto it = computed.find(key);
     if (it == computed.end()) {
-      it = computed.emplace(key, p_adjust(cases.at(name), parse_p_adjust_method(method),
-                                          {.family_size = n, .allow_missing = true})).first;
+      it = computed
+               .emplace(key, p_adjust(cases.at(name), parse_p_adjust_method(method),
+                                      {.family_size = n, .allow_missing = true}))
+               .first;
     }
     const auto i = static_cast<std::size_t>(t.num("index", r));
     INFO(key << " index " << i);
@@ -69,7 +71,9 @@ TEST_CASE("multiple_test reproduces statsmodels multipletests: adjusted p and de
     const std::string key = name + "/" + method + "/" + t.str("alpha", r);
     auto it = computed.find(key);
     if (it == computed.end()) {
-      it = computed.emplace(key, multiple_test(cases.at(name), {.method = parse_p_adjust_method(method), .alpha = alpha}))
+      it = computed
+               .emplace(key, multiple_test(cases.at(name),
+                                           {.method = parse_p_adjust_method(method), .alpha = alpha}))
                .first;
     }
     const auto i = static_cast<std::size_t>(t.num("index", r));
@@ -79,14 +83,15 @@ TEST_CASE("multiple_test reproduces statsmodels multipletests: adjusted p and de
   }
 }
 
-TEST_CASE("p_adjust equals the textbook definitions on random families (seed 11)", "[estimators][multiplicity]") {
+TEST_CASE("p_adjust equals the textbook definitions on random families (seed 11)",
+          "[estimators][multiplicity]") {
   for (std::uint32_t rep = 0; rep < 200; ++rep) {
     auto g = make_stream({.seed = 11, .replicate = rep});
     const std::size_t m = 1 + uniform_index(g, 40);
     std::vector<double> p(m);
     for (auto& v : p) {
       const double u = uniform01(g);
-      v = u * u * u;                                          // skewed towards 0: many rejections
+      v = u * u * u;  // skewed towards 0: many rejections
       if (uniform_index(g, 10) == 0) v = p[uniform_index(g, static_cast<std::uint32_t>(m))];  // ties
     }
     for (const std::string method : {"bonferroni", "holm", "hochberg", "BH", "BY"}) {
@@ -107,7 +112,8 @@ TEST_CASE("adjusted p-values are ordered as the methods' strength implies", "[es
   std::vector<double> p(30);
   for (auto& v : p) v = uniform01(g) * 0.2;
   const auto bon = p_adjust(p, p_adjust_method::bonferroni), holm = p_adjust(p, p_adjust_method::holm);
-  const auto hoch = p_adjust(p, p_adjust_method::hochberg), bh = p_adjust(p, p_adjust_method::benjamini_hochberg);
+  const auto hoch = p_adjust(p, p_adjust_method::hochberg),
+             bh = p_adjust(p, p_adjust_method::benjamini_hochberg);
   const auto by = p_adjust(p, p_adjust_method::benjamini_yekutieli);
   for (std::size_t i = 0; i < p.size(); ++i) {
     CHECK(p[i] <= bh[i]);
@@ -122,7 +128,8 @@ TEST_CASE("adjusted p-values are ordered as the methods' strength implies", "[es
   }
 }
 
-TEST_CASE("p_adjust edge cases: empty, single, ties, p = 0 and 1, family size", "[estimators][multiplicity]") {
+TEST_CASE("p_adjust edge cases: empty, single, ties, p = 0 and 1, family size",
+          "[estimators][multiplicity]") {
   CHECK(p_adjust(std::vector<double>{}, p_adjust_method::holm).empty());
   const auto empty = multiple_test(std::span<const double>{});
   CHECK(empty.adjusted_p_values.empty());
@@ -132,7 +139,8 @@ TEST_CASE("p_adjust edge cases: empty, single, ties, p = 0 and 1, family size", 
   for (auto m : {p_adjust_method::bonferroni, p_adjust_method::holm, p_adjust_method::benjamini_yekutieli})
     CHECK(p_adjust(std::vector<double>{0.3}, m) == std::vector<double>{0.3});
   // ...but an explicit family of 4 multiplies.
-  CHECK(p_adjust(std::vector<double>{0.03}, p_adjust_method::holm, {.family_size = 4}) == std::vector<double>{0.12});
+  CHECK(p_adjust(std::vector<double>{0.03}, p_adjust_method::holm, {.family_size = 4}) ==
+        std::vector<double>{0.12});
   // Ties get equal adjusted values; capped at 1.
   const std::vector<double> tied{0.01, 0.01, 0.5, 0.0, 1.0};
   const auto h = p_adjust(tied, p_adjust_method::holm);
@@ -168,7 +176,8 @@ TEST_CASE("multiple_test over effect estimates", "[estimators][multiplicity]") {
   fam[2].status = estimate_status::degenerate;
   fam[2].p_value = effect_estimate::nan;
   CHECK_THROWS_AS(multiple_test(fam), numerical_error);
-  CHECK_THROWS_WITH(multiple_test(fam), Contains("multiple_test") && Contains("index 2") && Contains("degenerate"));
+  CHECK_THROWS_WITH(multiple_test(fam),
+                    Contains("multiple_test") && Contains("index 2") && Contains("degenerate"));
   const auto f = multiple_test(fam, {.if_degenerate = on_degenerate::flag});
   CHECK(f.n_missing == 1);
   CHECK(f.family_size == 3);
@@ -184,7 +193,8 @@ TEST_CASE("multiple_test over effect estimates", "[estimators][multiplicity]") {
 TEST_CASE("multiplicity bad input throws with function and argument named", "[estimators][multiplicity]") {
   const std::vector<double> nan_p{0.1, NAN};
   CHECK_THROWS_AS(p_adjust(nan_p, p_adjust_method::holm), invalid_argument);
-  CHECK_THROWS_WITH(p_adjust(nan_p, p_adjust_method::holm), Contains("p_adjust: argument 'p'") && Contains("index 1"));
+  CHECK_THROWS_WITH(p_adjust(nan_p, p_adjust_method::holm),
+                    Contains("p_adjust: argument 'p'") && Contains("index 1"));
   CHECK_THROWS_WITH(p_adjust(std::vector<double>{0.1, 1.5}, p_adjust_method::bonferroni),
                     "p_adjust: argument 'p' must hold p-values in [0, 1], got 1.5 at index 1");
   CHECK_THROWS_AS(p_adjust(std::vector<double>{-0.1}, p_adjust_method::holm), invalid_argument);
@@ -197,7 +207,8 @@ TEST_CASE("multiplicity bad input throws with function and argument named", "[es
   CHECK_THROWS_WITH(multiple_test(nan_p), Contains("multiple_test: argument 'p_values'"));
   CHECK_THROWS_WITH(multiple_test(std::vector<double>{0.1, 2.0}, {.if_degenerate = on_degenerate::flag}),
                     Contains("'p_values'") && Contains("got 2"));
-  CHECK_THROWS_WITH(multiple_test(std::vector<double>{0.1, 0.2}, {.family_size = 1}), Contains("'family_size'"));
+  CHECK_THROWS_WITH(multiple_test(std::vector<double>{0.1, 0.2}, {.family_size = 1}),
+                    Contains("'family_size'"));
   CHECK_THROWS_WITH(parse_p_adjust_method("Holm"), Contains("parse_p_adjust_method: argument 'name'"));
   const auto flagged = multiple_test(nan_p, {.if_degenerate = on_degenerate::flag});
   CHECK(flagged.n_missing == 1);

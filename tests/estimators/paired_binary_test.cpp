@@ -34,8 +34,8 @@ using latentaudit::test::read_golden_table;
 
 namespace {
 
-constexpr double rtol_r = 1e-10;      // against R
-constexpr double rtol_sm = 1e-8;      // against statsmodels / scipy
+constexpr double rtol_r = 1e-10;       // against R
+constexpr double rtol_sm = 1e-8;       // against statsmodels / scipy
 constexpr double rtol_oracle = 1e-12;  // against the long-double oracles
 const std::string dir = "paired_binary/";
 
@@ -44,7 +44,9 @@ std::size_t count(const latentaudit::test::golden_table& t, const char* name, st
 }
 
 paired_binary_table table_of(const latentaudit::test::golden_table& t, std::size_t row) {
-  return {.both = count(t, "a", row), .treated_only = count(t, "b", row), .control_only = count(t, "c", row),
+  return {.both = count(t, "a", row),
+          .treated_only = count(t, "b", row),
+          .control_only = count(t, "c", row),
           .neither = count(t, "d", row)};
 }
 
@@ -118,7 +120,8 @@ TEST_CASE("mcnemar_test matches R mcnemar.test, binom.test and Newcombe's interv
     const auto& name = t.str("case", i);
     if (name.rfind("data:", 0) == 0) {
       const auto& d = data.at(name.substr(5));
-      const auto s = mcnemar_test(d.treated, d.control, {.level = level, .if_degenerate = on_degenerate::flag});
+      const auto s =
+          mcnemar_test(d.treated, d.control, {.level = level, .if_degenerate = on_degenerate::flag});
       CHECK(s.table.both == tab.both);
       CHECK(s.table.treated_only == tab.treated_only);
       CHECK(s.table.control_only == tab.control_only);
@@ -177,7 +180,8 @@ TEST_CASE("two_proportion_test matches R prop.test and Newcombe's interval on R'
     const double level = t.num("level", i);
     const bool cc = t.num("correct", i) == 1.0;
     INFO("case " << t.str("case", i) << ", level " << level << ", correct " << cc);
-    const two_proportion_options o{.level = level, .continuity_correction = cc, .if_degenerate = on_degenerate::flag};
+    const two_proportion_options o{
+        .level = level, .continuity_correction = cc, .if_degenerate = on_degenerate::flag};
     const auto e = two_proportion_test(x1, x0, o);
     LATENTAUDIT_CHECK_CLOSE(e.estimate, t.num("estimate", i), rtol_r);
     LATENTAUDIT_CHECK_CLOSE(e.std_error, t.num("std_error", i), rtol_r);
@@ -217,8 +221,10 @@ TEST_CASE("two_proportion_test matches R prop.test and Newcombe's interval on R'
   }
 }
 
-TEST_CASE("two_proportion_test matches statsmodels confint_proportions_2indep(method='newcomb') and proportions_ztest",
-          "[estimators][paired_binary][golden]") {
+TEST_CASE(
+    "two_proportion_test matches statsmodels confint_proportions_2indep(method='newcomb') and "
+    "proportions_ztest",
+    "[estimators][paired_binary][golden]") {
   const auto t = read_golden_table(dir + "unpaired_statsmodels.csv");
   REQUIRE(t.rows() == 190);
   for (std::size_t i = 0; i < t.rows(); ++i) {
@@ -244,12 +250,13 @@ TEST_CASE("Newcombe intervals reproduce the published worked examples (4 decimal
     double low, high;
   };
   const example examples[] = {
-      {{36, 12, 2, 0}, 0.0569, 0.3404},   {{18, 12, 2, 18}, 0.0562, 0.3290}, {{53, 0, 0, 1}, -0.0729, 0.0729},
-      {{0, 30, 0, 0}, 0.8395, 1.0000},    {{59, 6, 16, 80}, -0.1186, -0.0046},
+      {{36, 12, 2, 0}, 0.0569, 0.3404}, {{18, 12, 2, 18}, 0.0562, 0.3290},   {{53, 0, 0, 1}, -0.0729, 0.0729},
+      {{0, 30, 0, 0}, 0.8395, 1.0000},  {{59, 6, 16, 80}, -0.1186, -0.0046},
   };
   for (const auto& ex : examples) {
     const auto r = mcnemar_test(ex.t, {.if_degenerate = on_degenerate::flag});
-    INFO("table " << ex.t.both << "," << ex.t.treated_only << "," << ex.t.control_only << "," << ex.t.neither);
+    INFO("table " << ex.t.both << "," << ex.t.treated_only << "," << ex.t.control_only << ","
+                  << ex.t.neither);
     CHECK(std::fabs(r.effect.ci_low - ex.low) <= 5e-5);
     CHECK(std::fabs(r.effect.ci_high - ex.high) <= 5e-5);
   }
@@ -259,7 +266,8 @@ TEST_CASE("Newcombe intervals reproduce the published worked examples (4 decimal
 
 // ------------------------------------------------------------------------------------------ oracles
 
-TEST_CASE("exact McNemar p-value equals R's binom.test rule summed term by term", "[estimators][paired_binary][oracle]") {
+TEST_CASE("exact McNemar p-value equals R's binom.test rule summed term by term",
+          "[estimators][paired_binary][oracle]") {
   for (std::size_t m = 1; m <= 80; ++m) {
     for (std::size_t b = 0; b <= m; ++b) {
       INFO("b = " << b << ", c = " << m - b);
@@ -277,7 +285,8 @@ TEST_CASE("exact McNemar p-value equals R's binom.test rule summed term by term"
   }
 }
 
-TEST_CASE("paired results equal the naive oracles on every table with n <= 12", "[estimators][paired_binary][oracle]") {
+TEST_CASE("paired results equal the naive oracles on every table with n <= 12",
+          "[estimators][paired_binary][oracle]") {
   for (double level : {0.95, 0.8, 0.995}) {
     const long double z = latentaudit::detail::two_sided_z(level);
     for (std::size_t n = 1; n <= 12; ++n) {
@@ -346,7 +355,8 @@ TEST_CASE("unpaired results equal the naive oracles on every pair of samples wit
   }
 }
 
-TEST_CASE("Wilson limits solve the score equation and widen with the level", "[estimators][paired_binary][oracle]") {
+TEST_CASE("Wilson limits solve the score equation and widen with the level",
+          "[estimators][paired_binary][oracle]") {
   for (std::size_t n : {1u, 2u, 7u, 50u, 1000u}) {
     for (std::size_t x = 0; x <= n; x += (n > 50 ? 37 : 1)) {
       INFO(x << "/" << n);
@@ -401,8 +411,10 @@ double exact_paired_coverage(std::size_t n, const long double (&p)[4], double le
     for (std::size_t b = 0; a + b <= n; ++b) {
       for (std::size_t c = 0; a + b + c <= n; ++c) {
         const latentaudit::test::reference_table t{a, b, c, n - a - b - c};
-        const auto r = mcnemar_test(paired_binary_table{a, b, c, t.d}, {.level = level, .if_degenerate = on_degenerate::flag});
-        if (r.effect.ci_low <= truth && truth <= r.effect.ci_high) cover += latentaudit::test::multinomial_pmf(t, p);
+        const auto r = mcnemar_test(paired_binary_table{a, b, c, t.d},
+                                    {.level = level, .if_degenerate = on_degenerate::flag});
+        if (r.effect.ci_low <= truth && truth <= r.effect.ci_high)
+          cover += latentaudit::test::multinomial_pmf(t, p);
       }
     }
   }
@@ -414,12 +426,15 @@ double band999(double q, int reps) { return 3.2905 * std::sqrt(q * (1 - q) / rep
 
 }  // namespace
 
-TEST_CASE("paired Newcombe interval: exact coverage near nominal, Monte-Carlo coverage within 99.9% band (seed 20261129)",
-          "[estimators][paired_binary][statistical]") {
+TEST_CASE(
+    "paired Newcombe interval: exact coverage near nominal, Monte-Carlo coverage within 99.9% band (seed "
+    "20261129)",
+    "[estimators][paired_binary][statistical]") {
   constexpr std::uint64_t seed = 20261129;
   constexpr int reps = 3000;
   constexpr std::size_t n = 40;
-  const long double settings[3][4] = {{0.40L, 0.15L, 0.05L, 0.40L}, {0.10L, 0.05L, 0.05L, 0.80L}, {0.60L, 0.25L, 0.02L, 0.13L}};
+  const long double settings[3][4] = {
+      {0.40L, 0.15L, 0.05L, 0.40L}, {0.10L, 0.05L, 0.05L, 0.80L}, {0.60L, 0.25L, 0.02L, 0.13L}};
   for (int s = 0; s < 3; ++s) {
     const auto& p = settings[s];
     const double exact = exact_paired_coverage(n, p, 0.95);
@@ -428,13 +443,16 @@ TEST_CASE("paired Newcombe interval: exact coverage near nominal, Monte-Carlo co
     CHECK(exact <= 0.985);
     int covered = 0;
     const double truth = static_cast<double>(p[1] - p[2]);
-    const double cut[3] = {static_cast<double>(p[0]), static_cast<double>(p[0] + p[1]), static_cast<double>(p[0] + p[1] + p[2])};
+    const double cut[3] = {static_cast<double>(p[0]), static_cast<double>(p[0] + p[1]),
+                           static_cast<double>(p[0] + p[1] + p[2])};
     for (int rep = 0; rep < reps; ++rep) {
-      auto g = latentaudit::make_stream({.seed = seed, .item = static_cast<std::uint64_t>(s), .replicate = static_cast<std::uint32_t>(rep)});
+      auto g = latentaudit::make_stream({.seed = seed,
+                                         .item = static_cast<std::uint64_t>(s),
+                                         .replicate = static_cast<std::uint32_t>(rep)});
       std::vector<double> y1(n), y0(n);
       for (std::size_t i = 0; i < n; ++i) {
         const double u = latentaudit::uniform01(g);
-        y1[i] = u < cut[1] ? 1.0 : 0.0;                          // cells a, b
+        y1[i] = u < cut[1] ? 1.0 : 0.0;                                   // cells a, b
         y0[i] = (u < cut[0] || (u >= cut[1] && u < cut[2])) ? 1.0 : 0.0;  // cells a, c
       }
       const auto r = mcnemar_test(y1, y0, {.if_degenerate = on_degenerate::flag});
@@ -461,7 +479,8 @@ TEST_CASE("unpaired Newcombe intervals: exact coverage near nominal, Monte-Carlo
         for (std::size_t x0 = 0; x0 <= n0; ++x0) {
           const auto e = two_proportion_test(binary_counts{x1, n1}, binary_counts{x0, n0}, o);
           if (e.ci_low <= truth && truth <= e.ci_high) {
-            exact += std::exp(latentaudit::test::log_binomial_pmf(x1, n1, p1) + latentaudit::test::log_binomial_pmf(x0, n0, p0));
+            exact += std::exp(latentaudit::test::log_binomial_pmf(x1, n1, p1) +
+                              latentaudit::test::log_binomial_pmf(x0, n0, p0));
           }
         }
       }
@@ -471,7 +490,9 @@ TEST_CASE("unpaired Newcombe intervals: exact coverage near nominal, Monte-Carlo
       CHECK(exact <= (cc ? 0.995L : 0.985L));
       int covered = 0;
       for (int rep = 0; rep < reps; ++rep) {
-        auto g = latentaudit::make_stream({.seed = seed, .item = static_cast<std::uint64_t>(s), .arm = cc ? 1u : 0u,
+        auto g = latentaudit::make_stream({.seed = seed,
+                                           .item = static_cast<std::uint64_t>(s),
+                                           .arm = cc ? 1u : 0u,
                                            .replicate = static_cast<std::uint32_t>(rep)});
         std::vector<double> y1(n1), y0(n0);
         for (auto& v : y1) v = latentaudit::uniform01(g) < p1 ? 1.0 : 0.0;
@@ -488,10 +509,12 @@ TEST_CASE("unpaired Newcombe intervals: exact coverage near nominal, Monte-Carlo
 
 // ------------------------------------------------------------------------------------------ degenerate
 
-TEST_CASE("no discordant pairs: throw by default, or flag the chi-square parts", "[estimators][paired_binary][degenerate]") {
+TEST_CASE("no discordant pairs: throw by default, or flag the chi-square parts",
+          "[estimators][paired_binary][degenerate]") {
   const paired_binary_table t{.both = 20, .neither = 30};
   CHECK_THROWS_AS(mcnemar_test(t), latentaudit::numerical_error);
-  CHECK_THROWS_WITH(mcnemar_test(t), Catch::Contains("mcnemar_test") && Catch::Contains("no discordant pairs"));
+  CHECK_THROWS_WITH(mcnemar_test(t),
+                    Catch::Contains("mcnemar_test") && Catch::Contains("no discordant pairs"));
   const std::vector<double> same{1, 0, 1, 1, 0};
   CHECK_THROWS_AS(mcnemar_test(same, same), latentaudit::numerical_error);
   const auto r = mcnemar_test(t, {.if_degenerate = on_degenerate::flag});
@@ -513,10 +536,12 @@ TEST_CASE("no discordant pairs: throw by default, or flag the chi-square parts",
 
 TEST_CASE("all outcomes equal: the z test throws by default, or is flagged with the interval kept",
           "[estimators][paired_binary][degenerate]") {
-  CHECK_THROWS_AS(two_proportion_test(binary_counts{0, 10}, binary_counts{0, 20}), latentaudit::numerical_error);
+  CHECK_THROWS_AS(two_proportion_test(binary_counts{0, 10}, binary_counts{0, 20}),
+                  latentaudit::numerical_error);
   CHECK_THROWS_WITH(two_proportion_test(binary_counts{5, 5}, binary_counts{8, 8}),
                     Catch::Contains("two_proportion_test") && Catch::Contains("all outcomes are equal"));
-  const auto e = two_proportion_test(binary_counts{0, 10}, binary_counts{0, 20}, {.if_degenerate = on_degenerate::flag});
+  const auto e =
+      two_proportion_test(binary_counts{0, 10}, binary_counts{0, 20}, {.if_degenerate = on_degenerate::flag});
   CHECK(e.status == estimate_status::degenerate);
   CHECK(std::isnan(e.statistic));
   CHECK(std::isnan(e.p_value));
@@ -535,44 +560,59 @@ TEST_CASE("all outcomes equal: the z test throws by default, or is flagged with 
 
 TEST_CASE("bad input throws invalid_argument or shape_mismatch naming function and argument",
           "[estimators][paired_binary][errors]") {
-  const std::vector<double> ok{1, 0, 1, 0}, two_value{1, 0, 2, 0}, with_nan{1, 0, std::nan(""), 0}, short_v{1, 0, 1};
+  const std::vector<double> ok{1, 0, 1, 0}, two_value{1, 0, 2, 0}, with_nan{1, 0, std::nan(""), 0},
+      short_v{1, 0, 1};
   const std::vector<double> empty;
   using Catch::Contains;
   CHECK_THROWS_AS(mcnemar_test(two_value, ok), latentaudit::invalid_argument);
-  CHECK_THROWS_WITH(mcnemar_test(two_value, ok), Contains("mcnemar_test: argument 'treated'") && Contains("0/1") && Contains("index 2"));
-  CHECK_THROWS_WITH(mcnemar_test(ok, with_nan), Contains("mcnemar_test: argument 'control'") && Contains("nan"));
+  CHECK_THROWS_WITH(mcnemar_test(two_value, ok),
+                    Contains("mcnemar_test: argument 'treated'") && Contains("0/1") && Contains("index 2"));
+  CHECK_THROWS_WITH(mcnemar_test(ok, with_nan),
+                    Contains("mcnemar_test: argument 'control'") && Contains("nan"));
   CHECK_THROWS_AS(mcnemar_test(ok, short_v), latentaudit::shape_mismatch);
   CHECK_THROWS_WITH(mcnemar_test(ok, short_v), Contains("mcnemar_test: arguments 'treated' and 'control'"));
-  CHECK_THROWS_WITH(mcnemar_test(empty, empty), Contains("mcnemar_test: argument 'treated'") && Contains("0 observations"));
+  CHECK_THROWS_WITH(mcnemar_test(empty, empty),
+                    Contains("mcnemar_test: argument 'treated'") && Contains("0 observations"));
   for (double level : {0.0, 1.0, -0.5, 1.5, std::nan("")}) {
     CHECK_THROWS_WITH(mcnemar_test(ok, ok, {.level = level}), Contains("mcnemar_test: argument 'level'"));
     CHECK_THROWS_WITH(mcnemar_test(paired_binary_table{1, 2, 3, 4}, {.level = level}),
                       Contains("mcnemar_test: argument 'level'"));
-    CHECK_THROWS_WITH(two_proportion_test(ok, ok, {.level = level}), Contains("two_proportion_test: argument 'level'"));
+    CHECK_THROWS_WITH(two_proportion_test(ok, ok, {.level = level}),
+                      Contains("two_proportion_test: argument 'level'"));
     CHECK_THROWS_WITH(two_proportion_test(binary_counts{1, 2}, binary_counts{1, 3}, {.level = level}),
                       Contains("two_proportion_test: argument 'level'"));
     CHECK_THROWS_AS(wilson_interval({1, 2}, {.level = level}), latentaudit::invalid_argument);
   }
-  CHECK_THROWS_WITH(mcnemar_test(paired_binary_table{}), Contains("mcnemar_test: argument 'table'") && Contains("0 pairs"));
+  CHECK_THROWS_WITH(mcnemar_test(paired_binary_table{}),
+                    Contains("mcnemar_test: argument 'table'") && Contains("0 pairs"));
   const std::size_t huge = (std::size_t{1} << 53) + 1;
-  CHECK_THROWS_WITH(mcnemar_test(paired_binary_table{.neither = huge}), Contains("argument 'table.neither'") && Contains("2^53"));
-  CHECK_THROWS_WITH(mcnemar_test(paired_binary_table{.both = std::size_t{1} << 52, .neither = std::size_t{1} << 53}),
-                    Contains("argument 'table'") && Contains("at most 2^53"));
+  CHECK_THROWS_WITH(mcnemar_test(paired_binary_table{.neither = huge}),
+                    Contains("argument 'table.neither'") && Contains("2^53"));
+  CHECK_THROWS_WITH(
+      mcnemar_test(paired_binary_table{.both = std::size_t{1} << 52, .neither = std::size_t{1} << 53}),
+      Contains("argument 'table'") && Contains("at most 2^53"));
 
-  CHECK_THROWS_WITH(two_proportion_test(two_value, ok), Contains("two_proportion_test: argument 'treated'") && Contains("0/1"));
-  CHECK_THROWS_WITH(two_proportion_test(ok, with_nan), Contains("two_proportion_test: argument 'control'") && Contains("nan"));
-  CHECK_THROWS_WITH(two_proportion_test(empty, ok), Contains("two_proportion_test: argument 'treated'") && Contains("0 observations"));
-  CHECK_THROWS_WITH(two_proportion_test(ok, empty), Contains("two_proportion_test: argument 'control'") && Contains("0 observations"));
+  CHECK_THROWS_WITH(two_proportion_test(two_value, ok),
+                    Contains("two_proportion_test: argument 'treated'") && Contains("0/1"));
+  CHECK_THROWS_WITH(two_proportion_test(ok, with_nan),
+                    Contains("two_proportion_test: argument 'control'") && Contains("nan"));
+  CHECK_THROWS_WITH(two_proportion_test(empty, ok),
+                    Contains("two_proportion_test: argument 'treated'") && Contains("0 observations"));
+  CHECK_THROWS_WITH(two_proportion_test(ok, empty),
+                    Contains("two_proportion_test: argument 'control'") && Contains("0 observations"));
   CHECK_NOTHROW((void)two_proportion_test(ok, short_v));  // unpaired arms may differ in size
   CHECK_THROWS_WITH(two_proportion_test(binary_counts{3, 2}, binary_counts{1, 2}),
                     Contains("two_proportion_test: argument 'treated'") && Contains("successes <= trials"));
   CHECK_THROWS_WITH(two_proportion_test(binary_counts{1, 2}, binary_counts{0, 0}),
                     Contains("two_proportion_test: argument 'control'") && Contains("0 trials"));
-  CHECK_THROWS_WITH(wilson_interval({0, 0}), Contains("wilson_interval: argument 'x'") && Contains("0 trials"));
-  CHECK_THROWS_WITH(wilson_interval({1, huge}), Contains("wilson_interval: argument 'x'") && Contains("2^53"));
+  CHECK_THROWS_WITH(wilson_interval({0, 0}),
+                    Contains("wilson_interval: argument 'x'") && Contains("0 trials"));
+  CHECK_THROWS_WITH(wilson_interval({1, huge}),
+                    Contains("wilson_interval: argument 'x'") && Contains("2^53"));
 }
 
-TEST_CASE("paired_binary API: designated initialisers and result fields", "[estimators][paired_binary][api]") {
+TEST_CASE("paired_binary API: designated initialisers and result fields",
+          "[estimators][paired_binary][api]") {
   const std::vector<double> treated{1, 1, 0, 1, 1, 0, 1, 1}, control{0, 1, 0, 0, 1, 1, 0, 0};
   const auto r = mcnemar_test(treated, control, {.level = 0.9});
   CHECK(r.table.both == 2);

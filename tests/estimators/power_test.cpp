@@ -21,7 +21,7 @@ namespace {
 
 t_power_options r_options(const test::golden_table& t, std::size_t r) {
   const auto& type = t.str("type", r);
-  return {.design = type == "paired" ? power_design::paired
+  return {.design = type == "paired"       ? power_design::paired
                     : type == "one.sample" ? power_design::one_sample
                                            : power_design::two_sample,
           .sides = t.str("alternative", r) == "two.sided" ? power_sides::two_sided : power_sides::one_sided,
@@ -53,7 +53,8 @@ TEST_CASE("t power, sample size and MDE reproduce R's power.t.test (rtol 1e-8)",
     CHECK(static_cast<double>(ss.n_required) == t.num("n_required", r));
     CHECK(ss.power_at_required >= t.num("target_power", r));
     CHECK(ss.n_total == (o.design == power_design::two_sample ? 2 : 1) * ss.n_required);
-    LATENTAUDIT_CHECK_CLOSE(t_test_mde(t.num("n", r), t.num("target_power", r), o), t.num("delta_solved", r), 1e-8);
+    LATENTAUDIT_CHECK_CLOSE(t_test_mde(t.num("n", r), t.num("target_power", r), o), t.num("delta_solved", r),
+                            1e-8);
   }
 }
 
@@ -63,21 +64,24 @@ TEST_CASE("t power reproduces statsmodels TTestPower / TTestIndPower incl. alloc
   REQUIRE(t.rows() == 8);
   for (std::size_t r = 0; r < t.rows(); ++r) {
     const bool two = t.str("alternative", r) == "two-sided";
-    const t_power_options o{.design = t.str("design", r) == "paired" ? power_design::paired : power_design::two_sample,
-                            .sides = two ? power_sides::two_sided : power_sides::one_sided,
-                            .alpha = t.num("alpha", r),
-                            .sd = 1.0,
-                            .strict = two,  // statsmodels counts both tails
-                            .allocation_ratio = t.num("ratio", r)};
+    const t_power_options o{
+        .design = t.str("design", r) == "paired" ? power_design::paired : power_design::two_sample,
+        .sides = two ? power_sides::two_sided : power_sides::one_sided,
+        .alpha = t.num("alpha", r),
+        .sd = 1.0,
+        .strict = two,  // statsmodels counts both tails
+        .allocation_ratio = t.num("ratio", r)};
     INFO("row " << r);
     // Power goes through scipy's nct (Boost-based in scipy 1.10) and t quantile: rtol 1e-8.
-    LATENTAUDIT_CHECK_CLOSE(t_test_power(t.num("nobs1", r), t.num("effect_size", r), o), t.num("power", r), 1e-8);
+    LATENTAUDIT_CHECK_CLOSE(t_test_power(t.num("nobs1", r), t.num("effect_size", r), o), t.num("power", r),
+                            1e-8);
     // statsmodels' solve_power stops early: its effect-size roots reach the target power only to
     // ~1.3e-6 (its own power at its root), i.e. ~2e-6 relative in the effect (measured max 1.9e-6):
     // checked at 1e-5; its nobs roots agree to 1e-6.
     LATENTAUDIT_CHECK_CLOSE(t_test_sample_size(t.num("effect_size", r), t.num("target_power", r), o).n,
                             t.num("nobs1_solved", r), 1e-6);
-    LATENTAUDIT_CHECK_CLOSE(t_test_mde(t.num("nobs1", r), t.num("target_power", r), o), t.num("effect_solved", r), 1e-5);
+    LATENTAUDIT_CHECK_CLOSE(t_test_mde(t.num("nobs1", r), t.num("target_power", r), o),
+                            t.num("effect_solved", r), 1e-5);
   }
 }
 
@@ -123,7 +127,8 @@ TEST_CASE("t power: round trips, monotonicity, allocation and integer design", "
   CHECK(tiny.n_required == 2);
 }
 
-TEST_CASE("t power matches simulated paired t tests (Monte Carlo, seed 2026, 99.9% band)", "[estimators][power]") {
+TEST_CASE("t power matches simulated paired t tests (Monte Carlo, seed 2026, 99.9% band)",
+          "[estimators][power]") {
   // 4000 simulated studies of n = 20 pairs with differences N(0.5, 1): rejection rate of
   // paired_t_test at 0.05 two-sided versus t_test_power (R: 0.5645). A wrong df or ncp
   // (e.g. the normal approximation 0.6088, or n − 2 df) falls outside the band.
@@ -147,8 +152,9 @@ TEST_CASE("McNemar power and sample size: Connor (1987) and exact, against R", "
   REQUIRE(t.rows() == 7);
   for (std::size_t r = 0; r < t.rows(); ++r) {
     const double p10 = t.num("p10", r), p01 = t.num("p01", r), target = t.num("target_power", r);
-    const mcnemar_power_options o{.alpha = t.num("alpha", r),
-                                  .sides = t.num("sides", r) == 2 ? power_sides::two_sided : power_sides::one_sided};
+    const mcnemar_power_options o{
+        .alpha = t.num("alpha", r),
+        .sides = t.num("sides", r) == 2 ? power_sides::two_sided : power_sides::one_sided};
     INFO("row " << r << " p10 " << p10 << " p01 " << p01);
     const auto c = mcnemar_sample_size(p10, p01, target, o);
     LATENTAUDIT_CHECK_CLOSE(c.n, t.num("connor_n", r), 1e-12);
@@ -171,7 +177,8 @@ TEST_CASE("McNemar power and sample size: Connor (1987) and exact, against R", "
   // All pairs discordant (psi = 1): the exact power is the conditional rejection probability.
   const double all = mcnemar_power(10, 0.9, 0.1, {.method = mcnemar_power_method::exact});
   const boost::math::binomial_distribution<double> b(10, 0.9);
-  LATENTAUDIT_CHECK_CLOSE(all, boost::math::cdf(boost::math::complement(b, 8.0)) + boost::math::cdf(b, 1.0), 1e-14);
+  LATENTAUDIT_CHECK_CLOSE(all, boost::math::cdf(boost::math::complement(b, 8.0)) + boost::math::cdf(b, 1.0),
+                          1e-14);
 }
 
 TEST_CASE("exact McNemar power matches simulated exact tests (Monte Carlo, seed 77, 99.9% band)",
@@ -185,8 +192,10 @@ TEST_CASE("exact McNemar power matches simulated exact tests (Monte Carlo, seed 
     int b = 0, c = 0;
     for (int i = 0; i < 60; ++i) {
       const double u = uniform01(g);
-      if (u < 0.25) ++b;
-      else if (u < 0.35) ++c;
+      if (u < 0.25)
+        ++b;
+      else if (u < 0.35)
+        ++c;
     }
     const int m = b + c;
     if (m == 0) continue;
@@ -196,12 +205,14 @@ TEST_CASE("exact McNemar power matches simulated exact tests (Monte Carlo, seed 
   }
   const double expected = mcnemar_power(60, 0.25, 0.10, {.method = mcnemar_power_method::exact});
   const double rate = static_cast<double>(rejected) / reps;
-  INFO("simulated " << rate << " expected " << expected << " (Connor: " << mcnemar_power(60, 0.25, 0.10) << ")");
+  INFO("simulated " << rate << " expected " << expected << " (Connor: " << mcnemar_power(60, 0.25, 0.10)
+                    << ")");
   CHECK(std::fabs(rate - expected) <= mc_band(expected, reps));
 }
 
 TEST_CASE("power bad input throws with function and argument named", "[estimators][power]") {
-  CHECK_THROWS_WITH(t_test_power(10, 0.5, {.alpha = 1.0}), "t_test_power: argument 'alpha' must lie in (0, 1), got 1");
+  CHECK_THROWS_WITH(t_test_power(10, 0.5, {.alpha = 1.0}),
+                    "t_test_power: argument 'alpha' must lie in (0, 1), got 1");
   CHECK_THROWS_WITH(t_test_power(10, 0.5, {.sd = 0.0}), Contains("t_test_power: argument 'sd'"));
   CHECK_THROWS_WITH(t_test_power(1.0, 0.5), Contains("t_test_power: argument 'n'"));
   CHECK_THROWS_AS(t_test_power(NAN, 0.5), invalid_argument);
@@ -209,20 +220,25 @@ TEST_CASE("power bad input throws with function and argument named", "[estimator
   CHECK_THROWS_WITH(t_test_power(10, 0.5, {.design = power_design::paired, .allocation_ratio = 2.0}),
                     Contains("'allocation_ratio'") && Contains("two-sample"));
   CHECK_THROWS_WITH(t_test_power(10, 0.5, {.allocation_ratio = -1.0}), Contains("'allocation_ratio'"));
-  CHECK_THROWS_WITH(t_test_sample_size(0.0, 0.8), "t_test_sample_size: argument 'delta' must be non-zero, got 0");
+  CHECK_THROWS_WITH(t_test_sample_size(0.0, 0.8),
+                    "t_test_sample_size: argument 'delta' must be non-zero, got 0");
   CHECK_THROWS_WITH(t_test_sample_size(-0.2, 0.8, {.sides = power_sides::one_sided}),
                     Contains("t_test_sample_size: argument 'delta'") && Contains("one-sided"));
-  CHECK_THROWS_WITH(t_test_sample_size(0.5, 0.04), "t_test_sample_size: argument 'power' must exceed alpha (0.05), got 0.04");
+  CHECK_THROWS_WITH(t_test_sample_size(0.5, 0.04),
+                    "t_test_sample_size: argument 'power' must exceed alpha (0.05), got 0.04");
   CHECK_THROWS_WITH(t_test_sample_size(0.5, 1.0), Contains("argument 'power' must lie in (0, 1)"));
   CHECK_THROWS_WITH(t_test_mde(1.0, 0.8), Contains("t_test_mde: argument 'n'"));
   CHECK_THROWS_WITH(t_test_mde(20, 0.05, {.alpha = 0.05}), Contains("t_test_mde: argument 'power'"));
-  CHECK_THROWS_WITH(mcnemar_power(50, 0.7, 0.4), Contains("mcnemar_power: argument 'p01'") && Contains("p10 + p01 <= 1"));
+  CHECK_THROWS_WITH(mcnemar_power(50, 0.7, 0.4),
+                    Contains("mcnemar_power: argument 'p01'") && Contains("p10 + p01 <= 1"));
   CHECK_THROWS_WITH(mcnemar_power(50, -0.1, 0.4), Contains("mcnemar_power: argument 'p10'"));
-  CHECK_THROWS_WITH(mcnemar_power(50, 0.0, 0.0), Contains("mcnemar_power: argument 'p10'") && Contains("psi"));
+  CHECK_THROWS_WITH(mcnemar_power(50, 0.0, 0.0),
+                    Contains("mcnemar_power: argument 'p10'") && Contains("psi"));
   CHECK_THROWS_WITH(mcnemar_power(50.5, 0.2, 0.1, {.method = mcnemar_power_method::exact}),
                     Contains("mcnemar_power: argument 'n'") && Contains("whole number"));
   CHECK_THROWS_WITH(mcnemar_power(0.0, 0.2, 0.1), Contains("mcnemar_power: argument 'n'"));
-  CHECK_THROWS_WITH(mcnemar_sample_size(0.2, 0.2, 0.8), Contains("mcnemar_sample_size: argument 'p10' must differ"));
+  CHECK_THROWS_WITH(mcnemar_sample_size(0.2, 0.2, 0.8),
+                    Contains("mcnemar_sample_size: argument 'p10' must differ"));
   CHECK_THROWS_WITH(mcnemar_sample_size(0.2, 0.1, 0.01), Contains("mcnemar_sample_size: argument 'power'"));
   CHECK_THROWS_WITH(mcnemar_sample_size(0.2, 0.1, 0.8, {.alpha = 0.0}), Contains("argument 'alpha'"));
   CHECK_THROWS_AS(mcnemar_sample_size(0.2, 0.1, 0.99, {.method = mcnemar_power_method::exact, .max_n = 50}),
@@ -230,6 +246,7 @@ TEST_CASE("power bad input throws with function and argument named", "[estimator
   CHECK_THROWS_WITH(mcnemar_power(5000, 0.2, 0.1, {.method = mcnemar_power_method::exact, .max_n = 1000}),
                     Contains("mcnemar_power: argument 'n'") && Contains("max_n"));
   // Unequal arms: df = n(1 + r) − 2 must be positive, so n > 2/(1 + r).
-  CHECK_THROWS_WITH(t_test_power(1.2, 0.5, {.allocation_ratio = 0.5}), Contains("t_test_power: argument 'n'") && Contains("> 1.333"));
+  CHECK_THROWS_WITH(t_test_power(1.2, 0.5, {.allocation_ratio = 0.5}),
+                    Contains("t_test_power: argument 'n'") && Contains("> 1.333"));
   CHECK_NOTHROW(t_test_power(1.4, 0.5, {.allocation_ratio = 0.5}));
 }

@@ -36,8 +36,8 @@ la::design_matrix design(const golden_data& d) {
 }
 
 /// Compares every term of `fit` with the rows of a golden table whose `fit` column equals `name`.
-void compare_terms(const la::ols_result& fit, const la::test::golden_table& t, const std::string& name, double rtol,
-                   double rtol_ci) {
+void compare_terms(const la::ols_result& fit, const la::test::golden_table& t, const std::string& name,
+                   double rtol, double rtol_ci) {
   std::size_t found = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
     if (t.str("fit", i) != name) continue;
@@ -76,11 +76,16 @@ TEST_CASE("ols reproduces R lm + sandwich + lmtest::coeftest", "[estimators][reg
   const auto t = la::test::read_golden_table("regression/r_terms.csv");
   using C = la::covariance_type;
   using D = la::reference_distribution;
-  const std::vector<variant> vs{{"classical_t", C::classical, D::t_residual}, {"hc0_t", C::hc0, D::t_residual},
-                                {"hc1_t", C::hc1, D::t_residual},           {"hc2_t", C::hc2, D::t_residual},
-                                {"hc3_t", C::hc3, D::t_residual},           {"cr1_t", C::cr1, D::t_residual},
-                                {"cr1_g_t", C::cr1_g, D::t_residual},       {"cr0_t", C::cr0, D::t_residual},
-                                {"cr1_normal", C::cr1, D::normal},          {"cr1_tcluster", C::cr1, D::t_cluster},
+  const std::vector<variant> vs{{"classical_t", C::classical, D::t_residual},
+                                {"hc0_t", C::hc0, D::t_residual},
+                                {"hc1_t", C::hc1, D::t_residual},
+                                {"hc2_t", C::hc2, D::t_residual},
+                                {"hc3_t", C::hc3, D::t_residual},
+                                {"cr1_t", C::cr1, D::t_residual},
+                                {"cr1_g_t", C::cr1_g, D::t_residual},
+                                {"cr0_t", C::cr0, D::t_residual},
+                                {"cr1_normal", C::cr1, D::normal},
+                                {"cr1_tcluster", C::cr1, D::t_cluster},
                                 {"hc3_normal", C::hc3, D::normal}};
   for (bool weighted : {false, true}) {
     for (const auto& v : vs) {
@@ -108,12 +113,18 @@ TEST_CASE("ols reproduces statsmodels OLS/WLS fit(cov_type=...)", "[estimators][
   const auto t = la::test::read_golden_table("regression/py_terms.csv");
   using C = la::covariance_type;
   using D = la::reference_distribution;
-  const std::vector<variant> vs{{"classical_normal", C::classical, D::normal}, {"hc0_normal", C::hc0, D::normal},
-                                {"hc1_normal", C::hc1, D::normal},           {"hc2_normal", C::hc2, D::normal},
-                                {"hc3_normal", C::hc3, D::normal},           {"hc0_t", C::hc0, D::t_residual},
-                                {"hc1_t", C::hc1, D::t_residual},            {"hc2_t", C::hc2, D::t_residual},
-                                {"hc3_t", C::hc3, D::t_residual},            {"cr1_normal", C::cr1, D::normal},
-                                {"cr1_tcluster", C::cr1, D::t_cluster},      {"cr0_normal", C::cr0, D::normal}};
+  const std::vector<variant> vs{{"classical_normal", C::classical, D::normal},
+                                {"hc0_normal", C::hc0, D::normal},
+                                {"hc1_normal", C::hc1, D::normal},
+                                {"hc2_normal", C::hc2, D::normal},
+                                {"hc3_normal", C::hc3, D::normal},
+                                {"hc0_t", C::hc0, D::t_residual},
+                                {"hc1_t", C::hc1, D::t_residual},
+                                {"hc2_t", C::hc2, D::t_residual},
+                                {"hc3_t", C::hc3, D::t_residual},
+                                {"cr1_normal", C::cr1, D::normal},
+                                {"cr1_tcluster", C::cr1, D::t_cluster},
+                                {"cr0_normal", C::cr0, D::normal}};
   for (bool weighted : {false, true}) {
     for (const auto& v : vs) {
       const auto fit = fit_variant(d, x, g, v, weighted);
@@ -150,7 +161,8 @@ TEST_CASE("wald_test reproduces R's t(Rb - r) solve(R V R') (Rb - r)", "[estimat
     CHECK(w.p_value == w.f_p);
   }
   // Normal reference: the F version degenerates to the chi-square one.
-  const auto wn = la::wald_test(la::ols(x, d.y, g, {.distribution = la::reference_distribution::normal}), names);
+  const auto wn =
+      la::wald_test(la::ols(x, d.y, g, {.distribution = la::reference_distribution::normal}), names);
   CHECK(std::isinf(wn.df2));
   CHECK(wn.f_p == wn.chi2_p);
   CHECK(wn.p_value == wn.chi2_p);
@@ -161,7 +173,8 @@ TEST_CASE("wald_test reproduces R's t(Rb - r) solve(R V R') (Rb - r)", "[estimat
   LATENTAUDIT_CHECK_CLOSE(la::wald_test(fit, one).f_p, fit.term("x3").p_value, 1e-10);
 }
 
-TEST_CASE("ols agrees with the naive normal-equation oracle on random designs", "[estimators][regression][oracle]") {
+TEST_CASE("ols agrees with the naive normal-equation oracle on random designs",
+          "[estimators][regression][oracle]") {
   // seed 7301: 40 random designs, n in [12, 60], k in [2, 5], random clusters and weights.
   auto g = la::make_stream({.seed = 7301});
   for (int rep = 0; rep < 40; ++rep) {
@@ -176,7 +189,8 @@ TEST_CASE("ols agrees with the naive normal-equation oracle on random designs", 
       for (int j = 1; j < k; ++j) xm(i, j) = la::standard_normal(g) * (j + 1) + j;
       y(i) = la::standard_normal(g) * (1 + std::fabs(xm(i, 1))) + xm(i, 1);
       w(i) = 0.2 + 2 * la::uniform01(g);
-      cl[static_cast<std::size_t>(i)] = static_cast<int>(la::uniform_index(g, static_cast<std::uint32_t>(ncl)));
+      cl[static_cast<std::size_t>(i)] =
+          static_cast<int>(la::uniform_index(g, static_cast<std::uint32_t>(ncl)));
     }
     la::design_matrix dm{xm, {}};
     for (int j = 0; j < k; ++j) dm.names.push_back(std::string(1, 'c').append(std::to_string(j)));
@@ -184,10 +198,14 @@ TEST_CASE("ols agrees with the naive normal-equation oracle on random designs", 
     if (groups.groups() < 2) continue;
     const bool weighted = rep % 2 == 1;
     const std::vector<std::pair<std::string, la::covariance_type>> types{
-        {"classical", la::covariance_type::classical}, {"hc0", la::covariance_type::hc0},
-        {"hc1", la::covariance_type::hc1},             {"hc2", la::covariance_type::hc2},
-        {"hc3", la::covariance_type::hc3},             {"cr0", la::covariance_type::cr0},
-        {"cr1_g", la::covariance_type::cr1_g},         {"cr1", la::covariance_type::cr1}};
+        {"classical", la::covariance_type::classical},
+        {"hc0", la::covariance_type::hc0},
+        {"hc1", la::covariance_type::hc1},
+        {"hc2", la::covariance_type::hc2},
+        {"hc3", la::covariance_type::hc3},
+        {"cr0", la::covariance_type::cr0},
+        {"cr1_g", la::covariance_type::cr1_g},
+        {"cr1", la::covariance_type::cr1}};
     for (const auto& [name, type] : types) {
       la::ols_options o{.covariance = type};
       if (weighted) o.weights = std::span<const double>(w.data(), static_cast<std::size_t>(n));
@@ -235,12 +253,14 @@ TEST_CASE("rank-deficient designs are an error naming the collinear columns", "[
   SECTION("a linear combination of earlier columns") {
     const auto x = la::design_builder(8).intercept().add("a", a).add("b", b).add("c", c).build();
     CHECK_THROWS_AS(la::ols(x, y), la::invalid_argument);
-    CHECK_THROWS_WITH(la::ols(x, y), Contains("ols: argument 'x' is rank deficient") &&
-                                         Contains("column 'c' is a linear combination of earlier columns ('a', 'b')"));
+    CHECK_THROWS_WITH(la::ols(x, y),
+                      Contains("ols: argument 'x' is rank deficient") &&
+                          Contains("column 'c' is a linear combination of earlier columns ('a', 'b')"));
   }
   SECTION("a constant covariate beside an intercept") {
     const auto x = la::design_builder(8).intercept().add("a", a).add("k", konst).build();
-    CHECK_THROWS_WITH(la::ols(x, y), Contains("column 'k' is a linear combination of earlier columns ('(Intercept)')"));
+    CHECK_THROWS_WITH(la::ols(x, y),
+                      Contains("column 'k' is a linear combination of earlier columns ('(Intercept)')"));
   }
   SECTION("an all-zero column") {
     const auto x = la::design_builder(8).intercept().add("z", zero).add("a", a).build();
@@ -260,7 +280,9 @@ TEST_CASE("rank-deficient designs are an error naming the collinear columns", "[
     const std::vector<int> grp{0, 0, 1, 1, 2, 2, 0, 1};
     const auto gi = la::make_group_index(std::span<const int>(grp));
     const auto x = la::design_builder(8).intercept().add_dummies("g", gi, false).build();
-    CHECK_THROWS_WITH(la::ols(x, y), Contains("column 'g2' is a linear combination of earlier columns ('(Intercept)', 'g0', 'g1')"));
+    CHECK_THROWS_WITH(
+        la::ols(x, y),
+        Contains("column 'g2' is a linear combination of earlier columns ('(Intercept)', 'g0', 'g1')"));
   }
 }
 
@@ -270,11 +292,15 @@ TEST_CASE("ols validates its arguments", "[estimators][regression]") {
   const std::vector<int> one_cluster(6, 4), two{1, 1, 1, 2, 2, 2};
   const auto g1 = la::make_group_index(std::span<const int>(one_cluster));
   const auto g2 = la::make_group_index(std::span<const int>(two));
-  CHECK_THROWS_WITH(la::ols(x, y, g1),
-                    "ols: argument 'clusters' has 1 cluster, expected at least 2 for a cluster-robust covariance");
-  CHECK_THROWS_WITH(la::ols(x, y, {.covariance = la::covariance_type::cr1}), Contains("'options.covariance'") && Contains("cluster ids"));
-  CHECK_THROWS_WITH(la::ols(x, y, g2, {.covariance = la::covariance_type::hc1}), Contains("'options.covariance'"));
-  CHECK_THROWS_WITH(la::ols(x, y, {.distribution = la::reference_distribution::t_cluster}), Contains("'options.distribution'"));
+  CHECK_THROWS_WITH(
+      la::ols(x, y, g1),
+      "ols: argument 'clusters' has 1 cluster, expected at least 2 for a cluster-robust covariance");
+  CHECK_THROWS_WITH(la::ols(x, y, {.covariance = la::covariance_type::cr1}),
+                    Contains("'options.covariance'") && Contains("cluster ids"));
+  CHECK_THROWS_WITH(la::ols(x, y, g2, {.covariance = la::covariance_type::hc1}),
+                    Contains("'options.covariance'"));
+  CHECK_THROWS_WITH(la::ols(x, y, {.distribution = la::reference_distribution::t_cluster}),
+                    Contains("'options.distribution'"));
   CHECK_THROWS_WITH(la::ols(x, y, {.level = 1.0}), "ols: argument 'options.level' must lie in (0, 1), got 1");
   const std::vector<double> short_y{1, 2, 3};
   CHECK_THROWS_AS(la::ols(x, short_y), la::shape_mismatch);
@@ -285,8 +311,10 @@ TEST_CASE("ols validates its arguments", "[estimators][regression]") {
   CHECK_THROWS_WITH(la::ols(x, y, {.weights = w}), Contains("'options.weights'") && Contains("at index 2"));
   la::design_matrix xb = x;
   xb.x(4, 1) = INFINITY;
-  CHECK_THROWS_WITH(la::ols(xb, y), "ols: argument 'x' must hold finite values, got inf in column 'a' at row 4");
-  CHECK_THROWS_WITH(la::ols(x, y, {.absorbed_parameters = 4}), Contains("expected more rows than parameters"));
+  CHECK_THROWS_WITH(la::ols(xb, y),
+                    "ols: argument 'x' must hold finite values, got inf in column 'a' at row 4");
+  CHECK_THROWS_WITH(la::ols(x, y, {.absorbed_parameters = 4}),
+                    Contains("expected more rows than parameters"));
   CHECK_THROWS_AS(la::design_builder(6).add("a", short_y), la::shape_mismatch);
   CHECK_THROWS_WITH(la::design_builder(6).add("a", a).add("a", a), Contains("'a' is already a column"));
   CHECK_THROWS_AS(la::design_builder(0), la::invalid_argument);
@@ -319,8 +347,10 @@ TEST_CASE("exact fits and leverage-1 points follow on_degenerate", "[estimators]
   const std::vector<double> single{0, 0, 0, 1, 0, 0}, y2{1, 3, 2, 5, 4, 7};
   const auto x2 = la::design_builder(6).intercept().add("a", a).add("s", single).build();
   CHECK_NOTHROW(la::ols(x2, y2, {.covariance = la::covariance_type::hc0}));
-  CHECK_THROWS_WITH(la::ols(x2, y2, {.covariance = la::covariance_type::hc3}), Contains("observation 3 has leverage 1"));
-  const auto f2 = la::ols(x2, y2, {.covariance = la::covariance_type::hc2, .if_degenerate = la::on_degenerate::flag});
+  CHECK_THROWS_WITH(la::ols(x2, y2, {.covariance = la::covariance_type::hc3}),
+                    Contains("observation 3 has leverage 1"));
+  const auto f2 =
+      la::ols(x2, y2, {.covariance = la::covariance_type::hc2, .if_degenerate = la::on_degenerate::flag});
   CHECK(f2.status == la::estimate_status::degenerate);
 }
 
@@ -333,5 +363,6 @@ TEST_CASE("absorbed parameters enter the residual df and the HC1/CR1 factors", "
   const double n = 240;
   CHECK(b.df_residual == n - 14);
   CHECK(b.k == 14);
-  LATENTAUDIT_CHECK_CLOSE(b.term("x1").std_error / a.term("x1").std_error, std::sqrt((n - 4) / (n - 14)), 1e-12);
+  LATENTAUDIT_CHECK_CLOSE(b.term("x1").std_error / a.term("x1").std_error, std::sqrt((n - 4) / (n - 14)),
+                          1e-12);
 }

@@ -127,8 +127,7 @@ TEST_CASE("critical gamma reproduces R uniroot and solves p_upper = alpha", "[es
   CHECK(c.p_at_one > 0.05);
 }
 
-TEST_CASE("Rosenbaum exact: the DP handles half ranks (brute-force check)",
-          "[estimators][sensitivity]") {
+TEST_CASE("Rosenbaum exact: the DP handles half ranks (brute-force check)", "[estimators][sensitivity]") {
   // Ties give half-integer average ranks; the exact tail must still be a probability and agree
   // with brute-force enumeration (2^8 patterns) computed here.
   const std::vector<double> tr{3, 1, 4, 1.5, 5, 9, 2.5, 6}, ct{1, 2, 2, 1, 3, 4, 0, 5};
@@ -155,7 +154,8 @@ TEST_CASE("Rosenbaum exact approaches the normal approximation for 300 pairs", "
   // Deterministic differences d_i = (i mod 7) - 2.2 + i/1000 (distinct, mixed signs): with 300
   // pairs the exact and normal upper bounds agree to a few thousandths (no continuity correction).
   std::vector<double> a(300), b(300, 0.0);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i % 7) - 2.2 + static_cast<double>(i) / 1000.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<double>(i % 7) - 2.2 + static_cast<double>(i) / 1000.0;
   for (double g : {1.0, 1.3, 2.0}) {
     INFO("gamma " << g);
     const auto e = rosenbaum_signed_rank(a, b, g, {.exact = true});
@@ -170,26 +170,40 @@ TEST_CASE("Rosenbaum exact approaches the normal approximation for 300 pairs", "
 
 TEST_CASE("sensitivity: bad input throws with function and argument named", "[estimators][sensitivity]") {
   const std::vector<double> a{1, 2, 3, 4}, b{0, 1, 1, 2};
-  CHECK(message_of([&] { (void)rosenbaum_signed_rank(a, b, 0.5); }).find("rosenbaum_signed_rank: argument 'gamma'") == 0);
+  CHECK(message_of([&] {
+          (void)rosenbaum_signed_rank(a, b, 0.5);
+        }).find("rosenbaum_signed_rank: argument 'gamma'") == 0);
   CHECK_THROWS_AS(rosenbaum_signed_rank(a, b, std::nan("")), invalid_argument);
   CHECK_THROWS_AS(rosenbaum_signed_rank(a, b, INFINITY), invalid_argument);
   CHECK_THROWS_AS(rosenbaum_signed_rank(a, std::span<const double>(b).first(3), 2.0), shape_mismatch);
   std::vector<double> bn = b;
   bn[1] = std::nan("");
-  CHECK(message_of([&] { (void)rosenbaum_signed_rank(a, bn, 2.0); }).find("rosenbaum_signed_rank: argument 'control'") == 0);
-  CHECK(message_of([&] { (void)rosenbaum_signed_rank(a, a, 2.0); }).find("no pair with a non-zero difference") !=
-        std::string::npos);
+  CHECK(message_of([&] {
+          (void)rosenbaum_signed_rank(a, bn, 2.0);
+        }).find("rosenbaum_signed_rank: argument 'control'") == 0);
+  CHECK(message_of([&] {
+          (void)rosenbaum_signed_rank(a, a, 2.0);
+        }).find("no pair with a non-zero difference") != std::string::npos);
   std::vector<double> big(600), zero(600, 0.0);
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i + 1);
   CHECK_THROWS_AS(rosenbaum_signed_rank(big, zero, 2.0, {.exact = true}), invalid_argument);
-  CHECK(message_of([&] { (void)rosenbaum_critical_gamma(a, b, 0.6); }).find("rosenbaum_critical_gamma: argument 'alpha'") == 0);
+  CHECK(message_of([&] {
+          (void)rosenbaum_critical_gamma(a, b, 0.6);
+        }).find("rosenbaum_critical_gamma: argument 'alpha'") == 0);
   // E-values.
-  CHECK(message_of([&] { (void)evalue_risk_ratio(-1.0); }).find("evalue_risk_ratio: argument 'estimate'") == 0);
-  CHECK(message_of([&] { (void)evalue_risk_ratio(2.0, 2.5, 3.0); }).find("evalue_risk_ratio: argument 'ci_low'") == 0);
-  CHECK(message_of([&] { (void)evalue_risk_ratio(2.0, 1.5, 1.8); }).find("evalue_risk_ratio: argument 'ci_high'") == 0);
+  CHECK(message_of([&] { (void)evalue_risk_ratio(-1.0); }).find("evalue_risk_ratio: argument 'estimate'") ==
+        0);
+  CHECK(message_of([&] {
+          (void)evalue_risk_ratio(2.0, 2.5, 3.0);
+        }).find("evalue_risk_ratio: argument 'ci_low'") == 0);
+  CHECK(message_of([&] {
+          (void)evalue_risk_ratio(2.0, 1.5, 1.8);
+        }).find("evalue_risk_ratio: argument 'ci_high'") == 0);
   CHECK_THROWS_AS(evalue_risk_ratio(2.0, 0.0, 3.0), invalid_argument);
   CHECK_THROWS_AS(evalue_risk_ratio(2.0, 1.0, 3.0, {.true_value = 0.0}), invalid_argument);
-  CHECK(message_of([&] { (void)evalue_odds_ratio(0.0, 0.5, 1.0, true); }).find("evalue_odds_ratio: argument 'odds_ratio'") == 0);
+  CHECK(message_of([&] {
+          (void)evalue_odds_ratio(0.0, 0.5, 1.0, true);
+        }).find("evalue_odds_ratio: argument 'odds_ratio'") == 0);
   CHECK(message_of([&] { (void)evalue_smd(0.5, 0.0); }).find("evalue_smd: argument 'se'") == 0);
   CHECK_THROWS_AS(evalue_smd(std::nan(""), 0.1), invalid_argument);
 }

@@ -32,7 +32,8 @@ dataset load(const std::string& file, const std::vector<std::string>& cols, cons
   d.x.resize(static_cast<Eigen::Index>(g.rows()), static_cast<Eigen::Index>(cols.size()));
   for (std::size_t j = 0; j < cols.size(); ++j) {
     const auto c = g.col(cols[j]);
-    for (std::size_t i = 0; i < c.size(); ++i) d.x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = c[i];
+    for (std::size_t i = 0; i < c.size(); ++i)
+      d.x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = c[i];
   }
   return d;
 }
@@ -42,7 +43,8 @@ weighting_options options_for(const std::string& c, bool& is_aipw) {
   weighting_options o;
   is_aipw = c.rfind("aipw_", 0) == 0;
   o.estimand = c.find("_att_") != std::string::npos ? weighting_estimand::att : weighting_estimand::ate;
-  o.normalization = c.find("_ht_") != std::string::npos ? ipw_normalization::horvitz_thompson : ipw_normalization::hajek;
+  o.normalization =
+      c.find("_ht_") != std::string::npos ? ipw_normalization::horvitz_thompson : ipw_normalization::hajek;
   o.trimming = c.find("_clip") != std::string::npos   ? propensity_trimming::clip
                : c.find("_drop") != std::string::npos ? propensity_trimming::drop
                                                       : propensity_trimming::none;
@@ -72,7 +74,8 @@ TEST_CASE("logistic_regression reproduces R glm(binomial, epsilon = 1e-14) and s
     LATENTAUDIT_CHECK_CLOSE(fit.coefficients[j], ref.at("coef" + std::to_string(j)), 1e-8);
     for (int k = 0; k < 4; ++k) {
       const std::string jk = std::to_string(j) + std::to_string(k);
-      // (X'WX)⁻¹ at the final fit; R's vcov(glm) evaluates W one IRLS iteration earlier (~1e-6 on small entries).
+      // (X'WX)⁻¹ at the final fit; R's vcov(glm) evaluates W one IRLS iteration earlier (~1e-6 on small
+      // entries).
       LATENTAUDIT_CHECK_CLOSE(fit.covariance(j, k), ref.at("vfinal" + jk), 1e-10);
       LATENTAUDIT_CHECK_CLOSE(fit.covariance(j, k), ref.at("vcov" + jk), 1e-5);
     }
@@ -129,17 +132,21 @@ TEST_CASE("ipw and aipw reproduce the R and Python formula-level references", "[
     LATENTAUDIT_CHECK_CLOSE(s.mean_control, r.num("mu0", i), 1e-10);
     CHECK(static_cast<double>(s.n_trimmed) == r.num("n_trimmed", i));
     // Peers and the numerical Jacobian where R computed them.
-    if (!std::isnan(r.num("se_hc0_lm", i))) LATENTAUDIT_CHECK_CLOSE(k.effect.std_error, r.num("se_hc0_lm", i), 1e-10);
+    if (!std::isnan(r.num("se_hc0_lm", i)))
+      LATENTAUDIT_CHECK_CLOSE(k.effect.std_error, r.num("se_hc0_lm", i), 1e-10);
     if (!std::isnan(r.num("se_stacked_numderiv", i)))
       LATENTAUDIT_CHECK_CLOSE(s.effect.std_error, r.num("se_stacked_numderiv", i), 1e-9);
     // Normal-reference interval and p-value.
     CHECK(std::isnan(s.effect.df));
-    LATENTAUDIT_CHECK_CLOSE(s.effect.ci_high - s.effect.estimate, 1.959963984540054 * s.effect.std_error, 1e-12);
-    LATENTAUDIT_CHECK_CLOSE(s.effect.p_value, std::erfc(std::fabs(s.effect.statistic) / std::sqrt(2.0)), 1e-10);
+    LATENTAUDIT_CHECK_CLOSE(s.effect.ci_high - s.effect.estimate, 1.959963984540054 * s.effect.std_error,
+                            1e-12);
+    LATENTAUDIT_CHECK_CLOSE(s.effect.p_value, std::erfc(std::fabs(s.effect.statistic) / std::sqrt(2.0)),
+                            1e-10);
   }
 }
 
-TEST_CASE("stacked sandwich agrees with a finite-difference oracle on random data", "[estimators][weighting]") {
+TEST_CASE("stacked sandwich agrees with a finite-difference oracle on random data",
+          "[estimators][weighting]") {
   for (std::uint64_t seed : {11u, 12u, 13u}) {
     INFO("seed " << seed);
     auto g = make_stream({.seed = seed});
@@ -155,8 +162,9 @@ TEST_CASE("stacked sandwich agrees with a finite-difference oracle on random dat
     }
     for (bool att : {false, true}) {
       for (bool hajek : {false, true}) {
-        weighting_options o{.estimand = att ? weighting_estimand::att : weighting_estimand::ate,
-                            .normalization = hajek ? ipw_normalization::hajek : ipw_normalization::horvitz_thompson};
+        weighting_options o{
+            .estimand = att ? weighting_estimand::att : weighting_estimand::ate,
+            .normalization = hajek ? ipw_normalization::hajek : ipw_normalization::horvitz_thompson};
         const auto r = ipw(y, t, x, o);
         Eigen::VectorXd theta(r.propensity_model.coefficients.size() + (hajek ? 2 : 1));
         if (hajek) {
@@ -245,7 +253,9 @@ TEST_CASE("weighting: bad input throws with function and argument named", "[esti
   std::vector<double> ones(d.t.size(), 1.0);
   CHECK_THROWS_AS(ipw(d.y, ones, d.x), invalid_argument);
   CHECK(msg([&] { (void)ipw(d.y, ones, d.x); }).find("ipw: argument 'treatment'") == 0);
-  CHECK(msg([&] { (void)logistic_regression(d.x, ones); }).find("logistic_regression: argument 'y' must contain both") == 0);
+  CHECK(msg([&] {
+          (void)logistic_regression(d.x, ones);
+        }).find("logistic_regression: argument 'y' must contain both") == 0);
   // Non-binary treatment, NaN outcome, NaN covariate, size mismatch.
   auto t2 = d.t;
   t2[3] = 0.5;
@@ -263,15 +273,18 @@ TEST_CASE("weighting: bad input throws with function and argument named", "[esti
   // Propensities out of range.
   std::vector<double> e(d.y.size(), 0.5);
   e[2] = 1.0;
-  CHECK(msg([&] { (void)ipw_with_propensity(d.y, d.t, e); }).find("ipw_with_propensity: argument 'propensity'") == 0);
+  CHECK(msg([&] {
+          (void)ipw_with_propensity(d.y, d.t, e);
+        }).find("ipw_with_propensity: argument 'propensity'") == 0);
   e[2] = -0.1;
   CHECK_THROWS_AS(aipw_with_propensity(d.y, d.t, d.x, e), invalid_argument);
   e[2] = std::nan("");
   CHECK_THROWS_AS(ipw_with_propensity(d.y, d.t, e), invalid_argument);
   // Options.
   CHECK(msg([&] { (void)ipw(d.y, d.t, d.x, {.level = 1.5}); }).find("ipw: argument 'level'") == 0);
-  CHECK(msg([&] { (void)ipw(d.y, d.t, d.x, {.trimming = propensity_trimming::drop, .trim_epsilon = 0.6}); })
-            .find("ipw: argument 'trim_epsilon'") == 0);
+  CHECK(msg([&] {
+          (void)ipw(d.y, d.t, d.x, {.trimming = propensity_trimming::drop, .trim_epsilon = 0.6});
+        }).find("ipw: argument 'trim_epsilon'") == 0);
   CHECK_THROWS_AS(logistic_regression(d.x, d.t, {.max_iterations = 0}), invalid_argument);
   // Collinear covariates.
   Eigen::MatrixXd xc(d.x.rows(), 4);
@@ -285,7 +298,8 @@ TEST_CASE("weighting: bad input throws with function and argument named", "[esti
   std::vector<double> t3(d.t.size(), 0.0);
   for (int i = 0; i < 4; ++i) t3[static_cast<std::size_t>(i)] = 1.0;
   std::vector<double> e3(d.t.size(), 0.3);
-  CHECK(msg([&] { (void)aipw_with_propensity(d.y, t3, d.x, e3); }).find("need more than 4") != std::string::npos);
+  CHECK(msg([&] { (void)aipw_with_propensity(d.y, t3, d.x, e3); }).find("need more than 4") !=
+        std::string::npos);
 }
 
 TEST_CASE("weighting: constant outcomes follow the degenerate policy", "[estimators][weighting]") {

@@ -71,8 +71,8 @@ TEST_CASE("fingerprint checks name the differing fields", "[kv][kv_block]") {
   b.weights_hash = 99;
   b.n_kv_heads = 4;
   CHECK_THROWS_AS(check_fingerprint("import_kv", a, b), incompatible_model);
-  CHECK_THROWS_WITH(check_fingerprint("import_kv", a, b), Contains("import_kv") && Contains("n_kv_heads 4 vs 2") &&
-                                                              Contains("weights_hash"));
+  CHECK_THROWS_WITH(check_fingerprint("import_kv", a, b),
+                    Contains("import_kv") && Contains("n_kv_heads 4 vs 2") && Contains("weights_hash"));
 }
 
 TEST_CASE("HF layout round trip is lossless", "[kv][kv_block]") {
@@ -94,9 +94,11 @@ TEST_CASE("HF layout round trip is lossless", "[kv][kv_block]") {
 TEST_CASE("stream_copy equals memcpy for every alignment and length class", "[kv][kv_block]") {
   std::vector<std::byte> src(5 * 4 * 4096 + 333), dst(src.size() + 128);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>((i * 7919u) >> 3);
-  for (std::size_t doff : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{15}, std::size_t{33}, std::size_t{63}}) {
-    for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{4 * 4096 + 63}, std::size_t{4 * 4096 + 64}, std::size_t{4 * 4096 + 65},
-                          std::size_t{8 * 4096 + 127}, std::size_t{3 * 4 * 4096 + 100}, src.size() - 3}) {
+  for (std::size_t doff :
+       {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{15}, std::size_t{33}, std::size_t{63}}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{4 * 4096 + 63},
+                          std::size_t{4 * 4096 + 64}, std::size_t{4 * 4096 + 65}, std::size_t{8 * 4096 + 127},
+                          std::size_t{3 * 4 * 4096 + 100}, src.size() - 3}) {
       std::fill(dst.begin(), dst.end(), std::byte{0xEE});
       detail::stream_copy(dst.data() + doff, src.data() + 3, n);
       CHECK(std::memcmp(dst.data() + doff, src.data() + 3, n) == 0);

@@ -49,7 +49,8 @@ TEST_CASE("malformed llama.cpp blobs are refused before allocation", "[kv][llama
   const std::int32_t q8 = 8;
   std::memcpy(quant.data() + 8 + 2 * 12 + 8, &q8, 4);
   CHECK_THROWS_WITH(from_llama_seq_state(quant, b.fingerprint()), Contains("quantized"));
-  CHECK_THROWS_AS(from_llama_seq_state(std::span(blob).subspan(0, blob.size() - 1), b.fingerprint()), corrupt_data);
+  CHECK_THROWS_AS(from_llama_seq_state(std::span(blob).subspan(0, blob.size() - 1), b.fingerprint()),
+                  corrupt_data);
   kv_block partial(b.fingerprint(), {0, 1}, 2, dtype::f16);
   CHECK_THROWS_AS(to_llama_seq_state(partial), invalid_argument);
 }

@@ -26,7 +26,8 @@ TEST_CASE("derangements have no fixed point and are reproducible", "[kv][placebo
   CHECK_THROWS_AS(random_derangement(1, 0), invalid_argument);
 }
 
-TEST_CASE("derangements of 4 are uniform over the 9 derangements (seeds 0..8999, chi2 p > 0.001)", "[kv][placebo]") {
+TEST_CASE("derangements of 4 are uniform over the 9 derangements (seeds 0..8999, chi2 p > 0.001)",
+          "[kv][placebo]") {
   std::map<std::vector<std::size_t>, int> counts;
   for (std::uint64_t seed = 0; seed < 9000; ++seed) ++counts[random_derangement(4, seed)];
   CHECK(counts.size() == 9);
@@ -40,7 +41,8 @@ TEST_CASE("zeroed and random placebos keep shapes; random matches moments", "[kv
   auto real = test::random_block(200, dtype::f32, 12);
   // shift one head's keys so the means differ per head
   for (std::int64_t t = 0; t < 200; ++t)
-    for (std::int32_t d = 0; d < 8; ++d) real.set(1, false, t, 1, d, real.get(1, false, t, 1, d) * 3.0f + 5.0f);
+    for (std::int32_t d = 0; d < 8; ++d)
+      real.set(1, false, t, 1, d, real.get(1, false, t, 1, d) * 3.0f + 5.0f);
   const auto z = zeroed_placebo(real);
   CHECK(z.payload_bytes() == real.payload_bytes());
   for (float x : z.to_floats()) CHECK(x == 0.0f);

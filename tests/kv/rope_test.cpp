@@ -66,7 +66,8 @@ TEST_CASE("rotations compose and invert (f32 within 1e-5, bf16 within its step)"
     const auto base = test::random_block(6, dtype::f32, 5, fp);
     auto a = base, b = base;
     std::vector<std::int64_t> d1{3, 5, 7, 11, 13, 17}, d2{100, -2, 40, 1, 0, 900}, d12(6);
-    for (int t = 0; t < 6; ++t) d12[static_cast<std::size_t>(t)] = d1[static_cast<std::size_t>(t)] + d2[static_cast<std::size_t>(t)];
+    for (int t = 0; t < 6; ++t)
+      d12[static_cast<std::size_t>(t)] = d1[static_cast<std::size_t>(t)] + d2[static_cast<std::size_t>(t)];
     shift_keys(a, d1);
     shift_keys(a, d2);
     shift_keys(b, d12);
@@ -119,7 +120,8 @@ TEST_CASE("position modes rebase and append with consistent phases", "[kv][rope]
 TEST_CASE("the position-consistency gate refuses bad blocks and names the token", "[kv][rope]") {
   auto b = test::random_block(4);
   CHECK_NOTHROW(check_positions("import_kv", b, {.context_length = 4}));
-  CHECK_THROWS_WITH(check_positions("import_kv", b, {.context_length = 3}), Contains("exceeds the context length 3"));
+  CHECK_THROWS_WITH(check_positions("import_kv", b, {.context_length = 3}),
+                    Contains("exceeds the context length 3"));
   auto c = b;
   c.positions()[2] = 1;
   CHECK_THROWS_AS(check_positions("import_kv", c), corrupt_data);

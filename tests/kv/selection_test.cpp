@@ -80,7 +80,8 @@ TEST_CASE("apply_selection keeps rows, positions and bytes exactly", "[kv][selec
   CHECK(out.get(1, true, 2, 0, 5) == b.get(2, true, 5, 0, 5));
   CHECK(out.payload_bytes() == b.payload_bytes() * 2 / 4 * 3 / 6);
   // idempotent: applying the same spec to the result changes nothing
-  const auto again = apply_selection(out, uniform_selection(layers_range(4, 1, 3), tokens_sinks_window(3, 1, 2)));
+  const auto again =
+      apply_selection(out, uniform_selection(layers_range(4, 1, 3), tokens_sinks_window(3, 1, 2)));
   CHECK(again == out);
   // the identity selection is the identity
   CHECK(apply_selection(b, uniform_selection(layers_range(4, 0, 4), tokens_range(6, 0, 6))) == b);
@@ -104,12 +105,15 @@ TEST_CASE("KVComm and PyramidKV selections give ragged blocks", "[kv][selection]
   const auto p = apply_selection(b, pyramid_selection(scores, 4, 6, budgets, 1));
   CHECK(p.present_tokens(0) == 3);
   CHECK(p.present_tokens(3) == 1);
-  CHECK(p.token_present(2, static_cast<std::int64_t>(std::find(p.positions().begin(), p.positions().end(), 2) - p.positions().begin())));
+  CHECK(
+      p.token_present(2, static_cast<std::int64_t>(std::find(p.positions().begin(), p.positions().end(), 2) -
+                                                   p.positions().begin())));
   // a ragged block re-selected with its own full spec is unchanged
   CHECK(apply_selection(k, kvcomm_selection(4, 6, {1, 2}, 2)) == k);
 }
 
-TEST_CASE("apply_selection into a caller's block reuses it and equals the returning form", "[kv][selection]") {
+TEST_CASE("apply_selection into a caller's block reuses it and equals the returning form",
+          "[kv][selection]") {
   const auto b = test::random_block(9, dtype::bf16, 51);
   // a previous, larger result of another dtype, then of the same dtype: stale bytes everywhere
   kv_block out = test::random_block(12, dtype::f32, 52);
@@ -138,11 +142,18 @@ TEST_CASE("apply_selection into a caller's block reuses it and equals the return
 
 TEST_CASE("bulk slices (merged and streamed copies) keep every byte", "[kv][selection]") {
   // 4 layers x 2100 tokens x 8 heads x (128 + 128) x bf16 = 34.4 MB
-  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 4, .n_heads = 8, .n_kv_heads = 8, .head_dim_k = 128,
-                             .head_dim_v = 128, .rope = {}, .weights_hash = 7};
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM",
+                             .n_layers = 4,
+                             .n_heads = 8,
+                             .n_kv_heads = 8,
+                             .head_dim_k = 128,
+                             .head_dim_v = 128,
+                             .rope = {},
+                             .weights_hash = 7};
   auto b = kv_block::all_layers(fp, 2100, dtype::bf16);
   auto bytes = b.payload_mut();
-  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>((i * 2654435761u) >> 9 & 0x3F);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<std::byte>((i * 2654435761u) >> 9 & 0x3F);
   kv_block out;
   for (const auto& sel : {uniform_selection(layers_range(4, 0, 4), tokens_range(2100, 0, 2100)),
                           uniform_selection(layers_range(4, 1, 3), tokens_range(2100, 0, 2100)),
@@ -157,7 +168,8 @@ TEST_CASE("bulk slices (merged and streamed copies) keep every byte", "[kv][sele
       const auto* s0 = b.payload().data() + static_cast<std::size_t>(sel.layers[i]) * T * 2 * row;
       const auto* d0 = out.payload().data() + i * U * 2 * row;
       const auto t0 = static_cast<std::size_t>(sel.tokens[0][0]);
-      same = same && std::memcmp(d0, s0 + t0 * row, U * row) == 0 && std::memcmp(d0 + U * row, s0 + T * row + t0 * row, U * row) == 0;
+      same = same && std::memcmp(d0, s0 + t0 * row, U * row) == 0 &&
+             std::memcmp(d0 + U * row, s0 + T * row + t0 * row, U * row) == 0;
     }
     CHECK(same);
   }

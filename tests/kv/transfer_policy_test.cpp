@@ -24,7 +24,8 @@ TEST_CASE("select, transform and place are composed and recorded", "[kv][transfe
   const kv_policy p{.label = "sinks+int8+noise",
                     .layers = {1, 3},
                     .tokens = sinks_window_spec{.sinks = 2, .window = 3},
-                    .transforms = {noise_spec{.sigma = 0.1, .scale = noise_scale::rms_layer}, quantize_spec{.scheme = quant_scheme::int8, .group_size = 5}},
+                    .transforms = {noise_spec{.sigma = 0.1, .scale = noise_scale::rms_layer},
+                                   quantize_spec{.scheme = quant_scheme::int8, .group_size = 5}},
                     .mode = position_mode::append_after};
   auto b = base;
   const auto rec = p.apply(b, {.seed = 9, .item = 4, .receiver_next = 30});
@@ -46,7 +47,8 @@ TEST_CASE("select, transform and place are composed and recorded", "[kv][transfe
 
 TEST_CASE("placebo transforms and dropout are recorded", "[kv][transfer_policy]") {
   auto b = test::random_block(8, dtype::f32, 3);
-  const auto rec = kv_policy{.label = "zeroed", .transforms = {placebo_spec{placebo_kind::zeroed}}}.apply(b, {});
+  const auto rec =
+      kv_policy{.label = "zeroed", .transforms = {placebo_spec{placebo_kind::zeroed}}}.apply(b, {});
   REQUIRE(rec.placebo.has_value());
   CHECK(*rec.placebo == placebo_kind::zeroed);
   for (float x : b.to_floats()) CHECK(x == 0.0f);

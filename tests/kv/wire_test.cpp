@@ -113,7 +113,8 @@ TEST_CASE("with HMAC on, tampered relays are rejected even with a fixed-up CRC",
   CHECK(rejected == tried);
   // wrong key, missing tag, missing key
   CHECK_THROWS_AS(decode_relay(good, {.hmac_key = key_of("other")}), authentication_failed);
-  CHECK_THROWS_AS(decode_relay(encode_relay(b), {.hmac_key = key, .require_authentication = true}), authentication_failed);
+  CHECK_THROWS_AS(decode_relay(encode_relay(b), {.hmac_key = key, .require_authentication = true}),
+                  authentication_failed);
   CHECK_THROWS_AS(decode_relay(good, {.require_authentication = true}), authentication_failed);
   CHECK_FALSE(decode_relay(good).authenticated);  // tag present, not checked without a key
 }
@@ -155,7 +156,8 @@ TEST_CASE("limits are enforced before allocation", "[kv][wire]") {
 TEST_CASE("ragged (token-masked) blocks round-trip and carry only present rows", "[kv][wire]") {
   auto b = test::random_block(5, dtype::bf16, 21);
   std::vector<std::uint8_t> mask(4 * 5, 1);
-  for (int t = 2; t < 5; ++t) mask[static_cast<std::size_t>(3 * 5 + t)] = 0;  // layer 3 keeps tokens 0, 1 only
+  for (int t = 2; t < 5; ++t)
+    mask[static_cast<std::size_t>(3 * 5 + t)] = 0;  // layer 3 keeps tokens 0, 1 only
   mask[1 * 5 + 4] = 0;
   b.set_token_mask(mask);
   CHECK(b.has_token_mask());
@@ -187,10 +189,11 @@ TEST_CASE("ragged (token-masked) blocks round-trip and carry only present rows",
 
 TEST_CASE("quantized relays carry codes, scales and zero points and decode to the round trip", "[kv][wire]") {
   for (dtype t : {dtype::f32, dtype::bf16})
-    for (auto spec : {quantize_spec{.scheme = quant_scheme::int8, .group_size = 4},
-                      quantize_spec{.scheme = quant_scheme::int4, .group_size = 3},
-                      quantize_spec{.scheme = quant_scheme::int4, .group_size = 3, .keys_per_channel = false},
-                      quantize_spec{.scheme = quant_scheme::fp8_e4m3}, quantize_spec{.scheme = quant_scheme::fp8_e5m2}})
+    for (auto spec :
+         {quantize_spec{.scheme = quant_scheme::int8, .group_size = 4},
+          quantize_spec{.scheme = quant_scheme::int4, .group_size = 3},
+          quantize_spec{.scheme = quant_scheme::int4, .group_size = 3, .keys_per_channel = false},
+          quantize_spec{.scheme = quant_scheme::fp8_e4m3}, quantize_spec{.scheme = quant_scheme::fp8_e5m2}})
       for (bool masked : {false, true}) {
         auto b = test::random_block(7, t, 31);
         if (masked) {
@@ -288,14 +291,22 @@ TEST_CASE("encode and decode into caller-owned buffers equal the returning forms
   CHECK(d.kv == test::random_block(2, dtype::f16, 70));
 }
 
-TEST_CASE("bulk relays (streamed copies, several checksum lanes) round-trip through fresh and reused buffers", "[kv][wire]") {
+TEST_CASE("bulk relays (streamed copies, several checksum lanes) round-trip through fresh and reused buffers",
+          "[kv][wire]") {
   // 2 layers x 4100 tokens x 8 heads x (128 + 128) x bf16 = 33.6 MB, above stream_copy_min_bytes
-  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 8, .n_kv_heads = 8, .head_dim_k = 128,
-                             .head_dim_v = 128, .rope = {}, .weights_hash = 7};
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM",
+                             .n_layers = 2,
+                             .n_heads = 8,
+                             .n_kv_heads = 8,
+                             .head_dim_k = 128,
+                             .head_dim_v = 128,
+                             .rope = {},
+                             .weights_hash = 7};
   auto b = kv_block::all_layers(fp, 4100, dtype::bf16);
   REQUIRE(b.payload_bytes() >= detail::stream_copy_min_bytes);
   auto bytes_of_block = b.payload_mut();
-  for (std::size_t i = 0; i < bytes_of_block.size(); ++i) bytes_of_block[i] = static_cast<std::byte>((i * 2654435761u) >> 11 & 0x3F);
+  for (std::size_t i = 0; i < bytes_of_block.size(); ++i)
+    bytes_of_block[i] = static_cast<std::byte>((i * 2654435761u) >> 11 & 0x3F);
   const auto fresh = encode_relay(b);
   CHECK(crc32c::of(std::span(fresh).first(fresh.size() - 4)) == [&] {
     std::uint32_t c;
@@ -319,10 +330,17 @@ TEST_CASE("bulk relays (streamed copies, several checksum lanes) round-trip thro
   CHECK_THROWS_AS(decode_relay(reused, d), corrupt_data);
 }
 
-TEST_CASE("bulk relays give the same bytes through every CRC32C kernel (fused copy, SSE4.2 lanes, tables)", "[kv][wire]") {
+TEST_CASE("bulk relays give the same bytes through every CRC32C kernel (fused copy, SSE4.2 lanes, tables)",
+          "[kv][wire]") {
   // 2 layers x 4100 tokens x 8 heads x (128 + 128) x bf16 = 33.6 MB: the streamed (fused) path
-  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 8, .n_kv_heads = 8, .head_dim_k = 128,
-                             .head_dim_v = 128, .rope = {}, .weights_hash = 7};
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM",
+                             .n_layers = 2,
+                             .n_heads = 8,
+                             .n_kv_heads = 8,
+                             .head_dim_k = 128,
+                             .head_dim_v = 128,
+                             .rope = {},
+                             .weights_hash = 7};
   auto b = kv_block::all_layers(fp, 4100, dtype::bf16);
   auto payload = b.payload_mut();
   std::uint64_t x = 77;

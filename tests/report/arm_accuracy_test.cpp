@@ -38,10 +38,8 @@ struct coverage_result {
 // `reps` replicates: K items with accuracy p_i ~ Beta(mean, concentration), S Bernoulli(p_i)
 // records each (tests/support/clustered_binary_sim.hpp, treated arm); 95 % intervals of the mean.
 coverage_result run_cell(const coverage_cell& c, std::size_t reps) {
-  test::paired_binary_design d{.items = c.items,
-                               .seeds = c.seeds,
-                               .treated = {c.mean, c.concentration},
-                               .control = {0.5, 0.0}};
+  test::paired_binary_design d{
+      .items = c.items, .seeds = c.seeds, .treated = {c.mean, c.concentration}, .control = {0.5, 0.0}};
   std::mt19937_64 g(c.seed);
   coverage_result r;
   std::vector<double> item_means(c.items);
@@ -55,8 +53,8 @@ coverage_result run_cell(const coverage_cell& c, std::size_t reps) {
       x += static_cast<std::size_t>(sum);
     }
     const std::size_t n = c.items * c.seeds;
-    const auto b = detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n),
-                                                  0.95);
+    const auto b =
+        detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), 0.95);
     const auto w = wilson_interval({.successes = x, .trials = n}, {.level = 0.95});
     r.clustered += (b.low <= c.mean && c.mean <= b.high) ? 1.0 : 0.0;
     r.wilson += (w.low <= c.mean && c.mean <= w.high) ? 1.0 : 0.0;
@@ -80,16 +78,16 @@ TEST_CASE("arm accuracy: the item-clustered interval covers under item heterogen
   const double tol = test::mc_tolerance(0.95, reps);  // 3 binomial SEs: 0.0207
   // ICC 0.3 (concentration 7/3) with 3 seeds: design effect 1 + 2·0.3 = 1.6; ICC 0 as control.
   const coverage_cell cells[] = {
-      {40, 3, 0.7, 7.0 / 3.0, 9101},  {150, 3, 0.5, 7.0 / 3.0, 9102}, {150, 3, 0.9, 7.0 / 3.0, 9103},
-      {10, 3, 0.7, 7.0 / 3.0, 9104},  {150, 3, 0.7, 0.0, 9105},
+      {40, 3, 0.7, 7.0 / 3.0, 9101}, {150, 3, 0.5, 7.0 / 3.0, 9102}, {150, 3, 0.9, 7.0 / 3.0, 9103},
+      {10, 3, 0.7, 7.0 / 3.0, 9104}, {150, 3, 0.7, 0.0, 9105},
   };
   for (const auto& c : cells) {
     const auto r = run_cell(c, reps);
     std::cout << "arm_accuracy MC: seed " << c.seed << ", " << c.items << " items x " << c.seeds
               << " seeds, mean " << c.mean << ", ICC "
               << (c.concentration > 0 ? 1.0 / (1.0 + c.concentration) : 0.0) << ": coverage clustered "
-              << r.clustered << " (mean width " << r.width_clustered << "), Wilson "
-              << r.wilson << " (mean width " << r.width_wilson << "), " << reps << " replicates\n";
+              << r.clustered << " (mean width " << r.width_clustered << "), Wilson " << r.wilson
+              << " (mean width " << r.width_wilson << "), " << reps << " replicates\n";
     INFO("seed " << c.seed << " items " << c.items << " mean " << c.mean << " clustered " << r.clustered
                  << " wilson " << r.wilson);
     CHECK(r.clustered >= 0.95 - tol);

@@ -143,8 +143,9 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
     }
   }
 
-  SECTION("paired effects: 20 contrasts, 14 in the Holm family, estimates within 0.06 (about 4 SE) of the "
-          "planted difference") {
+  SECTION(
+      "paired effects: 20 contrasts, 14 in the Holm family, estimates within 0.06 (about 4 SE) of the "
+      "planted difference") {
     REQUIRE(c.effects.size() == 20);
     std::vector<double> p;
     std::vector<std::size_t> in;
@@ -209,11 +210,10 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
 
   SECTION("findings: every planted verdict") {
     REQUIRE(c.findings.size() == 9);
-    const char* ids[] = {"need.text_beats_no_comm",        "need.kv_beats_no_comm",
-                         "need.kv_noninferior_to_text",    "need.kv_equivalent_to_text",
-                         "need.deranged_beats_no_comm",    "need.zeroed_beats_no_comm",
-                         "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy",
-                         "noise.tolerance_sigma"};
+    const char* ids[] = {
+        "need.text_beats_no_comm",        "need.kv_beats_no_comm",       "need.kv_noninferior_to_text",
+        "need.kv_equivalent_to_text",     "need.deranged_beats_no_comm", "need.zeroed_beats_no_comm",
+        "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy", "noise.tolerance_sigma"};
     for (std::size_t i = 0; i < 9; ++i) CHECK(c.findings[i].id == ids[i]);
     for (const auto& f : c.findings) INFO(f.id << ": " << la::verdict_name(f.answer) << " — " << f.detail);
     CHECK(find(c, "need.text_beats_no_comm").answer == la::verdict::yes);  // the positive control
@@ -399,7 +399,7 @@ TEST_CASE("audit: a stack with only some arms or no regime still yields every fi
   for (const auto& f : c.findings) {
     INFO(f.id);
     if (f.id == "need.text_beats_no_comm") {  // the positive control holds both its arms (10 items:
-      CHECK(f.n == 20);                         // too few to show it after Holm, so it gates the rest)
+      CHECK(f.n == 20);                       // too few to show it after Holm, so it gates the rest)
       continue;
     }
     CHECK(f.answer == la::verdict::inconclusive);
@@ -627,9 +627,10 @@ std::vector<la::trial_record> constructed(const std::vector<std::string>& arms, 
 
 }  // namespace
 
-TEST_CASE("audit: all-concordant pairs never give a zero-width interval; few items give inconclusive "
-          "non-inferiority and equivalence, enough items give yes",
-          "[report][audit][betting]") {
+TEST_CASE(
+    "audit: all-concordant pairs never give a zero-width interval; few items give inconclusive "
+    "non-inferiority and equivalence, enough items give yes",
+    "[report][audit][betting]") {
   // no_comm always wrong, text_full and kv_full always right: kv_full − text_full is 0 on every pair.
   auto outcome = [](const std::string& a, std::uint64_t, std::uint64_t) { return a != "no_comm"; };
   for (const std::uint64_t items : {15, 200}) {

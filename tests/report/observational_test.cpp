@@ -114,8 +114,8 @@ TEST_CASE("observational: the item cluster bootstrap widens a unit bootstrap und
   // A statistic that fails on some replicates: they are left out and counted.
   const auto f = detail::item_cluster_bootstrap(
       point, item,
-      [&](std::span<const std::size_t> idx) { return v[idx[0]] == 1.0 ? 1.0 : effect_estimate::nan; },
-      0.95, 200, 5, 2, notes, "partial");
+      [&](std::span<const std::size_t> idx) { return v[idx[0]] == 1.0 ? 1.0 : effect_estimate::nan; }, 0.95,
+      200, 5, 2, notes, "partial");
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Contains("partial"));
   CHECK(f.estimate == 0.5);

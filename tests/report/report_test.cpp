@@ -70,10 +70,8 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   // The observational coverage checks are demonstrations (true by construction), never findings.
   const auto demo = by_id(r.demonstrations);
   const std::map<std::string, verdict> demonstrated = {
-      {"log.naive_covers_randomized", verdict::no},
-      {"log.matching_covers_randomized", verdict::yes},
-      {"log.aipw_covers_randomized", verdict::yes},
-      {"rollout.before_after_covers_truth", verdict::no},
+      {"log.naive_covers_randomized", verdict::no}, {"log.matching_covers_randomized", verdict::yes},
+      {"log.aipw_covers_randomized", verdict::yes}, {"rollout.before_after_covers_truth", verdict::no},
       {"rollout.did_covers_truth", verdict::yes},
   };
   CHECK(r.demonstrations.size() == demonstrated.size());
@@ -123,10 +121,9 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   }
   CHECK(j.at("demonstrations").as_array().size() == r.demonstrations.size());
   const auto md = report_markdown(r);
-  for (const char* h :
-       {"## Decision", "## Findings", "## Accuracy by arm", "## Noise dose-response",
-        "## Cost-benefit by link", "## Per-request relay gate",
-        "## Teaching demonstrations — true by construction, not findings"})
+  for (const char* h : {"## Decision", "## Findings", "## Accuracy by arm", "## Noise dose-response",
+                        "## Cost-benefit by link", "## Per-request relay gate",
+                        "## Teaching demonstrations — true by construction, not findings"})
     CHECK(md.find(h) != std::string::npos);
   const auto svgs = report_svgs(r, recs);
   REQUIRE(svgs.size() == 4);

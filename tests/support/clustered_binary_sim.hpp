@@ -48,7 +48,8 @@ struct beta_spec {
 
 /// One draw from `b` (Beta as G_a / (G_a + G_b) with gamma variates).
 inline double draw_beta(std::mt19937_64& g, const beta_spec& b) {
-  if (!(b.concentration > 0.0) || std::isinf(b.concentration) || b.mean <= 0.0 || b.mean >= 1.0) return b.mean;
+  if (!(b.concentration > 0.0) || std::isinf(b.concentration) || b.mean <= 0.0 || b.mean >= 1.0)
+    return b.mean;
   std::gamma_distribution<double> ga(b.mean * b.concentration, 1.0);
   std::gamma_distribution<double> gb((1.0 - b.mean) * b.concentration, 1.0);
   const double x = ga(g), y = gb(g);
@@ -157,7 +158,8 @@ inline double mc_tolerance(double nominal, std::size_t replicates) {
 // ---- The verdict rules of the audit on the item mean differences x (T − C, in [−1, 1]) ----
 // iv90 = bounded_mean_interval(x, −1, 1, {0.05, 0.05}), iv95 = the same with {0.025, 0.025}:
 //   non-inferiority "yes": iv90.low > −δ          equivalence (TOST) "yes": −δ < iv90.low, iv90.high < δ
-//   absence ("no") shown:  iv90.high < δ          superiority: Holm-adjusted bounded_mean_p_value(x, 0) < 0.05
+//   absence ("no") shown:  iv90.high < δ          superiority: Holm-adjusted bounded_mean_p_value(x, 0) <
+//   0.05
 //                                                 with a positive estimate
 
 /// Counts of the margin verdicts over the replicates of one design.
@@ -167,15 +169,15 @@ struct verdict_counts {
   std::size_t equivalent = 0;   ///< −δ < iv90.low and iv90.high < δ
   std::size_t absent = 0;       ///< iv90.high < δ ("no")
   std::size_t covered = 0;      ///< iv95.low ≤ truth ≤ iv95.high
-  std::size_t superior = 0;     ///< bounded_mean_p_value(x, 0, alpha 0.05) < 0.05, estimate > 0 (one contrast)
-  std::size_t zero_width = 0;   ///< an interval (90 % or 95 %) with high ≤ low
+  std::size_t superior = 0;    ///< bounded_mean_p_value(x, 0, alpha 0.05) < 0.05, estimate > 0 (one contrast)
+  std::size_t zero_width = 0;  ///< an interval (90 % or 95 %) with high ≤ low
   double min_width = std::numeric_limits<double>::infinity();  ///< narrowest interval seen
-  double mean_half_width90 = 0.0;                                ///< mean of (high − low)/2, 90 %
+  double mean_half_width90 = 0.0;                              ///< mean of (high − low)/2, 90 %
 };
 
 /// `replicates` replicates of `d` from std::mt19937_64(seed), verdicts at margin `delta`.
-inline verdict_counts run_verdict_cell(const paired_binary_design& d, std::size_t replicates, std::uint64_t seed,
-                                       double delta = 0.05) {
+inline verdict_counts run_verdict_cell(const paired_binary_design& d, std::size_t replicates,
+                                       std::uint64_t seed, double delta = 0.05) {
   std::mt19937_64 g(seed);
   verdict_counts c;
   c.replicates = replicates;
@@ -199,15 +201,15 @@ inline verdict_counts run_verdict_cell(const paired_binary_design& d, std::size_
 /// Counts of Holm's familywise errors over the replicates of a multi-arm null.
 struct fwer_counts {
   std::size_t replicates = 0;
-  std::size_t any = 0;       ///< some contrast with Holm-adjusted p < alpha (either sign)
-  std::size_t positive = 0;  ///< some contrast called superior: adjusted p < alpha, estimate > 0
+  std::size_t any = 0;         ///< some contrast with Holm-adjusted p < alpha (either sign)
+  std::size_t positive = 0;    ///< some contrast called superior: adjusted p < alpha, estimate > 0
   std::size_t unadjusted = 0;  ///< contrasts (of replicates × arms) with unadjusted p < alpha
 };
 
 /// `replicates` replicates of `d` from std::mt19937_64(seed): per contrast the two-sided
 /// bounded_mean_p_value at 0 (bets tuned for alpha), Holm over the d.arms contrasts.
-inline fwer_counts run_fwer_cell(const exchangeable_arms_design& d, std::size_t replicates, std::uint64_t seed,
-                                 double alpha = 0.05) {
+inline fwer_counts run_fwer_cell(const exchangeable_arms_design& d, std::size_t replicates,
+                                 std::uint64_t seed, double alpha = 0.05) {
   std::mt19937_64 g(seed);
   fwer_counts c;
   c.replicates = replicates;

@@ -51,7 +51,7 @@ inline double parse_number(const std::string& s) {
 
 /// A CSV with a header row, read column-wise; non-numeric columns are kept as text.
 struct golden_table {
-  std::vector<std::string> names;                       ///< column names in file order
+  std::vector<std::string> names;                        ///< column names in file order
   std::map<std::string, std::vector<std::string>> text;  ///< raw cells by column
 
   /// Number of data rows.
@@ -118,11 +118,11 @@ inline bool close(double a, double b, double rtol, double atol = 0.0) {
 }  // namespace latentaudit::test
 
 /// CHECK that two doubles agree to a relative tolerance, printing both with 17 digits.
-#define LATENTAUDIT_CHECK_CLOSE(a, b, rtol)                                                  \
-  do {                                                                                       \
-    const double la_a_ = (a), la_b_ = (b);                                                   \
+#define LATENTAUDIT_CHECK_CLOSE(a, b, rtol)                                                            \
+  do {                                                                                                 \
+    const double la_a_ = (a), la_b_ = (b);                                                             \
     INFO(#a " = " << std::setprecision(17) << la_a_ << ", " #b " = " << la_b_ << ", rtol " << (rtol)); \
-    CHECK(::latentaudit::test::close(la_a_, la_b_, (rtol)));                                 \
+    CHECK(::latentaudit::test::close(la_a_, la_b_, (rtol)));                                           \
   } while (false)
 
 #include <iomanip>

@@ -10,8 +10,13 @@ namespace latentaudit::test {
 
 /// A small GQA model: 4 layers, 4 heads, 2 kv heads, head dims 8 (K) and 6 (V), NEOX RoPE.
 inline model_fingerprint small_fingerprint() {
-  return {.architecture = "LlamaForCausalLM", .n_layers = 4, .n_heads = 4, .n_kv_heads = 2,
-          .head_dim_k = 8, .head_dim_v = 6, .rope = {.pairing = rope_pairing::neox, .theta = 10000.0f},
+  return {.architecture = "LlamaForCausalLM",
+          .n_layers = 4,
+          .n_heads = 4,
+          .n_kv_heads = 2,
+          .head_dim_k = 8,
+          .head_dim_v = 6,
+          .rope = {.pairing = rope_pairing::neox, .theta = 10000.0f},
           .weights_hash = 0x1234abcdULL};
 }
 

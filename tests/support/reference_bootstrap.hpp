@@ -27,7 +27,8 @@ inline std::vector<double> ref_resample(const std::vector<double>& x, std::uint6
                                         std::uint32_t r) {
   auto g = make_stream({.seed = seed, .item = 0, .arm = arm, .replicate = r});
   std::vector<double> out;
-  for (std::size_t j = 0; j < x.size(); ++j) out.push_back(x[uniform_index(g, static_cast<std::uint32_t>(x.size()))]);
+  for (std::size_t j = 0; j < x.size(); ++j)
+    out.push_back(x[uniform_index(g, static_cast<std::uint32_t>(x.size()))]);
   return out;
 }
 
@@ -43,7 +44,8 @@ inline std::vector<double> ref_two_sample_replicates(
     const std::vector<double>& t, const std::vector<double>& c, std::uint64_t seed, std::uint32_t b,
     const std::function<double(const std::vector<double>&, const std::vector<double>&)>& stat) {
   std::vector<double> out;
-  for (std::uint32_t r = 0; r < b; ++r) out.push_back(stat(ref_resample(t, seed, 1, r), ref_resample(c, seed, 0, r)));
+  for (std::uint32_t r = 0; r < b; ++r)
+    out.push_back(stat(ref_resample(t, seed, 1, r), ref_resample(c, seed, 0, r)));
   return out;
 }
 
@@ -84,8 +86,8 @@ inline std::vector<double> ref_jackknife(const std::vector<double>& x,
 }
 
 /// BCa limits under boot's rules: w = qnorm(#{t < t0}/B), a = sum L^3 / (6 (sum L^2)^1.5).
-inline std::pair<double, double> ref_bca_boot(const std::vector<double>& t, double t0, const std::vector<double>& l,
-                                              double level) {
+inline std::pair<double, double> ref_bca_boot(const std::vector<double>& t, double t0,
+                                              const std::vector<double>& l, double level) {
   double below = 0;
   for (double v : t) below += v < t0;
   const double w = ref_qnorm(below / static_cast<double>(t.size()));

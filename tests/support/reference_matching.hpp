@@ -26,7 +26,8 @@ struct reference_match_result {
   std::vector<reference_row> rows;  ///< rows ordered by focal unit, then match index
   std::size_t dropped = 0;          ///< focal units without M eligible matches
   double estimate = 0;              ///< mean over matched focal units of treated − control
-  double se_homoskedastic = 0;      ///< AI (2006) population SE with σ² = ½·mean((τᵢ − τ̂)²), matched focal units only
+  double se_homoskedastic =
+      0;  ///< AI (2006) population SE with σ² = ½·mean((τᵢ − τ̂)²), matched focal units only
 };
 
 /// Brute-force matching: x row-major n×k, tr 0/1, estimand 0 = ATT, 1 = ATE (ATC: flip tr and the sign).
@@ -102,8 +103,10 @@ inline reference_match_result reference_match(const std::vector<double>& y, cons
   const double sigma2 = 0.5 * ss / sw;
   double v = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (estimand == 1) v += sigma2 * (K[i] * K[i] + 2 * K[i] - KK[i]);
-    else if (tr[i] == 0.0) v += sigma2 * (K[i] * K[i] - KK[i]);
+    if (estimand == 1)
+      v += sigma2 * (K[i] * K[i] + 2 * K[i] - KK[i]);
+    else if (tr[i] == 0.0)
+      v += sigma2 * (K[i] * K[i] - KK[i]);
     if (focal_matched[i]) v += (tau_i[i] - est) * (tau_i[i] - est);
   }
   out.se_homoskedastic = std::sqrt(v) / sn;

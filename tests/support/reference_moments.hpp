@@ -36,21 +36,23 @@ struct ref_t_result {
 };
 
 /// t reference: statistic, two-sided p and the two-sided CI from estimate, SE and df.
-inline ref_t_result ref_finish(long double est, long double se, long double df, double level,
-                               double mu) {
+inline ref_t_result ref_finish(long double est, long double se, long double df, double level, double mu) {
   const boost::math::students_t_distribution<long double> t(df);
   const long double stat = (est - mu) / se;
   const long double p = 2 * boost::math::cdf(boost::math::complement(t, std::fabs(stat)));
   const long double q = boost::math::quantile(t, 1.0L - (1.0L - level) / 2);
-  return {static_cast<double>(est),        static_cast<double>(se),
-          static_cast<double>(df),         static_cast<double>(stat),
-          static_cast<double>(std::min(p, 1.0L)), static_cast<double>(est - q * se),
+  return {static_cast<double>(est),
+          static_cast<double>(se),
+          static_cast<double>(df),
+          static_cast<double>(stat),
+          static_cast<double>(std::min(p, 1.0L)),
+          static_cast<double>(est - q * se),
           static_cast<double>(est + q * se)};
 }
 
 /// Welch: SE² = s₁²/n₁ + s₀²/n₀, Satterthwaite df.
-inline ref_t_result ref_welch(const std::vector<double>& a, const std::vector<double>& b,
-                              double level = 0.95, double mu = 0.0) {
+inline ref_t_result ref_welch(const std::vector<double>& a, const std::vector<double>& b, double level = 0.95,
+                              double mu = 0.0) {
   const long double n1 = a.size(), n0 = b.size();
   const long double v1 = ref_variance(a) / n1, v0 = ref_variance(b) / n0;
   const long double df = (v1 + v0) * (v1 + v0) / (v1 * v1 / (n1 - 1) + v0 * v0 / (n0 - 1));
@@ -62,8 +64,7 @@ inline ref_t_result ref_student(const std::vector<double>& a, const std::vector<
                                 double level = 0.95, double mu = 0.0) {
   const long double n1 = a.size(), n0 = b.size();
   const long double s2 = ((n1 - 1) * ref_variance(a) + (n0 - 1) * ref_variance(b)) / (n1 + n0 - 2);
-  return ref_finish(ref_mean(a) - ref_mean(b), std::sqrt(s2 * (1 / n1 + 1 / n0)), n1 + n0 - 2, level,
-                    mu);
+  return ref_finish(ref_mean(a) - ref_mean(b), std::sqrt(s2 * (1 / n1 + 1 / n0)), n1 + n0 - 2, level, mu);
 }
 
 /// Paired: one-sample t on d = a − b.

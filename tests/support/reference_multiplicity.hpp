@@ -65,7 +65,9 @@ inline std::vector<bool> naive_reject(const std::vector<double>& p, const std::s
   } else {
     for (std::size_t j = m; j >= 1; --j) {
       const double jd = static_cast<double>(j);
-      const double crit = method == "hochberg" ? alpha / (md - jd + 1) : method == "BH" ? jd * alpha / md : jd * alpha / (md * q);
+      const double crit = method == "hochberg" ? alpha / (md - jd + 1)
+                          : method == "BH"     ? jd * alpha / md
+                                               : jd * alpha / (md * q);
       if (p[o[j - 1]] <= crit) {
         r = j;
         break;

@@ -20,9 +20,9 @@ struct reference_fit {
 /// Naive OLS/WLS: β = (X'WX)⁻¹X'Wy by explicit inverse; covariance by the textbook sandwich
 /// with explicit n × n matrices. type: "classical", "hc0".."hc3", "cr0", "cr1_g", "cr1".
 /// `cluster` holds one integer id per row (used by the cr types only); k_extra adds to k.
-inline reference_fit reference_ols(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const std::string& type,
-                                   const std::vector<int>& cluster = {}, const Eigen::VectorXd& weights = {},
-                                   int k_extra = 0) {
+inline reference_fit reference_ols(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                                   const std::string& type, const std::vector<int>& cluster = {},
+                                   const Eigen::VectorXd& weights = {}, int k_extra = 0) {
   const auto n = x.rows();
   const double nd = static_cast<double>(n);
   const double k = static_cast<double>(x.cols() + k_extra);
@@ -57,7 +57,8 @@ inline reference_fit reference_ols(const Eigen::MatrixXd& x, const Eigen::Vector
   // Cluster: meat = X' (e e' ∘ C) X with C_ij = 1 when i and j share a cluster.
   Eigen::MatrixXd c = Eigen::MatrixXd::Zero(n, n);
   for (Eigen::Index i = 0; i < n; ++i) {
-    for (Eigen::Index j = 0; j < n; ++j) c(i, j) = cluster[static_cast<std::size_t>(i)] == cluster[static_cast<std::size_t>(j)] ? 1.0 : 0.0;
+    for (Eigen::Index j = 0; j < n; ++j)
+      c(i, j) = cluster[static_cast<std::size_t>(i)] == cluster[static_cast<std::size_t>(j)] ? 1.0 : 0.0;
   }
   std::vector<int> seen;
   for (int g : cluster) {
@@ -75,8 +76,8 @@ inline reference_fit reference_ols(const Eigen::MatrixXd& x, const Eigen::Vector
 
 /// Naive 2SLS: X̂ = Z(Z'Z)⁻¹Z'X, β = (X̂'X)⁻¹X̂'y, residuals with X; classical covariance
 /// σ²(X̂'X̂)⁻¹ (σ² = e'e/(n−k)) or HC0/HC1 sandwich with X̂.
-inline reference_fit reference_2sls(const Eigen::MatrixXd& x, const Eigen::MatrixXd& z, const Eigen::VectorXd& y,
-                                    const std::string& type) {
+inline reference_fit reference_2sls(const Eigen::MatrixXd& x, const Eigen::MatrixXd& z,
+                                    const Eigen::VectorXd& y, const std::string& type) {
   const double n = static_cast<double>(x.rows()), k = static_cast<double>(x.cols());
   const Eigen::MatrixXd pz = z * (z.transpose() * z).inverse() * z.transpose();
   const Eigen::MatrixXd xh = pz * x;

@@ -14,7 +14,8 @@
 namespace latentaudit::test {
 
 /// Newton–Raphson for logistic regression on [1, X], `iterations` plain steps from β = 0.
-inline Eigen::VectorXd naive_logistic(const Eigen::MatrixXd& x, const std::vector<double>& t, int iterations = 40) {
+inline Eigen::VectorXd naive_logistic(const Eigen::MatrixXd& x, const std::vector<double>& t,
+                                      int iterations = 40) {
   const Eigen::Index n = x.rows(), p = x.cols() + 1;
   Eigen::MatrixXd d(n, p);
   d.col(0).setOnes();
@@ -34,8 +35,9 @@ inline Eigen::VectorXd naive_logistic(const Eigen::MatrixXd& x, const std::vecto
 }
 
 /// Summed estimating functions of untrimmed IPW at θ = (γ, β); γ = (μ₁, μ₀) (Hájek) or τ (HT).
-inline Eigen::VectorXd ipw_moments(const Eigen::VectorXd& th, const Eigen::MatrixXd& d, const std::vector<double>& y,
-                                   const std::vector<double>& t, bool att, bool hajek) {
+inline Eigen::VectorXd ipw_moments(const Eigen::VectorXd& th, const Eigen::MatrixXd& d,
+                                   const std::vector<double>& y, const std::vector<double>& t, bool att,
+                                   bool hajek) {
   const Eigen::Index g = hajek ? 2 : 1, p = d.cols();
   Eigen::VectorXd s = Eigen::VectorXd::Zero(g + p);
   for (Eigen::Index i = 0; i < d.rows(); ++i) {
@@ -54,8 +56,9 @@ inline Eigen::VectorXd ipw_moments(const Eigen::VectorXd& th, const Eigen::Matri
 }
 
 /// Stacked sandwich SE of the effect with a finite-difference Jacobian (step h relative).
-inline double naive_stacked_se(const Eigen::VectorXd& theta, const Eigen::MatrixXd& x, const std::vector<double>& y,
-                               const std::vector<double>& t, bool att, bool hajek) {
+inline double naive_stacked_se(const Eigen::VectorXd& theta, const Eigen::MatrixXd& x,
+                               const std::vector<double>& y, const std::vector<double>& t, bool att,
+                               bool hajek) {
   const Eigen::Index n = x.rows(), p = x.cols() + 1, g = hajek ? 2 : 1, k = g + p;
   Eigen::MatrixXd d(n, p);
   d.col(0).setOnes();

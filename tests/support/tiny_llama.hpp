@@ -30,11 +30,16 @@ inline std::filesystem::path write_tiny_llama(const std::string& name, const tin
   fs::create_directories(dir);
   const int hd = s.hidden / s.heads;
   std::ofstream(dir / "config.json") << "{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":" << s.vocab
-                                     << ",\"hidden_size\":" << s.hidden << ",\"intermediate_size\":" << s.intermediate
-                                     << ",\"num_hidden_layers\":" << s.layers << ",\"num_attention_heads\":" << s.heads
-                                     << ",\"num_key_value_heads\":" << s.kv_heads << ",\"rms_norm_eps\":1e-5,\"rope_theta\":10000.0"
-                                     << ",\"max_position_embeddings\":" << s.max_context << ",\"hidden_act\":\"silu\""
-                                     << ",\"tie_word_embeddings\":" << (s.tied ? "true" : "false") << ",\"rope_scaling\":null}";
+                                     << ",\"hidden_size\":" << s.hidden
+                                     << ",\"intermediate_size\":" << s.intermediate
+                                     << ",\"num_hidden_layers\":" << s.layers
+                                     << ",\"num_attention_heads\":" << s.heads
+                                     << ",\"num_key_value_heads\":" << s.kv_heads
+                                     << ",\"rms_norm_eps\":1e-5,\"rope_theta\":10000.0"
+                                     << ",\"max_position_embeddings\":" << s.max_context
+                                     << ",\"hidden_act\":\"silu\""
+                                     << ",\"tie_word_embeddings\":" << (s.tied ? "true" : "false")
+                                     << ",\"rope_scaling\":null}";
   auto g = make_stream({.seed = s.seed});
   auto rnd = [&](std::string n, std::vector<std::int64_t> shape, double scale, double offset = 0.0) {
     std::int64_t count = 1;
@@ -56,10 +61,12 @@ inline std::filesystem::path write_tiny_llama(const std::string& name, const tin
     t.push_back(rnd(p + "post_attention_layernorm.weight", {s.hidden}, 0.1, 1.0));
     t.push_back(rnd(p + "mlp.gate_proj.weight", {s.intermediate, s.hidden}, w));
     t.push_back(rnd(p + "mlp.up_proj.weight", {s.intermediate, s.hidden}, w));
-    t.push_back(rnd(p + "mlp.down_proj.weight", {s.hidden, s.intermediate}, 1.0 / std::sqrt(static_cast<double>(s.intermediate))));
+    t.push_back(rnd(p + "mlp.down_proj.weight", {s.hidden, s.intermediate},
+                    1.0 / std::sqrt(static_cast<double>(s.intermediate))));
   }
   t.push_back(rnd("model.norm.weight", {s.hidden}, 0.1, 1.0));
-  if (!s.tied) t.push_back(rnd("lm_head.weight", {s.vocab, s.hidden}, 1.0 / std::sqrt(static_cast<double>(s.hidden))));
+  if (!s.tied)
+    t.push_back(rnd("lm_head.weight", {s.vocab, s.hidden}, 1.0 / std::sqrt(static_cast<double>(s.hidden))));
   write_safetensors(dir / "model.safetensors", t, {{"format", "pt"}});
   return dir;
 }

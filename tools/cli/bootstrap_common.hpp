@@ -24,7 +24,7 @@ inline bootstrap_ci_method ci_method_of(const std::string& name) {
 /// @brief The convention named by --convention (boot, the default, or scipy).
 inline bootstrap_convention convention_of(const arguments& args) {
   return args.choice("--convention", "boot", {"boot", "scipy"}) == "scipy" ? bootstrap_convention::scipy
-                                                                              : bootstrap_convention::boot;
+                                                                           : bootstrap_convention::boot;
 }
 
 /// @brief The common effect fields plus the bootstrap diagnostics.

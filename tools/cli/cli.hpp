@@ -24,9 +24,9 @@ namespace latentaudit::cli {
 
 /// @brief Exit codes of the tool (documented in docs/cli.md).
 enum exit_code : int {
-  exit_ok = 0,        ///< success (including --help and --version)
-  exit_bad_input = 2, ///< bad usage, bad data, statistically undefined data
-  exit_internal = 3,  ///< a bug: an unexpected exception
+  exit_ok = 0,         ///< success (including --help and --version)
+  exit_bad_input = 2,  ///< bad usage, bad data, statistically undefined data
+  exit_internal = 3,   ///< a bug: an unexpected exception
 };
 
 /// @brief A usage problem (unknown option, missing value, bad option value); exits 2.
@@ -46,19 +46,25 @@ struct option_spec {
 /// @throws std::logic_error for a name not in the catalogue (a bug in the caller).
 inline option_spec common_option(std::string_view name) {
   static const std::vector<option_spec> catalogue = {
-      {"--data", "FILE", "data table: .csv with a header row (RFC 4180 quoting) or .jsonl with one JSON object per line"},
+      {"--data", "FILE",
+       "data table: .csv with a header row (RFC 4180 quoting) or .jsonl with one JSON object per line"},
       {"--outcome", "COL", "outcome column (numeric, finite)"},
       {"--treatment", "COL", "treatment column coded 0 (control) or 1 (treated); other codes are rejected"},
-      {"--pair", "COL", "pair identifier column (long paired layout): each id has exactly one treated and one control row"},
-      {"--outcome-treated", "COL", "wide paired layout: column with the treated outcome of each pair (one row per pair)"},
-      {"--outcome-control", "COL", "wide paired layout: column with the control outcome of each pair (one row per pair)"},
-      {"--cluster", "COL", "cluster identifier column (e.g. item): resample whole clusters, each with its rows of both arms"},
+      {"--pair", "COL",
+       "pair identifier column (long paired layout): each id has exactly one treated and one control row"},
+      {"--outcome-treated", "COL",
+       "wide paired layout: column with the treated outcome of each pair (one row per pair)"},
+      {"--outcome-control", "COL",
+       "wide paired layout: column with the control outcome of each pair (one row per pair)"},
+      {"--cluster", "COL",
+       "cluster identifier column (e.g. item): resample whole clusters, each with its rows of both arms"},
       {"--level", "L", "confidence level in (0, 1); default 0.95"},
       {"--margin", "M", "equivalence margin > 0: equivalence means the effect lies in (-M, M)"},
       {"--replicates", "B", "number of bootstrap replicates, >= 1; default 9999"},
       {"--ci", "METHOD", "bootstrap interval: percentile, basic, normal, bca or studentized; default bca"},
       {"--seed", "S", "random seed, an integer in [0, 2^64); default 0"},
-      {"--convention", "NAME", "quantile, bias and acceleration rules: boot (R boot.ci, default) or scipy (scipy.stats.bootstrap)"},
+      {"--convention", "NAME",
+       "quantile, bias and acceleration rules: boot (R boot.ci, default) or scipy (scipy.stats.bootstrap)"},
       {"--threads", "N", "worker threads, 0 = all cores; results do not depend on it; default 0"},
       {"--pretty", "", "indent the JSON output over several lines"},
       {"--help", "", "print this help and exit"},
@@ -105,9 +111,12 @@ class arguments {
         a.help_ = true;
         continue;
       }
-      const auto it = std::find_if(specs.begin(), specs.end(), [&](const option_spec& s) { return s.name == word; });
+      const auto it =
+          std::find_if(specs.begin(), specs.end(), [&](const option_spec& s) { return s.name == word; });
       if (it == specs.end()) {
-        if (is_common_option(word)) throw usage_error(a.command_ + ": option " + word + " is not accepted by this command (see 'latentaudit " + a.command_ + " --help')");
+        if (is_common_option(word))
+          throw usage_error(a.command_ + ": option " + word +
+                            " is not accepted by this command (see 'latentaudit " + a.command_ + " --help')");
         throw usage_error(a.command_ + ": unknown option '" + word + "'");
       }
       if (a.values_.count(word) != 0) throw usage_error(a.command_ + ": option " + word + " given twice");
@@ -144,7 +153,8 @@ class arguments {
   [[nodiscard]] std::string require(std::string_view name) const {
     auto v = get(name);
     if (!v) throw usage_error(command_ + ": missing required option " + std::string(name));
-    if (v->empty()) throw usage_error(command_ + ": option " + std::string(name) + " needs a non-empty value");
+    if (v->empty())
+      throw usage_error(command_ + ": option " + std::string(name) + " needs a non-empty value");
     return *v;
   }
   /// @brief A finite number (default if absent). @throws usage_error if it does not parse.
@@ -153,15 +163,20 @@ class arguments {
     return v ? parse_number(name, *v) : fallback;
   }
   /// @brief A required finite number. @throws usage_error if absent or not a number.
-  [[nodiscard]] double required_number(std::string_view name) const { return parse_number(name, require(name)); }
+  [[nodiscard]] double required_number(std::string_view name) const {
+    return parse_number(name, require(name));
+  }
   /// @brief A confidence level in (0, 1) (default if absent). @throws usage_error otherwise.
   [[nodiscard]] double level(std::string_view name = "--level", double fallback = 0.95) const {
     const double x = number(name, fallback);
-    if (!(x > 0.0 && x < 1.0)) throw usage_error(command_ + ": option " + std::string(name) + " must lie in (0, 1), got " + *get(name));
+    if (!(x > 0.0 && x < 1.0))
+      throw usage_error(command_ + ": option " + std::string(name) + " must lie in (0, 1), got " +
+                        *get(name));
     return x;
   }
   /// @brief An integer in [lo, hi] (default if absent). @throws usage_error otherwise.
-  [[nodiscard]] std::uint64_t integer(std::string_view name, std::uint64_t fallback, std::uint64_t lo, std::uint64_t hi) const {
+  [[nodiscard]] std::uint64_t integer(std::string_view name, std::uint64_t fallback, std::uint64_t lo,
+                                      std::uint64_t hi) const {
     auto v = get(name);
     if (!v) return fallback;
     std::uint64_t x = 0;
@@ -169,22 +184,25 @@ class arguments {
     const char* last = first + v->size();
     const auto r = std::from_chars(first, last, x);
     if (v->empty() || r.ec != std::errc() || r.ptr != last) {
-      throw usage_error(command_ + ": option " + std::string(name) + " expects a non-negative integer, got '" + *v + "'");
+      throw usage_error(command_ + ": option " + std::string(name) +
+                        " expects a non-negative integer, got '" + *v + "'");
     }
     if (x < lo || x > hi) {
-      throw usage_error(command_ + ": option " + std::string(name) + " must lie in [" + std::to_string(lo) + ", " +
-                        std::to_string(hi) + "], got " + *v);
+      throw usage_error(command_ + ": option " + std::string(name) + " must lie in [" + std::to_string(lo) +
+                        ", " + std::to_string(hi) + "], got " + *v);
     }
     return x;
   }
   /// @brief One of `allowed` (default if absent). @throws usage_error otherwise.
-  [[nodiscard]] std::string choice(std::string_view name, std::string fallback, const std::vector<std::string>& allowed) const {
+  [[nodiscard]] std::string choice(std::string_view name, std::string fallback,
+                                   const std::vector<std::string>& allowed) const {
     auto v = get(name);
     if (!v) return fallback;
     if (std::find(allowed.begin(), allowed.end(), *v) == allowed.end()) {
       std::string list;
       for (const auto& s : allowed) list += (list.empty() ? "" : "|") + s;
-      throw usage_error(command_ + ": option " + std::string(name) + " must be one of " + list + ", got '" + *v + "'");
+      throw usage_error(command_ + ": option " + std::string(name) + " must be one of " + list + ", got '" +
+                        *v + "'");
     }
     return *v;
   }
@@ -200,14 +218,16 @@ class arguments {
     if (!s.empty() && s.front() == '+') s.remove_prefix(1);
     const auto r = std::from_chars(s.data(), s.data() + s.size(), x);
     if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(x)) {
-      throw usage_error(command_ + ": option " + std::string(name) + " expects a finite number, got '" + v + "'");
+      throw usage_error(command_ + ": option " + std::string(name) + " expects a finite number, got '" + v +
+                        "'");
     }
     return x;
   }
 };
 
 /// @brief A help page: usage line, description paragraphs, options table.
-inline std::string help_text(std::string_view usage, std::string_view description, const std::vector<option_spec>& options) {
+inline std::string help_text(std::string_view usage, std::string_view description,
+                             const std::vector<option_spec>& options) {
   std::string out = "usage: ";
   out.append(usage).append("\n\n").append(description);
   if (!description.empty() && description.back() != '\n') out.push_back('\n');
@@ -217,7 +237,8 @@ inline std::string help_text(std::string_view usage, std::string_view descriptio
     all.push_back(common_option("--help"));
   }
   std::size_t width = 0;
-  for (const auto& o : all) width = std::max(width, o.name.size() + (o.metavar.empty() ? 0 : o.metavar.size() + 1));
+  for (const auto& o : all)
+    width = std::max(width, o.name.size() + (o.metavar.empty() ? 0 : o.metavar.size() + 1));
   for (const auto& o : all) {
     std::string head = o.name + (o.metavar.empty() ? "" : " " + o.metavar);
     out.append("  ").append(head).append(width + 2 - head.size(), ' ').append(o.help).append("\n");

@@ -13,7 +13,8 @@ namespace {
 
 std::vector<estimate_method> sorted_methods() {
   auto ms = estimate_methods();
-  std::sort(ms.begin(), ms.end(), [](const estimate_method& a, const estimate_method& b) { return a.name < b.name; });
+  std::sort(ms.begin(), ms.end(),
+            [](const estimate_method& a, const estimate_method& b) { return a.name < b.name; });
   return ms;
 }
 
@@ -33,12 +34,14 @@ std::string estimate_help() {
   const auto ms = sorted_methods();
   std::size_t width = 0;
   for (const auto& m : ms) width = std::max(width, m.name.size());
-  for (const auto& m : ms) d.append("  ").append(m.name).append(width + 2 - m.name.size(), ' ').append(m.summary).append("\n");
+  for (const auto& m : ms)
+    d.append("  ").append(m.name).append(width + 2 - m.name.size(), ' ').append(m.summary).append("\n");
   // Every option any method accepts, once.
   std::vector<option_spec> all;
   for (const auto& m : ms) {
     for (const auto& o : m.options) {
-      if (std::none_of(all.begin(), all.end(), [&](const option_spec& x) { return x.name == o.name; })) all.push_back(o);
+      if (std::none_of(all.begin(), all.end(), [&](const option_spec& x) { return x.name == o.name; }))
+        all.push_back(o);
     }
   }
   all.push_back(common_option("--pretty"));
@@ -46,15 +49,19 @@ std::string estimate_help() {
 }
 
 int run_estimate(std::span<const std::string> args) {
-  if (args.empty()) throw usage_error("estimate: missing method, one of " + method_names() + " (try 'latentaudit estimate --help')");
+  if (args.empty())
+    throw usage_error("estimate: missing method, one of " + method_names() +
+                      " (try 'latentaudit estimate --help')");
   const std::string& name = args.front();
   if (name == "--help") {
     std::fputs(estimate_help().c_str(), stdout);
     return exit_ok;
   }
   const auto& ms = estimate_methods();
-  const auto it = std::find_if(ms.begin(), ms.end(), [&](const estimate_method& m) { return m.name == name; });
-  if (it == ms.end()) throw usage_error("estimate: unknown method '" + name + "', expected one of " + method_names());
+  const auto it =
+      std::find_if(ms.begin(), ms.end(), [&](const estimate_method& m) { return m.name == name; });
+  if (it == ms.end())
+    throw usage_error("estimate: unknown method '" + name + "', expected one of " + method_names());
   std::vector<option_spec> specs = it->options;
   specs.push_back(common_option("--pretty"));
   const std::string command = "estimate " + it->name;
@@ -67,7 +74,8 @@ int run_estimate(std::span<const std::string> args) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered = register_subcommand({"estimate", "estimate a treatment effect from a CSV/JSONL table", run_estimate});
+[[maybe_unused]] const bool registered =
+    register_subcommand({"estimate", "estimate a treatment effect from a CSV/JSONL table", run_estimate});
 
 }  // namespace
 }  // namespace latentaudit::cli

@@ -20,7 +20,8 @@ std::vector<option_spec> forward_options_spec() {
       {"--model", "DIR", "HF model directory with config.json and model.safetensors (required)"},
       {"--tokens", "IDS", "comma-separated token ids, e.g. 0,5,41 (required)"},
       {"--all", "", "report every position (default: the last)"},
-      {"--logits-out", "FILE", "write the logits as CSV: one row per reported position, one column per token id, no header"},
+      {"--logits-out", "FILE",
+       "write the logits as CSV: one row per reported position, one column per token id, no header"},
       {"--threads", "N", "attention threads, 0 = all cores; default 1 (results do not depend on it)"},
       common_option("--pretty"),
   };
@@ -35,8 +36,8 @@ std::vector<token_id> parse_tokens(const std::string& s) {
     long long v = 0;
     const auto r = std::from_chars(w.data(), w.data() + w.size(), v);
     if (w.empty() || r.ec != std::errc() || r.ptr != w.data() + w.size() || v < 0 || v > INT32_MAX)
-      throw usage_error("forward: option --tokens expects comma-separated non-negative integers, got '" + std::string(w) + "' at item " +
-                        std::to_string(out.size() + 1));
+      throw usage_error("forward: option --tokens expects comma-separated non-negative integers, got '" +
+                        std::string(w) + "' at item " + std::to_string(out.size() + 1));
     out.push_back(static_cast<token_id>(v));
     i = j + 1;
   }
@@ -47,11 +48,15 @@ int run_forward(std::span<const std::string> words) {
   const auto specs = forward_options_spec();
   const auto args = arguments::parse(words, specs, "forward");
   if (args.help()) {
-    std::fputs(help_text("latentaudit forward --model DIR --tokens IDS [options]",
-                         "Runs the CPU reference backend (HF LlamaForCausalLM in f32) on the tokens at positions 0, 1, ...\n"
-                         "and prints, per reported position, the argmax and the five largest logits. Bad model\n"
-                         "directories, bad token ids and sequences longer than the context exit with code 2.\n",
-                         specs).c_str(), stdout);
+    std::fputs(
+        help_text("latentaudit forward --model DIR --tokens IDS [options]",
+                  "Runs the CPU reference backend (HF LlamaForCausalLM in f32) on the tokens at positions 0, "
+                  "1, ...\n"
+                  "and prints, per reported position, the argmax and the five largest logits. Bad model\n"
+                  "directories, bad token ids and sequences longer than the context exit with code 2.\n",
+                  specs)
+            .c_str(),
+        stdout);
     return exit_ok;
   }
   const auto tokens = parse_tokens(args.require("--tokens"));
@@ -67,7 +72,8 @@ int run_forward(std::span<const std::string> words) {
     std::vector<std::size_t> idx(V);
     std::iota(idx.begin(), idx.end(), std::size_t{0});
     const std::size_t k = std::min<std::size_t>(5, V);
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), [&](auto a, auto b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                      [&](auto a, auto b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
     json_value row = json_value::object();
     row.set("position", all ? r : static_cast<std::int64_t>(tokens.size()) - 1);
     row.set("argmax", idx[0]);
@@ -87,7 +93,8 @@ int run_forward(std::span<const std::string> words) {
     char buf[32];
     for (std::int64_t r = 0; r < out.rows; ++r) {
       for (std::size_t v = 0; v < V; ++v) {
-        const auto res = std::to_chars(buf, buf + sizeof buf, out.logits[static_cast<std::size_t>(r) * V + v]);
+        const auto res =
+            std::to_chars(buf, buf + sizeof buf, out.logits[static_cast<std::size_t>(r) * V + v]);
         if (v) f.put(',');
         f.write(buf, res.ptr - buf);
       }
@@ -105,8 +112,9 @@ int run_forward(std::span<const std::string> words) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered =
-    register_subcommand({"forward", "logits of a token sequence on the CPU reference backend (HF Llama checkpoints)", run_forward});
+[[maybe_unused]] const bool registered = register_subcommand(
+    {"forward", "logits of a token sequence on the CPU reference backend (HF Llama checkpoints)",
+     run_forward});
 
 }  // namespace
 }  // namespace latentaudit::cli

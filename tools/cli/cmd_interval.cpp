@@ -15,12 +15,17 @@ namespace {
 std::vector<option_spec> interval_options() {
   return {
       {"--estimate", "X", "the statistic on the original data (t0), required"},
-      {"--replicates", "FILE", "the bootstrap replicates t*, one number per line (a header line allowed), required"},
+      {"--replicates", "FILE",
+       "the bootstrap replicates t*, one number per line (a header line allowed), required"},
       {"--method", "METHOD", "percentile, basic, normal, bca or studentized, required"},
-      {"--influence", "FILE", "bca: influence values of the resampling units (R empinf / jackknife), one per line; required for bca"},
-      {"--strata", "N1,N2,...", "bca with scipy: sizes of consecutive samples in the influence file (multi-sample acceleration)"},
+      {"--influence", "FILE",
+       "bca: influence values of the resampling units (R empinf / jackknife), one per line; required for "
+       "bca"},
+      {"--strata", "N1,N2,...",
+       "bca with scipy: sizes of consecutive samples in the influence file (multi-sample acceleration)"},
       {"--estimate-variance", "V", "studentized: variance estimate v0 of the statistic on the original data"},
-      {"--replicate-variances", "FILE", "studentized: variance estimate of each replicate, one per line, same order as --replicates"},
+      {"--replicate-variances", "FILE",
+       "studentized: variance estimate of each replicate, one per line, same order as --replicates"},
       common_option("--level"),
       common_option("--convention"),
       common_option("--pretty"),
@@ -46,7 +51,8 @@ std::vector<std::size_t> parse_strata(const arguments& args) {
     std::size_t v = 0;
     const auto r = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || r.ec != std::errc() || r.ptr != part.data() + part.size() || v == 0) {
-      throw usage_error(args.command() + ": option --strata expects positive integers separated by commas, got '" + s + "'");
+      throw usage_error(args.command() +
+                        ": option --strata expects positive integers separated by commas, got '" + s + "'");
     }
     out.push_back(v);
     pos = comma + 1;
@@ -58,25 +64,32 @@ int run_interval(std::span<const std::string> words) {
   const auto specs = interval_options();
   const auto args = arguments::parse(words, specs, "interval");
   if (args.help()) {
-    std::fputs(help_text("latentaudit interval --estimate X --replicates FILE --method METHOD [options]", interval_description, specs).c_str(),
+    std::fputs(help_text("latentaudit interval --estimate X --replicates FILE --method METHOD [options]",
+                         interval_description, specs)
+                   .c_str(),
                stdout);
     return exit_ok;
   }
   const double t0 = args.required_number("--estimate");
   if (!args.has("--method")) throw usage_error("interval: missing required option --method");
-  const std::string method = args.choice("--method", "", {"percentile", "basic", "normal", "bca", "studentized"});
+  const std::string method =
+      args.choice("--method", "", {"percentile", "basic", "normal", "bca", "studentized"});
   const std::string convention = args.choice("--convention", "boot", {"boot", "scipy"});
   bootstrap_options o;
   o.level = args.level();
   o.method = ci_method_of(method);
   o.convention = convention_of(args);
   const bool bca = method == "bca", stud = method == "studentized";
-  if (args.has("--influence") && !bca) throw usage_error("interval: --influence applies to --method bca only");
+  if (args.has("--influence") && !bca)
+    throw usage_error("interval: --influence applies to --method bca only");
   if (args.has("--strata") && !bca) throw usage_error("interval: --strata applies to --method bca only");
   if ((args.has("--estimate-variance") || args.has("--replicate-variances")) && !stud) {
-    throw usage_error("interval: --estimate-variance and --replicate-variances apply to --method studentized only");
+    throw usage_error(
+        "interval: --estimate-variance and --replicate-variances apply to --method studentized only");
   }
-  if (bca && !args.has("--influence")) throw usage_error("interval: --method bca needs --influence FILE (influence values of the resampling units)");
+  if (bca && !args.has("--influence"))
+    throw usage_error(
+        "interval: --method bca needs --influence FILE (influence values of the resampling units)");
   const auto reps = read_number_file(args.require("--replicates"), "--replicates");
   std::vector<double> influence, variances;
   std::vector<std::size_t> strata;
@@ -101,8 +114,8 @@ int run_interval(std::span<const std::string> words) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered =
-    register_subcommand({"interval", "bootstrap confidence interval from saved replicates (R boot / scipy rules)", run_interval});
+[[maybe_unused]] const bool registered = register_subcommand(
+    {"interval", "bootstrap confidence interval from saved replicates (R boot / scipy rules)", run_interval});
 
 }  // namespace
 }  // namespace latentaudit::cli

@@ -30,7 +30,8 @@ const std::vector<option_spec>& example_options() {
       {"--tokens", "N", "tokens in the example cache, in [1, 4096]; default 16"},
       {"--dtype", "TYPE", "element type: f32, f16 or bf16; default bf16"},
       {"--seed", "S", "random seed of the cache's values; default 0"},
-      {"--quantize", "SCHEME", "carry K and V quantized: int8, int4 (groups of 16), fp8_e4m3 or fp8_e5m2; default none"},
+      {"--quantize", "SCHEME",
+       "carry K and V quantized: int8, int4 (groups of 16), fp8_e4m3 or fp8_e5m2; default none"},
       {"--pretty", "", "indent the JSON output"},
   };
   return o;
@@ -74,7 +75,9 @@ int run_inspect(std::span<const std::string> words) {
     }
     json_value j = json_value::object();
     j.set("file", file);
-    j.set("kind", d.kind == relay_kind::kv ? "kv" : d.kind == relay_kind::text_tokens ? "text_tokens" : "text_utf8");
+    j.set("kind", d.kind == relay_kind::kv            ? "kv"
+                  : d.kind == relay_kind::text_tokens ? "text_tokens"
+                                                      : "text_utf8");
     j.set("bytes", d.wire_bytes);
     if (d.kind == relay_kind::kv) {
       const auto& b = d.kv;
@@ -87,7 +90,9 @@ int run_inspect(std::span<const std::string> words) {
       j.set("payload_bytes", b.payload_bytes());
       j.set("content_bytes", b.content_bytes());
       j.set("token_mask", b.has_token_mask());
-      j.set("quantization", d.quantization ? json_value(std::string(quant_scheme_name(d.quantization->scheme))) : json_value(nullptr));
+      j.set("quantization", d.quantization
+                                ? json_value(std::string(quant_scheme_name(d.quantization->scheme)))
+                                : json_value(nullptr));
       if (d.quantization && d.quantization->group_size > 0) j.set("group_size", d.quantization->group_size);
       j.set("fingerprint", fingerprint_json(b.fingerprint()));
       json_value pr = json_value::object();
@@ -113,11 +118,15 @@ int run_inspect(std::span<const std::string> words) {
   }
   const auto args = arguments::parse(words, inspect_options(), "kv inspect");
   if (args.help()) {
-    std::fputs(help_text("latentaudit kv inspect FILE [options]",
-                         "Decodes one relay (docs/wire-format.md) and prints a JSON summary: kind, layers, tokens, dtype,\n"
-                         "bytes, fingerprint, position range, checksum and authentication. A corrupt, tampered or\n"
-                         "unauthenticated relay exits with code 2 and one line on stderr.\n",
-                         inspect_options()).c_str(), stdout);
+    std::fputs(
+        help_text("latentaudit kv inspect FILE [options]",
+                  "Decodes one relay (docs/wire-format.md) and prints a JSON summary: kind, layers, tokens, "
+                  "dtype,\n"
+                  "bytes, fingerprint, position range, checksum and authentication. A corrupt, tampered or\n"
+                  "unauthenticated relay exits with code 2 and one line on stderr.\n",
+                  inspect_options())
+            .c_str(),
+        stdout);
     return exit_ok;
   }
   throw usage_error("kv inspect: missing the relay FILE (see 'latentaudit kv inspect --help')");
@@ -126,10 +135,13 @@ int run_inspect(std::span<const std::string> words) {
 int run_make_example(std::span<const std::string> words) {
   const auto args = arguments::parse(words, example_options(), "kv make-example");
   if (args.help()) {
-    std::fputs(help_text("latentaudit kv make-example --out FILE [options]",
-                         "Writes a small valid KV relay (2 layers, 2 kv heads, head dim 16, NEOX RoPE) with seeded\n"
-                         "values, to try `kv inspect` on.\n",
-                         example_options()).c_str(), stdout);
+    std::fputs(
+        help_text("latentaudit kv make-example --out FILE [options]",
+                  "Writes a small valid KV relay (2 layers, 2 kv heads, head dim 16, NEOX RoPE) with seeded\n"
+                  "values, to try `kv inspect` on.\n",
+                  example_options())
+            .c_str(),
+        stdout);
     return exit_ok;
   }
   const std::string out = args.require("--out");
@@ -138,8 +150,13 @@ int run_make_example(std::span<const std::string> words) {
   const auto seed = args.integer("--seed", 0, 0, UINT64_MAX);
   std::vector<std::byte> key;
   if (args.has("--key-file")) key = read_key(args.require("--key-file"));
-  const model_fingerprint fp{.architecture = "LlamaForCausalLM", .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
-                             .head_dim_k = 16, .head_dim_v = 16, .rope = {.pairing = rope_pairing::neox, .theta = 10000.0f},
+  const model_fingerprint fp{.architecture = "LlamaForCausalLM",
+                             .n_layers = 2,
+                             .n_heads = 4,
+                             .n_kv_heads = 2,
+                             .head_dim_k = 16,
+                             .head_dim_v = 16,
+                             .rope = {.pairing = rope_pairing::neox, .theta = 10000.0f},
                              .weights_hash = 0x5eed};
   auto b = kv_block::all_layers(fp, tokens, type);
   auto g = make_stream({.seed = seed});
@@ -147,12 +164,15 @@ int run_make_example(std::span<const std::string> words) {
     for (int v = 0; v < 2; ++v)
       for (std::int64_t t = 0; t < tokens; ++t)
         for (std::int32_t h = 0; h < 2; ++h)
-          for (std::int32_t d = 0; d < 16; ++d) b.set(i, v != 0, t, h, d, static_cast<float>(standard_normal(g)));
+          for (std::int32_t d = 0; d < 16; ++d)
+            b.set(i, v != 0, t, h, d, static_cast<float>(standard_normal(g)));
   const auto scheme = args.choice("--quantize", "none", {"none", "int8", "int4", "fp8_e4m3", "fp8_e5m2"});
   wire_encode_options opts{.hmac_key = key};
   if (scheme != "none") {
-    const quant_scheme q = scheme == "int8" ? quant_scheme::int8 : scheme == "int4" ? quant_scheme::int4
-                           : scheme == "fp8_e4m3" ? quant_scheme::fp8_e4m3 : quant_scheme::fp8_e5m2;
+    const quant_scheme q = scheme == "int8"       ? quant_scheme::int8
+                           : scheme == "int4"     ? quant_scheme::int4
+                           : scheme == "fp8_e4m3" ? quant_scheme::fp8_e4m3
+                                                  : quant_scheme::fp8_e5m2;
     opts.quantize = quantize_spec{.scheme = q, .group_size = 16};
   }
   std::ofstream f(out, std::ios::binary | std::ios::trunc);
@@ -171,13 +191,16 @@ int run_make_example(std::span<const std::string> words) {
 }
 
 int run_kv(std::span<const std::string> words) {
-  if (words.empty()) throw usage_error("kv: missing command (inspect or make-example; see 'latentaudit kv --help')");
+  if (words.empty())
+    throw usage_error("kv: missing command (inspect or make-example; see 'latentaudit kv --help')");
   if (words[0] == "--help") {
-    std::fputs("usage: latentaudit kv <inspect|make-example> ...\n\n"
-               "  inspect FILE       decode a relay and print a JSON summary (exit 2 if corrupt or unauthenticated)\n"
-               "  make-example       write a small valid relay to try\n\n"
-               "Run 'latentaudit kv <command> --help' for the options.\n",
-               stdout);
+    std::fputs(
+        "usage: latentaudit kv <inspect|make-example> ...\n\n"
+        "  inspect FILE       decode a relay and print a JSON summary (exit 2 if corrupt or "
+        "unauthenticated)\n"
+        "  make-example       write a small valid relay to try\n\n"
+        "Run 'latentaudit kv <command> --help' for the options.\n",
+        stdout);
     return exit_ok;
   }
   if (words[0] == "inspect") return run_inspect(words.subspan(1));
@@ -185,7 +208,8 @@ int run_kv(std::span<const std::string> words) {
   throw usage_error("kv: unknown command '" + words[0] + "' (expected inspect or make-example)");
 }
 
-[[maybe_unused]] const bool registered = register_subcommand({"kv", "inspect relay files (kv inspect FILE) or write an example (kv make-example)", run_kv});
+[[maybe_unused]] const bool registered = register_subcommand(
+    {"kv", "inspect relay files (kv inspect FILE) or write an example (kv make-example)", run_kv});
 
 }  // namespace
 }  // namespace latentaudit::cli

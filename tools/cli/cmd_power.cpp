@@ -13,13 +13,18 @@ namespace {
 
 std::vector<option_spec> t_options(bool two_sample) {
   std::vector<option_spec> o = {
-      {"--n", "N", two_sample ? "observations in the treated arm (control = ratio x N), real > 1" : "number of pairs, real > 1"},
+      {"--n", "N",
+       two_sample ? "observations in the treated arm (control = ratio x N), real > 1"
+                  : "number of pairs, real > 1"},
       {"--delta", "D", "true effect (mean difference, treated - control) in outcome units"},
       {"--power", "P", "target power, in (alpha, 1)"},
-      {"--sd", "S", two_sample ? "standard deviation of the outcome in each arm; default 1" : "standard deviation of the within-pair differences; default 1"},
+      {"--sd", "S",
+       two_sample ? "standard deviation of the outcome in each arm; default 1"
+                  : "standard deviation of the within-pair differences; default 1"},
       {"--alpha", "A", "significance level in (0, 1); default 0.05"},
       {"--one-sided", "", "one-sided test (alternative delta > 0); default two-sided"},
-      {"--strict", "", "two-sided: also count the rejection region opposite to delta (R strict = TRUE, statsmodels)"},
+      {"--strict", "",
+       "two-sided: also count the rejection region opposite to delta (R strict = TRUE, statsmodels)"},
   };
   if (two_sample) o.push_back({"--ratio", "R", "allocation ratio n_control / n_treated, > 0; default 1"});
   o.push_back(common_option("--pretty"));
@@ -34,7 +39,9 @@ std::vector<option_spec> mcnemar_options_spec() {
       {"--power", "P", "target power in (alpha, 1) (solve for the number of pairs)"},
       {"--alpha", "A", "significance level in (0, 1); default 0.05"},
       {"--one-sided", "", "one-sided test in the direction of p10 - p01; default two-sided"},
-      {"--exact", "", "exact unconditional power of the exact conditional McNemar test (default: Connor 1987 normal approximation)"},
+      {"--exact", "",
+       "exact unconditional power of the exact conditional McNemar test (default: Connor 1987 normal "
+       "approximation)"},
       {"--max-n", "M", "exact sample size: give up beyond M pairs; default 1000000"},
       common_option("--pretty"),
   };
@@ -54,10 +61,13 @@ json_value run_t(const arguments& args, power_design design) {
   o.sd = args.number("--sd", 1.0);
   o.strict = args.has("--strict");
   if (design == power_design::two_sample) o.allocation_ratio = args.number("--ratio", 1.0);
-  if (o.strict && o.sides == power_sides::one_sided) throw usage_error(args.command() + ": --strict applies to two-sided tests only");
+  if (o.strict && o.sides == power_sides::one_sided)
+    throw usage_error(args.command() + ": --strict applies to two-sided tests only");
   const int given = int(args.has("--n")) + int(args.has("--delta")) + int(args.has("--power"));
   if (given != 2) {
-    throw usage_error(args.command() + ": give exactly two of --n, --delta, --power (the third is solved for), got " + std::to_string(given));
+    throw usage_error(args.command() +
+                      ": give exactly two of --n, --delta, --power (the third is solved for), got " +
+                      std::to_string(given));
   }
   json_value j = json_value::object();
   j.set("test", args.command().substr(6));
@@ -80,7 +90,8 @@ json_value run_t(const arguments& args, power_design design) {
     j.set("delta", delta);
     j.set("power", power);
     j.set("n_required", r.n_required);
-    j.set("n_required_control", design == power_design::two_sample ? json_value(r.n_required_control) : json_value(nullptr));
+    j.set("n_required_control",
+          design == power_design::two_sample ? json_value(r.n_required_control) : json_value(nullptr));
     j.set("n_total", r.n_total);
     j.set("power_at_required", r.power_at_required);
   } else {
@@ -100,7 +111,9 @@ json_value run_mcnemar_power(const arguments& args) {
   o.method = args.has("--exact") ? mcnemar_power_method::exact : mcnemar_power_method::connor;
   o.max_n = args.integer("--max-n", 1000000, 1, std::uint64_t{1} << 40);
   const double p10 = args.required_number("--p10"), p01 = args.required_number("--p01");
-  if (args.has("--n") == args.has("--power")) throw usage_error(args.command() + ": give exactly one of --n (solve for power) or --power (solve for n)");
+  if (args.has("--n") == args.has("--power"))
+    throw usage_error(args.command() +
+                      ": give exactly one of --n (solve for power) or --power (solve for n)");
   json_value j = json_value::object();
   j.set("test", "mcnemar");
   j.set("method", o.method == mcnemar_power_method::exact ? "exact" : "connor");
@@ -157,32 +170,41 @@ int run_power(std::span<const std::string> words) {
   const auto& tests = power_tests();
   std::string names;
   for (const auto& t : tests) names += (names.empty() ? "" : "|") + t.name;
-  if (words.empty()) throw usage_error("power: missing test, one of " + names + " (try 'latentaudit power --help')");
+  if (words.empty())
+    throw usage_error("power: missing test, one of " + names + " (try 'latentaudit power --help')");
   if (words.front() == "--help") {
-    std::string d = "Power, sample size or minimum detectable effect for planning a trial. Prints one JSON object.\n\ntests:\n";
+    std::string d =
+        "Power, sample size or minimum detectable effect for planning a trial. Prints one JSON "
+        "object.\n\ntests:\n";
     std::vector<option_spec> all;
     for (const auto& t : tests) {
       d.append("  ").append(t.name).append(14 - t.name.size(), ' ').append(t.summary).append("\n");
       for (const auto& o : t.options) {
-        if (std::none_of(all.begin(), all.end(), [&](const option_spec& x) { return x.name == o.name; })) all.push_back(o);
+        if (std::none_of(all.begin(), all.end(), [&](const option_spec& x) { return x.name == o.name; }))
+          all.push_back(o);
       }
     }
     std::fputs(help_text("latentaudit power <" + names + "> [options]", d, all).c_str(), stdout);
     return exit_ok;
   }
-  const auto it = std::find_if(tests.begin(), tests.end(), [&](const power_test& t) { return t.name == words.front(); });
-  if (it == tests.end()) throw usage_error("power: unknown test '" + words.front() + "', expected one of " + names);
+  const auto it =
+      std::find_if(tests.begin(), tests.end(), [&](const power_test& t) { return t.name == words.front(); });
+  if (it == tests.end())
+    throw usage_error("power: unknown test '" + words.front() + "', expected one of " + names);
   const auto args = arguments::parse(words.subspan(1), it->options, "power " + it->name);
   if (args.help()) {
-    std::fputs(help_text("latentaudit power " + it->name + " [options]", it->description, it->options).c_str(), stdout);
+    std::fputs(
+        help_text("latentaudit power " + it->name + " [options]", it->description, it->options).c_str(),
+        stdout);
     return exit_ok;
   }
   print_json(it->run(args), args.has("--pretty"));
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered =
-    register_subcommand({"power", "power, sample size or minimum detectable effect (paired-t, two-sample-t, mcnemar)", run_power});
+[[maybe_unused]] const bool registered = register_subcommand(
+    {"power", "power, sample size or minimum detectable effect (paired-t, two-sample-t, mcnemar)",
+     run_power});
 
 }  // namespace
 }  // namespace latentaudit::cli

@@ -22,7 +22,8 @@ std::vector<double> treatment_codes(const data_table& t, const std::string& colu
   std::vector<double> z = t.numeric_column(column);
   for (std::size_t r = 0; r < z.size(); ++r) {
     if (z[r] != 0.0 && z[r] != 1.0) {
-      t.cell_error(r, column, "treatment must be coded 0 (control) or 1 (treated), got " + detail::number_text(z[r]));
+      t.cell_error(r, column,
+                   "treatment must be coded 0 (control) or 1 (treated), got " + detail::number_text(z[r]));
     }
   }
   return z;
@@ -40,7 +41,8 @@ namespace {
 
 // "f.csv: column 'z' has no control rows (code 0)".
 [[noreturn]] void empty_arm(const data_table& t, const std::string& column, bool treated) {
-  throw invalid_argument(t.source() + ": column '" + column + "' has no " + (treated ? "treated rows (code 1)" : "control rows (code 0)") +
+  throw invalid_argument(t.source() + ": column '" + column + "' has no " +
+                         (treated ? "treated rows (code 1)" : "control rows (code 0)") +
                          "; both arms need observations");
 }
 
@@ -81,7 +83,8 @@ paired_arms load_pairs(const arguments& args, bool binary_outcome) {
   if (wide) {
     for (const char* o : {"--pair", "--outcome", "--treatment"}) {
       if (args.has(o)) {
-        throw usage_error(args.command() + ": option " + o + " cannot be combined with --outcome-treated/--outcome-control (wide layout)");
+        throw usage_error(args.command() + ": option " + o +
+                          " cannot be combined with --outcome-treated/--outcome-control (wide layout)");
       }
     }
     const std::string yt = args.require("--outcome-treated");
@@ -117,8 +120,10 @@ paired_arms load_pairs(const arguments& args, bool binary_outcome) {
     }
     std::size_t& slot = z[r] == 1.0 ? pairs[it->second].treated : pairs[it->second].control;
     if (slot != none) {
-      t.cell_error(r, pair, "pair id '" + ids[r] + "' has a second " + (z[r] == 1.0 ? "treated" : "control") + " row (the first is on line " +
-                                std::to_string(t.line_of(slot)) + "); each pair needs exactly one treated and one control row");
+      t.cell_error(r, pair,
+                   "pair id '" + ids[r] + "' has a second " + (z[r] == 1.0 ? "treated" : "control") +
+                       " row (the first is on line " + std::to_string(t.line_of(slot)) +
+                       "); each pair needs exactly one treated and one control row");
     }
     slot = r;
   }
@@ -128,8 +133,10 @@ paired_arms load_pairs(const arguments& args, bool binary_outcome) {
     const auto& s = pairs[k];
     if (s.treated == none || s.control == none) {
       const std::size_t have = s.treated == none ? s.control : s.treated;
-      t.cell_error(have, pair, "pair id '" + order[k] + "' is unpaired: it has no " + (s.treated == none ? "treated (code 1)" : "control (code 0)") +
-                                   " row; each pair needs exactly one treated and one control row");
+      t.cell_error(have, pair,
+                   "pair id '" + order[k] + "' is unpaired: it has no " +
+                       (s.treated == none ? "treated (code 1)" : "control (code 0)") +
+                       " row; each pair needs exactly one treated and one control row");
     }
     p.treated.push_back(y[s.treated]);
     p.control.push_back(y[s.control]);
@@ -154,8 +161,11 @@ std::vector<double> read_number_file(const std::string& path, const std::string&
     const bool first = !seen;
     seen = true;
     if (c.kind == cell_kind::text && first) continue;  // header
-    if (c.kind != cell_kind::number) detail::throw_at_line(path, line, "expected one number per line, got '" + ln.substr(0, 40) + "'");
-    if (!std::isfinite(c.number)) detail::throw_at_line(path, line, "non-finite value '" + ln.substr(0, 40) + "', expected a finite number");
+    if (c.kind != cell_kind::number)
+      detail::throw_at_line(path, line, "expected one number per line, got '" + ln.substr(0, 40) + "'");
+    if (!std::isfinite(c.number))
+      detail::throw_at_line(path, line,
+                            "non-finite value '" + ln.substr(0, 40) + "', expected a finite number");
     out.push_back(c.number);
   }
   if (out.empty()) throw corrupt_data(path + ": no numbers (" + option + " expects one number per line)");

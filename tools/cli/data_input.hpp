@@ -15,17 +15,17 @@ namespace latentaudit::cli {
 
 /// @brief Two independent arms (rows in file order) and, optionally, each row's cluster id.
 struct two_arms {
-  std::vector<double> treated;                  ///< outcomes with treatment 1
-  std::vector<double> control;                  ///< outcomes with treatment 0
-  std::vector<std::string> treated_clusters;    ///< cluster ids of treated rows (if --cluster)
-  std::vector<std::string> control_clusters;    ///< cluster ids of control rows (if --cluster)
+  std::vector<double> treated;                ///< outcomes with treatment 1
+  std::vector<double> control;                ///< outcomes with treatment 0
+  std::vector<std::string> treated_clusters;  ///< cluster ids of treated rows (if --cluster)
+  std::vector<std::string> control_clusters;  ///< cluster ids of control rows (if --cluster)
 };
 
 /// @brief Matched pairs in order of first appearance of their id (long) or of rows (wide).
 struct paired_arms {
-  std::vector<double> treated;   ///< treated outcome of each pair
-  std::vector<double> control;   ///< control outcome of each pair
-  std::string layout;            ///< "long" (--pair) or "wide" (--outcome-treated/--outcome-control)
+  std::vector<double> treated;  ///< treated outcome of each pair
+  std::vector<double> control;  ///< control outcome of each pair
+  std::string layout;           ///< "long" (--pair) or "wide" (--outcome-treated/--outcome-control)
 };
 
 /// @brief Reads --data. @throws usage_error if absent; latentaudit::error for file problems and for

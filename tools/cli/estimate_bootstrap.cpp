@@ -40,15 +40,21 @@ json_value run_bootstrap(const arguments& args) {
   o.threads = static_cast<unsigned>(args.integer("--threads", 0, 0, 1024));
   json_value j;
   if (args.has("--cluster")) {
-    if (wants_pairs(args)) throw usage_error(args.command() + ": --cluster cannot be combined with a paired design (--pair, --outcome-treated/--outcome-control)");
+    if (wants_pairs(args))
+      throw usage_error(args.command() +
+                        ": --cluster cannot be combined with a paired design (--pair, "
+                        "--outcome-treated/--outcome-control)");
     if (o.method == bootstrap_ci_method::studentized) {
-      throw usage_error(args.command() + ": --ci studentized is not available with --cluster (no per-resample cluster variance); use bca, percentile, basic or normal");
+      throw usage_error(args.command() +
+                        ": --ci studentized is not available with --cluster (no per-resample cluster "
+                        "variance); use bca, percentile, basic or normal");
     }
     const auto a = load_two_arms(args, false, true);
     const auto labels = label_clusters(a);
     o.estimand = "difference_in_means";
-    const auto r = bootstrap_clustered(a.treated, labels.treated, a.control, labels.control,
-                                       [](const resample_view& t, const resample_view& c) { return t.mean() - c.mean(); }, o);
+    const auto r = bootstrap_clustered(
+        a.treated, labels.treated, a.control, labels.control,
+        [](const resample_view& t, const resample_view& c) { return t.mean() - c.mean(); }, o);
     j = bootstrap_to_json(r, convention);
     j.set("design", "cluster");
     j.set("n_clusters", labels.count);
@@ -81,10 +87,11 @@ json_value run_bootstrap(const arguments& args) {
     "identical for any --threads. Extra fields: convention, replicates, replicates_used,\n"
     "bias_correction (BCa z0), acceleration (BCa a), alpha_low/alpha_high (quantile levels),\n"
     "seed (as a string: it may exceed 2^53), n_clusters (cluster design).\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), common_option("--pair"),
-     common_option("--outcome-treated"), common_option("--outcome-control"), common_option("--cluster"),
-     common_option("--level"), common_option("--replicates"), common_option("--ci"), common_option("--convention"),
-     common_option("--seed"), common_option("--threads")},
+    {common_option("--data"), common_option("--outcome"), common_option("--treatment"),
+     common_option("--pair"), common_option("--outcome-treated"), common_option("--outcome-control"),
+     common_option("--cluster"), common_option("--level"), common_option("--replicates"),
+     common_option("--ci"), common_option("--convention"), common_option("--seed"),
+     common_option("--threads")},
     run_bootstrap,
 });
 

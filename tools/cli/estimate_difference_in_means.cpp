@@ -11,7 +11,8 @@ namespace {
 json_value run_two_sample(const arguments& args, bool welch) {
   const auto arms = load_two_arms(args, false, false);
   const t_test_options o{.level = args.level()};
-  const auto e = welch ? welch_t_test(arms.treated, arms.control, o) : student_t_test(arms.treated, arms.control, o);
+  const auto e =
+      welch ? welch_t_test(arms.treated, arms.control, o) : student_t_test(arms.treated, arms.control, o);
   json_value j = effect_to_json(e);
   j.set("design", "two_sample");
   return j;
@@ -19,7 +20,9 @@ json_value run_two_sample(const arguments& args, bool welch) {
 
 json_value run_paired(const arguments& args) {
   if (!wants_pairs(args)) {
-    throw usage_error(args.command() + ": paired data needed: give --pair COL (long layout) or --outcome-treated COL --outcome-control COL (wide layout)");
+    throw usage_error(args.command() +
+                      ": paired data needed: give --pair COL (long layout) or --outcome-treated COL "
+                      "--outcome-control COL (wide layout)");
   }
   const auto p = load_pairs(args, false);
   const auto e = paired_t_test(p.treated, p.control, t_test_options{.level = args.level()});
@@ -30,12 +33,13 @@ json_value run_paired(const arguments& args) {
 }
 
 std::vector<option_spec> two_sample_options() {
-  return {common_option("--data"), common_option("--outcome"), common_option("--treatment"), common_option("--level")};
+  return {common_option("--data"), common_option("--outcome"), common_option("--treatment"),
+          common_option("--level")};
 }
 
 std::vector<option_spec> paired_options() {
-  return {common_option("--data"),          common_option("--outcome"),         common_option("--treatment"),
-          common_option("--pair"),          common_option("--outcome-treated"), common_option("--outcome-control"),
+  return {common_option("--data"), common_option("--outcome"),         common_option("--treatment"),
+          common_option("--pair"), common_option("--outcome-treated"), common_option("--outcome-control"),
           common_option("--level")};
 }
 

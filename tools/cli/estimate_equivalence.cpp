@@ -19,7 +19,8 @@ design_data load_design(const arguments& args) {
   design_data d;
   const std::string variance = args.choice("--variance", "unequal", {"unequal", "pooled"});
   if (wants_pairs(args)) {
-    if (args.has("--variance")) throw usage_error(args.command() + ": --variance applies to unpaired designs only");
+    if (args.has("--variance"))
+      throw usage_error(args.command() + ": --variance applies to unpaired designs only");
     auto p = load_pairs(args, false);
     d.treated = std::move(p.treated);
     d.control = std::move(p.control);
@@ -36,16 +37,19 @@ design_data load_design(const arguments& args) {
 
 // α of the one-sided tests: --alpha A, or --level L meaning the (1 - 2α) interval (α = (1 - L)/2).
 double tost_alpha(const arguments& args) {
-  if (args.has("--alpha") && args.has("--level")) throw usage_error(args.command() + ": give --alpha or --level, not both");
+  if (args.has("--alpha") && args.has("--level"))
+    throw usage_error(args.command() + ": give --alpha or --level, not both");
   if (args.has("--level")) return (1.0 - args.level()) / 2.0;
   const double alpha = args.number("--alpha", 0.05);
-  if (!(alpha > 0.0 && alpha < 0.5)) throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5), got " + *args.get("--alpha"));
+  if (!(alpha > 0.0 && alpha < 0.5))
+    throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5), got " + *args.get("--alpha"));
   return alpha;
 }
 
 double positive_margin(const arguments& args) {
   const double m = args.required_number("--margin");
-  if (!(m > 0.0)) throw usage_error(args.command() + ": option --margin must be positive, got " + *args.get("--margin"));
+  if (!(m > 0.0))
+    throw usage_error(args.command() + ": option --margin must be positive, got " + *args.get("--margin"));
   return m;
 }
 
@@ -61,7 +65,8 @@ void finish_design(json_value& j, const design_data& d) {
 json_value run_tost(const arguments& args) {
   equivalence_bounds b;
   const bool asym = args.has("--lower") || args.has("--upper");
-  if (asym && args.has("--margin")) throw usage_error(args.command() + ": give --margin M or --lower/--upper, not both");
+  if (asym && args.has("--margin"))
+    throw usage_error(args.command() + ": give --margin M or --lower/--upper, not both");
   if (asym) {
     b.low = args.required_number("--lower");
     b.high = args.required_number("--upper");
@@ -71,7 +76,8 @@ json_value run_tost(const arguments& args) {
   }
   const double alpha = tost_alpha(args);
   const auto d = load_design(args);
-  const auto r = equivalence_test(d.treated, d.control, b, equivalence_options{.design = d.design, .alpha = alpha});
+  const auto r =
+      equivalence_test(d.treated, d.control, b, equivalence_options{.design = d.design, .alpha = alpha});
   json_value j = effect_to_json(r.effect);
   j.set("method", "tost_" + r.effect.method);
   // The TOST p-value and the statistic of the one-sided test that attains it.
@@ -96,10 +102,12 @@ json_value run_noninferiority(const arguments& args) {
   const double alpha = tost_alpha(args);
   const std::string better = args.choice("--better", "higher", {"higher", "lower"});
   const auto d = load_design(args);
-  const auto r = non_inferiority_test(d.treated, d.control, margin,
-                                      non_inferiority_options{.design = d.design,
-                                                              .alpha = alpha,
-                                                              .better = better == "higher" ? better_direction::higher : better_direction::lower});
+  const auto r =
+      non_inferiority_test(d.treated, d.control, margin,
+                           non_inferiority_options{.design = d.design,
+                                                   .alpha = alpha,
+                                                   .better = better == "higher" ? better_direction::higher
+                                                                                : better_direction::lower});
   json_value j = effect_to_json(r.effect);
   j.set("method", "noninferiority_" + r.effect.method);
   j.set("statistic", r.statistic);
@@ -139,9 +147,10 @@ std::vector<option_spec> design_options() {
     "Reproduces statsmodels ttost_ind / ttost_paired.\n",
     [] {
       auto o = design_options();
-      o.insert(o.begin() + 6, {{"--margin", "M", "equivalence margin > 0: the region is (-M, M)"},
-                               {"--lower", "LOW", "lower equivalence bound (with --upper, instead of --margin)"},
-                               {"--upper", "HIGH", "upper equivalence bound (with --lower, instead of --margin)"}});
+      o.insert(o.begin() + 6,
+               {{"--margin", "M", "equivalence margin > 0: the region is (-M, M)"},
+                {"--lower", "LOW", "lower equivalence bound (with --upper, instead of --margin)"},
+                {"--upper", "HIGH", "upper equivalence bound (with --lower, instead of --margin)"}});
       return o;
     }(),
     run_tost,

@@ -13,7 +13,8 @@ namespace latentaudit::cli {
 namespace {
 
 /// Splits "a,b,c" into its non-empty parts. @throws usage_error for an empty list or element.
-std::vector<std::string> split_list(const arguments& args, const std::string& option, const std::string& text) {
+std::vector<std::string> split_list(const arguments& args, const std::string& option,
+                                    const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : text) {
@@ -26,7 +27,9 @@ std::vector<std::string> split_list(const arguments& args, const std::string& op
   }
   out.push_back(cur);
   for (const auto& s : out) {
-    if (s.empty()) throw usage_error(args.command() + ": option " + option + " expects a comma-separated list of column names, got '" + text + "'");
+    if (s.empty())
+      throw usage_error(args.command() + ": option " + option +
+                        " expects a comma-separated list of column names, got '" + text + "'");
   }
   return out;
 }
@@ -37,22 +40,28 @@ json_value run_matching(const arguments& args) {
   const auto names = split_list(args, "--covariates", args.require("--covariates"));
   matching_options o;
   const std::string est = args.choice("--estimand", "att", {"att", "atc", "ate"});
-  o.estimand = est == "att" ? matching_estimand::att : (est == "atc" ? matching_estimand::atc : matching_estimand::ate);
+  o.estimand = est == "att" ? matching_estimand::att
+                            : (est == "atc" ? matching_estimand::atc : matching_estimand::ate);
   o.neighbors = static_cast<std::size_t>(args.integer("--neighbors", 1, 1, 1000000));
   const std::string dist = args.choice("--distance", "inverse-variance", {"inverse-variance", "mahalanobis"});
   o.distance = dist == "mahalanobis" ? matching_distance::mahalanobis : matching_distance::inverse_variance;
-  if (args.has("--ties") && args.has("--no-ties")) throw usage_error(args.command() + ": options --ties and --no-ties exclude each other");
+  if (args.has("--ties") && args.has("--no-ties"))
+    throw usage_error(args.command() + ": options --ties and --no-ties exclude each other");
   o.ties = !args.has("--no-ties");
   if (args.has("--caliper")) {
     const double c = args.required_number("--caliper");
-    if (!(c > 0)) throw usage_error(args.command() + ": option --caliper must be positive, got " + *args.get("--caliper"));
+    if (!(c > 0))
+      throw usage_error(args.command() + ": option --caliper must be positive, got " +
+                        *args.get("--caliper"));
     o.caliper = {c};
   }
   if (args.has("--exact")) {
     for (const auto& e : split_list(args, "--exact", args.require("--exact"))) {
       std::size_t j = 0;
       while (j < names.size() && names[j] != e) ++j;
-      if (j == names.size()) throw usage_error(args.command() + ": option --exact names '" + e + "', which is not among --covariates");
+      if (j == names.size())
+        throw usage_error(args.command() + ": option --exact names '" + e +
+                          "', which is not among --covariates");
       o.exact.push_back(j);
     }
   }
@@ -111,7 +120,9 @@ json_value run_matching(const arguments& args) {
     "p-value. Prints the effect, the counts (focal, matched, dropped by --caliper/--exact) and a\n"
     "balance table (standardized mean differences in SD units, variance ratios) per covariate.\n"
     "Formulas: docs/estimators/matching.md.\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"),
+    {common_option("--data"),
+     common_option("--outcome"),
+     common_option("--treatment"),
      {"--covariates", "A,B,C", "comma-separated numeric covariate columns to match on (required)"},
      {"--estimand", "E", "att (default), atc or ate"},
      {"--neighbors", "M", "matches per focal unit, >= 1; default 1"},
@@ -121,9 +132,11 @@ json_value run_matching(const arguments& args) {
      {"--caliper", "C", "drop focal units without M matches within C standard deviations on every covariate"},
      {"--exact", "A,B", "covariates (among --covariates) that must match exactly"},
      {"--bias-adjust", "", "regression bias adjustment (Abadie-Imbens 2011; Match BiasAdjust = TRUE)"},
-     {"--var-calc", "J", "0 (default): homoskedastic variance; J > 0: unit variances from J same-arm neighbours"},
+     {"--var-calc", "J",
+      "0 (default): homoskedastic variance; J > 0: unit variances from J same-arm neighbours"},
      {"--sample-variance", "", "report the SE of the sample average effect (Match sample = TRUE)"},
-     common_option("--level"), common_option("--threads")},
+     common_option("--level"),
+     common_option("--threads")},
     run_matching,
 });
 

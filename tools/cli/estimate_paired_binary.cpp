@@ -27,7 +27,9 @@ void add_mcnemar_fields(json_value& j, const mcnemar_result& r) {
 
 json_value run_mcnemar(const arguments& args) {
   if (!wants_pairs(args)) {
-    throw usage_error(args.command() + ": McNemar's test needs paired data: give --pair COL (long layout) or --outcome-treated COL --outcome-control COL (wide layout)");
+    throw usage_error(args.command() +
+                      ": McNemar's test needs paired data: give --pair COL (long layout) or "
+                      "--outcome-treated COL --outcome-control COL (wide layout)");
   }
   const auto p = load_pairs(args, true);
   const auto r = mcnemar_test(p.treated, p.control, mcnemar_options{.level = args.level()});
@@ -42,7 +44,9 @@ json_value run_newcombe(const arguments& args) {
   const double level = args.level();
   if (wants_pairs(args)) {
     if (args.has("--continuity-correction")) {
-      throw usage_error(args.command() + ": --continuity-correction applies to the unpaired interval only (drop --pair / the wide layout, or the flag)");
+      throw usage_error(args.command() +
+                        ": --continuity-correction applies to the unpaired interval only (drop --pair / the "
+                        "wide layout, or the flag)");
     }
     const auto p = load_pairs(args, true);
     const auto r = mcnemar_test(p.treated, p.control, mcnemar_options{.level = level});
@@ -53,8 +57,9 @@ json_value run_newcombe(const arguments& args) {
     return j;
   }
   const auto a = load_two_arms(args, true, false);
-  const auto e = two_proportion_test(a.treated, a.control,
-                                     two_proportion_options{.level = level, .continuity_correction = args.has("--continuity-correction")});
+  const auto e = two_proportion_test(
+      a.treated, a.control,
+      two_proportion_options{.level = level, .continuity_correction = args.has("--continuity-correction")});
   json_value j = effect_to_json(e);
   j.set("design", "two_sample");
   double s1 = 0, s0 = 0;
@@ -66,8 +71,8 @@ json_value run_newcombe(const arguments& args) {
 }
 
 std::vector<option_spec> paired_options() {
-  return {common_option("--data"),          common_option("--outcome"),         common_option("--treatment"),
-          common_option("--pair"),          common_option("--outcome-treated"), common_option("--outcome-control"),
+  return {common_option("--data"), common_option("--outcome"),         common_option("--treatment"),
+          common_option("--pair"), common_option("--outcome-treated"), common_option("--outcome-control"),
           common_option("--level")};
 }
 
@@ -95,7 +100,8 @@ std::vector<option_spec> paired_options() {
     "as `estimate mcnemar`.\n",
     [] {
       auto o = paired_options();
-      o.push_back({"--continuity-correction", "", "unpaired only: continuity-corrected Wilson limits (method 11) and Yates' z test"});
+      o.push_back({"--continuity-correction", "",
+                   "unpaired only: continuity-corrected Wilson limits (method 11) and Yates' z test"});
       return o;
     }(),
     run_newcombe,

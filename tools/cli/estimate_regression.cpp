@@ -16,22 +16,34 @@
 namespace latentaudit::cli {
 namespace {
 
-const option_spec opt_covariates{"--covariates", "COLS", "comma-separated covariate columns (numeric); an intercept is always added"};
-const option_spec opt_cov{"--cov", "TYPE",
-                          "covariance: classical, hc0, hc1, hc2, hc3, cr0, cr1; default classical, or cr1 with --cluster "
-                          "(did and event-study: cr1 by --unit)"};
-const option_spec opt_dist{"--dist", "NAME",
-                           "reference distribution: normal, t (t with n - k df, R coeftest) or t-cluster (t with G - 1 df); "
-                           "default t (did and event-study: t-cluster)"};
-const option_spec opt_cluster{"--cluster", "COL", "cluster identifier column for cr0/cr1 (any text or integer labels)"};
+const option_spec opt_covariates{"--covariates", "COLS",
+                                 "comma-separated covariate columns (numeric); an intercept is always added"};
+const option_spec opt_cov{
+    "--cov", "TYPE",
+    "covariance: classical, hc0, hc1, hc2, hc3, cr0, cr1; default classical, or cr1 with --cluster "
+    "(did and event-study: cr1 by --unit)"};
+const option_spec opt_dist{
+    "--dist", "NAME",
+    "reference distribution: normal, t (t with n - k df, R coeftest) or t-cluster (t with G - 1 df); "
+    "default t (did and event-study: t-cluster)"};
+const option_spec opt_cluster{"--cluster", "COL",
+                              "cluster identifier column for cr0/cr1 (any text or integer labels)"};
 const option_spec opt_unit{"--unit", "COL", "unit identifier column (panel unit; the clusters of cr0/cr1)"};
 const option_spec opt_time{"--time", "COL", "integer period column"};
-const option_spec opt_post{"--post", "COL", "0/1 post-period column: with it, did is the 2 x 2 regression y ~ treated*post"};
-const option_spec opt_instrument{"--instrument", "COLS", "comma-separated excluded instrument columns (numeric)"};
-const option_spec opt_fe{"--fe-k", "RULE", "unit fixed effects in k: counted (R lm + factor dummies, default) or nested (fixest)"};
-const option_spec opt_first{"--first", "K", "event-study: earliest relative time with a coefficient (<= -2); default earliest observed"};
-const option_spec opt_last{"--last", "K", "event-study: latest relative time with a coefficient (>= 0); default latest observed"};
-const option_spec opt_bin{"--bin", "", "event-study: bin relative times outside [--first, --last] into the end bins (default: drop them)"};
+const option_spec opt_post{"--post", "COL",
+                           "0/1 post-period column: with it, did is the 2 x 2 regression y ~ treated*post"};
+const option_spec opt_instrument{"--instrument", "COLS",
+                                 "comma-separated excluded instrument columns (numeric)"};
+const option_spec opt_fe{
+    "--fe-k", "RULE", "unit fixed effects in k: counted (R lm + factor dummies, default) or nested (fixest)"};
+const option_spec opt_first{
+    "--first", "K",
+    "event-study: earliest relative time with a coefficient (<= -2); default earliest observed"};
+const option_spec opt_last{
+    "--last", "K", "event-study: latest relative time with a coefficient (>= 0); default latest observed"};
+const option_spec opt_bin{
+    "--bin", "",
+    "event-study: bin relative times outside [--first, --last] into the end bins (default: drop them)"};
 
 /// Splits "a,b,c" into its parts; an empty part is a usage error naming the option.
 std::vector<std::string> split_list(const arguments& args, const char* option) {
@@ -41,7 +53,9 @@ std::vector<std::string> split_list(const arguments& args, const char* option) {
   std::string cur;
   for (std::size_t i = 0; i <= v->size(); ++i) {
     if (i == v->size() || (*v)[i] == ',') {
-      if (cur.empty()) throw usage_error(args.command() + ": option " + option + " has an empty column name in '" + *v + "'");
+      if (cur.empty())
+        throw usage_error(args.command() + ": option " + option + " has an empty column name in '" + *v +
+                          "'");
       out.push_back(cur);
       cur.clear();
     } else {
@@ -73,9 +87,12 @@ reference_distribution parse_dist(const arguments& a, reference_distribution fal
 
 std::string dist_name(reference_distribution d) {
   switch (d) {
-    case reference_distribution::normal: return "normal";
-    case reference_distribution::t_residual: return "t";
-    case reference_distribution::t_cluster: return "t-cluster";
+    case reference_distribution::normal:
+      return "normal";
+    case reference_distribution::t_residual:
+      return "t";
+    case reference_distribution::t_cluster:
+      return "t-cluster";
   }
   return "t";
 }
@@ -145,8 +162,8 @@ json_value wald_to_json(const wald_test_result& w) {
 }
 
 json_value warnings_to_json(const std::vector<did_warning>& ws) {
-  static constexpr const char* codes[] = {"staggered_adoption", "treatment_reversal", "no_never_treated", "always_treated",
-                                          "dropped_observations"};
+  static constexpr const char* codes[] = {"staggered_adoption", "treatment_reversal", "no_never_treated",
+                                          "always_treated", "dropped_observations"};
   json_value a = json_value::array();
   for (const auto& w : ws) {
     json_value o = json_value::object();
@@ -182,16 +199,20 @@ json_value run_did(const arguments& args) {
   did_options o{.covariance = parse_cov(args, covariance_type::cr1),
                 .distribution = parse_dist(args, reference_distribution::t_cluster),
                 .level = args.level()};
-  o.fe_count = args.choice("--fe-k", "counted", {"counted", "nested"}) == "nested" ? fixed_effect_count::nested
-                                                                                   : fixed_effect_count::counted;
+  o.fe_count = args.choice("--fe-k", "counted", {"counted", "nested"}) == "nested"
+                   ? fixed_effect_count::nested
+                   : fixed_effect_count::counted;
   did_result r;
   std::string design;
   if (args.has("--post")) {
-    if (args.has("--time")) throw usage_error(args.command() + ": give either --post (2 x 2) or --time (two-way fixed effects), not both");
+    if (args.has("--time"))
+      throw usage_error(args.command() +
+                        ": give either --post (2 x 2) or --time (two-way fixed effects), not both");
     r = did_2x2_regression(y, d, binary_column(t, args.require("--post")), units, o);
     design = "2x2";
   } else {
-    if (!args.has("--time")) throw usage_error(args.command() + ": missing --time (two-way fixed effects) or --post (2 x 2)");
+    if (!args.has("--time"))
+      throw usage_error(args.command() + ": missing --time (two-way fixed effects) or --post (2 x 2)");
     r = did_twfe(y, d, units, periods_of(t, args.require("--time")), o);
     design = "twfe";
   }
@@ -206,7 +227,8 @@ json_value run_did(const arguments& args) {
 std::optional<long long> relative_time(const arguments& args, const char* name) {
   if (!args.has(name)) return std::nullopt;
   const double v = args.required_number(name);
-  if (v != std::floor(v) || std::fabs(v) > 1e15) throw usage_error(args.command() + ": option " + name + " expects an integer");
+  if (v != std::floor(v) || std::fabs(v) > 1e15)
+    throw usage_error(args.command() + ": option " + name + " expects an integer");
   return static_cast<long long>(v);
 }
 
@@ -222,8 +244,9 @@ json_value run_event_study(const arguments& args) {
                         .covariance = parse_cov(args, covariance_type::cr1),
                         .distribution = parse_dist(args, reference_distribution::t_cluster),
                         .level = args.level()};
-  o.fe_count = args.choice("--fe-k", "counted", {"counted", "nested"}) == "nested" ? fixed_effect_count::nested
-                                                                                   : fixed_effect_count::counted;
+  o.fe_count = args.choice("--fe-k", "counted", {"counted", "nested"}) == "nested"
+                   ? fixed_effect_count::nested
+                   : fixed_effect_count::counted;
   const auto r = event_study(y, d, units, time, o);
   json_value j = json_value::object();
   j.set("method", "event_study");
@@ -257,8 +280,9 @@ json_value run_iv(const arguments& args) {
   const iv_options o{.covariance = parse_cov(args, covariance_type::automatic),
                      .distribution = parse_dist(args, reference_distribution::t_residual),
                      .level = args.level()};
-  const auto r = args.has("--cluster") ? two_stage_least_squares(y, exo, endo, inst, groups_of(t, args.require("--cluster")), o)
-                                       : two_stage_least_squares(y, exo, endo, inst, o);
+  const auto r = args.has("--cluster")
+                     ? two_stage_least_squares(y, exo, endo, inst, groups_of(t, args.require("--cluster")), o)
+                     : two_stage_least_squares(y, exo, endo, inst, o);
   json_value j = effect_to_json(r.fit.term(dname));
   j.set("term", dname);
   const auto& fs = r.first_stages[0];
@@ -282,7 +306,8 @@ json_value run_iv(const arguments& args) {
     "(cr0/cr1 need --cluster); --dist the reference: t (n - k df, R coeftest), normal (statsmodels)\n"
     "or t-cluster (G - 1 df, Stata). The top-level fields are the first covariate's coefficient;\n"
     "'terms' lists every coefficient. Collinear covariates are an error naming them.\n",
-    {common_option("--data"), common_option("--outcome"), opt_covariates, opt_cov, opt_dist, opt_cluster, common_option("--level")},
+    {common_option("--data"), common_option("--outcome"), opt_covariates, opt_cov, opt_dist, opt_cluster,
+     common_option("--level")},
     run_ols,
 });
 
@@ -293,8 +318,8 @@ json_value run_iv(const arguments& args) {
     "With --time: two-way fixed effects y_it = a_i + g_t + b d_it (--treatment is d_it), by the\n"
     "within-unit transformation. Default covariance cr1 by --unit with t(G - 1); --fe-k chooses\n"
     "whether unit effects count in k for (n - 1)/(n - k). Staggered timing is reported in 'warnings'.\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_unit, opt_time, opt_post, opt_cov,
-     opt_dist, opt_fe, common_option("--level")},
+    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_unit, opt_time,
+     opt_post, opt_cov, opt_dist, opt_fe, common_option("--level")},
     run_did,
 });
 
@@ -304,8 +329,8 @@ json_value run_iv(const arguments& args) {
     "Two-way fixed effects with one dummy per relative time k = t - start (start = first period\n"
     "with --treatment 1; never-treated units have none), k = -1 omitted, clustered by --unit.\n"
     "'pre_trend' tests that every lead (k <= -2) is 0 (chi-square and F versions).\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_unit, opt_time, opt_first, opt_last,
-     opt_bin, opt_cov, opt_dist, opt_fe, common_option("--level")},
+    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_unit, opt_time,
+     opt_first, opt_last, opt_bin, opt_cov, opt_dist, opt_fe, common_option("--level")},
     run_event_study,
 });
 
@@ -316,8 +341,8 @@ json_value run_iv(const arguments& args) {
     "--covariates as exogenous regressors. --cov as for ols (cr0/cr1 need --cluster). Reports the\n"
     "first-stage F (chosen covariance and classical) and partial R-squared. An instrument with no\n"
     "first stage is an error.\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_instrument, opt_covariates, opt_cov,
-     opt_dist, opt_cluster, common_option("--level")},
+    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_instrument,
+     opt_covariates, opt_cov, opt_dist, opt_cluster, common_option("--level")},
     run_iv,
 });
 

@@ -23,7 +23,8 @@ std::vector<std::string> split_columns(const arguments& args, const std::string&
   std::string cur;
   for (char c : v + ",") {
     if (c == ',') {
-      if (cur.empty()) throw usage_error(args.command() + ": option " + option + " has an empty column name in '" + v + "'");
+      if (cur.empty())
+        throw usage_error(args.command() + ": option " + option + " has an empty column name in '" + v + "'");
       out.push_back(cur);
       cur.clear();
     } else {
@@ -48,7 +49,8 @@ weighting_data load_weighting(const arguments& args) {
   d.x.resize(static_cast<Eigen::Index>(d.y.size()), static_cast<Eigen::Index>(cols.size()));
   for (std::size_t j = 0; j < cols.size(); ++j) {
     const auto c = tab.numeric_column(cols[j]);
-    for (std::size_t i = 0; i < c.size(); ++i) d.x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = c[i];
+    for (std::size_t i = 0; i < c.size(); ++i)
+      d.x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = c[i];
   }
   return d;
 }
@@ -56,17 +58,21 @@ weighting_data load_weighting(const arguments& args) {
 weighting_options weighting_opts(const arguments& args, bool ipw_method) {
   weighting_options o;
   o.level = args.level();
-  o.estimand = args.choice("--estimand", "ate", {"ate", "att"}) == "att" ? weighting_estimand::att : weighting_estimand::ate;
+  o.estimand = args.choice("--estimand", "ate", {"ate", "att"}) == "att" ? weighting_estimand::att
+                                                                         : weighting_estimand::ate;
   if (ipw_method) {
-    o.normalization = args.choice("--normalization", "hajek", {"hajek", "ht"}) == "ht" ? ipw_normalization::horvitz_thompson
-                                                                                        : ipw_normalization::hajek;
-    o.variance = args.choice("--variance", "stacked", {"stacked", "known"}) == "known" ? ipw_variance::weights_known
-                                                                                      : ipw_variance::stacked;
+    o.normalization = args.choice("--normalization", "hajek", {"hajek", "ht"}) == "ht"
+                          ? ipw_normalization::horvitz_thompson
+                          : ipw_normalization::hajek;
+    o.variance = args.choice("--variance", "stacked", {"stacked", "known"}) == "known"
+                     ? ipw_variance::weights_known
+                     : ipw_variance::stacked;
   }
   const std::string mode = args.choice("--trim-mode", "clip", {"clip", "drop"});
   if (args.has("--trim")) {
     const double eps = args.required_number("--trim");
-    if (!(eps > 0.0 && eps < 0.5)) throw usage_error(args.command() + ": option --trim must lie in (0, 0.5), got " + *args.get("--trim"));
+    if (!(eps > 0.0 && eps < 0.5))
+      throw usage_error(args.command() + ": option --trim must lie in (0, 0.5), got " + *args.get("--trim"));
     o.trim_epsilon = eps;
     o.trimming = mode == "drop" ? propensity_trimming::drop : propensity_trimming::clip;
   } else if (args.has("--trim-mode")) {
@@ -80,12 +86,15 @@ json_value weighting_json(const weighting_result& r, const weighting_options& o,
   j.set("mean_treated", r.mean_treated);
   j.set("mean_control", r.mean_control);
   if (ipw_method) j.set("variance", o.variance == ipw_variance::stacked ? "stacked" : "weights_known");
-  j.set("trimming", o.trimming == propensity_trimming::none ? "none" : (o.trimming == propensity_trimming::clip ? "clip" : "drop"));
+  j.set("trimming", o.trimming == propensity_trimming::none
+                        ? "none"
+                        : (o.trimming == propensity_trimming::clip ? "clip" : "drop"));
   j.set("n_trimmed", r.n_trimmed);
   j.set("ess_treated", r.ess_treated);
   j.set("ess_control", r.ess_control);
   json_value coef = json_value::array();
-  for (Eigen::Index k = 0; k < r.propensity_model.coefficients.size(); ++k) coef.push_back(r.propensity_model.coefficients[k]);
+  for (Eigen::Index k = 0; k < r.propensity_model.coefficients.size(); ++k)
+    coef.push_back(r.propensity_model.coefficients[k]);
   j.set("propensity_coefficients", std::move(coef));
   double lo = 1, hi = 0;
   for (double e : r.propensity) {
@@ -112,7 +121,8 @@ json_value run_aipw(const arguments& args) {
 // Integer group labels when every cell of the column is an integral number, text otherwise.
 bool integral_column(const data_table& tab, const std::string& name) {
   for (const auto& c : tab.column(name).cells) {
-    if (c.kind != cell_kind::number || c.number != std::floor(c.number) || std::fabs(c.number) > 9.0e15) return false;
+    if (c.kind != cell_kind::number || c.number != std::floor(c.number) || std::fabs(c.number) > 9.0e15)
+      return false;
   }
   return true;
 }
@@ -121,7 +131,7 @@ json_value run_cate(const arguments& args) {
   heterogeneity_options o;
   o.level = args.level();
   const std::string cov = args.choice("--covariance", "hc3", {"hc0", "hc1", "hc2", "hc3"});
-  o.covariance = cov == "hc0" ? interaction_covariance::hc0
+  o.covariance = cov == "hc0"   ? interaction_covariance::hc0
                  : cov == "hc1" ? interaction_covariance::hc1
                  : cov == "hc2" ? interaction_covariance::hc2
                                 : interaction_covariance::hc3;
@@ -133,7 +143,8 @@ json_value run_cate(const arguments& args) {
   heterogeneity_result r;
   if (paired) {
     if (args.has("--outcome") || args.has("--treatment")) {
-      throw usage_error(args.command() + ": give --outcome/--treatment or --outcome-treated/--outcome-control, not both");
+      throw usage_error(args.command() +
+                        ": give --outcome/--treatment or --outcome-treated/--outcome-control, not both");
     }
     const auto a = tab.numeric_column(args.require("--outcome-treated"));
     const auto b = tab.numeric_column(args.require("--outcome-control"));
@@ -207,9 +218,11 @@ json_value run_cate(const arguments& args) {
 
 json_value run_rosenbaum(const arguments& args) {
   const double gamma = args.number("--gamma", 1.0);
-  if (!(gamma >= 1.0)) throw usage_error(args.command() + ": option --gamma must be >= 1, got " + *args.get("--gamma"));
+  if (!(gamma >= 1.0))
+    throw usage_error(args.command() + ": option --gamma must be >= 1, got " + *args.get("--gamma"));
   const double alpha = args.number("--alpha", 0.05);
-  if (!(alpha > 0.0 && alpha < 0.5)) throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5), got " + *args.get("--alpha"));
+  if (!(alpha > 0.0 && alpha < 0.5))
+    throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5), got " + *args.get("--alpha"));
   const rosenbaum_options o{.exact = args.has("--exact")};
   const auto p = load_pairs(args, false);
   const auto b = rosenbaum_signed_rank(p.treated, p.control, gamma, o);
@@ -236,15 +249,23 @@ json_value run_rosenbaum(const arguments& args) {
 }
 
 std::vector<option_spec> weighting_options_list(bool ipw_method) {
-  std::vector<option_spec> o{common_option("--data"), common_option("--outcome"), common_option("--treatment"),
-                             {"--covariates", "COLS", "comma-separated numeric confounder columns of the logistic propensity model (intercept added)"},
-                             {"--estimand", "E", "ate (default) or att"}};
+  std::vector<option_spec> o{
+      common_option("--data"),
+      common_option("--outcome"),
+      common_option("--treatment"),
+      {"--covariates", "COLS",
+       "comma-separated numeric confounder columns of the logistic propensity model (intercept added)"},
+      {"--estimand", "E", "ate (default) or att"}};
   if (ipw_method) {
     o.push_back({"--normalization", "N", "hajek (weighted means, default) or ht (Horvitz-Thompson)"});
-    o.push_back({"--variance", "V", "stacked (M-estimation sandwich with the propensity score's estimation, default) or known (weights treated as known)"});
+    o.push_back({"--variance", "V",
+                 "stacked (M-estimation sandwich with the propensity score's estimation, default) or known "
+                 "(weights treated as known)"});
   }
-  o.push_back({"--trim", "EPS", "trim propensities outside [EPS, 1 - EPS], EPS in (0, 0.5); default no trimming"});
-  o.push_back({"--trim-mode", "MODE", "with --trim: clip (winsorise, default) or drop (exclude those units from the effect)"});
+  o.push_back(
+      {"--trim", "EPS", "trim propensities outside [EPS, 1 - EPS], EPS in (0, 0.5); default no trimming"});
+  o.push_back({"--trim-mode", "MODE",
+               "with --trim: clip (winsorise, default) or drop (exclude those units from the effect)"});
   o.push_back(common_option("--level"));
   return o;
 }
@@ -283,8 +304,11 @@ std::vector<option_spec> weighting_options_list(bool ipw_method) {
     "groups: one effect object per group (group label, p_holm, p_bh; bins also lower_edge and\n"
     "upper_edge). --by columns of integers are ordered numerically, text bytewise; --bins K uses\n"
     "R's type-7 quantiles of the numeric column --by.\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"),
-     common_option("--outcome-treated"), common_option("--outcome-control"),
+    {common_option("--data"),
+     common_option("--outcome"),
+     common_option("--treatment"),
+     common_option("--outcome-treated"),
+     common_option("--outcome-control"),
      {"--by", "COL", "subgroup column (integer or text labels), or the numeric moderator with --bins"},
      {"--bins", "K", "split --by into K >= 2 quantile bins (R type 7, cut include.lowest)"},
      {"--covariance", "HC", "sandwich of the interaction test: hc0, hc1, hc2 or hc3 (default)"},
@@ -300,11 +324,17 @@ std::vector<option_spec> weighting_options_list(bool ipw_method) {
     "Zero differences are dropped, ties get average ranks; normal approximation as rbounds::psens\n"
     "(or --exact). p_value = p_upper at --gamma; critical_gamma is where p_upper reaches --alpha\n"
     "(1 when the test is not significant at gamma = 1).\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), common_option("--pair"),
-     common_option("--outcome-treated"), common_option("--outcome-control"),
+    {common_option("--data"),
+     common_option("--outcome"),
+     common_option("--treatment"),
+     common_option("--pair"),
+     common_option("--outcome-treated"),
+     common_option("--outcome-control"),
      {"--gamma", "G", "sensitivity parameter gamma >= 1; default 1"},
      {"--alpha", "A", "one-sided level for the critical gamma, in (0, 0.5); default 0.05"},
-     {"--exact", "", "exact distribution of the statistic (at most 500 non-zero pairs) instead of the normal approximation"}},
+     {"--exact", "",
+      "exact distribution of the statistic (at most 500 non-zero pairs) instead of the normal "
+      "approximation"}},
     run_rosenbaum,
 });
 

@@ -26,7 +26,8 @@ namespace {
 
 std::string top_help() {
   auto cmds = subcommands();
-  std::sort(cmds.begin(), cmds.end(), [](const subcommand& a, const subcommand& b) { return a.name < b.name; });
+  std::sort(cmds.begin(), cmds.end(),
+            [](const subcommand& a, const subcommand& b) { return a.name < b.name; });
   std::string out =
       "usage: latentaudit <command> [options]\n"
       "       latentaudit <command> --help\n"
@@ -36,7 +37,8 @@ std::string top_help() {
       "problem), 3 internal error.\n\ncommands:\n";
   std::size_t width = 0;
   for (const auto& c : cmds) width = std::max(width, c.name.size());
-  for (const auto& c : cmds) out.append("  ").append(c.name).append(width + 2 - c.name.size(), ' ').append(c.summary).append("\n");
+  for (const auto& c : cmds)
+    out.append("  ").append(c.name).append(width + 2 - c.name.size(), ' ').append(c.summary).append("\n");
   out.append(
       "\noptions:\n"
       "  --help     print this help and exit\n"
@@ -52,7 +54,9 @@ std::string one_line(std::string s) {
 }
 
 int fail(int code, const std::string& what) {
-  const std::string line = "latentaudit: " + std::string(code == exit_internal ? "internal error: " : "error: ") + one_line(what) + "\n";
+  const std::string line =
+      "latentaudit: " + std::string(code == exit_internal ? "internal error: " : "error: ") + one_line(what) +
+      "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   return code;
 }
@@ -71,7 +75,8 @@ int dispatch(const std::vector<std::string>& args) {
   for (const auto& c : subcommands()) {
     if (c.name == first) return c.run(std::span<const std::string>(args).subspan(1));
   }
-  if (first.rfind("-", 0) == 0) throw usage_error("unknown option '" + first + "' (try 'latentaudit --help')");
+  if (first.rfind("-", 0) == 0)
+    throw usage_error("unknown option '" + first + "' (try 'latentaudit --help')");
   throw usage_error("unknown command '" + first + "' (try 'latentaudit --help')");
 }
 

@@ -27,12 +27,12 @@ struct backend_capabilities {
 
 /// @brief Identity and limits of a backend.
 struct backend_info {
-  std::string name;                 ///< e.g. "reference_cpu"
-  model_fingerprint fingerprint;    ///< the model: caches must match it to be imported
-  std::int32_t vocab_size = 0;      ///< logits per position
-  std::int32_t hidden_size = 0;     ///< width of the final hidden state
-  std::int64_t max_context = 0;     ///< largest position + 1
-  backend_capabilities caps;        ///< optional abilities
+  std::string name;               ///< e.g. "reference_cpu"
+  model_fingerprint fingerprint;  ///< the model: caches must match it to be imported
+  std::int32_t vocab_size = 0;    ///< logits per position
+  std::int32_t hidden_size = 0;   ///< width of the final hidden state
+  std::int64_t max_context = 0;   ///< largest position + 1
+  backend_capabilities caps;      ///< optional abilities
 };
 
 /// @brief Options of prefill and decode.
@@ -43,18 +43,19 @@ struct forward_options {
 
 /// @brief Result of prefill and decode.
 struct forward_output {
-  std::int64_t rows = 0;       ///< positions whose logits are returned (1, or all new tokens)
-  std::vector<float> logits;   ///< rows × vocab_size, row-major
-  std::vector<float> hidden;   ///< hidden_size values when requested
+  std::int64_t rows = 0;      ///< positions whose logits are returned (1, or all new tokens)
+  std::vector<float> logits;  ///< rows × vocab_size, row-major
+  std::vector<float> hidden;  ///< hidden_size values when requested
 };
 
 /// @brief How import_kv places a relayed block.
 struct import_options {
-  position_mode mode = position_mode::preserve;  ///< preserve positions, rebase, or append after the receiver's tokens
-  position_t first_position = 0;                 ///< base for rebase_contiguous
-  std::vector<bool> layer_mask;                  ///< per model layer: import this layer (empty = every layer the block holds)
-  bool force = false;                            ///< skip the fingerprint check (cross-model experiments)
-  const kv_block* prerope_reference = nullptr;   ///< optional pre-RoPE keys for the phase check of the gate
+  position_mode mode =
+      position_mode::preserve;    ///< preserve positions, rebase, or append after the receiver's tokens
+  position_t first_position = 0;  ///< base for rebase_contiguous
+  std::vector<bool> layer_mask;  ///< per model layer: import this layer (empty = every layer the block holds)
+  bool force = false;            ///< skip the fingerprint check (cross-model experiments)
+  const kv_block* prerope_reference = nullptr;  ///< optional pre-RoPE keys for the phase check of the gate
 };
 
 /// @brief Attention weights captured during a prefill: for each captured layer and query head,

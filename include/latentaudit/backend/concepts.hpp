@@ -35,8 +35,8 @@ namespace latentaudit {
 
 /// @brief An engine adapter latentaudit can run trials on.
 template <class B>
-concept inference_backend = requires(B& b, const B& cb, seq_id s, std::span<const token_id> tokens, position_t p,
-                                     token_id token, index_range range, const kv_block& block,
+concept inference_backend = requires(B& b, const B& cb, seq_id s, std::span<const token_id> tokens,
+                                     position_t p, token_id token, index_range range, const kv_block& block,
                                      const import_options& io, const forward_options& fo) {
   { cb.info() } -> std::convertible_to<const backend_info&>;
   { b.open_seq() } -> std::same_as<seq_id>;
@@ -54,11 +54,11 @@ concept inference_backend = requires(B& b, const B& cb, seq_id s, std::span<cons
 /// @brief A backend that can capture attention weights during a prefill (for H2O/SnapKV scores
 /// and the "attention mass on relayed tokens" metric).
 template <class B>
-concept attention_capturing_backend =
-    inference_backend<B> && requires(B& b, seq_id s, std::span<const token_id> tokens, position_t p,
-                                     std::span<const layer_index> layers, const forward_options& fo) {
-      { b.prefill_capture(s, tokens, p, layers, fo) } -> std::same_as<attention_capture>;
-    };
+concept attention_capturing_backend = inference_backend<B> &&
+    requires(B& b, seq_id s, std::span<const token_id> tokens, position_t p,
+             std::span<const layer_index> layers, const forward_options& fo) {
+  { b.prefill_capture(s, tokens, p, layers, fo) } -> std::same_as<attention_capture>;
+};
 
 }  // namespace latentaudit
 

@@ -24,18 +24,18 @@ namespace latentaudit {
 
 /// @brief Inputs of the conformance kit.
 struct conformance_options {
-  std::vector<token_id> a;      ///< agent A's tokens (the relayed document), non-empty
-  std::vector<token_id> b;      ///< agent B's tokens, non-empty
-  position_t delta = 5;         ///< shift distance
-  double tolerance = 1e-4;      ///< max |Δ logit| allowed (f32 backends)
+  std::vector<token_id> a;  ///< agent A's tokens (the relayed document), non-empty
+  std::vector<token_id> b;  ///< agent B's tokens, non-empty
+  position_t delta = 5;     ///< shift distance
+  double tolerance = 1e-4;  ///< max |Δ logit| allowed (f32 backends)
 };
 
 /// @brief The outcome of one check.
 struct conformance_result {
-  std::string check;            ///< check name
-  bool passed = false;          ///< whether it passed
-  double max_abs_diff = 0;      ///< largest |Δ logit| (logit checks)
-  std::string detail;           ///< what failed, if anything
+  std::string check;        ///< check name
+  bool passed = false;      ///< whether it passed
+  double max_abs_diff = 0;  ///< largest |Δ logit| (logit checks)
+  std::string detail;       ///< what failed, if anything
 };
 
 namespace detail {
@@ -63,7 +63,9 @@ template <inference_backend B>
     conformance_result r{.check = std::move(name)};
     r.max_abs_diff = detail::max_abs_diff(got, want);
     r.passed = r.max_abs_diff <= o.tolerance;
-    if (!r.passed) r.detail = "max |delta logit| " + detail::number_text(r.max_abs_diff) + " > " + detail::number_text(o.tolerance);
+    if (!r.passed)
+      r.detail = "max |delta logit| " + detail::number_text(r.max_abs_diff) + " > " +
+                 detail::number_text(o.tolerance);
     out.push_back(std::move(r));
   };
   // reference: A + B in one prefill
@@ -92,7 +94,8 @@ template <inference_backend B>
     (void)backend.prefill(s1, o.a, 0);
     backend.shift(s1, 0, na, o.delta);
     (void)backend.prefill(s2, o.a, o.delta);
-    logit_check("shift", backend.decode(s1, o.b[0], na + o.delta).logits, backend.decode(s2, o.b[0], na + o.delta).logits);
+    logit_check("shift", backend.decode(s1, o.b[0], na + o.delta).logits,
+                backend.decode(s2, o.b[0], na + o.delta).logits);
     backend.close_seq(s1);
     backend.close_seq(s2);
   }
@@ -104,13 +107,15 @@ template <inference_backend B>
     logit_check("erase", backend.prefill(s, o.b, na).logits, want);
     if (!sized) {
       out.back().passed = false;
-      out.back().detail = "erase left " + std::to_string(backend.n_tokens(s)) + " tokens, expected " + std::to_string(na);
+      out.back().detail =
+          "erase left " + std::to_string(backend.n_tokens(s)) + " tokens, expected " + std::to_string(na);
     }
     backend.close_seq(s);
   }
   {
     const seq_id s = backend.open_seq(), alone = backend.open_seq();
-    backend.import_kv(s, relayed, {.layer_mask = std::vector<bool>(static_cast<std::size_t>(n_layers), false)});
+    backend.import_kv(s, relayed,
+                      {.layer_mask = std::vector<bool>(static_cast<std::size_t>(n_layers), false)});
     logit_check("masked_relay", backend.prefill(s, o.b, na).logits, backend.prefill(alone, o.b, na).logits);
     backend.close_seq(s);
     backend.close_seq(alone);
@@ -140,8 +145,10 @@ template <inference_backend B>
   }
   {
     auto bad = relayed;
-    if (bad.n_tokens() >= 2) bad.positions()[1] = bad.positions()[0];
-    else bad.positions()[0] = -1;
+    if (bad.n_tokens() >= 2)
+      bad.positions()[1] = bad.positions()[0];
+    else
+      bad.positions()[0] = -1;
     refusal("gate", std::move(bad), false);
   }
   return out;

@@ -82,7 +82,9 @@ class reference_cpu_backend {
   }
 
   /// @brief Tokens in the cache of s.
-  [[nodiscard]] std::int64_t n_tokens(seq_id s) const { return static_cast<std::int64_t>(seq("n_tokens", s).positions.size()); }
+  [[nodiscard]] std::int64_t n_tokens(seq_id s) const {
+    return static_cast<std::int64_t>(seq("n_tokens", s).positions.size());
+  }
 
   /// @brief One past the largest cached position of s (0 when empty).
   [[nodiscard]] position_t next_position(seq_id s) const {
@@ -93,14 +95,15 @@ class reference_cpu_backend {
   /// @brief Appends tokens at positions first, first+1, ... and runs them.
   /// @throws invalid_argument on an empty token list, a token id out of range, positions outside
   ///         [0, max_context), or a closed sequence.
-  forward_output prefill(seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o = {});
+  forward_output prefill(seq_id s, std::span<const token_id> tokens, position_t first,
+                         const forward_options& o = {});
 
   /// @brief One decode step: the token at position p.
   forward_output decode(seq_id s, token_id token, position_t p, const forward_options& o = {});
 
   /// @brief Prefill that also captures the attention weights of the new tokens in `layers`.
-  attention_capture prefill_capture(seq_id s, std::span<const token_id> tokens, position_t first, std::span<const layer_index> layers,
-                                    const forward_options& o = {});
+  attention_capture prefill_capture(seq_id s, std::span<const token_id> tokens, position_t first,
+                                    std::span<const layer_index> layers, const forward_options& o = {});
 
   /// @brief Cache rows `tokens` [first, last) (cache order) of layers `layer_range` [first, last).
   /// @throws invalid_argument on ranges outside the cache or the model.
@@ -126,14 +129,18 @@ class reference_cpu_backend {
   struct sequence {
     bool open = false;
     std::vector<position_t> positions;
-    std::vector<std::vector<float>> k, v;               // per layer: tokens × kv_heads × head_dim
-    std::vector<std::vector<std::uint8_t>> visible;     // per layer: tokens
+    std::vector<std::vector<float>> k, v;            // per layer: tokens × kv_heads × head_dim
+    std::vector<std::vector<std::uint8_t>> visible;  // per layer: tokens
   };
 
-  [[nodiscard]] std::size_t row_elems() const noexcept { return static_cast<std::size_t>(cfg_.n_kv_heads) * static_cast<std::size_t>(cfg_.head_dim); }
+  [[nodiscard]] std::size_t row_elems() const noexcept {
+    return static_cast<std::size_t>(cfg_.n_kv_heads) * static_cast<std::size_t>(cfg_.head_dim);
+  }
 
   sequence& seq(std::string_view fn, seq_id s);
-  const sequence& seq(std::string_view fn, seq_id s) const { return const_cast<reference_cpu_backend*>(this)->seq(fn, s); }
+  const sequence& seq(std::string_view fn, seq_id s) const {
+    return const_cast<reference_cpu_backend*>(this)->seq(fn, s);
+  }
 
   /// rotate_head with the cos and sin of the position's angles given (same arithmetic).
   void rotate_head_cs(float* x, const double* c, const double* s) const noexcept;
@@ -141,8 +148,9 @@ class reference_cpu_backend {
   /// HF LlamaRMSNorm: x · rsqrt(mean(x²) + eps) · w, rows of X.
   matrix rms_norm(const matrix& x, const Eigen::VectorXf& w) const;
 
-  forward_output forward(seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o,
-                         std::span<const layer_index> capture_layers, attention_capture* cap);
+  forward_output forward(seq_id s, std::span<const token_id> tokens, position_t first,
+                         const forward_options& o, std::span<const layer_index> capture_layers,
+                         attention_capture* cap);
 
   llama_config cfg_;
   unsigned threads_ = 1;

@@ -33,11 +33,11 @@ namespace latentaudit {
 
 /// @brief One tensor of a safetensors file.
 struct tensor_info {
-  std::string name;                  ///< HF tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
-  dtype type = dtype::f32;           ///< element type
-  std::vector<std::int64_t> shape;   ///< dimensions (row-major)
-  std::uint64_t begin = 0;           ///< byte offset in the data buffer
-  std::uint64_t end = 0;             ///< one past the last byte
+  std::string name;                 ///< HF tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  dtype type = dtype::f32;          ///< element type
+  std::vector<std::int64_t> shape;  ///< dimensions (row-major)
+  std::uint64_t begin = 0;          ///< byte offset in the data buffer
+  std::uint64_t end = 0;            ///< one past the last byte
   /// @brief Number of elements.
   [[nodiscard]] std::uint64_t elements() const noexcept {
     std::uint64_t n = 1;
@@ -62,14 +62,19 @@ class safetensors_file {
     safetensors_file f;
     f.path_ = path;
     std::ifstream in(path, std::ios::binary);
-    if (!in) detail::throw_invalid("safetensors_file::open", "path", "cannot be opened: '" + path.string() + "'");
+    if (!in)
+      detail::throw_invalid("safetensors_file::open", "path", "cannot be opened: '" + path.string() + "'");
     in.seekg(0, std::ios::end);
     const auto size = static_cast<std::uint64_t>(in.tellg());
     in.seekg(0);
     std::uint64_t n = 0;
-    if (size < 8 || !in.read(reinterpret_cast<char*>(&n), 8)) f.fail("file is shorter than the 8-byte header length");
-    if (n > limits.max_header_bytes) f.fail("header length " + std::to_string(n) + " exceeds the limit " + std::to_string(limits.max_header_bytes));
-    if (n > size - 8) f.fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(size));
+    if (size < 8 || !in.read(reinterpret_cast<char*>(&n), 8))
+      f.fail("file is shorter than the 8-byte header length");
+    if (n > limits.max_header_bytes)
+      f.fail("header length " + std::to_string(n) + " exceeds the limit " +
+             std::to_string(limits.max_header_bytes));
+    if (n > size - 8)
+      f.fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(size));
     std::string header(static_cast<std::size_t>(n), '\0');
     if (!in.read(header.data(), static_cast<std::streamsize>(n))) f.fail("cannot read the header");
     f.data_offset_ = 8 + n;
@@ -91,19 +96,25 @@ class safetensors_file {
   /// @brief Reads tensor `name` as f32 (converting f16 / bf16), checking its shape.
   /// @throws corrupt_data if the tensor is missing or not a float type; shape_mismatch if its shape
   ///         differs from `expected_shape` (when non-empty).
-  [[nodiscard]] std::vector<float> read_f32(std::string_view name, std::span<const std::int64_t> expected_shape = {}) const {
+  [[nodiscard]] std::vector<float> read_f32(std::string_view name,
+                                            std::span<const std::int64_t> expected_shape = {}) const {
     const tensor_info* t = find(name);
     if (t == nullptr) fail("missing tensor '" + std::string(name) + "'");
-    if (!is_floating(t->type)) fail("tensor '" + std::string(name) + "' has dtype " + std::string(dtype_name(t->type)) + ", expected F32, F16 or BF16");
-    if (!expected_shape.empty() && !std::equal(expected_shape.begin(), expected_shape.end(), t->shape.begin(), t->shape.end())) {
-      std::string m = "safetensors: tensor '" + std::string(name) + "' in '" + path_.string() + "' has shape " + shape_text(t->shape) +
-                      ", expected " + shape_text(std::vector<std::int64_t>(expected_shape.begin(), expected_shape.end()));
+    if (!is_floating(t->type))
+      fail("tensor '" + std::string(name) + "' has dtype " + std::string(dtype_name(t->type)) +
+           ", expected F32, F16 or BF16");
+    if (!expected_shape.empty() &&
+        !std::equal(expected_shape.begin(), expected_shape.end(), t->shape.begin(), t->shape.end())) {
+      std::string m = "safetensors: tensor '" + std::string(name) + "' in '" + path_.string() +
+                      "' has shape " + shape_text(t->shape) + ", expected " +
+                      shape_text(std::vector<std::int64_t>(expected_shape.begin(), expected_shape.end()));
       LATENTAUDIT_THROW(shape_mismatch(m));
     }
     std::vector<std::byte> raw(t->end - t->begin);
     std::ifstream in(path_, std::ios::binary);
     in.seekg(static_cast<std::streamoff>(data_offset_ + t->begin));
-    if (!raw.empty() && !in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size())))
+    if (!raw.empty() &&
+        !in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size())))
       fail("cannot read tensor '" + std::string(name) + "'");
     std::vector<float> out(t->elements());
     decode_to_float(t->type, raw, out);
@@ -139,7 +150,8 @@ class safetensors_file {
       fail(std::string("malformed header JSON: ") + e.what());
     }
     if (!h.is_object()) fail("header is not a JSON object");
-    if (h.as_object().size() > limits.max_tensors + 1) fail("more tensors than the limit " + std::to_string(limits.max_tensors));
+    if (h.as_object().size() > limits.max_tensors + 1)
+      fail("more tensors than the limit " + std::to_string(limits.max_tensors));
     for (const auto& [name, v] : h.as_object()) {
       if (name == "__metadata__") {
         if (!v.is_object()) fail("__metadata__ is not an object");
@@ -161,36 +173,49 @@ class safetensors_file {
       const auto type = parse_st_dtype(dt->as_string());
       if (!type) fail("tensor '" + name + "' has unsupported dtype '" + dt->as_string() + "'");
       t.type = *type;
-      if (!shape->is_array() || shape->as_array().size() > limits.max_rank) fail("shape of '" + name + "' is not an array of at most " + std::to_string(limits.max_rank) + " dimensions");
+      if (!shape->is_array() || shape->as_array().size() > limits.max_rank)
+        fail("shape of '" + name + "' is not an array of at most " + std::to_string(limits.max_rank) +
+             " dimensions");
       std::uint64_t elements = 1;
       bool overflow = false;
       for (const auto& d : shape->as_array()) {
-        if (!d.is_number() || !(d.as_number() >= 0) || d.as_number() != static_cast<double>(static_cast<std::int64_t>(d.as_number())) || d.as_number() > 9.0e15)
+        if (!d.is_number() || !(d.as_number() >= 0) ||
+            d.as_number() != static_cast<double>(static_cast<std::int64_t>(d.as_number())) ||
+            d.as_number() > 9.0e15)
           fail("shape of '" + name + "' has a dimension that is not a non-negative integer");
         const auto n = static_cast<std::uint64_t>(d.as_number());
         t.shape.push_back(static_cast<std::int64_t>(n));
         if (n != 0 && elements > UINT64_MAX / n) overflow = true;
         elements *= n;
       }
-      if (!off->is_array() || off->as_array().size() != 2) fail("data_offsets of '" + name + "' is not a pair");
+      if (!off->is_array() || off->as_array().size() != 2)
+        fail("data_offsets of '" + name + "' is not a pair");
       for (const auto& o : off->as_array())
-        if (!o.is_number() || !(o.as_number() >= 0) || o.as_number() != static_cast<double>(static_cast<std::uint64_t>(o.as_number())))
+        if (!o.is_number() || !(o.as_number() >= 0) ||
+            o.as_number() != static_cast<double>(static_cast<std::uint64_t>(o.as_number())))
           fail("data_offsets of '" + name + "' are not non-negative integers");
       t.begin = static_cast<std::uint64_t>(off->as_array()[0].as_number());
       t.end = static_cast<std::uint64_t>(off->as_array()[1].as_number());
-      if (t.end < t.begin || t.end > buffer_size) fail("data_offsets of '" + name + "' [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ") lie outside the data buffer of " + std::to_string(buffer_size) + " bytes");
-      if (overflow || elements > UINT64_MAX / dtype_size(t.type) || elements * dtype_size(t.type) != t.end - t.begin)
-        fail("tensor '" + name + "' has shape " + shape_text(t.shape) + " and dtype " + std::string(dtype_name(t.type)) + " but occupies " + std::to_string(t.end - t.begin) + " bytes");
+      if (t.end < t.begin || t.end > buffer_size)
+        fail("data_offsets of '" + name + "' [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+             ") lie outside the data buffer of " + std::to_string(buffer_size) + " bytes");
+      if (overflow || elements > UINT64_MAX / dtype_size(t.type) ||
+          elements * dtype_size(t.type) != t.end - t.begin)
+        fail("tensor '" + name + "' has shape " + shape_text(t.shape) + " and dtype " +
+             std::string(dtype_name(t.type)) + " but occupies " + std::to_string(t.end - t.begin) + " bytes");
       tensors_.push_back(std::move(t));
     }
-    std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
+    std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) {
+      return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+    });
     std::uint64_t at = 0;
     for (const auto& t : tensors_) {
       if (t.begin < at) fail("tensor '" + t.name + "' overlaps the previous tensor");
       if (t.begin > at) fail("the data buffer has a hole before tensor '" + t.name + "'");
       at = t.end;
     }
-    if (at != buffer_size) fail("the data buffer has " + std::to_string(buffer_size - at) + " bytes no tensor uses");
+    if (at != buffer_size)
+      fail("the data buffer has " + std::to_string(buffer_size - at) + " bytes no tensor uses");
   }
 
   std::filesystem::path path_;

@@ -84,7 +84,8 @@ class data_table {
   /// @throws invalid_argument if row >= rows().
   [[nodiscard]] std::size_t line_of(std::size_t row) const {
     if (row >= rows()) {
-      detail::throw_invalid("data_table::line_of", "row", "must be less than " + std::to_string(rows()) + ", got " + std::to_string(row));
+      detail::throw_invalid("data_table::line_of", "row",
+                            "must be less than " + std::to_string(rows()) + ", got " + std::to_string(row));
     }
     return lines_[row];
   }
@@ -104,7 +105,8 @@ class data_table {
   [[nodiscard]] const data_cell& cell(std::size_t row, std::string_view name) const {
     const auto& c = column(name);
     if (row >= rows()) {
-      detail::throw_invalid("data_table::cell", "row", "must be less than " + std::to_string(rows()) + ", got " + std::to_string(row));
+      detail::throw_invalid("data_table::cell", "row",
+                            "must be less than " + std::to_string(rows()) + ", got " + std::to_string(row));
     }
     return c.cells[row];
   }
@@ -120,11 +122,14 @@ class data_table {
     for (std::size_t r = 0; r < rows(); ++r) {
       const data_cell& x = c.cells[r];
       switch (x.kind) {
-        case cell_kind::missing: cell_error(r, c.name, "missing value, expected a number");
-        case cell_kind::text: cell_error(r, c.name, "expected a number, got '" + printable(x.text) + "'");
+        case cell_kind::missing:
+          cell_error(r, c.name, "missing value, expected a number");
+        case cell_kind::text:
+          cell_error(r, c.name, "expected a number, got '" + printable(x.text) + "'");
         case cell_kind::number:
         case cell_kind::boolean:
-          if (!std::isfinite(x.number)) cell_error(r, c.name, "non-finite value '" + printable(x.text) + "', expected a finite number");
+          if (!std::isfinite(x.number))
+            cell_error(r, c.name, "non-finite value '" + printable(x.text) + "', expected a finite number");
           out.push_back(x.number);
           break;
       }
@@ -148,7 +153,8 @@ class data_table {
 
   /// @brief Throws corrupt_data "<source>, line L, column 'name': what" for data row `row`.
   [[noreturn]] void cell_error(std::size_t row, std::string_view name, std::string_view what) const {
-    std::string m = source_ + ", line " + std::to_string(line_of(row)) + ", column '" + std::string(name) + "': ";
+    std::string m =
+        source_ + ", line " + std::to_string(line_of(row)) + ", column '" + std::string(name) + "': ";
     m.append(what);
     LATENTAUDIT_THROW(corrupt_data(m));
   }
@@ -157,7 +163,8 @@ class data_table {
   /// @throws invalid_argument if the name is empty or already used, or the size disagrees with rows().
   void add_column(data_column c) {
     if (c.name.empty()) detail::throw_invalid("data_table::add_column", "name", "must not be empty");
-    if (has_column(c.name)) detail::throw_invalid("data_table::add_column", "name", "'" + c.name + "' is already a column");
+    if (has_column(c.name))
+      detail::throw_invalid("data_table::add_column", "name", "'" + c.name + "' is already a column");
     if (!columns_.empty() && c.cells.size() != rows()) {
       detail::check_same_size("data_table::add_column", "cells", c.cells.size(), "rows", rows());
     }
@@ -231,7 +238,8 @@ struct data_table_builder {
     }
     double v = 0;
     const auto r = std::from_chars(body.data(), body.data() + body.size(), v);
-    const bool whole = r.ptr == body.data() + body.size() && !body.empty() && body.front() != '+' && body.front() != '-';
+    const bool whole =
+        r.ptr == body.data() + body.size() && !body.empty() && body.front() != '+' && body.front() != '-';
     if (whole && r.ec == std::errc()) {
       c.kind = cell_kind::number;
       c.number = negative ? -v : v;
@@ -258,20 +266,25 @@ struct data_table_builder {
 
 /// @brief Reads a whole file into a string.
 /// @throws invalid_argument if it cannot be opened; corrupt_data if it exceeds max_bytes.
-[[nodiscard]] inline std::string read_whole_file(const std::string& path, std::size_t max_bytes, std::string_view fn) {
+[[nodiscard]] inline std::string read_whole_file(const std::string& path, std::size_t max_bytes,
+                                                 std::string_view fn) {
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": cannot open data file '" + path + "'"));
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
-  if (size < 0) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": cannot read data file '" + path + "' (not a regular file?)"));
+  if (size < 0)
+    LATENTAUDIT_THROW(
+        invalid_argument(std::string(fn) + ": cannot read data file '" + path + "' (not a regular file?)"));
   if (static_cast<std::uint64_t>(size) > max_bytes) {
-    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": data file '" + path + "' has " + std::to_string(size) +
+    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": data file '" + path + "' has " +
+                                   std::to_string(size) +
                                    " bytes, more than the limit max_bytes = " + std::to_string(max_bytes)));
   }
   in.seekg(0, std::ios::beg);
   std::string text(static_cast<std::size_t>(size), '\0');
   in.read(text.data(), size);
-  if (in.gcount() != size) LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": failed to read data file '" + path + "'"));
+  if (in.gcount() != size)
+    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": failed to read data file '" + path + "'"));
   return text;
 }
 
@@ -285,7 +298,8 @@ struct csv_record {
 };
 
 /// @brief Tokenises CSV text into records. @throws corrupt_data naming source and line.
-[[nodiscard]] inline std::vector<csv_record> split_csv(std::string_view s, std::string_view source, std::size_t max_columns) {
+[[nodiscard]] inline std::vector<csv_record> split_csv(std::string_view s, std::string_view source,
+                                                       std::size_t max_columns) {
   std::vector<csv_record> records;
   std::size_t i = 0, line = 1;
   if (s.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // UTF-8 byte order mark
@@ -310,7 +324,9 @@ struct csv_record {
         const std::size_t open_line = line;
         ++i;
         for (;;) {
-          if (i >= s.size()) throw_at_line(source, open_line, "unterminated quoted field (a '\"' opened here is never closed)");
+          if (i >= s.size())
+            throw_at_line(source, open_line,
+                          "unterminated quoted field (a '\"' opened here is never closed)");
           if (s[i] == '"') {
             if (i + 1 < s.size() && s[i + 1] == '"') {
               field.push_back('"');
@@ -324,17 +340,23 @@ struct csv_record {
           field.push_back(s[i++]);
         }
         if (i < s.size() && s[i] != ',' && !end_of_line(i)) {
-          throw_at_line(source, line, "unexpected character after a closing quote in field " + std::to_string(rec.fields.size() + 1) + " (expected ',' or the end of the line)");
+          throw_at_line(source, line,
+                        "unexpected character after a closing quote in field " +
+                            std::to_string(rec.fields.size() + 1) + " (expected ',' or the end of the line)");
         }
       } else {
         while (i < s.size() && s[i] != ',' && !end_of_line(i)) {
-          if (s[i] == '"') throw_at_line(source, line, "a '\"' inside unquoted field " + std::to_string(rec.fields.size() + 1) + " (quote the whole field and double inner quotes)");
+          if (s[i] == '"')
+            throw_at_line(source, line,
+                          "a '\"' inside unquoted field " + std::to_string(rec.fields.size() + 1) +
+                              " (quote the whole field and double inner quotes)");
           field.push_back(s[i++]);
         }
       }
       rec.fields.push_back(std::move(field));
       rec.quoted.push_back(quoted);
-      if (rec.fields.size() > max_columns) throw_at_line(source, rec.line, "more than the limit of " + std::to_string(max_columns) + " fields");
+      if (rec.fields.size() > max_columns)
+        throw_at_line(source, rec.line, "more than the limit of " + std::to_string(max_columns) + " fields");
       if (i < s.size() && s[i] == ',') {
         ++i;
         continue;
@@ -362,7 +384,8 @@ struct csv_record {
 [[nodiscard]] inline data_table parse_csv(std::string_view text, const std::string& source,
                                           const data_table_options& options = {}) {
   if (text.size() > options.max_bytes) {
-    detail::throw_at_line(source, 1, "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
+    detail::throw_at_line(source, 1,
+                          "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
   }
   auto records = detail::split_csv(text, source, options.max_columns);
   if (records.empty()) LATENTAUDIT_THROW(corrupt_data(source + ": empty file (expected a header row)"));
@@ -371,16 +394,21 @@ struct csv_record {
   const auto& header = records.front();
   for (std::size_t k = 0; k < header.fields.size(); ++k) {
     const std::string& name = header.fields[k];
-    if (name.empty()) detail::throw_at_line(source, header.line, "column " + std::to_string(k + 1) + " of the header has an empty name");
-    if (b.find(name) != detail::data_table_builder::npos) detail::throw_at_line(source, header.line, "duplicate column name '" + name + "' in the header");
+    if (name.empty())
+      detail::throw_at_line(source, header.line,
+                            "column " + std::to_string(k + 1) + " of the header has an empty name");
+    if (b.find(name) != detail::data_table_builder::npos)
+      detail::throw_at_line(source, header.line, "duplicate column name '" + name + "' in the header");
     b.add(name);
   }
   const std::size_t ncol = header.fields.size();
   for (std::size_t r = 1; r < records.size(); ++r) {
     auto& rec = records[r];
     if (rec.fields.size() != ncol) {
-      detail::throw_at_line(source, rec.line, "ragged row: " + std::to_string(rec.fields.size()) + (rec.fields.size() == 1 ? " field" : " fields") +
-                                                  ", but the header has " + std::to_string(ncol));
+      detail::throw_at_line(source, rec.line,
+                            "ragged row: " + std::to_string(rec.fields.size()) +
+                                (rec.fields.size() == 1 ? " field" : " fields") + ", but the header has " +
+                                std::to_string(ncol));
     }
     for (std::size_t k = 0; k < ncol; ++k) {
       data_cell c = detail::classify_csv_cell(std::move(rec.fields[k]));
@@ -405,7 +433,8 @@ struct csv_record {
 [[nodiscard]] inline data_table parse_jsonl(std::string_view text, const std::string& source,
                                             const data_table_options& options = {}) {
   if (text.size() > options.max_bytes) {
-    detail::throw_at_line(source, 1, "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
+    detail::throw_at_line(source, 1,
+                          "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
   }
   data_table t(source);
   detail::data_table_builder b{t};
@@ -426,19 +455,25 @@ struct csv_record {
       if (what.rfind("parse_json: ", 0) == 0) what.erase(0, 12);
       detail::throw_at_line(source, line, "invalid JSON: " + what);
     }
-    if (!v.is_object()) detail::throw_at_line(source, line, "expected a JSON object, got " + std::string(json_kind_name(v.kind())));
+    if (!v.is_object())
+      detail::throw_at_line(source, line,
+                            "expected a JSON object, got " + std::string(json_kind_name(v.kind())));
     const std::size_t row = t.rows();
     for (auto& [key, value] : v.as_object()) {
       std::size_t k = b.find(key);
       if (k == detail::data_table_builder::npos) {
         if (key.empty()) detail::throw_at_line(source, line, "empty key");
-        if (t.columns() >= options.max_columns) detail::throw_at_line(source, line, "more than the limit of " + std::to_string(options.max_columns) + " columns");
+        if (t.columns() >= options.max_columns)
+          detail::throw_at_line(source, line,
+                                "more than the limit of " + std::to_string(options.max_columns) + " columns");
         k = b.add(key);
         b.col(k).cells.resize(row);  // missing in earlier rows
       }
       data_cell c;
       switch (value.kind()) {
-        case json_kind::null: c.kind = cell_kind::missing; break;
+        case json_kind::null:
+          c.kind = cell_kind::missing;
+          break;
         case json_kind::boolean:
           c.kind = cell_kind::boolean;
           c.number = value.as_bool() ? 1.0 : 0.0;
@@ -455,15 +490,18 @@ struct csv_record {
           break;
         case json_kind::array:
         case json_kind::object:
-          detail::throw_at_line(source, line, "key '" + key + "' holds " + std::string(value.is_array() ? "an array" : "an object") +
-                                                  ", expected a number, boolean, string or null");
+          detail::throw_at_line(source, line,
+                                "key '" + key + "' holds " +
+                                    std::string(value.is_array() ? "an array" : "an object") +
+                                    ", expected a number, boolean, string or null");
       }
       b.col(k).cells.push_back(std::move(c));
     }
     b.lines().push_back(line);
     for (std::size_t k = 0; k < t.columns(); ++k) b.col(k).cells.resize(row + 1);  // keys absent here
   }
-  if (t.rows() == 0) LATENTAUDIT_THROW(corrupt_data(source + ": empty file (expected one JSON object per line)"));
+  if (t.rows() == 0)
+    LATENTAUDIT_THROW(corrupt_data(source + ": empty file (expected one JSON object per line)"));
   return t;
 }
 
@@ -479,7 +517,8 @@ struct csv_record {
 
 /// @brief Reads a table, choosing the format by extension: ".csv" → CSV; ".jsonl", ".ndjson" → JSONL.
 /// @throws invalid_argument for another extension or an unreadable file; corrupt_data as the parsers.
-[[nodiscard]] inline data_table read_data_table(const std::string& path, const data_table_options& options = {}) {
+[[nodiscard]] inline data_table read_data_table(const std::string& path,
+                                                const data_table_options& options = {}) {
   auto ends_with = [&](std::string_view suffix) {
     if (path.size() < suffix.size()) return false;
     for (std::size_t k = 0; k < suffix.size(); ++k) {
@@ -491,7 +530,8 @@ struct csv_record {
   };
   if (ends_with(".csv")) return read_csv(path, options);
   if (ends_with(".jsonl") || ends_with(".ndjson")) return read_jsonl(path, options);
-  LATENTAUDIT_THROW(invalid_argument("read_data_table: data file '" + path + "' must end in .csv, .jsonl or .ndjson"));
+  LATENTAUDIT_THROW(
+      invalid_argument("read_data_table: data file '" + path + "' must end in .csv, .jsonl or .ndjson"));
 }
 
 }  // namespace latentaudit

@@ -28,12 +28,18 @@ enum class dtype : std::uint8_t {
 /// @brief Bytes per element of t.
 [[nodiscard]] constexpr std::size_t dtype_size(dtype t) noexcept {
   switch (t) {
-    case dtype::f32: return 4;
-    case dtype::f16: return 2;
-    case dtype::bf16: return 2;
-    case dtype::i8: return 1;
-    case dtype::u8: return 1;
-    case dtype::i32: return 4;
+    case dtype::f32:
+      return 4;
+    case dtype::f16:
+      return 2;
+    case dtype::bf16:
+      return 2;
+    case dtype::i8:
+      return 1;
+    case dtype::u8:
+      return 1;
+    case dtype::i32:
+      return 4;
   }
   return 0;
 }
@@ -41,12 +47,18 @@ enum class dtype : std::uint8_t {
 /// @brief Lower-case name of t ("f32", "f16", "bf16", "i8", "u8", "i32").
 [[nodiscard]] constexpr std::string_view dtype_name(dtype t) noexcept {
   switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-    case dtype::i8: return "i8";
-    case dtype::u8: return "u8";
-    case dtype::i32: return "i32";
+    case dtype::f32:
+      return "f32";
+    case dtype::f16:
+      return "f16";
+    case dtype::bf16:
+      return "bf16";
+    case dtype::i8:
+      return "i8";
+    case dtype::u8:
+      return "u8";
+    case dtype::i32:
+      return "i32";
   }
   return "unknown";
 }
@@ -127,7 +139,9 @@ inline void decode_to_float(dtype src, std::span<const std::byte> bytes, std::sp
   detail::check_same_size(fn, "bytes", bytes.size(), "out * dtype_size", out.size() * dtype_size(src));
   const std::byte* p = bytes.data();
   switch (src) {
-    case dtype::f32: if (!out.empty()) std::memcpy(out.data(), p, out.size() * 4); break;
+    case dtype::f32:
+      if (!out.empty()) std::memcpy(out.data(), p, out.size() * 4);
+      break;
     case dtype::f16:
       for (std::size_t i = 0; i < out.size(); ++i) {
         std::uint16_t b;
@@ -143,7 +157,8 @@ inline void decode_to_float(dtype src, std::span<const std::byte> bytes, std::sp
         std::memcpy(&out[i], &w, 4);
       }
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -155,7 +170,9 @@ inline void encode_from_float(dtype dst, std::span<const float> in, std::span<st
   detail::check_same_size(fn, "bytes", bytes.size(), "in * dtype_size", in.size() * dtype_size(dst));
   std::byte* p = bytes.data();
   switch (dst) {
-    case dtype::f32: if (!in.empty()) std::memcpy(p, in.data(), in.size() * 4); break;
+    case dtype::f32:
+      if (!in.empty()) std::memcpy(p, in.data(), in.size() * 4);
+      break;
     case dtype::f16:
       for (std::size_t i = 0; i < in.size(); ++i) {
         const auto b = Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(in[i]));
@@ -168,7 +185,8 @@ inline void encode_from_float(dtype dst, std::span<const float> in, std::span<st
         std::memcpy(p + 2 * i, &b, 2);
       }
       break;
-    default: break;
+    default:
+      break;
   }
 }
 

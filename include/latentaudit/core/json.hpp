@@ -44,12 +44,18 @@ enum class json_kind : unsigned char {
 /// @brief Text name of a kind ("null", "boolean", "number", "string", "array", "object").
 [[nodiscard]] constexpr std::string_view json_kind_name(json_kind k) noexcept {
   switch (k) {
-    case json_kind::null: return "null";
-    case json_kind::boolean: return "boolean";
-    case json_kind::number: return "number";
-    case json_kind::string: return "string";
-    case json_kind::array: return "array";
-    case json_kind::object: return "object";
+    case json_kind::null:
+      return "null";
+    case json_kind::boolean:
+      return "boolean";
+    case json_kind::number:
+      return "number";
+    case json_kind::string:
+      return "string";
+    case json_kind::array:
+      return "array";
+    case json_kind::object:
+      return "object";
   }
   return "unknown";
 }
@@ -63,9 +69,9 @@ inline constexpr double json_max_exact_integer = 9007199254740992.0;
 /// Accessors of the wrong kind throw invalid_argument naming the accessor and both kinds.
 class json_value {
  public:
-  using array_type = std::vector<json_value>;                ///< an array's elements
-  using member_type = std::pair<std::string, json_value>;    ///< one object member
-  using object_type = std::vector<member_type>;              ///< an object's members, in order
+  using array_type = std::vector<json_value>;              ///< an array's elements
+  using member_type = std::pair<std::string, json_value>;  ///< one object member
+  using object_type = std::vector<member_type>;            ///< an object's members, in order
 
   /// @brief A null value.
   json_value() noexcept = default;
@@ -75,8 +81,8 @@ class json_value {
   json_value(bool b) noexcept : v_(b) {}  // NOLINT
   /// @brief A number from any arithmetic type (converted to double; integers beyond 2^53 round).
   template <class Number>
-    requires(std::is_arithmetic_v<Number> && !std::is_same_v<Number, bool>)
-  json_value(Number x) noexcept : v_(static_cast<double>(x)) {}  // NOLINT
+  requires(std::is_arithmetic_v<Number> && !std::is_same_v<Number, bool>) json_value(Number x)
+  noexcept : v_(static_cast<double>(x)) {}  // NOLINT
   /// @brief A string (copied).
   json_value(std::string s) noexcept : v_(std::move(s)) {}  // NOLINT
   /// @brief A string (copied).
@@ -123,13 +129,17 @@ class json_value {
     return static_cast<std::int64_t>(x);
   }
   /// @brief The string. @throws invalid_argument if this is not a string.
-  [[nodiscard]] const std::string& as_string() const { return get<std::string>("as_string", json_kind::string); }
+  [[nodiscard]] const std::string& as_string() const {
+    return get<std::string>("as_string", json_kind::string);
+  }
   /// @brief The array's elements. @throws invalid_argument if this is not an array.
   [[nodiscard]] const array_type& as_array() const { return get<array_type>("as_array", json_kind::array); }
   /// @brief The array's elements (mutable). @throws invalid_argument if this is not an array.
   [[nodiscard]] array_type& as_array() { return get<array_type>("as_array", json_kind::array); }
   /// @brief The object's members. @throws invalid_argument if this is not an object.
-  [[nodiscard]] const object_type& as_object() const { return get<object_type>("as_object", json_kind::object); }
+  [[nodiscard]] const object_type& as_object() const {
+    return get<object_type>("as_object", json_kind::object);
+  }
   /// @brief The object's members (mutable). @throws invalid_argument if this is not an object.
   [[nodiscard]] object_type& as_object() { return get<object_type>("as_object", json_kind::object); }
 
@@ -155,7 +165,9 @@ class json_value {
   /// @throws invalid_argument if this is not an object or has no such member.
   [[nodiscard]] const json_value& at(std::string_view key) const {
     const json_value* v = find(key);
-    if (v == nullptr) detail::throw_invalid("json_value::at", "key", "'" + std::string(key) + "' is not a member of the object");
+    if (v == nullptr)
+      detail::throw_invalid("json_value::at", "key",
+                            "'" + std::string(key) + "' is not a member of the object");
     return *v;
   }
   /// @brief Element `index` of an array.
@@ -163,8 +175,9 @@ class json_value {
   [[nodiscard]] const json_value& at(std::size_t index) const {
     const auto& a = as_array();
     if (index >= a.size()) {
-      detail::throw_invalid("json_value::at", "index",
-                            "must be less than " + std::to_string(a.size()) + ", got " + std::to_string(index));
+      detail::throw_invalid(
+          "json_value::at", "index",
+          "must be less than " + std::to_string(a.size()) + ", got " + std::to_string(index));
     }
     return a[index];
   }
@@ -204,24 +217,32 @@ class json_value {
 
   [[noreturn]] void wrong_kind(std::string_view accessor, std::string_view expected) const {
     std::string m("json_value::");
-    m.append(accessor).append(": value is ").append(json_kind_name(kind())).append(", expected ").append(expected);
+    m.append(accessor)
+        .append(": value is ")
+        .append(json_kind_name(kind()))
+        .append(", expected ")
+        .append(expected);
     LATENTAUDIT_THROW(invalid_argument(m));
   }
   template <class T>
   [[nodiscard]] const T& get(std::string_view accessor, json_kind k) const {
-    if (kind() != k) wrong_kind(accessor, std::string(k == json_kind::array || k == json_kind::object ? "an " : "a ") + std::string(json_kind_name(k)));
+    if (kind() != k)
+      wrong_kind(accessor, std::string(k == json_kind::array || k == json_kind::object ? "an " : "a ") +
+                               std::string(json_kind_name(k)));
     return std::get<T>(v_);
   }
   template <class T>
   [[nodiscard]] T& get(std::string_view accessor, json_kind k) {
-    if (kind() != k) wrong_kind(accessor, std::string(k == json_kind::array || k == json_kind::object ? "an " : "a ") + std::string(json_kind_name(k)));
+    if (kind() != k)
+      wrong_kind(accessor, std::string(k == json_kind::array || k == json_kind::object ? "an " : "a ") +
+                               std::string(json_kind_name(k)));
     return std::get<T>(v_);
   }
 };
 
 /// @brief Limits of parse_json. Input beyond them is rejected with corrupt_data before it is stored.
 struct json_parse_options {
-  std::size_t max_depth = 128;                ///< deepest nesting of arrays and objects, >= 1
+  std::size_t max_depth = 128;                     ///< deepest nesting of arrays and objects, >= 1
   std::size_t max_bytes = std::size_t{256} << 20;  ///< largest accepted input, in bytes
 };
 
@@ -313,8 +334,14 @@ class json_parser {
       }
     }
     std::string m("parse_json: ");
-    m.append(what).append(" at line ").append(std::to_string(line)).append(", column ")
-        .append(std::to_string(col)).append(" (byte offset ").append(std::to_string(at)).append(")");
+    m.append(what)
+        .append(" at line ")
+        .append(std::to_string(line))
+        .append(", column ")
+        .append(std::to_string(col))
+        .append(" (byte offset ")
+        .append(std::to_string(at))
+        .append(")");
     LATENTAUDIT_THROW(corrupt_data(m));
   }
   void skip_ws() noexcept {
@@ -337,12 +364,21 @@ class json_parser {
   json_value parse_value(std::size_t depth) {
     if (at_end()) fail("unexpected end of input, expected a value");
     switch (s_[i_]) {
-      case '{': return parse_object(depth + 1);
-      case '[': return parse_array(depth + 1);
-      case '"': return json_value(parse_string());
-      case 't': expect_literal("true"); return json_value(true);
-      case 'f': expect_literal("false"); return json_value(false);
-      case 'n': expect_literal("null"); return json_value(nullptr);
+      case '{':
+        return parse_object(depth + 1);
+      case '[':
+        return parse_array(depth + 1);
+      case '"':
+        return json_value(parse_string());
+      case 't':
+        expect_literal("true");
+        return json_value(true);
+      case 'f':
+        expect_literal("false");
+        return json_value(false);
+      case 'n':
+        expect_literal("null");
+        return json_value(nullptr);
       default:
         if (s_[i_] == '-' || (s_[i_] >= '0' && s_[i_] <= '9')) return json_value(parse_number());
         fail("unexpected " + here() + ", expected a value");
@@ -350,7 +386,8 @@ class json_parser {
   }
 
   void enter(std::size_t depth) const {
-    if (depth > o_.max_depth) fail("nesting deeper than the limit max_depth = " + std::to_string(o_.max_depth));
+    if (depth > o_.max_depth)
+      fail("nesting deeper than the limit max_depth = " + std::to_string(o_.max_depth));
   }
 
   json_value parse_array(std::size_t depth) {
@@ -431,10 +468,14 @@ class json_parser {
     for (int k = 0; k < 4; ++k) {
       const char c = s_[i_];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<std::uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<std::uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<std::uint32_t>(c - 'A' + 10);
-      else fail("invalid hex digit " + here() + " in a \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= static_cast<std::uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= static_cast<std::uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= static_cast<std::uint32_t>(c - 'A' + 10);
+      else
+        fail("invalid hex digit " + here() + " in a \\u escape");
       ++i_;
     }
     return v;
@@ -457,14 +498,30 @@ class json_parser {
         if (at_end()) fail_at("unterminated string", start);
         const char e = s_[i_++];
         switch (e) {
-          case '"': out.push_back('"'); break;
-          case '\\': out.push_back('\\'); break;
-          case '/': out.push_back('/'); break;
-          case 'b': out.push_back('\b'); break;
-          case 'f': out.push_back('\f'); break;
-          case 'n': out.push_back('\n'); break;
-          case 'r': out.push_back('\r'); break;
-          case 't': out.push_back('\t'); break;
+          case '"':
+            out.push_back('"');
+            break;
+          case '\\':
+            out.push_back('\\');
+            break;
+          case '/':
+            out.push_back('/');
+            break;
+          case 'b':
+            out.push_back('\b');
+            break;
+          case 'f':
+            out.push_back('\f');
+            break;
+          case 'n':
+            out.push_back('\n');
+            break;
+          case 'r':
+            out.push_back('\r');
+            break;
+          case 't':
+            out.push_back('\t');
+            break;
           case 'u': {
             const std::size_t esc_at = i_ - 2;
             std::uint32_t cp = parse_hex4();
@@ -549,14 +606,36 @@ inline void append_json_string(std::string& out, std::string_view s) {
     if (i == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out.append("\\\""); ++i; continue;
-      case '\\': out.append("\\\\"); ++i; continue;
-      case '\b': out.append("\\b"); ++i; continue;
-      case '\f': out.append("\\f"); ++i; continue;
-      case '\n': out.append("\\n"); ++i; continue;
-      case '\r': out.append("\\r"); ++i; continue;
-      case '\t': out.append("\\t"); ++i; continue;
-      default: break;
+      case '"':
+        out.append("\\\"");
+        ++i;
+        continue;
+      case '\\':
+        out.append("\\\\");
+        ++i;
+        continue;
+      case '\b':
+        out.append("\\b");
+        ++i;
+        continue;
+      case '\f':
+        out.append("\\f");
+        ++i;
+        continue;
+      case '\n':
+        out.append("\\n");
+        ++i;
+        continue;
+      case '\r':
+        out.append("\\r");
+        ++i;
+        continue;
+      case '\t':
+        out.append("\\t");
+        ++i;
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || c == 0x7F) {
       out.append("\\u00");
@@ -601,10 +680,18 @@ inline void append_newline(std::string& out, int indent, std::size_t depth) {
 
 inline void append_json(std::string& out, const json_value& v, int indent, std::size_t depth) {
   switch (v.kind()) {
-    case json_kind::null: out.append("null"); return;
-    case json_kind::boolean: out.append(v.as_bool() ? "true" : "false"); return;
-    case json_kind::number: append_json_number(out, v.as_number()); return;
-    case json_kind::string: append_json_string(out, v.as_string()); return;
+    case json_kind::null:
+      out.append("null");
+      return;
+    case json_kind::boolean:
+      out.append(v.as_bool() ? "true" : "false");
+      return;
+    case json_kind::number:
+      append_json_number(out, v.as_number());
+      return;
+    case json_kind::string:
+      append_json_string(out, v.as_string());
+      return;
     case json_kind::array: {
       const auto& a = v.as_array();
       out.push_back('[');
@@ -647,8 +734,9 @@ inline void append_json(std::string& out, const json_value& v, int indent, std::
 [[nodiscard]] inline json_value parse_json(std::string_view text, const json_parse_options& options = {}) {
   if (options.max_depth == 0) detail::throw_invalid("parse_json", "max_depth", "must be at least 1, got 0");
   if (text.size() > options.max_bytes) {
-    LATENTAUDIT_THROW(corrupt_data("parse_json: input of " + std::to_string(text.size()) +
-                                   " bytes exceeds the limit max_bytes = " + std::to_string(options.max_bytes)));
+    LATENTAUDIT_THROW(
+        corrupt_data("parse_json: input of " + std::to_string(text.size()) +
+                     " bytes exceeds the limit max_bytes = " + std::to_string(options.max_bytes)));
   }
   return detail::json_parser(text, options).parse_document();
 }
@@ -659,7 +747,9 @@ inline void append_json(std::string& out, const json_value& v, int indent, std::
 /// @param options layout (one line by default)
 /// @throws invalid_argument if options.indent < -1
 inline void append_json(std::string& out, const json_value& value, const json_write_options& options = {}) {
-  if (options.indent < -1) detail::throw_invalid("write_json", "indent", "must be -1 or >= 0, got " + std::to_string(options.indent));
+  if (options.indent < -1)
+    detail::throw_invalid("write_json", "indent",
+                          "must be -1 or >= 0, got " + std::to_string(options.indent));
   detail::append_json(out, value, options.indent, 0);
 }
 

@@ -197,7 +197,8 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
     LATENTAUDIT_THROW(shape_mismatch(std::string(fn) + ": cluster, treated and control differ in length"));
   std::vector<std::size_t> order(cluster.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cluster[a] < cluster[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return cluster[a] < cluster[b]; });
   std::vector<double> out;
   for (std::size_t k = 0; k < order.size();) {
     double s = 0.0;

@@ -111,36 +111,36 @@ class resample_view {
 struct bootstrap_options {
   std::size_t replicates = 9999;  ///< B, number of bootstrap replicates (2 ≤ B ≤ 2³² − 1)
   double level = 0.95;            ///< confidence level, in (0, 1)
-  bootstrap_ci_method method = bootstrap_ci_method::bca;            ///< interval construction
-  bootstrap_convention convention = bootstrap_convention::boot;     ///< R boot or scipy rules
-  std::uint64_t seed = 0;         ///< replicate r uses make_stream({seed, 0, arm, r})
-  unsigned threads = 1;           ///< worker threads; 0 = all cores. Results do not depend on it
+  bootstrap_ci_method method = bootstrap_ci_method::bca;         ///< interval construction
+  bootstrap_convention convention = bootstrap_convention::boot;  ///< R boot or scipy rules
+  std::uint64_t seed = 0;                  ///< replicate r uses make_stream({seed, 0, arm, r})
+  unsigned threads = 1;                    ///< worker threads; 0 = all cores. Results do not depend on it
   std::span<const double> influence = {};  ///< BCa: influence values of the resampling units
                                            ///< (stratum after stratum); empty = jackknife
-  bool keep_replicates = false;   ///< return t* in bootstrap_result::replicates
-  std::string estimand = {};      ///< estimand label; empty = the function's default
+  bool keep_replicates = false;            ///< return t* in bootstrap_result::replicates
+  std::string estimand = {};               ///< estimand label; empty = the function's default
   on_degenerate if_degenerate = on_degenerate::throw_error;  ///< degenerate t*: throw or flag
 };
 
 /// @brief A bootstrap interval with its diagnostics.
 struct [[nodiscard]] bootstrap_result {
-  effect_estimate effect;  ///< estimate = t₀, std_error = sd(t*) (ddof 1), ci_low/ci_high, level
+  effect_estimate effect;          ///< estimate = t₀, std_error = sd(t*) (ddof 1), ci_low/ci_high, level
   std::vector<double> replicates;  ///< t*₁..t*_B in replicate order (when keep_replicates)
   double bias_correction = effect_estimate::nan;  ///< BCa z₀
   double acceleration = effect_estimate::nan;     ///< BCa a
-  double alpha_low = effect_estimate::nan;   ///< probability level of the quantile behind ci_low
-  double alpha_high = effect_estimate::nan;  ///< probability level of the quantile behind ci_high
-  std::size_t replicates_used = 0;           ///< replicates used (studentized: finite z*)
+  double alpha_low = effect_estimate::nan;        ///< probability level of the quantile behind ci_low
+  double alpha_high = effect_estimate::nan;       ///< probability level of the quantile behind ci_high
+  std::size_t replicates_used = 0;                ///< replicates used (studentized: finite z*)
 };
 
 /// @brief Replicate values computed elsewhere (R's boot, scipy, another program), for
 /// bootstrap_interval.
 struct bootstrap_replicates {
-  double t0 = effect_estimate::nan;          ///< the statistic on the original data
-  std::span<const double> replicates;        ///< t*₁..t*_B
-  std::span<const double> influence;         ///< BCa: influence values L (boot) / U (scipy)
-  std::span<const std::size_t> strata = {};  ///< sizes of consecutive strata of `influence`
-                                             ///< (scipy's multi-sample acceleration); empty = one
+  double t0 = effect_estimate::nan;                  ///< the statistic on the original data
+  std::span<const double> replicates;                ///< t*₁..t*_B
+  std::span<const double> influence;                 ///< BCa: influence values L (boot) / U (scipy)
+  std::span<const std::size_t> strata = {};          ///< sizes of consecutive strata of `influence`
+                                                     ///< (scipy's multi-sample acceleration); empty = one
   double t0_variance = effect_estimate::nan;         ///< studentized: v₀
   std::span<const double> replicate_variances = {};  ///< studentized: v*₁..v*_B
 };
@@ -250,7 +250,8 @@ template <class Eval>
     for (std::size_t s = 0; s < n_strata; ++s) ws.draws[s].resize(d.units[s]);
     for (std::size_t r = lo; r < hi; ++r) {
       for (std::size_t s = 0; s < n_strata; ++s) {
-        index_drawer g({.seed = o.seed, .item = 0, .arm = d.arms[s], .replicate = static_cast<std::uint32_t>(r)});
+        index_drawer g(
+            {.seed = o.seed, .item = 0, .arm = d.arms[s], .replicate = static_cast<std::uint32_t>(r)});
         g.fill(ws.draws[s], d.units[s]);
       }
       const estimate_and_variance ev = eval(ws);
@@ -305,8 +306,8 @@ template <class Eval>
     }
     influence = jack;
   }
-  bootstrap_interval_input in{.t0 = ev0.estimate, .t = t, .influence = influence, .strata = strata,
-                              .v0 = ev0.variance, .v = v};
+  bootstrap_interval_input in{
+      .t0 = ev0.estimate, .t = t, .influence = influence, .strata = strata, .v0 = ev0.variance, .v = v};
   finish_bootstrap(fn, res, in, o);
   if (o.keep_replicates) res.replicates = std::move(t);
   return res;
@@ -314,9 +315,9 @@ template <class Eval>
 
 /// @brief Dense cluster numbering: CSR lists of each arm's observations per cluster.
 struct cluster_layout {
-  std::uint32_t clusters = 0;                ///< G, distinct labels over all arms
-  std::vector<std::uint32_t> offset[2];      ///< per arm: members of cluster g at [offset[g], offset[g+1])
-  std::vector<std::uint32_t> members[2];     ///< per arm: observation indices grouped by cluster
+  std::uint32_t clusters = 0;             ///< G, distinct labels over all arms
+  std::vector<std::uint32_t> offset[2];   ///< per arm: members of cluster g at [offset[g], offset[g+1])
+  std::vector<std::uint32_t> members[2];  ///< per arm: observation indices grouped by cluster
 };
 
 cluster_layout make_cluster_layout(std::string_view fn, std::span<const std::size_t> labels0,
@@ -361,8 +362,8 @@ template <one_sample_statistic Statistic>
   auto eval = [&](const detail::bootstrap_workspace& ws) {
     return detail::as_estimate_and_variance(statistic(resample_view(x, ws.draws[0])));
   };
-  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
-                               detail::bootstrap_base(options, "statistic"));
+  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>,
+                               options, detail::bootstrap_base(options, "statistic"));
 }
 
 namespace detail {
@@ -381,7 +382,8 @@ template <class Statistic>
     return detail::as_estimate_and_variance(
         statistic(resample_view(treated, ws.draws[0]), resample_view(control, ws.draws[1])));
   };
-  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
+  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>,
+                               options,
                                detail::bootstrap_base(options, "statistic", treated.size(), control.size()));
 }
 }  // namespace detail
@@ -399,7 +401,8 @@ template <class Statistic>
 /// @returns the interval; estimand default "statistic", n_treated / n_control set
 /// @throws invalid_argument, numerical_error as bootstrap()
 template <two_sample_statistic Statistic>
-[[nodiscard]] bootstrap_result bootstrap_two_sample(std::span<const double> treated, std::span<const double> control,
+[[nodiscard]] bootstrap_result bootstrap_two_sample(std::span<const double> treated,
+                                                    std::span<const double> control,
                                                     const Statistic& statistic,
                                                     const bootstrap_options& options = {}) {
   return detail::two_sample_impl("bootstrap_two_sample", treated, control, statistic, options);
@@ -421,8 +424,8 @@ template <class Statistic>
     return detail::as_estimate_and_variance(
         statistic(resample_view(treated, ws.draws[0]), resample_view(control, ws.draws[0])));
   };
-  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
-                               detail::bootstrap_base(options, "statistic", 0, 0, treated.size()));
+  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>,
+                               options, detail::bootstrap_base(options, "statistic", 0, 0, treated.size()));
 }
 }  // namespace detail
 
@@ -438,8 +441,9 @@ template <class Statistic>
 /// @returns the interval; estimand default "statistic", n_pairs set
 /// @throws shape_mismatch if the sizes differ; invalid_argument, numerical_error as bootstrap()
 template <two_sample_statistic Statistic>
-[[nodiscard]] bootstrap_result bootstrap_paired(std::span<const double> treated, std::span<const double> control,
-                                                const Statistic& statistic, const bootstrap_options& options = {}) {
+[[nodiscard]] bootstrap_result bootstrap_paired(std::span<const double> treated,
+                                                std::span<const double> control, const Statistic& statistic,
+                                                const bootstrap_options& options = {}) {
   return detail::paired_impl("bootstrap_paired", treated, control, statistic, options);
 }
 
@@ -456,7 +460,8 @@ template <two_sample_statistic Statistic>
 /// @returns the interval; estimand default "statistic"
 /// @throws shape_mismatch if the sizes differ; invalid_argument, numerical_error as bootstrap()
 template <one_sample_statistic Statistic>
-[[nodiscard]] bootstrap_result bootstrap_clustered(std::span<const double> x, std::span<const std::size_t> cluster,
+[[nodiscard]] bootstrap_result bootstrap_clustered(std::span<const double> x,
+                                                   std::span<const std::size_t> cluster,
                                                    const Statistic& statistic,
                                                    const bootstrap_options& options = {}) {
   constexpr std::string_view fn = "bootstrap_clustered";
@@ -472,8 +477,8 @@ template <one_sample_statistic Statistic>
     detail::expand_clusters(layout, 0, ws.draws[0], obs);
     return detail::as_estimate_and_variance(statistic(resample_view(x, obs)));
   };
-  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
-                               detail::bootstrap_base(options, "statistic"));
+  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>,
+                               options, detail::bootstrap_base(options, "statistic"));
 }
 
 /// @brief Cluster bootstrap of two arms: clusters (e.g. items, or item × seed) hold observations
@@ -512,9 +517,11 @@ template <two_sample_statistic Statistic>
     std::vector<std::uint32_t> obs_t, obs_c;
     detail::expand_clusters(layout, 0, ws.draws[0], obs_t);
     detail::expand_clusters(layout, 1, ws.draws[0], obs_c);
-    return detail::as_estimate_and_variance(statistic(resample_view(treated, obs_t), resample_view(control, obs_c)));
+    return detail::as_estimate_and_variance(
+        statistic(resample_view(treated, obs_t), resample_view(control, obs_c)));
   };
-  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>, options,
+  return detail::run_bootstrap(fn, d, eval, std::same_as<std::remove_cvref_t<R>, estimate_and_variance>,
+                               options,
                                detail::bootstrap_base(options, "statistic", treated.size(), control.size()));
 }
 

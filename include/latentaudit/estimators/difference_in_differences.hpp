@@ -29,7 +29,8 @@ namespace latentaudit {
 
 /// @brief A design problem found in a panel (the estimate is still returned).
 enum class did_warning_code {
-  staggered_adoption,    ///< treated units start in different periods: TWFE is biased if effects vary (Goodman-Bacon 2021)
+  staggered_adoption,    ///< treated units start in different periods: TWFE is biased if effects vary
+                         ///< (Goodman-Bacon 2021)
   treatment_reversal,    ///< some unit leaves treatment after starting (treatment not absorbing)
   no_never_treated,      ///< every unit is treated at some time: only timing differences identify effects
   always_treated,        ///< some units are treated in their first observed period (no pre-period)
@@ -51,8 +52,8 @@ struct did_cell {
 
 /// @brief Options of did_2x2_means().
 struct did_means_options {
-  double level = 0.95;             ///< confidence level, in (0, 1)
-  bool normal_reference = false;   ///< false: t with Satterthwaite df; true: standard normal
+  double level = 0.95;            ///< confidence level, in (0, 1)
+  bool normal_reference = false;  ///< false: t with Satterthwaite df; true: standard normal
   on_degenerate if_degenerate = on_degenerate::throw_error;  ///< zero variance in every cell: throw or flag
 };
 
@@ -67,16 +68,18 @@ struct did_means_result {
 /// (n−1)/(n−k) factor of HC1/CR1.
 enum class fixed_effect_count {
   counted,  ///< every unit dummy counts (R `lm(y ~ ... + factor(unit))` + `vcovCL`)
-  nested,   ///< unit effects, nested in the unit clusters, are not counted (fixest's `fixef.K = "nested"` rule)
+  nested,   ///< unit effects, nested in the unit clusters, are not counted (fixest's `fixef.K = "nested"`
+            ///< rule)
 };
 
 /// @brief Options of did_2x2_regression() and did_twfe().
 struct did_options {
   covariance_type covariance = covariance_type::cr1;  ///< cluster types cluster by unit
-  reference_distribution distribution = reference_distribution::t_cluster;  ///< t(G−1) by default (Stata/fixest)
-  double level = 0.95;                                   ///< confidence level, in (0, 1)
+  reference_distribution distribution =
+      reference_distribution::t_cluster;                      ///< t(G−1) by default (Stata/fixest)
+  double level = 0.95;                                        ///< confidence level, in (0, 1)
   fixed_effect_count fe_count = fixed_effect_count::counted;  ///< TWFE: count unit effects in k or not
-  on_degenerate if_degenerate = on_degenerate::throw_error;  ///< exact fit: throw or flag
+  on_degenerate if_degenerate = on_degenerate::throw_error;   ///< exact fit: throw or flag
 };
 
 /// @brief Result of did_2x2_regression() and did_twfe().
@@ -88,10 +91,12 @@ struct did_result {
 
 /// @brief Options of event_study().
 struct event_study_options {
-  std::optional<long long> first = {};  ///< earliest relative time with a coefficient (≤ −2); default: earliest observed
-  std::optional<long long> last = {};   ///< latest relative time with a coefficient (≥ 0); default: latest observed
+  std::optional<long long> first =
+      {};  ///< earliest relative time with a coefficient (≤ −2); default: earliest observed
+  std::optional<long long> last =
+      {};                      ///< latest relative time with a coefficient (≥ 0); default: latest observed
   bool bin_endpoints = false;  ///< true: earlier/later relative times join the end bins; false: dropped
-  covariance_type covariance = covariance_type::cr1;  ///< as did_options
+  covariance_type covariance = covariance_type::cr1;                        ///< as did_options
   reference_distribution distribution = reference_distribution::t_cluster;  ///< as did_options
   double level = 0.95;                                                      ///< confidence level
   fixed_effect_count fe_count = fixed_effect_count::counted;                ///< as did_options
@@ -100,7 +105,7 @@ struct event_study_options {
 
 /// @brief Result of event_study().
 struct event_study_result {
-  std::vector<long long> relative_times;     ///< relative time of each coefficient (−1 omitted), ascending
+  std::vector<long long> relative_times;      ///< relative time of each coefficient (−1 omitted), ascending
   std::vector<effect_estimate> coefficients;  ///< one per relative time, estimand "rel_<k>"
   wald_test_result pre_trend;  ///< H0: every lead (relative time ≤ −2) is 0; degenerate when there is none
   ols_result fit;              ///< the underlying within-unit regression
@@ -119,7 +124,8 @@ struct event_study_result {
 ///         non-finite y or a cell with fewer than 2 observations; numerical_error if SE = 0
 ///         (unless flagged)
 [[nodiscard]] did_means_result did_2x2_means(std::span<const double> y, std::span<const double> treated,
-                                             std::span<const double> post, const did_means_options& options = {});
+                                             std::span<const double> post,
+                                             const did_means_options& options = {});
 
 /// @brief 2 × 2 difference in differences by the regression y ~ 1 + treated + post + treated:post,
 /// with the chosen covariance (cluster types cluster by unit). The coefficient of "treated:post".
@@ -172,10 +178,10 @@ namespace detail {
 
 /// @brief Unit treatment timing and period coding of a panel.
 struct panel_layout {
-  std::vector<long long> periods;        ///< sorted distinct time values
-  std::vector<std::uint32_t> period;     ///< period index of each observation
-  std::vector<long long> start;          ///< first treated time of each unit (LLONG_MAX: never treated)
-  std::vector<did_warning> warnings;     ///< design problems
+  std::vector<long long> periods;     ///< sorted distinct time values
+  std::vector<std::uint32_t> period;  ///< period index of each observation
+  std::vector<long long> start;       ///< first treated time of each unit (LLONG_MAX: never treated)
+  std::vector<did_warning> warnings;  ///< design problems
 };
 
 /// @brief Joins integers as "a, b, c" (at most `limit` items, then "...").

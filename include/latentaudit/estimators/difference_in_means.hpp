@@ -71,7 +71,8 @@ inline void finish_t(effect_estimate& e, double scale, const t_test_options& o, 
   }
   if (!(e.std_error > 10.0 * std::numeric_limits<double>::epsilon() * scale)) {
     if (o.if_degenerate == on_degenerate::throw_error) {
-      throw_numerical(fn, "the data are essentially constant (standard error 0); the t statistic is undefined");
+      throw_numerical(fn,
+                      "the data are essentially constant (standard error 0); the t statistic is undefined");
     }
     const double est = e.estimate;
     e.status = estimate_status::degenerate;

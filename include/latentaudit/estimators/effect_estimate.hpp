@@ -27,9 +27,12 @@ enum class on_degenerate {
 /// @brief Text name of a status ("ok", "degenerate", "failed").
 [[nodiscard]] constexpr std::string_view status_name(estimate_status s) noexcept {
   switch (s) {
-    case estimate_status::ok: return "ok";
-    case estimate_status::degenerate: return "degenerate";
-    case estimate_status::failed: return "failed";
+    case estimate_status::ok:
+      return "ok";
+    case estimate_status::degenerate:
+      return "degenerate";
+    case estimate_status::failed:
+      return "failed";
   }
   return "unknown";
 }
@@ -40,16 +43,16 @@ enum class on_degenerate {
 struct effect_estimate {
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();  ///< "not applicable"
 
-  std::string method;        ///< e.g. "welch", "paired_t", "mcnemar_exact", "bootstrap_bca"
-  std::string estimand;      ///< e.g. "difference_in_means", "risk_difference", "att"
-  double estimate = nan;     ///< the point estimate
-  double std_error = nan;    ///< its standard error (NaN where the method has none)
-  double ci_low = nan;       ///< lower confidence limit
-  double ci_high = nan;      ///< upper confidence limit
-  double level = nan;        ///< confidence level of [ci_low, ci_high], e.g. 0.95
-  double df = nan;           ///< degrees of freedom of the reference distribution (NaN: normal/exact)
-  double statistic = nan;    ///< the test statistic (t, z, chi-square, ...)
-  double p_value = nan;      ///< two-sided p-value for "no effect" unless the method says otherwise
+  std::string method;         ///< e.g. "welch", "paired_t", "mcnemar_exact", "bootstrap_bca"
+  std::string estimand;       ///< e.g. "difference_in_means", "risk_difference", "att"
+  double estimate = nan;      ///< the point estimate
+  double std_error = nan;     ///< its standard error (NaN where the method has none)
+  double ci_low = nan;        ///< lower confidence limit
+  double ci_high = nan;       ///< upper confidence limit
+  double level = nan;         ///< confidence level of [ci_low, ci_high], e.g. 0.95
+  double df = nan;            ///< degrees of freedom of the reference distribution (NaN: normal/exact)
+  double statistic = nan;     ///< the test statistic (t, z, chi-square, ...)
+  double p_value = nan;       ///< two-sided p-value for "no effect" unless the method says otherwise
   std::size_t n_treated = 0;  ///< treated observations (unpaired designs)
   std::size_t n_control = 0;  ///< control observations (unpaired designs)
   std::size_t n_pairs = 0;    ///< pairs (paired designs)

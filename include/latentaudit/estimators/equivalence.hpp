@@ -27,9 +27,12 @@ enum class t_test_design {
 /// @brief Text name of a design ("welch", "student", "paired").
 [[nodiscard]] constexpr std::string_view design_name(t_test_design d) noexcept {
   switch (d) {
-    case t_test_design::welch: return "welch";
-    case t_test_design::student: return "student";
-    case t_test_design::paired: return "paired";
+    case t_test_design::welch:
+      return "welch";
+    case t_test_design::student:
+      return "student";
+    case t_test_design::paired:
+      return "paired";
   }
   return "unknown";
 }
@@ -110,9 +113,9 @@ struct [[nodiscard]] non_inferiority_result {
   double margin = nan;  ///< the declared margin m > 0
   double bound = nan;   ///< the null boundary: −m (higher is better) or +m (lower is better)
   better_direction better = better_direction::higher;  ///< the direction tested
-  double alpha = nan;      ///< the one-sided level
-  double statistic = nan;  ///< (estimate − bound) / SE
-  double p_value = nan;    ///< P(T ≥ statistic) (higher better) or P(T ≤ statistic) (lower better)
+  double alpha = nan;                                  ///< the one-sided level
+  double statistic = nan;                              ///< (estimate − bound) / SE
+  double p_value = nan;       ///< P(T ≥ statistic) (higher better) or P(T ≤ statistic) (lower better)
   bool non_inferior = false;  ///< p_value < alpha (false when the data are degenerate)
 };
 
@@ -126,10 +129,9 @@ inline void check_tost_alpha(std::string_view fn, double alpha) {
 }
 
 /// @brief Checks the samples of a design, naming `fn`.
-inline void check_design_samples(std::string_view fn, t_test_design design,
-                                 std::span<const double> treated, std::span<const double> control) {
-  if (design != t_test_design::welch && design != t_test_design::student &&
-      design != t_test_design::paired) {
+inline void check_design_samples(std::string_view fn, t_test_design design, std::span<const double> treated,
+                                 std::span<const double> control) {
+  if (design != t_test_design::welch && design != t_test_design::student && design != t_test_design::paired) {
     throw_invalid(fn, "design", "must be welch, student or paired");
   }
   if (design == t_test_design::paired) {
@@ -152,9 +154,10 @@ inline void check_design_samples(std::string_view fn, t_test_design design,
                       : design == t_test_design::student ? student_t_test(treated, control, o)
                                                          : paired_t_test(treated, control, o);
   if (e.status != estimate_status::ok && policy == on_degenerate::throw_error) {
-    throw_numerical(fn, e.status == estimate_status::degenerate
-                            ? "the data are essentially constant (standard error 0); the t statistics are undefined"
-                            : "the standard error overflowed (data too large in magnitude)");
+    throw_numerical(
+        fn, e.status == estimate_status::degenerate
+                ? "the data are essentially constant (standard error 0); the t statistics are undefined"
+                : "the standard error overflowed (data too large in magnitude)");
   }
   return e;
 }
@@ -189,12 +192,14 @@ inline void check_design_samples(std::string_view fn, t_test_design design,
   detail::check_finite(fn, "bounds.low", bounds.low);
   detail::check_finite(fn, "bounds.high", bounds.high);
   if (!(bounds.low < bounds.high)) {
-    detail::throw_invalid(fn, "bounds", "must satisfy low < high, got low " + detail::number_text(bounds.low) +
-                                            " and high " + detail::number_text(bounds.high));
+    detail::throw_invalid(fn, "bounds",
+                          "must satisfy low < high, got low " + detail::number_text(bounds.low) +
+                              " and high " + detail::number_text(bounds.high));
   }
   detail::check_design_samples(fn, options.design, treated, control);
   equivalence_result r;
-  r.effect = detail::design_effect(fn, options.design, treated, control, options.alpha, options.if_degenerate);
+  r.effect =
+      detail::design_effect(fn, options.design, treated, control, options.alpha, options.if_degenerate);
   r.margin_low = bounds.low;
   r.margin_high = bounds.high;
   r.alpha = options.alpha;
@@ -226,10 +231,9 @@ inline void check_design_samples(std::string_view fn, t_test_design design,
 /// @throws invalid_argument on too few or non-finite observations, a margin that is not positive
 ///         and finite, or α outside (0, 0.5); shape_mismatch for paired samples of different
 ///         sizes; numerical_error for constant data or an overflowed SE (unless options flag it)
-[[nodiscard]] inline non_inferiority_result non_inferiority_test(std::span<const double> treated,
-                                                                 std::span<const double> control,
-                                                                 double margin,
-                                                                 const non_inferiority_options& options = {}) {
+[[nodiscard]] inline non_inferiority_result non_inferiority_test(
+    std::span<const double> treated, std::span<const double> control, double margin,
+    const non_inferiority_options& options = {}) {
   constexpr std::string_view fn = "non_inferiority_test";
   detail::check_tost_alpha(fn, options.alpha);
   detail::check_positive(fn, "margin", margin);
@@ -238,7 +242,8 @@ inline void check_design_samples(std::string_view fn, t_test_design design,
   }
   detail::check_design_samples(fn, options.design, treated, control);
   non_inferiority_result r;
-  r.effect = detail::design_effect(fn, options.design, treated, control, options.alpha, options.if_degenerate);
+  r.effect =
+      detail::design_effect(fn, options.design, treated, control, options.alpha, options.if_degenerate);
   r.margin = margin;
   r.better = options.better;
   r.bound = options.better == better_direction::higher ? -margin : margin;

@@ -37,36 +37,36 @@ enum class interaction_covariance {
 struct heterogeneity_options {
   double level = 0.95;  ///< confidence level of each group's interval
   interaction_covariance covariance = interaction_covariance::hc3;  ///< sandwich of the Wald test
-  on_degenerate if_degenerate = on_degenerate::throw_error;  ///< constant data within a group
+  on_degenerate if_degenerate = on_degenerate::throw_error;         ///< constant data within a group
 };
 
 /// @brief One subgroup's effect.
 struct subgroup_effect {
-  std::string label;  ///< group label (integer labels as decimal text; bins "Q1", "Q2", …)
+  std::string label;       ///< group label (integer labels as decimal text; bins "Q1", "Q2", …)
   effect_estimate effect;  ///< Welch ("welch") or paired ("paired_t") t test within the group
-  double p_holm = effect_estimate::nan;  ///< Holm-adjusted p-value over the groups (R p.adjust "holm")
-  double p_bh = effect_estimate::nan;    ///< Benjamini–Hochberg-adjusted p-value (R p.adjust "BH")
+  double p_holm = effect_estimate::nan;      ///< Holm-adjusted p-value over the groups (R p.adjust "holm")
+  double p_bh = effect_estimate::nan;        ///< Benjamini–Hochberg-adjusted p-value (R p.adjust "BH")
   double lower_edge = effect_estimate::nan;  ///< bins only: lower break (excluded except for Q1)
   double upper_edge = effect_estimate::nan;  ///< bins only: upper break (included)
 };
 
 /// @brief Joint Wald test that the effect is the same in every group.
 struct interaction_test_result {
-  std::string covariance;  ///< "HC0" … "HC3"
-  double chi_square = effect_estimate::nan;  ///< W = b'(R V R')⁻¹ b over the K − 1 interaction terms
-  double df = effect_estimate::nan;          ///< K − 1
-  double p_chi_square = effect_estimate::nan;  ///< P(χ²(K−1) > W) (lmtest::waldtest test = "Chisq")
-  double f = effect_estimate::nan;             ///< W/(K − 1)
-  double df_residual = effect_estimate::nan;   ///< n − p of the regression
-  double p_f = effect_estimate::nan;           ///< P(F(K−1, n−p) > W/(K−1)) (waldtest test = "F")
+  std::string covariance;                        ///< "HC0" … "HC3"
+  double chi_square = effect_estimate::nan;      ///< W = b'(R V R')⁻¹ b over the K − 1 interaction terms
+  double df = effect_estimate::nan;              ///< K − 1
+  double p_chi_square = effect_estimate::nan;    ///< P(χ²(K−1) > W) (lmtest::waldtest test = "Chisq")
+  double f = effect_estimate::nan;               ///< W/(K − 1)
+  double df_residual = effect_estimate::nan;     ///< n − p of the regression
+  double p_f = effect_estimate::nan;             ///< P(F(K−1, n−p) > W/(K−1)) (waldtest test = "F")
   estimate_status status = estimate_status::ok;  ///< degenerate when R V R' is singular (flagged)
 };
 
 /// @brief Result of a subgroup analysis.
 struct heterogeneity_result {
-  std::vector<subgroup_effect> groups;   ///< in level order (sorted labels or bin order)
-  interaction_test_result interaction;   ///< heterogeneity across the groups
-  std::vector<double> bin_edges;         ///< bins only: the K + 1 quantile breaks
+  std::vector<subgroup_effect> groups;  ///< in level order (sorted labels or bin order)
+  interaction_test_result interaction;  ///< heterogeneity across the groups
+  std::vector<double> bin_edges;        ///< bins only: the K + 1 quantile breaks
 };
 
 /// @brief Effects by a categorical subgroup (string labels) in an unpaired design.
@@ -219,8 +219,8 @@ void adjust_groups(std::vector<subgroup_effect>& g);
                                                std::span<const double> ct, const group_codes& gc,
                                                const heterogeneity_options& o);
 
-void check_unpaired(std::string_view fn, std::span<const double> y, std::span<const double> t,
-                    std::size_t ng, std::string_view gname, const heterogeneity_options& o);
+void check_unpaired(std::string_view fn, std::span<const double> y, std::span<const double> t, std::size_t ng,
+                    std::string_view gname, const heterogeneity_options& o);
 
 void check_paired(std::string_view fn, std::span<const double> a, std::span<const double> b, std::size_t ng,
                   std::string_view gname, const heterogeneity_options& o);

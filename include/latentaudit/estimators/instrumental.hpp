@@ -24,8 +24,9 @@ namespace latentaudit {
 
 /// @brief Options of wald_estimator().
 struct wald_estimator_options {
-  double level = 0.95;         ///< confidence level, in (0, 1)
-  bool sample_variance = true;  ///< true: arm (co)variances with n_a − 1; false: with n_a (then SE = 2SLS HC0)
+  double level = 0.95;  ///< confidence level, in (0, 1)
+  bool sample_variance =
+      true;  ///< true: arm (co)variances with n_a − 1; false: with n_a (then SE = 2SLS HC0)
   on_degenerate if_degenerate = on_degenerate::throw_error;  ///< no first stage or SE 0: throw or flag
 };
 
@@ -40,7 +41,7 @@ struct wald_estimator_result {
 struct iv_options {
   covariance_type covariance = covariance_type::automatic;  ///< classical without clusters, cr1 with
   reference_distribution distribution = reference_distribution::t_residual;  ///< for p-values and CIs
-  double level = 0.95;  ///< confidence level, in (0, 1)
+  double level = 0.95;                                                       ///< confidence level, in (0, 1)
   on_degenerate if_degenerate = on_degenerate::throw_error;  ///< exact fit / leverage 1: throw or flag
 };
 
@@ -48,12 +49,12 @@ struct iv_options {
 struct first_stage_result {
   std::string endogenous;  ///< the endogenous regressor's name
   ols_result fit;          ///< regression of it on [exogenous, instruments] with the chosen covariance
-  double f = effect_estimate::nan;            ///< Wald F of the excluded instruments, chosen covariance
-  double f_df1 = effect_estimate::nan;        ///< q = number of excluded instruments
-  double f_df2 = effect_estimate::nan;        ///< the reference df (n − k_z, G − 1, or ∞)
-  double f_p = effect_estimate::nan;          ///< P(F > f)
-  double f_classical = effect_estimate::nan;  ///< ((RSS_r − RSS_u)/q) / (RSS_u/(n − k_z))
-  double f_classical_p = effect_estimate::nan;  ///< P(F(q, n − k_z) > f_classical)
+  double f = effect_estimate::nan;                  ///< Wald F of the excluded instruments, chosen covariance
+  double f_df1 = effect_estimate::nan;              ///< q = number of excluded instruments
+  double f_df2 = effect_estimate::nan;              ///< the reference df (n − k_z, G − 1, or ∞)
+  double f_p = effect_estimate::nan;                ///< P(F > f)
+  double f_classical = effect_estimate::nan;        ///< ((RSS_r − RSS_u)/q) / (RSS_u/(n − k_z))
+  double f_classical_p = effect_estimate::nan;      ///< P(F(q, n − k_z) > f_classical)
   double partial_r_squared = effect_estimate::nan;  ///< (RSS_r − RSS_u)/RSS_r
 };
 
@@ -75,7 +76,8 @@ struct iv_result {
 /// @throws shape_mismatch, invalid_argument on bad input; numerical_error if ITT_d is 0 (the
 ///         instrument has no first stage) or the SE is 0, unless flagged
 [[nodiscard]] wald_estimator_result wald_estimator(std::span<const double> y, std::span<const double> d,
-                                                   std::span<const double> z, const wald_estimator_options& options = {});
+                                                   std::span<const double> z,
+                                                   const wald_estimator_options& options = {});
 
 /// @brief Two-stage least squares of y on X = [exogenous, endogenous] with instruments
 /// Z = [exogenous, instruments]: X̂ = Z(Z'Z)⁻¹Z'X, β̂ = (X̂'X̂)⁻¹X̂'y, e = y − Xβ̂, covariance
@@ -91,7 +93,8 @@ struct iv_result {
 ///         too few instruments, collinear instruments (named) or instruments with no first stage
 ///         (the projected regressors are rank deficient; named); numerical_error as ols()
 [[nodiscard]] iv_result two_stage_least_squares(std::span<const double> y, const design_matrix& exogenous,
-                                                const design_matrix& endogenous, const design_matrix& instruments,
+                                                const design_matrix& endogenous,
+                                                const design_matrix& instruments,
                                                 const iv_options& options = {});
 
 /// @brief Two-stage least squares with cluster ids (covariance cr0/cr1_g/cr1; automatic = cr1).
@@ -104,8 +107,9 @@ struct iv_result {
 /// @returns as the overload without clusters
 /// @throws as the overload without clusters
 [[nodiscard]] iv_result two_stage_least_squares(std::span<const double> y, const design_matrix& exogenous,
-                                                const design_matrix& endogenous, const design_matrix& instruments,
-                                                const group_index& clusters, const iv_options& options = {});
+                                                const design_matrix& endogenous,
+                                                const design_matrix& instruments, const group_index& clusters,
+                                                const iv_options& options = {});
 
 // ============================================================================================
 // Internal helpers (defined in impl/instrumental-inl.hpp)

@@ -38,8 +38,8 @@ enum class matching_distance {
 /// @brief Which focal units enter the Abadie–Imbens variance when a caliper or exact matching
 /// drops some of them.
 enum class dropped_unit_variance {
-  matched_only,     ///< only matched focal units (SN = their number); the default
-  match_compatible, ///< as Match 4.10-8: all focal units count in SN, dropped ones with τ̂ᵢ = 0
+  matched_only,      ///< only matched focal units (SN = their number); the default
+  match_compatible,  ///< as Match 4.10-8: all focal units count in SN, dropped ones with τ̂ᵢ = 0
 };
 
 /// @brief Denominator of the standardized mean differences in the balance table.
@@ -50,38 +50,40 @@ enum class balance_scale {
 
 /// @brief Options of nearest_neighbor_matching. Defaults are Match's defaults.
 struct matching_options {
-  matching_estimand estimand = matching_estimand::att;       ///< Match's `estimand`
-  std::size_t neighbors = 1;                                  ///< M, matches per focal unit (Match's `M`)
+  matching_estimand estimand = matching_estimand::att;  ///< Match's `estimand`
+  std::size_t neighbors = 1;                            ///< M, matches per focal unit (Match's `M`)
   matching_distance distance = matching_distance::inverse_variance;  ///< Match's `Weight`
   std::vector<double> weight_matrix = {};  ///< k×k row-major symmetric matrix for distance = user_matrix
-  bool ties = true;                   ///< keep every match within distance_tolerance of the M-th (weights 1/#)
-  double distance_tolerance = 1e-5;   ///< tie tolerance on the squared distance (Match's `distance.tolerance`)
-  std::vector<double> caliper = {};   ///< empty: none; 1 value: all covariates; k values: per covariate (SD units)
+  bool ties = true;                  ///< keep every match within distance_tolerance of the M-th (weights 1/#)
+  double distance_tolerance = 1e-5;  ///< tie tolerance on the squared distance (Match's `distance.tolerance`)
+  std::vector<double> caliper =
+      {};  ///< empty: none; 1 value: all covariates; k values: per covariate (SD units)
   std::vector<std::size_t> exact = {};  ///< covariate indices (0-based) that must match exactly
-  bool bias_adjust = false;           ///< regression bias adjustment (Match's `BiasAdjust`)
-  std::size_t var_calc = 0;           ///< 0: homoskedastic AI variance; J > 0: σ²(Xᵢ) from J same-arm neighbours
-  bool sample_variance = false;       ///< Match's `sample = TRUE`: the sample-average (conditional) variance
+  bool bias_adjust = false;             ///< regression bias adjustment (Match's `BiasAdjust`)
+  std::size_t var_calc = 0;  ///< 0: homoskedastic AI variance; J > 0: σ²(Xᵢ) from J same-arm neighbours
+  bool sample_variance = false;  ///< Match's `sample = TRUE`: the sample-average (conditional) variance
   dropped_unit_variance dropped_variance = dropped_unit_variance::matched_only;  ///< see the enum
   double tolerance = 1.4901161193847656e-08;  ///< Match's `tolerance` (√ε): ridge and eigenvalue thresholds
-  double level = 0.95;                ///< confidence level of the normal-reference interval
-  bool keep_pairs = true;             ///< return the matched rows (index_treated, index_control, weights)
+  double level = 0.95;                        ///< confidence level of the normal-reference interval
+  bool keep_pairs = true;  ///< return the matched rows (index_treated, index_control, weights)
   balance_scale balance_denominator = balance_scale::focal_sd;  ///< SMD denominator
-  std::vector<std::string> covariate_names = {};  ///< optional names (size k) for messages and the balance table
-  unsigned threads = 1;               ///< threads for the neighbour queries (0 = all cores); results do not depend on it
+  std::vector<std::string> covariate_names =
+      {};                ///< optional names (size k) for messages and the balance table
+  unsigned threads = 1;  ///< threads for the neighbour queries (0 = all cores); results do not depend on it
   on_degenerate if_degenerate = on_degenerate::throw_error;  ///< zero standard error: throw or flag
 };
 
 /// @brief Balance of one covariate before and after matching.
 struct covariate_balance {
-  std::string name;                 ///< covariate name
-  double mean_treated_before = 0;   ///< mean among all treated
-  double mean_control_before = 0;   ///< mean among all controls
-  double smd_before = 0;            ///< (mean_t − mean_c)/denominator (Match's sdiff is 100 × this)
-  double variance_ratio_before = 0; ///< s²_treated / s²_control (n − 1 denominators)
-  double mean_treated_after = 0;    ///< weighted mean over the treated side of the matched rows
-  double mean_control_after = 0;    ///< weighted mean over the control side of the matched rows
-  double smd_after = 0;             ///< standardized difference after matching
-  double variance_ratio_after = 0;  ///< weighted variance ratio after matching
+  std::string name;                  ///< covariate name
+  double mean_treated_before = 0;    ///< mean among all treated
+  double mean_control_before = 0;    ///< mean among all controls
+  double smd_before = 0;             ///< (mean_t − mean_c)/denominator (Match's sdiff is 100 × this)
+  double variance_ratio_before = 0;  ///< s²_treated / s²_control (n − 1 denominators)
+  double mean_treated_after = 0;     ///< weighted mean over the treated side of the matched rows
+  double mean_control_after = 0;     ///< weighted mean over the control side of the matched rows
+  double smd_after = 0;              ///< standardized difference after matching
+  double variance_ratio_after = 0;   ///< weighted variance ratio after matching
 };
 
 /// @brief Result of nearest_neighbor_matching.
@@ -90,13 +92,13 @@ struct [[nodiscard]] matching_result {
   double estimate_unadjusted = 0;   ///< the estimate without bias adjustment (Match's est.noadj)
   double std_error_population = 0;  ///< AI SE of the population average effect (Match's default se)
   double std_error_sample = 0;      ///< AI SE of the sample average effect (Match's se with sample = TRUE)
-  double std_error_conditional = 0; ///< √(max(var_sample, var_pop) − var_sample) (Match's se.cond)
-  double std_error_standard = 0;    ///< naive SE of the matched differences (Match's se.standard)
-  std::size_t n_focal = 0;          ///< units to be matched (treated for ATT, controls for ATC, all for ATE)
-  std::size_t n_matched = 0;        ///< focal units with matches (Match's wnobs)
-  std::size_t n_dropped = 0;        ///< focal units dropped by the caliper / exact matching (ndrops.matches)
-  std::size_t n_rows = 0;           ///< matched rows (one per focal unit and match, ties included)
-  std::size_t n_matches_unique = 0; ///< distinct units used as matches (e.g. distinct controls for ATT)
+  double std_error_conditional = 0;  ///< √(max(var_sample, var_pop) − var_sample) (Match's se.cond)
+  double std_error_standard = 0;     ///< naive SE of the matched differences (Match's se.standard)
+  std::size_t n_focal = 0;           ///< units to be matched (treated for ATT, controls for ATC, all for ATE)
+  std::size_t n_matched = 0;         ///< focal units with matches (Match's wnobs)
+  std::size_t n_dropped = 0;         ///< focal units dropped by the caliper / exact matching (ndrops.matches)
+  std::size_t n_rows = 0;            ///< matched rows (one per focal unit and match, ties included)
+  std::size_t n_matches_unique = 0;  ///< distinct units used as matches (e.g. distinct controls for ATT)
   std::vector<std::size_t> index_treated;  ///< matched rows: treated unit (0-based), Match's row order
   std::vector<std::size_t> index_control;  ///< matched rows: control unit (0-based)
   std::vector<double> weights;             ///< matched rows: weight 1/(#matches of the focal unit)

@@ -22,10 +22,10 @@ namespace latentaudit {
 
 /// @brief Which p-value adjustment to apply (R's `p.adjust` methods; statsmodels names in brackets).
 enum class p_adjust_method {
-  none,                 ///< no adjustment ("none")
-  bonferroni,           ///< min(1, m·p) ("bonferroni")
-  holm,                 ///< Holm (1979) step-down, controls the FWER ("holm")
-  hochberg,             ///< Hochberg (1988) step-up, FWER under independence/PRDS ("hochberg"; "simes-hochberg")
+  none,        ///< no adjustment ("none")
+  bonferroni,  ///< min(1, m·p) ("bonferroni")
+  holm,        ///< Holm (1979) step-down, controls the FWER ("holm")
+  hochberg,    ///< Hochberg (1988) step-up, FWER under independence/PRDS ("hochberg"; "simes-hochberg")
   benjamini_hochberg,   ///< Benjamini–Hochberg (1995) step-up, controls the FDR ("BH"/"fdr"; "fdr_bh")
   benjamini_yekutieli,  ///< Benjamini–Yekutieli (2001), FDR under arbitrary dependence ("BY"; "fdr_by")
 };
@@ -33,12 +33,18 @@ enum class p_adjust_method {
 /// @brief R's name of a method: "none", "bonferroni", "holm", "hochberg", "BH", "BY".
 [[nodiscard]] constexpr std::string_view p_adjust_method_name(p_adjust_method m) noexcept {
   switch (m) {
-    case p_adjust_method::none: return "none";
-    case p_adjust_method::bonferroni: return "bonferroni";
-    case p_adjust_method::holm: return "holm";
-    case p_adjust_method::hochberg: return "hochberg";
-    case p_adjust_method::benjamini_hochberg: return "BH";
-    case p_adjust_method::benjamini_yekutieli: return "BY";
+    case p_adjust_method::none:
+      return "none";
+    case p_adjust_method::bonferroni:
+      return "bonferroni";
+    case p_adjust_method::holm:
+      return "holm";
+    case p_adjust_method::hochberg:
+      return "hochberg";
+    case p_adjust_method::benjamini_hochberg:
+      return "BH";
+    case p_adjust_method::benjamini_yekutieli:
+      return "BY";
   }
   return "unknown";
 }
@@ -58,7 +64,8 @@ enum class p_adjust_method {
   if (name == "BY" || name == "fdr_by") return p_adjust_method::benjamini_yekutieli;
   detail::throw_invalid("parse_p_adjust_method", "name",
                         "must be one of none, bonferroni, holm, hochberg, simes-hochberg, BH, fdr, "
-                        "fdr_bh, BY, fdr_by; got '" + std::string(name) + "'");
+                        "fdr_bh, BY, fdr_by; got '" +
+                            std::string(name) + "'");
 }
 
 /// @brief Options of p_adjust.
@@ -96,14 +103,16 @@ struct p_adjust_options {
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (std::isnan(p[i])) {
       if (!options.allow_missing) {
-        detail::throw_invalid(fn, "p", "must hold p-values in [0, 1], got nan at index " + std::to_string(i) +
-                                           " (set allow_missing to treat NaN as missing)");
+        detail::throw_invalid(fn, "p",
+                              "must hold p-values in [0, 1], got nan at index " + std::to_string(i) +
+                                  " (set allow_missing to treat NaN as missing)");
       }
       continue;
     }
     if (!(p[i] >= 0.0 && p[i] <= 1.0)) {
-      detail::throw_invalid(fn, "p", "must hold p-values in [0, 1], got " + detail::number_text(p[i]) +
-                                         " at index " + std::to_string(i));
+      detail::throw_invalid(fn, "p",
+                            "must hold p-values in [0, 1], got " + detail::number_text(p[i]) + " at index " +
+                                std::to_string(i));
     }
     present.push_back(i);
   }
@@ -149,9 +158,15 @@ struct p_adjust_options {
     const double i = static_cast<double>(k - r);  // rank of o[r] from the smallest: k, k-1, ..., 1
     double v = 0.0;
     switch (method) {
-      case p_adjust_method::hochberg: v = (md + 1.0 - i) * p[o[r]]; break;
-      case p_adjust_method::benjamini_hochberg: v = md / i * p[o[r]]; break;
-      default: v = q * md / i * p[o[r]]; break;  // benjamini_yekutieli: R's q * n/i * p
+      case p_adjust_method::hochberg:
+        v = (md + 1.0 - i) * p[o[r]];
+        break;
+      case p_adjust_method::benjamini_hochberg:
+        v = md / i * p[o[r]];
+        break;
+      default:
+        v = q * md / i * p[o[r]];
+        break;  // benjamini_yekutieli: R's q * n/i * p
     }
     run = std::fmin(run, v);
     out[o[r]] = std::fmin(1.0, run);
@@ -223,18 +238,21 @@ inline void check_multiple_test_options(std::string_view fn, const multiple_test
   for (std::size_t i = 0; i < p_values.size(); ++i) {
     if (std::isnan(p_values[i])) {
       if (options.if_degenerate == on_degenerate::throw_error) {
-        detail::throw_invalid(fn, "p_values", "must hold p-values in [0, 1], got nan at index " + std::to_string(i));
+        detail::throw_invalid(fn, "p_values",
+                              "must hold p-values in [0, 1], got nan at index " + std::to_string(i));
       }
       ++n_missing;
     } else if (!(p_values[i] >= 0.0 && p_values[i] <= 1.0)) {
-      detail::throw_invalid(fn, "p_values", "must hold p-values in [0, 1], got " + detail::number_text(p_values[i]) +
-                                                " at index " + std::to_string(i));
+      detail::throw_invalid(fn, "p_values",
+                            "must hold p-values in [0, 1], got " + detail::number_text(p_values[i]) +
+                                " at index " + std::to_string(i));
     }
   }
   const std::size_t k = p_values.size() - n_missing;
   if (options.family_size != 0 && options.family_size < k) {
-    detail::throw_invalid(fn, "family_size", "must be 0 or at least the number of non-missing p-values (" +
-                                                 std::to_string(k) + "), got " + std::to_string(options.family_size));
+    detail::throw_invalid(fn, "family_size",
+                          "must be 0 or at least the number of non-missing p-values (" + std::to_string(k) +
+                              "), got " + std::to_string(options.family_size));
   }
   return detail::decide_family(std::vector<double>(p_values.begin(), p_values.end()), options, n_missing);
 }
@@ -258,23 +276,26 @@ inline void check_multiple_test_options(std::string_view fn, const multiple_test
     const auto& e = estimates[i];
     if (e.status != estimate_status::ok) {
       if (options.if_degenerate == on_degenerate::throw_error) {
-        detail::throw_numerical(fn, "estimate at index " + std::to_string(i) + " (" + e.method + ") has status " +
-                                        std::string(status_name(e.status)) + "; its p-value is undefined");
+        detail::throw_numerical(fn, "estimate at index " + std::to_string(i) + " (" + e.method +
+                                        ") has status " + std::string(status_name(e.status)) +
+                                        "; its p-value is undefined");
       }
       p[i] = NAN;
       ++n_missing;
       continue;
     }
     if (!(e.p_value >= 0.0 && e.p_value <= 1.0)) {
-      detail::throw_invalid(fn, "estimates", "must carry p-values in [0, 1], got " + detail::number_text(e.p_value) +
-                                                 " at index " + std::to_string(i));
+      detail::throw_invalid(fn, "estimates",
+                            "must carry p-values in [0, 1], got " + detail::number_text(e.p_value) +
+                                " at index " + std::to_string(i));
     }
     p[i] = e.p_value;
   }
   const std::size_t k = estimates.size() - n_missing;
   if (options.family_size != 0 && options.family_size < k) {
-    detail::throw_invalid(fn, "family_size", "must be 0 or at least the number of usable estimates (" +
-                                                 std::to_string(k) + "), got " + std::to_string(options.family_size));
+    detail::throw_invalid(fn, "family_size",
+                          "must be 0 or at least the number of usable estimates (" + std::to_string(k) +
+                              "), got " + std::to_string(options.family_size));
   }
   return detail::decide_family(std::move(p), options, n_missing);
 }

@@ -64,14 +64,14 @@ struct mcnemar_options {
 struct mcnemar_result {
   static constexpr double nan = effect_estimate::nan;  ///< "undefined"
 
-  paired_binary_table table;          ///< the counts a, b, c, d
-  std::size_t discordant = 0;         ///< b + c
-  double exact_p_value = nan;         ///< two-sided exact binomial p, R binom.test(b, b + c, 0.5)
-  double chi2_statistic = nan;        ///< (b − c)² / (b + c), R mcnemar.test(correct = FALSE)
-  double chi2_p_value = nan;          ///< P(χ²₁ > chi2_statistic)
-  double chi2_cc_statistic = nan;     ///< (|b − c| − 1)² / (b + c), 0 if b = c (mcnemar.test default)
-  double chi2_cc_p_value = nan;       ///< P(χ²₁ > chi2_cc_statistic)
-  double phi = nan;                   ///< the correlation φ* used by the Newcombe interval
+  paired_binary_table table;       ///< the counts a, b, c, d
+  std::size_t discordant = 0;      ///< b + c
+  double exact_p_value = nan;      ///< two-sided exact binomial p, R binom.test(b, b + c, 0.5)
+  double chi2_statistic = nan;     ///< (b − c)² / (b + c), R mcnemar.test(correct = FALSE)
+  double chi2_p_value = nan;       ///< P(χ²₁ > chi2_statistic)
+  double chi2_cc_statistic = nan;  ///< (|b − c| − 1)² / (b + c), 0 if b = c (mcnemar.test default)
+  double chi2_cc_p_value = nan;    ///< P(χ²₁ > chi2_cc_statistic)
+  double phi = nan;                ///< the correlation φ* used by the Newcombe interval
   /// Paired risk difference (b − c)/n: Wald SE, Newcombe (1998c) method 10 interval,
   /// p_value = exact_p_value, statistic = b (binom.test's "number of successes").
   effect_estimate effect;

@@ -38,8 +38,8 @@ enum class power_sides {
 struct t_power_options {
   power_design design = power_design::two_sample;  ///< R's default type "two.sample"
   power_sides sides = power_sides::two_sided;      ///< R's default alternative "two.sided"
-  double alpha = 0.05;  ///< significance level (R's sig.level), in (0, 1)
-  double sd = 1.0;      ///< σ: sd of the outcome (two-sample, one-sample) or of the differences (paired), > 0
+  double alpha = 0.05;                             ///< significance level (R's sig.level), in (0, 1)
+  double sd = 1.0;  ///< σ: sd of the outcome (two-sample, one-sample) or of the differences (paired), > 0
   /// Two-sided only: false (R's default strict = FALSE) counts the rejection region on the side of
   /// δ only; true also adds the opposite tail (R's strict = TRUE; statsmodels' "two-sided").
   bool strict = false;
@@ -60,9 +60,9 @@ struct sample_size_result {
   /// Two-sample t only: the control arm, the integer nearest allocation_ratio·n_required if within
   /// 1e-9 relative, else its ceiling (and ≥ 2); 0 for other designs.
   std::size_t n_required_control = 0;
-  std::size_t n_total = 0;        ///< n_required + n_required_control
+  std::size_t n_total = 0;         ///< n_required + n_required_control
   double power_at_required = nan;  ///< power at the integer design
-  double target_power = nan;      ///< the requested power
+  double target_power = nan;       ///< the requested power
 };
 
 /// @brief Which power calculation to use for McNemar's test.
@@ -77,8 +77,8 @@ enum class mcnemar_power_method {
 
 /// @brief Options of the McNemar power functions.
 struct mcnemar_power_options {
-  double alpha = 0.05;                                  ///< significance level, in (0, 1)
-  power_sides sides = power_sides::two_sided;           ///< one-sided: in the direction of p10 − p01
+  double alpha = 0.05;                                         ///< significance level, in (0, 1)
+  power_sides sides = power_sides::two_sided;                  ///< one-sided: in the direction of p10 − p01
   mcnemar_power_method method = mcnemar_power_method::connor;  ///< the calculation
   /// Exact method: largest n accepted by mcnemar_power (invalid_argument beyond), and where
   /// mcnemar_sample_size gives up (numerical_error). Memory and time grow linearly in n.
@@ -128,7 +128,8 @@ template <class F>
       lo = hi;
       flo = fhi;
       hi = limit + 2.0 * (hi - limit);
-      if (++it > 1000 || !std::isfinite(hi)) throw_numerical(fn, "could not bracket the solution (target unreachable)");
+      if (++it > 1000 || !std::isfinite(hi))
+        throw_numerical(fn, "could not bracket the solution (target unreachable)");
       fhi = f(hi);
     }
   } else {
@@ -136,7 +137,8 @@ template <class F>
       hi = lo;
       fhi = flo;
       lo = limit + 0.5 * (lo - limit);
-      if (++it > 1000 || lo <= lowest) throw_numerical(fn, "could not bracket the solution (target unreachable)");
+      if (++it > 1000 || lo <= lowest)
+        throw_numerical(fn, "could not bracket the solution (target unreachable)");
       flo = f(lo);
     }
   }
@@ -176,7 +178,8 @@ void check_target_power(std::string_view fn, double power, double alpha);
 /// @param delta true effect in outcome units (finite)
 /// @param options design, sides, alpha, sd, strict, allocation ratio
 /// @returns the power in [0, 1]
-/// @throws invalid_argument for n ≤ 1 (or df ≤ 0), non-finite delta, alpha outside (0, 1), sd ≤ 0, a bad ratio;
+/// @throws invalid_argument for n ≤ 1 (or df ≤ 0), non-finite delta, alpha outside (0, 1), sd ≤ 0, a bad
+/// ratio;
 ///         numerical_error if the noncentral t evaluation fails
 [[nodiscard]] double t_test_power(double n, double delta, const t_power_options& options = {});
 

@@ -57,15 +57,24 @@ enum class reference_distribution {
 /// @brief Text name of a covariance type ("classical", "hc0", ..., "cr1").
 [[nodiscard]] constexpr std::string_view covariance_name(covariance_type c) noexcept {
   switch (c) {
-    case covariance_type::automatic: return "automatic";
-    case covariance_type::classical: return "classical";
-    case covariance_type::hc0: return "hc0";
-    case covariance_type::hc1: return "hc1";
-    case covariance_type::hc2: return "hc2";
-    case covariance_type::hc3: return "hc3";
-    case covariance_type::cr0: return "cr0";
-    case covariance_type::cr1_g: return "cr1_g";
-    case covariance_type::cr1: return "cr1";
+    case covariance_type::automatic:
+      return "automatic";
+    case covariance_type::classical:
+      return "classical";
+    case covariance_type::hc0:
+      return "hc0";
+    case covariance_type::hc1:
+      return "hc1";
+    case covariance_type::hc2:
+      return "hc2";
+    case covariance_type::hc3:
+      return "hc3";
+    case covariance_type::cr0:
+      return "cr0";
+    case covariance_type::cr1_g:
+      return "cr1_g";
+    case covariance_type::cr1:
+      return "cr1";
   }
   return "unknown";
 }
@@ -151,9 +160,9 @@ class design_builder {
 
 /// @brief Options of ols().
 struct ols_options {
-  covariance_type covariance = covariance_type::automatic;  ///< which covariance matrix
+  covariance_type covariance = covariance_type::automatic;                   ///< which covariance matrix
   reference_distribution distribution = reference_distribution::t_residual;  ///< for p-values and CIs
-  double level = 0.95;  ///< confidence level of the coefficient intervals, in (0, 1)
+  double level = 0.95;                   ///< confidence level of the coefficient intervals, in (0, 1)
   std::span<const double> weights = {};  ///< optional positive WLS weights (size n); empty = OLS
   /// Parameters estimated before the call and absent from X (fixed effects removed by a
   /// within transformation). They count in k: df = n − k − absorbed, and in (n−1)/(n−k).
@@ -163,22 +172,22 @@ struct ols_options {
 
 /// @brief A fitted linear regression.
 struct ols_result {
-  std::vector<std::string> names;  ///< column names
-  Eigen::VectorXd coefficients;    ///< β̂ (k)
-  Eigen::MatrixXd covariance;      ///< the chosen covariance of β̂ (k × k)
-  std::vector<effect_estimate> terms;  ///< one row per coefficient: estimate, SE, t/z, df, p, CI
-  Eigen::VectorXd residuals;       ///< y − Xβ̂ (unweighted)
-  std::size_t n = 0;               ///< observations
-  std::size_t k = 0;               ///< parameters (columns + absorbed_parameters)
-  std::size_t clusters = 0;        ///< G (0 without clusters)
-  double df_residual = effect_estimate::nan;  ///< n − k
-  double inference_df = effect_estimate::nan;  ///< df of the reference t (infinity for normal)
+  std::vector<std::string> names;               ///< column names
+  Eigen::VectorXd coefficients;                 ///< β̂ (k)
+  Eigen::MatrixXd covariance;                   ///< the chosen covariance of β̂ (k × k)
+  std::vector<effect_estimate> terms;           ///< one row per coefficient: estimate, SE, t/z, df, p, CI
+  Eigen::VectorXd residuals;                    ///< y − Xβ̂ (unweighted)
+  std::size_t n = 0;                            ///< observations
+  std::size_t k = 0;                            ///< parameters (columns + absorbed_parameters)
+  std::size_t clusters = 0;                     ///< G (0 without clusters)
+  double df_residual = effect_estimate::nan;    ///< n − k
+  double inference_df = effect_estimate::nan;   ///< df of the reference t (infinity for normal)
   double sigma = effect_estimate::nan;          ///< √(Σwᵢeᵢ²/(n−k))
   double rss = effect_estimate::nan;            ///< Σ wᵢ eᵢ²
   double r_squared = effect_estimate::nan;      ///< 1 − RSS/TSS (centred TSS iff X holds a constant column)
   double adj_r_squared = effect_estimate::nan;  ///< R's adjusted R²
   double level = effect_estimate::nan;          ///< confidence level of the term intervals
-  covariance_type covariance_kind = covariance_type::classical;  ///< the covariance actually used
+  covariance_type covariance_kind = covariance_type::classical;              ///< the covariance actually used
   reference_distribution distribution = reference_distribution::t_residual;  ///< reference used
   estimate_status status = estimate_status::ok;  ///< degenerate: SEs undefined (flagged)
 
@@ -204,7 +213,8 @@ struct ols_result {
 ///         design (naming the columns), a cluster covariance or t_cluster without clusters, a bad
 ///         level or weights; numerical_error if the fit is exact or a leverage is 1 (HC2/HC3)
 ///         unless options flag it
-[[nodiscard]] ols_result ols(const design_matrix& x, std::span<const double> y, const ols_options& options = {});
+[[nodiscard]] ols_result ols(const design_matrix& x, std::span<const double> y,
+                             const ols_options& options = {});
 
 /// @brief Least squares with cluster ids: as ols() but the covariance may be cr0/cr1_g/cr1
 /// (automatic = cr1) and the reference distribution t_cluster (G − 1 df).
@@ -219,13 +229,13 @@ struct ols_result {
 
 /// @brief A Wald test of q linear restrictions R β = r.
 struct wald_test_result {
-  double chi2 = effect_estimate::nan;      ///< W = (Rβ̂ − r)'(R V R')⁻¹(Rβ̂ − r)
-  double chi2_p = effect_estimate::nan;    ///< P(χ²_q > W)
-  double f = effect_estimate::nan;         ///< W / q
-  double df1 = effect_estimate::nan;       ///< q
-  double df2 = effect_estimate::nan;       ///< the fit's inference df (infinity for the normal reference)
-  double f_p = effect_estimate::nan;       ///< P(F_{q, df2} > W/q); equals chi2_p when df2 = ∞
-  double p_value = effect_estimate::nan;   ///< chi2_p for a normal reference, f_p otherwise
+  double chi2 = effect_estimate::nan;     ///< W = (Rβ̂ − r)'(R V R')⁻¹(Rβ̂ − r)
+  double chi2_p = effect_estimate::nan;   ///< P(χ²_q > W)
+  double f = effect_estimate::nan;        ///< W / q
+  double df1 = effect_estimate::nan;      ///< q
+  double df2 = effect_estimate::nan;      ///< the fit's inference df (infinity for the normal reference)
+  double f_p = effect_estimate::nan;      ///< P(F_{q, df2} > W/q); equals chi2_p when df2 = ∞
+  double p_value = effect_estimate::nan;  ///< chi2_p for a normal reference, f_p otherwise
   estimate_status status = estimate_status::ok;  ///< degenerate when the fit's covariance is undefined
 };
 
@@ -339,7 +349,8 @@ group_index make_group_index(std::span<const Int> labels) {
   // Dense table when the label range is small (the usual 0..G−1 or 1..G ids), hash map otherwise.
   const long double range = static_cast<long double>(*mx) - static_cast<long double>(*mn);
   if (range <= 4.0L * static_cast<long double>(labels.size()) + 1024.0L) {
-    std::vector<std::uint32_t> table(static_cast<std::size_t>(range) + 1, std::numeric_limits<std::uint32_t>::max());
+    std::vector<std::uint32_t> table(static_cast<std::size_t>(range) + 1,
+                                     std::numeric_limits<std::uint32_t>::max());
     for (std::size_t i = 0; i < labels.size(); ++i) {
       auto& slot = table[static_cast<std::size_t>(labels[i] - *mn)];
       if (slot == std::numeric_limits<std::uint32_t>::max()) {

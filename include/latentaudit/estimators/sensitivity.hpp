@@ -28,8 +28,9 @@ namespace latentaudit {
 /// it to `true_value`), and the same for the confidence limit closest to the null.
 struct evalue_result {
   double point = std::numeric_limits<double>::quiet_NaN();  ///< E-value of the point estimate (≥ 1)
-  double ci = std::numeric_limits<double>::quiet_NaN();     ///< E-value of the CI limit closest to the null (1 if the CI covers it; NaN without a CI)
-  double rr = std::numeric_limits<double>::quiet_NaN();     ///< the estimate on the risk-ratio scale
+  double ci = std::numeric_limits<double>::quiet_NaN();  ///< E-value of the CI limit closest to the null (1
+                                                         ///< if the CI covers it; NaN without a CI)
+  double rr = std::numeric_limits<double>::quiet_NaN();  ///< the estimate on the risk-ratio scale
   double rr_low = std::numeric_limits<double>::quiet_NaN();   ///< lower CI limit on the risk-ratio scale
   double rr_high = std::numeric_limits<double>::quiet_NaN();  ///< upper CI limit on the risk-ratio scale
   double rr_true = 1.0;  ///< the null (true) value on the risk-ratio scale
@@ -90,16 +91,16 @@ struct rosenbaum_options {
 /// @brief Rosenbaum bounds on the one-sided p-value of Wilcoxon's signed-rank test (H₁: treated >
 /// control) when treatment odds within a pair may differ by a factor Γ.
 struct rosenbaum_bound {
-  double gamma = 1;               ///< Γ ≥ 1
-  double statistic = 0;           ///< T⁺ = Σ rank(|dᵢ|)·[dᵢ > 0] over non-zero differences
-  double expectation_upper = 0;   ///< E⁺ = p⁺ Σ qᵢ, p⁺ = Γ/(1+Γ)
-  double expectation_lower = 0;   ///< E⁻ = p⁻ Σ qᵢ, p⁻ = 1/(1+Γ)
-  double variance = 0;            ///< V = p⁺p⁻ Σ qᵢ² (same for both bounds)
-  double p_upper = 0;             ///< upper bound on the p-value (the one that matters)
-  double p_lower = 0;             ///< lower bound on the p-value
-  std::size_t n_pairs = 0;        ///< non-zero differences used
-  std::size_t n_zero = 0;         ///< zero differences dropped
-  bool exact = false;             ///< p-values from the exact distribution
+  double gamma = 1;              ///< Γ ≥ 1
+  double statistic = 0;          ///< T⁺ = Σ rank(|dᵢ|)·[dᵢ > 0] over non-zero differences
+  double expectation_upper = 0;  ///< E⁺ = p⁺ Σ qᵢ, p⁺ = Γ/(1+Γ)
+  double expectation_lower = 0;  ///< E⁻ = p⁻ Σ qᵢ, p⁻ = 1/(1+Γ)
+  double variance = 0;           ///< V = p⁺p⁻ Σ qᵢ² (same for both bounds)
+  double p_upper = 0;            ///< upper bound on the p-value (the one that matters)
+  double p_lower = 0;            ///< lower bound on the p-value
+  std::size_t n_pairs = 0;       ///< non-zero differences used
+  std::size_t n_zero = 0;        ///< zero differences dropped
+  bool exact = false;            ///< p-values from the exact distribution
 };
 
 /// @brief Rosenbaum bounds for matched pairs with the signed-rank statistic.
@@ -123,11 +124,11 @@ struct rosenbaum_bound {
 
 /// @brief The sensitivity value: the Γ at which the upper-bound p-value reaches α.
 struct rosenbaum_critical_result {
-  double gamma = 1;           ///< Γ* with p_upper(Γ*) = α; 1 when not significant at Γ = 1
-  double alpha = 0.05;        ///< the significance level
+  double gamma = 1;                 ///< Γ* with p_upper(Γ*) = α; 1 when not significant at Γ = 1
+  double alpha = 0.05;              ///< the significance level
   bool significant_at_one = false;  ///< p_upper(1) < α (otherwise gamma = 1 and there is nothing to lose)
-  double p_at_one = 0;        ///< the p-value at Γ = 1
-  int iterations = 0;         ///< root-finder iterations
+  double p_at_one = 0;              ///< the p-value at Γ = 1
+  int iterations = 0;               ///< root-finder iterations
 };
 
 /// @brief Finds Γ* where the upper-bound p-value of rosenbaum_signed_rank equals α, by TOMS 748

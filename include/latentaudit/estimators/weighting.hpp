@@ -75,8 +75,8 @@ struct weighting_options {
   ipw_normalization normalization = ipw_normalization::hajek;  ///< ipw() only
   ipw_variance variance = ipw_variance::stacked;               ///< ipw() only
   propensity_trimming trimming = propensity_trimming::none;    ///< extreme propensities
-  double trim_epsilon = 0.01;  ///< ε of the trimming rule, in (0, 0.5); unused without trimming
-  double level = 0.95;         ///< confidence level of the normal-reference interval
+  double trim_epsilon = 0.01;           ///< ε of the trimming rule, in (0, 0.5); unused without trimming
+  double level = 0.95;                  ///< confidence level of the normal-reference interval
   logistic_options propensity_model{};  ///< options of the propensity-score fit
   on_degenerate if_degenerate = on_degenerate::throw_error;  ///< zero standard error: throw or flag
 };
@@ -216,15 +216,14 @@ void check_full_rank(std::string_view fn, std::string_view name, const Eigen::Ma
                      std::string_view where = "");
 
 /// @brief Normal-reference statistic, p-value and CI; zero SE per the degenerate policy.
-void finish_normal(effect_estimate& e, double scale, double level, on_degenerate policy,
-                   std::string_view fn);
+void finish_normal(effect_estimate& e, double scale, double level, on_degenerate policy, std::string_view fn);
 
 /// @brief Propensities after trimming with the derivative factor ∂e/∂η (0 where clipped or dropped).
 struct trimmed_propensity {
-  std::vector<double> e;       ///< propensity used
-  std::vector<double> de;      ///< ∂e/∂η for the stacked sandwich (e(1−e) or 0)
-  std::vector<bool> kept;      ///< unit enters the effect moments
-  std::size_t n_trimmed = 0;   ///< clipped or dropped count
+  std::vector<double> e;      ///< propensity used
+  std::vector<double> de;     ///< ∂e/∂η for the stacked sandwich (e(1−e) or 0)
+  std::vector<bool> kept;     ///< unit enters the effect moments
+  std::size_t n_trimmed = 0;  ///< clipped or dropped count
 };
 
 [[nodiscard]] trimmed_propensity trim_propensity(std::span<const double> raw, const weighting_options& o);

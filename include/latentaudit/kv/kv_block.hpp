@@ -43,9 +43,12 @@ enum class rope_pairing : std::uint8_t {
 /// @brief Name of a pairing ("none", "neox", "norm").
 [[nodiscard]] constexpr std::string_view rope_pairing_name(rope_pairing p) noexcept {
   switch (p) {
-    case rope_pairing::none: return "none";
-    case rope_pairing::neox: return "neox";
-    case rope_pairing::norm: return "norm";
+    case rope_pairing::none:
+      return "none";
+    case rope_pairing::neox:
+      return "neox";
+    case rope_pairing::norm:
+      return "norm";
   }
   return "unknown";
 }
@@ -62,13 +65,13 @@ struct rope_descriptor {
 /// @brief Identifies the model a cache belongs to. A cache can only be imported by a model with
 /// an equal fingerprint (unless the caller forces it).
 struct model_fingerprint {
-  std::string architecture;    ///< e.g. "LlamaForCausalLM"
-  std::int32_t n_layers = 0;   ///< transformer layers
-  std::int32_t n_heads = 0;    ///< query heads
-  std::int32_t n_kv_heads = 0; ///< key/value heads (GQA)
-  std::int32_t head_dim_k = 0; ///< key head dimension
-  std::int32_t head_dim_v = 0; ///< value head dimension
-  rope_descriptor rope;        ///< rotary embedding of the keys
+  std::string architecture;        ///< e.g. "LlamaForCausalLM"
+  std::int32_t n_layers = 0;       ///< transformer layers
+  std::int32_t n_heads = 0;        ///< query heads
+  std::int32_t n_kv_heads = 0;     ///< key/value heads (GQA)
+  std::int32_t head_dim_k = 0;     ///< key head dimension
+  std::int32_t head_dim_v = 0;     ///< value head dimension
+  rope_descriptor rope;            ///< rotary embedding of the keys
   std::uint64_t weights_hash = 0;  ///< hash of the weights (0 = unknown)
   /// @brief Field-wise equality.
   friend bool operator==(const model_fingerprint&, const model_fingerprint&) = default;
@@ -76,7 +79,8 @@ struct model_fingerprint {
 
 /// @brief Names the fields in which two fingerprints differ ("" if equal), e.g.
 /// "n_kv_heads 2 vs 4, weights_hash 17 vs 99".
-[[nodiscard]] inline std::string fingerprint_mismatch(const model_fingerprint& a, const model_fingerprint& b) {
+[[nodiscard]] inline std::string fingerprint_mismatch(const model_fingerprint& a,
+                                                      const model_fingerprint& b) {
   std::string out;
   auto add = [&](std::string_view field, const std::string& x, const std::string& y) {
     if (x == y) return;
@@ -90,8 +94,10 @@ struct model_fingerprint {
   add("n_kv_heads", number_text(a.n_kv_heads), number_text(b.n_kv_heads));
   add("head_dim_k", number_text(a.head_dim_k), number_text(b.head_dim_k));
   add("head_dim_v", number_text(a.head_dim_v), number_text(b.head_dim_v));
-  add("rope.pairing", std::string(rope_pairing_name(a.rope.pairing)), std::string(rope_pairing_name(b.rope.pairing)));
-  add("rope.theta", number_text(static_cast<double>(a.rope.theta)), number_text(static_cast<double>(b.rope.theta)));
+  add("rope.pairing", std::string(rope_pairing_name(a.rope.pairing)),
+      std::string(rope_pairing_name(b.rope.pairing)));
+  add("rope.theta", number_text(static_cast<double>(a.rope.theta)),
+      number_text(static_cast<double>(b.rope.theta)));
   add("rope.rotary_dims", number_text(a.rope.rotary_dims), number_text(b.rope.rotary_dims));
   add("weights_hash", number_text(a.weights_hash), number_text(b.weights_hash));
   return out;
@@ -115,16 +121,18 @@ inline void check_fingerprint_valid(std::string_view function, const model_finge
   detail::check_in_range(function, "fingerprint.n_heads", f.n_heads, 1, 1 << 16);
   detail::check_in_range(function, "fingerprint.n_kv_heads", f.n_kv_heads, 1, f.n_heads);
   if (f.n_heads % f.n_kv_heads != 0) {
-    detail::throw_invalid(function, "fingerprint.n_kv_heads", "must divide n_heads, got " +
-                                                                  std::to_string(f.n_kv_heads) + " and " +
-                                                                  std::to_string(f.n_heads));
+    detail::throw_invalid(
+        function, "fingerprint.n_kv_heads",
+        "must divide n_heads, got " + std::to_string(f.n_kv_heads) + " and " + std::to_string(f.n_heads));
   }
   detail::check_in_range(function, "fingerprint.head_dim_k", f.head_dim_k, 1, 1 << 16);
   detail::check_in_range(function, "fingerprint.head_dim_v", f.head_dim_v, 1, 1 << 16);
   if (f.rope.pairing != rope_pairing::none) {
     detail::check_in_range(function, "fingerprint.rope.rotary_dims", f.rope.rotary_dims, 0, f.head_dim_k);
     const int rot = f.rope.rotary_dims == 0 ? f.head_dim_k : f.rope.rotary_dims;
-    if (rot % 2 != 0) detail::throw_invalid(function, "fingerprint.rope.rotary_dims", "must be even, got " + std::to_string(rot));
+    if (rot % 2 != 0)
+      detail::throw_invalid(function, "fingerprint.rope.rotary_dims",
+                            "must be even, got " + std::to_string(rot));
     detail::check_positive(function, "fingerprint.rope.theta", static_cast<double>(f.rope.theta));
   }
 }
@@ -134,9 +142,12 @@ inline void check_fingerprint_valid(std::string_view function, const model_finge
 template <class F>
 decltype(auto) visit_cache_type(dtype t, F&& f) {
   switch (t) {
-    case dtype::f16: return f(Eigen::half{});
-    case dtype::bf16: return f(Eigen::bfloat16{});
-    default: return f(float{});
+    case dtype::f16:
+      return f(Eigen::half{});
+    case dtype::bf16:
+      return f(Eigen::bfloat16{});
+    default:
+      return f(float{});
   }
 }
 
@@ -154,7 +165,8 @@ struct uninitialized_allocator {
   uninitialized_allocator() noexcept = default;
   /// @brief Rebinding copy.
   template <class U>
-  constexpr uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  constexpr uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {
+  }  // NOLINT(google-explicit-constructor)
   /// @brief Storage for n elements.
   [[nodiscard]] T* allocate(std::size_t n) { return std::allocator<T>{}.allocate(n); }
   /// @brief Frees storage from allocate.
@@ -169,7 +181,10 @@ struct uninitialized_allocator {
   }
   /// @brief All instances are interchangeable.
   template <class U>
-  friend constexpr bool operator==(const uninitialized_allocator&, const uninitialized_allocator<U>&) noexcept { return true; }
+  friend constexpr bool operator==(const uninitialized_allocator&,
+                                   const uninitialized_allocator<U>&) noexcept {
+    return true;
+  }
 };
 
 /// @brief A vector of cache elements whose growth does not zero-fill.
@@ -181,9 +196,9 @@ using cache_vector = std::vector<T, uninitialized_allocator<T>>;
 inline constexpr std::size_t stream_copy_min_bytes = std::size_t{16} << 20;
 
 /// @brief memcpy for bulk payload pieces: on x86-64, non-temporal (streaming) stores over four
-/// interleaved 4 KiB pages at a time, prefetching the next four, which avoids reading the destination into the cache before
-/// overwriting it (what glibc's memcpy does for copies larger than its own threshold); elsewhere,
-/// and for short pieces, memcpy. The stores are fenced before return. The ranges must not overlap.
+/// interleaved 4 KiB pages at a time, prefetching the next four, which avoids reading the destination into
+/// the cache before overwriting it (what glibc's memcpy does for copies larger than its own threshold);
+/// elsewhere, and for short pieces, memcpy. The stores are fenced before return. The ranges must not overlap.
 inline void stream_copy(std::byte* d, const std::byte* s, std::size_t n) noexcept {
 #if defined(__x86_64__) || defined(_M_X64)
   constexpr std::size_t page = 4096;
@@ -290,10 +305,14 @@ class kv_block {
   void set_fingerprint(model_fingerprint f) {
     constexpr std::string_view fn = "kv_block::set_fingerprint";
     check_fingerprint_valid(fn, f);
-    detail::check_same_size(fn, "n_kv_heads", static_cast<std::size_t>(f.n_kv_heads), "block n_kv_heads", static_cast<std::size_t>(fp_.n_kv_heads));
-    detail::check_same_size(fn, "head_dim_k", static_cast<std::size_t>(f.head_dim_k), "block head_dim_k", static_cast<std::size_t>(fp_.head_dim_k));
-    detail::check_same_size(fn, "head_dim_v", static_cast<std::size_t>(f.head_dim_v), "block head_dim_v", static_cast<std::size_t>(fp_.head_dim_v));
-    if (!layers_.empty() && layers_.back() >= f.n_layers) detail::throw_invalid(fn, "f.n_layers", "must cover the block's layers");
+    detail::check_same_size(fn, "n_kv_heads", static_cast<std::size_t>(f.n_kv_heads), "block n_kv_heads",
+                            static_cast<std::size_t>(fp_.n_kv_heads));
+    detail::check_same_size(fn, "head_dim_k", static_cast<std::size_t>(f.head_dim_k), "block head_dim_k",
+                            static_cast<std::size_t>(fp_.head_dim_k));
+    detail::check_same_size(fn, "head_dim_v", static_cast<std::size_t>(f.head_dim_v), "block head_dim_v",
+                            static_cast<std::size_t>(fp_.head_dim_v));
+    if (!layers_.empty() && layers_.back() >= f.n_layers)
+      detail::throw_invalid(fn, "f.n_layers", "must cover the block's layers");
     fp_ = std::move(f);
   }
   /// @brief Element type of K and V.
@@ -323,26 +342,36 @@ class kv_block {
 
   /// @brief Elements of K in one layer: tokens × kv_heads × head_dim_k.
   [[nodiscard]] std::size_t k_elements() const noexcept {
-    return static_cast<std::size_t>(n_tokens_) * static_cast<std::size_t>(fp_.n_kv_heads) * static_cast<std::size_t>(fp_.head_dim_k);
+    return static_cast<std::size_t>(n_tokens_) * static_cast<std::size_t>(fp_.n_kv_heads) *
+           static_cast<std::size_t>(fp_.head_dim_k);
   }
   /// @brief Elements of V in one layer: tokens × kv_heads × head_dim_v.
   [[nodiscard]] std::size_t v_elements() const noexcept {
-    return static_cast<std::size_t>(n_tokens_) * static_cast<std::size_t>(fp_.n_kv_heads) * static_cast<std::size_t>(fp_.head_dim_v);
+    return static_cast<std::size_t>(n_tokens_) * static_cast<std::size_t>(fp_.n_kv_heads) *
+           static_cast<std::size_t>(fp_.head_dim_v);
   }
 
   /// @brief K of present layer i as T (T must match type()).
   /// @throws invalid_argument on a dtype mismatch or i out of range.
   template <cache_scalar T>
-  [[nodiscard]] std::span<T> k(std::size_t i) { return layer_span<T>(i, false); }
+  [[nodiscard]] std::span<T> k(std::size_t i) {
+    return layer_span<T>(i, false);
+  }
   /// @brief V of present layer i as T.
   template <cache_scalar T>
-  [[nodiscard]] std::span<T> v(std::size_t i) { return layer_span<T>(i, true); }
+  [[nodiscard]] std::span<T> v(std::size_t i) {
+    return layer_span<T>(i, true);
+  }
   /// @brief K of present layer i as T (read-only).
   template <cache_scalar T>
-  [[nodiscard]] std::span<const T> k(std::size_t i) const { return const_cast<kv_block*>(this)->layer_span<T>(i, false); }
+  [[nodiscard]] std::span<const T> k(std::size_t i) const {
+    return const_cast<kv_block*>(this)->layer_span<T>(i, false);
+  }
   /// @brief V of present layer i as T (read-only).
   template <cache_scalar T>
-  [[nodiscard]] std::span<const T> v(std::size_t i) const { return const_cast<kv_block*>(this)->layer_span<T>(i, true); }
+  [[nodiscard]] std::span<const T> v(std::size_t i) const {
+    return const_cast<kv_block*>(this)->layer_span<T>(i, true);
+  }
 
   /// @brief Raw little-endian bytes of the whole payload (layer-major, K then V per layer).
   [[nodiscard]] std::span<const std::byte> payload() const noexcept {
@@ -381,7 +410,8 @@ class kv_block {
   [[nodiscard]] std::int64_t present_tokens(std::size_t i) const noexcept {
     if (mask_.empty()) return n_tokens_;
     std::int64_t c = 0;
-    for (std::int64_t t = 0; t < n_tokens_; ++t) c += mask_[i * static_cast<std::size_t>(n_tokens_) + static_cast<std::size_t>(t)];
+    for (std::int64_t t = 0; t < n_tokens_; ++t)
+      c += mask_[i * static_cast<std::size_t>(n_tokens_) + static_cast<std::size_t>(t)];
     return c;
   }
   /// @brief Sets the per-layer token mask (layer-major, values 0/1) and zeroes K and V of absent
@@ -390,10 +420,13 @@ class kv_block {
   ///         other than 0/1.
   void set_token_mask(std::vector<std::uint8_t> mask) {
     constexpr std::string_view fn = "kv_block::set_token_mask";
-    detail::check_same_size(fn, "mask", mask.size(), "n_layers * n_tokens", layers_.size() * static_cast<std::size_t>(n_tokens_));
+    detail::check_same_size(fn, "mask", mask.size(), "n_layers * n_tokens",
+                            layers_.size() * static_cast<std::size_t>(n_tokens_));
     bool all = true;
     for (std::size_t j = 0; j < mask.size(); ++j) {
-      if (mask[j] > 1) detail::throw_invalid(fn, "mask", "must hold 0/1, got " + std::to_string(mask[j]) + " at index " + std::to_string(j));
+      if (mask[j] > 1)
+        detail::throw_invalid(
+            fn, "mask", "must hold 0/1, got " + std::to_string(mask[j]) + " at index " + std::to_string(j));
       all = all && mask[j] == 1;
     }
     if (all) {
@@ -415,7 +448,8 @@ class kv_block {
 
   /// @brief Reads element (layer i, token t, head h, dim d) of K or V as float.
   /// @pre indices in range (checked by LATENTAUDIT_ASSERT in debug builds).
-  [[nodiscard]] float get(std::size_t i, bool value, std::int64_t t, std::int32_t h, std::int32_t d) const noexcept {
+  [[nodiscard]] float get(std::size_t i, bool value, std::int64_t t, std::int32_t h,
+                          std::int32_t d) const noexcept {
     const std::size_t off = element_offset(i, value, t, h, d);
     return std::visit([off](const auto& v) { return static_cast<float>(v[off]); }, data_);
   }
@@ -431,28 +465,36 @@ class kv_block {
     kv_block out(fp_, layers_, n_tokens_, type);
     out.positions_ = positions_;
     out.mask_ = mask_;
-    std::visit([&](const auto& src) {
-      std::visit([&](auto& dst) {
-        using D = std::decay_t<decltype(dst[0])>;
-        for (std::size_t j = 0; j < src.size(); ++j) dst[j] = static_cast<D>(static_cast<float>(src[j]));
-      }, out.data_);
-    }, data_);
+    std::visit(
+        [&](const auto& src) {
+          std::visit(
+              [&](auto& dst) {
+                using D = std::decay_t<decltype(dst[0])>;
+                for (std::size_t j = 0; j < src.size(); ++j)
+                  dst[j] = static_cast<D>(static_cast<float>(src[j]));
+              },
+              out.data_);
+        },
+        data_);
     return out;
   }
 
   /// @brief All K and V elements as floats (layer-major, K then V), for analysis and tests.
   [[nodiscard]] std::vector<float> to_floats() const {
-    return std::visit([](const auto& v) {
-      std::vector<float> f(v.size());
-      for (std::size_t j = 0; j < v.size(); ++j) f[j] = static_cast<float>(v[j]);
-      return f;
-    }, data_);
+    return std::visit(
+        [](const auto& v) {
+          std::vector<float> f(v.size());
+          for (std::size_t j = 0; j < v.size(); ++j) f[j] = static_cast<float>(v[j]);
+          return f;
+        },
+        data_);
   }
 
   /// @brief Exact equality of metadata, positions and payload bits.
   friend bool operator==(const kv_block& a, const kv_block& b) {
     if (!(a.fp_ == b.fp_ && a.layers_ == b.layers_ && a.n_tokens_ == b.n_tokens_ && a.type_ == b.type_ &&
-          a.positions_ == b.positions_ && a.mask_ == b.mask_)) return false;
+          a.positions_ == b.positions_ && a.mask_ == b.mask_))
+      return false;
     const auto pa = a.payload(), pb = b.payload();
     return pa.size() == pb.size() && std::equal(pa.begin(), pa.end(), pb.begin());
   }
@@ -467,7 +509,8 @@ class kv_block {
     detail::check_in_range(fn, "n_tokens", n_tokens_, 0, std::int64_t{1} << 31);
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       detail::check_in_range(fn, "layers", layers_[i], 0, fp_.n_layers - 1);
-      if (i > 0 && layers_[i] <= layers_[i - 1]) detail::throw_invalid(fn, "layers", "must be strictly increasing");
+      if (i > 0 && layers_[i] <= layers_[i - 1])
+        detail::throw_invalid(fn, "layers", "must be strictly increasing");
     }
   }
   // Sizes the payload for the members' shape (reusing the storage when the element type is
@@ -483,9 +526,15 @@ class kv_block {
       }
     };
     switch (type_) {
-      case dtype::f32: size_as(float{}); break;
-      case dtype::f16: size_as(Eigen::half{}); break;
-      default: size_as(Eigen::bfloat16{}); break;
+      case dtype::f32:
+        size_as(float{});
+        break;
+      case dtype::f16:
+        size_as(Eigen::half{});
+        break;
+      default:
+        size_as(Eigen::bfloat16{});
+        break;
     }
     positions_.resize(static_cast<std::size_t>(n_tokens_));
     for (std::size_t t = 0; t < positions_.size(); ++t) positions_[t] = static_cast<position_t>(t);
@@ -493,24 +542,34 @@ class kv_block {
   }
 
   [[nodiscard]] std::size_t layer_elements() const noexcept {
-    return static_cast<std::size_t>(fp_.n_kv_heads) * static_cast<std::size_t>(fp_.head_dim_k + fp_.head_dim_v);
+    return static_cast<std::size_t>(fp_.n_kv_heads) *
+           static_cast<std::size_t>(fp_.head_dim_k + fp_.head_dim_v);
   }
-  [[nodiscard]] std::size_t element_offset(std::size_t i, bool value, std::int64_t t, std::int32_t h, std::int32_t d) const noexcept {
-    LATENTAUDIT_ASSERT(i < layers_.size() && t >= 0 && t < n_tokens_ && h >= 0 && h < fp_.n_kv_heads, "kv_block index");
+  [[nodiscard]] std::size_t element_offset(std::size_t i, bool value, std::int64_t t, std::int32_t h,
+                                           std::int32_t d) const noexcept {
+    LATENTAUDIT_ASSERT(i < layers_.size() && t >= 0 && t < n_tokens_ && h >= 0 && h < fp_.n_kv_heads,
+                       "kv_block index");
     const std::size_t base = i * static_cast<std::size_t>(n_tokens_) * layer_elements();
     const std::size_t hd = static_cast<std::size_t>(value ? fp_.head_dim_v : fp_.head_dim_k);
     const std::size_t start = value ? base + k_elements() : base;
-    return start + (static_cast<std::size_t>(t) * static_cast<std::size_t>(fp_.n_kv_heads) + static_cast<std::size_t>(h)) * hd +
+    return start +
+           (static_cast<std::size_t>(t) * static_cast<std::size_t>(fp_.n_kv_heads) +
+            static_cast<std::size_t>(h)) *
+               hd +
            static_cast<std::size_t>(d);
   }
   template <cache_scalar T>
   [[nodiscard]] std::span<T> layer_span(std::size_t i, bool value) {
     constexpr std::string_view fn = "kv_block::k/v";
-    if (dtype_of<T>::value != type_) detail::throw_invalid(fn, "T", "must match the block's dtype " + std::string(dtype_name(type_)));
-    if (i >= layers_.size()) detail::check_in_range(fn, "i", static_cast<long long>(i), 0, static_cast<long long>(layers_.size()) - 1);
+    if (dtype_of<T>::value != type_)
+      detail::throw_invalid(fn, "T", "must match the block's dtype " + std::string(dtype_name(type_)));
+    if (i >= layers_.size())
+      detail::check_in_range(fn, "i", static_cast<long long>(i), 0,
+                             static_cast<long long>(layers_.size()) - 1);
     auto& vec = std::get<detail::cache_vector<T>>(data_);
     const std::size_t base = i * static_cast<std::size_t>(n_tokens_) * layer_elements();
-    return value ? std::span<T>(vec).subspan(base + k_elements(), v_elements()) : std::span<T>(vec).subspan(base, k_elements());
+    return value ? std::span<T>(vec).subspan(base + k_elements(), v_elements())
+                 : std::span<T>(vec).subspan(base, k_elements());
   }
 
   model_fingerprint fp_;
@@ -519,7 +578,9 @@ class kv_block {
   dtype type_ = dtype::f32;
   std::vector<position_t> positions_;
   std::vector<std::uint8_t> mask_;  // [layer][token] 0/1, empty = all present
-  std::variant<detail::cache_vector<float>, detail::cache_vector<Eigen::half>, detail::cache_vector<Eigen::bfloat16>> data_;
+  std::variant<detail::cache_vector<float>, detail::cache_vector<Eigen::half>,
+               detail::cache_vector<Eigen::bfloat16>>
+      data_;
 };
 
 namespace detail {
@@ -553,15 +614,18 @@ struct kv_block_access {
 /// @brief Copies K (or V) of present layer i into HF's per-layer layout [1, kv_heads, tokens, head_dim]
 /// (head-major "HND", as `DynamicCache.layers[l].keys`), as floats.
 [[nodiscard]] inline std::vector<float> to_hf_layout(const kv_block& b, std::size_t i, bool value) {
-  detail::check_in_range("to_hf_layout", "i", static_cast<long long>(i), 0, static_cast<long long>(b.n_layers()) - 1);
+  detail::check_in_range("to_hf_layout", "i", static_cast<long long>(i), 0,
+                         static_cast<long long>(b.n_layers()) - 1);
   const std::int32_t H = b.n_kv_heads(), D = value ? b.head_dim_v() : b.head_dim_k();
   const std::int64_t T = b.n_tokens();
-  std::vector<float> out(static_cast<std::size_t>(H) * static_cast<std::size_t>(T) * static_cast<std::size_t>(D));
+  std::vector<float> out(static_cast<std::size_t>(H) * static_cast<std::size_t>(T) *
+                         static_cast<std::size_t>(D));
   for (std::int32_t h = 0; h < H; ++h)
     for (std::int64_t t = 0; t < T; ++t)
       for (std::int32_t d = 0; d < D; ++d)
-        out[(static_cast<std::size_t>(h) * static_cast<std::size_t>(T) + static_cast<std::size_t>(t)) * static_cast<std::size_t>(D) + static_cast<std::size_t>(d)] =
-            b.get(i, value, t, h, d);
+        out[(static_cast<std::size_t>(h) * static_cast<std::size_t>(T) + static_cast<std::size_t>(t)) *
+                static_cast<std::size_t>(D) +
+            static_cast<std::size_t>(d)] = b.get(i, value, t, h, d);
   return out;
 }
 
@@ -572,12 +636,16 @@ inline void from_hf_layout(kv_block& b, std::size_t i, bool value, std::span<con
   detail::check_in_range(fn, "i", static_cast<long long>(i), 0, static_cast<long long>(b.n_layers()) - 1);
   const std::int32_t H = b.n_kv_heads(), D = value ? b.head_dim_v() : b.head_dim_k();
   const std::int64_t T = b.n_tokens();
-  detail::check_same_size(fn, "hf", hf.size(), "kv_heads*tokens*head_dim", static_cast<std::size_t>(H) * static_cast<std::size_t>(T) * static_cast<std::size_t>(D));
+  detail::check_same_size(
+      fn, "hf", hf.size(), "kv_heads*tokens*head_dim",
+      static_cast<std::size_t>(H) * static_cast<std::size_t>(T) * static_cast<std::size_t>(D));
   for (std::int32_t h = 0; h < H; ++h)
     for (std::int64_t t = 0; t < T; ++t)
       for (std::int32_t d = 0; d < D; ++d)
         b.set(i, value, t, h, d,
-              hf[(static_cast<std::size_t>(h) * static_cast<std::size_t>(T) + static_cast<std::size_t>(t)) * static_cast<std::size_t>(D) + static_cast<std::size_t>(d)]);
+              hf[(static_cast<std::size_t>(h) * static_cast<std::size_t>(T) + static_cast<std::size_t>(t)) *
+                     static_cast<std::size_t>(D) +
+                 static_cast<std::size_t>(d)]);
 }
 
 }  // namespace latentaudit

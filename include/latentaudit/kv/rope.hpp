@@ -29,7 +29,8 @@ namespace latentaudit {
 /// @brief Rotary frequencies ω_i = θ^(−2i/R), i ∈ [0, R/2), R = rotary dims (HF's inv_freq,
 /// computed in double).
 /// @throws invalid_argument if rotary dims are odd or exceed head_dim.
-[[nodiscard]] inline std::vector<double> rope_frequencies(const rope_descriptor& rope, std::int32_t head_dim) {
+[[nodiscard]] inline std::vector<double> rope_frequencies(const rope_descriptor& rope,
+                                                          std::int32_t head_dim) {
   constexpr std::string_view fn = "rope_frequencies";
   const std::int32_t rot = rope.rotary_dims == 0 ? head_dim : rope.rotary_dims;
   detail::check_in_range(fn, "rotary_dims", rot, 2, head_dim);
@@ -37,7 +38,8 @@ namespace latentaudit {
   detail::check_positive(fn, "theta", static_cast<double>(rope.theta));
   std::vector<double> w(static_cast<std::size_t>(rot / 2));
   for (std::size_t i = 0; i < w.size(); ++i)
-    w[i] = std::pow(static_cast<double>(rope.theta), -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+    w[i] =
+        std::pow(static_cast<double>(rope.theta), -2.0 * static_cast<double>(i) / static_cast<double>(rot));
   return w;
 }
 
@@ -64,11 +66,13 @@ inline void rotate_head(std::span<float> x, double position, const rope_descript
 /// @throws shape_mismatch if delta.size() != n_tokens; invalid_argument if a position overflows.
 inline void shift_keys(kv_block& block, std::span<const std::int64_t> delta) {
   constexpr std::string_view fn = "shift_keys";
-  detail::check_same_size(fn, "delta", delta.size(), "block tokens", static_cast<std::size_t>(block.n_tokens()));
+  detail::check_same_size(fn, "delta", delta.size(), "block tokens",
+                          static_cast<std::size_t>(block.n_tokens()));
   const auto& rope = block.fingerprint().rope;
   for (std::size_t t = 0; t < delta.size(); ++t) {
     const std::int64_t p = std::int64_t{block.positions()[t]} + delta[t];
-    if (p < INT32_MIN || p > INT32_MAX) detail::throw_invalid(fn, "delta", "moves a position outside int32 at token " + std::to_string(t));
+    if (p < INT32_MIN || p > INT32_MAX)
+      detail::throw_invalid(fn, "delta", "moves a position outside int32 at token " + std::to_string(t));
   }
   if (rope.pairing != rope_pairing::none) {
     const auto freq = rope_frequencies(rope, block.head_dim_k());
@@ -77,9 +81,11 @@ inline void shift_keys(kv_block& block, std::span<const std::int64_t> delta) {
       for (std::int64_t t = 0; t < block.n_tokens(); ++t) {
         if (delta[static_cast<std::size_t>(t)] == 0) continue;
         for (std::int32_t h = 0; h < block.n_kv_heads(); ++h) {
-          for (std::int32_t d = 0; d < block.head_dim_k(); ++d) head[static_cast<std::size_t>(d)] = block.get(i, false, t, h, d);
+          for (std::int32_t d = 0; d < block.head_dim_k(); ++d)
+            head[static_cast<std::size_t>(d)] = block.get(i, false, t, h, d);
           rotate_head(head, static_cast<double>(delta[static_cast<std::size_t>(t)]), rope, freq);
-          for (std::int32_t d = 0; d < block.head_dim_k(); ++d) block.set(i, false, t, h, d, head[static_cast<std::size_t>(d)]);
+          for (std::int32_t d = 0; d < block.head_dim_k(); ++d)
+            block.set(i, false, t, h, d, head[static_cast<std::size_t>(d)]);
         }
       }
   }
@@ -93,7 +99,8 @@ inline void set_positions(kv_block& block, std::span<const position_t> new_posit
   detail::check_same_size("set_positions", "new_positions", new_positions.size(), "block tokens",
                           static_cast<std::size_t>(block.n_tokens()));
   std::vector<std::int64_t> delta(new_positions.size());
-  for (std::size_t t = 0; t < delta.size(); ++t) delta[t] = std::int64_t{new_positions[t]} - block.positions()[t];
+  for (std::size_t t = 0; t < delta.size(); ++t)
+    delta[t] = std::int64_t{new_positions[t]} - block.positions()[t];
   shift_keys(block, delta);
 }
 
@@ -113,13 +120,15 @@ inline void convert_pairing(kv_block& block, rope_pairing target) {
   constexpr std::string_view fn = "convert_pairing";
   auto fp = block.fingerprint();
   if (fp.rope.pairing == target) return;
-  if (fp.rope.pairing == rope_pairing::none || target == rope_pairing::none) detail::throw_invalid(fn, "target", "cannot convert to or from pairing 'none'");
+  if (fp.rope.pairing == rope_pairing::none || target == rope_pairing::none)
+    detail::throw_invalid(fn, "target", "cannot convert to or from pairing 'none'");
   const std::int32_t rot = fp.rope.rotary_dims == 0 ? fp.head_dim_k : fp.rope.rotary_dims, half = rot / 2;
   std::vector<float> src(static_cast<std::size_t>(rot));
   for (std::size_t i = 0; i < block.n_layers(); ++i)
     for (std::int64_t t = 0; t < block.n_tokens(); ++t)
       for (std::int32_t h = 0; h < block.n_kv_heads(); ++h) {
-        for (std::int32_t d = 0; d < rot; ++d) src[static_cast<std::size_t>(d)] = block.get(i, false, t, h, d);
+        for (std::int32_t d = 0; d < rot; ++d)
+          src[static_cast<std::size_t>(d)] = block.get(i, false, t, h, d);
         for (std::int32_t j = 0; j < half; ++j) {
           if (target == rope_pairing::norm) {  // from neox
             block.set(i, false, t, h, 2 * j, src[static_cast<std::size_t>(j)]);
@@ -144,9 +153,12 @@ enum class position_mode : std::uint8_t {
 /// @brief Name of a position mode ("preserve", "rebase_contiguous", "append_after").
 [[nodiscard]] constexpr std::string_view position_mode_name(position_mode m) noexcept {
   switch (m) {
-    case position_mode::preserve: return "preserve";
-    case position_mode::rebase_contiguous: return "rebase_contiguous";
-    case position_mode::append_after: return "append_after";
+    case position_mode::preserve:
+      return "preserve";
+    case position_mode::rebase_contiguous:
+      return "rebase_contiguous";
+    case position_mode::append_after:
+      return "append_after";
   }
   return "unknown";
 }
@@ -160,10 +172,14 @@ inline void apply_position_mode(kv_block& block, position_mode mode, position_t 
   constexpr std::string_view fn = "apply_position_mode";
   if (mode == position_mode::preserve) return;
   const position_t base = mode == position_mode::rebase_contiguous ? first_position : receiver_next;
-  if (base < 0) detail::throw_invalid(fn, mode == position_mode::rebase_contiguous ? "first_position" : "receiver_next", "must be >= 0, got " + std::to_string(base));
-  if (std::int64_t{base} + block.n_tokens() > INT32_MAX) detail::throw_invalid(fn, "block", "would overflow int32 positions");
+  if (base < 0)
+    detail::throw_invalid(fn, mode == position_mode::rebase_contiguous ? "first_position" : "receiver_next",
+                          "must be >= 0, got " + std::to_string(base));
+  if (std::int64_t{base} + block.n_tokens() > INT32_MAX)
+    detail::throw_invalid(fn, "block", "would overflow int32 positions");
   std::vector<position_t> p(static_cast<std::size_t>(block.n_tokens()));
-  for (std::size_t t = 0; t < p.size(); ++t) p[t] = static_cast<position_t>(base + static_cast<position_t>(t));
+  for (std::size_t t = 0; t < p.size(); ++t)
+    p[t] = static_cast<position_t>(base + static_cast<position_t>(t));
   set_positions(block, p);
 }
 
@@ -179,14 +195,15 @@ struct position_gate_options {
 
 /// @brief What the gate found; `ok` when nothing.
 struct position_gate_report {
-  bool ok = true;                 ///< whether the block passed
-  std::string problem;            ///< first problem found, "" if ok
+  bool ok = true;                     ///< whether the block passed
+  std::string problem;                ///< first problem found, "" if ok
   std::int64_t first_bad_token = -1;  ///< token index of the first problem, −1 if ok
-  double max_phase_error = 0.0;   ///< largest relative RMS key error (when a reference is given)
+  double max_phase_error = 0.0;       ///< largest relative RMS key error (when a reference is given)
 };
 
 /// @brief Inspects a block's positions (see position_gate_options) without throwing.
-[[nodiscard]] inline position_gate_report inspect_positions(const kv_block& block, const position_gate_options& o = {}) {
+[[nodiscard]] inline position_gate_report inspect_positions(const kv_block& block,
+                                                            const position_gate_options& o = {}) {
   position_gate_report r;
   auto fail = [&](std::int64_t t, std::string what) {
     if (r.ok) {
@@ -197,11 +214,18 @@ struct position_gate_report {
   };
   const auto pos = block.positions();
   for (std::size_t t = 0; t < pos.size() && r.ok; ++t) {
-    if (pos[t] < 0) fail(static_cast<std::int64_t>(t), "negative position " + std::to_string(pos[t]));
+    if (pos[t] < 0)
+      fail(static_cast<std::int64_t>(t), "negative position " + std::to_string(pos[t]));
     else if (o.context_length > 0 && pos[t] >= o.context_length)
-      fail(static_cast<std::int64_t>(t), "position " + std::to_string(pos[t]) + " exceeds the context length " + std::to_string(o.context_length));
-    else if (t > 0 && pos[t] == pos[t - 1]) fail(static_cast<std::int64_t>(t), "position " + std::to_string(pos[t]) + " collides with the previous token");
-    else if (t > 0 && pos[t] < pos[t - 1]) fail(static_cast<std::int64_t>(t), "positions are not increasing (" + std::to_string(pos[t - 1]) + " then " + std::to_string(pos[t]) + ")");
+      fail(static_cast<std::int64_t>(t), "position " + std::to_string(pos[t]) +
+                                             " exceeds the context length " +
+                                             std::to_string(o.context_length));
+    else if (t > 0 && pos[t] == pos[t - 1])
+      fail(static_cast<std::int64_t>(t),
+           "position " + std::to_string(pos[t]) + " collides with the previous token");
+    else if (t > 0 && pos[t] < pos[t - 1])
+      fail(static_cast<std::int64_t>(t), "positions are not increasing (" + std::to_string(pos[t - 1]) +
+                                             " then " + std::to_string(pos[t]) + ")");
   }
   if (o.prerope_reference != nullptr && block.fingerprint().rope.pairing != rope_pairing::none) {
     const kv_block& ref = *o.prerope_reference;
@@ -217,7 +241,8 @@ struct position_gate_report {
       double err = 0, norm = 0;
       for (std::size_t i = 0; i < block.n_layers(); ++i)
         for (std::int32_t h = 0; h < block.n_kv_heads(); ++h) {
-          for (std::int32_t d = 0; d < block.head_dim_k(); ++d) head[static_cast<std::size_t>(d)] = ref.get(i, false, t, h, d);
+          for (std::int32_t d = 0; d < block.head_dim_k(); ++d)
+            head[static_cast<std::size_t>(d)] = ref.get(i, false, t, h, d);
           rotate_head(head, static_cast<double>(pos[static_cast<std::size_t>(t)]), rope, freq);
           for (std::int32_t d = 0; d < block.head_dim_k(); ++d) {
             const double k = block.get(i, false, t, h, d);
@@ -229,7 +254,8 @@ struct position_gate_report {
       if (rel > r.max_phase_error) r.max_phase_error = rel;
       if (rel > o.phase_tolerance)
         fail(t, "keys of token " + std::to_string(t) + " do not carry the phases of position " +
-                    std::to_string(pos[static_cast<std::size_t>(t)]) + " (relative error " + detail::number_text(rel) + ")");
+                    std::to_string(pos[static_cast<std::size_t>(t)]) + " (relative error " +
+                    detail::number_text(rel) + ")");
     }
   }
   return r;
@@ -237,7 +263,8 @@ struct position_gate_report {
 
 /// @brief The position-consistency gate: refuses a block whose positions are inconsistent.
 /// @throws corrupt_data "function: <problem>" naming the first bad token.
-inline void check_positions(std::string_view function, const kv_block& block, const position_gate_options& o = {}) {
+inline void check_positions(std::string_view function, const kv_block& block,
+                            const position_gate_options& o = {}) {
   const auto r = inspect_positions(block, o);
   if (!r.ok) {
     std::string m(function);

@@ -29,8 +29,8 @@ namespace latentaudit {
 
 /// @brief Which layers are relayed and which tokens each keeps.
 struct kv_selection {
-  std::vector<layer_index> layers;                  ///< model layer ids, strictly increasing
-  std::vector<std::vector<std::int64_t>> tokens;    ///< per selected layer: token indices, increasing
+  std::vector<layer_index> layers;                ///< model layer ids, strictly increasing
+  std::vector<std::vector<std::int64_t>> tokens;  ///< per selected layer: token indices, increasing
   /// @brief Equality.
   friend bool operator==(const kv_selection&, const kv_selection&) = default;
 };
@@ -39,7 +39,8 @@ struct kv_selection {
 
 /// @brief Layers [first, last) of a model with n_layers layers.
 /// @throws invalid_argument unless 0 <= first <= last <= n_layers.
-[[nodiscard]] inline std::vector<layer_index> layers_range(std::int32_t n_layers, std::int32_t first, std::int32_t last) {
+[[nodiscard]] inline std::vector<layer_index> layers_range(std::int32_t n_layers, std::int32_t first,
+                                                           std::int32_t last) {
   constexpr std::string_view fn = "layers_range";
   detail::check_in_range(fn, "n_layers", n_layers, 1, 1 << 16);
   detail::check_in_range(fn, "first", first, 0, n_layers);
@@ -51,7 +52,8 @@ struct kv_selection {
 
 /// @brief An explicit list of layers (sorted, duplicates removed).
 /// @throws invalid_argument if a layer is outside [0, n_layers).
-[[nodiscard]] inline std::vector<layer_index> layers_list(std::int32_t n_layers, std::vector<layer_index> list) {
+[[nodiscard]] inline std::vector<layer_index> layers_list(std::int32_t n_layers,
+                                                          std::vector<layer_index> list) {
   for (auto l : list) detail::check_in_range("layers_list", "list", l, 0, n_layers - 1);
   std::sort(list.begin(), list.end());
   list.erase(std::unique(list.begin(), list.end()), list.end());
@@ -68,7 +70,8 @@ struct kv_selection {
 
 /// @brief Every k-th layer starting at `offset`: offset, offset + k, ...
 /// @throws invalid_argument if k < 1 or offset outside [0, n_layers).
-[[nodiscard]] inline std::vector<layer_index> layers_every(std::int32_t n_layers, std::int32_t k, std::int32_t offset = 0) {
+[[nodiscard]] inline std::vector<layer_index> layers_every(std::int32_t n_layers, std::int32_t k,
+                                                           std::int32_t offset = 0) {
   detail::check_in_range("layers_every", "k", k, 1, 1 << 16);
   detail::check_in_range("layers_every", "offset", offset, 0, n_layers - 1);
   std::vector<layer_index> out;
@@ -80,10 +83,13 @@ struct kv_selection {
 /// @throws invalid_argument if scores hold NaN or k is outside [0, scores.size()].
 [[nodiscard]] inline std::vector<layer_index> layers_top_k(std::span<const double> scores, std::size_t k) {
   detail::check_finite("layers_top_k", "scores", scores);
-  detail::check_in_range("layers_top_k", "k", static_cast<long long>(k), 0, static_cast<long long>(scores.size()));
+  detail::check_in_range("layers_top_k", "k", static_cast<long long>(k), 0,
+                         static_cast<long long>(scores.size()));
   std::vector<layer_index> idx(scores.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](auto a, auto b) { return scores[static_cast<std::size_t>(a)] > scores[static_cast<std::size_t>(b)]; });
+  std::stable_sort(idx.begin(), idx.end(), [&](auto a, auto b) {
+    return scores[static_cast<std::size_t>(a)] > scores[static_cast<std::size_t>(b)];
+  });
   idx.resize(k);
   std::sort(idx.begin(), idx.end());
   return idx;
@@ -93,7 +99,8 @@ struct kv_selection {
 
 /// @brief Tokens [first, last) of n.
 /// @throws invalid_argument unless 0 <= first <= last <= n.
-[[nodiscard]] inline std::vector<std::int64_t> tokens_range(std::int64_t n, std::int64_t first, std::int64_t last) {
+[[nodiscard]] inline std::vector<std::int64_t> tokens_range(std::int64_t n, std::int64_t first,
+                                                            std::int64_t last) {
   detail::check_in_range("tokens_range", "first", first, 0, n);
   detail::check_in_range("tokens_range", "last", last, first, n);
   std::vector<std::int64_t> out(static_cast<std::size_t>(last - first));
@@ -118,7 +125,8 @@ struct kv_selection {
 
 /// @brief Tokens offset, offset + stride, ...
 /// @throws invalid_argument if stride < 1 or offset < 0.
-[[nodiscard]] inline std::vector<std::int64_t> tokens_stride(std::int64_t n, std::int64_t stride, std::int64_t offset = 0) {
+[[nodiscard]] inline std::vector<std::int64_t> tokens_stride(std::int64_t n, std::int64_t stride,
+                                                             std::int64_t offset = 0) {
   detail::check_in_range("tokens_stride", "stride", stride, 1, std::int64_t{1} << 40);
   detail::check_in_range("tokens_stride", "offset", offset, 0, std::int64_t{1} << 40);
   std::vector<std::int64_t> out;
@@ -136,7 +144,8 @@ struct kv_selection {
 }
 
 /// @brief StreamingLLM: the first `sinks` tokens and the last `window` tokens.
-[[nodiscard]] inline std::vector<std::int64_t> tokens_sinks_window(std::int64_t n, std::int64_t sinks, std::int64_t window) {
+[[nodiscard]] inline std::vector<std::int64_t> tokens_sinks_window(std::int64_t n, std::int64_t sinks,
+                                                                   std::int64_t window) {
   detail::check_in_range("tokens_sinks_window", "sinks", sinks, 0, std::int64_t{1} << 40);
   detail::check_in_range("tokens_sinks_window", "window", window, 0, std::int64_t{1} << 40);
   std::vector<std::int64_t> out;
@@ -147,9 +156,11 @@ struct kv_selection {
 
 namespace detail {
 /// @brief Indices of the `budget` largest scores among `candidates` (ties: earlier token first).
-inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std::vector<std::int64_t> candidates, std::size_t budget) {
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [&](auto a, auto b) { return scores[static_cast<std::size_t>(a)] > scores[static_cast<std::size_t>(b)]; });
+inline std::vector<std::int64_t> top_tokens(std::span<const double> scores,
+                                            std::vector<std::int64_t> candidates, std::size_t budget) {
+  std::stable_sort(candidates.begin(), candidates.end(), [&](auto a, auto b) {
+    return scores[static_cast<std::size_t>(a)] > scores[static_cast<std::size_t>(b)];
+  });
   if (candidates.size() > budget) candidates.resize(budget);
   return candidates;
 }
@@ -159,10 +170,12 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
 /// largest accumulated attention among the rest. `scores[t]` is the attention mass token t
 /// received (summed over queries and heads), e.g. from a backend's attention capture.
 /// @throws invalid_argument on NaN or negative scores.
-[[nodiscard]] inline std::vector<std::int64_t> tokens_heavy_hitters(std::span<const double> scores, std::int64_t heavy, std::int64_t recent) {
+[[nodiscard]] inline std::vector<std::int64_t> tokens_heavy_hitters(std::span<const double> scores,
+                                                                    std::int64_t heavy, std::int64_t recent) {
   constexpr std::string_view fn = "tokens_heavy_hitters";
   detail::check_finite(fn, "scores", scores);
-  for (double s : scores) if (s < 0) detail::throw_invalid(fn, "scores", "must be non-negative attention mass");
+  for (double s : scores)
+    if (s < 0) detail::throw_invalid(fn, "scores", "must be non-negative attention mass");
   detail::check_in_range(fn, "heavy", heavy, 0, std::int64_t{1} << 40);
   detail::check_in_range(fn, "recent", recent, 0, std::int64_t{1} << 40);
   const auto n = static_cast<std::int64_t>(scores.size());
@@ -181,11 +194,13 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
 /// `kernel`, and the `budget` best prefix tokens are kept together with the window tokens
 /// themselves (the last `window` tokens).
 /// @throws invalid_argument on NaN, negative entries, an even kernel, or sizes that disagree.
-[[nodiscard]] inline std::vector<std::int64_t> tokens_snapkv(std::span<const double> attention, std::int64_t n, std::int64_t window,
-                                                            std::int64_t budget, std::int64_t kernel = 7) {
+[[nodiscard]] inline std::vector<std::int64_t> tokens_snapkv(std::span<const double> attention,
+                                                             std::int64_t n, std::int64_t window,
+                                                             std::int64_t budget, std::int64_t kernel = 7) {
   constexpr std::string_view fn = "tokens_snapkv";
   detail::check_in_range(fn, "window", window, 1, n);
-  detail::check_same_size(fn, "attention", attention.size(), "window * n", static_cast<std::size_t>(window * n));
+  detail::check_same_size(fn, "attention", attention.size(), "window * n",
+                          static_cast<std::size_t>(window * n));
   detail::check_finite(fn, "attention", attention);
   detail::check_in_range(fn, "kernel", kernel, 1, 1 << 20);
   if (kernel % 2 == 0) detail::throw_invalid(fn, "kernel", "must be odd, got " + std::to_string(kernel));
@@ -202,7 +217,8 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
   const std::int64_t r = kernel / 2;
   for (std::int64_t t = 0; t < prefix; ++t) {
     double m = 0;
-    for (std::int64_t u = std::max<std::int64_t>(0, t - r); u <= std::min(prefix - 1, t + r); ++u) m = std::max(m, votes[static_cast<std::size_t>(u)]);
+    for (std::int64_t u = std::max<std::int64_t>(0, t - r); u <= std::min(prefix - 1, t + r); ++u)
+      m = std::max(m, votes[static_cast<std::size_t>(u)]);
     pooled[static_cast<std::size_t>(t)] = m;
   }
   std::vector<std::int64_t> cand(static_cast<std::size_t>(prefix));
@@ -217,7 +233,8 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
 /// `average` tokens per layer. Layer L−1 gets average/β, layer 0 gets 2·average − average/β, linear
 /// in between; rounded so that the budgets sum to exactly average · n_layers.
 /// @throws invalid_argument if β < 1 or average < 0.
-[[nodiscard]] inline std::vector<std::int64_t> pyramid_budgets(std::int32_t n_layers, std::int64_t average, double beta = 20.0) {
+[[nodiscard]] inline std::vector<std::int64_t> pyramid_budgets(std::int32_t n_layers, std::int64_t average,
+                                                               double beta = 20.0) {
   constexpr std::string_view fn = "pyramid_budgets";
   detail::check_in_range(fn, "n_layers", n_layers, 1, 1 << 16);
   detail::check_in_range(fn, "average", average, 0, std::int64_t{1} << 40);
@@ -245,7 +262,8 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
 // ---- selections ---------------------------------------------------------------------------------
 
 /// @brief The same tokens in each of `layers`.
-[[nodiscard]] inline kv_selection uniform_selection(std::vector<layer_index> layers, std::vector<std::int64_t> tokens) {
+[[nodiscard]] inline kv_selection uniform_selection(std::vector<layer_index> layers,
+                                                    std::vector<std::int64_t> tokens) {
   kv_selection s;
   s.tokens.assign(layers.size(), tokens);
   s.layers = std::move(layers);
@@ -255,28 +273,35 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores, std:
 /// @brief KVComm's mode: every layer is relayed, but layers not in `selected` keep only the first
 /// `sinks` tokens (Ye et al. 2025, "KVComm").
 [[nodiscard]] inline kv_selection kvcomm_selection(std::int32_t n_layers, std::int64_t n_tokens,
-                                                   const std::vector<layer_index>& selected, std::int64_t sinks) {
+                                                   const std::vector<layer_index>& selected,
+                                                   std::int64_t sinks) {
   kv_selection s;
   s.layers = layers_range(n_layers, 0, n_layers);
   const auto all = tokens_range(n_tokens, 0, n_tokens);
   const auto sink = tokens_range(n_tokens, 0, std::min(sinks, n_tokens));
-  for (auto l : s.layers) s.tokens.push_back(std::binary_search(selected.begin(), selected.end(), l) ? all : sink);
+  for (auto l : s.layers)
+    s.tokens.push_back(std::binary_search(selected.begin(), selected.end(), l) ? all : sink);
   return s;
 }
 
 /// @brief PyramidKV: in each layer, the `budgets[l]` tokens with the largest per-layer scores
 /// (scores row-major [n_layers][n_tokens]) plus the last `window` tokens.
 /// @throws invalid_argument on NaN scores or sizes that disagree.
-[[nodiscard]] inline kv_selection pyramid_selection(std::span<const double> scores, std::int32_t n_layers, std::int64_t n_tokens,
-                                                    std::span<const std::int64_t> budgets, std::int64_t window) {
+[[nodiscard]] inline kv_selection pyramid_selection(std::span<const double> scores, std::int32_t n_layers,
+                                                    std::int64_t n_tokens,
+                                                    std::span<const std::int64_t> budgets,
+                                                    std::int64_t window) {
   constexpr std::string_view fn = "pyramid_selection";
-  detail::check_same_size(fn, "scores", scores.size(), "n_layers * n_tokens", static_cast<std::size_t>(n_layers) * static_cast<std::size_t>(n_tokens));
+  detail::check_same_size(fn, "scores", scores.size(), "n_layers * n_tokens",
+                          static_cast<std::size_t>(n_layers) * static_cast<std::size_t>(n_tokens));
   detail::check_same_size(fn, "budgets", budgets.size(), "n_layers", static_cast<std::size_t>(n_layers));
   kv_selection s;
   s.layers = layers_range(n_layers, 0, n_layers);
   for (std::int32_t l = 0; l < n_layers; ++l)
-    s.tokens.push_back(tokens_heavy_hitters(scores.subspan(static_cast<std::size_t>(l) * static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(n_tokens)),
-                                            budgets[static_cast<std::size_t>(l)], window));
+    s.tokens.push_back(
+        tokens_heavy_hitters(scores.subspan(static_cast<std::size_t>(l) * static_cast<std::size_t>(n_tokens),
+                                            static_cast<std::size_t>(n_tokens)),
+                             budgets[static_cast<std::size_t>(l)], window));
   return s;
 }
 
@@ -295,12 +320,17 @@ inline void apply_selection(const kv_block& block, const kv_selection& sel, kv_b
   std::vector<std::size_t> src_layer;
   for (std::size_t i = 0; i < sel.layers.size(); ++i) {
     const auto j = block.find_layer(sel.layers[i]);
-    if (j < 0) detail::throw_invalid(fn, "selection.layers", "names layer " + std::to_string(sel.layers[i]) + ", which the block does not hold");
-    if (i > 0 && sel.layers[i] <= sel.layers[i - 1]) detail::throw_invalid(fn, "selection.layers", "must be strictly increasing");
+    if (j < 0)
+      detail::throw_invalid(
+          fn, "selection.layers",
+          "names layer " + std::to_string(sel.layers[i]) + ", which the block does not hold");
+    if (i > 0 && sel.layers[i] <= sel.layers[i - 1])
+      detail::throw_invalid(fn, "selection.layers", "must be strictly increasing");
     src_layer.push_back(static_cast<std::size_t>(j));
     for (std::size_t k = 0; k < sel.tokens[i].size(); ++k) {
       detail::check_in_range(fn, "selection.tokens", sel.tokens[i][k], 0, block.n_tokens() - 1);
-      if (k > 0 && sel.tokens[i][k] <= sel.tokens[i][k - 1]) detail::throw_invalid(fn, "selection.tokens", "must be strictly increasing in each layer");
+      if (k > 0 && sel.tokens[i][k] <= sel.tokens[i][k - 1])
+        detail::throw_invalid(fn, "selection.tokens", "must be strictly increasing in each layer");
     }
   }
   // the union of the selected tokens (each list is increasing; identical lists are the common case)
@@ -314,14 +344,18 @@ inline void apply_selection(const kv_block& block, const kv_selection& sel, kv_b
     std::sort(uni.begin(), uni.end());
     uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
   }
-  detail::kv_block_access::reshape_unwritten(out, block.fingerprint(), sel.layers, static_cast<std::int64_t>(uni.size()), block.type(), fn);
-  for (std::size_t u = 0; u < uni.size(); ++u) out.positions()[u] = block.positions()[static_cast<std::size_t>(uni[u])];
+  detail::kv_block_access::reshape_unwritten(out, block.fingerprint(), sel.layers,
+                                             static_cast<std::int64_t>(uni.size()), block.type(), fn);
+  for (std::size_t u = 0; u < uni.size(); ++u)
+    out.positions()[u] = block.positions()[static_cast<std::size_t>(uni[u])];
   const std::size_t es = dtype_size(block.type());
   const auto src = block.payload();
   auto dst = out.payload_mut();
   const std::size_t T = static_cast<std::size_t>(block.n_tokens()), U = uni.size();
-  const std::size_t krow = static_cast<std::size_t>(block.n_kv_heads()) * static_cast<std::size_t>(block.head_dim_k()) * es;
-  const std::size_t vrow = static_cast<std::size_t>(block.n_kv_heads()) * static_cast<std::size_t>(block.head_dim_v()) * es;
+  const std::size_t krow =
+      static_cast<std::size_t>(block.n_kv_heads()) * static_cast<std::size_t>(block.head_dim_k()) * es;
+  const std::size_t vrow =
+      static_cast<std::size_t>(block.n_kv_heads()) * static_cast<std::size_t>(block.head_dim_v()) * es;
   bool ragged = false;
   std::vector<std::uint8_t> mask(sel.layers.size() * U, 0);
   std::vector<std::uint8_t> keep(U);

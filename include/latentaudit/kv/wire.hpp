@@ -43,7 +43,8 @@
 
 namespace latentaudit {
 
-static_assert(std::endian::native == std::endian::little, "latentaudit's wire format code assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "latentaudit's wire format code assumes a little-endian host");
 
 /// @brief What a relay carries.
 enum class relay_kind : std::uint8_t {
@@ -54,35 +55,35 @@ enum class relay_kind : std::uint8_t {
 
 /// @brief A text relay: either token ids or UTF-8 text.
 struct text_relay {
-  bool as_tokens = true;            ///< token ids (true) or UTF-8 (false)
-  std::vector<token_id> tokens;     ///< when as_tokens
-  std::string utf8;                 ///< when !as_tokens
+  bool as_tokens = true;         ///< token ids (true) or UTF-8 (false)
+  std::vector<token_id> tokens;  ///< when as_tokens
+  std::string utf8;              ///< when !as_tokens
   /// @brief Equality of kind and content.
   friend bool operator==(const text_relay&, const text_relay&) = default;
 };
 
 /// @brief Limits the decoder enforces before allocating anything a header claims.
 struct wire_limits {
-  std::uint32_t max_header_bytes = 1u << 20;        ///< kind-specific header
-  std::uint64_t max_payload_bytes = 1ull << 36;     ///< 64 GiB
-  std::int64_t max_tokens = 1ll << 24;              ///< tokens in a KV block or a token relay
-  std::int32_t max_layers = 4096;                   ///< model layers
-  std::int32_t max_heads = 4096;                    ///< query or KV heads
-  std::int32_t max_head_dim = 4096;                 ///< head dimension
+  std::uint32_t max_header_bytes = 1u << 20;     ///< kind-specific header
+  std::uint64_t max_payload_bytes = 1ull << 36;  ///< 64 GiB
+  std::int64_t max_tokens = 1ll << 24;           ///< tokens in a KV block or a token relay
+  std::int32_t max_layers = 4096;                ///< model layers
+  std::int32_t max_heads = 4096;                 ///< query or KV heads
+  std::int32_t max_head_dim = 4096;              ///< head dimension
 };
 
 /// @brief Options of the encoder.
 struct wire_encode_options {
-  std::span<const std::byte> hmac_key{};  ///< when non-empty, append an HMAC-SHA256 tag
+  std::span<const std::byte> hmac_key{};    ///< when non-empty, append an HMAC-SHA256 tag
   std::optional<quantize_spec> quantize{};  ///< carry K and V quantized (codes, scales, zero points)
 };
 
 /// @brief Options of the decoder.
 struct wire_decode_options {
-  std::span<const std::byte> hmac_key{};   ///< key to verify a tag with
-  bool require_authentication = false;      ///< refuse relays without a valid tag
+  std::span<const std::byte> hmac_key{};                    ///< key to verify a tag with
+  bool require_authentication = false;                      ///< refuse relays without a valid tag
   const model_fingerprint* expected_fingerprint = nullptr;  ///< refuse KV from another model
-  wire_limits limits{};                     ///< allocation limits
+  wire_limits limits{};                                     ///< allocation limits
 };
 
 /// @brief A decoded relay.
@@ -92,9 +93,10 @@ struct decoded_relay {
   text_relay text;                   ///< the text (kinds text_*)
   bool has_tag = false;              ///< whether an HMAC tag was present
   bool authenticated = false;        ///< whether the tag was verified under the caller's key
-  std::optional<quantize_spec> quantization;  ///< the relay's quantization (the block holds the dequantized values)
-  std::uint32_t crc = 0;             ///< the (verified) CRC32C
-  std::uint64_t wire_bytes = 0;      ///< total bytes of the frame
+  std::optional<quantize_spec>
+      quantization;              ///< the relay's quantization (the block holds the dequantized values)
+  std::uint32_t crc = 0;         ///< the (verified) CRC32C
+  std::uint64_t wire_bytes = 0;  ///< total bytes of the frame
 };
 
 namespace detail {
@@ -123,7 +125,8 @@ struct byte_reader {
   template <class T>
   T get(std::string_view field) {
     if (in.size() - pos < sizeof(T)) {
-      LATENTAUDIT_THROW(corrupt_data("decode_relay: header truncated while reading '" + std::string(field) + "'"));
+      LATENTAUDIT_THROW(
+          corrupt_data("decode_relay: header truncated while reading '" + std::string(field) + "'"));
     }
     T v;
     std::memcpy(&v, in.data() + pos, sizeof(T));
@@ -132,7 +135,8 @@ struct byte_reader {
   }
   std::span<const std::byte> get_bytes(std::size_t n, std::string_view field) {
     if (in.size() - pos < n) {
-      LATENTAUDIT_THROW(corrupt_data("decode_relay: header truncated while reading '" + std::string(field) + "'"));
+      LATENTAUDIT_THROW(
+          corrupt_data("decode_relay: header truncated while reading '" + std::string(field) + "'"));
     }
     auto s = in.subspan(pos, n);
     pos += n;
@@ -145,7 +149,9 @@ struct byte_reader {
 }
 
 inline void check_field(bool ok, std::string_view field, const std::string& got, std::string_view expected) {
-  if (!ok) wire_corrupt("header field '" + std::string(field) + "' is " + got + ", expected " + std::string(expected));
+  if (!ok)
+    wire_corrupt("header field '" + std::string(field) + "' is " + got + ", expected " +
+                 std::string(expected));
 }
 
 /// @brief The kind-specific header of a KV block.
@@ -192,7 +198,8 @@ inline void stream_copy_crc32c(crc32c& crc, std::byte* d, const std::byte* s, st
 /// writes (crc is null for the CRC and tag bytes).
 template <class Sink>
 std::uint64_t write_frame(relay_kind kind, std::span<const std::byte> header,
-                          std::span<const std::span<const std::byte>> payload, const wire_encode_options& o, Sink&& sink) {
+                          std::span<const std::span<const std::byte>> payload, const wire_encode_options& o,
+                          Sink&& sink) {
   if (header.size() > 0xFFFFFFFFu) throw_invalid("encode_relay", "relay", "header exceeds 4 GiB");
   std::uint64_t plen = 0;
   for (auto p : payload) plen += p.size();
@@ -263,15 +270,20 @@ inline std::vector<std::byte> gather_rows(const kv_block& b) {
   const auto payload = b.payload();
   const std::size_t es = dtype_size(b.type());
   const std::size_t T = static_cast<std::size_t>(b.n_tokens());
-  const std::size_t krow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_k()) * es;
-  const std::size_t vrow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_v()) * es;
+  const std::size_t krow =
+      static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_k()) * es;
+  const std::size_t vrow =
+      static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_v()) * es;
   for (std::size_t i = 0; i < b.n_layers(); ++i) {
     const std::size_t base = i * T * (krow + vrow);
     for (std::size_t t = 0; t < T; ++t)
-      if (b.token_present(i, static_cast<std::int64_t>(t))) out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(base + t * krow), payload.begin() + static_cast<std::ptrdiff_t>(base + (t + 1) * krow));
+      if (b.token_present(i, static_cast<std::int64_t>(t)))
+        out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(base + t * krow),
+                   payload.begin() + static_cast<std::ptrdiff_t>(base + (t + 1) * krow));
     for (std::size_t t = 0; t < T; ++t)
       if (b.token_present(i, static_cast<std::int64_t>(t)))
-        out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(base + T * krow + t * vrow), payload.begin() + static_cast<std::ptrdiff_t>(base + T * krow + (t + 1) * vrow));
+        out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(base + T * krow + t * vrow),
+                   payload.begin() + static_cast<std::ptrdiff_t>(base + T * krow + (t + 1) * vrow));
   }
   return out;
 }
@@ -284,15 +296,18 @@ inline std::vector<std::byte> gather_rows(const kv_block& b) {
 [[nodiscard]] inline std::uint64_t relay_wire_bytes(const kv_block& b, const wire_encode_options& o) {
   std::uint64_t body = b.content_bytes();
   if (o.quantize) {
-    body = b.positions().size() * sizeof(position_t) + (b.has_token_mask() ? (b.token_mask().size() + 7) / 8 : 0) +
+    body = b.positions().size() * sizeof(position_t) +
+           (b.has_token_mask() ? (b.token_mask().size() + 7) / 8 : 0) +
            quantized_payload_bytes(b, *o.quantize);
   }
-  return detail::wire_prefix_bytes + detail::kv_header(b, o.quantize).size() + body + 4 + (o.hmac_key.empty() ? 0 : 32);
+  return detail::wire_prefix_bytes + detail::kv_header(b, o.quantize).size() + body + 4 +
+         (o.hmac_key.empty() ? 0 : 32);
 }
 
 /// @brief Exact frame size of an unquantized KV relay, with or without a tag.
 [[nodiscard]] inline std::uint64_t relay_wire_bytes(const kv_block& b, bool with_tag = false) {
-  return detail::wire_prefix_bytes + detail::kv_header(b, std::nullopt).size() + b.content_bytes() + 4 + (with_tag ? 32 : 0);
+  return detail::wire_prefix_bytes + detail::kv_header(b, std::nullopt).size() + b.content_bytes() + 4 +
+         (with_tag ? 32 : 0);
 }
 
 /// @brief Exact frame size of a text relay.
@@ -309,10 +324,13 @@ inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wi
   const auto header = detail::kv_header(b, o.quantize);
   std::vector<std::byte> bitmap, rows;
   if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
-  if (o.quantize) rows = quantize_payload(b, *o.quantize);
-  else if (b.has_token_mask()) rows = detail::gather_rows(b);
-  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap,
-                                               (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
+  if (o.quantize)
+    rows = quantize_payload(b, *o.quantize);
+  else if (b.has_token_mask())
+    rows = detail::gather_rows(b);
+  const std::span<const std::byte> parts[3] = {
+      std::as_bytes(b.positions()), bitmap,
+      (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
   const auto n = detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s) {
     out.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
   });
@@ -325,16 +343,20 @@ inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wi
 /// and page-faults nothing.
 /// @returns bytes written.
 /// @throws invalid_argument on a bad quantization spec.
-inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out, const wire_encode_options& o = {}) {
+inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out,
+                                  const wire_encode_options& o = {}) {
   const auto header = detail::kv_header(b, o.quantize);
   std::vector<std::byte> bitmap, rows;
   if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
-  if (o.quantize) rows = quantize_payload(b, *o.quantize);
-  else if (b.has_token_mask()) rows = detail::gather_rows(b);
-  const std::span<const std::byte> parts[3] = {std::as_bytes(b.positions()), bitmap,
-                                               (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
-  const std::size_t total = detail::wire_prefix_bytes + header.size() + parts[0].size() + parts[1].size() + parts[2].size() + 4 +
-                            (o.hmac_key.empty() ? 0 : 32);
+  if (o.quantize)
+    rows = quantize_payload(b, *o.quantize);
+  else if (b.has_token_mask())
+    rows = detail::gather_rows(b);
+  const std::span<const std::byte> parts[3] = {
+      std::as_bytes(b.positions()), bitmap,
+      (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
+  const std::size_t total = detail::wire_prefix_bytes + header.size() + parts[0].size() + parts[1].size() +
+                            parts[2].size() + 4 + (o.hmac_key.empty() ? 0 : 32);
   if (out.capacity() < total) {
     // a new buffer: appending writes (and faults in) each page once
     out.clear();
@@ -362,7 +384,8 @@ inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out
 
 /// @brief Encodes a KV block into a byte vector (exactly relay_wire_bytes(b) long).
 /// @throws invalid_argument on a bad quantization spec.
-[[nodiscard]] inline std::vector<std::byte> encode_relay(const kv_block& b, const wire_encode_options& o = {}) {
+[[nodiscard]] inline std::vector<std::byte> encode_relay(const kv_block& b,
+                                                         const wire_encode_options& o = {}) {
   std::vector<std::byte> out;
   encode_relay(b, out, o);
   return out;
@@ -370,7 +393,8 @@ inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out
 
 /// @brief Encodes a text relay into a byte vector.
 /// @throws invalid_argument if UTF-8 text is not valid UTF-8.
-[[nodiscard]] inline std::vector<std::byte> encode_relay(const text_relay& t, const wire_encode_options& o = {});
+[[nodiscard]] inline std::vector<std::byte> encode_relay(const text_relay& t,
+                                                         const wire_encode_options& o = {});
 
 /// @brief Encodes a text relay into a stream; returns bytes written.
 inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const wire_encode_options& o = {});
@@ -378,7 +402,8 @@ inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const 
 /// @brief Decodes one relay from bytes (the whole frame; trailing bytes are an error).
 /// @throws corrupt_data on any malformed field or checksum mismatch; authentication_failed on a
 ///         bad or missing (when required) tag; incompatible_model on a fingerprint mismatch.
-[[nodiscard]] inline decoded_relay decode_relay(std::span<const std::byte> bytes, const wire_decode_options& o = {});
+[[nodiscard]] inline decoded_relay decode_relay(std::span<const std::byte> bytes,
+                                                const wire_decode_options& o = {});
 
 /// @brief Decodes one relay from a stream, reading exactly one frame.
 /// @throws as the byte version; corrupt_data also on a short read.
@@ -388,7 +413,8 @@ inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const 
 /// it is large enough and of the same dtype (so that decoding repeatedly into the same object
 /// allocates and page-faults nothing). The result equals that of the returning overload.
 /// @throws as the returning overload; `out` is then reset to an empty relay.
-inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out, const wire_decode_options& o = {});
+inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out,
+                         const wire_decode_options& o = {});
 
 /// @brief Decodes one relay from a stream into `out` (see the byte version).
 /// @throws as the returning stream overload; `out` is then reset to an empty relay.
@@ -406,11 +432,21 @@ namespace detail {
     const unsigned c = p[i];
     std::size_t n;
     std::uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-    else return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else
+      return false;
     if (s.size() - i <= n) return false;
     for (std::size_t k = 1; k <= n; ++k) {
       if ((p[i + k] & 0xC0) != 0x80) return false;
@@ -452,7 +488,8 @@ struct stream_source {
   void read(std::span<std::byte> dst, std::string_view what) {
     if (dst.empty()) return;
     in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
-    if (static_cast<std::size_t>(in.gcount()) != dst.size()) wire_corrupt("truncated frame while reading the " + std::string(what));
+    if (static_cast<std::size_t>(in.gcount()) != dst.size())
+      wire_corrupt("truncated frame while reading the " + std::string(what));
   }
   void read_bulk(std::span<std::byte> dst, std::string_view what, bool, crc32c& crc) {
     read(dst, what);
@@ -463,26 +500,32 @@ struct stream_source {
 /// @brief Parses and validates a KV header and shapes `into` accordingly (reusing its storage;
 /// the payload is left unwritten: the decoder writes every byte or zeroes absent rows).
 /// Every field is checked against the limits before the block is allocated.
-inline void parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len, const wire_limits& L,
-                            bool& masked, std::optional<quantize_spec>& quant, kv_block& into) {
+inline void parse_kv_header(std::span<const std::byte> header, std::uint64_t payload_len,
+                            const wire_limits& L, bool& masked, std::optional<quantize_spec>& quant,
+                            kv_block& into) {
   byte_reader r{header};
   const auto arch_len = r.get<std::uint16_t>("architecture length");
   check_field(arch_len <= 256, "architecture length", std::to_string(arch_len), "<= 256");
   const auto arch = r.get_bytes(arch_len, "architecture");
   model_fingerprint f;
   f.architecture.assign(reinterpret_cast<const char*>(arch.data()), arch.size());
-  for (unsigned char ch : f.architecture) check_field(ch >= 0x20 && ch < 0x7f, "architecture", "non-printable", "printable ASCII");
+  for (unsigned char ch : f.architecture)
+    check_field(ch >= 0x20 && ch < 0x7f, "architecture", "non-printable", "printable ASCII");
   f.n_layers = r.get<std::int32_t>("n_layers");
   f.n_heads = r.get<std::int32_t>("n_heads");
   f.n_kv_heads = r.get<std::int32_t>("n_kv_heads");
   f.head_dim_k = r.get<std::int32_t>("head_dim_k");
   f.head_dim_v = r.get<std::int32_t>("head_dim_v");
-  check_field(f.n_layers >= 1 && f.n_layers <= L.max_layers, "n_layers", std::to_string(f.n_layers), "in [1, max_layers]");
-  check_field(f.n_heads >= 1 && f.n_heads <= L.max_heads, "n_heads", std::to_string(f.n_heads), "in [1, max_heads]");
+  check_field(f.n_layers >= 1 && f.n_layers <= L.max_layers, "n_layers", std::to_string(f.n_layers),
+              "in [1, max_layers]");
+  check_field(f.n_heads >= 1 && f.n_heads <= L.max_heads, "n_heads", std::to_string(f.n_heads),
+              "in [1, max_heads]");
   check_field(f.n_kv_heads >= 1 && f.n_kv_heads <= f.n_heads && f.n_heads % f.n_kv_heads == 0, "n_kv_heads",
               std::to_string(f.n_kv_heads), "a divisor of n_heads");
-  check_field(f.head_dim_k >= 1 && f.head_dim_k <= L.max_head_dim, "head_dim_k", std::to_string(f.head_dim_k), "in [1, max_head_dim]");
-  check_field(f.head_dim_v >= 1 && f.head_dim_v <= L.max_head_dim, "head_dim_v", std::to_string(f.head_dim_v), "in [1, max_head_dim]");
+  check_field(f.head_dim_k >= 1 && f.head_dim_k <= L.max_head_dim, "head_dim_k", std::to_string(f.head_dim_k),
+              "in [1, max_head_dim]");
+  check_field(f.head_dim_v >= 1 && f.head_dim_v <= L.max_head_dim, "head_dim_v", std::to_string(f.head_dim_v),
+              "in [1, max_head_dim]");
   const auto pairing = r.get<std::uint8_t>("rope pairing");
   check_field(pairing <= 2, "rope pairing", std::to_string(pairing), "0, 1 or 2");
   f.rope.pairing = static_cast<rope_pairing>(pairing);
@@ -490,82 +533,107 @@ inline void parse_kv_header(std::span<const std::byte> header, std::uint64_t pay
   f.rope.theta = r.get<float>("rope theta");
   f.rope.rotary_dims = r.get<std::int32_t>("rotary dims");
   if (f.rope.pairing != rope_pairing::none) {
-    check_field(std::isfinite(f.rope.theta) && f.rope.theta > 0, "rope theta", number_text(static_cast<double>(f.rope.theta)), "positive and finite");
+    check_field(std::isfinite(f.rope.theta) && f.rope.theta > 0, "rope theta",
+                number_text(static_cast<double>(f.rope.theta)), "positive and finite");
     const int rot = f.rope.rotary_dims == 0 ? f.head_dim_k : f.rope.rotary_dims;
-    check_field(f.rope.rotary_dims >= 0 && rot <= f.head_dim_k && rot % 2 == 0, "rotary dims", std::to_string(f.rope.rotary_dims), "even and <= head_dim_k");
+    check_field(f.rope.rotary_dims >= 0 && rot <= f.head_dim_k && rot % 2 == 0, "rotary dims",
+                std::to_string(f.rope.rotary_dims), "even and <= head_dim_k");
   }
   f.weights_hash = r.get<std::uint64_t>("weights hash");
   const auto dt = r.get<std::uint8_t>("dtype");
   check_field(dt <= 2, "dtype", std::to_string(dt), "0 (f32), 1 (f16) or 2 (bf16)");
   const auto encoding = r.get<std::uint8_t>("encoding");
-  check_field(encoding <= 4, "encoding", std::to_string(encoding), "0 (raw), 1 (int8), 2 (int4), 3 (fp8_e4m3) or 4 (fp8_e5m2)");
+  check_field(encoding <= 4, "encoding", std::to_string(encoding),
+              "0 (raw), 1 (int8), 2 (int4), 3 (fp8_e4m3) or 4 (fp8_e5m2)");
   const auto kv_flags = r.get<std::uint16_t>("kv flags");
   const auto group_size = r.get<std::uint32_t>("group size");
   const bool integer = encoding == 1 || encoding == 2;
-  check_field((kv_flags & ~(integer ? 3u : 1u)) == 0, "kv flags", std::to_string(kv_flags), integer ? "in [0, 3]" : "0 or 1");
+  check_field((kv_flags & ~(integer ? 3u : 1u)) == 0, "kv flags", std::to_string(kv_flags),
+              integer ? "in [0, 3]" : "0 or 1");
   masked = (kv_flags & 1u) != 0;
   if (integer) {
-    check_field(group_size >= 1 && group_size <= (1u << 20), "group size", std::to_string(group_size), "in [1, 2^20]");
+    check_field(group_size >= 1 && group_size <= (1u << 20), "group size", std::to_string(group_size),
+                "in [1, 2^20]");
   } else {
     check_field(group_size == 0, "group size", std::to_string(group_size), "0 without integer quantization");
   }
   quant.reset();
   if (encoding != 0) {
-    quant = quantize_spec{.scheme = static_cast<quant_scheme>(encoding), .group_size = static_cast<std::int32_t>(group_size),
+    quant = quantize_spec{.scheme = static_cast<quant_scheme>(encoding),
+                          .group_size = static_cast<std::int32_t>(group_size),
                           .keys_per_channel = (kv_flags & 2u) == 0};
   }
   const auto n_tokens = r.get<std::int64_t>("n_tokens");
-  check_field(n_tokens >= 0 && n_tokens <= L.max_tokens, "n_tokens", std::to_string(n_tokens), "in [0, max_tokens]");
+  check_field(n_tokens >= 0 && n_tokens <= L.max_tokens, "n_tokens", std::to_string(n_tokens),
+              "in [0, max_tokens]");
   const auto n_present = r.get<std::uint32_t>("layer count");
-  check_field(n_present <= static_cast<std::uint32_t>(f.n_layers), "layer count", std::to_string(n_present), "<= n_layers");
+  check_field(n_present <= static_cast<std::uint32_t>(f.n_layers), "layer count", std::to_string(n_present),
+              "<= n_layers");
   std::vector<layer_index> layers(n_present);
   for (auto& l : layers) {
     l = r.get<std::int32_t>("layer id");
     check_field(l >= 0 && l < f.n_layers, "layer id", std::to_string(l), "in [0, n_layers)");
   }
-  for (std::size_t i = 1; i < layers.size(); ++i) check_field(layers[i] > layers[i - 1], "layer ids", "not increasing", "strictly increasing");
-  check_field(r.pos == header.size(), "header length", std::to_string(header.size()), "the size of its fields (" + std::to_string(r.pos) + ")");
+  for (std::size_t i = 1; i < layers.size(); ++i)
+    check_field(layers[i] > layers[i - 1], "layer ids", "not increasing", "strictly increasing");
+  check_field(r.pos == header.size(), "header length", std::to_string(header.size()),
+              "the size of its fields (" + std::to_string(r.pos) + ")");
   // without a mask the payload is exactly positions + K + V of that shape; with a mask it is
   // positions + bitmap + the present rows, at most the full shape (checked again after the bitmap)
   const auto type = static_cast<dtype>(dt);
-  const std::uint64_t per_token = static_cast<std::uint64_t>(f.n_kv_heads) * static_cast<std::uint64_t>(f.head_dim_k + f.head_dim_v) *
-                                  dtype_size(type) * n_present;
+  const std::uint64_t per_token = static_cast<std::uint64_t>(f.n_kv_heads) *
+                                  static_cast<std::uint64_t>(f.head_dim_k + f.head_dim_v) * dtype_size(type) *
+                                  n_present;
   const std::uint64_t raw_full = static_cast<std::uint64_t>(n_tokens) * (per_token + sizeof(position_t));
   const std::uint64_t bitmap = masked ? (static_cast<std::uint64_t>(n_tokens) * n_present + 7) / 8 : 0;
-  check_field(raw_full + bitmap <= L.max_payload_bytes, "declared shape", std::to_string(raw_full + bitmap) + " bytes", "<= max_payload_bytes");
+  check_field(raw_full + bitmap <= L.max_payload_bytes, "declared shape",
+              std::to_string(raw_full + bitmap) + " bytes", "<= max_payload_bytes");
   std::uint64_t full = raw_full;  // payload with every row present
   if (quant) {
     full = static_cast<std::uint64_t>(n_tokens) * sizeof(position_t);
     const auto H = static_cast<std::uint64_t>(f.n_kv_heads), T = static_cast<std::uint64_t>(n_tokens);
-    full += n_present * (unit_bytes(quant->scheme, T, H, static_cast<std::uint64_t>(f.head_dim_k), false, *quant) +
-                         unit_bytes(quant->scheme, T, H, static_cast<std::uint64_t>(f.head_dim_v), true, *quant));
-    check_field(full + bitmap <= L.max_payload_bytes, "declared quantized shape", std::to_string(full + bitmap) + " bytes", "<= max_payload_bytes");
+    full += n_present *
+            (unit_bytes(quant->scheme, T, H, static_cast<std::uint64_t>(f.head_dim_k), false, *quant) +
+             unit_bytes(quant->scheme, T, H, static_cast<std::uint64_t>(f.head_dim_v), true, *quant));
+    check_field(full + bitmap <= L.max_payload_bytes, "declared quantized shape",
+                std::to_string(full + bitmap) + " bytes", "<= max_payload_bytes");
   }
   if (masked) {
     const std::uint64_t floor = static_cast<std::uint64_t>(n_tokens) * sizeof(position_t) + bitmap;
-    check_field(payload_len >= floor && payload_len <= full + bitmap, "payload length", std::to_string(payload_len),
-                "in [" + std::to_string(floor) + ", " + std::to_string(full + bitmap) + "] for the declared shape");
+    check_field(
+        payload_len >= floor && payload_len <= full + bitmap, "payload length", std::to_string(payload_len),
+        "in [" + std::to_string(floor) + ", " + std::to_string(full + bitmap) + "] for the declared shape");
   } else {
-    check_field(payload_len == full, "payload length", std::to_string(payload_len), std::to_string(full) + " for the declared shape");
+    check_field(payload_len == full, "payload length", std::to_string(payload_len),
+                std::to_string(full) + " for the declared shape");
   }
   kv_block_access::reshape_unwritten(into, std::move(f), std::move(layers), n_tokens, type, "decode_relay");
 }
 
 inline void scatter_rows(kv_block& b, std::span<const std::byte> bitmap, std::span<const std::byte> rows) {
   std::vector<std::uint8_t> mask(b.n_layers() * static_cast<std::size_t>(b.n_tokens()));
-  for (std::size_t j = 0; j < mask.size(); ++j) mask[j] = static_cast<std::uint8_t>((static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u);
+  for (std::size_t j = 0; j < mask.size(); ++j)
+    mask[j] = static_cast<std::uint8_t>((static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u);
   const auto payload = b.payload_mut();
   const std::size_t es = dtype_size(b.type());
   const std::size_t T = static_cast<std::size_t>(b.n_tokens());
-  const std::size_t krow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_k()) * es;
-  const std::size_t vrow = static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_v()) * es;
+  const std::size_t krow =
+      static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_k()) * es;
+  const std::size_t vrow =
+      static_cast<std::size_t>(b.n_kv_heads()) * static_cast<std::size_t>(b.head_dim_v()) * es;
   std::size_t r = 0;
   for (std::size_t i = 0; i < b.n_layers(); ++i) {
     const std::size_t base = i * T * (krow + vrow);
     for (std::size_t t = 0; t < T; ++t)
-      if (mask[i * T + t]) { std::memcpy(payload.data() + base + t * krow, rows.data() + r, krow); r += krow; }
+      if (mask[i * T + t]) {
+        std::memcpy(payload.data() + base + t * krow, rows.data() + r, krow);
+        r += krow;
+      }
     for (std::size_t t = 0; t < T; ++t)
-      if (mask[i * T + t]) { std::memcpy(payload.data() + base + T * krow + t * vrow, rows.data() + r, vrow); r += vrow; }
+      if (mask[i * T + t]) {
+        std::memcpy(payload.data() + base + T * krow + t * vrow, rows.data() + r, vrow);
+        r += vrow;
+      }
   }
   b.set_token_mask(std::move(mask));
 }
@@ -583,7 +651,8 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   crc.update(prefix);
   byte_reader pr{prefix};
   const auto magic = pr.get_bytes(4, "magic");
-  if (std::memcmp(magic.data(), wire_magic.data(), 4) != 0) wire_corrupt("bad magic (not a latentaudit relay)");
+  if (std::memcmp(magic.data(), wire_magic.data(), 4) != 0)
+    wire_corrupt("bad magic (not a latentaudit relay)");
   const auto version = pr.get<std::uint16_t>("version");
   check_field(version == wire_version, "version", std::to_string(version), "1");
   const auto kind = pr.get<std::uint8_t>("kind");
@@ -592,8 +661,10 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   check_field((flags & ~1u) == 0, "flags", std::to_string(flags), "0 or 1");
   const auto hlen = pr.get<std::uint32_t>("header length");
   const auto plen = pr.get<std::uint64_t>("payload length");
-  check_field(hlen <= o.limits.max_header_bytes, "header length", std::to_string(hlen), "<= max_header_bytes");
-  check_field(plen <= o.limits.max_payload_bytes, "payload length", std::to_string(plen), "<= max_payload_bytes");
+  check_field(hlen <= o.limits.max_header_bytes, "header length", std::to_string(hlen),
+              "<= max_header_bytes");
+  check_field(plen <= o.limits.max_payload_bytes, "payload length", std::to_string(plen),
+              "<= max_payload_bytes");
   std::vector<std::byte> header(hlen);
   src.read(header, "header");
   crc.update(header);
@@ -607,7 +678,8 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   if (out.kind == relay_kind::kv) {
     bool masked = false;
     parse_kv_header(header, plen, o.limits, masked, out.quantization, out.kv);
-    if (o.expected_fingerprint != nullptr) check_fingerprint("decode_relay", *o.expected_fingerprint, out.kv.fingerprint());
+    if (o.expected_fingerprint != nullptr)
+      check_fingerprint("decode_relay", *o.expected_fingerprint, out.kv.fingerprint());
     const auto pos_bytes = std::as_writable_bytes(out.kv.positions());
     src.read(pos_bytes, "positions");
     crc.update(pos_bytes);
@@ -622,18 +694,23 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
       src.read(bitmap, "token mask");
       crc.update(bitmap);
       std::uint64_t present = 0;
-      for (std::size_t j = 0; j < cells; ++j) present += (static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u;
-      if (cells % 8 != 0) check_field((static_cast<unsigned>(bitmap.back()) >> (cells % 8)) == 0, "token mask padding", "non-zero", "0");
+      for (std::size_t j = 0; j < cells; ++j)
+        present += (static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u;
+      if (cells % 8 != 0)
+        check_field((static_cast<unsigned>(bitmap.back()) >> (cells % 8)) == 0, "token mask padding",
+                    "non-zero", "0");
       std::uint64_t body = present * out.kv.row_bytes();
       if (out.quantization) {
         // present rows per layer decide the groups: apply the mask, then size the payload
         std::vector<std::uint8_t> m(cells);
-        for (std::size_t j = 0; j < cells; ++j) m[j] = static_cast<std::uint8_t>((static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u);
+        for (std::size_t j = 0; j < cells; ++j)
+          m[j] = static_cast<std::uint8_t>((static_cast<unsigned>(bitmap[j / 8]) >> (j % 8)) & 1u);
         out.kv.set_token_mask(std::move(m));
         body = quantized_payload_bytes(out.kv, *out.quantization);
       }
       const std::uint64_t expected = out.kv.positions().size() * sizeof(position_t) + bitmap.size() + body;
-      check_field(plen == expected, "payload length", std::to_string(plen), std::to_string(expected) + " for the token mask");
+      check_field(plen == expected, "payload length", std::to_string(plen),
+                  std::to_string(expected) + " for the token mask");
       rows.resize(body);
       payload_dst = rows;
     }
@@ -642,8 +719,10 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
     byte_reader r{header};
     const auto count = r.get<std::uint64_t>("token count");
     check_field(r.pos == header.size(), "header length", std::to_string(header.size()), "8");
-    check_field(count <= static_cast<std::uint64_t>(o.limits.max_tokens), "token count", std::to_string(count), "<= max_tokens");
-    check_field(plen == count * sizeof(token_id), "payload length", std::to_string(plen), std::to_string(count * sizeof(token_id)));
+    check_field(count <= static_cast<std::uint64_t>(o.limits.max_tokens), "token count",
+                std::to_string(count), "<= max_tokens");
+    check_field(plen == count * sizeof(token_id), "payload length", std::to_string(plen),
+                std::to_string(count * sizeof(token_id)));
     out.text.as_tokens = true;
     out.text.tokens.resize(count);
     payload_dst = std::as_writable_bytes(std::span(out.text.tokens));
@@ -662,7 +741,9 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
   }
   std::uint32_t stored_crc;
   src.read(std::as_writable_bytes(std::span(&stored_crc, 1)), "checksum");
-  if (stored_crc != crc.value()) wire_corrupt("CRC32C mismatch (stored " + std::to_string(stored_crc) + ", computed " + std::to_string(crc.value()) + ")");
+  if (stored_crc != crc.value())
+    wire_corrupt("CRC32C mismatch (stored " + std::to_string(stored_crc) + ", computed " +
+                 std::to_string(crc.value()) + ")");
   out.crc = stored_crc;
   out.wire_bytes = wire_prefix_bytes + hlen + plen + 4;
   if (out.has_tag) {
@@ -679,16 +760,19 @@ void decode_frame(Source& src, const wire_decode_options& o, decoded_relay& out)
       mac.update(payload_dst);
       mac.update(std::as_bytes(std::span(&stored_crc, 1)));
       if (!digest_equal(mac.finish(), tag)) {
-        LATENTAUDIT_THROW(authentication_failed("decode_relay: HMAC-SHA256 tag does not verify under the given key"));
+        LATENTAUDIT_THROW(
+            authentication_failed("decode_relay: HMAC-SHA256 tag does not verify under the given key"));
       }
       out.authenticated = true;
     }
   }
   if (o.require_authentication && !out.authenticated) {
-    LATENTAUDIT_THROW(authentication_failed(out.has_tag ? "decode_relay: authentication required but no key was given"
-                                                        : "decode_relay: authentication required but the relay has no HMAC tag"));
+    LATENTAUDIT_THROW(authentication_failed(
+        out.has_tag ? "decode_relay: authentication required but no key was given"
+                    : "decode_relay: authentication required but the relay has no HMAC tag"));
   }
-  if (out.kind == relay_kind::text_utf8 && !valid_utf8(out.text.utf8)) wire_corrupt("text payload is not valid UTF-8");
+  if (out.kind == relay_kind::text_utf8 && !valid_utf8(out.text.utf8))
+    wire_corrupt("text payload is not valid UTF-8");
   if (out.quantization) {
     dequantize_payload(out.kv, *out.quantization, rows);
   } else if (!bitmap.empty()) {
@@ -704,7 +788,8 @@ inline std::vector<std::byte> text_header(const text_relay& t) {
 
 inline std::span<const std::byte> text_payload(const text_relay& t) {
   if (!t.as_tokens && !valid_utf8(t.utf8)) throw_invalid("encode_relay", "text.utf8", "must be valid UTF-8");
-  return t.as_tokens ? std::as_bytes(std::span(t.tokens)) : std::as_bytes(std::span(t.utf8.data(), t.utf8.size()));
+  return t.as_tokens ? std::as_bytes(std::span(t.tokens))
+                     : std::as_bytes(std::span(t.utf8.data(), t.utf8.size()));
 }
 
 }  // namespace detail
@@ -724,9 +809,10 @@ inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const 
   const auto payload = detail::text_payload(t);
   const auto header = detail::text_header(t);
   const std::span<const std::byte> parts[1] = {payload};
-  const auto n = detail::write_frame(t.as_tokens ? relay_kind::text_tokens : relay_kind::text_utf8, header, parts, o,
-                                     [&](std::span<const std::byte> s) {
-                                       out.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+  const auto n = detail::write_frame(t.as_tokens ? relay_kind::text_tokens : relay_kind::text_utf8, header,
+                                     parts, o, [&](std::span<const std::byte> s) {
+                                       out.write(reinterpret_cast<const char*>(s.data()),
+                                                 static_cast<std::streamsize>(s.size()));
                                      });
   if (!out) LATENTAUDIT_THROW(error("encode_relay: writing to the output stream failed"));
   return n;
@@ -736,7 +822,8 @@ inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out, c
   try {
     detail::span_source src{bytes};
     detail::decode_frame(src, o, out);
-    if (src.pos != bytes.size()) detail::wire_corrupt(std::to_string(bytes.size() - src.pos) + " trailing bytes after the frame");
+    if (src.pos != bytes.size())
+      detail::wire_corrupt(std::to_string(bytes.size() - src.pos) + " trailing bytes after the frame");
   } catch (...) {
     out = decoded_relay{};
     throw;

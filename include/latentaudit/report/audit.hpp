@@ -80,18 +80,18 @@ struct audit_options {
 
 /// @brief Accuracy and costs of one arm in one regime ("need", "no_need" or "all").
 struct arm_summary {
-  std::string arm;               ///< arm label
-  std::string arm_kind;          ///< its arm_kind
-  std::string regime;            ///< "need", "no_need" or "all" (every record, unknown regimes included)
-  std::size_t n = 0;             ///< records
-  double accuracy = 0.0;         ///< mean of `correct`
-  std::size_t n_items = 0;       ///< distinct items among the records (the clusters)
+  std::string arm;          ///< arm label
+  std::string arm_kind;     ///< its arm_kind
+  std::string regime;       ///< "need", "no_need" or "all" (every record, unknown regimes included)
+  std::size_t n = 0;        ///< records
+  double accuracy = 0.0;    ///< mean of `correct`
+  std::size_t n_items = 0;  ///< distinct items among the records (the clusters)
   /// 1 − α interval clustered by item: betting over the item mean accuracies on [0, 1], α/2 per
   /// side (detail::item_accuracy_interval; widened to hold `accuracy` when items are unbalanced)
   double ci_low = 0.0;
-  double ci_high = 0.0;  ///< upper limit of the item-clustered 1 − α interval
-  double mean_bytes = 0.0;       ///< mean relay bytes on the wire
-  double mean_receiver_s = 0.0;  ///< mean latency_split::receiver_s()
+  double ci_high = 0.0;                       ///< upper limit of the item-clustered 1 − α interval
+  double mean_bytes = 0.0;                    ///< mean relay bytes on the wire
+  double mean_receiver_s = 0.0;               ///< mean latency_split::receiver_s()
   std::optional<double> mean_attention_mass;  ///< mean over the records that carry it
   std::optional<double> mean_hidden_cosine;   ///< mean over the records that carry it
   std::optional<double> mean_next_token_kl;   ///< mean over the records that carry it

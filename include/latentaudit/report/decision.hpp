@@ -100,8 +100,7 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// "inconclusive". (With the positive-control gate, "no communication needed" is never concluded:
 /// it would need the need regime to show that text does not help, which is the failed control.)
 /// @throws invalid_argument on bad monitor options.
-[[nodiscard]] audit_decision decide(std::span<const finding> findings,
-                                    std::span<const trial_record> records,
+[[nodiscard]] audit_decision decide(std::span<const finding> findings, std::span<const trial_record> records,
                                     const decision_options& o = {});
 
 }  // namespace latentaudit

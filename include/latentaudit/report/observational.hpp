@@ -62,10 +62,10 @@ struct production_log_result {
   double relay_rate_need = effect_estimate::nan;     ///< share relayed among need units (NaN: none)
   double relay_rate_no_need = effect_estimate::nan;  ///< share relayed among other units (NaN: none)
   effect_estimate randomized;  ///< the truth: mean of (relay − control) over all units, cluster bootstrap
-  effect_estimate naive;  ///< difference in means on the log: OLS y ~ 1 + relay, CR1 by item, t(G − 1)
-  effect_estimate matching;  ///< nearest-neighbour matching ATE; SE and CI: cluster bootstrap over items
-  effect_estimate aipw;      ///< augmented IPW ATE; SE and CI: cluster bootstrap over items
-  effect_estimate ipw;       ///< Hájek IPW ATE; SE and CI: cluster bootstrap over items
+  effect_estimate naive;       ///< difference in means on the log: OLS y ~ 1 + relay, CR1 by item, t(G − 1)
+  effect_estimate matching;    ///< nearest-neighbour matching ATE; SE and CI: cluster bootstrap over items
+  effect_estimate aipw;        ///< augmented IPW ATE; SE and CI: cluster bootstrap over items
+  effect_estimate ipw;         ///< Hájek IPW ATE; SE and CI: cluster bootstrap over items
   std::vector<std::string> covariates;  ///< covariates used by matching / weighting
   std::vector<std::string> notes;       ///< why a method has no estimate, dropped units or covariates
   std::string missing;                  ///< what was missing ("" when the demonstration ran)
@@ -96,8 +96,8 @@ struct rollout_result {
 
 /// @brief Both demonstrations and their findings.
 struct [[nodiscard]] observational_result {
-  production_log_result log;      ///< the production log
-  rollout_result rollout;         ///< the rollout
+  production_log_result log;  ///< the production log
+  rollout_result rollout;     ///< the rollout
   /// log.naive_covers_randomized, log.matching_covers_randomized, log.aipw_covers_randomized,
   /// rollout.before_after_covers_truth, rollout.did_covers_truth: demonstrations, true by
   /// construction (the report's `demonstrations`, never its gating `findings`)

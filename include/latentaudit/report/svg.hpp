@@ -130,8 +130,9 @@ namespace detail {
 /// @brief The Okabe–Ito palette (Okabe & Ito 2008), ordered for lines on white: blue, vermillion,
 /// bluish green, reddish purple, orange, sky blue, yellow, black; then grey and Tol's wine
 /// (#882255) so that up to ten series (e.g. the nine latency stages) get distinct colours.
-inline constexpr std::array<std::string_view, 10> okabe_ito = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
-                                                               "#56B4E9", "#F0E442", "#000000", "#999999", "#882255"};
+inline constexpr std::array<std::string_view, 10> okabe_ito = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                               "#E69F00", "#56B4E9", "#F0E442", "#000000",
+                                                               "#999999", "#882255"};
 
 /// @brief Colour i of the palette (cycled).
 [[nodiscard]] std::string_view palette_colour(std::size_t i) noexcept;
@@ -232,8 +233,8 @@ void check_plot_value(std::string_view fn, std::string_view arg, std::size_t i, 
                       double v);
 
 /// @brief Checks lo <= hi for element i.
-void check_plot_interval(std::string_view fn, std::string_view arg, std::size_t i,
-                         std::string_view lo_name, double lo, std::string_view hi_name, double hi);
+void check_plot_interval(std::string_view fn, std::string_view arg, std::size_t i, std::string_view lo_name,
+                         double lo, std::string_view hi_name, double hi);
 
 /// @brief Checks x > 0 on a log axis.
 void check_log_positive(std::string_view fn, std::string_view name, double x);
@@ -249,8 +250,7 @@ struct legend_item {
 [[nodiscard]] int legend_rows(const std::vector<legend_item>& items, double x0, double x1);
 
 /// @brief Draws the legend starting at (x0, y) across [x0, x1], 18 px per row.
-void draw_legend(svg_writer& w, const std::vector<legend_item>& items, double x0, double x1,
-                 double y);
+void draw_legend(svg_writer& w, const std::vector<legend_item>& items, double x0, double x1, double y);
 
 /// @brief The document for empty input: title and a centred "no data".
 [[nodiscard]] std::string no_data_svg(std::string_view fn, const plot_options& o);
@@ -289,9 +289,8 @@ void draw_title_and_frame(svg_writer& w, const plot_frame& f, const plot_options
 
 std::string forest_plot(std::span<const forest_row> rows, const plot_options& o, double reference);
 
-std::string band_plot(std::span<const band_series> series, const plot_options& o,
-                      std::optional<double> hline, std::optional<double> vline,
-                      std::optional<std::pair<double, double>> vband);
+std::string band_plot(std::span<const band_series> series, const plot_options& o, std::optional<double> hline,
+                      std::optional<double> vline, std::optional<std::pair<double, double>> vband);
 
 std::string frontier_plot(std::span<const scatter_point> points, const plot_options& o);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of backend/reference_cpu.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of backend/reference_cpu.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
 #define LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
 
@@ -21,26 +22,33 @@
 namespace latentaudit {
 
 LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, const std::string& where) {
-  auto fail = [&](const std::string& what) -> void { LATENTAUDIT_THROW(corrupt_data("llama_config: " + where + ": " + what)); };
+  auto fail = [&](const std::string& what) -> void {
+    LATENTAUDIT_THROW(corrupt_data("llama_config: " + where + ": " + what));
+  };
   if (!j.is_object()) fail("not a JSON object");
   llama_config c;
-  auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi, bool required, std::int64_t fallback) -> std::int64_t {
+  auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi, bool required,
+                     std::int64_t fallback) -> std::int64_t {
     const json_value* v = j.find(key);
     if (v == nullptr || v->is_null()) {
       if (required) fail(std::string("missing \"") + key + "\"");
       return fallback;
     }
-    if (!v->is_number() || v->as_number() != std::floor(v->as_number()) || v->as_number() < static_cast<double>(lo) || v->as_number() > static_cast<double>(hi))
-      fail(std::string("\"") + key + "\" must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (!v->is_number() || v->as_number() != std::floor(v->as_number()) ||
+        v->as_number() < static_cast<double>(lo) || v->as_number() > static_cast<double>(hi))
+      fail(std::string("\"") + key + "\" must be an integer in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]");
     return static_cast<std::int64_t>(v->as_number());
   };
   auto number = [&](const char* key, double fallback) -> double {
     const json_value* v = j.find(key);
     if (v == nullptr || v->is_null()) return fallback;
-    if (!v->is_number() || !(v->as_number() > 0)) fail(std::string("\"") + key + "\" must be a positive number");
+    if (!v->is_number() || !(v->as_number() > 0))
+      fail(std::string("\"") + key + "\" must be a positive number");
     return v->as_number();
   };
-  if (const json_value* a = j.find("architectures"); a != nullptr && a->is_array() && !a->as_array().empty() && a->as_array()[0].is_string())
+  if (const json_value* a = j.find("architectures");
+      a != nullptr && a->is_array() && !a->as_array().empty() && a->as_array()[0].is_string())
     c.architecture = a->as_array()[0].as_string();
   c.vocab_size = static_cast<std::int32_t>(integer("vocab_size", 1, 1 << 24, true, 0));
   c.hidden_size = static_cast<std::int32_t>(integer("hidden_size", 1, 1 << 16, true, 0));
@@ -51,7 +59,8 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
   if (c.n_heads % c.n_kv_heads != 0) fail("num_key_value_heads must divide num_attention_heads");
   c.head_dim = static_cast<std::int32_t>(integer("head_dim", 2, 4096, false, c.hidden_size / c.n_heads));
   if (c.head_dim % 2 != 0) fail("head_dim must be even for RoPE");
-  if (j.find("head_dim") == nullptr && c.hidden_size % c.n_heads != 0) fail("hidden_size must be a multiple of num_attention_heads");
+  if (j.find("head_dim") == nullptr && c.hidden_size % c.n_heads != 0)
+    fail("hidden_size must be a multiple of num_attention_heads");
   c.rms_norm_eps = static_cast<float>(number("rms_norm_eps", 1e-6));
   c.rope_theta = static_cast<float>(number("rope_theta", 10000.0));
   c.max_context = integer("max_position_embeddings", 1, std::int64_t{1} << 31, false, 2048);
@@ -59,30 +68,38 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
     if (!t->is_bool()) fail("\"tie_word_embeddings\" must be a boolean");
     c.tie_word_embeddings = t->as_bool();
   }
-  if (const json_value* r = j.find("rope_scaling"); r != nullptr && !r->is_null()) fail("rope_scaling is not supported by the reference backend");
-  if (const json_value* h = j.find("hidden_act"); h != nullptr && !(h->is_string() && h->as_string() == "silu")) fail("hidden_act must be \"silu\"");
+  if (const json_value* r = j.find("rope_scaling"); r != nullptr && !r->is_null())
+    fail("rope_scaling is not supported by the reference backend");
+  if (const json_value* h = j.find("hidden_act");
+      h != nullptr && !(h->is_string() && h->as_string() == "silu"))
+    fail("hidden_act must be \"silu\"");
   for (const char* key : {"attention_bias", "mlp_bias"})
-    if (const json_value* b = j.find(key); b != nullptr && b->is_bool() && b->as_bool()) fail(std::string(key) + " is not supported");
+    if (const json_value* b = j.find(key); b != nullptr && b->is_bool() && b->as_bool())
+      fail(std::string(key) + " is not supported");
   return c;
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(
-    const std::filesystem::path& dir, unsigned threads) {
+LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(const std::filesystem::path& dir,
+                                                                     unsigned threads) {
   const auto cfg_path = dir / "config.json";
   std::ifstream in(cfg_path);
-  if (!in) detail::throw_invalid("reference_cpu_backend::load", "dir", "has no readable config.json: '" + cfg_path.string() + "'");
+  if (!in)
+    detail::throw_invalid("reference_cpu_backend::load", "dir",
+                          "has no readable config.json: '" + cfg_path.string() + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  const auto cfg = llama_config::from_json(parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20}), cfg_path.string());
+  const auto cfg = llama_config::from_json(parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20}),
+                                           cfg_path.string());
   const auto st = safetensors_file::open(dir / "model.safetensors");
   return reference_cpu_backend(cfg, st, threads);
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(
-    const llama_config& cfg, const safetensors_file& st, unsigned threads)
+LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_config& cfg,
+                                                                const safetensors_file& st, unsigned threads)
     : cfg_(cfg), threads_(threads) {
   const std::int64_t d = cfg.hidden_size, V = cfg.vocab_size, I = cfg.intermediate_size;
-  const std::int64_t q_out = std::int64_t{cfg.n_heads} * cfg.head_dim, kv_out = std::int64_t{cfg.n_kv_heads} * cfg.head_dim;
+  const std::int64_t q_out = std::int64_t{cfg.n_heads} * cfg.head_dim,
+                     kv_out = std::int64_t{cfg.n_kv_heads} * cfg.head_dim;
   std::vector<std::string> expected;
   sha256 hash;
   auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols) {
@@ -121,20 +138,31 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(
   for (const auto& t : st.tensors()) {
     if (std::find(expected.begin(), expected.end(), t.name) != expected.end()) continue;
     if (cfg.tie_word_embeddings && t.name == "lm_head.weight") continue;  // some exports keep the tied copy
-    LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: unexpected tensor '" + t.name + "' in '" + st.path().string() + "'"));
+    LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: unexpected tensor '" + t.name + "' in '" +
+                                   st.path().string() + "'"));
   }
   const auto digest = hash.finish();
   std::uint64_t wh = 0;
-  for (int i = 0; i < 8; ++i) wh |= static_cast<std::uint64_t>(digest[static_cast<std::size_t>(i)]) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    wh |= static_cast<std::uint64_t>(digest[static_cast<std::size_t>(i)]) << (8 * i);
   info_.name = "reference_cpu";
-  info_.fingerprint = {.architecture = cfg.architecture, .n_layers = cfg.n_layers, .n_heads = cfg.n_heads, .n_kv_heads = cfg.n_kv_heads,
-                       .head_dim_k = cfg.head_dim, .head_dim_v = cfg.head_dim,
-                       .rope = {.pairing = rope_pairing::neox, .theta = cfg.rope_theta, .rotary_dims = 0}, .weights_hash = wh};
+  info_.fingerprint = {.architecture = cfg.architecture,
+                       .n_layers = cfg.n_layers,
+                       .n_heads = cfg.n_heads,
+                       .n_kv_heads = cfg.n_kv_heads,
+                       .head_dim_k = cfg.head_dim,
+                       .head_dim_v = cfg.head_dim,
+                       .rope = {.pairing = rope_pairing::neox, .theta = cfg.rope_theta, .rotary_dims = 0},
+                       .weights_hash = wh};
   info_.vocab_size = cfg.vocab_size;
   info_.hidden_size = cfg.hidden_size;
   info_.max_context = cfg.max_context;
-  info_.caps = {.attention_capture = true, .hidden_state = true, .native_shift = true, .partial_layer_import = true,
-                .token_mask_import = true, .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16}};
+  info_.caps = {.attention_capture = true,
+                .hidden_state = true,
+                .native_shift = true,
+                .partial_layer_import = true,
+                .token_mask_import = true,
+                .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16}};
   freq_ = rope_frequencies(info_.fingerprint.rope, cfg.head_dim);
 }
 
@@ -157,20 +185,20 @@ LATENTAUDIT_INLINE seq_id reference_cpu_backend::open_seq() {
   return static_cast<seq_id>(seqs_.size() - 1);
 }
 
-LATENTAUDIT_INLINE forward_output reference_cpu_backend::prefill(
-    seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o) {
+LATENTAUDIT_INLINE forward_output reference_cpu_backend::prefill(seq_id s, std::span<const token_id> tokens,
+                                                                 position_t first, const forward_options& o) {
   return forward(s, tokens, first, o, {}, nullptr);
 }
 
-LATENTAUDIT_INLINE forward_output reference_cpu_backend::decode(
-    seq_id s, token_id token, position_t p, const forward_options& o) {
+LATENTAUDIT_INLINE forward_output reference_cpu_backend::decode(seq_id s, token_id token, position_t p,
+                                                                const forward_options& o) {
   const token_id t[1] = {token};
   return forward(s, t, p, o, {}, nullptr);
 }
 
-LATENTAUDIT_INLINE attention_capture reference_cpu_backend::prefill_capture(
-    seq_id s, std::span<const token_id> tokens, position_t first, std::span<const layer_index> layers,
-    const forward_options& o) {
+LATENTAUDIT_INLINE attention_capture
+reference_cpu_backend::prefill_capture(seq_id s, std::span<const token_id> tokens, position_t first,
+                                       std::span<const layer_index> layers, const forward_options& o) {
   for (auto l : layers) detail::check_in_range("prefill_capture", "layers", l, 0, cfg_.n_layers - 1);
   attention_capture cap;
   cap.layers.assign(layers.begin(), layers.end());
@@ -179,8 +207,8 @@ LATENTAUDIT_INLINE attention_capture reference_cpu_backend::prefill_capture(
   return cap;
 }
 
-LATENTAUDIT_INLINE kv_block reference_cpu_backend::export_kv(
-    seq_id s, index_range tokens, index_range layer_range) const {
+LATENTAUDIT_INLINE kv_block reference_cpu_backend::export_kv(seq_id s, index_range tokens,
+                                                             index_range layer_range) const {
   constexpr std::string_view fn = "export_kv";
   const auto& q = seq(fn, s);
   const auto T = static_cast<std::int64_t>(q.positions.size());
@@ -199,28 +227,36 @@ LATENTAUDIT_INLINE kv_block reference_cpu_backend::export_kv(
     auto k = b.k<float>(i), v = b.v<float>(i);
     for (std::int64_t t = 0; t < tokens.size(); ++t) {
       const auto src = static_cast<std::size_t>(tokens.first + t);
-      std::copy_n(q.k[l].begin() + static_cast<std::ptrdiff_t>(src * row), row, k.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * row));
-      std::copy_n(q.v[l].begin() + static_cast<std::ptrdiff_t>(src * row), row, v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * row));
+      std::copy_n(q.k[l].begin() + static_cast<std::ptrdiff_t>(src * row), row,
+                  k.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * row));
+      std::copy_n(q.v[l].begin() + static_cast<std::ptrdiff_t>(src * row), row,
+                  v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * row));
       if (!q.visible[l][src]) {
         mask[i * static_cast<std::size_t>(tokens.size()) + static_cast<std::size_t>(t)] = 0;
         ragged = true;
       }
     }
   }
-  for (std::int64_t t = 0; t < tokens.size(); ++t) b.positions()[static_cast<std::size_t>(t)] = q.positions[static_cast<std::size_t>(tokens.first + t)];
+  for (std::int64_t t = 0; t < tokens.size(); ++t)
+    b.positions()[static_cast<std::size_t>(t)] = q.positions[static_cast<std::size_t>(tokens.first + t)];
   if (ragged) b.set_token_mask(std::move(mask));
   return b;
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(
-    seq_id s, const kv_block& block, const import_options& o) {
+LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(seq_id s, const kv_block& block,
+                                                         const import_options& o) {
   constexpr std::string_view fn = "import_kv";
   auto& q = seq(fn, s);
   if (!o.force) check_fingerprint(fn, info_.fingerprint, block.fingerprint());
-  detail::check_same_size(fn, "block.n_kv_heads", static_cast<std::size_t>(block.n_kv_heads()), "model n_kv_heads", static_cast<std::size_t>(cfg_.n_kv_heads));
-  detail::check_same_size(fn, "block.head_dim_k", static_cast<std::size_t>(block.head_dim_k()), "model head_dim", static_cast<std::size_t>(cfg_.head_dim));
-  detail::check_same_size(fn, "block.head_dim_v", static_cast<std::size_t>(block.head_dim_v()), "model head_dim", static_cast<std::size_t>(cfg_.head_dim));
-  if (!o.layer_mask.empty()) detail::check_same_size(fn, "options.layer_mask", o.layer_mask.size(), "model layers", static_cast<std::size_t>(cfg_.n_layers));
+  detail::check_same_size(fn, "block.n_kv_heads", static_cast<std::size_t>(block.n_kv_heads()),
+                          "model n_kv_heads", static_cast<std::size_t>(cfg_.n_kv_heads));
+  detail::check_same_size(fn, "block.head_dim_k", static_cast<std::size_t>(block.head_dim_k()),
+                          "model head_dim", static_cast<std::size_t>(cfg_.head_dim));
+  detail::check_same_size(fn, "block.head_dim_v", static_cast<std::size_t>(block.head_dim_v()),
+                          "model head_dim", static_cast<std::size_t>(cfg_.head_dim));
+  if (!o.layer_mask.empty())
+    detail::check_same_size(fn, "options.layer_mask", o.layer_mask.size(), "model layers",
+                            static_cast<std::size_t>(cfg_.n_layers));
   for (auto l : block.layers()) detail::check_in_range(fn, "block.layers", l, 0, cfg_.n_layers - 1);
   kv_block b = block.type() == dtype::f32 ? block : block.converted(dtype::f32);
   if (o.force) {
@@ -238,9 +274,12 @@ LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(
     for (std::size_t t = 0; t < T; ++t) {
       if (use) {
         auto k = b.k<float>(static_cast<std::size_t>(i)), v = b.v<float>(static_cast<std::size_t>(i));
-        q.k[l].insert(q.k[l].end(), k.begin() + static_cast<std::ptrdiff_t>(t * row), k.begin() + static_cast<std::ptrdiff_t>((t + 1) * row));
-        q.v[l].insert(q.v[l].end(), v.begin() + static_cast<std::ptrdiff_t>(t * row), v.begin() + static_cast<std::ptrdiff_t>((t + 1) * row));
-        q.visible[l].push_back(b.token_present(static_cast<std::size_t>(i), static_cast<std::int64_t>(t)) ? 1 : 0);
+        q.k[l].insert(q.k[l].end(), k.begin() + static_cast<std::ptrdiff_t>(t * row),
+                      k.begin() + static_cast<std::ptrdiff_t>((t + 1) * row));
+        q.v[l].insert(q.v[l].end(), v.begin() + static_cast<std::ptrdiff_t>(t * row),
+                      v.begin() + static_cast<std::ptrdiff_t>((t + 1) * row));
+        q.visible[l].push_back(
+            b.token_present(static_cast<std::size_t>(i), static_cast<std::int64_t>(t)) ? 1 : 0);
       } else {
         q.k[l].insert(q.k[l].end(), row, 0.0f);
         q.v[l].insert(q.v[l].end(), row, 0.0f);
@@ -251,8 +290,8 @@ LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(
   q.positions.insert(q.positions.end(), b.positions().begin(), b.positions().end());
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::shift(
-    seq_id s, position_t p0, position_t p1, position_t delta) {
+LATENTAUDIT_INLINE void reference_cpu_backend::shift(seq_id s, position_t p0, position_t p1,
+                                                     position_t delta) {
   constexpr std::string_view fn = "shift";
   auto& q = seq(fn, s);
   if (p0 > p1) detail::throw_invalid(fn, "p1", "must be >= p0");
@@ -284,8 +323,10 @@ LATENTAUDIT_INLINE void reference_cpu_backend::erase(seq_id s, position_t p0, po
     if (w != t) {
       q.positions[w] = q.positions[t];
       for (std::size_t l = 0; l < layers_.size(); ++l) {
-        std::copy_n(q.k[l].begin() + static_cast<std::ptrdiff_t>(t * row), row, q.k[l].begin() + static_cast<std::ptrdiff_t>(w * row));
-        std::copy_n(q.v[l].begin() + static_cast<std::ptrdiff_t>(t * row), row, q.v[l].begin() + static_cast<std::ptrdiff_t>(w * row));
+        std::copy_n(q.k[l].begin() + static_cast<std::ptrdiff_t>(t * row), row,
+                    q.k[l].begin() + static_cast<std::ptrdiff_t>(w * row));
+        std::copy_n(q.v[l].begin() + static_cast<std::ptrdiff_t>(t * row), row,
+                    q.v[l].begin() + static_cast<std::ptrdiff_t>(w * row));
         q.visible[l][w] = q.visible[l][t];
       }
     }
@@ -299,15 +340,15 @@ LATENTAUDIT_INLINE void reference_cpu_backend::erase(seq_id s, position_t p0, po
   }
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend::sequence& reference_cpu_backend::seq(
-    std::string_view fn, seq_id s) {
+LATENTAUDIT_INLINE reference_cpu_backend::sequence& reference_cpu_backend::seq(std::string_view fn,
+                                                                               seq_id s) {
   if (s < 0 || static_cast<std::size_t>(s) >= seqs_.size() || !seqs_[static_cast<std::size_t>(s)].open)
     detail::throw_invalid(fn, "seq", "is not an open sequence: " + std::to_string(s));
   return seqs_[static_cast<std::size_t>(s)];
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::rotate_head_cs(
-    float* x, const double* c, const double* s) const noexcept {
+LATENTAUDIT_INLINE void reference_cpu_backend::rotate_head_cs(float* x, const double* c,
+                                                              const double* s) const noexcept {
   const auto& rope = info_.fingerprint.rope;
   if (rope.pairing == rope_pairing::none) return;
   const std::size_t half = freq_.size();
@@ -331,19 +372,26 @@ LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::rms_norm
   return y;
 }
 
-LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(
-    seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o,
-    std::span<const layer_index> capture_layers, attention_capture* cap) {
+LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::span<const token_id> tokens,
+                                                                 position_t first, const forward_options& o,
+                                                                 std::span<const layer_index> capture_layers,
+                                                                 attention_capture* cap) {
   constexpr std::string_view fn = "prefill";
   auto& q = seq(fn, s);
   if (tokens.empty()) detail::throw_invalid(fn, "tokens", "must not be empty");
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size)
-      detail::throw_invalid(fn, "tokens", "holds id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) + ", outside [0, " + std::to_string(cfg_.vocab_size) + ")");
+      detail::throw_invalid(fn, "tokens",
+                            "holds id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                                ", outside [0, " + std::to_string(cfg_.vocab_size) + ")");
   const auto n = static_cast<std::int64_t>(tokens.size());
   if (first < 0 || std::int64_t{first} + n > cfg_.max_context)
-    detail::throw_invalid(fn, "first_position", "puts positions outside [0, " + std::to_string(cfg_.max_context) + "): " + std::to_string(first) + " + " + std::to_string(n) + " tokens");
-  const std::size_t H = static_cast<std::size_t>(cfg_.n_heads), Hkv = static_cast<std::size_t>(cfg_.n_kv_heads), hd = static_cast<std::size_t>(cfg_.head_dim);
+    detail::throw_invalid(fn, "first_position",
+                          "puts positions outside [0, " + std::to_string(cfg_.max_context) +
+                              "): " + std::to_string(first) + " + " + std::to_string(n) + " tokens");
+  const std::size_t H = static_cast<std::size_t>(cfg_.n_heads),
+                    Hkv = static_cast<std::size_t>(cfg_.n_kv_heads),
+                    hd = static_cast<std::size_t>(cfg_.head_dim);
   const std::size_t group = H / Hkv, row = row_elems();
   const std::size_t old_T = q.positions.size(), T = old_T + static_cast<std::size_t>(n);
   matrix x(n, cfg_.hidden_size);
@@ -366,7 +414,8 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(
       rope_sin[static_cast<std::size_t>(i) * half + f] = std::sin(a);
     }
   // attention threads only when the work outweighs starting them (results do not depend on it)
-  const unsigned att_threads = static_cast<std::size_t>(n) * T * H * hd >= (std::size_t{1} << 18) ? threads_ : 1u;
+  const unsigned att_threads =
+      static_cast<std::size_t>(n) * T * H * hd >= (std::size_t{1} << 18) ? threads_ : 1u;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const auto& w = layers_[l];
     const matrix h = rms_norm(x, w.in_norm);
@@ -400,7 +449,10 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(
           const std::size_t upto = old_T + static_cast<std::size_t>(i) + 1;  // causal in cache order
           float mx = -std::numeric_limits<float>::infinity();
           for (std::size_t j = 0; j < upto; ++j) {
-            if (!q.visible[l][j]) { p[j] = -std::numeric_limits<float>::infinity(); continue; }
+            if (!q.visible[l][j]) {
+              p[j] = -std::numeric_limits<float>::infinity();
+              continue;
+            }
             const float* kv = q.k[l].data() + j * row + g * hd;
             float dot = 0;
             for (std::size_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
@@ -420,7 +472,10 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(
             const float* vv = q.v[l].data() + j * row + g * hd;
             for (std::size_t d = 0; d < hd; ++d) out[d] += pj * vv[d];
             if (cap_index >= 0)
-              cap->weights[((static_cast<std::size_t>(cap_index) * H + hh) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)) * T + j] = pj;
+              cap->weights[((static_cast<std::size_t>(cap_index) * H + hh) * static_cast<std::size_t>(n) +
+                            static_cast<std::size_t>(i)) *
+                               T +
+                           j] = pj;
           }
         }
       }

@@ -29,14 +29,11 @@ inline std::string number_text(double x) {
 
 /// @brief Decimal text of an integer.
 template <class Int>
-  requires std::is_integral_v<Int>
-inline std::string number_text(Int x) {
-  return std::to_string(x);
-}
+requires std::is_integral_v<Int>
+inline std::string number_text(Int x) { return std::to_string(x); }
 
 /// @brief Builds "function: argument 'name' expected" + details.
-inline std::string arg_message(std::string_view function, std::string_view name,
-                               std::string_view what) {
+inline std::string arg_message(std::string_view function, std::string_view name, std::string_view what) {
   std::string m;
   m.reserve(function.size() + name.size() + what.size() + 16);
   m.append(function).append(": argument '").append(name).append("' ").append(what);
@@ -57,13 +54,11 @@ inline void check_finite(std::string_view function, std::string_view name, doubl
 
 /// @brief Checks every element of xs is finite; the message gives the first bad index.
 /// @throws invalid_argument naming function, argument and index.
-inline void check_finite(std::string_view function, std::string_view name,
-                         std::span<const double> xs) {
+inline void check_finite(std::string_view function, std::string_view name, std::span<const double> xs) {
   for (std::size_t i = 0; i < xs.size(); ++i) {
     if (!std::isfinite(xs[i])) [[unlikely]] {
       throw_invalid(function, name,
-                    "must hold finite values, got " + number_text(xs[i]) + " at index " +
-                        std::to_string(i));
+                    "must hold finite values, got " + number_text(xs[i]) + " at index " + std::to_string(i));
     }
   }
 }
@@ -83,13 +78,15 @@ inline void check_closed_unit(std::string_view function, std::string_view name, 
 /// @brief Checks x > 0 and finite.
 /// @throws invalid_argument naming function and argument.
 inline void check_positive(std::string_view function, std::string_view name, double x) {
-  if (!(x > 0.0) || !std::isfinite(x)) throw_invalid(function, name, "must be positive and finite, got " + number_text(x));
+  if (!(x > 0.0) || !std::isfinite(x))
+    throw_invalid(function, name, "must be positive and finite, got " + number_text(x));
 }
 
 /// @brief Checks x >= 0 and finite.
 /// @throws invalid_argument naming function and argument.
 inline void check_nonnegative(std::string_view function, std::string_view name, double x) {
-  if (!(x >= 0.0) || !std::isfinite(x)) throw_invalid(function, name, "must be non-negative and finite, got " + number_text(x));
+  if (!(x >= 0.0) || !std::isfinite(x))
+    throw_invalid(function, name, "must be non-negative and finite, got " + number_text(x));
 }
 
 /// @brief Checks that a sample has at least `minimum` observations.
@@ -109,8 +106,13 @@ inline void check_same_size(std::string_view function, std::string_view name_a, 
                             std::string_view name_b, std::size_t b) {
   if (a != b) {
     std::string m(function);
-    m.append(": arguments '").append(name_a).append("' and '").append(name_b)
-        .append("' must have the same size, got ").append(std::to_string(a)).append(" and ")
+    m.append(": arguments '")
+        .append(name_a)
+        .append("' and '")
+        .append(name_b)
+        .append("' must have the same size, got ")
+        .append(std::to_string(a))
+        .append(" and ")
         .append(std::to_string(b));
     LATENTAUDIT_THROW(shape_mismatch(m));
   }
@@ -118,19 +120,18 @@ inline void check_same_size(std::string_view function, std::string_view name_a, 
 
 /// @brief Checks lo <= x <= hi for an integer-like count.
 /// @throws invalid_argument naming function and argument.
-inline void check_in_range(std::string_view function, std::string_view name, long long x,
-                           long long lo, long long hi) {
+inline void check_in_range(std::string_view function, std::string_view name, long long x, long long lo,
+                           long long hi) {
   if (x < lo || x > hi) {
-    throw_invalid(function, name,
-                  "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                      std::to_string(x));
+    throw_invalid(
+        function, name,
+        "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(x));
   }
 }
 
 /// @brief Checks that each element of xs is 0 or 1 (binary outcomes).
 /// @throws invalid_argument naming the first bad index.
-inline void check_binary(std::string_view function, std::string_view name,
-                         std::span<const double> xs) {
+inline void check_binary(std::string_view function, std::string_view name, std::span<const double> xs) {
   for (std::size_t i = 0; i < xs.size(); ++i) {
     if (xs[i] != 0.0 && xs[i] != 1.0) [[unlikely]] {
       throw_invalid(function, name,

@@ -37,7 +37,8 @@ class index_drawer {
 
   /// @brief The next 32-bit word of the stream.
   [[nodiscard]] std::uint32_t word() noexcept {
-    if (pos_ == words_per_refill) [[unlikely]] refill();
+    if (pos_ == words_per_refill) [[unlikely]]
+      refill();
     return buf_[pos_++];
   }
 
@@ -72,8 +73,8 @@ class index_drawer {
   // 32x32 -> 64-bit products of the four lanes of a by the constant m: high and low halves.
   static void mul_hi_lo(__m128i a, __m128i m, __m128i& hi, __m128i& lo) noexcept {
     const __m128i lo_mask = _mm_set1_epi64x(0xFFFFFFFFLL);
-    const __m128i even = _mm_mul_epu32(a, m);                       // lanes 0, 2
-    const __m128i odd = _mm_mul_epu32(_mm_srli_epi64(a, 32), m);    // lanes 1, 3
+    const __m128i even = _mm_mul_epu32(a, m);                     // lanes 0, 2
+    const __m128i odd = _mm_mul_epu32(_mm_srli_epi64(a, 32), m);  // lanes 1, 3
     lo = _mm_or_si128(_mm_and_si128(even, lo_mask), _mm_slli_epi64(odd, 32));
     hi = _mm_or_si128(_mm_srli_epi64(even, 32), _mm_andnot_si128(lo_mask, odd));
   }
@@ -89,7 +90,8 @@ class index_drawer {
   }
 
   // AVX2 version of mul_hi_lo: eight lanes.
-  __attribute__((target("avx2"))) static void mul_hi_lo8(__m256i a, __m256i m, __m256i& hi, __m256i& lo) noexcept {
+  __attribute__((target("avx2"))) static void mul_hi_lo8(__m256i a, __m256i m, __m256i& hi,
+                                                         __m256i& lo) noexcept {
     const __m256i lo_mask = _mm256_set1_epi64x(0xFFFFFFFFLL);
     const __m256i even = _mm256_mul_epu32(a, m);
     const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
@@ -109,7 +111,8 @@ class index_drawer {
   }
 
   // Transposes eight blocks held as four word vectors into buf_ at block `first`.
-  __attribute__((target("avx2"))) void store8(unsigned first, __m256i c0, __m256i c1, __m256i c2, __m256i c3) noexcept {
+  __attribute__((target("avx2"))) void store8(unsigned first, __m256i c0, __m256i c1, __m256i c2,
+                                              __m256i c3) noexcept {
     const __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpacklo_epi32(c2, c3);
     const __m256i t2 = _mm256_unpackhi_epi32(c0, c1), t3 = _mm256_unpackhi_epi32(c2, c3);
     const __m256i r0 = _mm256_unpacklo_epi64(t0, t1);  // blocks 0 | 4
@@ -130,7 +133,8 @@ class index_drawer {
     __m256i a0, a1, b0, b1;
     counters8(next_block_, a0, a1);
     counters8(next_block_ + 8, b0, b1);
-    __m256i a2 = _mm256_set1_epi32(static_cast<int>(arm_)), a3 = _mm256_set1_epi32(static_cast<int>(replicate_));
+    __m256i a2 = _mm256_set1_epi32(static_cast<int>(arm_)),
+            a3 = _mm256_set1_epi32(static_cast<int>(replicate_));
     __m256i b2 = a2, b3 = a3;
     std::uint32_t k0 = key_[0], k1 = key_[1];
     for (int round = 0; round < 10; ++round) {
@@ -138,7 +142,8 @@ class index_drawer {
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
       }
-      const __m256i kk0 = _mm256_set1_epi32(static_cast<int>(k0)), kk1 = _mm256_set1_epi32(static_cast<int>(k1));
+      const __m256i kk0 = _mm256_set1_epi32(static_cast<int>(k0)),
+                    kk1 = _mm256_set1_epi32(static_cast<int>(k1));
       __m256i ah0, al0, ah1, al1, bh0, bl0, bh1, bl1;
       mul_hi_lo8(a0, m0, ah0, al0);
       mul_hi_lo8(a2, m1, ah1, al1);
@@ -174,10 +179,14 @@ class index_drawer {
     const __m128i m0 = _mm_set1_epi32(static_cast<int>(0xD2511F53u));
     const __m128i m1 = _mm_set1_epi32(static_cast<int>(0xCD9E8D57u));
     auto counters = [&](std::uint64_t b, __m128i& w0, __m128i& w1) {
-      w0 = _mm_setr_epi32(static_cast<int>(static_cast<std::uint32_t>(b)), static_cast<int>(static_cast<std::uint32_t>(b + 1)),
-                          static_cast<int>(static_cast<std::uint32_t>(b + 2)), static_cast<int>(static_cast<std::uint32_t>(b + 3)));
-      w1 = _mm_setr_epi32(static_cast<int>(static_cast<std::uint32_t>(b >> 32)), static_cast<int>(static_cast<std::uint32_t>((b + 1) >> 32)),
-                          static_cast<int>(static_cast<std::uint32_t>((b + 2) >> 32)), static_cast<int>(static_cast<std::uint32_t>((b + 3) >> 32)));
+      w0 = _mm_setr_epi32(static_cast<int>(static_cast<std::uint32_t>(b)),
+                          static_cast<int>(static_cast<std::uint32_t>(b + 1)),
+                          static_cast<int>(static_cast<std::uint32_t>(b + 2)),
+                          static_cast<int>(static_cast<std::uint32_t>(b + 3)));
+      w1 = _mm_setr_epi32(static_cast<int>(static_cast<std::uint32_t>(b >> 32)),
+                          static_cast<int>(static_cast<std::uint32_t>((b + 1) >> 32)),
+                          static_cast<int>(static_cast<std::uint32_t>((b + 2) >> 32)),
+                          static_cast<int>(static_cast<std::uint32_t>((b + 3) >> 32)));
     };
     auto store = [&](unsigned first_block, __m128i c0, __m128i c1, __m128i c2, __m128i c3) {
       const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpacklo_epi32(c2, c3);
@@ -225,7 +234,8 @@ class index_drawer {
   void refill() noexcept {
     for (unsigned l = 0; l < blocks_per_refill; ++l) {
       const std::uint64_t b = next_block_ + l;
-      const auto out = philox4x32::block({static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32), arm_, replicate_}, key_);
+      const auto out = philox4x32::block(
+          {static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32), arm_, replicate_}, key_);
       for (unsigned w = 0; w < 4; ++w) buf_[4 * l + w] = out[w];
     }
     next_block_ += blocks_per_refill;

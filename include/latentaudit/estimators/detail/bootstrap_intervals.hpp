@@ -26,7 +26,7 @@ enum class bootstrap_ci_method {
 
 /// @brief Which peer's conventions the interval follows where peers differ.
 enum class bootstrap_convention {
-  boot,   ///< R boot::boot.ci: norm.inter order statistic (R+1)α, z0 from #{t* < t0}/R, a = ΣL³/(6(ΣL²)^1.5)
+  boot,  ///< R boot::boot.ci: norm.inter order statistic (R+1)α, z0 from #{t* < t0}/R, a = ΣL³/(6(ΣL²)^1.5)
   scipy,  ///< scipy.stats.bootstrap: np.percentile linear (index (B−1)p), mid-rank z0, per-sample a
 };
 
@@ -67,26 +67,26 @@ struct replicate_moments {
 /// @brief Everything the interval step needs: t₀, t*, optional influence values and their strata,
 /// and the studentized variances.
 struct bootstrap_interval_input {
-  double t0 = bootstrap_nan;                         ///< statistic on the original data
-  std::span<const double> t;                 ///< replicates, finite
-  std::span<const double> influence;         ///< BCa influence values (empty: a = 0 is NOT assumed)
-  std::span<const std::size_t> strata;       ///< sizes of the influence strata (empty = one stratum)
-  double v0 = bootstrap_nan;                         ///< studentized: variance estimate at t₀
-  std::span<const double> v;                 ///< studentized: variance estimates of the replicates
+  double t0 = bootstrap_nan;            ///< statistic on the original data
+  std::span<const double> t;            ///< replicates, finite
+  std::span<const double> influence;    ///< BCa influence values (empty: a = 0 is NOT assumed)
+  std::span<const std::size_t> strata;  ///< sizes of the influence strata (empty = one stratum)
+  double v0 = bootstrap_nan;            ///< studentized: variance estimate at t₀
+  std::span<const double> v;            ///< studentized: variance estimates of the replicates
 };
 
 /// @brief Outcome of the interval step.
 struct bootstrap_interval_output {
-  double low = bootstrap_nan;            ///< lower limit
-  double high = bootstrap_nan;           ///< upper limit
-  double std_error = bootstrap_nan;      ///< sd(t*), ddof = 1
-  double z0 = bootstrap_nan;             ///< BCa bias correction
-  double acceleration = bootstrap_nan;   ///< BCa acceleration
-  double alpha_low = bootstrap_nan;      ///< probability level of the lower quantile used
-  double alpha_high = bootstrap_nan;     ///< probability level of the upper quantile used
-  std::size_t used = 0;          ///< replicates used (studentized: finite z*)
-  bool degenerate = false;       ///< the interval is undefined for these replicates
-  std::string reason;            ///< why, when degenerate
+  double low = bootstrap_nan;           ///< lower limit
+  double high = bootstrap_nan;          ///< upper limit
+  double std_error = bootstrap_nan;     ///< sd(t*), ddof = 1
+  double z0 = bootstrap_nan;            ///< BCa bias correction
+  double acceleration = bootstrap_nan;  ///< BCa acceleration
+  double alpha_low = bootstrap_nan;     ///< probability level of the lower quantile used
+  double alpha_high = bootstrap_nan;    ///< probability level of the upper quantile used
+  std::size_t used = 0;                 ///< replicates used (studentized: finite z*)
+  bool degenerate = false;              ///< the interval is undefined for these replicates
+  std::string reason;                   ///< why, when degenerate
 };
 
 /// @brief Whether all replicates are equal up to rounding: max − min ≤ 8 ε max|t*|.

@@ -83,9 +83,9 @@ class kd_tree {
 
  private:
   struct node {
-    std::size_t begin = 0, end = 0;  // points [begin, end) in tree order
-    std::size_t left = 0, right = 0; // children (0 = leaf; the root is never a child)
-    std::size_t box = 0;             // offset of lo[dim], hi[dim] in boxes_
+    std::size_t begin = 0, end = 0;   // points [begin, end) in tree order
+    std::size_t left = 0, right = 0;  // children (0 = leaf; the root is never a child)
+    std::size_t box = 0;              // offset of lo[dim], hi[dim] in boxes_
   };
 
   std::size_t build(std::size_t begin, std::size_t end) {
@@ -116,12 +116,10 @@ class kd_tree {
     }
     if (!(spread > 0)) return id;  // all points identical: keep as one leaf
     const std::size_t mid = begin + (end - begin) / 2;
-    std::nth_element(order_.begin() + static_cast<std::ptrdiff_t>(begin),
-                     order_.begin() + static_cast<std::ptrdiff_t>(mid),
-                     order_.begin() + static_cast<std::ptrdiff_t>(end),
-                     [&](std::size_t a, std::size_t b) {
-                       return pts_[a * dim_ + split] < pts_[b * dim_ + split];
-                     });
+    std::nth_element(
+        order_.begin() + static_cast<std::ptrdiff_t>(begin),
+        order_.begin() + static_cast<std::ptrdiff_t>(mid), order_.begin() + static_cast<std::ptrdiff_t>(end),
+        [&](std::size_t a, std::size_t b) { return pts_[a * dim_ + split] < pts_[b * dim_ + split]; });
     const std::size_t l = build(begin, mid);
     const std::size_t r = build(mid, end);
     nodes_[id].left = l;
@@ -175,8 +173,7 @@ class kd_tree {
   }
 
   template <class Accept>
-  void range(std::size_t n, const double* q, double r2, Accept& accept,
-             std::vector<kd_neighbor>& out) const {
+  void range(std::size_t n, const double* q, double r2, Accept& accept, std::vector<kd_neighbor>& out) const {
     const node& nd = nodes_[n];
     if (nd.left == 0) {
       for (std::size_t i = nd.begin; i < nd.end; ++i) {

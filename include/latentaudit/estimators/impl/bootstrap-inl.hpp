@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/bootstrap.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/bootstrap.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_BOOTSTRAP_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_BOOTSTRAP_INL_HPP
 
@@ -16,10 +17,10 @@ LATENTAUDIT_INLINE void check_bootstrap_options(std::string_view fn, const boots
     }
     if (o.method != bootstrap_ci_method::normal &&
         (static_cast<double>(o.replicates) + 1.0) * ((1.0 - o.level) / 2.0) < 1.0) {
-      throw_invalid(fn, "replicates",
-                    "is too small for level " + number_text(o.level) + ": the " +
-                        bootstrap_method_name(o.method) +
-                        " interval needs (replicates + 1)(1 - level)/2 >= 1, got " + number_text(o.replicates));
+      throw_invalid(
+          fn, "replicates",
+          "is too small for level " + number_text(o.level) + ": the " + bootstrap_method_name(o.method) +
+              " interval needs (replicates + 1)(1 - level)/2 >= 1, got " + number_text(o.replicates));
     }
   }
   switch (o.method) {
@@ -27,8 +28,10 @@ LATENTAUDIT_INLINE void check_bootstrap_options(std::string_view fn, const boots
     case bootstrap_ci_method::basic:
     case bootstrap_ci_method::normal:
     case bootstrap_ci_method::bca:
-    case bootstrap_ci_method::studentized: break;
-    default: throw_invalid(fn, "method", "is not a bootstrap_ci_method value");
+    case bootstrap_ci_method::studentized:
+      break;
+    default:
+      throw_invalid(fn, "method", "is not a bootstrap_ci_method value");
   }
   if (o.convention != bootstrap_convention::boot && o.convention != bootstrap_convention::scipy) {
     throw_invalid(fn, "convention", "is not a bootstrap_convention value");
@@ -79,7 +82,8 @@ LATENTAUDIT_INLINE cluster_layout make_cluster_layout(std::string_view fn,
   uniq.insert(uniq.end(), labels1.begin(), labels1.end());
   std::sort(uniq.begin(), uniq.end());
   uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-  if (uniq.size() < 2) throw_invalid(fn, "cluster", "must name at least 2 distinct clusters, got " + number_text(uniq.size()));
+  if (uniq.size() < 2)
+    throw_invalid(fn, "cluster", "must name at least 2 distinct clusters, got " + number_text(uniq.size()));
   cluster_layout c;
   c.clusters = static_cast<std::uint32_t>(uniq.size());
   for (std::size_t a = 0; a < arms; ++a) {
@@ -87,13 +91,15 @@ LATENTAUDIT_INLINE cluster_layout make_cluster_layout(std::string_view fn,
     std::vector<std::uint32_t> dense(labels.size());
     c.offset[a].assign(uniq.size() + 1, 0);
     for (std::size_t i = 0; i < labels.size(); ++i) {
-      dense[i] = static_cast<std::uint32_t>(std::lower_bound(uniq.begin(), uniq.end(), labels[i]) - uniq.begin());
+      dense[i] =
+          static_cast<std::uint32_t>(std::lower_bound(uniq.begin(), uniq.end(), labels[i]) - uniq.begin());
       ++c.offset[a][dense[i] + 1];
     }
     for (std::size_t g = 0; g < uniq.size(); ++g) c.offset[a][g + 1] += c.offset[a][g];
     c.members[a].resize(labels.size());
     std::vector<std::uint32_t> fill(c.offset[a].begin(), c.offset[a].end() - 1);
-    for (std::size_t i = 0; i < labels.size(); ++i) c.members[a][fill[dense[i]]++] = static_cast<std::uint32_t>(i);
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      c.members[a][fill[dense[i]]++] = static_cast<std::uint32_t>(i);
   }
   return c;
 }
@@ -172,8 +178,10 @@ namespace latentaudit {
   parallel_chunks(t.size(), 16, options.threads, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t r = lo; r < hi; ++r) {
       const auto rr = static_cast<std::uint32_t>(r);
-      const double s1 = detail::draw_and_sum({.seed = options.seed, .item = 0, .arm = 1, .replicate = rr}, treated);
-      const double s0 = detail::draw_and_sum({.seed = options.seed, .item = 0, .arm = 0, .replicate = rr}, control);
+      const double s1 =
+          detail::draw_and_sum({.seed = options.seed, .item = 0, .arm = 1, .replicate = rr}, treated);
+      const double s0 =
+          detail::draw_and_sum({.seed = options.seed, .item = 0, .arm = 0, .replicate = rr}, control);
       t[r] = s1 / n1 - s0 / n0;
     }
   });
@@ -186,7 +194,9 @@ namespace latentaudit {
     inf = influence;
   }
   const std::size_t strata[2] = {treated.size(), control.size()};
-  detail::finish_bootstrap(fn, res, {.t0 = t0, .t = t, .influence = inf, .strata = strata, .v0 = effect_estimate::nan, .v = {}}, options);
+  detail::finish_bootstrap(
+      fn, res, {.t0 = t0, .t = t, .influence = inf, .strata = strata, .v0 = effect_estimate::nan, .v = {}},
+      options);
   if (options.keep_replicates) res.replicates = std::move(t);
   return res;
 }
@@ -217,7 +227,8 @@ namespace latentaudit {
     o.estimand = detail::estimand_or(options, "mean_paired_difference");
     return detail::paired_impl(fn, treated, control, stat, o);
   }
-  if (options.method == bootstrap_ci_method::bca && !options.influence.empty() && options.influence.size() != n) {
+  if (options.method == bootstrap_ci_method::bca && !options.influence.empty() &&
+      options.influence.size() != n) {
     detail::throw_invalid(fn, "influence", "must hold one value per pair");
   }
   double a[4] = {0, 0, 0, 0};
@@ -228,7 +239,8 @@ namespace latentaudit {
   std::vector<double> t(options.replicates);
   parallel_chunks(t.size(), 16, options.threads, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t r = lo; r < hi; ++r) {
-      const stream_id id{.seed = options.seed, .item = 0, .arm = 0, .replicate = static_cast<std::uint32_t>(r)};
+      const stream_id id{
+          .seed = options.seed, .item = 0, .arm = 0, .replicate = static_cast<std::uint32_t>(r)};
       t[r] = detail::draw_and_sum_differences(id, treated, control) / nn;
     }
   });
@@ -239,8 +251,9 @@ namespace latentaudit {
     for (std::size_t i = 0; i < n; ++i) influence[i] = (treated[i] - control[i]) - t0;
     inf = influence;
   }
-  detail::finish_bootstrap(fn, res, {.t0 = t0, .t = t, .influence = inf, .strata = {}, .v0 = effect_estimate::nan, .v = {}},
-                           options);
+  detail::finish_bootstrap(
+      fn, res, {.t0 = t0, .t = t, .influence = inf, .strata = {}, .v0 = effect_estimate::nan, .v = {}},
+      options);
   if (options.keep_replicates) res.replicates = std::move(t);
   return res;
 }
@@ -253,7 +266,8 @@ namespace latentaudit {
   const std::size_t b = input.replicates.size();
   detail::check_min_size(fn, "replicates", b, 2);
   detail::check_finite(fn, "replicates", input.replicates);
-  if (options.method != bootstrap_ci_method::normal && (static_cast<double>(b) + 1.0) * ((1.0 - options.level) / 2.0) < 1.0) {
+  if (options.method != bootstrap_ci_method::normal &&
+      (static_cast<double>(b) + 1.0) * ((1.0 - options.level) / 2.0) < 1.0) {
     detail::throw_invalid(fn, "replicates",
                           "is too small for level " + detail::number_text(options.level) +
                               ": needs (replicates + 1)(1 - level)/2 >= 1, got " + detail::number_text(b));
@@ -275,8 +289,9 @@ namespace latentaudit {
     for (std::size_t r = 0; r < b; ++r) {
       if (std::isnan(input.replicate_variances[r]) || input.replicate_variances[r] < 0) {
         detail::throw_invalid(fn, "replicate_variances",
-                              "must hold non-negative values, got " + detail::number_text(input.replicate_variances[r]) +
-                                  " at index " + std::to_string(r));
+                              "must hold non-negative values, got " +
+                                  detail::number_text(input.replicate_variances[r]) + " at index " +
+                                  std::to_string(r));
       }
     }
     detail::check_nonnegative(fn, "t0_variance", input.t0_variance);
@@ -284,8 +299,12 @@ namespace latentaudit {
   bootstrap_result res;
   res.effect.estimand = detail::estimand_or(options, "statistic");
   detail::finish_bootstrap(fn, res,
-                           {.t0 = input.t0, .t = input.replicates, .influence = input.influence,
-                            .strata = input.strata, .v0 = input.t0_variance, .v = input.replicate_variances},
+                           {.t0 = input.t0,
+                            .t = input.replicates,
+                            .influence = input.influence,
+                            .strata = input.strata,
+                            .v0 = input.t0_variance,
+                            .v = input.replicate_variances},
                            options);
   if (options.keep_replicates) res.replicates.assign(input.replicates.begin(), input.replicates.end());
   return res;

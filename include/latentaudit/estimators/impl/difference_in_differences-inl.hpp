@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/difference_in_differences.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/difference_in_differences.hpp (header-only mode includes this file;
+// compiled mode compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_DIFFERENCE_IN_DIFFERENCES_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_DIFFERENCE_IN_DIFFERENCES_INL_HPP
 
@@ -38,15 +39,18 @@ LATENTAUDIT_INLINE panel_layout describe_panel(std::string_view fn, std::span<co
   check_same_size(fn, "time", time.size(), "y", y.size());
   check_finite(fn, "y", y);
   check_binary(fn, "treatment", d);
-  if (units.groups() < 2) throw_invalid(fn, "units", "has " + std::to_string(units.groups()) + " unit, expected at least 2");
+  if (units.groups() < 2)
+    throw_invalid(fn, "units", "has " + std::to_string(units.groups()) + " unit, expected at least 2");
   panel_layout p;
   p.periods.assign(time.begin(), time.end());
   std::sort(p.periods.begin(), p.periods.end());
   p.periods.erase(std::unique(p.periods.begin(), p.periods.end()), p.periods.end());
-  if (p.periods.size() < 2) throw_invalid(fn, "time", "has " + std::to_string(p.periods.size()) + " period, expected at least 2");
+  if (p.periods.size() < 2)
+    throw_invalid(fn, "time", "has " + std::to_string(p.periods.size()) + " period, expected at least 2");
   p.period.resize(time.size());
   for (std::size_t i = 0; i < time.size(); ++i) {
-    p.period[i] = static_cast<std::uint32_t>(std::lower_bound(p.periods.begin(), p.periods.end(), time[i]) - p.periods.begin());
+    p.period[i] = static_cast<std::uint32_t>(std::lower_bound(p.periods.begin(), p.periods.end(), time[i]) -
+                                             p.periods.begin());
   }
   const std::size_t u = units.groups();
   p.start.assign(u, LLONG_MAX);
@@ -77,26 +81,31 @@ LATENTAUDIT_INLINE panel_layout describe_panel(std::string_view fn, std::span<co
   std::sort(starts.begin(), starts.end());
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   if (starts.size() > 1) {
-    p.warnings.push_back({did_warning_code::staggered_adoption,
-                          "treatment starts in " + std::to_string(starts.size()) + " different periods (" + join_values(starts) +
-                              "): the two-way fixed-effects coefficient averages cohort effects with weights that can be "
-                              "negative when effects change over time (Goodman-Bacon 2021); consider group-time ATTs "
-                              "(Callaway and Sant'Anna 2021)"});
+    p.warnings.push_back(
+        {did_warning_code::staggered_adoption,
+         "treatment starts in " + std::to_string(starts.size()) + " different periods (" +
+             join_values(starts) +
+             "): the two-way fixed-effects coefficient averages cohort effects with weights that can be "
+             "negative when effects change over time (Goodman-Bacon 2021); consider group-time ATTs "
+             "(Callaway and Sant'Anna 2021)"});
   }
   if (reversals > 0) {
     p.warnings.push_back({did_warning_code::treatment_reversal,
-                          std::to_string(reversals) + " unit(s) leave treatment after it starts; the estimators assume "
-                                                      "absorbing treatment and time events from the first treated period"});
+                          std::to_string(reversals) +
+                              " unit(s) leave treatment after it starts; the estimators assume "
+                              "absorbing treatment and time events from the first treated period"});
   }
   if (never == 0) {
-    p.warnings.push_back({did_warning_code::no_never_treated,
-                          "every unit is treated at some time: there is no never-treated comparison group, so effects "
-                          "are identified only from differences in treatment timing"});
+    p.warnings.push_back(
+        {did_warning_code::no_never_treated,
+         "every unit is treated at some time: there is no never-treated comparison group, so effects "
+         "are identified only from differences in treatment timing"});
   }
   if (always > 0) {
     p.warnings.push_back({did_warning_code::always_treated,
-                          std::to_string(always) + " unit(s) are treated in their first observed period and carry no "
-                                                   "pre-treatment information"});
+                          std::to_string(always) +
+                              " unit(s) are treated in their first observed period and carry no "
+                              "pre-treatment information"});
   }
   return p;
 }
@@ -131,7 +140,9 @@ LATENTAUDIT_INLINE ols_result fit_within(std::string_view fn, Eigen::MatrixXd x,
                                          fixed_effect_count fe, on_degenerate policy) {
   demean_within(x, y, unit, clusters.groups());
   latentaudit::design_matrix dm{std::move(x), std::move(names)};
-  ols_options o{.covariance = cov, .distribution = dist, .level = level,
+  ols_options o{.covariance = cov,
+                .distribution = dist,
+                .level = level,
                 .absorbed_parameters = fe == fixed_effect_count::counted ? clusters.groups() : 0,
                 .if_degenerate = policy};
   const std::span<const double> ys(y.data(), static_cast<std::size_t>(y.size()));
@@ -185,11 +196,13 @@ LATENTAUDIT_INLINE did_means_result did_2x2_means(std::span<const double> y, std
     sum[cell(i)] += y[i];
     ++n[cell(i)];
   }
-  static constexpr std::array<const char*, 4> cell_names{"(control, pre)", "(control, post)", "(treated, pre)", "(treated, post)"};
+  static constexpr std::array<const char*, 4> cell_names{"(control, pre)", "(control, post)",
+                                                         "(treated, pre)", "(treated, post)"};
   for (std::size_t c = 0; c < 4; ++c) {
     if (n[c] < 2) {
-      detail::throw_invalid(fn, "y", std::string("has ") + std::to_string(n[c]) + " observation(s) in cell " + cell_names[c] +
-                                         ", expected at least 2 per cell");
+      detail::throw_invalid(fn, "y",
+                            std::string("has ") + std::to_string(n[c]) + " observation(s) in cell " +
+                                cell_names[c] + ", expected at least 2 per cell");
     }
     r.cells[c].n = n[c];
     r.cells[c].mean = sum[c] / static_cast<double>(n[c]);
@@ -238,15 +251,23 @@ LATENTAUDIT_INLINE did_result did_2x2_regression(std::span<const double> y, std:
   detail::check_binary(fn, "post", post);
   std::vector<double> inter(y.size());
   for (std::size_t i = 0; i < y.size(); ++i) inter[i] = treated[i] * post[i];
-  const auto x = design_builder(y.size()).intercept().add("treated", treated).add("post", post).add("treated:post", inter).build();
-  ols_options o{.covariance = options.covariance, .distribution = options.distribution, .level = options.level,
+  const auto x = design_builder(y.size())
+                     .intercept()
+                     .add("treated", treated)
+                     .add("post", post)
+                     .add("treated:post", inter)
+                     .build();
+  ols_options o{.covariance = options.covariance,
+                .distribution = options.distribution,
+                .level = options.level,
                 .if_degenerate = options.if_degenerate};
   did_result r;
   r.fit = is_cluster_covariance(options.covariance) ? ols(x, y, units, o) : ols(x, y, o);
   r.effect = r.fit.term("treated:post");
   r.effect.method = "did_2x2_ols_" + std::string(covariance_name(r.fit.covariance_kind));
   r.effect.estimand = "did";
-  for (std::size_t i = 0; i < y.size(); ++i) (treated[i] == 1.0 ? r.effect.n_treated : r.effect.n_control) += 1;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    (treated[i] == 1.0 ? r.effect.n_treated : r.effect.n_control) += 1;
   return r;
 }
 
@@ -267,7 +288,8 @@ LATENTAUDIT_INLINE did_result did_twfe(std::span<const double> y, std::span<cons
   }
   detail::period_dummies(x, 1, p, rows, names);
   did_result r;
-  r.fit = detail::fit_within(fn, std::move(x), std::move(names), Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n)),
+  r.fit = detail::fit_within(fn, std::move(x), std::move(names),
+                             Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(n)),
                              units.group, units, options.covariance, options.distribution, options.level,
                              options.fe_count, options.if_degenerate);
   r.effect = r.fit.terms[0];
@@ -286,7 +308,9 @@ LATENTAUDIT_INLINE event_study_result event_study(std::span<const double> y,
   detail::check_open_unit(fn, "options.level", options.level);
   detail::check_within_covariance(fn, options.covariance);
   if (options.first && *options.first > -2) {
-    detail::throw_invalid(fn, "options.first", "must be at most -2 (the reference period is -1), got " + std::to_string(*options.first));
+    detail::throw_invalid(
+        fn, "options.first",
+        "must be at most -2 (the reference period is -1), got " + std::to_string(*options.first));
   }
   if (options.last && *options.last < 0) {
     detail::throw_invalid(fn, "options.last", "must be at least 0, got " + std::to_string(*options.last));
@@ -301,7 +325,8 @@ LATENTAUDIT_INLINE event_study_result event_study(std::span<const double> y,
     lo = std::min(lo, time[i] - s);
     hi = std::max(hi, time[i] - s);
   }
-  if (lo == LLONG_MAX) detail::throw_invalid(fn, "treatment", "is 0 everywhere, expected at least one treated unit");
+  if (lo == LLONG_MAX)
+    detail::throw_invalid(fn, "treatment", "is 0 everywhere, expected at least one treated unit");
   const long long first = options.first.value_or(lo);
   const long long last = options.last.value_or(hi);
   // Keep every never-treated observation; bin or drop treated ones outside [first, last].
@@ -330,7 +355,8 @@ LATENTAUDIT_INLINE event_study_result event_study(std::span<const double> y,
   }
   if (dropped > 0) {
     p.warnings.push_back({did_warning_code::dropped_observations,
-                          std::to_string(dropped) + " observation(s) of treated units lie outside the event window [" +
+                          std::to_string(dropped) +
+                              " observation(s) of treated units lie outside the event window [" +
                               std::to_string(first) + ", " + std::to_string(last) + "] and were dropped"});
   }
   event_study_result r;
@@ -339,22 +365,26 @@ LATENTAUDIT_INLINE event_study_result event_study(std::span<const double> y,
     if (k != LLONG_MAX && k != -1) r.relative_times.push_back(k);
   }
   std::sort(r.relative_times.begin(), r.relative_times.end());
-  r.relative_times.erase(std::unique(r.relative_times.begin(), r.relative_times.end()), r.relative_times.end());
+  r.relative_times.erase(std::unique(r.relative_times.begin(), r.relative_times.end()),
+                         r.relative_times.end());
   const std::size_t m = rows.size(), nk = r.relative_times.size(), t = p.periods.size();
-  Eigen::MatrixXd x = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(nk + t - 1));
+  Eigen::MatrixXd x =
+      Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(nk + t - 1));
   std::vector<std::string> names;
   for (long long k : r.relative_times) names.push_back("rel_" + std::to_string(k));
   Eigen::VectorXd ys(static_cast<Eigen::Index>(m));
   for (std::size_t q = 0; q < m; ++q) {
     ys(static_cast<Eigen::Index>(q)) = y[rows[q]];
     if (rel[q] == LLONG_MAX || rel[q] == -1) continue;
-    const auto col = std::lower_bound(r.relative_times.begin(), r.relative_times.end(), rel[q]) - r.relative_times.begin();
+    const auto col =
+        std::lower_bound(r.relative_times.begin(), r.relative_times.end(), rel[q]) - r.relative_times.begin();
     x(static_cast<Eigen::Index>(q), col) = 1.0;
   }
   detail::period_dummies(x, static_cast<Eigen::Index>(nk), p, rows, names);
   const group_index sub = detail::subset_groups(units, rows);
-  r.fit = detail::fit_within(fn, std::move(x), std::move(names), std::move(ys), sub.group, sub, options.covariance,
-                             options.distribution, options.level, options.fe_count, options.if_degenerate);
+  r.fit = detail::fit_within(fn, std::move(x), std::move(names), std::move(ys), sub.group, sub,
+                             options.covariance, options.distribution, options.level, options.fe_count,
+                             options.if_degenerate);
   std::vector<std::string> leads;
   for (std::size_t j = 0; j < nk; ++j) {
     effect_estimate e = r.fit.terms[j];

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/heterogeneity.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/heterogeneity.hpp (header-only mode includes this file; compiled
+// mode compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_HETEROGENEITY_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_HETEROGENEITY_INL_HPP
 
@@ -34,8 +35,9 @@ namespace detail {
   check_finite(fn, "moderator", x);
   if (k < 2) throw_invalid(fn, "bins", "must be at least 2, got " + std::to_string(k));
   if (k > x.size()) {
-    throw_invalid(fn, "bins", "must not exceed the number of units (" + std::to_string(x.size()) + "), got " +
-                                  std::to_string(k));
+    throw_invalid(
+        fn, "bins",
+        "must not exceed the number of units (" + std::to_string(x.size()) + "), got " + std::to_string(k));
   }
   std::vector<double> s(x.begin(), x.end());
   std::sort(s.begin(), s.end());
@@ -47,8 +49,8 @@ namespace detail {
   for (std::size_t j = 1; j <= k; ++j) {
     if (!(edges[j] > edges[j - 1])) {
       throw_invalid(fn, "moderator",
-                    "has tied quantile breaks (" + number_text(edges[j]) + " twice) for " + std::to_string(k) +
-                        " bins; use fewer bins or a categorical grouping");
+                    "has tied quantile breaks (" + number_text(edges[j]) + " twice) for " +
+                        std::to_string(k) + " bins; use fewer bins or a categorical grouping");
     }
   }
   group_codes c;
@@ -72,8 +74,8 @@ LATENTAUDIT_INLINE interaction_test_result hc_wald_last(std::string_view fn, con
   const Eigen::Index p = x.cols();
   interaction_test_result r;
   static constexpr const char* names[] = {"HC0", "HC1", "HC2", "HC3"};
-  static constexpr covariance_type kinds[] = {covariance_type::hc0, covariance_type::hc1, covariance_type::hc2,
-                                              covariance_type::hc3};
+  static constexpr covariance_type kinds[] = {covariance_type::hc0, covariance_type::hc1,
+                                              covariance_type::hc2, covariance_type::hc3};
   r.covariance = names[static_cast<int>(type)];
   r.df = static_cast<double>(q);
   r.df_residual = static_cast<double>(x.rows() - p);
@@ -95,7 +97,8 @@ LATENTAUDIT_INLINE interaction_test_result hc_wald_last(std::string_view fn, con
     w = wald_test(fit, rm);
   } catch (const invalid_argument& e) {  // singular sandwich block
     if (policy == on_degenerate::throw_error) {
-      throw_numerical(fn, std::string("the sandwich covariance of the interaction terms is singular: ") + e.what());
+      throw_numerical(
+          fn, std::string("the sandwich covariance of the interaction terms is singular: ") + e.what());
     }
     w.status = estimate_status::degenerate;
   }
@@ -181,8 +184,9 @@ LATENTAUDIT_INLINE void adjust_groups(std::vector<subgroup_effect>& g) {
   heterogeneity_result r;
   for (std::size_t g = 0; g < k; ++g) {
     if (a[g].size() < 2) {
-      throw_invalid(fn, "groups",
-                    "group '" + gc.label[g] + "' has " + std::to_string(a[g].size()) + " pair, expected at least 2");
+      throw_invalid(
+          fn, "groups",
+          "group '" + gc.label[g] + "' has " + std::to_string(a[g].size()) + " pair, expected at least 2");
     }
     subgroup_effect s;
     s.label = gc.label[g];

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/instrumental.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/instrumental.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_INSTRUMENTAL_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_INSTRUMENTAL_INL_HPP
 
@@ -68,7 +69,9 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
   check_unique_names(fn, "exogenous and endogenous", x.names);
   check_unique_names(fn, "exogenous and instruments", z.names);
   if (n <= z.cols()) {
-    throw_invalid(fn, "y", "has " + std::to_string(n) + " observations, expected more than the " + std::to_string(z.cols()) + " instruments");
+    throw_invalid(fn, "y",
+                  "has " + std::to_string(n) + " observations, expected more than the " +
+                      std::to_string(z.cols()) + " instruments");
   }
   const auto nn = static_cast<Eigen::Index>(n);
   const Eigen::Map<const Eigen::VectorXd> ym(y.data(), nn);
@@ -81,15 +84,17 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
     const Eigen::Index kz = z.x.cols();
     const Eigen::MatrixXd rz = qz.matrixR().topLeftCorner(kz, kz).template triangularView<Eigen::Upper>();
     const std::string bad = collinear_columns(rz * qz.colsPermutation().transpose(), z.names);
-    if (!bad.empty()) throw_invalid(fn, "instruments", "with the exogenous regressors are rank deficient: " + bad);
+    if (!bad.empty())
+      throw_invalid(fn, "instruments", "with the exogenous regressors are rank deficient: " + bad);
     xh = z.x * qz.solve(x.x);
     // Exogenous columns are their own projections: keep them exact.
     if (exo.cols() > 0) xh.leftCols(static_cast<Eigen::Index>(exo.cols())) = exo.x;
   }
   // Stage 2: y on X̂. A rank-deficient X̂ means some endogenous regressor has no first stage.
   const Eigen::VectorXd yv = ym;
-  const ls_solution sol = solve_least_squares(fn, "instruments", xh, yv, x.names,
-                                              "give no first stage (the projected regressors are rank deficient): ");
+  const ls_solution sol =
+      solve_least_squares(fn, "instruments", xh, yv, x.names,
+                          "give no first stage (the projected regressors are rank deficient): ");
   iv_result res;
   ols_result& r = res.fit;
   r.names = x.names;
@@ -107,7 +112,10 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
   r.sigma = std::sqrt(r.rss / r.df_residual);
   const double tss = has_constant_column(x.x) ? (ym.array() - ym.mean()).square().sum() : ym.squaredNorm();
   r.r_squared = 1.0 - r.rss / tss;
-  r.adj_r_squared = 1.0 - (r.rss / tss) * (has_constant_column(x.x) ? static_cast<double>(n) - 1.0 : static_cast<double>(n)) / r.df_residual;
+  r.adj_r_squared =
+      1.0 - (r.rss / tss) *
+                (has_constant_column(x.x) ? static_cast<double>(n) - 1.0 : static_cast<double>(n)) /
+                r.df_residual;
   r.terms.resize(x.cols());
   for (std::size_t j = 0; j < x.cols(); ++j) {
     r.terms[j].method = "2sls_" + std::string(covariance_name(cov));
@@ -117,7 +125,8 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
   bool ok = true;
   if (!(r.rss > 0.0) || std::sqrt(r.rss) <= 64.0 * std::numeric_limits<double>::epsilon() * ym.norm()) {
     r.covariance = Eigen::MatrixXd::Zero(k, k);
-    degenerate_fit(r, o.if_degenerate, fn, "the fit is exact (residual sum of squares 0); standard errors are undefined");
+    degenerate_fit(r, o.if_degenerate, fn,
+                   "the fit is exact (residual sum of squares 0); standard errors are undefined");
     ok = false;
   }
   Eigen::VectorXd h;
@@ -128,13 +137,19 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
     if (h.maxCoeff(&imax) >= 1.0 - 1e-10) {
       r.covariance = Eigen::MatrixXd::Zero(k, k);
       degenerate_fit(r, o.if_degenerate, fn,
-                     "observation " + std::to_string(imax) + " has leverage 1; " + std::string(covariance_name(cov)) + " is undefined");
+                     "observation " + std::to_string(imax) + " has leverage 1; " +
+                         std::string(covariance_name(cov)) + " is undefined");
       ok = false;
     }
   }
   if (ok) {
-    sandwich_input in{.scores_x = &xh, .e = &r.residuals, .bread = &sol.bread, .h = &h, .clusters = clusters,
-                      .n = static_cast<double>(n), .k = static_cast<double>(k)};
+    sandwich_input in{.scores_x = &xh,
+                      .e = &r.residuals,
+                      .bread = &sol.bread,
+                      .h = &h,
+                      .clusters = clusters,
+                      .n = static_cast<double>(n),
+                      .k = static_cast<double>(k)};
     r.covariance = sandwich_covariance(cov, in);
     for (Eigen::Index j = 0; j < k; ++j) {
       r.terms[static_cast<std::size_t>(j)].std_error = std::sqrt(r.covariance(j, j));
@@ -150,7 +165,10 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
     fs.endogenous = endo.names[e];
     const Eigen::VectorXd de = endo.x.col(static_cast<Eigen::Index>(e));
     const std::span<const double> ds(de.data(), n);
-    ols_options fo{.covariance = cov, .distribution = o.distribution, .level = o.level, .if_degenerate = on_degenerate::flag};
+    ols_options fo{.covariance = cov,
+                   .distribution = o.distribution,
+                   .level = o.level,
+                   .if_degenerate = on_degenerate::flag};
     fs.fit = clusters ? ols(z, ds, *clusters, fo) : ols(z, ds, fo);
     const double rss_u = fs.fit.rss;
     double rss_r = de.squaredNorm();
@@ -160,11 +178,12 @@ LATENTAUDIT_INLINE iv_result tsls_impl(std::span<const double> y, const design_m
     }
     fs.partial_r_squared = (rss_r - rss_u) / rss_r;
     fs.f_classical = ((rss_r - rss_u) / q) / (rss_u / (static_cast<double>(n) - kz));
-    fs.f_classical_p = fs.f_classical <= 0.0
-                           ? 1.0
-                           : boost::math::cdf(boost::math::complement(
-                                 boost::math::fisher_f_distribution<double, math_policy>(q, static_cast<double>(n) - kz),
-                                 fs.f_classical));
+    fs.f_classical_p =
+        fs.f_classical <= 0.0
+            ? 1.0
+            : boost::math::cdf(boost::math::complement(
+                  boost::math::fisher_f_distribution<double, math_policy>(q, static_cast<double>(n) - kz),
+                  fs.f_classical));
     const wald_test_result w = wald_test(fs.fit, inst.names);
     fs.f = w.f;
     fs.f_df1 = w.df1;
@@ -237,9 +256,12 @@ LATENTAUDIT_INLINE wald_estimator_result wald_estimator(std::span<const double> 
   r.itt_d.std_error = std::sqrt(vd);
   detail::fill_term(r.itt_d, inf, options.level);
   const double dscale = std::fmax(std::fabs(md[0]), std::fabs(md[1]));
-  if (!(std::fabs(r.itt_d.estimate) > 64.0 * std::numeric_limits<double>::epsilon() * std::fmax(dscale, 1e-300))) {
+  if (!(std::fabs(r.itt_d.estimate) >
+        64.0 * std::numeric_limits<double>::epsilon() * std::fmax(dscale, 1e-300))) {
     if (options.if_degenerate == on_degenerate::throw_error) {
-      detail::throw_numerical(fn, "the instrument has no first stage (mean of d is the same in both arms of z); the LATE is undefined");
+      detail::throw_numerical(fn,
+                              "the instrument has no first stage (mean of d is the same in both arms of z); "
+                              "the LATE is undefined");
     }
     r.late.status = estimate_status::degenerate;
     return r;

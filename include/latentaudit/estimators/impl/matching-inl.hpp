@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/matching.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/matching.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_MATCHING_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_MATCHING_INL_HPP
 
@@ -87,8 +88,9 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   for (std::size_t i = 0; i < n * k; ++i) {
     if (!std::isfinite(covariates[i])) [[unlikely]] {
       detail::throw_invalid(fn, "covariates",
-                            "must hold finite values, got " + detail::number_text(covariates[i]) + " at row " +
-                                std::to_string(i / k) + ", covariate '" + detail::covariate_label(o, i % k) + "'");
+                            "must hold finite values, got " + detail::number_text(covariates[i]) +
+                                " at row " + std::to_string(i / k) + ", covariate '" +
+                                detail::covariate_label(o, i % k) + "'");
     }
   }
   if (!o.covariate_names.empty()) {
@@ -109,8 +111,9 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   std::vector<bool> is_exact(k, false);
   for (std::size_t j : o.exact) {
     if (j >= k) {
-      detail::throw_invalid(fn, "options.exact",
-                            "must hold covariate indices below " + std::to_string(k) + ", got " + std::to_string(j));
+      detail::throw_invalid(
+          fn, "options.exact",
+          "must hold covariate indices below " + std::to_string(k) + ", got " + std::to_string(j));
     }
     is_exact[j] = true;
   }
@@ -127,8 +130,9 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   const std::size_t n_control = n - n_treated;
   if (n_treated == 0 || n_control == 0) {
     detail::throw_invalid(fn, "treatment",
-                          "must contain both treated (1) and control (0) units, got " + std::to_string(n_treated) +
-                              " treated and " + std::to_string(n_control) + " control");
+                          "must contain both treated (1) and control (0) units, got " +
+                              std::to_string(n_treated) + " treated and " + std::to_string(n_control) +
+                              " control");
   }
   const bool ate = o.estimand == matching_estimand::ate;
   const bool atc = o.estimand == matching_estimand::atc;
@@ -224,8 +228,9 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   std::vector<double> arm_pts[2];
   for (int a = 0; a < 2; ++a) {
     arm_pts[a].reserve(arm_ids[a].size() * k);
-    for (std::size_t i : arm_ids[a]) arm_pts[a].insert(arm_pts[a].end(), z.begin() + static_cast<std::ptrdiff_t>(i * k),
-                                                        z.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+    for (std::size_t i : arm_ids[a])
+      arm_pts[a].insert(arm_pts[a].end(), z.begin() + static_cast<std::ptrdiff_t>(i * k),
+                        z.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
   }
   const detail::kd_tree trees[2] = {detail::kd_tree(arm_pts[0], arm_ids[0], k),
                                     detail::kd_tree(arm_pts[1], arm_ids[1], k)};
@@ -245,7 +250,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     } else {
       trees[arm].within(&z[i * k], knn.back().dist2 + tie_slack, accept, out);
     }
-    std::sort(out.begin(), out.end(), [](const kd_neighbor& a, const kd_neighbor& b) { return a.index < b.index; });
+    std::sort(out.begin(), out.end(),
+              [](const kd_neighbor& a, const kd_neighbor& b) { return a.index < b.index; });
   };
 
   // ---- match every focal unit (parallel over fixed chunks; results concatenated in order) ---
@@ -306,7 +312,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   // ---- bias adjustment ----------------------------------------------------------------------
   Eigen::MatrixXd xo(static_cast<Eigen::Index>(n), kk);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < k; ++j) xo(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = covariates[i * k + j];
+    for (std::size_t j = 0; j < k; ++j)
+      xo(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = covariates[i * k + j];
   Eigen::VectorXd alpha_c = Eigen::VectorXd::Zero(kk), alpha_t = Eigen::VectorXd::Zero(kk);
   if (o.bias_adjust) {
     if (n_matched < k) {
@@ -350,8 +357,10 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     for (std::size_t i = 0; i < n; ++i) {
       if (!matched[i]) continue;
       const Eigen::VectorXd zi = xo.row(static_cast<Eigen::Index>(i)).transpose();
-      if (tr[i] == 1) scaus[i] -= (zi - zbar[i]).dot(alpha_c);
-      else scaus[i] -= (zbar[i] - zi).dot(alpha_t);
+      if (tr[i] == 1)
+        scaus[i] -= (zi - zbar[i]).dot(alpha_c);
+      else
+        scaus[i] -= (zbar[i] - zi).dot(alpha_t);
     }
   }
 
@@ -390,8 +399,10 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   for (std::size_t i = 0; i < n; ++i) {
     const double a = iot_t[i] + iot_c[i] * kcount[i];
     var_sample += sigs[i] * a * a;
-    if (ate) var_pop += sigs[i] * (kcount[i] * kcount[i] + 2.0 * kcount[i] - kkcount[i]);
-    else var_pop += sigs[i] * iot_c[i] * (kcount[i] * kcount[i] - kkcount[i]);
+    if (ate)
+      var_pop += sigs[i] * (kcount[i] * kcount[i] + 2.0 * kcount[i] - kkcount[i]);
+    else
+      var_pop += sigs[i] * iot_c[i] * (kcount[i] * kcount[i] - kkcount[i]);
     const double d = (matched[i] ? scaus[i] : 0.0) - est;
     dvar += iot_t[i] * d * d;
   }
@@ -441,8 +452,10 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     double vt = 0, vc = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const double x = covariates[i * k + j];
-      if (treatment[i] == 1.0) vt += (x - mt) * (x - mt);
-      else vc += (x - mc) * (x - mc);
+      if (treatment[i] == 1.0)
+        vt += (x - mt) * (x - mt);
+      else
+        vc += (x - mc) * (x - mc);
     }
     vt /= static_cast<double>(n_treated) - 1.0;
     vc /= static_cast<double>(n_control) - 1.0;
@@ -450,7 +463,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     cb.mean_control_before = mc;
     cb.variance_ratio_before = vt / vc;
     auto smd = [&](double diff, double var_t, double var_c) {
-      const double v = o.balance_denominator == balance_scale::pooled_sd ? (var_t + var_c) / 2.0 : (atc ? var_c : var_t);
+      const double v =
+          o.balance_denominator == balance_scale::pooled_sd ? (var_t + var_c) / 2.0 : (atc ? var_c : var_t);
       if (v == 0.0 && diff == 0.0) return 0.0;
       return diff / std::sqrt(v);
     };
@@ -493,8 +507,9 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   const double scale = std::fabs(est) + 1.0;
   if (!(e.std_error > 10.0 * std::numeric_limits<double>::epsilon() * scale) || !std::isfinite(e.std_error)) {
     if (o.if_degenerate == on_degenerate::throw_error) {
-      detail::throw_numerical(fn, "the Abadie-Imbens standard error is zero (all matched differences equal); "
-                                  "the z statistic is undefined");
+      detail::throw_numerical(fn,
+                              "the Abadie-Imbens standard error is zero (all matched differences equal); "
+                              "the z statistic is undefined");
     }
     e.status = estimate_status::degenerate;
     e.std_error = e.statistic = e.p_value = e.ci_low = e.ci_high = effect_estimate::nan;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/paired_binary.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/paired_binary.hpp (header-only mode includes this file; compiled
+// mode compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_PAIRED_BINARY_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_PAIRED_BINARY_INL_HPP
 
@@ -105,7 +106,8 @@ namespace latentaudit {
   }
   const std::size_t m = table.treated_only + table.control_only;
   if (m == 0 && options.if_degenerate != on_degenerate::flag) {
-    detail::throw_numerical(fn, "no discordant pairs (b + c = 0); the McNemar chi-square statistic is undefined");
+    detail::throw_numerical(fn,
+                            "no discordant pairs (b + c = 0); the McNemar chi-square statistic is undefined");
   }
   const double a = static_cast<double>(table.both), b = static_cast<double>(table.treated_only);
   const double c = static_cast<double>(table.control_only), d = static_cast<double>(table.neither);
@@ -170,10 +172,14 @@ namespace latentaudit {
   paired_binary_table t;
   for (std::size_t i = 0; i < treated.size(); ++i) {
     const bool y1 = treated[i] == 1.0, y0 = control[i] == 1.0;
-    if (y1 && y0) ++t.both;
-    else if (y1) ++t.treated_only;
-    else if (y0) ++t.control_only;
-    else ++t.neither;
+    if (y1 && y0)
+      ++t.both;
+    else if (y1)
+      ++t.treated_only;
+    else if (y0)
+      ++t.control_only;
+    else
+      ++t.neither;
   }
   return mcnemar_test(t, options);
 }

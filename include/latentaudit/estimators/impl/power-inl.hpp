@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/power.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/power.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_POWER_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_POWER_INL_HPP
 
@@ -31,8 +32,9 @@ LATENTAUDIT_INLINE void check_t_power_options(std::string_view fn, const t_power
 LATENTAUDIT_INLINE void check_t_power_n(std::string_view fn, double n, const t_power_options& o) {
   const double limit = std::fmax(1.0, t_power_n_limit(o));
   if (!(n > limit) || !std::isfinite(n)) {
-    throw_invalid(fn, "n", "must be finite and > " + number_text(limit) + " (degrees of freedom > 0), got " +
-                               number_text(n));
+    throw_invalid(
+        fn, "n",
+        "must be finite and > " + number_text(limit) + " (degrees of freedom > 0), got " + number_text(n));
   }
 }
 
@@ -59,7 +61,8 @@ LATENTAUDIT_INLINE void check_t_power_n(std::string_view fn, double n, const t_p
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE double z_sum(double alpha, power_sides sides, double power) {
-  return normal_quantile_upper(sides == power_sides::two_sided ? alpha / 2.0 : alpha) + normal_quantile(power);
+  return normal_quantile_upper(sides == power_sides::two_sided ? alpha / 2.0 : alpha) +
+         normal_quantile(power);
 }
 
 LATENTAUDIT_INLINE void check_target_power(std::string_view fn, double power, double alpha) {
@@ -129,7 +132,8 @@ namespace latentaudit {
     r.n_required = c;
     r.power_at_required = pc;
     if (options.design == power_design::two_sample) {
-      r.n_required_control = options.allocation_ratio == 1.0 ? c : detail::control_arm(c, options.allocation_ratio);
+      r.n_required_control =
+          options.allocation_ratio == 1.0 ? c : detail::control_arm(c, options.allocation_ratio);
     }
     r.n_total = r.n_required + r.n_required_control;
     return r;
@@ -162,9 +166,11 @@ LATENTAUDIT_INLINE void check_discordant(std::string_view fn, double p10, double
   }
   const double psi = p10 + p01, d = p10 - p01;
   if (!(psi - d * d > 0.0)) {
-    throw_invalid(fn, "p10",
-                  "and p01 must leave discordance variance psi - delta^2 > 0 (psi = p10 + p01 in (0, 1) or both "
-                  "cells non-zero), got p10 = " + number_text(p10) + ", p01 = " + number_text(p01));
+    throw_invalid(
+        fn, "p10",
+        "and p01 must leave discordance variance psi - delta^2 > 0 (psi = p10 + p01 in (0, 1) or both "
+        "cells non-zero), got p10 = " +
+            number_text(p10) + ", p01 = " + number_text(p01));
   }
 }
 
@@ -232,11 +238,14 @@ namespace latentaudit {
   detail::check_discordant(fn, p10, p01);
   if (options.method == mcnemar_power_method::exact) {
     if (!(n >= 1.0 && n <= 9007199254740992.0) || n != std::floor(n)) {
-      detail::throw_invalid(fn, "n", "must be a whole number of pairs >= 1 for the exact method, got " + detail::number_text(n));
+      detail::throw_invalid(
+          fn, "n",
+          "must be a whole number of pairs >= 1 for the exact method, got " + detail::number_text(n));
     }
     if (n > static_cast<double>(options.max_n)) {  // the rejection table holds one double per m <= n
-      detail::throw_invalid(fn, "n", "must not exceed options.max_n = " + std::to_string(options.max_n) +
-                                         " for the exact method, got " + detail::number_text(n));
+      detail::throw_invalid(fn, "n",
+                            "must not exceed options.max_n = " + std::to_string(options.max_n) +
+                                " for the exact method, got " + detail::number_text(n));
     }
   } else {
     detail::check_positive(fn, "n", n);
@@ -256,20 +265,26 @@ mcnemar_sample_size(double p10, double p01, double power, const mcnemar_power_op
   detail::check_mcnemar_options(fn, options);
   detail::check_discordant(fn, p10, p01);
   detail::check_target_power(fn, power, options.alpha);
-  if (p10 == p01) detail::throw_invalid(fn, "p10", "must differ from p01 (no effect to detect), both are " + detail::number_text(p10));
+  if (p10 == p01)
+    detail::throw_invalid(fn, "p10",
+                          "must differ from p01 (no effect to detect), both are " + detail::number_text(p10));
   return detail::guarded_math(fn, [&] {
     sample_size_result r;
     r.target_power = power;
     const double psi = p10 + p01, d = p10 - p01;
     if (options.method == mcnemar_power_method::connor) {
-      const double za = detail::normal_quantile_upper(options.sides == power_sides::two_sided ? options.alpha / 2.0 : options.alpha);
+      const double za = detail::normal_quantile_upper(
+          options.sides == power_sides::two_sided ? options.alpha / 2.0 : options.alpha);
       const double zb = detail::normal_quantile(power);
       const double s = za * std::sqrt(psi) + zb * std::sqrt(psi - d * d);
       r.n = s * s / (d * d);
       auto c = static_cast<std::size_t>(std::fmax(1.0, std::ceil(r.n)));
-      while (c > 1 && detail::connor_power(static_cast<double>(c - 1), p10, p01, options.alpha, options.sides) >= power) --c;
+      while (c > 1 && detail::connor_power(static_cast<double>(c - 1), p10, p01, options.alpha,
+                                           options.sides) >= power)
+        --c;
       double pc = detail::connor_power(static_cast<double>(c), p10, p01, options.alpha, options.sides);
-      while (pc < power) pc = detail::connor_power(static_cast<double>(++c), p10, p01, options.alpha, options.sides);
+      while (pc < power)
+        pc = detail::connor_power(static_cast<double>(++c), p10, p01, options.alpha, options.sides);
       r.n_required = c;
       r.power_at_required = pc;
     } else {

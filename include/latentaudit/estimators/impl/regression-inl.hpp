@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/regression.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/regression.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_REGRESSION_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_REGRESSION_INL_HPP
 
@@ -19,9 +20,9 @@ namespace latentaudit {
 
 namespace detail {
 
-static_assert(std::is_same_v<Eigen::ColPivHouseholderQR<Eigen::MatrixXd>::PermutationType,
-                             decltype(ls_solution::perm)>,
-              "ls_solution::perm must be the permutation type of ColPivHouseholderQR<MatrixXd>");
+static_assert(
+    std::is_same_v<Eigen::ColPivHouseholderQR<Eigen::MatrixXd>::PermutationType, decltype(ls_solution::perm)>,
+    "ls_solution::perm must be the permutation type of ColPivHouseholderQR<MatrixXd>");
 
 LATENTAUDIT_INLINE void check_group_count(std::string_view fn, std::size_t n) {
   if (n >= std::numeric_limits<std::uint32_t>::max()) {
@@ -41,7 +42,8 @@ LATENTAUDIT_INLINE std::string collinear_columns(const Eigen::MatrixXd& a,
     bool dependent = norm0 == 0.0;
     if (!dependent) {
       for (int pass = 0; pass < 2; ++pass) {
-        for (std::size_t m = 0; m < kept.size(); ++m) v -= basis.col(static_cast<Eigen::Index>(m)).dot(v) * basis.col(static_cast<Eigen::Index>(m));
+        for (std::size_t m = 0; m < kept.size(); ++m)
+          v -= basis.col(static_cast<Eigen::Index>(m)).dot(v) * basis.col(static_cast<Eigen::Index>(m));
       }
       dependent = v.norm() <= collinearity_tolerance * norm0;
     }
@@ -62,7 +64,8 @@ LATENTAUDIT_INLINE std::string collinear_columns(const Eigen::MatrixXd& a,
     const Eigen::VectorXd c = ak.colPivHouseholderQr().solve(a.col(j));
     std::string deps;
     for (std::size_t m = 0; m < kept.size(); ++m) {
-      if (std::fabs(c(static_cast<Eigen::Index>(m))) * ak.col(static_cast<Eigen::Index>(m)).norm() > 1e-6 * norm0) {
+      if (std::fabs(c(static_cast<Eigen::Index>(m))) * ak.col(static_cast<Eigen::Index>(m)).norm() >
+          1e-6 * norm0) {
         if (!deps.empty()) deps += ", ";
         deps += "'" + names[static_cast<std::size_t>(kept[m])] + "'";
       }
@@ -156,18 +159,21 @@ LATENTAUDIT_INLINE covariance_type resolve_covariance(std::string_view fn, covar
   if (c == covariance_type::automatic) c = clusters ? covariance_type::cr1 : covariance_type::classical;
   if (is_cluster_covariance(c) && !clusters) {
     throw_invalid(fn, "options.covariance",
-                  "is " + std::string(covariance_name(c)) + ", which needs cluster ids (use the overload with clusters)");
+                  "is " + std::string(covariance_name(c)) +
+                      ", which needs cluster ids (use the overload with clusters)");
   }
   if (!is_cluster_covariance(c) && clusters) {
-    throw_invalid(fn, "options.covariance",
-                  "is " + std::string(covariance_name(c)) + " but clusters were given; expected cr0, cr1_g or cr1");
+    throw_invalid(
+        fn, "options.covariance",
+        "is " + std::string(covariance_name(c)) + " but clusters were given; expected cr0, cr1_g or cr1");
   }
   if (d == reference_distribution::t_cluster && !clusters) {
     throw_invalid(fn, "options.distribution", "is t_cluster, which needs cluster ids");
   }
   if (clusters && clusters->groups() < 2) {
     throw_invalid(fn, "clusters",
-                  "has " + std::to_string(clusters->groups()) + " cluster, expected at least 2 for a cluster-robust covariance");
+                  "has " + std::to_string(clusters->groups()) +
+                      " cluster, expected at least 2 for a cluster-robust covariance");
   }
   return c;
 }
@@ -175,9 +181,12 @@ LATENTAUDIT_INLINE covariance_type resolve_covariance(std::string_view fn, covar
 LATENTAUDIT_INLINE double inference_df(reference_distribution d, double df_residual,
                                        const group_index* clusters) {
   switch (d) {
-    case reference_distribution::normal: return std::numeric_limits<double>::infinity();
-    case reference_distribution::t_residual: return df_residual;
-    case reference_distribution::t_cluster: return static_cast<double>(clusters->groups()) - 1.0;
+    case reference_distribution::normal:
+      return std::numeric_limits<double>::infinity();
+    case reference_distribution::t_residual:
+      return df_residual;
+    case reference_distribution::t_cluster:
+      return static_cast<double>(clusters->groups()) - 1.0;
   }
   return df_residual;
 }
@@ -226,7 +235,8 @@ LATENTAUDIT_INLINE void check_ols_inputs(std::string_view fn, const design_matri
   if (x.cols() == 0) throw_invalid(fn, "x", "has no columns, expected at least 1");
   if (x.rows() <= x.cols() + o.absorbed_parameters) {
     throw_invalid(fn, "x",
-                  "has " + std::to_string(x.rows()) + " rows and " + std::to_string(x.cols() + o.absorbed_parameters) +
+                  "has " + std::to_string(x.rows()) + " rows and " +
+                      std::to_string(x.cols() + o.absorbed_parameters) +
                       " parameters, expected more rows than parameters");
   }
   if (!x.x.allFinite()) {
@@ -295,9 +305,11 @@ LATENTAUDIT_INLINE ols_result ols_impl(const design_matrix& dm, std::span<const 
   // R²: centred (weighted mean) when X contains a constant column, uncentred otherwise (R's rule).
   double tss = 0;
   if (has_constant_column(dm.x)) {
-    const double wsum = weighted ? Eigen::Map<const Eigen::VectorXd>(o.weights.data(), n).sum() : static_cast<double>(n);
+    const double wsum =
+        weighted ? Eigen::Map<const Eigen::VectorXd>(o.weights.data(), n).sum() : static_cast<double>(n);
     const double ybar = (weighted ? (sw.array() * yw.array()).sum() : ymap.sum()) / wsum;
-    tss = weighted ? ((ymap.array() - ybar).square() * sw.array().square()).sum() : (ymap.array() - ybar).square().sum();
+    tss = weighted ? ((ymap.array() - ybar).square() * sw.array().square()).sum()
+                   : (ymap.array() - ybar).square().sum();
     r.adj_r_squared = 1.0 - (r.rss / tss) * (static_cast<double>(r.n) - 1.0) / r.df_residual;
   } else {
     tss = yw.squaredNorm();
@@ -315,8 +327,10 @@ LATENTAUDIT_INLINE ols_result ols_impl(const design_matrix& dm, std::span<const 
   // Exact fit: every residual is zero up to rounding → standard errors undefined.
   const double yscale = yw.norm();
   if (!(r.rss > 0.0) || std::sqrt(r.rss) <= 64.0 * std::numeric_limits<double>::epsilon() * yscale) {
-    r.covariance = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(dm.cols()), static_cast<Eigen::Index>(dm.cols()));
-    degenerate_fit(r, o.if_degenerate, fn, "the fit is exact (residual sum of squares 0); standard errors are undefined");
+    r.covariance =
+        Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(dm.cols()), static_cast<Eigen::Index>(dm.cols()));
+    degenerate_fit(r, o.if_degenerate, fn,
+                   "the fit is exact (residual sum of squares 0); standard errors are undefined");
     return r;
   }
   Eigen::VectorXd h;
@@ -324,15 +338,21 @@ LATENTAUDIT_INLINE ols_result ols_impl(const design_matrix& dm, std::span<const 
     h = leverages(xs, sol);
     Eigen::Index imax = 0;
     if (h.maxCoeff(&imax) >= 1.0 - 1e-10) {
-      r.covariance = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(dm.cols()), static_cast<Eigen::Index>(dm.cols()));
+      r.covariance =
+          Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(dm.cols()), static_cast<Eigen::Index>(dm.cols()));
       degenerate_fit(r, o.if_degenerate, fn,
-                     "observation " + std::to_string(imax) + " has leverage 1; " + std::string(covariance_name(cov)) +
-                         " is undefined");
+                     "observation " + std::to_string(imax) + " has leverage 1; " +
+                         std::string(covariance_name(cov)) + " is undefined");
       return r;
     }
   }
-  sandwich_input in{.scores_x = &xs, .e = &ew, .bread = &sol.bread, .h = &h, .clusters = clusters,
-                    .n = static_cast<double>(r.n), .k = static_cast<double>(r.k)};
+  sandwich_input in{.scores_x = &xs,
+                    .e = &ew,
+                    .bread = &sol.bread,
+                    .h = &h,
+                    .clusters = clusters,
+                    .n = static_cast<double>(r.n),
+                    .k = static_cast<double>(r.k)};
   r.covariance = sandwich_covariance(cov, in);
   for (std::size_t j = 0; j < dm.cols(); ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
@@ -350,7 +370,8 @@ LATENTAUDIT_INLINE group_index make_group_index(std::span<const std::string> lab
   gi.group.resize(labels.size());
   std::unordered_map<std::string_view, std::uint32_t> map;
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    auto [it, inserted] = map.try_emplace(std::string_view(labels[i]), static_cast<std::uint32_t>(gi.labels.size()));
+    auto [it, inserted] =
+        map.try_emplace(std::string_view(labels[i]), static_cast<std::uint32_t>(gi.labels.size()));
     if (inserted) gi.labels.push_back(labels[i]);
     gi.group[i] = it->second;
   }
@@ -415,12 +436,14 @@ LATENTAUDIT_INLINE design_builder& design_builder::add_dummies(const std::string
 }
 
 LATENTAUDIT_INLINE design_matrix design_builder::build() const {
-  if (columns_.empty()) detail::throw_invalid("design_builder::build", "columns", "is empty, expected at least 1 column");
+  if (columns_.empty())
+    detail::throw_invalid("design_builder::build", "columns", "is empty, expected at least 1 column");
   design_matrix d;
   d.names = names_;
   d.x.resize(static_cast<Eigen::Index>(n_), static_cast<Eigen::Index>(columns_.size()));
   for (std::size_t j = 0; j < columns_.size(); ++j) {
-    d.x.col(static_cast<Eigen::Index>(j)) = Eigen::Map<const Eigen::VectorXd>(columns_[j].data(), static_cast<Eigen::Index>(n_));
+    d.x.col(static_cast<Eigen::Index>(j)) =
+        Eigen::Map<const Eigen::VectorXd>(columns_[j].data(), static_cast<Eigen::Index>(n_));
   }
   return d;
 }
@@ -441,7 +464,8 @@ LATENTAUDIT_INLINE wald_test_result wald_test(const ols_result& fit, const Eigen
   const auto k = fit.coefficients.size();
   detail::check_same_size(fn, "r_matrix columns", static_cast<std::size_t>(r_matrix.cols()), "coefficients",
                           static_cast<std::size_t>(k));
-  if (r_matrix.rows() == 0) detail::throw_invalid(fn, "r_matrix", "has no rows, expected at least 1 restriction");
+  if (r_matrix.rows() == 0)
+    detail::throw_invalid(fn, "r_matrix", "has no rows, expected at least 1 restriction");
   if (!r_matrix.allFinite()) detail::throw_invalid(fn, "r_matrix", "must hold finite values");
   Eigen::VectorXd rv = r_vector.size() == 0 ? Eigen::VectorXd::Zero(r_matrix.rows()) : r_vector;
   detail::check_same_size(fn, "r_vector", static_cast<std::size_t>(rv.size()), "r_matrix rows",
@@ -480,12 +504,14 @@ LATENTAUDIT_INLINE wald_test_result wald_test(const ols_result& fit, const Eigen
 
 LATENTAUDIT_INLINE wald_test_result wald_test(const ols_result& fit, std::span<const std::string> names) {
   if (names.empty()) detail::throw_invalid("wald_test", "names", "is empty, expected at least 1 coefficient");
-  Eigen::MatrixXd rm = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(names.size()), fit.coefficients.size());
+  Eigen::MatrixXd rm =
+      Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(names.size()), fit.coefficients.size());
   for (std::size_t q = 0; q < names.size(); ++q) {
     std::size_t j = 0;
     for (; j < fit.names.size() && fit.names[j] != names[q]; ++j) {
     }
-    if (j == fit.names.size()) detail::throw_invalid("wald_test", "names", "'" + names[q] + "' is not a coefficient");
+    if (j == fit.names.size())
+      detail::throw_invalid("wald_test", "names", "'" + names[q] + "' is not a coefficient");
     for (std::size_t p = 0; p < q; ++p) {
       if (names[p] == names[q]) detail::throw_invalid("wald_test", "names", "repeats '" + names[q] + "'");
     }

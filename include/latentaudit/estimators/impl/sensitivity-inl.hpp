@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/sensitivity.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/sensitivity.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_SENSITIVITY_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_SENSITIVITY_INL_HPP
 
@@ -23,11 +24,15 @@ namespace latentaudit::detail {
   const bool has_lo = !std::isnan(lo), has_hi = !std::isnan(hi);
   if (has_lo) {
     check_positive(fn, "ci_low", lo);
-    if (lo > rr) throw_invalid(fn, "ci_low", "must not exceed the estimate " + number_text(rr) + ", got " + number_text(lo));
+    if (lo > rr)
+      throw_invalid(fn, "ci_low",
+                    "must not exceed the estimate " + number_text(rr) + ", got " + number_text(lo));
   }
   if (has_hi) {
     check_positive(fn, "ci_high", hi);
-    if (hi < rr) throw_invalid(fn, "ci_high", "must not be below the estimate " + number_text(rr) + ", got " + number_text(hi));
+    if (hi < rr)
+      throw_invalid(fn, "ci_high",
+                    "must not be below the estimate " + number_text(rr) + ", got " + number_text(hi));
   }
   evalue_result r;
   r.rr = rr;
@@ -61,7 +66,8 @@ LATENTAUDIT_INLINE void signed_ranks(std::span<const double> a, std::span<const 
   const std::size_t n = d.size();
   std::vector<std::size_t> idx(n);
   std::iota(idx.begin(), idx.end(), std::size_t{0});
-  std::sort(idx.begin(), idx.end(), [&](std::size_t i, std::size_t j) { return std::fabs(d[i]) < std::fabs(d[j]); });
+  std::sort(idx.begin(), idx.end(),
+            [&](std::size_t i, std::size_t j) { return std::fabs(d[i]) < std::fabs(d[j]); });
   q.assign(n, 0.0);
   pos.assign(n, 0);
   for (std::size_t s = 0; s < n;) {
@@ -177,8 +183,8 @@ LATENTAUDIT_INLINE evalue_result evalue_smd(double d, double se, const evalue_op
   detail::check_positive(fn, "se", se);
   const double d0 = std::isnan(options.true_value) ? 0.0 : options.true_value;
   detail::check_finite(fn, "true_value", d0);
-  return detail::evalue_rr_scale(fn, std::exp(0.91 * d), std::exp(0.91 * d - 1.78 * se), std::exp(0.91 * d + 1.78 * se),
-                                 std::exp(0.91 * d0));
+  return detail::evalue_rr_scale(fn, std::exp(0.91 * d), std::exp(0.91 * d - 1.78 * se),
+                                 std::exp(0.91 * d + 1.78 * se), std::exp(0.91 * d0));
 }
 
 LATENTAUDIT_INLINE rosenbaum_bound rosenbaum_signed_rank(std::span<const double> treated,
@@ -217,7 +223,8 @@ LATENTAUDIT_INLINE rosenbaum_critical_result rosenbaum_critical_gamma(std::span<
     lo = hi;
     flo = fhi;
     hi *= 2.0;
-    if (hi > std::log(1e12)) detail::throw_numerical(fn, "the upper-bound p-value stays below alpha up to gamma = 1e12");
+    if (hi > std::log(1e12))
+      detail::throw_numerical(fn, "the upper-bound p-value stays below alpha up to gamma = 1e12");
     fhi = f(hi);
   }
   std::uintmax_t iters = 200;

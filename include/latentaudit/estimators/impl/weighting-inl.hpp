@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/weighting.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/weighting.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_WEIGHTING_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_WEIGHTING_INL_HPP
 
@@ -40,13 +41,13 @@ LATENTAUDIT_INLINE Eigen::Index separating_column(const Eigen::MatrixXd& x, std:
     }
     if (max0 == min0 && max1 == min1 && max0 == max1) continue;  // constant column
     if (max0 <= min1) {
-      how = "every unit with y = 1 has a value >= " + number_text(min1) + " and every unit with y = 0 a value <= " +
-            number_text(max0);
+      how = "every unit with y = 1 has a value >= " + number_text(min1) +
+            " and every unit with y = 0 a value <= " + number_text(max0);
       return j;
     }
     if (max1 <= min0) {
-      how = "every unit with y = 1 has a value <= " + number_text(max1) + " and every unit with y = 0 a value >= " +
-            number_text(min0);
+      how = "every unit with y = 1 has a value <= " + number_text(max1) +
+            " and every unit with y = 0 a value >= " + number_text(min0);
       return j;
     }
   }
@@ -63,9 +64,9 @@ LATENTAUDIT_INLINE void check_treatment(std::string_view fn, std::span<const dou
   const std::size_t n0 = treatment.size() - n1;
   if (n1 < min_each || n0 < min_each) {
     throw_invalid(fn, "treatment",
-                  "must contain at least " + std::to_string(min_each) + " treated and " + std::to_string(min_each) +
-                      " control units, got " + std::to_string(n1) + " treated and " + std::to_string(n0) +
-                      " control");
+                  "must contain at least " + std::to_string(min_each) + " treated and " +
+                      std::to_string(min_each) + " control units, got " + std::to_string(n1) +
+                      " treated and " + std::to_string(n0) + " control");
   }
 }
 
@@ -85,8 +86,8 @@ LATENTAUDIT_INLINE void check_covariates(std::string_view fn, const Eigen::Ref<c
     for (Eigen::Index i = 0; i < x.rows(); ++i) {
       if (!std::isfinite(x(i, j))) [[unlikely]] {
         throw_invalid(fn, "covariates",
-                      "must hold finite values, got " + number_text(x(i, j)) + " at row " + std::to_string(i) +
-                          ", column " + std::to_string(j));
+                      "must hold finite values, got " + number_text(x(i, j)) + " at row " +
+                          std::to_string(i) + ", column " + std::to_string(j));
       }
     }
   }
@@ -117,7 +118,8 @@ LATENTAUDIT_INLINE void finish_normal(effect_estimate& e, double scale, double l
   e.level = level;
   if (!(e.std_error > 10.0 * std::numeric_limits<double>::epsilon() * scale) || !std::isfinite(e.std_error)) {
     if (policy == on_degenerate::throw_error) {
-      throw_numerical(fn, "the standard error is zero or undefined (constant outcomes within the weighted arms?)");
+      throw_numerical(
+          fn, "the standard error is zero or undefined (constant outcomes within the weighted arms?)");
     }
     e.status = estimate_status::degenerate;
     e.std_error = e.statistic = e.p_value = e.ci_low = e.ci_high = effect_estimate::nan;
@@ -174,8 +176,8 @@ LATENTAUDIT_INLINE void check_arms_after_trim(std::string_view fn, std::span<con
     (t[i] == 1.0 ? n1 : n0) += 1;
   }
   if (n1 < min_each || n0 < min_each) {
-    throw_numerical(fn, "after dropping units with extreme propensities " + std::to_string(n1) + " treated and " +
-                            std::to_string(n0) + " control units remain, need at least " +
+    throw_numerical(fn, "after dropping units with extreme propensities " + std::to_string(n1) +
+                            " treated and " + std::to_string(n0) + " control units remain, need at least " +
                             std::to_string(min_each) + " in each arm");
   }
 }
@@ -327,8 +329,9 @@ LATENTAUDIT_INLINE Eigen::VectorXd ols_predict_arm(std::string_view fn, std::spa
   const std::string arm_name = arm == 1.0 ? "treated" : "control";
   if (m <= design.cols()) {
     throw_invalid(fn, "treatment",
-                  "leaves " + std::to_string(m) + " " + arm_name + " units for the outcome model, need more than " +
-                      std::to_string(design.cols()) + " (covariates + intercept)");
+                  "leaves " + std::to_string(m) + " " + arm_name +
+                      " units for the outcome model, need more than " + std::to_string(design.cols()) +
+                      " (covariates + intercept)");
   }
   Eigen::MatrixXd xa(m, design.cols());
   Eigen::VectorXd ya(m);
@@ -431,8 +434,9 @@ LATENTAUDIT_INLINE void check_propensity(std::string_view fn, std::span<const do
   check_same_size(fn, "y", n, "propensity", e.size());
   for (std::size_t i = 0; i < e.size(); ++i) {
     if (!(e[i] > 0.0 && e[i] < 1.0)) [[unlikely]] {
-      throw_invalid(fn, "propensity",
-                    "must hold probabilities in (0, 1), got " + number_text(e[i]) + " at index " + std::to_string(i));
+      throw_invalid(
+          fn, "propensity",
+          "must hold probabilities in (0, 1), got " + number_text(e[i]) + " at index " + std::to_string(i));
     }
   }
 }
@@ -458,7 +462,8 @@ LATENTAUDIT_INLINE logistic_fit logistic_regression(const Eigen::Ref<const Eigen
                                                     const logistic_options& options) {
   constexpr std::string_view fn = "logistic_regression";
   if (options.max_iterations < 1) {
-    detail::throw_invalid(fn, "max_iterations", "must be >= 1, got " + std::to_string(options.max_iterations));
+    detail::throw_invalid(fn, "max_iterations",
+                          "must be >= 1, got " + std::to_string(options.max_iterations));
   }
   detail::check_positive(fn, "tolerance", options.tolerance);
   detail::check_open_unit(fn, "separation_tolerance", options.separation_tolerance);
@@ -473,7 +478,8 @@ LATENTAUDIT_INLINE logistic_fit logistic_regression(const Eigen::Ref<const Eigen
   }
   const Eigen::MatrixXd x = detail::design_matrix(covariates, options.add_intercept);
   const Eigen::Index n = x.rows(), p = x.cols();
-  if (p == 0) detail::throw_invalid(fn, "covariates", "must have at least one column when add_intercept is false");
+  if (p == 0)
+    detail::throw_invalid(fn, "covariates", "must have at least one column when add_intercept is false");
   if (n <= p) {
     detail::throw_invalid(fn, "covariates",
                           "has " + std::to_string(n) + " rows for " + std::to_string(p) +
@@ -530,8 +536,8 @@ LATENTAUDIT_INLINE logistic_fit logistic_regression(const Eigen::Ref<const Eigen
       ++halvings;
     }
     if (!std::isfinite(dev)) {
-      detail::throw_numerical(fn, "the deviance is not finite after step halving (iteration " +
-                                      std::to_string(iter) + ")");
+      detail::throw_numerical(
+          fn, "the deviance is not finite after step halving (iteration " + std::to_string(iter) + ")");
     }
     beta_prev = beta;
     beta = beta_new;
@@ -559,8 +565,8 @@ LATENTAUDIT_INLINE logistic_fit logistic_regression(const Eigen::Ref<const Eigen
     const Eigen::Index col = detail::separating_column(x, y, options.add_intercept ? 1 : 0, how);
     std::string m;
     if (extreme > 0) {
-      m = "fitted probabilities numerically 0 or 1 for " + std::to_string(extreme) +
-          " units (within " + detail::number_text(options.separation_tolerance) +
+      m = "fitted probabilities numerically 0 or 1 for " + std::to_string(extreme) + " units (within " +
+          detail::number_text(options.separation_tolerance) +
           "): perfect or quasi-complete separation, the maximum-likelihood coefficients diverge";
     } else {
       m = "IRLS did not converge in " + std::to_string(options.max_iterations) + " iterations";

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/audit.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/audit.hpp (header-only mode includes this file; compiled mode compiles
+// it once in src/)
 #ifndef LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
 
@@ -61,7 +62,7 @@ LATENTAUDIT_INLINE std::size_t find_role(const audit_data& d, std::string_view n
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE betting_interval item_accuracy_interval(std::span<const double> item_means,
-                                                                        double accuracy, double level) {
+                                                                         double accuracy, double level) {
   const double a = (1.0 - level) / 2.0;
   auto b = bounded_mean_interval(item_means, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a});
   b.estimate = accuracy;
@@ -71,7 +72,7 @@ LATENTAUDIT_INLINE std::size_t find_role(const audit_data& d, std::string_view n
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE proportion_interval wilson_or_nan(std::size_t x, std::size_t n,
-                                                                  double level) {
+                                                                   double level) {
   if (n == 0) return {audit_nan, audit_nan, audit_nan, level};
   return wilson_interval({.successes = x, .trials = n}, {.level = level});
 }
@@ -206,10 +207,10 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
     return fmt::format("{}% CI: cluster bootstrap over items (percentile, B = {}, seed {})",
                        detail::percent(level), B, o.seed);
   };
-  const std::string verdict_text =
-      fmt::format("{}% verdict interval: betting over items (one-sided {} per side; Waudby-Smith & Ramdas "
-                  "2024); p: betting over items of mean item difference = 0",
-                  detail::percent(level_tost), detail::number_text(o.alpha));
+  const std::string verdict_text = fmt::format(
+      "{}% verdict interval: betting over items (one-sided {} per side; Waudby-Smith & Ramdas "
+      "2024); p: betting over items of mean item difference = 0",
+      detail::percent(level_tost), detail::number_text(o.alpha));
   struct contrast_spec {
     std::size_t treated, control;
     const char* treated_role;
@@ -336,10 +337,10 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
                       .control = d.arm_label[pt.control],
                       .regime = "need"};
       const std::string ci_part = fill_effect(e, p);
-      e.method = fmt::format("{}; {}; {}; Holm over the decomposition",
-                             p.single_arm ? "mean paired difference"
-                                          : "mean over units of (mean of the placebo arms − no_comm)",
-                             ci_part, verdict_text);
+      e.method = fmt::format(
+          "{}; {}; {}; Holm over the decomposition",
+          p.single_arm ? "mean paired difference" : "mean over units of (mean of the placebo arms − no_comm)",
+          ci_part, verdict_text);
       out.decomposition.push_back(std::move(e));
     }
     std::vector<double> p;

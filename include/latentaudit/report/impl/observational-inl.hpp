@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/observational.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/observational.hpp (header-only mode includes this file; compiled mode
+// compiles it once in src/)
 #ifndef LATENTAUDIT_REPORT_IMPL_OBSERVATIONAL_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_OBSERVATIONAL_INL_HPP
 
@@ -62,11 +63,11 @@ LATENTAUDIT_INLINE effect_estimate failed_estimate(std::string method) {
   return e;
 }
 
-LATENTAUDIT_INLINE effect_estimate item_cluster_bootstrap(
-    effect_estimate point, std::span<const std::size_t> item_of,
-    const std::function<double(std::span<const std::size_t>)>& statistic, double level,
-    std::size_t replicates, std::uint64_t seed, std::uint32_t tag, std::vector<std::string>& notes,
-    std::string_view what) {
+LATENTAUDIT_INLINE effect_estimate
+item_cluster_bootstrap(effect_estimate point, std::span<const std::size_t> item_of,
+                       const std::function<double(std::span<const std::size_t>)>& statistic, double level,
+                       std::size_t replicates, std::uint64_t seed, std::uint32_t tag,
+                       std::vector<std::string>& notes, std::string_view what) {
   point.method += "+cluster_bootstrap_percentile(item)";
   point.std_error = point.ci_low = point.ci_high = effect_estimate::nan;
   point.level = level;
@@ -98,9 +99,10 @@ LATENTAUDIT_INLINE effect_estimate item_cluster_bootstrap(
     if (std::isfinite(v)) t.push_back(v);
   }
   if (t.size() < replicates) {
-    notes.push_back(fmt::format("{}: {} of {} cluster-bootstrap replicates could not be estimated and were "
-                                "left out",
-                                what, replicates - t.size(), replicates));
+    notes.push_back(
+        fmt::format("{}: {} of {} cluster-bootstrap replicates could not be estimated and were "
+                    "left out",
+                    what, replicates - t.size(), replicates));
   }
   if (t.size() < 2) return point;
   std::sort(t.begin(), t.end());
@@ -307,9 +309,12 @@ LATENTAUDIT_INLINE production_log_result run_production_log(std::string_view fn,
     }
     try {
       switch (which) {
-        case method::matching: return nearest_neighbor_matching(yb, tb, rb, k, mo).effect.estimate;
-        case method::aipw: return aipw(yb, tb, xb, wo).effect.estimate;
-        case method::ipw: return ipw(yb, tb, xb, wo).effect.estimate;
+        case method::matching:
+          return nearest_neighbor_matching(yb, tb, rb, k, mo).effect.estimate;
+        case method::aipw:
+          return aipw(yb, tb, xb, wo).effect.estimate;
+        case method::ipw:
+          return ipw(yb, tb, xb, wo).effect.estimate;
       }
     } catch (const error&) {  // e.g. a replicate without two units of an arm, or separation
     }
@@ -520,8 +525,7 @@ LATENTAUDIT_INLINE observational_result observational_analysis(std::span<const t
       detail::coverage_finding("log.naive_covers_randomized", L.naive, L.randomized,
                                "production log: difference in means (OLS, CR1 by item, t(G-1)) vs "
                                "randomized ATE",
-                               L.units,
-                               "the naive difference", "randomized ATE", lm));
+                               L.units, "the naive difference", "randomized ATE", lm));
   out.findings.push_back(detail::coverage_finding(
       "log.matching_covers_randomized", L.matching, L.randomized,
       "production log: nearest-neighbour matching ATE (exact on need; percentile cluster bootstrap over "

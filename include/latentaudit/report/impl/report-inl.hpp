@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/report.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/report.hpp (header-only mode includes this file; compiled mode compiles
+// it once in src/)
 #ifndef LATENTAUDIT_REPORT_IMPL_REPORT_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_REPORT_INL_HPP
 
@@ -466,8 +467,9 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     line(fmt::format("| {} | {} | {} |", c.name, verdict_name(c.passed), detail::md_escape(c.reason)));
   line("");
   if (!r.decision.monitors.empty()) {
-    line("Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
-         "order, one observation per item (its mean difference over seeds):");
+    line(
+        "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
+        "order, one observation per item (its mean difference over seeds):");
     line("");
     line("| contrast | items | mean | always-valid CI | stops at item |");
     line("|---|---|---|---|---|");
@@ -574,9 +576,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
          " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
     line("");
-    line("Method: receiver latency with the transfer time recomputed per link from the bytes; "
-         "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
-         S.timing_note + ".");
+    line(
+        "Method: receiver latency with the transfer time recomputed per link from the bytes; "
+        "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
+        S.timing_note + ".");
     line("");
     line(
         "| link | saved latency per request | extra bytes | SLO met kv / text | break-even bandwidth | "
@@ -595,9 +598,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
           l.break_even_extra_alpha_s ? detail::seconds_text(*l.break_even_extra_alpha_s) : std::string("–"),
           verdict_name(l.pays), l.reported ? "yes" : "–"));
     line("");
-    line("**Projection for real model shapes (not a finding):** KV bytes per document token (bf16) and the "
-         "bandwidth above which relaying the cache beats the receiver prefilling the document at the given "
-         "throughput (b·T; the link's fixed cost and the relay's export/import overheads are not included).");
+    line(
+        "**Projection for real model shapes (not a finding):** KV bytes per document token (bf16) and the "
+        "bandwidth above which relaying the cache beats the receiver prefilling the document at the given "
+        "throughput (b·T; the link's fixed cost and the relay's export/import overheads are not included).");
     line("");
     line("| model | KV bytes/token | prefill throughput | break-even bandwidth |");
     line("|---|---|---|---|");
@@ -619,9 +623,11 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       eq += fmt::format(" {:+.4g}·{}", r.gate.model.coefficients[i + 1], r.gate.model.features[i]);
     eq += fmt::format("); relay when > {}{}", r.gate.model.threshold,
                       r.gate.model.penalized ? " (ridge fallback: the plain fit separated)" : "");
-    line("Logistic gate on pre-transfer features, cross-fitted over " + std::to_string(r.gate.held_out_items) +
-         " items (" + std::to_string(r.gate.folds) + " folds; every item held out once); deployable model "
-         "fitted on every item: `" + eq + "`.");
+    line("Logistic gate on pre-transfer features, cross-fitted over " +
+         std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
+         " folds; every item held out once); deployable model "
+         "fitted on every item: `" +
+         eq + "`.");
     for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
     for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
     line("");
@@ -632,10 +638,11 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
         line(fmt::format("| {} | {} | {} | {}% |", p.name, detail::estimate_md(p.accuracy),
                          detail::estimate_md(p.bytes), pct(p.relay_rate)));
     line("");
-    line(fmt::format("Gate − always-relay accuracy {} (betting over items); share of requests not relayed {}; "
-                     "bytes saved per request {}.",
-                     detail::estimate_md(r.gate.accuracy_vs_always_relay), detail::estimate_md(r.gate.skip_share),
-                     detail::estimate_md(r.gate.bytes_saved)));
+    line(
+        fmt::format("Gate − always-relay accuracy {} (betting over items); share of requests not relayed {}; "
+                    "bytes saved per request {}.",
+                    detail::estimate_md(r.gate.accuracy_vs_always_relay),
+                    detail::estimate_md(r.gate.skip_share), detail::estimate_md(r.gate.bytes_saved)));
   }
   line("");
   line("## Teaching demonstrations — true by construction, not findings");

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/svg.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/svg.hpp (header-only mode includes this file; compiled mode compiles it
+// once in src/)
 #ifndef LATENTAUDIT_REPORT_IMPL_SVG_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_SVG_INL_HPP
 
@@ -174,19 +175,15 @@ LATENTAUDIT_INLINE void svg_writer::circle(std::string_view cls, double cx, doub
                                            std::string_view fill, std::string_view stroke) {
   last_tag_ = "circle";
   out_.append(fmt::format(
-      "<circle class=\"{}\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"1.5\"",
-      cls, num(cx), num(cy), num(r), fill, stroke));
+      "<circle class=\"{}\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"1.5\"", cls,
+      num(cx), num(cy), num(r), fill, stroke));
 }
 
 LATENTAUDIT_INLINE void svg_writer::close(std::string_view tooltip) {
   if (tooltip.empty()) {
     out_.append("/>\n");
   } else {
-    out_.append("><title>")
-        .append(xml_escape(tooltip))
-        .append("</title></")
-        .append(last_tag_)
-        .append(">\n");
+    out_.append("><title>").append(xml_escape(tooltip)).append("</title></").append(last_tag_).append(">\n");
   }
 }
 
@@ -619,7 +616,8 @@ LATENTAUDIT_INLINE std::string frontier_plot(std::span<const scatter_point> poin
                           detail::value_label(p.y), detail::value_label(p.lo), detail::value_label(p.hi)));
       if (p.highlight && !p.label.empty()) {
         const bool near_right = x > f.x0 + 0.75 * (f.x1 - f.x0);
-        const bool near_top = f.py(p.y) < f.y0 + 16.0;  // keep the label inside the plot area (clear of the legend)
+        const bool near_top =
+            f.py(p.y) < f.y0 + 16.0;  // keep the label inside the plot area (clear of the legend)
         w.text("point-label", near_right ? x - 7 : x + 7, f.py(p.y) + (near_top ? 15.0 : -7.0), p.label,
                near_right ? "end" : "start", 11);
       }

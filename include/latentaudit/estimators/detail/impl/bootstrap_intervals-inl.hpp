@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of estimators/detail/bootstrap_intervals.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of estimators/detail/bootstrap_intervals.hpp (header-only mode includes this file;
+// compiled mode compiles it once in src/)
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_BOOTSTRAP_INTERVALS_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_BOOTSTRAP_INTERVALS_INL_HPP
 
@@ -15,11 +16,16 @@ namespace latentaudit::detail {
 
 [[nodiscard]] LATENTAUDIT_INLINE const char* bootstrap_method_name(bootstrap_ci_method m) noexcept {
   switch (m) {
-    case bootstrap_ci_method::percentile: return "bootstrap_percentile";
-    case bootstrap_ci_method::basic: return "bootstrap_basic";
-    case bootstrap_ci_method::normal: return "bootstrap_normal";
-    case bootstrap_ci_method::bca: return "bootstrap_bca";
-    case bootstrap_ci_method::studentized: return "bootstrap_studentized";
+    case bootstrap_ci_method::percentile:
+      return "bootstrap_percentile";
+    case bootstrap_ci_method::basic:
+      return "bootstrap_basic";
+    case bootstrap_ci_method::normal:
+      return "bootstrap_normal";
+    case bootstrap_ci_method::bca:
+      return "bootstrap_bca";
+    case bootstrap_ci_method::studentized:
+      return "bootstrap_studentized";
   }
   return "bootstrap";
 }
@@ -125,7 +131,8 @@ namespace latentaudit::detail {
     out.low = out.high = bootstrap_nan;
     return out;
   };
-  if (replicates_all_equal(in.t)) return fail("all bootstrap replicates are equal; the interval is undefined");
+  if (replicates_all_equal(in.t))
+    return fail("all bootstrap replicates are equal; the interval is undefined");
   const bool boot = conv == bootstrap_convention::boot;
   // The two tail probabilities exactly as each peer computes them.
   const double a_lo = boot ? (1.0 - level) / 2.0 : (1.0 - level) / 2.0;

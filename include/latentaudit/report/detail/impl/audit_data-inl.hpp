@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/detail/audit_data.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/detail/audit_data.hpp (header-only mode includes this file; compiled
+// mode compiles it once in src/)
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_AUDIT_DATA_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_AUDIT_DATA_INL_HPP
 
@@ -20,8 +21,8 @@ namespace latentaudit::detail {
   return r == "need" ? audit_regime::need : r == "no_need" ? audit_regime::no_need : audit_regime::unknown;
 }
 
-[[nodiscard]] LATENTAUDIT_INLINE audit_data build_audit_data(
-    std::string_view fn, std::span<const trial_record> records) {
+[[nodiscard]] LATENTAUDIT_INLINE audit_data build_audit_data(std::string_view fn,
+                                                             std::span<const trial_record> records) {
   if (records.empty()) throw_invalid(fn, "records", "must hold at least one record, got none");
   audit_data d;
   std::unordered_map<std::string, std::uint32_t> arm_index;

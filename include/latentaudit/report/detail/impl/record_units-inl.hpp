@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of report/detail/record_units.hpp (header-only mode includes this file; compiled mode compiles it once in src/)
+// latentaudit: definitions of report/detail/record_units.hpp (header-only mode includes this file; compiled
+// mode compiles it once in src/)
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_RECORD_UNITS_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_RECORD_UNITS_INL_HPP
 
@@ -120,8 +121,8 @@ LATENTAUDIT_INLINE std::pair<double, double> mean_sd(std::span<const double> x) 
   return std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high);
 }
 
-[[nodiscard]] LATENTAUDIT_INLINE finding inconclusive_finding(
-    std::string id, std::string method, std::string why) {
+[[nodiscard]] LATENTAUDIT_INLINE finding inconclusive_finding(std::string id, std::string method,
+                                                              std::string why) {
   constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   return finding{.id = std::move(id),
                  .answer = verdict::inconclusive,
