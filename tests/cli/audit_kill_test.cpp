@@ -40,6 +40,7 @@ std::map<trial_key, std::string> timeless(const std::vector<trial_record>& rs) {
   std::map<trial_key, std::string> m;
   for (auto r : rs) {
     r.latency = {};
+    for (auto& x : r.latency_repeats_s) x = 0.0;  // timings differ; which trials repeat does not
     m[{r.item, r.seed, r.arm}] = record_to_line(r);
   }
   return m;

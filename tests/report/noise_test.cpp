@@ -40,7 +40,8 @@ struct simulated {
   la::noise_reference ref;
 };
 
-simulated simulate(std::size_t items, std::size_t seeds, std::uint64_t seed) {
+simulated simulate(std::size_t items, std::size_t seeds, std::uint64_t seed, double kappa = 0.1,
+                   bool heterogeneous = true) {
   std::mt19937_64 g(seed);
   auto uniform = [&] { return static_cast<double>(g() >> 11) * 0x1.0p-53; };
   simulated s;
@@ -48,7 +49,8 @@ simulated simulate(std::size_t items, std::size_t seeds, std::uint64_t seed) {
     s.levels.push_back({.arm = "kv_noise_" + la::detail::number_text(sg), .sigma = sg});
   std::vector<double> sums;
   for (std::size_t i = 0; i < items; ++i) {
-    const double p = 0.6 + 0.4 * uniform(), c = 0.5 + uniform();
+    double p = 0.6 + 0.4 * uniform(), c = 0.5 + uniform();
+    if (!heterogeneous) p = 0.8, c = 1.0;
     double correct = 0;
     for (std::size_t k = 0; k < seeds; ++k) {
       const double full = uniform() < p ? 1.0 : 0.0;
@@ -56,7 +58,7 @@ simulated simulate(std::size_t items, std::size_t seeds, std::uint64_t seed) {
       ++s.ref.n;
       s.ref.correct += static_cast<std::size_t>(full);
       for (std::size_t l = 0; l < std::size(kSigmas); ++l) {
-        const double h = 0.1 * kSigmas[l] * kSigmas[l];
+        const double h = kappa * kSigmas[l] * kSigmas[l];
         auto& lv = s.levels[l];
         lv.item.push_back(i);
         lv.reference.push_back(full);
@@ -138,7 +140,7 @@ TEST_CASE("noise: the tolerance is located on a clear dose-response, determinist
   CHECK(*a.ci_low <= *a.tolerance_sigma);
   CHECK(*a.tolerance_sigma <= *a.ci_high);
   CHECK(*a.ci_high <= 1.5);
-  CHECK(*a.ci_low >= 0.5);
+  CHECK(*a.ci_low >= 0.4);  // true crossing 0.786; the test-inversion interval is ~0.3 wide here
   CHECK_FALSE(a.ci_from_betting_band);
   // Thread count changes nothing.
   CHECK(a.ci_low == b.ci_low);
@@ -224,41 +226,57 @@ TEST_CASE("noise: negative or non-finite sigma is refused, naming the arm and th
 
 TEST_CASE("noise: Monte Carlo coverage of the tolerance interval on clustered dose-responses",
           "[report][noise][slow]") {
-  // 300 simulated designs (150 items × 3 seeds, six levels, the curve −0.08 σ², true crossing of
-  // −0.05 at 0.7857), generator seeds 20261300 + r, B = 999 bootstrap replicates each.
-  // MC standard error of a coverage near 0.95 over 300 sets: 0.0126; the check allows 0.90 (four SE).
+  // Four scenarios × 300 simulated designs (× 3 seeds, six levels 0.25..2, δ(σ) = −0.8 κ σ²),
+  // generator seeds 20261300 + r, bootstrap B = 99 (it only gives unbounded_fraction), seed r + 1.
+  // MC standard error of a coverage of 0.95 over 300 sets: 0.0126; each check allows 0.95 − 3 SE
+  // = 0.912.
+  struct scenario {
+    const char* name;
+    std::size_t items;
+    double kappa;
+    bool heterogeneous;
+    double truth;  // first crossing of −0.05 by the interpolated true curve
+  };
+  const scenario scenarios[] = {
+      {"just above 0.75, 150 items, heterogeneous", 150, 0.1, true, kTrueCrossing},
+      {"just above 0.75, 60 items, heterogeneous", 60, 0.1, true, kTrueCrossing},
+      {"exactly at level 1, 60 items, heterogeneous", 60, 0.0625, true, 1.0},
+      {"between 1 and 1.5 (1.25), 60 items, homogeneous", 60, 0.05 / 1.625 / 0.8, false, 1.25},
+      {"exactly at level 1, 150 items, homogeneous", 150, 0.0625, false, 1.0},
+  };
   constexpr std::size_t reps = 300;
   constexpr std::uint64_t base = 20261300;
-  std::size_t covered = 0, located = 0, below = 0, above = 0, ni_error = 0;
-  double width = 0, bias = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t r = 0; r < reps; ++r) {
-    const auto sim = simulate(150, 3, base + r);
-    const auto nt =
-        la::estimate_noise_tolerance(sim.levels, sim.ref, {.bootstrap_replicates = 999, .seed = r + 1});
-    const double inf = std::numeric_limits<double>::infinity();
-    const double lo = nt.ci_low.value_or(inf), hi = nt.ci_high.value_or(inf);
-    covered += lo <= kTrueCrossing && kTrueCrossing <= hi ? 1 : 0;
-    below += hi < kTrueCrossing ? 1 : 0;
-    above += lo > kTrueCrossing ? 1 : 0;
-    if (la::noise_tolerance_finding(nt).answer == la::verdict::yes) {
-      ++located;
-      width += hi - lo;
+  for (const auto& sc : scenarios) {
+    std::size_t covered = 0, located = 0, below = 0, above = 0, ni_error = 0;
+    double width = 0, bias = 0;
+    for (std::size_t r = 0; r < reps; ++r) {
+      const auto sim = simulate(sc.items, 3, base + r, sc.kappa, sc.heterogeneous);
+      const auto nt =
+          la::estimate_noise_tolerance(sim.levels, sim.ref, {.bootstrap_replicates = 99, .seed = r + 1});
+      const double inf = std::numeric_limits<double>::infinity();
+      const double lo = nt.ci_low.value_or(inf), hi = nt.ci_high.value_or(inf);
+      covered += lo <= sc.truth && sc.truth <= hi ? 1 : 0;
+      below += hi < sc.truth ? 1 : 0;
+      above += lo > sc.truth ? 1 : 0;
+      if (la::noise_tolerance_finding(nt).answer == la::verdict::yes) {
+        ++located;
+        width += hi - lo;
+      }
+      if (nt.tolerance_sigma) bias += *nt.tolerance_sigma - sc.truth;
+      // The conservative claim "non-inferior up to sigma_noninferior" is wrong where δ < −0.05.
+      ni_error += nt.sigma_noninferior && *nt.sigma_noninferior > sc.truth ? 1 : 0;
     }
-    if (nt.tolerance_sigma) bias += *nt.tolerance_sigma - kTrueCrossing;
-    // The conservative claim "non-inferior up to sigma_noninferior" is wrong when it reaches 1
-    // (true difference −0.08 < −0.05).
-    ni_error += nt.sigma_noninferior && *nt.sigma_noninferior >= 1.0 ? 1 : 0;
+    const double cov = static_cast<double>(covered) / reps;
+    std::cout << "noise_test MC [" << sc.name << ", truth " << sc.truth << "]: seeds " << base << ".."
+              << base + reps - 1 << ", coverage " << covered << "/" << reps << " = " << cov
+              << " (misses below " << below << ", above " << above << "), located " << located << "/" << reps
+              << ", mean width " << (located ? width / static_cast<double>(located) : 0)
+              << ", mean bias of the estimate " << bias / reps << ", conservative claim wrong " << ni_error
+              << "/" << reps << "\n";
+    CHECK(cov >= 0.95 - 3 * 0.0126);
+    CHECK(static_cast<double>(ni_error) / reps <= 0.05 + 3 * 0.0126);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double cov = static_cast<double>(covered) / reps;
-  std::cout << "noise_test MC: seeds " << base << ".." << base + reps - 1 << ", coverage " << covered << "/"
-            << reps << " = " << cov << " (misses below " << below << ", above " << above << "), located "
-            << located << "/" << reps << ", mean width "
-            << (located ? width / static_cast<double>(located) : 0) << ", mean bias of the estimate "
-            << bias / reps << ", conservative claim wrong " << ni_error << "/" << reps << " (" << secs
-            << " s)\n";
-  CHECK(cov >= 0.90);
-  CHECK(static_cast<double>(ni_error) / reps <= 0.05 + 3 * 0.0126);
-  CHECK(located >= reps * 9 / 10);
+  std::cout << "noise_test MC: " << secs << " s\n";
 }

@@ -32,6 +32,7 @@ struct fixture {
 // A record without its timings (which differ run to run).
 std::string timeless(trial_record r) {
   r.latency = {};
+  for (auto& x : r.latency_repeats_s) x = 0.0;  // timings differ; which trials repeat does not
   return record_to_line(r);
 }
 
@@ -212,4 +213,61 @@ TEST_CASE("tasks: the organism generator is deterministic, regime-consistent and
       "value_first": 20, "value_count": 32, "max_pairs": 16})")),
                     Catch::Contains("overlap"));
   CHECK_THROWS_AS(organism_format::load("/nonexistent"), corrupt_data);
+}
+
+TEST_CASE("driver: timing repeats re-run the subsampled units' trials without changing their outcome") {
+  fixture f;
+  trial_design d{.seed = 5, .items = 40, .seeds = 2};
+  d.arms = {parse_arm("no_comm"), parse_arm("text_full"), parse_arm("kv_full"), parse_arm("deranged")};
+  const auto plain = f.run(d);
+  d.timing_repeats = 2;
+  d.timing_repeat_fraction = 0.25;
+  const auto rep = f.run(d);
+  REQUIRE(rep.size() == plain.size());
+  const auto base = by_key(plain);
+  std::size_t repeated = 0;
+  for (const auto& r : rep) {
+    const bool chosen = d.timing_repeat_unit(r.item, r.seed);
+    CHECK(r.latency_repeats_s.size() == (chosen ? 2u : 0u));
+    CHECK(r.repeat_mismatches == 0);  // the reference backend is deterministic
+    for (double x : r.latency_repeats_s) CHECK(x > 0);
+    // Outcomes are the first run's, and equal those of the run without repeats.
+    trial_record t = r;
+    t.latency_repeats_s.clear();
+    t.repeat_mismatches = 0;
+    CHECK(timeless(t) == base.at({r.item, r.seed, r.arm}));
+    repeated += chosen ? 1 : 0;
+  }
+  // The subsample: 25 % of 80 units × 4 arms, within a loose binomial band.
+  CHECK(repeated > 4 * 8);
+  CHECK(repeated < 4 * 32);
+  // The choice depends on the design only (counter-based stream), not on the execution order.
+  trial_design other = d;
+  other.randomize_order = false;
+  for (std::uint64_t i = 0; i < d.items; ++i)
+    for (std::uint64_t s = 0; s < d.seeds; ++s)
+      CHECK(other.timing_repeat_unit(i, s) == d.timing_repeat_unit(i, s));
+  // The design records the option (and omits it without repeats, so older design.json files match).
+  CHECK(d.to_json().find("timing_repeats") != nullptr);
+  CHECK(trial_design{}.to_json().find("timing_repeats") == nullptr);
+  CHECK_THROWS_AS((trial_design{.timing_repeat_fraction = 1.5}.validate()), invalid_argument);
+}
+
+TEST_CASE("records: latency_repeats_s round-trips and is absent from records without repeats") {
+  trial_record r{.item = 3, .seed = 1, .arm = "kv_full", .correct = true};
+  r.latency.b_prefill_s = 1e-4;
+  CHECK(record_to_line(r).find("latency_repeats_s") == std::string::npos);
+  CHECK(record_from_json(record_to_json(r)).latency_repeats_s.empty());
+  r.latency_repeats_s = {1.1e-4, 0.9e-4, 1.3e-4};
+  r.repeat_mismatches = 1;
+  const auto back = record_from_json(record_to_json(r));
+  CHECK(back.latency_repeats_s == r.latency_repeats_s);
+  CHECK(back.repeat_mismatches == 1);
+  // Older readers' records (no field) and bad values.
+  const auto old = parse_json(R"({"item":0,"seed":0,"arm":"a","correct":1})");
+  CHECK(record_from_json(old).latency_repeats_s.empty());
+  const auto bad = parse_json(R"({"item":0,"seed":0,"arm":"a","correct":1,"latency_repeats_s":[-1]})");
+  CHECK_THROWS_AS(record_from_json(bad), corrupt_data);
+  r.latency_repeats_s = {std::nan("")};
+  CHECK_THROWS_AS(record_to_line(r), invalid_argument);
 }

@@ -42,6 +42,11 @@ std::vector<option_spec> audit_spec() {
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
       {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
       {"--no-need-fraction", "P", "share of no-need items (default 0.5)"},
+      {"--timing-repeats", "R",
+       "extra timed runs of each trial of the subsampled units, for the run-to-run timing variation in "
+       "the cost CIs (default 3; 0: none)"},
+      {"--timing-repeat-fraction", "P",
+       "share of (item, seed) units whose trials are repeated (default 0.1)"},
       {"--config", "FILE",
        "JSON object with any of these options as keys (without --), e.g. {\"items\": 100, \"arms\": "
        "\"no_comm,kv_full\"}; command-line options win"},
@@ -213,6 +218,10 @@ int run_audit(std::span<const std::string> raw) {
   }
   if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
   d.link = find_link(args.get("--link").value_or("pcie4"));
+  d.timing_repeats = static_cast<std::uint32_t>(args.integer("--timing-repeats", 3, 0, 100));
+  d.timing_repeat_fraction = args.number("--timing-repeat-fraction", 0.1);
+  if (!(d.timing_repeat_fraction >= 0 && d.timing_repeat_fraction <= 1))
+    throw usage_error("audit: option --timing-repeat-fraction must lie in [0, 1]");
   d.validate();
   const double no_need = args.number("--no-need-fraction", 0.5);
   if (!(no_need >= 0 && no_need <= 1))
@@ -250,6 +259,8 @@ int run_audit(std::span<const std::string> raw) {
   timing.set("relay_s", stats.relay_s);
   timing.set("driver_overhead_s", stats.overhead_s());
   timing.set("journal_s", stats.sink_s);
+  timing.set("timing_repeat_runs", stats.repeat_runs);
+  timing.set("timing_repeat_mismatches", stats.repeat_mismatches);
   journal.close();  // cuts the file's zero padding
   if (!args.has("--trials-only")) {
     const auto records = read_records(journal.path());

@@ -13,7 +13,9 @@
 // verdict interval is the 1 − 2α betting interval over items (estimators/betting.hpp, α per side:
 // 90 % at α = 0.05), valid at any number of items and never of zero width. Every p-value is the
 // betting p-value over items of "mean item difference = 0". Arms are found by label ("kv_full",
-// "no_comm", ...) or, failing that, by a unique arm_kind. An analysis whose arms are absent is
+// "no_comm", ...) or, failing that, by arm_kind (several arms of one kind: the first label in sorted
+// order, with a warning) — detail::resolve_arm_roles(), the one resolver every analysis of the
+// report uses (report/detail/arm_roles.hpp). An analysis whose arms are absent is
 // skipped with a warning, and its finding is "inconclusive" with n = 0.
 //
 // Finding rules (α = audit_options::alpha, m = equivalence_margin, "significant" = Holm-adjusted
@@ -59,6 +61,7 @@
 #include "../estimators/paired_binary.hpp"
 #include "../trial/record.hpp"
 #include "analyses/noise.hpp"  // dose_point, noise_tolerance
+#include "detail/arm_roles.hpp"
 #include "detail/audit_data.hpp"
 #include "finding.hpp"
 
@@ -192,8 +195,17 @@ inline constexpr double audit_nan = std::numeric_limits<double>::quiet_NaN();
 /// @brief Checks audit_options.
 void check_audit_options(std::string_view fn, const audit_options& o);
 
-/// @brief Arm index of a role: the arm labelled `name`, else the single arm of kind `name`.
-std::size_t find_role(const audit_data& d, std::string_view name, std::vector<std::string>& warnings);
+/// @brief analyse_records() on arm roles already resolved: build_audit_report() resolves them once
+/// (resolve_arm_roles) and hands the same roles to every analysis.
+/// @param records one record per (item, seed, arm) (at least one)
+/// @param o levels, margins, bootstrap size, seed, threads
+/// @param roles the label of each role ("" = absent)
+/// @param role_warnings the warnings of the resolution (added to the core's warnings)
+/// @returns as analyse_records()
+/// @throws as analyse_records()
+[[nodiscard]] audit_core analyse_records_with_roles(std::span<const trial_record> records,
+                                                    const audit_options& o, const arm_roles& roles,
+                                                    std::span<const std::string> role_warnings);
 
 [[nodiscard]] const char* regime_name(audit_regime r) noexcept;
 

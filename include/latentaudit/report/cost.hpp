@@ -26,6 +26,7 @@
 #include "../estimators/effect_estimate.hpp"
 #include "../trial/link.hpp"
 #include "../trial/record.hpp"
+#include "detail/record_units.hpp"
 #include "finding.hpp"
 
 namespace latentaudit {
@@ -54,8 +55,10 @@ struct model_shape {
 
 /// @brief Options of cost_benefit_analysis().
 struct cost_options {
-  std::string relay_arm = "kv_full";   ///< the KV relay arm
-  std::string text_arm = "text_full";  ///< the text relay it is compared with
+  /// the KV relay arm; each arm name answers by label, else by arm_kind (ties: the first label in
+  /// sorted order), the rule of every analysis (report/detail/arm_roles.hpp)
+  std::string relay_arm = "kv_full";
+  std::string text_arm = "text_full";  ///< the text relay it is compared with (resolved likewise)
   /// Links to evaluate; empty: link_presets() plus every "custom:<GB/s>:<µs>" link named in the records.
   std::vector<link_preset> links = {};
   /// The link whose finding is always reported (the decision reads it); "": the records' first
@@ -137,6 +140,11 @@ struct cost_sensitivity {
   verdict pays = verdict::inconclusive;  ///< the statement's verdict (common verdict of every link)
   std::string statement;                 ///< the sentence reported
   std::string timing_note;               ///< what the CIs do and do not include
+  /// Records of the two arms with repeated timings (latency_repeats_s), pooled for the run-to-run CVs.
+  std::size_t repeated_records = 0;
+  /// Measured run-to-run coefficient of variation of the receiver latency without transfer time
+  /// (pooled within-trial SD of timing / trial mean), per arm; absent without repeated records.
+  std::optional<double> run_to_run_cv_relay, run_to_run_cv_text;
 };
 
 /// @brief One row of the projection: a model shape at one receiver prefill throughput.
@@ -184,6 +192,10 @@ struct [[nodiscard]] cost_benefit_result {
 /// Statement (cost.relay_pays): β* and α* = mean(base)/f_relay at α = 0 with percentile limits
 /// of the item bootstrap; verdict = the per-link verdict when every link agrees, else
 /// inconclusive (the relay pays on some links only).
+/// Run-to-run timing: when records of the two arms carry latency_repeats_s, the pooled
+/// run-to-run CV per arm (run_to_run_pool) perturbs every resampled unit's latency in each
+/// bootstrap replicate (noisy_clustered_mean; conservative, see docs/audit-report.md); without
+/// repeats the bootstraps are unchanged.
 /// @param records trial records (any arms; one per (item, seed, arm))
 /// @param options arms, links, SLO, throughput, margin, alpha, level, bootstrap
 /// @returns statement, per-link results, projection and findings (inconclusive with n = 0 when
@@ -200,7 +212,9 @@ struct [[nodiscard]] cost_benefit_result {
 
 /// @brief Options of fit_relay_gate().
 struct relay_gate_options {
-  std::string relay_arm = "kv_full";    ///< the relay the gate switches on
+  /// the relay the gate switches on; each arm name answers by label, else by arm_kind (ties: the
+  /// first label in sorted order), the rule of every analysis (report/detail/arm_roles.hpp)
+  std::string relay_arm = "kv_full";
   std::string control_arm = "no_comm";  ///< what the receiver does without relay
   std::string text_arm = "text_full";   ///< the always-text comparison policy (optional arm)
   std::size_t folds = 5;                ///< cross-fitting folds over items, ≥ 2
@@ -333,7 +347,28 @@ struct cost_item_sums {
   double base = 0;         ///< sum of text − relay receiver latency without transfer
   double extra_bytes = 0;  ///< sum of relay − text bytes
   double relay_moves = 0;  ///< units whose relay moves bytes
+  double noise_var = 0;    ///< sum of the units' run-to-run variances of base (seconds²)
 };
+
+/// @brief Pooled run-to-run timing variation of one arm's records.
+struct run_to_run_pool {
+  double sum_sq = 0;        ///< Σ over repeated records of Σ_j (x_j / x̄ − 1)²
+  std::size_t df = 0;       ///< Σ over repeated records of (timings − 1)
+  std::size_t records = 0;  ///< repeated records
+  /// @brief Adds a record: its timings are receiver_s and latency_repeats_s, less transfer_s.
+  void add(const trial_record& r);
+  /// @brief sqrt(sum_sq / df), the pooled coefficient of variation; absent when df = 0.
+  [[nodiscard]] std::optional<double> cv() const;
+};
+
+/// @brief Mean of `values` with a percentile cluster-bootstrap interval in which every resampled
+/// unit i also gets an independent N(0, noise_sd[i]²) perturbation (its run-to-run timing noise);
+/// with every noise_sd 0 it is clustered_mean() exactly. Stream (o.seed, 0, tag, 0).
+/// @throws invalid_argument on sizes that differ or bad options
+[[nodiscard]] effect_estimate noisy_clustered_mean(std::span<const double> values,
+                                                   std::span<const double> noise_sd,
+                                                   std::span<const std::size_t> clusters,
+                                                   const clustered_mean_options& o, std::uint32_t tag);
 
 /// @brief β* (α = 0) in the direction of `region` (0 when the sums save at every bandwidth, +∞
 /// when at none in that direction; NaN for regions without a break-even) and α* = D / f_relay

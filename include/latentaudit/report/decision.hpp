@@ -53,6 +53,11 @@ struct audit_decision {
 /// @brief Options of decide().
 struct decision_options {
   std::string link;  ///< link preset for the cost check ("" = the records' link, else pcie4)
+  /// the arms of the monitor replay: each answers by label, else by arm_kind (the resolver every
+  /// analysis of the report shares, report/detail/arm_roles.hpp)
+  std::string relay_arm = "kv_full";
+  std::string control_arm = "no_comm";  ///< the control of the first replay (relay − control)
+  std::string text_arm = "text_full";   ///< the reference of the second replay (relay − text)
   /// item-level betting monitor: level alpha, bounds [−1, 1], θ₀ = 0 (the defaults)
   betting_sequential_options monitor{};
 };
@@ -90,7 +95,8 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// - cost: cost.relay_pays_on_<link>;
 /// - no_need_harm: no_need.kv_changes_accuracy — "no" when a negative change is shown (relaying
 ///   where B needs nothing lowers accuracy), "yes" when no change or a gain is shown;
-/// - monitor: the item-level betting monitor replayed on kv_full − no_comm (one observation per
+/// - monitor: the item-level betting monitor replayed on relay_arm − control_arm (kv_full − no_comm
+///   by role; decision_options names the arms, resolved by label then arm_kind; one observation per
 ///   item, its mean paired difference over seeds, in item-id order) rejected θ = 0 (informational;
 ///   a serving stack runs the same monitor online, item by item).
 /// Verdict: "inconclusive" if positive_control is not "yes"; else "send text" if dependency is "no"

@@ -38,7 +38,9 @@ namespace latentaudit {
 /// 32 % of no-need units, with propensities inside about [0.09, 0.91] on documents of 5..33 tokens:
 /// both groups are well populated and overlap, yet the regime confounds the naive comparison.
 struct observational_options {
-  std::string relay_arm = "kv_full";    ///< the treated arm of both demonstrations
+  /// the treated arm of both demonstrations; each arm name answers by label, else by arm_kind
+  /// (ties: the first label in sorted order), the rule of every analysis (report/detail/arm_roles.hpp)
+  std::string relay_arm = "kv_full";
   std::string control_arm = "no_comm";  ///< the untreated arm of the production log
   double log_intercept = -0.75;         ///< a: log-odds of relay at mean length in the no-need regime
   double log_length_slope = 1.0;        ///< b: log-odds per SD of doc_tokens

@@ -39,6 +39,13 @@ struct trial_design {
   link_preset link = link_presets().front();     ///< link used for the modeled transfer time
   bool randomize_order = true;                   ///< shuffle units, and arms within each unit
   bool authenticate = true;                      ///< HMAC-SHA256 tag on every relay (key derived from seed)
+  /// Extra timed runs of the receiver stage of each trial of a subsampled unit (0: none). The
+  /// record keeps the first run's outcome and timings and lists the repeats' receiver latencies
+  /// in latency_repeats_s, so the cost analysis can estimate run-to-run timing variation.
+  std::uint32_t timing_repeats = 0;
+  /// Share of (item, seed) units whose trials are repeated (when timing_repeats > 0), in [0, 1];
+  /// the units are chosen by timing_repeat_unit().
+  double timing_repeat_fraction = 0.1;
 
   /// @brief Checks the design.
   /// @throws invalid_argument on zero items or seeds, no arms, duplicate labels, a deranged arm
@@ -59,6 +66,18 @@ struct trial_design {
     if (!(link.bandwidth_bytes_s > 0) || !std::isfinite(link.bandwidth_bytes_s) || !(link.alpha_s >= 0) ||
         !std::isfinite(link.alpha_s))
       detail::throw_invalid(fn, "link", "needs a finite bandwidth > 0 and alpha >= 0");
+    if (timing_repeats > 100) detail::throw_invalid(fn, "timing_repeats", "must be at most 100");
+    if (!(timing_repeat_fraction >= 0 && timing_repeat_fraction <= 1))
+      detail::throw_invalid(fn, "timing_repeat_fraction", "must lie in [0, 1]");
+  }
+
+  /// @brief Whether the trials of unit (item, s) get timing_repeats extra timed runs: the first
+  /// uniform of the counter-based stream (seed, item, 0x7E, s) is below timing_repeat_fraction, so
+  /// the choice depends on neither the execution order, the thread count nor a resume.
+  [[nodiscard]] bool timing_repeat_unit(std::uint64_t item, std::uint64_t s) const noexcept {
+    if (timing_repeats == 0 || !(timing_repeat_fraction > 0)) return false;
+    auto g = make_stream({seed, item, 0x7E, static_cast<std::uint32_t>(s)});
+    return uniform01(g) < timing_repeat_fraction;
   }
 
   /// @brief Total trials.
@@ -107,6 +126,10 @@ struct trial_design {
     j.set("link_alpha_s", link.alpha_s);
     j.set("randomize_order", randomize_order);
     j.set("authenticate", authenticate);
+    if (timing_repeats > 0) {  // absent without repeats, so older design.json files still match
+      j.set("timing_repeats", static_cast<double>(timing_repeats));
+      j.set("timing_repeat_fraction", timing_repeat_fraction);
+    }
     return j;
   }
 };

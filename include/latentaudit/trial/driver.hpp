@@ -53,12 +53,14 @@ namespace latentaudit {
 /// measure as part of the system under test (transfer policies and placebos, wire encode and decode); wall_s
 /// is the whole run().
 struct driver_stats {
-  std::uint64_t trials = 0;   ///< records produced
-  std::uint64_t skipped = 0;  ///< keys already done (resume)
-  double wall_s = 0.0;        ///< run() wall time
-  double backend_s = 0.0;     ///< time inside backend calls
-  double relay_s = 0.0;       ///< time in policies, placebos and the wire (measured stages of each trial)
-  double sink_s = 0.0;        ///< time inside the sink (journal writes)
+  std::uint64_t trials = 0;       ///< records produced
+  std::uint64_t skipped = 0;      ///< keys already done (resume)
+  double wall_s = 0.0;            ///< run() wall time
+  double backend_s = 0.0;         ///< time inside backend calls
+  double relay_s = 0.0;           ///< time in policies, placebos and the wire (measured stages of each trial)
+  double sink_s = 0.0;            ///< time inside the sink (journal writes)
+  std::uint64_t repeat_runs = 0;  ///< extra timed runs of trials (trial_design::timing_repeats)
+  std::uint64_t repeat_mismatches = 0;  ///< extra runs whose outcome differed from the first run's
   /// @brief wall − backend − relay: the harness's own time (tasks, bookkeeping, metrics, sink).
   [[nodiscard]] double overhead_s() const noexcept { return std::max(0.0, wall_s - backend_s - relay_s); }
 };
@@ -118,7 +120,8 @@ class trial_driver {
 
   /// @brief Runs every (item, seed, arm) of `design` whose key is not in `done`, calling
   /// `sink(record)` as each trial completes (units in design.unit_order(), arms in
-  /// design.arm_order()). Records do not depend on the execution order or on resumption: every
+  /// design.arm_order(); the trials of a unit chosen for timing repeats once their repeats are
+  /// done). Records do not depend on the execution order or on resumption: every
   /// random stream derives from (design.seed, item, arm, seed).
   /// @throws invalid_argument if the design is invalid or has a cross_model arm without a
   ///         partner; backend errors propagate.
@@ -241,14 +244,43 @@ class trial_driver {
     }
     std::optional<std::pair<seq_id, double>> a;
     if (need_a) a = read_document(engine_, task.document);
-    for (auto ai : todo) {
-      const trial_arm& arm = d.arms[ai];
-      trial_record r = run_arm(d, tasks, task, arm, a, ref);
-      stats_.relay_s += r.latency.policy_s + r.latency.encode_s + r.latency.decode_s;
+    auto deliver = [&](const trial_record& r) {
       const auto ts = detail::driver_clock::now();
       sink(r);
       stats_.sink_s += detail::seconds_since(ts);
       ++stats_.trials;
+    };
+    // Timing repeats: the unit's trials are held until their repeats are done; each round re-runs
+    // every arm of the unit in the same (randomized) order, so a trial's repeats are separated by
+    // the other arms' runs rather than back to back on warm caches.
+    const bool repeat = d.timing_repeat_unit(item, s);
+    std::vector<trial_record> held;
+    for (auto ai : todo) {
+      trial_record r = run_arm(d, tasks, task, d.arms[ai], a, ref);
+      stats_.relay_s += r.latency.policy_s + r.latency.encode_s + r.latency.decode_s;
+      if (repeat) {
+        held.push_back(std::move(r));
+      } else {
+        deliver(r);
+      }
+    }
+    if (repeat) {
+      for (std::uint32_t round = 0; round < d.timing_repeats; ++round) {
+        for (std::size_t k = 0; k < todo.size(); ++k) {
+          const trial_record x = run_arm(d, tasks, task, d.arms[todo[k]], a, ref);
+          stats_.relay_s += x.latency.policy_s + x.latency.encode_s + x.latency.decode_s;
+          ++stats_.repeat_runs;
+          trial_record& r = held[k];
+          r.latency_repeats_s.push_back(x.latency.receiver_s());
+          // The record keeps the first run's outcome; a deterministic backend must reproduce it.
+          if (x.correct != r.correct || x.generated_tokens != r.generated_tokens ||
+              x.answer_logprob != r.answer_logprob || x.bytes != r.bytes) {
+            ++r.repeat_mismatches;
+            ++stats_.repeat_mismatches;
+          }
+        }
+      }
+      for (const auto& r : held) deliver(r);
     }
     if (a) close_seq(engine_, a->first);
   }

@@ -5,6 +5,7 @@
 #ifndef LATENTAUDIT_TRIAL_RECORD_HPP
 #define LATENTAUDIT_TRIAL_RECORD_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -61,7 +62,13 @@ struct trial_record {
       0;  ///< relay size on the wire (LARL frame, same framing for text and KV); 0 without relay
   std::int64_t relay_tokens = 0;  ///< tokens relayed (text tokens, or KV rows after the policy)
   latency_split latency;          ///< stage timings (seconds)
-  std::string link;               ///< link preset used for transfer_s
+  /// Receiver latencies (latency_split::receiver_s, seconds) of extra timed runs of the same
+  /// trial (trial_design::timing_repeats); empty when the trial was not repeated.
+  std::vector<double> latency_repeats_s;
+  /// Repeats whose outcome (correct, generated_tokens, answer_logprob, bytes) differed from the
+  /// first run's, which the record keeps (0 on a deterministic backend; meaningful only with repeats).
+  std::uint32_t repeat_mismatches = 0;
+  std::string link;  ///< link preset used for transfer_s
   std::optional<double>
       attention_mass;  ///< B's attention mass on relayed tokens at the query (mean over layers, heads)
   std::optional<double>
@@ -129,6 +136,19 @@ namespace detail {
   num("import_s", L.import_s);
   num("b_prefill_s", L.b_prefill_s);
   num("b_decode_s", L.b_decode_s);
+  if (!r.latency_repeats_s.empty()) {  // absent when the trial was not repeated
+    key("latency_repeats_s");
+    out.push_back('[');
+    for (std::size_t i = 0; i < r.latency_repeats_s.size(); ++i) {
+      const double x = r.latency_repeats_s[i];
+      if (!std::isfinite(x) || x < 0)
+        throw_invalid(fn, "record.latency_repeats_s", "must hold finite values >= 0, got " + number_text(x));
+      if (i > 0) out.push_back(',');
+      append_json_number(out, x);
+    }
+    out.push_back(']');
+    num("repeat_mismatches", static_cast<double>(r.repeat_mismatches));
+  }
   str("link", r.link);
   opt("attention_mass", r.attention_mass);
   opt("hidden_cosine", r.hidden_cosine);
@@ -238,6 +258,16 @@ namespace detail {
     *p = number(k, false, 0.0);
     if (*p < 0) fail(k, "must be >= 0");
   }
+  if (const json_value* rep = j.find("latency_repeats_s"); rep != nullptr && !rep->is_null()) {
+    if (!rep->is_array()) fail("latency_repeats_s", "must be an array of seconds");
+    for (const auto& x : rep->as_array()) {
+      if (!x.is_number() || !std::isfinite(x.as_number()) || x.as_number() < 0)
+        fail("latency_repeats_s", "must hold finite numbers >= 0");
+      r.latency_repeats_s.push_back(x.as_number());
+    }
+  }
+  r.repeat_mismatches =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(count("repeat_mismatches", false), 0xFFFFFFFFull));
   r.link = text("link", false);
   r.attention_mass = opt("attention_mass");
   r.hidden_cosine = opt("hidden_cosine");

@@ -4,11 +4,11 @@
 // paired accuracy difference (noise arm − kv_full, item means) per σ level is fitted by isotonic
 // regression (non-increasing in σ, pool-adjacent-violators weighted by items), and the tolerance
 // σ is where the fitted curve, drawn through (0, 0) and linear between levels, first reaches
-// −margin ("beyond the tested range" when it never does). Its interval is a cluster bootstrap over
-// items (percentile; a conservative betting band when the bootstrap is a point mass or has fewer
-// than 2 items). Separately, and conservatively, the largest σ shown non-inferior to kv_full by
-// fixed-sequence betting tests. Formulas, validation and references: docs/audit-report.md
-// "Noise dose-response and tolerance".
+// −margin ("beyond the tested range" when it never does). Its interval inverts a skewness-corrected
+// t test over items of "the interpolated curve equals −margin" (a conservative betting band when the
+// item differences do not vary or there are fewer than 2 items). Separately, and conservatively, the largest
+// σ shown non-inferior to kv_full by fixed-sequence betting tests. Formulas, validation and references:
+// docs/audit-report.md "Noise dose-response and tolerance".
 #ifndef LATENTAUDIT_REPORT_ANALYSES_NOISE_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_NOISE_HPP
 
@@ -28,7 +28,7 @@ namespace latentaudit {
 
 /// @brief Options of the noise tolerance analysis (analyse_records passes its own).
 struct noise_options {
-  double alpha = 0.05;  ///< 1 − α bootstrap interval; α per side of the non-inferiority bounds; in (0, 0.5)
+  double alpha = 0.05;  ///< 1 − α tolerance interval; α per side of the non-inferiority bounds; in (0, 0.5)
   double margin = 0.05;  ///< the tolerance is where the fitted difference reaches −margin; > 0
   std::size_t bootstrap_replicates = 2000;  ///< B of the cluster bootstrap; (B + 1)·α/2 ≥ 1
   std::uint64_t seed = 1;                   ///< replicate r draws from the stream {seed, 0, 0, r}
@@ -114,11 +114,14 @@ struct noise_reference {
 ///
 /// Per level: item means of noise − reference (clustered_paired_difference with α per side),
 /// accuracy with the betting interval over its item means; the isotonic fit of the level means weighted by
-/// items; the tolerance σ = first_crossing of the fit at −margin; its 1 − α interval by cluster bootstrap
-/// over the items of all levels (B replicates from streams {seed, 0, 0, r}; each replicate refits on the
-/// drawn items; a replicate that never crosses counts as +∞; limits T₍⌈Bα/2⌉₎, T₍⌈B(1−α/2)⌉₎, an infinite
-/// limit is absent). When the bootstrap is a point mass or there are fewer than 2 items, the interval is the
-/// crossings of the per-level betting limits at α/(2K) per side instead.
+/// items; the tolerance σ = first_crossing of the fit at −margin; its 1 − α interval
+/// by test inversion: the hull of the σ where "the curve through (0, 0) and the level means, linear between
+/// levels, equals −margin" is not rejected by a two-sided skewness-corrected t test over items (Johnson
+/// 1978, item-level variance and skewness of the interpolated difference), the upper limit absent (beyond)
+/// unless the largest level is shown below −margin, widened to hold the estimate. A cluster bootstrap (B
+/// replicates from streams {seed, 0, 0, r}) gives unbounded_fraction. When the bootstrap is a point mass,
+/// the inversion has zero width, or there are fewer than 2 items, the interval is the crossings of the
+/// per-level betting limits at α/(2K) per side instead.
 /// @param levels the noise levels (any order; sorted by sigma here)
 /// @param reference kv_full's own units (the sigma-0 row)
 /// @param o level, margin, bootstrap size, seed, threads

@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "../../core/detail/check.hpp"
 #include "../../core/error.hpp"
 #include "../../estimators/betting.hpp"
 #include "../../estimators/weighting.hpp"
+#include "../detail/arm_roles.hpp"
 #include "../detail/record_units.hpp"
 
 namespace latentaudit {
@@ -178,12 +180,92 @@ LATENTAUDIT_INLINE std::pair<double, double> cost_statement_of(const cost_item_s
   return {beta, a};
 }
 
+LATENTAUDIT_INLINE void run_to_run_pool::add(const trial_record& r) {
+  if (r.latency_repeats_s.empty()) return;
+  const double tr = r.latency.transfer_s;
+  std::vector<double> x{r.latency.receiver_s() - tr};
+  for (double v : r.latency_repeats_s) x.push_back(v - tr);
+  double m = 0;
+  for (double v : x) m += v;
+  m /= static_cast<double>(x.size());
+  if (!(m > 0)) return;
+  for (double v : x) sum_sq += (v / m - 1) * (v / m - 1);
+  df += x.size() - 1;
+  ++records;
+}
+
+LATENTAUDIT_INLINE std::optional<double> run_to_run_pool::cv() const {
+  if (df == 0) return std::nullopt;
+  return std::sqrt(sum_sq / static_cast<double>(df));
+}
+
+LATENTAUDIT_INLINE effect_estimate noisy_clustered_mean(std::span<const double> values,
+                                                        std::span<const double> noise_sd,
+                                                        std::span<const std::size_t> clusters,
+                                                        const clustered_mean_options& o, std::uint32_t tag) {
+  constexpr std::string_view fn = "noisy_clustered_mean";
+  check_same_size(fn, "noise_sd", noise_sd.size(), "values", values.size());
+  check_same_size(fn, "clusters", clusters.size(), "values", values.size());
+  if (std::all_of(noise_sd.begin(), noise_sd.end(), [](double s) { return s == 0; }))
+    return clustered_mean(values, clusters, o);
+  effect_estimate e{.method = "cluster_bootstrap_percentile(item)+run_to_run_perturbation",
+                    .estimand = "mean"};
+  e.level = o.level;
+  e.n_pairs = values.size();
+  double sum = 0;
+  for (double v : values) sum += v;
+  e.estimate = sum / static_cast<double>(values.size());
+  // Units grouped by cluster.
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return clusters[a] < clusters[b]; });
+  std::vector<std::size_t> starts;
+  for (std::size_t k = 0; k < order.size(); ++k)
+    if (k == 0 || clusters[order[k]] != clusters[order[k - 1]]) starts.push_back(k);
+  const std::size_t g = starts.size();
+  if (g < 2) {
+    e.status = estimate_status::degenerate;
+    return e;
+  }
+  starts.push_back(order.size());
+  auto rng = make_stream({.seed = o.seed, .item = 0, .arm = tag, .replicate = 0});
+  std::vector<double> reps(o.replicates);
+  for (auto& rep : reps) {
+    double s = 0, m = 0;
+    for (std::size_t j = 0; j < g; ++j) {
+      const std::size_t c = uniform_index(rng, static_cast<std::uint32_t>(g));
+      for (std::size_t k = starts[c]; k < starts[c + 1]; ++k) {
+        const std::size_t i = order[k];
+        s += values[i] + (noise_sd[i] > 0 ? noise_sd[i] * standard_normal(rng) : 0.0);
+        m += 1;
+      }
+    }
+    rep = s / m;
+  }
+  const auto [mean, sd] = mean_sd(reps);
+  (void)mean;
+  std::sort(reps.begin(), reps.end());
+  const double q = (1.0 - o.level) / 2.0;
+  const auto nb = static_cast<double>(reps.size());
+  const auto lo_i = static_cast<std::size_t>(std::max(0.0, std::ceil(q * nb) - 1));
+  const auto hi_i = std::min(reps.size() - 1, static_cast<std::size_t>(std::ceil((1 - q) * nb) - 1));
+  e.std_error = sd;
+  e.ci_low = reps[lo_i];
+  e.ci_high = reps[hi_i];
+  e.status = estimate_status::ok;
+  return e;
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const trial_record> records,
                                                              const cost_options& options) {
   constexpr std::string_view fn = "cost_benefit_analysis";
-  const cost_options& o = options;
+  // The arms answer by label, else by arm_kind (detail::resolve_arm: the resolver of every analysis).
+  std::vector<std::string> arm_notes;
+  cost_options o = options;
+  o.relay_arm = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
+  o.text_arm = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
   detail::check_level_replicates(fn, o.level, o.bootstrap_replicates);
   detail::check_positive(fn, "options.margin", o.margin);
   if (!(o.alpha > 0 && o.alpha < 0.5))
@@ -199,6 +281,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
     detail::throw_invalid(fn, "options.relay_arm", "and options.text_arm must be non-empty and differ");
   }
   cost_benefit_result out;
+  out.notes = std::move(arm_notes);
   const auto links = detail::links_to_evaluate(fn, records, o, out.notes);
   out.projection = detail::cost_projection(o, links);
   out.primary_link = o.primary_link;
@@ -210,9 +293,28 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
       }
     if (out.primary_link.empty() || out.primary_link.rfind("custom:", 0) == 0) out.primary_link = "pcie4";
   }
+  // Run-to-run timing variation, pooled per arm over the records with repeated timings.
+  detail::run_to_run_pool pool_relay, pool_text;
+  for (const auto& r : records) {
+    if (r.arm == o.relay_arm) pool_relay.add(r);
+    if (r.arm == o.text_arm) pool_text.add(r);
+  }
+  const auto cv_relay = pool_relay.cv(), cv_text = pool_text.cv();
+  const bool perturbed = cv_relay || cv_text;
   const std::string timing_note =
-      "each (item, seed, arm) carries one timing: run-to-run timing variation of the same trial is not in "
-      "the CIs (the item bootstrap covers variation between documents and queries only)";
+      perturbed
+          ? fmt::format(
+                "run-to-run timing variation is in the CIs: {} repeated records ({} relay, {} text) give a "
+                "pooled run-to-run CV of the receiver latency of {:.3g} (relay) and {:.3g} (text); each "
+                "bootstrap replicate perturbs every resampled unit's latency by a normal draw with that "
+                "CV (conservative: the single timings already carry this noise once); a shift shared "
+                "by a whole run is not estimable from one run",
+                pool_relay.records + pool_text.records, pool_relay.records, pool_text.records,
+                cv_relay.value_or(0.0), cv_text.value_or(0.0))
+          : std::string(
+                "each (item, seed, arm) carries one timing and none was repeated: run-to-run timing "
+                "variation of the same trial is in the CIs only as far as the single timings carry "
+                "it (the item bootstrap covers variation between documents and queries)");
   const std::string method_base =
       "need regime, paired per (item, seed): text − relay receiver latency with transfer recomputed for the "
       "link, cluster bootstrap (item) percentile; accuracy relay − text: betting over items, " +
@@ -221,6 +323,9 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   auto all_inconclusive = [&](const std::string& why) {
     out.missing = why;
     out.sensitivity.timing_note = timing_note;
+    out.sensitivity.repeated_records = pool_relay.records + pool_text.records;
+    out.sensitivity.run_to_run_cv_relay = cv_relay;
+    out.sensitivity.run_to_run_cv_text = cv_text;
     out.findings.push_back(detail::inconclusive_finding(statement_id, method_base, why));
     out.findings.push_back(detail::inconclusive_finding(cost_finding_id(out.primary_link), method_base, why));
     return out;
@@ -244,7 +349,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   if (units.empty()) return all_inconclusive("no paired unit is in the need regime");
   const std::size_t n = units.size();
   const double nn = static_cast<double>(n);
-  std::vector<double> base(n), extra_bytes(n), acc_relay(n), acc_text(n);
+  std::vector<double> base(n), extra_bytes(n), acc_relay(n), acc_text(n), noise_sd(n, 0.0);
   std::vector<std::size_t> cluster(n);
   std::vector<std::uint64_t> item_id(n);
   double bytes_relay = 0, bytes_text = 0, f_relay = 0, f_text = 0;
@@ -263,12 +368,17 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
     bytes_text += static_cast<double>(t.bytes);
     f_relay += k.bytes > 0 ? 1.0 : 0.0;
     f_text += t.bytes > 0 ? 1.0 : 0.0;
+    // Run-to-run SD of base: each arm's measured receiver latency times its pooled CV.
+    const double sr = cv_relay.value_or(0.0) * (k.latency.receiver_s() - k.latency.transfer_s);
+    const double st = cv_text.value_or(0.0) * (t.latency.receiver_s() - t.latency.transfer_s);
+    noise_sd[i] = std::sqrt(sr * sr + st * st);
     if (i == 0 || units[i]->item != units[i - 1]->item) item_sums.emplace_back();
     auto& s = item_sums.back();
     s.units += 1;
     s.base += base[i];
     s.extra_bytes += extra_bytes[i];
     s.relay_moves += k.bytes > 0 ? 1.0 : 0.0;
+    s.noise_var += noise_sd[i] * noise_sd[i];
   }
   bytes_relay /= nn;
   bytes_text /= nn;
@@ -289,7 +399,10 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   S.units = n;
   S.items = item_sums.size();
   S.timing_note = timing_note;
-  S.saved_without_transfer_s = detail::clustered_mean(base, cluster, cm);
+  S.repeated_records = pool_relay.records + pool_text.records;
+  S.run_to_run_cv_relay = cv_relay;
+  S.run_to_run_cv_text = cv_text;
+  S.saved_without_transfer_s = detail::noisy_clustered_mean(base, noise_sd, cluster, cm, 0xC0DE);
   S.saved_without_transfer_s.estimand = "saved_seconds_without_transfer";
   S.extra_bytes = bytes_e;
   S.accuracy_difference = acc_e;
@@ -309,6 +422,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
         s.base += x.base;
         s.extra_bytes += x.extra_bytes;
         s.relay_moves += x.relay_moves;
+        if (x.noise_var > 0) s.base += std::sqrt(x.noise_var) * standard_normal(rng);
       }
       const auto [beta, a] = detail::cost_statement_of(s, S.region);
       betas.push_back(beta);
@@ -350,7 +464,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
       text_s[i] = t.latency.receiver_s() - t.latency.transfer_s + l.transfer_seconds(t.bytes);
       saved[i] = text_s[i] - relay_s[i];
     }
-    c.saved_s = detail::clustered_mean(saved, cluster, cm);
+    c.saved_s = detail::noisy_clustered_mean(saved, noise_sd, cluster, cm, 0xC0DE);
     c.saved_s.estimand = "saved_seconds";
     c.extra_bytes = bytes_e;
     c.accuracy_difference = acc_e;
@@ -595,7 +709,13 @@ LATENTAUDIT_INLINE gate_fit fit_gate_on(std::string_view fn, const std::vector<g
 LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record> records,
                                                     const relay_gate_options& options) {
   constexpr std::string_view fn = "fit_relay_gate";
-  const relay_gate_options& o = options;
+  // The arms answer by label, else by arm_kind (detail::resolve_arm: the resolver of every analysis;
+  // an ambiguity is reported by the core audit's warnings).
+  std::vector<std::string> arm_notes;
+  relay_gate_options o = options;
+  o.relay_arm = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
+  o.control_arm = detail::resolve_arm_or_name(records, o.control_arm, arm_notes);
+  if (!o.text_arm.empty()) o.text_arm = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
   detail::check_gate_options(fn, o);
   relay_gate_result out;
   out.model.threshold = o.threshold;

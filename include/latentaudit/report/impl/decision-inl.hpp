@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "../detail/arm_roles.hpp"
+
 namespace latentaudit {
 
 namespace detail {
@@ -96,7 +98,8 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   std::set<std::string> mismatched;
   std::size_t kv_records = 0;
   for (const auto& r : records) {
-    if (r.arm_kind == "cross_model" || r.sender_fingerprint.empty() || r.receiver_fingerprint.empty())
+    if (r.arm_kind == "cross_model" || r.arm == "cross_model" || r.sender_fingerprint.empty() ||
+        r.receiver_fingerprint.empty())
       continue;
     ++kv_records;
     if (r.sender_fingerprint != r.receiver_fingerprint) mismatched.insert(r.arm);
@@ -149,19 +152,25 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   // seeds), items in id order. Feeding the (item, seed) pairs one by one treated the seeds of an
   // item as independent and stopped under clustered nulls far more often than alpha
   // (docs/estimators/sequential.md, "Clustered data").
-  for (const auto& [t, c] :
-       {std::pair<const char*, const char*>{"kv_full", "no_comm"}, {"kv_full", "text_full"}}) {
+  // The arms answer by label, else by arm_kind (detail::resolve_arm: the resolver of every analysis;
+  // an ambiguity is reported by the core audit's warnings).
+  std::vector<std::string> arm_notes;
+  const std::string relay = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
+  const std::string base = detail::resolve_arm_or_name(records, o.control_arm, arm_notes);
+  const std::string text = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
+  using arm_pair = std::pair<const std::string&, const std::string&>;
+  for (const auto& [t, c] : {arm_pair{relay, base}, arm_pair{relay, text}}) {
     auto diffs = detail::need_item_differences(records, t, c);
     if (diffs.d.empty()) continue;
     monitor_replay m;
-    m.contrast = std::string(t) + " - " + c;
+    m.contrast = t + " - " + c;
     m.pairs = diffs.pairs;
     m.result = run_betting_sequential(diffs.d, o.monitor);
     m.stop_at = m.result.first_rejection;
     d.monitors.push_back(std::move(m));
   }
   checklist_item mon{"monitor", verdict::inconclusive,
-                     "no need-regime items with kv_full and no_comm to replay"};
+                     "no need-regime items with " + relay + " and " + base + " to replay"};
   if (!d.monitors.empty()) {
     const auto& m = d.monitors.front();
     if (m.stop_at) {

@@ -24,6 +24,7 @@
 #include "../../estimators/matching.hpp"
 #include "../../estimators/regression.hpp"
 #include "../../estimators/weighting.hpp"
+#include "../detail/arm_roles.hpp"
 #include "../detail/record_units.hpp"
 
 namespace latentaudit {
@@ -516,9 +517,17 @@ LATENTAUDIT_INLINE observational_result observational_analysis(std::span<const t
                                                                const observational_options& options) {
   constexpr std::string_view fn = "observational_analysis";
   detail::check_observational_options(fn, options);
+  // The arms answer by label, else by arm_kind (detail::resolve_arm: the resolver of every analysis).
+  std::vector<std::string> arm_notes;
+  observational_options o = options;
+  o.relay_arm = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
+  o.control_arm = detail::resolve_arm_or_name(records, o.control_arm, arm_notes);
+  if (!o.rollout_text_arm.empty())
+    o.rollout_text_arm = detail::resolve_arm_or_name(records, o.rollout_text_arm, arm_notes);
   observational_result out;
-  out.log = detail::run_production_log(fn, records, options);
-  out.rollout = detail::run_rollout(fn, records, options);
+  out.log = detail::run_production_log(fn, records, o);
+  out.rollout = detail::run_rollout(fn, records, o);
+  out.log.notes.insert(out.log.notes.begin(), arm_notes.begin(), arm_notes.end());
   const auto& L = out.log;
   const std::string& lm = L.missing;
   out.findings.push_back(

@@ -22,12 +22,24 @@ namespace latentaudit {
                                                                  const audit_options& o) {
   audit_report r;
   r.options = o;
-  r.core = analyse_records(records, o);
+  // The arm roles are resolved once (by label, then arm_kind) and every analysis gets the same labels.
+  std::vector<std::string> role_warnings;
+  const auto roles = detail::resolve_arm_roles(records, role_warnings);
+  auto label = [](const std::string& resolved, const char* role) {
+    return resolved.empty() ? std::string(role) : resolved;
+  };
+  const std::string kv = label(roles.kv_full, "kv_full"), nc = label(roles.no_comm, "no_comm"),
+                    tx = label(roles.text_full, "text_full");
+  r.core = detail::analyse_records_with_roles(records, o, roles, role_warnings);
   observational_options oo;
+  oo.relay_arm = kv;
+  oo.control_arm = nc;
   oo.level = 1.0 - o.alpha;
   oo.bootstrap_replicates = o.bootstrap_replicates;
   r.observational = observational_analysis(records, oo);
   cost_options co;
+  co.relay_arm = kv;
+  co.text_arm = tx;
   co.margin = o.equivalence_margin;
   co.level = 1.0 - o.alpha;
   co.bootstrap_replicates = o.bootstrap_replicates;
@@ -36,6 +48,9 @@ namespace latentaudit {
   co.prefill_tokens_per_s = o.prefill_tokens_per_s;
   r.cost = cost_benefit_analysis(records, co);
   relay_gate_options go;
+  go.relay_arm = kv;
+  go.control_arm = nc;
+  go.text_arm = tx;
   go.margin = o.equivalence_margin;
   go.alpha = o.alpha;
   go.level = 1.0 - o.alpha;
@@ -51,7 +66,11 @@ namespace latentaudit {
     r.findings.insert(r.findings.end(), fs->begin(), fs->end());
   // The observational coverage checks are true by construction: demonstrations, never gating findings.
   r.demonstrations = r.observational.findings;
-  r.decision = decide(r.findings, records);
+  decision_options dopt;
+  dopt.relay_arm = kv;
+  dopt.control_arm = nc;
+  dopt.text_arm = tx;
+  r.decision = decide(r.findings, records, dopt);
   return r;
 }
 
@@ -316,6 +335,9 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     cs.set("pays", verdict_name(S.pays));
     cs.set("statement", S.statement);
     cs.set("timing_note", S.timing_note);
+    cs.set("repeated_records", static_cast<double>(S.repeated_records));
+    cs.set("run_to_run_cv_relay", jopt(S.run_to_run_cv_relay));
+    cs.set("run_to_run_cv_text", jopt(S.run_to_run_cv_text));
     cs.set("primary_link", r.cost.primary_link);
     j.set("cost_sensitivity", std::move(cs));
     json_value proj = json_value::array_type{};

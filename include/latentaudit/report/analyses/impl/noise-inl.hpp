@@ -19,6 +19,7 @@
 #include "../../../core/error.hpp"
 #include "../../../estimators/betting.hpp"
 #include "../../../estimators/bootstrap.hpp"
+#include "../../../estimators/detail/distributions.hpp"
 #include "../../../estimators/equivalence.hpp"
 #include "../../../estimators/paired_binary.hpp"
 
@@ -106,6 +107,84 @@ LATENTAUDIT_INLINE std::optional<double> noise_fit_crossing(std::span<const doub
   if (y.empty()) return std::nullopt;
   const auto f = isotonic_nonincreasing(y, w);
   return first_crossing(sigma, f, -margin);
+}
+
+/// @brief The test-inversion interval of the first crossing of −margin (see estimate_noise_tolerance).
+struct noise_inversion {
+  double low = 0.0, high = 0.0;  ///< hull of the accepted σ inside the tested range
+  bool low_in_range = false;     ///< some σ inside the tested range is accepted
+  bool high_in_range = false;    ///< the upper limit lies inside the range (else beyond)
+};
+
+/// @brief The σ in [0, σ_K] where H0 "the interpolated curve equals −margin" is not rejected at
+/// level alpha by the two-sided skewness-corrected t test over items (Johnson 1978), and whether
+/// "beyond the range" (δ_K > −margin) is not rejected. D[k][g]: item differences (NaN: absent).
+LATENTAUDIT_INLINE noise_inversion noise_test_inversion(std::span<const double> sigma,
+                                                        const std::vector<std::vector<double>>& D,
+                                                        double margin, double alpha) {
+  const std::size_t K = D.size(), G = K ? D[0].size() : 0;
+  std::vector<double> mean(K, 0.0);
+  std::vector<std::vector<double>> dev(K, std::vector<double>(G, 0.0));  // influence per item
+  for (std::size_t k = 0; k < K; ++k) {
+    double s = 0.0, c = 0.0;
+    for (double v : D[k])
+      if (!std::isnan(v)) s += v, c += 1.0;
+    mean[k] = s / c;
+    for (std::size_t g = 0; g < G; ++g) dev[k][g] = std::isnan(D[k][g]) ? 0.0 : (D[k][g] - mean[k]) / c;
+  }
+  const double n = static_cast<double>(G);
+  const double q = t_quantile_upper(alpha / 2.0, n - 1.0);
+  // ≤ 0: accepted. Segment k runs from level k − 1 (the origin for k = 0) to level k, λ ∈ [0, 1].
+  auto stat = [&](std::size_t k, double lam) {
+    double v = 0.0, m3 = 0.0;
+    for (std::size_t g = 0; g < G; ++g) {
+      const double x = n * (lam * dev[k][g] + (k > 0 ? (1.0 - lam) * dev[k - 1][g] : 0.0));
+      v += x * x;
+      m3 += x * x * x;
+    }
+    const double e = lam * mean[k] + (k > 0 ? (1.0 - lam) * mean[k - 1] : 0.0);
+    const double s2 = v / (n - 1.0);
+    if (!(s2 > 0.0)) return e + margin == 0.0 ? -1.0 : 1.0;
+    const double gam = (m3 / n) / std::pow(s2, 1.5);
+    const double T = (e + margin) / std::sqrt(s2 / n), c = gam / (6.0 * std::sqrt(n));
+    if (4.0 * std::abs(c * T) >= 1.0) return 1.0;  // past the turning point of the correction
+    return std::abs(T + c * (1.0 + 2.0 * T * T)) - q;
+  };
+  noise_inversion r;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  auto take = [&](double x) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  };
+  constexpr int grid = 32;
+  for (std::size_t k = 0; k < K; ++k) {
+    const double s0 = k > 0 ? sigma[k - 1] : 0.0, s1 = sigma[k];
+    double pl = 0.0, pa = stat(k, 0.0);
+    if (pa <= 0.0) take(s0);
+    for (int i = 1; i <= grid; ++i) {
+      const double l = static_cast<double>(i) / grid, a = stat(k, l);
+      if ((pa <= 0.0) != (a <= 0.0)) {  // bisect the boundary
+        double x0 = pl, x1 = l;
+        for (int it = 0; it < 40; ++it) {
+          const double mid = 0.5 * (x0 + x1);
+          ((stat(k, mid) <= 0.0) == (pa <= 0.0) ? x0 : x1) = mid;
+        }
+        take(s0 + 0.5 * (x0 + x1) * (s1 - s0));
+      }
+      if (a <= 0.0) take(s0 + l * (s1 - s0));
+      pl = l;
+      pa = a;
+    }
+  }
+  r.low_in_range = lo <= hi;
+  r.low = lo;
+  r.high = hi;
+  // "beyond the range" is rejected only when the largest level is shown below −margin
+  double vK = 0.0;
+  for (double x : dev[K - 1]) vK += x * x;
+  vK *= n / (n - 1.0);
+  r.high_in_range = r.low_in_range && mean[K - 1] + q * std::sqrt(vK) < -margin && stat(K - 1, 1.0) > 0.0;
+  return r;
 }
 
 }  // namespace detail
@@ -299,20 +378,29 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
           "estimate)",
           detail::number_text(100.0 * level), band_text);
     } else {
-      std::sort(t.begin(), t.end());
-      auto order_stat = [&](double p) {  // inverted-CDF quantile T_(⌈B p⌉), 1-based, clamped
-        auto i = static_cast<std::size_t>(std::ceil(static_cast<double>(t.size()) * p - 1e-9));
-        i = std::clamp<std::size_t>(i, 1, t.size());
-        return t[i - 1];
-      };
-      const double lo = order_stat(o.alpha / 2.0), hi = order_stat(1.0 - o.alpha / 2.0);
-      if (std::isfinite(lo)) nt.ci_low = lo;
-      if (std::isfinite(hi)) nt.ci_high = hi;
-      ci_text = fmt::format(
-          "{}% CI: cluster bootstrap over {} items (B = {}, seed {}), each replicate refitting the curve "
-          "on the drawn items; inverted-CDF percentile limits, replicates that never reach -{} count as "
-          "+infinity (a limit there is beyond the tested range: absent)",
-          detail::number_text(100.0 * level), G, B, o.seed, detail::number_text(m));
+      const auto ti = detail::noise_test_inversion(sigma, D, m, o.alpha);
+      if (ti.low_in_range) nt.ci_low = ti.low;
+      if (ti.high_in_range) nt.ci_high = ti.high;
+      if (nt.tolerance_sigma) {  // widened to hold the estimate
+        if (nt.ci_low) nt.ci_low = std::min(*nt.ci_low, *nt.tolerance_sigma);
+        if (nt.ci_high) nt.ci_high = std::max(*nt.ci_high, *nt.tolerance_sigma);
+        if (!ti.low_in_range && !ti.high_in_range) nt.ci_low = *nt.tolerance_sigma;
+      }
+      if (nt.ci_low && nt.ci_high && *nt.ci_low == *nt.ci_high) {
+        betting_band();  // zero width (no item variation where it matters)
+        ci_text = fmt::format("{}% CI: {} (the test inversion has zero width)",
+                              detail::number_text(100.0 * level), band_text);
+      } else {
+        ci_text = fmt::format(
+            "{}% CI: test inversion over {} items - the sigma where 'the curve through (0, 0) and the level "
+            "means, linear between levels, equals -{}' is not rejected by a two-sided skewness-corrected t "
+            "test (Johnson 1978; t quantile, {} df; item-level variance of the interpolated difference); "
+            "upper limit beyond the tested range when the largest level is not shown below -{}; widened to "
+            "hold the estimate. Cluster bootstrap (B = {}, seed {}) for the share of replicates that never "
+            "reach the margin",
+            detail::number_text(100.0 * level), G, detail::number_text(m), G - 1, detail::number_text(m), B,
+            o.seed);
+      }
     }
   } else {
     betting_band();
@@ -359,7 +447,7 @@ LATENTAUDIT_INLINE finding noise_tolerance_finding(const noise_tolerance& nt, co
       nt.sigma_noninferior
           ? fmt::format("largest sigma shown non-inferior (conservative): {}", sig3(*nt.sigma_noninferior))
           : std::string("no noise level shown non-inferior (conservative quantity absent)");
-  const std::string source = nt.ci_from_betting_band ? "betting band" : "cluster bootstrap";
+  const std::string source = nt.ci_from_betting_band ? "betting band" : "test inversion";
   if (located) {
     f.detail = fmt::format(
         "the fitted accuracy difference vs kv_full reaches -{} points at sigma {}; {}% CI {} to {} ({}); {}",
