@@ -15,28 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "support/organism_records.hpp"
 #include "support/synthetic_records.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
-
 // 60 items × 2 seeds × the 21 default arms on the organisms (about 2500 trials, ~1 s).
 const std::vector<trial_record>& organism_records() {
-  static const std::vector<trial_record> records = [] {
-    auto a = reference_cpu_backend::load(models + "organism-a");
-    auto b = reference_cpu_backend::load(models + "organism-b");
-    const auto fmt = organism_format::load(models + "organism-a");
-    trial_design d{.seed = 505, .items = 60, .seeds = 2};
-    const organism_task_options to{.seed = d.seed};
-    std::vector<trial_record> out;
-    trial_driver<reference_cpu_backend>(a, &b).run(
-        d, [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); },
-        [&](const trial_record& r) { out.push_back(r); });
-    return out;
-  }();
+  static const std::vector<trial_record> records = testing::run_organism_records(505, 60, 2);
   return records;
 }
 

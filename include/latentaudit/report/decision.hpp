@@ -75,7 +75,9 @@ struct need_item_diffs {
   std::size_t pairs = 0;  ///< (item, seed) pairs behind them
 };
 
-/// @brief The need-regime item mean differences of `treated` − `control` in `rs`.
+/// @brief The need-regime item mean differences of `treated` − `control` in `rs` (pairs from
+/// group_records(), the report's one pairing layer).
+/// @throws invalid_argument naming "decide" and the (item, seed, arm) if one of them has two records
 need_item_diffs need_item_differences(std::span<const trial_record> rs, std::string_view treated,
                                       std::string_view control);
 
@@ -105,7 +107,8 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// is "no"; "send text" if dependency is "yes" and value or cost is "no"; otherwise
 /// "inconclusive". (With the positive-control gate, "no communication needed" is never concluded:
 /// it would need the need regime to show that text does not help, which is the failed control.)
-/// @throws invalid_argument on bad monitor options.
+/// @throws invalid_argument on bad monitor options, or two records of one (item, seed, arm) of the
+///         monitor's arms.
 [[nodiscard]] audit_decision decide(std::span<const finding> findings, std::span<const trial_record> records,
                                     const decision_options& o = {});
 

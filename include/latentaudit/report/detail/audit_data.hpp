@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: the audit's internal view of a set of trial records — the (item, seed) units, the
-// arms, the outcome table — and the paired-contrast, cluster-bootstrap and non-inferiority helpers
-// that report/audit.hpp builds its tables from. Not part of the public API.
+// latentaudit: the report's one record-pairing layer — records grouped into (item, seed) units with
+// each arm's record on each unit (group_records(); every analysis of report/ pairs records through
+// it) — and the audit's internal view built on it: the arms, the outcome table, and the
+// paired-contrast, cluster-bootstrap and non-inferiority helpers that report/audit.hpp builds its
+// tables from. Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 #define LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 
@@ -25,32 +27,63 @@ namespace latentaudit::detail {
 /// @brief Regime codes of a unit.
 enum class audit_regime : std::uint8_t { need = 0, no_need = 1, unknown = 2 };
 
-/// @brief The records as a unit × arm table. A unit is one (item, seed); its cluster is the item.
-struct audit_data {
-  std::vector<std::string> arm_label;       ///< arm labels, first-seen order
-  std::vector<std::string> arm_kind;        ///< arm_kind of each arm (one per arm)
-  std::vector<std::uint64_t> items;         ///< distinct items, ascending
-  std::vector<std::uint64_t> seeds;         ///< distinct seeds, ascending
-  std::vector<std::uint64_t> unit_item;     ///< per unit
-  std::vector<std::uint64_t> unit_seed;     ///< per unit
-  std::vector<std::uint32_t> unit_cluster;  ///< per unit: index of its item in `items`
-  std::vector<audit_regime> unit_regime;    ///< per unit
-  std::vector<std::int8_t> y;               ///< [unit · arms + arm]: −1 absent, else correct (0/1)
-  std::vector<std::size_t> rec;             ///< [unit · arms + arm]: record index, or npos
+/// @brief The records grouped into (item, seed) units: the one pairing layer of report/. A unit is
+/// one (item, seed); its arms are the columns; the cell of (unit, arm) holds the index of that arm's
+/// record on that unit. Units are sorted by (item, seed), so the units of one item are consecutive.
+struct unit_records {
+  std::vector<std::string> arm_label;    ///< the arms grouped (the columns), in the order asked for
+  std::vector<std::uint64_t> unit_item;  ///< per unit
+  std::vector<std::uint64_t> unit_seed;  ///< per unit
+  std::vector<std::size_t> rec;          ///< [unit · arms + arm]: record index, or npos
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);  ///< "no record"
 
   /// @brief Number of arms.
   [[nodiscard]] std::size_t arms() const noexcept { return arm_label.size(); }
   /// @brief Number of units.
   [[nodiscard]] std::size_t units() const noexcept { return unit_item.size(); }
-  /// @brief Outcome of arm `a` on unit `u` (−1 when absent).
-  [[nodiscard]] int outcome(std::size_t u, std::size_t a) const noexcept { return y[u * arms() + a]; }
+  /// @brief Index of the record of arm `a` on unit `u`, or npos.
+  [[nodiscard]] std::size_t record(std::size_t u, std::size_t a) const noexcept {
+    return rec[u * arms() + a];
+  }
   /// @brief Index of the arm labelled `label`, or npos.
   [[nodiscard]] std::size_t find_label(std::string_view label) const noexcept {
     for (std::size_t a = 0; a < arms(); ++a)
       if (arm_label[a] == label) return a;
     return npos;
   }
+};
+
+/// @brief How group_records() reports a second record for one (item, seed, arm).
+enum class duplicate_error : std::uint8_t {
+  corrupt_data,     ///< corrupt_data "<fn>: duplicate record for (item, seed, arm): records i and j"
+  invalid_argument  ///< invalid_argument "<fn>: records: must hold one record per (item, seed, arm), ..."
+};
+
+/// @brief Groups the records of `arms` into (item, seed) units (unit_records); records of other
+/// arms are ignored, and units without a record of any of `arms` do not appear. An arm listed twice
+/// takes its records in its first column only.
+/// @param fn the calling function, named in the error
+/// @param records the trial records
+/// @param arms the arm labels to group, in column order
+/// @param on_duplicate the error thrown for a second record of one (item, seed, arm)
+/// @returns the units, sorted by (item, seed)
+/// @throws corrupt_data or invalid_argument (per `on_duplicate`) naming `fn` and the (item, seed, arm)
+///         when one (item, seed, arm) has two records
+[[nodiscard]] unit_records group_records(std::string_view fn, std::span<const trial_record> records,
+                                         std::span<const std::string> arms, duplicate_error on_duplicate);
+
+/// @brief The records as a unit × arm table (group_records() over every arm, first-seen order) with
+/// the outcomes, regimes and item clusters. A unit is one (item, seed); its cluster is the item.
+struct audit_data : unit_records {
+  std::vector<std::string> arm_kind;        ///< arm_kind of each arm (one per arm)
+  std::vector<std::uint64_t> items;         ///< distinct items, ascending
+  std::vector<std::uint64_t> seeds;         ///< distinct seeds, ascending
+  std::vector<std::uint32_t> unit_cluster;  ///< per unit: index of its item in `items`
+  std::vector<audit_regime> unit_regime;    ///< per unit
+  std::vector<std::int8_t> y;               ///< [unit · arms + arm]: −1 absent, else correct (0/1)
+
+  /// @brief Outcome of arm `a` on unit `u` (−1 when absent).
+  [[nodiscard]] int outcome(std::size_t u, std::size_t a) const noexcept { return y[u * arms() + a]; }
 };
 
 /// @brief The regime code of a regime string.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: helpers shared by the record-level analyses of report/ (observational.hpp,
-// cost.hpp): grouping records into (item, seed) units, deterministic per-unit and per-item
-// uniforms from the counter-based generator, cluster-bootstrap means by item, and findings.
+// cost.hpp): (item, seed) units as record pointers (a view of group_records(), the one pairing
+// layer, in audit_data.hpp), deterministic per-unit and per-item uniforms from the counter-based
+// generator, cluster-bootstrap means by item, and findings.
 #ifndef LATENTAUDIT_REPORT_DETAIL_RECORD_UNITS_HPP
 #define LATENTAUDIT_REPORT_DETAIL_RECORD_UNITS_HPP
 
@@ -20,6 +21,7 @@
 #include "../../estimators/effect_estimate.hpp"
 #include "../../trial/record.hpp"
 #include "../finding.hpp"
+#include "audit_data.hpp"
 
 namespace latentaudit::detail {
 
@@ -38,8 +40,9 @@ struct record_unit {
 };
 
 /// @brief Groups `records` into (item, seed) units holding the records of `arms` (in that order),
-/// sorted by (item, seed); units without any requested arm are omitted.
-/// @throws invalid_argument naming `fn` if one (item, seed, arm) occurs twice
+/// sorted by (item, seed); units without any requested arm are omitted. The record-pointer view of
+/// group_records(fn, records, arms, duplicate_error::invalid_argument).
+/// @throws invalid_argument naming `fn` and the (item, seed, arm) if one (item, seed, arm) occurs twice
 std::vector<record_unit> group_units(std::string_view fn, std::span<const trial_record> records,
                                      std::span<const std::string> arms);
 

@@ -8,13 +8,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <map>
 #include <set>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "../detail/arm_roles.hpp"
+#include "../detail/audit_data.hpp"
 
 namespace latentaudit {
 
@@ -37,27 +37,24 @@ LATENTAUDIT_INLINE std::string finding_text(const finding* f) {
 
 LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_record> rs,
                                                          std::string_view treated, std::string_view control) {
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::optional<double>, std::optional<double>>>
-      units;
-  for (const auto& r : rs) {
-    if (r.regime != "need") continue;
-    if (r.arm == treated) units[{r.item, r.seed}].first = r.correct ? 1.0 : 0.0;
-    if (r.arm == control) units[{r.item, r.seed}].second = r.correct ? 1.0 : 0.0;
-  }
+  const std::string arms[] = {std::string(treated), std::string(control)};
+  const auto t = group_records("decide", rs, arms, duplicate_error::invalid_argument);
   // units are ordered by (item, seed): consecutive runs of one item form its cluster
   need_item_diffs out;
   std::optional<std::uint64_t> item;
   double sum = 0.0;
   std::size_t count = 0;
-  for (const auto& [k, v] : units) {
-    if (!v.first || !v.second) continue;
-    if (item && *item != k.first) {
+  for (std::size_t u = 0; u < t.units(); ++u) {
+    const std::size_t a = t.record(u, 0), c = t.record(u, 1);
+    if (a == unit_records::npos || c == unit_records::npos) continue;
+    if (rs[a].regime != "need" || rs[c].regime != "need") continue;
+    if (item && *item != t.unit_item[u]) {
       out.d.push_back(sum / static_cast<double>(count));
       sum = 0.0;
       count = 0;
     }
-    item = k.first;
-    sum += *v.first - *v.second;
+    item = t.unit_item[u];
+    sum += (rs[a].correct ? 1.0 : 0.0) - (rs[c].correct ? 1.0 : 0.0);
     ++count;
     ++out.pairs;
   }

@@ -7,6 +7,7 @@
 #include "../audit_data.hpp"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -21,12 +22,62 @@ namespace latentaudit::detail {
   return r == "need" ? audit_regime::need : r == "no_need" ? audit_regime::no_need : audit_regime::unknown;
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE unit_records group_records(std::string_view fn,
+                                                            std::span<const trial_record> records,
+                                                            std::span<const std::string> arms,
+                                                            duplicate_error on_duplicate) {
+  unit_records t;
+  t.arm_label.assign(arms.begin(), arms.end());
+  std::unordered_map<std::string_view, std::uint32_t> column;
+  for (std::size_t a = 0; a < arms.size(); ++a) column.try_emplace(arms[a], static_cast<std::uint32_t>(a));
+  std::vector<std::uint32_t> col(records.size());
+  std::vector<std::size_t> order;  // the records of `arms`, sorted by (item, seed, arm column, index)
+  order.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto it = column.find(records[i].arm);
+    if (it == column.end()) continue;
+    col[i] = it->second;
+    order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = records[a];
+    const auto& z = records[b];
+    if (x.item != z.item) return x.item < z.item;
+    if (x.seed != z.seed) return x.seed < z.seed;
+    if (col[a] != col[b]) return col[a] < col[b];
+    return a < b;
+  });
+  const std::size_t na = t.arms();
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const auto& r = records[order[k]];
+    const bool new_unit =
+        k == 0 || r.item != records[order[k - 1]].item || r.seed != records[order[k - 1]].seed;
+    if (new_unit) {
+      t.unit_item.push_back(r.item);
+      t.unit_seed.push_back(r.seed);
+      t.rec.resize(t.rec.size() + na, unit_records::npos);
+    } else if (col[order[k]] == col[order[k - 1]]) {
+      if (on_duplicate == duplicate_error::invalid_argument) {
+        throw_invalid(fn, "records",
+                      "must hold one record per (item, seed, arm), got two for item " +
+                          std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm '" + r.arm +
+                          "'");
+      }
+      LATENTAUDIT_THROW(corrupt_data(
+          fmt::format("{}: duplicate record for (item {}, seed {}, arm '{}'): records {} and {}", fn, r.item,
+                      r.seed, r.arm, std::min(order[k - 1], order[k]), std::max(order[k - 1], order[k]))));
+    }
+    t.rec[(t.unit_item.size() - 1) * na + col[order[k]]] = order[k];
+  }
+  return t;
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE audit_data build_audit_data(std::string_view fn,
                                                              std::span<const trial_record> records) {
   if (records.empty()) throw_invalid(fn, "records", "must hold at least one record, got none");
   audit_data d;
+  std::vector<std::string> labels;  // first-seen order
   std::unordered_map<std::string, std::uint32_t> arm_index;
-  std::vector<std::uint32_t> arm_of(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
     if (r.arm.empty()) {
@@ -47,57 +98,36 @@ namespace latentaudit::detail {
     if (r.noise_sigma) finite("noise_sigma", *r.noise_sigma);
     for (const auto& c : r.covariates) finite(c.name, c.value);
     const std::string& kind = r.arm_kind.empty() ? r.arm : r.arm_kind;
-    auto [it, inserted] = arm_index.try_emplace(r.arm, static_cast<std::uint32_t>(d.arm_label.size()));
+    auto [it, inserted] = arm_index.try_emplace(r.arm, static_cast<std::uint32_t>(labels.size()));
     if (inserted) {
-      d.arm_label.push_back(r.arm);
+      labels.push_back(r.arm);
       d.arm_kind.push_back(kind);
     } else if (d.arm_kind[it->second] != kind) {
       LATENTAUDIT_THROW(corrupt_data(fmt::format("{}: arm '{}' has two arm_kinds, '{}' and '{}' (record {})",
                                                  fn, r.arm, d.arm_kind[it->second], kind, i)));
     }
-    arm_of[i] = it->second;
   }
-  // Units: records sorted by (item, seed, arm).
-  std::vector<std::size_t> order(records.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = records[a];
-    const auto& z = records[b];
-    if (x.item != z.item) return x.item < z.item;
-    if (x.seed != z.seed) return x.seed < z.seed;
-    if (arm_of[a] != arm_of[b]) return arm_of[a] < arm_of[b];
-    return a < b;
-  });
+  static_cast<unit_records&>(d) = group_records(fn, records, labels, duplicate_error::corrupt_data);
   const std::size_t na = d.arms();
-  std::size_t first = 0;  // first record (in `order`) of the current unit
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const auto& r = records[order[k]];
-    const bool new_unit =
-        k == 0 || r.item != records[order[k - 1]].item || r.seed != records[order[k - 1]].seed;
-    if (new_unit) {
-      first = k;
-      d.unit_item.push_back(r.item);
-      d.unit_seed.push_back(r.seed);
-      d.unit_regime.push_back(regime_code(r.regime));
-      d.y.resize(d.y.size() + na, std::int8_t{-1});
-      d.rec.resize(d.rec.size() + na, audit_data::npos);
-    } else {
-      if (arm_of[order[k]] == arm_of[order[k - 1]]) {
-        LATENTAUDIT_THROW(corrupt_data(fmt::format(
-            "{}: duplicate record for (item {}, seed {}, arm '{}'): records {} and {}", fn, r.item, r.seed,
-            r.arm, std::min(order[k - 1], order[k]), std::max(order[k - 1], order[k]))));
-      }
-      const auto& f = records[order[first]];
-      if (r.regime != f.regime) {
+  d.y.assign(d.rec.size(), std::int8_t{-1});
+  d.unit_regime.resize(d.units());
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    const trial_record* f = nullptr;  // the unit's record of its first arm
+    for (std::size_t a = 0; a < na; ++a) {
+      const std::size_t i = d.record(u, a);
+      if (i == audit_data::npos) continue;
+      const auto& r = records[i];
+      if (f == nullptr) {
+        f = &r;
+        d.unit_regime[u] = regime_code(r.regime);
+      } else if (r.regime != f->regime) {
         LATENTAUDIT_THROW(
             corrupt_data(fmt::format("{}: the arms of (item {}, seed {}) disagree on the regime: arm '{}' "
                                      "says '{}', arm '{}' says '{}'",
-                                     fn, r.item, r.seed, f.arm, f.regime, r.arm, r.regime)));
+                                     fn, r.item, r.seed, f->arm, f->regime, r.arm, r.regime)));
       }
+      d.y[u * na + a] = r.correct ? 1 : 0;
     }
-    const std::size_t u = d.unit_item.size() - 1;
-    d.y[u * na + arm_of[order[k]]] = r.correct ? 1 : 0;
-    d.rec[u * na + arm_of[order[k]]] = order[k];
   }
   d.items = d.unit_item;
   d.items.erase(std::unique(d.items.begin(), d.items.end()), d.items.end());  // units are item-sorted

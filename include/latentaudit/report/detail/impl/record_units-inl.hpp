@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "../../../core/detail/check.hpp"
 #include "../../../estimators/bootstrap.hpp"
@@ -22,27 +21,17 @@ namespace latentaudit::detail {
 LATENTAUDIT_INLINE std::vector<record_unit> group_units(std::string_view fn,
                                                         std::span<const trial_record> records,
                                                         std::span<const std::string> arms) {
-  std::map<std::pair<std::uint64_t, std::uint64_t>, record_unit> by_unit;
-  for (const auto& r : records) {
-    const auto it = std::find(arms.begin(), arms.end(), r.arm);
-    if (it == arms.end()) continue;
-    const auto slot = static_cast<std::size_t>(it - arms.begin());
-    auto& u = by_unit[{r.item, r.seed}];
-    if (u.arms.empty()) {
-      u.item = r.item;
-      u.seed = r.seed;
-      u.arms.assign(arms.size(), nullptr);
+  const auto t = group_records(fn, records, arms, duplicate_error::invalid_argument);
+  std::vector<record_unit> out(t.units());
+  for (std::size_t u = 0; u < out.size(); ++u) {
+    out[u].item = t.unit_item[u];
+    out[u].seed = t.unit_seed[u];
+    out[u].arms.resize(t.arms());
+    for (std::size_t a = 0; a < t.arms(); ++a) {
+      const std::size_t i = t.record(u, a);
+      out[u].arms[a] = i == unit_records::npos ? nullptr : &records[i];
     }
-    if (u.arms[slot] != nullptr) {
-      throw_invalid(fn, "records",
-                    "must hold one record per (item, seed, arm), got two for item " + std::to_string(r.item) +
-                        ", seed " + std::to_string(r.seed) + ", arm '" + r.arm + "'");
-    }
-    u.arms[slot] = &r;
   }
-  std::vector<record_unit> out;
-  out.reserve(by_unit.size());
-  for (auto& [key, u] : by_unit) out.push_back(std::move(u));
   return out;
 }
 
