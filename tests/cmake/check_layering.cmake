@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Enforces DESIGN.md's layering: core needs only Eigen and Boost; kv, backend, estimators include
 # only core (and themselves); trial may include those; only report/ (and tools/) use fmt.
-# Also checks that each module header includes every header of its module.
+# Also checks that each module header includes every header of its module (but the llama.cpp
+# engine headers backend/llama_cpp*.hpp, which need llama.h), and that no header of the library
+# includes those.
 set(inc "${ROOT}/include/latentaudit")
 set(allowed_core "core")
 set(allowed_kv "core;kv")
@@ -17,6 +19,9 @@ foreach(module core kv backend estimators trial report)
     foreach(line IN LISTS lines)
       if(line MATCHES "<fmt/" AND NOT module STREQUAL "report")
         list(APPEND failures "${h}: fmt is only for report/: ${line}")
+      endif()
+      if(line MATCHES "llama_cpp[^/]*\\.hpp" AND NOT h MATCHES "/backend/llama_cpp[^/]*\\.hpp$")
+        list(APPEND failures "${h}: only the llama.cpp headers may include ${line}")
       endif()
       if(line MATCHES "\"([^\"]+)\"")
         set(target "${CMAKE_MATCH_1}")
@@ -39,6 +44,8 @@ foreach(module core kv backend estimators trial report)
   if(EXISTS "${inc}/${module}.hpp")
     file(READ "${inc}/${module}.hpp" umbrella)
     file(GLOB top_headers RELATIVE "${inc}" "${inc}/${module}/*.hpp")
+    # backend/llama_cpp*.hpp need llama.h: included by no other header (the engine is optional)
+    list(FILTER top_headers EXCLUDE REGEX "^backend/llama_cpp[^/]*\\.hpp$")
     foreach(th IN LISTS top_headers)
       string(FIND "${umbrella}" "\"${th}\"" pos)
       if(pos EQUAL -1)
