@@ -88,7 +88,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   CHECK(f.at("noise.tolerance_sigma")->estimate > 0.5);
   CHECK(f.at("noise.tolerance_sigma")->estimate <= 1.5);
   CHECK(r.decision.verdict != "no communication needed");
-  CHECK(r.decision.checklist.size() == 7);
+  CHECK(r.decision.checklist.size() == 10);
   REQUIRE_FALSE(r.decision.monitors.empty());
   CHECK(
       r.decision.monitors.front().stop_at.has_value());  // kv_full − no_comm ≈ 0.97: the monitor stops early
@@ -181,14 +181,17 @@ TEST_CASE("decision: the checklist rule") {
   const std::vector<trial_record> same{kv};
   const auto relay = decide(make(verdict::yes, verdict::yes, verdict::yes), same);
   CHECK(relay.verdict == "relay");
-  CHECK(relay.checklist.size() == 7);
+  CHECK(relay.checklist.size() == 10);
   const char* names[] = {"positive_control", "dependency", "homogeneity", "value", "cost",
-                         "no_need_harm",     "monitor"};
-  for (std::size_t i = 0; i < 7; ++i) CHECK(relay.checklist[i].name == names[i]);
+                         "no_need_harm",     "freshness",  "conflict",    "drift", "monitor"};
+  for (std::size_t i = 0; i < 10; ++i) CHECK(relay.checklist[i].name == names[i]);
+  // no stale, conflict or drift records: those checks are "not tested", the verdict stays "relay"
+  CHECK(check_named(relay, "freshness").passed == verdict::inconclusive);
+  CHECK(check_named(relay, "freshness").reason.find("not tested") != std::string::npos);
   // Dependency "no" while text beats no_comm: B needs A's information and only text carries it.
-  CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict == "send text");
-  CHECK(decide(make(verdict::yes, verdict::no, verdict::yes), same).verdict == "send text");
-  CHECK(decide(make(verdict::yes, verdict::yes, verdict::no), same).verdict == "send text");
+  CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict == "text");
+  CHECK(decide(make(verdict::yes, verdict::no, verdict::yes), same).verdict == "text");
+  CHECK(decide(make(verdict::yes, verdict::yes, verdict::no), same).verdict == "text");
   CHECK(decide(make(verdict::yes, verdict::inconclusive, verdict::yes), same).verdict == "inconclusive");
   auto other = kv;
   other.sender_fingerprint = "m:2";  // a same-model arm relaying a foreign cache breaks homogeneity
@@ -281,7 +284,9 @@ TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") 
   auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   fs.push_back(fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05));
   auto d = decide(fs, same);
-  CHECK(d.verdict == "relay only where B needs A's information");
+  CHECK(d.verdict == "relay with conditions");
+  REQUIRE(d.policy.size() == 1);
+  CHECK(d.policy[0].find("relay only where B needs A's information") != std::string::npos);
   CHECK(check_named(d, "no_need_harm").passed == verdict::no);
   fs.back() = fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15);  // a gain: relay
   CHECK(decide(fs, same).verdict == "relay");

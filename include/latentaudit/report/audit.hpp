@@ -22,7 +22,8 @@
 // p < α over the Holm family of paired effects, [L, U] = the 1 − 2α verdict interval, reported as
 // the finding's ci_low / ci_high):
 //   need.text_beats_no_comm      the positive control; a "beats" finding (below). When it is not
-//                                "yes", every other need.*, no_need.* and cost.* finding and the
+//                                "yes", every other need.*, no_need.*, cost.*, stale.*, conflict.*
+//                                and drift.* finding and the
 //                                decision become "inconclusive" (apply_positive_control).
 //   need.kv_beats_no_comm, need.deranged_beats_no_comm, need.zeroed_beats_no_comm,
 //   need.cross_model_beats_no_comm
@@ -39,6 +40,15 @@
 //                                difference reaches −noninferiority_margin (report/analyses/noise.hpp);
 //                                yes if it and both interval limits lie in the tested range; "no"
 //                                does not apply; inconclusive otherwise.
+// The relay-failure findings (their own Holm family of the three tests below; "worse": yes if Holm
+// p < α and estimate < 0, no if L > −m, else inconclusive; a missing regime or arm: inconclusive):
+//   stale.kv_worse_than_text     kv_full − text_full on stale units (analyses/stale.hpp).
+//   stale.kv_gives_stale_answer  kv_full's stale answers minus other wrong answers (stale_answer):
+//                                yes if Holm p < α and estimate > 0; no if U < m.
+//   conflict.kv_worse_than_no_comm kv_full − no_comm on conflict units, with the attention-mass
+//                                mechanism (analyses/conflict.hpp).
+//   drift.tolerance_steps        as noise.tolerance_sigma with the drift steps of the kv_drift_<k>
+//                                arms as the dose (analyses/drift.hpp).
 #ifndef LATENTAUDIT_REPORT_AUDIT_HPP
 #define LATENTAUDIT_REPORT_AUDIT_HPP
 
@@ -60,7 +70,10 @@
 #include "../estimators/multiplicity.hpp"
 #include "../estimators/paired_binary.hpp"
 #include "../trial/record.hpp"
-#include "analyses/noise.hpp"  // dose_point, noise_tolerance
+#include "analyses/conflict.hpp"  // conflict_analysis
+#include "analyses/drift.hpp"     // drift_analysis
+#include "analyses/noise.hpp"     // dose_point, noise_tolerance
+#include "analyses/stale.hpp"     // stale_analysis
 #include "detail/arm_roles.hpp"
 #include "detail/audit_data.hpp"
 #include "finding.hpp"
@@ -157,6 +170,9 @@ struct audit_core {
   std::vector<paired_effect> decomposition;  ///< need: presence, pairing, content
   std::vector<cate_effect> cate;             ///< kv_full − no_comm by regime and doc_tokens tertile
   noise_tolerance noise;                     ///< dose-response and threshold
+  stale_analysis stale;                      ///< regime "stale": relay of an old cache vs current text
+  conflict_analysis conflict;                ///< regime "conflict": relay that contradicts B's prompt
+  drift_analysis drift;                      ///< drift arms: dose-response over fine-tuning steps
   std::vector<frontier_point> frontier;      ///< need regime, ascending bytes
   std::vector<finding> findings;             ///< the ids of docs/audit-report.md, in that order
   std::size_t n_records = 0;                 ///< records read
@@ -180,7 +196,8 @@ struct audit_core {
 [[nodiscard]] audit_core analyse_records(std::span<const trial_record> records, const audit_options& o = {});
 
 /// @brief The positive-control gate: unless `control` (need.text_beats_no_comm) is "yes", every
-/// need.*, no_need.* and cost.* finding of `findings` other than the control itself becomes
+/// need.*, no_need.*, cost.*, stale.*, conflict.* and drift.* finding of `findings` other than the
+/// control itself becomes
 /// "inconclusive"; its estimate and interval stay, its detail starts with positive_control_reason
 /// and keeps the verdict it would have had. Idempotent.
 /// @param findings the findings to gate (in place)

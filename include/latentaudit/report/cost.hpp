@@ -282,16 +282,18 @@ struct [[nodiscard]] relay_gate_result {
 /// Units: (item, seed) with relay and control records (both regimes). Label: relay correct and
 /// control not correct ("relay helps"). Candidate features, all known to a serving stack before
 /// the transfer: doc_tokens and own_tokens (covariates: A's document length, B's own-prompt
-/// length), cache_bytes (the relay record's bytes) and fingerprint_match (the relay record's
-/// sender fingerprint equals its receiver's; only when both are recorded). Never features: the
-/// regime label (experimental, not observable) and metrics measured after the import
-/// (attention_mass, hidden_cosine, next_token_kl). A feature is dropped, with the reason, if it is
-/// missing on some unit, constant among training units, or collinear with the features kept
-/// before it. Cross-fitting: items are ordered by item_uniform(split_seed, item, 5) and item of
-/// rank r is in fold r mod `folds`; the gate for fold k is fitted on the other folds' units and
-/// predicts fold k's units, so every item is held out once. The model is logistic_regression on
-/// standardized features (falling back to an L2-penalized fit when the plain fit separates);
-/// `model` is the same procedure on every item, coefficients on the raw scale. Finding
+/// length), cache_age_versions (covariate: document versions the cache is behind — a stale cache
+/// is ≥ 1), prompt_overlap (covariate: share of A's document keys also in B's own prompt — a
+/// conflict or no-need signal), cache_bytes (the relay record's bytes), fingerprint_match (the
+/// relay record's sender fingerprint equals its receiver's; only when both are recorded) and
+/// drift_steps (the relay record's sender fine-tuning distance; 0 for matching fingerprints). Never features:
+/// the regime label (experimental, not observable) and metrics measured after the import (attention_mass,
+/// hidden_cosine, next_token_kl). A feature is dropped, with the reason, if it is missing on some unit,
+/// constant among training units, or collinear with the features kept before it. Cross-fitting: items are
+/// ordered by item_uniform(split_seed, item, 5) and item of rank r is in fold r mod `folds`; the gate for
+/// fold k is fitted on the other folds' units and predicts fold k's units, so every item is held out once.
+/// The model is logistic_regression on standardized features (falling back to an L2-penalized fit when the
+/// plain fit separates); `model` is the same procedure on every item, coefficients on the raw scale. Finding
 /// "gate.matches_always_relay", on the betting verdict intervals over items (α per side): yes if
 /// the gate − always-relay accuracy has lower limit > −margin, the share of requests not relayed
 /// has lower limit > 0 and skipping saves bytes (mean relay − control bytes > 0); no if that

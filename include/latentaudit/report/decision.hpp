@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: the audit's decision — relay, send text, or no communication needed — from a
-// checklist over the findings (dependency, model homogeneity, value, cost-benefit) plus the
-// sequential monitor a serving stack runs online to switch relay on or off.
+// latentaudit: the audit's decision — relay, relay with conditions, text, or no communication —
+// with a serving policy and its reasons, from a checklist over the findings (dependency, model
+// homogeneity, value, cost-benefit, and the relay-failure checks: stale caches, conflicting
+// caches, drifted senders), plus the sequential monitor a serving stack runs online to switch
+// relay on, and the relay switch (analyses/relay_switch.hpp) that turns it off.
 #ifndef LATENTAUDIT_REPORT_DECISION_HPP
 #define LATENTAUDIT_REPORT_DECISION_HPP
 
@@ -15,6 +17,7 @@
 #include "../config.hpp"
 #include "../estimators/sequential.hpp"
 #include "../trial/record.hpp"
+#include "analyses/relay_switch.hpp"
 #include "finding.hpp"
 
 namespace latentaudit {
@@ -41,11 +44,16 @@ struct monitor_replay {
 
 /// @brief The decision with its reasons.
 struct audit_decision {
-  /// "relay", "relay only where B needs A's information", "send text" or "inconclusive"
+  /// "relay", "relay with conditions", "text", "no communication" or "inconclusive"
   std::string verdict;
-  /// positive_control, dependency, homogeneity, value, cost, no_need_harm, monitor
+  /// the serving policy, one rule a line (e.g. "relay only fresh caches: fall back to text when the
+  /// cache is older than the document"); empty when inconclusive
+  std::vector<std::string> policy;
+  /// positive_control, dependency, homogeneity, value, cost, no_need_harm, freshness, conflict,
+  /// drift, monitor
   std::vector<checklist_item> checklist;
   std::vector<monitor_replay> monitors;  ///< replays of the sequential monitor
+  switch_replay relay_switch;            ///< the relay switch replayed with a change point
   std::string link;                      ///< link the cost check used
   std::string summary;                   ///< one paragraph
 };
@@ -60,6 +68,10 @@ struct decision_options {
   std::string text_arm = "text_full";   ///< the reference of the second replay (relay − text)
   /// item-level betting monitor: level alpha, bounds [−1, 1], θ₀ = 0 (the defaults)
   betting_sequential_options monitor{};
+  /// the margin of the findings (audit_options::equivalence_margin): "no communication" needs
+  /// kv_full − no_comm's verdict upper limit below it
+  double margin = 0.05;
+  relay_switch_options switch_options{};  ///< the relay switch's replay
 };
 
 namespace detail {
@@ -87,28 +99,33 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 ///
 /// Checklist (docs/audit-report.md "Decision"), in this order:
 /// - positive_control: need.text_beats_no_comm — text relay must beat no communication in the need
-///   regime, else the need regime does not test dependency and the verdict is "inconclusive";
+///   regime, else the need regime does not test dependency;
 /// - dependency: need.kv_beats_no_comm — without a need-regime effect there is nothing to relay;
-/// - homogeneity: every KV record other than cross_model has sender fingerprint = receiver
-///   fingerprint, and need.cross_model_beats_no_comm is not "yes" (a foreign cache must not help:
-///   cross_model is a placebo; if it helps, identical models are not shown to be what the relay
-///   relies on); "no" if either fails;
-/// - value: need.kv_noninferior_to_text — relay must not be less accurate than text beyond the margin;
+/// - homogeneity: every KV record other than cross_model and the drift arms (arm_kind "drifted" or
+///   label kv_drift_*: planted drift, judged by the drift check) has sender fingerprint = receiver
+///   fingerprint, and need.cross_model_beats_no_comm is not "yes"; "no" if either fails;
+/// - value: need.kv_noninferior_to_text;
 /// - cost: cost.relay_pays_on_<link>;
-/// - no_need_harm: no_need.kv_changes_accuracy — "no" when a negative change is shown (relaying
-///   where B needs nothing lowers accuracy), "yes" when no change or a gain is shown;
-/// - monitor: the item-level betting monitor replayed on relay_arm − control_arm (kv_full − no_comm
-///   by role; decision_options names the arms, resolved by label then arm_kind; one observation per
-///   item, its mean paired difference over seeds, in item-id order) rejected θ = 0 (informational;
-///   a serving stack runs the same monitor online, item by item).
-/// Verdict: "inconclusive" if positive_control is not "yes"; else "send text" if dependency is "no"
-/// (text carries A's information, the relay does not); "relay" if dependency, homogeneity, value
-/// and cost are all "yes" — "relay only where B needs A's information" instead when no_need_harm
-/// is "no"; "send text" if dependency is "yes" and value or cost is "no"; otherwise
-/// "inconclusive". (With the positive-control gate, "no communication needed" is never concluded:
-/// it would need the need regime to show that text does not help, which is the failed control.)
-/// @throws invalid_argument on bad monitor options, or two records of one (item, seed, arm) of the
-///         monitor's arms.
+/// - no_need_harm: no_need.kv_changes_accuracy — "no" when a negative change is shown;
+/// - freshness: stale.kv_worse_than_text — "no" when a stale cache is shown worse than the current
+///   text (condition: relay only fresh caches, text otherwise), "yes" when a loss is excluded,
+///   inconclusive otherwise (also when no stale regime was tested);
+/// - conflict: conflict.kv_worse_than_no_comm — "no" when a conflicting cache is shown worse than no
+///   communication (condition: do not relay when B's own prompt binds the document's keys);
+/// - drift: drift.tolerance_steps — "no" when the tolerance is located (condition: relay only
+///   between identical fingerprints; non-inferiority to same-model relay fails at about k steps);
+/// - monitor: the item-level betting monitor replayed on relay − control (informational).
+/// Verdict: "no communication" if positive_control is "no" (text's benefit beyond the margin
+/// excluded), kv_full − no_comm's verdict upper limit is below `margin` too, and B answers the
+/// need-regime requests on its own (no_comm's item-clustered accuracy, betting lower limit at
+/// monitor.alpha/2, above 0.5; when nothing answers the task is broken: inconclusive); else
+/// "inconclusive" if positive_control is not "yes"; "text" if dependency is "no"; if dependency,
+/// homogeneity, value and cost are all "yes": "relay with conditions" when no_need_harm, freshness,
+/// conflict or drift is "no" (each "no" adds its rule to the policy), else "relay"; "text" if
+/// dependency is "yes" and value or cost is "no"; otherwise "inconclusive". The relay switch is
+/// replayed on relay, text and control (informational).
+/// @throws invalid_argument on bad monitor or switch options, or two records of one (item, seed,
+///         arm) of the monitor's arms.
 [[nodiscard]] audit_decision decide(std::span<const finding> findings, std::span<const trial_record> records,
                                     const decision_options& o = {});
 

@@ -33,6 +33,10 @@ struct noise_options {
   std::size_t bootstrap_replicates = 2000;  ///< B of the cluster bootstrap; (B + 1)·α/2 ≥ 1
   std::uint64_t seed = 1;                   ///< replicate r draws from the stream {seed, 0, 0, r}
   unsigned threads = 1;  ///< bootstrap worker threads (0 = all cores); results do not depend on it
+  /// name of the dose in the texts ("sigma"; the drift analysis reuses the machinery with "drift steps")
+  std::string dose = "sigma";
+  /// the record field of the dose, named when a level is negative ("noise_sigma"; "drift_steps")
+  std::string dose_field = "noise_sigma";
 };
 
 /// @brief One point of the noise dose-response (need regime, paired with kv_full).
@@ -142,6 +146,17 @@ struct noise_reference {
 [[nodiscard]] finding noise_tolerance_finding(const noise_tolerance& nt, const noise_options& o = {});
 
 namespace detail {
+
+/// @brief The finding of a tolerance analysis (noise.tolerance_sigma, drift.tolerance_steps):
+/// "yes" when the tolerance and both interval limits lie within the tested range, else
+/// "inconclusive" with the reason ("no" does not apply to a location); n = the reference's units;
+/// a curve without levels gives the inconclusive n = 0 finding with detail `missing`.
+/// @param nt the analysis
+/// @param o its options (margin, level and the dose name for the text)
+/// @param id the finding id
+/// @param missing the detail when there is no level
+[[nodiscard]] finding tolerance_finding(const noise_tolerance& nt, const noise_options& o, std::string id,
+                                        std::string missing);
 
 /// @brief Noise level of an arm: its records' noise_sigma (the first one; a warning when they
 /// differ), else the number after "kv_noise_" in the label.

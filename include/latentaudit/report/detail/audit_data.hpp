@@ -24,8 +24,10 @@
 
 namespace latentaudit::detail {
 
-/// @brief Regime codes of a unit.
-enum class audit_regime : std::uint8_t { need = 0, no_need = 1, unknown = 2 };
+/// @brief Regime codes of a unit: need and no_need (relay helps, relay changes nothing), the
+/// relay-failure regimes stale (A's cache is of an older document version) and conflict (A's
+/// document contradicts B's own prompt), unknown for anything else.
+enum class audit_regime : std::uint8_t { need = 0, no_need = 1, unknown = 2, stale = 3, conflict = 4 };
 
 /// @brief The records grouped into (item, seed) units: the one pairing layer of report/. A unit is
 /// one (item, seed); its arms are the columns; the cell of (unit, arm) holds the index of that arm's

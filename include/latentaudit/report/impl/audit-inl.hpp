@@ -35,7 +35,11 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE const char* regime_name(audit_regime r) noexcept {
-  return r == audit_regime::need ? "need" : r == audit_regime::no_need ? "no_need" : "unknown";
+  return r == audit_regime::need       ? "need"
+         : r == audit_regime::no_need  ? "no_need"
+         : r == audit_regime::stale    ? "stale"
+         : r == audit_regime::conflict ? "conflict"
+                                       : "unknown";
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE std::string percent(double level) {
@@ -90,7 +94,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
     for (auto r : d.unit_regime) unknown += r == audit_regime::unknown ? 1 : 0;
     if (unknown > 0) {
       warn.push_back(
-          fmt::format("{} of {} (item, seed) units have no 'need'/'no_need' regime; they enter only the "
+          fmt::format("{} of {} (item, seed) units have no 'need', 'no_need', 'stale' or 'conflict' regime; "
+                      "they enter only the "
                       "'all' arm summaries",
                       unknown, d.units()));
     }
@@ -116,7 +121,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
       if (item_count[g] > 0) item_means.push_back(item_sum[g] / item_count[g]);
     return detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), level);
   };
-  const std::pair<const char*, int> regimes[] = {{"need", 0}, {"no_need", 1}, {"all", -1}};
+  const std::pair<const char*, int> regimes[] = {
+      {"need", 0}, {"no_need", 1}, {"stale", 3}, {"conflict", 4}, {"all", -1}};
   for (std::size_t a = 0; a < d.arms(); ++a) {
     for (auto [rname, rcode] : regimes) {
       std::size_t n = 0, x = 0, nam = 0, nhc = 0, nkl = 0;
@@ -272,6 +278,19 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
                                 .threads = o.threads};
   out.noise = detail::audit_noise(d, records, kv_full, noise_opt, warn);
 
+  // ---- when relay does not pay: stale caches, conflicting caches, drifted senders ----
+  // (report/analyses/stale.hpp, conflict.hpp, drift.hpp; Holm over the relay-failure family)
+  out.stale = detail::audit_stale(d, records, kv_full, text_full, no_comm, o.alpha, warn);
+  out.conflict = detail::audit_conflict(d, records, kv_full, text_full, no_comm, o.alpha, warn);
+  {
+    regime_contrast* family[] = {&out.stale.kv_vs_text, &out.stale.stale_excess, &out.conflict.kv_vs_no_comm};
+    detail::holm_over(family);
+  }
+  noise_options drift_opt = noise_opt;
+  drift_opt.dose = "drift steps";
+  drift_opt.dose_field = "drift_steps";
+  out.drift = detail::audit_drift(d, records, kv_full, no_comm, text_full, drift_opt, warn);
+
   // ---- frontier (need) ----
   {
     auto is_kv = [&](std::size_t a) {
@@ -320,6 +339,10 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   // ---- findings: the effect findings (report/analyses/effects.hpp), then the noise tolerance ----
   detail::audit_effect_findings(d, roles_at, o, out);
   out.findings.push_back(noise_tolerance_finding(out.noise, noise_opt));
+  out.findings.push_back(stale_worse_finding(out.stale, o.alpha, o.equivalence_margin));
+  out.findings.push_back(stale_answer_finding(out.stale, o.alpha, o.equivalence_margin));
+  out.findings.push_back(conflict_worse_finding(out.conflict, o.alpha, o.equivalence_margin));
+  out.findings.push_back(drift_tolerance_finding(out.drift, drift_opt));
   const auto control = std::find_if(out.findings.begin(), out.findings.end(),
                                     [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);
@@ -332,8 +355,9 @@ LATENTAUDIT_INLINE void apply_positive_control(std::span<finding> findings, cons
                                       control == nullptr ? "absent" : verdict_name(control->answer));
   for (auto& f : findings) {
     if (&f == control || f.id == "need.text_beats_no_comm") continue;
-    const bool downstream =
-        f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 || f.id.rfind("cost.", 0) == 0;
+    const bool downstream = f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 ||
+                            f.id.rfind("cost.", 0) == 0 || f.id.rfind("stale.", 0) == 0 ||
+                            f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0;
     if (!downstream || f.detail.rfind(positive_control_reason, 0) == 0) continue;
     f.detail = fmt::format("{}; without the gate this finding would read {}: {}", why, verdict_name(f.answer),
                            f.detail);

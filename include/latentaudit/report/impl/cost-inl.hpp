@@ -747,15 +747,21 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
     return give_up("no (item, seed) unit has both '" + o.relay_arm + "' and '" + o.control_arm + "'");
   const std::size_t n = units.size();
   // Candidate features: only what a serving stack knows before the transfer.
-  std::vector<detail::gate_candidate> cand{{"doc_tokens", std::vector<double>(n), 0},
-                                           {"own_tokens", std::vector<double>(n), 0},
-                                           {"cache_bytes", std::vector<double>(n), 0},
-                                           {"fingerprint_match", std::vector<double>(n), 0}};
+  // cache_age_versions (document versions the cache is behind) and prompt_overlap (share of A's
+  // document keys also in B's own prompt) are covariates; drift_steps (the sender's fine-tuning
+  // distance, 0 for a sender with B's fingerprint) is the relay record's. A candidate missing on
+  // some unit (older records) is dropped with the reason, as before.
+  std::vector<detail::gate_candidate> cand{
+      {"doc_tokens", std::vector<double>(n), 0},         {"own_tokens", std::vector<double>(n), 0},
+      {"cache_age_versions", std::vector<double>(n), 0}, {"prompt_overlap", std::vector<double>(n), 0},
+      {"cache_bytes", std::vector<double>(n), 0},        {"fingerprint_match", std::vector<double>(n), 0},
+      {"drift_steps", std::vector<double>(n), 0}};
+  constexpr std::size_t n_covariates = 4;  // the first candidates, read from the covariates
   std::vector<double> label(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& k = *units[i]->arms[0];
     const auto& c = *units[i]->arms[1];
-    for (std::size_t j = 0; j < 2; ++j) {
+    for (std::size_t j = 0; j < n_covariates; ++j) {
       auto v = k.covariate_value(cand[j].name);
       if (!v) v = c.covariate_value(cand[j].name);
       if (v)
@@ -763,11 +769,18 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       else
         ++cand[j].missing;
     }
-    cand[2].values[i] = static_cast<double>(k.bytes);
-    if (!k.sender_fingerprint.empty() && !k.receiver_fingerprint.empty())
-      cand[3].values[i] = k.sender_fingerprint == k.receiver_fingerprint ? 1.0 : 0.0;
+    cand[4].values[i] = static_cast<double>(k.bytes);
+    const bool fingerprints = !k.sender_fingerprint.empty() && !k.receiver_fingerprint.empty();
+    if (fingerprints)
+      cand[5].values[i] = k.sender_fingerprint == k.receiver_fingerprint ? 1.0 : 0.0;
     else
-      ++cand[3].missing;
+      ++cand[5].missing;
+    if (k.drift_steps)
+      cand[6].values[i] = *k.drift_steps;
+    else if (fingerprints && k.sender_fingerprint == k.receiver_fingerprint)
+      cand[6].values[i] = 0.0;  // the receiver's own model: no drift
+    else
+      ++cand[6].missing;
     label[i] = k.correct && !c.correct ? 1.0 : 0.0;
   }
   // Folds: items ordered by their uniform, rank mod folds.

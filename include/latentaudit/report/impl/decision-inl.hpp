@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "../../estimators/betting.hpp"
 #include "../detail/arm_roles.hpp"
 #include "../detail/audit_data.hpp"
 
@@ -68,6 +69,7 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
                                                        std::span<const trial_record> records,
                                                        const decision_options& o) {
   detail::check_betting_sequential_options("decide", o.monitor);
+  detail::check_relay_switch_options("decide", o.switch_options);
   audit_decision d;
   d.link = o.link;
   if (d.link.empty()) {
@@ -84,6 +86,9 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   const auto* value = detail::find_finding(findings, "need.kv_noninferior_to_text");
   const auto* cost = detail::find_finding(findings, "cost.relay_pays_on_" + d.link);
   const auto* harm = detail::find_finding(findings, "no_need.kv_changes_accuracy");
+  const auto* stale = detail::find_finding(findings, "stale.kv_worse_than_text");
+  const auto* conflict = detail::find_finding(findings, "conflict.kv_worse_than_no_comm");
+  const auto* drift = detail::find_finding(findings, "drift.tolerance_steps");
   auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
 
   d.checklist.push_back({"positive_control", v_of(control),
@@ -92,9 +97,13 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   d.checklist.push_back(
       {"dependency", v_of(dep),
        "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
-  std::set<std::string> mismatched;
+  std::set<std::string> mismatched, drifted;
   std::size_t kv_records = 0;
   for (const auto& r : records) {
+    if (r.arm_kind == "drifted" || r.arm.rfind("kv_drift_", 0) == 0) {
+      drifted.insert(r.arm);  // planted drift: judged by the drift check
+      continue;
+    }
     if (r.arm_kind == "cross_model" || r.arm == "cross_model" || r.sender_fingerprint.empty() ||
         r.receiver_fingerprint.empty())
       continue;
@@ -112,6 +121,8 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   } else {
     homo.reason = fmt::format("all {} same-model relays carry matching fingerprints", kv_records);
   }
+  if (!drifted.empty())
+    homo.reason += fmt::format(" ({} drift arm(s) left to the drift check)", drifted.size());
   // The check requires need.cross_model_beats_no_comm not "yes", as the header says (the code used
   // to only note it): cross_model is one of the placebos. The relay is justified as "B reads the
   // cache of its own model"; if a foreign model's cache helps as well, either the cross_model arm is
@@ -144,6 +155,32 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   else if (harm != nullptr && harm->answer == verdict::no)
     nh.passed = verdict::yes;
   d.checklist.push_back(nh);
+  // The relay-failure checks: a shown failure ("yes" on the finding) is a condition on relaying.
+  auto failure_check = [&](const char* name, const finding* f, std::string what) {
+    checklist_item c{name, verdict::inconclusive, std::move(what) + ": " + detail::finding_text(f)};
+    if (f != nullptr && f->answer == verdict::yes) c.passed = verdict::no;
+    if (f != nullptr && f->answer == verdict::no) c.passed = verdict::yes;
+    if (f == nullptr || f->n == 0) c.reason += " (not tested: no such records)";
+    return c;
+  };
+  const auto fresh = failure_check(
+      "freshness", stale, "a stale cache (older than the document) is not worse than the current text");
+  const auto confl = failure_check(
+      "conflict", conflict, "a cache that contradicts B's own prompt is not worse than no communication");
+  checklist_item dr{"drift", verdict::inconclusive,
+                    "relay tolerates a drifted sender (fine-tuned apart): " + detail::finding_text(drift)};
+  if (drift != nullptr && drift->answer == verdict::yes) {
+    dr.passed = verdict::no;
+    dr.reason = fmt::format(
+        "relay from a drifted sender loses non-inferiority to same-model relay at about {:.3g} fine-tuning "
+        "steps ({}): relay only between identical fingerprints",
+        drift->estimate, detail::finding_text(drift));
+  } else if (drift == nullptr || drift->n == 0) {
+    dr.reason += " (not tested: no drift arms)";
+  }
+  d.checklist.push_back(fresh);
+  d.checklist.push_back(confl);
+  d.checklist.push_back(dr);
 
   // The monitor runs at the item level: one observation per item (its mean paired difference over
   // seeds), items in id order. Feeding the (item, seed) pairs one by one treated the seeds of an
@@ -186,8 +223,49 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   }
   d.checklist.push_back(mon);
 
+  // The relay switch, replayed on the records with a change point (informational).
+  d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options);
+
   const verdict vc0 = v_of(control), vd = v_of(dep), vh = homo.passed, vv = v_of(value), vc = v_of(cost);
-  if (vc0 != verdict::yes) {
+  const bool kv_absent_shown = dep != nullptr && std::isfinite(dep->ci_high) && dep->ci_high < o.margin;
+  // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
+  // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
+  // (every record wrong) the task is broken and the verdict stays inconclusive.
+  std::optional<double> alone_low;
+  if (vc0 == verdict::no && kv_absent_shown) {
+    const std::string arms[] = {base};
+    const auto t = detail::group_records("decide", records, arms, detail::duplicate_error::invalid_argument);
+    std::vector<double> item_acc;
+    std::optional<std::uint64_t> item;
+    double sum = 0.0, count = 0.0;
+    for (std::size_t u = 0; u < t.units(); ++u) {
+      const std::size_t i = t.record(u, 0);
+      if (i == detail::unit_records::npos || records[i].regime != "need") continue;
+      if (item && *item != t.unit_item[u]) {
+        item_acc.push_back(sum / count);
+        sum = count = 0.0;
+      }
+      item = t.unit_item[u];
+      sum += records[i].correct ? 1.0 : 0.0;
+      count += 1.0;
+    }
+    if (count > 0.0) item_acc.push_back(sum / count);
+    if (!item_acc.empty()) {
+      const double a = o.monitor.alpha / 2.0;
+      alone_low = bounded_mean_interval(item_acc, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a}).low;
+    }
+  }
+  if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
+    d.verdict = "no communication";
+    d.policy = {"answer without communication: neither text nor the relay carries information B uses"};
+    d.summary = fmt::format(
+        "Text relay, which carries A's whole document, is shown not to help B by {:.1f} points or more in "
+        "the "
+        "need regime (need.text_beats_no_comm: {}), and neither does the KV relay (need.kv_beats_no_comm: "
+        "{}), and B answers the need-regime requests on its own (no_comm accuracy lower limit {:.3f}): the "
+        "requests do not need A's information.",
+        100.0 * o.margin, detail::finding_text(control), detail::finding_text(dep), *alone_low);
+  } else if (vc0 != verdict::yes) {
     d.verdict = "inconclusive";
     d.summary =
         std::string(positive_control_reason) + " (need.text_beats_no_comm: " + detail::finding_text(control) +
@@ -195,23 +273,51 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
         "more items before reading any other check.";
   } else if (vd == verdict::no) {
     // The positive control passed, so B does need A's information; the relay carries none of it.
-    d.verdict = "send text";
+    d.verdict = "text";
+    d.policy = {"send A's document as text"};
     d.summary =
         "Text relay carries A's information (positive control) but the KV relay shows no benefit over no "
         "communication (a benefit of the margin or more is excluded).";
   } else if (vd == verdict::yes && vh == verdict::yes && vv == verdict::yes && vc == verdict::yes) {
-    const bool harmful = nh.passed == verdict::no;
-    d.verdict = harmful ? "relay only where B needs A's information" : "relay";
-    d.summary =
+    std::vector<std::string> conditions;
+    if (nh.passed == verdict::no)
+      conditions.push_back(
+          "relay only where B needs A's information (relaying where B needs nothing lowers accuracy: "
+          "no_need.kv_changes_accuracy)");
+    if (fresh.passed == verdict::no)
+      conditions.push_back(
+          "relay only fresh caches: fall back to text when the cache is older than the document version "
+          "(cache_age_versions >= 1; stale.kv_worse_than_text)");
+    if (confl.passed == verdict::no)
+      conditions.push_back(
+          "do not relay when B's own prompt already binds the document's keys (prompt_overlap > 0): answer "
+          "without the relay (conflict.kv_worse_than_no_comm)");
+    if (dr.passed == verdict::no)
+      conditions.push_back(fmt::format(
+          "relay only between identical model fingerprints: a sender fine-tuned about {:.3g} steps apart "
+          "loses non-inferiority to same-model relay (drift.tolerance_steps)",
+          drift->estimate));
+    std::string untested;
+    for (const checklist_item* c : {&fresh, &confl, static_cast<const checklist_item*>(&dr)})
+      if (c->passed == verdict::inconclusive) untested.append(untested.empty() ? "" : ", ").append(c->name);
+    const std::string base_text =
         "Relay carries A's information (dependency), between identical models (homogeneity), is not less "
         "accurate than text (value), and saves receiver latency on " +
-        d.link + " (cost)." +
-        (harmful
-             ? " But relaying where B needs nothing lowers accuracy (no_need.kv_changes_accuracy), so relay "
-               "only to requests that need A's information (e.g. behind the relay gate)."
-             : "");
+        d.link + " (cost).";
+    if (conditions.empty()) {
+      d.verdict = "relay";
+      d.policy = {"relay A's cache to B (identical model fingerprints)"};
+      d.summary = base_text;
+    } else {
+      d.verdict = "relay with conditions";
+      d.policy = conditions;
+      d.summary = base_text + fmt::format(" But relay does not pay everywhere: {} condition(s) (the policy).",
+                                          conditions.size());
+    }
+    if (!untested.empty()) d.summary += " Not shown either way (or not tested): " + untested + ".";
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
-    d.verdict = "send text";
+    d.verdict = "text";
+    d.policy = {"send A's document as text"};
     d.summary = vv == verdict::no
                     ? "Relay is less accurate than text beyond the margin (inferiority shown)."
                     : "Relay is not less accurate than text but does not pay on " + d.link + ".";

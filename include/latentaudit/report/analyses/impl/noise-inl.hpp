@@ -208,7 +208,7 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
   noise_tolerance nt;
   for (const auto& l : levels) {
     if (!std::isfinite(l.sigma) || l.sigma < 0.0)
-      detail::throw_bad_sigma(fn, l.arm, "noise_sigma", l.sigma, "");
+      detail::throw_bad_sigma(fn, l.arm, o.dose_field, l.sigma, "");
     if (l.noise.size() != l.item.size() || l.reference.size() != l.item.size())
       LATENTAUDIT_THROW(shape_mismatch(std::string(fn) + ": arm '" + l.arm +
                                        "': item, noise and reference differ in length"));
@@ -392,14 +392,14 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
                               detail::number_text(100.0 * level), band_text);
       } else {
         ci_text = fmt::format(
-            "{}% CI: test inversion over {} items - the sigma where 'the curve through (0, 0) and the level "
+            "{}% CI: test inversion over {} items - the {} where 'the curve through (0, 0) and the level "
             "means, linear between levels, equals -{}' is not rejected by a two-sided skewness-corrected t "
             "test (Johnson 1978; t quantile, {} df; item-level variance of the interpolated difference); "
             "upper limit beyond the tested range when the largest level is not shown below -{}; widened to "
             "hold the estimate. Cluster bootstrap (B = {}, seed {}) for the share of replicates that never "
             "reach the margin",
-            detail::number_text(100.0 * level), G, detail::number_text(m), G - 1, detail::number_text(m), B,
-            o.seed);
+            detail::number_text(100.0 * level), G, o.dose, detail::number_text(m), G - 1,
+            detail::number_text(m), B, o.seed);
       }
     }
   } else {
@@ -408,34 +408,43 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
                           band_text);
   }
   nt.method = fmt::format(
-      "need regime, paired with kv_full; per sigma: mean over items of the item-mean difference arm - "
-      "kv_full; fit: isotonic regression (non-increasing in sigma, pool-adjacent-violators weighted by "
-      "items) through (0, 0), linear between levels; tolerance sigma = first sigma where the fit reaches "
-      "-{} (beyond the tested range when it never does); {}; conservative: largest sigma shown "
-      "non-inferior by fixed-sequence betting tests over items (lower limit, one-sided {}, > -{})",
-      detail::number_text(m), ci_text, detail::number_text(o.alpha), detail::number_text(m));
+      "need regime, paired with kv_full; per {0}: mean over items of the item-mean difference arm - "
+      "kv_full; fit: isotonic regression (non-increasing in {0}, pool-adjacent-violators weighted by "
+      "items) through (0, 0), linear between levels; tolerance {0} = first {0} where the fit reaches "
+      "-{1} (beyond the tested range when it never does); {2}; conservative: largest {0} shown "
+      "non-inferior by fixed-sequence betting tests over items (lower limit, one-sided {3}, > -{1})",
+      o.dose, detail::number_text(m), ci_text, detail::number_text(o.alpha));
   return nt;
 }
 
 LATENTAUDIT_INLINE finding noise_tolerance_finding(const noise_tolerance& nt, const noise_options& o) {
+  return detail::tolerance_finding(nt, o, "noise.tolerance_sigma",
+                                   "no kv_noise_* arm paired with kv_full in the need regime");
+}
+
+namespace detail {
+
+LATENTAUDIT_INLINE finding tolerance_finding(const noise_tolerance& nt, const noise_options& o,
+                                             std::string id, std::string missing) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto sig3 = [](double x) { return fmt::format("{:.3g}", x); };
   const double inf = std::numeric_limits<double>::infinity();
   if (nt.curve.size() < 2) {
-    return {.id = "noise.tolerance_sigma",
+    return {.id = std::move(id),
             .answer = verdict::inconclusive,
             .estimate = nan,
             .ci_low = nan,
             .ci_high = nan,
             .method = "not estimable",
             .n = 0,
-            .detail = "no kv_noise_* arm paired with kv_full in the need regime"};
+            .detail = std::move(missing)};
   }
   auto num = [&](const std::optional<double>& x) { return x ? sig3(*x) : std::string("beyond"); };
   const std::string pts = fmt::format("{:.1f}", 100.0 * o.margin);
-  const std::string lvl = detail::number_text(100.0 * (1.0 - o.alpha));
+  const std::string lvl = number_text(100.0 * (1.0 - o.alpha));
+  const std::string& dose = o.dose;
   const double top = nt.curve.back().sigma;
-  finding f{.id = "noise.tolerance_sigma",
+  finding f{.id = std::move(id),
             .estimate = nt.tolerance_sigma.value_or(inf),
             .ci_low = nt.ci_low.value_or(inf),
             .ci_high = nt.ci_high.value_or(inf),
@@ -445,34 +454,32 @@ LATENTAUDIT_INLINE finding noise_tolerance_finding(const noise_tolerance& nt, co
   f.answer = located ? verdict::yes : verdict::inconclusive;
   const std::string conservative =
       nt.sigma_noninferior
-          ? fmt::format("largest sigma shown non-inferior (conservative): {}", sig3(*nt.sigma_noninferior))
-          : std::string("no noise level shown non-inferior (conservative quantity absent)");
+          ? fmt::format("largest {} shown non-inferior (conservative): {}", dose, sig3(*nt.sigma_noninferior))
+          : fmt::format("no {} level shown non-inferior (conservative quantity absent)", dose);
   const std::string source = nt.ci_from_betting_band ? "betting band" : "test inversion";
   if (located) {
     f.detail = fmt::format(
-        "the fitted accuracy difference vs kv_full reaches -{} points at sigma {}; {}% CI {} to {} ({}); {}",
-        pts, sig3(*nt.tolerance_sigma), lvl, num(nt.ci_low), num(nt.ci_high), source, conservative);
+        "the fitted accuracy difference vs kv_full reaches -{} points at {} {}; {}% CI {} to {} ({}); {}",
+        pts, dose, sig3(*nt.tolerance_sigma), lvl, num(nt.ci_low), num(nt.ci_high), source, conservative);
   } else if (!nt.tolerance_sigma) {
     f.detail = fmt::format(
         "not located: the fitted accuracy difference vs kv_full stays above -{} points up to the largest "
-        "tested sigma {}, so the tolerance lies beyond the tested range ({}% CI lower limit {}; {:.1f}% of "
+        "tested {} {}, so the tolerance lies beyond the tested range ({}% CI lower limit {}; {:.1f}% of "
         "bootstrap replicates never reach the margin); {}; 'no' does not apply to a location",
-        pts, sig3(top), lvl, nt.ci_low ? sig3(*nt.ci_low) : "beyond the range", 100.0 * nt.unbounded_fraction,
-        conservative);
+        pts, dose, sig3(top), lvl, nt.ci_low ? sig3(*nt.ci_low) : "beyond the range",
+        100.0 * nt.unbounded_fraction, conservative);
   } else {
     f.detail = fmt::format(
-        "not located: the fitted accuracy difference vs kv_full reaches -{} points at sigma {}, but the "
-        "{}% CI ({}) runs from {} to {} and a limit beyond the tested range (largest sigma {}) leaves the "
+        "not located: the fitted accuracy difference vs kv_full reaches -{} points at {} {}, but the "
+        "{}% CI ({}) runs from {} to {} and a limit beyond the tested range (largest {} {}) leaves the "
         "tolerance unbounded ({:.1f}% of bootstrap replicates never reach the margin); {}; 'no' does not "
         "apply to a location",
-        pts, sig3(*nt.tolerance_sigma), lvl, source, nt.ci_low ? sig3(*nt.ci_low) : "beyond the range",
-        nt.ci_high ? sig3(*nt.ci_high) : "beyond the range", sig3(top), 100.0 * nt.unbounded_fraction,
+        pts, dose, sig3(*nt.tolerance_sigma), lvl, source, nt.ci_low ? sig3(*nt.ci_low) : "beyond the range",
+        nt.ci_high ? sig3(*nt.ci_high) : "beyond the range", dose, sig3(top), 100.0 * nt.unbounded_fraction,
         conservative);
   }
   return f;
 }
-
-namespace detail {
 
 LATENTAUDIT_INLINE std::optional<double> noise_arm_sigma(const audit_data& d,
                                                          std::span<const trial_record> records, std::size_t a,

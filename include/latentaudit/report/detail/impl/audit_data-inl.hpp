@@ -19,7 +19,11 @@
 namespace latentaudit::detail {
 
 [[nodiscard]] LATENTAUDIT_INLINE audit_regime regime_code(std::string_view r) noexcept {
-  return r == "need" ? audit_regime::need : r == "no_need" ? audit_regime::no_need : audit_regime::unknown;
+  return r == "need"       ? audit_regime::need
+         : r == "no_need"  ? audit_regime::no_need
+         : r == "stale"    ? audit_regime::stale
+         : r == "conflict" ? audit_regime::conflict
+                           : audit_regime::unknown;
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE unit_records group_records(std::string_view fn,

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/analyses/drift.hpp (header-only mode includes this file;
+// compiled mode compiles it once in src/)
+#ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_DRIFT_INL_HPP
+#define LATENTAUDIT_REPORT_ANALYSES_IMPL_DRIFT_INL_HPP
+
+#include "../drift.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "../../../core/detail/check.hpp"
+#include "../../../core/error.hpp"
+
+namespace latentaudit {
+
+namespace detail {
+
+LATENTAUDIT_INLINE bool is_drift_arm(const audit_data& d, std::size_t a) noexcept {
+  return d.arm_kind[a] == "drifted" || d.arm_label[a].rfind("kv_drift_", 0) == 0;
+}
+
+LATENTAUDIT_INLINE std::optional<double> drift_arm_steps(const audit_data& d,
+                                                         std::span<const trial_record> records, std::size_t a,
+                                                         std::vector<std::string>& warnings) {
+  std::optional<double> s;
+  bool mixed = false;
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    const std::size_t i = d.record(u, a);
+    if (i == audit_data::npos || !records[i].drift_steps) continue;
+    const double v = static_cast<double>(*records[i].drift_steps);
+    if (!(v >= 0.0) || !std::isfinite(v))
+      LATENTAUDIT_THROW(invalid_argument(
+          fmt::format("analyse_records: arm '{}', field drift_steps: drift steps must be non-negative and "
+                      "finite, got {} (record {})",
+                      d.arm_label[a], number_text(v), i)));
+    if (!s)
+      s = v;
+    else if (*s != v)
+      mixed = true;
+  }
+  if (mixed)
+    warnings.push_back(fmt::format("arm '{}' records more than one drift_steps; the first ({}) is used",
+                                   d.arm_label[a], number_text(*s)));
+  if (s) return s;
+  constexpr std::string_view prefix = "kv_drift_";
+  const std::string& l = d.arm_label[a];
+  if (l.rfind(prefix, 0) == 0) {
+    double v = 0;
+    const char* b = l.data() + prefix.size();
+    const char* e = l.data() + l.size();
+    auto [p, ec] = std::from_chars(b, e, v);
+    if (ec == std::errc() && p == e && std::isfinite(v)) {
+      if (v < 0.0)
+        LATENTAUDIT_THROW(invalid_argument(fmt::format(
+            "analyse_records: arm '{}', field arm (the label's kv_drift_<steps>): drift steps must be "
+            "non-negative, got {}",
+            l, number_text(v))));
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+LATENTAUDIT_INLINE drift_analysis audit_drift(const audit_data& d, std::span<const trial_record> records,
+                                              std::size_t kv_full, std::size_t no_comm, std::size_t text_full,
+                                              const noise_options& o, std::vector<std::string>& warnings) {
+  drift_analysis out;
+  out.tolerance.method = "not estimable: no drift arm, or no need-regime unit with kv_full";
+  struct level {
+    std::size_t arm;
+    double steps;
+  };
+  std::vector<level> arms;
+  for (std::size_t a = 0; a < d.arms(); ++a) {
+    if (a == kv_full || !is_drift_arm(d, a)) continue;
+    const auto k = drift_arm_steps(d, records, a, warnings);
+    if (!k) {
+      warnings.push_back(fmt::format(
+          "drift arm '{}' has no readable drift_steps; left out of the dose-response", d.arm_label[a]));
+      continue;
+    }
+    arms.push_back({a, *k});
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      const std::size_t i = d.record(u, a);
+      if (i == audit_data::npos) continue;
+      const auto& r = records[i];
+      if (!r.sender_fingerprint.empty() && r.sender_fingerprint != r.receiver_fingerprint) {
+        out.mismatched_fingerprints.push_back(d.arm_label[a]);
+        break;
+      }
+    }
+  }
+  std::stable_sort(arms.begin(), arms.end(),
+                   [](const level& x, const level& y) { return x.steps < y.steps; });
+  const auto need = audit_regime::need;
+  out.text_benefit = regime_contrast_of(d, text_full, no_comm, need, "text_full", "no_comm", o.alpha);
+  if (arms.empty()) return out;  // not tested: the finding says so (no warning: optional arms)
+  if (kv_full == audit_data::npos) {
+    warnings.push_back("drift analysis skipped: kv_full (the same-model reference) is absent");
+    return out;
+  }
+  out.benefit.push_back({d.arm_label[kv_full], 0.0,
+                         regime_contrast_of(d, kv_full, no_comm, need, "kv_full", "no_comm", o.alpha)});
+  std::vector<noise_level_pairs> levels;
+  for (const auto& l : arms) {
+    out.benefit.push_back(
+        {d.arm_label[l.arm], l.steps, regime_contrast_of(d, l.arm, no_comm, need, "", "no_comm", o.alpha)});
+    noise_level_pairs p{.arm = d.arm_label[l.arm], .sigma = l.steps};
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      if (d.unit_regime[u] != need) continue;
+      const int ya = d.outcome(u, l.arm), yf = d.outcome(u, kv_full);
+      if (ya < 0 || yf < 0) continue;
+      p.item.push_back(d.unit_item[u]);
+      p.noise.push_back(ya);
+      p.reference.push_back(yf);
+    }
+    if (p.item.empty()) {
+      warnings.push_back(fmt::format(
+          "drift arm '{}' has no need-regime unit with kv_full; left out of the dose-response", p.arm));
+      continue;
+    }
+    levels.push_back(std::move(p));
+  }
+  noise_reference ref;
+  ref.arm = d.arm_label[kv_full];
+  {
+    std::vector<double> count;
+    std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      if (d.unit_regime[u] != need || d.outcome(u, kv_full) < 0) continue;
+      ++ref.n;
+      ref.correct += static_cast<std::size_t>(d.outcome(u, kv_full));
+      if (d.unit_cluster[u] != last) {
+        ref.item_means.push_back(0.0);
+        count.push_back(0.0);
+        last = d.unit_cluster[u];
+      }
+      ref.item_means.back() += d.outcome(u, kv_full);
+      count.back() += 1.0;
+    }
+    for (std::size_t g = 0; g < count.size(); ++g) ref.item_means[g] /= count[g];
+  }
+  if (levels.empty() || ref.n == 0) {
+    warnings.push_back("drift analysis skipped: no need-regime unit pairs a drift arm with kv_full");
+    return out;
+  }
+  out.tolerance = estimate_noise_tolerance(levels, ref, o);
+  return out;
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE finding drift_tolerance_finding(const drift_analysis& a, const noise_options& o) {
+  auto f = detail::tolerance_finding(
+      a.tolerance, o, "drift.tolerance_steps",
+      "no drift arm (label kv_drift_<k>, arm_kind 'drifted') paired with kv_full in the need regime");
+  if (f.n > 0 && !a.benefit.empty()) {
+    std::string curve;
+    for (const auto& b : a.benefit)
+      curve += fmt::format(
+          "{}{:g}: {}", curve.empty() ? "" : "; ", b.steps,
+          detail::contrast_points(b.benefit.estimate, b.benefit.verdict_low, b.benefit.verdict_high));
+    f.detail += "; relay benefit over no_comm by drift steps: " + curve;
+  }
+  return f;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_REPORT_ANALYSES_IMPL_DRIFT_INL_HPP

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/analyses/regime_contrast.hpp (header-only mode includes this
+// file; compiled mode compiles it once in src/)
+#ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_REGIME_CONTRAST_INL_HPP
+#define LATENTAUDIT_REPORT_ANALYSES_IMPL_REGIME_CONTRAST_INL_HPP
+
+#include "../regime_contrast.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "../../../estimators/betting.hpp"
+#include "../../../estimators/multiplicity.hpp"
+
+namespace latentaudit::detail {
+
+LATENTAUDIT_INLINE void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs,
+                                             double alpha) {
+  const auto v = bounded_mean_interval(item_diffs, -1.0, 1.0, {.alpha_lower = alpha, .alpha_upper = alpha});
+  const auto w =
+      bounded_mean_interval(item_diffs, -1.0, 1.0, {.alpha_lower = alpha / 2.0, .alpha_upper = alpha / 2.0});
+  c.n_items = item_diffs.size();
+  c.estimate = v.estimate;
+  c.verdict_low = v.low;
+  c.verdict_high = v.high;
+  c.ci_low = w.low;
+  c.ci_high = w.high;
+  c.p_value = bounded_mean_p_value(item_diffs, -1.0, 1.0, 0.0, alpha);
+  c.method = fmt::format(
+      "mean over {} items of the item mean difference; {}% verdict interval and {}% interval: betting over "
+      "items (Waudby-Smith & Ramdas 2024); p: betting over items of mean = 0",
+      item_diffs.size(), fmt::format("{:g}", 100.0 * (1.0 - 2.0 * alpha)),
+      fmt::format("{:g}", 100.0 * (1.0 - alpha)));
+}
+
+LATENTAUDIT_INLINE regime_contrast regime_contrast_of(const audit_data& d, std::size_t treated,
+                                                      std::size_t control, audit_regime g,
+                                                      std::string_view treated_role,
+                                                      std::string_view control_role, double alpha) {
+  regime_contrast c;
+  c.treated = treated == audit_data::npos ? std::string(treated_role) : d.arm_label[treated];
+  c.control = control == audit_data::npos ? std::string(control_role) : d.arm_label[control];
+  c.regime = g == audit_regime::stale      ? "stale"
+             : g == audit_regime::conflict ? "conflict"
+             : g == audit_regime::need     ? "need"
+             : g == audit_regime::no_need  ? "no_need"
+                                           : "unknown";
+  c.id = c.regime + ":" + c.treated + "-" + c.control;
+  if (treated == audit_data::npos || control == audit_data::npos) {
+    c.method = "not estimable: an arm is absent";
+    return c;
+  }
+  const std::size_t t[] = {treated};
+  const auto p = collect_pairs(d, t, control, [&d, g](std::size_t u) { return d.unit_regime[u] == g; });
+  c.n_pairs = p.pairs();
+  if (c.n_pairs == 0) {
+    c.method = "not estimable: no unit of the regime holds both arms";
+    return c;
+  }
+  fill_regime_contrast(c, item_differences(p), alpha);
+  return c;
+}
+
+LATENTAUDIT_INLINE verdict worse_verdict(const regime_contrast& c, double alpha, double margin) noexcept {
+  if (!c.estimable()) return verdict::inconclusive;
+  if (c.p_holm < alpha && c.estimate < 0.0) return verdict::yes;
+  if (c.verdict_low > -margin) return verdict::no;
+  return verdict::inconclusive;
+}
+
+LATENTAUDIT_INLINE std::string contrast_points(double estimate, double low, double high) {
+  if (!std::isfinite(estimate)) return "not estimable";
+  return fmt::format("{:+.1f} points [{:+.1f}, {:+.1f}]", 100.0 * estimate, 100.0 * low, 100.0 * high);
+}
+
+LATENTAUDIT_INLINE void holm_over(std::span<regime_contrast* const> family) {
+  std::vector<double> p;
+  std::vector<regime_contrast*> in;
+  for (auto* c : family) {
+    c->p_holm = std::numeric_limits<double>::quiet_NaN();
+    if (c->estimable() && std::isfinite(c->p_value)) {
+      p.push_back(c->p_value);
+      in.push_back(c);
+    }
+  }
+  const auto adj = p_adjust(p, p_adjust_method::holm);
+  for (std::size_t i = 0; i < adj.size(); ++i) in[i]->p_holm = adj[i];
+}
+
+/// @brief The inconclusive finding of an analysis that could not run.
+LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {.id = std::move(id),
+          .answer = verdict::inconclusive,
+          .estimate = nan,
+          .ci_low = nan,
+          .ci_high = nan,
+          .method = "not estimable",
+          .n = 0,
+          .detail = std::move(why)};
+}
+
+}  // namespace latentaudit::detail
+
+#endif  // LATENTAUDIT_REPORT_ANALYSES_IMPL_REGIME_CONTRAST_INL_HPP

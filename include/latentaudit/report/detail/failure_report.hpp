@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: how the report writes the relay-failure analyses (stale, conflict, drift), the
+// decision's policy and the relay switch replay — report.json objects, report.md sections, the
+// forest-plot rows and drift_response.svg — kept apart from report-inl.hpp, which calls these.
+// Not part of the public API.
+#ifndef LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
+#define LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../../config.hpp"
+#include "../../core/json.hpp"
+#include "../audit.hpp"
+#include "../decision.hpp"
+#include "../svg.hpp"
+
+namespace latentaudit::detail {
+
+/// @brief report.json "relay_failures": {stale, conflict, drift} with every contrast, the stale
+/// answer counts, the attention mechanism (or its unavailability note) and the drift curve.
+[[nodiscard]] json_value relay_failures_json(const audit_core& c);
+
+/// @brief report.json decision.relay_switch: the replay with its guarantee.
+[[nodiscard]] json_value relay_switch_json(const switch_replay& s);
+
+/// @brief The report.md lines of the decision's policy ("" when it has none).
+[[nodiscard]] std::string decision_policy_markdown(const audit_decision& d);
+
+/// @brief The report.md paragraph of the relay switch replay.
+[[nodiscard]] std::string relay_switch_markdown(const switch_replay& s);
+
+/// @brief The report.md section "When relay does not pay" (stale, conflict, drift).
+[[nodiscard]] std::string relay_failures_markdown(const audit_core& c, double margin);
+
+/// @brief Forest rows of the stale and conflict contrasts (descriptive 1 − α intervals).
+void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows);
+
+/// @brief drift_response.svg: need-regime accuracy against the drift steps with its band, the text
+/// relay as a dashed line and the tolerance with its interval; empty without drift arms.
+[[nodiscard]] std::optional<std::string> drift_response_svg(const audit_core& c);
+
+}  // namespace latentaudit::detail
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/failure_report-inl.hpp"
+#endif
+
+#endif  // LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/detail/failure_report.hpp (header-only mode includes this
+// file; compiled mode compiles it once in src/)
+#ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_FAILURE_REPORT_INL_HPP
+#define LATENTAUDIT_REPORT_DETAIL_IMPL_FAILURE_REPORT_INL_HPP
+
+#include "../failure_report.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "../../finding.hpp"
+
+namespace latentaudit::detail {
+
+namespace {
+// NaN-safe number formatting for the report (never "nan").
+inline std::string fr_num(double x) { return std::isfinite(x) ? fmt::format("{:.3f}", x) : "–"; }
+inline std::string fr_pts(double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : "–"; }
+}  // namespace
+
+LATENTAUDIT_INLINE json_value contrast_json(const regime_contrast& c) {
+  json_value j;
+  j.set("id", c.id);
+  j.set("treated", c.treated);
+  j.set("control", c.control);
+  j.set("regime", c.regime);
+  j.set("n_pairs", static_cast<double>(c.n_pairs));
+  j.set("n_items", static_cast<double>(c.n_items));
+  j.set("estimate", number_or_null(c.estimate));
+  j.set("ci_low", number_or_null(c.ci_low));
+  j.set("ci_high", number_or_null(c.ci_high));
+  j.set("verdict_low", number_or_null(c.verdict_low));
+  j.set("verdict_high", number_or_null(c.verdict_high));
+  j.set("p_value", number_or_null(c.p_value));
+  j.set("p_holm", number_or_null(c.p_holm));
+  j.set("method", c.method);
+  return j;
+}
+
+LATENTAUDIT_INLINE json_value answers_json(const stale_answer_counts& a) {
+  json_value j;
+  j.set("arm", a.arm);
+  j.set("classified", static_cast<double>(a.classified));
+  j.set("unclassified", static_cast<double>(a.unclassified));
+  j.set("correct", static_cast<double>(a.correct));
+  j.set("stale", static_cast<double>(a.stale));
+  j.set("other_wrong", static_cast<double>(a.other_wrong));
+  return j;
+}
+
+LATENTAUDIT_INLINE json_value relay_failures_json(const audit_core& c) {
+  json_value j;
+  json_value st;
+  st.set("units", static_cast<double>(c.stale.units));
+  st.set("kv_vs_text", contrast_json(c.stale.kv_vs_text));
+  st.set("kv_vs_no_comm", contrast_json(c.stale.kv_vs_no_comm));
+  st.set("text_vs_no_comm", contrast_json(c.stale.text_vs_no_comm));
+  st.set("stale_excess", contrast_json(c.stale.stale_excess));
+  st.set("kv_answers", answers_json(c.stale.kv_answers));
+  st.set("text_answers", answers_json(c.stale.text_answers));
+  j.set("stale", std::move(st));
+  json_value co;
+  co.set("units", static_cast<double>(c.conflict.units));
+  co.set("kv_vs_no_comm", contrast_json(c.conflict.kv_vs_no_comm));
+  co.set("text_vs_no_comm", contrast_json(c.conflict.text_vs_no_comm));
+  co.set("kv_vs_text", contrast_json(c.conflict.kv_vs_text));
+  const auto& a = c.conflict.attention;
+  json_value at;
+  at.set("available", a.available);
+  at.set("note", a.note);
+  at.set("conflict_items", static_cast<double>(a.conflict_items));
+  at.set("need_items", static_cast<double>(a.need_items));
+  at.set("conflict_mean", number_or_null(a.conflict_mean));
+  at.set("conflict_low", number_or_null(a.conflict_low));
+  at.set("conflict_high", number_or_null(a.conflict_high));
+  at.set("need_mean", number_or_null(a.need_mean));
+  at.set("need_low", number_or_null(a.need_low));
+  at.set("need_high", number_or_null(a.need_high));
+  at.set("difference", number_or_null(a.difference));
+  at.set("difference_low", number_or_null(a.difference_low));
+  at.set("difference_high", number_or_null(a.difference_high));
+  co.set("attention", std::move(at));
+  j.set("conflict", std::move(co));
+  json_value dr;
+  const auto& t = c.drift.tolerance;
+  auto opt = [](const std::optional<double>& x) { return x ? json_value(*x) : json_value(nullptr); };
+  json_value curve = json_value::array_type{};
+  for (const auto& p : t.curve) {
+    json_value o;
+    o.set("arm", p.arm);
+    o.set("steps", p.sigma);
+    o.set("n", static_cast<double>(p.n));
+    o.set("items", static_cast<double>(p.items));
+    o.set("accuracy", number_or_null(p.accuracy));
+    o.set("ci_low", number_or_null(p.ci_low));
+    o.set("ci_high", number_or_null(p.ci_high));
+    o.set("diff_vs_kv_full", number_or_null(p.diff_vs_kv_full));
+    o.set("diff_ci_low", number_or_null(p.diff_ci_low));
+    o.set("diff_ci_high", number_or_null(p.diff_ci_high));
+    o.set("fitted_diff", number_or_null(p.fitted_diff));
+    o.set("noninferior", p.noninferior);
+    curve.push_back(std::move(o));
+  }
+  dr.set("curve", std::move(curve));
+  dr.set("tolerance_steps", opt(t.tolerance_sigma));
+  dr.set("ci_low", opt(t.ci_low));
+  dr.set("ci_high", opt(t.ci_high));
+  dr.set("unbounded_fraction", number_or_null(t.unbounded_fraction));
+  dr.set("steps_noninferior", opt(t.sigma_noninferior));
+  dr.set("method", t.method);
+  json_value ben = json_value::array_type{};
+  for (const auto& b : c.drift.benefit) {
+    json_value o = contrast_json(b.benefit);
+    o.set("steps", b.steps);
+    ben.push_back(std::move(o));
+  }
+  dr.set("benefit_vs_no_comm", std::move(ben));
+  dr.set("text_benefit", contrast_json(c.drift.text_benefit));
+  j.set("drift", std::move(dr));
+  return j;
+}
+
+LATENTAUDIT_INLINE json_value relay_switch_json(const switch_replay& s) {
+  json_value j;
+  j.set("available", s.available);
+  j.set("note", s.note);
+  j.set("relay", s.relay);
+  j.set("text", s.text);
+  j.set("no_comm", s.no_comm);
+  j.set("items", static_cast<double>(s.items));
+  j.set("change_point", static_cast<double>(s.change_point));
+  j.set("stale_items", static_cast<double>(s.stale_items));
+  j.set("conflict_items", static_cast<double>(s.conflict_items));
+  j.set("off_at", s.off_at ? json_value(static_cast<double>(*s.off_at)) : json_value(nullptr));
+  j.set("off_reason", s.off_reason);
+  j.set("log_threshold", number_or_null(s.threshold));
+  json_value lt = json_value::array_type{}, ln = json_value::array_type{};
+  for (double v : s.log_capital_text) lt.push_back(number_or_null(v));
+  for (double v : s.log_capital_none) ln.push_back(number_or_null(v));
+  j.set("log_capital_vs_text", std::move(lt));
+  j.set("log_capital_vs_no_comm", std::move(ln));
+  j.set("guarantee", s.guarantee);
+  return j;
+}
+
+LATENTAUDIT_INLINE std::string decision_policy_markdown(const audit_decision& d) {
+  if (d.policy.empty()) return {};
+  std::string m = "Policy:\n\n";
+  for (const auto& p : d.policy) m += "- " + p + "\n";
+  return m + "\n";
+}
+
+LATENTAUDIT_INLINE std::string relay_switch_markdown(const switch_replay& s) {
+  if (!s.available) return "Relay switch: " + s.note + ".\n\n";
+  std::string off =
+      s.off_at ? fmt::format("turned relay **off** at item {} (change point after item {}; against {})",
+                             *s.off_at, s.change_point, s.off_reason)
+               : fmt::format("did not turn relay off within {} items (change point after item {})", s.items,
+                             s.change_point);
+  return fmt::format(
+      "Relay switch (one-sided betting, always valid) replayed over {} items ({} stale, {} "
+      "conflict): {}. Order: {}. Guarantee: {}.\n\n",
+      s.items, s.stale_items, s.conflict_items, off, s.note, s.guarantee);
+}
+
+LATENTAUDIT_INLINE std::string relay_failures_markdown(const audit_core& c, double margin) {
+  std::string m = "## When relay does not pay: stale caches, conflicting caches, drifted senders\n\n";
+  m += fmt::format(
+      "Accuracy differences in points with their 90 % betting verdict intervals over items; the "
+      "margin is {:.1f} points.\n\n",
+      100.0 * margin);
+  m += "| regime | contrast | pairs | items | estimate | verdict interval | Holm p "
+       "|\n|---|---|---|---|---|---|---|\n";
+  for (const auto* k :
+       {&c.stale.kv_vs_text, &c.stale.kv_vs_no_comm, &c.stale.text_vs_no_comm, &c.stale.stale_excess,
+        &c.conflict.kv_vs_no_comm, &c.conflict.text_vs_no_comm, &c.conflict.kv_vs_text}) {
+    if (!k->estimable()) continue;
+    m += fmt::format("| {} | {} − {} | {} | {} | {} | [{}, {}] | {} |\n", k->regime, k->treated, k->control,
+                     k->n_pairs, k->n_items, fr_pts(k->estimate), fr_pts(k->verdict_low),
+                     fr_pts(k->verdict_high),
+                     std::isfinite(k->p_holm) ? fmt::format("{:.3g}", k->p_holm) : "–");
+  }
+  if (c.stale.units == 0) m += "| stale | not tested (no stale units) | | | | | |\n";
+  if (c.conflict.units == 0) m += "| conflict | not tested (no conflict units) | | | | | |\n";
+  m += "\n";
+  const auto& k = c.stale.kv_answers;
+  if (k.classified > 0)
+    m +=
+        fmt::format("kv_full's stale-regime answers: {} stale value, {} other wrong, {} current (of {}).\n\n",
+                    k.stale, k.other_wrong, k.correct, k.classified);
+  const auto& a = c.conflict.attention;
+  m += a.available
+           ? fmt::format(
+                 "Mechanism: B's attention mass on the relayed tokens (kv_full) is {} [{}, {}] in conflict "
+                 "vs {} [{}, {}] in need; difference {} [{}, {}].\n\n",
+                 fr_num(a.conflict_mean), fr_num(a.conflict_low), fr_num(a.conflict_high),
+                 fr_num(a.need_mean), fr_num(a.need_low), fr_num(a.need_high), fr_num(a.difference),
+                 fr_num(a.difference_low), fr_num(a.difference_high))
+           : "Mechanism (attention mass on the relay): " + a.note + ".\n\n";
+  const auto& t = c.drift.tolerance;
+  if (t.curve.size() < 2) {
+    m += "Drift: not tested (no drift arms paired with kv_full in the need regime).\n\n";
+    return m;
+  }
+  m += "![drift dose-response](drift_response.svg)\n\n";
+  auto beyond = [](const std::optional<double>& x) {
+    return x ? fmt::format("{:.3g}", *x) : std::string("beyond");
+  };
+  m += fmt::format(
+      "Drift tolerance (steps where the fitted difference vs kv_full reaches −{:.1f} points): {}, "
+      "CI [{}, {}].\n\n",
+      100.0 * margin, beyond(t.tolerance_sigma), beyond(t.ci_low), beyond(t.ci_high));
+  m += "| steps | arm | items | accuracy % | difference vs kv_full | verdict interval | benefit vs no_comm | "
+       "verdict interval |\n|---|---|---|---|---|---|---|---|\n";
+  for (std::size_t i = 0; i < t.curve.size(); ++i) {
+    const auto& p = t.curve[i];
+    const regime_contrast* b = i < c.drift.benefit.size() ? &c.drift.benefit[i].benefit : nullptr;
+    m += fmt::format("| {:g} | {} | {} | {:.1f} | {} | [{}, {}] | {} | {} |\n", p.sigma, p.arm, p.items,
+                     100.0 * p.accuracy, fr_pts(p.diff_vs_kv_full), fr_pts(p.diff_ci_low),
+                     fr_pts(p.diff_ci_high), b ? fr_pts(b->estimate) : "–",
+                     b ? fmt::format("[{}, {}]", fr_pts(b->verdict_low), fr_pts(b->verdict_high)) : "–");
+  }
+  m += "\n";
+  return m;
+}
+
+LATENTAUDIT_INLINE void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows) {
+  for (const auto* k : {&c.stale.kv_vs_text, &c.stale.kv_vs_no_comm, &c.stale.text_vs_no_comm,
+                        &c.conflict.kv_vs_no_comm, &c.conflict.text_vs_no_comm, &c.conflict.kv_vs_text})
+    if (k->estimable() && std::isfinite(k->ci_low) && std::isfinite(k->ci_high))
+      rows.push_back({k->regime + ": " + k->treated + " − " + k->control, k->estimate, k->ci_low, k->ci_high,
+                      k->regime});
+  for (const auto& b : c.drift.benefit)
+    if (b.steps > 0 && b.benefit.estimable())
+      rows.push_back({fmt::format("drift {:g} steps: {} − {}", b.steps, b.benefit.treated, b.benefit.control),
+                      b.benefit.estimate, b.benefit.ci_low, b.benefit.ci_high, "drift"});
+}
+
+LATENTAUDIT_INLINE std::optional<std::string> drift_response_svg(const audit_core& c) {
+  const auto& t = c.drift.tolerance;
+  if (t.curve.size() < 2) return std::nullopt;
+  band_series s{"accuracy (item-clustered CI)", {}};
+  for (const auto& p : t.curve)
+    if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
+      s.points.push_back({p.sigma, p.accuracy, p.ci_low, p.ci_high});
+  std::optional<double> text_acc;
+  for (const auto& a : c.arms)
+    if (a.arm_kind == "text_full" && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
+  std::optional<std::pair<double, double>> band;
+  if (t.tolerance_sigma && t.ci_low && t.ci_high) band = std::pair{*t.ci_low, *t.ci_high};
+  const std::vector<band_series> series{s};
+  return band_plot(series,
+                   {.title = "Accuracy vs sender drift (need regime); dashed: text relay; marker: tolerance",
+                    .x_label = "fine-tuning steps of the sender",
+                    .y_label = "accuracy"},
+                   text_acc, t.tolerance_sigma, band);
+}
+
+}  // namespace latentaudit::detail
+
+#endif  // LATENTAUDIT_REPORT_DETAIL_IMPL_FAILURE_REPORT_INL_HPP

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// Test support (report): synthetic clustered trial records with the four regimes (need, no_need,
+// stale, conflict) and drift arms, each with a planted truth, for the relay-failure analyses
+// (tests/report/relay_failure_test.cpp, benchmarks/bench_verdicts.cpp). Each item draws an item
+// effect shared by its seeds (a logit shift, sd `item_sd`), so seeds of an item are correlated.
+#ifndef LATENTAUDIT_TESTS_REPORT_RELAY_FAILURE_SIM_HPP
+#define LATENTAUDIT_TESTS_REPORT_RELAY_FAILURE_SIM_HPP
+
+#include <latentaudit/trial/record.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace latentaudit::test {
+
+/// Planted accuracies per regime and arm (before the item effect), drift and mechanisms.
+struct relay_failure_design {
+  std::size_t items_per_regime = 150;
+  std::size_t seeds = 2;
+  double item_sd = 0.6;  ///< sd of the item's logit shift (shared by its arms and seeds)
+  bool with_stale = true, with_conflict = true, with_drift = true, with_attention = true;
+  // need
+  double need_no_comm = 0.05, need_text = 0.95, need_kv = 0.95;
+  // stale: kv relays the old version
+  double stale_kv = 0.10, stale_text = 0.92, stale_no_comm = 0.05;
+  double stale_share_of_wrong = 0.9;  ///< P(stale value | kv wrong); text: 0.1
+  // conflict
+  double conflict_no_comm = 0.95, conflict_kv = 0.20, conflict_text = 0.30;
+  double attention_need = 0.5, attention_conflict = 0.25;
+  // drift: accuracy of kv_drift_<k> in need = need_kv − slope·k (clipped at need_no_comm)
+  std::vector<double> drift_steps = {25, 50, 100, 200};
+  double drift_slope = 0.001;  ///< accuracy points lost per step (fraction): crossing of −0.05 at 50
+};
+
+inline double sim_expit(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double sim_logit(double p) { return std::log(p / (1.0 - p)); }
+
+/// The records of one design at generator seed `seed`.
+inline std::vector<trial_record> simulate_relay_failure(const relay_failure_design& d, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<trial_record> out;
+  const char* regimes[] = {"need", "no_need", "stale", "conflict"};
+  std::uint64_t item = 0;
+  for (const char* rg : regimes) {
+    const std::string regime = rg;
+    if (regime == "stale" && !d.with_stale) continue;
+    if (regime == "conflict" && !d.with_conflict) continue;
+    for (std::size_t i = 0; i < d.items_per_regime; ++i, ++item) {
+      const double shift = d.item_sd * z(g);
+      const double doc = 10.0 + static_cast<double>(item % 23);
+      for (std::uint64_t s = 0; s < d.seeds; ++s) {
+        auto add = [&](const std::string& arm, const std::string& kind, double p, double bytes) {
+          trial_record r;
+          r.item = item;
+          r.seed = s;
+          r.arm = arm;
+          r.arm_kind = kind;
+          r.regime = regime;
+          const double pp = p <= 0.0 ? 0.0 : p >= 1.0 ? 1.0 : sim_expit(sim_logit(p) + shift);
+          r.correct = u(g) < pp;
+          r.bytes = static_cast<std::uint64_t>(bytes);
+          r.link = "pcie4";
+          r.latency.b_prefill_s = kind == "text_full" ? 2e-3 : 1e-3;
+          r.covariates = {{"doc_tokens", doc},
+                          {"own_tokens", regime == "no_need" || regime == "conflict" ? doc : 4.0},
+                          {"cache_age_versions", regime == "stale" ? 1.0 : 0.0},
+                          {"prompt_overlap", regime == "no_need" || regime == "conflict" ? 1.0 : 0.0}};
+          r.receiver_fingerprint = "aa";
+          if (kind != "no_comm") r.sender_fingerprint = "aa";
+          if (regime == "stale") {
+            const double share = kind == "kv_full" || kind == "drifted" ? d.stale_share_of_wrong : 0.1;
+            r.stale_answer = !r.correct && u(g) < share;
+          }
+          if (kind == "kv_full" && d.with_attention && (regime == "need" || regime == "conflict")) {
+            const double m = regime == "need" ? d.attention_need : d.attention_conflict;
+            r.attention_mass = std::clamp(m + 0.1 * z(g), 0.0, 1.0);
+          }
+          out.push_back(std::move(r));
+          return &out.back();
+        };
+        const bool need = regime == "need";
+        const double kv = need                   ? d.need_kv
+                          : regime == "stale"    ? d.stale_kv
+                          : regime == "conflict" ? d.conflict_kv
+                                                 : 0.95;
+        const double tx = need                   ? d.need_text
+                          : regime == "stale"    ? d.stale_text
+                          : regime == "conflict" ? d.conflict_text
+                                                 : 0.95;
+        const double nc = need                   ? d.need_no_comm
+                          : regime == "stale"    ? d.stale_no_comm
+                          : regime == "conflict" ? d.conflict_no_comm
+                                                 : 0.95;
+        add("no_comm", "no_comm", nc, 0);
+        add("text_full", "text_full", tx, 40 * doc);
+        add("kv_full", "kv_full", kv, 4000 * doc);
+        if (d.with_drift) {
+          for (double k : d.drift_steps) {
+            const double p = need ? std::max(d.need_no_comm, d.need_kv - d.drift_slope * k) : kv;
+            auto* r = add("kv_drift_" + std::to_string(static_cast<int>(k)), "drifted", p, 4000 * doc);
+            r->drift_steps = k;
+            r->sender_fingerprint = "bb" + std::to_string(static_cast<int>(k));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace latentaudit::test
+
+#endif  // LATENTAUDIT_TESTS_REPORT_RELAY_FAILURE_SIM_HPP

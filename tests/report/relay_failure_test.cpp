@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// Tests of the relay-failure analyses (report/analyses/stale.hpp, conflict.hpp, drift.hpp,
+// relay_switch.hpp), the decision's conditions and the relay gate's refusal of stale and
+// conflicting relays, on synthetic clustered records with planted truths (relay_failure_sim.hpp;
+// fixed seeds). Monte Carlo validation of every new verdict rule is tagged [slow].
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "latentaudit/report/audit.hpp"
+#include "latentaudit/report/cost.hpp"
+#include "latentaudit/report/decision.hpp"
+#include "latentaudit/report/report.hpp"
+#include "report/relay_failure_sim.hpp"
+
+namespace la = latentaudit;
+using la::test::relay_failure_design;
+using la::test::simulate_relay_failure;
+
+namespace {
+
+const la::finding& find(const std::vector<la::finding>& fs, const std::string& id) {
+  for (const auto& f : fs)
+    if (f.id == id) return f;
+  FAIL("finding " << id << " missing");
+  return fs.front();
+}
+
+la::audit_options fast_options() {
+  la::audit_options o;
+  o.bootstrap_replicates = 199;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("relay failures: every planted failure is found (seed 1801)", "[report][relay_failure]") {
+  const auto recs = simulate_relay_failure({}, 1801);
+  const auto core = la::analyse_records(recs, fast_options());
+  const auto& sw = find(core.findings, "stale.kv_worse_than_text");
+  CHECK(sw.answer == la::verdict::yes);
+  CHECK(sw.estimate < -0.6);
+  CHECK(sw.ci_high < 0.0);
+  const auto& sa = find(core.findings, "stale.kv_gives_stale_answer");
+  CHECK(sa.answer == la::verdict::yes);
+  CHECK(sa.estimate > 0.5);
+  CHECK(core.stale.kv_answers.stale > core.stale.kv_answers.other_wrong);
+  const auto& cf = find(core.findings, "conflict.kv_worse_than_no_comm");
+  CHECK(cf.answer == la::verdict::yes);
+  CHECK(cf.estimate < -0.5);
+  REQUIRE(core.conflict.attention.available);
+  CHECK(core.conflict.attention.difference_high < 0.0);  // less attention on a conflicting relay
+  CHECK(cf.detail.find("mechanism") != std::string::npos);
+  const auto& dr = find(core.findings, "drift.tolerance_steps");
+  CHECK(dr.answer == la::verdict::yes);
+  CHECK(dr.ci_low <= 50.0);  // planted crossing of -0.05 at 50 steps (before the item effects)
+  CHECK(dr.ci_high >= 40.0);
+  CHECK(dr.estimate > 25.0);
+  CHECK(dr.estimate < 100.0);
+  REQUIRE(core.drift.benefit.size() == 5);
+  CHECK(core.drift.benefit.front().benefit.estimate > core.drift.benefit.back().benefit.estimate);
+  // the existing findings are untouched by the new regimes
+  CHECK(find(core.findings, "need.kv_beats_no_comm").answer == la::verdict::yes);
+  for (const auto& f : core.findings) {
+    CHECK(f.detail.find("nan") == std::string::npos);
+  }
+}
+
+TEST_CASE("relay failures: absent regimes and arms are inconclusive with the reason",
+          "[report][relay_failure]") {
+  relay_failure_design d;
+  d.items_per_regime = 40;
+  d.with_stale = d.with_conflict = d.with_drift = false;
+  const auto core = la::analyse_records(simulate_relay_failure(d, 1802), fast_options());
+  for (const char* id : {"stale.kv_worse_than_text", "stale.kv_gives_stale_answer",
+                         "conflict.kv_worse_than_no_comm", "drift.tolerance_steps"}) {
+    const auto& f = find(core.findings, id);
+    CHECK(f.answer == la::verdict::inconclusive);
+    CHECK(f.n == 0);
+    CHECK(std::isnan(f.estimate));
+    CHECK(!f.detail.empty());
+  }
+  CHECK(find(core.findings, "stale.kv_worse_than_text").detail.find("missing") != std::string::npos);
+  CHECK(find(core.findings, "drift.tolerance_steps").detail.find("drift arm") != std::string::npos);
+}
+
+TEST_CASE("relay failures: attention mass absent is 'unavailable on this engine', never zero",
+          "[report][relay_failure]") {
+  relay_failure_design d;
+  d.items_per_regime = 60;
+  d.with_attention = false;
+  d.with_drift = false;
+  const auto core = la::analyse_records(simulate_relay_failure(d, 1803), fast_options());
+  CHECK_FALSE(core.conflict.attention.available);
+  CHECK(core.conflict.attention.note.find("unavailable on this engine") != std::string::npos);
+  CHECK(find(core.findings, "conflict.kv_worse_than_no_comm").detail.find("unavailable on this engine") !=
+        std::string::npos);
+}
+
+TEST_CASE("relay failures: no loss planted gives 'no' (absence shown) at 300 items",
+          "[report][relay_failure]") {
+  relay_failure_design d;
+  d.items_per_regime = 300;
+  d.stale_kv = d.stale_text = 0.92;           // a stale cache that is as good as the text
+  d.conflict_kv = d.conflict_no_comm = 0.95;  // a conflict B ignores
+  d.stale_share_of_wrong = 0.1;
+  d.with_drift = false;
+  const auto core = la::analyse_records(simulate_relay_failure(d, 1804), fast_options());
+  CHECK(find(core.findings, "stale.kv_worse_than_text").answer == la::verdict::no);
+  CHECK(find(core.findings, "conflict.kv_worse_than_no_comm").answer == la::verdict::no);
+  CHECK(find(core.findings, "stale.kv_gives_stale_answer").answer == la::verdict::no);
+}
+
+TEST_CASE("relay failures: the positive control gates the new findings", "[report][relay_failure]") {
+  relay_failure_design d;
+  d.items_per_regime = 60;
+  d.need_text = d.need_no_comm = 0.05;  // text does not help: the need regime tests nothing
+  d.with_drift = false;
+  const auto core = la::analyse_records(simulate_relay_failure(d, 1805), fast_options());
+  for (const char* id : {"stale.kv_worse_than_text", "conflict.kv_worse_than_no_comm"}) {
+    const auto& f = find(core.findings, id);
+    CHECK(f.answer == la::verdict::inconclusive);
+    CHECK(f.detail.rfind(std::string(la::positive_control_reason), 0) == 0);
+  }
+}
+
+TEST_CASE("decision: relay with conditions, a policy per shown failure, no nan", "[report][relay_failure]") {
+  const auto recs = simulate_relay_failure({}, 1801);
+  auto o = fast_options();
+  const auto r = la::build_audit_report(recs, o);
+  INFO(r.decision.summary);
+  CHECK(r.decision.verdict == "relay with conditions");
+  std::string policy;
+  for (const auto& p : r.decision.policy) policy += p + "\n";
+  INFO(policy);
+  CHECK(policy.find("fresh caches") != std::string::npos);
+  CHECK(policy.find("prompt_overlap") != std::string::npos);
+  CHECK(policy.find("identical model fingerprints") != std::string::npos);
+  std::string all = r.decision.summary;
+  for (const auto& c : r.decision.checklist) all += c.reason;
+  CHECK(all.find("nan") == std::string::npos);
+  // homogeneity is not failed by the planted drift arms
+  for (const auto& c : r.decision.checklist)
+    if (c.name == "homogeneity") CHECK(c.passed == la::verdict::yes);
+  // the switch replay turns relay off after the change point
+  const auto& sw = r.decision.relay_switch;
+  REQUIRE(sw.available);
+  REQUIRE(sw.off_at.has_value());
+  CHECK(*sw.off_at > sw.change_point);
+  CHECK(sw.guarantee.find("always valid") != std::string::npos);
+  // report.json and report.md carry the policy and the switch
+  const auto md = la::report_markdown(r);
+  CHECK(md.find("relay with conditions") != std::string::npos);
+  CHECK(md.find("Relay switch") != std::string::npos);
+}
+
+TEST_CASE("decision: verdict vocabulary text / no communication", "[report][relay_failure]") {
+  auto f = [](std::string id, la::verdict v, double est, double lo, double hi) {
+    return la::finding{
+        .id = std::move(id), .answer = v, .estimate = est, .ci_low = lo, .ci_high = hi, .n = 100};
+  };
+  const std::vector<la::trial_record> none;
+  std::vector<la::finding> fs = {f("need.text_beats_no_comm", la::verdict::no, 0.0, -0.02, 0.02),
+                                 f("need.kv_beats_no_comm", la::verdict::inconclusive, 0.0, -0.02, 0.02)};
+  // B answers alone: no communication; nothing answers (a broken task): inconclusive
+  std::vector<la::trial_record> alone;
+  for (std::uint64_t i = 0; i < 100; ++i)
+    alone.push_back(
+        {.item = i, .seed = 0, .arm = "no_comm", .arm_kind = "no_comm", .regime = "need", .correct = true});
+  const auto d = la::decide(fs, alone);
+  CHECK(d.verdict == "no communication");
+  CHECK_FALSE(d.policy.empty());
+  CHECK(d.summary.find("nan") == std::string::npos);
+  for (auto& r : alone) r.correct = false;
+  CHECK(la::decide(fs, alone).verdict == "inconclusive");
+  CHECK(la::decide(fs, none).verdict == "inconclusive");
+  fs = {f("need.text_beats_no_comm", la::verdict::yes, 0.9, 0.85, 0.95),
+        f("need.kv_beats_no_comm", la::verdict::no, 0.0, -0.02, 0.02)};
+  CHECK(la::decide(fs, none).verdict == "text");
+}
+
+TEST_CASE("relay switch: stays on under a null stream, turns off after a change (seed 1806)",
+          "[report][relay_failure]") {
+  std::mt19937_64 g(1806);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  la::relay_switch on;
+  for (int i = 0; i < 2000; ++i) {  // relay exactly as good as the fallbacks on average
+    const double a = u(g) < 0.5 ? 1.0 : 0.0, b = u(g) < 0.5 ? 1.0 : 0.0;
+    on.update(a - b, b - a);
+  }
+  CHECK(on.on());
+  la::relay_switch sw;
+  for (int i = 0; i < 200; ++i) sw.update(0.0, 1.0);  // relay helps
+  CHECK(sw.on());
+  for (int i = 0; i < 100; ++i) sw.update(-1.0, 0.0);  // stale: text is right, relay is not
+  REQUIRE(sw.off_at().has_value());
+  CHECK(*sw.off_at() > 200);
+  CHECK(*sw.off_at() <= 215);
+  CHECK(sw.reason() == "text");
+}
+
+TEST_CASE("relay gate: learns to refuse stale and conflicting relays from pre-transfer features",
+          "[report][relay_failure][gate]") {
+  relay_failure_design d;
+  d.with_drift = false;
+  d.items_per_regime = 80;
+  const auto recs = simulate_relay_failure(d, 1807);
+  la::relay_gate_options go;
+  go.bootstrap_replicates = 199;
+  const auto g = la::fit_relay_gate(recs, go);
+  REQUIRE(g.missing.empty());
+  bool has_age = false, has_overlap = false;
+  for (const auto& name : g.model.features) {
+    has_age |= name == "cache_age_versions";
+    has_overlap |= name == "prompt_overlap";
+  }
+  CHECK((has_age || has_overlap));
+  // the deployable gate: refuses a stale cache and a conflicting one, relays a fresh need request
+  auto x = [&](double age, double overlap) {
+    std::vector<double> v;
+    for (const auto& name : g.model.features) {
+      v.push_back(name == "cache_age_versions" ? age
+                  : name == "prompt_overlap"   ? overlap
+                  : name == "doc_tokens"       ? 20.0
+                  : name == "own_tokens"       ? (overlap > 0 ? 20.0 : 4.0)
+                  : name == "cache_bytes"      ? 80000.0
+                                               : 1.0);
+    }
+    return v;
+  };
+  CHECK(g.model.relays(x(0, 0)));
+  CHECK_FALSE(g.model.relays(x(1, 0)));
+  CHECK_FALSE(g.model.relays(x(0, 1)));
+  const auto& gate = g.policies[0];
+  const auto& always = g.policies[1];
+  CHECK(gate.accuracy.estimate > always.accuracy.estimate);
+}
