@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   auto partner = la::reference_cpu_backend::load(models / "organism-b");
   const auto format = la::organism_format::load(models / "organism-a");
 
-  la::trial_design design{.seed = 2026, .items = 40, .seeds = 2};  // the 21 default arms
+  // the 21 default arms: the 20 that run on one engine, and cross_model with the partner
+  la::trial_design design{
+      .seed = 2026, .items = 40, .seeds = 2, .arms = la::default_arms(/*with_partner=*/true)};
   const la::organism_task_options tasks{.seed = design.seed};
   const auto out = std::filesystem::temp_directory_path() / "latentaudit_example_03";
   std::filesystem::remove_all(out);

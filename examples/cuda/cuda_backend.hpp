@@ -560,6 +560,7 @@ class cuda_backend {
                   .native_shift = true,
                   .partial_layer_import = true,
                   .token_mask_import = true,
+                  .position_gaps = true,
                   .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16}};
     freq_ = rope_frequencies(info_.fingerprint.rope, cfg.head_dim);
   }
@@ -675,7 +676,6 @@ class cuda_backend {
       fp.rope = info_.fingerprint.rope;
       b.set_fingerprint(fp);
     }
-    apply_position_mode(b, o.mode, o.first_position, next_position(s));
     check_positions(fn, b, {.context_length = cfg_.max_context, .prerope_reference = o.prerope_reference});
     append_block(q, b.layers(), b.n_tokens(), b.payload().data(), cudaMemcpyHostToDevice, o,
                  [&](std::size_t i, std::int64_t t) { return b.token_present(i, t); });
@@ -685,7 +685,11 @@ class cuda_backend {
   /// @brief import_kv from a device block: device-to-device copies; the gate runs on the host
   /// over the positions (a prerope_reference is checked against a host copy of the block).
   /// @throws as import_kv.
-  void import_kv_device(seq_id s, const device_kv_block& block, const import_options& o = {}) {
+  /// Import places a block at the positions it carries (backend/capabilities.hpp import_options);
+  /// `mode` and `first_position` renumber a device block on the device first, as apply_position_mode
+  /// (kv/rope.hpp) does for a host block, so a device relay needs no host round trip to be rebased.
+  void import_kv_device(seq_id s, const device_kv_block& block, const import_options& o = {},
+                        position_mode mode = position_mode::preserve, position_t first_position = 0) {
     constexpr std::string_view fn = "import_kv_device";
     auto& q = seq(fn, s);
     check_import(fn, block.fingerprint, block.layers, o);
@@ -695,12 +699,11 @@ class cuda_backend {
       tmp = block.converted(dtype::f32);
       src = &tmp;
     }
-    if (o.mode != position_mode::preserve) {
-      const position_t base =
-          o.mode == position_mode::rebase_contiguous ? o.first_position : next_position(s);
+    if (mode != position_mode::preserve) {
+      const position_t base = mode == position_mode::rebase_contiguous ? first_position : next_position(s);
       if (base < 0)
         detail::throw_invalid("apply_position_mode",
-                              o.mode == position_mode::rebase_contiguous ? "first_position" : "receiver_next",
+                              mode == position_mode::rebase_contiguous ? "first_position" : "receiver_next",
                               "must be >= 0, got " + std::to_string(base));
       if (std::int64_t{base} + block.n_tokens > INT32_MAX)
         detail::throw_invalid("apply_position_mode", "block", "would overflow int32 positions");

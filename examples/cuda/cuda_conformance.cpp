@@ -173,12 +173,13 @@ int main(int argc, char** argv) {
       gpu.close_seq(s1);
       std::vector<bool> mask(static_cast<std::size_t>(L), false);
       mask[0] = true;
-      const la::import_options opt{
-          .mode = la::position_mode::rebase_contiguous, .first_position = 11, .layer_mask = mask};
+      const la::import_options opt{.layer_mask = mask};
       const auto s2 = gpu.open_seq();
-      gpu.import_kv_device(s2, dblk, opt);
+      gpu.import_kv_device(s2, dblk, opt, la::position_mode::rebase_contiguous, 11);
       const auto s3 = cpu.open_seq();
-      cpu.import_kv(s3, hblk, opt);
+      auto hrebased = hblk;
+      la::apply_position_mode(hrebased, la::position_mode::rebase_contiguous, 11);
+      cpu.import_kv(s3, hrebased, opt);
       close_check("device/masked+rebased D2D vs CPU import", gpu.prefill(s2, b, 11 + na).logits,
                   cpu.prefill(s3, b, 11 + na).logits, 1e-4);
       report("device/masked+rebased relayed rows: GPU == CPU (bits, mask)",

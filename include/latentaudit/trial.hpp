@@ -9,9 +9,11 @@
 #include "trial/arm.hpp"
 #include "trial/design.hpp"
 #include "trial/driver.hpp"
+#include "trial/engine_support.hpp"
 #include "trial/journal.hpp"
 #include "trial/link.hpp"
 #include "trial/record.hpp"
+#include "trial/record_builder.hpp"
 #include "trial/reference_driver.hpp"
 #include "trial/task.hpp"
 

@@ -118,7 +118,9 @@ TEST_CASE("export/import: dtypes, position modes, partial layers", "[backend][re
   CHECK(blk.positions()[4] == 4);
   // relayed at other positions with re-rotation: equals prefilling A there
   const auto s1 = b.open_seq(), s2 = b.open_seq();
-  b.import_kv(s1, blk, {.mode = position_mode::rebase_contiguous, .first_position = 10});
+  auto rebased = blk;  // placement is the caller's (policy's) step: import keeps the positions it is given
+  apply_position_mode(rebased, position_mode::rebase_contiguous, 10);
+  b.import_kv(s1, rebased);
   CHECK(b.next_position(s1) == 15);
   (void)b.prefill(s2, a, 10);
   const auto x = b.prefill(s1, q, 15).logits, y = b.prefill(s2, q, 15).logits;

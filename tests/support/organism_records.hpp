@@ -19,7 +19,7 @@ inline std::vector<trial_record> run_organism_records(std::uint64_t seed, std::u
   auto a = reference_cpu_backend::load(models + "organism-a");
   auto b = reference_cpu_backend::load(models + "organism-b");
   const auto fmt = organism_format::load(models + "organism-a");
-  trial_design d{.seed = seed, .items = items, .seeds = seeds};
+  trial_design d{.seed = seed, .items = items, .seeds = seeds, .arms = default_arms(/*with_partner=*/true)};
   const organism_task_options to{.seed = d.seed};
   std::vector<trial_record> out;
   trial_driver<reference_cpu_backend>(a, &b).run(

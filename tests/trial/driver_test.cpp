@@ -46,7 +46,7 @@ std::map<trial_key, std::string> by_key(const std::vector<trial_record>& rs) {
 
 TEST_CASE("driver: the planted relay semantics of the organism, arm by arm") {
   fixture f;
-  trial_design d{.seed = 11, .items = 60, .seeds = 2};
+  trial_design d{.seed = 11, .items = 60, .seeds = 2, .arms = default_arms(/*with_partner=*/true)};
   const auto recs = f.run(d);
   REQUIRE(recs.size() == d.trials());
   std::map<std::string, std::pair<double, double>> acc;  // arm/regime -> (correct, n)

@@ -204,6 +204,7 @@ int run_audit(std::span<const std::string> raw) {
   const auto partner_arg = args.get("--partner");
   const bool no_partner = partner_arg && *partner_arg == "none";
   trial_design d;
+  if (!no_partner) d.arms = default_arms(/*with_partner=*/true);  // cross_model with the partner engine
   d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
   d.items = static_cast<std::uint64_t>(args.integer("--items", 450, 1, 10000000));
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));

@@ -15,14 +15,25 @@
 
 namespace latentaudit {
 
-/// @brief Optional abilities of a backend. Callers check them before using optional operations.
+/// @brief Optional abilities of a backend. An ability not declared is not assumed: the trial
+/// driver (trial/driver.hpp) and the conformance kit (backend/conformance.hpp) read these flags,
+/// refuse or skip the arms and checks an engine cannot run (trial/engine_support.hpp names the
+/// reason), and record a metric the engine cannot produce as absent together with the reason
+/// (trial_record::unavailable), never as a zero.
 struct backend_capabilities {
-  bool attention_capture = false;     ///< prefill_capture returns attention weights
-  bool hidden_state = false;          ///< forward outputs can include the final hidden state
+  bool attention_capture = false;     ///< prefill_capture returns attention weights (attention_mass metric;
+                                      ///< H2O, SnapKV and PyramidKV selections)
+  bool hidden_state = false;          ///< forward outputs can include the final hidden state (hidden_cosine)
   bool native_shift = false;          ///< shift re-rotates keys inside the engine (not emulated)
   bool partial_layer_import = false;  ///< import_kv accepts blocks with a subset of layers / a layer mask
+                                      ///< (a per-layer visibility mask: kv_layers_* arms, masked relays)
   bool token_mask_import = false;     ///< import_kv accepts ragged (token-masked) blocks
-  std::vector<dtype> kv_dtypes;       ///< element types export_kv/import_kv support
+  /// prefill/decode accept a first position beyond next_position(s) (a position gap, as after a
+  /// relay of the document's first half whose receiver continues at the document's length);
+  /// llama.cpp refuses such a batch
+  bool position_gaps = false;
+  std::vector<dtype> kv_dtypes;  ///< element types import_kv accepts (empty: any); the driver converts
+                                 ///< a relayed block to the first listed type when its own is not listed
 };
 
 /// @brief Identity and limits of a backend.
@@ -48,11 +59,12 @@ struct forward_output {
   std::vector<float> hidden;  ///< hidden_size values when requested
 };
 
-/// @brief How import_kv places a relayed block.
+/// @brief Options of import_kv. Placement has one owner: a block is imported at the positions it
+/// carries. Renumbering (position_mode::rebase_contiguous, append_after) is the transfer policy's
+/// step before the wire (kv_policy::mode, or apply_position_mode in kv/rope.hpp for a caller
+/// without a policy, with the receiver's next_position(s) for append_after), so the relayed bytes
+/// and the trial record state the positions the receiver uses.
 struct import_options {
-  position_mode mode =
-      position_mode::preserve;    ///< preserve positions, rebase, or append after the receiver's tokens
-  position_t first_position = 0;  ///< base for rebase_contiguous
   std::vector<bool> layer_mask;  ///< per model layer: import this layer (empty = every layer the block holds)
   bool force = false;            ///< skip the fingerprint check (cross-model experiments)
   const kv_block* prerope_reference = nullptr;  ///< optional pre-RoPE keys for the phase check of the gate

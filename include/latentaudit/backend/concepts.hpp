@@ -20,12 +20,22 @@
 //                                      re-rotated (RoPE-consistent)
 //   erase(s, p0, p1)                   remove tokens with positions in [p0, p1)
 //   n_tokens(s), next_position(s)      cache size; one past the largest position
+//
+// The concept checks exactly the expressions its callers use: the trial driver and the
+// conformance kit always pass every argument (prefill and decode with a forward_options,
+// import_kv with an import_options, token lists as std::span<const token_id>), so an adapter
+// whose options parameter has no default satisfies the concept and compiles in both, and one
+// that lacks the four-argument form fails the concept (tests/backend/concept_callers_test.cpp).
+// What a backend returns is checked by its callers (logits rows × vocab_size, hidden_size
+// values, the exported block's shape): a misbehaving engine gives backend_error, never an
+// out-of-bounds read.
 #ifndef LATENTAUDIT_BACKEND_CONCEPTS_HPP
 #define LATENTAUDIT_BACKEND_CONCEPTS_HPP
 
 #include <concepts>
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "../core/types.hpp"
 #include "../kv/kv_block.hpp"
@@ -58,6 +68,58 @@ concept attention_capturing_backend = inference_backend<B> &&
     requires(B& b, seq_id s, std::span<const token_id> tokens, position_t p,
              std::span<const layer_index> layers, const forward_options& fo) {
   { b.prefill_capture(s, tokens, p, layers, fo) } -> std::same_as<attention_capture>;
+};
+
+/// @brief An open sequence of an engine that closes itself: the owner of a seq_id between
+/// open_seq and close_seq, so a throw in between (a wire error, a refused import) does not leak
+/// the engine's sequence. close() closes it and lets close_seq's errors propagate; the destructor
+/// closes a sequence still open and swallows close_seq's errors (it may run during unwinding).
+template <inference_backend E>
+class scoped_seq {
+ public:
+  /// @brief Holds no sequence.
+  scoped_seq() noexcept = default;
+  /// @brief Takes ownership of sequence `s` of `engine` (already opened).
+  scoped_seq(E& engine, seq_id s) noexcept : engine_(&engine), id_(s) {}
+  /// @brief Opens a sequence of `engine` and owns it.
+  /// @throws whatever engine.open_seq() throws.
+  explicit scoped_seq(E& engine) : engine_(&engine), id_(engine.open_seq()) {}
+  scoped_seq(const scoped_seq&) = delete;
+  scoped_seq& operator=(const scoped_seq&) = delete;
+  /// @brief Moves ownership; `other` then holds no sequence.
+  scoped_seq(scoped_seq&& other) noexcept : engine_(std::exchange(other.engine_, nullptr)), id_(other.id_) {}
+  /// @brief Closes the sequence held (errors swallowed) and takes `other`'s.
+  scoped_seq& operator=(scoped_seq&& other) noexcept {
+    if (this != &other) {
+      release_quietly();
+      engine_ = std::exchange(other.engine_, nullptr);
+      id_ = other.id_;
+    }
+    return *this;
+  }
+  /// @brief Closes a sequence still held; close_seq's errors are swallowed.
+  ~scoped_seq() { release_quietly(); }
+  /// @brief The sequence id (meaningful while open()).
+  [[nodiscard]] seq_id id() const noexcept { return id_; }
+  /// @brief Whether a sequence is held.
+  [[nodiscard]] bool open() const noexcept { return engine_ != nullptr; }
+  /// @brief Closes the sequence now (no-op when none is held).
+  /// @throws whatever close_seq throws (the sequence counts as released either way).
+  void close() {
+    if (engine_ != nullptr) std::exchange(engine_, nullptr)->close_seq(id_);
+  }
+
+ private:
+  void release_quietly() noexcept {
+    if (engine_ == nullptr) return;
+    try {
+      std::exchange(engine_, nullptr)->close_seq(id_);
+    } catch (
+        ...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; the sequence is gone either way
+    }
+  }
+  E* engine_ = nullptr;
+  seq_id id_{};
 };
 
 }  // namespace latentaudit

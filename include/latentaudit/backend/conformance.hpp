@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the conformance kit every backend must pass (the CPU one, the CUDA one, a user's).
-// Each check opens its own sequences and closes them.
+// Each check opens its own sequences and closes them (scoped_seq: also when the engine throws).
 //   split_prefill   prefill(A) then prefill(B) gives the logits of prefill(A + B)
 //   relay           export A's cache, import it into a fresh sequence, prefill B: same logits
 //   shift           prefill A at 0, shift by δ, decode: same logits as prefilling A at δ
 //   erase           prefill A + B, erase B, prefill B again: same logits
 //   masked_relay    a relay imported with every layer masked leaves B attending only to itself
+//                   (skipped, with the reason, unless caps.partial_layer_import)
 //   fingerprint     an import with a mismatched fingerprint is refused (incompatible_model)
 //   gate            an import whose positions fail the consistency gate is refused (corrupt_data)
+// The kit reads backend_capabilities: a check needing an ability the engine does not declare is
+// reported as skipped (with the capability named), never as passed. Every call passes all of its
+// arguments (backend/concepts.hpp), and every logits vector is checked against rows × vocab_size.
 #ifndef LATENTAUDIT_BACKEND_CONFORMANCE_HPP
 #define LATENTAUDIT_BACKEND_CONFORMANCE_HPP
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,8 +38,9 @@ struct conformance_options {
 
 /// @brief The outcome of one check.
 struct conformance_result {
-  std::string check;        ///< check name
-  bool passed = false;      ///< whether it passed
+  std::string check;     ///< check name
+  bool passed = false;   ///< whether it passed (false when skipped)
+  bool skipped = false;  ///< not run: the engine does not declare the capability it needs (detail says which)
   double max_abs_diff = 0;  ///< largest |Δ logit| (logit checks)
   std::string detail;       ///< what failed, if anything
 };
@@ -55,10 +62,24 @@ template <inference_backend B>
   if (o.a.empty()) detail::throw_invalid(fn, "options.a", "must not be empty");
   if (o.b.empty()) detail::throw_invalid(fn, "options.b", "must not be empty");
   const auto na = static_cast<position_t>(o.a.size()), nb = static_cast<position_t>(o.b.size());
-  const auto n_layers = static_cast<std::int64_t>(backend.info().fingerprint.n_layers);
+  const backend_info& info = backend.info();
+  const auto n_layers = static_cast<std::int64_t>(info.fingerprint.n_layers);
+  const auto vocab = static_cast<std::size_t>(info.vocab_size);
+  if (vocab == 0) LATENTAUDIT_THROW(backend_error("run_conformance: the backend reports vocab_size 0"));
   std::vector<token_id> ab = o.a;
   ab.insert(ab.end(), o.b.begin(), o.b.end());
+  const std::span<const token_id> A(o.a), Bt(o.b), AB(ab);
+  const forward_options all{.all_logits = true}, last{};
   std::vector<conformance_result> out;
+  // logits of a forward, checked against its declared shape (rows × vocab_size)
+  auto logits = [&](forward_output f, std::int64_t new_tokens, bool every) {
+    const std::int64_t rows = every ? new_tokens : 1;
+    if (f.rows != rows || f.logits.size() != static_cast<std::size_t>(rows) * vocab)
+      LATENTAUDIT_THROW(backend_error("run_conformance: the backend returned " + std::to_string(f.rows) +
+                                      " rows and " + std::to_string(f.logits.size()) + " logits, expected " +
+                                      std::to_string(rows) + " x vocab_size " + std::to_string(vocab)));
+    return std::move(f.logits);
+  };
   auto logit_check = [&](std::string name, const std::vector<float>& got, const std::vector<float>& want) {
     conformance_result r{.check = std::move(name)};
     r.max_abs_diff = detail::max_abs_diff(got, want);
@@ -68,63 +89,79 @@ template <inference_backend B>
                  detail::number_text(o.tolerance);
     out.push_back(std::move(r));
   };
-  // reference: A + B in one prefill
-  const seq_id ref = backend.open_seq();
-  const auto want = backend.prefill(ref, ab, 0).logits;
-  backend.close_seq(ref);
+  // reference: A + B in one prefill (B's rows are the last nb rows)
+  std::vector<float> want;
   {
-    const seq_id s = backend.open_seq();
-    (void)backend.prefill(s, o.a, 0);
-    logit_check("split_prefill", backend.prefill(s, o.b, na).logits, want);
-    backend.close_seq(s);
+    scoped_seq<B> ref(backend);
+    auto every = logits(backend.prefill(ref.id(), AB, 0, all), na + nb, true);
+    want.assign(every.end() - static_cast<std::ptrdiff_t>(static_cast<std::size_t>(nb) * vocab), every.end());
+    ref.close();
+  }
+  {
+    scoped_seq<B> s(backend);
+    (void)logits(backend.prefill(s.id(), A, 0, last), na, false);
+    logit_check("split_prefill", logits(backend.prefill(s.id(), Bt, na, all), nb, true), want);
+    s.close();
   }
   kv_block relayed;
   {
-    const seq_id sa = backend.open_seq();
-    (void)backend.prefill(sa, o.a, 0);
-    relayed = backend.export_kv(sa, {0, na}, {0, n_layers});
-    backend.close_seq(sa);
-    const seq_id sb = backend.open_seq();
-    backend.import_kv(sb, relayed, {});
-    logit_check("relay", backend.prefill(sb, o.b, na).logits, want);
-    backend.close_seq(sb);
+    scoped_seq<B> sa(backend);
+    (void)logits(backend.prefill(sa.id(), A, 0, last), na, false);
+    relayed = backend.export_kv(sa.id(), index_range{0, na}, index_range{0, n_layers});
+    sa.close();
+    if (relayed.n_tokens() != na || static_cast<std::int64_t>(relayed.n_layers()) != n_layers)
+      LATENTAUDIT_THROW(backend_error("run_conformance: export_kv returned " +
+                                      std::to_string(relayed.n_tokens()) + " tokens of " +
+                                      std::to_string(relayed.n_layers()) + " layers, expected " +
+                                      std::to_string(na) + " of " + std::to_string(n_layers)));
+    scoped_seq<B> sb(backend);
+    backend.import_kv(sb.id(), relayed, import_options{});
+    logit_check("relay", logits(backend.prefill(sb.id(), Bt, na, all), nb, true), want);
+    sb.close();
   }
   {
-    const seq_id s1 = backend.open_seq(), s2 = backend.open_seq();
-    (void)backend.prefill(s1, o.a, 0);
-    backend.shift(s1, 0, na, o.delta);
-    (void)backend.prefill(s2, o.a, o.delta);
-    logit_check("shift", backend.decode(s1, o.b[0], na + o.delta).logits,
-                backend.decode(s2, o.b[0], na + o.delta).logits);
-    backend.close_seq(s1);
-    backend.close_seq(s2);
+    scoped_seq<B> s1(backend), s2(backend);
+    (void)logits(backend.prefill(s1.id(), A, 0, last), na, false);
+    backend.shift(s1.id(), 0, na, o.delta);
+    (void)logits(backend.prefill(s2.id(), A, o.delta, last), na, false);
+    const position_t p = na + o.delta;
+    logit_check("shift", logits(backend.decode(s1.id(), o.b[0], p, last), 1, false),
+                logits(backend.decode(s2.id(), o.b[0], p, last), 1, false));
+    s1.close();
+    s2.close();
   }
   {
-    const seq_id s = backend.open_seq();
-    (void)backend.prefill(s, ab, 0);
-    backend.erase(s, na, na + nb);
-    const bool sized = backend.n_tokens(s) == na;
-    logit_check("erase", backend.prefill(s, o.b, na).logits, want);
-    if (!sized) {
+    scoped_seq<B> s(backend);
+    (void)logits(backend.prefill(s.id(), AB, 0, last), na + nb, false);
+    backend.erase(s.id(), na, na + nb);
+    const std::int64_t left = backend.n_tokens(s.id());
+    logit_check("erase", logits(backend.prefill(s.id(), Bt, na, all), nb, true), want);
+    if (left != na) {
       out.back().passed = false;
-      out.back().detail =
-          "erase left " + std::to_string(backend.n_tokens(s)) + " tokens, expected " + std::to_string(na);
+      out.back().detail = "erase left " + std::to_string(left) + " tokens, expected " + std::to_string(na);
     }
-    backend.close_seq(s);
+    s.close();
   }
-  {
-    const seq_id s = backend.open_seq(), alone = backend.open_seq();
-    backend.import_kv(s, relayed,
-                      {.layer_mask = std::vector<bool>(static_cast<std::size_t>(n_layers), false)});
-    logit_check("masked_relay", backend.prefill(s, o.b, na).logits, backend.prefill(alone, o.b, na).logits);
-    backend.close_seq(s);
-    backend.close_seq(alone);
+  if (!info.caps.partial_layer_import) {
+    out.push_back({.check = "masked_relay",
+                   .skipped = true,
+                   .detail = "the engine does not declare backend_capabilities::partial_layer_import "
+                             "(no per-layer visibility mask)"});
+  } else {
+    scoped_seq<B> s(backend), alone(backend);
+    backend.import_kv(
+        s.id(), relayed,
+        import_options{.layer_mask = std::vector<bool>(static_cast<std::size_t>(n_layers), false)});
+    logit_check("masked_relay", logits(backend.prefill(s.id(), Bt, na, all), nb, true),
+                logits(backend.prefill(alone.id(), Bt, na, all), nb, true));
+    s.close();
+    alone.close();
   }
   auto refusal = [&](std::string name, kv_block blk, bool want_incompatible) {
     conformance_result r{.check = std::move(name)};
-    const seq_id s = backend.open_seq();
+    scoped_seq<B> s(backend);
     try {
-      backend.import_kv(s, blk, {});
+      backend.import_kv(s.id(), blk, import_options{});
       r.detail = "the import was accepted";
     } catch (const incompatible_model&) {
       r.passed = want_incompatible;
@@ -133,7 +170,7 @@ template <inference_backend B>
       r.passed = !want_incompatible;
       if (!r.passed) r.detail = "refused as corrupt_data, expected incompatible_model";
     }
-    backend.close_seq(s);
+    s.close();
     out.push_back(std::move(r));
   };
   {

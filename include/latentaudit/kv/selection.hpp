@@ -192,8 +192,9 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores,
 /// window), their attention over the n prefix tokens, summed over heads: row-major
 /// [window][n]. Votes per token are summed over the window, smoothed by max pooling with an odd
 /// `kernel`, and the `budget` best prefix tokens are kept together with the window tokens
-/// themselves (the last `window` tokens).
-/// @throws invalid_argument on NaN, negative entries, an even kernel, or sizes that disagree.
+/// themselves (the last `window` tokens); a budget beyond the n − window prefix tokens keeps them all.
+/// @throws invalid_argument on NaN, negative entries, an even kernel, a negative budget, or sizes
+///         that disagree.
 [[nodiscard]] inline std::vector<std::int64_t> tokens_snapkv(std::span<const double> attention,
                                                              std::int64_t n, std::int64_t window,
                                                              std::int64_t budget, std::int64_t kernel = 7) {
@@ -204,8 +205,9 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores,
   detail::check_finite(fn, "attention", attention);
   detail::check_in_range(fn, "kernel", kernel, 1, 1 << 20);
   if (kernel % 2 == 0) detail::throw_invalid(fn, "kernel", "must be odd, got " + std::to_string(kernel));
-  detail::check_in_range(fn, "budget", budget, 0, n);
+  detail::check_in_range(fn, "budget", budget, 0, std::int64_t{1} << 40);
   const std::int64_t prefix = n - window;
+  budget = std::min(budget, prefix);
   std::vector<double> votes(static_cast<std::size_t>(n), 0.0);
   for (std::int64_t q = 0; q < window; ++q)
     for (std::int64_t t = 0; t < prefix; ++t) {
@@ -257,6 +259,69 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores,
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return frac[a] > frac[b]; });
   for (std::size_t k = 0; used < average * n_layers && k < order.size(); ++k, ++used) ++out[order[k]];
   return out;
+}
+
+/// @brief Reductions of a prefill's captured attention that the score-based selections read
+/// (filled into policy_context by the trial driver from the sender's prefill_capture): keys are
+/// the cached tokens, queries the prefilled ones.
+struct attention_scores {
+  std::int64_t tokens = 0;               ///< keys (cached tokens)
+  std::vector<double> token;             ///< [tokens]: mass each token received, summed over layers, heads
+                                         ///< and queries (H2O's accumulated attention)
+  std::vector<double> layer_token;       ///< [layers][tokens]: the same per captured layer (PyramidKV)
+  std::int64_t window = 0;               ///< rows of window_attention
+  std::vector<double> window_attention;  ///< [window][tokens]: attention of the last `window` queries,
+                                         ///< summed over layers and heads (SnapKV's observation window)
+  /// @brief The last `w` rows of window_attention (all rows when w >= window), for a SnapKV
+  /// selection with a smaller observation window.
+  [[nodiscard]] std::span<const double> last_window(std::int64_t w) const noexcept {
+    const std::int64_t r = std::clamp<std::int64_t>(w, 0, window);
+    return std::span<const double>(window_attention)
+        .subspan(static_cast<std::size_t>((window - r) * tokens), static_cast<std::size_t>(r * tokens));
+  }
+};
+
+/// @brief Reduces attention weights, row-major [layers][heads][queries][keys] (a backend's
+/// attention_capture), to the scores of H2O, PyramidKV and SnapKV; `window` is the largest SnapKV
+/// observation window needed (clamped to the queries).
+/// @throws invalid_argument if weights.size() != layers · heads · queries · keys, a size is not
+///         positive, or a weight is negative or not finite.
+[[nodiscard]] inline attention_scores reduce_attention(std::span<const float> weights, std::size_t layers,
+                                                       std::int64_t heads, std::int64_t queries,
+                                                       std::int64_t keys, std::int64_t window) {
+  constexpr std::string_view fn = "reduce_attention";
+  if (layers == 0 || heads <= 0 || queries <= 0 || keys <= 0)
+    detail::throw_invalid(fn, "sizes", "layers, heads, queries and keys must be positive");
+  const auto H = static_cast<std::size_t>(heads), Q = static_cast<std::size_t>(queries),
+             K = static_cast<std::size_t>(keys);
+  detail::check_same_size(fn, "weights", weights.size(), "layers * heads * queries * keys",
+                          layers * H * Q * K);
+  attention_scores s;
+  s.tokens = keys;
+  s.window = std::clamp<std::int64_t>(window, 0, queries);
+  s.token.assign(K, 0.0);
+  s.layer_token.assign(layers * K, 0.0);
+  s.window_attention.assign(static_cast<std::size_t>(s.window) * K, 0.0);
+  const std::size_t first_window_query = Q - static_cast<std::size_t>(s.window);
+  for (std::size_t l = 0; l < layers; ++l)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t q = 0; q < Q; ++q) {
+        const float* w = weights.data() + ((l * H + h) * Q + q) * K;
+        double* lt = s.layer_token.data() + l * K;
+        double* wa =
+            q >= first_window_query ? s.window_attention.data() + (q - first_window_query) * K : nullptr;
+        for (std::size_t k = 0; k < K; ++k) {
+          const double x = w[k];
+          if (!(x >= 0) || !std::isfinite(x))
+            detail::throw_invalid(fn, "weights",
+                                  "must be finite and non-negative, got " + detail::number_text(x));
+          lt[k] += x;
+          if (wa != nullptr) wa[k] += x;
+        }
+      }
+  for (std::size_t l = 0; l < layers; ++l)
+    for (std::size_t k = 0; k < K; ++k) s.token[k] += s.layer_token[l * K + k];
+  return s;
 }
 
 // ---- selections ---------------------------------------------------------------------------------

@@ -182,8 +182,9 @@ inline kv_selection resolve_selection(const kv_block& b, const std::vector<layer
         } else if constexpr (std::is_same_v<S, snapkv_spec>) {
           if (ctx.window_attention.empty())
             throw_invalid(fn, "ctx.window_attention", "is needed for SnapKV selection");
-          return uniform_selection(layers,
-                                   tokens_snapkv(ctx.window_attention, n, s.window, s.budget, s.kernel));
+          // a block shorter than the observation window observes all of its tokens
+          const std::int64_t w = std::min(s.window, n);
+          return uniform_selection(layers, tokens_snapkv(ctx.window_attention, n, w, s.budget, s.kernel));
         } else if constexpr (std::is_same_v<S, pyramid_spec>) {
           if (ctx.layer_token_scores.size() != b.n_layers() * static_cast<std::size_t>(n))
             throw_invalid(fn, "ctx.layer_token_scores",

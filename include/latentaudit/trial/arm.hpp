@@ -226,15 +226,16 @@ namespace detail {
 
 /// @brief The default audit arms: no_comm, text_full, text_budget_4, kv_full, kv_noise_{0.25,
 /// 0.5, 0.75, 1, 1.5, 2}, kv_layers_0, kv_layers_1, kv_first_half, kv_last_half, kv_int8, kv_int4, kv_fp8,
-/// deranged, zeroed, random, cross_model.
-[[nodiscard]] inline std::vector<trial_arm> default_arms() {
+/// deranged, zeroed, random — all run on one engine — and, with `with_partner`, cross_model (last),
+/// which needs a partner engine (the CLI's audit adds it when a partner is configured).
+[[nodiscard]] inline std::vector<trial_arm> default_arms(bool with_partner = false) {
   std::vector<trial_arm> arms;
-  for (const char* n :
-       {"no_comm",       "text_full",    "text_budget_4", "kv_full",    "kv_noise_0.25", "kv_noise_0.5",
-        "kv_noise_0.75", "kv_noise_1",   "kv_noise_1.5",  "kv_noise_2", "kv_layers_0",   "kv_layers_1",
-        "kv_first_half", "kv_last_half", "kv_int8",       "kv_int4",    "kv_fp8",        "deranged",
-        "zeroed",        "random",       "cross_model"})
+  for (const char* n : {"no_comm",      "text_full",     "text_budget_4", "kv_full",      "kv_noise_0.25",
+                        "kv_noise_0.5", "kv_noise_0.75", "kv_noise_1",    "kv_noise_1.5", "kv_noise_2",
+                        "kv_layers_0",  "kv_layers_1",   "kv_first_half", "kv_last_half", "kv_int8",
+                        "kv_int4",      "kv_fp8",        "deranged",      "zeroed",       "random"})
     arms.push_back(parse_arm(n));
+  if (with_partner) arms.push_back(cross_model_arm());
   return arms;
 }
 

@@ -3,6 +3,16 @@
 // engine, and for each arm (in randomized order) the relay is built (text, or A's cache through
 // export → transfer policy / placebo → wire encode → modeled link → wire decode → import) and
 // agent B answers; every stage is timed and the record handed to a sink (the journal).
+//
+// The driver consults the engine's backend_capabilities (trial/engine_support.hpp): a design with an
+// arm the engine cannot run is refused up front naming the arm and the reason (restrict_to_engine
+// drops such arms); H2O, SnapKV and PyramidKV selections get their attention scores from the
+// sender's prefill_capture; metrics the engine cannot produce are recorded as absent with the reason.
+// Engine sequences are owned by scoped_seq (a throw in the wire or an import leaks none), and every
+// output is checked against its declared shape before it is read (backend_error otherwise).
+// Position placement has one owner, the transfer policy (kv_policy::mode, before the wire):
+// the receiver imports the block at the positions it carries. Records are built with the public
+// functions of trial/record_builder.hpp.
 #ifndef LATENTAUDIT_TRIAL_DRIVER_HPP
 #define LATENTAUDIT_TRIAL_DRIVER_HPP
 
@@ -12,8 +22,10 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,7 +37,9 @@
 #include "../kv/transfer_policy.hpp"
 #include "../kv/wire.hpp"
 #include "design.hpp"
+#include "engine_support.hpp"
 #include "record.hpp"
+#include "record_builder.hpp"
 #include "task.hpp"
 
 namespace latentaudit {
@@ -75,33 +89,10 @@ inline double seconds_since(driver_clock::time_point t0) {
   return std::chrono::duration<double>(driver_clock::now() - t0).count();
 }
 
-// log Σ exp(row) in double, and the first index of the largest entry.
-inline double log_sum_exp(std::span<const float> row) {
-  double mx = -std::numeric_limits<double>::infinity();
-  for (float x : row) mx = std::max(mx, static_cast<double>(x));
-  double s = 0;
-  for (float x : row) s += std::exp(static_cast<double>(x) - mx);
-  return mx + std::log(s);
-}
-inline std::int32_t argmax(std::span<const float> row) {
-  return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-inline double cosine(std::span<const float> a, std::span<const float> b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
-}
-
-inline std::array<std::byte, 32> relay_key(std::uint64_t seed) {
-  std::array<std::byte, 32> key{};
-  auto g = make_stream({seed, 0, 0x4B, 0});
-  for (std::size_t i = 0; i < key.size(); i += 4) {
-    const std::uint32_t w = g();
-    for (std::size_t b = 0; b < 4; ++b) key[i + b] = static_cast<std::byte>((w >> (8 * b)) & 0xFF);
-  }
-  return key;
+// A misbehaving engine: what it returned does not have the shape it declared.
+[[noreturn]] inline void throw_bad_output(std::string_view engine, std::string_view what) {
+  LATENTAUDIT_THROW(
+      backend_error("trial_driver::run: engine '" + std::string(engine) + "' " + std::string(what)));
 }
 
 }  // namespace detail
@@ -123,8 +114,10 @@ class trial_driver {
   /// design.arm_order(); the trials of a unit chosen for timing repeats once their repeats are
   /// done). Records do not depend on the execution order or on resumption: every
   /// random stream derives from (design.seed, item, arm, seed).
-  /// @throws invalid_argument if the design is invalid or has a cross_model arm without a
-  ///         partner; backend errors propagate.
+  /// @throws invalid_argument if the design is invalid or has an arm the engine cannot run
+  ///         (arm_unsupported_reason: a cross_model arm without a partner, a partial-layer relay
+  ///         on an engine without per-layer import, ...); backend_error if an engine returns
+  ///         outputs whose shape disagrees with its info(); other backend errors propagate.
   driver_stats run(const trial_design& design, const task_source& tasks,
                    const std::function<void(const trial_record&)>& sink, const std::set<trial_key>& done = {},
                    const progress_callback& progress = {}) {
@@ -132,12 +125,29 @@ class trial_driver {
     design.validate();
     if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
     if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
-    for (const auto& a : design.arms)
-      if (a.kind == arm_kind::cross_model && partner_ == nullptr)
-        detail::throw_invalid(fn, "design.arms", "has cross_model but the driver has no partner engine");
+    const backend_info& info = engine_.info();
+    if (info.vocab_size <= 0 || info.fingerprint.n_layers <= 0)
+      LATENTAUDIT_THROW(backend_error("trial_driver::run: engine '" + info.name + "' reports vocab_size " +
+                                      std::to_string(info.vocab_size) + " and " +
+                                      std::to_string(info.fingerprint.n_layers) + " layers"));
+    caps_ = engine_capabilities(engine_);
+    score_window_ = -1;  // < 0: no arm needs attention scores
+    for (const auto& a : design.arms) {
+      if (auto why = arm_unsupported_reason(a, caps_, info.fingerprint.n_layers, partner_ != nullptr))
+        detail::throw_invalid(fn, "design.arms",
+                              "has arm '" + a.label + "', which engine '" + info.name + "' cannot run: " +
+                                  *why + " (restrict_to_engine drops such arms and lists why)");
+      if ((a.kind == arm_kind::kv_full || a.kind == arm_kind::kv_policy) &&
+          needs_attention_scores(a.policy)) {
+        score_window_ = std::max<std::int64_t>(score_window_, 0);
+        if (const auto* sk = std::get_if<snapkv_spec>(&a.policy.tokens))
+          score_window_ = std::max(score_window_, sk->window);
+      }
+    }
+    missing_ = unavailable_metrics(caps_);
     const auto t0 = detail::driver_clock::now();
     stats_ = {};
-    key_ = detail::relay_key(design.seed);
+    key_ = relay_hmac_key(design.seed);
     receiver_text_ = fingerprint_text(engine_.info().fingerprint);
     partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
     derangement_.clear();
@@ -185,31 +195,88 @@ class trial_driver {
   }
 
   // Opening and closing sequences are backend calls too (a real engine allocates and frees cache
-  // pages there); they count in backend_s but in no record's latency stage.
+  // pages there); they count in backend_s but in no record's latency stage. A scoped_seq closes a
+  // sequence still open when an exception leaves the scope (untimed, errors swallowed).
   template <class E>
-  seq_id open_seq(E& e) {
+  scoped_seq<E> open_seq(E& e) {
     double unused = 0;
-    return backend_call(unused, [&] { return e.open_seq(); });
+    return backend_call(unused, [&] { return scoped_seq<E>(e); });
   }
   template <class E>
-  void close_seq(E& e, seq_id s) {
+  void close_seq(scoped_seq<E>& s) {
     double unused = 0;
-    backend_call(unused, [&] { e.close_seq(s); });
+    backend_call(unused, [&] { s.close(); });
   }
 
-  // A's document in a sequence of engine e; returns (seq, seconds).
+  // The logits rows of a forward of `n` new tokens, checked against the engine's vocabulary:
+  // rows × vocab_size values (rows = n with all_logits, else 1), and the hidden state when asked.
   template <class E>
-  std::pair<seq_id, double> read_document(E& e, const std::vector<token_id>& doc) {
-    double t = 0;
-    const seq_id s = open_seq(e);
-    backend_call(t, [&] { return e.prefill(s, doc, 0); });
-    return {s, t};
+  static void check_output(const E& e, const forward_output& out, std::int64_t n, const forward_options& o,
+                           bool hidden_expected) {
+    const auto& info = e.info();
+    const std::int64_t rows = o.all_logits ? n : 1;
+    const auto V = static_cast<std::size_t>(info.vocab_size);
+    if (out.rows != rows || out.logits.size() != static_cast<std::size_t>(rows) * V)
+      detail::throw_bad_output(info.name, "returned " + std::to_string(out.rows) + " rows and " +
+                                              std::to_string(out.logits.size()) + " logits for " +
+                                              std::to_string(n) + " new tokens, expected " +
+                                              std::to_string(rows) + " x vocab_size " + std::to_string(V));
+    if (o.want_hidden && hidden_expected && out.hidden.size() != static_cast<std::size_t>(info.hidden_size))
+      detail::throw_bad_output(info.name, "returned a hidden state of " + std::to_string(out.hidden.size()) +
+                                              " values, expected hidden_size " +
+                                              std::to_string(info.hidden_size));
   }
 
-  struct reference_run {
-    std::vector<double> logp, p;  // B reading the document: log-softmax and softmax at the query
-    std::vector<float> hidden;
+  // A's document read into a sequence of engine e: the sequence, the seconds, and (when an arm
+  // needs them and e is the receiver's engine) the attention scores of the read.
+  template <class E>
+  struct sender_read {
+    scoped_seq<E> seq;
+    double seconds = 0;
+    std::optional<attention_scores> scores;
   };
+
+  template <class E>
+  sender_read<E> read_document(E& e, const std::vector<token_id>& doc, bool capture) {
+    sender_read<E> r{open_seq(e)};
+    const std::span<const token_id> tokens(doc);
+    const auto n = static_cast<std::int64_t>(doc.size());
+    if constexpr (attention_capturing_backend<E>) {
+      if (capture) {
+        std::vector<layer_index> layers(static_cast<std::size_t>(e.info().fingerprint.n_layers));
+        std::iota(layers.begin(), layers.end(), 0);
+        auto cap = backend_call(r.seconds, [&] {
+          return e.prefill_capture(r.seq.id(), tokens, position_t{0}, std::span<const layer_index>(layers),
+                                   forward_options{});
+        });
+        check_output(e, cap.output, n, forward_options{}, false);
+        if (cap.layers.size() != layers.size() || cap.queries != n || cap.keys != n)
+          detail::throw_bad_output(e.info().name, "returned an attention capture of " +
+                                                      std::to_string(cap.layers.size()) + " layers, " +
+                                                      std::to_string(cap.queries) + " queries and " +
+                                                      std::to_string(cap.keys) + " keys for a document of " +
+                                                      std::to_string(n) + " tokens");
+        r.scores =
+            reduce_attention(cap.weights, cap.layers.size(), cap.heads, cap.queries, cap.keys, score_window_);
+        return r;
+      }
+    }
+    (void)capture;
+    auto out = backend_call(r.seconds,
+                            [&] { return e.prefill(r.seq.id(), tokens, position_t{0}, forward_options{}); });
+    check_output(e, out, n, forward_options{}, false);
+    return r;
+  }
+
+  // An exported block, checked against what was asked.
+  template <class E>
+  static void check_export(const E& e, const kv_block& b, std::int64_t n) {
+    const auto L = e.info().fingerprint.n_layers;
+    if (b.n_tokens() != n || static_cast<std::int64_t>(b.n_layers()) != L)
+      detail::throw_bad_output(e.info().name, "exported " + std::to_string(b.n_tokens()) + " tokens of " +
+                                                  std::to_string(b.n_layers()) + " layers, expected " +
+                                                  std::to_string(n) + " of " + std::to_string(L));
+  }
 
   void run_unit(const trial_design& d, const task_source& tasks, std::uint64_t item, std::uint64_t s,
                 const std::vector<std::size_t>& todo, const std::function<void(const trial_record&)>& sink) {
@@ -218,32 +285,41 @@ class trial_driver {
       detail::throw_invalid(
           "trial_driver::run", "tasks",
           "returned a task without document, query or answer for item " + std::to_string(item));
+    const auto V = engine_.info().vocab_size;
+    auto check_tokens = [&](const std::vector<token_id>& t, std::string_view what) {
+      for (auto x : t)
+        if (x < 0 || x >= V)
+          detail::throw_invalid("trial_driver::run", "tasks",
+                                "returned a task whose " + std::string(what) + " holds token " +
+                                    std::to_string(x) + ", outside the engine's vocabulary [0, " +
+                                    std::to_string(V) + ") (item " + std::to_string(item) + ")");
+    };
+    check_tokens(task.document, "document");
+    check_tokens(task.own_prompt, "own_prompt");
+    check_tokens(task.query, "query");
+    check_tokens(task.answer, "answer");
+    check_tokens(task.no_relay_prefix, "no_relay_prefix");
     // The text reference: B reading the document itself (for hidden_cosine and next_token_kl).
-    reference_run ref;
+    text_reference ref;
     {
-      double t = 0;
-      const seq_id b = open_seq(engine_);
+      auto b = open_seq(engine_);
       std::vector<token_id> ctx = task.document;
       ctx.insert(ctx.end(), task.own_prompt.begin(), task.own_prompt.end());
       ctx.insert(ctx.end(), task.query.begin(), task.query.end());
-      auto out =
-          backend_call(t, [&] { return engine_.prefill(b, ctx, 0, forward_options{.want_hidden = true}); });
-      const auto V = static_cast<std::size_t>(engine_.info().vocab_size);
-      const std::span<const float> row(out.logits.data() + out.logits.size() - V, V);
-      const double lse = detail::log_sum_exp(row);
-      ref.logp.resize(V);
-      ref.p.resize(V);
-      for (std::size_t i = 0; i < V; ++i)
-        ref.logp[i] = static_cast<double>(row[i]) - lse, ref.p[i] = std::exp(ref.logp[i]);
-      ref.hidden = std::move(out.hidden);
-      close_seq(engine_, b);
+      const forward_options fo{.want_hidden = caps_.hidden_state};
+      double t = 0;
+      auto out = backend_call(
+          t, [&] { return engine_.prefill(b.id(), std::span<const token_id>(ctx), position_t{0}, fo); });
+      check_output(engine_, out, static_cast<std::int64_t>(ctx.size()), fo, caps_.hidden_state);
+      ref = make_text_reference(out.logits, std::move(out.hidden));
+      close_seq(b);
     }
     bool need_a = false;
     for (auto ai : todo) {
       need_a |= d.arms[ai].needs_sender() && d.arms[ai].kind != arm_kind::cross_model;
     }
-    std::optional<std::pair<seq_id, double>> a;
-    if (need_a) a = read_document(engine_, task.document);
+    std::optional<sender_read<Backend>> a;
+    if (need_a) a = read_document(engine_, task.document, score_window_ >= 0);
     auto deliver = [&](const trial_record& r) {
       const auto ts = detail::driver_clock::now();
       sink(r);
@@ -282,23 +358,15 @@ class trial_driver {
       }
       for (const auto& r : held) deliver(r);
     }
-    if (a) close_seq(engine_, a->first);
+    if (a) close_seq(a->seq);
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
-                       const trial_arm& arm, const std::optional<std::pair<seq_id, double>>& a,
-                       const reference_run& ref) {
-    trial_record r;
-    r.item = task.item;
-    r.seed = task.seed;
-    r.arm = arm.label;
-    r.arm_kind = std::string(arm_kind_name(arm.kind));
-    r.regime = regime_name(task.regime);
-    r.covariates = task.covariates;
-    r.link = d.link.name;
-    r.noise_sigma = arm.noise_sigma;
-    if (arm.kind == arm_kind::text_budget) r.budget = arm.budget;
+                       const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
+                       const text_reference& ref) {
+    trial_record r = begin_record(d, task, arm);
     const auto& fp = engine_.info().fingerprint;
+    const std::string& name = engine_.info().name;
     r.receiver_fingerprint = receiver_text_;
     auto& L = r.latency;
     const std::span<const std::byte> key =
@@ -307,11 +375,11 @@ class trial_driver {
     std::vector<token_id> prefix;  // B's context before own_prompt + query, when it is text
     position_t first = 0;          // position of B's first own token
     std::int64_t relayed = 0;      // cache rows B holds from the relay (counted for attention mass)
-    const seq_id b = open_seq(engine_);
+    auto b = open_seq(engine_);
     if (arm.kind == arm_kind::no_comm) {
       prefix = task.no_relay_prefix;
     } else if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
-      L.a_prefill_s = a->second;
+      L.a_prefill_s = a->seconds;
       r.sender_fingerprint = r.receiver_fingerprint;
       text_relay msg{
           .as_tokens = true,
@@ -333,36 +401,47 @@ class trial_driver {
       kv_block block;
       const std::int64_t n = static_cast<std::int64_t>(task.document.size());
       if (arm.kind == arm_kind::cross_model) {
-        auto pa = read_document(*partner_, task.document);
-        L.a_prefill_s = pa.second;
+        auto pa = read_document(*partner_, task.document, false);
+        L.a_prefill_s = pa.seconds;
         block = backend_call(L.export_s, [&] {
-          return partner_->export_kv(pa.first, index_range{0, n},
+          return partner_->export_kv(pa.seq.id(), index_range{0, n},
                                      index_range{0, partner_->info().fingerprint.n_layers});
         });
-        close_seq(*partner_, pa.first);
+        check_export(*partner_, block, n);
+        close_seq(pa.seq);
         r.sender_fingerprint = partner_text_;
       } else {
-        L.a_prefill_s = a->second;
+        L.a_prefill_s = a->seconds;
         r.sender_fingerprint = r.receiver_fingerprint;
         block = backend_call(L.export_s, [&] {
-          return engine_.export_kv(a->first, index_range{0, n}, index_range{0, fp.n_layers});
+          return engine_.export_kv(a->seq.id(), index_range{0, n}, index_range{0, fp.n_layers});
         });
+        check_export(engine_, block, n);
       }
-      const policy_context ctx{.seed = detail::mix64(d.seed ^ (0x9E3779B97F4A7C15ULL * (task.seed + 1))),
-                               .item = task.item};
+      // Placement is the policy's (append_after places the relay after the receiver's tokens).
+      policy_context ctx{.seed = policy_seed(d, task.seed),
+                         .item = task.item,
+                         .receiver_next = engine_.next_position(b.id())};
+      if (a && a->scores) {  // H2O, PyramidKV and SnapKV read the sender's attention
+        ctx.token_scores = a->scores->token;
+        ctx.layer_token_scores = a->scores->layer_token;
+        if (const auto* sk = std::get_if<snapkv_spec>(&arm.policy.tokens))
+          ctx.window_attention = a->scores->last_window(sk->window);
+      }
       auto t = detail::driver_clock::now();
       transfer_record tr;
       if (arm.kind == arm_kind::deranged) {
         const std::uint64_t donor = derangement_[static_cast<std::size_t>(task.item)];
         const trial_task dt = tasks(donor, task.seed);
         L.policy_s += detail::seconds_since(t);
-        auto da = read_document(engine_, dt.document);
-        L.a_prefill_s += da.second;
+        auto da = read_document(engine_, dt.document, false);
+        L.a_prefill_s += da.seconds;
+        const auto dn = static_cast<std::int64_t>(dt.document.size());
         kv_block donor_block = backend_call(L.export_s, [&] {
-          return engine_.export_kv(da.first, index_range{0, static_cast<std::int64_t>(dt.document.size())},
-                                   index_range{0, fp.n_layers});
+          return engine_.export_kv(da.seq.id(), index_range{0, dn}, index_range{0, fp.n_layers});
         });
-        close_seq(engine_, da.first);
+        check_export(engine_, donor_block, dn);
+        close_seq(da.seq);
         t = detail::driver_clock::now();
         block = length_matched(donor_block, n, 0);
         tr.policy = "deranged";
@@ -392,109 +471,78 @@ class trial_driver {
       auto dec = decode_relay(bytes, wire_decode_options{.hmac_key = key,
                                                          .require_authentication = d.authenticate,
                                                          .expected_fingerprint = forced ? nullptr : &fp});
+      // an element type the engine does not import is converted (part of the receiver's decoding)
+      if (!caps_.kv_dtypes.empty() &&
+          std::find(caps_.kv_dtypes.begin(), caps_.kv_dtypes.end(), dec.kv.type()) == caps_.kv_dtypes.end())
+        dec.kv = dec.kv.converted(caps_.kv_dtypes.front());
       L.decode_s = detail::seconds_since(t);
       relayed = dec.kv.n_tokens();
       r.relay_tokens = relayed;
-      backend_call(L.import_s, [&] {
-        engine_.import_kv(b, dec.kv, import_options{.mode = position_mode::preserve, .force = forced});
-      });
+      backend_call(L.import_s, [&] { engine_.import_kv(b.id(), dec.kv, import_options{.force = forced}); });
       // B's own tokens follow the document's positions when the relay keeps them; after a
       // renumbered or appended relay they follow the relay itself.
-      first =
-          arm.policy.mode == position_mode::preserve ? static_cast<position_t>(n) : engine_.next_position(b);
+      const position_t next = engine_.next_position(b.id());
+      first = arm.policy.mode == position_mode::preserve ? static_cast<position_t>(n) : next;
+      if (!caps_.position_gaps && first != next)
+        detail::throw_invalid("trial_driver::run", "design.arms",
+                              "arm '" + arm.label +
+                                  "' left a position gap before B's tokens (the relay ends at " +
+                                  std::to_string(next) + ", B starts at " + std::to_string(first) +
+                                  "), which engine '" + name + "' refuses");
       r.policy = transfer_record_json(tr, dec.quantization);
     }
     // B: own prompt + query (after a text prefix when the relay is text or nothing).
     std::vector<token_id> ctx = prefix;
     ctx.insert(ctx.end(), task.own_prompt.begin(), task.own_prompt.end());
     ctx.insert(ctx.end(), task.query.begin(), task.query.end());
+    const std::span<const token_id> own(ctx);
+    const auto n_own = static_cast<std::int64_t>(ctx.size());
+    const forward_options fo{.want_hidden = caps_.hidden_state};
     forward_output out;
+    bool captured = false;
     if constexpr (attention_capturing_backend<Backend>) {
-      if (relayed > 0) {
+      if (relayed > 0 && caps_.attention_capture) {
+        const std::int64_t cached = engine_.n_tokens(b.id());  // relayed KV rows (0 for a text relay)
         std::vector<layer_index> layers(static_cast<std::size_t>(fp.n_layers));
         std::iota(layers.begin(), layers.end(), 0);
         auto cap = backend_call(L.b_prefill_s, [&] {
-          return engine_.prefill_capture(b, ctx, first, layers, forward_options{.want_hidden = true});
+          return engine_.prefill_capture(b.id(), own, first, std::span<const layer_index>(layers), fo);
         });
-        // mass of the last query position on the relayed rows (the first `relayed` cache rows), mean over
-        // layers and heads
-        double mass = 0;
-        const auto Q = static_cast<std::size_t>(cap.queries), K = static_cast<std::size_t>(cap.keys);
-        for (std::size_t l = 0; l < cap.layers.size(); ++l)
-          for (std::size_t h = 0; h < static_cast<std::size_t>(cap.heads); ++h) {
-            const float* w =
-                cap.weights.data() + ((l * static_cast<std::size_t>(cap.heads) + h) * Q + (Q - 1)) * K;
-            for (std::size_t k = 0; k < static_cast<std::size_t>(relayed) && k < K; ++k) mass += w[k];
-          }
-        r.attention_mass =
-            mass / static_cast<double>(cap.layers.size() * static_cast<std::size_t>(cap.heads));
+        check_output(engine_, cap.output, n_own, fo, caps_.hidden_state);
+        if (cap.queries != n_own || cap.keys != cached + n_own)
+          detail::throw_bad_output(name, "returned an attention capture of " + std::to_string(cap.queries) +
+                                             " queries and " + std::to_string(cap.keys) + " keys, expected " +
+                                             std::to_string(n_own) + " queries over " +
+                                             std::to_string(cached + n_own) + " keys");
+        r.attention_mass = attention_mass_on(cap, relayed);  // the relayed rows are the first cache rows
         out = std::move(cap.output);
-      } else {
-        out = backend_call(L.b_prefill_s, [&] {
-          return engine_.prefill(b, ctx, first, forward_options{.want_hidden = true});
-        });
+        captured = true;
       }
-    } else {
-      out = backend_call(L.b_prefill_s, [&] {
-        return engine_.prefill(b, ctx, first, forward_options{.want_hidden = true});
-      });
+    }
+    if (!captured) {
+      out = backend_call(L.b_prefill_s, [&] { return engine_.prefill(b.id(), own, first, fo); });
+      check_output(engine_, out, n_own, fo, caps_.hidden_state);
     }
     // B answers greedily: the first token from the prefill's logits, the rest by decode steps.
     const auto V = static_cast<std::size_t>(engine_.info().vocab_size);
-    const std::span<const float> row(out.logits.data() + out.logits.size() - V, V);
+    const std::span<const float> row(out.logits.data(), V);
     auto t = detail::driver_clock::now();
-    const double lse = detail::log_sum_exp(row);
-    const auto arg = detail::argmax(row);
-    r.answer_logprob = static_cast<double>(row[static_cast<std::size_t>(task.answer[0])]) - lse;
-    std::vector<token_id> generated{arg};
+    std::vector<token_id> generated{argmax_token(row)};
     double decode_backend = 0;
     position_t p = first + static_cast<position_t>(ctx.size());
     while (generated.size() < task.answer.size()) {
-      auto step = backend_call(decode_backend, [&] { return engine_.decode(b, generated.back(), p++); });
-      generated.push_back(detail::argmax(std::span<const float>(step.logits.data(), V)));
+      const position_t at = p++;
+      auto step = backend_call(
+          decode_backend, [&] { return engine_.decode(b.id(), generated.back(), at, forward_options{}); });
+      check_output(engine_, step, 1, forward_options{}, false);
+      generated.push_back(argmax_token(step.logits));
     }
     L.b_decode_s = detail::seconds_since(t);
-    r.generated_tokens = static_cast<std::int64_t>(generated.size());
-    r.correct = generated == task.answer;
-    if (!out.hidden.empty() && out.hidden.size() == ref.hidden.size())
-      r.hidden_cosine = detail::cosine(out.hidden, ref.hidden);
-    if (ref.logp.size() == V) {  // KL(text || arm) = Σ p_text (log p_text − log p_arm)
-      double kl = 0;
-      for (std::size_t i = 0; i < V; ++i)
-        kl += ref.p[i] * (ref.logp[i] - (static_cast<double>(row[i]) - lse));
-      r.next_token_kl = std::max(0.0, kl);
-    }
-    close_seq(engine_, b);
+    record_answer(r, task, row, generated, out.hidden, ref);
+    for (const auto& m : missing_)  // without a relay there is no attention mass to miss
+      if (relayed > 0 || m.metric != "attention_mass") note_unavailable(r, {m});
+    close_seq(b);
     return r;
-  }
-
-  static json_value transfer_record_json(const transfer_record& tr,
-                                         const std::optional<quantize_spec>& wire_q) {
-    json_value j;
-    j.set("policy", tr.policy);
-    json_value layers = json_value::array_type{};
-    for (auto l : tr.layers) layers.push_back(l);
-    j.set("layers", std::move(layers));
-    j.set("tokens_in", static_cast<double>(tr.tokens_in));
-    j.set("tokens_kept", static_cast<double>(tr.tokens_kept));
-    j.set("bytes_before", static_cast<double>(tr.bytes_before));
-    j.set("bytes_after", static_cast<double>(tr.bytes_after));
-    if (!tr.noise.empty()) {
-      json_value nz = json_value::array_type{};
-      for (const auto& n : tr.noise) {
-        json_value o;
-        o.set("sigma", n.sigma_requested);
-        o.set("signal_rms", n.signal_rms);
-        o.set("realized_snr_db",
-              std::isfinite(n.realized_snr_db) ? json_value(n.realized_snr_db) : json_value(nullptr));
-        nz.push_back(std::move(o));
-      }
-      j.set("noise", std::move(nz));
-    }
-    if (tr.placebo) j.set("placebo", std::string(placebo_kind_name(*tr.placebo)));
-    if (wire_q) j.set("wire_quantization", std::string(quant_scheme_name(wire_q->scheme)));
-    j.set("position_mode", std::string(position_mode_name(tr.mode)));
-    return j;
   }
 
   Backend& engine_;
@@ -503,6 +551,9 @@ class trial_driver {
   std::array<std::byte, 32> key_{};
   std::vector<std::size_t> derangement_;
   std::string receiver_text_, partner_text_;
+  backend_capabilities caps_;                // the engine's, as engine_capabilities() reads them
+  std::vector<unavailable_metric> missing_;  // metrics the engine cannot produce, and why
+  std::int64_t score_window_ = -1;  // < 0: no arm needs attention scores; else SnapKV's largest window
 };
 
 }  // namespace latentaudit

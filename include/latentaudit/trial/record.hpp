@@ -46,6 +46,13 @@ struct covariate {
   double value = 0.0;  ///< finite value
 };
 
+/// @brief A metric a record lacks because its engine cannot produce it, and why
+/// (trial/engine_support.hpp unavailable_metrics).
+struct unavailable_metric {
+  std::string metric;  ///< the record field left absent, e.g. "attention_mass"
+  std::string reason;  ///< why the engine cannot produce it
+};
+
 /// @brief What the driver measured for one (item, seed, arm). Optional metrics are absent (JSON
 /// null) when the arm or the backend cannot produce them; they are never NaN.
 struct trial_record {
@@ -80,6 +87,9 @@ struct trial_record {
   std::string sender_fingerprint;    ///< model fingerprint (hex) of the sender's engine ("" without sender)
   std::string receiver_fingerprint;  ///< model fingerprint (hex) of B's engine
   json_value policy;                 ///< the transfer policy's record (object) or null
+  /// Metrics absent because the engine cannot produce them, with the reason (JSON object
+  /// "unavailable": {metric: reason}, written only when non-empty).
+  std::vector<unavailable_metric> unavailable;
 
   /// @brief The value of covariate `name`, if present.
   [[nodiscard]] std::optional<double> covariate_value(std::string_view name) const {
@@ -174,6 +184,17 @@ namespace detail {
   str("receiver_fingerprint", r.receiver_fingerprint);
   key("policy");
   append_json(out, r.policy, {.indent = -1});
+  if (!r.unavailable.empty()) {  // absent when the engine produced every metric
+    key("unavailable");
+    out.push_back('{');
+    for (std::size_t i = 0; i < r.unavailable.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      append_json_string(out, r.unavailable[i].metric);
+      out.push_back(':');
+      append_json_string(out, r.unavailable[i].reason);
+    }
+    out.push_back('}');
+  }
   out.push_back('}');
   return out;
 }
@@ -285,6 +306,13 @@ namespace detail {
   r.sender_fingerprint = text("sender_fingerprint", false);
   r.receiver_fingerprint = text("receiver_fingerprint", false);
   if (const json_value* p = j.find("policy"); p != nullptr) r.policy = *p;
+  if (const json_value* u = j.find("unavailable"); u != nullptr && !u->is_null()) {
+    if (!u->is_object()) fail("unavailable", "must be an object of metric: reason strings");
+    for (const auto& [metric, why] : u->as_object()) {
+      if (!why.is_string()) fail("unavailable." + metric, "must be a string (the reason)");
+      r.unavailable.push_back({metric, why.as_string()});
+    }
+  }
   return r;
 }
 

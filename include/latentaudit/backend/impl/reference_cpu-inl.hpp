@@ -162,6 +162,7 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
                 .native_shift = true,
                 .partial_layer_import = true,
                 .token_mask_import = true,
+                .position_gaps = true,
                 .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16}};
   freq_ = rope_frequencies(info_.fingerprint.rope, cfg.head_dim);
 }
@@ -264,7 +265,6 @@ LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(seq_id s, const kv_bloc
     fp.rope = info_.fingerprint.rope;
     b.set_fingerprint(fp);
   }
-  apply_position_mode(b, o.mode, o.first_position, next_position(s));
   check_positions(fn, b, {.context_length = cfg_.max_context, .prerope_reference = o.prerope_reference});
   const std::size_t row = row_elems();
   const auto T = static_cast<std::size_t>(b.n_tokens());
