@@ -14,6 +14,12 @@
 // binomial, sqrt(r (1 − r) / R). Run:
 //   g++ -std=c++20 -O2 -Iinclude -Itests benchmarks/bench_verdicts.cpp -lbenchmark -lpthread
 //   ./a.out --benchmark_filter=monte_carlo_table/4000
+//
+// "verdicts/relay_failure_table" (issue 18) prints the tables of docs/audit-report.md "When relay
+// does not pay": the size and power of stale.kv_worse_than_text, conflict.kv_worse_than_no_comm and
+// stale.kv_gives_stale_answer at K ∈ {50, 150, 300} items × 3 seeds (null, margin, planted), the
+// coverage of the drift.tolerance_steps interval, and the relay switch's P(off) under the null
+// and its detection delay after a change point (tests/report/relay_failure_mc.hpp; seeds printed).
 #include <latentaudit/estimators/betting.hpp>
 
 #include <benchmark/benchmark.h>
@@ -25,6 +31,7 @@
 #include <random>
 #include <vector>
 
+#include "report/relay_failure_mc.hpp"
 #include "support/clustered_binary_sim.hpp"
 
 namespace {
@@ -244,6 +251,91 @@ void monte_carlo_table(std::size_t reps, bool print) {
   }
 }
 
+/// The relay-failure rules (tests/report/relay_failure_mc.hpp), printed as markdown tables.
+void relay_failure_table(std::size_t reps, bool print) {
+  using sim::failure_cell;
+  struct cell {
+    const char* name;
+    failure_cell c;
+    int kind;  // 0: worse rule, 1: stale-answer rule
+  };
+  const cell cells[] = {
+      {"stale null: kv = text = 0.85", {.regime = "stale", .kv = {0.85, 5}, .control = {0.85, 5}}, 0},
+      {"stale margin: kv 0.80, text 0.85", {.regime = "stale", .kv = {0.80, 5}, .control = {0.85, 5}}, 0},
+      {"stale planted: kv 0.10, text 0.92", {.regime = "stale", .kv = {0.10, 5}, .control = {0.92, 5}}, 0},
+      {"conflict null at ceiling: 0.95 = 0.95",
+       {.regime = "conflict", .kv = {0.95, 0}, .control = {0.95, 0}},
+       0},
+      {"conflict margin: kv 0.90, no_comm 0.95",
+       {.regime = "conflict", .kv = {0.90, 5}, .control = {0.95, 5}},
+       0},
+      {"conflict planted: kv 0.20, no_comm 0.95",
+       {.regime = "conflict", .kv = {0.20, 5}, .control = {0.95, 5}},
+       0},
+      {"stale answer null: P(stale | wrong) 0.5", {.regime = "stale", .kv = {0.5, 5}, .stale_share = 0.5}, 1},
+      {"stale answer margin: P(stale | wrong) 0.55",
+       {.regime = "stale", .kv = {0.5, 5}, .stale_share = 0.55},
+       1},
+      {"stale answer planted: kv 0.1, P(stale | wrong) 0.9",
+       {.regime = "stale", .kv = {0.1, 5}, .stale_share = 0.9},
+       1},
+  };
+  if (print) {
+    std::printf("\n### Relay-failure rules: verdict rates over %zu data sets per cell (3 seeds per item)\n\n",
+                reps);
+    std::printf("| cell | K | seed | yes | no | inconclusive |\n|---|---|---|---|---|---|\n");
+  }
+  std::uint64_t seed = 20261900;
+  for (const auto& c : cells) {
+    for (std::size_t k : {50, 150, 300}) {
+      auto fc = c.c;
+      fc.items = k;
+      const auto [w, a] = sim::run_failure_cell(fc, reps, ++seed);
+      const auto& m = c.kind == 0 ? w : a;
+      if (print)
+        std::printf("| %s | %zu | %llu | %.4f | %.4f | %.4f |\n", c.name, k,
+                    static_cast<unsigned long long>(seed), m.rate(m.yes), m.rate(m.no),
+                    m.rate(m.inconclusive));
+    }
+  }
+  if (print)
+    std::printf(
+        "\n### drift.tolerance_steps: coverage of the 95%% interval (levels 25, 50, 100, 200)\n\n"
+        "| truth | K | seed | coverage | missed below / above | mean width |\n|---|---|---|---|---|---|\n");
+  for (double slope : {0.001, 0.05 / 75.0}) {
+    for (std::size_t k : {60, 150, 300}) {
+      const auto r =
+          sim::run_drift_cell({.items = k, .slope = slope}, std::max<std::size_t>(reps / 5, 1), ++seed);
+      if (print)
+        std::printf("| %.0f | %zu | %llu | %.3f | %zu / %zu | %.1f |\n", 0.05 / slope, k,
+                    static_cast<unsigned long long>(seed), rate(r.covered, r.reps), r.below, r.above,
+                    r.located ? r.width_sum / static_cast<double>(r.located) : 0.0);
+    }
+  }
+  if (print)
+    std::printf(
+        "\n### Relay switch: P(off) under the null and detection after a change at item 150\n\n"
+        "| window | seed | P(off), null, 400 items | P(off) planted | P(off before change) | mean delay |\n"
+        "|---|---|---|---|---|---|\n");
+  for (std::size_t w : {10, 20, 40}) {
+    relay_switch_options o{.window = w};
+    const auto n = sim::run_switch_cell({.items = 400, .null = true, .options = o}, reps, ++seed);
+    const auto p =
+        sim::run_switch_cell({.items = 400, .null = false, .good = 150, .options = o}, reps, ++seed);
+    if (print)
+      std::printf(
+          "| %zu | %llu | %.4f | %.4f | %.4f | %.1f |\n", w, static_cast<unsigned long long>(seed - 1),
+          rate(n.off, n.reps), rate(p.off, p.reps), rate(p.off_before_change, p.reps),
+          p.off > p.off_before_change ? p.delay_sum / static_cast<double>(p.off - p.off_before_change) : 0.0);
+  }
+}
+
+void BM_relay_failure_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) relay_failure_table(reps, print);
+}
+
 void BM_monte_carlo_table(benchmark::State& state) {
   const auto reps = static_cast<std::size_t>(state.range(0));
   const bool print = state.range(1) != 0;
@@ -280,7 +372,18 @@ BENCHMARK(BM_clustered_paired_difference)
     ->Args({1000, 5})
     ->Unit(benchmark::kMicrosecond);
 
+BENCHMARK(BM_relay_failure_table)
+    ->Name("verdicts/relay_failure_table")
+    ->Args({2000, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 // Smoke variants (tiny; CI runs these once).
+BENCHMARK(BM_relay_failure_table)
+    ->Name("verdicts/relay_failure_table/smoke")
+    ->Args({2, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_monte_carlo_table)
     ->Name("verdicts/monte_carlo_table/smoke")
     ->Args({4, 0})

@@ -241,3 +241,116 @@ TEST_CASE("relay gate: learns to refuse stale and conflicting relays from pre-tr
   const auto& always = g.policies[1];
   CHECK(gate.accuracy.estimate > always.accuracy.estimate);
 }
+
+// ---- Monte Carlo validation of the new verdict rules (clustered data, exact truths) ----------
+#include "report/relay_failure_mc.hpp"
+
+namespace {
+constexpr double mc_alpha = 0.05;
+double mc_tolerance(std::size_t reps) {  // nominal + 3 binomial SE
+  return mc_alpha + 3.0 * std::sqrt(mc_alpha * (1.0 - mc_alpha) / static_cast<double>(reps));
+}
+}  // namespace
+
+TEST_CASE("relay failures: size and power of the 'worse' and stale-answer rules (Monte Carlo)",
+          "[report][relay_failure][slow]") {
+  using la::test::failure_cell;
+  constexpr std::size_t R = 1000;
+  const double tol = mc_tolerance(R);
+  struct cell {
+    const char* name;
+    failure_cell c;
+    std::uint64_t seed;
+  };
+  const cell cells[] = {
+      {"stale null (kv = text = 0.85, conc 5)",
+       {.regime = "stale", .kv = {0.85, 5}, .control = {0.85, 5}},
+       20261801},
+      {"stale margin (kv 0.80, text 0.85)",
+       {.regime = "stale", .kv = {0.80, 5}, .control = {0.85, 5}},
+       20261802},
+      {"stale planted (kv 0.10, text 0.92)",
+       {.regime = "stale", .kv = {0.10, 5}, .control = {0.92, 5}},
+       20261803},
+      {"conflict null at ceiling (0.95 = 0.95, no heterogeneity)",
+       {.regime = "conflict", .kv = {0.95, 0}, .control = {0.95, 0}},
+       20261804},
+      {"conflict margin (kv 0.90, no_comm 0.95)",
+       {.regime = "conflict", .kv = {0.90, 5}, .control = {0.95, 5}},
+       20261805},
+      {"conflict planted (kv 0.20, no_comm 0.95)",
+       {.regime = "conflict", .kv = {0.20, 5}, .control = {0.95, 5}},
+       20261806},
+      {"stale answer null (kv 0.5, P(stale | wrong) 0.5)",
+       {.regime = "stale", .kv = {0.5, 5}, .control = {0.9, 5}, .stale_share = 0.5},
+       20261807},
+      {"stale answer margin (kv 0.5, P(stale | wrong) 0.55: stale - other = +0.05)",
+       {.regime = "stale", .kv = {0.5, 5}, .control = {0.9, 5}, .stale_share = 0.55},
+       20261808},
+      {"stale answer planted (kv 0.1, P(stale | wrong) 0.9)",
+       {.regime = "stale", .kv = {0.1, 5}, .control = {0.9, 5}, .stale_share = 0.9},
+       20261809},
+  };
+  std::vector<std::pair<la::test::mc_counts, la::test::mc_counts>> res;
+  for (const auto& c : cells) {
+    res.push_back(la::test::run_failure_cell(c.c, R, c.seed));
+    const auto& [w, a] = res.back();
+    std::cout << "relay_failure MC (" << R << " reps, 150 items x 3 seeds, seed " << c.seed << ") " << c.name
+              << ": worse yes " << w.rate(w.yes) << " no " << w.rate(w.no) << "; stale_answer yes "
+              << a.rate(a.yes) << " no " << a.rate(a.no) << " (tolerance " << tol << ")\n";
+  }
+  CHECK(res[0].first.rate(res[0].first.yes) <= tol);  // a loss claimed where there is none
+  CHECK(res[1].first.rate(res[1].first.no) <= tol);   // absence claimed at the margin
+  CHECK(res[2].first.rate(res[2].first.yes) >= 0.99);
+  CHECK(res[3].first.rate(res[3].first.yes) <= tol);
+  CHECK(res[4].first.rate(res[4].first.no) <= tol);
+  CHECK(res[5].first.rate(res[5].first.yes) >= 0.99);
+  CHECK(res[6].second.rate(res[6].second.yes) <= tol);
+  CHECK(res[7].second.rate(res[7].second.no) <= tol);
+  CHECK(res[8].second.rate(res[8].second.yes) >= 0.99);
+}
+
+TEST_CASE("relay failures: coverage of the drift.tolerance_steps interval (Monte Carlo)",
+          "[report][relay_failure][slow]") {
+  constexpr std::size_t R = 200;
+  const double floor = 0.95 - 3.0 * std::sqrt(0.05 * 0.95 / R);
+  struct cell {
+    const char* name;
+    la::test::drift_cell c;
+    std::uint64_t seed;
+  };
+  const cell cells[] = {
+      {"crossing at the 50-step level, 150 items", {.slope = 0.001}, 20261810},
+      {"crossing between levels (75 steps), 150 items", {.slope = 0.05 / 75.0}, 20261811},
+      {"crossing at the 50-step level, 60 items", {.items = 60, .slope = 0.001}, 20261812},
+  };
+  for (const auto& c : cells) {
+    const auto r = la::test::run_drift_cell(c.c, R, c.seed);
+    const double cov = static_cast<double>(r.covered) / static_cast<double>(r.reps);
+    std::cout << "relay_failure drift MC (" << R << " reps, seed " << c.seed << ", B = 99) " << c.name
+              << ": truth " << c.c.truth() << ", coverage " << cov << " (missed below " << r.below
+              << ", above " << r.above << "), located " << r.located << ", mean width "
+              << (r.located ? r.width_sum / static_cast<double>(r.located) : 0.0) << " (floor " << floor
+              << ")\n";
+    CHECK(cov >= floor);
+  }
+}
+
+TEST_CASE("relay switch: never switched off under the null, switched off after the change (Monte Carlo)",
+          "[report][relay_failure][slow]") {
+  constexpr std::size_t R = 1000;
+  const double tol = mc_tolerance(R);
+  const auto n = la::test::run_switch_cell({.items = 400, .null = true}, R, 20261813);
+  const double size = static_cast<double>(n.off) / static_cast<double>(n.reps);
+  const auto p = la::test::run_switch_cell({.items = 400, .null = false, .good = 150}, R, 20261814);
+  const double det = static_cast<double>(p.off) / static_cast<double>(p.reps);
+  const double early = static_cast<double>(p.off_before_change) / static_cast<double>(p.reps);
+  const double delay =
+      p.off > p.off_before_change ? p.delay_sum / static_cast<double>(p.off - p.off_before_change) : 0.0;
+  std::cout << "relay_switch MC (" << R << " reps, 400 items x 3 seeds; seeds 20261813/4): P(off | null) "
+            << size << " (tolerance " << tol << "); planted change after item 150: P(off) " << det
+            << ", P(off before the change) " << early << ", mean delay " << delay << " items\n";
+  CHECK(size <= tol);
+  CHECK(early <= tol);
+  CHECK(det >= 0.99);
+}
