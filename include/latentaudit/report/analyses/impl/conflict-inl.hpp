@@ -6,6 +6,7 @@
 
 #include "../conflict.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -87,6 +88,19 @@ LATENTAUDIT_INLINE conflict_analysis audit_conflict(const audit_data& d,
     if (count > 0.0) sink->push_back(sum / count);
   }
   c.attention = attention_between(conflict_items, need_items, alpha);
+  if (!c.attention.available) {  // the engine's own reason, when the records carry one
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      const std::size_t i = d.record(u, kv_full);
+      if (i == audit_data::npos) continue;
+      const auto& un = records[i].unavailable;
+      const auto it =
+          std::find_if(un.begin(), un.end(), [](const auto& m) { return m.metric == "attention_mass"; });
+      if (it != un.end()) {
+        c.attention.note += " (" + it->reason + ")";
+        break;
+      }
+    }
+  }
   if (out_of_range) {
     warnings.push_back("conflict mechanism: attention_mass values outside [0, 1] were left out");
   }
