@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "../../core/error.hpp"
+#include "../detail/failure_report.hpp"
 
 namespace latentaudit {
 
@@ -70,6 +71,7 @@ namespace latentaudit {
   dopt.relay_arm = kv;
   dopt.control_arm = nc;
   dopt.text_arm = tx;
+  dopt.margin = o.equivalence_margin;
   r.decision = decide(r.findings, records, dopt);
   return r;
 }
@@ -160,6 +162,12 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     o.set("method", "betting_items");
     o.set("n", static_cast<double>(m.result.n));
     o.set("pairs", static_cast<double>(m.pairs));
+  {
+    json_value pol = json_value::array_type{};
+    for (const auto& p : r.decision.policy) pol.push_back(p);
+    dec.set("policy", std::move(pol));
+    dec.set("relay_switch", detail::relay_switch_json(r.decision.relay_switch));
+  }
     o.set("p_value", jnum(m.result.p_value));
     o.set("mean", jnum(m.result.mean));
     o.set("cs_low", m.result.ready ? jnum(m.result.ci_low) : json_value(nullptr));
@@ -273,6 +281,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value log;
   log.set("units", static_cast<double>(L.units));
   log.set("treated", static_cast<double>(L.treated));
+  j.set("relay_failures", detail::relay_failures_json(r.core));
   log.set("control", static_cast<double>(L.control));
   log.set("randomized", detail::estimate_json(L.randomized));
   log.set("naive", detail::estimate_json(L.naive));
@@ -422,6 +431,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   out.emplace_back(
       "dose_response.svg",
       band_plot(series,
+  detail::relay_failure_forest_rows(r.core, rows);  // stale, conflict and drift rows
                 {.title = "Accuracy vs relay noise (need regime); dashed: text relay; marker: tolerance σ",
                  .x_label = "noise σ (× RMS of K/V)",
                  .y_label = "accuracy"},
@@ -477,6 +487,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       fmt::format("{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy "
                   "points, {} bootstrap replicates (seed {}).",
                   r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
+  if (auto drift_svg = detail::drift_response_svg(r.core)) out.emplace_back("drift_response.svg", *drift_svg);
                   pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
   line("");
   line("## Decision: **" + r.decision.verdict + "**");
@@ -500,6 +511,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
                        mo.result.ready
                            ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
                            : "not ready",
+  m += detail::decision_policy_markdown(r.decision);
                        mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
     line("");
   }
@@ -520,6 +532,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       "| regime | arm | n | accuracy % | CI % | mean bytes | receiver µs | attention on relay | hidden "
       "cosine vs text | KL vs text |");
   line("|---|---|---|---|---|---|---|---|---|---|");
+  m += detail::relay_switch_markdown(r.decision.relay_switch);
   for (const auto& a : r.core.arms) {
     if (a.regime == "all") continue;
     auto o = [](const std::optional<double>& x) { return x ? num(*x) : std::string("–"); };
@@ -596,6 +609,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   } else {
     const auto& S = r.cost.sensitivity;
     line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
+  m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
          " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
     line("");
     line(
