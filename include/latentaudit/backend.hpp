@@ -8,6 +8,7 @@
 #include "backend/concepts.hpp"
 #include "backend/conformance.hpp"
 #include "backend/gguf.hpp"
+#include "backend/gguf_export.hpp"
 #include "backend/reference_cpu.hpp"
 #include "backend/safetensors.hpp"
 #include "core.hpp"
