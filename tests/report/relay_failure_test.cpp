@@ -158,6 +158,20 @@ TEST_CASE("decision: relay with conditions, a policy per shown failure, no nan",
   const auto md = la::report_markdown(r);
   CHECK(md.find("relay with conditions") != std::string::npos);
   CHECK(md.find("Relay switch") != std::string::npos);
+  CHECK(md.find("When relay does not pay") != std::string::npos);
+  const auto js = la::report_json(r);
+  REQUIRE(js.find("relay_failures") != nullptr);
+  CHECK(js.find("decision")->find("policy")->as_array().size() == r.decision.policy.size());
+  // the SVGs: forest rows for the new regimes and the drift dose-response
+  bool drift_svg = false, forest_rows = false;
+  for (const auto& [name, svg] : la::report_svgs(r, recs)) {
+    drift_svg |= name == "drift_response.svg" && svg.find("<svg") != std::string::npos;
+    forest_rows |= name == "forest.svg" && svg.find("stale: kv_full") != std::string::npos &&
+                   svg.find("conflict: kv_full") != std::string::npos &&
+                   svg.find("drift 200 steps") != std::string::npos;
+  }
+  CHECK(drift_svg);
+  CHECK(forest_rows);
 }
 
 TEST_CASE("decision: verdict vocabulary text / no communication", "[report][relay_failure]") {

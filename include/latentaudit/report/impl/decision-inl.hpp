@@ -156,17 +156,30 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
     nh.passed = verdict::yes;
   d.checklist.push_back(nh);
   // The relay-failure checks: a shown failure ("yes" on the finding) is a condition on relaying.
-  auto failure_check = [&](const char* name, const finding* f, std::string what) {
-    checklist_item c{name, verdict::inconclusive, std::move(what) + ": " + detail::finding_text(f)};
-    if (f != nullptr && f->answer == verdict::yes) c.passed = verdict::no;
-    if (f != nullptr && f->answer == verdict::no) c.passed = verdict::yes;
-    if (f == nullptr || f->n == 0) c.reason += " (not tested: no such records)";
+  auto failure_check = [&](const char* name, const char* id, const finding* f, const char* shown,
+                           const char* excluded) {
+    checklist_item c{name, verdict::inconclusive, std::string(id) + ": " + detail::finding_text(f)};
+    if (f != nullptr && f->answer == verdict::yes) {
+      c.passed = verdict::no;
+      c.reason += std::string(" - ") + shown;
+    } else if (f != nullptr && f->answer == verdict::no) {
+      c.passed = verdict::yes;
+      c.reason += std::string(" - ") + excluded;
+    } else if (f == nullptr || f->n == 0) {
+      c.reason += " (not tested: no such records)";
+    } else {
+      c.reason += " - neither shown";
+    }
     return c;
   };
   const auto fresh = failure_check(
-      "freshness", stale, "a stale cache (older than the document) is not worse than the current text");
-  const auto confl = failure_check(
-      "conflict", conflict, "a cache that contradicts B's own prompt is not worse than no communication");
+      "freshness", "stale.kv_worse_than_text", stale,
+      "a stale cache (older than the document) loses to the current text: relay only fresh caches",
+      "a stale cache's loss against the current text is excluded within the margin");
+  const auto confl =
+      failure_check("conflict", "conflict.kv_worse_than_no_comm", conflict,
+                    "a cache that contradicts B's own prompt loses to no communication: do not relay it",
+                    "a conflicting cache's loss against no communication is excluded within the margin");
   checklist_item dr{"drift", verdict::inconclusive,
                     "relay tolerates a drifted sender (fine-tuned apart): " + detail::finding_text(drift)};
   if (drift != nullptr && drift->answer == verdict::yes) {
