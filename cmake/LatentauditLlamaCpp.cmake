@@ -87,6 +87,13 @@ if(NOT _la_llama_mode STREQUAL "OFF")
   endif()
 endif()
 
+# llama.cpp's tokenizer vocabularies (ggml-vocab-*.gguf with .inp/.out vectors) from the release
+# bundle, for tests: LATENTAUDIT_LLAMA_CPP_VOCAB_DIR, empty when install-deps has not unpacked them.
+set(LATENTAUDIT_LLAMA_CPP_VOCAB_DIR "")
+if(EXISTS "${LATENTAUDIT_LLAMA_CPP_PREBUILT}/models/ggml-vocab-llama-spm.gguf")
+  set(LATENTAUDIT_LLAMA_CPP_VOCAB_DIR "${LATENTAUDIT_LLAMA_CPP_PREBUILT}/models")
+endif()
+
 if(LATENTAUDIT_HAS_LLAMA_CPP)
   if(LATENTAUDIT_GGML_BACKEND_DIR)
     set(_la_llama_backend_dir "${LATENTAUDIT_GGML_BACKEND_DIR}")

@@ -21,16 +21,25 @@
 
 namespace latentaudit::test {
 
-/// The GGUF of models/<name> exported with `type` weights into a scratch directory, once per process.
+/// The GGUF of models/<name> exported with `type` weights into a scratch directory (removed at
+/// exit; other test files may go there too), once per process.
 inline std::filesystem::path organism_gguf(const std::string& name, dtype type = dtype::f32) {
   static std::mutex m;
   static std::map<std::string, std::filesystem::path> done;
   std::lock_guard lock(m);
   const std::string key = name + "/" + std::string(dtype_name(type));
   if (auto it = done.find(key); it != done.end()) return it->second;
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("latentaudit_llama_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  // one scratch directory per process, removed at exit
+  static const struct scratch {
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("latentaudit_llama_" + std::to_string(::getpid()));
+    scratch() { std::filesystem::create_directories(dir); }
+    ~scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } s;
+  const auto& dir = s.dir;
   const auto out = dir / (name + "-" + std::string(dtype_name(type)) + ".gguf");
   (void)export_llama_gguf(std::filesystem::path(LATENTAUDIT_SOURCE_DIR) / "models" / name, out,
                           {.type = type});

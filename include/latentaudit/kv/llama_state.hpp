@@ -1,14 +1,23 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: conversions between the canonical block and llama.cpp's per-sequence state blob
-// (`llama_state_seq_get_data` / `llama_state_seq_set_data`), whose layout is described in
-// docs/backends.md. llama.cpp K and V rows are token-major `[n_head_kv][head_dim]`, the same as
-// the canonical block, so a conversion is a re-framing; V may be stored transposed (`v_trans`,
-// flash attention off), which the parser accepts and the writer can produce.
+// latentaudit: conversions between the canonical block and llama.cpp's per-sequence state, in its
+// two framings (docs/backends.md "llama.cpp", checked against llama.cpp v0.5.0's own blobs):
+//  - the in-memory blob of `llama_state_seq_get_data` / `llama_state_seq_set_data`: u32 magic
+//    0xaf143cd8, i32 source seq id, then the cache layout (to_llama_seq_state /
+//    from_llama_seq_state);
+//  - the file of `llama_state_seq_save_file` / `llama_state_seq_load_file`: u32 magic 'ggsq'
+//    (0x67677371), u32 version 3, u32 n_tokens, n_tokens × i32 token ids, then the same cache
+//    layout with no magic or seq id (to_llama_seq_state_file / from_llama_seq_state_file).
+// The cache layout is llama_kv_cache::state_write's: u32 n_stream, then per stream u32 cell_count
+// and, when non-zero, the cells' metadata and every layer's K rows then V (token-major, or
+// channel-major when V is transposed: `v_trans`, llama.cpp's layout with flash attention off).
+// llama.cpp K and V rows are token-major `[n_head_kv][head_dim]`, the same as the canonical block,
+// so a conversion is a re-framing. llama.cpp's keys of a Llama GGUF use the NORM pairing (see
+// convert_pairing in rope.hpp).
 //
 // Element types: ggml's GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_BF16 = 30. Quantized
-// ggml cache types (q8_0, q4_0, ...) are refused with a clear error. The blob is an internal,
-// unversioned llama.cpp format: the parser validates every count against the fingerprint and the
-// buffer size before allocating.
+// ggml cache types (q8_0, q4_0, ...) are refused with a clear error. The layout is an internal,
+// unversioned llama.cpp format (the file has a version, the blob none): the parsers validate the
+// framing, every count against the fingerprint and the buffer size before allocating.
 #ifndef LATENTAUDIT_KV_LLAMA_STATE_HPP
 #define LATENTAUDIT_KV_LLAMA_STATE_HPP
 
@@ -29,31 +38,53 @@ namespace latentaudit {
   return t == dtype::f32 ? 0 : t == dtype::f16 ? 1 : 30;
 }
 
-/// @brief Options of to_llama_seq_state.
+/// @brief First word of a `llama_state_seq_get_data` blob (llama_context's `io_magic`).
+inline constexpr std::uint32_t llama_seq_state_magic = 0xaf143cd8u;
+/// @brief First word of a `llama_state_seq_save_file` file (LLAMA_STATE_SEQ_MAGIC, 'ggsq').
+inline constexpr std::uint32_t llama_seq_file_magic = 0x67677371u;
+/// @brief The state-file version these functions read and write (LLAMA_STATE_SEQ_VERSION).
+inline constexpr std::uint32_t llama_seq_file_version = 3;
+
+/// @brief Options of to_llama_seq_state and to_llama_seq_state_file.
 struct llama_state_options {
-  std::int32_t seq_id = 0;  ///< the seq id written in each cell's metadata (ignored by set_data)
-  bool v_trans = false;     ///< write V transposed (llama.cpp with flash attention off)
+  /// The source seq id written in the blob header and in each cell's metadata (set_data restores
+  /// into the sequence it is given and ignores both).
+  std::int32_t seq_id = 0;
+  bool v_trans = false;  ///< write V transposed (llama.cpp's layout with flash attention off)
+  /// Streams of the receiving context's cache: its n_seq_max, or 1 with kv_unified (set_data
+  /// refuses another count). The cells are written in the first stream, the others are empty.
+  std::uint32_t n_stream = 1;
 };
 
-/// @brief Serialises a block holding every layer of its model as a llama.cpp sequence-state blob
-/// (one stream). Token-masked blocks cannot be expressed (llama.cpp cells hold every layer).
-/// @throws invalid_argument if the block lacks layers or has a token mask.
-[[nodiscard]] inline std::vector<std::byte> to_llama_seq_state(const kv_block& b,
-                                                               const llama_state_options& o = {}) {
-  constexpr std::string_view fn = "to_llama_seq_state";
+/// @brief A parsed `llama_state_seq_save_file` file.
+struct llama_seq_state_file {
+  kv_block block;                    ///< the cached rows, in cell order
+  std::vector<std::int32_t> tokens;  ///< the token ids saved with them
+};
+
+namespace detail {
+
+// The cache layout (llama_kv_cache::state_write) of a full-layer block, appended to `out`.
+inline void write_llama_cache_layout(std::vector<std::byte>& out, const kv_block& b,
+                                     const llama_state_options& o, std::string_view fn) {
   if (static_cast<std::int32_t>(b.n_layers()) != b.fingerprint().n_layers)
     detail::throw_invalid(fn, "block", "must hold every layer of its model (llama.cpp blobs are full-layer)");
   if (b.has_token_mask())
     detail::throw_invalid(fn, "block", "must not carry a token mask (llama.cpp cells hold every layer)");
-  std::vector<std::byte> out;
+  if (o.n_stream == 0 || o.n_stream > 4096) detail::throw_invalid(fn, "n_stream", "must be in [1, 4096]");
   auto put = [&](auto v) {
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    out.insert(out.end(), p, p + sizeof(v));
+    const std::size_t at = out.size();
+    out.resize(at + sizeof(v));
+    std::memcpy(out.data() + at, &v, sizeof(v));
   };
+  // llama reads the streams in order: the cells and their data go in stream 0, the others are empty
   const auto T = static_cast<std::uint32_t>(b.n_tokens());
-  put(std::uint32_t{1});
+  put(o.n_stream);
   put(T);
-  if (T == 0) return out;
+  if (T == 0) {
+    for (std::uint32_t s = 1; s < o.n_stream; ++s) put(std::uint32_t{0});
+    return;
+  }
   for (std::uint32_t t = 0; t < T; ++t) {
     put(static_cast<std::int32_t>(b.positions()[t]));
     put(std::uint32_t{1});
@@ -84,25 +115,20 @@ struct llama_state_options {
       const std::size_t channels = vrow / es;
       put(static_cast<std::uint32_t>(es));
       put(static_cast<std::uint32_t>(channels));
+      const std::size_t at = out.size();
+      out.resize(at + channels * T * es);
+      std::byte* dst = out.data() + at;
       for (std::size_t j = 0; j < channels; ++j)
-        for (std::size_t t = 0; t < T; ++t) {
-          const auto* src = payload.data() + vbase + t * vrow + j * es;
-          out.insert(out.end(), src, src + es);
-        }
+        for (std::size_t t = 0; t < T; ++t, dst += es)
+          std::memcpy(dst, payload.data() + vbase + t * vrow + j * es, es);
     }
   }
-  return out;
+  for (std::uint32_t s = 1; s < o.n_stream; ++s) put(std::uint32_t{0});
 }
 
-/// @brief Parses a llama.cpp sequence-state blob into a block of the model `fingerprint`
-/// (every layer; cells of all streams, in order). Positions are taken from the cells.
-/// @throws corrupt_data on any count that disagrees with the fingerprint or the buffer, or a
-///         quantized ggml type; incompatible_model if row sizes do not match the fingerprint.
-[[nodiscard]] inline kv_block from_llama_seq_state(std::span<const std::byte> blob,
-                                                   const model_fingerprint& fingerprint) {
-  constexpr std::string_view fn = "from_llama_seq_state";
-  check_fingerprint_valid(fn, fingerprint);
-  std::size_t pos = 0;
+// Parses the cache layout starting at `pos` (which must end exactly at the end of `blob`).
+inline kv_block parse_llama_cache_layout(std::span<const std::byte> blob, std::size_t pos,
+                                         const model_fingerprint& fingerprint, std::string_view fn) {
   auto fail = [&](const std::string& what) {
     LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": " + what + " (at byte " + std::to_string(pos) + ")"));
   };
@@ -221,6 +247,92 @@ struct llama_state_options {
     first += sv.cells;
   }
   return out;
+}
+
+}  // namespace detail
+
+/// @brief Serialises a block holding every layer of its model as the blob
+/// `llama_state_seq_set_data` reads (the 8-byte header, then the cache layout).
+/// @throws invalid_argument if the block lacks layers or has a token mask, or n_stream is not in [1, 4096].
+[[nodiscard]] inline std::vector<std::byte> to_llama_seq_state(const kv_block& b,
+                                                               const llama_state_options& o = {}) {
+  std::vector<std::byte> out(8);
+  std::memcpy(out.data(), &llama_seq_state_magic, 4);
+  std::memcpy(out.data() + 4, &o.seq_id, 4);
+  detail::write_llama_cache_layout(out, b, o, "to_llama_seq_state");
+  return out;
+}
+
+/// @brief Serialises a block and its token ids as the file `llama_state_seq_load_file` reads.
+/// @throws invalid_argument as to_llama_seq_state.
+[[nodiscard]] inline std::vector<std::byte> to_llama_seq_state_file(const kv_block& b,
+                                                                    std::span<const std::int32_t> tokens,
+                                                                    const llama_state_options& o = {}) {
+  std::vector<std::byte> out(12 + tokens.size() * 4);
+  const auto n = static_cast<std::uint32_t>(tokens.size());
+  std::memcpy(out.data(), &llama_seq_file_magic, 4);
+  std::memcpy(out.data() + 4, &llama_seq_file_version, 4);
+  std::memcpy(out.data() + 8, &n, 4);
+  if (!tokens.empty()) std::memcpy(out.data() + 12, tokens.data(), tokens.size() * 4);
+  detail::write_llama_cache_layout(out, b, o, "to_llama_seq_state_file");
+  return out;
+}
+
+/// @brief Parses a `llama_state_seq_get_data` blob into a block of the model `fingerprint`
+/// (every layer; cells of all streams, in order). Positions are taken from the cells.
+/// @throws corrupt_data on a missing magic (naming a state file or a bare cache layout when it is
+///         one), any count that disagrees with the fingerprint or the buffer, or a quantized ggml
+///         type; incompatible_model if layer count or row sizes do not match the fingerprint.
+[[nodiscard]] inline kv_block from_llama_seq_state(std::span<const std::byte> blob,
+                                                   const model_fingerprint& fingerprint) {
+  constexpr std::string_view fn = "from_llama_seq_state";
+  check_fingerprint_valid(fn, fingerprint);
+  if (blob.size() < 8)
+    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": blob of " + std::to_string(blob.size()) +
+                                   " bytes is shorter than its 8-byte header"));
+  std::uint32_t magic;
+  std::memcpy(&magic, blob.data(), 4);
+  if (magic != llama_seq_state_magic) {
+    std::string what =
+        std::string(fn) + ": no sequence-state magic 0xaf143cd8 (llama_state_seq_get_data's header)";
+    if (magic == llama_seq_file_magic)
+      what += ": this is a llama_state_seq_save_file file (from_llama_seq_state_file reads those)";
+    else if (magic >= 1 && magic <= 4096)
+      what += ": it looks like a cache layout without the header";
+    LATENTAUDIT_THROW(corrupt_data(what));
+  }
+  return detail::parse_llama_cache_layout(blob, 8, fingerprint, fn);
+}
+
+/// @brief Parses a `llama_state_seq_save_file` file (its bytes) into the block and the token ids.
+/// @throws corrupt_data on another magic or version, a token count beyond the file, and as
+///         from_llama_seq_state on the cache layout; incompatible_model as from_llama_seq_state.
+[[nodiscard]] inline llama_seq_state_file from_llama_seq_state_file(std::span<const std::byte> bytes,
+                                                                    const model_fingerprint& fingerprint) {
+  constexpr std::string_view fn = "from_llama_seq_state_file";
+  check_fingerprint_valid(fn, fingerprint);
+  if (bytes.size() < 12)
+    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": file of " + std::to_string(bytes.size()) +
+                                   " bytes is shorter than its 12-byte header"));
+  std::uint32_t magic, version, n;
+  std::memcpy(&magic, bytes.data(), 4);
+  std::memcpy(&version, bytes.data() + 4, 4);
+  std::memcpy(&n, bytes.data() + 8, 4);
+  if (magic != llama_seq_file_magic) {
+    std::string what = std::string(fn) + ": no state-file magic 'ggsq'";
+    if (magic == llama_seq_state_magic)
+      what += ": this is a llama_state_seq_get_data blob (from_llama_seq_state reads those)";
+    LATENTAUDIT_THROW(corrupt_data(what));
+  }
+  if (version != llama_seq_file_version)
+    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": state-file version " + std::to_string(version) +
+                                   ", expected " + std::to_string(llama_seq_file_version)));
+  if (n > (bytes.size() - 12) / 4)
+    LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": " + std::to_string(n) + " tokens exceed the file"));
+  llama_seq_state_file f{kv_block{}, std::vector<std::int32_t>(n)};
+  if (n != 0) std::memcpy(f.tokens.data(), bytes.data() + 12, std::size_t{n} * 4);
+  f.block = detail::parse_llama_cache_layout(bytes, 12 + std::size_t{n} * 4, fingerprint, fn);
+  return f;
 }
 
 }  // namespace latentaudit
