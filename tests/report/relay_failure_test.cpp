@@ -368,3 +368,22 @@ TEST_CASE("relay switch: never switched off under the null, switched off after t
   CHECK(early <= tol);
   CHECK(det >= 0.99);
 }
+
+TEST_CASE("relay gate: drifted senders as extra requests vary fingerprint_match and drift_steps",
+          "[report][relay_failure][gate]") {
+  relay_failure_design d;
+  d.items_per_regime = 40;
+  d.drift_slope = 0.004;  // at 200 steps the drifted relay is no better than no communication
+  const auto recs = simulate_relay_failure(d, 1809);
+  la::relay_gate_options go;
+  go.bootstrap_replicates = 199;
+  go.extra_relay_arms = {"kv_drift_25", "kv_drift_50", "kv_drift_100", "kv_drift_200", "absent_arm"};
+  const auto g = la::fit_relay_gate(recs, go);
+  REQUIRE(g.missing.empty());
+  CHECK(g.held_out_units == 4 * 40 * 2 * 5);  // 4 regimes x 40 items x 2 seeds x (kv_full + 4 drift)
+  for (const auto& why : g.dropped_features) {
+    INFO(why);
+    CHECK(why.rfind("drift_steps: constant", 0) != 0);
+    CHECK(why.rfind("fingerprint_match: constant", 0) != 0);
+  }
+}

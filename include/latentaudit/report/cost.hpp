@@ -217,7 +217,11 @@ struct relay_gate_options {
   std::string relay_arm = "kv_full";
   std::string control_arm = "no_comm";  ///< what the receiver does without relay
   std::string text_arm = "text_full";   ///< the always-text comparison policy (optional arm)
-  std::size_t folds = 5;                ///< cross-fitting folds over items, ≥ 2
+  /// further relays the gate decides on (e.g. the drift arms kv_drift_<k>: senders fine-tuned apart):
+  /// each one present on a unit with the control is one more request of that unit (same control
+  /// and text), so fingerprint_match and drift_steps vary; absent labels are ignored
+  std::vector<std::string> extra_relay_arms = {};
+  std::size_t folds = 5;  ///< cross-fitting folds over items, ≥ 2
   /// fold assignment: items ordered by item_uniform(split_seed, item, 5), fold = rank mod folds
   std::uint64_t split_seed = 0x67617465ULL;
   std::size_t min_held_out_items = 30;  ///< fewer held-out items: the verdict is inconclusive
@@ -279,9 +283,10 @@ struct [[nodiscard]] relay_gate_result {
 
 /// @brief Fits and cross-fits a per-request relay gate.
 ///
-/// Units: (item, seed) with relay and control records (both regimes). Label: relay correct and
-/// control not correct ("relay helps"). Candidate features, all known to a serving stack before
-/// the transfer: doc_tokens and own_tokens (covariates: A's document length, B's own-prompt
+/// Requests: (item, seed) units with relay and control records (every regime), plus one request per
+/// extra relay arm (options.extra_relay_arms, e.g. drifted senders) present on such a unit. Label:
+/// that relay correct and control not correct ("relay helps"). Candidate features, all known to a serving
+/// stack before the transfer: doc_tokens and own_tokens (covariates: A's document length, B's own-prompt
 /// length), cache_age_versions (covariate: document versions the cache is behind — a stale cache
 /// is ≥ 1), prompt_overlap (covariate: share of A's document keys also in B's own prompt — a
 /// conflict or no-need signal), cache_bytes (the relay record's bytes), fingerprint_match (the

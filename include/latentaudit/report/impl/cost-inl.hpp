@@ -738,11 +738,29 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   for (const auto& arm : {o.relay_arm, o.control_arm}) {
     if (!detail::has_arm(records, arm)) return give_up("arm '" + arm + "' is absent from the records");
   }
-  const std::string arms[] = {o.relay_arm, o.control_arm, o.text_arm};
+  // Requests: (unit, relay slot). Slot 0 is the relay arm; every extra relay arm (a drifted
+  // sender) present on a unit with the control is one more request of that unit, so the gate sees
+  // senders at several fingerprint distances. Units are sorted by item, so are the requests.
+  std::vector<std::string> arms = {o.relay_arm, o.control_arm, o.text_arm};
+  for (const auto& e : o.extra_relay_arms) {
+    const std::string label = detail::resolve_arm_or_name(records, e, arm_notes);
+    if (std::find(arms.begin(), arms.end(), label) == arms.end() && detail::has_arm(records, label))
+      arms.push_back(label);
+  }
   const auto all = detail::group_units(fn, records, arms);
-  std::vector<const detail::record_unit*> units;
-  for (const auto& u : all)
-    if (u.has({0, 1})) units.push_back(&u);
+  struct request {
+    const detail::record_unit* unit;
+    std::size_t slot;
+    const detail::record_unit* operator->() const noexcept { return unit; }
+    const detail::record_unit& operator*() const noexcept { return *unit; }
+  };
+  std::vector<request> units;
+  for (const auto& u : all) {
+    if (!u.has({0, 1})) continue;
+    units.push_back({&u, 0});
+    for (std::size_t e = 3; e < arms.size(); ++e)
+      if (u.arms[e] != nullptr) units.push_back({&u, e});
+  }
   if (units.empty())
     return give_up("no (item, seed) unit has both '" + o.relay_arm + "' and '" + o.control_arm + "'");
   const std::size_t n = units.size();
@@ -759,7 +777,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   constexpr std::size_t n_covariates = 4;  // the first candidates, read from the covariates
   std::vector<double> label(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const auto& k = *units[i]->arms[0];
+    const auto& k = *units[i]->arms[units[i].slot];
     const auto& c = *units[i]->arms[1];
     for (std::size_t j = 0; j < n_covariates; ++j) {
       auto v = k.covariate_value(cand[j].name);
@@ -785,7 +803,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   }
   // Folds: items ordered by their uniform, rank mod folds.
   std::vector<std::uint64_t> items;
-  for (const auto* u : units)
+  for (const auto& u : units)
     if (items.empty() || items.back() != u->item) items.push_back(u->item);
   std::vector<std::pair<double, std::uint64_t>> order;
   for (auto it : items) order.emplace_back(detail::item_uniform(o.split_seed, it, 5), it);
@@ -846,7 +864,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   double skip_bytes = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& u = *units[i];
-    const auto& k = *u.arms[0];
+    const auto& k = *u.arms[units[i].slot];
     const auto& c = *u.arms[1];
     relayed += relay[i] ? 1 : 0;
     r_acc[i] = k.correct ? 1.0 : 0.0;

@@ -52,6 +52,8 @@ namespace latentaudit {
   go.relay_arm = kv;
   go.control_arm = nc;
   go.text_arm = tx;
+  for (std::size_t i = 1; i < r.core.drift.benefit.size(); ++i)  // drifted senders: more requests
+    go.extra_relay_arms.push_back(r.core.drift.benefit[i].arm);
   go.margin = o.equivalence_margin;
   go.alpha = o.alpha;
   go.level = 1.0 - o.alpha;
