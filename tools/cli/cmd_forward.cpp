@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// `latentaudit forward --model DIR --tokens 1,2,3 [--all] [--logits-out FILE.csv]`: runs the CPU
-// reference backend on a token sequence and prints the argmax and top logits as JSON; the full
-// logits of the last (or every) position go to a CSV (one row per position, one column per id).
+// `latentaudit forward --model DIR --tokens 1,2,3 [--all] [--logits-out FILE.csv] [--engine E]`: runs
+// the CPU reference backend (or llama.cpp on a GGUF file) on a token sequence and prints the argmax
+// and top logits as JSON; the full logits of the last (or every) position go to a CSV (one row per
+// position, one column per id), the same format on either engine.
 #include <latentaudit/backend/reference_cpu.hpp>
 
 #include <algorithm>
@@ -11,18 +12,23 @@
 #include <numeric>
 
 #include "cli.hpp"
+#include "engine_select.hpp"
 
 namespace latentaudit::cli {
 namespace {
 
 std::vector<option_spec> forward_options_spec() {
   return {
-      {"--model", "DIR", "HF model directory with config.json and model.safetensors (required)"},
+      {"--model", "DIR",
+       "HF model directory with config.json and model.safetensors; a GGUF file with --engine llama.cpp "
+       "(required)"},
+      engine_option(),
       {"--tokens", "IDS", "comma-separated token ids, e.g. 0,5,41 (required)"},
       {"--all", "", "report every position (default: the last)"},
       {"--logits-out", "FILE",
        "write the logits as CSV: one row per reported position, one column per token id, no header"},
-      {"--threads", "N", "attention threads, 0 = all cores; default 1 (results do not depend on it)"},
+      {"--threads", "N",
+       "attention threads, 0 = all cores; default 1 (results do not depend on it); llama.cpp: its threads"},
       common_option("--pretty"),
   };
 }
@@ -49,23 +55,45 @@ int run_forward(std::span<const std::string> words) {
   const auto args = arguments::parse(words, specs, "forward");
   if (args.help()) {
     std::fputs(
-        help_text("latentaudit forward --model DIR --tokens IDS [options]",
-                  "Runs the CPU reference backend (HF LlamaForCausalLM in f32) on the tokens at positions 0, "
-                  "1, ...\n"
-                  "and prints, per reported position, the argmax and the five largest logits. Bad model\n"
-                  "directories, bad token ids and sequences longer than the context exit with code 2.\n",
-                  specs)
+        help_text(
+            "latentaudit forward --model DIR --tokens IDS [options]",
+            "Runs the CPU reference backend (HF LlamaForCausalLM in f32), or llama.cpp on a GGUF file\n"
+            "(--engine llama.cpp: flash attention off, f32 cache), on the tokens at positions 0, 1, ...\n"
+            "and prints, per reported position, the argmax and the five largest logits. Bad model\n"
+            "directories, bad token ids and sequences longer than the context exit with code 2.\n",
+            specs)
             .c_str(),
         stdout);
     return exit_ok;
   }
   const auto tokens = parse_tokens(args.require("--tokens"));
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
-  auto backend = reference_cpu_backend::load(args.require("--model"), threads);
-  const auto s = backend.open_seq();
+  const auto engine = parse_engine(args, "forward");
   const bool all = args.has("--all");
-  const auto out = backend.prefill(s, tokens, 0, {.all_logits = all});
-  const auto V = static_cast<std::size_t>(backend.info().vocab_size);
+  forward_output out;
+  std::size_t V = 0;
+  std::uint64_t weights_hash = 0;
+  auto run = [&](auto& backend) {
+    const auto s = backend.open_seq();
+    out = backend.prefill(s, tokens, 0, {.all_logits = all});
+    backend.close_seq(s);
+    V = static_cast<std::size_t>(backend.info().vocab_size);
+    weights_hash = backend.info().fingerprint.weights_hash;
+  };
+  if (engine == engine_kind::reference) {
+    auto backend = reference_cpu_backend::load(args.require("--model"), threads);
+    run(backend);
+  } else {
+#if LATENTAUDIT_CLI_LLAMA_CPP
+    require_gguf(args.require("--model"), "forward", "--model");
+    auto backend = llama_cpp_backend::load(
+        args.require("--model"),
+        {.n_ctx = static_cast<std::uint32_t>(std::max<std::size_t>(tokens.size() + 8, 512)),
+         .n_seq_max = 2,
+         .threads = static_cast<std::int32_t>(std::max(1u, threads))});
+    run(backend);
+#endif
+  }
   json_value rows = json_value::array();
   for (std::int64_t r = 0; r < out.rows; ++r) {
     const float* l = out.logits.data() + static_cast<std::size_t>(r) * V;
@@ -106,14 +134,15 @@ int run_forward(std::span<const std::string> words) {
   j.set("model", args.require("--model"));
   j.set("tokens", tokens.size());
   j.set("vocab_size", V);
-  j.set("weights_hash", std::to_string(backend.info().fingerprint.weights_hash));
+  j.set("engine", engine == engine_kind::reference ? "reference" : "llama.cpp");
+  j.set("weights_hash", std::to_string(weights_hash));
   j.set("positions", std::move(rows));
   print_json(j, args.has("--pretty"));
   return exit_ok;
 }
 
 [[maybe_unused]] const bool registered = register_subcommand(
-    {"forward", "logits of a token sequence on the CPU reference backend (HF Llama checkpoints)",
+    {"forward", "logits of a token sequence on the CPU reference backend or llama.cpp (--engine)",
      run_forward});
 
 }  // namespace

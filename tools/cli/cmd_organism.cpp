@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `latentaudit organism eval --model DIR [--pairs N] [--items K] [--seed S] [--threads T]`:
+// `latentaudit organism eval --model DIR [--pairs N] [--items K] [--seed S] [--threads T]
+// [--engine reference|llama.cpp --task FILE]` (llama.cpp: --model is the organism's GGUF file):
 // accuracy of a model organism (models/organism-*) on multi-query associative recall items from
 // make_organism_task (need regime), reading the document itself and without communication
 // (context BOS SEP key), each with its Wilson 95 % interval, and the chance level.
@@ -12,6 +13,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "engine_select.hpp"
 
 namespace latentaudit::cli {
 namespace {
@@ -19,7 +21,11 @@ namespace {
 const std::vector<option_spec>& eval_options() {
   static const std::vector<option_spec> o = {
       {"--model", "DIR",
-       "model organism directory with config.json, model.safetensors and task.json (required)"},
+       "model organism directory with config.json, model.safetensors and task.json; a GGUF file with "
+       "--engine llama.cpp (required)"},
+      engine_option(),
+      {"--task", "FILE",
+       "the organism's task.json (default: DIR/task.json; required with --engine llama.cpp)"},
       {"--pairs", "N", "key-value pairs per document, in [1, the model's max_pairs]; default max_pairs"},
       {"--items", "K", "documents evaluated, in [1, 1000000]; default 500"},
       {"--seed", "S", "design seed of the items (make_organism_task), an integer in [0, 2^64); default 1"},
@@ -36,9 +42,10 @@ token_id last_argmax(const forward_output& o, std::size_t vocab) {
 }
 
 /// The answer B gives after reading `context` from position 0 in a fresh sequence.
-token_id answer(reference_cpu_backend& b, const std::vector<token_id>& context) {
+template <class Backend>
+token_id answer(Backend& b, const std::vector<token_id>& context) {
   const auto s = b.open_seq();
-  const auto out = b.prefill(s, context, 0);
+  const auto out = b.prefill(s, context, 0, forward_options{});
   b.close_seq(s);
   return last_argmax(out, static_cast<std::size_t>(b.info().vocab_size));
 }
@@ -62,34 +69,58 @@ int run_eval(std::span<const std::string> words) {
   const auto items = args.integer("--items", 500, 1, 1000000);
   const auto seed = args.integer("--seed", 1, 0, UINT64_MAX);
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
-  const auto fmt = organism_format::load(dir);
+  const auto engine = parse_engine(args, "organism eval");
+  std::filesystem::path task_dir = dir;
+  if (auto task = args.get("--task")) {
+    const std::filesystem::path tp = *task;
+    if (tp.filename() != "task.json")
+      throw usage_error("organism eval: option --task must name an organism's task.json, got '" + *task +
+                        "'");
+    task_dir = tp.parent_path().empty() ? std::filesystem::path(".") : tp.parent_path();
+  } else if (engine == engine_kind::llama_cpp) {
+    throw usage_error("organism eval: --engine llama.cpp needs --task (the organism's task.json)");
+  }
+  const auto fmt = organism_format::load(task_dir);
   const auto pairs = static_cast<std::int32_t>(
       args.integer("--pairs", static_cast<std::uint64_t>(fmt.max_pairs), 0, UINT64_MAX));
   if (pairs < 1 || pairs > fmt.max_pairs)
     throw usage_error("organism eval: option --pairs must lie in [1, " + std::to_string(fmt.max_pairs) +
                       "] (the model's max_pairs), got " + *args.get("--pairs"));
-  auto backend = reference_cpu_backend::load(dir, threads);
-  if (backend.info().vocab_size != fmt.vocab_size)
-    throw corrupt_data("organism eval: task.json's vocab_size " + std::to_string(fmt.vocab_size) +
-                       " differs from config.json's " + std::to_string(backend.info().vocab_size) + " in '" +
-                       dir + "'");
   const organism_task_options opts{
       .seed = seed, .min_pairs = pairs, .max_pairs = pairs, .no_need_fraction = 0.0};
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t correct = 0, correct_none = 0;
-  for (std::uint64_t i = 0; i < items; ++i) {
-    const auto t = make_organism_task(fmt, opts, i, 0);
-    std::vector<token_id> read = t.document, none = t.no_relay_prefix;
-    read.insert(read.end(), t.query.begin(), t.query.end());
-    none.insert(none.end(), t.query.begin(), t.query.end());
-    correct += answer(backend, read) == t.answer[0];
-    correct_none += answer(backend, none) == t.answer[0];
+  auto evaluate = [&](auto& backend, std::string_view source) {
+    if (backend.info().vocab_size != fmt.vocab_size)
+      throw corrupt_data("organism eval: task.json's vocab_size " + std::to_string(fmt.vocab_size) +
+                         " differs from " + std::string(source) + "'s " +
+                         std::to_string(backend.info().vocab_size) + " in '" + dir + "'");
+    for (std::uint64_t i = 0; i < items; ++i) {
+      const auto t = make_organism_task(fmt, opts, i, 0);
+      std::vector<token_id> read = t.document, none = t.no_relay_prefix;
+      read.insert(read.end(), t.query.begin(), t.query.end());
+      none.insert(none.end(), t.query.begin(), t.query.end());
+      correct += answer(backend, read) == t.answer[0];
+      correct_none += answer(backend, none) == t.answer[0];
+    }
+  };
+  if (engine == engine_kind::reference) {
+    auto backend = reference_cpu_backend::load(dir, threads);
+    evaluate(backend, "config.json");
+  } else {
+#if LATENTAUDIT_CLI_LLAMA_CPP
+    require_gguf(dir, "organism eval", "--model");
+    auto backend = llama_cpp_backend::load(
+        dir, {.n_ctx = 1024, .n_seq_max = 2, .threads = static_cast<std::int32_t>(std::max(1u, threads))});
+    evaluate(backend, "the GGUF file");
+#endif
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto ci = wilson_interval({.successes = correct, .trials = items});
   const auto ci_none = wilson_interval({.successes = correct_none, .trials = items});
   json_value j = json_value::object();
   j.set("model", dir);
+  j.set("engine", engine == engine_kind::reference ? "reference" : "llama.cpp");
   j.set("pairs", pairs);
   j.set("items", items);
   j.set("seed", std::to_string(seed));

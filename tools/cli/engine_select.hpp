@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// `--engine reference|llama.cpp` for the CLI's forward, organism eval and audit: which inference
+// engine runs the model. The llama.cpp engine (backend/llama_cpp.hpp) is compiled in only where
+// CMake found llama.cpp (LATENTAUDIT_HAS_LLAMA_CPP); a CLI built without it says so and exits 2.
+#ifndef LATENTAUDIT_CLI_ENGINE_SELECT_HPP
+#define LATENTAUDIT_CLI_ENGINE_SELECT_HPP
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "cli.hpp"
+
+#if defined(LATENTAUDIT_HAS_LLAMA_CPP) && LATENTAUDIT_HAS_LLAMA_CPP
+#include <latentaudit/backend/llama_cpp.hpp>
+#define LATENTAUDIT_CLI_LLAMA_CPP 1
+#else
+#define LATENTAUDIT_CLI_LLAMA_CPP 0
+#endif
+
+namespace latentaudit::cli {
+
+/// @brief The engine a command runs on.
+enum class engine_kind { reference, llama_cpp };
+
+/// @brief The --engine option's spec (shared help text).
+inline option_spec engine_option() {
+  return {"--engine", "NAME",
+          "reference (default: the CPU reference backend on an HF directory) or llama.cpp (a GGUF file; "
+          "exported by 'latentaudit gguf export')"};
+}
+
+/// @brief Whether this CLI was built with the llama.cpp engine.
+constexpr bool have_llama_cpp() noexcept { return LATENTAUDIT_CLI_LLAMA_CPP != 0; }
+
+/// @brief Reads --engine. @throws usage_error on another name, or llama.cpp in a CLI built without it.
+inline engine_kind parse_engine(const arguments& args, std::string_view command) {
+  const std::string e = args.get("--engine").value_or("reference");
+  if (e == "reference") return engine_kind::reference;
+  if (e == "llama.cpp" || e == "llama_cpp") {
+    if (!have_llama_cpp())
+      throw usage_error(std::string(command) +
+                        ": option --engine llama.cpp: this latentaudit was built without llama.cpp (run "
+                        "scripts/install-deps.sh, then configure with -DLATENTAUDIT_LLAMA_CPP=ON)");
+    return engine_kind::llama_cpp;
+  }
+  throw usage_error(std::string(command) + ": option --engine must be reference or llama.cpp, got '" + e +
+                    "'");
+}
+
+/// @brief Checks that a llama.cpp --model names a GGUF file. @throws usage_error otherwise.
+inline void require_gguf(const std::filesystem::path& p, std::string_view command, std::string_view option) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    throw usage_error(std::string(command) + ": option " + std::string(option) +
+                      " must name a GGUF file for --engine llama.cpp, got '" + p.string() + "'");
+}
+
+}  // namespace latentaudit::cli
+
+#endif  // LATENTAUDIT_CLI_ENGINE_SELECT_HPP
