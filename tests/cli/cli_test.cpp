@@ -11,9 +11,12 @@
 #include <latentaudit/estimators/power.hpp>
 #include <latentaudit/version.hpp>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -623,7 +626,8 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"power", "z-test"}, {"unknown test 'z-test'"}},
       {{"power", "paired-t", "--n", "10"}, {"exactly two of --n, --delta, --power"}},
       {{"power", "paired-t", "--n", "10", "--delta", "1", "--power", "0.8"}, {"exactly two", "got 3"}},
-      {{"power", "paired-t", "--n", "10", "--delta", "1", "--alpha", "2"}, {"alpha", "(0, 1)"}},
+      {{"power", "paired-t", "--n", "10", "--delta", "1", "--alpha", "2"}, {"--alpha", "(0, 0.5)"}},
+      {{"power", "paired-t", "--n", "10", "--delta", "1", "--alpha", "0.5"}, {"--alpha", "(0, 0.5)"}},
       {{"power", "paired-t", "--n", "10", "--delta", "1", "--sd", "0"}, {"sd", "positive"}},
       {{"power", "paired-t", "--n", "10", "--delta", "1", "--ratio", "2"}, {"unknown option '--ratio'"}},
       {{"power", "two-sample-t", "--n", "10", "--delta", "1", "--one-sided", "--strict"},
@@ -689,6 +693,170 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
   };
   CHECK(cases.size() >= 30);
   for (const auto& c : cases) check_bad(c);
+}
+
+namespace {
+
+/// A copy of organism-a's model directory with one change applied by `edit` (the directory).
+std::string organism_copy(const std::string& name, const std::function<void(const fs::path&)>& edit) {
+  const fs::path dir = latentaudit::test::cli_work_dir() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path src = fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-a";
+  for (const char* f : {"config.json", "task.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
+  edit(dir);
+  return dir.string();
+}
+
+/// Overwrites the first f32 value of the first tensor of a safetensors file with `x`.
+void poke_first_weight(const fs::path& file, float x) {
+  std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
+  std::uint64_t n = 0;
+  f.read(reinterpret_cast<char*>(&n), 8);
+  f.seekp(static_cast<std::streamoff>(8 + n));
+  f.write(reinterpret_cast<const char*>(&x), 4);
+}
+
+/// Replaces the first occurrence of `from` in a file by `to`.
+void replace_in_file(const fs::path& file, const std::string& from, const std::string& to) {
+  std::string text = latentaudit::test::slurp_file(file);
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+}
+
+}  // namespace
+
+TEST_CASE("cli: hostile inputs exit 2 with one line naming the file, field or option", "[cli]") {
+  const auto good = write_file("h_good.csv", two_arm_csv());
+  const fs::path work = latentaudit::test::cli_work_dir();
+  const fs::path dir_csv = work / "dir.csv";
+  fs::create_directories(dir_csv);
+  const fs::path fifo_csv = work / "fifo.csv";
+  fs::remove(fifo_csv);
+  REQUIRE(::mkfifo(fifo_csv.c_str(), 0600) == 0);  // no writer: opening it for reading would block
+  const auto a_file = write_file("h_plain_file", "x");
+  const auto relay = (work / "h_relay.lakv").string();
+  REQUIRE(run_cli({"kv", "make-example", "--out", relay}).code == 0);
+  const auto cfg_json = [&](const std::string& name, const std::string& text) {
+    return write_file(name, text);
+  };
+  const auto nan_model = organism_copy(
+      "h_nan_model", [](const fs::path& d) { poke_first_weight(d / "model.safetensors", NAN); });
+  const auto huge_model = organism_copy(
+      "h_huge_model", [](const fs::path& d) { poke_first_weight(d / "model.safetensors", 3e38f); });
+  const auto gpt2 = organism_copy("h_gpt2", [](const fs::path& d) {
+    replace_in_file(d / "config.json", "LlamaForCausalLM", "GPT2LMHeadModel");
+  });
+  const auto no_arch = organism_copy(
+      "h_no_arch", [](const fs::path& d) { replace_in_file(d / "config.json", "\"LlamaForCausalLM\"", ""); });
+  const auto tied = organism_copy("h_tied", [](const fs::path& d) {
+    replace_in_file(d / "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+  });
+  const auto bad_task = organism_copy("h_bad_task", [](const fs::path& d) {
+    std::ofstream(d / "task.json", std::ios::binary | std::ios::trunc) << "{\"vocab_size\": ";
+  });
+  const auto bad_config = organism_copy("h_bad_config", [](const fs::path& d) {
+    std::ofstream(d / "config.json", std::ios::binary | std::ios::trunc) << "{\"vocab_size\" 1}";
+  });
+  const auto st_dir = organism_copy("h_st_dir", [](const fs::path& d) {
+    fs::remove(d / "model.safetensors");
+    fs::create_directories(d / "model.safetensors");
+  });
+  auto records_with = [&](const std::string& name, const std::string& extra) {
+    return write_file(name, "{\"item\":0,\"seed\":0,\"arm\":\"kv_noise_1\",\"correct\":1" + extra + "}\n");
+  };
+  const auto out = [&](const std::string& name) { return (work / name).string(); };
+  std::string ipw_text = "x,z,y\n0,1,1\n0,0,2\n";  // x = 0: propensity 0.5; x = 1: 0.9 (dropped)
+  for (int i = 0; i < 20; ++i) ipw_text += cat("1,", i < 18 ? "1," : "0,", std::to_string(i % 3), "\n");
+  const auto ipw_one_control = write_file("h_ipw.csv", ipw_text);
+  std::string dup_text = "x,x2,z,y\n";
+  for (int i = 0; i < 12; ++i)
+    dup_text += cat(std::to_string(i % 5), ",", std::to_string(2 * (i % 5)), ",", std::to_string(i % 2), ",",
+                    std::to_string(i), "\n");
+  const auto dup_covariate = write_file("h_dup.csv", dup_text);
+  const auto huge = write_file("h_huge.csv", "x,z,y\n1e300,1,1\n2,0,2\n3,1,2\n4,0,5\n");
+  const auto quoted = write_file(
+      "h_quoted.jsonl", "{\"z\":1,\"y\":\"0\"}\n{\"z\":0,\"y\":1}\n{\"z\":1,\"y\":2}\n{\"z\":0,\"y\":3}\n");
+  const std::vector<bad_case> cases = {
+      // one writer, bounded designs, output directories
+      {{"audit", "--items", "10000000", "--seeds", "100000", "--out", out("h_big")},
+       {"design is too large", "trials", "GB", "--items"}},
+      {{"audit", "--items", "2", "--seeds", "1", "--out", a_file}, {"--out", a_file, "not a directory"}},
+      {{"audit", "--items", "2", "--seeds", "1", "--out", "/dev/null"},
+       {"--out", "/dev/null", "character device"}},
+      {{"audit", "--items", "2", "--seeds", "1", "--out", ""}, {"--out", "empty path"}},
+      {{"audit", "--items", "2", "--seeds", "1", "--out", "/proc/latentaudit_out"},
+       {"--out", "/proc/latentaudit_out", "cannot create"}},
+      // readers refuse non-files by type, before opening
+      {{"report", "--records", dir_csv.string()}, {"records file", "dir.csv", "is a directory"}},
+      {{"report", "--records", fifo_csv.string()}, {"fifo.csv", "is a FIFO"}},
+      {{"report", "--records", "/dev/zero"}, {"/dev/zero", "character device"}},
+      {{"kv", "inspect", relay, "--key-file", dir_csv.string()}, {"--key-file", "dir.csv", "is a directory"}},
+      {{"kv", "inspect", relay, "--key-file", "/dev/zero"}, {"--key-file", "/dev/zero", "character device"}},
+      {{"kv", "inspect", dir_csv.string()}, {"relay file", "is a directory"}},
+      {{"audit", "--config", "/dev/zero"}, {"--config", "/dev/zero", "character device"}},
+      {{"audit", "--config", dir_csv.string()}, {"--config", "is a directory"}},
+      {{"estimate", "welch", "--data", dir_csv.string(), "--outcome", "y", "--treatment", "z"},
+       {"--data", "dir.csv", "is a directory"}},
+      {{"estimate", "welch", "--data", fifo_csv.string(), "--outcome", "y", "--treatment", "z"},
+       {"--data", "fifo.csv", "is a FIFO"}},
+      {{"estimate", "welch", "--data", "/dev/zero", "--outcome", "y", "--treatment", "z"},
+       {"--data", "/dev/zero", "character device"}},
+      {{"interval", "--estimate", "1", "--replicates", dir_csv.string(), "--method", "normal"},
+       {"--replicates", "is a directory"}},
+      // --config: parse errors name the file; flags take booleans; help is not a config key
+      {{"audit", "--config", cfg_json("h_cfg_bad.json", "{\"items\": }")}, {"--config", "h_cfg_bad.json"}},
+      {{"audit", "--config", cfg_json("h_cfg_help.json", "{\"help\": true}")}, {"h_cfg_help.json", "'help'"}},
+      {{"audit", "--config", cfg_json("h_cfg_flag.json", "{\"resume\": 1}")},
+       {"h_cfg_flag.json", "'resume'", "true or false"}},
+      {{"audit", "--config", cfg_json("h_cfg_unknown.json", "{\"itemz\": 3}")}, {"unknown key 'itemz'"}},
+      {{"audit", "--config", cfg_json("h_cfg_bool.json", "{\"items\": true}")},
+       {"'items'", "string or a number"}},
+      // models: what cannot be a trained Llama is refused at load
+      {{"forward", "--model", nan_model, "--tokens", "1"},
+       {"h_nan_model", "tensor '", "holds nan", "finite"}},
+      {{"forward", "--model", huge_model, "--tokens", "1"}, {"h_huge_model", "tensor '", "1e6"}},
+      {{"forward", "--model", gpt2, "--tokens", "1"}, {"architectures", "GPT2LMHeadModel"}},
+      {{"forward", "--model", no_arch, "--tokens", "1"}, {"architectures", "[]"}},
+      {{"forward", "--model", tied, "--tokens", "1"}, {"lm_head.weight", "tie_word_embeddings"}},
+      {{"forward", "--model", bad_config, "--tokens", "1"}, {"config.json"}},
+      {{"forward", "--model", st_dir, "--tokens", "1"}, {"model.safetensors", "is a directory"}},
+      {{"audit", "--model", bad_task, "--partner", "none", "--items", "2", "--out", out("h_task")},
+       {"task.json"}},
+      // records: what cannot be true
+      {{"report", "--records", records_with("h_sigma.jsonl", ",\"noise_sigma\":-0.5")},
+       {"noise_sigma", ">= 0"}},
+      {{"report", "--records", records_with("h_policy.jsonl", ",\"policy\":\"abc\"")},
+       {"policy", "object or null"}},
+      // estimators: CLI words, degenerate samples
+      {{"estimate", "ols", "--data", good, "--outcome", "y", "--covariates", "z", "--cov", "cr1"},
+       {"--cov cr1", "--cluster"}},
+      {{"estimate", "iv", "--data", good, "--outcome", "y", "--treatment", "z", "--instrument", "z"},
+       {"--treatment", "'z'", "its own --instrument"}},
+      {{"estimate", "did", "--data", write_file("h_did.csv", "u,d,p,y\na,1,2,1\nb,0,0,2\nc,1,1,3\nd,0,1,1\n"),
+        "--outcome", "y", "--treatment", "d", "--unit", "u", "--post", "p"},
+       {"column 'p'", "0/1 indicator", "got 2"}},
+      {{"estimate", "tost", "--data", good, "--outcome", "y", "--treatment", "z", "--margin", "1", "--alpha",
+        "0.5"},
+       {"--alpha", "(0, 0.5)"}},
+      {{"audit", "--alpha", "0.7"}, {"--alpha", "(0, 0.5)"}},
+      {{"estimate", "ipw", "--data", ipw_one_control, "--outcome", "y", "--treatment", "z", "--covariates",
+        "x", "--trim", "0.49", "--trim-mode", "drop"},
+       {"1 control units remain", "at least 2"}},
+      {{"estimate", "matching", "--data", dup_covariate, "--outcome", "y", "--treatment", "z", "--covariates",
+        "x,x2", "--distance", "mahalanobis"},
+       {"collinear", "Mahalanobis"}},
+      {{"estimate", "ols", "--data", huge, "--outcome", "y", "--covariates", "x"},
+       {"line 2", "column 'x'", "1e+300", "too large"}},
+      {{"estimate", "welch", "--data", huge, "--outcome", "x", "--treatment", "z"},
+       {"column 'x'", "too large"}},
+      {{"estimate", "welch", "--data", quoted, "--outcome", "y", "--treatment", "z"},
+       {"line 1", "column 'y'", "string \"0\"", "without quotes"}},
+  };
+  for (const auto& c : cases) check_bad(c);
+  fs::remove(fifo_csv);
 }
 
 namespace {

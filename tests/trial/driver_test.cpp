@@ -247,9 +247,9 @@ TEST_CASE("driver: timing repeats re-run the subsampled units' trials without ch
   for (std::uint64_t i = 0; i < d.items; ++i)
     for (std::uint64_t s = 0; s < d.seeds; ++s)
       CHECK(other.timing_repeat_unit(i, s) == d.timing_repeat_unit(i, s));
-  // The design records the option (and omits it without repeats, so older design.json files match).
-  CHECK(d.to_json().find("timing_repeats") != nullptr);
-  CHECK(trial_design{}.to_json().find("timing_repeats") == nullptr);
+  // The design identity records the option (0 without repeats).
+  CHECK(d.to_json().at("timing_repeats").as_number() == static_cast<double>(d.timing_repeats));
+  CHECK(trial_design{}.to_json().at("timing_repeats").as_number() == 0);
   CHECK_THROWS_AS((trial_design{.timing_repeat_fraction = 1.5}.validate()), invalid_argument);
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #if defined(__unix__)
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -26,7 +27,7 @@ std::filesystem::path fresh_dir(const std::string& name) {
 trial_record sample(std::uint64_t item, std::string arm) {
   trial_record r;
   r.item = item;
-  r.seed = 2;
+  r.seed = 0;
   r.arm = std::move(arm);
   r.arm_kind = "kv_full";
   r.regime = "need";
@@ -197,5 +198,160 @@ TEST_CASE("journal: many records cross the mapping's growth steps intact") {
   const auto all = read_records(dir / "records.jsonl");
   REQUIRE(all.size() == 5000);
   for (std::uint64_t i = 0; i < 5000; ++i) CHECK(all[i].item == i);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("journal: one writer per directory; the lock dies with its holder") {
+  const auto dir = fresh_dir("lock");
+  trial_design d{.items = 3, .seeds = 1};
+  {
+    record_journal j(dir, d, false);
+    j.append(sample(0, "kv_full"));
+    // A second journal (fresh or resumed) on the held directory is refused before it reads or
+    // cuts anything, naming the holder.
+    const std::string holder =
+        "another audit holds " + dir.string() + " (pid " + std::to_string(::getpid()) + ")";
+    CHECK_THROWS_WITH(record_journal(dir, d, true), Catch::Contains(holder));
+    CHECK_THROWS_WITH(record_journal(dir, d, false), Catch::Contains(holder));
+    CHECK_THROWS_WITH(directory_lock(dir), Catch::Contains(holder));
+    j.append(sample(1, "kv_full"));
+  }
+  {  // released with the journal
+    record_journal j(dir, d, true);
+    CHECK(j.done().size() == 2);
+  }
+#if defined(__unix__)
+  // A holder that dies without releasing (as kill -9) leaves nothing held.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    directory_lock held(dir);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK_NOTHROW(directory_lock(dir));
+#endif
+  // A lock can be taken first and handed to the journal (which keeps it).
+  directory_lock lock(dir);
+  record_journal j(std::move(lock), d, true);
+  CHECK_FALSE(lock.held());
+  CHECK_THROWS_WITH(directory_lock(dir), Catch::Contains("another audit holds"));
+  j.close();
+  CHECK_THROWS_WITH(directory_lock(dir), Catch::Contains("another audit holds"));  // held until destroyed
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("journal: a resume checks the whole design identity, design.json first") {
+  const auto dir = fresh_dir("identity");
+  trial_design d{.items = 3, .seeds = 1};
+  d.identity.model = "LlamaForCausalLM:2x2x16:00000000000000aa";
+  d.identity.partner = "LlamaForCausalLM:2x2x16:00000000000000bb";
+  d.identity.task_source = "organism";
+  d.identity.task_hash = "1234";
+  d.identity.task_options = json_value::object();
+  d.identity.task_options.set("no_need_fraction", 0.5);
+  {
+    record_journal j(dir, d, false);
+    j.append(sample(0, "kv_full"));
+  }
+  const auto records = dir / "records.jsonl";
+  const auto before = std::filesystem::file_size(records);
+  auto refused = [&](const trial_design& other, const std::string& words) {
+    CHECK_THROWS_WITH(record_journal(dir, other, true), Catch::Contains(words));
+    CHECK(std::filesystem::file_size(records) == before);  // nothing written or cut
+  };
+  trial_design m = d;
+  m.identity.model = "LlamaForCausalLM:2x2x16:00000000000000cc";
+  refused(m, "field 'model_fingerprint'");
+  trial_design p = d;
+  p.identity.partner.clear();
+  refused(p, "field 'partner_fingerprint'");
+  trial_design t = d;
+  t.identity.task_options.set("no_need_fraction", 0.3);
+  refused(t, "field 'task_options.no_need_fraction' is 0.5 in the records' design, 0.3 now");
+  trial_design e = d;
+  e.identity.engine = "llama.cpp";
+  refused(e, "field 'engine'");
+  trial_design h = d;
+  h.identity.task_hash = "5678";
+  refused(h, "field 'task_hash'");
+  trial_design r = d;
+  r.timing_repeats = 2;
+  refused(r, "field 'timing_repeats'");
+  // The same design resumes, and its hash is stable and differs from the others'.
+  { record_journal ok(dir, d, true); }
+  CHECK(d.design_hash() == trial_design(d).design_hash());
+  CHECK(d.design_hash().size() == 64);
+  CHECK(d.design_hash() != m.design_hash());
+  CHECK(d.design_hash() != t.design_hash());
+  // A record outside the design is refused on resume, naming its key.
+  {
+    std::ofstream f(records, std::ios::app | std::ios::binary);
+    f << record_to_line(sample(9999, "kv_full")) << "\n";
+  }
+  CHECK_THROWS_WITH(record_journal(dir, d, true),
+                    Catch::Contains("outside the design") && Catch::Contains("item 9999"));
+  std::filesystem::resize_file(records, before);
+  {
+    std::ofstream f(records, std::ios::app | std::ios::binary);
+    f << record_to_line(sample(1, "unknown_arm")) << "\n";
+  }
+  CHECK_THROWS_WITH(record_journal(dir, d, true), Catch::Contains("arm unknown_arm"));
+  std::filesystem::resize_file(records, before);
+  // A design.json of the first format (no models, task, engine) cannot vouch for a resume.
+  {
+    std::ofstream f(dir / "design.json", std::ios::binary | std::ios::trunc);
+    f << R"({"seed": 1, "items": 3, "seeds": 1})";
+  }
+  CHECK_THROWS_WITH(record_journal(dir, d, true), Catch::Contains("predates"));
+  // A missing design.json is named as missing, not as a different design.
+  std::filesystem::remove(dir / "design.json");
+  CHECK_THROWS_WITH(record_journal(dir, d, true), Catch::Contains("no design.json"));
+  // A corrupt one names the file.
+  {
+    std::ofstream f(dir / "design.json", std::ios::binary | std::ios::trunc);
+    f << "{not json";
+  }
+  CHECK_THROWS_WITH(record_journal(dir, d, true), Catch::Contains("design.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("journal: read_records streams: a huge line or zero tail is bounded, non-files are refused") {
+  const auto dir = fresh_dir("stream");
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "records.jsonl";
+  const std::string l0 = record_to_line(sample(0, "kv_full")) + "\n";
+  {  // a line of 3 MiB without a newline after one good record
+    std::ofstream f(file, std::ios::binary);
+    f << l0 << std::string(3u << 20, 'x');
+  }
+  CHECK_THROWS_WITH(read_records(file), Catch::Contains("records.jsonl:2") && Catch::Contains("longer than"));
+  std::uint64_t torn = 0;
+  CHECK_THROWS_WITH(read_records(file, &torn), Catch::Contains("longer than"));
+  {  // a long zero tail (64 MiB, sparse) is padding, counted and never stored
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
+    f << l0;
+  }
+  std::filesystem::resize_file(file, l0.size() + (64u << 20));
+  CHECK(read_records(file, &torn).size() == 1);
+  CHECK(torn == l0.size());
+  {  // zeros inside a line (followed by data) are not padding
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
+    f << l0 << std::string(10, '\0') << l0;
+  }
+  CHECK_THROWS_AS(read_records(file), corrupt_data);
+  // A directory or a FIFO is refused by type, before it is opened (a FIFO without a writer
+  // would block an open for reading).
+  CHECK_THROWS_WITH(read_records(dir), Catch::Contains("is a directory"));
+#if defined(__unix__)
+  const auto fifo = dir / "fifo.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(read_records(fifo), Catch::Contains("is a FIFO"));
+#endif
+  CHECK_THROWS_WITH(read_records("/dev/zero"), Catch::Contains("character device"));
+  CHECK_THROWS_WITH(read_records(dir / "missing.jsonl"), Catch::Contains("cannot open"));
+  // And a journal directory that is a file is refused naming it.
+  CHECK_THROWS_WITH(record_journal(file, trial_design{}, false), Catch::Contains("not a directory"));
   std::filesystem::remove_all(dir);
 }

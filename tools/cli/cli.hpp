@@ -174,6 +174,16 @@ class arguments {
                         *get(name));
     return x;
   }
+  /// @brief A significance level in (0, 0.5) (default if absent): the one range every command's
+  /// --alpha accepts (a level of 0.5 or more rejects more often than it could protect).
+  /// @throws usage_error otherwise.
+  [[nodiscard]] double alpha(std::string_view name = "--alpha", double fallback = 0.05) const {
+    const double x = number(name, fallback);
+    if (!(x > 0.0 && x < 0.5))
+      throw usage_error(command_ + ": option " + std::string(name) + " must lie in (0, 0.5), got " +
+                        *get(name));
+    return x;
+  }
   /// @brief An integer in [lo, hi] (default if absent). @throws usage_error otherwise.
   [[nodiscard]] std::uint64_t integer(std::string_view name, std::uint64_t fallback, std::uint64_t lo,
                                       std::uint64_t hi) const {

@@ -6,6 +6,7 @@
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/trial.hpp>
+#include <latentaudit/version.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -75,13 +76,15 @@ std::vector<option_spec> report_spec() {
       {"--prefill-tokens-per-s", "T",
        "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
       {"--seed", "S", "bootstrap seed (default 1)"},
-      {"--quiet", "", "no progress on stderr"},
+      {"--quiet", "", "no warnings on stderr (records that disagree with the design.json beside them)"},
       common_option("--pretty"),
   };
 }
 
-// Command-line words plus --config entries (command line wins).
-std::vector<std::string> with_config(std::span<const std::string> words) {
+// Command-line words plus --config entries (command line wins). Keys are option names without
+// "--": a flag takes true or false, any other option a string or a number; "help" and "config"
+// are refused.
+std::vector<std::string> with_config(std::span<const std::string> words, const std::vector<option_spec>& specs) {
   std::vector<std::string> out(words.begin(), words.end());
   for (std::size_t i = 0; i < words.size(); ++i) {
     std::string path;
@@ -91,26 +94,47 @@ std::vector<std::string> with_config(std::span<const std::string> words) {
       path = words[i].substr(9);
     else
       continue;
+    const std::string where = "audit: --config file '" + path + "'";
+    std::uint64_t size = 0;
+    try {
+      size = detail::require_regular_file(path, "--config file");
+    } catch (const error& e) {
+      throw usage_error(std::string("audit: ") + e.what());
+    }
+    if (size > (std::uint64_t{1} << 20)) throw usage_error(where + " is larger than 1 MiB");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw usage_error("audit: cannot read --config file '" + path + "'");
     std::ostringstream ss;
     ss << in.rdbuf();
-    const json_value j = parse_json(ss.str(), {.max_depth = 4, .max_bytes = 1 << 20});
-    if (!j.is_object()) throw usage_error("audit: --config file '" + path + "' must hold a JSON object");
+    json_value j;
+    try {
+      j = parse_json(ss.str(), {.max_depth = 4, .max_bytes = 1 << 20});
+    } catch (const error& e) {
+      throw usage_error(where + ": " + e.what());
+    }
+    if (!j.is_object()) throw usage_error(where + " must hold a JSON object");
     for (const auto& [k, v] : j.as_object()) {
       const std::string opt = "--" + k;
-      if (k == "config") throw usage_error("audit: --config file '" + path + "' may not name another config");
+      if (k == "config") throw usage_error(where + " may not name another config");
+      if (k == "help") throw usage_error(where + ": key 'help' is not an option a config can set");
+      const auto spec =
+          std::find_if(specs.begin(), specs.end(), [&](const option_spec& s) { return s.name == opt; });
+      if (spec == specs.end()) throw usage_error(where + ": unknown key '" + k + "' (no option " + opt + ")");
+      const bool flag = spec->metavar.empty();
       bool given = false;
       for (const auto& w : words) given |= w == opt || w.rfind(opt + "=", 0) == 0;
       if (given) continue;
-      if (v.is_bool()) {
+      if (flag) {
+        if (!v.is_bool())
+          throw usage_error(where + ": key '" + k + "' is a flag and takes true or false, got " + write_json(v));
         if (v.as_bool()) out.push_back(opt);
       } else if (v.is_string()) {
         out.push_back(opt + "=" + v.as_string());
       } else if (v.is_number()) {
         out.push_back(opt + "=" + detail::number_text(v.as_number()));
       } else {
-        throw usage_error("audit: --config key '" + k + "' must be a string, number or boolean");
+        throw usage_error(where + ": key '" + k + "' must be a string or a number (option " + opt + " " +
+                          spec->metavar + ")");
       }
     }
   }
@@ -153,6 +177,48 @@ std::filesystem::path model_dir(const std::optional<std::string>& given, const c
   return std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / name;
 }
 
+// The SHA-256 of a (small) file, 64 hex digits: the task definition's content hash.
+std::string file_sha256(const std::filesystem::path& p) {
+  if (detail::require_regular_file(p, "task file") > (std::uint64_t{1} << 24))
+    throw usage_error("audit: task file '" + p.string() + "' is larger than 16 MiB");
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) throw usage_error("audit: cannot read task file '" + p.string() + "'");
+  const std::string text = ss.str();
+  const auto d = sha256::of(std::as_bytes(std::span(text)));
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string h;
+  for (const auto b : d) {
+    h.push_back(hex[static_cast<unsigned>(b) >> 4]);
+    h.push_back(hex[static_cast<unsigned>(b) & 0xF]);
+  }
+  return h;
+}
+
+// The design's size, checked before anything is allocated: the execution order holds 16 bytes
+// per (item, seed) unit, the journal's key set about 96 bytes per trial, and the report about
+// 2 KiB per record in memory. Refuses a design whose estimate exceeds the machine's memory.
+void check_design_size(const trial_design& d, bool trials_only) {
+  const long double units = static_cast<long double>(d.items) * static_cast<long double>(d.seeds);
+  const long double trials = units * static_cast<long double>(d.arms.size());
+  const long double bytes = units * 16.0L + trials * (trials_only ? 96.0L : 96.0L + 2048.0L);
+  long double phys = 0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) phys = static_cast<long double>(pages) * static_cast<long double>(page);
+  const long double limit = phys > 0 ? phys / 2 : static_cast<long double>(std::uint64_t{1} << 34);
+  if (bytes > limit) {
+    char msg[400];
+    std::snprintf(msg, sizeof msg,
+                  "audit: the design is too large: %llu items x %llu seeds x %zu arms = %.4Lg trials, "
+                  "needing about %.3Lg GB of memory, more than half of this machine's %.3Lg GB; lower "
+                  "--items or --seeds",
+                  static_cast<unsigned long long>(d.items), static_cast<unsigned long long>(d.seeds),
+                  d.arms.size(), trials, bytes / 1e9L, phys / 1e9L);
+    throw usage_error(msg);
+  }
+}
+
 audit_options report_options(const arguments& args, std::uint64_t seed) {
   audit_options o;
   o.equivalence_margin = args.number("--margin", 0.05);
@@ -160,8 +226,7 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
   if (!(o.equivalence_margin > 0 && o.equivalence_margin < 1))
     throw usage_error(args.command() + ": option --margin must lie in (0, 1), got " +
                       detail::number_text(o.equivalence_margin));
-  o.alpha = args.level("--alpha", 0.05);
-  if (o.alpha >= 0.5) throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5)");
+  o.alpha = args.alpha();
   o.bootstrap_replicates = static_cast<std::size_t>(args.integer("--bootstrap", 2000, 100, 1000000));
   if (args.get("--latency-slo-ms")) {
     const double ms = args.number("--latency-slo-ms", 0.0);
@@ -180,7 +245,7 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
 
 int run_audit(std::span<const std::string> raw) {
   const auto specs = audit_spec();
-  const auto words = with_config(raw);
+  const auto words = with_config(raw, specs);
   const auto args = arguments::parse(words, specs, "audit");
   if (args.help()) {
     std::fputs(
@@ -229,6 +294,10 @@ int run_audit(std::span<const std::string> raw) {
     throw usage_error("audit: option --no-need-fraction must lie in [0, 1]");
   const auto aopt = report_options(args, d.seed);
   const std::filesystem::path out = args.get("--out").value_or("audit-out");
+  check_design_size(d, args.has("--trials-only"));
+  // One writer per --out: taken before anything else, held until this function returns (the
+  // journal and the report), released by the kernel if the process dies.
+  directory_lock lock(out, "--out");
 
   auto engine = reference_cpu_backend::load(model, threads);
   const auto fmt = organism_format::load(model);
@@ -238,7 +307,14 @@ int run_audit(std::span<const std::string> raw) {
   if (wants_partner)
     partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
   const organism_task_options to{.seed = d.seed, .no_need_fraction = no_need};
-  record_journal journal(out, d, args.has("--resume"), args.has("--durable"));
+  d.identity.engine = "reference";
+  d.identity.engine_version = latentaudit::version_string;
+  d.identity.model = fingerprint_text(engine.info().fingerprint);
+  d.identity.partner = partner ? fingerprint_text(partner->info().fingerprint) : std::string();
+  d.identity.task_source = "organism";
+  d.identity.task_hash = file_sha256(model / "task.json");
+  d.identity.task_options = to.to_json();
+  record_journal journal(std::move(lock), d, args.has("--resume"), args.has("--durable"));
   const std::uint64_t skipped = journal.done().size();
   progress_meter meter(args.has("--quiet"));
   trial_driver<reference_cpu_backend> driver(engine, partner ? &*partner : nullptr);
@@ -251,6 +327,7 @@ int run_audit(std::span<const std::string> raw) {
   json_value j = json_value::object();
   j.set("out", out.string());
   j.set("model", model.string());
+  j.set("design_hash", d.design_hash());
   j.set("trials_total", d.trials());
   j.set("trials_run", stats.trials);
   j.set("trials_skipped", stats.skipped);
@@ -278,6 +355,141 @@ int run_audit(std::span<const std::string> raw) {
   return exit_ok;
 }
 
+// Where the records disagree with the design.json beside them (if there is one): keys outside
+// the design, another model, partner or link than it names. Each is one line (a warning: records
+// from any stack may sit beside any file).
+std::vector<std::string> design_warnings(const std::filesystem::path& records_path,
+                                         const std::vector<trial_record>& records) {
+  const auto dir =
+      records_path.parent_path().empty() ? std::filesystem::path(".") : records_path.parent_path();
+  const auto path = dir / "design.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  std::vector<std::string> out;
+  json_value d;
+  try {
+    if (detail::require_regular_file(path, "design file") > (std::uint64_t{1} << 20))
+      throw corrupt_data("larger than 1 MiB");
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    d = parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
+    if (!d.is_object()) throw corrupt_data("not a JSON object");
+  } catch (const error& e) {
+    return {path.string() +
+            " beside the records cannot be read, so they are not checked against it: " + e.what()};
+  }
+  const std::string beside = " (" + path.string() + ")";
+  auto number = [&](const char* key) -> std::optional<double> {
+    const json_value* v = d.find(key);
+    return v != nullptr && v->is_number() ? std::optional<double>(v->as_number()) : std::nullopt;
+  };
+  auto text = [&](const char* key) -> std::string {
+    const json_value* v = d.find(key);
+    return v != nullptr && v->is_string() ? v->as_string() : std::string();
+  };
+  std::set<std::string> arms;
+  if (const json_value* a = d.find("arms"); a != nullptr && a->is_array())
+    for (const auto& x : a->as_array())
+      if (x.is_string()) arms.insert(x.as_string());
+  const auto items = number("items"), seeds = number("seeds");
+  const std::string model = text("model_fingerprint"), partner = text("partner_fingerprint"),
+                    link = text("link");
+  std::size_t outside = 0, other_model = 0, other_partner = 0, other_link = 0;
+  std::string first_outside;
+  for (const auto& r : records) {
+    const bool out_of = (items && static_cast<double>(r.item) >= *items) ||
+                        (seeds && static_cast<double>(r.seed) >= *seeds) ||
+                        (!arms.empty() && !arms.count(r.arm));
+    if (out_of && outside++ == 0)
+      first_outside =
+          "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
+    if (!model.empty() && !r.receiver_fingerprint.empty() && r.receiver_fingerprint != model) ++other_model;
+    if (!partner.empty() && r.arm_kind == "cross_model" && !r.sender_fingerprint.empty() &&
+        r.sender_fingerprint != partner)
+      ++other_partner;
+    if (!link.empty() && !r.link.empty() && r.link != link) ++other_link;
+  }
+  if (outside > 0)
+    out.push_back(std::to_string(outside) + " record(s) lie outside the design beside them" + beside +
+                  ", first " + first_outside);
+  if (other_model > 0)
+    out.push_back(std::to_string(other_model) + " record(s) ran another model than the design's " + model +
+                  beside);
+  if (other_partner > 0)
+    out.push_back(std::to_string(other_partner) +
+                  " cross_model record(s) ran another partner than the design's " + partner + beside);
+  if (other_link > 0)
+    out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link +
+                  beside);
+  return out;
+}
+
+// Where the records disagree with the design.json beside them (if there is one): keys outside
+// the design, another model, partner or link than it names. Each is one line (a warning: records
+// from any stack may sit beside any file).
+std::vector<std::string> design_warnings(const std::filesystem::path& records_path,
+                                         const std::vector<trial_record>& records) {
+  const auto dir = records_path.parent_path().empty() ? std::filesystem::path(".") : records_path.parent_path();
+  const auto path = dir / "design.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  std::vector<std::string> out;
+  json_value d;
+  try {
+    if (detail::require_regular_file(path, "design file") > (std::uint64_t{1} << 20))
+      throw corrupt_data("larger than 1 MiB");
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    d = parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
+    if (!d.is_object()) throw corrupt_data("not a JSON object");
+  } catch (const error& e) {
+    return {path.string() + " beside the records cannot be read, so they are not checked against it: " +
+            e.what()};
+  }
+  const std::string beside = " (" + path.string() + ")";
+  auto number = [&](const char* key) -> std::optional<double> {
+    const json_value* v = d.find(key);
+    return v != nullptr && v->is_number() ? std::optional<double>(v->as_number()) : std::nullopt;
+  };
+  auto text = [&](const char* key) -> std::string {
+    const json_value* v = d.find(key);
+    return v != nullptr && v->is_string() ? v->as_string() : std::string();
+  };
+  std::set<std::string> arms;
+  if (const json_value* a = d.find("arms"); a != nullptr && a->is_array())
+    for (const auto& x : a->as_array())
+      if (x.is_string()) arms.insert(x.as_string());
+  const auto items = number("items"), seeds = number("seeds");
+  const std::string model = text("model_fingerprint"), partner = text("partner_fingerprint"), link = text("link");
+  std::size_t outside = 0, other_model = 0, other_partner = 0, other_link = 0;
+  std::string first_outside;
+  for (const auto& r : records) {
+    const bool out_of = (items && static_cast<double>(r.item) >= *items) ||
+                        (seeds && static_cast<double>(r.seed) >= *seeds) || (!arms.empty() && !arms.count(r.arm));
+    if (out_of && outside++ == 0)
+      first_outside = "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
+    if (!model.empty() && !r.receiver_fingerprint.empty() && r.receiver_fingerprint != model) ++other_model;
+    if (!partner.empty() && r.arm_kind == "cross_model" && !r.sender_fingerprint.empty() &&
+        r.sender_fingerprint != partner)
+      ++other_partner;
+    if (!link.empty() && !r.link.empty() && r.link != link) ++other_link;
+  }
+  if (outside > 0)
+    out.push_back(std::to_string(outside) + " record(s) lie outside the design beside them" + beside +
+                  ", first " + first_outside);
+  if (other_model > 0)
+    out.push_back(std::to_string(other_model) + " record(s) ran another model than the design's " + model +
+                  beside);
+  if (other_partner > 0)
+    out.push_back(std::to_string(other_partner) + " cross_model record(s) ran another partner than the design's " +
+                  partner + beside);
+  if (other_link > 0)
+    out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link + beside);
+  return out;
+}
+
 int run_report(std::span<const std::string> words) {
   const auto specs = report_spec();
   const auto args = arguments::parse(words, specs, "report");
@@ -300,11 +512,17 @@ int run_report(std::span<const std::string> words) {
   const auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
   const auto records = read_records(records_path);
   if (records.empty()) throw usage_error("report: '" + records_path.string() + "' holds no records");
+  const auto warnings = design_warnings(records_path, records);
+  if (!args.has("--quiet"))
+    for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());
   const auto t0 = std::chrono::steady_clock::now();
   const auto result = run_audit_report(records, aopt, out);
   json_value j = json_value::object();
   j.set("out", out.string());
   j.set("records", records.size());
+  json_value wj = json_value::array_type{};
+  for (const auto& w : warnings) wj.push_back(w);
+  j.set("design_warnings", std::move(wj));
   j.set("findings", findings_summary(result));
   j.set("decision", decision_summary(result));
   j.set("analysis_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit kv inspect FILE [--key-file K]` and `latentaudit kv make-example --out FILE
 // [--key-file K]`: look inside a relay (docs/wire-format.md), or write a small valid one to try.
+#include <latentaudit/core/detail/file_check.hpp>
 #include <latentaudit/core/rng.hpp>
 #include <latentaudit/kv/rope.hpp>
 #include <latentaudit/kv/wire.hpp>
@@ -38,6 +39,14 @@ const std::vector<option_spec>& example_options() {
 }
 
 std::vector<std::byte> read_key(const std::string& path) {
+  std::uint64_t size = 0;
+  try {
+    size =
+        detail::require_regular_file(path, "--key-file");  // a directory, FIFO or /dev/zero: refused unopened
+  } catch (const error& e) {
+    throw usage_error(std::string("kv: ") + e.what());
+  }
+  if (size > (std::uint64_t{1} << 20)) throw usage_error("kv: key file '" + path + "' is larger than 1 MiB");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw usage_error("kv: cannot open key file '" + path + "'");
   const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -65,6 +74,11 @@ int run_inspect(std::span<const std::string> words) {
   if (!words.empty() && words[0].rfind("--", 0) != 0) {
     const std::string file = words[0];
     const auto args = arguments::parse(words.subspan(1), inspect_options(), "kv inspect");
+    try {
+      (void)detail::require_regular_file(file, "relay file");
+    } catch (const error& e) {
+      throw usage_error(std::string("kv inspect: ") + e.what());
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) throw usage_error("kv inspect: cannot open relay file '" + file + "'");
     std::vector<std::byte> key;

@@ -21,7 +21,7 @@ std::vector<option_spec> t_options(bool two_sample) {
       {"--sd", "S",
        two_sample ? "standard deviation of the outcome in each arm; default 1"
                   : "standard deviation of the within-pair differences; default 1"},
-      {"--alpha", "A", "significance level in (0, 1); default 0.05"},
+      {"--alpha", "A", "significance level in (0, 0.5); default 0.05"},
       {"--one-sided", "", "one-sided test (alternative delta > 0); default two-sided"},
       {"--strict", "",
        "two-sided: also count the rejection region opposite to delta (R strict = TRUE, statsmodels)"},
@@ -37,7 +37,7 @@ std::vector<option_spec> mcnemar_options_spec() {
       {"--p01", "Y", "probability of a discordant pair with treated 0, control 1, in [0, 1], X + Y <= 1"},
       {"--n", "N", "number of pairs (solve for power)"},
       {"--power", "P", "target power in (alpha, 1) (solve for the number of pairs)"},
-      {"--alpha", "A", "significance level in (0, 1); default 0.05"},
+      {"--alpha", "A", "significance level in (0, 0.5); default 0.05"},
       {"--one-sided", "", "one-sided test in the direction of p10 - p01; default two-sided"},
       {"--exact", "",
        "exact unconditional power of the exact conditional McNemar test (default: Connor 1987 normal "
@@ -57,7 +57,7 @@ json_value run_t(const arguments& args, power_design design) {
   t_power_options o;
   o.design = design;
   o.sides = args.has("--one-sided") ? power_sides::one_sided : power_sides::two_sided;
-  o.alpha = args.number("--alpha", 0.05);
+  o.alpha = args.alpha();
   o.sd = args.number("--sd", 1.0);
   o.strict = args.has("--strict");
   if (design == power_design::two_sample) o.allocation_ratio = args.number("--ratio", 1.0);
@@ -106,7 +106,7 @@ json_value run_t(const arguments& args, power_design design) {
 
 json_value run_mcnemar_power(const arguments& args) {
   mcnemar_power_options o;
-  o.alpha = args.number("--alpha", 0.05);
+  o.alpha = args.alpha();
   o.sides = args.has("--one-sided") ? power_sides::one_sided : power_sides::two_sided;
   o.method = args.has("--exact") ? mcnemar_power_method::exact : mcnemar_power_method::connor;
   o.max_n = args.integer("--max-n", 1000000, 1, std::uint64_t{1} << 40);

@@ -3,18 +3,68 @@
 #include "data_input.hpp"
 
 #include <latentaudit/core/detail/check.hpp>
+#include <latentaudit/core/detail/file_check.hpp>
 #include <latentaudit/core/error.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <unordered_map>
 
 namespace latentaudit::cli {
 
+namespace {
+
+// Refuses a data file whose parsed table would not fit: every cell of the table costs about 120
+// bytes while it is parsed (the tokenised field and the typed cell), on top of the text itself.
+// Cells are counted by streaming the file (separators and line ends), so nothing is allocated.
+void check_table_memory(const std::string& path, std::uint64_t size) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(std::size_t{1} << 16);
+  std::uint64_t cells = 1;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    for (std::size_t i = 0; i < got; ++i) cells += buf[i] == ',' || buf[i] == '\n' || buf[i] == ':';
+  }
+  const long double need = 2.0L * static_cast<long double>(size) + 120.0L * static_cast<long double>(cells);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const long double have = static_cast<long double>(pages) * static_cast<long double>(page);
+  if (need > have / 2) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  " (%llu bytes, about %llu cells) needs about %.3Lg GB to load, more than half "
+                  "of this machine's %.3Lg GB",
+                  static_cast<unsigned long long>(size), static_cast<unsigned long long>(cells), need / 1e9L,
+                  have / 1e9L);
+    throw invalid_argument("data file '" + path + "'" + msg);
+  }
+}
+
+}  // namespace
+
 data_table load_table(const arguments& args) {
   const std::string path = args.require("--data");
+  const std::uint64_t size = detail::require_regular_file(path, "--data file");
+  if (size == 0) throw corrupt_data(path + ": empty file (no header, no rows)");
+  if (size <= (std::uint64_t{1} << 30)) check_table_memory(path, size);
   data_table t = read_data_table(path);
   if (t.rows() == 0) throw corrupt_data(path + ": no data rows after the header");
+  // Magnitudes whose squares overflow a double (|x| > 1e150) would surface later as a misleading
+  // "constant covariate", "fit is exact" or "rank 0": refused here, naming the cell.
+  for (const auto& name : t.column_names())
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      const data_cell& c = t.cell(r, name);
+      if (c.kind == cell_kind::number && std::isfinite(c.number) && std::fabs(c.number) > 1e150)
+        t.cell_error(r, name,
+                     "value " + detail::number_text(c.number) +
+                         " is too large for the statistics (its square overflows); rescale the column "
+                         "to |x| <= 1e150");
+    }
   return t;
 }
 
@@ -29,10 +79,11 @@ std::vector<double> treatment_codes(const data_table& t, const std::string& colu
   return z;
 }
 
-void check_binary_column(const data_table& t, const std::string& column, const std::vector<double>& values) {
+void check_binary_column(const data_table& t, const std::string& column, const std::vector<double>& values,
+                         const std::string& what) {
   for (std::size_t r = 0; r < values.size(); ++r) {
     if (values[r] != 0.0 && values[r] != 1.0) {
-      t.cell_error(r, column, "expected a binary outcome 0 or 1, got " + detail::number_text(values[r]));
+      t.cell_error(r, column, "expected " + what + " 0 or 1, got " + detail::number_text(values[r]));
     }
   }
 }
@@ -145,6 +196,7 @@ paired_arms load_pairs(const arguments& args, bool binary_outcome) {
 }
 
 std::vector<double> read_number_file(const std::string& path, const std::string& option) {
+  (void)detail::require_regular_file(path, option + " file");
   const std::string text = detail::read_whole_file(path, std::size_t{1} << 30, option);
   std::vector<double> out;
   std::size_t pos = 0, line = 0;

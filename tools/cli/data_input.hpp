@@ -28,16 +28,21 @@ struct paired_arms {
   std::string layout;           ///< "long" (--pair) or "wide" (--outcome-treated/--outcome-control)
 };
 
-/// @brief Reads --data. @throws usage_error if absent; latentaudit::error for file problems and for
-/// a table without data rows.
+/// @brief Reads --data. The path must be a regular file (a directory, FIFO or device is refused
+/// before it is opened), and a file whose table could not fit in half of this machine's memory is
+/// refused before it is parsed (an estimate from its size and cell count).
+/// @throws usage_error if absent; latentaudit::error for file problems and for a table without
+/// data rows.
 data_table load_table(const arguments& args);
 
 /// @brief The 0/1 treatment codes of a column. @throws corrupt_data naming line and column for a
 /// non-numeric, non-finite or other code.
 std::vector<double> treatment_codes(const data_table& t, const std::string& column);
 
-/// @brief Checks that a numeric column holds only 0/1. @throws corrupt_data naming line and column.
-void check_binary_column(const data_table& t, const std::string& column, const std::vector<double>& values);
+/// @brief Checks that a numeric column holds only 0/1; `what` names the expected values in the
+/// message ("a binary outcome", "a 0/1 indicator"). @throws corrupt_data naming line and column.
+void check_binary_column(const data_table& t, const std::string& column, const std::vector<double>& values,
+                         const std::string& what = "a binary outcome");
 
 /// @brief Splits --outcome by --treatment (and --cluster if given and wanted).
 /// @throws usage_error for missing options; latentaudit::error for data problems or an empty arm.

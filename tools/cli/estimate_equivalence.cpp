@@ -40,10 +40,7 @@ double tost_alpha(const arguments& args) {
   if (args.has("--alpha") && args.has("--level"))
     throw usage_error(args.command() + ": give --alpha or --level, not both");
   if (args.has("--level")) return (1.0 - args.level()) / 2.0;
-  const double alpha = args.number("--alpha", 0.05);
-  if (!(alpha > 0.0 && alpha < 0.5))
-    throw usage_error(args.command() + ": option --alpha must lie in (0, 0.5), got " + *args.get("--alpha"));
-  return alpha;
+  return args.alpha();
 }
 
 double positive_margin(const arguments& args) {

@@ -68,6 +68,8 @@ std::vector<std::string> split_list(const arguments& args, const char* option) {
 covariance_type parse_cov(const arguments& a, covariance_type fallback) {
   const std::string c = a.choice("--cov", "", {"classical", "hc0", "hc1", "hc2", "hc3", "cr0", "cr1"});
   if (c.empty()) return fallback;
+  if ((c == "cr0" || c == "cr1") && !a.has("--cluster") && !a.has("--unit"))
+    throw usage_error(a.command() + ": option --cov " + c + " needs --cluster COL (the cluster ids)");
   if (c == "classical") return covariance_type::classical;
   if (c == "hc0") return covariance_type::hc0;
   if (c == "hc1") return covariance_type::hc1;
@@ -125,7 +127,7 @@ std::vector<long long> periods_of(const data_table& t, const std::string& col) {
 
 std::vector<double> binary_column(const data_table& t, const std::string& col) {
   auto v = t.numeric_column(col);
-  check_binary_column(t, col, v);
+  check_binary_column(t, col, v, "a 0/1 indicator");
   return v;
 }
 
@@ -272,6 +274,9 @@ json_value run_iv(const arguments& args) {
   const std::string dname = args.require("--treatment");
   (void)args.require("--instrument");
   const auto inst_cols = split_list(args, "--instrument");
+  if (std::find(inst_cols.begin(), inst_cols.end(), dname) != inst_cols.end())
+    throw usage_error(args.command() + ": --treatment column '" + dname +
+                      "' cannot be its own --instrument (an instrument must be excluded from the equation)");
   const auto exo = design_with_intercept(t, split_list(args, "--covariates"));
   const auto endo = design_builder(t.rows()).add(dname, t.numeric_column(dname)).build();
   design_builder ib(t.rows());
@@ -285,6 +290,15 @@ json_value run_iv(const arguments& args) {
                      : two_stage_least_squares(y, exo, endo, inst, o);
   json_value j = effect_to_json(r.fit.term(dname));
   j.set("term", dname);
+  // The treatment may be continuous (any endogenous regressor): arm sizes only for a 0/1 column.
+  const auto dv = t.numeric_column(dname);
+  if (std::all_of(dv.begin(), dv.end(), [](double v) { return v == 0.0 || v == 1.0; })) {
+    j.set("n_treated", static_cast<double>(std::count(dv.begin(), dv.end(), 1.0)));
+    j.set("n_control", static_cast<double>(std::count(dv.begin(), dv.end(), 0.0)));
+  } else {
+    j.set("n_treated", nullptr);
+    j.set("n_control", nullptr);
+  }
   const auto& fs = r.first_stages[0];
   json_value f = json_value::object();
   f.set("f", fs.f);
@@ -341,8 +355,17 @@ json_value run_iv(const arguments& args) {
     "--covariates as exogenous regressors. --cov as for ols (cr0/cr1 need --cluster). Reports the\n"
     "first-stage F (chosen covariance and classical) and partial R-squared. An instrument with no\n"
     "first stage is an error.\n",
-    {common_option("--data"), common_option("--outcome"), common_option("--treatment"), opt_instrument,
-     opt_covariates, opt_cov, opt_dist, opt_cluster, common_option("--level")},
+    {common_option("--data"),
+     common_option("--outcome"),
+     {"--treatment", "COL",
+      "the endogenous regressor column (numeric; 0/1 or continuous: n_treated and n_control are null "
+      "unless it is 0/1)"},
+     opt_instrument,
+     opt_covariates,
+     opt_cov,
+     opt_dist,
+     opt_cluster,
+     common_option("--level")},
     run_iv,
 });
 

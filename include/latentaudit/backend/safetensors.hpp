@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/detail/file_check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
@@ -61,6 +62,15 @@ class safetensors_file {
   static safetensors_file open(const std::filesystem::path& path, const safetensors_limits& limits = {}) {
     safetensors_file f;
     f.path_ = path;
+    {  // by type first: a directory, FIFO or device is never opened (a FIFO would block)
+      std::error_code ec;
+      const auto st = std::filesystem::status(path, ec);
+      if (!ec && st.type() != std::filesystem::file_type::not_found &&
+          st.type() != std::filesystem::file_type::regular)
+        detail::throw_invalid(
+            "safetensors_file::open", "path",
+            "'" + path.string() + "' is " + detail::file_kind_text(st) + ", not a regular file");
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in)
       detail::throw_invalid("safetensors_file::open", "path", "cannot be opened: '" + path.string() + "'");

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "detail/check.hpp"
+#include "detail/file_check.hpp"
 #include "error.hpp"
 #include "json.hpp"
 
@@ -124,8 +125,16 @@ class data_table {
       switch (x.kind) {
         case cell_kind::missing:
           cell_error(r, c.name, "missing value, expected a number");
-        case cell_kind::text:
+        case cell_kind::text: {
+          // A text cell that reads as a number was quoted (a JSON string such as "0"): say so.
+          double v = 0;
+          const auto res = std::from_chars(x.text.data(), x.text.data() + x.text.size(), v);
+          if (!x.text.empty() && res.ec == std::errc() && res.ptr == x.text.data() + x.text.size())
+            cell_error(r, c.name,
+                       "expected a number, got the string \"" + printable(x.text) +
+                           "\" (a quoted number: write it without quotes)");
           cell_error(r, c.name, "expected a number, got '" + printable(x.text) + "'");
+        }
         case cell_kind::number:
         case cell_kind::boolean:
           if (!std::isfinite(x.number))
@@ -268,6 +277,9 @@ struct data_table_builder {
 /// @throws invalid_argument if it cannot be opened; corrupt_data if it exceeds max_bytes.
 [[nodiscard]] inline std::string read_whole_file(const std::string& path, std::size_t max_bytes,
                                                  std::string_view fn) {
+  // By type first: a directory is not a file of 2^63 - 1 bytes, /dev/zero is not empty, and a
+  // FIFO without a writer would block the open.
+  (void)require_regular_file(path, std::string(fn) + ": data file");
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": cannot open data file '" + path + "'"));
   in.seekg(0, std::ios::end);

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <numeric>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/hash.hpp"
 #include "../core/json.hpp"
 #include "../core/rng.hpp"
 #include "arm.hpp"
@@ -29,6 +31,28 @@ struct trial_key {
   /// @brief Lexicographic order (for sets).
   friend auto operator<=>(const trial_key&, const trial_key&) = default;
 };
+
+/// @brief Everything besides items × seeds × arms that changes a record: the engine, the models,
+/// the task source and the task generator's options. It is part of the design identity
+/// (trial_design::to_json, design_hash), so a resume with another model, partner, task file,
+/// task option or engine is refused before a trial runs. Empty strings mean "not recorded".
+struct design_identity {
+  std::string engine = "reference";  ///< the inference engine (e.g. "reference", "llama.cpp")
+  std::string engine_version;        ///< the engine's version (e.g. the library or llama.cpp build)
+  std::string model;                 ///< fingerprint of the agents' model (e.g. fingerprint_text)
+  std::string partner;               ///< fingerprint of the cross_model partner ("" without one)
+  std::string task_source;           ///< where the tasks come from (e.g. "organism:models/organism-a")
+  std::string task_hash;             ///< content hash of the task definition (e.g. SHA-256 of task.json)
+  /// The task generator's options (an object, e.g. organism_task_options::to_json()); null when
+  /// the tasks take none.
+  json_value task_options;
+  /// Other options that change records (an object; e.g. a regime mix or drift model); null: none.
+  json_value options;
+};
+
+/// @brief The version of the design.json layout trial_design::to_json writes (absent in files of
+/// version 1, which held neither models, task nor engine).
+inline constexpr int design_format_version = 2;
 
 /// @brief What to run: items × seeds × arms.
 struct trial_design {
@@ -46,6 +70,8 @@ struct trial_design {
   /// Share of (item, seed) units whose trials are repeated (when timing_repeats > 0), in [0, 1];
   /// the units are chosen by timing_repeat_unit().
   double timing_repeat_fraction = 0.1;
+  /// Engine, models and task: the rest of what changes a record (see design_identity).
+  design_identity identity;
 
   /// @brief Checks the design.
   /// @throws invalid_argument on zero items or seeds, no arms, duplicate labels, a deranged arm
@@ -112,9 +138,17 @@ struct trial_design {
     return order;
   }
 
-  /// @brief The design as JSON (written beside the journal; a resume must match it).
+  /// @brief Whether `k` belongs to the design: item < items, seed < seeds, and one of its arms.
+  [[nodiscard]] bool contains(const trial_key& k) const noexcept {
+    return k.item < items && k.seed < seeds &&
+           std::any_of(arms.begin(), arms.end(), [&](const trial_arm& a) { return a.label == k.arm; });
+  }
+
+  /// @brief The design identity as JSON (written beside the journal as design.json; a resume must
+  /// match it field by field): every field that changes a record, in a fixed order.
   [[nodiscard]] json_value to_json() const {
-    json_value j;
+    json_value j = json_value::object();
+    j.set("format", design_format_version);
     j.set("seed", static_cast<double>(seed));
     j.set("items", static_cast<double>(items));
     j.set("seeds", static_cast<double>(seeds));
@@ -126,13 +160,69 @@ struct trial_design {
     j.set("link_alpha_s", link.alpha_s);
     j.set("randomize_order", randomize_order);
     j.set("authenticate", authenticate);
-    if (timing_repeats > 0) {  // absent without repeats, so older design.json files still match
-      j.set("timing_repeats", static_cast<double>(timing_repeats));
-      j.set("timing_repeat_fraction", timing_repeat_fraction);
-    }
+    j.set("timing_repeats", static_cast<double>(timing_repeats));
+    j.set("timing_repeat_fraction", timing_repeat_fraction);
+    j.set("engine", identity.engine);
+    j.set("engine_version", identity.engine_version);
+    j.set("model_fingerprint", identity.model);
+    j.set("partner_fingerprint", identity.partner);
+    j.set("task_source", identity.task_source);
+    j.set("task_hash", identity.task_hash);
+    j.set("task_options", identity.task_options);
+    j.set("options", identity.options);
     return j;
   }
+
+  /// @brief A stable hash of the design identity: the SHA-256 (64 hex digits) of to_json() written
+  /// compactly. Equal designs give equal hashes on every machine and run (e.g. for ranks of one
+  /// audit to check they run the same design).
+  [[nodiscard]] std::string design_hash() const {
+    const std::string text = write_json(to_json());
+    const auto d = sha256::of(std::as_bytes(std::span(text.data(), text.size())));
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string h;
+    for (const auto b : d) {
+      h.push_back(hex[static_cast<unsigned>(b) >> 4]);
+      h.push_back(hex[static_cast<unsigned>(b) & 0xF]);
+    }
+    return h;
+  }
 };
+
+/// @brief The first difference between a recorded design identity (a design.json) and the current
+/// one, in words naming the field ("field 'model_fingerprint' is \"a1\" in the records' design,
+/// \"b2\" now"); empty when they agree. Objects are compared member by member (nested names are
+/// dotted, e.g. "task_options.no_need_fraction"); a field present on one side only is a difference.
+/// A design.json of format 1 (before models, task and engine were recorded) differs by its
+/// missing "format".
+[[nodiscard]] inline std::string design_difference(const json_value& recorded, const json_value& now,
+                                                   const std::string& prefix = "") {
+  auto brief = [](const json_value& v) {
+    std::string t = write_json(v);
+    if (t.size() > 80) t = t.substr(0, 77) + "...";
+    return t;
+  };
+  if (recorded.is_object() && now.is_object()) {
+    for (const auto& [k, v] : now.as_object()) {
+      const json_value* r = recorded.find(k);
+      if (r == nullptr) {
+        if (prefix.empty() && k == "format")
+          return "the records' design.json predates format " + brief(v) +
+                 " (it does not record the models, task or engine), so the resume cannot be checked";
+        return "field '" + prefix + k + "' is missing from the records' design, " + brief(v) + " now";
+      }
+      if (auto d = design_difference(*r, v, prefix + k + "."); !d.empty()) return d;
+    }
+    for (const auto& [k, v] : recorded.as_object())
+      if (now.find(k) == nullptr)
+        return "field '" + prefix + k + "' is " + brief(v) + " in the records' design, absent now";
+    return {};
+  }
+  if (write_json(recorded) == write_json(now)) return {};
+  std::string name = prefix;
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  return "field '" + name + "' is " + brief(recorded) + " in the records' design, " + brief(now) + " now";
+}
 
 }  // namespace latentaudit
 

@@ -14,9 +14,13 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "design.hpp"
@@ -24,6 +28,7 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -33,38 +38,41 @@
 
 namespace latentaudit {
 
+/// @brief The longest line read_records accepts (bytes, without the newline).
+inline constexpr std::size_t max_record_line_bytes = std::size_t{1} << 20;
+
 /// @brief Reads a records.jsonl file: one JSON record per line; blank lines are skipped, and so
 /// are zero bytes at the end of the file (the padding an open or crashed record_journal leaves).
+///
+/// The file is streamed: memory is bounded by the records themselves, never by the file (a line
+/// longer than max_record_line_bytes is refused as soon as that many bytes are read, and a zero
+/// tail is counted, not stored). A path that is not a regular file (a directory, a FIFO, a device)
+/// is refused before it is opened.
 /// @param torn_tail when non-null, a final line without its newline (a write cut short by a
 ///        crash) is tolerated: it is not returned and *torn_tail receives its byte offset
 ///        (else the offset where the records and the padding end); when null such a line is an
 ///        error.
-/// @throws corrupt_data naming the file and line if a line is not a valid record or a key repeats.
+/// @throws invalid_argument if the path is not a regular file; corrupt_data naming the file and
+///         line if it cannot be read, a line is too long or not a valid record, or a key repeats.
 [[nodiscard]] inline std::vector<trial_record> read_records(const std::filesystem::path& path,
                                                             std::uint64_t* torn_tail = nullptr) {
+  (void)detail::require_regular_file(path, "read_records: records file");
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(corrupt_data("read_records: cannot open '" + path.string() + "'"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text.resize(static_cast<std::size_t>(
-      std::find_if(text.rbegin(), text.rend(), [](char c) { return c != '\0'; }).base() - text.begin()));
   std::vector<trial_record> out;
   std::set<trial_key> seen;
-  std::size_t pos = 0, line_no = 0;
-  if (torn_tail != nullptr) *torn_tail = text.size();
-  while (pos < text.size()) {
+  std::size_t line_no = 0;
+  std::uint64_t offset = 0;      // bytes consumed
+  std::uint64_t line_start = 0;  // offset of the current line's first byte
+  std::uint64_t zeros = 0;       // zero bytes read but not yet stored (padding if nothing follows)
+  std::string line;
+  auto finish_line = [&] {
     ++line_no;
-    const auto nl = text.find('\n', pos);
-    if (nl == std::string::npos && torn_tail != nullptr) {
-      *torn_tail = pos;
-      break;
-    }
-    const std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const std::string where = path.string() + ":" + std::to_string(line_no);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return;
     json_value j;
     try {
-      j = parse_json(line, {.max_depth = 16, .max_bytes = 1 << 20});
+      j = parse_json(line, {.max_depth = 16, .max_bytes = max_record_line_bytes});
     } catch (const error& e) {
       LATENTAUDIT_THROW(corrupt_data("read_records: " + where + ": " + e.what()));
     }
@@ -74,12 +82,154 @@ namespace latentaudit {
                                      ", seed " + std::to_string(r.seed) + ", arm " + r.arm +
                                      ") appears twice"));
     out.push_back(std::move(r));
+  };
+  auto too_long = [&] {
+    LATENTAUDIT_THROW(corrupt_data("read_records: " + path.string() + ":" + std::to_string(line_no + 1) +
+                                   ": line longer than " + std::to_string(max_record_line_bytes) + " bytes"));
+  };
+  std::vector<char> buf(std::size_t{1} << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    for (std::size_t i = 0; i < got; ++i) {
+      const char c = buf[i];
+      ++offset;
+      if (c == '\0') {
+        ++zeros;
+        continue;
+      }
+      if (zeros > 0) {  // zeros inside a line are part of it (and make it invalid JSON)
+        if (line.size() + zeros > max_record_line_bytes) too_long();
+        line.append(static_cast<std::size_t>(zeros), '\0');
+        zeros = 0;
+      }
+      if (c == '\n') {
+        finish_line();
+        line.clear();
+        line_start = offset;
+        continue;
+      }
+      if (line.size() >= max_record_line_bytes) too_long();
+      line.push_back(c);
+    }
+  }
+  if (in.bad()) LATENTAUDIT_THROW(corrupt_data("read_records: cannot read '" + path.string() + "'"));
+  const std::uint64_t data_end = offset - zeros;  // records and any torn line, without the padding
+  if (torn_tail != nullptr) *torn_tail = data_end;
+  if (!line.empty()) {  // a last line without its newline
+    if (torn_tail != nullptr)
+      *torn_tail = line_start;
+    else
+      finish_line();
   }
   return out;
 }
 
+/// @brief An exclusive advisory lock on a directory: flock(2) on `DIR/.latentaudit.lock`, which
+/// holds the owner's pid. One process at a time holds it; the kernel releases it when the holder
+/// exits or dies (kill -9 included), so a stale lock file never blocks anyone. Elsewhere than on
+/// POSIX systems it only creates the directory.
+class directory_lock {
+ public:
+  /// @brief The lock file's name inside the directory.
+  static constexpr const char* file_name = ".latentaudit.lock";
+
+  /// @brief Creates `dir` if missing and takes its lock without waiting.
+  /// @param what the directory's role in messages (e.g. "--out").
+  /// @throws invalid_argument "another audit holds DIR (pid N)" if another process holds it, or
+  ///         naming the path if the directory cannot be created, is not a directory, or the
+  ///         lock file cannot be opened.
+  explicit directory_lock(const std::filesystem::path& dir, std::string_view what = "journal directory")
+      : dir_(dir) {
+    detail::require_output_directory(dir, what);
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    const auto lock_path = dir / file_name;
+    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      LATENTAUDIT_THROW(invalid_argument("cannot open the lock file '" + lock_path.string() +
+                                         "': " + std::strerror(errno)));
+    int rc = 0;
+    while ((rc = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) {
+      const int err = errno;
+      std::string holder = err == EWOULDBLOCK ? read_holder(fd_) : std::string();
+      ::close(fd_);
+      fd_ = -1;
+      if (err != EWOULDBLOCK)
+        LATENTAUDIT_THROW(
+            invalid_argument("cannot lock '" + lock_path.string() + "': " + std::strerror(err)));
+      LATENTAUDIT_THROW(invalid_argument("another audit holds " + dir.string() + " (pid " +
+                                         (holder.empty() ? std::string("unknown") : holder) + ")"));
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd_, 0) != 0 ||
+        ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      // the lock holds without the pid; only the message of a contender loses it
+    }
+#endif
+  }
+  directory_lock(directory_lock&& o) noexcept : dir_(std::move(o.dir_)) {
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    fd_ = std::exchange(o.fd_, -1);
+#endif
+  }
+  directory_lock& operator=(directory_lock&& o) noexcept {
+    if (this != &o) {
+      release();
+      dir_ = std::move(o.dir_);
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+      fd_ = std::exchange(o.fd_, -1);
+#endif
+    }
+    return *this;
+  }
+  directory_lock(const directory_lock&) = delete;
+  directory_lock& operator=(const directory_lock&) = delete;
+  ~directory_lock() { release(); }
+
+  /// @brief The locked directory.
+  [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
+  /// @brief Whether the lock is held (false after release() or a move).
+  [[nodiscard]] bool held() const noexcept {
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    return fd_ >= 0;
+#else
+    return !dir_.empty();
+#endif
+  }
+  /// @brief Releases the lock (the lock file stays; its pid is stale and harmless). Idempotent.
+  void release() noexcept {
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+    fd_ = -1;
+#endif
+  }
+
+ private:
+#ifdef LATENTAUDIT_JOURNAL_POSIX
+  // The holder's pid from the lock file; it may not be written yet, so retry briefly.
+  static std::string read_holder(int fd) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      char b[32] = {};
+      const auto n = ::pread(fd, b, sizeof b - 1, 0);
+      std::string s(b, n > 0 ? static_cast<std::size_t>(n) : 0);
+      while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+      if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return s;
+      ::usleep(2000);
+    }
+    return {};
+  }
+  int fd_ = -1;
+#endif
+  std::filesystem::path dir_;
+};
+
 /// @brief An append-only journal of records in a directory: records.jsonl plus design.json (the
-/// design it belongs to; a resume with another design is refused).
+/// design identity it belongs to; a resume with another design is refused, naming the field), held
+/// by one process at a time (directory_lock: a second journal on the directory, fresh or resumed,
+/// is refused at once and never touches the file the first has mapped).
 ///
 /// On POSIX systems records are copied into a shared memory mapping of the file: each line is in
 /// the kernel's page cache (and survives kill -9) as soon as append() returns, without a system
@@ -90,25 +240,42 @@ namespace latentaudit {
 /// pwrite(2) per record. Elsewhere it appends with fwrite + fflush.
 class record_journal {
  public:
-  /// @brief Opens the journal in `dir` (created if missing) for `design`.
-  /// @param resume keep the records already there (after dropping a torn last line) and report
-  ///        their keys; else existing records are an error (refuse to overwrite).
-  /// @param durable also flush every record to the disk (msync / fdatasync: survives power loss,
-  ///        not just a crash).
-  /// @throws invalid_argument if records exist and !resume, or design.json differs;
-  ///         corrupt_data if the existing records are corrupt or the file cannot be opened.
+  /// @brief Opens the journal in `dir` (created if missing) for `design`, taking the directory's
+  /// lock first (see the overload taking a directory_lock).
   record_journal(const std::filesystem::path& dir, const trial_design& design, bool resume,
                  bool durable = false)
-      : durable_(durable) {
+      : record_journal(directory_lock(dir), design, resume, durable) {}
+
+  /// @brief Opens the journal in the directory `lock` holds, for `design`; the journal keeps the
+  /// lock until it is destroyed (so a caller that goes on to write a report into the directory
+  /// still holds it).
+  /// @param resume keep the records already there (after dropping a torn last line) and report
+  ///        their keys; else existing records are an error (refuse to overwrite). A resume
+  ///        checks, before anything is written: that design.json exists, that it equals the
+  ///        design's identity (else the first differing field is named), and that every record
+  ///        already there belongs to the design (trial_design::contains).
+  /// @param durable also flush every record to the disk (msync / fdatasync: survives power loss,
+  ///        not just a crash).
+  /// @throws invalid_argument if the lock is not held, records exist and !resume, design.json is
+  ///         missing or differs, or a record lies outside the design; corrupt_data if the existing
+  ///         records or design.json are corrupt or a file cannot be read or written.
+  record_journal(directory_lock lock, const trial_design& design, bool resume, bool durable = false)
+      : lock_(std::move(lock)), durable_(durable) {
     constexpr std::string_view fn = "record_journal";
-    std::filesystem::create_directories(dir);
+    if (!lock_.held()) detail::throw_invalid(fn, "lock", "must hold the directory's lock");
+    const auto& dir = lock_.dir();
     path_ = dir / "records.jsonl";
     const auto design_path = dir / "design.json";
     std::string design_text;
-    append_json(design_text, design.to_json(), {.indent = 1});
+    const json_value design_json = design.to_json();
+    append_json(design_text, design_json, {.indent = 1});
     design_text.push_back('\n');
     std::uint64_t good = 0;  // bytes of complete records already in the file
-    const bool exists = std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
+    std::error_code ec;
+    const bool present =
+        std::filesystem::symlink_status(path_, ec).type() != std::filesystem::file_type::not_found;
+    const std::uint64_t size = present ? detail::require_regular_file(path_, "records file") : 0;
+    const bool exists = size > 0;
     if (exists) data_end_ = nonzero_end(path_);  // a file of zero padding only holds no records
     const bool holds = data_end_ > 0;
     if (holds && !resume)
@@ -116,24 +283,45 @@ class record_journal {
           fn, "dir",
           "already holds records (" + path_.string() + "): pass resume, or choose an empty directory");
     if (holds) {
-      std::ifstream d(design_path, std::ios::binary);
-      const std::string text((std::istreambuf_iterator<char>(d)), std::istreambuf_iterator<char>());
-      if (text != design_text)
+      if (std::filesystem::symlink_status(design_path, ec).type() == std::filesystem::file_type::not_found)
+        LATENTAUDIT_THROW(invalid_argument("record_journal: " + dir.string() +
+                                           " holds records but no design.json, so the resume cannot be "
+                                           "checked against the design; choose an empty directory"));
+      const json_value recorded = read_design_json(design_path);
+      if (const auto diff = design_difference(recorded, design_json); !diff.empty())
         detail::throw_invalid(fn, "design",
-                              "differs from the design of the records in " + dir.string() + " (design.json)");
-      for (auto& r : read_records(path_, &good)) done_.insert(trial_key{r.item, r.seed, r.arm});
+                              "differs from the design of the records in " + dir.string() + ": " + diff);
+      for (auto& r : read_records(path_, &good)) {
+        trial_key k{r.item, r.seed, r.arm};
+        if (!design.contains(k))
+          LATENTAUDIT_THROW(invalid_argument(
+              "record_journal: " + path_.string() + " holds a record outside the design: (item " +
+              std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ") with " +
+              std::to_string(design.items) + " items, " + std::to_string(design.seeds) + " seeds"));
+        done_.insert(std::move(k));
+      }
       torn_ = good < data_end_;
     } else {
       const auto tmp = dir / "design.json.tmp";
       {
         std::ofstream d(tmp, std::ios::binary | std::ios::trunc);
         d << design_text;
+        d.flush();
         if (!d) LATENTAUDIT_THROW(corrupt_data("record_journal: cannot write '" + tmp.string() + "'"));
       }
-      std::filesystem::rename(tmp, design_path);
+      std::filesystem::rename(tmp, design_path, ec);
+      if (ec)
+        LATENTAUDIT_THROW(
+            corrupt_data("record_journal: cannot write '" + design_path.string() + "': " + ec.message()));
       good = 0;
     }
-    if (exists && std::filesystem::file_size(path_) != good) std::filesystem::resize_file(path_, good);
+    if (exists && size != good) {
+      // Only the lock's holder gets here, so no other process has this file mapped.
+      std::filesystem::resize_file(path_, good, ec);
+      if (ec)
+        LATENTAUDIT_THROW(
+            corrupt_data("record_journal: cannot truncate '" + path_.string() + "': " + ec.message()));
+    }
     used_ = good;
 #ifdef LATENTAUDIT_JOURNAL_POSIX
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -203,12 +391,40 @@ class record_journal {
   }
 
  private:
-  // The offset just past the file's last non-zero byte.
+  // The offset just past the file's last non-zero byte: read backwards in blocks, so a long zero
+  // tail costs a scan, never memory.
   static std::uint64_t nonzero_end(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto it = std::find_if(text.rbegin(), text.rend(), [](char c) { return c != '\0'; });
-    return static_cast<std::uint64_t>(it.base() - text.begin());
+    if (!in) LATENTAUDIT_THROW(corrupt_data("record_journal: cannot open '" + p.string() + "'"));
+    in.seekg(0, std::ios::end);
+    auto end = static_cast<std::uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
+    std::vector<char> buf(std::size_t{1} << 16);
+    while (end > 0) {
+      const std::uint64_t n = std::min<std::uint64_t>(end, buf.size());
+      in.seekg(static_cast<std::streamoff>(end - n));
+      in.read(buf.data(), static_cast<std::streamsize>(n));
+      if (static_cast<std::uint64_t>(in.gcount()) != n)
+        LATENTAUDIT_THROW(corrupt_data("record_journal: cannot read '" + p.string() + "'"));
+      for (std::uint64_t i = n; i > 0; --i)
+        if (buf[static_cast<std::size_t>(i - 1)] != '\0') return end - n + i;
+      end -= n;
+    }
+    return 0;
+  }
+
+  // design.json as JSON. @throws corrupt_data naming the file.
+  static json_value read_design_json(const std::filesystem::path& p) {
+    (void)detail::require_regular_file(p, "record_journal: design file");
+    std::ifstream in(p, std::ios::binary);
+    std::string text;
+    text.resize(std::size_t{1} << 20);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    try {
+      return parse_json(text, {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
+    } catch (const error& e) {
+      LATENTAUDIT_THROW(corrupt_data("record_journal: " + p.string() + ": " + e.what()));
+    }
   }
 
   [[noreturn]] void write_failed(const char* what, int err) const {
@@ -287,6 +503,7 @@ class record_journal {
 #else
   std::FILE* file_ = nullptr;
 #endif
+  directory_lock lock_;         // held until destruction
   std::uint64_t used_ = 0;      // bytes of records
   std::uint64_t data_end_ = 0;  // on open: end of the file's non-zero bytes
   std::set<trial_key> done_;

@@ -294,6 +294,7 @@ namespace detail {
   r.hidden_cosine = opt("hidden_cosine");
   r.next_token_kl = opt("next_token_kl");
   r.noise_sigma = opt("noise_sigma");
+  if (r.noise_sigma && !(*r.noise_sigma >= 0)) fail("noise_sigma", "must be >= 0 (a noise level)");
   r.budget = opt("budget");
   if (const json_value* cv = j.find("covariates"); cv != nullptr && !cv->is_null()) {
     if (!cv->is_object()) fail("covariates", "must be an object of numbers");
@@ -305,7 +306,17 @@ namespace detail {
   }
   r.sender_fingerprint = text("sender_fingerprint", false);
   r.receiver_fingerprint = text("receiver_fingerprint", false);
-  if (const json_value* p = j.find("policy"); p != nullptr) r.policy = *p;
+  if (const json_value* p = j.find("policy"); p != nullptr) {
+    if (!p->is_object() && !p->is_null()) fail("policy", "must be an object or null");
+    r.policy = *p;
+  }
+  // Labels end up in tables and file names: control characters (newline, NUL, ...) are refused.
+  const std::pair<const char*, const std::string*> labels[] = {
+      {"arm", &r.arm}, {"arm_kind", &r.arm_kind}, {"regime", &r.regime}, {"link", &r.link}};
+  for (const auto& [k, v] : labels)
+    if (std::any_of(v->begin(), v->end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }))
+      fail(k, "must not hold control characters");
   if (const json_value* u = j.find("unavailable"); u != nullptr && !u->is_null()) {
     if (!u->is_object()) fail("unavailable", "must be an object of metric: reason strings");
     for (const auto& [metric, why] : u->as_object()) {

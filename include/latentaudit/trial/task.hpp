@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "../core/rng.hpp"
@@ -73,11 +74,25 @@ struct organism_format {
   ///         ranges overlap or leave the vocabulary.
   [[nodiscard]] static organism_format load(const std::filesystem::path& dir) {
     const auto path = dir / "task.json";
+    std::uint64_t size = 0;
+    try {
+      size = detail::require_regular_file(path, "organism_format::load: task file");
+    } catch (const invalid_argument& e) {
+      LATENTAUDIT_THROW(corrupt_data(e.what()));
+    }
+    if (size > (1u << 16))
+      LATENTAUDIT_THROW(corrupt_data("organism_format::load: " + path.string() + " is larger than 64 KiB"));
     std::ifstream in(path, std::ios::binary);
     if (!in) LATENTAUDIT_THROW(corrupt_data("organism_format::load: cannot open '" + path.string() + "'"));
     std::ostringstream ss;
     ss << in.rdbuf();
-    return from_json(parse_json(ss.str(), {.max_depth = 8, .max_bytes = 1 << 16}), path.string());
+    json_value j;
+    try {
+      j = parse_json(ss.str(), {.max_depth = 8, .max_bytes = 1 << 16});
+    } catch (const error& e) {
+      LATENTAUDIT_THROW(corrupt_data("organism_format::load: " + path.string() + ": " + e.what()));
+    }
+    return from_json(j, path.string());
   }
 
   /// @brief Reads the fields from a parsed task.json; `where` names the source in errors.
@@ -126,6 +141,17 @@ struct organism_task_options {
   std::int32_t min_pairs = 2;     ///< fewest pairs in a document
   std::int32_t max_pairs = 0;     ///< most pairs in a need-regime document (0 = the model's max_pairs)
   double no_need_fraction = 0.5;  ///< share of items in the no_need regime
+
+  /// @brief The options as a JSON object (part of the design identity, trial_design::identity):
+  /// every field that changes a task. A field added here must be added to this object too.
+  [[nodiscard]] json_value to_json() const {
+    json_value j = json_value::object();
+    j.set("seed", static_cast<double>(seed));
+    j.set("min_pairs", min_pairs);
+    j.set("max_pairs", max_pairs);
+    j.set("no_need_fraction", no_need_fraction);
+    return j;
+  }
 };
 
 /// @brief The organism task for (item, seed): the document (N pairs, distinct keys, N drawn

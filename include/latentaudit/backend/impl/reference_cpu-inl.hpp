@@ -47,9 +47,14 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
       fail(std::string("\"") + key + "\" must be a positive number");
     return v->as_number();
   };
-  if (const json_value* a = j.find("architectures");
-      a != nullptr && a->is_array() && !a->as_array().empty() && a->as_array()[0].is_string())
+  if (const json_value* a = j.find("architectures"); a != nullptr && !a->is_null()) {
+    // Absent: a bare Llama config. Present: exactly the one architecture this backend runs.
+    if (!a->is_array() || a->as_array().size() != 1 || !a->as_array()[0].is_string() ||
+        a->as_array()[0].as_string() != "LlamaForCausalLM")
+      fail("\"architectures\" must be [\"LlamaForCausalLM\"] (the reference backend runs Llama only), got " +
+           write_json(*a));
     c.architecture = a->as_array()[0].as_string();
+  }
   c.vocab_size = static_cast<std::int32_t>(integer("vocab_size", 1, 1 << 24, true, 0));
   c.hidden_size = static_cast<std::int32_t>(integer("hidden_size", 1, 1 << 16, true, 0));
   c.intermediate_size = static_cast<std::int32_t>(integer("intermediate_size", 1, 1 << 18, true, 0));
@@ -82,14 +87,21 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
 LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(const std::filesystem::path& dir,
                                                                      unsigned threads) {
   const auto cfg_path = dir / "config.json";
+  if (detail::require_regular_file(cfg_path, "reference_cpu_backend::load: config") > (1u << 20))
+    LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + " is larger than 1 MiB"));
   std::ifstream in(cfg_path);
   if (!in)
     detail::throw_invalid("reference_cpu_backend::load", "dir",
                           "has no readable config.json: '" + cfg_path.string() + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  const auto cfg = llama_config::from_json(parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20}),
-                                           cfg_path.string());
+  json_value cfg_json;
+  try {
+    cfg_json = parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20});
+  } catch (const error& e) {
+    LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + ": " + e.what()));
+  }
+  const auto cfg = llama_config::from_json(cfg_json, cfg_path.string());
   const auto st = safetensors_file::open(dir / "model.safetensors");
   return reference_cpu_backend(cfg, st, threads);
 }
@@ -102,10 +114,21 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
                      kv_out = std::int64_t{cfg.n_kv_heads} * cfg.head_dim;
   std::vector<std::string> expected;
   sha256 hash;
+  // A weight that is not finite, or so large that the forward pass overflows float, cannot be a
+  // trained model's: refused at load (one pass over the values, as they are hashed anyway).
+  auto check_values = [&](const std::string& name, std::span<const float> v) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!(std::fabs(v[i]) <= 1e6f))
+        LATENTAUDIT_THROW(
+            corrupt_data("reference_cpu_backend: tensor '" + name + "' in '" + st.path().string() +
+                         "' holds " + detail::number_text(static_cast<double>(v[i])) + " at index " +
+                         std::to_string(i) + " (weights must be finite and at most 1e6 in magnitude)"));
+  };
   auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols) {
     expected.push_back(name);
     const std::int64_t shape[] = {rows, cols};
     auto v = st.read_f32(name, shape);
+    check_values(name, v);
     hash.update(std::as_bytes(std::span(name.data(), name.size())));
     hash.update(std::as_bytes(std::span(v)));
     return matrix(Eigen::Map<matrix>(v.data(), rows, cols));
@@ -114,6 +137,7 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
     expected.push_back(name);
     const std::int64_t shape[] = {n};
     auto v = st.read_f32(name, shape);
+    check_values(name, v);
     hash.update(std::as_bytes(std::span(name.data(), name.size())));
     hash.update(std::as_bytes(std::span(v)));
     return Eigen::VectorXf(Eigen::Map<Eigen::VectorXf>(v.data(), n));
@@ -137,7 +161,18 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
   if (!cfg.tie_word_embeddings) lm_head_ = mat("lm_head.weight", V, d);
   for (const auto& t : st.tensors()) {
     if (std::find(expected.begin(), expected.end(), t.name) != expected.end()) continue;
-    if (cfg.tie_word_embeddings && t.name == "lm_head.weight") continue;  // some exports keep the tied copy
+    if (cfg.tie_word_embeddings && t.name == "lm_head.weight") {
+      // Some exports keep the tied copy: accepted when it is that copy, refused when it differs
+      // (a model that needs its own head would be run with the wrong one).
+      const std::int64_t shape[] = {V, d};
+      const auto head = st.read_f32("lm_head.weight", shape);
+      if (!std::equal(head.begin(), head.end(), embed_.data()))
+        LATENTAUDIT_THROW(
+            corrupt_data("reference_cpu_backend: '" + st.path().string() +
+                         "' holds an lm_head.weight that differs from model.embed_tokens.weight, "
+                         "but config.json ties them (tie_word_embeddings: true)"));
+      continue;
+    }
     LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: unexpected tensor '" + t.name + "' in '" +
                                    st.path().string() + "'"));
   }

@@ -187,7 +187,14 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   if (o.distance == matching_distance::mahalanobis) {
     const Eigen::MatrixXd s = xs.transpose() * xs / nn;
     Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(s, Eigen::EigenvaluesOnly);
-    if (es.eigenvalues().minCoeff() > 1e-7) wm = s.inverse();  // else Match keeps the identity
+    // A singular covariance (a duplicated or collinear covariate) leaves the Mahalanobis distance
+    // undefined; Match silently falls back to the identity, which is not what was asked for.
+    if (!(es.eigenvalues().minCoeff() > 1e-7))
+      detail::throw_invalid(fn, "covariates",
+                            "are collinear (their covariance is singular, smallest eigenvalue " +
+                                detail::number_text(es.eigenvalues().minCoeff()) +
+                                "): the Mahalanobis distance is undefined; drop a redundant covariate");
+    wm = s.inverse();
   } else if (o.distance == matching_distance::user_matrix) {
     for (std::size_t a = 0; a < k; ++a)
       for (std::size_t b = 0; b < k; ++b)

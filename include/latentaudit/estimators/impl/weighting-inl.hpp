@@ -196,7 +196,9 @@ LATENTAUDIT_INLINE weighting_result ipw_core(std::string_view fn, std::span<cons
   const bool hajek = o.normalization == ipw_normalization::hajek;
   auto tp = trim_propensity(raw_e, o);
   std::size_t n1 = 0, n0 = 0;
-  check_arms_after_trim(fn, t, tp.kept, 1, n1, n0);
+  // Two units per arm at least: one unit has no spread, and its "standard error" would be a
+  // number computed from nothing.
+  check_arms_after_trim(fn, t, tp.kept, 2, n1, n0);
 
   weighting_result r;
   r.n_trimmed = tp.n_trimmed;

@@ -97,10 +97,27 @@ LATENTAUDIT_INLINE json_value jopt(const std::optional<double>& x) {
 }
 
 LATENTAUDIT_INLINE std::string md_escape(std::string s) {
+  // Markdown table cells: '|' would split the cell, '`', '*', '_' open spans, '<' and '>' would
+  // embed HTML, and control bytes (newline, NUL, ...) would break the row: each is escaped or
+  // written as \xNN text.
   std::string out;
   for (char c : s) {
-    if (c == '|' || c == '*' || c == '_' || c == '`') out.push_back('\\');
-    out.push_back(c);
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '&') {
+      out += "&amp;";
+    } else if (u < 0x20 || u == 0x7F) {
+      static constexpr char hex[] = "0123456789ABCDEF";
+      out += "\\x";
+      out.push_back(hex[u >> 4]);
+      out.push_back(hex[u & 0xF]);
+    } else {
+      if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
   }
   return out;
 }
@@ -509,7 +526,8 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     line("| contrast | items | mean | always-valid CI | stops at item |");
     line("|---|---|---|---|---|");
     for (const auto& mo : r.decision.monitors)
-      line(fmt::format("| {} | {} | {} | {} | {} |", mo.contrast, mo.result.n, num(mo.result.mean),
+      line(fmt::format("| {} | {} | {} | {} | {} |", detail::md_escape(mo.contrast), mo.result.n,
+                       num(mo.result.mean),
                        mo.result.ready
                            ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
                            : "not ready",
@@ -538,10 +556,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   for (const auto& a : r.core.arms) {
     if (a.regime == "all") continue;
     auto o = [](const std::optional<double>& x) { return x ? num(*x) : std::string("–"); };
-    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} | {} |", a.regime, a.arm, a.n,
-                     pct(a.accuracy), pct(a.ci_low), pct(a.ci_high), num(a.mean_bytes),
-                     detail::us(a.mean_receiver_s), o(a.mean_attention_mass), o(a.mean_hidden_cosine),
-                     o(a.mean_next_token_kl)));
+    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} | {} |", detail::md_escape(a.regime),
+                     detail::md_escape(a.arm), a.n, pct(a.accuracy), pct(a.ci_low), pct(a.ci_high),
+                     num(a.mean_bytes), detail::us(a.mean_receiver_s), o(a.mean_attention_mass),
+                     o(a.mean_hidden_cosine), o(a.mean_next_token_kl)));
   }
   line("");
   line("## Paired effects (Holm across the family) and decomposition");
@@ -555,9 +573,9 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("|---|---|---|---|---|---|---|---|");
   for (const auto* es : {&r.core.effects, &r.core.decomposition})
     for (const auto& e : *es)
-      line(fmt::format("| {} | {} | {} | {} | [{}, {}] | [{}, {}] | {} | {} |", e.id, e.n_pairs, e.n_clusters,
-                       num(e.estimate), num(e.ci_low), num(e.ci_high), num(e.verdict_low),
-                       num(e.verdict_high), num(e.p_value),
+      line(fmt::format("| {} | {} | {} | {} | [{}, {}] | [{}, {}] | {} | {} |", detail::md_escape(e.id),
+                       e.n_pairs, e.n_clusters, num(e.estimate), num(e.ci_low), num(e.ci_high),
+                       num(e.verdict_low), num(e.verdict_high), num(e.p_value),
                        e.in_holm_family ? num(e.p_holm) : std::string("not in family")));
   line("");
   line("## Effects by regime and document length (CATE)");
@@ -565,8 +583,9 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("| contrast | variable | level | n | estimate | CI | p | p adjusted |");
   line("|---|---|---|---|---|---|---|---|");
   for (const auto& c : r.core.cate)
-    line(fmt::format("| {} | {} | {} | {} | {} | [{}, {}] | {} | {} |", c.arm_pair, c.variable, c.level, c.n,
-                     num(c.estimate), num(c.ci_low), num(c.ci_high), num(c.p_value), num(c.p_adjusted)));
+    line(fmt::format("| {} | {} | {} | {} | {} | [{}, {}] | {} | {} |", detail::md_escape(c.arm_pair),
+                     detail::md_escape(c.variable), detail::md_escape(c.level), c.n, num(c.estimate),
+                     num(c.ci_low), num(c.ci_high), num(c.p_value), num(c.p_adjusted)));
   line("");
   line("## Noise dose-response");
   line("");
@@ -599,8 +618,8 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("| arm | mean bytes | accuracy % | CI % | Pareto |");
   line("|---|---|---|---|---|");
   for (const auto& p : r.core.frontier)
-    line(fmt::format("| {} | {} | {} | [{}, {}] | {} |", p.arm, num(p.mean_bytes), pct(p.accuracy),
-                     pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
+    line(fmt::format("| {} | {} | {} | [{}, {}] | {} |", detail::md_escape(p.arm), num(p.mean_bytes),
+                     pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
   line("");
   line("## Cost-benefit by link");
   line("");
@@ -738,7 +757,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   if (!r.core.warnings.empty()) {
     line("## Warnings");
     line("");
-    for (const auto& w : r.core.warnings) line("- " + w);
+    for (const auto& w : r.core.warnings) line("- " + detail::md_escape(w));
     line("");
   }
   line("Formulas, tests and references: docs/audit-report.md and docs/estimators/.");
@@ -748,22 +767,49 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
 LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> records,
                                                  const audit_options& o, const std::filesystem::path& dir) {
   auto r = build_audit_report(records, o);
-  std::filesystem::create_directories(dir);
-  auto write = [&](const std::string& name, const std::string& text) {
-    const auto tmp = dir / (name + ".tmp");
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f << text;
-      if (!f) LATENTAUDIT_THROW(corrupt_data("run_audit_report: cannot write '" + tmp.string() + "'"));
-    }
-    std::filesystem::rename(tmp, dir / name);
-  };
-  write("report.md", report_markdown(r));
+  // Written as a set: every file goes to a fresh temporary directory inside `dir` first, and only
+  // when all of them are complete are they renamed into place; a failure (a full disk) removes
+  // the temporary directory and leaves the previous report, or none, behind.
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back("report.md", report_markdown(r));
   std::string js;
   append_json(js, report_json(r), {.indent = 1});
   js.push_back('\n');
-  write("report.json", js);
-  for (const auto& [name, svg] : report_svgs(r, records)) write(name, svg);
+  files.emplace_back("report.json", std::move(js));
+  for (auto& [name, svg] : report_svgs(r, records)) files.emplace_back(name, std::move(svg));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    LATENTAUDIT_THROW(corrupt_data("run_audit_report: cannot create the report directory '" + dir.string() +
+                                   "'" + (ec ? ": " + ec.message() : std::string())));
+  std::filesystem::path tmp;
+  for (int attempt = 0; attempt < 100 && tmp.empty(); ++attempt) {
+    const auto t = dir / (".report.tmp." + std::to_string(attempt));
+    if (std::filesystem::create_directory(t, ec) && !ec) tmp = t;
+  }
+  if (tmp.empty())
+    LATENTAUDIT_THROW(corrupt_data("run_audit_report: cannot create a temporary directory in '" +
+                                   dir.string() + "'" + (ec ? ": " + ec.message() : std::string())));
+  try {
+    for (const auto& [name, text] : files) {
+      std::ofstream f(tmp / name, std::ios::binary | std::ios::trunc);
+      f << text;
+      f.flush();
+      if (!f)
+        LATENTAUDIT_THROW(
+            corrupt_data("run_audit_report: cannot write '" + (dir / name).string() + "' (out of space?)"));
+    }
+    for (const auto& [name, text] : files) {
+      std::filesystem::rename(tmp / name, dir / name, ec);
+      if (ec)
+        LATENTAUDIT_THROW(
+            corrupt_data("run_audit_report: cannot write '" + (dir / name).string() + "': " + ec.message()));
+    }
+  } catch (...) {
+    std::filesystem::remove_all(tmp, ec);
+    throw;
+  }
+  std::filesystem::remove_all(tmp, ec);
   return r;
 }
 

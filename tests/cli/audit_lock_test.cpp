@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+// One writer per journal: a second `latentaudit audit` on an --out another audit holds (fresh or
+// --resume) exits 2 at once naming the holder's pid, and never touches the first one's mapped
+// file (which died with SIGBUS before the lock); two audits started together on one directory,
+// many times over, leave a journal that holds every key of the design exactly once.
+#include <latentaudit/trial/journal.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/cli_runner.hpp"
+
+using namespace latentaudit;
+
+namespace {
+
+const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+
+std::vector<std::string> audit_args(const std::filesystem::path& out, const std::string& items, bool resume) {
+  std::vector<std::string> a = {"audit",
+                                "--model",
+                                models + "organism-a",
+                                "--partner",
+                                models + "organism-b",
+                                "--items",
+                                items,
+                                "--seeds",
+                                "1",
+                                "--out",
+                                out.string(),
+                                "--trials-only",
+                                "--quiet"};
+  if (resume) a.emplace_back("--resume");
+  return a;
+}
+
+// The pid written in DIR's lock file ("" until there is one).
+std::string lock_pid(const std::filesystem::path& dir) {
+  std::string s = test::slurp_file(dir / directory_lock::file_name);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+int exit_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+TEST_CASE("audit: a second audit on a held --out exits 2 at once and leaves the first running", "[cli]") {
+  const auto dir = test::cli_work_dir() / "lock_held";
+  std::filesystem::remove_all(dir);
+  // A long design (about 40 000 trials), killed once the contenders have been refused.
+  const auto err_a = (test::cli_work_dir() / "lock_a.err").string();
+  const pid_t a = test::spawn_cli(audit_args(dir, "2000", false), "/dev/null", err_a);
+  const std::string pid_text = std::to_string(a);
+  for (int i = 0; i < 3000 && lock_pid(dir) != pid_text; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(lock_pid(dir) == pid_text);
+  // Let it journal some records first, so a resume would have a mapped file to cut.
+  for (int i = 0; i < 3000; ++i) {
+    std::error_code ec;
+    if (std::filesystem::file_size(dir / "records.jsonl", ec) > 0 && !ec) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (int round = 0; round < 6; ++round) {
+    const bool resume = round % 2 == 1;
+    const auto r = test::run_cli(audit_args(dir, "2000", resume));
+    INFO("round " << round << (resume ? " (--resume)" : " (fresh)") << ", stderr: " << r.err);
+    test::expect_one_line_error(r, "another audit holds " + dir.string() + " (pid " + pid_text + ")");
+    int status = 0;
+    REQUIRE(waitpid(a, &status, WNOHANG) == 0);  // the holder is still running
+  }
+  ::kill(a, SIGKILL);
+  int status = 0;
+  REQUIRE(waitpid(a, &status, 0) == a);
+  INFO("holder's stderr: " << test::slurp_file(err_a));
+  CHECK(exit_code(status) == 128 + SIGKILL);  // killed by us, not by a SIGBUS
+  // The holder's journal is intact: complete lines, unique keys (a torn last line is tolerated).
+  std::uint64_t good = 0;
+  const auto partial = read_records(dir / "records.jsonl", &good);
+  CHECK(!partial.empty());
+  // The kernel released the lock with the holder: a resume may take it now (and is refused only
+  // for its design, which here differs in --items).
+  const auto r = test::run_cli(audit_args(dir, "3", true));
+  test::expect_one_line_error(r, "design");
+  CHECK(r.err.find("another audit") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("audit: two audits started together on one --out, many times: every key exactly once", "[cli]") {
+  const auto base = test::cli_work_dir() / "lock_race";
+  std::filesystem::remove_all(base);
+  const std::size_t expected = 6u * 1u * 21u;  // items x seeds x the 21 default arms
+  int refused = 0;
+  for (int round = 0; round < 24; ++round) {
+    const auto dir = base / std::to_string(round);
+    // Rounds alternate: two resumes; a fresh run and a resume; two fresh runs.
+    const bool resume_a = round % 3 != 2, resume_b = round % 3 == 0;
+    const auto ea = (base / "a.err").string(), eb = (base / "b.err").string();
+    std::filesystem::create_directories(base);
+    const pid_t a = test::spawn_cli(audit_args(dir, "6", resume_a), "/dev/null", ea);
+    const pid_t b = test::spawn_cli(audit_args(dir, "6", resume_b), "/dev/null", eb);
+    int sa = 0, sb = 0;
+    REQUIRE(waitpid(a, &sa, 0) == a);
+    REQUIRE(waitpid(b, &sb, 0) == b);
+    const std::string err[2] = {test::slurp_file(ea), test::slurp_file(eb)};
+    const int code[2] = {exit_code(sa), exit_code(sb)};
+    INFO("round " << round << ": exits " << code[0] << ", " << code[1] << "; stderr: " << err[0] << " | "
+                  << err[1]);
+    for (int k = 0; k < 2; ++k) {
+      REQUIRE((code[k] == 0 || code[k] == 2));
+      if (code[k] == 2) {
+        const bool held = err[k].find("another audit holds") != std::string::npos;
+        CHECK((held || err[k].find("already holds records") != std::string::npos));
+        refused += held ? 1 : 0;
+      }
+    }
+    REQUIRE((code[0] == 0 || code[1] == 0));
+    // Both runs are over: the journal is complete, every key once, no torn line, no padding.
+    std::uint64_t good = 0;
+    const auto records = read_records(dir / "records.jsonl", &good);  // throws on a repeated key
+    CHECK(records.size() == expected);
+    CHECK(good == std::filesystem::file_size(dir / "records.jsonl"));
+    // And a later resume finds nothing to do.
+    const auto r = test::run_cli(audit_args(dir, "6", true));
+    INFO("resume: " << r.err);
+    REQUIRE(r.code == 0);
+    CHECK(parse_json(r.out).at("trials_run").as_number() == 0);
+  }
+  std::printf("audit_lock_test: 24 rounds of two concurrent audits, %d refused for the lock\n", refused);
+  std::filesystem::remove_all(base);
+}
