@@ -7,6 +7,7 @@
 #include "../failure_report.hpp"
 
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,27 @@ namespace {
 // NaN-safe number formatting for the report (never "nan").
 inline std::string fr_num(double x) { return std::isfinite(x) ? fmt::format("{:.3f}", x) : "–"; }
 inline std::string fr_pts(double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : "–"; }
+// Markdown text from labels and sentences: the characters that would split a table cell, open a
+// span or embed HTML are escaped (as report.md's other tables do), control bytes become spaces.
+inline std::string fr_md(std::string_view t) {
+  std::string out;
+  for (char c : t) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (u < 0x20 || u == 0x7F)
+      out += ' ';
+    else {
+      if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+  }
+  return out;
+}
 }  // namespace
 
 LATENTAUDIT_INLINE json_value contrast_json(const regime_contrast& c) {
@@ -148,12 +170,12 @@ LATENTAUDIT_INLINE json_value relay_switch_json(const switch_replay& s) {
 LATENTAUDIT_INLINE std::string decision_policy_markdown(const audit_decision& d) {
   if (d.policy.empty()) return {};
   std::string m = "Policy:\n\n";
-  for (const auto& p : d.policy) m += "- " + p + "\n";
+  for (const auto& p : d.policy) m += "- " + fr_md(p) + "\n";
   return m + "\n";
 }
 
 LATENTAUDIT_INLINE std::string relay_switch_markdown(const switch_replay& s) {
-  if (!s.available) return "Relay switch: " + s.note + ".\n\n";
+  if (!s.available) return "Relay switch: " + fr_md(s.note) + ".\n\n";
   std::string off =
       s.off_at ? fmt::format("turned relay **off** at item {} (change point after item {}; against {})",
                              *s.off_at, s.change_point, s.off_reason)
@@ -162,7 +184,7 @@ LATENTAUDIT_INLINE std::string relay_switch_markdown(const switch_replay& s) {
   return fmt::format(
       "Relay switch (one-sided betting, always valid) replayed over {} items ({} stale, {} "
       "conflict): {}. Order: {}. Guarantee: {}.\n\n",
-      s.items, s.stale_items, s.conflict_items, off, s.note, s.guarantee);
+      s.items, s.stale_items, s.conflict_items, off, fr_md(s.note), fr_md(s.guarantee));
 }
 
 LATENTAUDIT_INLINE std::string relay_failures_markdown(const audit_core& c, double margin) {
@@ -177,8 +199,8 @@ LATENTAUDIT_INLINE std::string relay_failures_markdown(const audit_core& c, doub
        {&c.stale.kv_vs_text, &c.stale.kv_vs_no_comm, &c.stale.text_vs_no_comm, &c.stale.stale_excess,
         &c.conflict.kv_vs_no_comm, &c.conflict.text_vs_no_comm, &c.conflict.kv_vs_text}) {
     if (!k->estimable()) continue;
-    m += fmt::format("| {} | {} − {} | {} | {} | {} | [{}, {}] | {} |\n", k->regime, k->treated, k->control,
-                     k->n_pairs, k->n_items, fr_pts(k->estimate), fr_pts(k->verdict_low),
+    m += fmt::format("| {} | {} − {} | {} | {} | {} | [{}, {}] | {} |\n", fr_md(k->regime), fr_md(k->treated),
+                     fr_md(k->control), k->n_pairs, k->n_items, fr_pts(k->estimate), fr_pts(k->verdict_low),
                      fr_pts(k->verdict_high),
                      std::isfinite(k->p_holm) ? fmt::format("{:.3g}", k->p_holm) : "–");
   }
@@ -187,21 +209,21 @@ LATENTAUDIT_INLINE std::string relay_failures_markdown(const audit_core& c, doub
   m += "\n";
   const auto& k = c.stale.kv_answers;
   if (k.classified > 0)
-    m +=
-        fmt::format("kv_full's stale-regime answers: {} stale value, {} other wrong, {} current (of {}).\n\n",
-                    k.stale, k.other_wrong, k.correct, k.classified);
+    m += fmt::format(
+        "kv\\_full's stale-regime answers: {} stale value, {} other wrong, {} current (of {}).\n\n", k.stale,
+        k.other_wrong, k.correct, k.classified);
   const auto& a = c.conflict.attention;
   m += a.available
            ? fmt::format(
-                 "Mechanism: B's attention mass on the relayed tokens (kv_full) is {} [{}, {}] in conflict "
+                 "Mechanism: B's attention mass on the relayed tokens (kv\\_full) is {} [{}, {}] in conflict "
                  "vs {} [{}, {}] in need; difference {} [{}, {}].\n\n",
                  fr_num(a.conflict_mean), fr_num(a.conflict_low), fr_num(a.conflict_high),
                  fr_num(a.need_mean), fr_num(a.need_low), fr_num(a.need_high), fr_num(a.difference),
                  fr_num(a.difference_low), fr_num(a.difference_high))
-           : "Mechanism (attention mass on the relay): " + a.note + ".\n\n";
+           : "Mechanism (attention mass on the relay): " + fr_md(a.note) + ".\n\n";
   const auto& t = c.drift.tolerance;
   if (t.curve.size() < 2) {
-    m += "Drift: not tested (no drift arms paired with kv_full in the need regime).\n\n";
+    m += "Drift: not tested (no drift arms paired with kv\\_full in the need regime).\n\n";
     return m;
   }
   m += "![drift dose-response](drift_response.svg)\n\n";
@@ -209,16 +231,17 @@ LATENTAUDIT_INLINE std::string relay_failures_markdown(const audit_core& c, doub
     return x ? fmt::format("{:.3g}", *x) : std::string("beyond");
   };
   m += fmt::format(
-      "Drift tolerance (steps where the fitted difference vs kv_full reaches −{:.1f} points): {}, "
+      "Drift tolerance (steps where the fitted difference vs kv\\_full reaches −{:.1f} points): {}, "
       "CI [{}, {}].\n\n",
       100.0 * margin, beyond(t.tolerance_sigma), beyond(t.ci_low), beyond(t.ci_high));
-  m += "| steps | arm | items | accuracy % | difference vs kv_full | verdict interval | benefit vs no_comm | "
+  m += "| steps | arm | items | accuracy % | difference vs kv\\_full | verdict interval | benefit vs "
+       "no\\_comm | "
        "verdict interval |\n|---|---|---|---|---|---|---|---|\n";
   for (std::size_t i = 0; i < t.curve.size(); ++i) {
     const auto& p = t.curve[i];
     const regime_contrast* b = i < c.drift.benefit.size() ? &c.drift.benefit[i].benefit : nullptr;
-    m += fmt::format("| {:g} | {} | {} | {:.1f} | {} | [{}, {}] | {} | {} |\n", p.sigma, p.arm, p.items,
-                     100.0 * p.accuracy, fr_pts(p.diff_vs_kv_full), fr_pts(p.diff_ci_low),
+    m += fmt::format("| {:g} | {} | {} | {:.1f} | {} | [{}, {}] | {} | {} |\n", p.sigma, fr_md(p.arm),
+                     p.items, 100.0 * p.accuracy, fr_pts(p.diff_vs_kv_full), fr_pts(p.diff_ci_low),
                      fr_pts(p.diff_ci_high), b ? fr_pts(b->estimate) : "–",
                      b ? fmt::format("[{}, {}]", fr_pts(b->verdict_low), fr_pts(b->verdict_high)) : "–");
   }
