@@ -141,7 +141,7 @@ TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
   CHECK(v.out == std::string(latentaudit::version_string) + "\n");
   auto h = run_cli({"--help"});
   CHECK(h.code == 0);
-  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "organism", "audit", "report",
+  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "gguf", "organism", "audit", "report",
                            "--version", "--help", "Exit codes"}) {
     INFO(word);
     CHECK(h.out.find(word) != std::string::npos);
@@ -983,6 +983,9 @@ const std::vector<help_case>& help_cases() {
       {{"kv", "inspect"}, {"--key-file", "--require-auth", "--pretty"}},
       {{"kv", "make-example"},
        {"--out", "--key-file", "--tokens", "--dtype", "--seed", "--quantize", "--pretty"}},
+      {{"gguf"}, {}},
+      {{"gguf", "export"}, {"--model", "--out", "--dtype", "--name", "--pretty"}},
+      {{"gguf", "inspect"}, {"--tensors", "--pretty"}},
       {{"organism"}, {}},
       {{"organism", "eval"}, {"--model", "--pairs", "--items", "--seed", "--threads", "--pretty"}},
       {{"audit"},
