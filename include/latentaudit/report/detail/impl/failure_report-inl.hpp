@@ -6,6 +6,7 @@
 
 #include "../failure_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -264,21 +265,34 @@ LATENTAUDIT_INLINE void relay_failure_forest_rows(const audit_core& c, std::vect
 LATENTAUDIT_INLINE std::optional<std::string> drift_response_svg(const audit_core& c) {
   const auto& t = c.drift.tolerance;
   if (t.curve.size() < 2) return std::nullopt;
+  // Drift levels usually span decades (a few steps to "fully drifted"): then a log axis of
+  // steps + 1, so that kv_full (0 steps) stays on it.
+  double lo_pos = 0.0, hi = 0.0;
+  for (const auto& p : t.curve) {
+    if (p.sigma > 0.0 && (lo_pos == 0.0 || p.sigma < lo_pos)) lo_pos = p.sigma;
+    hi = std::max(hi, p.sigma);
+  }
+  const bool log_x = lo_pos > 0.0 && hi / lo_pos >= 20.0;
+  const double shift = log_x ? 1.0 : 0.0;
   band_series s{"accuracy (item-clustered CI)", {}};
   for (const auto& p : t.curve)
     if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
-      s.points.push_back({p.sigma, p.accuracy, p.ci_low, p.ci_high});
+      s.points.push_back({p.sigma + shift, p.accuracy, p.ci_low, p.ci_high});
   std::optional<double> text_acc;
   for (const auto& a : c.arms)
     if (a.arm_kind == "text_full" && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
   std::optional<std::pair<double, double>> band;
-  if (t.tolerance_sigma && t.ci_low && t.ci_high) band = std::pair{*t.ci_low, *t.ci_high};
+  if (t.tolerance_sigma && t.ci_low && t.ci_high) band = std::pair{*t.ci_low + shift, *t.ci_high + shift};
+  std::optional<double> marker;
+  if (t.tolerance_sigma) marker = *t.tolerance_sigma + shift;
   const std::vector<band_series> series{s};
   return band_plot(series,
                    {.title = "Accuracy vs sender drift (need regime); dashed: text relay; marker: tolerance",
-                    .x_label = "fine-tuning steps of the sender",
-                    .y_label = "accuracy"},
-                   text_acc, t.tolerance_sigma, band);
+                    .x_label = log_x ? "fine-tuning steps of the sender + 1 (log scale)"
+                                     : "fine-tuning steps of the sender",
+                    .y_label = "accuracy",
+                    .log_x = log_x},
+                   text_acc, marker, band);
 }
 
 }  // namespace latentaudit::detail
