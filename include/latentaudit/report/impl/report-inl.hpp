@@ -826,6 +826,9 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
   json_value c = json_value::object_type{};
   for (const auto& i : r.decision.checklist) c.set(i.name, verdict_name(i.passed));
   j.set("checklist", std::move(c));
+  json_value pol = json_value::array_type{};  // the serving policy, one rule a line
+  for (const auto& p : r.decision.policy) pol.push_back(p);
+  j.set("policy", std::move(pol));
   return j;
 }
 
