@@ -141,8 +141,8 @@ TEST_CASE("cli: --version, --help, and the top-level errors", "[cli]") {
   CHECK(v.out == std::string(latentaudit::version_string) + "\n");
   auto h = run_cli({"--help"});
   CHECK(h.code == 0);
-  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "gguf", "organism", "audit", "report",
-                           "--version", "--help", "Exit codes"}) {
+  for (const char* word : {"estimate", "interval", "power", "forward", "kv", "gguf", "organism", "audit",
+                           "report", "--version", "--help", "Exit codes"}) {
     INFO(word);
     CHECK(h.out.find(word) != std::string::npos);
   }
