@@ -63,8 +63,19 @@ class reference_cpu_backend {
   ///         invalid_argument if the directory or files cannot be opened.
   static reference_cpu_backend load(const std::filesystem::path& dir, unsigned threads = 1);
 
+  /// @brief Loads `dir` as load() does, then replaces the tensors named in the safetensors file
+  /// `overlay` by the overlay's (same names and shapes; f32, f16 or bf16): a fine-tuned copy of the
+  /// model shipped as only the tensors the fine-tuning changed (models/organism-a-drift). The
+  /// fingerprint hashes the weights used, so it differs from the base model's.
+  /// @throws as load(); corrupt_data if the overlay holds a tensor the model does not have, or one
+  ///         whose values are not finite; shape_mismatch if an overlay tensor's shape differs.
+  static reference_cpu_backend load_with_overlay(const std::filesystem::path& dir,
+                                                 const std::filesystem::path& overlay, unsigned threads = 1);
+
   /// @brief A backend over an opened weights file (tensor names as HF's LlamaForCausalLM).
-  reference_cpu_backend(const llama_config& cfg, const safetensors_file& st, unsigned threads = 1);
+  /// `overlay` (may be null): tensors read from it instead of `st` when it holds them (load_with_overlay).
+  reference_cpu_backend(const llama_config& cfg, const safetensors_file& st, unsigned threads = 1,
+                        const safetensors_file* overlay = nullptr);
 
   /// @brief Identity, fingerprint and capabilities.
   [[nodiscard]] const backend_info& info() const noexcept { return info_; }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: trial arms — what B receives from A: nothing, text (all or a budget), A's cache
-// (whole, or under a transfer policy), a placebo cache, or another model's cache.
+// (whole, or under a transfer policy), a placebo cache, another model's cache, or the cache of a
+// drifted copy of the model (fine-tuned apart).
 #ifndef LATENTAUDIT_TRIAL_ARM_HPP
 #define LATENTAUDIT_TRIAL_ARM_HPP
 
@@ -26,6 +27,8 @@ enum class arm_kind : std::uint8_t {
   zeroed,       ///< A's cache with K and V zeroed (presence placebo)
   random,       ///< moment-matched random cache (presence placebo)
   cross_model,  ///< A runs the partner model; its cache is force-imported into B's model
+  drifted,      ///< A runs a fine-tuned (drifted) copy of B's model, a sender engine registered with the
+                ///< driver (trial_driver::add_sender); its whole cache is force-imported into B's model
 };
 
 /// @brief The arm kind's name as written in records ("no_comm", "text_full", ...).
@@ -49,6 +52,8 @@ enum class arm_kind : std::uint8_t {
       return "random";
     case arm_kind::cross_model:
       return "cross_model";
+    case arm_kind::drifted:
+      return "drifted";
   }
   return "unknown";
 }
@@ -61,6 +66,9 @@ struct trial_arm {
   kv_policy policy{};                          ///< KV arms: the transfer policy applied after export
   std::optional<quantize_spec> wire_quantize;  ///< KV arms: carry K/V quantized on the wire (codes + scales)
   std::optional<double> noise_sigma;           ///< the policy's noise level, for dose-response analysis
+  /// drifted: the name of the sender engine (trial_driver::add_sender), e.g. "drift_160"
+  std::string sender;
+  std::optional<std::int32_t> drift_steps;  ///< drifted: the sender's fine-tuning steps (dose-response)
 
   /// @brief Whether B receives a KV block (every kind but no_comm and the text kinds).
   [[nodiscard]] bool relays_kv() const noexcept {
@@ -114,6 +122,17 @@ struct trial_arm {
 [[nodiscard]] inline trial_arm cross_model_arm() {
   return {.label = "cross_model", .kind = arm_kind::cross_model};
 }
+/// @brief The whole cache of B's model fine-tuned `steps` steps apart ("kv_drift_<steps>"), read
+/// by the sender engine named "drift_<steps>" (trial_driver::add_sender).
+/// @throws invalid_argument if steps < 0.
+[[nodiscard]] inline trial_arm kv_drift_arm(std::int32_t steps) {
+  if (steps < 0) detail::throw_invalid("kv_drift_arm", "steps", "must be >= 0, got " + std::to_string(steps));
+  return {.label = "kv_drift_" + std::to_string(steps),
+          .kind = arm_kind::drifted,
+          .policy = kv_policy{.label = "kv_drift_" + std::to_string(steps)},
+          .sender = "drift_" + std::to_string(steps),
+          .drift_steps = steps};
+}
 
 namespace detail {
 [[nodiscard]] inline trial_arm parse_arm_base(std::string_view name) {
@@ -124,7 +143,7 @@ namespace detail {
                           "must be no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<sigma>, "
                           "kv_layers_<l>[_<l>...], kv_first_half, "
                           "kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4, kv_fp8, deranged, zeroed, "
-                          "random or cross_model, got '" +
+                          "random, cross_model or kv_drift_<steps>, got '" +
                               s + "'");
   };
   auto integer = [&](std::string_view t) -> std::int64_t {
@@ -138,6 +157,8 @@ namespace detail {
   if (s == "zeroed") return zeroed_arm();
   if (s == "random") return random_arm();
   if (s == "cross_model") return cross_model_arm();
+  if (s.rfind("kv_drift_", 0) == 0)
+    return kv_drift_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(9))));
   if (s.rfind("text_budget_", 0) == 0)
     return text_budget_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(12))));
   if (s.rfind("kv_noise_", 0) == 0) {
@@ -194,7 +215,8 @@ namespace detail {
 
 /// @brief Parses an arm name: no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<σ>,
 /// kv_layers_<l>[_<l>...], kv_first_half, kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4,
-/// kv_fp8, deranged, zeroed, random, cross_model; a KV arm may end in `@preserve`, `@rebase` or
+/// kv_fp8, deranged, zeroed, random, cross_model, kv_drift_<steps>; a KV arm may end in `@preserve`,
+/// `@rebase` or
 /// `@append` to choose how the relayed positions are placed at the receiver (kv/rope.hpp
 /// position_mode: keep the sender's positions — the default —, renumber them 0, 1, ... with the
 /// keys re-rotated, or place them after the receiver's own tokens), e.g. `kv_last_half@rebase`.
@@ -227,7 +249,9 @@ namespace detail {
 /// @brief The default audit arms: no_comm, text_full, text_budget_4, kv_full, kv_noise_{0.25,
 /// 0.5, 0.75, 1, 1.5, 2}, kv_layers_0, kv_layers_1, kv_first_half, kv_last_half, kv_int8, kv_int4, kv_fp8,
 /// deranged, zeroed, random — all run on one engine — and, with `with_partner`, cross_model (last),
-/// which needs a partner engine (the CLI's audit adds it when a partner is configured).
+/// which needs a partner engine (the CLI's audit adds it when a partner is configured). Drift arms
+/// (kv_drift_<k>) need sender engines and are added by whoever registers them (the CLI adds one per shipped
+/// drift level).
 [[nodiscard]] inline std::vector<trial_arm> default_arms(bool with_partner = false) {
   std::vector<trial_arm> arms;
   for (const char* n : {"no_comm",      "text_full",     "text_budget_4", "kv_full",      "kv_noise_0.25",

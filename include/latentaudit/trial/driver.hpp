@@ -109,6 +109,21 @@ class trial_driver {
   /// @brief Drives `engine`; `partner` (may be null) serves cross_model arms.
   trial_driver(Backend& engine, Partner* partner = nullptr) : engine_(engine), partner_(partner) {}
 
+  /// @brief Registers `engine` (same backend type as B's, e.g. a drifted copy of B's model) as the
+  /// sender named `name`: drifted arms whose trial_arm::sender is `name` have it read A's document
+  /// and relay its whole cache (force-imported: its fingerprint differs). The engine must outlive
+  /// the driver's runs; registering a name again replaces the engine.
+  /// @throws invalid_argument if the name is empty.
+  void add_sender(const std::string& name, Backend& engine) {
+    if (name.empty()) detail::throw_invalid("trial_driver::add_sender", "name", "must not be empty");
+    for (auto& [n, e] : senders_)
+      if (n == name) {
+        e = &engine;
+        return;
+      }
+    senders_.emplace_back(name, &engine);
+  }
+
   /// @brief Runs every (item, seed, arm) of `design` whose key is not in `done`, calling
   /// `sink(record)` as each trial completes (units in design.unit_order(), arms in
   /// design.arm_order(); the trials of a unit chosen for timing repeats once their repeats are
@@ -151,6 +166,11 @@ class trial_driver {
     receiver_text_ = fingerprint_text(engine_.info().fingerprint);
     partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
     derangement_.clear();
+    for (const auto& a : design.arms)  // drifted arms read A's document on a registered sender engine
+      if (a.kind == arm_kind::drifted && sender(a.sender) == nullptr)
+        detail::throw_invalid(fn, "design.arms",
+                              "has drifted arm '" + a.label + "' whose sender '" + a.sender +
+                                  "' is not registered (trial_driver::add_sender)");
     for (const auto& a : design.arms)
       if (a.kind == arm_kind::deranged)
         derangement_ = random_derangement(static_cast<std::size_t>(design.items), design.seed);
@@ -298,12 +318,13 @@ class trial_driver {
     check_tokens(task.own_prompt, "own_prompt");
     check_tokens(task.query, "query");
     check_tokens(task.answer, "answer");
+    check_tokens(task.text_document, "text_document");
     check_tokens(task.no_relay_prefix, "no_relay_prefix");
     // The text reference: B reading the document itself (for hidden_cosine and next_token_kl).
     text_reference ref;
     {
       auto b = open_seq(engine_);
-      std::vector<token_id> ctx = task.document;
+      std::vector<token_id> ctx = task.relay_text();  // what the text arms carry (stale: the current version)
       ctx.insert(ctx.end(), task.own_prompt.begin(), task.own_prompt.end());
       ctx.insert(ctx.end(), task.query.begin(), task.query.end());
       const forward_options fo{.want_hidden = caps_.hidden_state};
@@ -316,7 +337,8 @@ class trial_driver {
     }
     bool need_a = false;
     for (auto ai : todo) {
-      need_a |= d.arms[ai].needs_sender() && d.arms[ai].kind != arm_kind::cross_model;
+      need_a |= d.arms[ai].needs_sender() && d.arms[ai].kind != arm_kind::cross_model &&
+                d.arms[ai].kind != arm_kind::drifted;
     }
     std::optional<sender_read<Backend>> a;
     if (need_a) a = read_document(engine_, task.document, score_window_ >= 0);
@@ -381,9 +403,9 @@ class trial_driver {
     } else if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
       L.a_prefill_s = a->seconds;
       r.sender_fingerprint = r.receiver_fingerprint;
-      text_relay msg{
-          .as_tokens = true,
-          .tokens = arm.kind == arm_kind::text_full ? task.document : task.document_prefix_pairs(arm.budget)};
+      text_relay msg{.as_tokens = true,
+                     .tokens = arm.kind == arm_kind::text_full ? task.relay_text()
+                                                               : task.document_prefix_pairs(arm.budget)};
       auto t = detail::driver_clock::now();
       const auto bytes = encode_relay(msg, wire_encode_options{.hmac_key = key});
       L.encode_s = detail::seconds_since(t);
@@ -400,7 +422,17 @@ class trial_driver {
       // KV arms: export → policy / placebo → wire → import.
       kv_block block;
       const std::int64_t n = static_cast<std::int64_t>(task.document.size());
-      if (arm.kind == arm_kind::cross_model) {
+      if (arm.kind == arm_kind::drifted) {  // a drifted copy of B's model reads the document
+        Backend& se = *sender(arm.sender);
+        auto sa = read_document(se, task.document, false);
+        L.a_prefill_s = sa.seconds;
+        block = backend_call(L.export_s, [&] {
+          return se.export_kv(sa.seq.id(), index_range{0, n}, index_range{0, se.info().fingerprint.n_layers});
+        });
+        check_export(se, block, n);
+        close_seq(sa.seq);
+        r.sender_fingerprint = fingerprint_text(se.info().fingerprint);
+      } else if (arm.kind == arm_kind::cross_model) {
         auto pa = read_document(*partner_, task.document, false);
         L.a_prefill_s = pa.seconds;
         block = backend_call(L.export_s, [&] {
@@ -454,7 +486,8 @@ class trial_driver {
         block = random_placebo(block, ctx.seed, task.item);
         tr.policy = "random";
         tr.placebo = placebo_kind::random;
-      } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy) {
+      } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy ||
+                 arm.kind == arm_kind::drifted) {  // drifted: the whole cache (its policy keeps everything)
         tr = arm.policy.apply(block, ctx);
       } else {
         tr.policy = "cross_model";
@@ -467,7 +500,7 @@ class trial_driver {
       r.bytes = bytes.size();
       L.transfer_s = d.link.transfer_seconds(r.bytes);
       t = detail::driver_clock::now();
-      const bool forced = arm.kind == arm_kind::cross_model;
+      const bool forced = arm.kind == arm_kind::cross_model || arm.kind == arm_kind::drifted;
       auto dec = decode_relay(bytes, wire_decode_options{.hmac_key = key,
                                                          .require_authentication = d.authenticate,
                                                          .expected_fingerprint = forced ? nullptr : &fp});
@@ -538,7 +571,7 @@ class trial_driver {
       generated.push_back(argmax_token(step.logits));
     }
     L.b_decode_s = detail::seconds_since(t);
-    record_answer(r, task, row, generated, out.hidden, ref);
+    record_answer(r, task, row, generated, out.hidden, ref);  // also stale_answer
     for (const auto& m : missing_)  // without a relay there is no attention mass to miss
       if (relayed > 0 || m.metric != "attention_mass") note_unavailable(r, {m});
     close_seq(b);
@@ -551,6 +584,13 @@ class trial_driver {
   std::array<std::byte, 32> key_{};
   std::vector<std::size_t> derangement_;
   std::string receiver_text_, partner_text_;
+  std::vector<std::pair<std::string, Backend*>> senders_;  // add_sender: drifted arms' engines by name
+
+  Backend* sender(const std::string& name) const {
+    for (const auto& [n, e] : senders_)
+      if (n == name) return e;
+    return nullptr;
+  }
   backend_capabilities caps_;                // the engine's, as engine_capabilities() reads them
   std::vector<unavailable_metric> missing_;  // metrics the engine cannot produce, and why
   std::int64_t score_window_ = -1;  // < 0: no arm needs attention scores; else SnapKV's largest window

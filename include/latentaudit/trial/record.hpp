@@ -60,8 +60,8 @@ struct trial_record {
   std::uint64_t seed = 0;  ///< seed index (query draw and every random stream)
   std::string arm;         ///< arm label, unique in a design (e.g. "kv_noise_0.5")
   std::string arm_kind;    ///< no_comm, text_full, text_budget, kv_full, kv_policy, deranged, zeroed, random,
-                           ///< cross_model
-  std::string regime;      ///< "need" or "no_need" ("" when unknown)
+                           ///< cross_model, drifted
+  std::string regime;      ///< "need", "no_need", "stale" or "conflict" ("" when unknown)
   bool correct = false;    ///< B's answer equals the reference answer
   double answer_logprob = 0.0;        ///< log-probability B gives the reference answer (first answer token)
   std::int64_t generated_tokens = 0;  ///< tokens B generated
@@ -83,10 +83,15 @@ struct trial_record {
   std::optional<double> next_token_kl;  ///< KL(text || this arm) of B's next-token distribution at the query
   std::optional<double> noise_sigma;    ///< noise level of the arm's policy (dose-response), if any
   std::optional<double> budget;         ///< text_budget pairs, if any
-  std::vector<covariate> covariates;    ///< item covariates (doc_tokens, pairs, needed_position, ...)
-  std::string sender_fingerprint;    ///< model fingerprint (hex) of the sender's engine ("" without sender)
-  std::string receiver_fingerprint;  ///< model fingerprint (hex) of B's engine
-  json_value policy;                 ///< the transfer policy's record (object) or null
+  /// stale regime only (every arm): whether B's answer equals the value of the version A's cache
+  /// was built from (the stale value); null in every other regime. With `correct` it splits the
+  /// wrong answers into stale and other.
+  std::optional<bool> stale_answer;
+  std::optional<double> drift_steps;  ///< drifted arms: fine-tuning steps of the sender model; null otherwise
+  std::vector<covariate> covariates;  ///< item covariates (doc_tokens, pairs, needed_position, ...)
+  std::string sender_fingerprint;     ///< model fingerprint (hex) of the sender's engine ("" without sender)
+  std::string receiver_fingerprint;   ///< model fingerprint (hex) of B's engine
+  json_value policy;                  ///< the transfer policy's record (object) or null
   /// Metrics absent because the engine cannot produce them, with the reason (JSON object
   /// "unavailable": {metric: reason}, written only when non-empty).
   std::vector<unavailable_metric> unavailable;
@@ -165,6 +170,15 @@ namespace detail {
   opt("next_token_kl", r.next_token_kl);
   opt("noise_sigma", r.noise_sigma);
   opt("budget", r.budget);
+  if (r.stale_answer && r.regime != "stale")
+    throw_invalid(fn, "record.stale_answer",
+                  "must be null outside the stale regime, regime is '" + r.regime + "'");
+  key("stale_answer");
+  out.append(!r.stale_answer ? "null" : *r.stale_answer ? "true" : "false");
+  if (r.drift_steps && !(*r.drift_steps >= 0 && *r.drift_steps == std::floor(*r.drift_steps)))
+    throw_invalid(fn, "record.drift_steps",
+                  "must be a non-negative integer, got " + number_text(*r.drift_steps));
+  opt("drift_steps", r.drift_steps);
   key("covariates");
   out.push_back('{');
   for (std::size_t i = 0; i < r.covariates.size(); ++i) {
@@ -296,6 +310,14 @@ namespace detail {
   r.noise_sigma = opt("noise_sigma");
   if (r.noise_sigma && !(*r.noise_sigma >= 0)) fail("noise_sigma", "must be >= 0 (a noise level)");
   r.budget = opt("budget");
+  if (const json_value* sa = j.find("stale_answer"); sa != nullptr && !sa->is_null()) {
+    if (!sa->is_bool()) fail("stale_answer", "must be true, false or null");
+    if (r.regime != "stale") fail("stale_answer", "must be null outside the stale regime");
+    r.stale_answer = sa->as_bool();
+  }
+  r.drift_steps = opt("drift_steps");
+  if (r.drift_steps && (*r.drift_steps < 0 || *r.drift_steps != std::floor(*r.drift_steps)))
+    fail("drift_steps", "must be a non-negative integer or null");
   if (const json_value* cv = j.find("covariates"); cv != nullptr && !cv->is_null()) {
     if (!cv->is_object()) fail("covariates", "must be an object of numbers");
     for (const auto& [name, value] : cv->as_object()) {

@@ -76,7 +76,8 @@ namespace latentaudit {
 }
 
 /// @brief The identity fields of the record of `arm` on `task` under design `d`: item, seed, arm,
-/// arm_kind, regime, covariates, link, noise_sigma and (text_budget) budget. Everything measured is
+/// arm_kind, regime, covariates, link, noise_sigma, (text_budget) budget and (drifted) drift_steps.
+/// Everything measured is
 /// left for the caller.
 [[nodiscard]] inline trial_record begin_record(const trial_design& d, const trial_task& task,
                                                const trial_arm& arm) {
@@ -90,6 +91,7 @@ namespace latentaudit {
   r.link = d.link.name;
   r.noise_sigma = arm.noise_sigma;
   if (arm.kind == arm_kind::text_budget) r.budget = arm.budget;
+  if (arm.drift_steps) r.drift_steps = *arm.drift_steps;
   return r;
 }
 
@@ -202,8 +204,9 @@ struct text_reference {
 
 /// @brief Fills the answer fields of `r`: answer_logprob (log-probability of the answer's first
 /// token under `first_row`, B's logits at the query), generated_tokens, correct (`generated`, B's
-/// greedy answer, equals task.answer), next_token_kl and hidden_cosine against `ref` (left absent
-/// when the sizes disagree; `hidden` is B's final hidden state at the query, empty if none).
+/// greedy answer, equals task.answer), stale_answer (stale_answer_of), next_token_kl and hidden_cosine
+/// against `ref` (left absent when the sizes disagree; `hidden` is B's final hidden state at the query, empty
+/// if none).
 /// @throws invalid_argument if the task has no answer or its first token is outside the row.
 inline void record_answer(trial_record& r, const trial_task& task, std::span<const float> first_row,
                           const std::vector<token_id>& generated, std::span<const float> hidden,
@@ -218,6 +221,7 @@ inline void record_answer(trial_record& r, const trial_task& task, std::span<con
   r.answer_logprob = static_cast<double>(first_row[static_cast<std::size_t>(a0)]) - log_sum_exp(first_row);
   r.generated_tokens = static_cast<std::int64_t>(generated.size());
   r.correct = generated == task.answer;
+  r.stale_answer = stale_answer_of(task, generated);
   r.next_token_kl = next_token_kl(ref, first_row);
   r.hidden_cosine = hidden_cosine(hidden, ref);
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: trial tasks — what agent A reads, what agent B is asked — and the generator of
-// model-organism tasks (multi-query associative recall, tools/organism/train.py) in two regimes:
-// need (only A's document holds the answer) and no_need (B's own prompt holds the pairs too).
+// model-organism tasks (multi-query associative recall, tools/organism/train.py) in four regimes:
+// need (only A's document holds the answer), no_need (B's own prompt holds the pairs too), stale
+// (A's cache is of an older version of the document) and conflict (A's document binds B's keys to
+// other values).
 #ifndef LATENTAUDIT_TRIAL_TASK_HPP
 #define LATENTAUDIT_TRIAL_TASK_HPP
 
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -25,15 +28,28 @@
 
 namespace latentaudit {
 
-/// @brief Whether B needs A's information to answer.
+/// @brief Whether B needs A's information to answer, and whether that information is current.
 enum class task_regime : std::uint8_t {
-  need,     ///< only A's document holds the answer
-  no_need,  ///< B's own prompt holds the same pairs: relay should change nothing
+  need,      ///< only A's document holds the answer
+  no_need,   ///< B's own prompt holds the same pairs: relay should change nothing
+  stale,     ///< A's cache is of version 1; the document changed since (version 2, what text relays)
+             ///< and the query asks about a changed pair: a cache relay carries the old value
+  conflict,  ///< B's own prompt holds the right pairs; A's document binds the same keys to other values
 };
 
-/// @brief "need" or "no_need".
+/// @brief "need", "no_need", "stale" or "conflict" (the record's `regime`).
 [[nodiscard]] constexpr const char* regime_name(task_regime r) noexcept {
-  return r == task_regime::need ? "need" : "no_need";
+  switch (r) {
+    case task_regime::need:
+      return "need";
+    case task_regime::no_need:
+      return "no_need";
+    case task_regime::stale:
+      return "stale";
+    case task_regime::conflict:
+      return "conflict";
+  }
+  return "need";
 }
 
 /// @brief One trial task. B's context is built by the arm: [relay (A's document as text or KV)]
@@ -41,22 +57,42 @@ enum class task_regime : std::uint8_t {
 struct trial_task {
   std::uint64_t item = 0;                  ///< item index (the document)
   std::uint64_t seed = 0;                  ///< seed index (which pair is asked)
-  task_regime regime = task_regime::need;  ///< need / no_need
-  std::vector<token_id> document;          ///< what A reads (starts with BOS)
-  std::vector<token_id> own_prompt;        ///< B's own context after the relay and before the query (no BOS)
-  std::vector<token_id> no_relay_prefix;   ///< what B's context starts with when nothing is relayed (BOS)
-  std::vector<token_id> query;             ///< the query tokens; B answers after the last
-  std::vector<token_id> answer;            ///< the reference answer tokens
-  std::int32_t pairs = 0;                  ///< key-value pairs in the document (0 if not an organism task)
-  std::vector<covariate> covariates;       ///< doc_tokens, pairs, needed_position, ...
+  task_regime regime = task_regime::need;  ///< need / no_need / stale / conflict
+  std::vector<token_id> document;          ///< what A reads (starts with BOS); every KV arm relays its cache
+  /// What the text arms relay when it differs from `document` (stale: the current version 2 of the
+  /// document, while A's cache is of version 1); empty = `document`. See relay_text().
+  std::vector<token_id> text_document;
+  std::vector<token_id> own_prompt;       ///< B's own context after the relay and before the query (no BOS)
+  std::vector<token_id> no_relay_prefix;  ///< what B's context starts with when nothing is relayed (BOS)
+  std::vector<token_id> query;            ///< the query tokens; B answers after the last
+  std::vector<token_id> answer;           ///< the reference answer tokens
+  /// stale: the answer under the version A's cache was built from (the stale value); empty otherwise.
+  /// The driver records whether B's answer equals it (trial_record::stale_answer).
+  std::vector<token_id> stale_answer;
+  std::int32_t pairs = 0;             ///< key-value pairs in the document (0 if not an organism task)
+  std::vector<covariate> covariates;  ///< doc_tokens, pairs, needed_position, ...
+
+  /// @brief The document the text arms carry: `text_document`, or `document` when that is empty.
+  [[nodiscard]] const std::vector<token_id>& relay_text() const noexcept {
+    return text_document.empty() ? document : text_document;
+  }
 
   /// @brief The text a lossy text relay of the first `k` units carries: for organism tasks the
-  /// BOS and the first k pairs of the document.
+  /// BOS and the first k pairs of relay_text().
   [[nodiscard]] std::vector<token_id> document_prefix_pairs(std::int32_t k) const {
-    const auto n = std::min<std::size_t>(document.size(), 1 + 2 * static_cast<std::size_t>(std::max(k, 0)));
-    return {document.begin(), document.begin() + static_cast<std::ptrdiff_t>(n)};
+    const auto& doc = relay_text();
+    const auto n = std::min<std::size_t>(doc.size(), 1 + 2 * static_cast<std::size_t>(std::max(k, 0)));
+    return {doc.begin(), doc.begin() + static_cast<std::ptrdiff_t>(n)};
   }
 };
+
+/// @brief The record's `stale_answer` for B's generated answer on `task`: in the stale regime
+/// (with a known stale value) whether `generated` equals task.stale_answer; nothing otherwise.
+[[nodiscard]] inline std::optional<bool> stale_answer_of(const trial_task& task,
+                                                         const std::vector<token_id>& generated) {
+  if (task.regime != task_regime::stale || task.stale_answer.empty()) return std::nullopt;
+  return generated == task.stale_answer;
+}
 
 /// @brief The token map of an organism (task.json beside the weights).
 struct organism_format {
@@ -135,60 +171,134 @@ struct organism_format {
   }
 };
 
-/// @brief How organism tasks are drawn.
+/// @brief How organism tasks are drawn. The defaults draw need and no_need items only, as before
+/// the stale and conflict regimes existed (callers that ask for `.no_need_fraction = 0` still get
+/// need items only); `latentaudit audit` sets no_need 0.3, stale 0.1 and conflict 0.1.
 struct organism_task_options {
-  std::uint64_t seed = 1;         ///< the design's master seed
-  std::int32_t min_pairs = 2;     ///< fewest pairs in a document
-  std::int32_t max_pairs = 0;     ///< most pairs in a need-regime document (0 = the model's max_pairs)
-  double no_need_fraction = 0.5;  ///< share of items in the no_need regime
+  std::uint64_t seed = 1;          ///< the design's master seed
+  std::int32_t min_pairs = 2;      ///< fewest pairs in a document
+  std::int32_t max_pairs = 0;      ///< most pairs in a need-regime document (0 = the model's max_pairs)
+  double no_need_fraction = 0.5;   ///< share of items in the no_need regime
+  double stale_fraction = 0.0;     ///< share of items in the stale regime
+  double conflict_fraction = 0.0;  ///< share of items in the conflict regime (need: the rest)
 
-  /// @brief The options as a JSON object (part of the design identity, trial_design::identity):
-  /// every field that changes a task. A field added here must be added to this object too.
+  /// @brief Checks the options against an organism's format.
+  /// @throws invalid_argument naming the option.
+  void validate(const organism_format& f) const {
+    constexpr std::string_view fn = "organism_task_options";
+    const std::int32_t maxp = max_pairs == 0 ? f.max_pairs : max_pairs;
+    if (maxp < 1 || maxp > f.max_pairs)
+      detail::throw_invalid(
+          fn, "max_pairs",
+          "must be 0 or in [1, " + std::to_string(f.max_pairs) + "], got " + std::to_string(max_pairs));
+    if (min_pairs < 1 || min_pairs > maxp)
+      detail::throw_invalid(
+          fn, "min_pairs",
+          "must be in [1, max_pairs = " + std::to_string(maxp) + "], got " + std::to_string(min_pairs));
+    const std::pair<const char*, double> shares[] = {{"no_need_fraction", no_need_fraction},
+                                                     {"stale_fraction", stale_fraction},
+                                                     {"conflict_fraction", conflict_fraction}};
+    for (const auto& [name, x] : shares)
+      if (!(x >= 0.0 && x <= 1.0))
+        detail::throw_invalid(fn, name, "must be in [0, 1], got " + detail::number_text(x));
+    if (!(no_need_fraction + stale_fraction + conflict_fraction <= 1.0 + 1e-12))
+      detail::throw_invalid(fn, "no_need_fraction + stale_fraction + conflict_fraction",
+                            "must be at most 1, got " +
+                                detail::number_text(no_need_fraction + stale_fraction + conflict_fraction));
+    if (f.value_count < 2) detail::throw_invalid(fn, "format.value_count", "must be at least 2");
+  }
+
+  /// @brief The options as JSON (part of a design's identity: a resume with other task options is
+  /// refused).
   [[nodiscard]] json_value to_json() const {
-    json_value j = json_value::object();
+    json_value j;
     j.set("seed", static_cast<double>(seed));
-    j.set("min_pairs", min_pairs);
-    j.set("max_pairs", max_pairs);
+    j.set("min_pairs", static_cast<double>(min_pairs));
+    j.set("max_pairs", static_cast<double>(max_pairs));
     j.set("no_need_fraction", no_need_fraction);
+    j.set("stale_fraction", stale_fraction);
+    j.set("conflict_fraction", conflict_fraction);
     return j;
   }
 };
 
-/// @brief The organism task for (item, seed): the document (N pairs, distinct keys, N drawn
-/// uniformly in [min_pairs, max_pairs]; no_need documents use at most max_pairs / 2 pairs, so B's
-/// context holding both copies stays within the trained length) depends on (options.seed, item);
-/// the queried pair depends on (options.seed, item, seed). Regime: item-level, drawn with
-/// probability no_need_fraction. Streams: make_stream({options.seed, item, 0xD0C, 0}) for the
-/// document and make_stream({options.seed, item, 0x0A5C, seed}) for the query.
-/// @throws invalid_argument if the options do not fit the format.
+namespace detail {
+// Share of the document's keys (tokens at the key positions 1, 3, 5, ... of an organism document)
+// that also appear in B's own prompt: the "prompt overlap" a serving stack can compute before a
+// transfer. 0 for an empty document.
+[[nodiscard]] inline double organism_prompt_overlap(const organism_format& f,
+                                                    const std::vector<token_id>& doc,
+                                                    const std::vector<token_id>& own) {
+  std::size_t keys = 0, shared = 0;
+  for (std::size_t i = 1; i < doc.size(); i += 2) {
+    if (doc[i] < f.key_first || doc[i] >= f.key_first + f.key_count) continue;
+    ++keys;
+    for (std::size_t k = 0; k < own.size(); k += 2)
+      if (own[k] == doc[i]) {
+        ++shared;
+        break;
+      }
+  }
+  return keys == 0 ? 0.0 : static_cast<double>(shared) / static_cast<double>(keys);
+}
+
+// A value token other than `v`, uniform over the other value_count − 1 values.
+[[nodiscard]] inline token_id other_value(const organism_format& f, token_id v, philox4x32& g) {
+  const auto off = static_cast<token_id>(1 + uniform_index(g, static_cast<std::uint32_t>(f.value_count - 1)));
+  return f.value_first + (v - f.value_first + off) % f.value_count;
+}
+}  // namespace detail
+
+/// @brief The organism task for (item, seed).
+///
+/// The regime is item-level: the first uniform u of the document stream picks no_need when
+/// u < no_need_fraction, stale below no_need_fraction + stale_fraction, conflict below that plus
+/// conflict_fraction, and need otherwise (so with the same no_need_fraction, need and no_need items
+/// are bit-identical to those of a design without stale and conflict items). The document has N
+/// pairs with distinct keys, N uniform in [min_pairs, max_pairs]; no_need and conflict documents
+/// use at most max_pairs / 2 pairs, so B's context holding both copies stays within the trained
+/// length. The queried pair depends on (options.seed, item, seed).
+/// - need: A's document only. no_need: B's own prompt holds the same pairs, in another order.
+/// - stale: `document` (what A reads, and every KV arm relays) is version 1; version 2
+///   (`text_document`, what the text arms relay) gives c pairs new values (c uniform in
+///   [1, max(1, N / 2)]; each new value uniform over the other values), and the query asks about
+///   one of the changed pairs. `answer` is the version-2 value, `stale_answer` the version-1 value.
+/// - conflict: B's own prompt holds the pairs (as no_need) and `answer` is B's own value; A's
+///   document binds the same keys, in their drawn order, each to another value.
+///
+/// Covariates: doc_tokens, pairs, needed_position (index of the asked pair in A's document),
+/// own_tokens, cache_age_versions (document version minus the version A's cache is of: 1 for
+/// stale, else 0) and prompt_overlap (share of A's document keys in B's own prompt: 1 for no_need
+/// and conflict, 0 for need and stale).
+///
+/// Streams: make_stream({options.seed, item, 0xD0C, 0}) for the regime and the document (and the
+/// own prompt's order), make_stream({options.seed, item, 0x57A1E, 0}) for a stale item's changes,
+/// make_stream({options.seed, item, 0xC0F1C7, 0}) for a conflict item's other values and
+/// make_stream({options.seed, item, 0x0A5C, seed}) for the query.
+/// @throws invalid_argument if the options do not fit the format (organism_task_options::validate).
 [[nodiscard]] inline trial_task make_organism_task(const organism_format& f, const organism_task_options& o,
                                                    std::uint64_t item, std::uint64_t seed) {
-  constexpr std::string_view fn = "make_organism_task";
+  o.validate(f);
   const std::int32_t maxp = o.max_pairs == 0 ? f.max_pairs : o.max_pairs;
-  if (maxp < 1 || maxp > f.max_pairs)
-    detail::throw_invalid(
-        fn, "options.max_pairs",
-        "must be 0 or in [1, " + std::to_string(f.max_pairs) + "], got " + std::to_string(o.max_pairs));
-  if (o.min_pairs < 1 || o.min_pairs > maxp)
-    detail::throw_invalid(
-        fn, "options.min_pairs",
-        "must be in [1, max_pairs = " + std::to_string(maxp) + "], got " + std::to_string(o.min_pairs));
-  if (!(o.no_need_fraction >= 0.0 && o.no_need_fraction <= 1.0))
-    detail::throw_invalid(fn, "options.no_need_fraction",
-                          "must be in [0, 1], got " + detail::number_text(o.no_need_fraction));
   auto g = make_stream({o.seed, item, 0xD0C, 0});
   trial_task t;
   t.item = item;
   t.seed = seed;
-  t.regime = uniform01(g) < o.no_need_fraction ? task_regime::no_need : task_regime::need;
-  const std::int32_t hi = t.regime == task_regime::no_need ? std::max(o.min_pairs, maxp / 2) : maxp;
+  const double u = uniform01(g);
+  t.regime = u < o.no_need_fraction                                            ? task_regime::no_need
+             : u < o.no_need_fraction + o.stale_fraction                       ? task_regime::stale
+             : u < o.no_need_fraction + o.stale_fraction + o.conflict_fraction ? task_regime::conflict
+                                                                               : task_regime::need;
+  const bool own_copy = t.regime == task_regime::no_need || t.regime == task_regime::conflict;
+  const std::int32_t hi = own_copy ? std::max(o.min_pairs, maxp / 2) : maxp;
   const auto n =
       static_cast<std::int32_t>(o.min_pairs + static_cast<std::int32_t>(uniform_index(
                                                   g, static_cast<std::uint32_t>(hi - o.min_pairs + 1))));
+  const auto un = static_cast<std::size_t>(n);
   // n distinct keys: partial Fisher-Yates over the key range.
   std::vector<token_id> keys(static_cast<std::size_t>(f.key_count));
   std::iota(keys.begin(), keys.end(), f.key_first);
-  std::vector<token_id> values(static_cast<std::size_t>(n));
+  std::vector<token_id> values(un);
   for (std::int32_t i = 0; i < n; ++i) {
     const auto j =
         i + static_cast<std::int32_t>(uniform_index(g, static_cast<std::uint32_t>(f.key_count - i)));
@@ -196,15 +306,19 @@ struct organism_task_options {
     values[static_cast<std::size_t>(i)] =
         f.value_first + static_cast<token_id>(uniform_index(g, static_cast<std::uint32_t>(f.value_count)));
   }
+  auto write_document = [&](const std::vector<token_id>& vals) {
+    std::vector<token_id> doc{f.bos};
+    for (std::size_t i = 0; i < un; ++i) {
+      doc.push_back(keys[i]);
+      doc.push_back(vals[i]);
+    }
+    return doc;
+  };
   t.pairs = n;
-  t.document.push_back(f.bos);
-  for (std::int32_t i = 0; i < n; ++i) {
-    t.document.push_back(keys[static_cast<std::size_t>(i)]);
-    t.document.push_back(values[static_cast<std::size_t>(i)]);
-  }
+  t.document = write_document(values);
   t.no_relay_prefix = {f.bos};
-  if (t.regime == task_regime::no_need) {  // the same pairs, in another order
-    std::vector<std::int32_t> order(static_cast<std::size_t>(n));
+  if (own_copy) {  // the same pairs, in another order
+    std::vector<std::int32_t> order(un);
     std::iota(order.begin(), order.end(), 0);
     for (std::int32_t i = n - 1; i > 0; --i)
       std::swap(order[static_cast<std::size_t>(i)],
@@ -214,14 +328,38 @@ struct organism_task_options {
       t.own_prompt.push_back(values[static_cast<std::size_t>(i)]);
     }
   }
+  // The pairs the query may ask about: all, or (stale) the changed ones.
+  std::vector<std::size_t> askable(un);
+  std::iota(askable.begin(), askable.end(), std::size_t{0});
+  std::vector<token_id> answer_values = values, stale_values;
+  if (t.regime == task_regime::stale) {
+    auto c = make_stream({o.seed, item, 0x57A1E, 0});
+    const auto changed = static_cast<std::size_t>(
+        1 + uniform_index(c, static_cast<std::uint32_t>(std::max<std::int32_t>(1, n / 2))));
+    for (std::size_t i = 0; i < changed; ++i)  // partial Fisher-Yates: the changed pairs
+      std::swap(askable[i], askable[i + uniform_index(c, static_cast<std::uint32_t>(un - i))]);
+    askable.resize(changed);
+    std::sort(askable.begin(), askable.end());
+    for (auto i : askable) answer_values[i] = detail::other_value(f, values[i], c);
+    stale_values = values;                            // version 1: what A read
+    t.text_document = write_document(answer_values);  // version 2: the current text
+  } else if (t.regime == task_regime::conflict) {
+    auto c = make_stream({o.seed, item, 0xC0F1C7, 0});
+    std::vector<token_id> other(un);
+    for (std::size_t i = 0; i < un; ++i) other[i] = detail::other_value(f, values[i], c);
+    t.document = write_document(other);  // A's document: B's keys bound to other values
+  }
   auto q = make_stream({o.seed, item, 0x0A5C, static_cast<std::uint32_t>(seed)});
-  const auto asked = static_cast<std::int32_t>(uniform_index(q, static_cast<std::uint32_t>(n)));
-  t.query = {f.sep, keys[static_cast<std::size_t>(asked)]};
-  t.answer = {values[static_cast<std::size_t>(asked)]};
+  const std::size_t asked = askable[uniform_index(q, static_cast<std::uint32_t>(askable.size()))];
+  t.query = {f.sep, keys[asked]};
+  t.answer = {answer_values[asked]};
+  if (!stale_values.empty()) t.stale_answer = {stale_values[asked]};
   t.covariates = {{"doc_tokens", static_cast<double>(t.document.size())},
                   {"pairs", static_cast<double>(n)},
                   {"needed_position", static_cast<double>(asked)},
-                  {"own_tokens", static_cast<double>(t.own_prompt.size())}};
+                  {"own_tokens", static_cast<double>(t.own_prompt.size())},
+                  {"cache_age_versions", t.regime == task_regime::stale ? 1.0 : 0.0},
+                  {"prompt_overlap", detail::organism_prompt_overlap(f, t.document, t.own_prompt)}};
   return t;
 }
 

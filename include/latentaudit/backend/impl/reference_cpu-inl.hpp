@@ -106,8 +106,17 @@ LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(const std::
   return reference_cpu_backend(cfg, st, threads);
 }
 
+LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load_with_overlay(
+    const std::filesystem::path& dir, const std::filesystem::path& overlay, unsigned threads) {
+  const auto base = load(dir, threads);  // validates the config and the base weights
+  const auto st = safetensors_file::open(dir / "model.safetensors");
+  const auto ov = safetensors_file::open(overlay, safetensors_limits{.max_tensors = 4096, .max_rank = 2});
+  return reference_cpu_backend(base.config(), st, threads, &ov);
+}
+
 LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_config& cfg,
-                                                                const safetensors_file& st, unsigned threads)
+                                                                const safetensors_file& st, unsigned threads,
+                                                                const safetensors_file* overlay)
     : cfg_(cfg), threads_(threads) {
   const std::int64_t d = cfg.hidden_size, V = cfg.vocab_size, I = cfg.intermediate_size;
   const std::int64_t q_out = std::int64_t{cfg.n_heads} * cfg.head_dim,
@@ -127,7 +136,8 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
   auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols) {
     expected.push_back(name);
     const std::int64_t shape[] = {rows, cols};
-    auto v = st.read_f32(name, shape);
+    auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
+                                                                  : st.read_f32(name, shape);
     check_values(name, v);
     hash.update(std::as_bytes(std::span(name.data(), name.size())));
     hash.update(std::as_bytes(std::span(v)));
@@ -136,7 +146,8 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
   auto vec = [&](const std::string& name, std::int64_t n) {
     expected.push_back(name);
     const std::int64_t shape[] = {n};
-    auto v = st.read_f32(name, shape);
+    auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
+                                                                  : st.read_f32(name, shape);
     check_values(name, v);
     hash.update(std::as_bytes(std::span(name.data(), name.size())));
     hash.update(std::as_bytes(std::span(v)));
@@ -176,6 +187,11 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
     LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: unexpected tensor '" + t.name + "' in '" +
                                    st.path().string() + "'"));
   }
+  if (overlay != nullptr)  // an overlay replaces tensors of the model, it adds none
+    for (const auto& t : overlay->tensors())
+      if (std::find(expected.begin(), expected.end(), t.name) == expected.end())
+        LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: overlay '" + overlay->path().string() +
+                                       "' holds tensor '" + t.name + "', which the model does not have"));
   const auto digest = hash.finish();
   std::uint64_t wh = 0;
   for (int i = 0; i < 8; ++i)
