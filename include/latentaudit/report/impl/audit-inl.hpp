@@ -293,9 +293,9 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
 
   // ---- frontier (need) ----
   {
-    auto is_kv = [&](std::size_t a) {
-      return d.arm_kind[a] == "kv_full" || d.arm_kind[a] == "kv_policy" ||
-             d.arm_label[a].rfind("kv_", 0) == 0;
+    auto is_kv = [&](std::size_t a) {  // drifted senders are not a compression choice: not on it
+      return !detail::is_drift_arm(d, a) && (d.arm_kind[a] == "kv_full" || d.arm_kind[a] == "kv_policy" ||
+                                             d.arm_label[a].rfind("kv_", 0) == 0);
     };
     auto is_text = [&](std::size_t a) {
       return d.arm_kind[a] == "text_full" || d.arm_kind[a] == "text_budget" ||
