@@ -22,8 +22,9 @@ la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design&
                            const la::trial_task& task, const la::trial_arm& arm) {
   const auto key = la::relay_hmac_key(d.seed);
   const auto& fp = e.info().fingerprint;
-  // B reading the document itself: the reference of next_token_kl and hidden_cosine
-  std::vector<la::token_id> text = task.document;
+  // B reading the document itself (its current version: relay_text): the reference of
+  // next_token_kl and hidden_cosine
+  std::vector<la::token_id> text = task.relay_text();
   text.insert(text.end(), task.own_prompt.begin(), task.own_prompt.end());
   text.insert(text.end(), task.query.begin(), task.query.end());
   la::text_reference ref;
@@ -43,7 +44,7 @@ la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design&
   } else if (arm.kind == la::arm_kind::text_full) {
     r.sender_fingerprint = r.receiver_fingerprint;
     const auto bytes =
-        la::encode_relay(la::text_relay{.as_tokens = true, .tokens = task.document}, {.hmac_key = key});
+        la::encode_relay(la::text_relay{.as_tokens = true, .tokens = task.relay_text()}, {.hmac_key = key});
     r.bytes = bytes.size();
     ctx = la::decode_relay(bytes, {.hmac_key = key, .require_authentication = true}).text.tokens;
     relayed = r.relay_tokens = static_cast<std::int64_t>(ctx.size());
