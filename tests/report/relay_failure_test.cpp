@@ -387,3 +387,21 @@ TEST_CASE("relay gate: drifted senders as extra requests vary fingerprint_match 
     CHECK(why.rfind("fingerprint_match: constant", 0) != 0);
   }
 }
+
+TEST_CASE("relay failures: a stack that records no stale_answer gets an inconclusive stale-answer finding",
+          "[report][relay_failure]") {
+  relay_failure_design d;
+  d.items_per_regime = 60;
+  d.with_drift = false;
+  auto recs = simulate_relay_failure(d, 1810);
+  for (auto& r : recs) r.stale_answer.reset();
+  const auto core = la::analyse_records(recs, fast_options());
+  const auto& f = find(core.findings, "stale.kv_gives_stale_answer");
+  CHECK(f.answer == la::verdict::inconclusive);
+  CHECK(f.n == 0);
+  CHECK(f.detail.find("stale_answer") != std::string::npos);
+  CHECK(find(core.findings, "stale.kv_worse_than_text").answer == la::verdict::yes);  // unaffected
+  bool warned = false;
+  for (const auto& w : core.warnings) warned |= w.find("carry no stale_answer") != std::string::npos;
+  CHECK(warned);
+}
