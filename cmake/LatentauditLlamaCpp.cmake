@@ -35,6 +35,11 @@ if(NOT _la_llama_mode STREQUAL "OFF")
   if(llama_FOUND AND TARGET llama)
     add_library(latentaudit_llama_cpp INTERFACE)
     target_link_libraries(latentaudit_llama_cpp INTERFACE llama)
+    # An install outside the loader's paths has libraries without a RUNPATH: libggml.so's own
+    # dependency (libggml-cpu.so.0) is then found only through an old-style DT_RPATH of the program,
+    # which (unlike RUNPATH) also serves indirect dependencies.
+    target_link_options(latentaudit_llama_cpp INTERFACE "LINKER:-rpath,${LLAMA_LIB_DIR}"
+                        "LINKER:--disable-new-dtags")
     set(_la_llama_from "find_package(llama) ${llama_DIR} (llama.cpp ${LLAMA_VERSION})")
     # GGML_BACKEND_DL installs put the backends in the bin directory, static-backend installs have
     # none to load (the CPU backend is registered by libggml itself).
