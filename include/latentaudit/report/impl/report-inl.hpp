@@ -164,6 +164,12 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   dec.set("verdict", r.decision.verdict);
   dec.set("link", r.decision.link);
   dec.set("summary", r.decision.summary);
+  {
+    json_value pol = json_value::array_type{};
+    for (const auto& p : r.decision.policy) pol.push_back(p);
+    dec.set("policy", std::move(pol));
+    dec.set("relay_switch", detail::relay_switch_json(r.decision.relay_switch));
+  }
   json_value cl = json_value::array_type{};
   for (const auto& c : r.decision.checklist) {
     json_value o;
@@ -181,12 +187,6 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     o.set("method", "betting_items");
     o.set("n", static_cast<double>(m.result.n));
     o.set("pairs", static_cast<double>(m.pairs));
-  {
-    json_value pol = json_value::array_type{};
-    for (const auto& p : r.decision.policy) pol.push_back(p);
-    dec.set("policy", std::move(pol));
-    dec.set("relay_switch", detail::relay_switch_json(r.decision.relay_switch));
-  }
     o.set("p_value", jnum(m.result.p_value));
     o.set("mean", jnum(m.result.mean));
     o.set("cs_low", m.result.ready ? jnum(m.result.ci_low) : json_value(nullptr));
@@ -283,6 +283,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   noise.set("sigma_noninferior", jopt(r.core.noise.sigma_noninferior));
   noise.set("method", r.core.noise.method);
   j.set("noise", std::move(noise));
+  j.set("relay_failures", detail::relay_failures_json(r.core));
   json_value fr = json_value::array_type{};
   for (const auto& p : r.core.frontier) {
     json_value o;
@@ -300,7 +301,6 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value log;
   log.set("units", static_cast<double>(L.units));
   log.set("treated", static_cast<double>(L.treated));
-  j.set("relay_failures", detail::relay_failures_json(r.core));
   log.set("control", static_cast<double>(L.control));
   log.set("randomized", detail::estimate_json(L.randomized));
   log.set("naive", detail::estimate_json(L.naive));
@@ -433,6 +433,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   for (const auto& e : r.core.decomposition)
     if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
       rows.push_back({"decomposition: " + e.id, e.estimate, e.ci_low, e.ci_high, "decomposition"});
+  detail::relay_failure_forest_rows(r.core, rows);  // stale, conflict and drift rows
   out.emplace_back("forest.svg",
                    forest_plot(rows, {.title = "Paired effects on accuracy (cluster bootstrap CIs)",
                                       .x_label = "difference in accuracy"}));
@@ -450,7 +451,6 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   out.emplace_back(
       "dose_response.svg",
       band_plot(series,
-  detail::relay_failure_forest_rows(r.core, rows);  // stale, conflict and drift rows
                 {.title = "Accuracy vs relay noise (need regime); dashed: text relay; marker: tolerance σ",
                  .x_label = "noise σ (× RMS of K/V)",
                  .y_label = "accuracy"},
@@ -489,6 +489,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       b.segments.push_back({names[i], 1e6 * sums[arm][static_cast<std::size_t>(i)] / counts[arm]});
     bars.push_back(std::move(b));
   }
+  if (auto drift_svg = detail::drift_response_svg(r.core)) out.emplace_back("drift_response.svg", *drift_svg);
   out.emplace_back("latency.svg",
                    stacked_bar_plot(bars, {.title = "Mean latency per trial by stage (need regime)",
                                            .x_label = "microseconds"}));
@@ -506,13 +507,13 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       fmt::format("{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy "
                   "points, {} bootstrap replicates (seed {}).",
                   r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
-  if (auto drift_svg = detail::drift_response_svg(r.core)) out.emplace_back("drift_response.svg", *drift_svg);
                   pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
   line("");
   line("## Decision: **" + r.decision.verdict + "**");
   line("");
   line(r.decision.summary);
   line("");
+  m += detail::decision_policy_markdown(r.decision);
   line("| check | passed | reason |");
   line("|---|---|---|");
   for (const auto& c : r.decision.checklist)
@@ -531,10 +532,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
                        mo.result.ready
                            ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
                            : "not ready",
-  m += detail::decision_policy_markdown(r.decision);
                        mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
     line("");
   }
+  m += detail::relay_switch_markdown(r.decision.relay_switch);
   line("## Findings");
   line("");
   line("| id | verdict | estimate | CI | n | method |");
@@ -552,7 +553,6 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       "| regime | arm | n | accuracy % | CI % | mean bytes | receiver µs | attention on relay | hidden "
       "cosine vs text | KL vs text |");
   line("|---|---|---|---|---|---|---|---|---|---|");
-  m += detail::relay_switch_markdown(r.decision.relay_switch);
   for (const auto& a : r.core.arms) {
     if (a.regime == "all") continue;
     auto o = [](const std::optional<double>& x) { return x ? num(*x) : std::string("–"); };
@@ -611,6 +611,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
                      num(p.diff_ci_low), num(p.diff_ci_high), num(p.fitted_diff),
                      p.noninferior ? "yes" : "no"));
   line("");
+  m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
   line("## Slicing and compression frontier (need regime)");
   line("");
   line("![frontier](frontier.svg)");
@@ -630,7 +631,6 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   } else {
     const auto& S = r.cost.sensitivity;
     line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
-  m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
          " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
     line("");
     line(
