@@ -253,3 +253,38 @@ TEST_CASE("llama.cpp adapter: `forward --engine llama.cpp` writes the reference'
   CHECK(WEXITSTATUS(std::system(bad.c_str())) == 2);
 }
 #endif
+
+#ifdef LATENTAUDIT_CLI_PATH
+TEST_CASE(
+    "llama.cpp adapter: `audit --engine llama.cpp` runs the default design and reports what it left out") {
+  const auto dir = std::filesystem::temp_directory_path() / "latentaudit_llama_cpp_audit";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto b = dir / "organism_b.gguf";
+  (void)export_llama_gguf(models / "organism-b", b, {});
+  const std::string cli = LATENTAUDIT_CLI_PATH;
+  const std::string cmd = cli + " audit --engine llama.cpp --model " + organism_gguf().string() +
+                          " --partner " + b.string() + " --task " +
+                          (models / "organism-a" / "task.json").string() +
+                          " --items 24 --seeds 1 --timing-repeats 0 --quiet --out " + (dir / "out").string() +
+                          " > " + (dir / "summary.json").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(dir / "summary.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto j = parse_json(ss.str());
+  CHECK(j.at("engine").as_string() == "llama.cpp");
+  CHECK(j.at("arms_unavailable").find("kv_layers_0") != nullptr);
+  CHECK(j.at("arms_unavailable").find("cross_model") == nullptr);  // the partner ran on llama.cpp
+  CHECK(j.at("metrics_unavailable").find("attention_mass") != nullptr);
+  std::ifstream md(dir / "out" / "report.md");
+  std::stringstream m;
+  m << md.rdbuf();
+  CHECK_THAT(m.str(), Catch::Contains("## Unavailable on this engine (llama.cpp)") &&
+                          Catch::Contains("partial_layer_import"));
+  // without --task the llama.cpp audit is one line and exit code 2
+  const std::string bad = cli + " audit --engine llama.cpp --model " + organism_gguf().string() + " --out " +
+                          (dir / "bad").string() + " 2> " + (dir / "err.txt").string();
+  CHECK(WEXITSTATUS(std::system(bad.c_str())) == 2);
+}
+#endif

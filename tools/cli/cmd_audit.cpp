@@ -11,12 +11,14 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <unistd.h>
 
 #include "cli.hpp"
+#include "engine_select.hpp"
 
 #ifndef LATENTAUDIT_DEFAULT_MODELS
 #define LATENTAUDIT_DEFAULT_MODELS "models"
@@ -31,6 +33,10 @@ std::vector<option_spec> audit_spec() {
        "the agents' model (HF dir + task.json); default models/organism-a (then the source tree's)"},
       {"--partner", "DIR",
        "the heterogeneous partner for cross_model; default models/organism-b; 'none' drops cross_model"},
+      engine_option(),
+      {"--task", "FILE",
+       "the organism's task.json (default: the --model directory's; required with --engine llama.cpp, "
+       "whose --model and --partner are GGUF files)"},
       {"--items", "N", "documents (default 450)"},
       {"--seeds", "K", "queries (and random streams) per document (default 3)"},
       {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
@@ -42,7 +48,16 @@ std::vector<option_spec> audit_spec() {
       {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
       {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
-      {"--no-need-fraction", "P", "share of no-need items (default 0.5)"},
+      {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
+      {"--stale-fraction", "P",
+       "share of stale items: A's cache is of an older version of the document, text relays the current "
+       "one (default 0.1)"},
+      {"--conflict-fraction", "P",
+       "share of conflict items: A's document binds B's own keys to other values (default 0.1); need items "
+       "are the rest"},
+      {"--drift", "DIR",
+       "drifted senders for the kv_drift_<steps> arms: DIR/drift.json and its overlays; default "
+       "models/organism-a-drift (every level shipped there is an arm); 'none' drops the drift arms"},
       {"--timing-repeats", "R",
        "extra timed runs of each trial of the subsampled units, for the run-to-run timing variation in "
        "the cost CIs (default 3; 0: none)"},
@@ -84,7 +99,8 @@ std::vector<option_spec> report_spec() {
 // Command-line words plus --config entries (command line wins). Keys are option names without
 // "--": a flag takes true or false, any other option a string or a number; "help" and "config"
 // are refused.
-std::vector<std::string> with_config(std::span<const std::string> words, const std::vector<option_spec>& specs) {
+std::vector<std::string> with_config(std::span<const std::string> words,
+                                     const std::vector<option_spec>& specs) {
   std::vector<std::string> out(words.begin(), words.end());
   for (std::size_t i = 0; i < words.size(); ++i) {
     std::string path;
@@ -126,7 +142,8 @@ std::vector<std::string> with_config(std::span<const std::string> words, const s
       if (given) continue;
       if (flag) {
         if (!v.is_bool())
-          throw usage_error(where + ": key '" + k + "' is a flag and takes true or false, got " + write_json(v));
+          throw usage_error(where + ": key '" + k + "' is a flag and takes true or false, got " +
+                            write_json(v));
         if (v.as_bool()) out.push_back(opt);
       } else if (v.is_string()) {
         out.push_back(opt + "=" + v.as_string());
@@ -219,6 +236,66 @@ void check_design_size(const trial_design& d, bool trials_only) {
   }
 }
 
+// One level of a drift manifest (models/organism-a-drift/drift.json): the sender's fine-tuning
+// steps and its overlay file (the tensors the fine-tuning changed, applied on the manifest's base).
+struct drift_level {
+  std::int32_t steps = 0;
+  std::string overlay;
+};
+
+// Reads DIR/drift.json: {"base": "<dir of the base model, relative to DIR>", "levels": [{"steps": k,
+// "overlay": "<file in DIR>"}, ...], ...}; at most 64 levels, steps distinct integers in [0, 1e9],
+// overlay a plain file name. Exit 2 naming the file and field otherwise.
+std::vector<drift_level> read_drift_manifest(const std::filesystem::path& dir) {
+  const auto path = dir / "drift.json";
+  const std::string where = "audit: --drift manifest '" + path.string() + "'";
+  json_value j;
+  try {
+    if (detail::require_regular_file(path, "--drift manifest") > (std::uint64_t{1} << 20))
+      throw usage_error(where + " is larger than 1 MiB");
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    j = parse_json(ss.str(), {.max_depth = 8, .max_bytes = std::size_t{1} << 20});
+  } catch (const error& e) {
+    throw usage_error(where + ": " + e.what());
+  }
+  const json_value* base = j.is_object() ? j.find("base") : nullptr;
+  if (base == nullptr || !base->is_string() || base->as_string().empty())
+    throw usage_error(where + ": field 'base' must be a non-empty string");
+  const json_value* levels = j.find("levels");
+  if (levels == nullptr || !levels->is_array() || levels->as_array().size() > 64)
+    throw usage_error(where + ": field 'levels' must be an array of at most 64 levels");
+  std::vector<drift_level> out;
+  for (const auto& l : levels->as_array()) {
+    const json_value* st = l.is_object() ? l.find("steps") : nullptr;
+    const json_value* ov = l.is_object() ? l.find("overlay") : nullptr;
+    if (st == nullptr || !st->is_number() || st->as_number() < 0 || st->as_number() > 1e9 ||
+        st->as_number() != std::floor(st->as_number()))
+      throw usage_error(where + ": field 'levels[].steps' must be an integer in [0, 1e9]");
+    if (ov == nullptr || !ov->is_string() || ov->as_string().empty() ||
+        ov->as_string().find_first_of("/\\") != std::string::npos || ov->as_string().rfind("..", 0) == 0)
+      throw usage_error(where + ": field 'levels[].overlay' must be a file name in the manifest's directory");
+    const auto steps = static_cast<std::int32_t>(st->as_number());
+    for (const auto& o : out)
+      if (o.steps == steps) throw usage_error(where + ": level steps " + std::to_string(steps) + " repeats");
+    out.push_back({steps, ov->as_string()});
+  }
+  return out;
+}
+
+// The drifted sender of one level: the manifest's base model with the level's overlay applied.
+reference_cpu_backend load_drift_level(const std::filesystem::path& dir, const drift_level& l,
+                                       unsigned threads) {
+  std::ifstream in(dir / "drift.json", std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const auto base =
+      dir /
+      parse_json(ss.str(), {.max_depth = 8, .max_bytes = std::size_t{1} << 20}).find("base")->as_string();
+  return reference_cpu_backend::load_with_overlay(base, dir / l.overlay, threads);
+}
+
 audit_options report_options(const arguments& args, std::uint64_t seed) {
   audit_options o;
   o.equivalence_margin = args.number("--margin", 0.05);
@@ -265,7 +342,22 @@ int run_audit(std::span<const std::string> raw) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
-  const auto model = model_dir(args.get("--model"), "organism-a");
+  const auto engine_kind_ = parse_engine(args, "audit");
+  const bool on_llama = engine_kind_ == engine_kind::llama_cpp;
+  if (on_llama && !args.get("--model"))
+    throw usage_error("audit: --engine llama.cpp needs --model FILE.gguf");
+  const auto model = on_llama ? std::filesystem::path(args.require("--model"))
+                              : model_dir(args.get("--model"), "organism-a");
+  if (on_llama) require_gguf(model, "audit", "--model");
+  std::filesystem::path task_dir = model;
+  if (auto task = args.get("--task")) {
+    const std::filesystem::path tp = *task;
+    if (tp.filename() != "task.json")
+      throw usage_error("audit: option --task must name an organism's task.json, got '" + *task + "'");
+    task_dir = tp.parent_path().empty() ? std::filesystem::path(".") : tp.parent_path();
+  } else if (on_llama) {
+    throw usage_error("audit: --engine llama.cpp needs --task (the organism's task.json)");
+  }
   const auto partner_arg = args.get("--partner");
   const bool no_partner = partner_arg && *partner_arg == "none";
   trial_design d;
@@ -283,15 +375,57 @@ int run_audit(std::span<const std::string> raw) {
     }
   }
   if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
+  // Drifted senders: one kv_drift_<steps> arm per level of the drift manifest (added to the default
+  // arms; named in --arms, each must be a level of the manifest).
+  const auto drift_arg = args.get("--drift");
+  const bool no_drift = drift_arg && *drift_arg == "none";
+  const auto drift_dir = no_drift ? std::filesystem::path() : model_dir(drift_arg, "organism-a-drift");
+  std::vector<drift_level> drift_levels;
+  if (!no_drift && (drift_arg || std::filesystem::exists(drift_dir / "drift.json")))
+    drift_levels = read_drift_manifest(drift_dir);
+  std::vector<skipped_arm> engine_skipped;  // arms this engine cannot run, and why (design and report)
+  if (on_llama)
+    for (const auto& a : d.arms)
+      if (a.kind == arm_kind::drifted)
+        engine_skipped.push_back({a.label,
+                                  "drifted senders are reference-backend models with fine-tuning "
+                                  "overlays, which llama.cpp does not load"});
+  if (no_drift || on_llama)  // drifted senders are reference-backend overlays
+    std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::drifted; });
+  if (!args.get("--arms") && !on_llama)
+    for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
+  if (!args.get("--arms") && on_llama)
+    for (const auto& l : drift_levels)
+      engine_skipped.push_back({kv_drift_arm(l.steps).label,
+                                "drifted senders are reference-backend models with "
+                                "fine-tuning overlays, which llama.cpp does not load"});
+  for (const auto& a : d.arms)
+    if (a.kind == arm_kind::drifted &&
+        std::none_of(drift_levels.begin(), drift_levels.end(),
+                     [&](const drift_level& l) { return l.steps == a.drift_steps; }))
+      throw usage_error("audit: arm '" + a.label + "' needs drift level " + std::to_string(*a.drift_steps) +
+                        (drift_levels.empty()
+                             ? std::string(", but no --drift manifest is loaded")
+                             : " in '" + (drift_dir / "drift.json").string() + "', which lacks it"));
   d.link = find_link(args.get("--link").value_or("pcie4"));
   d.timing_repeats = static_cast<std::uint32_t>(args.integer("--timing-repeats", 3, 0, 100));
   d.timing_repeat_fraction = args.number("--timing-repeat-fraction", 0.1);
   if (!(d.timing_repeat_fraction >= 0 && d.timing_repeat_fraction <= 1))
     throw usage_error("audit: option --timing-repeat-fraction must lie in [0, 1]");
   d.validate();
-  const double no_need = args.number("--no-need-fraction", 0.5);
+  const double no_need = args.number("--no-need-fraction", 0.3);
   if (!(no_need >= 0 && no_need <= 1))
     throw usage_error("audit: option --no-need-fraction must lie in [0, 1]");
+  const double stale = args.number("--stale-fraction", 0.1),
+               conflict = args.number("--conflict-fraction", 0.1);
+  if (!(stale >= 0 && stale <= 1)) throw usage_error("audit: option --stale-fraction must lie in [0, 1]");
+  if (!(conflict >= 0 && conflict <= 1))
+    throw usage_error("audit: option --conflict-fraction must lie in [0, 1]");
+  if (!(no_need + stale + conflict <= 1 + 1e-12))
+    throw usage_error(
+        "audit: options --no-need-fraction + --stale-fraction + --conflict-fraction must sum to at "
+        "most 1, got " +
+        detail::number_text(no_need + stale + conflict));
   const auto aopt = report_options(args, d.seed);
   const std::filesystem::path out = args.get("--out").value_or("audit-out");
   check_design_size(d, args.has("--trials-only"));
@@ -299,34 +433,92 @@ int run_audit(std::span<const std::string> raw) {
   // journal and the report), released by the kernel if the process dies.
   directory_lock lock(out, "--out");
 
-  auto engine = reference_cpu_backend::load(model, threads);
-  const auto fmt = organism_format::load(model);
-  std::optional<reference_cpu_backend> partner;
+  const auto fmt = organism_format::load(task_dir);
+  const organism_task_options to{
+      .seed = d.seed, .no_need_fraction = no_need, .stale_fraction = stale, .conflict_fraction = conflict};
+  std::optional<record_journal> journal_slot;
+  std::uint64_t skipped = 0;
+  // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
+  // with their reasons, the identity names the engine, the journal opens, the driver runs.
+  auto run_on = [&](auto& engine, auto* partner, const char* engine_name, auto&& add_senders) {
+    auto cut = restrict_to_engine(d, engine, partner);
+    for (auto& sk : cut.skipped) engine_skipped.push_back(std::move(sk));
+    d = std::move(cut.design);
+    if (engine.info().vocab_size != fmt.vocab_size)
+      throw usage_error("audit: the task's vocab_size " + std::to_string(fmt.vocab_size) +
+                        " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
+                        model.string() + "')");
+    if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
+      throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
+                        " differs from the model's " + std::to_string(engine.info().vocab_size));
+    d.identity.engine = engine_name;
+    d.identity.engine_version = latentaudit::version_string;
+    d.identity.model = fingerprint_text(engine.info().fingerprint);
+    d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
+    d.identity.task_source = "organism";
+    d.identity.task_hash = file_sha256(task_dir / "task.json");
+    d.identity.task_options = to.to_json();
+    if (!engine_skipped.empty()) {  // part of the identity: a resume on another engine is refused
+      json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
+      json_value sk = json_value::object();
+      for (const auto& x : engine_skipped) sk.set(x.arm, x.reason);
+      o.set("arms_unavailable_on_engine", std::move(sk));
+      d.identity.options = std::move(o);
+    }
+    d.validate();
+    auto& journal = journal_slot.emplace(std::move(lock), d, args.has("--resume"), args.has("--durable"));
+    skipped = journal.done().size();
+    progress_meter meter(args.has("--quiet"));
+    using engine_type = std::remove_reference_t<decltype(engine)>;
+    using partner_type = std::remove_pointer_t<decltype(partner)>;
+    trial_driver<engine_type, partner_type> driver(engine, partner);
+    add_senders(driver);
+    const std::set<trial_key> resumed = journal.done();  // the keys to skip (the journal's set grows)
+    return driver.run(
+        d, [&](std::uint64_t item, std::uint64_t s) { return make_organism_task(fmt, to, item, s); },
+        [&](const trial_record& r) { journal.append(r); }, resumed,
+        [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
+  };
   const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(),
                                          [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
-  if (wants_partner)
-    partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
-  const organism_task_options to{.seed = d.seed, .no_need_fraction = no_need};
-  d.identity.engine = "reference";
-  d.identity.engine_version = latentaudit::version_string;
-  d.identity.model = fingerprint_text(engine.info().fingerprint);
-  d.identity.partner = partner ? fingerprint_text(partner->info().fingerprint) : std::string();
-  d.identity.task_source = "organism";
-  d.identity.task_hash = file_sha256(model / "task.json");
-  d.identity.task_options = to.to_json();
-  record_journal journal(std::move(lock), d, args.has("--resume"), args.has("--durable"));
-  const std::uint64_t skipped = journal.done().size();
-  progress_meter meter(args.has("--quiet"));
-  trial_driver<reference_cpu_backend> driver(engine, partner ? &*partner : nullptr);
-  const std::set<trial_key> resumed = journal.done();  // the keys to skip (the journal's set grows)
-  const auto stats = driver.run(
-      d, [&](std::uint64_t item, std::uint64_t s) { return make_organism_task(fmt, to, item, s); },
-      [&](const trial_record& r) { journal.append(r); }, resumed,
-      [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
+  driver_stats stats;
+  if (!on_llama) {
+    auto engine = reference_cpu_backend::load(model, threads);
+    std::optional<reference_cpu_backend> partner;
+    if (wants_partner)
+      partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
+    std::vector<std::pair<std::string, reference_cpu_backend>> drifted;  // the drifted senders, by arm sender
+    for (const auto& a : d.arms)
+      if (a.kind == arm_kind::drifted)
+        for (const auto& l : drift_levels)
+          if (l.steps == a.drift_steps)
+            drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
+    stats = run_on(engine, partner ? &*partner : nullptr, "reference", [&](auto& driver) {
+      for (auto& [name, e] : drifted) driver.add_sender(name, e);
+    });
+  } else {
+#if LATENTAUDIT_CLI_LLAMA_CPP
+    const llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, threads))};
+    auto engine = llama_cpp_backend::load(model, lo);
+    std::optional<llama_cpp_backend> partner;
+    if (wants_partner && partner_arg) {  // without --partner, cross_model is dropped with the reason
+      require_gguf(*partner_arg, "audit", "--partner");
+      partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+    }
+    stats = run_on(engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {});
+#endif
+  }
+  auto& journal = *journal_slot;
 
   json_value j = json_value::object();
   j.set("out", out.string());
   j.set("model", model.string());
+  j.set("engine", on_llama ? "llama.cpp" : "reference");
+  {
+    json_value ju = json_value::object();  // arms this engine cannot run, and why
+    for (const auto& x : engine_skipped) ju.set(x.arm, x.reason);
+    j.set("arms_unavailable", std::move(ju));
+  }
   j.set("design_hash", d.design_hash());
   j.set("trials_total", d.trials());
   j.set("trials_run", stats.trials);
@@ -344,6 +536,23 @@ int run_audit(std::span<const std::string> raw) {
     const auto records = read_records(journal.path());
     const auto ta = std::chrono::steady_clock::now();
     const auto result = run_audit_report(records, aopt, out);
+    // What this engine could not run or measure, and why: the report's engine section and the summary.
+    std::map<std::string, std::string> metrics_missing;
+    for (const auto& r : records)
+      for (const auto& u : r.unavailable) metrics_missing.emplace(u.metric, u.reason);
+    json_value jm = json_value::object();
+    for (const auto& [m, why] : metrics_missing) jm.set(m, why);
+    j.set("metrics_unavailable", std::move(jm));
+    if (!engine_skipped.empty() || !metrics_missing.empty()) {
+      std::ofstream md(out / "report.md", std::ios::app);
+      md << "\n## Unavailable on this engine (" << (on_llama ? "llama.cpp" : "reference") << ")\n\n"
+         << "Arms left out of the design and metrics absent from the records (null, never zero), with the "
+            "reason each engine gives (backend_capabilities, trial/engine_support.hpp).\n\n"
+         << "| arm or metric | reason |\n|---|---|\n";
+      for (const auto& x : engine_skipped) md << "| arm `" << x.arm << "` | " << x.reason << " |\n";
+      for (const auto& [m, why] : metrics_missing) md << "| metric `" << m << "` | " << why << " |\n";
+      if (!md) throw usage_error("audit: cannot append to '" + (out / "report.md").string() + "'");
+    }
     const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
     timing.set("analysis_s", analysis_s);
     j.set("findings", findings_summary(result));
@@ -422,71 +631,6 @@ std::vector<std::string> design_warnings(const std::filesystem::path& records_pa
   if (other_link > 0)
     out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link +
                   beside);
-  return out;
-}
-
-// Where the records disagree with the design.json beside them (if there is one): keys outside
-// the design, another model, partner or link than it names. Each is one line (a warning: records
-// from any stack may sit beside any file).
-std::vector<std::string> design_warnings(const std::filesystem::path& records_path,
-                                         const std::vector<trial_record>& records) {
-  const auto dir = records_path.parent_path().empty() ? std::filesystem::path(".") : records_path.parent_path();
-  const auto path = dir / "design.json";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return {};
-  std::vector<std::string> out;
-  json_value d;
-  try {
-    if (detail::require_regular_file(path, "design file") > (std::uint64_t{1} << 20))
-      throw corrupt_data("larger than 1 MiB");
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    d = parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
-    if (!d.is_object()) throw corrupt_data("not a JSON object");
-  } catch (const error& e) {
-    return {path.string() + " beside the records cannot be read, so they are not checked against it: " +
-            e.what()};
-  }
-  const std::string beside = " (" + path.string() + ")";
-  auto number = [&](const char* key) -> std::optional<double> {
-    const json_value* v = d.find(key);
-    return v != nullptr && v->is_number() ? std::optional<double>(v->as_number()) : std::nullopt;
-  };
-  auto text = [&](const char* key) -> std::string {
-    const json_value* v = d.find(key);
-    return v != nullptr && v->is_string() ? v->as_string() : std::string();
-  };
-  std::set<std::string> arms;
-  if (const json_value* a = d.find("arms"); a != nullptr && a->is_array())
-    for (const auto& x : a->as_array())
-      if (x.is_string()) arms.insert(x.as_string());
-  const auto items = number("items"), seeds = number("seeds");
-  const std::string model = text("model_fingerprint"), partner = text("partner_fingerprint"), link = text("link");
-  std::size_t outside = 0, other_model = 0, other_partner = 0, other_link = 0;
-  std::string first_outside;
-  for (const auto& r : records) {
-    const bool out_of = (items && static_cast<double>(r.item) >= *items) ||
-                        (seeds && static_cast<double>(r.seed) >= *seeds) || (!arms.empty() && !arms.count(r.arm));
-    if (out_of && outside++ == 0)
-      first_outside = "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
-    if (!model.empty() && !r.receiver_fingerprint.empty() && r.receiver_fingerprint != model) ++other_model;
-    if (!partner.empty() && r.arm_kind == "cross_model" && !r.sender_fingerprint.empty() &&
-        r.sender_fingerprint != partner)
-      ++other_partner;
-    if (!link.empty() && !r.link.empty() && r.link != link) ++other_link;
-  }
-  if (outside > 0)
-    out.push_back(std::to_string(outside) + " record(s) lie outside the design beside them" + beside +
-                  ", first " + first_outside);
-  if (other_model > 0)
-    out.push_back(std::to_string(other_model) + " record(s) ran another model than the design's " + model +
-                  beside);
-  if (other_partner > 0)
-    out.push_back(std::to_string(other_partner) + " cross_model record(s) ran another partner than the design's " +
-                  partner + beside);
-  if (other_link > 0)
-    out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link + beside);
   return out;
 }
 
