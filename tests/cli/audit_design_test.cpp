@@ -42,7 +42,8 @@ TEST_CASE("audit --resume refuses another design before running, naming the fiel
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--resume", "--model", models + "organism-b"}, "field 'model_fingerprint'"},
       {{"--resume", "--partner", models + "organism-a"}, "field 'partner_fingerprint'"},
-      {{"--resume", "--no-need-fraction", "0.3"}, "field 'task_options.no_need_fraction'"},
+      {{"--resume", "--no-need-fraction", "0.5"}, "field 'task_options.no_need_fraction'"},
+      {{"--resume", "--stale-fraction", "0.2"}, "field 'task_options.stale_fraction'"},
       {{"--resume", "--partner", "none"}, "field 'arms'"},
       {{"--resume", "--seed", "7"}, "field 'seed'"},
       {{"--resume", "--link", "nvlink4"}, "field 'link'"},

@@ -33,7 +33,9 @@ std::vector<std::string> audit_args(const std::filesystem::path& out) {
           out.string(),
           "--resume",
           "--trials-only",
-          "--quiet"};
+          "--quiet",
+          "--drift",
+          "none"};  // the 21 built-in arms (no drifted senders)
 }
 
 std::map<trial_key, std::string> timeless(const std::vector<trial_record>& rs) {

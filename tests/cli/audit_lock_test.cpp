@@ -31,7 +31,9 @@ std::vector<std::string> audit_args(const std::filesystem::path& out, const std:
                                 "--out",
                                 out.string(),
                                 "--trials-only",
-                                "--quiet"};
+                                "--quiet",
+                                "--drift",
+                                "none"};  // the 21 built-in arms (no drifted senders)
   if (resume) a.emplace_back("--resume");
   return a;
 }
