@@ -527,12 +527,11 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     line("| contrast | items | mean | always-valid CI | stops at item |");
     line("|---|---|---|---|---|");
     for (const auto& mo : r.decision.monitors)
-      line(fmt::format("| {} | {} | {} | {} | {} |", detail::md_escape(mo.contrast), mo.result.n,
-                       num(mo.result.mean),
-                       mo.result.ready
-                           ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
-                           : "not ready",
-                       mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
+      line(fmt::format(
+          "| {} | {} | {} | {} | {} |", detail::md_escape(mo.contrast), mo.result.n, num(mo.result.mean),
+          mo.result.ready ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
+                          : "not ready",
+          mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
     line("");
   }
   m += detail::relay_switch_markdown(r.decision.relay_switch);
