@@ -143,7 +143,8 @@ struct organism_format {
       const json_value* v = j.find(key);
       if (v == nullptr || !v->is_number()) fail(std::string("field '") + key + "' must be an integer");
       const double x = v->as_number();
-      if (x != static_cast<double>(static_cast<std::int64_t>(x)) || x < 0 || x > 1e7)
+      // Range first: converting a double outside int64's range (1e300) is undefined behaviour.
+      if (!(x >= 0 && x <= 1e7) || x != std::floor(x))
         fail(std::string("field '") + key + "' must be an integer in [0, 1e7]");
       return static_cast<std::int32_t>(x);
     };
