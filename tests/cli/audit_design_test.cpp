@@ -76,6 +76,39 @@ TEST_CASE("audit --resume refuses another design before running, naming the fiel
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("audit --resume refuses a drifted sender that changed under the same arm label", "[cli]") {
+  const auto dir = test::cli_work_dir() / "design_drift";
+  const auto drift = test::cli_work_dir() / "drift_swapped";
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(drift);
+  std::filesystem::create_directories(drift);
+  for (const char* f : {"steps-5.safetensors", "steps-10.safetensors"})
+    std::filesystem::copy_file(models + "organism-a-drift/" + f, drift / f);
+  auto manifest = [&](const char* overlay5) {
+    std::ofstream(drift / "drift.json", std::ios::binary | std::ios::trunc)
+        << "{\"base\": \"" << models << "organism-a\", \"levels\": [{\"steps\": 5, \"overlay\": \""
+        << overlay5 << "\"}]}";
+  };
+  manifest("steps-5.safetensors");
+  const std::vector<std::string> extra = {"--partner", "none",        "--arms", "no_comm,kv_full,kv_drift_5",
+                                          "--drift",   drift.string()};
+  const auto first = test::ok_json(audit_args(dir, extra));
+  const auto records = dir / "records.jsonl";
+  const std::string before = test::slurp_file(records);
+  REQUIRE(!before.empty());
+  manifest("steps-10.safetensors");  // the label kv_drift_5 now names another sender
+  auto resume = extra;
+  resume.push_back("--resume");
+  const auto r = test::run_cli(audit_args(dir, resume));
+  test::expect_one_line_error(r, "drift_senders");
+  CHECK(test::slurp_file(records) == before);
+  manifest("steps-5.safetensors");
+  CHECK(test::ok_json(audit_args(dir, resume)).at("design_hash").as_string() ==
+        first.at("design_hash").as_string());
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(drift);
+}
+
 TEST_CASE("report warns when the records disagree with the design.json beside them", "[cli]") {
   const auto dir = test::cli_work_dir() / "design_warn";
   std::filesystem::remove_all(dir);

@@ -438,6 +438,9 @@ int run_audit(std::span<const std::string> raw) {
       .seed = d.seed, .no_need_fraction = no_need, .stale_fraction = stale, .conflict_fraction = conflict};
   std::optional<record_journal> journal_slot;
   std::uint64_t skipped = 0;
+  // The drifted senders' fingerprints, by arm label: part of the identity, so a resume after the
+  // drift models changed is refused rather than mixing records of two senders under one label.
+  json_value drift_senders = json_value::object();
   // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
   // with their reasons, the identity names the engine, the journal opens, the driver runs.
   auto run_on = [&](auto& engine, auto* partner, const char* engine_name, auto&& add_senders) {
@@ -458,6 +461,11 @@ int run_audit(std::span<const std::string> raw) {
     d.identity.task_source = "organism";
     d.identity.task_hash = file_sha256(task_dir / "task.json");
     d.identity.task_options = to.to_json();
+    if (!drift_senders.as_object().empty()) {
+      json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
+      o.set("drift_senders", drift_senders);
+      d.identity.options = std::move(o);
+    }
     if (!engine_skipped.empty()) {  // part of the identity: a resume on another engine is refused
       json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
       json_value sk = json_value::object();
@@ -493,6 +501,10 @@ int run_audit(std::span<const std::string> raw) {
         for (const auto& l : drift_levels)
           if (l.steps == a.drift_steps)
             drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
+    for (const auto& a : d.arms)
+      for (const auto& [name, e] : drifted)
+        if (a.kind == arm_kind::drifted && a.sender == name)
+          drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
     stats = run_on(engine, partner ? &*partner : nullptr, "reference", [&](auto& driver) {
       for (auto& [name, e] : drifted) driver.add_sender(name, e);
     });

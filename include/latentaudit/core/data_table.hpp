@@ -279,7 +279,11 @@ struct data_table_builder {
                                                  std::string_view fn) {
   // By type first: a directory is not a file of 2^63 - 1 bytes, /dev/zero is not empty, and a
   // FIFO without a writer would block the open.
-  (void)require_regular_file(path, std::string(fn) + ": data file");
+  try {
+    (void)require_regular_file(path, "data file");
+  } catch (const invalid_argument& e) {
+    LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": " + e.what()));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": cannot open data file '" + path + "'"));
   in.seekg(0, std::ios::end);
