@@ -75,6 +75,10 @@ TEST_CASE("audit: a second audit on a held --out exits 2 at once and leaves the 
     int status = 0;
     REQUIRE(waitpid(a, &status, WNOHANG) == 0);  // the holder is still running
   }
+  // `report` into the held directory is refused the same way (one writer of the report files).
+  test::expect_one_line_error(
+      test::run_cli({"report", "--records", (dir / "records.jsonl").string(), "--quiet"}),
+      "another audit holds " + dir.string() + " (pid " + pid_text + ")");
   ::kill(a, SIGKILL);
   int status = 0;
   REQUIRE(waitpid(a, &status, 0) == a);

@@ -666,6 +666,9 @@ int run_report(std::span<const std::string> words) {
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
   const auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
+  // One writer per directory: a report into a directory that a running audit holds is refused
+  // (it would replace the report files the audit is about to write, and read a growing journal).
+  directory_lock lock(out, "--out");
   const auto records = read_records(records_path);
   if (records.empty()) throw usage_error("report: '" + records_path.string() + "' holds no records");
   const auto warnings = design_warnings(records_path, records);

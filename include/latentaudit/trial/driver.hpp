@@ -37,6 +37,7 @@
 #include "../kv/transfer_policy.hpp"
 #include "../kv/wire.hpp"
 #include "design.hpp"
+#include "detail/relay_stage.hpp"
 #include "engine_support.hpp"
 #include "record.hpp"
 #include "record_builder.hpp"
@@ -407,13 +408,13 @@ class trial_driver {
                      .tokens = arm.kind == arm_kind::text_full ? task.relay_text()
                                                                : task.document_prefix_pairs(arm.budget)};
       auto t = detail::driver_clock::now();
-      const auto bytes = encode_relay(msg, wire_encode_options{.hmac_key = key});
+      const auto bytes = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
       L.encode_s = detail::seconds_since(t);
       r.bytes = bytes.size();
       L.transfer_s = d.link.transfer_seconds(r.bytes);
       t = detail::driver_clock::now();
-      auto dec =
-          decode_relay(bytes, wire_decode_options{.hmac_key = key, .require_authentication = d.authenticate});
+      auto dec = detail::relay_decode(
+          bytes, wire_decode_options{.hmac_key = key, .require_authentication = d.authenticate});
       L.decode_s = detail::seconds_since(t);
       prefix = std::move(dec.text.tokens);
       relayed = static_cast<std::int64_t>(prefix.size());
@@ -475,35 +476,36 @@ class trial_driver {
         check_export(engine_, donor_block, dn);
         close_seq(da.seq);
         t = detail::driver_clock::now();
-        block = length_matched(donor_block, n, 0);
+        block = detail::relay_length_matched(donor_block, n, 0);
         tr.policy = "deranged";
         tr.placebo = placebo_kind::deranged;
       } else if (arm.kind == arm_kind::zeroed) {
-        block = zeroed_placebo(block);
+        block = detail::relay_zeroed_placebo(block);
         tr.policy = "zeroed";
         tr.placebo = placebo_kind::zeroed;
       } else if (arm.kind == arm_kind::random) {
-        block = random_placebo(block, ctx.seed, task.item);
+        block = detail::relay_random_placebo(block, ctx.seed, task.item);
         tr.policy = "random";
         tr.placebo = placebo_kind::random;
       } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy ||
                  arm.kind == arm_kind::drifted) {  // drifted: the whole cache (its policy keeps everything)
-        tr = arm.policy.apply(block, ctx);
+        tr = detail::relay_apply_policy(arm.policy, block, ctx);
       } else {
         tr.policy = "cross_model";
       }
       L.policy_s += detail::seconds_since(t);
       t = detail::driver_clock::now();
       const auto bytes =
-          encode_relay(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
+          detail::relay_encode_kv(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
       L.encode_s = detail::seconds_since(t);
       r.bytes = bytes.size();
       L.transfer_s = d.link.transfer_seconds(r.bytes);
       t = detail::driver_clock::now();
       const bool forced = arm.kind == arm_kind::cross_model || arm.kind == arm_kind::drifted;
-      auto dec = decode_relay(bytes, wire_decode_options{.hmac_key = key,
-                                                         .require_authentication = d.authenticate,
-                                                         .expected_fingerprint = forced ? nullptr : &fp});
+      auto dec =
+          detail::relay_decode(bytes, wire_decode_options{.hmac_key = key,
+                                                          .require_authentication = d.authenticate,
+                                                          .expected_fingerprint = forced ? nullptr : &fp});
       // an element type the engine does not import is converted (part of the receiver's decoding)
       if (!caps_.kv_dtypes.empty() &&
           std::find(caps_.kv_dtypes.begin(), caps_.kv_dtypes.end(), dec.kv.type()) == caps_.kv_dtypes.end())
@@ -522,7 +524,7 @@ class trial_driver {
                                   "' left a position gap before B's tokens (the relay ends at " +
                                   std::to_string(next) + ", B starts at " + std::to_string(first) +
                                   "), which engine '" + name + "' refuses");
-      r.policy = transfer_record_json(tr, dec.quantization);
+      r.policy = detail::relay_transfer_json(tr, dec.quantization);
     }
     // B: own prompt + query (after a text prefix when the relay is text or nothing).
     std::vector<token_id> ctx = prefix;
