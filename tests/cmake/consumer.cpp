@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: MIT
-// A consumer of the installed (or add_subdirectory'd) package: includes the umbrella header.
+// A consumer of the installed (or add_subdirectory'd) package. The find_package consumer includes
+// the umbrella header (every header, header-only and compiled mode); the add_subdirectory one,
+// which proves the wiring of the targets, includes one narrow header
+// (LATENTAUDIT_CONSUMER_NARROW), so the suite does not compile the umbrella header-only twice.
+#ifdef LATENTAUDIT_CONSUMER_NARROW
+#include <latentaudit/estimators/difference_in_means.hpp>
+#else
 #include <latentaudit/latentaudit.hpp>
+#endif
 
 #include <cstdio>
 #include <vector>
