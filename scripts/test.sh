@@ -9,7 +9,7 @@
 #     llama.cpp engine: its prebuilt library is not instrumented, and the blob and GGUF parsing the
 #     adapter relies on is tested here through kv_tests and backend_tests; the CLI's "built without
 #     llama.cpp" path is tested here instead), all tests but the "slow" label (long runs whose code
-#     paths shorter tests cover too); the test programs' own code at -O0 (tests/CMakeLists.txt).
+#     paths shorter tests cover too).
 # ccache is used when present (its cache lives outside the clone); the budget holds without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
