@@ -5,6 +5,7 @@
 
 #include "backend.hpp"
 #include "core.hpp"
+#include "dist.hpp"
 #include "estimators.hpp"
 #include "kv.hpp"
 #include "report.hpp"

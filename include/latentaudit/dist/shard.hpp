@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: sharded audits without MPI's headers — how a design's units are assigned to ranks
+// (block, interleaved, dynamic), where each rank's records go (records.<rank>.jsonl beside the
+// one-process records.jsonl), how a directory's set of records files is sealed after a crash and
+// read back as one set, and how a process learns that an MPI launcher started it
+// (docs/distributed.md). The MPI calls themselves are in dist/mpi_runtime.hpp.
+#ifndef LATENTAUDIT_DIST_SHARD_HPP
+#define LATENTAUDIT_DIST_SHARD_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "../core/detail/check.hpp"
+#include "../core/error.hpp"
+#include "../trial/design.hpp"
+#include "../trial/journal.hpp"
+#include "../trial/record.hpp"
+
+namespace latentaudit::dist {
+
+/// @brief How the units of a design (its (item, seed) pairs, design.unit_order()) are assigned to
+/// ranks. The assignment never changes a record (every random stream derives from (seed, item,
+/// arm, replicate)); it changes only which rank's file holds it and how evenly the ranks are busy.
+enum class shard_schedule {
+  block,        ///< rank r runs the r-th contiguous block of the execution order
+  interleaved,  ///< rank r runs positions r, r + N, r + 2N, ... of the execution order
+  dynamic,      ///< rank 0 hands out the next position to whichever rank asks (self-scheduling)
+};
+
+/// @brief The schedule's name ("block", "interleaved", "dynamic").
+[[nodiscard]] inline std::string_view schedule_name(shard_schedule s) noexcept {
+  switch (s) {
+    case shard_schedule::block:
+      return "block";
+    case shard_schedule::interleaved:
+      return "interleaved";
+    case shard_schedule::dynamic:
+      return "dynamic";
+  }
+  return "dynamic";
+}
+
+/// @brief The schedule named `name`, or std::nullopt.
+[[nodiscard]] inline std::optional<shard_schedule> parse_schedule(std::string_view name) noexcept {
+  for (auto s : {shard_schedule::block, shard_schedule::interleaved, shard_schedule::dynamic})
+    if (schedule_name(s) == name) return s;
+  return std::nullopt;
+}
+
+/// @brief Under a static schedule (block or interleaved), the rank that runs position `position`
+/// of `units` positions with `ranks` ranks. Block gives rank r the positions
+/// [floor(r·units/ranks), floor((r+1)·units/ranks)).
+/// @throws invalid_argument for the dynamic schedule, ranks < 1 or position >= units.
+[[nodiscard]] inline int static_owner(shard_schedule s, std::uint64_t position, std::uint64_t units,
+                                      int ranks) {
+  constexpr std::string_view fn = "static_owner";
+  if (ranks < 1) latentaudit::detail::throw_invalid(fn, "ranks", "must be at least 1");
+  if (position >= units) latentaudit::detail::throw_invalid(fn, "position", "must be below units");
+  const auto n = static_cast<std::uint64_t>(ranks);
+  switch (s) {
+    case shard_schedule::interleaved:
+      return static_cast<int>(position % n);
+    case shard_schedule::block: {
+      // the largest r with floor(r·units/n) <= position: ceil((position+1)·n/units) − 1
+      __extension__ using u128 = unsigned __int128;
+      const u128 r = ((static_cast<u128>(position) + 1) * n + units - 1) / units - 1;
+      return static_cast<int>(std::min<u128>(r, n - 1));
+    }
+    case shard_schedule::dynamic:
+      break;
+  }
+  latentaudit::detail::throw_invalid(fn, "schedule",
+                                     "must be block or interleaved (dynamic has no static owner)");
+}
+
+/// @brief The records file of rank `rank` of a sharded run: "records.<rank>.jsonl".
+[[nodiscard]] inline std::string rank_records_name(int rank) {
+  return "records." + std::to_string(rank) + ".jsonl";
+}
+
+/// @brief The journal lock file of rank `rank`: ".latentaudit.<rank>.lock" (one writer per
+/// records file; the directory's own lock, directory_lock::file_name, is held by rank 0).
+[[nodiscard]] inline std::string rank_lock_name(int rank) {
+  return ".latentaudit." + std::to_string(rank) + ".lock";
+}
+
+/// @brief The records files of an audit directory, in a fixed order: records.jsonl (a
+/// one-process run) first if present, then records.<k>.jsonl (a sharded run's ranks) by k. Other
+/// files are ignored. Missing or unreadable directory: an empty list.
+[[nodiscard]] inline std::vector<std::filesystem::path> records_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::map<std::uint64_t, std::filesystem::path> ranks;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == "records.jsonl") {
+      out.insert(out.begin(), it->path());
+      continue;
+    }
+    constexpr std::string_view pre = "records.", post = ".jsonl";
+    if (name.size() <= pre.size() + post.size() || name.compare(0, pre.size(), pre) != 0 ||
+        name.compare(name.size() - post.size(), post.size(), post) != 0)
+      continue;
+    const std::string k = name.substr(pre.size(), name.size() - pre.size() - post.size());
+    if (k.size() > 9 || k.find_first_not_of("0123456789") != std::string::npos ||
+        (k.size() > 1 && k[0] == '0'))
+      continue;
+    ranks.emplace(std::stoull(k), it->path());
+  }
+  for (auto& [k, p] : ranks) out.push_back(std::move(p));
+  return out;
+}
+
+/// @brief Seals a records file left by a process that died: drops a torn last line (a record cut
+/// short by the crash) and the zero padding after the last complete record, as record_journal
+/// does on a resume. Only for files no process is writing (the caller holds the directory's lock).
+/// @returns the bytes dropped.
+/// @throws corrupt_data if a complete line is not a valid record or the file cannot be truncated.
+inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
+  std::uint64_t good = 0;
+  (void)read_records(path, &good);
+  const std::uint64_t size = std::filesystem::file_size(path);
+  if (size == good) return 0;
+  std::error_code ec;
+  std::filesystem::resize_file(path, good, ec);
+  if (ec)
+    LATENTAUDIT_THROW(
+        corrupt_data("seal_records_file: cannot truncate '" + path.string() + "': " + ec.message()));
+  return size - good;
+}
+
+/// @brief Reads a set of records files as one: every file's records (read_records), in file
+/// order; a key in two files is an error naming both (a key is run once, by one rank).
+/// @throws invalid_argument / corrupt_data as read_records, or corrupt_data for a key twice.
+[[nodiscard]] inline std::vector<trial_record> read_records_set(
+    std::span<const std::filesystem::path> files) {
+  std::vector<trial_record> out;
+  std::map<trial_key, std::size_t> where;  // key -> index of the file that holds it
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    auto rs = read_records(files[f]);
+    for (auto& r : rs) {
+      trial_key k{r.item, r.seed, r.arm};
+      if (const auto [it, fresh] = where.emplace(k, f); !fresh)
+        LATENTAUDIT_THROW(corrupt_data("read_records_set: key (item " + std::to_string(r.item) + ", seed " +
+                                       std::to_string(r.seed) + ", arm " + r.arm + ") is in both '" +
+                                       files[it->second].string() + "' and '" + files[f].string() + "'"));
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+/// @brief What `report --records PATH` reads: a regular file is itself; a directory is its
+/// records files (records_files).
+/// @throws invalid_argument naming the path if it is neither, or a directory without records files.
+[[nodiscard]] inline std::vector<std::filesystem::path> resolve_records_path(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) {
+    auto files = records_files(p);
+    if (files.empty())
+      LATENTAUDIT_THROW(invalid_argument("directory '" + p.string() +
+                                         "' holds no records.jsonl and no records.<rank>.jsonl"));
+    return files;
+  }
+  return {p};
+}
+
+/// @brief Puts records in the order a one-process run of `design` journals them: units in
+/// design.unit_order(), the arms of a unit in design.arm_order(); records outside the design go
+/// last in (item, seed, arm) order. Every sharded run and every resume thus feeds the report the
+/// same sequence as an uninterrupted one-process run.
+inline void order_as_executed(std::vector<trial_record>& records, const trial_design& design) {
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> unit_pos;
+  const auto units = design.unit_order();
+  for (std::uint64_t i = 0; i < units.size(); ++i) unit_pos.emplace(units[static_cast<std::size_t>(i)], i);
+  std::map<std::string, std::size_t> arm_index;
+  for (std::size_t a = 0; a < design.arms.size(); ++a) arm_index.emplace(design.arms[a].label, a);
+  struct rank_key {
+    std::uint64_t unit;
+    std::uint64_t arm;
+    std::uint64_t item, seed;
+    std::string label;
+    auto operator<=>(const rank_key&) const = default;
+  };
+  std::vector<std::pair<rank_key, std::size_t>> keys;
+  keys.reserve(records.size());
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::size_t>> arm_orders;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    rank_key k{UINT64_MAX, UINT64_MAX, r.item, r.seed, r.arm};
+    const auto u = unit_pos.find({r.item, r.seed});
+    const auto a = arm_index.find(r.arm);
+    if (u != unit_pos.end() && a != arm_index.end()) {
+      auto [it, fresh] = arm_orders.try_emplace({r.item, r.seed});
+      if (fresh) {
+        const auto order = design.arm_order(r.item, r.seed);
+        it->second.assign(order.size(), 0);
+        for (std::size_t p = 0; p < order.size(); ++p) it->second[order[p]] = p;
+      }
+      k.unit = u->second;
+      k.arm = it->second[a->second];
+    }
+    keys.emplace_back(std::move(k), i);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<trial_record> out;
+  out.reserve(records.size());
+  for (auto& [k, i] : keys) out.push_back(std::move(records[i]));
+  records = std::move(out);
+}
+
+/// @brief An MPI launch as the environment tells it, before MPI is initialised: the world size
+/// and the variable that said so.
+struct launch_info {
+  int world_size = 1;    ///< processes in the job (0 when only "not the only one" is known)
+  std::string variable;  ///< the environment variable read (e.g. "OMPI_COMM_WORLD_SIZE")
+};
+
+/// @brief Whether an MPI launcher started this process as one of several: OMPI_COMM_WORLD_SIZE
+/// (Open MPI's mpirun), PMI_SIZE (MPICH's hydra, Slurm's srun --mpi=pmi2), MPI_LOCALNRANKS
+/// (MPICH), SLURM_STEP_NUM_TASKS (any srun step) above 1, or a PMIX_RANK above 0 (a PMIx launch
+/// such as srun --mpi=pmix, which does not export the size). std::nullopt for a lone process.
+[[nodiscard]] inline std::optional<launch_info> mpi_launch_from_env() {
+  auto number = [](const char* name) -> long {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return -1;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    return end != nullptr && *end == '\0' ? n : -1;
+  };
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"})
+    if (const long n = number(name); n > 1)
+      return launch_info{static_cast<int>(std::min<long>(n, 1 << 30)), name};
+  if (number("PMIX_RANK") > 0) return launch_info{0, "PMIX_RANK"};
+  return std::nullopt;
+}
+
+}  // namespace latentaudit::dist
+
+#endif  // LATENTAUDIT_DIST_SHARD_HPP
