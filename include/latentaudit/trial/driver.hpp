@@ -302,7 +302,8 @@ class trial_driver {
   void run_unit(const trial_design& d, const task_source& tasks, std::uint64_t item, std::uint64_t s,
                 const std::vector<std::size_t>& todo, const std::function<void(const trial_record&)>& sink) {
     const trial_task task = tasks(item, s);
-    if (task.document.empty() || task.query.empty() || task.answer.empty())
+    if (task.document.empty() || task.query.empty() || (task.answer.empty() && !task.score) ||
+        task.answer_tokens() == 0)
       detail::throw_invalid(
           "trial_driver::run", "tasks",
           "returned a task without document, query or answer for item " + std::to_string(item));
@@ -319,6 +320,7 @@ class trial_driver {
     check_tokens(task.own_prompt, "own_prompt");
     check_tokens(task.query, "query");
     check_tokens(task.answer, "answer");
+    for (const auto& oa : task.other_answers) check_tokens(oa, "other_answers");
     check_tokens(task.text_document, "text_document");
     check_tokens(task.no_relay_prefix, "no_relay_prefix");
     // The text reference: B reading the document itself (for hidden_cosine and next_token_kl).
@@ -565,7 +567,7 @@ class trial_driver {
     std::vector<token_id> generated{argmax_token(row)};
     double decode_backend = 0;
     position_t p = first + static_cast<position_t>(ctx.size());
-    while (generated.size() < task.answer.size()) {
+    while (generated.size() < task.answer_tokens()) {
       const position_t at = p++;
       auto step = backend_call(
           decode_backend, [&] { return engine_.decode(b.id(), generated.back(), at, forward_options{}); });

@@ -46,6 +46,13 @@ struct covariate {
   double value = 0.0;  ///< finite value
 };
 
+/// @brief One named label covariate of the item (a task file's non-numeric covariate, e.g.
+/// "domain": "biology"): the report groups by its values (docs/tasks.md).
+struct covariate_label {
+  std::string name;   ///< the covariate's name
+  std::string value;  ///< its label
+};
+
 /// @brief A metric a record lacks because its engine cannot produce it, and why
 /// (trial/engine_support.hpp unavailable_metrics).
 struct unavailable_metric {
@@ -89,9 +96,18 @@ struct trial_record {
   std::optional<bool> stale_answer;
   std::optional<double> drift_steps;  ///< drifted arms: fine-tuning steps of the sender model; null otherwise
   std::vector<covariate> covariates;  ///< item covariates (doc_tokens, pairs, needed_position, ...)
-  std::string sender_fingerprint;     ///< model fingerprint (hex) of the sender's engine ("" without sender)
-  std::string receiver_fingerprint;   ///< model fingerprint (hex) of B's engine
-  json_value policy;                  ///< the transfer policy's record (object) or null
+  /// Label covariates of a task file (JSON object "covariate_labels": {name: label}, written only
+  /// when non-empty); the report groups by them like numeric covariates' bins.
+  std::vector<covariate_label> covariate_labels;
+  std::string task_id;                      ///< the task's id (task files; written only when non-empty)
+  std::optional<std::int64_t> query_index;  ///< which of the task's queries was asked (task files)
+  std::optional<std::string> answer_text;   ///< B's detokenized answer as scored (text scoring only)
+  /// A task file's fields that latentaudit does not read (JSON object "task_fields", written only
+  /// when it is a non-empty object): carried from the task line unchanged.
+  json_value task_fields;
+  std::string sender_fingerprint;    ///< model fingerprint (hex) of the sender's engine ("" without sender)
+  std::string receiver_fingerprint;  ///< model fingerprint (hex) of B's engine
+  json_value policy;                 ///< the transfer policy's record (object) or null
   /// Metrics absent because the engine cannot produce them, with the reason (JSON object
   /// "unavailable": {metric: reason}, written only when non-empty).
   std::vector<unavailable_metric> unavailable;
@@ -194,6 +210,28 @@ namespace detail {
     append_json_number(out, c.value);
   }
   out.push_back('}');
+  if (!r.covariate_labels.empty()) {  // absent unless a task file has label covariates
+    key("covariate_labels");
+    out.push_back('{');
+    for (std::size_t i = 0; i < r.covariate_labels.size(); ++i) {
+      const auto& c = r.covariate_labels[i];
+      for (std::size_t k = 0; k < i; ++k)
+        if (r.covariate_labels[k].name == c.name)
+          throw_invalid(fn, "record.covariate_labels", "names must be unique, '" + c.name + "' repeats");
+      if (i > 0) out.push_back(',');
+      append_json_string(out, c.name);
+      out.push_back(':');
+      append_json_string(out, c.value);
+    }
+    out.push_back('}');
+  }
+  if (!r.task_id.empty()) str("task_id", r.task_id);
+  if (r.query_index) num("query_index", static_cast<double>(*r.query_index));
+  if (r.answer_text) str("answer_text", *r.answer_text);
+  if (r.task_fields.is_object() && !r.task_fields.as_object().empty()) {
+    key("task_fields");
+    append_json(out, r.task_fields, {.indent = -1});
+  }
   str("sender_fingerprint", r.sender_fingerprint);
   str("receiver_fingerprint", r.receiver_fingerprint);
   key("policy");
@@ -325,6 +363,24 @@ namespace detail {
         fail("covariates." + name, "must be a finite number");
       r.covariates.push_back({name, value.as_number()});
     }
+  }
+  if (const json_value* cl = j.find("covariate_labels"); cl != nullptr && !cl->is_null()) {
+    if (!cl->is_object()) fail("covariate_labels", "must be an object of strings");
+    for (const auto& [name, value] : cl->as_object()) {
+      if (!value.is_string()) fail("covariate_labels." + name, "must be a string");
+      r.covariate_labels.push_back({name, value.as_string()});
+    }
+  }
+  r.task_id = text("task_id", false);
+  if (const json_value* qi = j.find("query_index"); qi != nullptr && !qi->is_null())
+    r.query_index = static_cast<std::int64_t>(count("query_index", true));
+  if (const json_value* at = j.find("answer_text"); at != nullptr && !at->is_null()) {
+    if (!at->is_string()) fail("answer_text", "must be a string");
+    r.answer_text = at->as_string();
+  }
+  if (const json_value* tf = j.find("task_fields"); tf != nullptr && !tf->is_null()) {
+    if (!tf->is_object()) fail("task_fields", "must be an object");
+    r.task_fields = *tf;
   }
   r.sender_fingerprint = text("sender_fingerprint", false);
   r.receiver_fingerprint = text("receiver_fingerprint", false);

@@ -76,7 +76,8 @@ namespace latentaudit {
 }
 
 /// @brief The identity fields of the record of `arm` on `task` under design `d`: item, seed, arm,
-/// arm_kind, regime, covariates, link, noise_sigma, (text_budget) budget and (drifted) drift_steps.
+/// arm_kind, regime, covariates, link, noise_sigma, (text_budget) budget, (drifted) drift_steps and
+/// a task file's covariate_labels, task_id, query_index and task_fields.
 /// Everything measured is
 /// left for the caller.
 [[nodiscard]] inline trial_record begin_record(const trial_design& d, const trial_task& task,
@@ -92,6 +93,10 @@ namespace latentaudit {
   r.noise_sigma = arm.noise_sigma;
   if (arm.kind == arm_kind::text_budget) r.budget = arm.budget;
   if (arm.drift_steps) r.drift_steps = *arm.drift_steps;
+  r.covariate_labels = task.labels;
+  r.task_id = task.id;
+  if (task.query_index) r.query_index = *task.query_index;
+  r.task_fields = task.extra;
   return r;
 }
 
@@ -204,23 +209,31 @@ struct text_reference {
 
 /// @brief Fills the answer fields of `r`: answer_logprob (log-probability of the answer's first
 /// token under `first_row`, B's logits at the query), generated_tokens, correct (`generated`, B's
-/// greedy answer, equals task.answer), stale_answer (stale_answer_of), next_token_kl and hidden_cosine
-/// against `ref` (left absent when the sizes disagree; `hidden` is B's final hidden state at the query, empty
-/// if none).
+/// greedy answer, is accepted: trial_task::check_answer; answer_text when the task scores text), stale_answer
+/// (stale_answer_of), next_token_kl and hidden_cosine against `ref` (left absent when the sizes disagree;
+/// `hidden` is B's final hidden state at the query, empty if none).
 /// @throws invalid_argument if the task has no answer or its first token is outside the row.
 inline void record_answer(trial_record& r, const trial_task& task, std::span<const float> first_row,
                           const std::vector<token_id>& generated, std::span<const float> hidden,
                           const text_reference& ref) {
   constexpr std::string_view fn = "record_answer";
-  if (task.answer.empty()) detail::throw_invalid(fn, "task.answer", "must not be empty");
-  const auto a0 = task.answer[0];
-  if (a0 < 0 || static_cast<std::size_t>(a0) >= first_row.size())
-    detail::throw_invalid(fn, "task.answer",
-                          "holds token " + std::to_string(a0) + ", outside the vocabulary [0, " +
-                              std::to_string(first_row.size()) + ")");
-  r.answer_logprob = static_cast<double>(first_row[static_cast<std::size_t>(a0)]) - log_sum_exp(first_row);
+  if (task.answer.empty() && !task.score) detail::throw_invalid(fn, "task.answer", "must not be empty");
+  if (task.answer.empty()) {  // a scorer without a reference token sequence (regex answers)
+    r.unavailable.push_back({"answer_logprob",
+                             "the task's answers are patterns (regex scoring): no reference "
+                             "answer tokens to score (recorded as 0)"});
+  } else {
+    const auto a0 = task.answer[0];
+    if (a0 < 0 || static_cast<std::size_t>(a0) >= first_row.size())
+      detail::throw_invalid(fn, "task.answer",
+                            "holds token " + std::to_string(a0) + ", outside the vocabulary [0, " +
+                                std::to_string(first_row.size()) + ")");
+    r.answer_logprob = static_cast<double>(first_row[static_cast<std::size_t>(a0)]) - log_sum_exp(first_row);
+  }
   r.generated_tokens = static_cast<std::int64_t>(generated.size());
-  r.correct = generated == task.answer;
+  auto check = task.check_answer(generated);
+  r.correct = check.correct;
+  if (task.score) r.answer_text = std::move(check.text);
   r.stale_answer = stale_answer_of(task, generated);
   r.next_token_kl = next_token_kl(ref, first_row);
   r.hidden_cosine = hidden_cosine(hidden, ref);

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -52,11 +54,18 @@ enum class task_regime : std::uint8_t {
   return "need";
 }
 
+/// @brief What B's greedy answer scored: whether it is accepted, and (text scoring) its decoded
+/// text, which the record keeps (`answer_text`).
+struct answer_check {
+  bool correct = false;  ///< an accepted answer
+  std::string text;      ///< B's answer as scored (text scoring only; empty otherwise)
+};
+
 /// @brief One trial task. B's context is built by the arm: [relay (A's document as text or KV)]
-/// [own_prompt][query]; B must produce `answer` after the query.
+/// [own_prompt][query]; B must produce an accepted answer after the query.
 struct trial_task {
   std::uint64_t item = 0;                  ///< item index (the document)
-  std::uint64_t seed = 0;                  ///< seed index (which pair is asked)
+  std::uint64_t seed = 0;                  ///< seed index (which query is asked)
   task_regime regime = task_regime::need;  ///< need / no_need / stale / conflict
   std::vector<token_id> document;          ///< what A reads (starts with BOS); every KV arm relays its cache
   /// What the text arms relay when it differs from `document` (stale: the current version 2 of the
@@ -65,33 +74,87 @@ struct trial_task {
   std::vector<token_id> own_prompt;       ///< B's own context after the relay and before the query (no BOS)
   std::vector<token_id> no_relay_prefix;  ///< what B's context starts with when nothing is relayed (BOS)
   std::vector<token_id> query;            ///< the query tokens; B answers after the last
-  std::vector<token_id> answer;           ///< the reference answer tokens
+  std::vector<token_id> answer;           ///< the reference answer tokens (the first accepted answer)
+  /// Further accepted answers (token-exact scoring: B's answer is correct when its first |a| tokens
+  /// equal one of `answer` and these). Ignored when `score` is set.
+  std::vector<std::vector<token_id>> other_answers;
+  /// Tokens B generates; 0 = the longest accepted answer's length (see answer_tokens()).
+  std::int32_t max_answer_tokens = 0;
+  /// The scorer of B's generated tokens when it is not token-exact (text scoring of a task file:
+  /// exact, normalized, contains, regex over the detokenized answer); empty = token-exact.
+  std::function<answer_check(std::span<const token_id>)> score;
+  /// A's message instruction (the messages' arms: A writes after the document and these tokens);
+  /// empty = the engine's or organism's default instruction.
+  std::vector<token_id> instruction;
+  /// Budget units of the text relay: budget_cuts[k] = the number of leading tokens of relay_text()
+  /// that carry the first k units (organism: 1 + 2k, the BOS and k pairs), non-decreasing. Empty =
+  /// the task has no budget units, and text_budget arms do not apply (document_prefix_pairs throws).
+  std::vector<std::int64_t> budget_cuts;
   /// stale: the answer under the version A's cache was built from (the stale value); empty otherwise.
   /// The driver records whether B's answer equals it (trial_record::stale_answer).
   std::vector<token_id> stale_answer;
-  std::int32_t pairs = 0;             ///< key-value pairs in the document (0 if not an organism task)
-  std::vector<covariate> covariates;  ///< doc_tokens, pairs, needed_position, ...
+  std::int32_t pairs = 0;                   ///< key-value pairs in the document (0 if not an organism task)
+  std::vector<covariate> covariates;        ///< doc_tokens, pairs, needed_position, ...
+  std::vector<covariate_label> labels;      ///< label covariates (task files), by name
+  std::string id;                           ///< the task's id (task files; "" otherwise)
+  std::optional<std::int32_t> query_index;  ///< which of the task's queries is asked (task files)
+  json_value extra;  ///< a task file's unknown fields (an object, or null), carried into the records
 
   /// @brief The document the text arms carry: `text_document`, or `document` when that is empty.
   [[nodiscard]] const std::vector<token_id>& relay_text() const noexcept {
     return text_document.empty() ? document : text_document;
   }
 
-  /// @brief The text a lossy text relay of the first `k` units carries: for organism tasks the
-  /// BOS and the first k pairs of relay_text().
+  /// @brief Whether the task has budget units (text_budget arms apply).
+  [[nodiscard]] bool has_budget_units() const noexcept { return !budget_cuts.empty(); }
+
+  /// @brief The text a lossy text relay of the first `k` budget units carries: the first
+  /// budget_cuts[k] tokens of relay_text() (organism tasks: the BOS and the first k pairs), all of it
+  /// when k is past the last cut.
+  /// @throws invalid_argument if the task has no budget units (budget_cuts empty).
   [[nodiscard]] std::vector<token_id> document_prefix_pairs(std::int32_t k) const {
+    if (budget_cuts.empty())
+      detail::throw_invalid("trial_task::document_prefix_pairs", "budget_cuts",
+                            "is empty: task '" + (id.empty() ? std::to_string(item) : id) +
+                                "' has no budget units, so text_budget arms do not apply to it");
     const auto& doc = relay_text();
-    const auto n = std::min<std::size_t>(doc.size(), 1 + 2 * static_cast<std::size_t>(std::max(k, 0)));
+    const auto kk = static_cast<std::size_t>(std::max(k, 0));
+    const auto cut = kk < budget_cuts.size()
+                         ? static_cast<std::size_t>(std::max<std::int64_t>(budget_cuts[kk], 0))
+                         : doc.size();
+    const auto n = std::min(doc.size(), cut);
     return {doc.begin(), doc.begin() + static_cast<std::ptrdiff_t>(n)};
+  }
+
+  /// @brief The tokens B generates: max_answer_tokens, or the longest accepted answer's length.
+  [[nodiscard]] std::size_t answer_tokens() const noexcept {
+    if (max_answer_tokens > 0) return static_cast<std::size_t>(max_answer_tokens);
+    std::size_t n = answer.size();
+    for (const auto& a : other_answers) n = std::max(n, a.size());
+    return n;
+  }
+
+  /// @brief Scores B's generated tokens: `score` when set, else token-exact — correct when the
+  /// first |a| generated tokens equal an accepted answer a (`answer` or one of `other_answers`).
+  [[nodiscard]] answer_check check_answer(std::span<const token_id> generated) const {
+    if (score) return score(generated);
+    auto match = [&](const std::vector<token_id>& a) {
+      return !a.empty() && a.size() <= generated.size() && std::equal(a.begin(), a.end(), generated.begin());
+    };
+    answer_check c;
+    c.correct = match(answer) || std::any_of(other_answers.begin(), other_answers.end(), match);
+    return c;
   }
 };
 
 /// @brief The record's `stale_answer` for B's generated answer on `task`: in the stale regime
-/// (with a known stale value) whether `generated` equals task.stale_answer; nothing otherwise.
+/// (with a known stale value) whether `generated` starts with task.stale_answer (equals it when B
+/// generates exactly its length); nothing otherwise.
 [[nodiscard]] inline std::optional<bool> stale_answer_of(const trial_task& task,
                                                          const std::vector<token_id>& generated) {
   if (task.regime != task_regime::stale || task.stale_answer.empty()) return std::nullopt;
-  return generated == task.stale_answer;
+  return task.stale_answer.size() <= generated.size() &&
+         std::equal(task.stale_answer.begin(), task.stale_answer.end(), generated.begin());
 }
 
 /// @brief The token map of an organism (task.json beside the weights).
@@ -250,6 +313,54 @@ namespace detail {
 }
 }  // namespace detail
 
+/// @brief One askable query of an organism item: the query tokens, the answer, the stale value
+/// (stale items) and the asked pair's index in A's document.
+struct organism_query {
+  std::vector<token_id> query;         ///< {sep, key}
+  std::vector<token_id> answer;        ///< the value B must give
+  std::vector<token_id> stale_answer;  ///< stale items: the version-1 value; empty otherwise
+  std::int32_t needed_position = 0;    ///< index of the asked pair in A's document
+};
+
+/// @brief An organism item (a document and everything but the query): `task` holds the fields
+/// shared by every query (query, answer and stale_answer empty, covariates without
+/// needed_position) and `queries` the pairs the query may ask about, in document order.
+/// make_organism_task picks one by seed; `latentaudit organism tasks` writes all of them, one task
+/// line per item (trial/task_file.hpp), and the built-in audit reads those lines back.
+struct organism_item {
+  trial_task task;                      ///< the shared fields
+  std::vector<organism_query> queries;  ///< the askable pairs (stale: the changed ones)
+};
+
+/// @brief Which of `n` askable queries the unit (item, seed) asks under master seed `seed`:
+/// uniform_index(make_stream({seed, item, 0x0A5C, seed index}), n). The organism and every task
+/// file with several queries per task select the same way.
+[[nodiscard]] inline std::size_t task_query_index(std::uint64_t master_seed, std::uint64_t item,
+                                                  std::uint64_t seed, std::size_t n) {
+  if (n <= 1) return 0;
+  auto q = make_stream({master_seed, item, 0x0A5C, static_cast<std::uint32_t>(seed)});
+  return uniform_index(q, static_cast<std::uint32_t>(n));
+}
+
+/// @brief The organism item `item` (make_organism_task's document, regime and askable queries).
+/// @throws invalid_argument as make_organism_task.
+[[nodiscard]] inline organism_item make_organism_item(const organism_format& f,
+                                                      const organism_task_options& o, std::uint64_t item);
+
+/// @brief The organism task of unit (item, seed) of `it`: query task_query_index(o.seed, item,
+/// seed, queries), its covariate needed_position appended.
+[[nodiscard]] inline trial_task organism_task_of(const organism_item& it, std::uint64_t master_seed,
+                                                 std::uint64_t seed) {
+  trial_task t = it.task;
+  t.seed = seed;
+  const auto& q = it.queries[task_query_index(master_seed, t.item, seed, it.queries.size())];
+  t.query = q.query;
+  t.answer = q.answer;
+  t.stale_answer = q.stale_answer;
+  t.covariates.push_back({"needed_position", static_cast<double>(q.needed_position)});
+  return t;
+}
+
 /// @brief The organism task for (item, seed).
 ///
 /// The regime is item-level: the first uniform u of the document stream picks no_need when
@@ -267,10 +378,11 @@ namespace detail {
 /// - conflict: B's own prompt holds the pairs (as no_need) and `answer` is B's own value; A's
 ///   document binds the same keys, in their drawn order, each to another value.
 ///
-/// Covariates: doc_tokens, pairs, needed_position (index of the asked pair in A's document),
-/// own_tokens, cache_age_versions (document version minus the version A's cache is of: 1 for
-/// stale, else 0) and prompt_overlap (share of A's document keys in B's own prompt: 1 for no_need
-/// and conflict, 0 for need and stale).
+/// Covariates: doc_tokens, pairs, own_tokens, cache_age_versions (document version minus the
+/// version A's cache is of: 1 for stale, else 0), prompt_overlap (share of A's document keys in B's
+/// own prompt: 1 for no_need and conflict, 0 for need and stale) and needed_position (index of the
+/// asked pair in A's document). Budget units (budget_cuts): the BOS and k pairs, 1 + 2k tokens,
+/// k = 0..N.
 ///
 /// Streams: make_stream({options.seed, item, 0xD0C, 0}) for the regime and the document (and the
 /// own prompt's order), make_stream({options.seed, item, 0x57A1E, 0}) for a stale item's changes,
@@ -279,12 +391,17 @@ namespace detail {
 /// @throws invalid_argument if the options do not fit the format (organism_task_options::validate).
 [[nodiscard]] inline trial_task make_organism_task(const organism_format& f, const organism_task_options& o,
                                                    std::uint64_t item, std::uint64_t seed) {
+  return organism_task_of(make_organism_item(f, o, item), o.seed, seed);
+}
+
+[[nodiscard]] inline organism_item make_organism_item(const organism_format& f,
+                                                      const organism_task_options& o, std::uint64_t item) {
   o.validate(f);
   const std::int32_t maxp = o.max_pairs == 0 ? f.max_pairs : o.max_pairs;
   auto g = make_stream({o.seed, item, 0xD0C, 0});
-  trial_task t;
+  organism_item it;
+  trial_task& t = it.task;
   t.item = item;
-  t.seed = seed;
   const double u = uniform01(g);
   t.regime = u < o.no_need_fraction                                            ? task_regime::no_need
              : u < o.no_need_fraction + o.stale_fraction                       ? task_regime::stale
@@ -350,18 +467,21 @@ namespace detail {
     for (std::size_t i = 0; i < un; ++i) other[i] = detail::other_value(f, values[i], c);
     t.document = write_document(other);  // A's document: B's keys bound to other values
   }
-  auto q = make_stream({o.seed, item, 0x0A5C, static_cast<std::uint32_t>(seed)});
-  const std::size_t asked = askable[uniform_index(q, static_cast<std::uint32_t>(askable.size()))];
-  t.query = {f.sep, keys[asked]};
-  t.answer = {answer_values[asked]};
-  if (!stale_values.empty()) t.stale_answer = {stale_values[asked]};
+  for (auto asked : askable) {
+    organism_query q;
+    q.query = {f.sep, keys[asked]};
+    q.answer = {answer_values[asked]};
+    if (!stale_values.empty()) q.stale_answer = {stale_values[asked]};
+    q.needed_position = static_cast<std::int32_t>(asked);
+    it.queries.push_back(std::move(q));
+  }
+  for (std::int32_t k = 0; k <= n; ++k) t.budget_cuts.push_back(1 + 2 * static_cast<std::int64_t>(k));
   t.covariates = {{"doc_tokens", static_cast<double>(t.document.size())},
                   {"pairs", static_cast<double>(n)},
-                  {"needed_position", static_cast<double>(asked)},
                   {"own_tokens", static_cast<double>(t.own_prompt.size())},
                   {"cache_age_versions", t.regime == task_regime::stale ? 1.0 : 0.0},
                   {"prompt_overlap", detail::organism_prompt_overlap(f, t.document, t.own_prompt)}};
-  return t;
+  return it;
 }
 
 }  // namespace latentaudit

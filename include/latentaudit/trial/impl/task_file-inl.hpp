@@ -1,0 +1,731 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of trial/task_file.hpp (header-only mode includes this file; compiled
+// mode compiles it once in src/trial/task_file.cpp, docs/building.md).
+#ifndef LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
+#define LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <istream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "../../core/detail/check.hpp"
+#include "../../core/detail/file_check.hpp"
+#include "../../core/error.hpp"
+#include "../../core/hash.hpp"
+#include "../task_file.hpp"
+
+namespace latentaudit {
+
+LATENTAUDIT_INLINE const char* task_scoring_name(task_scoring s) noexcept {
+  switch (s) {
+    case task_scoring::token_exact:
+      return "token_exact";
+    case task_scoring::exact:
+      return "exact";
+    case task_scoring::normalized:
+      return "normalized";
+    case task_scoring::contains:
+      return "contains";
+    case task_scoring::regex:
+      return "regex";
+  }
+  return "token_exact";
+}
+
+LATENTAUDIT_INLINE std::optional<task_scoring> parse_task_scoring(std::string_view name) noexcept {
+  for (auto s : {task_scoring::token_exact, task_scoring::exact, task_scoring::normalized,
+                 task_scoring::contains, task_scoring::regex})
+    if (name == task_scoring_name(s)) return s;
+  return std::nullopt;
+}
+
+LATENTAUDIT_INLINE std::string normalize_answer(std::string_view text) {
+  std::string s;
+  s.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x80 && std::ispunct(u)) continue;
+    s.push_back(u < 0x80 && std::isspace(u) ? ' ' : static_cast<char>(u < 0x80 ? std::tolower(u) : u));
+  }
+  std::string out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    std::size_t j = i;
+    while (j < s.size() && s[j] != ' ') ++j;
+    if (j > i) {
+      const std::string_view w(s.data() + i, j - i);
+      if (w != "a" && w != "an" && w != "the") {
+        if (!out.empty()) out.push_back(' ');
+        out.append(w);
+      }
+    }
+    i = j;
+  }
+  return out;
+}
+
+namespace detail {
+
+// "<file>:<line>:<field>: <message>" as corrupt_data.
+[[noreturn]] inline void task_error(const std::string& file, std::uint64_t line, std::string_view field,
+                                    std::string_view what) {
+  LATENTAUDIT_THROW(
+      corrupt_data(file + ":" + std::to_string(line) + ":" + std::string(field) + ": " + std::string(what)));
+}
+
+inline bool has_control(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+}
+
+// The fields of a task line that latentaudit reads; every other member is carried as `extra`.
+inline bool task_field_known(std::string_view k) {
+  static constexpr std::array<std::string_view, 19> known = {"id",
+                                                             "document",
+                                                             "document_tokens",
+                                                             "text_document",
+                                                             "text_document_tokens",
+                                                             "prompt",
+                                                             "prompt_tokens",
+                                                             "query",
+                                                             "query_tokens",
+                                                             "answers",
+                                                             "stale_answer",
+                                                             "stale_answer_tokens",
+                                                             "queries",
+                                                             "regime",
+                                                             "covariates",
+                                                             "instruction",
+                                                             "instruction_tokens",
+                                                             "budget_cuts",
+                                                             "latentaudit_tasks"};
+  return std::find(known.begin(), known.end(), k) != known.end();
+}
+
+struct task_line_reader {
+  const std::string& file;
+  std::uint64_t line;
+
+  [[noreturn]] void fail(std::string_view field, std::string_view what) const {
+    task_error(file, line, field, what);
+  }
+
+  std::vector<token_id> ids(const json_value& v, std::string_view field) const {
+    if (!v.is_array()) fail(field, "must be a list of token ids (integers)");
+    std::vector<token_id> out;
+    out.reserve(v.as_array().size());
+    for (const auto& x : v.as_array()) {
+      if (!x.is_number()) fail(field, "must be a list of token ids (integers)");
+      const double d = x.as_number();
+      if (!(d >= 0 && d <= 2147483647.0) || d != std::floor(d))
+        fail(field, "holds " + write_json(x) + ", not a token id (an integer in [0, 2^31))");
+      out.push_back(static_cast<token_id>(d));
+    }
+    return out;
+  }
+
+  // `name` (text) or `name_tokens` (ids) of object `o`; both is an error.
+  task_text text_or_tokens(const json_value& o, const std::string& name, std::string_view where = {}) const {
+    const json_value* t = o.find(name);
+    const json_value* k = o.find(name + "_tokens");
+    const std::string pre = where.empty() ? std::string() : std::string(where) + ".";
+    if (t != nullptr && t->is_null()) t = nullptr;
+    if (k != nullptr && k->is_null()) k = nullptr;
+    if (t != nullptr && k != nullptr)
+      fail(pre + name, "give either '" + name + "' or '" + name + "_tokens', not both");
+    task_text out;
+    if (t != nullptr) {
+      if (!t->is_string())
+        fail(pre + name, "must be a string (or give '" + name + "_tokens', a list of token ids)");
+      out.text = t->as_string();
+    } else if (k != nullptr) {
+      out.tokens = ids(*k, pre + name + "_tokens");
+    }
+    return out;
+  }
+
+  std::vector<task_text> answers(const json_value& o, std::string_view where,
+                                 const task_file_limits& lim) const {
+    const std::string field = where.empty() ? "answers" : std::string(where) + ".answers";
+    const json_value* a = o.find("answers");
+    if (a == nullptr || a->is_null()) fail(field, "missing: every query needs a list of accepted answers");
+    if (!a->is_array()) fail(field, "must be a list of answers (strings, or lists of token ids)");
+    if (a->as_array().empty()) fail(field, "is empty: every query needs at least one accepted answer");
+    if (a->as_array().size() > lim.max_answers)
+      fail(field, "lists more than " + std::to_string(lim.max_answers) + " answers");
+    std::vector<task_text> out;
+    for (std::size_t i = 0; i < a->as_array().size(); ++i) {
+      const auto& x = a->as_array()[i];
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      task_text t;
+      if (x.is_string()) {
+        if (x.as_string().empty()) fail(f, "is an empty answer");
+        t.text = x.as_string();
+      } else if (x.is_array()) {
+        t.tokens = ids(x, f);
+        if (t.tokens.empty()) fail(f, "is an empty answer");
+      } else {
+        fail(f, "must be a string or a list of token ids");
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  void covariates(const json_value& o, std::string_view where, std::vector<covariate>& nums,
+                  std::vector<covariate_label>& labels, const task_file_limits& lim) const {
+    const json_value* c = o.find("covariates");
+    if (c == nullptr || c->is_null()) return;
+    const std::string field = where.empty() ? "covariates" : std::string(where) + ".covariates";
+    if (!c->is_object()) fail(field, "must be an object of numbers or labels (strings)");
+    for (const auto& [name, v] : c->as_object()) {
+      const std::string f = field + "." + name;
+      if (name.empty() || has_control(name)) fail(f, "names must be non-empty without control characters");
+      for (const auto& x : nums)
+        if (x.name == name) fail(f, "repeats a covariate of the task");
+      for (const auto& x : labels)
+        if (x.name == name) fail(f, "repeats a covariate of the task");
+      if (v.is_number()) {
+        if (!std::isfinite(v.as_number())) fail(f, "must be finite");
+        nums.push_back({name, v.as_number()});
+      } else if (v.is_string()) {
+        if (has_control(v.as_string())) fail(f, "must not hold control characters");
+        labels.push_back({name, v.as_string()});
+      } else if (v.is_bool()) {
+        labels.push_back({name, v.as_bool() ? "true" : "false"});
+      } else {
+        fail(f, "must be a number or a label (string)");
+      }
+      if (nums.size() + labels.size() > lim.max_covariates)
+        fail(field, "more than " + std::to_string(lim.max_covariates) + " covariates");
+    }
+  }
+
+  task_query query(const json_value& o, std::string_view where, const task_file_limits& lim) const {
+    task_query q;
+    q.query = text_or_tokens(o, "query", where);
+    if (q.query.empty() || (q.query.text && q.query.text->empty()))
+      fail(where.empty() ? "query" : std::string(where) + ".query",
+           "missing: every query needs 'query' or 'query_tokens'");
+    q.answers = answers(o, where, lim);
+    q.stale_answer = text_or_tokens(o, "stale_answer", where);
+    return q;
+  }
+};
+
+// The next line of `in` (without its newline) into `line`; false at the end. A line longer than
+// `max` bytes is refused without reading it whole.
+inline bool read_bounded_line(std::istream& in, std::string& line, std::size_t max, const std::string& file,
+                              std::uint64_t lineno) {
+  line.clear();
+  bool any = false;
+  for (;;) {
+    const int c = in.get();
+    if (c == std::char_traits<char>::eof()) return any;
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() >= max)
+      task_error(file, lineno, "(line)",
+                 "is longer than " + std::to_string(max) + " bytes (the reader's limit)");
+    line.push_back(static_cast<char>(c));
+  }
+}
+
+inline std::string hex_of(const sha256::digest& d) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string h;
+  for (const auto b : d) {
+    h.push_back(hex[static_cast<unsigned>(b) >> 4]);
+    h.push_back(hex[static_cast<unsigned>(b) & 0xF]);
+  }
+  return h;
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::string& name,
+                                              const task_file_limits& limits) {
+  task_file f;
+  f.path = name;
+  std::set<std::string> ids;
+  std::string line;
+  sha256 h;
+  bool first = true;
+  for (std::uint64_t lineno = 1;; ++lineno) {
+    if (!detail::read_bounded_line(in, line, limits.max_line_bytes, name, lineno)) break;
+    h.update(std::string_view(line));
+    h.update(std::string_view("\n"));
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const detail::task_line_reader rd{name, lineno};
+    json_value j;
+    try {
+      j = parse_json(line, {.max_depth = 16, .max_bytes = limits.max_line_bytes});
+    } catch (const error& e) {
+      rd.fail("(json)", e.what());
+    }
+    if (!j.is_object()) rd.fail("(line)", "must be a JSON object");
+    if (const json_value* hv = j.find("latentaudit_tasks"); hv != nullptr) {  // the header line
+      if (!first) rd.fail("latentaudit_tasks", "the header must be the file's first line");
+      if (!hv->is_number() || hv->as_number() != 1)
+        rd.fail("latentaudit_tasks", "must be 1 (the format's version)");
+      f.header.present = true;
+      for (const auto& [k, v] : j.as_object()) {
+        if (k == "latentaudit_tasks") continue;
+        if (k == "scoring") {
+          if (!v.is_string() || !parse_task_scoring(v.as_string()))
+            rd.fail(k, "must be one of token_exact, exact, normalized, contains, regex");
+          f.header.scoring = parse_task_scoring(v.as_string());
+        } else if (k == "bos") {
+          const auto x = rd.ids(json_value(json_value::array_type{v}), "bos");
+          f.header.bos = x[0];
+        } else if (k == "max_answer_tokens") {
+          if (!v.is_number() || !(v.as_number() >= 1 && v.as_number() <= 4096) ||
+              v.as_number() != std::floor(v.as_number()))
+            rd.fail(k, "must be an integer in [1, 4096]");
+          f.header.max_answer_tokens = static_cast<std::int32_t>(v.as_number());
+        } else {
+          rd.fail(k, "is not a header field (scoring, bos, max_answer_tokens)");
+        }
+      }
+      first = false;
+      continue;
+    }
+    first = false;
+    if (f.tasks.size() >= limits.max_tasks)
+      rd.fail("(line)", "the file holds more than " + std::to_string(limits.max_tasks) + " tasks");
+    task_entry t;
+    t.line = lineno;
+    const json_value* id = j.find("id");
+    if (id == nullptr || id->is_null())
+      rd.fail("id", "missing: every task needs an id (a string or an integer)");
+    if (id->is_string()) {
+      t.id = id->as_string();
+    } else if (id->is_number() && id->as_number() >= 0 && id->as_number() <= json_max_exact_integer &&
+               id->as_number() == std::floor(id->as_number())) {
+      std::string s;
+      detail::append_json_number(s, id->as_number());
+      t.id = s;
+    } else {
+      rd.fail("id", "must be a string or a non-negative integer");
+    }
+    if (t.id.empty() || detail::has_control(t.id))
+      rd.fail("id", "must be non-empty without control characters");
+    if (!ids.insert(t.id).second) rd.fail("id", "'" + t.id + "' repeats an earlier task's id");
+    t.document = rd.text_or_tokens(j, "document");
+    if (t.document.empty() || (t.document.text && t.document.text->empty()))
+      rd.fail("document", "missing: give 'document' (text) or 'document_tokens' (ids)");
+    t.text_document = rd.text_or_tokens(j, "text_document");
+    t.prompt = rd.text_or_tokens(j, "prompt");
+    t.instruction = rd.text_or_tokens(j, "instruction");
+    if (const json_value* r = j.find("regime"); r != nullptr && !r->is_null()) {
+      const std::string rs = r->is_string() ? r->as_string() : std::string();
+      bool found = false;
+      for (auto g : {task_regime::need, task_regime::no_need, task_regime::stale, task_regime::conflict})
+        if (rs == regime_name(g)) t.regime = g, found = true;
+      if (!found) rd.fail("regime", "must be one of need, no_need, stale, conflict");
+    }
+    rd.covariates(j, "", t.covariates, t.labels, limits);
+    if (const json_value* qs = j.find("queries"); qs != nullptr && !qs->is_null()) {
+      for (const char* k : {"query", "query_tokens", "answers", "stale_answer", "stale_answer_tokens"})
+        if (j.find(k) != nullptr) rd.fail(k, "give the query inside 'queries' or at the top level, not both");
+      if (!qs->is_array() || qs->as_array().empty())
+        rd.fail("queries", "must be a non-empty list of queries");
+      if (qs->as_array().size() > limits.max_queries)
+        rd.fail("queries", "lists more than " + std::to_string(limits.max_queries) + " queries");
+      for (std::size_t i = 0; i < qs->as_array().size(); ++i) {
+        const auto& q = qs->as_array()[i];
+        const std::string where = "queries[" + std::to_string(i) + "]";
+        if (!q.is_object()) rd.fail(where, "must be an object {query, answers, ...}");
+        for (const auto& [k, v] : q.as_object()) {
+          (void)v;
+          if (k != "query" && k != "query_tokens" && k != "answers" && k != "stale_answer" &&
+              k != "stale_answer_tokens" && k != "covariates")
+            rd.fail(where + "." + k,
+                    "is not a query field (query, query_tokens, answers, stale_answer, "
+                    "stale_answer_tokens, covariates)");
+        }
+        task_query tq = rd.query(q, where, limits);
+        std::vector<covariate> nums = t.covariates;  // names must not repeat the task's
+        std::vector<covariate_label> labels = t.labels;
+        rd.covariates(q, where, nums, labels, limits);
+        tq.covariates.assign(nums.begin() + static_cast<std::ptrdiff_t>(t.covariates.size()), nums.end());
+        tq.labels.assign(labels.begin() + static_cast<std::ptrdiff_t>(t.labels.size()), labels.end());
+        t.queries.push_back(std::move(tq));
+      }
+    } else {
+      t.queries.push_back(rd.query(j, "", limits));
+    }
+    if (const json_value* bc = j.find("budget_cuts"); bc != nullptr && !bc->is_null()) {
+      for (auto x : rd.ids(*bc, "budget_cuts")) t.budget_cuts.push_back(x);
+      if (t.budget_cuts.empty()) rd.fail("budget_cuts", "must not be empty (leave it out instead)");
+      for (std::size_t i = 1; i < t.budget_cuts.size(); ++i)
+        if (t.budget_cuts[i] < t.budget_cuts[i - 1]) rd.fail("budget_cuts", "must be non-decreasing");
+    }
+    json_value extra = json_value::object();
+    for (const auto& [k, v] : j.as_object())
+      if (!detail::task_field_known(k)) extra.set(k, v);
+    if (!extra.as_object().empty()) t.extra = std::move(extra);
+    f.tasks.push_back(std::move(t));
+  }
+  if (in.bad()) detail::task_error(name, 0, "(file)", "read error");
+  f.sha256 = detail::hex_of(h.finish());
+  return f;
+}
+
+LATENTAUDIT_INLINE task_file read_task_file(const std::filesystem::path& path,
+                                            const task_file_limits& limits) {
+  (void)detail::require_regular_file(path, "task file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) LATENTAUDIT_THROW(invalid_argument("cannot open task file '" + path.string() + "'"));
+  return read_task_stream(in, path.string(), limits);
+}
+
+namespace detail {
+inline void put_text(json_value& j, const std::string& name, const task_text& t) {
+  if (t.text) {
+    j.set(name, *t.text);
+  } else if (!t.tokens.empty()) {
+    json_value a = json_value::array_type{};
+    for (auto x : t.tokens) a.push_back(x);
+    j.set(name + "_tokens", std::move(a));
+  }
+}
+inline json_value covariates_json(const std::vector<covariate>& nums,
+                                  const std::vector<covariate_label>& labels) {
+  json_value c = json_value::object();
+  for (const auto& x : nums) c.set(x.name, x.value);
+  for (const auto& x : labels) c.set(x.name, x.value);
+  return c;
+}
+inline void put_query(json_value& j, const task_query& q) {
+  put_text(j, "query", q.query);
+  json_value a = json_value::array_type{};
+  for (const auto& x : q.answers) {
+    if (x.text) {
+      a.push_back(*x.text);
+    } else {
+      json_value ids = json_value::array_type{};
+      for (auto t : x.tokens) ids.push_back(t);
+      a.push_back(std::move(ids));
+    }
+  }
+  j.set("answers", std::move(a));
+  put_text(j, "stale_answer", q.stale_answer);
+}
+}  // namespace detail
+
+LATENTAUDIT_INLINE std::string task_entry_line(const task_entry& t) {
+  json_value j = json_value::object();
+  j.set("id", t.id);
+  detail::put_text(j, "document", t.document);
+  detail::put_text(j, "text_document", t.text_document);
+  detail::put_text(j, "prompt", t.prompt);
+  if (t.queries.size() == 1 && t.queries[0].covariates.empty() && t.queries[0].labels.empty()) {
+    detail::put_query(j, t.queries[0]);
+  } else {
+    json_value qs = json_value::array_type{};
+    for (const auto& q : t.queries) {
+      json_value o = json_value::object();
+      detail::put_query(o, q);
+      if (!q.covariates.empty() || !q.labels.empty())
+        o.set("covariates", detail::covariates_json(q.covariates, q.labels));
+      qs.push_back(std::move(o));
+    }
+    j.set("queries", std::move(qs));
+  }
+  j.set("regime", regime_name(t.regime));
+  if (!t.covariates.empty() || !t.labels.empty())
+    j.set("covariates", detail::covariates_json(t.covariates, t.labels));
+  detail::put_text(j, "instruction", t.instruction);
+  if (!t.budget_cuts.empty()) {
+    json_value a = json_value::array_type{};
+    for (auto x : t.budget_cuts) a.push_back(static_cast<double>(x));
+    j.set("budget_cuts", std::move(a));
+  }
+  if (t.extra.is_object())
+    for (const auto& [k, v] : t.extra.as_object())
+      if (!detail::task_field_known(k)) j.set(k, v);
+  return write_json(j);
+}
+
+LATENTAUDIT_INLINE std::string task_header_line(const task_file_header& h) {
+  json_value j = json_value::object();
+  j.set("latentaudit_tasks", 1);
+  if (h.scoring) j.set("scoring", task_scoring_name(*h.scoring));
+  if (h.bos) j.set("bos", *h.bos);
+  if (h.max_answer_tokens > 0) j.set("max_answer_tokens", h.max_answer_tokens);
+  return write_json(j);
+}
+
+LATENTAUDIT_INLINE void write_task_file(const std::filesystem::path& path, const task_file& f) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() + "'"));
+  if (f.header.present) out << task_header_line(f.header) << '\n';
+  for (const auto& t : f.tasks) out << task_entry_line(t) << '\n';
+  out.flush();
+  if (!out) LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() + "'"));
+}
+
+LATENTAUDIT_INLINE task_entry organism_task_entry(const organism_item& it) {
+  const trial_task& s = it.task;
+  task_entry t;
+  t.id = "organism-" + std::to_string(s.item);
+  t.document.tokens = s.document;
+  t.text_document.tokens = s.text_document;
+  t.prompt.tokens = s.own_prompt;
+  t.regime = s.regime;
+  t.covariates = s.covariates;
+  t.budget_cuts = s.budget_cuts;
+  for (const auto& q : it.queries) {
+    task_query tq;
+    tq.query.tokens = q.query;
+    tq.answers.push_back(task_text{std::nullopt, q.answer});
+    tq.stale_answer.tokens = q.stale_answer;
+    tq.covariates.push_back({"needed_position", static_cast<double>(q.needed_position)});
+    t.queries.push_back(std::move(tq));
+  }
+  return t;
+}
+
+LATENTAUDIT_INLINE task_file organism_task_file(const organism_format& f, const organism_task_options& o,
+                                                std::uint64_t items) {
+  task_file out;
+  out.path = "(organism)";
+  out.header.present = true;
+  out.header.scoring = task_scoring::token_exact;
+  out.header.bos = f.bos;
+  out.tasks.reserve(static_cast<std::size_t>(items));
+  for (std::uint64_t i = 0; i < items; ++i)
+    out.tasks.push_back(organism_task_entry(make_organism_item(f, o, i)));
+  return out;
+}
+
+LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec codec,
+                                                      task_engine_limits limits,
+                                                      std::optional<task_scoring> scoring)
+    : file_(std::move(f)), codec_(std::move(codec)) {
+  const std::string& name = file_.path;
+  bool any_text_answer = false;
+  for (const auto& t : file_.tasks)
+    for (const auto& q : t.queries)
+      for (const auto& a : q.answers) any_text_answer |= a.is_text();
+  scoring_ = scoring                ? *scoring
+             : file_.header.scoring ? *file_.header.scoring
+             : any_text_answer      ? task_scoring::exact
+                                    : task_scoring::token_exact;
+  const bool text_scoring = scoring_ != task_scoring::token_exact;
+  const std::int32_t V = limits.vocab_size;
+  if (V <= 0) detail::throw_invalid("task_file_source", "limits.vocab_size", "must be > 0");
+  const token_id bos = file_.header.bos ? *file_.header.bos : codec_.bos;
+  if (file_.header.bos && (*file_.header.bos < 0 || *file_.header.bos >= V))
+    detail::task_error(name, 1, "bos",
+                       "token " + std::to_string(*file_.header.bos) +
+                           " lies outside the engine's vocabulary [0, " + std::to_string(V) + ")");
+  tasks_.reserve(file_.tasks.size());
+  for (std::size_t i = 0; i < file_.tasks.size(); ++i) {
+    const task_entry& e = file_.tasks[i];
+    const std::uint64_t ln = e.line;
+    auto fail = [&](std::string_view field, std::string_view what) {
+      detail::task_error(name, ln, field, what);
+    };
+    // A field's token ids: the ids given (checked against the vocabulary), or the text encoded.
+    auto tokens_of = [&](const task_text& t, const std::string& field) -> std::vector<token_id> {
+      if (t.text) {
+        has_text_ = true;
+        if (!codec_)
+          fail(field, "is text, but the engine has no tokenizer (give '" + field +
+                          "_tokens', or a tokenizer: --engine llama.cpp, or --tokenizer F.gguf)");
+        auto ids = codec_.encode(*t.text);
+        for (auto x : ids)
+          if (x < 0 || x >= V)
+            fail(field, "the tokenizer returned id " + std::to_string(x) + " outside the vocabulary [0, " +
+                            std::to_string(V) + ")");
+        return ids;
+      }
+      for (auto x : t.tokens)
+        if (x < 0 || x >= V)
+          fail(field + "_tokens", "holds token " + std::to_string(x) +
+                                      ", outside the engine's vocabulary [0, " + std::to_string(V) + ")");
+      return t.tokens;
+    };
+    prepared_task p;
+    trial_task& s = p.shared;
+    s.item = i;
+    s.regime = e.regime;
+    s.id = e.id;
+    s.extra = e.extra;
+    s.covariates = e.covariates;
+    s.labels = e.labels;
+    s.document = tokens_of(e.document, "document");
+    if (e.document.is_text() && bos >= 0) s.document.insert(s.document.begin(), bos);
+    if (s.document.empty()) fail("document", "is empty after tokenization");
+    if (!e.text_document.empty()) {
+      s.text_document = tokens_of(e.text_document, "text_document");
+      if (e.text_document.is_text() && bos >= 0) s.text_document.insert(s.text_document.begin(), bos);
+    }
+    s.own_prompt = tokens_of(e.prompt, "prompt");
+    s.instruction = tokens_of(e.instruction, "instruction");
+    if (bos >= 0) s.no_relay_prefix = {bos};
+    if (!e.budget_cuts.empty()) {
+      if (e.document.is_text() || e.text_document.is_text())
+        fail("budget_cuts", "needs token documents (document_tokens): cuts count tokens");
+      if (e.budget_cuts.back() > static_cast<std::int64_t>(s.relay_text().size()))
+        fail("budget_cuts", "a cut of " + std::to_string(e.budget_cuts.back()) +
+                                " tokens lies past the text relay's " +
+                                std::to_string(s.relay_text().size()) + " tokens");
+      s.budget_cuts = e.budget_cuts;
+    }
+    std::size_t longest_answer = 0;
+    for (std::size_t qi = 0; qi < e.queries.size(); ++qi) {
+      const task_query& q = e.queries[qi];
+      const std::string pre = e.queries.size() == 1 ? std::string() : "queries[" + std::to_string(qi) + "].";
+      prepared_query pq;
+      pq.query = tokens_of(q.query, pre + "query");
+      if (pq.query.empty()) fail(pre + "query", "is empty after tokenization");
+      pq.stale_answer = tokens_of(q.stale_answer, pre + "stale_answer");
+      pq.covariates = q.covariates;
+      pq.labels = q.labels;
+      for (std::size_t ai = 0; ai < q.answers.size(); ++ai) {
+        const task_text& a = q.answers[ai];
+        const std::string af = pre + "answers[" + std::to_string(ai) + "]";
+        if (scoring_ == task_scoring::regex) {
+          if (!a.text) fail(af, "regex scoring needs answers as strings (patterns)");
+          try {
+            (void)std::regex(*a.text, std::regex::ECMAScript);
+          } catch (const std::regex_error& x) {
+            fail(af, std::string("is not a valid ECMAScript regex: ") + x.what());
+          }
+          pq.answer_texts.push_back(*a.text);
+          continue;
+        }
+        if (a.text && !codec_)
+          fail(af, "is text, but the engine has no tokenizer (give token-id answers, or a tokenizer)");
+        if (!a.text && text_scoring && !codec_)
+          fail(af, std::string("scoring '") + task_scoring_name(scoring_) +
+                       "' compares text, but the engine has no tokenizer to decode B's answer");
+        std::vector<token_id> ids;
+        if (a.text) {
+          has_text_ = true;
+          ids = codec_.encode(*a.text);
+          if (ids.empty()) fail(af, "is empty after tokenization");
+        } else {
+          ids = a.tokens;
+        }
+        for (auto x : ids)
+          if (x < 0 || x >= V)
+            fail(af, "holds token " + std::to_string(x) + ", outside the engine's vocabulary [0, " +
+                         std::to_string(V) + ")");
+        if (text_scoring) pq.answer_texts.push_back(a.text ? *a.text : codec_.decode(ids));
+        longest_answer = std::max(longest_answer, ids.size());
+        pq.answers.push_back(std::move(ids));
+      }
+      p.queries.push_back(std::move(pq));
+    }
+    if (scoring_ != task_scoring::token_exact && !codec_)
+      fail("(scoring)", std::string("scoring '") + task_scoring_name(scoring_) +
+                            "' decodes B's answer to text, but the engine has no tokenizer");
+    const std::int32_t header_gen = file_.header.max_answer_tokens;
+    s.max_answer_tokens = header_gen > 0                    ? header_gen
+                          : scoring_ == task_scoring::regex ? 16
+                          : scoring_ == task_scoring::token_exact
+                              ? 0
+                              : static_cast<std::int32_t>(longest_answer + 4);
+    if (limits.max_context > 0) {
+      const std::size_t gen =
+          s.max_answer_tokens > 0 ? static_cast<std::size_t>(s.max_answer_tokens) : longest_answer;
+      std::size_t longest_query = 0;
+      for (const auto& pq : p.queries) longest_query = std::max(longest_query, pq.query.size());
+      const std::size_t doc = std::max(s.document.size(), s.relay_text().size());
+      const std::size_t need = doc + s.own_prompt.size() + longest_query + gen;
+      if (need > static_cast<std::size_t>(limits.max_context))
+        fail(e.document.is_text() ? "document" : "document_tokens",
+             "the document (" + std::to_string(doc) + " tokens) with B's prompt, query and answer needs " +
+                 std::to_string(need) + " positions, longer than the engine's context of " +
+                 std::to_string(limits.max_context));
+    }
+    tasks_.push_back(std::move(p));
+  }
+}
+
+LATENTAUDIT_INLINE bool task_file_source::has_budget_units() const noexcept {
+  return !tasks_.empty() && std::all_of(tasks_.begin(), tasks_.end(),
+                                        [](const prepared_task& p) { return p.shared.has_budget_units(); });
+}
+
+LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::uint64_t seed,
+                                                     std::uint64_t master_seed) const {
+  if (item >= tasks_.size())
+    detail::throw_invalid(
+        "task_file_source::task", "item",
+        "is " + std::to_string(item) + ", the file holds " + std::to_string(tasks_.size()) + " tasks");
+  const prepared_task& p = tasks_[static_cast<std::size_t>(item)];
+  trial_task t = p.shared;
+  t.seed = seed;
+  const std::size_t qi = task_query_index(master_seed, item, seed, p.queries.size());
+  const prepared_query& q = p.queries[qi];
+  t.query_index = static_cast<std::int32_t>(qi);
+  t.query = q.query;
+  t.stale_answer = q.stale_answer;
+  t.covariates.insert(t.covariates.end(), q.covariates.begin(), q.covariates.end());
+  t.labels.insert(t.labels.end(), q.labels.begin(), q.labels.end());
+  if (!q.answers.empty()) {
+    t.answer = q.answers[0];
+    t.other_answers.assign(q.answers.begin() + 1, q.answers.end());
+  }
+  if (scoring_ != task_scoring::token_exact) {
+    const auto mode = scoring_;
+    const auto decode = codec_.decode;
+    auto accepted = q.answer_texts;
+    if (mode == task_scoring::normalized || mode == task_scoring::contains)
+      for (auto& a : accepted) a = normalize_answer(a);
+    std::vector<std::regex> patterns;
+    if (mode == task_scoring::regex)
+      for (const auto& a : accepted) patterns.emplace_back(a, std::regex::ECMAScript);
+    t.score = [mode, decode, accepted, patterns = std::move(patterns)](std::span<const token_id> generated) {
+      answer_check c;
+      std::string text = decode(generated);
+      if (mode != task_scoring::regex) {  // B's answer: its first line, trimmed
+        const auto nl = text.find('\n');
+        if (nl != std::string::npos) text.resize(nl);
+        const auto b = text.find_first_not_of(" \t\r");
+        const auto e = text.find_last_not_of(" \t\r");
+        text = b == std::string::npos ? std::string() : text.substr(b, e - b + 1);
+      }
+      const std::string norm =
+          mode == task_scoring::normalized || mode == task_scoring::contains ? normalize_answer(text) : text;
+      for (std::size_t k = 0; k < accepted.size(); ++k) {
+        const std::string& a = accepted[k];
+        switch (mode) {
+          case task_scoring::exact:
+          case task_scoring::normalized:
+            c.correct = norm == a;
+            break;
+          case task_scoring::contains:
+            c.correct = !a.empty() && norm.find(a) != std::string::npos;
+            break;
+          case task_scoring::regex:
+            c.correct = std::regex_search(text, patterns[k]);
+            break;
+          case task_scoring::token_exact:
+            break;
+        }
+        if (c.correct) break;
+      }
+      c.text = std::move(text);
+      return c;
+    };
+  }
+  return t;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
