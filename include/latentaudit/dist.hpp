@@ -6,5 +6,6 @@
 #define LATENTAUDIT_DIST_HPP
 
 #include "dist/shard.hpp"
+#include "dist/transport.hpp"
 
 #endif  // LATENTAUDIT_DIST_HPP

@@ -39,6 +39,7 @@
 #include "design.hpp"
 #include "detail/relay_stage.hpp"
 #include "engine_support.hpp"
+#include "link.hpp"
 #include "record.hpp"
 #include "record_builder.hpp"
 #include "task.hpp"
@@ -83,11 +84,59 @@ struct driver_stats {
 /// @brief Progress after each unit: trials done (including skipped), total trials.
 using progress_callback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
+/// @brief Which units a run() runs, in what order (a sharded audit's share, docs/distributed.md):
+/// called before each unit, it returns the next position in design.unit_order() to run, or
+/// std::nullopt when none is left. An empty schedule runs every position in order.
+using unit_schedule = std::function<std::optional<std::size_t>()>;
+
 namespace detail {
 
 using driver_clock = std::chrono::steady_clock;
 inline double seconds_since(driver_clock::time_point t0) {
   return std::chrono::duration<double>(driver_clock::now() - t0).count();
+}
+
+// The relay protocol's control messages (docs/wire-format.md, "Relay over a real link"): one JSON
+// object per message, at most 1 MiB.
+inline void send_control(relay_channel& c, const json_value& j) {
+  const std::string text = write_json(j, {.indent = -1});
+  c.send(std::as_bytes(std::span(text.data(), text.size())));
+}
+
+inline json_value receive_control(relay_channel& c, std::vector<std::byte>& buf) {
+  c.receive(buf);
+  if (buf.size() > (std::size_t{1} << 20))
+    LATENTAUDIT_THROW(corrupt_data("relay protocol: a control message of " + std::to_string(buf.size()) +
+                                   " bytes (at most 1 MiB)"));
+  json_value j;
+  try {
+    j = parse_json(std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()),
+                   {.max_depth = 64, .max_bytes = std::size_t{1} << 20});
+  } catch (const error& e) {
+    LATENTAUDIT_THROW(
+        corrupt_data(std::string("relay protocol: a control message is not JSON: ") + e.what()));
+  }
+  if (!j.is_object())
+    LATENTAUDIT_THROW(corrupt_data("relay protocol: a control message is not a JSON object"));
+  return j;
+}
+
+// A stage time (seconds >= 0, finite) from the peer's report.
+inline double control_seconds(const json_value& m, std::string_view key) {
+  const json_value* v = m.find(key);
+  if (v == nullptr || !v->is_number() || !std::isfinite(v->as_number()) || v->as_number() < 0)
+    LATENTAUDIT_THROW(
+        corrupt_data("relay protocol: the peer's report has no valid '" + std::string(key) + "'"));
+  return v->as_number();
+}
+
+// The receiver's greeting: both sides must run the same design (design_hash).
+inline void relay_hello(relay_channel& c, const trial_design& d, std::vector<std::byte>& buf) {
+  send_control(c, json_value::object({{"op", "hello"}, {"design_hash", d.design_hash()}}));
+  const json_value r = receive_control(c, buf);
+  if (const json_value* e = r.find("error"); e != nullptr)
+    throw_invalid("trial_driver::run", "design",
+                  "is refused by the relay peer: " + (e->is_string() ? e->as_string() : write_json(*e)));
 }
 
 // A misbehaving engine: what it returned does not have the shape it declared.
@@ -134,16 +183,163 @@ class trial_driver {
   ///         (arm_unsupported_reason: a cross_model arm without a partner, a partial-layer relay
   ///         on an engine without per-layer import, ...); backend_error if an engine returns
   ///         outputs whose shape disagrees with its info(); other backend errors propagate.
+  /// @param schedule the units to run (positions in design.unit_order()); empty: all, in order.
   driver_stats run(const trial_design& design, const task_source& tasks,
                    const std::function<void(const trial_record&)>& sink, const std::set<trial_key>& done = {},
-                   const progress_callback& progress = {}) {
+                   const progress_callback& progress = {}, const unit_schedule& schedule = {}) {
     constexpr std::string_view fn = "trial_driver::run";
     design.validate();
     if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
     if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
+    prepare(design, fn);
+    const auto t0 = detail::driver_clock::now();
+    stats_ = {};
+    if (channel_ != nullptr) detail::relay_hello(*channel_, design, msg_);
+    std::uint64_t finished = 0;
+    const std::uint64_t total = design.trials();
+    const auto units = design.unit_order();
+    for (std::size_t next = 0;;) {
+      std::size_t pos = next++;
+      if (schedule) {
+        const auto p = schedule();
+        if (!p) break;
+        if (*p >= units.size())
+          detail::throw_invalid(
+              fn, "schedule",
+              "returned position " + std::to_string(*p) + " of " + std::to_string(units.size()) + " units");
+        pos = *p;
+      } else if (pos >= units.size()) {
+        break;
+      }
+      const auto [item, s] = units[pos];
+      std::vector<std::size_t> todo;
+      for (auto ai : design.arm_order(item, s)) {
+        if (done.count(trial_key{item, s, design.arms[ai].label}) != 0) {
+          ++stats_.skipped;
+          continue;
+        }
+        todo.push_back(ai);
+      }
+      if (!todo.empty()) run_unit(design, tasks, item, s, todo, sink);
+      finished += design.arms.size();
+      if (progress) progress(finished, total);
+    }
+    if (channel_ != nullptr) detail::send_control(*channel_, json_value::object({{"op", "done"}}));
+    stats_.wall_s = detail::seconds_since(t0);
+    return stats_;
+  }
+
+  /// @brief Sends every relay of later run()s through `channel` to a peer process that serves agent
+  /// A (serve_sender on its own driver, same design and tasks); nullptr (the default): agent A runs
+  /// in this process. Over a channel, records carry transfer_measured_s, and a frame damaged on the
+  /// link is rejected and recorded as relay_error (never imported). The channel must outlive the runs.
+  void set_relay_channel(relay_channel* channel) noexcept { channel_ = channel; }
+
+  /// @brief Serves as agent A for a driver at the other end of `channel` until it sends "done":
+  /// checks that the two designs agree (design_hash), then for each relay request reads the unit's
+  /// document (once per unit), exports, applies the arm's policy or placebo, encodes, reports its
+  /// stage timings and sends the wire frame. An error in a relay is reported to the receiver
+  /// (which stops with it) and serving goes on.
+  /// @returns the statistics (trials = relays served).
+  /// @throws invalid_argument if the design is invalid or differs from the receiver's (the receiver is
+  ///         told first); link_error if the link fails.
+  driver_stats serve_sender(const trial_design& design, const task_source& tasks, relay_channel& channel) {
+    constexpr std::string_view fn = "trial_driver::serve_sender";
+    if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
+    const auto t0 = detail::driver_clock::now();
+    stats_ = {};
+    std::vector<std::byte> buf;
+    {
+      const json_value h = detail::receive_control(channel, buf);
+      const json_value* op = h.find("op");
+      const json_value* hash = h.find("design_hash");
+      const std::string mine = design.design_hash();
+      if (op == nullptr || !op->is_string() || op->as_string() != "hello" || hash == nullptr ||
+          !hash->is_string() || hash->as_string() != mine) {
+        const std::string why = "the receiver's design (hash " +
+                                (hash != nullptr && hash->is_string() ? hash->as_string() : "?") +
+                                ") differs from the relay peer's (hash " + mine +
+                                "): run both with the same options";
+        detail::send_control(channel, json_value::object({{"error", why}}));
+        detail::throw_invalid(fn, "design", why);
+      }
+      try {
+        prepare(design, fn);
+      } catch (const error& e) {
+        detail::send_control(channel, json_value::object({{"error", std::string(e.what())}}));
+        throw;
+      }
+      detail::send_control(channel, json_value::object({{"ok", true}}));
+    }
+    std::optional<sender_read<Backend>> a;  // A's read of the current unit's document
+    bool have_unit = false;                 // a holds the read of unit (unit_item, unit_seed)
+    std::uint64_t unit_item = 0, unit_seed = 0;
+    for (;;) {
+      const json_value q = detail::receive_control(channel, buf);
+      const json_value* op = q.find("op");
+      if (op != nullptr && op->is_string() && op->as_string() == "done") break;
+      sent_relay out;
+      std::string failure;
+      try {
+        const auto item = static_cast<std::uint64_t>(q.at("item").as_int64());
+        const auto s = static_cast<std::uint64_t>(q.at("seed").as_int64());
+        const std::string& label = q.at("arm").as_string();
+        const auto next = static_cast<position_t>(q.at("receiver_next").as_int64());
+        const auto it = std::find_if(design.arms.begin(), design.arms.end(),
+                                     [&](const trial_arm& x) { return x.label == label; });
+        if (it == design.arms.end() || item >= design.items || s >= design.seeds)
+          detail::throw_invalid(fn, "request",
+                                "names no trial of the design (item " + std::to_string(item) + ", seed " +
+                                    std::to_string(s) + ", arm '" + label + "')");
+        const trial_task task = tasks(item, s);
+        const bool needs_read =
+            it->needs_sender() && it->kind != arm_kind::cross_model && it->kind != arm_kind::drifted;
+        if (needs_read && (!have_unit || unit_item != item || unit_seed != s)) {
+          if (a) close_seq(a->seq);
+          a.reset();
+          have_unit = false;
+          a = read_document(engine_, task.document, score_window_ >= 0);
+          have_unit = true;
+          unit_item = item;
+          unit_seed = s;
+        }
+        out = send_half(design, tasks, task, *it, a, next);
+      } catch (const error& e) {
+        failure = e.what();
+      }
+      if (!failure.empty()) {
+        detail::send_control(channel, json_value::object({{"error", failure}}));
+        continue;
+      }
+      json_value m = json_value::object();
+      m.set("a_prefill_s", out.a_prefill_s);
+      m.set("export_s", out.export_s);
+      m.set("policy_s", out.policy_s);
+      m.set("encode_s", out.encode_s);
+      m.set("sender_fingerprint", out.sender_fingerprint);
+      m.set("policy", out.policy);
+      m.set("bytes", static_cast<double>(out.frame.size()));
+      detail::send_control(channel, m);
+      channel.receive(buf);  // "go": the receiver starts its clock
+      channel.send(out.frame);
+      ++stats_.trials;
+    }
+    if (a) close_seq(a->seq);
+    stats_.wall_s = detail::seconds_since(t0);
+    return stats_;
+  }
+
+  /// @brief The statistics of the last run().
+  [[nodiscard]] const driver_stats& stats() const noexcept { return stats_; }
+
+ private:
+  // Checks the design against the engine and sets what every trial reads (capabilities, attention
+  // window, HMAC key, fingerprints, derangement); `fn` names the public function in errors.
+  void prepare(const trial_design& design, std::string_view fn) {
+    design.validate();
     const backend_info& info = engine_.info();
     if (info.vocab_size <= 0 || info.fingerprint.n_layers <= 0)
-      LATENTAUDIT_THROW(backend_error("trial_driver::run: engine '" + info.name + "' reports vocab_size " +
+      LATENTAUDIT_THROW(backend_error(std::string(fn) + ": engine '" + info.name + "' reports vocab_size " +
                                       std::to_string(info.vocab_size) + " and " +
                                       std::to_string(info.fingerprint.n_layers) + " layers"));
     caps_ = engine_capabilities(engine_);
@@ -161,8 +357,6 @@ class trial_driver {
       }
     }
     missing_ = unavailable_metrics(caps_);
-    const auto t0 = detail::driver_clock::now();
-    stats_ = {};
     key_ = relay_hmac_key(design.seed);
     receiver_text_ = fingerprint_text(engine_.info().fingerprint);
     partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
@@ -175,29 +369,8 @@ class trial_driver {
     for (const auto& a : design.arms)
       if (a.kind == arm_kind::deranged)
         derangement_ = random_derangement(static_cast<std::size_t>(design.items), design.seed);
-    std::uint64_t finished = 0;
-    const std::uint64_t total = design.trials();
-    for (const auto& [item, s] : design.unit_order()) {
-      std::vector<std::size_t> todo;
-      for (auto ai : design.arm_order(item, s)) {
-        if (done.count(trial_key{item, s, design.arms[ai].label}) != 0) {
-          ++stats_.skipped;
-          continue;
-        }
-        todo.push_back(ai);
-      }
-      if (!todo.empty()) run_unit(design, tasks, item, s, todo, sink);
-      finished += design.arms.size();
-      if (progress) progress(finished, total);
-    }
-    stats_.wall_s = detail::seconds_since(t0);
-    return stats_;
   }
 
-  /// @brief The statistics of the last run().
-  [[nodiscard]] const driver_stats& stats() const noexcept { return stats_; }
-
- private:
   template <class F>
   auto backend_call(double& into, F&& f) {
     const auto t = detail::driver_clock::now();
@@ -338,8 +511,8 @@ class trial_driver {
       ref = make_text_reference(out.logits, std::move(out.hidden));
       close_seq(b);
     }
-    bool need_a = false;
-    for (auto ai : todo) {
+    bool need_a = false;  // with a relay channel, agent A reads in the peer process
+    for (auto ai : channel_ != nullptr ? std::vector<std::size_t>{} : todo) {
       need_a |= d.arms[ai].needs_sender() && d.arms[ai].kind != arm_kind::cross_model &&
                 d.arms[ai].kind != arm_kind::drifted;
     }
@@ -386,6 +559,149 @@ class trial_driver {
     if (a) close_seq(a->seq);
   }
 
+  // What agent A hands the link for one relay: the wire frame, A's stage timings, its engine's
+  // fingerprint and (KV arms) the policy's record; over a real link also the measured crossing time.
+  struct sent_relay {
+    std::vector<std::byte> frame;
+    double a_prefill_s = 0, export_s = 0, policy_s = 0, encode_s = 0;
+    std::string sender_fingerprint;
+    json_value policy;
+    std::optional<double> measured_s;
+  };
+
+  // Agent A's half of a relay, in this process: the text, or A's cache exported → policy or
+  // placebo → encoded. `a` is A's read of the unit's document (arms other than cross_model and
+  // drifted); receiver_next is B's next free position (for the policy's placement).
+  sent_relay send_half(const trial_design& d, const task_source& tasks, const trial_task& task,
+                       const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
+                       position_t receiver_next) {
+    sent_relay out;
+    const auto& fp = engine_.info().fingerprint;
+    const std::span<const std::byte> key =
+        d.authenticate ? std::span<const std::byte>(key_) : std::span<const std::byte>{};
+    if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
+      out.a_prefill_s = a->seconds;
+      out.sender_fingerprint = receiver_text_;
+      text_relay msg{.as_tokens = true,
+                     .tokens = arm.kind == arm_kind::text_full ? task.relay_text()
+                                                               : task.document_prefix_pairs(arm.budget)};
+      const auto t = detail::driver_clock::now();
+      out.frame = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
+      out.encode_s = detail::seconds_since(t);
+      return out;
+    }
+    // KV arms: export → policy / placebo → wire.
+    kv_block block;
+    const std::int64_t n = static_cast<std::int64_t>(task.document.size());
+    if (arm.kind == arm_kind::drifted) {  // a drifted copy of B's model reads the document
+      Backend& se = *sender(arm.sender);
+      auto sa = read_document(se, task.document, false);
+      out.a_prefill_s = sa.seconds;
+      block = backend_call(out.export_s, [&] {
+        return se.export_kv(sa.seq.id(), index_range{0, n}, index_range{0, se.info().fingerprint.n_layers});
+      });
+      check_export(se, block, n);
+      close_seq(sa.seq);
+      out.sender_fingerprint = fingerprint_text(se.info().fingerprint);
+    } else if (arm.kind == arm_kind::cross_model) {
+      auto pa = read_document(*partner_, task.document, false);
+      out.a_prefill_s = pa.seconds;
+      block = backend_call(out.export_s, [&] {
+        return partner_->export_kv(pa.seq.id(), index_range{0, n},
+                                   index_range{0, partner_->info().fingerprint.n_layers});
+      });
+      check_export(*partner_, block, n);
+      close_seq(pa.seq);
+      out.sender_fingerprint = partner_text_;
+    } else {
+      out.a_prefill_s = a->seconds;
+      out.sender_fingerprint = receiver_text_;
+      block = backend_call(out.export_s, [&] {
+        return engine_.export_kv(a->seq.id(), index_range{0, n}, index_range{0, fp.n_layers});
+      });
+      check_export(engine_, block, n);
+    }
+    // Placement is the policy's (append_after places the relay after the receiver's tokens).
+    policy_context ctx{.seed = policy_seed(d, task.seed), .item = task.item, .receiver_next = receiver_next};
+    if (a && a->scores) {  // H2O, PyramidKV and SnapKV read the sender's attention
+      ctx.token_scores = a->scores->token;
+      ctx.layer_token_scores = a->scores->layer_token;
+      if (const auto* sk = std::get_if<snapkv_spec>(&arm.policy.tokens))
+        ctx.window_attention = a->scores->last_window(sk->window);
+    }
+    auto t = detail::driver_clock::now();
+    transfer_record tr;
+    if (arm.kind == arm_kind::deranged) {
+      const std::uint64_t donor = derangement_[static_cast<std::size_t>(task.item)];
+      const trial_task dt = tasks(donor, task.seed);
+      out.policy_s += detail::seconds_since(t);
+      auto da = read_document(engine_, dt.document, false);
+      out.a_prefill_s += da.seconds;
+      const auto dn = static_cast<std::int64_t>(dt.document.size());
+      kv_block donor_block = backend_call(out.export_s, [&] {
+        return engine_.export_kv(da.seq.id(), index_range{0, dn}, index_range{0, fp.n_layers});
+      });
+      check_export(engine_, donor_block, dn);
+      close_seq(da.seq);
+      t = detail::driver_clock::now();
+      block = detail::relay_length_matched(donor_block, n, 0);
+      tr.policy = "deranged";
+      tr.placebo = placebo_kind::deranged;
+    } else if (arm.kind == arm_kind::zeroed) {
+      block = detail::relay_zeroed_placebo(block);
+      tr.policy = "zeroed";
+      tr.placebo = placebo_kind::zeroed;
+    } else if (arm.kind == arm_kind::random) {
+      block = detail::relay_random_placebo(block, ctx.seed, task.item);
+      tr.policy = "random";
+      tr.placebo = placebo_kind::random;
+    } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy ||
+               arm.kind == arm_kind::drifted) {  // drifted: the whole cache (its policy keeps everything)
+      tr = detail::relay_apply_policy(arm.policy, block, ctx);
+    } else {
+      tr.policy = "cross_model";
+    }
+    out.policy_s += detail::seconds_since(t);
+    t = detail::driver_clock::now();
+    out.frame =
+        detail::relay_encode_kv(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
+    out.encode_s = detail::seconds_since(t);
+    out.policy = detail::relay_transfer_json(tr, arm.wire_quantize);
+    return out;
+  }
+
+  // Agent A's half over the relay channel: request → A's report → "go" → the frame. The measured
+  // crossing time is B's clock from sending "go" to holding the whole frame (one small message
+  // one way, then the frame one way; A's work is done before "go"): no clock is shared.
+  sent_relay remote_half(const trial_task& task, const trial_arm& arm, position_t receiver_next) {
+    json_value q = json_value::object();
+    q.set("op", "relay");
+    q.set("item", static_cast<double>(task.item));
+    q.set("seed", static_cast<double>(task.seed));
+    q.set("arm", arm.label);
+    q.set("receiver_next", static_cast<double>(receiver_next));
+    detail::send_control(*channel_, q);
+    const json_value m = detail::receive_control(*channel_, msg_);
+    sent_relay out;
+    if (const json_value* e = m.find("error"); e != nullptr)
+      LATENTAUDIT_THROW(backend_error("trial_driver::run: the relay peer (agent A) failed on item " +
+                                      std::to_string(task.item) + ", arm '" + arm.label +
+                                      "': " + (e->is_string() ? e->as_string() : write_json(*e))));
+    out.a_prefill_s = detail::control_seconds(m, "a_prefill_s");
+    out.export_s = detail::control_seconds(m, "export_s");
+    out.policy_s = detail::control_seconds(m, "policy_s");
+    out.encode_s = detail::control_seconds(m, "encode_s");
+    if (const json_value* f = m.find("sender_fingerprint"); f != nullptr && f->is_string())
+      out.sender_fingerprint = f->as_string();
+    if (const json_value* p = m.find("policy"); p != nullptr) out.policy = *p;
+    static constexpr std::byte go[] = {std::byte{'g'}, std::byte{'o'}};
+    const auto t0 = detail::driver_clock::now();
+    channel_->send(go);
+    channel_->receive(out.frame);
+    out.measured_s = detail::seconds_since(t0);
+    return out;
+  }
+
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
                        const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
                        const text_reference& ref) {
@@ -403,130 +719,68 @@ class trial_driver {
     auto b = open_seq(engine_);
     if (arm.kind == arm_kind::no_comm) {
       prefix = task.no_relay_prefix;
-    } else if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
-      L.a_prefill_s = a->seconds;
-      r.sender_fingerprint = r.receiver_fingerprint;
-      text_relay msg{.as_tokens = true,
-                     .tokens = arm.kind == arm_kind::text_full ? task.relay_text()
-                                                               : task.document_prefix_pairs(arm.budget)};
-      auto t = detail::driver_clock::now();
-      const auto bytes = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
-      L.encode_s = detail::seconds_since(t);
-      r.bytes = bytes.size();
-      L.transfer_s = d.link.transfer_seconds(r.bytes);
-      t = detail::driver_clock::now();
-      auto dec = detail::relay_decode(
-          bytes, wire_decode_options{.hmac_key = key, .require_authentication = d.authenticate});
-      L.decode_s = detail::seconds_since(t);
-      prefix = std::move(dec.text.tokens);
-      relayed = static_cast<std::int64_t>(prefix.size());
-      r.relay_tokens = relayed;
     } else {
-      // KV arms: export → policy / placebo → wire → import.
-      kv_block block;
-      const std::int64_t n = static_cast<std::int64_t>(task.document.size());
-      if (arm.kind == arm_kind::drifted) {  // a drifted copy of B's model reads the document
-        Backend& se = *sender(arm.sender);
-        auto sa = read_document(se, task.document, false);
-        L.a_prefill_s = sa.seconds;
-        block = backend_call(L.export_s, [&] {
-          return se.export_kv(sa.seq.id(), index_range{0, n}, index_range{0, se.info().fingerprint.n_layers});
-        });
-        check_export(se, block, n);
-        close_seq(sa.seq);
-        r.sender_fingerprint = fingerprint_text(se.info().fingerprint);
-      } else if (arm.kind == arm_kind::cross_model) {
-        auto pa = read_document(*partner_, task.document, false);
-        L.a_prefill_s = pa.seconds;
-        block = backend_call(L.export_s, [&] {
-          return partner_->export_kv(pa.seq.id(), index_range{0, n},
-                                     index_range{0, partner_->info().fingerprint.n_layers});
-        });
-        check_export(*partner_, block, n);
-        close_seq(pa.seq);
-        r.sender_fingerprint = partner_text_;
-      } else {
-        L.a_prefill_s = a->seconds;
-        r.sender_fingerprint = r.receiver_fingerprint;
-        block = backend_call(L.export_s, [&] {
-          return engine_.export_kv(a->seq.id(), index_range{0, n}, index_range{0, fp.n_layers});
-        });
-        check_export(engine_, block, n);
-      }
-      // Placement is the policy's (append_after places the relay after the receiver's tokens).
-      policy_context ctx{.seed = policy_seed(d, task.seed),
-                         .item = task.item,
-                         .receiver_next = engine_.next_position(b.id())};
-      if (a && a->scores) {  // H2O, PyramidKV and SnapKV read the sender's attention
-        ctx.token_scores = a->scores->token;
-        ctx.layer_token_scores = a->scores->layer_token;
-        if (const auto* sk = std::get_if<snapkv_spec>(&arm.policy.tokens))
-          ctx.window_attention = a->scores->last_window(sk->window);
-      }
-      auto t = detail::driver_clock::now();
-      transfer_record tr;
-      if (arm.kind == arm_kind::deranged) {
-        const std::uint64_t donor = derangement_[static_cast<std::size_t>(task.item)];
-        const trial_task dt = tasks(donor, task.seed);
-        L.policy_s += detail::seconds_since(t);
-        auto da = read_document(engine_, dt.document, false);
-        L.a_prefill_s += da.seconds;
-        const auto dn = static_cast<std::int64_t>(dt.document.size());
-        kv_block donor_block = backend_call(L.export_s, [&] {
-          return engine_.export_kv(da.seq.id(), index_range{0, dn}, index_range{0, fp.n_layers});
-        });
-        check_export(engine_, donor_block, dn);
-        close_seq(da.seq);
-        t = detail::driver_clock::now();
-        block = detail::relay_length_matched(donor_block, n, 0);
-        tr.policy = "deranged";
-        tr.placebo = placebo_kind::deranged;
-      } else if (arm.kind == arm_kind::zeroed) {
-        block = detail::relay_zeroed_placebo(block);
-        tr.policy = "zeroed";
-        tr.placebo = placebo_kind::zeroed;
-      } else if (arm.kind == arm_kind::random) {
-        block = detail::relay_random_placebo(block, ctx.seed, task.item);
-        tr.policy = "random";
-        tr.placebo = placebo_kind::random;
-      } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy ||
-                 arm.kind == arm_kind::drifted) {  // drifted: the whole cache (its policy keeps everything)
-        tr = detail::relay_apply_policy(arm.policy, block, ctx);
-      } else {
-        tr.policy = "cross_model";
-      }
-      L.policy_s += detail::seconds_since(t);
-      t = detail::driver_clock::now();
-      const auto bytes =
-          detail::relay_encode_kv(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
-      L.encode_s = detail::seconds_since(t);
-      r.bytes = bytes.size();
+      // The sender's half (A reads, exports, applies the policy or placebo, encodes) runs in this
+      // process, or in the peer process at the far end of the relay channel (serve_sender); the
+      // wire frame reaches the receiver's half either way.
+      const bool is_text = arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget;
+      const position_t receiver_next = engine_.next_position(b.id());
+      sent_relay sent = channel_ == nullptr ? send_half(d, tasks, task, arm, a, receiver_next)
+                                            : remote_half(task, arm, receiver_next);
+      L.a_prefill_s = sent.a_prefill_s;
+      L.export_s = sent.export_s;
+      L.policy_s = sent.policy_s;
+      L.encode_s = sent.encode_s;
+      r.sender_fingerprint = std::move(sent.sender_fingerprint);
+      r.bytes = sent.frame.size();
       L.transfer_s = d.link.transfer_seconds(r.bytes);
-      t = detail::driver_clock::now();
+      r.transfer_measured_s = sent.measured_s;
       const bool forced = arm.kind == arm_kind::cross_model || arm.kind == arm_kind::drifted;
-      auto dec =
-          detail::relay_decode(bytes, wire_decode_options{.hmac_key = key,
-                                                          .require_authentication = d.authenticate,
-                                                          .expected_fingerprint = forced ? nullptr : &fp});
-      // an element type the engine does not import is converted (part of the receiver's decoding)
-      if (!caps_.kv_dtypes.empty() &&
-          std::find(caps_.kv_dtypes.begin(), caps_.kv_dtypes.end(), dec.kv.type()) == caps_.kv_dtypes.end())
-        dec.kv = dec.kv.converted(caps_.kv_dtypes.front());
-      L.decode_s = detail::seconds_since(t);
-      relayed = dec.kv.n_tokens();
-      r.relay_tokens = relayed;
-      backend_call(L.import_s, [&] { engine_.import_kv(b.id(), dec.kv, import_options{.force = forced}); });
-      // B's own tokens follow the document's positions when the relay keeps them; after a
-      // renumbered or appended relay they follow the relay itself.
-      const position_t next = engine_.next_position(b.id());
-      first = arm.policy.mode == position_mode::preserve ? static_cast<position_t>(n) : next;
-      if (!caps_.position_gaps && first != next)
-        detail::throw_invalid("trial_driver::run", "design.arms",
-                              "arm '" + arm.label +
-                                  "' left a position gap before B's tokens (the relay ends at " +
-                                  std::to_string(next) + ", B starts at " + std::to_string(first) +
-                                  "), which engine '" + name + "' refuses");
-      r.policy = detail::relay_transfer_json(tr, dec.quantization);
+      auto t = detail::driver_clock::now();
+      std::optional<decoded_relay> dec;
+      try {
+        dec = detail::relay_decode(
+            sent.frame, wire_decode_options{.hmac_key = key,
+                                            .require_authentication = d.authenticate,
+                                            .expected_fingerprint = is_text || forced ? nullptr : &fp});
+        if (dec->kind != (is_text ? relay_kind::text_tokens : relay_kind::kv))
+          LATENTAUDIT_THROW(corrupt_data("decode_relay: the frame carries another kind of relay than arm '" +
+                                         arm.label + "' sends"));
+      } catch (const corrupt_data& e) {
+        if (channel_ == nullptr) throw;  // a frame that never left the process cannot be damaged
+        r.relay_error = e.what();        // damaged on the link: rejected, recorded, never imported
+        dec.reset();
+      }
+      if (dec && is_text) {
+        L.decode_s = detail::seconds_since(t);
+        prefix = std::move(dec->text.tokens);
+        relayed = static_cast<std::int64_t>(prefix.size());
+        r.relay_tokens = relayed;
+      } else if (dec) {
+        // an element type the engine does not import is converted (part of the receiver's decoding)
+        if (!caps_.kv_dtypes.empty() && std::find(caps_.kv_dtypes.begin(), caps_.kv_dtypes.end(),
+                                                  dec->kv.type()) == caps_.kv_dtypes.end())
+          dec->kv = dec->kv.converted(caps_.kv_dtypes.front());
+        L.decode_s = detail::seconds_since(t);
+        relayed = dec->kv.n_tokens();
+        r.relay_tokens = relayed;
+        backend_call(L.import_s,
+                     [&] { engine_.import_kv(b.id(), dec->kv, import_options{.force = forced}); });
+        // B's own tokens follow the document's positions when the relay keeps them; after a
+        // renumbered or appended relay they follow the relay itself.
+        const auto n = static_cast<std::int64_t>(task.document.size());
+        const position_t next = engine_.next_position(b.id());
+        first = arm.policy.mode == position_mode::preserve ? static_cast<position_t>(n) : next;
+        if (!caps_.position_gaps && first != next)
+          detail::throw_invalid("trial_driver::run", "design.arms",
+                                "arm '" + arm.label +
+                                    "' left a position gap before B's tokens (the relay ends at " +
+                                    std::to_string(next) + ", B starts at " + std::to_string(first) +
+                                    "), which engine '" + name + "' refuses");
+      } else {
+        L.decode_s = detail::seconds_since(t);
+      }
+      if (!is_text) r.policy = std::move(sent.policy);
     }
     // B: own prompt + query (after a text prefix when the relay is text or nothing).
     std::vector<token_id> ctx = prefix;
@@ -584,6 +838,8 @@ class trial_driver {
 
   Backend& engine_;
   Partner* partner_;
+  relay_channel* channel_ = nullptr;  // set_relay_channel: agent A in a peer process
+  std::vector<std::byte> msg_;        // control message buffer of the relay channel
   driver_stats stats_;
   std::array<std::byte, 32> key_{};
   std::vector<std::size_t> derangement_;

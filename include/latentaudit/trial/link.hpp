@@ -5,12 +5,15 @@
 #define LATENTAUDIT_TRIAL_LINK_HPP
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/error.hpp"
 
 namespace latentaudit {
 
@@ -66,6 +69,33 @@ struct link_preset {
                         "must be pcie4, pcie5, nvlink4, rdma100, rdma400 or custom:<GB/s>:<alpha µs>, got '" +
                             std::string(name) + "'");
 }
+
+/// @brief A real link failed: the peer closed it, a deadline passed, or a message's length
+/// prefix exceeds the receiver's limit (refused before anything is allocated).
+class link_error : public error {
+ public:
+  using error::error;
+};
+
+/// @brief A message channel between the process of agent B (the trial driver) and the process of
+/// agent A (its peer, trial_driver::serve_sender): whole messages, in order, each delivered intact
+/// or not at all. Implementations: dist/transport.hpp (tcp, mpi). The relay protocol on top of it
+/// is the driver's (docs/wire-format.md, "Relay over a real link").
+class relay_channel {
+ public:
+  relay_channel() = default;
+  relay_channel(const relay_channel&) = delete;
+  relay_channel& operator=(const relay_channel&) = delete;
+  virtual ~relay_channel() = default;
+  /// @brief Sends one message (blocks until it is handed to the link).
+  /// @throws link_error if the link fails or the deadline passes.
+  virtual void send(std::span<const std::byte> message) = 0;
+  /// @brief Receives the next message into `message` (replacing its contents).
+  /// @throws link_error if the link fails, the deadline passes or the message exceeds the limit.
+  virtual void receive(std::vector<std::byte>& message) = 0;
+  /// @brief The transport's name as records and reports show it ("tcp", "mpi").
+  [[nodiscard]] virtual std::string name() const = 0;
+};
 
 }  // namespace latentaudit
 

@@ -83,6 +83,13 @@ struct trial_record {
   /// first run's, which the record keeps (0 on a deterministic backend; meaningful only with repeats).
   std::uint32_t repeat_mismatches = 0;
   std::string link;  ///< link preset used for transfer_s
+  /// Measured seconds of the relay's wire frame crossing a real link (trial_driver::set_relay_channel):
+  /// the receiver's clock from its "go" message to holding the whole frame (docs/records.md); absent
+  /// (not written) when the relay stayed in one process or the arm relays nothing.
+  std::optional<double> transfer_measured_s;
+  /// Why the frame that crossed the link was rejected (CRC, HMAC, framing), when it was: the relay
+  /// failed and nothing was imported (B answered without it). Absent (not written) otherwise.
+  std::optional<std::string> relay_error;
   std::optional<double>
       attention_mass;  ///< B's attention mass on relayed tokens at the query (mean over layers, heads)
   std::optional<double>
@@ -163,6 +170,12 @@ namespace detail {
   num("policy_s", L.policy_s);
   num("encode_s", L.encode_s);
   num("transfer_s", L.transfer_s);
+  if (r.transfer_measured_s) {  // absent unless the relay crossed a real link
+    if (!(*r.transfer_measured_s >= 0))
+      throw_invalid(fn, "record.transfer_measured_s",
+                    "must be >= 0, got " + number_text(*r.transfer_measured_s));
+    num("transfer_measured_s", *r.transfer_measured_s);
+  }
   num("decode_s", L.decode_s);
   num("import_s", L.import_s);
   num("b_prefill_s", L.b_prefill_s);
@@ -236,7 +249,8 @@ namespace detail {
   str("receiver_fingerprint", r.receiver_fingerprint);
   key("policy");
   append_json(out, r.policy, {.indent = -1});
-  if (!r.unavailable.empty()) {  // absent when the engine produced every metric
+  if (r.relay_error) str("relay_error", *r.relay_error);  // absent unless a frame was rejected
+  if (!r.unavailable.empty()) {                           // absent when the engine produced every metric
     key("unavailable");
     out.push_back('{');
     for (std::size_t i = 0; i < r.unavailable.size(); ++i) {
@@ -342,6 +356,12 @@ namespace detail {
   r.repeat_mismatches =
       static_cast<std::uint32_t>(std::min<std::uint64_t>(count("repeat_mismatches", false), 0xFFFFFFFFull));
   r.link = text("link", false);
+  r.transfer_measured_s = opt("transfer_measured_s");
+  if (r.transfer_measured_s && *r.transfer_measured_s < 0) fail("transfer_measured_s", "must be >= 0");
+  if (const json_value* re = j.find("relay_error"); re != nullptr && !re->is_null()) {
+    if (!re->is_string()) fail("relay_error", "must be a string");
+    r.relay_error = re->as_string();
+  }
   r.attention_mass = opt("attention_mass");
   r.hidden_cosine = opt("hidden_cosine");
   r.next_token_kl = opt("next_token_kl");

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: relay transports — real links between the process of agent A and the process of
+// agent B, under the relay_channel interface of trial/link.hpp. tcp: POSIX stream sockets (loopback
+// or any host), each message framed by an 8-byte little-endian length, every wait bounded by a
+// deadline, and a length above the receiver's limit refused before anything is allocated. The mpi
+// transport is in dist/transport_mpi.hpp (built where MPI is). A fault-injecting wrapper tampers
+// with received messages, for tests of the receiver's rejection path. Spec: docs/wire-format.md,
+// "Relay over a real link".
+#ifndef LATENTAUDIT_DIST_TRANSPORT_HPP
+#define LATENTAUDIT_DIST_TRANSPORT_HPP
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "../core/detail/check.hpp"
+#include "../core/error.hpp"
+#include "../trial/link.hpp"
+
+namespace latentaudit::dist {
+
+/// @brief Limits of a transport: how long one wait may last and how large one message may be.
+struct transport_options {
+  double timeout_s = 120.0;  ///< deadline of each send, receive, connect or accept (> 0)
+  /// Largest message the receiver accepts (bytes); a longer length prefix is refused before
+  /// allocation (default 4 GiB: a KV frame of an 8B model at 16k tokens is 2 GiB in bf16).
+  std::uint64_t max_message_bytes = std::uint64_t{1} << 32;
+};
+
+/// @brief "HOST:PORT" split into host and port.
+struct host_port {
+  std::string host;    ///< name or address ("127.0.0.1", "node12", "::1" written "[::1]")
+  std::uint16_t port;  ///< 0..65535 (0 when listening: any free port)
+};
+
+/// @brief Parses "HOST:PORT" ("[v6 address]:PORT" for IPv6).
+/// @throws invalid_argument naming `what` if the text is not of that form.
+[[nodiscard]] inline host_port parse_host_port(std::string_view text, std::string_view what = "address") {
+  const auto colon = text.rfind(':');
+  auto bad = [&]() -> host_port {
+    latentaudit::detail::throw_invalid("parse_host_port", what,
+                                       "must read HOST:PORT, got '" + std::string(text) + "'");
+  };
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return bad();
+  std::string host(text.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned long port = 0;
+  for (char c : text.substr(colon + 1)) {
+    if (c < '0' || c > '9') return bad();
+    port = port * 10 + static_cast<unsigned long>(c - '0');
+    if (port > 65535) return bad();
+  }
+  if (host.empty()) return bad();
+  return {host, static_cast<std::uint16_t>(port)};
+}
+
+namespace detail {
+
+using transport_clock = std::chrono::steady_clock;
+
+[[noreturn]] inline void throw_link(const std::string& what) { LATENTAUDIT_THROW(link_error(what)); }
+
+inline transport_clock::time_point deadline_after(double s) {
+  return transport_clock::now() +
+         std::chrono::duration_cast<transport_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Waits until fd is ready for `events` or the deadline passes (link_error naming `what`).
+inline void wait_fd(int fd, short events, transport_clock::time_point deadline, const char* what) {
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - transport_clock::now());
+    if (left.count() <= 0) throw_link(std::string("tcp transport: timed out while ") + what);
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30)));
+    if (r > 0) return;
+    if (r < 0 && errno != EINTR)
+      throw_link(std::string("tcp transport: poll failed while ") + what + ": " + std::strerror(errno));
+  }
+}
+
+// An owned socket descriptor.
+class socket_fd {
+ public:
+  socket_fd() = default;
+  explicit socket_fd(int fd) noexcept : fd_(fd) {}
+  socket_fd(socket_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  socket_fd& operator=(socket_fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  ~socket_fd() { reset(); }
+  void reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+struct addrinfo_list {
+  addrinfo* head = nullptr;
+  ~addrinfo_list() {
+    if (head != nullptr) ::freeaddrinfo(head);
+  }
+};
+
+inline void resolve(const host_port& hp, bool passive, addrinfo_list& out) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  const std::string port = std::to_string(hp.port);
+  const int rc = ::getaddrinfo(hp.host.c_str(), port.c_str(), &hints, &out.head);
+  if (rc != 0 || out.head == nullptr)
+    throw_link("tcp transport: cannot resolve '" + hp.host + "': " + ::gai_strerror(rc));
+}
+
+}  // namespace detail
+
+/// @brief A connected TCP stream carrying length-prefixed messages (relay_channel). Made by
+/// tcp_transport::connect or tcp_listener::accept; moves, does not copy.
+class tcp_transport final : public relay_channel {
+ public:
+  /// @brief Connects to "HOST:PORT", retrying refused connections until the deadline (the peer
+  /// may still be starting).
+  /// @throws invalid_argument on a malformed address; link_error when no connection is made in time.
+  [[nodiscard]] static tcp_transport connect(std::string_view address, const transport_options& o = {}) {
+    check_options(o);
+    const host_port hp = parse_host_port(address, "address");
+    const auto deadline = detail::deadline_after(o.timeout_s);
+    std::string last = "no address";
+    for (;;) {
+      detail::addrinfo_list ai;
+      detail::resolve(hp, false, ai);
+      for (addrinfo* p = ai.head; p != nullptr; p = p->ai_next) {
+        detail::socket_fd s(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
+        if (s.get() < 0) continue;
+        if (::connect(s.get(), p->ai_addr, p->ai_addrlen) == 0) return tcp_transport(std::move(s), o);
+        last = std::strerror(errno);
+      }
+      if (detail::transport_clock::now() >= deadline)
+        detail::throw_link("tcp transport: cannot connect to '" + std::string(address) + "': " + last);
+      ::usleep(20000);
+    }
+  }
+
+  void send(std::span<const std::byte> message) override {
+    const auto deadline = detail::deadline_after(opt_.timeout_s);
+    const std::uint64_t n = message.size();
+    std::byte prefix[8];
+    std::memcpy(prefix, &n, 8);
+    write_all(std::span<const std::byte>(prefix, 8), deadline);
+    write_all(message, deadline);
+  }
+
+  void receive(std::vector<std::byte>& message) override {
+    const auto deadline = detail::deadline_after(opt_.timeout_s);
+    std::byte prefix[8];
+    read_all(std::span<std::byte>(prefix, 8), deadline);
+    std::uint64_t n = 0;
+    std::memcpy(&n, prefix, 8);
+    if (n > opt_.max_message_bytes)
+      detail::throw_link("tcp transport: the peer announces a message of " + std::to_string(n) +
+                         " bytes, above the limit of " + std::to_string(opt_.max_message_bytes) +
+                         " (transport_options::max_message_bytes); refused before allocation");
+    message.resize(static_cast<std::size_t>(n));
+    read_all(message, deadline);
+  }
+
+  [[nodiscard]] std::string name() const override { return "tcp"; }
+
+  /// @brief The options in force.
+  [[nodiscard]] const transport_options& options() const noexcept { return opt_; }
+
+  /// @brief Closes the stream (the peer's next receive fails with link_error).
+  void close() noexcept { fd_.reset(); }
+
+ private:
+  friend class tcp_listener;
+  tcp_transport(detail::socket_fd fd, const transport_options& o) : fd_(std::move(fd)), opt_(o) {
+    const int one = 1;  // relays are request/response: no Nagle delay on the small messages
+    (void)::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+
+  static void check_options(const transport_options& o) {
+    if (!(o.timeout_s > 0) || !(o.timeout_s < 1e9))
+      latentaudit::detail::throw_invalid("tcp_transport", "options.timeout_s", "must be in (0, 1e9) seconds");
+  }
+
+  void write_all(std::span<const std::byte> b, detail::transport_clock::time_point deadline) {
+    if (fd_.get() < 0) detail::throw_link("tcp transport: send on a closed link");
+    std::size_t off = 0;
+    while (off < b.size()) {
+      detail::wait_fd(fd_.get(), POLLOUT, deadline, "sending");
+      const ssize_t w = ::send(fd_.get(), b.data() + off, b.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w > 0) {
+        off += static_cast<std::size_t>(w);
+      } else if (w < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        detail::throw_link(std::string("tcp transport: send failed: ") + std::strerror(errno));
+      }
+    }
+  }
+
+  void read_all(std::span<std::byte> b, detail::transport_clock::time_point deadline) {
+    if (fd_.get() < 0) detail::throw_link("tcp transport: receive on a closed link");
+    std::size_t off = 0;
+    while (off < b.size()) {
+      detail::wait_fd(fd_.get(), POLLIN, deadline, "receiving");
+      const ssize_t r = ::recv(fd_.get(), b.data() + off, b.size() - off, MSG_DONTWAIT);
+      if (r > 0) {
+        off += static_cast<std::size_t>(r);
+      } else if (r == 0) {
+        detail::throw_link("tcp transport: the peer closed the link after " + std::to_string(off) + " of " +
+                           std::to_string(b.size()) + " bytes");
+      } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        detail::throw_link(std::string("tcp transport: receive failed: ") + std::strerror(errno));
+      }
+    }
+  }
+
+  detail::socket_fd fd_;
+  transport_options opt_;
+};
+
+/// @brief A listening TCP socket that accepts tcp_transport connections.
+class tcp_listener {
+ public:
+  /// @brief Listens on "HOST:PORT" (port 0: any free port; port() says which).
+  /// @throws invalid_argument on a malformed address; link_error if the address cannot be bound.
+  explicit tcp_listener(std::string_view address, const transport_options& o = {}) : opt_(o) {
+    tcp_transport::check_options(o);
+    const host_port hp = parse_host_port(address, "listen address");
+    detail::addrinfo_list ai;
+    detail::resolve(hp, true, ai);
+    std::string last = "no address";
+    for (addrinfo* p = ai.head; p != nullptr; p = p->ai_next) {
+      detail::socket_fd s(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
+      if (s.get() < 0) continue;
+      const int one = 1;
+      (void)::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (::bind(s.get(), p->ai_addr, p->ai_addrlen) == 0 && ::listen(s.get(), 4) == 0) {
+        sockaddr_storage a{};
+        socklen_t len = sizeof a;
+        if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&a), &len) == 0)
+          port_ = a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port)
+                                          : ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+        fd_ = std::move(s);
+        return;
+      }
+      last = std::strerror(errno);
+    }
+    detail::throw_link("tcp transport: cannot listen on '" + std::string(address) + "': " + last);
+  }
+
+  /// @brief The port listened on.
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+
+  /// @brief Accepts one connection, waiting at most options.timeout_s.
+  /// @throws link_error when none comes in time.
+  [[nodiscard]] tcp_transport accept() {
+    const auto deadline = detail::deadline_after(opt_.timeout_s);
+    for (;;) {
+      detail::wait_fd(fd_.get(), POLLIN, deadline, "waiting for the peer to connect");
+      const int c = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) return tcp_transport(detail::socket_fd(c), opt_);
+      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+        detail::throw_link(std::string("tcp transport: accept failed: ") + std::strerror(errno));
+    }
+  }
+
+ private:
+  detail::socket_fd fd_;
+  transport_options opt_;
+  std::uint16_t port_ = 0;
+};
+
+/// @brief Test hook: a relay_channel that forwards to another and lets `tamper(index, message)`
+/// change each received message (index counts received messages from 0) — flip a byte, truncate —
+/// so tests can check that the receiver rejects a damaged frame and never imports it.
+class fault_injecting_channel final : public relay_channel {
+ public:
+  /// @brief Tampers with messages received from `inner` (which must outlive this object).
+  fault_injecting_channel(relay_channel& inner,
+                          std::function<void(std::uint64_t index, std::vector<std::byte>& message)> tamper)
+      : inner_(inner), tamper_(std::move(tamper)) {}
+  void send(std::span<const std::byte> message) override { inner_.send(message); }
+  void receive(std::vector<std::byte>& message) override {
+    inner_.receive(message);
+    if (tamper_) tamper_(received_, message);
+    ++received_;
+  }
+  [[nodiscard]] std::string name() const override { return inner_.name(); }
+
+ private:
+  relay_channel& inner_;
+  std::function<void(std::uint64_t, std::vector<std::byte>&)> tamper_;
+  std::uint64_t received_ = 0;
+};
+
+}  // namespace latentaudit::dist
+
+#endif  // LATENTAUDIT_DIST_TRANSPORT_HPP
