@@ -92,6 +92,9 @@ struct audit_options {
   std::optional<double> latency_slo_s = {};
   /// receiver prefill throughput (tokens/s) for the cost projection; empty: a table at 3 throughputs
   std::optional<double> prefill_tokens_per_s = {};
+  /// `--link measured`: the cost verdicts (and the decision) use the link fitted from the records'
+  /// transfer_measured_s (fit_link, report/analyses/link_fit.hpp) as their primary link
+  bool link_measured = false;
 };
 
 /// @brief Accuracy and costs of one arm in one regime ("need", "no_need" or "all").

@@ -15,6 +15,7 @@
 #include "../config.hpp"
 #include "../core/json.hpp"
 #include "../trial/record.hpp"
+#include "analyses/link_fit.hpp"
 #include "audit.hpp"
 #include "cost.hpp"
 #include "decision.hpp"
@@ -28,11 +29,13 @@ namespace latentaudit {
 struct audit_report {
   audit_options options;  ///< levels, margins, bootstrap
   audit_core core;        ///< per-arm accuracy, paired effects, decomposition, CATE, noise, frontier
-  observational_result observational;  ///< production log and rollout demonstrations
-  cost_benefit_result cost;            ///< cost-benefit per link
-  relay_gate_result gate;              ///< the per-request relay gate
-  audit_decision decision;             ///< the checklist and verdict
-  std::vector<finding> findings;       ///< every gating finding, core first (no demonstration)
+  observational_result observational;   ///< production log and rollout demonstrations
+  cost_benefit_result cost;             ///< cost-benefit per link
+  link_fit_result link_fit;             ///< the link fitted from measured relays (transfer_measured_s)
+  std::vector<link_arm_row> link_rows;  ///< modeled vs measured transfer per arm (measured relays only)
+  relay_gate_result gate;               ///< the per-request relay gate
+  audit_decision decision;              ///< the checklist and verdict
+  std::vector<finding> findings;        ///< every gating finding, core first (no demonstration)
   /// the observational demonstrations' coverage checks (log.*, rollout.*): true by construction on
   /// a simulated log, teaching material, never among `findings` (a pipeline must not gate on them)
   std::vector<finding> demonstrations;

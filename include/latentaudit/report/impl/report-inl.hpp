@@ -47,6 +47,19 @@ namespace latentaudit {
   co.alpha = o.alpha;
   co.latency_slo_s = o.latency_slo_s;
   co.prefill_tokens_per_s = o.prefill_tokens_per_s;
+  // relays over a real link: the fitted link, and with --link measured the cost verdicts' link
+  r.link_fit = fit_link(records, link_fit_options{.level = 1.0 - o.alpha});
+  r.link_rows = link_by_arm(records, r.link_fit);
+  if (o.link_measured) {
+    if (!r.link_fit.ok() || !(r.link_fit.seconds_per_byte.estimate > 0))
+      detail::throw_invalid(
+          "build_audit_report", "options.link_measured",
+          "needs a fitted link, but " +
+              (r.link_fit.ok() ? std::string("the fitted slope is not positive") : r.link_fit.missing));
+    co.links = link_presets();
+    co.links.push_back(r.link_fit.as_link("measured"));
+    co.primary_link = "measured";
+  }
   r.cost = cost_benefit_analysis(records, co);
   relay_gate_options go;
   go.relay_arm = kv;
@@ -73,6 +86,7 @@ namespace latentaudit {
   dopt.relay_arm = kv;
   dopt.control_arm = nc;
   dopt.text_arm = tx;
+  if (o.link_measured) dopt.link = "measured";
   dopt.margin = o.equivalence_margin;
   r.decision = decide(r.findings, records, dopt);
   return r;
@@ -382,6 +396,39 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     }
     j.set("cost_projection", std::move(proj));
   }
+  if (r.link_fit.relays > 0 || r.link_fit.failed_relays > 0) {
+    json_value lf = json_value::object();
+    lf.set("relays", static_cast<double>(r.link_fit.relays));
+    lf.set("distinct_sizes", static_cast<double>(r.link_fit.distinct_sizes));
+    lf.set("failed_relays", static_cast<double>(r.link_fit.failed_relays));
+    lf.set("missing", r.link_fit.missing);
+    if (r.link_fit.ok()) {
+      lf.set("alpha_s", detail::estimate_json(r.link_fit.alpha_s));
+      lf.set("seconds_per_byte", detail::estimate_json(r.link_fit.seconds_per_byte));
+      lf.set("bandwidth_bytes_s", jopt(std::isfinite(r.link_fit.bandwidth_bytes_s)
+                                           ? std::optional<double>(r.link_fit.bandwidth_bytes_s)
+                                           : std::nullopt));
+      lf.set("bandwidth_low", jopt(r.link_fit.bandwidth_low));
+      lf.set("bandwidth_high", jopt(r.link_fit.bandwidth_high));
+    }
+    json_value rows = json_value::array_type{};
+    for (const auto& a : r.link_rows) {
+      json_value o = json_value::object();
+      o.set("arm", a.arm);
+      o.set("relays", static_cast<double>(a.relays));
+      o.set("failed", static_cast<double>(a.failed));
+      o.set("mean_bytes", a.mean_bytes);
+      o.set("mean_modeled_s", a.mean_modeled_s);
+      o.set("mean_measured_s", a.mean_measured_s);
+      o.set("median_measured_s", a.median_measured_s);
+      o.set("mean_fitted_s",
+            jopt(std::isfinite(a.mean_fitted_s) ? std::optional<double>(a.mean_fitted_s) : std::nullopt));
+      rows.push_back(std::move(o));
+    }
+    lf.set("arms", std::move(rows));
+    lf.set("used_by_cost", r.options.link_measured);
+    j.set("link_fit", std::move(lf));
+  }
   json_value gate;
   gate.set("missing", r.gate.missing);
   json_value feats = json_value::array_type{};
@@ -668,6 +715,42 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   }
   for (const auto& n : r.cost.notes) line("- " + n);
   line("");
+  if (r.link_fit.relays > 0 || r.link_fit.failed_relays > 0) {
+    const auto& F = r.link_fit;
+    line("## Link fitted from measured relays");
+    line("");
+    line(
+        "Relays that crossed a real link (`--relay-transport`): measured crossing time of the wire frame "
+        "(`transfer_measured_s`) against its size; least squares t = α + bytes / bandwidth, HC3 intervals "
+        "(docs/audit-report.md). " +
+        std::to_string(F.relays) + " relays of " + std::to_string(F.distinct_sizes) + " frame sizes; " +
+        std::to_string(F.failed_relays) + " rejected frames (relay_error) left out." +
+        (r.options.link_measured ? " The cost verdicts above use this link (`--link measured`)." : ""));
+    line("");
+    if (F.ok()) {
+      line(fmt::format("- α = {} [{}, {}]", detail::seconds_text(F.alpha_s.estimate),
+                       detail::seconds_text(F.alpha_s.ci_low), detail::seconds_text(F.alpha_s.ci_high)));
+      auto gbs = [](const std::optional<double>& x) {
+        return x ? fmt::format("{:.3g}", *x / 1e9) : std::string("unbounded");
+      };
+      line(fmt::format("- bandwidth = {} GB/s [{}, {}]",
+                       std::isfinite(F.bandwidth_bytes_s) ? fmt::format("{:.3g}", F.bandwidth_bytes_s / 1e9)
+                                                          : std::string("not positive"),
+                       F.bandwidth_low ? gbs(F.bandwidth_low) : std::string("0"), gbs(F.bandwidth_high)));
+    } else {
+      line("No fit: " + F.missing + ".");
+    }
+    line("");
+    line("| arm | relays | rejected | mean frame | modeled transfer | measured (mean / median) | fitted |");
+    line("|---|---|---|---|---|---|---|");
+    for (const auto& a : r.link_rows)
+      line(fmt::format(
+          "| {} | {} | {} | {} | {} | {} / {} | {} |", detail::md_escape(a.arm), a.relays, a.failed,
+          detail::bytes_text(a.mean_bytes), detail::seconds_text(a.mean_modeled_s),
+          detail::seconds_text(a.mean_measured_s), detail::seconds_text(a.median_measured_s),
+          std::isfinite(a.mean_fitted_s) ? detail::seconds_text(a.mean_fitted_s) : std::string("–")));
+    line("");
+  }
   line("## Per-request relay gate");
   line("");
   if (!r.gate.missing.empty()) {
