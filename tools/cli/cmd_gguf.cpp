@@ -15,11 +15,15 @@ namespace latentaudit::cli {
 namespace {
 
 std::vector<option_spec> export_options() {
-  return {{"--model", "DIR", "HF Llama checkpoint directory: config.json and model.safetensors (required)"},
-          {"--out", "FILE", "GGUF file to write (replaced whole, or not written on error) (required)"},
-          {"--dtype", "T", "storage of the 2-D weights: f32, f16 or bf16 (1-D norms stay f32); default f32"},
-          {"--name", "NAME", "general.name in the file; default the model directory's name"},
-          common_option("--pretty")};
+  return {
+      {"--model", "DIR", "HF Llama checkpoint directory: config.json and model.safetensors (required)"},
+      {"--out", "FILE", "GGUF file to write (replaced whole, or not written on error) (required)"},
+      {"--dtype", "T", "storage of the 2-D weights: f32, f16 or bf16 (1-D norms stay f32); default f32"},
+      {"--name", "NAME", "general.name in the file; default the model directory's name"},
+      {"--vocab", "FILE",
+       "copy the tokenizer (every tokenizer.* key) of this GGUF file, e.g. one of llama.cpp's "
+       "ggml-vocab-*.gguf; its token count must equal the checkpoint's vocab_size (default: no tokenizer)"},
+      common_option("--pretty")};
 }
 
 std::vector<option_spec> inspect_options() {
@@ -35,7 +39,8 @@ int run_export(std::span<const std::string> words) {
                   "biases or rope scaling; the model organisms included) into a GGUF file that llama.cpp\n"
                   "runs as architecture 'llama': hyperparameters as llama.cpp's convert_hf_to_gguf.py\n"
                   "writes them, Q and K rows permuted to llama.cpp's adjacent-pair RoPE, no tokenizer\n"
-                  "(tokenizer.ggml.model 'none', token ids only), and the reference backend's weights hash\n"
+                  "(tokenizer.ggml.model 'none', token ids only) unless --vocab copies one from another\n"
+                  "GGUF file, and the reference backend's weights hash\n"
                   "as latentaudit.source.weights_hash. Run llama.cpp with flash attention off and an f32\n"
                   "KV cache to reproduce the reference backend's logits (docs/gguf.md, docs/backends.md).\n"
                   "Prints a JSON summary. Bad input (another architecture, a missing or mis-shaped tensor)\n"
@@ -48,7 +53,9 @@ int run_export(std::span<const std::string> words) {
   const std::string model = args.require("--model");
   const std::string out = args.require("--out");
   const auto type = *parse_dtype(args.choice("--dtype", "f32", {"f32", "f16", "bf16"}));
-  const auto s = export_llama_gguf(model, out, {.type = type, .name = args.get("--name").value_or("")});
+  const auto s = export_llama_gguf(
+      model, out,
+      {.type = type, .name = args.get("--name").value_or(""), .vocab = args.get("--vocab").value_or("")});
   json_value j = json_value::object();
   j.set("out", out);
   j.set("architecture", "llama");
@@ -61,6 +68,7 @@ int run_export(std::span<const std::string> words) {
   j.set("kv_heads", s.config.n_kv_heads);
   j.set("head_dim", s.config.head_dim);
   j.set("tied_embeddings", s.config.tie_word_embeddings);
+  if (const auto v = args.get("--vocab")) j.set("tokenizer_from", *v);
   j.set("weights_hash", std::to_string(s.weights_hash));  // decimal text: u64 exceeds a JSON double
   print_json(j, args.has("--pretty"));
   return exit_ok;

@@ -34,6 +34,9 @@ struct backend_capabilities {
   bool position_gaps = false;
   std::vector<dtype> kv_dtypes;  ///< element types import_kv accepts (empty: any); the driver converts
                                  ///< a relayed block to the first listed type when its own is not listed
+  /// the model carries a text tokenizer (llama.cpp: a GGUF whose tokenizer.ggml.model is not "none";
+  /// llama_cpp_backend::tokenizer()), so text task fields can be tokenized and answers detokenized
+  bool tokenizer = false;
 };
 
 /// @brief Identity and limits of a backend.

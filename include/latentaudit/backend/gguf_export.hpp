@@ -11,7 +11,8 @@
 //    (head_dim, written always, so a head_dim other than hidden/heads is kept),
 //    rope.dimension_count (head_dim), rope.freq_base, attention.layer_norm_rms_epsilon;
 //  - tokenizer.ggml.model "none": token ids only, no tokenizer (llama.cpp requires the key, and
-//    with "none" sizes its vocabulary from llama.vocab_size);
+//    with "none" sizes its vocabulary from llama.vocab_size); or, with options.vocab, every
+//    tokenizer.* key of another GGUF file (a real tokenizer of the same vocabulary size);
 //  - latentaudit.source.architecture (the HF architecture) and latentaudit.source.weights_hash
 //    (u64): the reference backend's fingerprint hash of the source weights (backend_info::
 //    fingerprint.weights_hash of reference_cpu_backend::load on the same directory), so an engine
@@ -53,6 +54,10 @@ namespace latentaudit {
 struct gguf_export_options {
   dtype type = dtype::f32;  ///< storage of the 2-D weights: f32, f16 or bf16 (1-D norms stay f32)
   std::string name;         ///< general.name; empty: the model directory's name
+  /// A GGUF file whose tokenizer to copy (every `tokenizer.*` key, e.g. one of llama.cpp's
+  /// ggml-vocab-*.gguf): the model then carries a real tokenizer instead of tokenizer.ggml.model
+  /// "none". Its token count must equal the checkpoint's vocab_size. Empty: no tokenizer.
+  std::filesystem::path vocab;
 };
 
 /// @brief What export_llama_gguf wrote.
@@ -114,6 +119,24 @@ struct gguf_export_summary {
   }
   gguf_export_summary summary;
   const llama_config c = llama_config::from_json(cfg_json, cfg_path.string());
+  // The tokenizer to copy, checked before any weight is read.
+  std::vector<std::pair<std::string, gguf_value>> tokenizer_keys;
+  if (!o.vocab.empty()) {
+    (void)detail::require_regular_file(o.vocab, "gguf export: vocab");
+    const auto vf = gguf_file::open(o.vocab);
+    for (const auto& [key, v] : vf.metadata())
+      if (key.rfind("tokenizer.", 0) == 0) tokenizer_keys.emplace_back(key, v);
+    const gguf_value* toks = vf.find("tokenizer.ggml.tokens");
+    const gguf_value* model = vf.find("tokenizer.ggml.model");
+    if (toks == nullptr || !toks->is_array() || model == nullptr ||
+        model->type() != gguf_value_type::string || model->as_string() == "none")
+      LATENTAUDIT_THROW(corrupt_data("gguf export: vocab '" + o.vocab.string() +
+                                     "' has no tokenizer (tokenizer.ggml.model and tokenizer.ggml.tokens)"));
+    if (static_cast<std::int64_t>(toks->size()) != c.vocab_size)
+      LATENTAUDIT_THROW(
+          corrupt_data("gguf export: vocab '" + o.vocab.string() + "' has " + std::to_string(toks->size()) +
+                       " tokens, but config.json's vocab_size is " + std::to_string(c.vocab_size)));
+  }
   summary.config = c;
   const auto st_path = model_dir / "model.safetensors";
   (void)detail::require_regular_file(st_path, "gguf export: weights");
@@ -203,7 +226,10 @@ struct gguf_export_summary {
   w.set(arch + ".rope.dimension_count", u32(hd));
   w.set(arch + ".rope.freq_base", gguf_value::of(c.rope_theta));
   w.set(arch + ".attention.layer_norm_rms_epsilon", gguf_value::of(c.rms_norm_eps));
-  w.set("tokenizer.ggml.model", gguf_value::of("none"));
+  if (tokenizer_keys.empty())
+    w.set("tokenizer.ggml.model", gguf_value::of("none"));
+  else
+    for (const auto& [key, v] : tokenizer_keys) w.set(key, v);
   w.set("latentaudit.source.architecture", gguf_value::of(c.architecture));
   w.set("latentaudit.source.weights_hash", gguf_value::of(summary.weights_hash));
   for (const auto& s : plan) {

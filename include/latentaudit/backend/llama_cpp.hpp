@@ -25,7 +25,8 @@
 //                          (one decode on its scratch sequence, then removed) before any export, so
 //                          an export right after a shift sees rotated keys
 // Declared capabilities: no attention capture, no hidden state, no partial-layer or token-mask
-// import, no position gaps, native shift, f32/f16/bf16 blobs. Blobs carry the context's V
+// import, no position gaps, native shift, f32/f16/bf16 blobs, a tokenizer when the GGUF has one
+// (tokenizer()). Blobs carry the context's V
 // transposition (flash attention), cache type and stream count: the adapter reads them from a probe
 // of its own context at construction and writes imports the same way; it needs a single stream
 // (kv_unified, or n_seq_max 1) and a cache type the blob parser reads (F32, F16, BF16).
@@ -57,6 +58,7 @@
 #include "capabilities.hpp"
 #include "concepts.hpp"
 #include "llama_cpp_runtime.hpp"
+#include "llama_cpp_tokenizer.hpp"
 
 namespace latentaudit {
 
@@ -352,6 +354,12 @@ class llama_cpp_backend {
     q.n = count_cells(s);
   }
 
+  /// @brief The model's own tokenizer (non-owning: valid while this backend lives; see
+  /// backend/llama_cpp_tokenizer.hpp). info().caps.tokenizer says whether there is one.
+  /// @throws invalid_argument if the GGUF has no tokenizer (tokenizer.ggml.model "none", as
+  ///         `latentaudit gguf export` writes without --vocab).
+  [[nodiscard]] llama_cpp_tokenizer tokenizer() const { return llama_cpp_tokenizer(model_); }
+
   /// @brief Token ids of `text` under the GGUF's tokenizer (special tokens parsed).
   /// @throws invalid_argument if the model has no tokenizer or the text does not tokenize.
   [[nodiscard]] std::vector<token_id> tokenize(std::string_view text, bool add_special = true) const {
@@ -451,7 +459,8 @@ class llama_cpp_backend {
                   .partial_layer_import = false,
                   .token_mask_import = false,
                   .position_gaps = false,
-                  .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16}};
+                  .kv_dtypes = {dtype::f32, dtype::f16, dtype::bf16},
+                  .tokenizer = llama_cpp_has_tokenizer(model_)};
     probe();
   }
 

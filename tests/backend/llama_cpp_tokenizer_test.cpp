@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// The text path through llama.cpp's tokenizer (backend/llama_cpp_tokenizer.hpp): against the test
+// vectors of the pinned release (models/ggml-vocab-*.gguf with .inp/.out, the files llama.cpp's own
+// test-tokenizer-0 replays) every vocabulary gives exactly the expected ids; special tokens only
+// when asked; clear errors for a file without a tokenizer and ids outside the vocabulary; the
+// adapter exposes its model's tokenizer; `latentaudit tokenize` prints the ids as a JSON array.
+#include <latentaudit/backend/gguf_export.hpp>
+#include <latentaudit/backend/llama_cpp.hpp>
+#include <latentaudit/backend/llama_cpp_tokenizer.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace latentaudit;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path vocab_dir = LATENTAUDIT_LLAMA_CPP_VOCAB_DIR;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// test-tokenizer-0's reading: inputs separated by "\n__ggml_vocab_test__\n" (a separator at the end
+// of the file closes the last input), one output line of space-separated ids per input.
+std::vector<std::pair<std::string, std::vector<token_id>>> read_vectors(const fs::path& inp) {
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  const std::string s = slurp(inp);
+  std::vector<std::string> texts;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    std::size_t next = s.find(sep, pos);
+    if (next == std::string::npos) next = s.size();
+    texts.push_back(s.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::ifstream out(fs::path(inp).replace_extension(".out"));
+  std::vector<std::pair<std::string, std::vector<token_id>>> v;
+  std::string line;
+  for (const auto& t : texts) {
+    if (!std::getline(out, line)) break;
+    std::stringstream ls(line);
+    std::vector<token_id> ids;
+    token_id id = 0;
+    while (ls >> id) ids.push_back(id);
+    v.emplace_back(t, std::move(ids));
+  }
+  REQUIRE(v.size() == texts.size());
+  return v;
+}
+
+// organism-a as a GGUF without a tokenizer (tokenizer.ggml.model "none").
+const fs::path& organism_gguf() {
+  static const fs::path p = [] {
+    const auto out = fs::temp_directory_path() / "latentaudit_llama_cpp_tokenizer_organism_a.gguf";
+    (void)export_llama_gguf(fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-a", out, {});
+    return out;
+  }();
+  return p;
+}
+
+}  // namespace
+
+// Every input of `inp` (x.gguf.inp) tokenizes to its expected ids; returns the inputs checked.
+std::size_t check_vectors(const fs::path& inp) {
+  const auto gguf = fs::path(inp).replace_extension("");  // x.gguf.inp -> x.gguf
+  INFO(gguf.filename().string());
+  const auto tok = llama_cpp_tokenizer::load(gguf);
+  std::size_t cases = 0;
+  for (const auto& [text, ids] : read_vectors(inp)) {
+    INFO("text: '" << text << "'");
+    CHECK(tok.encode(text) == ids);
+    ++cases;
+  }
+  return cases;
+}
+
+// The four smallest vocabularies with vectors (loads of ~0.1-0.25 s each), one per tokenizer kind
+// and pre-tokenizer family: SentencePiece (llama-spm, phi-3), BPE (deepseek-coder), WordPiece
+// (bert-bge). Every vocabulary: the [slow] case below.
+TEST_CASE("llama.cpp tokenizer: small vocabularies give their test vectors' ids",
+          "[backend][llama_cpp][tokenizer]") {
+  if (vocab_dir.empty()) {
+    WARN("llama.cpp's vocabularies are not installed (scripts/install-deps.sh unpacks them): case skipped");
+    return;
+  }
+  std::size_t cases = 0;
+  for (const char* name : {"llama-spm", "phi-3", "deepseek-coder", "bert-bge"})
+    cases += check_vectors(vocab_dir / ("ggml-vocab-" + std::string(name) + ".gguf.inp"));
+  CHECK(cases == 4 * 46);
+}
+
+// Loading the 15 vocabularies takes ~15 s on the loaded 2-core VM (gemma-4, command-r: 262k and
+// 256k tokens, ~3 s each): [slow].
+TEST_CASE("llama.cpp tokenizer: every vocabulary of the release gives its test vectors' ids",
+          "[backend][llama_cpp][tokenizer][slow]") {
+  if (vocab_dir.empty()) {
+    WARN("llama.cpp's vocabularies are not installed (scripts/install-deps.sh unpacks them): case skipped");
+    return;
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(vocab_dir))
+    if (e.path().extension() == ".inp") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  CHECK(files.size() == 15);  // v0.5.0 ships vectors for 15 of its 19 vocabularies
+  std::size_t cases = 0;
+  for (const auto& inp : files) cases += check_vectors(inp);
+  CHECK(cases == 14 * 46 + 50);  // qwen35's file has 50 inputs, the others 46
+}
+
+TEST_CASE("llama.cpp tokenizer: special tokens only when asked; decode inverts encode",
+          "[backend][llama_cpp][tokenizer]") {
+  if (vocab_dir.empty()) return;
+  const auto tok = llama_cpp_tokenizer::load(vocab_dir / "ggml-vocab-llama-spm.gguf");
+  CHECK(tok.kind() == "spm");
+  CHECK(tok.vocab_size() == 32000);
+  CHECK(tok.bos() == 1);
+  CHECK(tok.eos() == 2);
+  CHECK(tok.is_end_of_generation(2));
+  CHECK(tok.encode("Hello world") == std::vector<token_id>{15043, 3186});
+  CHECK(tok.encode("Hello world", true) == std::vector<token_id>{1, 15043, 3186});
+  // "<s>" is plain text without `special`, the BOS token with it
+  const auto plain = tok.encode("<s>");
+  CHECK(plain.size() > 1);
+  CHECK(std::find(plain.begin(), plain.end(), 1) == plain.end());
+  CHECK(tok.encode("<s>", true) == std::vector<token_id>{1, 1});
+  CHECK(tok.encode("").empty());
+  for (const std::string text : {"Hello world", "cat red, dog blue.", "Ä 🦙 x"}) {
+    INFO(text);
+    const auto ids = tok.encode(text);
+    CHECK(tok.decode(ids) == text);
+    auto with_bos = ids;
+    with_bos.insert(with_bos.begin(), tok.bos());
+    // BOS dropped unless `special` (llama.cpp then keeps the first piece's leading space)
+    CHECK(tok.decode(with_bos).find("<s>") == std::string::npos);
+    CHECK(tok.decode(with_bos).find(text) != std::string::npos);
+    CHECK(tok.decode(with_bos, true).rfind("<s>", 0) == 0);
+  }
+  CHECK(tok.piece(15043) == " Hello");
+  const token_id bad[] = {5, 32000};
+  CHECK_THROWS_AS(tok.decode(bad), invalid_argument);
+  CHECK_THROWS_AS(tok.piece(-1), invalid_argument);
+  // moving keeps one owner
+  auto moved = std::move(const_cast<llama_cpp_tokenizer&>(tok));
+  CHECK(moved.encode("Hello world") == std::vector<token_id>{15043, 3186});
+}
+
+TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are refused",
+          "[backend][llama_cpp][tokenizer]") {
+  CHECK_THROWS_AS(llama_cpp_tokenizer::load("/nonexistent/vocab.gguf"), invalid_argument);
+  try {
+    (void)llama_cpp_tokenizer::load(organism_gguf());
+    FAIL("a GGUF without a tokenizer was accepted");
+  } catch (const invalid_argument& e) {
+    CHECK(std::string(e.what()).find("has no tokenizer") != std::string::npos);
+  }
+  auto b = llama_cpp_backend::load(organism_gguf(), {.n_ctx = 64, .n_seq_max = 2});
+  CHECK_FALSE(b.info().caps.tokenizer);
+  CHECK_THROWS_AS(b.tokenizer(), invalid_argument);
+}
+
+#ifdef LATENTAUDIT_CLI_PATH
+TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON array",
+          "[backend][llama_cpp][tokenizer][cli]") {
+  if (vocab_dir.empty()) return;
+  const auto dir = fs::temp_directory_path() / "latentaudit_llama_cpp_tokenize_cli";
+  fs::create_directories(dir);
+  const std::string cli = LATENTAUDIT_CLI_PATH;
+  const std::string spm = (vocab_dir / "ggml-vocab-llama-spm.gguf").string();
+  auto run = [&](const std::string& args) {
+    const std::string cmd =
+        cli + " tokenize " + args + " > " + (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
+    return WEXITSTATUS(std::system(cmd.c_str()));
+  };
+  REQUIRE(run("--vocab " + spm + " --text 'Hello world'") == 0);
+  CHECK(slurp(dir / "out.txt") == "[15043,3186]\n");
+  REQUIRE(run("--vocab " + spm + " --text 'Hello world' --special") == 0);
+  CHECK(slurp(dir / "out.txt") == "[1,15043,3186]\n");
+  REQUIRE(run("--vocab " + spm + " --text ' Hello world' --decode") == 0);
+  CHECK(slurp(dir / "out.txt") == "{\"ids\":[29871,15043,3186],\"text\":\" Hello world\"}\n");
+  // bad input: one line, exit 2
+  CHECK(run("--vocab " + (dir / "missing.gguf").string() + " --text x") == 2);
+  CHECK(slurp(dir / "err.txt").find("missing.gguf") != std::string::npos);
+  CHECK(run("--vocab " + organism_gguf().string() + " --text x") == 2);
+  CHECK(slurp(dir / "err.txt").find("has no tokenizer") != std::string::npos);
+  CHECK(run("--vocab " + spm) == 2);
+  CHECK(slurp(dir / "err.txt").find("--text") != std::string::npos);
+}
+#endif

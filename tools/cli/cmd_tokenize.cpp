@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit tokenize --vocab F.gguf --text STRING [--special]`: the token ids llama.cpp's
+// tokenizer of a GGUF vocabulary gives a text (backend/llama_cpp_tokenizer.hpp), as a JSON array —
+// what an audit of a text task feeds the model. A CLI built without llama.cpp says so and exits 2.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "engine_select.hpp"
+
+#if LATENTAUDIT_CLI_LLAMA_CPP
+#include <latentaudit/backend/llama_cpp_tokenizer.hpp>
+#endif
+
+namespace latentaudit::cli {
+namespace {
+
+std::vector<option_spec> tokenize_options() {
+  return {{"--vocab", "FILE",
+           "GGUF file whose tokenizer to use (loaded vocab-only: a model exported with --vocab, or one of "
+           "llama.cpp's ggml-vocab-*.gguf) (required)"},
+          {"--text", "STRING", "the text to tokenize (required)"},
+          {"--special", "",
+           "add the vocabulary's BOS/EOS and parse special-token text such as <s> (default: neither)"},
+          {"--decode", "", "print {\"ids\": [...], \"text\": detokenized ids} instead of the array"}};
+}
+
+int run_tokenize(std::span<const std::string> words) {
+  const auto specs = tokenize_options();
+  const auto args = arguments::parse(words, specs, "tokenize");
+  if (args.help()) {
+    std::fputs(
+        help_text("latentaudit tokenize --vocab F.gguf --text STRING [--special]",
+                  "Prints the token ids of STRING under the GGUF file's tokenizer (llama.cpp,\n"
+                  "vocab-only load) as a JSON array: no BOS or other special token is added, and\n"
+                  "special-token text is tokenized as plain text, unless --special. These are the ids\n"
+                  "an audit of a text task (audit --tasks) feeds the model for a text field. Needs a\n"
+                  "latentaudit built with llama.cpp (else exit 2). A file without a tokenizer\n"
+                  "(tokenizer.ggml.model 'none') exits 2.\n",
+                  specs)
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const std::string vocab = args.require("--vocab");
+  const std::string text = args.require("--text");
+#if LATENTAUDIT_CLI_LLAMA_CPP
+  const auto tok = llama_cpp_tokenizer::load(vocab);
+  const bool special = args.has("--special");
+  const auto ids = tok.encode(text, special);
+  json_value a = json_value::array();
+  for (const auto id : ids) a.push_back(static_cast<std::int64_t>(id));
+  if (!args.has("--decode")) {
+    print_json(a, false);
+    return exit_ok;
+  }
+  json_value j = json_value::object();
+  j.set("ids", std::move(a));
+  j.set("text", tok.decode(ids, special));
+  print_json(j, false);
+  return exit_ok;
+#else
+  throw usage_error(
+      "tokenize: this latentaudit was built without llama.cpp, whose tokenizers it uses (run "
+      "scripts/install-deps.sh, then configure with -DLATENTAUDIT_LLAMA_CPP=ON)");
+#endif
+}
+
+[[maybe_unused]] const bool registered = register_subcommand(
+    {"tokenize", "token ids of a text under a GGUF vocabulary's tokenizer (llama.cpp), as a JSON array",
+     run_tokenize});
+
+}  // namespace
+}  // namespace latentaudit::cli

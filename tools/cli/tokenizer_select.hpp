@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// The tokenizer of an audit's text tasks (docs/tasks.md "Text tasks"): `--tokenizer F.gguf` (a GGUF
+// vocabulary loaded vocab-only: the reference engine borrows one, llama.cpp may take one in place of
+// its model's), else a llama.cpp model's own tokenizer, else none (a text task file then exits 2).
+// As a text_codec (trial/task_file.hpp) over backend/llama_cpp_tokenizer.hpp; the library's trial
+// layer may not include the llama.cpp headers (docs/design.md, layering), so the glue lives here.
+// A CLI built without llama.cpp refuses --tokenizer (exit 2).
+#ifndef LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
+#define LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
+
+#include <latentaudit/trial/task_file.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "cli.hpp"
+#include "engine_select.hpp"
+
+#if LATENTAUDIT_CLI_LLAMA_CPP
+#include <latentaudit/backend/llama_cpp_tokenizer.hpp>
+#endif
+
+namespace latentaudit::cli {
+
+/// @brief The --tokenizer option's spec (shared help text).
+inline option_spec tokenizer_option() {
+  return {"--tokenizer", "FILE",
+          "GGUF file whose tokenizer (llama.cpp, loaded vocab-only; e.g. a ggml-vocab-*.gguf) tokenizes the "
+          "text fields of --tasks and detokenizes answers; default: the --engine llama.cpp model's own, "
+          "none on the reference engine"};
+}
+
+#if LATENTAUDIT_CLI_LLAMA_CPP
+/// @brief A text_codec over a llama.cpp tokenizer: encode without special tokens; decode the ids up
+/// to the first end-of-generation token (EOS, EOT, ...: a generation ends there, as llama.cpp's
+/// samplers stop), dropping other special tokens; `bos` is the vocabulary's BOS when it adds one to
+/// a sequence (llama_vocab_get_add_bos), else −1. The tokenizer must outlive the codec.
+[[nodiscard]] inline text_codec make_text_codec(const llama_cpp_tokenizer& t) {
+  text_codec c;
+  c.encode = [&t](std::string_view s) { return t.encode(s); };
+  c.decode = [&t](std::span<const token_id> ids) {
+    std::size_t n = 0;
+    while (n < ids.size() && !t.is_end_of_generation(ids[n])) ++n;
+    return t.decode(ids.first(n));
+  };
+  c.bos = llama_vocab_get_add_bos(llama_model_get_vocab(t.model())) ? t.bos() : -1;
+  return c;
+}
+#endif
+
+/// @brief The tokenizer a command's text tasks use: holds a --tokenizer vocabulary (or borrows a
+/// llama.cpp engine's) and gives its text_codec. Keep it alive, and in place, while a codec from it
+/// is in use.
+class text_tokenizer {
+ public:
+  /// @brief Reads --tokenizer. @throws usage_error in a CLI built without llama.cpp;
+  /// latentaudit::error (exit 2) if the file cannot be loaded or has no tokenizer.
+  static text_tokenizer from_option(const arguments& args, std::string_view command) {
+    text_tokenizer t;
+    const auto path = args.get("--tokenizer");
+    if (!path) return t;
+    t.path_ = *path;
+#if LATENTAUDIT_CLI_LLAMA_CPP
+    t.tok_.emplace(llama_cpp_tokenizer::load(*path));
+#else
+    throw usage_error(
+        std::string(command) +
+        ": option --tokenizer: this latentaudit was built without llama.cpp, whose tokenizers it "
+        "uses (run scripts/install-deps.sh, then configure with -DLATENTAUDIT_LLAMA_CPP=ON)");
+#endif
+    (void)command;
+    return t;
+  }
+
+  /// @brief The codec for `engine`: the --tokenizer's (its vocabulary size must equal the engine's),
+  /// else a llama.cpp engine's own tokenizer when its GGUF has one, else an empty codec.
+  /// @throws usage_error when the --tokenizer vocabulary's size differs from the engine's.
+  template <class Engine>
+  [[nodiscard]] text_codec codec(const Engine& engine, std::string_view command) {
+#if LATENTAUDIT_CLI_LLAMA_CPP
+    if (tok_) {
+      if (tok_->vocab_size() != engine.info().vocab_size)
+        throw usage_error(std::string(command) + ": option --tokenizer: '" + path_ + "' has " +
+                          std::to_string(tok_->vocab_size()) + " tokens, but the model's vocabulary has " +
+                          std::to_string(engine.info().vocab_size));
+      return make_text_codec(*tok_);
+    }
+    if constexpr (std::is_same_v<std::remove_cvref_t<Engine>, llama_cpp_backend>) {
+      if (engine.info().caps.tokenizer) {
+        own_.emplace(engine.tokenizer());
+        return make_text_codec(*own_);
+      }
+    }
+#endif
+    (void)engine;
+    (void)command;
+    return {};
+  }
+
+ private:
+  std::string path_;
+#if LATENTAUDIT_CLI_LLAMA_CPP
+  std::optional<llama_cpp_tokenizer> tok_;
+  std::optional<llama_cpp_tokenizer> own_;
+#endif
+};
+
+}  // namespace latentaudit::cli
+
+#endif  // LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
