@@ -16,5 +16,6 @@
 #include "trial/record_builder.hpp"
 #include "trial/reference_driver.hpp"
 #include "trial/task.hpp"
+#include "trial/task_file.hpp"
 
 #endif  // LATENTAUDIT_TRIAL_HPP

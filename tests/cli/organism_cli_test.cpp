@@ -5,10 +5,16 @@
 // directories and options exiting with code 2 and one line.
 #include <latentaudit/core/json.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
+#include <latentaudit/trial/record.hpp>
 
 #include <boost/math/distributions/binomial.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -95,4 +101,172 @@ TEST_CASE("organism eval rejects bad models and options with one line", "[cli][o
       {{"organism", "train"}, "unknown command 'train'"},
   };
   for (const auto& c : cases) test::expect_one_line_error(run_cli(c.args), c.needle);
+}
+
+namespace {
+
+// The records of an audit's journal, one canonical line each without the timings and the task
+// identity, sorted (the execution order is the design's, but a comparison should not rely on it).
+std::vector<std::string> record_lines(const std::filesystem::path& p) {
+  std::vector<std::string> out;
+  std::istringstream in(test::slurp_file(p));
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && line.back() == '\0') line.pop_back();
+    if (line.empty()) continue;
+    auto r = record_from_json(parse_json(line));
+    r.latency = {};
+    r.latency_repeats_s.clear();
+    out.push_back(record_to_line(r));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("organism tasks: the written task file audits to the built-in audit's records", "[cli]") {
+  const auto dir = test::cli_work_dir() / "organism_tasks";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string model = model_dir("organism-a"), tasks = (dir / "o.jsonl").string();
+  const auto w =
+      test::ok_json({"organism", "tasks", "--model", model, "--out", tasks, "--items", "10", "--seed", "4"});
+  CHECK(w.find("tasks")->as_number() == 10);
+  const std::vector<std::string> common{"audit",
+                                        "--model",
+                                        model,
+                                        "--seeds",
+                                        "2",
+                                        "--seed",
+                                        "4",
+                                        "--arms",
+                                        "no_comm,text_full,text_budget_2,kv_full,deranged",
+                                        "--partner",
+                                        "none",
+                                        "--drift",
+                                        "none",
+                                        "--timing-repeats",
+                                        "0",
+                                        "--trials-only",
+                                        "--quiet"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto built_in = test::ok_json(with({"--items", "10", "--out", (dir / "a").string()}));
+  const auto from_file = test::ok_json(with({"--tasks", tasks, "--out", (dir / "b").string()}));
+  CHECK(built_in.find("trials_run")->as_number() == 100);
+  CHECK(from_file.find("trials_run")->as_number() == 100);
+  const auto a = record_lines(dir / "a" / "records.jsonl"), b = record_lines(dir / "b" / "records.jsonl");
+  REQUIRE(a.size() == 100);
+  CHECK(a == b);
+  // design.json names the task source.
+  CHECK(test::slurp_file(dir / "b" / "design.json").find("\"task_source\":\"file\"") != std::string::npos);
+}
+
+TEST_CASE("audit --tasks: bad task files exit 2 with file:line:field before any trial", "[cli]") {
+  const auto dir = test::cli_work_dir() / "bad_tasks";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string model = model_dir("organism-a");
+  auto write = [&](const std::string& name, const std::string& text) {
+    const auto p = (dir / name).string();
+    std::ofstream(p) << text;
+    return p;
+  };
+  const std::string ok =
+      R"({"id": "a", "document_tokens": [0, 5, 40], "query_tokens": [1, 5], "answers": [[40]]})";
+  struct bad_case {
+    std::string file, needle;
+  };
+  const std::vector<bad_case> cases{
+      {write("noanswer.jsonl",
+             ok + "\n" + R"({"id": "b", "document_tokens": [0, 5, 40], "query_tokens": [1, 5]})"),
+       "noanswer.jsonl:2:answers: missing"},
+      {write("text.jsonl", R"({"id": "a", "document": "Paris", "query": "where?", "answers": ["x"]})"),
+       "text.jsonl:1:document: is text, but the engine has no tokenizer"},
+      {write("vocab.jsonl",
+             R"({"id": "a", "document_tokens": [0, 5, 4000], "query_tokens": [1, 5], "answers": [[40]]})"),
+       "vocab.jsonl:1:document_tokens: holds token 4000, outside the engine's vocabulary"},
+      {write(
+           "long.jsonl", "{\"id\": \"a\", \"document_tokens\": [0" +
+                             [] {
+                               std::string s;
+                               for (int i = 0; i < 5000; ++i) s += ", 5";
+                               return s;
+                             }() +
+                             "], \"query_tokens\": [1, 5], \"answers\": [[40]]}"),
+       "long.jsonl:1:document_tokens: the document (5001 tokens)"},
+      {write("json.jsonl", ok + "\n{\"id\": \"b\",\n"), "json.jsonl:2:(json): "},
+  };
+  for (const auto& c : cases) {
+    const auto out = (dir / "out").string();
+    std::filesystem::remove_all(out);
+    const auto r = run_cli({"audit", "--model", model, "--tasks", c.file, "--partner", "none", "--drift",
+                            "none", "--out", out, "--quiet"});
+    test::expect_one_line_error(r, c.needle);
+    CHECK_FALSE(std::filesystem::exists(std::filesystem::path(out) / "records.jsonl"));  // before any trial
+  }
+  test::expect_one_line_error(
+      run_cli({"audit", "--model", model, "--tasks", cases[0].file, "--stale-fraction", "0.2"}),
+      "--stale-fraction");
+  test::expect_one_line_error(run_cli({"audit", "--model", model, "--scoring", "fuzzy"}), "--scoring");
+  test::expect_one_line_error(run_cli({"organism", "tasks", "--model", model}), "--out");
+}
+
+TEST_CASE("audit --tasks: a token-id task file with covariates audits on the reference engine", "[cli]") {
+  const auto dir = test::cli_work_dir() / "token_tasks";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string model = model_dir("organism-a");
+  // 24 hand-made recall documents in organism-a's tokens (task.json: bos 0, sep 1, keys 4.., values
+  // 36..), each with a label and a number, and an unread field.
+  std::ostringstream f;
+  f << R"({"latentaudit_tasks": 1, "scoring": "token_exact", "bos": 0})"
+    << "\n";
+  for (int i = 0; i < 24; ++i) {
+    const int k = 4 + i % 16, v = 36 + (i * 7) % 32, k2 = 4 + (i + 5) % 16, v2 = 36 + (i * 3) % 32;
+    f << "{\"id\": \"t" << i << "\", \"document_tokens\": [0, " << k << ", " << v << ", " << k2 << ", " << v2
+      << "], \"query_tokens\": [1, " << k << "], \"answers\": [[" << v
+      << "]], \"covariates\": {\"domain\": \"" << (i % 2 == 0 ? "even" : "odd") << "\", \"size\": " << i
+      << "}, \"source\": \"hand\"}\n";
+  }
+  const auto tasks = (dir / "t.jsonl").string();
+  std::ofstream(tasks) << f.str();
+  const auto out = dir / "out";
+  const auto j = test::ok_json({"audit",
+                                "--model",
+                                model,
+                                "--tasks",
+                                tasks,
+                                "--seeds",
+                                "1",
+                                "--arms",
+                                "no_comm,text_full,text_budget_1,kv_full",
+                                "--partner",
+                                "none",
+                                "--drift",
+                                "none",
+                                "--timing-repeats",
+                                "0",
+                                "--bootstrap",
+                                "200",
+                                "--out",
+                                out.string(),
+                                "--quiet"});
+  CHECK(j.find("trials_run")->as_number() == 24 * 3);  // text_budget_1 left out: no budget units
+  CHECK(j.find("arms_unavailable")->find("text_budget_1") != nullptr);
+  const auto recs = test::slurp_file(out / "records.jsonl");
+  CHECK(recs.find("\"covariate_labels\":{\"domain\":\"even\"}") != std::string::npos);
+  CHECK(recs.find("\"task_fields\":{\"source\":\"hand\"}") != std::string::npos);
+  CHECK(recs.find("\"task_id\":\"t23\"") != std::string::npos);
+  // Every covariate reaches the CATE table: the label by value, the numbers by tertile.
+  const auto report = parse_json(test::slurp_file(out / "report.json"));
+  std::set<std::string> vars;
+  for (const auto& c : report.find("cate")->as_array()) vars.insert(c.find("variable")->as_string());
+  CHECK(vars.count("domain") == 1);
+  CHECK(vars.count("size") == 1);
+  CHECK(vars.count("regime") == 1);
 }

@@ -6,6 +6,7 @@
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/trial.hpp>
+#include <latentaudit/trial/task_file.hpp>
 #include <latentaudit/version.hpp>
 
 #include <chrono>
@@ -37,7 +38,13 @@ std::vector<option_spec> audit_spec() {
       {"--task", "FILE",
        "the organism's task.json (default: the --model directory's; required with --engine llama.cpp, "
        "whose --model and --partner are GGUF files)"},
-      {"--items", "N", "documents (default 450)"},
+      {"--tasks", "FILE",
+       "audit the tasks of a task file (JSONL, docs/tasks.md) instead of the organism's built-in ones; "
+       "items = the file's tasks"},
+      {"--scoring", "MODE",
+       "how answers of --tasks are scored: token_exact, exact, normalized, contains or regex (default: the "
+       "file's header, else token_exact for token answers and exact for text)"},
+      {"--items", "N", "documents (default 450; with --tasks: the first N tasks, default all)"},
       {"--seeds", "K", "queries (and random streams) per document (default 3)"},
       {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
       {"--link", "NAME",
@@ -358,12 +365,40 @@ int run_audit(std::span<const std::string> raw) {
   } else if (on_llama) {
     throw usage_error("audit: --engine llama.cpp needs --task (the organism's task.json)");
   }
+  const auto tasks_arg = args.get("--tasks");
+  std::optional<task_scoring> scoring;
+  if (auto sc = args.get("--scoring")) {
+    scoring = parse_task_scoring(*sc);
+    if (!scoring)
+      throw usage_error(
+          "audit: option --scoring must be token_exact, exact, normalized, contains or regex, got '" + *sc +
+          "'");
+    if (!tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
+  }
+  if (tasks_arg)
+    for (const char* o : {"--no-need-fraction", "--stale-fraction", "--conflict-fraction", "--task"})
+      if (args.get(o))
+        throw usage_error(std::string("audit: option ") + o +
+                          " shapes the organism's built-in tasks and does not apply with --tasks");
+  // The tasks, read and checked before any trial runs (file:line:field errors exit 2).
+  std::optional<task_file> user_tasks;
+  if (tasks_arg) user_tasks = read_task_file(*tasks_arg);
   const auto partner_arg = args.get("--partner");
   const bool no_partner = partner_arg && *partner_arg == "none";
   trial_design d;
   if (!no_partner) d.arms = default_arms(/*with_partner=*/true);  // cross_model with the partner engine
   d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
   d.items = static_cast<std::uint64_t>(args.integer("--items", 450, 1, 10000000));
+  if (user_tasks) {
+    if (user_tasks->tasks.empty())
+      throw usage_error("audit: --tasks file '" + *tasks_arg + "' holds no tasks");
+    const auto n = static_cast<std::uint64_t>(user_tasks->tasks.size());
+    if (args.get("--items") && d.items > n)
+      throw usage_error("audit: option --items is " + std::to_string(d.items) + ", but '" + *tasks_arg +
+                        "' holds " + std::to_string(n) + " tasks");
+    if (!args.get("--items")) d.items = n;
+    user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
+  }
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
   if (auto arms = args.get("--arms")) {
     d.arms.clear();
@@ -433,9 +468,15 @@ int run_audit(std::span<const std::string> raw) {
   // journal and the report), released by the kernel if the process dies.
   directory_lock lock(out, "--out");
 
-  const auto fmt = organism_format::load(task_dir);
   const organism_task_options to{
       .seed = d.seed, .no_need_fraction = no_need, .stale_fraction = stale, .conflict_fraction = conflict};
+  // One path: the built-in audit writes the organism's items as task lines (organism_task_file) and
+  // reads them through the same task_file_source as a user's --tasks file.
+  std::optional<organism_format> fmt;
+  if (!user_tasks) {
+    fmt = organism_format::load(task_dir);
+    user_tasks = organism_task_file(*fmt, to, d.items);
+  }
   std::optional<record_journal> journal_slot;
   std::uint64_t skipped = 0;
   // The drifted senders' fingerprints, by arm label: part of the identity, so a resume after the
@@ -443,14 +484,36 @@ int run_audit(std::span<const std::string> raw) {
   json_value drift_senders = json_value::object();
   // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
   // with their reasons, the identity names the engine, the journal opens, the driver runs.
+  // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files: empty (no
+  // tokenizer) unless one is wired here — llama.cpp's vocabulary, or --tokenizer F.gguf on the
+  // reference engine; a text task without one exits 2 naming the file, line and field.
+  auto make_codec = [&](auto& engine) -> text_codec {
+    (void)engine;
+    return {};
+  };
   auto run_on = [&](auto& engine, auto* partner, const char* engine_name, auto&& add_senders) {
     auto cut = restrict_to_engine(d, engine, partner);
     for (auto& sk : cut.skipped) engine_skipped.push_back(std::move(sk));
     d = std::move(cut.design);
-    if (engine.info().vocab_size != fmt.vocab_size)
-      throw usage_error("audit: the task's vocab_size " + std::to_string(fmt.vocab_size) +
+    if (fmt && engine.info().vocab_size != fmt->vocab_size)
+      throw usage_error("audit: the task's vocab_size " + std::to_string(fmt->vocab_size) +
                         " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
                         model.string() + "')");
+    // The engine's tokenizer for text tasks: none here unless one is wired (--engine llama.cpp's
+    // vocabulary, or --tokenizer F.gguf on the reference engine); without one a text task exits 2.
+    text_codec codec = make_codec(engine);
+    const task_file_source source(
+        std::move(*user_tasks), std::move(codec),
+        {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
+    user_tasks.reset();
+    if (!source.has_budget_units()) {  // text_budget arms belong to tasks with budget units (the organism's)
+      for (const auto& a : d.arms)
+        if (a.kind == arm_kind::text_budget)
+          engine_skipped.push_back({a.label,
+                                    "the tasks have no budget units (budget_cuts, docs/tasks.md): "
+                                    "text_budget arms apply to the organism's recall task"});
+      std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::text_budget; });
+    }
     if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
       throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
                         " differs from the model's " + std::to_string(engine.info().vocab_size));
@@ -458,9 +521,18 @@ int run_audit(std::span<const std::string> raw) {
     d.identity.engine_version = latentaudit::version_string;
     d.identity.model = fingerprint_text(engine.info().fingerprint);
     d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
-    d.identity.task_source = "organism";
-    d.identity.task_hash = file_sha256(task_dir / "task.json");
-    d.identity.task_options = to.to_json();
+    if (fmt) {
+      d.identity.task_source = "organism";
+      d.identity.task_hash = file_sha256(task_dir / "task.json");
+      d.identity.task_options = to.to_json();
+    } else {
+      d.identity.task_source = "file";
+      d.identity.task_hash = source.file().sha256;
+      json_value tj = json_value::object();
+      tj.set("path", source.file().path);
+      tj.set("scoring", task_scoring_name(source.scoring()));
+      d.identity.task_options = std::move(tj);
+    }
     if (!drift_senders.as_object().empty()) {
       json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
       o.set("drift_senders", drift_senders);
@@ -483,7 +555,7 @@ int run_audit(std::span<const std::string> raw) {
     add_senders(driver);
     const std::set<trial_key> resumed = journal.done();  // the keys to skip (the journal's set grows)
     return driver.run(
-        d, [&](std::uint64_t item, std::uint64_t s) { return make_organism_task(fmt, to, item, s); },
+        d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
         [&](const trial_record& r) { journal.append(r); }, resumed,
         [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
   };

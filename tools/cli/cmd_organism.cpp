@@ -7,6 +7,7 @@
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
 #include <latentaudit/trial/task.hpp>
+#include <latentaudit/trial/task_file.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -139,19 +140,96 @@ int run_eval(std::span<const std::string> words) {
   return exit_ok;
 }
 
+const std::vector<option_spec>& tasks_options() {
+  static const std::vector<option_spec> o = {
+      {"--out", "FILE", "the task file to write (JSONL, docs/tasks.md; required)"},
+      {"--model", "DIR",
+       "the organism whose task.json defines the tokens (default models/organism-a, then the source tree's)"},
+      {"--task", "FILE", "the organism's task.json (instead of --model)"},
+      {"--items", "N", "documents, one task line each (default 450, as `audit`)"},
+      {"--seed", "S",
+       "master seed (default 1): use the same --seed in `audit --tasks` for the built-in audit's trials"},
+      {"--no-need-fraction", "P", "share of no-need items (default 0.3, as `audit`)"},
+      {"--stale-fraction", "P", "share of stale items (default 0.1)"},
+      {"--conflict-fraction", "P", "share of conflict items (default 0.1)"},
+      common_option("--pretty"),
+  };
+  return o;
+}
+
+#ifndef LATENTAUDIT_DEFAULT_MODELS
+#define LATENTAUDIT_DEFAULT_MODELS "models"
+#endif
+
+int run_tasks(std::span<const std::string> words) {
+  const auto args = arguments::parse(words, tasks_options(), "organism tasks");
+  if (args.help()) {
+    std::fputs(
+        help_text(
+            "latentaudit organism tasks --out FILE.jsonl [options]",
+            "Writes the organism's recall items as a task file (docs/tasks.md): one line per document\n"
+            "with every pair the query may ask about under `queries` (the seed picks one), the regime,\n"
+            "the covariates and the budget units of the text_budget arms. `latentaudit audit --tasks\n"
+            "FILE --seed S` on it gives the built-in audit's records (same --seed and --items).\n",
+            tasks_options())
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const std::filesystem::path out = args.require("--out");
+  std::filesystem::path task_dir;
+  if (auto task = args.get("--task")) {
+    const std::filesystem::path tp = *task;
+    if (tp.filename() != "task.json")
+      throw usage_error("organism tasks: option --task must name an organism's task.json, got '" + *task +
+                        "'");
+    task_dir = tp.parent_path().empty() ? std::filesystem::path(".") : tp.parent_path();
+  } else if (auto m = args.get("--model")) {
+    task_dir = *m;
+  } else {
+    task_dir = std::filesystem::path("models") / "organism-a";
+    if (!std::filesystem::exists(task_dir / "task.json"))
+      task_dir = std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / "organism-a";
+  }
+  const auto fmt = organism_format::load(task_dir);
+  const auto items = args.integer("--items", 450, 1, 10000000);
+  organism_task_options o;
+  o.seed = args.integer("--seed", 1, 0, 1ull << 53);
+  o.no_need_fraction = args.number("--no-need-fraction", 0.3);
+  o.stale_fraction = args.number("--stale-fraction", 0.1);
+  o.conflict_fraction = args.number("--conflict-fraction", 0.1);
+  try {
+    o.validate(fmt);
+  } catch (const invalid_argument& e) {
+    throw usage_error(std::string("organism tasks: ") + e.what());
+  }
+  const auto f = organism_task_file(fmt, o, items);
+  write_task_file(out, f);
+  json_value j = json_value::object();
+  j.set("out", out.string());
+  j.set("tasks", items);
+  j.set("seed", o.seed);
+  j.set("options", o.to_json());
+  print_json(j, args.has("--pretty"));
+  return exit_ok;
+}
+
 int run_organism(std::span<const std::string> words) {
   if (words.empty()) throw usage_error("organism: missing command (eval; see 'latentaudit organism --help')");
   if (words[0] == "--help") {
     std::fputs(
-        "usage: latentaudit organism eval --model DIR [options]\n\n"
+        "usage: latentaudit organism eval --model DIR [options]\n"
+        "       latentaudit organism tasks --out FILE.jsonl [options]\n\n"
         "  eval               accuracy of a model organism reading the document itself and without "
-        "communication\n\n"
-        "Run 'latentaudit organism eval --help' for the options.\n",
+        "communication\n"
+        "  tasks              the organism's recall items as a task file (docs/tasks.md)\n\n"
+        "Run 'latentaudit organism eval --help' or 'organism tasks --help' for the options.\n",
         stdout);
     return exit_ok;
   }
   if (words[0] == "eval") return run_eval(words.subspan(1));
-  throw usage_error("organism: unknown command '" + words[0] + "' (expected eval)");
+  if (words[0] == "tasks") return run_tasks(words.subspan(1));
+  throw usage_error("organism: unknown command '" + words[0] + "' (expected eval or tasks)");
 }
 
 [[maybe_unused]] const bool registered = register_subcommand(

@@ -155,8 +155,8 @@ struct frontier_point {
 /// already defines latentaudit::subgroup_effect).
 struct cate_effect {
   std::string arm_pair;     ///< "kv_full-no_comm"
-  std::string variable;     ///< "regime" or "doc_tokens"
-  std::string level;        ///< "need", "no_need", or a bin "Q1 [a, b]" (first bin closed, later bins (a, b])
+  std::string variable;     ///< "regime", or a covariate's name ("doc_tokens", a task file's)
+  std::string level;        ///< "need", "no_need", a bin "Q1 [a, b]" (later bins (a, b]) or a label
   std::string regime;       ///< the regime the subgroup lies in
   std::size_t n = 0;        ///< pairs
   double estimate = 0.0;    ///< mean paired difference
@@ -171,7 +171,7 @@ struct audit_core {
   std::vector<arm_summary> arms;             ///< per arm and regime
   std::vector<paired_effect> effects;        ///< the paired effects (Holm family: in_holm_family)
   std::vector<paired_effect> decomposition;  ///< need: presence, pairing, content
-  std::vector<cate_effect> cate;             ///< kv_full − no_comm by regime and doc_tokens tertile
+  std::vector<cate_effect> cate;             ///< kv_full − no_comm by regime and (need) every covariate
   noise_tolerance noise;                     ///< dose-response and threshold
   stale_analysis stale;                      ///< regime "stale": relay of an old cache vs current text
   conflict_analysis conflict;                ///< regime "conflict": relay that contradicts B's prompt

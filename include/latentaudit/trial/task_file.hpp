@@ -174,6 +174,7 @@ class task_file_source {
   /// @brief Checks and tokenizes every task of `f` before any trial runs.
   /// @param scoring the `--scoring` option (wins over the header); default: the header's, else
   ///        token_exact when every answer is token ids, exact otherwise.
+  /// Each task gets the covariate doc_tokens (A's document length in tokens) unless it names one.
   /// @throws corrupt_data "<file>:<line>:<field>: <message>": a text field without a tokenizer
   ///         (empty codec), a token id outside [0, vocab_size), an empty document or query, a
   ///         document (with prompt, query and answer) longer than the context, a text answer under

@@ -185,7 +185,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
                                     .cross_model = cross_model};
   detail::audit_paired_effects(d, roles_at, o, out);
 
-  // ---- CATE: kv_full − no_comm by regime and by doc_tokens tertile (need) ----
+  // ---- CATE: kv_full − no_comm by regime, and (need) by every covariate: numbers by tertile,
+  // labels by value; Holm over every subgroup ----
   if (kv_full != audit_data::npos && no_comm != audit_data::npos) {
     const std::size_t t[] = {kv_full};
     auto add = [&](std::string variable, std::string lvl, std::string regime, const detail::paired_units& p) {
@@ -205,61 +206,135 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
       auto p = detail::collect_pairs(d, t, no_comm, in_regime(rg));
       if (p.pairs() > 0) add("regime", detail::regime_name(rg), detail::regime_name(rg), p);
     }
-    // Item-level doc_tokens (from the kv_full record, else no_comm) among need-regime pairs.
-    std::vector<double> unit_doc(d.units(), audit_nan);
-    std::size_t lacking = 0, paired_need = 0;
-    for (std::size_t u = 0; u < d.units(); ++u) {
-      if (d.unit_regime[u] != audit_regime::need || d.outcome(u, kv_full) < 0 || d.outcome(u, no_comm) < 0)
-        continue;
-      ++paired_need;
+    // Every covariate of the need-regime pairs (read from the kv_full record, else no_comm's):
+    // numbers by tertile, labels by value; doc_tokens first, then in order of first appearance.
+    std::vector<std::size_t> paired;
+    for (std::size_t u = 0; u < d.units(); ++u)
+      if (d.unit_regime[u] == audit_regime::need && d.outcome(u, kv_full) >= 0 && d.outcome(u, no_comm) >= 0)
+        paired.push_back(u);
+    auto rec_of = [&](std::size_t u, std::size_t a) -> const trial_record& {
+      return records[d.rec[u * d.arms() + a]];
+    };
+    std::vector<std::string> num_names{"doc_tokens"}, label_names;
+    for (auto u : paired)
       for (auto a : {kv_full, no_comm}) {
-        const auto v = records[d.rec[u * d.arms() + a]].covariate_value("doc_tokens");
-        if (v) {
-          unit_doc[u] = *v;
-          break;
-        }
+        for (const auto& c : rec_of(u, a).covariates)
+          if (std::find(num_names.begin(), num_names.end(), c.name) == num_names.end())
+            num_names.push_back(c.name);
+        for (const auto& c : rec_of(u, a).covariate_labels)
+          if (std::find(label_names.begin(), label_names.end(), c.name) == label_names.end())
+            label_names.push_back(c.name);
       }
-      lacking += std::isnan(unit_doc[u]) ? 1 : 0;
-    }
-    std::vector<double> item_doc;  // one value per item (its first unit)
-    {
-      std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
-      for (std::size_t u = 0; u < d.units(); ++u) {
-        if (std::isnan(unit_doc[u]) || d.unit_cluster[u] == last) continue;
-        last = d.unit_cluster[u];
-        item_doc.push_back(unit_doc[u]);
-      }
-    }
-    if (paired_need > 0 && lacking == paired_need) {
-      warn.push_back("CATE by doc_tokens skipped: no need-regime pair carries the doc_tokens covariate");
-    } else if (paired_need > 0) {
-      if (lacking > 0) {
-        warn.push_back(
-            fmt::format("CATE by doc_tokens: {} of {} need-regime pairs lack doc_tokens and are left out",
-                        lacking, paired_need));
-      }
-      if (item_doc.size() < 6) {
-        warn.push_back(fmt::format(
-            "CATE by doc_tokens skipped: {} items carry doc_tokens, 6 needed for tertiles", item_doc.size()));
-      } else {
-        double edges[4];
-        for (int j = 0; j <= 3; ++j) edges[j] = quantile_type7(item_doc, j / 3.0);
-        if (!(edges[0] < edges[1] && edges[1] < edges[2] && edges[2] < edges[3])) {
-          warn.push_back(
-              "CATE by doc_tokens skipped: tied tertile breaks (too few distinct document lengths)");
-        } else {
-          for (int j = 0; j < 3; ++j) {
-            const double lo = edges[j], hi = edges[j + 1];
-            auto keep = [&, j, lo, hi](std::size_t u) {
-              const double v = unit_doc[u];
-              return d.unit_regime[u] == audit_regime::need && !std::isnan(v) &&
-                     (j == 0 ? v >= lo : v > lo) && v <= hi;
-            };
-            auto p = detail::collect_pairs(d, t, no_comm, keep);
-            if (p.pairs() == 0) continue;
-            add("doc_tokens", fmt::format("Q{} {}{:g}, {:g}]", j + 1, j == 0 ? "[" : "(", lo, hi), "need", p);
+    for (const auto& name : num_names) {
+      std::vector<double> unit_v(d.units(), audit_nan);
+      std::size_t lacking = 0;
+      for (auto u : paired) {
+        for (auto a : {kv_full, no_comm})
+          if (const auto v = rec_of(u, a).covariate_value(name)) {
+            unit_v[u] = *v;
+            break;
           }
+        lacking += std::isnan(unit_v[u]) ? 1 : 0;
+      }
+      if (paired.empty()) break;
+      if (lacking == paired.size()) {
+        if (name == "doc_tokens")
+          warn.push_back("CATE by doc_tokens skipped: no need-regime pair carries the doc_tokens covariate");
+        continue;
+      }
+      if (lacking > 0)
+        warn.push_back(fmt::format("CATE by {}: {} of {} need-regime pairs lack {} and are left out", name,
+                                   lacking, paired.size(), name));
+      // Breaks over the items' values when the covariate is an item's (constant within each item,
+      // as doc_tokens), else over the pairs' values (a query-level covariate).
+      bool item_level = true;
+      {
+        std::vector<double> first(d.units(), audit_nan);
+        for (auto u : paired) {
+          const double v = unit_v[u];
+          if (std::isnan(v)) continue;
+          double& f = first[d.unit_cluster[u]];
+          if (std::isnan(f))
+            f = v;
+          else if (f != v)
+            item_level = false;
         }
+      }
+      std::vector<double> vals;
+      {
+        std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
+        for (auto u : paired) {
+          if (std::isnan(unit_v[u]) || (item_level && d.unit_cluster[u] == last)) continue;
+          last = d.unit_cluster[u];
+          vals.push_back(unit_v[u]);
+        }
+      }
+      if (std::all_of(vals.begin(), vals.end(), [&](double x) { return x == vals.front(); }))
+        continue;  // constant: no subgroups to compare
+      if (vals.size() < 6) {
+        warn.push_back(fmt::format("CATE by {} skipped: {} {} carry {}, 6 needed for tertiles", name,
+                                   vals.size(), item_level ? "items" : "pairs", name));
+        continue;
+      }
+      std::vector<double> edges;  // type-7 tertile breaks; tied breaks merge their bins
+      for (int q = 0; q <= 3; ++q) {
+        const double e = quantile_type7(vals, q / 3.0);
+        if (edges.empty() || e > edges.back()) edges.push_back(e);
+      }
+      if (edges.size() < 3) {
+        warn.push_back(
+            fmt::format("CATE by {} skipped: tied tertile breaks (too few distinct values)", name));
+        continue;
+      }
+      for (std::size_t q = 0; q + 1 < edges.size(); ++q) {
+        const double lo = edges[q], hi = edges[q + 1];
+        auto keep = [&, q, lo, hi](std::size_t u) {
+          const double v = unit_v[u];
+          return d.unit_regime[u] == audit_regime::need && !std::isnan(v) && (q == 0 ? v >= lo : v > lo) &&
+                 v <= hi;
+        };
+        auto p = detail::collect_pairs(d, t, no_comm, keep);
+        if (p.pairs() == 0) continue;
+        add(name, fmt::format("Q{} {}{:g}, {:g}]", q + 1, q == 0 ? "[" : "(", lo, hi), "need", p);
+      }
+    }
+    constexpr std::size_t max_label_levels = 20;
+    for (const auto& name : label_names) {
+      std::vector<std::string> unit_l(d.units());
+      std::vector<char> has(d.units(), 0);
+      std::vector<std::string> levels;
+      std::size_t lacking = 0;
+      for (auto u : paired) {
+        for (auto a : {kv_full, no_comm}) {
+          for (const auto& c : rec_of(u, a).covariate_labels)
+            if (c.name == name) {
+              unit_l[u] = c.value;
+              has[u] = 1;
+              break;
+            }
+          if (has[u]) break;
+        }
+        if (!has[u]) {
+          ++lacking;
+          continue;
+        }
+        if (std::find(levels.begin(), levels.end(), unit_l[u]) == levels.end()) levels.push_back(unit_l[u]);
+      }
+      if (lacking > 0)
+        warn.push_back(fmt::format("CATE by {}: {} of {} need-regime pairs lack {} and are left out", name,
+                                   lacking, paired.size(), name));
+      if (levels.size() < 2) continue;  // one label: no subgroups to compare
+      if (levels.size() > max_label_levels) {
+        warn.push_back(fmt::format("CATE by {} skipped: {} labels, at most {} are reported", name,
+                                   levels.size(), max_label_levels));
+        continue;
+      }
+      for (const auto& level : levels) {
+        auto keep = [&](std::size_t u) {
+          return d.unit_regime[u] == audit_regime::need && has[u] && unit_l[u] == level;
+        };
+        auto p = detail::collect_pairs(d, t, no_comm, keep);
+        if (p.pairs() > 0) add(name, level, "need", p);
       }
     }
     std::vector<double> p;

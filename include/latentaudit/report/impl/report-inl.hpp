@@ -624,7 +624,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
                        num(e.verdict_low), num(e.verdict_high), num(e.p_value),
                        e.in_holm_family ? num(e.p_holm) : std::string("not in family")));
   line("");
-  line("## Effects by regime and document length (CATE)");
+  line("## Effects by regime and covariate (CATE)");
   line("");
   line("| contrast | variable | level | n | estimate | CI | p | p adjusted |");
   line("|---|---|---|---|---|---|---|---|");

@@ -180,7 +180,7 @@ struct task_line_reader {
   }
 
   void covariates(const json_value& o, std::string_view where, std::vector<covariate>& nums,
-                  std::vector<covariate_label>& labels, const task_file_limits& lim) const {
+                  std::vector<latentaudit::covariate_label>& labels, const task_file_limits& lim) const {
     const json_value* c = o.find("covariates");
     if (c == nullptr || c->is_null()) return;
     const std::string field = where.empty() ? "covariates" : std::string(where) + ".covariates";
@@ -399,7 +399,7 @@ inline void put_text(json_value& j, const std::string& name, const task_text& t)
   }
 }
 inline json_value covariates_json(const std::vector<covariate>& nums,
-                                  const std::vector<covariate_label>& labels) {
+                                  const std::vector<latentaudit::covariate_label>& labels) {
   json_value c = json_value::object();
   for (const auto& x : nums) c.set(x.name, x.value);
   for (const auto& x : labels) c.set(x.name, x.value);
@@ -567,6 +567,11 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
     s.document = tokens_of(e.document, "document");
     if (e.document.is_text() && bos >= 0) s.document.insert(s.document.begin(), bos);
     if (s.document.empty()) fail("document", "is empty after tokenization");
+    if (std::none_of(s.covariates.begin(), s.covariates.end(),
+                     [](const covariate& c) { return c.name == "doc_tokens"; }) &&
+        std::none_of(s.labels.begin(), s.labels.end(),
+                     [](const covariate_label& c) { return c.name == "doc_tokens"; }))
+      s.covariates.push_back({"doc_tokens", static_cast<double>(s.document.size())});  // A's document length
     if (!e.text_document.empty()) {
       s.text_document = tokens_of(e.text_document, "text_document");
       if (e.text_document.is_text() && bos >= 0) s.text_document.insert(s.text_document.begin(), bos);
