@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace latentaudit;
 
@@ -65,12 +66,14 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
   auto g = make_stream({seed, 0, 0, 0});
   int kills = 0, runs = 0;
   bool complete = false;
-  // Kill after a uniformly random delay in [2, 80] ms, at least 20 times; then let it finish.
+  // Kill after a uniformly random delay in [2, 80] ms, at least 20 times (8 under the sanitizer,
+  // where each start costs ~5x more: support/sanitizer.hpp); then let it finish.
+  const int min_kills = test::full_or_sanitized(20, 8);
   while (!complete && runs < 400) {
     const pid_t pid = test::spawn_cli(audit_args(killed), "/dev/null", "/dev/null");
     ++runs;
     int status = 0;
-    if (kills < 20 || runs % 2 == 0) {
+    if (kills < min_kills || runs % 2 == 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(2000 + static_cast<int>(uniform01(g) * 78000)));
       ::kill(pid, SIGKILL);
       REQUIRE(waitpid(pid, &status, 0) == pid);
@@ -91,7 +94,7 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
     }
   }
   std::printf("audit_kill_test: %d runs, %d killed by SIGKILL\n", runs, kills);
-  CHECK(kills >= 20);
+  CHECK(kills >= min_kills);
   REQUIRE(complete);
   CHECK(timeless(read_records(killed / "records.jsonl")) == reference);
   std::filesystem::remove_all(base);

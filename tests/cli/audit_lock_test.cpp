@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/sanitizer.hpp"
 
 using namespace latentaudit;
 
@@ -101,7 +102,9 @@ TEST_CASE("audit: two audits started together on one --out, many times: every ke
   std::filesystem::remove_all(base);
   const std::size_t expected = 6u * 1u * 21u;  // items x seeds x the 21 default arms
   int refused = 0;
-  for (int round = 0; round < 24; ++round) {
+  // 24 rounds; 9 under the sanitizer (each of the three kinds of round three times; support/sanitizer.hpp)
+  const int rounds = test::full_or_sanitized(24, 9);
+  for (int round = 0; round < rounds; ++round) {
     const auto dir = base / std::to_string(round);
     // Rounds alternate: two resumes; a fresh run and a resume; two fresh runs.
     const bool resume_a = round % 3 != 2, resume_b = round % 3 == 0;
@@ -136,6 +139,25 @@ TEST_CASE("audit: two audits started together on one --out, many times: every ke
     REQUIRE(r.code == 0);
     CHECK(parse_json(r.out).at("trials_run").as_number() == 0);
   }
-  std::printf("audit_lock_test: 24 rounds of two concurrent audits, %d refused for the lock\n", refused);
+  std::printf("audit_lock_test: %d rounds of two concurrent audits, %d refused for the lock\n", rounds,
+              refused);
   std::filesystem::remove_all(base);
+}
+
+// A CLI built without MPI (cmake -DLATENTAUDIT_MPI=OFF, or no MPI found) that an MPI launcher
+// starts as one of several ranks refuses: N whole audits into one directory otherwise. The
+// launcher is recognised by its environment (here Open MPI's OMPI_COMM_WORLD_SIZE); with MPI the
+// same is tests/dist's business (mpi_tests).
+TEST_CASE("audit: built without MPI, run as one of several MPI ranks, it says so and exits 2") {
+#if LATENTAUDIT_CLI_HAS_MPI
+  SUCCEED("this CLI is built with MPI: mpi_tests covers sharded runs");
+#else
+  const auto dir = test::cli_work_dir() / "no_mpi";
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  const auto r = test::run_cli(audit_args(dir, "4", false));
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  test::expect_one_line_error(r, "built without MPI");
+  CHECK(r.err.find("OMPI_COMM_WORLD_SIZE") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "records.jsonl"));
+#endif
 }

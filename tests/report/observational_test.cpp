@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/sanitizer.hpp"
 #include "support/synthetic_records.hpp"
 
 using namespace latentaudit;
@@ -32,7 +33,9 @@ const finding& find(const observational_result& r, const std::string& id) {
 }  // namespace
 
 TEST_CASE("observational: expected verdicts on the planted organism", "[report][observational]") {
-  const std::uint64_t gen_seed = GENERATE(1, 2, 3, 4, 5);
+  // One generator seed under the sanitizer (support/sanitizer.hpp): every check still runs on it.
+  const std::uint64_t gen_seed =
+      GENERATE(take(test::full_or_sanitized<std::size_t>(5, 1), values<std::uint64_t>({1, 2, 3, 4, 5})));
   INFO("generator seed " << gen_seed << ", 150 items x 3 seeds");
   const auto records = synthetic_records({.seed = gen_seed});
   const auto r = observational_analysis(records);
@@ -151,8 +154,10 @@ TEST_CASE("observational: analysis seeds change the log, not the verdicts", "[re
   // ~97 % of runs (194 of 200 generator x analysis seeds measured), so 5 of 6 are required here;
   // analysis seed 13 is a measured miss (DiD 0.94 [0.71, 1.17] against 0.66).
   const auto records = synthetic_records({.seed = 7});
+  // Under the sanitizer analysis seeds 11 and 12 only (support/sanitizer.hpp): both are covered.
   int did = 0;
-  for (std::uint64_t s = 11; s <= 16; ++s) {
+  const std::uint64_t last = test::full_or_sanitized<std::uint64_t>(16, 12);
+  for (std::uint64_t s = 11; s <= last; ++s) {
     INFO("analysis seed " << s << ", generator seed 7");
     const auto r = observational_analysis(records, {.seed = s, .bootstrap_replicates = 1000});
     CHECK(find(r, "log.naive_covers_randomized").answer == verdict::no);
@@ -161,7 +166,7 @@ TEST_CASE("observational: analysis seeds change the log, not the verdicts", "[re
     CHECK(find(r, "rollout.before_after_covers_truth").answer == verdict::no);
     did += find(r, "rollout.did_covers_truth").answer == verdict::yes;
   }
-  CHECK(did >= 5);
+  CHECK(did >= test::full_or_sanitized(5, 2));
 }
 
 TEST_CASE("observational: deterministic", "[report][observational]") {

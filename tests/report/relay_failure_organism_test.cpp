@@ -10,6 +10,7 @@
 
 #include "latentaudit/report/audit.hpp"
 #include "latentaudit/trial.hpp"
+#include "support/sanitizer.hpp"
 
 namespace la = latentaudit;
 
@@ -31,12 +32,13 @@ TEST_CASE("relay failures: the organisms' stale, conflict and drift truths are f
           "[report][relay_failure][organism]") {
   // organism-a relaying to itself, organism-b as the foreign partner, four drifted senders
   // (organism-a fine-tuned 5, 10, 20 and 300 steps on a remapped vocabulary: models/organism-a-drift);
-  // 160 items x 1 seed with 20 % stale and 20 % conflict items (the data side's task generator)
+  // 160 items x 1 seed with 20 % stale and 20 % conflict items (the data side's task generator);
+  // 40 items under the sanitizer, where the verdicts are not checked (support/sanitizer.hpp)
   const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
   auto a = la::reference_cpu_backend::load(models + "organism-a");
   auto b = la::reference_cpu_backend::load(models + "organism-b");
   const auto fmt = la::organism_format::load(models + "organism-a");
-  la::trial_design d{.seed = 1808, .items = 160, .seeds = 1};
+  la::trial_design d{.seed = 1808, .items = la::test::full_or_sanitized<std::uint64_t>(160, 40), .seeds = 1};
   const int steps[] = {5, 10, 20, 300};
   std::vector<la::reference_cpu_backend> senders;
   senders.reserve(std::size(steps));
@@ -59,8 +61,9 @@ TEST_CASE("relay failures: the organisms' stale, conflict and drift truths are f
                          "conflict.kv_worse_than_no_comm", "drift.tolerance_steps"}) {
     const auto& f = find(core.findings, id);
     INFO(id << ": " << f.detail);
-    CHECK(f.answer == la::verdict::yes);
+    if (la::test::full_sample) CHECK(f.answer == la::verdict::yes);
   }
+  if (!la::test::full_sample) return;
   CHECK(core.stale.kv_answers.stale > core.stale.kv_answers.other_wrong);
   INFO(core.conflict.attention.note);
   CHECK(core.conflict.attention.available);  // the reference backend captures attention

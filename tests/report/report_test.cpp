@@ -13,15 +13,18 @@
 #include <map>
 
 #include "support/organism_records.hpp"
+#include "support/sanitizer.hpp"
 #include "support/synthetic_records.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-// 120 items × 2 seeds × the 21 default arms on the organisms (about 5000 trials, ~2 s).
+// 120 items × 2 seeds × the 21 default arms on the organisms (about 5000 trials, ~2 s); 30 items
+// under the sanitizer, where only the structural checks run (support/sanitizer.hpp).
+constexpr std::uint64_t organism_items = test::full_or_sanitized<std::uint64_t>(120, 30);
 const std::vector<trial_record>& organism_records() {
-  static const std::vector<trial_record> records = testing::run_organism_records(404, 120, 2);
+  static const std::vector<trial_record> records = testing::run_organism_records(404, organism_items, 2);
   return records;
 }
 
@@ -42,7 +45,7 @@ void check_svg(const std::string& svg) {
 
 TEST_CASE("report: the organism audit reaches every planted truth and decides to relay") {
   const auto& recs = organism_records();
-  REQUIRE(recs.size() == 120u * 2u * 21u);
+  REQUIRE(recs.size() == organism_items * 2u * 21u);
   const auto r = build_audit_report(recs, {.bootstrap_replicates = 1000, .seed = 3});
   const auto f = by_id(r.findings);
   const std::map<std::string, verdict> planted = {
@@ -53,7 +56,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   for (const auto& [id, v] : planted) {
     INFO(id << ": " << (f.count(id) ? f.at(id)->detail : std::string("missing")));
     REQUIRE(f.count(id) == 1);
-    CHECK(f.at(id)->answer == v);
+    if (test::full_sample) CHECK(f.at(id)->answer == v);
   }
   // The observational coverage checks are demonstrations (true by construction), never findings.
   const auto demo = by_id(r.demonstrations);
@@ -66,7 +69,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   for (const auto& [id, v] : demonstrated) {
     INFO(id << ": " << (demo.count(id) ? demo.at(id)->detail : std::string("missing")));
     REQUIRE(demo.count(id) == 1);
-    CHECK(demo.at(id)->answer == v);
+    if (test::full_sample) CHECK(demo.at(id)->answer == v);
     CHECK(f.count(id) == 0);
   }
   // About 60 need items: the 90 % betting interval cannot exclude a 5-point difference with so few
@@ -74,24 +77,28 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   // "inconclusive" but never the wrong answer (the default 300-item design reaches them; docs).
   for (const char* id : {"need.deranged_beats_no_comm", "need.zeroed_beats_no_comm",
                          "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy"}) {
+    REQUIRE(f.count(id) == 1);
     INFO(id << ": " << f.at(id)->detail);
-    CHECK(f.at(id)->answer != verdict::yes);
+    if (test::full_sample) CHECK(f.at(id)->answer != verdict::yes);
   }
   for (const char* id : {"need.kv_noninferior_to_text", "need.kv_equivalent_to_text"}) {
+    REQUIRE(f.count(id) == 1);
     INFO(id << ": " << f.at(id)->detail);
-    CHECK(f.at(id)->answer != verdict::no);
+    if (test::full_sample) CHECK(f.at(id)->answer != verdict::no);
   }
   // One cost statement plus the records' link; other links only where their verdict differs.
   CHECK(f.count("cost.relay_pays") == 1);
   CHECK(f.count(cost_finding_id("pcie4")) == 1);
   // The tolerance sigma lies where the organism's accuracy collapses (0.5 < sigma <= 1.5).
-  CHECK(f.at("noise.tolerance_sigma")->estimate > 0.5);
-  CHECK(f.at("noise.tolerance_sigma")->estimate <= 1.5);
-  CHECK(r.decision.verdict != "no communication needed");
+  if (test::full_sample) {
+    CHECK(f.at("noise.tolerance_sigma")->estimate > 0.5);
+    CHECK(f.at("noise.tolerance_sigma")->estimate <= 1.5);
+    CHECK(r.decision.verdict != "no communication needed");
+  }
   CHECK(r.decision.checklist.size() == 10);
   REQUIRE_FALSE(r.decision.monitors.empty());
-  CHECK(
-      r.decision.monitors.front().stop_at.has_value());  // kv_full − no_comm ≈ 0.97: the monitor stops early
+  if (test::full_sample)  // kv_full − no_comm ≈ 0.97: the monitor stops early
+    CHECK(r.decision.monitors.front().stop_at.has_value());
 
   // report.json: every finding with the required fields, no NaN anywhere.
   const json_value j = report_json(r);

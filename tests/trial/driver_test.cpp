@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/sanitizer.hpp"
+
 #include <map>
 
 using namespace latentaudit;
@@ -46,7 +48,12 @@ std::map<trial_key, std::string> by_key(const std::vector<trial_record>& rs) {
 
 TEST_CASE("driver: the planted relay semantics of the organism, arm by arm") {
   fixture f;
-  trial_design d{.seed = 11, .items = 60, .seeds = 2, .arms = default_arms(/*with_partner=*/true)};
+  // 15 items under the sanitizer: the accuracy rates need the full sample, the per-unit semantics
+  // below are exact and checked on every unit (support/sanitizer.hpp).
+  trial_design d{.seed = 11,
+                 .items = test::full_or_sanitized<std::uint64_t>(60, 15),
+                 .seeds = 2,
+                 .arms = default_arms(/*with_partner=*/true)};
   const auto recs = f.run(d);
   REQUIRE(recs.size() == d.trials());
   std::map<std::string, std::pair<double, double>> acc;  // arm/regime -> (correct, n)
@@ -59,14 +66,16 @@ TEST_CASE("driver: the planted relay semantics of the organism, arm by arm") {
   }
   auto rate = [&](const std::string& k) { return acc.at(k).first / acc.at(k).second; };
   // Need regime: relay of the full cache answers exactly as reading the text; nothing → chance.
-  CHECK(rate("kv_full/need") >= 0.97);
-  CHECK(rate("text_full/need") >= 0.97);
-  CHECK(rate("no_comm/need") <= 0.15);
-  for (const char* placebo : {"deranged/need", "zeroed/need", "random/need", "cross_model/need"})
-    CHECK(rate(placebo) <= 0.2);
-  // No-need regime: B has the pairs; relay changes nothing.
-  CHECK(rate("no_comm/no_need") >= 0.97);
-  CHECK(rate("kv_full/no_need") >= 0.97);
+  if (test::full_sample) {
+    CHECK(rate("kv_full/need") >= 0.97);
+    CHECK(rate("text_full/need") >= 0.97);
+    CHECK(rate("no_comm/need") <= 0.15);
+    for (const char* placebo : {"deranged/need", "zeroed/need", "random/need", "cross_model/need"})
+      CHECK(rate(placebo) <= 0.2);
+    // No-need regime: B has the pairs; relay changes nothing.
+    CHECK(rate("no_comm/no_need") >= 0.97);
+    CHECK(rate("kv_full/no_need") >= 0.97);
+  }
   for (const auto& [unit, arms] : units) {
     const auto* kv = arms.at("kv_full");
     const auto* text = arms.at("text_full");
