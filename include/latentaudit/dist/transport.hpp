@@ -166,6 +166,9 @@ class tcp_transport final : public relay_channel {
     }
   }
 
+  /// @brief Takes over `o`'s connection (o is left closed).
+  tcp_transport(tcp_transport&& o) noexcept : relay_channel(), fd_(std::move(o.fd_)), opt_(o.opt_) {}
+
   void send(std::span<const std::byte> message) override {
     const auto deadline = detail::deadline_after(opt_.timeout_s);
     const std::uint64_t n = message.size();

@@ -46,14 +46,17 @@ struct link_fit_result {
 
   /// @brief Whether the fit exists (missing is empty).
   [[nodiscard]] bool ok() const noexcept { return missing.empty(); }
-  /// @brief The fitted link as a preset named `name`: bandwidth 1/slope, α clamped at 0.
-  /// @throws invalid_argument if there is no fit or the slope is not positive.
+  /// @brief The fitted link as a preset named `name`: bandwidth 1/slope and α clamped at 0. When the
+  /// slope is not positive (frames too small for the link's speed to show), the upper limit of its
+  /// interval is used instead: the slowest bandwidth the data allow (bandwidth_low).
+  /// @throws invalid_argument if there is no fit or the slope's whole interval is ≤ 0.
   [[nodiscard]] link_preset as_link(std::string name = "measured") const {
-    if (!ok() || !(seconds_per_byte.estimate > 0))
-      detail::throw_invalid(
+    const double slope = seconds_per_byte.estimate > 0 ? seconds_per_byte.estimate : seconds_per_byte.ci_high;
+    if (!ok() || !(slope > 0))
+      latentaudit::detail::throw_invalid(
           "link_fit_result::as_link", "fit",
-          ok() ? "has a non-positive slope (no finite bandwidth)" : "is missing: " + missing);
-    return {std::move(name), bandwidth_bytes_s, std::max(0.0, alpha_s.estimate)};
+          ok() ? "has a slope interval at or below 0 (no finite bandwidth)" : "is missing: " + missing);
+    return {std::move(name), 1.0 / slope, std::max(0.0, alpha_s.estimate)};
   }
 };
 

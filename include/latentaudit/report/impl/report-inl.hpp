@@ -51,11 +51,11 @@ namespace latentaudit {
   r.link_fit = fit_link(records, link_fit_options{.level = 1.0 - o.alpha});
   r.link_rows = link_by_arm(records, r.link_fit);
   if (o.link_measured) {
-    if (!r.link_fit.ok() || !(r.link_fit.seconds_per_byte.estimate > 0))
+    if (!r.link_fit.ok() || !(r.link_fit.seconds_per_byte.ci_high > 0))
       detail::throw_invalid(
           "build_audit_report", "options.link_measured",
           "needs a fitted link, but " +
-              (r.link_fit.ok() ? std::string("the fitted slope is not positive") : r.link_fit.missing));
+              (r.link_fit.ok() ? std::string("the slope's interval is at or below 0") : r.link_fit.missing));
     co.links = link_presets();
     co.links.push_back(r.link_fit.as_link("measured"));
     co.primary_link = "measured";
@@ -725,7 +725,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
         "(docs/audit-report.md). " +
         std::to_string(F.relays) + " relays of " + std::to_string(F.distinct_sizes) + " frame sizes; " +
         std::to_string(F.failed_relays) + " rejected frames (relay_error) left out." +
-        (r.options.link_measured ? " The cost verdicts above use this link (`--link measured`)." : ""));
+        (r.options.link_measured
+             ? " The cost verdicts above use this link (`--link measured`; with a slope estimate at or below "
+               "0, the lower limit of the bandwidth interval)."
+             : ""));
     line("");
     if (F.ok()) {
       line(fmt::format("- α = {} [{}, {}]", detail::seconds_text(F.alpha_s.estimate),
