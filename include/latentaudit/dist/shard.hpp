@@ -8,13 +8,16 @@
 #define LATENTAUDIT_DIST_SHARD_HPP
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -23,6 +26,7 @@
 
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
+#include "../core/json.hpp"
 #include "../trial/design.hpp"
 #include "../trial/journal.hpp"
 #include "../trial/record.hpp"
@@ -174,6 +178,119 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
     return files;
   }
   return {p};
+}
+
+/// @brief A design.json (trial_design::to_json) as JSON, at most 1 MiB.
+/// @throws invalid_argument if it is not a regular file; corrupt_data naming it if it cannot be
+///         read or parsed.
+[[nodiscard]] inline json_value read_design_file(const std::filesystem::path& p) {
+  if (latentaudit::detail::require_regular_file(p, "design file") > (std::uint64_t{1} << 20))
+    LATENTAUDIT_THROW(corrupt_data(p.string() + " is larger than 1 MiB"));
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  try {
+    return parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
+  } catch (const error& e) {
+    LATENTAUDIT_THROW(corrupt_data(p.string() + ": " + e.what()));
+  }
+}
+
+/// @brief Prepares an audit directory's set of records files before the journals open (the
+/// process holding the directory's lock, rank 0 of a sharded run, calls it): files that no
+/// journal of this run will own (`owned` names those that will, e.g. records.<r>.jsonl for every
+/// rank r) are sealed on a resume (seal_records_file) and are an error without one; when any file
+/// holds records and `resume`, design.json must be there and equal `design`'s identity, and every
+/// record must lie in the design. Owned files are left to their journal (record_journal checks
+/// and seals its own file).
+/// @throws invalid_argument naming the file or the differing design field; corrupt_data as
+///         read_records.
+inline void prepare_records_set(const std::filesystem::path& dir, const trial_design& design, bool resume,
+                                const std::set<std::string>& owned) {
+  const auto files = records_files(dir);
+  bool any = false;
+  for (const auto& f : files) {
+    std::uint64_t good = 0;
+    const bool mine = owned.count(f.filename().string()) != 0;
+    const auto rs = read_records(f, &good);
+    if (rs.empty()) continue;
+    any = true;
+    if (!resume && !mine)
+      LATENTAUDIT_THROW(invalid_argument("directory " + dir.string() + " already holds records (" +
+                                         f.string() + "): pass --resume, or choose an empty directory"));
+    for (const auto& r : rs)
+      if (!design.contains(trial_key{r.item, r.seed, r.arm}))
+        LATENTAUDIT_THROW(invalid_argument(f.string() + " holds a record outside the design: (item " +
+                                           std::to_string(r.item) + ", seed " + std::to_string(r.seed) +
+                                           ", arm " + r.arm + ") with " + std::to_string(design.items) +
+                                           " items, " + std::to_string(design.seeds) + " seeds"));
+  }
+  if (!any || !resume) return;
+  const auto design_path = dir / "design.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(design_path, ec))
+    LATENTAUDIT_THROW(invalid_argument(dir.string() +
+                                       " holds records but no design.json, so the resume cannot be checked "
+                                       "against the design; choose an empty directory"));
+  const json_value recorded = read_design_file(design_path);
+  if (const auto diff = design_difference(recorded, design.to_json()); !diff.empty())
+    LATENTAUDIT_THROW(invalid_argument("the design differs from the design of the records in " +
+                                       dir.string() + ": " + diff));
+  for (const auto& f : files)
+    if (owned.count(f.filename().string()) == 0) (void)seal_records_file(f);
+}
+
+/// @brief The keys held by a set of records files, tolerating a torn last line in each (a file
+/// whose journal has not opened yet); a key in two files is an error naming both.
+/// @throws corrupt_data as read_records, or for a key twice.
+[[nodiscard]] inline std::set<trial_key> records_set_keys(std::span<const std::filesystem::path> files) {
+  std::map<trial_key, std::size_t> where;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    std::uint64_t good = 0;
+    for (auto& r : read_records(files[f], &good)) {
+      trial_key k{r.item, r.seed, r.arm};
+      if (const auto [it, fresh] = where.emplace(std::move(k), f); !fresh)
+        LATENTAUDIT_THROW(corrupt_data("records_set_keys: key (item " + std::to_string(r.item) + ", seed " +
+                                       std::to_string(r.seed) + ", arm " + r.arm + ") is in both '" +
+                                       files[it->second].string() + "' and '" + files[f].string() + "'"));
+    }
+  }
+  std::set<trial_key> out;
+  for (auto& [k, f] : where) out.insert(k);
+  return out;
+}
+
+/// @brief The part of a design.json that fixes the execution order (seed, items, seeds, arm labels
+/// in order, randomize_order), as a trial_design whose arms carry only their labels: enough for
+/// order_as_executed, not to run trials. std::nullopt if a field is missing or malformed.
+[[nodiscard]] inline std::optional<trial_design> design_order_from_json(const json_value& j) {
+  if (!j.is_object()) return std::nullopt;
+  auto count = [&](const char* k) -> std::optional<std::uint64_t> {
+    const json_value* v = j.find(k);
+    if (v == nullptr || !v->is_number() || !(v->as_number() >= 0) || v->as_number() > 9.0e15 ||
+        v->as_number() != std::floor(v->as_number()))
+      return std::nullopt;
+    return static_cast<std::uint64_t>(v->as_number());
+  };
+  const auto seed = count("seed"), items = count("items"), seeds = count("seeds");
+  const json_value* arms = j.find("arms");
+  const json_value* shuffle = j.find("randomize_order");
+  if (!seed || !items || !seeds || *items == 0 || *seeds == 0 || arms == nullptr || !arms->is_array() ||
+      shuffle == nullptr || !shuffle->is_bool())
+    return std::nullopt;
+  trial_design d;
+  d.seed = *seed;
+  d.items = *items;
+  d.seeds = *seeds;
+  d.randomize_order = shuffle->as_bool();
+  d.arms.clear();
+  for (const auto& a : arms->as_array()) {
+    if (!a.is_string()) return std::nullopt;
+    trial_arm arm;
+    arm.label = a.as_string();
+    d.arms.push_back(std::move(arm));
+  }
+  return d;
 }
 
 /// @brief Puts records in the order a one-process run of `design` journals them: units in

@@ -137,14 +137,17 @@ class directory_lock {
 
   /// @brief Creates `dir` if missing and takes its lock without waiting.
   /// @param what the directory's role in messages (e.g. "--out").
+  /// @param lock_name the lock file's name in `dir` (file_name by default; a sharded audit's ranks
+  ///        lock their own records files with dist::rank_lock_name, docs/distributed.md).
   /// @throws invalid_argument "another audit holds DIR (pid N)" if another process holds it, or
   ///         naming the path if the directory cannot be created, is not a directory, or the
   ///         lock file cannot be opened.
-  explicit directory_lock(const std::filesystem::path& dir, std::string_view what = "journal directory")
+  explicit directory_lock(const std::filesystem::path& dir, std::string_view what = "journal directory",
+                          std::string_view lock_name = file_name)
       : dir_(dir) {
     detail::require_output_directory(dir, what);
 #ifdef LATENTAUDIT_JOURNAL_POSIX
-    const auto lock_path = dir / file_name;
+    const auto lock_path = dir / std::string(lock_name);
     fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
       LATENTAUDIT_THROW(invalid_argument("cannot open the lock file '" + lock_path.string() +
@@ -259,12 +262,15 @@ class record_journal {
   /// @throws invalid_argument if the lock is not held, records exist and !resume, design.json is
   ///         missing or differs, or a record lies outside the design; corrupt_data if the existing
   ///         records or design.json are corrupt or a file cannot be read or written.
-  record_journal(directory_lock lock, const trial_design& design, bool resume, bool durable = false)
+  /// @param records_name the records file's name in the directory ("records.jsonl"; a sharded
+  ///        audit's rank r journals into "records.<r>.jsonl", dist::rank_records_name).
+  record_journal(directory_lock lock, const trial_design& design, bool resume, bool durable = false,
+                 const std::string& records_name = "records.jsonl")
       : lock_(std::move(lock)), durable_(durable) {
     constexpr std::string_view fn = "record_journal";
     if (!lock_.held()) detail::throw_invalid(fn, "lock", "must hold the directory's lock");
     const auto& dir = lock_.dir();
-    path_ = dir / "records.jsonl";
+    path_ = dir / records_name;
     const auto design_path = dir / "design.json";
     std::string design_text;
     const json_value design_json = design.to_json();
@@ -302,7 +308,8 @@ class record_journal {
       }
       torn_ = good < data_end_;
     } else {
-      const auto tmp = dir / "design.json.tmp";
+      // Per records file: the ranks of a sharded audit write the same design.json side by side.
+      const auto tmp = dir / (records_name + ".design.json.tmp");
       {
         std::ofstream d(tmp, std::ios::binary | std::ios::trunc);
         d << design_text;
