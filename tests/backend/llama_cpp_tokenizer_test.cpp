@@ -7,6 +7,7 @@
 #include <latentaudit/backend/gguf_export.hpp>
 #include <latentaudit/backend/llama_cpp.hpp>
 #include <latentaudit/backend/llama_cpp_tokenizer.hpp>
+#include <latentaudit/core/json.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -198,5 +200,64 @@ TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON 
   CHECK(slurp(dir / "err.txt").find("has no tokenizer") != std::string::npos);
   CHECK(run("--vocab " + spm) == 2);
   CHECK(slurp(dir / "err.txt").find("--text") != std::string::npos);
+}
+#endif
+
+#ifdef LATENTAUDIT_CLI_PATH
+// The text path end to end: the text organism (models/organism-text.gguf, its own llama-spm
+// tokenizer) audited on the first 60 tasks of examples/data/recall-text.jsonl on llama.cpp. The
+// full file's findings (planted need effect, placebo nulls) are in models/organism-text/README.md;
+// here, with 60 items and one seed, the large effects are already decided and the accuracies show
+// the planted truth: B answers from the relayed document (text or cache) in the need regime, from
+// its own prompt in the no_need regime, and not without either.
+TEST_CASE("llama.cpp tokenizer: the text organism's audit on its task file finds the need effect",
+          "[backend][llama_cpp][tokenizer][cli]") {
+  const fs::path model = fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-text.gguf";
+  const fs::path tasks = fs::path(LATENTAUDIT_SOURCE_DIR) / "examples" / "data" / "recall-text.jsonl";
+  const auto dir = fs::temp_directory_path() / "latentaudit_llama_cpp_text_audit";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {  // the header and the first 60 tasks
+    std::ifstream in(tasks);
+    std::ofstream out(dir / "tasks.jsonl");
+    std::string line;
+    for (int i = 0; i < 61 && std::getline(in, line); ++i) out << line << '\n';
+  }
+  const std::string cli = LATENTAUDIT_CLI_PATH;
+  const std::string cmd = cli + " audit --engine llama.cpp --model " + model.string() + " --tasks " +
+                          (dir / "tasks.jsonl").string() +
+                          " --seeds 1 --arms no_comm,text_full,kv_full,zeroed --timing-repeats 0 "
+                          "--quiet --out " +
+                          (dir / "out").string() + " > " + (dir / "summary.json").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto j = parse_json(slurp(dir / "summary.json"));
+  const auto& f = j.at("findings");
+  CHECK(f.at("need.text_beats_no_comm").as_string() == "yes");
+  CHECK(f.at("need.kv_beats_no_comm").as_string() == "yes");
+  // accuracy per (regime, arm) from the records
+  std::map<std::string, std::pair<int, int>> acc;  // "regime/arm" -> (correct, n)
+  std::ifstream rec(dir / "out" / "records.jsonl");
+  std::string line;
+  std::size_t with_text = 0;
+  while (std::getline(rec, line)) {
+    const auto r = parse_json(line);
+    auto& c = acc[r.at("regime").as_string() + "/" + r.at("arm").as_string()];
+    c.first += r.at("correct").as_bool() ? 1 : 0;
+    ++c.second;
+    if (const auto* t = r.find("answer_text"); t != nullptr && !t->as_string().empty()) ++with_text;
+  }
+  auto rate = [&](const std::string& k) {
+    const auto& c = acc[k];
+    INFO(k << ": " << c.first << " / " << c.second);
+    REQUIRE(c.second > 0);
+    return static_cast<double>(c.first) / c.second;
+  };
+  CHECK(rate("need/text_full") >= 0.9);
+  CHECK(rate("need/kv_full") >= 0.9);
+  CHECK(rate("need/no_comm") <= 0.2);
+  CHECK(rate("need/zeroed") <= 0.2);
+  CHECK(rate("no_need/no_comm") >= 0.9);
+  CHECK(rate("no_need/kv_full") >= 0.9);
+  CHECK(with_text > 0);  // B's answers decoded through the tokenizer
 }
 #endif

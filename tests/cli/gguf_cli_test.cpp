@@ -8,6 +8,7 @@
 #include <latentaudit/backend/gguf.hpp>
 #include <latentaudit/backend/gguf_export.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -86,6 +87,57 @@ TEST_CASE("cli: gguf export handles GQA and tied embeddings", "[cli][gguf]") {
   const auto q = st.read_f32("model.layers.0.self_attn.q_proj.weight");
   CHECK(f.read_f32("blk.0.attn_q.weight") == permute_rope_rows(q, 4, 8, 32));
   CHECK(f.read_f32("blk.0.attn_v.weight") == st.read_f32("model.layers.0.self_attn.v_proj.weight"));
+}
+
+TEST_CASE("cli: gguf export --vocab copies a tokenizer; tokenize refuses bad input with one line",
+          "[cli][gguf]") {
+  // a 40-token vocabulary GGUF (tokenizer.* keys and one unrelated key), and one without a tokenizer
+  auto vocab_file = [](const fs::path& p, std::size_t n, bool with_tokenizer) {
+    gguf_writer w;
+    w.set("general.architecture", gguf_value::of("llama"));
+    if (with_tokenizer) {
+      w.set("tokenizer.ggml.model", gguf_value::of("gpt2"));
+      std::vector<std::string> tokens;
+      for (std::size_t i = 0; i < n; ++i) tokens.push_back("t" + std::to_string(i));
+      w.set("tokenizer.ggml.tokens", gguf_value::array(std::move(tokens)));
+      w.set("tokenizer.ggml.bos_token_id", gguf_value::of(std::uint32_t{1}));
+    }
+    w.write(p);
+  };
+  vocab_file(work("vocab40.gguf"), 40, true);
+  vocab_file(work("vocab41.gguf"), 41, true);
+  vocab_file(work("novocab.gguf"), 0, false);
+  const auto tiny = latentaudit::test::write_tiny_llama("gguf_vocab", {.vocab = 40});
+  const auto j = ok_json({"gguf", "export", "--model", tiny.string(), "--out",
+                          work("with_vocab.gguf").string(), "--vocab", work("vocab40.gguf").string()});
+  CHECK(j.at("tokenizer_from").as_string() == work("vocab40.gguf").string());
+  const auto f = gguf_file::open(work("with_vocab.gguf"));
+  CHECK(f.get_string("tokenizer.ggml.model") == "gpt2");
+  CHECK(f.find("tokenizer.ggml.tokens")->size() == 40);
+  CHECK(f.find("tokenizer.ggml.tokens")->as_string(39) == "t39");
+  CHECK(f.get_uint("tokenizer.ggml.bos_token_id") == 1);
+  CHECK(f.get_string("general.architecture") == "llama");
+  // the model's weights are those of the export without a vocabulary
+  (void)ok_json({"gguf", "export", "--model", tiny.string(), "--out", work("no_vocab.gguf").string()});
+  const auto g = gguf_file::open(work("no_vocab.gguf"));
+  CHECK(g.get_string("tokenizer.ggml.model") == "none");
+  CHECK(f.read_f32("token_embd.weight") == g.read_f32("token_embd.weight"));
+  // a vocabulary of another size, or none at all: one line, exit 2, nothing written
+  expect_one_line_error(run_cli({"gguf", "export", "--model", tiny.string(), "--out",
+                                 work("bad.gguf").string(), "--vocab", work("vocab41.gguf").string()}),
+                        "has 41 tokens, but config.json's vocab_size is 40");
+  expect_one_line_error(run_cli({"gguf", "export", "--model", tiny.string(), "--out",
+                                 work("bad.gguf").string(), "--vocab", work("novocab.gguf").string()}),
+                        "has no tokenizer");
+  CHECK_FALSE(fs::exists(work("bad.gguf")));
+  // tokenize: a missing file (or, in a CLI built without llama.cpp, the missing engine) and missing
+  // options are one line and exit 2 in either build
+  const auto missing = run_cli({"tokenize", "--vocab", work("missing.gguf").string(), "--text", "x"});
+  CHECK(missing.code == 2);
+  CHECK(std::count(missing.err.begin(), missing.err.end(), '\n') == 1);
+  CHECK((missing.err.find("missing.gguf") != std::string::npos ||
+         missing.err.find("built without llama.cpp") != std::string::npos));
+  expect_one_line_error(run_cli({"tokenize", "--vocab", work("vocab40.gguf").string()}), "--text");
 }
 
 TEST_CASE("cli: gguf export and inspect refuse bad input with one line", "[cli][gguf]") {
