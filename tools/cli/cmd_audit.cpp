@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "audit_shard.hpp"
 #include "cli.hpp"
 #include "engine_select.hpp"
 #include "tokenizer_select.hpp"
@@ -83,6 +84,9 @@ std::vector<option_spec> audit_spec() {
        "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
       {"--trials-only", "", "run and journal the trials, skip the report"},
       {"--durable", "", "fsync after every record (survives power loss, slower)"},
+      {"--shard-schedule", "S",
+       "under mpirun: how units are shared among ranks: dynamic (default: rank 0 hands out the next "
+       "unit on request), interleaved or block (records never depend on it; docs/distributed.md)"},
       {"--quiet", "", "no progress on stderr"},
       common_option("--pretty"),
   };
@@ -90,8 +94,9 @@ std::vector<option_spec> audit_spec() {
 
 std::vector<option_spec> report_spec() {
   return {
-      {"--records", "FILE",
-       "records.jsonl from any stack (required): one JSON record per line, docs/records.md"},
+      {"--records", "PATH",
+       "records.jsonl from any stack (required): one JSON record per line, docs/records.md; or an audit "
+       "directory, whose records.jsonl and records.<rank>.jsonl (a sharded run's) are read as one set"},
       {"--out", "DIR", "output directory (default: the records' directory)"},
       {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
       {"--alpha", "A", "family-wise level (default 0.05)"},
@@ -329,7 +334,7 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
   return o;
 }
 
-int run_audit(std::span<const std::string> raw) {
+int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
   const auto specs = audit_spec();
   const auto words = with_config(raw, specs);
   const auto args = arguments::parse(words, specs, "audit");
@@ -466,9 +471,16 @@ int run_audit(std::span<const std::string> raw) {
   const auto aopt = report_options(args, d.seed);
   const std::filesystem::path out = args.get("--out").value_or("audit-out");
   check_design_size(d, args.has("--trials-only"));
+  const auto scheme = dist::parse_schedule(args.get("--shard-schedule").value_or("dynamic"));
+  if (!scheme)
+    throw usage_error("audit: option --shard-schedule must be dynamic, interleaved or block, got '" +
+                      *args.get("--shard-schedule") + "'");
   // One writer per --out: taken before anything else, held until this function returns (the
-  // journal and the report), released by the kernel if the process dies.
-  directory_lock lock(out, "--out");
+  // journal and the report), released by the kernel if the process dies. In a sharded audit rank
+  // 0 holds it and every rank locks its own records file (docs/distributed.md).
+  std::optional<directory_lock> lock;
+  if (shard == nullptr || shard->rank() == 0) lock.emplace(out, "--out");
+  if (shard != nullptr) shard->step([] {});
 
   const organism_task_options to{
       .seed = d.seed, .no_need_fraction = no_need, .stale_fraction = stale, .conflict_fraction = conflict};
@@ -544,18 +556,32 @@ int run_audit(std::span<const std::string> raw) {
       d.identity.options = std::move(o);
     }
     d.validate();
-    auto& journal = journal_slot.emplace(std::move(lock), d, args.has("--resume"), args.has("--durable"));
-    skipped = journal.done().size();
-    progress_meter meter(args.has("--quiet"));
+    std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
+    if (shard != nullptr) {
+      shard->agree_design(d);
+      resumed = shard->open_journal(journal_slot, out, d, args.has("--resume"), args.has("--durable"));
+    } else {
+      dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});  // a sharded run's files
+      journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
+      resumed = dist::records_set_keys(dist::records_files(out));
+    }
+    auto& journal = *journal_slot;
+    skipped = resumed.size();
+    progress_meter meter(args.has("--quiet") || (shard != nullptr && shard->rank() != 0));
     using engine_type = std::remove_reference_t<decltype(engine)>;
     using partner_type = std::remove_pointer_t<decltype(partner)>;
     trial_driver<engine_type, partner_type> driver(engine, partner);
     add_senders(driver);
-    const std::set<trial_key> resumed = journal.done();  // the keys to skip (the journal's set grows)
-    return driver.run(
-        d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
-        [&](const trial_record& r) { journal.append(r); }, resumed,
-        [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
+    auto go = [&](const unit_schedule& schedule) {
+      return driver.run(
+          d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
+          [&](const trial_record& r) {
+            journal.append(r);
+            if (shard != nullptr) shard->poll();
+          },
+          resumed, [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); }, schedule);
+    };
+    return shard != nullptr ? shard->run_trials(d, *scheme, go) : go({});
   };
   const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(),
                                          [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
@@ -614,8 +640,16 @@ int run_audit(std::span<const std::string> raw) {
   timing.set("timing_repeat_runs", stats.repeat_runs);
   timing.set("timing_repeat_mismatches", stats.repeat_mismatches);
   journal.close();  // cuts the file's zero padding
+  if (shard != nullptr) {  // rank 0 reports on every rank's records
+    json_value sj = shard->finish(stats);
+    j.set("trials_run", *sj.find("trials_run"));
+    j.set("shard", std::move(sj));
+    if (shard->rank() != 0) return exit_ok;
+  }
   if (!args.has("--trials-only")) {
-    const auto records = read_records(journal.path());
+    // Every records file of --out, in the order of a one-process run (the report depends on it).
+    auto records = dist::read_records_set(dist::records_files(out));
+    dist::order_as_executed(records, d);
     const auto ta = std::chrono::steady_clock::now();
     const auto result = run_audit_report(records, aopt, out);
     // What this engine could not run or measure, and why: the report's engine section and the summary.
@@ -644,6 +678,13 @@ int run_audit(std::span<const std::string> raw) {
   j.set("timing", std::move(timing));
   print_json(j, args.has("--pretty"));
   return exit_ok;
+}
+
+int run_audit(std::span<const std::string> raw) {
+  // Under an MPI launcher: this process is one rank of a sharded audit (docs/distributed.md).
+  const auto shard = audit_shard::from_launch();
+  if (shard == nullptr) return run_audit_body(raw, nullptr);
+  return shard->run([&] { return run_audit_body(raw, shard.get()); });
 }
 
 // Where the records disagree with the design.json beside them (if there is one): keys outside
@@ -731,7 +772,11 @@ int run_report(std::span<const std::string> words) {
         stdout);
     return exit_ok;
   }
-  const std::filesystem::path records_path = args.require("--records");
+  // A file, or an audit directory: its records.jsonl and records.<rank>.jsonl (a sharded run's).
+  const std::filesystem::path records_arg = args.require("--records");
+  std::error_code dir_ec;
+  const bool records_dir = std::filesystem::is_directory(records_arg, dir_ec);
+  const std::filesystem::path records_path = records_dir ? records_arg / "records.jsonl" : records_arg;
   const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
@@ -739,8 +784,18 @@ int run_report(std::span<const std::string> words) {
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");
-  const auto records = read_records(records_path);
-  if (records.empty()) throw usage_error("report: '" + records_path.string() + "' holds no records");
+  auto records = dist::read_records_set(dist::resolve_records_path(records_arg));
+  if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
+  if (records_dir) {  // a set of files: in the order of a one-process run of the design beside them
+    try {
+      const auto dj = dist::read_design_file(records_arg / "design.json");
+      if (const auto od = dist::design_order_from_json(dj);
+          od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
+                    4.0L * static_cast<long double>(records.size()) + 1024.0L)
+        dist::order_as_executed(records, *od);
+    } catch (const error&) {  // no readable design.json: the files' order (design_warnings says why)
+    }
+  }
   const auto warnings = design_warnings(records_path, records);
   if (!args.has("--quiet"))
     for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());
