@@ -163,7 +163,9 @@ TEST_CASE("organism tasks: the written task file audits to the built-in audit's 
   REQUIRE(a.size() == 100);
   CHECK(a == b);
   // design.json names the task source.
-  CHECK(test::slurp_file(dir / "b" / "design.json").find("\"task_source\":\"file\"") != std::string::npos);
+  const auto design = parse_json(test::slurp_file(dir / "b" / "design.json"));
+  REQUIRE(design.find("task_source") != nullptr);
+  CHECK(design.find("task_source")->as_string() == "file");
 }
 
 TEST_CASE("audit --tasks: bad task files exit 2 with file:line:field before any trial", "[cli]") {
@@ -173,7 +175,11 @@ TEST_CASE("audit --tasks: bad task files exit 2 with file:line:field before any 
   const std::string model = model_dir("organism-a");
   auto write = [&](const std::string& name, const std::string& text) {
     const auto p = (dir / name).string();
-    std::ofstream(p) << text;
+    // A second, valid task after the one under test: a design with the deranged arm needs 2 items.
+    std::ofstream(p)
+        << text << "\n"
+        << R"({"id": "ok2", "document_tokens": [0, 6, 41], "query_tokens": [1, 6], "answers": [[41]]})"
+        << "\n";
     return p;
   };
   const std::string ok =

@@ -117,7 +117,8 @@ struct task_file {
   std::string path;               ///< the file's name as given (in every error)
   task_file_header header;        ///< the header (defaults when absent)
   std::vector<task_entry> tasks;  ///< the tasks in file order (item i = tasks[i])
-  std::string sha256;             ///< SHA-256 of the file's bytes (64 hex digits; "" when built in memory)
+  /// SHA-256 of the file's lines, each followed by "\n" (64 hex digits; "" when built in memory)
+  std::string sha256;
 };
 
 /// @brief The reader's bounds.
