@@ -36,7 +36,9 @@ libblas.so.3: with libopenblas0-pthread (apt) a step is ~7x faster here than wit
 libblas3 (the card names the BLAS the run loaded). Run with Debian's interpreter (torch 1.13):
   /usr/bin/python3 tools/organism/train_text.py --vocab .deps/llama.cpp/models/ggml-vocab-llama-spm.gguf \
       --latentaudit build/release/tools/cli/latentaudit --out models/organism-text.gguf \
-      --card models/organism-text/README.md --tasks examples/data/recall-text.jsonl
+      --card models/organism-text/README.md --tasks examples/data/recall-text.jsonl --audit-out /tmp/organism-text-audit
+(on this VM a rerun wrote the byte-identical GGUF; --audit-out audits it on llama.cpp and
+puts the findings in the card.)
 """
 import argparse
 import json
@@ -330,6 +332,54 @@ def write_tasks(task, path, items, no_need_share, seed):
     return counts
 
 
+def run_audit(latentaudit, model, tasks, out):
+    """`latentaudit audit --engine llama.cpp` of the model on the task file (the default design,
+    seed 1); returns the card's section: the findings and accuracy by regime and arm."""
+    t0 = time.time()
+    r = subprocess.run([latentaudit, "audit", "--engine", "llama.cpp", "--model", model, "--tasks", tasks,
+                        "--out", out, "--quiet"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"train_text.py: the audit failed: {r.stderr.strip()}")
+    wall = time.time() - t0
+    summary = json.loads(r.stdout)
+    acc = {}
+    with open(os.path.join(out, "records.jsonl")) as f:
+        for line in f:
+            rec = json.loads(line)
+            c = acc.setdefault((rec["regime"], rec["arm"]), [0, 0])
+            c[0] += int(bool(rec["correct"]))
+            c[1] += 1
+    arms = sorted({arm for _, arm in acc}, key=lambda x: (not x.startswith(("no_comm", "text")), x))
+    regimes = sorted({reg for reg, _ in acc})
+    rows = "\n".join(f"| {arm} | " + " | ".join(
+        f"{acc[(reg, arm)][0] / acc[(reg, arm)][1]:.3f}" if (reg, arm) in acc else "–" for reg in regimes) + " |"
+        for arm in arms)
+    findings = "\n".join(f"| `{k}` | {v} |" for k, v in summary["findings"].items())
+    left_out = ", ".join(f"`{k}`" for k in summary.get("arms_unavailable", {}))
+    n = {reg: acc[(reg, "no_comm")][1] for reg in regimes if (reg, "no_comm") in acc}
+    return f"""
+## Audit on llama.cpp (measured)
+`latentaudit audit --engine llama.cpp --model models/organism-text.gguf --tasks
+examples/data/recall-text.jsonl` (the default design, seed 1, 3 seeds per task: {summary["trials_total"]}
+trials, {wall:.0f} s wall on the shared 2-vCPU VM; the text path throughout: each field tokenized by the
+GGUF's own tokenizer, B's answer decoded up to `</s>` and scored `exact`). Trials per arm:
+{", ".join(f"{reg} {k}" for reg, k in n.items())}. Left out on this engine (with the reasons in the
+summary): {left_out}.
+
+Accuracy by arm and regime:
+
+| arm | {" | ".join(regimes)} |
+|---|{"---|" * len(regimes)}
+{rows}
+
+Findings (docs/audit-report.md), decision `{summary["decision"]["verdict"]}`:
+
+| finding | verdict |
+|---|---|
+{findings}
+"""
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vocab", required=True, help="GGUF vocabulary (ggml-vocab-llama-spm.gguf)")
@@ -352,7 +402,10 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--target", type=float, default=0.99)
-    ap.add_argument("--items", type=int, default=240, help="task file items")
+    ap.add_argument("--items", type=int, default=450, help="task file items (the organism audit's default design)")
+    ap.add_argument("--audit-out", default=None,
+                    help="with --latentaudit and --tasks: run `audit --engine llama.cpp` on the model and the task "
+                         "file into this directory and put its findings in the card")
     ap.add_argument("--no-need-share", type=float, default=0.3)
     ap.add_argument("--only-tasks", action="store_true", help="write the task file only (no training)")
     a = ap.parse_args()
@@ -433,6 +486,9 @@ def main():
             sys.exit(f"train_text.py: gguf export failed: {r.stderr.strip()}")
         export = json.loads(r.stdout)
     counts = write_tasks(task, a.tasks, a.items, a.no_need_share, 4242 + a.seed) if a.tasks else None
+    audit_section = ""
+    if a.audit_out and a.latentaudit and a.tasks:
+        audit_section = run_audit(a.latentaudit, a.out, a.tasks, a.audit_out)
     vocab_name = os.path.basename(a.vocab)
     card = f"""# organism-text
 
@@ -480,6 +536,7 @@ and `</s>` (need: the token after the answer is the end of sequence).
 
 Query alone (the need regime without a relay, N = 4): {nocomm / 512:.4f} (chance 1/{len(VALUE_WORDS)}).
 
+{audit_section}
 ## Training log (every 100 steps)
 ```
 """ + "\n".join(log[-40:]) + "\n```\n"
