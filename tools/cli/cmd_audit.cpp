@@ -21,6 +21,7 @@
 #include "audit_shard.hpp"
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "relay_session.hpp"
 #include "tokenizer_select.hpp"
 
 #ifndef LATENTAUDIT_DEFAULT_MODELS
@@ -52,7 +53,13 @@ std::vector<option_spec> audit_spec() {
       {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
       {"--link", "NAME",
        "link for the modeled transfer: pcie4 (default), pcie5, nvlink4, rdma100, rdma400, "
-       "custom:<GB/s>:<alpha us>"},
+       "custom:<GB/s>:<alpha us>; 'measured': records model pcie4, the cost verdicts use the link fitted "
+       "from the relays' measured transfer (--relay-transport)"},
+      {"--relay-transport", "tcp",
+       "relays cross a real link: agent A runs in a peer process (relay-peer), each wire frame is sent, "
+       "received, decoded and imported by B; records gain transfer_measured_s (docs/distributed.md)"},
+      {"--relay-peer", "HOST:PORT",
+       "the relay-peer to connect to (tcp); default: a loopback peer spawned with the same options"},
       {"--out", "DIR",
        "output directory (default audit-out): records.jsonl, design.json, report.md, report.json, *.svg"},
       {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
@@ -105,6 +112,9 @@ std::vector<option_spec> report_spec() {
       {"--prefill-tokens-per-s", "T",
        "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
       {"--seed", "S", "bootstrap seed (default 1)"},
+      {"--link", "measured",
+       "the cost verdicts use the link fitted from the records' transfer_measured_s (relays over a real "
+       "link) instead of the records' modeled link"},
       {"--quiet", "", "no warnings on stderr (records that disagree with the design.json beside them)"},
       common_option("--pretty"),
   };
@@ -331,13 +341,16 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
   }
   o.seed = seed;
   o.threads = 0;  // the bootstraps use every core; results do not depend on it
+  o.link_measured = args.get("--link") == std::optional<std::string>("measured");
+  if (args.command() == "report" && args.get("--link") && !o.link_measured)
+    throw usage_error("report: option --link must be 'measured', got '" + *args.get("--link") + "'");
   return o;
 }
 
-int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
+int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
   const auto specs = audit_spec();
   const auto words = with_config(raw, specs);
-  const auto args = arguments::parse(words, specs, "audit");
+  const auto args = arguments::parse(words, specs, serve != nullptr ? "relay-peer" : "audit");
   if (args.help()) {
     std::fputs(
         help_text(
@@ -449,7 +462,12 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
                         (drift_levels.empty()
                              ? std::string(", but no --drift manifest is loaded")
                              : " in '" + (drift_dir / "drift.json").string() + "', which lacks it"));
-  d.link = find_link(args.get("--link").value_or("pcie4"));
+  const std::string link_name = args.get("--link").value_or("pcie4");
+  d.link = find_link(link_name == "measured" ? "pcie4" : link_name);  // measured: the report's fitted link
+  if (link_name == "measured" && !args.get("--relay-transport") && serve == nullptr)
+    throw usage_error(
+        "audit: option --link measured needs --relay-transport (the link is fitted from "
+        "the relays' measured transfer)");
   d.timing_repeats = static_cast<std::uint32_t>(args.integer("--timing-repeats", 3, 0, 100));
   d.timing_repeat_fraction = args.number("--timing-repeat-fraction", 0.1);
   if (!(d.timing_repeat_fraction >= 0 && d.timing_repeat_fraction <= 1))
@@ -479,7 +497,9 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
   std::optional<directory_lock> lock;
-  if (shard == nullptr || shard->rank() == 0) lock.emplace(out, "--out");
+  if (serve == nullptr && (shard == nullptr || shard->rank() == 0)) lock.emplace(out, "--out");
+  // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
+  const auto relay = serve == nullptr ? relay_session::for_audit(args, raw) : nullptr;
   if (shard != nullptr) shard->step([] {});
 
   const organism_task_options to{
@@ -556,6 +576,14 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
       d.identity.options = std::move(o);
     }
     d.validate();
+    if (serve != nullptr) {  // relay-peer: agent A serves the sender's half of B's relays
+      trial_driver<std::remove_reference_t<decltype(engine)>, std::remove_pointer_t<decltype(partner)>>
+          a_side(engine, partner);
+      add_senders(a_side);
+      return a_side.serve_sender(
+          d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
+          serve->channel());
+    }
     std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
     if (shard != nullptr) {
       shard->agree_design(d);
@@ -572,6 +600,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
     using partner_type = std::remove_pointer_t<decltype(partner)>;
     trial_driver<engine_type, partner_type> driver(engine, partner);
     add_senders(driver);
+    if (relay) driver.set_relay_channel(&relay->channel());
     auto go = [&](const unit_schedule& schedule) {
       return driver.run(
           d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
@@ -616,6 +645,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
     stats = run_on(engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {});
 #endif
   }
+  if (serve != nullptr) return exit_ok;  // relay-peer: no journal, no report
+  if (relay) relay->finish();
   auto& journal = *journal_slot;
 
   json_value j = json_value::object();
@@ -639,7 +670,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
   timing.set("journal_s", stats.sink_s);
   timing.set("timing_repeat_runs", stats.repeat_runs);
   timing.set("timing_repeat_mismatches", stats.repeat_mismatches);
-  journal.close();  // cuts the file's zero padding
+  journal.close();         // cuts the file's zero padding
   if (shard != nullptr) {  // rank 0 reports on every rank's records
     json_value sj = shard->finish(stats);
     j.set("trials_run", *sj.find("trials_run"));
@@ -676,6 +707,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
   }
   timing.set("total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   j.set("timing", std::move(timing));
+  if (relay) j.set("relay_transport", relay->transport());
   print_json(j, args.has("--pretty"));
   return exit_ok;
 }
@@ -821,4 +853,9 @@ int run_report(std::span<const std::string> words) {
     {"report", "audit trial records (records.jsonl) from any stack into report.md/json + SVG", run_report});
 
 }  // namespace
+
+int run_audit_as_peer(std::span<const std::string> words, relay_session& peer) {
+  return run_audit_body(words, nullptr, &peer);
+}
+
 }  // namespace latentaudit::cli
