@@ -29,8 +29,8 @@ class mpi_transport final : public relay_channel {
   mpi_transport(const communicator& comm, int peer, const transport_options& o = {}, int tag = 0x4C41)
       : comm_(comm), peer_(peer), tag_(tag), opt_(o) {
     if (peer < 0 || peer >= comm.size() || peer == comm.rank())
-      latentaudit::detail::throw_invalid("mpi_transport", "peer",
-                                         "must be another rank of the communicator, got " + std::to_string(peer));
+      latentaudit::detail::throw_invalid(
+          "mpi_transport", "peer", "must be another rank of the communicator, got " + std::to_string(peer));
     if (!(o.timeout_s > 0) || !(o.timeout_s < 1e9))
       latentaudit::detail::throw_invalid("mpi_transport", "options.timeout_s", "must be in (0, 1e9) seconds");
   }
@@ -75,8 +75,9 @@ class mpi_transport final : public relay_channel {
 
  private:
   static void check(int rc, const char* what) {
-    if (rc != MPI_SUCCESS) detail::throw_link(std::string("mpi transport: ") + what + " failed: " +
-                                              dist::detail::mpi_error_text(rc));
+    if (rc != MPI_SUCCESS)
+      detail::throw_link(std::string("mpi transport: ") + what +
+                         " failed: " + dist::detail::mpi_error_text(rc));
   }
 
   // Polls `req` (spinning briefly, then sleeping polite_poll_interval) until it completes or the
