@@ -92,8 +92,9 @@ std::vector<option_spec> audit_spec() {
       {"--trials-only", "", "run and journal the trials, skip the report"},
       {"--durable", "", "fsync after every record (survives power loss, slower)"},
       {"--shard-schedule", "S",
-       "under mpirun: how units are shared among ranks: dynamic (default: rank 0 hands out the next "
-       "unit on request), interleaved or block (records never depend on it; docs/distributed.md)"},
+       "under mpirun: how units are shared among ranks: interleaved (default: rank r runs units r, r+N, "
+       "...), dynamic (rank 0 hands out the next unit on request) or block (records never depend on it; "
+       "docs/distributed.md)"},
       {"--quiet", "", "no progress on stderr"},
       common_option("--pretty"),
   };
@@ -489,9 +490,9 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   const auto aopt = report_options(args, d.seed);
   const std::filesystem::path out = args.get("--out").value_or("audit-out");
   check_design_size(d, args.has("--trials-only"));
-  const auto scheme = dist::parse_schedule(args.get("--shard-schedule").value_or("dynamic"));
+  const auto scheme = dist::parse_schedule(args.get("--shard-schedule").value_or("interleaved"));
   if (!scheme)
-    throw usage_error("audit: option --shard-schedule must be dynamic, interleaved or block, got '" +
+    throw usage_error("audit: option --shard-schedule must be interleaved, dynamic or block, got '" +
                       *args.get("--shard-schedule") + "'");
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
