@@ -217,31 +217,36 @@ TEST_CASE("relay over tcp: a flipped byte or a truncated frame is rejected and r
   trial_design d{.seed = 3, .items = 4, .seeds = 1};
   d.arms = {parse_arm("kv_full"), parse_arm("text_full")};
   d.randomize_order = false;
+  REQUIRE(d.authenticate);
   const auto local = run_local(d);
   std::uint64_t frames = 0;
   const auto linked = run_over_tcp(d, [&](std::uint64_t, std::vector<std::byte>& m) {
     if (!is_frame(m)) return;
     const std::uint64_t k = frames++;
-    if (k % 3 == 0) m[m.size() / 2] ^= std::byte{0x10};  // a flipped payload bit
-    if (k % 3 == 1) m.resize(m.size() - 7);              // truncated
+    if (k % 4 == 0) m[m.size() / 2] ^= std::byte{0x10};  // a flipped payload bit
+    if (k % 4 == 1) m.resize(m.size() - 7);              // truncated
+    if (k % 4 == 2) m.back() ^= std::byte{0x01};         // a flipped bit of the HMAC tag
   });
   REQUIRE(linked.size() == local.size());
   std::map<trial_key, const trial_record*> want;
   for (const auto& r : local) want[{r.item, r.seed, r.arm}] = &r;
-  std::size_t failed = 0;
+  std::size_t failed = 0, hmac = 0;
   for (const auto& r : linked) {
     const auto& l = *want.at({r.item, r.seed, r.arm});
     if (r.relay_error) {
       ++failed;
+      hmac += r.relay_error->find("HMAC") != std::string::npos;
       CHECK(r.relay_tokens == 0);  // nothing imported
       CHECK((Catch::Contains("CRC32C").match(*r.relay_error) ||
-             Catch::Contains("truncated").match(*r.relay_error)));
+             Catch::Contains("truncated").match(*r.relay_error) ||
+             Catch::Contains("HMAC").match(*r.relay_error)));
       CHECK(r.bytes > 0);
     } else {
       CHECK(timeless(r) == timeless(l));
     }
   }
-  CHECK(failed == 6);  // frames 0, 1, 3, 4, 6, 7 of 8
+  CHECK(hmac == 2);
+  CHECK(failed == 6);  // frames 0, 1, 2, 4, 5, 6 of 8 (the design HMAC-tags every relay)
   const auto it =
       std::find_if(linked.begin(), linked.end(), [](const trial_record& r) { return r.relay_error; });
   REQUIRE(it != linked.end());
