@@ -3,7 +3,8 @@
 // vectors of the pinned release (models/ggml-vocab-*.gguf with .inp/.out, the files llama.cpp's own
 // test-tokenizer-0 replays) every vocabulary gives exactly the expected ids; special tokens only
 // when asked; clear errors for a file without a tokenizer and ids outside the vocabulary; the
-// adapter exposes its model's tokenizer; `latentaudit tokenize` prints the ids as a JSON array.
+// adapter exposes its model's tokenizer; `latentaudit tokenize` prints the ids as a JSON array; the
+// text organism's audit on its task file (text through the tokenizer end to end) finds the need effect.
 #include <latentaudit/backend/gguf_export.hpp>
 #include <latentaudit/backend/llama_cpp.hpp>
 #include <latentaudit/backend/llama_cpp_tokenizer.hpp>
