@@ -200,32 +200,32 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
 /// process holding the directory's lock, rank 0 of a sharded run, calls it): files that no
 /// journal of this run will own (`owned` names those that will, e.g. records.<r>.jsonl for every
 /// rank r) are sealed on a resume (seal_records_file) and are an error without one; when any file
-/// holds records and `resume`, design.json must be there and equal `design`'s identity, and every
-/// record must lie in the design. Owned files are left to their journal (record_journal checks
-/// and seals its own file).
+/// without a journal holds records (then `resume` is set), design.json must be there and equal
+/// `design`'s identity, and their records must lie in the design. Owned files are left to their
+/// journal (record_journal checks and seals its own file).
 /// @throws invalid_argument naming the file or the differing design field; corrupt_data as
 ///         read_records.
 inline void prepare_records_set(const std::filesystem::path& dir, const trial_design& design, bool resume,
                                 const std::set<std::string>& owned) {
   const auto files = records_files(dir);
   bool any = false;
+  std::vector<std::pair<std::filesystem::path, std::vector<trial_record>>> unowned;
   for (const auto& f : files) {
     std::uint64_t good = 0;
     const bool mine = owned.count(f.filename().string()) != 0;
-    const auto rs = read_records(f, &good);
+    auto rs = read_records(f, &good);
     if (rs.empty()) continue;
     any = true;
-    if (!resume && !mine)
+    if (mine) continue;  // its journal checks it
+    if (!resume)
       LATENTAUDIT_THROW(invalid_argument("directory " + dir.string() + " already holds records (" +
                                          f.string() + "): pass --resume, or choose an empty directory"));
-    for (const auto& r : rs)
-      if (!design.contains(trial_key{r.item, r.seed, r.arm}))
-        LATENTAUDIT_THROW(invalid_argument(f.string() + " holds a record outside the design: (item " +
-                                           std::to_string(r.item) + ", seed " + std::to_string(r.seed) +
-                                           ", arm " + r.arm + ") with " + std::to_string(design.items) +
-                                           " items, " + std::to_string(design.seeds) + " seeds"));
+    unowned.emplace_back(f, std::move(rs));
   }
-  if (!any || !resume) return;
+  // Files with a journal in this run check the design themselves (record_journal), so a plain
+  // one-process resume behaves as before; files without one are checked here.
+  if (!any || unowned.empty()) return;
+  // The design first (a resume with another design names the differing field), then the keys.
   const auto design_path = dir / "design.json";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(design_path, ec))
@@ -234,10 +234,17 @@ inline void prepare_records_set(const std::filesystem::path& dir, const trial_de
                                        "against the design; choose an empty directory"));
   const json_value recorded = read_design_file(design_path);
   if (const auto diff = design_difference(recorded, design.to_json()); !diff.empty())
-    LATENTAUDIT_THROW(invalid_argument("the design differs from the design of the records in " +
-                                       dir.string() + ": " + diff));
-  for (const auto& f : files)
-    if (owned.count(f.filename().string()) == 0) (void)seal_records_file(f);
+    LATENTAUDIT_THROW(
+        invalid_argument("record_journal: the design differs from the design of the records in " +
+                         dir.string() + ": " + diff));
+  for (const auto& [f, rs] : unowned)
+    for (const auto& r : rs)
+      if (!design.contains(trial_key{r.item, r.seed, r.arm}))
+        LATENTAUDIT_THROW(invalid_argument(f.string() + " holds a record outside the design: (item " +
+                                           std::to_string(r.item) + ", seed " + std::to_string(r.seed) +
+                                           ", arm " + r.arm + ") with " + std::to_string(design.items) +
+                                           " items, " + std::to_string(design.seeds) + " seeds"));
+  for (const auto& [f, rs] : unowned) (void)seal_records_file(f);
 }
 
 /// @brief The keys held by a set of records files, tolerating a torn last line in each (a file
