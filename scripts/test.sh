@@ -8,8 +8,10 @@
 #     the CLI (no examples, benchmarks or packaging checks: they add no memory or UB coverage; no
 #     llama.cpp engine: its prebuilt library is not instrumented, and the blob and GGUF parsing the
 #     adapter relies on is tested here through kv_tests and backend_tests; the CLI's "built without
-#     llama.cpp" path is tested here instead), all tests but the "slow" label (long runs whose code
-#     paths shorter tests cover too).
+#     llama.cpp" path is tested here instead; no MPI either: Open MPI's libraries are not
+#     instrumented and hold allocations past MPI_Finalize that LeakSanitizer reports, and the CLI's
+#     "built without MPI" refusal under a launcher is tested here instead), all tests but the
+#     "slow" label (long runs whose code paths shorter tests cover too).
 # ccache is used when present (its cache lives outside the clone); the budget holds without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +48,7 @@ gen=$(generator build/asan)
 cmake ${gen:+-G "$gen"} -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
       -DLATENTAUDIT_WERROR=ON -DLATENTAUDIT_SANITIZE=ON -DLATENTAUDIT_TEST_PACKAGING=OFF \
       -DLATENTAUDIT_FUZZ=OFF -DLATENTAUDIT_BUILD_EXAMPLES=OFF -DLATENTAUDIT_BUILD_BENCHMARKS=OFF \
-      -DLATENTAUDIT_LLAMA_CPP=OFF \
+      -DLATENTAUDIT_LLAMA_CPP=OFF -DLATENTAUDIT_MPI=OFF \
       "${launcher[@]}" >/dev/null
 cmake --build build/asan -j "$jobs"
 echo "sanitizer build: $((SECONDS - start)) s"
