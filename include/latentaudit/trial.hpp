@@ -12,6 +12,7 @@
 #include "trial/engine_support.hpp"
 #include "trial/journal.hpp"
 #include "trial/link.hpp"
+#include "trial/message.hpp"
 #include "trial/record.hpp"
 #include "trial/record_builder.hpp"
 #include "trial/reference_driver.hpp"

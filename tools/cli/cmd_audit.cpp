@@ -55,9 +55,10 @@ std::vector<option_spec> audit_spec() {
        "link for the modeled transfer: pcie4 (default), pcie5, nvlink4, rdma100, rdma400, "
        "custom:<GB/s>:<alpha us>; 'measured': records model pcie4, the cost verdicts use the link fitted "
        "from the relays' measured transfer (--relay-transport)"},
-      {"--relay-transport", "tcp",
-       "relays cross a real link: agent A runs in a peer process (relay-peer), each wire frame is sent, "
-       "received, decoded and imported by B; records gain transfer_measured_s (docs/distributed.md)"},
+      {"--relay-transport", "tcp|mpi",
+       "relays cross a real link: agent A runs in a peer process (tcp: relay-peer; mpi: rank 1 of "
+       "`mpirun -np 2`, rank 0 audits), each wire frame is sent, received, decoded and imported by B; "
+       "records gain transfer_measured_s (docs/distributed.md)"},
       {"--relay-peer", "HOST:PORT",
        "the relay-peer to connect to (tcp); default: a loopback peer spawned with the same options"},
       {"--out", "DIR",
@@ -450,6 +451,14 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::drifted; });
   if (!args.get("--arms") && !on_llama)
     for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
+  // Messages: an organism trained to recite (task.json `recite`) writes A's messages; the default
+  // arms then include text_message_{4,8,16,32}, kv_message and kv_message_only.
+  std::optional<message_options> messages;
+  if (std::filesystem::exists(task_dir / "task.json")) messages = organism_message_options(task_dir);
+  if (!args.get("--arms") && messages)
+    for (const char* n : {"text_message_4", "text_message_8", "text_message_16", "text_message_32",
+                          "kv_message", "kv_message_only"})
+      d.arms.push_back(parse_arm(n));
   if (!args.get("--arms") && on_llama)
     for (const auto& l : drift_levels)
       engine_skipped.push_back({kv_drift_arm(l.steps).label,
@@ -497,10 +506,25 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
+  // --relay-transport mpi (docs/distributed.md): under `mpirun -np 2` rank 0 is agent B (the
+  // audit: journal, report) and rank 1 agent A (serve_sender), linked by dist::mpi_transport.
+  const bool mpi_relay =
+      serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
+  if (mpi_relay) {
+    if (args.get("--relay-peer"))
+      throw usage_error("audit: option --relay-peer applies to --relay-transport tcp, not mpi");
+    if (shard == nullptr || shard->size() != 2)
+      throw usage_error(
+          "audit: --relay-transport mpi runs under `mpirun -np 2` (agent B on rank 0, agent A on rank 1), "
+          "got " +
+          (shard == nullptr ? std::string("one process") : std::to_string(shard->size()) + " ranks"));
+  }
+  const bool mpi_a = mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
   std::optional<directory_lock> lock;
-  if (serve == nullptr && (shard == nullptr || shard->rank() == 0)) lock.emplace(out, "--out");
+  if (serve == nullptr && !mpi_a && (shard == nullptr || shard->rank() == 0)) lock.emplace(out, "--out");
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
-  const auto relay = serve == nullptr ? relay_session::for_audit(args, raw) : nullptr;
+  const auto relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
+  const auto mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
   if (shard != nullptr) shard->step([] {});
 
   const organism_task_options to{
@@ -533,6 +557,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
                         " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
                         model.string() + "')");
     text_codec codec = make_codec(engine);
+    message_options msg_opts = messages.value_or(message_options{});
+    msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
     const task_file_source source(
         std::move(*user_tasks), std::move(codec),
         {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
@@ -577,16 +603,27 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
       d.identity.options = std::move(o);
     }
     d.validate();
-    if (serve != nullptr) {  // relay-peer: agent A serves the sender's half of B's relays
+    if (mpi_relay) {  // both ranks: the same design; then B opens its journal
+      shard->agree_design(d);
+      shard->step([&] {
+        if (mpi_a) return;
+        dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});
+        journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
+      });
+    }
+    if (serve != nullptr || mpi_a) {  // relay-peer or rank 1: agent A serves the sender's half of B's relays
       trial_driver<std::remove_reference_t<decltype(engine)>, std::remove_pointer_t<decltype(partner)>>
           a_side(engine, partner);
       add_senders(a_side);
+      a_side.set_message_options(msg_opts);
       return a_side.serve_sender(
           d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
-          serve->channel());
+          serve != nullptr ? serve->channel() : *mpi_link);
     }
     std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
-    if (shard != nullptr) {
+    if (mpi_relay) {
+      resumed = dist::records_set_keys(dist::records_files(out));
+    } else if (shard != nullptr) {
       shard->agree_design(d);
       resumed = shard->open_journal(journal_slot, out, d, args.has("--resume"), args.has("--durable"));
     } else {
@@ -601,7 +638,9 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     using partner_type = std::remove_pointer_t<decltype(partner)>;
     trial_driver<engine_type, partner_type> driver(engine, partner);
     add_senders(driver);
+    driver.set_message_options(msg_opts);
     if (relay) driver.set_relay_channel(&relay->channel());
+    if (mpi_link) driver.set_relay_channel(mpi_link.get());
     auto go = [&](const unit_schedule& schedule) {
       return driver.run(
           d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
@@ -611,6 +650,17 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
           },
           resumed, [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); }, schedule);
     };
+    if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
+      try {
+        return go({});
+      } catch (...) {  // release agent A ("done") so that both ranks agree on this failure
+        try {
+          latentaudit::detail::send_control(*mpi_link, json_value::object({{"op", "done"}}));
+        } catch (const std::exception&) {
+        }
+        throw;
+      }
+    }
     return shard != nullptr ? shard->run_trials(d, *scheme, go) : go({});
   };
   const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(),
@@ -647,6 +697,10 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
 #endif
   }
   if (serve != nullptr) return exit_ok;  // relay-peer: no journal, no report
+  if (mpi_a) {  // rank 1 (agent A) ends with rank 0's last agreement: no journal, no report
+    (void)shard->finish(stats);
+    return exit_ok;
+  }
   if (relay) relay->finish();
   auto& journal = *journal_slot;
 
@@ -671,8 +725,10 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   timing.set("journal_s", stats.sink_s);
   timing.set("timing_repeat_runs", stats.repeat_runs);
   timing.set("timing_repeat_mismatches", stats.repeat_mismatches);
-  journal.close();         // cuts the file's zero padding
-  if (shard != nullptr) {  // rank 0 reports on every rank's records
+  journal.close();  // cuts the file's zero padding
+  if (mpi_relay) {
+    (void)shard->finish(stats);   // the ranks' last agreement: rank 0 reports alone after it
+  } else if (shard != nullptr) {  // rank 0 reports on every rank's records
     json_value sj = shard->finish(stats);
     j.set("trials_run", *sj.find("trials_run"));
     j.set("shard", std::move(sj));
@@ -709,6 +765,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   timing.set("total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   j.set("timing", std::move(timing));
   if (relay) j.set("relay_transport", relay->transport());
+  if (mpi_relay) j.set("relay_transport", "mpi");
   print_json(j, args.has("--pretty"));
   return exit_ok;
 }

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 BOS, SEP, QRY, PAD = 0, 1, 2, 3
 SPECIAL = 4
+RECITE = QRY  # the instruction token of the recite task: the reserved QRY token (no vocabulary change)
 
 
 class Task:
@@ -61,6 +62,83 @@ class Task:
                 target[b, len(seq) - 2] = vs[i]
             toks[b, :len(seq)] = seq
         return torch.from_numpy(toks), torch.from_numpy(target)
+
+    def mixed_batch(self, rng, size, n_pairs, recite_share):
+        """Recall and recite sequences [size, recite_len] with their targets. With probability
+        1 - recite_share a recall sequence as batch(); otherwise
+          BOS k1 v1 ... kN vN RECITE m1 ... mt SEP q1 a1 ... qM aM
+        where m = k1 v1 ... kN vN is the document recited in order and t is the message length:
+        the whole recitation (t = 2N, then SEP is its end and a target) with probability 1/2, else
+        uniform in [0, 2N - 1] (a message cut by a budget, as a kv_message relay holds it; SEP is
+        then B's separator, not a target), followed by queries // 2 queries. Targets: the message
+        tokens and the answers."""
+        recite_queries = max(1, self.queries // 2)  # fewer queries after a message: shorter sequences
+        T = max(self.seq_len, 1 + 2 * self.max_pairs + 1 + 2 * self.max_pairs + 1 + 2 * recite_queries)
+        toks = np.full((size, T), PAD, dtype=np.int64)
+        target = np.full((size, T), -100, dtype=np.int64)
+        for b in range(size):
+            n = int(n_pairs[b])
+            ks = rng.choice(self.keys, size=n, replace=False) + self.key_first
+            vs = rng.integers(0, self.values, size=n) + self.value_first
+            seq = [BOS]
+            for k, v in zip(ks, vs):
+                seq += [int(k), int(v)]
+            doc = seq[1:]
+            if rng.random() < recite_share:
+                t = 2 * n if rng.random() < 0.5 else int(rng.integers(0, 2 * n))
+                seq.append(RECITE)
+                for j in range(t):
+                    target[b, len(seq) - 1] = doc[j]
+                    seq.append(doc[j])
+                if t == 2 * n:
+                    target[b, len(seq) - 1] = SEP
+            seq.append(SEP)
+            m = recite_queries if len(seq) > 2 + 2 * n else self.queries
+            qi = rng.choice(n, size=m, replace=n < m)
+            for i in qi:
+                seq += [int(ks[i]), int(vs[i])]
+                target[b, len(seq) - 2] = vs[i]
+            toks[b, :len(seq)] = seq
+        return torch.from_numpy(toks), torch.from_numpy(target)
+
+
+@torch.no_grad()
+def forced_recite_accuracy(model, task, rng, n, items=64):
+    """Teacher-forced share of right next tokens over whole recitations of n-pair documents (one
+    forward; the training log's cheap check)."""
+    toks, target = task.mixed_batch(rng, items, np.full(items, n), 1.0)
+    keep = torch.zeros_like(target, dtype=torch.bool)
+    keep[:, 1 + 2 * n:1 + 2 * n + 2 * n + 1] = True  # the message and its SEP (half are cut ones)
+    m = (target != -100) & keep
+    pred = model(toks).argmax(-1)
+    return float((pred[m] == target[m]).float().mean())
+
+
+@torch.no_grad()
+def recite_accuracy(model, task, rng, n, items=256, budget=None):
+    """Greedy recitation of documents of n pairs: (share of messages equal to the document,
+    share of message tokens equal to the document's token at that place), over up to
+    budget (default 2n) generated tokens; generation stops at SEP."""
+    budget = 2 * n if budget is None else budget
+    exact, right, total = 0, 0, 0
+    toks, _ = task.batch(rng, items, n)
+    prompts = torch.cat([toks[:, :1 + 2 * n], torch.full((items, 1), RECITE, dtype=torch.int64)], 1)
+    seq = prompts
+    for _ in range(budget + 1):
+        nxt = model(seq)[:, -1].argmax(-1, keepdim=True)
+        seq = torch.cat([seq, nxt], 1)
+    gen = seq[:, prompts.shape[1]:]
+    for b in range(items):
+        msg = []
+        for t in gen[b].tolist():
+            if t == SEP or len(msg) == budget:
+                break
+            msg.append(t)
+        doc = toks[b, 1:1 + 2 * n].tolist()
+        exact += int(msg == doc[:budget])
+        right += sum(int(x == y) for x, y in zip(msg, doc))
+        total += min(budget, 2 * n)
+    return exact / items, right / total
 
 
 class RMSNorm(nn.Module):
@@ -133,7 +211,18 @@ class Model(nn.Module):
         return self.lm_head(self.norm(x))
 
 
-def save(model, cfg, task, out, card):
+def hf_to_module(name):
+    """HF tensor name -> Model state_dict key (the inverse of save()'s naming)."""
+    if name == "model.embed_tokens.weight":
+        return "embed_tokens.weight"
+    if name == "model.norm.weight":
+        return "norm.weight"
+    if name == "lm_head.weight":
+        return name
+    return name[len("model."):].replace("self_attn.", "").replace("mlp.", "")
+
+
+def save(model, cfg, task, out, card, recite=False):
     os.makedirs(out, exist_ok=True)
     sd = model.state_dict()
     tensors = {}
@@ -162,7 +251,8 @@ def save(model, cfg, task, out, card):
     with open(os.path.join(out, "task.json"), "w") as f:
         json.dump({"vocab_size": task.vocab, "bos": BOS, "sep": SEP, "query": QRY, "pad": PAD,
                    "key_first": task.key_first, "key_count": task.keys, "value_first": task.value_first,
-                   "value_count": task.values, "max_pairs": task.max_pairs, "queries": task.queries}, f, indent=1)
+                   "value_count": task.values, "max_pairs": task.max_pairs, "queries": task.queries,
+                   **({"recite": RECITE, "message_stop": SEP} if recite else {})}, f, indent=1)
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write(card)
 
@@ -192,6 +282,10 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--target", type=float, default=0.99, help="stop once held-out accuracy at max pairs reaches this")
+    ap.add_argument("--init", default=None,
+                    help="continue from this organism's weights (same shape); the curriculum starts at max pairs")
+    ap.add_argument("--recite-share", type=float, default=0.0,
+                    help="share of training sequences with a RECITE instruction (Task.mixed_batch); 0: recall only")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
@@ -201,25 +295,39 @@ def main():
     inter = 2 * a.hidden
     theta, eps = 10000.0, 1e-5
     model = Model(task.vocab, a.hidden, a.layers, a.heads, a.kv_heads, inter, theta, eps)
+    if a.init:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from reference import load_safetensors
+        w = load_safetensors(os.path.join(a.init, "model.safetensors"))
+        model.load_state_dict({hf_to_module(k): torch.as_tensor(np.array(v)) for k, v in w.items()}, strict=True)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=a.steps, pct_start=0.05)
-    level = 2  # curriculum: documents of 1..level pairs
+    level = a.max_pairs if a.init else 2  # curriculum: documents of 1..level pairs
     start = time.time()
     log = []
     for step in range(1, a.steps + 1):
         n = rng.integers(1, level + 1, size=a.batch)
-        toks, target = task.batch(rng, a.batch, n)
+        if a.recite_share > 0:
+            toks, target = task.mixed_batch(rng, a.batch, n, a.recite_share)
+        else:
+            toks, target = task.batch(rng, a.batch, n)
         loss = F.cross_entropy(model(toks).reshape(-1, task.vocab), target.reshape(-1), ignore_index=-100)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        if step % 100 == 0:
+        if step % (50 if a.init else 100) == 0:
             acc = accuracy(model, task, np.random.default_rng(eval_rng_seed + step), level, 256)
+            if a.recite_share > 0:  # recall and recitation both count at the current level
+                tok = forced_recite_accuracy(model, task, np.random.default_rng(eval_rng_seed + 7 * step), level)
+                recall_acc, acc = acc, min(acc, tok)
             if acc > 0.9 and level < a.max_pairs:
                 level = min(a.max_pairs, level + 2)
             line = f"step {step} loss {loss.item():.4f} level {level} acc@level {acc:.3f} {time.time() - start:.0f}s"
+            if a.recite_share > 0:
+                line = (f"step {step} loss {loss.item():.4f} level {level} recall@level {recall_acc:.3f} "
+                        f"recite(teacher-forced)@level {tok:.3f} {time.time() - start:.0f}s")
             print(line, flush=True)
             log.append(line)
             if level == a.max_pairs and acc >= a.target:
@@ -233,6 +341,30 @@ def main():
            "max_position_embeddings": 128, "hidden_act": "silu", "tie_word_embeddings": False, "rope_scaling": None,
            "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32"}
     table = "\n".join(f"| {n} | {acc:.4f} |" for n, acc in by_n.items())
+    recite_section = ""
+    init_text = (f"Continued from the weights of {a.init} (its own card's training: recall only) on the recall + "
+                 f"recite mix below. ") if a.init else ""
+    curriculum = (f"N uniform in [1, {a.max_pairs}]" if a.init else
+                  f"curriculum over N from 2 to {a.max_pairs} (+2 pairs when accuracy at the current level exceeds 0.9)")
+    if a.recite_share > 0:
+        held_r = np.random.default_rng(77_777 + a.seed)
+        by_r = {n: recite_accuracy(model, task, held_r, n, 128) for n in (1, 2, 4, 8, 12, 16) if n <= a.max_pairs}
+        rtable = "\n".join(f"| {n} | {e:.4f} | {t:.4f} |" for n, (e, t) in by_r.items())
+        recite_section = f"""
+## Recitation (the messages A writes)
+After `BOS k1 v1 ... kN vN RECITE` (RECITE = {RECITE}, the reserved QRY token: no vocabulary change, so the
+weights keep their shape and organism-b's cache stays shape-compatible) the model writes the pairs
+it read, in order, `k1 v1 k2 v2 ...`, and ends the message with SEP = {SEP} (task.json: `recite`,
+`message_stop`). Trained on a mix: a share {a.recite_share} of the sequences recite (half of them the whole
+document followed by SEP and queries, half a message cut after t tokens, t uniform in [0, 2N − 1],
+followed by SEP and queries, as B holds A's cache in a kv_message relay); the rest are plain
+recall. Greedy recitation of 128 held-out documents per N (all 2N tokens, stop at SEP):
+
+| N | whole message right | tokens right |
+|---|---|---|
+{rtable}
+"""
+        print(json.dumps({"recite_by_pairs": by_r}))
     card = f"""# {os.path.basename(os.path.abspath(a.out))}
 
 A latentaudit model organism: a Llama-architecture transformer trained on multi-query associative
@@ -249,8 +381,7 @@ hidden {a.hidden}, {a.layers} layers, {a.heads} heads ({a.kv_heads} kv heads, he
 RMSNorm eps {eps}, RoPE θ {theta} (NEOX), untied head; f32 weights with HF tensor names.
 
 ## Training
-AdamW (lr {a.lr}, one-cycle, weight decay 0.01), batch {a.batch}, curriculum over N from 2 to {a.max_pairs}
-(+2 pairs when accuracy at the current level exceeds 0.9), {step} steps, {time.time() - start:.0f} s on {a.threads} CPU threads,
+{init_text}AdamW (lr {a.lr}, one-cycle, weight decay 0.01), batch {a.batch}, {curriculum}, {step} steps, {time.time() - start:.0f} s on {a.threads} CPU threads,
 torch {torch.__version__}.
 
 ## Held-out accuracy by N (1024 documents each, reading the document itself)
@@ -258,10 +389,11 @@ torch {torch.__version__}.
 |---|---|
 {table}
 
-## Training log (every 100 steps)
+{recite_section}
+## Training log (every {50 if a.init else 100} steps)
 ```
 """ + "\n".join(log[-30:]) + "\n```\n"
-    save(model, cfg, task, a.out, card)
+    save(model, cfg, task, a.out, card, recite=a.recite_share > 0)
     print(json.dumps({"out": a.out, "steps": step, "seconds": round(time.time() - start, 1), "accuracy_by_pairs": by_n}))
     return 0
 

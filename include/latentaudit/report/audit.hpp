@@ -49,6 +49,10 @@
 //                                mechanism (analyses/conflict.hpp).
 //   drift.tolerance_steps        as noise.tolerance_sigma with the drift steps of the kv_drift_<k>
 //                                arms as the dose (analyses/drift.hpp).
+// The message findings (their own Holm family: every kv_message − text_message_<k> contrast, per k
+// and regime; analyses/message.hpp):
+//   message.kv_vs_text_message.k<k>.<regime>  "beats": yes if Holm p < α and estimate > 0 (A's
+//                                cache beats A's message of at most k tokens); no if U < m.
 #ifndef LATENTAUDIT_REPORT_AUDIT_HPP
 #define LATENTAUDIT_REPORT_AUDIT_HPP
 
@@ -72,6 +76,7 @@
 #include "../trial/record.hpp"
 #include "analyses/conflict.hpp"  // conflict_analysis
 #include "analyses/drift.hpp"     // drift_analysis
+#include "analyses/message.hpp"   // message_analysis
 #include "analyses/noise.hpp"     // dose_point, noise_tolerance
 #include "analyses/stale.hpp"     // stale_analysis
 #include "detail/arm_roles.hpp"
@@ -176,6 +181,7 @@ struct audit_core {
   stale_analysis stale;                      ///< regime "stale": relay of an old cache vs current text
   conflict_analysis conflict;                ///< regime "conflict": relay that contradicts B's prompt
   drift_analysis drift;                      ///< drift arms: dose-response over fine-tuning steps
+  message_analysis messages;                 ///< message arms: A's cache vs A's message, per k and regime
   std::vector<frontier_point> frontier;      ///< need regime, ascending bytes
   std::vector<finding> findings;             ///< the ids of docs/audit-report.md, in that order
   std::size_t n_records = 0;                 ///< records read
@@ -199,7 +205,7 @@ struct audit_core {
 [[nodiscard]] audit_core analyse_records(std::span<const trial_record> records, const audit_options& o = {});
 
 /// @brief The positive-control gate: unless `control` (need.text_beats_no_comm) is "yes", every
-/// need.*, no_need.*, cost.*, stale.*, conflict.* and drift.* finding of `findings` other than the
+/// need.*, no_need.*, cost.*, stale.*, conflict.*, drift.* and message.* finding of `findings` other than the
 /// control itself becomes
 /// "inconclusive"; its estimate and interval stay, its detail starts with positive_control_reason
 /// and keeps the verdict it would have had. Idempotent.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: trial arms — what B receives from A: nothing, text (all or a budget), A's cache
 // (whole, or under a transfer policy), a placebo cache, another model's cache, or the cache of a
-// drifted copy of the model (fine-tuned apart).
+// drifted copy of the model (fine-tuned apart), or a message A writes (as text, or as A's cache).
 #ifndef LATENTAUDIT_TRIAL_ARM_HPP
 #define LATENTAUDIT_TRIAL_ARM_HPP
 
@@ -12,23 +12,27 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/types.hpp"
 #include "../kv/transfer_policy.hpp"
 
 namespace latentaudit {
 
 /// @brief The kind of an arm.
 enum class arm_kind : std::uint8_t {
-  no_comm,      ///< B answers alone
-  text_full,    ///< B reads A's document as text
-  text_budget,  ///< B reads a lossy text message: the first `budget` pairs of the document
-  kv_full,      ///< A's whole cache is relayed
-  kv_policy,    ///< A's cache under a transfer policy (slice, noise, quantization, position mode)
-  deranged,     ///< another item's cache (pairing placebo), length-matched
-  zeroed,       ///< A's cache with K and V zeroed (presence placebo)
-  random,       ///< moment-matched random cache (presence placebo)
-  cross_model,  ///< A runs the partner model; its cache is force-imported into B's model
-  drifted,      ///< A runs a fine-tuned (drifted) copy of B's model, a sender engine registered with the
-                ///< driver (trial_driver::add_sender); its whole cache is force-imported into B's model
+  no_comm,       ///< B answers alone
+  text_full,     ///< B reads A's document as text
+  text_budget,   ///< B reads a lossy text message: the first `budget` pairs of the document
+  kv_full,       ///< A's whole cache is relayed
+  kv_policy,     ///< A's cache under a transfer policy (slice, noise, quantization, position mode)
+  deranged,      ///< another item's cache (pairing placebo), length-matched
+  zeroed,        ///< A's cache with K and V zeroed (presence placebo)
+  random,        ///< moment-matched random cache (presence placebo)
+  cross_model,   ///< A runs the partner model; its cache is force-imported into B's model
+  drifted,       ///< A runs a fine-tuned (drifted) copy of B's model, a sender engine registered with the
+                 ///< driver (trial_driver::add_sender); its whole cache is force-imported into B's model
+  text_message,  ///< A writes a message of at most `budget` tokens after its instruction; B reads it as text
+  kv_message,    ///< A's cache of document + instruction + message (at most `budget` tokens) is relayed
+  kv_message_only,  ///< only the message's cache rows are relayed (placed by the policy's position mode)
 };
 
 /// @brief The arm kind's name as written in records ("no_comm", "text_full", ...).
@@ -54,16 +58,22 @@ enum class arm_kind : std::uint8_t {
       return "cross_model";
     case arm_kind::drifted:
       return "drifted";
+    case arm_kind::text_message:
+      return "text_message";
+    case arm_kind::kv_message:
+      return "kv_message";
+    case arm_kind::kv_message_only:
+      return "kv_message_only";
   }
   return "unknown";
 }
 
 /// @brief One arm of a design.
 struct trial_arm {
-  std::string label;                           ///< unique in a design; the record's "arm"
-  arm_kind kind = arm_kind::no_comm;           ///< what B receives
-  std::int32_t budget = 0;                     ///< text_budget: pairs relayed
-  kv_policy policy{};                          ///< KV arms: the transfer policy applied after export
+  std::string label;                  ///< unique in a design; the record's "arm"
+  arm_kind kind = arm_kind::no_comm;  ///< what B receives
+  std::int32_t budget = 0;            ///< text_budget: pairs relayed; message arms: most tokens A writes
+  kv_policy policy{};                 ///< KV arms: the transfer policy applied after export
   std::optional<quantize_spec> wire_quantize;  ///< KV arms: carry K/V quantized on the wire (codes + scales)
   std::optional<double> noise_sigma;           ///< the policy's noise level, for dose-response analysis
   /// drifted: the name of the sender engine (trial_driver::add_sender), e.g. "drift_160"
@@ -72,7 +82,13 @@ struct trial_arm {
 
   /// @brief Whether B receives a KV block (every kind but no_comm and the text kinds).
   [[nodiscard]] bool relays_kv() const noexcept {
-    return kind != arm_kind::no_comm && kind != arm_kind::text_full && kind != arm_kind::text_budget;
+    return kind != arm_kind::no_comm && kind != arm_kind::text_full && kind != arm_kind::text_budget &&
+           kind != arm_kind::text_message;
+  }
+  /// @brief Whether A writes a message for the arm (text_message, kv_message, kv_message_only).
+  [[nodiscard]] bool uses_message() const noexcept {
+    return kind == arm_kind::text_message || kind == arm_kind::kv_message ||
+           kind == arm_kind::kv_message_only;
   }
   /// @brief Whether the arm needs A's engine to read the document (every kind but no_comm).
   [[nodiscard]] bool needs_sender() const noexcept { return kind != arm_kind::no_comm; }
@@ -134,6 +150,37 @@ struct trial_arm {
           .drift_steps = steps};
 }
 
+/// @brief The longest message the message arms without a budget suffix let A write (kv_message,
+/// kv_message_only): generation stops earlier at the message's stop token or the engine's context.
+inline constexpr std::int32_t default_message_budget = 64;
+
+/// @brief A writes at most `k` tokens after its instruction; B reads them as text ("text_message_<k>").
+/// @throws invalid_argument if k < 1.
+[[nodiscard]] inline trial_arm text_message_arm(std::int32_t k) {
+  if (k < 1) detail::throw_invalid("text_message_arm", "k", "must be >= 1, got " + std::to_string(k));
+  return {.label = "text_message_" + std::to_string(k), .kind = arm_kind::text_message, .budget = k};
+}
+/// @brief A's cache of its document, instruction and message of at most `k` tokens ("kv_message",
+/// or "kv_message_<k>" when k is not default_message_budget). The message rows keep the sender's
+/// positions (the policy's default position mode).
+/// @throws invalid_argument if k < 1.
+[[nodiscard]] inline trial_arm kv_message_arm(std::int32_t k = default_message_budget) {
+  if (k < 1) detail::throw_invalid("kv_message_arm", "k", "must be >= 1, got " + std::to_string(k));
+  std::string label = k == default_message_budget ? "kv_message" : "kv_message_" + std::to_string(k);
+  return {.label = label, .kind = arm_kind::kv_message, .budget = k, .policy = kv_policy{.label = label}};
+}
+/// @brief The cache rows of A's message only, at most `k` tokens ("kv_message_only", or
+/// "kv_message_only_<k>"); where they are placed at the receiver is the policy's position mode
+/// (kv_policy::mode: preserve keeps the sender's positions, `@rebase` renumbers them from 0).
+/// @throws invalid_argument if k < 1.
+[[nodiscard]] inline trial_arm kv_message_only_arm(std::int32_t k = default_message_budget) {
+  if (k < 1) detail::throw_invalid("kv_message_only_arm", "k", "must be >= 1, got " + std::to_string(k));
+  std::string label =
+      k == default_message_budget ? "kv_message_only" : "kv_message_only_" + std::to_string(k);
+  return {
+      .label = label, .kind = arm_kind::kv_message_only, .budget = k, .policy = kv_policy{.label = label}};
+}
+
 namespace detail {
 [[nodiscard]] inline trial_arm parse_arm_base(std::string_view name) {
   constexpr std::string_view fn = "parse_arm";
@@ -143,7 +190,8 @@ namespace detail {
                           "must be no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<sigma>, "
                           "kv_layers_<l>[_<l>...], kv_first_half, "
                           "kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4, kv_fp8, deranged, zeroed, "
-                          "random, cross_model or kv_drift_<steps>, got '" +
+                          "random, cross_model, kv_drift_<steps>, text_message_<k>, kv_message[_<k>] or "
+                          "kv_message_only[_<k>], got '" +
                               s + "'");
   };
   auto integer = [&](std::string_view t) -> std::int64_t {
@@ -157,6 +205,14 @@ namespace detail {
   if (s == "zeroed") return zeroed_arm();
   if (s == "random") return random_arm();
   if (s == "cross_model") return cross_model_arm();
+  if (s == "kv_message") return kv_message_arm();
+  if (s == "kv_message_only") return kv_message_only_arm();
+  if (s.rfind("text_message_", 0) == 0)
+    return text_message_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(13))));
+  if (s.rfind("kv_message_only_", 0) == 0)
+    return kv_message_only_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(16))));
+  if (s.rfind("kv_message_", 0) == 0)
+    return kv_message_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(11))));
   if (s.rfind("kv_drift_", 0) == 0)
     return kv_drift_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(9))));
   if (s.rfind("text_budget_", 0) == 0)
@@ -215,7 +271,8 @@ namespace detail {
 
 /// @brief Parses an arm name: no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<σ>,
 /// kv_layers_<l>[_<l>...], kv_first_half, kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4,
-/// kv_fp8, deranged, zeroed, random, cross_model, kv_drift_<steps>; a KV arm may end in `@preserve`,
+/// kv_fp8, deranged, zeroed, random, cross_model, kv_drift_<steps>, text_message_<k>, kv_message[_<k>],
+/// kv_message_only[_<k>]; a KV arm (and kv_message_only) may end in `@preserve`,
 /// `@rebase` or
 /// `@append` to choose how the relayed positions are placed at the receiver (kv/rope.hpp
 /// position_mode: keep the sender's positions — the default —, renumber them 0, 1, ... with the
@@ -226,10 +283,11 @@ namespace detail {
   if (at == std::string_view::npos) return detail::parse_arm_base(name);
   const std::string_view mode = name.substr(at + 1);
   trial_arm a = detail::parse_arm_base(name.substr(0, at));
-  if (a.kind != arm_kind::kv_full && a.kind != arm_kind::kv_policy)
-    detail::throw_invalid("parse_arm", "name",
-                          "a position mode (@...) applies to kv_full and kv_* policy arms only, got '" +
-                              std::string(name) + "'");
+  if (a.kind != arm_kind::kv_full && a.kind != arm_kind::kv_policy && a.kind != arm_kind::kv_message_only)
+    detail::throw_invalid(
+        "parse_arm", "name",
+        "a position mode (@...) applies to kv_full and kv_* policy arms (and kv_message_only) only, got '" +
+            std::string(name) + "'");
   if (mode == "preserve")
     a.policy.mode = position_mode::preserve;
   else if (mode == "rebase")
@@ -240,7 +298,7 @@ namespace detail {
     detail::throw_invalid(
         "parse_arm", "name",
         "the position mode after '@' must be preserve, rebase or append, got '" + std::string(name) + "'");
-  a.kind = arm_kind::kv_policy;
+  if (a.kind != arm_kind::kv_message_only) a.kind = arm_kind::kv_policy;
   a.label = std::string(name);
   a.policy.label = a.label;
   return a;

@@ -40,6 +40,7 @@
 #include "detail/relay_stage.hpp"
 #include "engine_support.hpp"
 #include "link.hpp"
+#include "message.hpp"
 #include "record.hpp"
 #include "record_builder.hpp"
 #include "task.hpp"
@@ -235,6 +236,15 @@ class trial_driver {
   /// link is rejected and recorded as relay_error (never imported). The channel must outlive the runs.
   void set_relay_channel(relay_channel* channel) noexcept { channel_ = channel; }
 
+  /// @brief How agent A writes its message for the message arms (text_message_<k>, kv_message,
+  /// kv_message_only): the default instruction (used when a task names none), the stop tokens and
+  /// the detokenizer of the records' `message` text. A unit with a message arm has A read its
+  /// document, then the instruction, then generate greedily up to the largest message budget of the
+  /// unit's arms (stopping at a stop token or the engine's context); each arm relays the first
+  /// `budget` tokens of that message (greedy decoding is prefix-consistent, so this equals
+  /// generating `budget` tokens).
+  void set_message_options(message_options o) { message_ = std::move(o); }
+
   /// @brief Serves as agent A for a driver at the other end of `channel` until it sends "done":
   /// checks that the two designs agree (design_hash), then for each relay request reads the unit's
   /// document (once per unit), exports, applies the arm's policy or placebo, encodes, reports its
@@ -299,6 +309,9 @@ class trial_driver {
           a.reset();
           have_unit = false;
           a = read_document(engine_, task.document, score_window_ >= 0);
+          std::vector<std::size_t> all(design.arms.size());
+          std::iota(all.begin(), all.end(), std::size_t{0});
+          if (const auto mb = message_budget(design, all); mb > 0) write_message(*a, task, mb);
           have_unit = true;
           unit_item = item;
           unit_seed = s;
@@ -319,6 +332,11 @@ class trial_driver {
       m.set("sender_fingerprint", out.sender_fingerprint);
       m.set("policy", out.policy);
       m.set("bytes", static_cast<double>(out.frame.size()));
+      if (!out.message.empty()) {  // message arms: the receiver records A's message
+        json_value mt = json_value::array_type{};
+        for (auto x : out.message) mt.push_back(json_value(static_cast<double>(x)));
+        m.set("message_tokens", std::move(mt));
+      }
       detail::send_control(channel, m);
       channel.receive(buf);  // "go": the receiver starts its clock
       channel.send(out.frame);
@@ -426,9 +444,65 @@ class trial_driver {
   template <class E>
   struct sender_read {
     scoped_seq<E> seq;
-    double seconds = 0;
+    double seconds = 0;  // reading the document (and writing the message, when one was written)
     std::optional<attention_scores> scores;
+    std::vector<token_id> message;  // A's message (write_message), without its stop token
+    std::int64_t message_at = 0;    // A's first message row: document + instruction tokens
   };
+
+  // The instruction A reads before writing: the task's, else the default one.
+  const std::vector<token_id>& instruction_of(const trial_task& task) const noexcept {
+    return task.instruction.empty() ? message_.instruction : task.instruction;
+  }
+
+  // The largest message budget among `arms` (0: no message arm).
+  static std::int32_t message_budget(const trial_design& d, std::span<const std::size_t> arms) {
+    std::int32_t m = 0;
+    for (auto ai : arms)
+      if (d.arms[ai].uses_message()) m = std::max(m, d.arms[ai].budget);
+    return m;
+  }
+
+  // Agent A writes its message after reading the document into r.seq: the instruction is
+  // prefilled, then tokens are generated greedily and fed back (the last one too, so the cache
+  // holds every message row) until a stop token, `budget` tokens, or the engine's context.
+  void write_message(sender_read<Backend>& r, const trial_task& task, std::int32_t budget) {
+    const std::vector<token_id>& instr = instruction_of(task);
+    const auto& info = engine_.info();
+    if (instr.empty())
+      detail::throw_invalid(
+          "trial_driver::run", "task.instruction",
+          "is empty and no default message instruction is set (message arms need one: "
+          "trial_driver::set_message_options; an organism's task.json names it as `recite`)");
+    for (auto x : instr)
+      if (x < 0 || x >= info.vocab_size)
+        detail::throw_invalid("trial_driver::run", "task.instruction",
+                              "holds token " + std::to_string(x) + ", outside the engine's vocabulary [0, " +
+                                  std::to_string(info.vocab_size) + ")");
+    const auto n = static_cast<std::int64_t>(task.document.size());
+    const auto ni = static_cast<std::int64_t>(instr.size());
+    auto out = backend_call(r.seconds, [&] {
+      return engine_.prefill(r.seq.id(), std::span<const token_id>(instr), static_cast<position_t>(n),
+                             forward_options{});
+    });
+    check_output(engine_, out, ni, forward_options{}, false);
+    r.message_at = n + ni;
+    r.message.clear();
+    const auto V = static_cast<std::size_t>(info.vocab_size);
+    token_id t = argmax_token(std::span<const float>(out.logits.data(), V));
+    auto p = static_cast<position_t>(r.message_at);
+    // leave room for B's own prompt and query after the message (4 tokens at least)
+    const std::int64_t room = info.max_context > 0 ? info.max_context - r.message_at - 4 : budget;
+    while (static_cast<std::int64_t>(r.message.size()) < std::min<std::int64_t>(budget, room)) {
+      if (std::find(message_.stop.begin(), message_.stop.end(), t) != message_.stop.end()) break;
+      r.message.push_back(t);
+      auto step =
+          backend_call(r.seconds, [&] { return engine_.decode(r.seq.id(), t, p, forward_options{}); });
+      ++p;
+      check_output(engine_, step, 1, forward_options{}, false);
+      t = argmax_token(step.logits);
+    }
+  }
 
   template <class E>
   sender_read<E> read_document(E& e, const std::vector<token_id>& doc, bool capture) {
@@ -518,6 +592,7 @@ class trial_driver {
     }
     std::optional<sender_read<Backend>> a;
     if (need_a) a = read_document(engine_, task.document, score_window_ >= 0);
+    if (const auto mb = message_budget(d, todo); a && mb > 0) write_message(*a, task, mb);
     auto deliver = [&](const trial_record& r) {
       const auto ts = detail::driver_clock::now();
       sink(r);
@@ -567,6 +642,7 @@ class trial_driver {
     std::string sender_fingerprint;
     json_value policy;
     std::optional<double> measured_s;
+    std::vector<token_id> message;  // message arms: the message relayed (at most the arm's budget)
   };
 
   // Agent A's half of a relay, in this process: the text, or A's cache exported → policy or
@@ -579,6 +655,24 @@ class trial_driver {
     const auto& fp = engine_.info().fingerprint;
     const std::span<const std::byte> key =
         d.authenticate ? std::span<const std::byte>(key_) : std::span<const std::byte>{};
+    std::int64_t lo = 0, hi = static_cast<std::int64_t>(task.document.size());  // A's cache rows relayed
+    if (arm.uses_message()) {  // A's message: the first `budget` tokens of what it wrote
+      const auto mk = std::min<std::size_t>(a->message.size(), static_cast<std::size_t>(arm.budget));
+      out.message.assign(a->message.begin(), a->message.begin() + static_cast<std::ptrdiff_t>(mk));
+      const auto m = static_cast<std::int64_t>(mk);
+      if (arm.kind == arm_kind::text_message || m == 0) {  // text; an empty message relays nothing
+        out.a_prefill_s = a->seconds;
+        out.sender_fingerprint = receiver_text_;
+        text_relay msg{.as_tokens = true, .tokens = task.no_relay_prefix};
+        msg.tokens.insert(msg.tokens.end(), out.message.begin(), out.message.end());
+        const auto t = detail::driver_clock::now();
+        out.frame = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
+        out.encode_s = detail::seconds_since(t);
+        return out;
+      }
+      lo = arm.kind == arm_kind::kv_message_only ? a->message_at : 0;
+      hi = a->message_at + m;
+    }
     if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
       out.a_prefill_s = a->seconds;
       out.sender_fingerprint = receiver_text_;
@@ -617,9 +711,9 @@ class trial_driver {
       out.a_prefill_s = a->seconds;
       out.sender_fingerprint = receiver_text_;
       block = backend_call(out.export_s, [&] {
-        return engine_.export_kv(a->seq.id(), index_range{0, n}, index_range{0, fp.n_layers});
+        return engine_.export_kv(a->seq.id(), index_range{lo, hi}, index_range{0, fp.n_layers});
       });
-      check_export(engine_, block, n);
+      check_export(engine_, block, hi - lo);
     }
     // Placement is the policy's (append_after places the relay after the receiver's tokens).
     policy_context ctx{.seed = policy_seed(d, task.seed), .item = task.item, .receiver_next = receiver_next};
@@ -656,7 +750,8 @@ class trial_driver {
       tr.policy = "random";
       tr.placebo = placebo_kind::random;
     } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy ||
-               arm.kind == arm_kind::drifted) {  // drifted: the whole cache (its policy keeps everything)
+               arm.kind == arm_kind::drifted ||
+               arm.relays_kv()) {  // drifted, kv_message: the whole block (their policy keeps everything)
       tr = detail::relay_apply_policy(arm.policy, block, ctx);
     } else {
       tr.policy = "cross_model";
@@ -694,6 +789,9 @@ class trial_driver {
     if (const json_value* f = m.find("sender_fingerprint"); f != nullptr && f->is_string())
       out.sender_fingerprint = f->as_string();
     if (const json_value* p = m.find("policy"); p != nullptr) out.policy = *p;
+    if (const json_value* mt = m.find("message_tokens"); mt != nullptr && mt->is_array())
+      for (const auto& x : mt->as_array())
+        if (x.is_number()) out.message.push_back(static_cast<token_id>(x.as_number()));
     static constexpr std::byte go[] = {std::byte{'g'}, std::byte{'o'}};
     const auto t0 = detail::driver_clock::now();
     channel_->send(go);
@@ -723,10 +821,18 @@ class trial_driver {
       // The sender's half (A reads, exports, applies the policy or placebo, encodes) runs in this
       // process, or in the peer process at the far end of the relay channel (serve_sender); the
       // wire frame reaches the receiver's half either way.
-      const bool is_text = arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget;
       const position_t receiver_next = engine_.next_position(b.id());
       sent_relay sent = channel_ == nullptr ? send_half(d, tasks, task, arm, a, receiver_next)
                                             : remote_half(task, arm, receiver_next);
+      // text: the text arms, and a kv_message_only arm whose message is empty (nothing to relay)
+      const bool is_text = arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget ||
+                           arm.kind == arm_kind::text_message ||
+                           (arm.kind == arm_kind::kv_message_only && sent.message.empty());
+      if (arm.uses_message()) {
+        r.message_length = static_cast<std::int64_t>(sent.message.size());
+        if (message_.detokenize) r.message = message_.detokenize(std::span<const token_id>(sent.message));
+        r.message_tokens = sent.message;
+      }
       L.a_prefill_s = sent.a_prefill_s;
       L.export_s = sent.export_s;
       L.policy_s = sent.policy_s;
@@ -768,7 +874,11 @@ class trial_driver {
                      [&] { engine_.import_kv(b.id(), dec->kv, import_options{.force = forced}); });
         // B's own tokens follow the document's positions when the relay keeps them; after a
         // renumbered or appended relay they follow the relay itself.
-        const auto n = static_cast<std::int64_t>(task.document.size());
+        // (message arms: the relay ends after the instruction and the message)
+        const auto n = static_cast<std::int64_t>(task.document.size()) +
+                       (arm.uses_message() ? static_cast<std::int64_t>(instruction_of(task).size()) +
+                                                 static_cast<std::int64_t>(r.message_tokens.size())
+                                           : 0);
         const position_t next = engine_.next_position(b.id());
         first = arm.policy.mode == position_mode::preserve ? static_cast<position_t>(n) : next;
         if (!caps_.position_gaps && first != next)
@@ -839,6 +949,7 @@ class trial_driver {
   Backend& engine_;
   Partner* partner_;
   relay_channel* channel_ = nullptr;  // set_relay_channel: agent A in a peer process
+  message_options message_;           // set_message_options: how A writes its message
   std::vector<std::byte> msg_;        // control message buffer of the relay channel
   driver_stats stats_;
   std::array<std::byte, 32> key_{};

@@ -17,6 +17,7 @@
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
+#include "../core/types.hpp"
 
 namespace latentaudit {
 
@@ -96,7 +97,7 @@ struct trial_record {
       hidden_cosine;  ///< cosine of B's final hidden state vs B reading the document as text
   std::optional<double> next_token_kl;  ///< KL(text || this arm) of B's next-token distribution at the query
   std::optional<double> noise_sigma;    ///< noise level of the arm's policy (dose-response), if any
-  std::optional<double> budget;         ///< text_budget pairs, if any
+  std::optional<double> budget;         ///< text_budget pairs, or a message arm's most tokens, if any
   /// stale regime only (every arm): whether B's answer equals the value of the version A's cache
   /// was built from (the stale value); null in every other regime. With `correct` it splits the
   /// wrong answers into stale and other.
@@ -109,6 +110,15 @@ struct trial_record {
   std::string task_id;                      ///< the task's id (task files; written only when non-empty)
   std::optional<std::int64_t> query_index;  ///< which of the task's queries was asked (task files)
   std::optional<std::string> answer_text;   ///< B's detokenized answer as scored (text scoring only)
+  /// Message arms (text_message, kv_message, kv_message_only): the tokens of the message A wrote and
+  /// the arm relayed (at most its budget; the stop token is not part of it). Written with
+  /// message_length, for message arms only.
+  std::vector<token_id> message_tokens;
+  /// Message arms: the message as text when the engine has a tokenizer (null otherwise); absent
+  /// for the other arms.
+  std::optional<std::string> message;
+  /// Message arms: the message's length in tokens (= message_tokens.size()); absent for the other arms.
+  std::optional<std::int64_t> message_length;
   /// A task file's fields that latentaudit does not read (JSON object "task_fields", written only
   /// when it is a non-empty object): carried from the task line unchanged.
   json_value task_fields;
@@ -241,6 +251,25 @@ namespace detail {
   if (!r.task_id.empty()) str("task_id", r.task_id);
   if (r.query_index) num("query_index", static_cast<double>(*r.query_index));
   if (r.answer_text) str("answer_text", *r.answer_text);
+  if (r.message_length) {  // message arms only
+    if (*r.message_length != static_cast<std::int64_t>(r.message_tokens.size()))
+      throw_invalid(fn, "record.message_length",
+                    "must equal the number of message_tokens (" + std::to_string(r.message_tokens.size()) +
+                        "), got " + std::to_string(*r.message_length));
+    key("message_tokens");
+    out.push_back('[');
+    for (std::size_t i = 0; i < r.message_tokens.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      append_json_number(out, static_cast<double>(r.message_tokens[i]));
+    }
+    out.push_back(']');
+    key("message");
+    if (r.message)
+      append_json_string(out, *r.message);
+    else
+      out.append("null");
+    num("message_length", static_cast<double>(*r.message_length));
+  }
   if (r.task_fields.is_object() && !r.task_fields.as_object().empty()) {
     key("task_fields");
     append_json(out, r.task_fields, {.indent = -1});
@@ -397,6 +426,23 @@ namespace detail {
   if (const json_value* at = j.find("answer_text"); at != nullptr && !at->is_null()) {
     if (!at->is_string()) fail("answer_text", "must be a string");
     r.answer_text = at->as_string();
+  }
+  if (const json_value* ml = j.find("message_length"); ml != nullptr && !ml->is_null()) {
+    r.message_length = static_cast<std::int64_t>(count("message_length", true));
+    const json_value* mt = j.find("message_tokens");
+    if (mt == nullptr || !mt->is_array()) fail("message_tokens", "must be an array of token ids");
+    for (const auto& t : mt->as_array()) {
+      if (!t.is_number() || t.as_number() < 0 || t.as_number() != std::floor(t.as_number()) ||
+          t.as_number() > 2147483647.0)
+        fail("message_tokens", "must hold token ids (integers in [0, 2^31))");
+      r.message_tokens.push_back(static_cast<token_id>(t.as_number()));
+    }
+    if (static_cast<std::int64_t>(r.message_tokens.size()) != *r.message_length)
+      fail("message_length", "must equal the number of message_tokens");
+    if (const json_value* m = j.find("message"); m != nullptr && !m->is_null()) {
+      if (!m->is_string()) fail("message", "must be a string or null");
+      r.message = m->as_string();
+    }
   }
   if (const json_value* tf = j.find("task_fields"); tf != nullptr && !tf->is_null()) {
     if (!tf->is_object()) fail("task_fields", "must be an object");

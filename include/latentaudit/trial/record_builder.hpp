@@ -76,10 +76,9 @@ namespace latentaudit {
 }
 
 /// @brief The identity fields of the record of `arm` on `task` under design `d`: item, seed, arm,
-/// arm_kind, regime, covariates, link, noise_sigma, (text_budget) budget, (drifted) drift_steps and
-/// a task file's covariate_labels, task_id, query_index and task_fields.
-/// Everything measured is
-/// left for the caller.
+/// arm_kind, regime, covariates, link, noise_sigma, (text_budget and message arms) budget, (drifted)
+/// drift_steps and a task file's covariate_labels, task_id, query_index and task_fields. Everything measured
+/// is left for the caller.
 [[nodiscard]] inline trial_record begin_record(const trial_design& d, const trial_task& task,
                                                const trial_arm& arm) {
   trial_record r;
@@ -91,7 +90,7 @@ namespace latentaudit {
   r.covariates = task.covariates;
   r.link = d.link.name;
   r.noise_sigma = arm.noise_sigma;
-  if (arm.kind == arm_kind::text_budget) r.budget = arm.budget;
+  if (arm.kind == arm_kind::text_budget || arm.uses_message()) r.budget = arm.budget;
   if (arm.drift_steps) r.drift_steps = *arm.drift_steps;
   r.covariate_labels = task.labels;
   r.task_id = task.id;

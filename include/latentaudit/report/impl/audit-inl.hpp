@@ -365,6 +365,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   drift_opt.dose = "drift steps";
   drift_opt.dose_field = "drift_steps";
   out.drift = detail::audit_drift(d, records, kv_full, no_comm, text_full, drift_opt, warn);
+  // ---- messages: A's cache vs A's message, per k and regime (report/analyses/message.hpp) ----
+  out.messages = detail::audit_messages(d, records, no_comm, o.alpha, warn);
 
   // ---- frontier (need) ----
   {
@@ -374,7 +376,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
     };
     auto is_text = [&](std::size_t a) {
       return d.arm_kind[a] == "text_full" || d.arm_kind[a] == "text_budget" ||
-             d.arm_label[a] == "text_full" || d.arm_label[a].rfind("text_budget_", 0) == 0;
+             d.arm_kind[a] == "text_message" || d.arm_label[a] == "text_full" ||
+             d.arm_label[a].rfind("text_budget_", 0) == 0;
     };
     for (std::size_t a = 0; a < d.arms(); ++a) {
       if (!is_kv(a) && !is_text(a)) continue;
@@ -418,6 +421,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   out.findings.push_back(stale_answer_finding(out.stale, o.alpha, o.equivalence_margin));
   out.findings.push_back(conflict_worse_finding(out.conflict, o.alpha, o.equivalence_margin));
   out.findings.push_back(drift_tolerance_finding(out.drift, drift_opt));
+  for (auto& f : message_findings(out.messages, o.alpha, o.equivalence_margin))
+    out.findings.push_back(std::move(f));
   const auto control = std::find_if(out.findings.begin(), out.findings.end(),
                                     [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);
@@ -432,7 +437,8 @@ LATENTAUDIT_INLINE void apply_positive_control(std::span<finding> findings, cons
     if (&f == control || f.id == "need.text_beats_no_comm") continue;
     const bool downstream = f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 ||
                             f.id.rfind("cost.", 0) == 0 || f.id.rfind("stale.", 0) == 0 ||
-                            f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0;
+                            f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0 ||
+                            f.id.rfind("message.", 0) == 0;
     if (!downstream || f.detail.rfind(positive_control_reason, 0) == 0) continue;
     f.detail = fmt::format("{}; without the gate this finding would read {}: {}", why, verdict_name(f.answer),
                            f.detail);

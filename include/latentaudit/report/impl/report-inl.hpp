@@ -298,6 +298,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   noise.set("method", r.core.noise.method);
   j.set("noise", std::move(noise));
   j.set("relay_failures", detail::relay_failures_json(r.core));
+  if (auto msg = detail::messages_json(r.core.messages); !msg.is_null()) j.set("messages", std::move(msg));
   json_value fr = json_value::array_type{};
   for (const auto& p : r.core.frontier) {
     json_value o;
@@ -658,6 +659,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
                      p.noninferior ? "yes" : "no"));
   line("");
   m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
+  m += detail::messages_markdown(r.core.messages, r.options.equivalence_margin);
   line("## Slicing and compression frontier (need regime)");
   line("");
   line("![frontier](frontier.svg)");

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/analyses/message.hpp (header-only mode includes this file;
+// compiled mode compiles it once in src/)
+#ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
+#define LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
+
+#include "../message.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace latentaudit {
+
+namespace detail {
+
+LATENTAUDIT_INLINE message_analysis audit_messages(const audit_data& d, std::span<const trial_record> records,
+                                                   std::size_t no_comm, double alpha,
+                                                   std::vector<std::string>& warnings) {
+  message_analysis m;
+  // The arms, by arm_kind: text messages with their budgets, the first kv_message and
+  // kv_message_only labels in sorted order.
+  std::vector<std::pair<std::int64_t, std::size_t>> text;  // (k, arm)
+  std::vector<std::size_t> kv, kv_only;
+  for (std::size_t a = 0; a < d.arms(); ++a) {
+    const std::string& kind = d.arm_kind[a];
+    if (kind == "kv_message") kv.push_back(a);
+    if (kind == "kv_message_only") kv_only.push_back(a);
+    if (kind != "text_message") continue;
+    std::int64_t k = -1;
+    for (std::size_t u = 0; u < d.units() && k < 0; ++u)
+      if (const std::size_t i = d.record(u, a); i != audit_data::npos && records[i].budget)
+        k = static_cast<std::int64_t>(*records[i].budget);
+    if (k < 0) {  // the label's number: text_message_<k>
+      const std::string& l = d.arm_label[a];
+      const auto us = l.find_last_of('_');
+      if (us != std::string::npos && us + 1 < l.size() &&
+          l.find_first_not_of("0123456789", us + 1) == std::string::npos && l.size() - us - 1 <= 9)
+        k = std::stoll(l.substr(us + 1));
+    }
+    if (k < 0) {
+      warnings.push_back("messages analysis: text_message arm '" + d.arm_label[a] +
+                         "' has no budget (record field or label number); left out");
+      continue;
+    }
+    text.emplace_back(k, a);
+  }
+  auto first_sorted = [&](std::vector<std::size_t>& v, const char* kind) -> std::size_t {
+    if (v.empty()) return audit_data::npos;
+    std::sort(v.begin(), v.end(),
+              [&](std::size_t x, std::size_t y) { return d.arm_label[x] < d.arm_label[y]; });
+    if (v.size() > 1) {
+      std::string all;
+      for (auto a : v) all.append(all.empty() ? "" : ", ").append(d.arm_label[a]);
+      warnings.push_back(fmt::format("messages analysis: several {} arms ({}); '{}' is compared", kind, all,
+                                     d.arm_label[v.front()]));
+    }
+    return v.front();
+  };
+  const std::size_t kvm = first_sorted(kv, "kv_message");
+  const std::size_t kvo = first_sorted(kv_only, "kv_message_only");
+  m.kv_message = kvm == audit_data::npos ? std::string() : d.arm_label[kvm];
+  m.kv_message_only = kvo == audit_data::npos ? std::string() : d.arm_label[kvo];
+  std::sort(text.begin(), text.end());
+  for (const auto& [k, a] : text) {
+    for (auto g : {audit_regime::need, audit_regime::no_need, audit_regime::stale, audit_regime::conflict}) {
+      double len = 0, n = 0;
+      for (std::size_t u = 0; u < d.units(); ++u) {
+        if (d.unit_regime[u] != g) continue;
+        const std::size_t i = d.record(u, a);
+        if (i == audit_data::npos) continue;
+        len += records[i].message_length ? static_cast<double>(*records[i].message_length) : 0.0;
+        n += 1;
+      }
+      if (n == 0) continue;  // the regime is absent
+      message_contrast c;
+      c.k = k;
+      c.mean_message_length = len / n;
+      c.kv_vs_text = regime_contrast_of(d, kvm, a, g, "kv_message", d.arm_label[a], alpha);
+      c.regime = c.kv_vs_text.regime;
+      c.text_vs_no_comm = regime_contrast_of(d, a, no_comm, g, d.arm_label[a], "no_comm", alpha);
+      c.kv_only_vs_text = regime_contrast_of(d, kvo, a, g, "kv_message_only", d.arm_label[a], alpha);
+      m.contrasts.push_back(std::move(c));
+    }
+  }
+  std::vector<regime_contrast*> family;
+  for (auto& c : m.contrasts) family.push_back(&c.kv_vs_text);
+  holm_over(family);
+  return m;
+}
+
+LATENTAUDIT_INLINE json_value messages_json(const message_analysis& m) {
+  if (m.contrasts.empty() && m.kv_message.empty() && m.kv_message_only.empty()) return json_value();
+  auto contrast = [](const regime_contrast& c) {
+    json_value j;
+    j.set("id", c.id);
+    j.set("treated", c.treated);
+    j.set("control", c.control);
+    j.set("n_pairs", static_cast<double>(c.n_pairs));
+    j.set("n_items", static_cast<double>(c.n_items));
+    j.set("estimate", number_or_null(c.estimate));
+    j.set("ci_low", number_or_null(c.ci_low));
+    j.set("ci_high", number_or_null(c.ci_high));
+    j.set("verdict_low", number_or_null(c.verdict_low));
+    j.set("verdict_high", number_or_null(c.verdict_high));
+    j.set("p_value", number_or_null(c.p_value));
+    j.set("p_holm", number_or_null(c.p_holm));
+    j.set("method", c.method);
+    return j;
+  };
+  json_value j;
+  j.set("kv_message", m.kv_message);
+  j.set("kv_message_only", m.kv_message_only);
+  json_value a = json_value::array_type{};
+  for (const auto& c : m.contrasts) {
+    json_value o;
+    o.set("k", static_cast<double>(c.k));
+    o.set("regime", c.regime);
+    o.set("mean_message_length", c.mean_message_length);
+    o.set("kv_vs_text", contrast(c.kv_vs_text));
+    o.set("text_vs_no_comm", contrast(c.text_vs_no_comm));
+    o.set("kv_only_vs_text", contrast(c.kv_only_vs_text));
+    a.push_back(std::move(o));
+  }
+  j.set("contrasts", std::move(a));
+  return j;
+}
+
+LATENTAUDIT_INLINE std::string messages_markdown(const message_analysis& m, double margin) {
+  if (m.contrasts.empty() && m.kv_message.empty() && m.kv_message_only.empty()) return {};
+  auto pts = [](double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : std::string("–"); };
+  auto cell = [&](const regime_contrast& c) {
+    return c.estimable()
+               ? fmt::format("{} [{}, {}]", pts(c.estimate), pts(c.verdict_low), pts(c.verdict_high))
+               : std::string("–");
+  };
+  std::string s = "## Messages: A's cache or A's message?\n\n";
+  s += fmt::format(
+      "A writes a message after its instruction; text\\_message\\_k relays at most k of its tokens as text, "
+      "{} relays A's cache of the document, the instruction and the message, {} the message's cache rows "
+      "only. "
+      "Accuracy differences in points with their 90 % betting verdict intervals over items; Holm over the "
+      "kv\\_message − text\\_message\\_k column (the message family); the margin is {:.1f} points.\n\n",
+      m.kv_message.empty() ? "kv\\_message (absent)" : "kv\\_message",
+      m.kv_message_only.empty() ? "kv\\_message\\_only (absent)" : "kv\\_message\\_only", 100.0 * margin);
+  s += "| k | regime | mean length | text\\_message − no\\_comm | kv\\_message − text\\_message | Holm p | "
+       "kv\\_message\\_only − text\\_message |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& c : m.contrasts)
+    s += fmt::format("| {} | {} | {:.1f} | {} | {} | {} | {} |\n", c.k, c.regime, c.mean_message_length,
+                     cell(c.text_vs_no_comm), cell(c.kv_vs_text),
+                     std::isfinite(c.kv_vs_text.p_holm) ? fmt::format("{:.3g}", c.kv_vs_text.p_holm) : "–",
+                     cell(c.kv_only_vs_text));
+  s += "\n";
+  return s;
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis& m, double alpha,
+                                                         double margin) {
+  std::vector<finding> out;
+  const std::string base = "message.kv_vs_text_message";
+  if (m.contrasts.empty() && m.kv_message.empty() && m.kv_message_only.empty()) return out;  // no message arm
+  if (m.contrasts.empty())
+    return {detail::not_estimable_finding(base, "no text_message_<k> arm in the records")};
+  if (m.kv_message.empty()) return {detail::not_estimable_finding(base, "no kv_message arm in the records")};
+  const std::string lvl = fmt::format("{:g}", 100.0 * (1.0 - 2.0 * alpha));
+  for (const auto& mc : m.contrasts) {
+    const auto& c = mc.kv_vs_text;
+    const std::string id = fmt::format("{}.k{}.{}", base, mc.k, mc.regime);
+    if (!c.estimable()) {
+      out.push_back(detail::not_estimable_finding(
+          id, fmt::format("the contrast {} has no pairs ({} or {} absent in the {} regime)", c.id, c.treated,
+                          c.control, mc.regime)));
+      continue;
+    }
+    verdict v = verdict::inconclusive;
+    if (c.p_holm < alpha && c.estimate > 0.0)
+      v = verdict::yes;
+    else if (c.verdict_high < margin)
+      v = verdict::no;
+    const std::string pts = detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high);
+    std::string why;
+    if (v == verdict::yes)
+      why = fmt::format(
+          "in the {} regime relaying A's cache beats relaying its message of at most {} tokens (mean length "
+          "{:.1f}): {} (Holm p = {:.3g}; {}% verdict interval)",
+          mc.regime, mc.k, mc.mean_message_length, pts, c.p_holm, lvl);
+    else if (v == verdict::no)
+      why = fmt::format(
+          "in the {} regime a gain of {:.1f} points or more from relaying A's cache instead of its message "
+          "of "
+          "at most {} tokens is excluded: {} ({}% verdict interval)",
+          mc.regime, 100.0 * margin, mc.k, pts, lvl);
+    else
+      why = fmt::format(
+          "in the {} regime neither a gain from relaying A's cache over its {}-token message nor its absence "
+          "(within {:.1f} points) is shown: {} (Holm p = {:.3g})",
+          mc.regime, mc.k, 100.0 * margin, pts, c.p_holm);
+    out.push_back(
+        {.id = id,
+         .answer = v,
+         .estimate = c.estimate,
+         .ci_low = c.verdict_low,
+         .ci_high = c.verdict_high,
+         .method = mc.regime + " regime, " + c.id + ": " + c.method + "; Holm over the message family",
+         .n = c.n_pairs,
+         .detail = why});
+  }
+  return out;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
