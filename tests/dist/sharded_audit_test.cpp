@@ -366,3 +366,59 @@ TEST_CASE("sharded audit: schedules, records files and launch detection") {
   CHECK_FALSE(dist::mpi_launch_from_env());
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
 }
+
+TEST_CASE(
+    "audit --relay-transport mpi: agent A on rank 1, agent B on rank 0 journals the one-process records") {
+  const auto base = test::cli_work_dir() / "mpi_relay";
+  std::filesystem::remove_all(base);
+  const std::vector<std::string> arms = {"--arms", "no_comm,text_full,kv_full,kv_int8,deranged"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), arms.begin(), arms.end());
+    return extra;
+  };
+  const auto r1 = test::run_cli(audit_words(base / "one", with({}), 6));
+  INFO(r1.err);
+  REQUIRE(r1.code == 0);
+  auto strip = [](std::vector<trial_record> rs) {  // the measured transfer differs between runs too
+    for (auto& r : rs) r.transfer_measured_s.reset();
+    return timeless(rs);
+  };
+  const auto reference = strip(read_records(base / "one" / "records.jsonl"));
+  REQUIRE(reference.size() == 6u * 2u * 5u);
+
+  const auto dir = base / "mpi";
+  const auto r = run_mpirun({{2, audit_words(dir, with({"--relay-transport", "mpi"}), 6)}});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(dist::records_files(dir) == std::vector<std::filesystem::path>{dir / "records.jsonl"});
+  const auto records = read_records(dir / "records.jsonl");
+  CHECK(strip(records) == reference);
+  std::size_t measured = 0;
+  for (const auto& x : records) {  // every relay (bytes on the link) was measured; no_comm sends nothing
+    CHECK((x.bytes > 0) == x.transfer_measured_s.has_value());
+    measured += x.transfer_measured_s.has_value();
+  }
+  CHECK(measured == 6u * 2u * 4u);
+  const json_value summary = parse_json(r.out);
+  CHECK(summary.find("relay_transport")->as_string() == "mpi");
+  CHECK(summary.find("trials_run")->as_number() == 60.0);
+  CHECK(std::filesystem::exists(dir / "report.json"));
+
+  // Not under mpirun, or N != 2: one line, exit 2, before any trial.
+  const auto solo = test::run_cli(audit_words(base / "solo", with({"--relay-transport", "mpi"}), 6));
+  test::expect_one_line_error(solo, "--relay-transport mpi runs under `mpirun -np 2`");
+  const auto three = run_mpirun({{3, audit_words(base / "three", with({"--relay-transport", "mpi"}), 6)}});
+  CHECK(three.code == 2);
+  CHECK(three.err.find("latentaudit: error: rank 0: audit: --relay-transport mpi runs under `mpirun -np 2` "
+                       "(agent B on rank 0, agent A on rank 1), got 3 ranks") != std::string::npos);
+  // Agent A's rank cannot load its model: both ranks stop with its message, no trial runs.
+  auto bad = audit_words(base / "fail", with({"--relay-transport", "mpi"}), 6);
+  bad[2] = (base / "no-such-model").string();
+  const auto failed =
+      run_mpirun({{1, audit_words(base / "fail", with({"--relay-transport", "mpi"}), 6)}, {1, bad}});
+  CHECK(failed.code == 2);
+  CHECK(failed.err.find("latentaudit: error: rank 1: ") != std::string::npos);
+  CHECK(failed.err.find((base / "no-such-model").string()) != std::string::npos);
+  CHECK(dist::records_set_keys(dist::records_files(base / "fail")).empty());
+  std::filesystem::remove_all(base);
+}

@@ -18,6 +18,7 @@
 
 #if LATENTAUDIT_HAVE_MPI
 #include <latentaudit/dist/mpi_runtime.hpp>
+#include <latentaudit/dist/transport_mpi.hpp>
 #endif
 
 namespace latentaudit::cli {
@@ -369,6 +370,11 @@ void audit_shard::poll() {
   if (impl_->dispenser != nullptr) impl_->dispenser->poll();
 }
 
+std::unique_ptr<relay_channel> audit_shard::relay_link(int peer, double timeout_s) const {
+  return std::make_unique<dist::mpi_transport>(impl_->world, peer,
+                                               dist::transport_options{.timeout_s = timeout_s});
+}
+
 json_value audit_shard::finish(const driver_stats& local) {
   auto& w = impl_->world;
   step([] {});  // every rank closed its journal: rank 0 reads complete files
@@ -442,6 +448,7 @@ driver_stats audit_shard::run_trials(const trial_design&, dist::shard_schedule,
   no_mpi();
 }
 void audit_shard::poll() { no_mpi(); }
+std::unique_ptr<relay_channel> audit_shard::relay_link(int, double) const { no_mpi(); }
 json_value audit_shard::finish(const driver_stats&) { no_mpi(); }
 
 #endif

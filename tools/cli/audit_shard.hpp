@@ -10,6 +10,7 @@
 #include <latentaudit/trial/design.hpp>
 #include <latentaudit/trial/driver.hpp>
 #include <latentaudit/trial/journal.hpp>
+#include <latentaudit/trial/link.hpp>
 
 #include <functional>
 #include <memory>
@@ -72,6 +73,11 @@ class audit_shard {
   /// the requests for units that have arrived, so a rank waits at most about one trial, not one
   /// unit, for its next unit. Elsewhere nothing.
   void poll();
+
+  /// @brief The relay link of `audit --relay-transport mpi` (dist::mpi_transport) from this rank
+  /// to `peer`, each wait bounded by `timeout_s`. No communication happens until it is used.
+  /// @throws invalid_argument if `peer` is this rank or not a rank.
+  [[nodiscard]] std::unique_ptr<relay_channel> relay_link(int peer, double timeout_s) const;
 
   /// @brief After every rank closed its journal: the figures of the sharded trials (per-rank
   /// units, trials, busy, waiting and CPU seconds, the imbalance) for the summary, on every rank.

@@ -37,11 +37,7 @@ std::unique_ptr<relay_session> relay_session::for_audit(const arguments& args,
     return nullptr;
   }
   if (*transport != "tcp")
-    throw usage_error("audit: option --relay-transport must be tcp" +
-                      std::string(*transport == "mpi" ? " (the mpi relay transport is not in this CLI yet; "
-                                                        "see docs/distributed.md)"
-                                                      : "") +
-                      ", got '" + *transport + "'");
+    throw usage_error("audit: option --relay-transport must be tcp or mpi, got '" + *transport + "'");
   std::unique_ptr<relay_session> s(new relay_session());
   if (peer) {
     try {
