@@ -44,7 +44,7 @@ TEST_CASE("audit --resume refuses another design before running, naming the fiel
       {{"--resume", "--partner", models + "organism-a"}, "field 'partner_fingerprint'"},
       {{"--resume", "--no-need-fraction", "0.5"}, "field 'task_options.no_need_fraction'"},
       {{"--resume", "--stale-fraction", "0.2"}, "field 'task_options.stale_fraction'"},
-      {{"--resume", "--partner", "none"}, "field 'arms'"},
+      {{"--resume", "--partner", "none"}, "field 'partner_fingerprint'"},
       {{"--resume", "--seed", "7"}, "field 'seed'"},
       {{"--resume", "--link", "nvlink4"}, "field 'link'"},
       {{"--resume", "--timing-repeats", "0"}, "field 'timing_repeats'"},

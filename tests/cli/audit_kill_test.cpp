@@ -59,7 +59,9 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
   INFO(r.err);
   REQUIRE(r.code == 0);
   const auto reference = timeless(read_records(clean / "records.jsonl"));
-  REQUIRE(reference.size() == 40u * 2u * 21u);  // the 21 default arms
+  // items x seeds x the design's arms (the default arms depend on the model: design.json lists them)
+  const auto design = parse_json(test::slurp_file(clean / "design.json"));
+  REQUIRE(reference.size() == 40u * 2u * design.at("arms").as_array().size());
 
   const std::uint64_t seed = 20261129;
   std::printf("audit_kill_test: kill schedule seed %llu\n", static_cast<unsigned long long>(seed));

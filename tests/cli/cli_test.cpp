@@ -790,7 +790,7 @@ TEST_CASE("cli: hostile inputs exit 2 with one line naming the file, field or op
       {{"audit", "--items", "2", "--seeds", "1", "--out", "/proc/latentaudit_out"},
        {"--out", "/proc/latentaudit_out", "cannot create"}},
       // readers refuse non-files by type, before opening
-      {{"report", "--records", dir_csv.string()}, {"records file", "dir.csv", "is a directory"}},
+      {{"report", "--records", dir_csv.string()}, {"dir.csv", "holds no records.jsonl"}},
       {{"report", "--records", fifo_csv.string()}, {"fifo.csv", "is a FIFO"}},
       {{"report", "--records", "/dev/zero"}, {"/dev/zero", "character device"}},
       {{"kv", "inspect", relay, "--key-file", dir_csv.string()}, {"--key-file", "dir.csv", "is a directory"}},

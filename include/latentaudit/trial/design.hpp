@@ -194,7 +194,9 @@ struct trial_design {
 /// \"b2\" now"); empty when they agree. Objects are compared member by member (nested names are
 /// dotted, e.g. "task_options.no_need_fraction"); a field present on one side only is a difference.
 /// A design.json of format 1 (before models, task and engine were recorded) differs by its
-/// missing "format".
+/// missing "format". At the top level the identities of what runs the design (engine, models,
+/// task source) are compared first: they are the cause when other fields differ with them (the
+/// default arms depend on the model, e.g. its message arms).
 [[nodiscard]] inline std::string design_difference(const json_value& recorded, const json_value& now,
                                                    const std::string& prefix = "") {
   auto brief = [](const json_value& v) {
@@ -203,6 +205,14 @@ struct trial_design {
     return t;
   };
   if (recorded.is_object() && now.is_object()) {
+    if (prefix.empty() && recorded.find("format") != nullptr) {
+      for (const char* k : {"engine", "engine_version", "model_fingerprint", "partner_fingerprint",
+                            "task_source", "task_hash"}) {
+        const json_value *r = recorded.find(k), *v = now.find(k);
+        if (r != nullptr && v != nullptr)
+          if (auto d = design_difference(*r, *v, std::string(k) + "."); !d.empty()) return d;
+      }
+    }
     for (const auto& [k, v] : now.as_object()) {
       const json_value* r = recorded.find(k);
       if (r == nullptr) {
