@@ -48,13 +48,7 @@ std::string executable_hash() {
     h.update(std::as_bytes(std::span(buf.data(), n)));
   }
   if (in.bad()) return {};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (const auto b : h.finish()) {
-    out.push_back(hex[static_cast<unsigned>(b) >> 4]);
-    out.push_back(hex[static_cast<unsigned>(b) & 0xF]);
-  }
-  return out;
+  return to_hex(h.finish());
 }
 
 // An exception as (exit code, message), the way main() maps them.

@@ -49,7 +49,7 @@ std::vector<option_spec> audit_spec() {
        "how answers of --tasks are scored: token_exact, exact, normalized, contains or regex (default: the "
        "file's header, else token_exact for token answers and exact for text)"},
       {"--items", "N", "documents (default 450; with --tasks: the first N tasks, default all)"},
-      {"--seeds", "K", "queries (and random streams) per document (default 3)"},
+      {"--seeds", "K", "queries (and random streams) per document (default 2)"},
       {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
       {"--link", "NAME",
        "link for the modeled transfer: pcie4 (default), pcie5, nvlink4, rdma100, rdma400, "
@@ -229,14 +229,7 @@ std::string file_sha256(const std::filesystem::path& p) {
   ss << in.rdbuf();
   if (!in && !in.eof()) throw usage_error("audit: cannot read task file '" + p.string() + "'");
   const std::string text = ss.str();
-  const auto d = sha256::of(std::as_bytes(std::span(text)));
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string h;
-  for (const auto b : d) {
-    h.push_back(hex[static_cast<unsigned>(b) >> 4]);
-    h.push_back(hex[static_cast<unsigned>(b) & 0xF]);
-  }
-  return h;
+  return to_hex(sha256::of(std::as_bytes(std::span(text))));
 }
 
 // The design's size, checked before anything is allocated: the execution order holds 16 bytes
@@ -421,7 +414,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     if (!args.get("--items")) d.items = n;
     user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
   }
-  d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
+  d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 2, 1, 100000));
   if (auto arms = args.get("--arms")) {
     d.arms.clear();
     std::size_t i = 0;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -657,6 +658,19 @@ class hmac_sha256 {
   unsigned char diff = 0;
   for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
+}
+
+/// @brief Lower-case hexadecimal text of bytes, two digits a byte (e.g. a sha256 digest as the
+/// 64-character identities in design.json and the records).
+[[nodiscard]] inline std::string to_hex(std::span<const std::byte> bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string h;
+  h.reserve(2 * bytes.size());
+  for (const auto b : bytes) {
+    h.push_back(digits[static_cast<unsigned>(b) >> 4]);
+    h.push_back(digits[static_cast<unsigned>(b) & 0xF]);
+  }
+  return h;
 }
 
 }  // namespace latentaudit

@@ -152,7 +152,11 @@ struct trial_arm {
 
 /// @brief The longest message the message arms without a budget suffix let A write (kv_message,
 /// kv_message_only): generation stops earlier at the message's stop token or the engine's context.
-inline constexpr std::int32_t default_message_budget = 64;
+/// 32 tokens hold the organism's longest document (16 pairs) and equal the largest default text
+/// budget (text_message_32), so A writes one message of at most 32 tokens per unit; longer user
+/// documents take a suffix (kv_message_<k>). At 64 the default audit spent ~30 % longer in A's
+/// generation, since the organism often does not stop on its own.
+inline constexpr std::int32_t default_message_budget = 32;
 
 /// @brief A writes at most `k` tokens after its instruction; B reads them as text ("text_message_<k>").
 /// @throws invalid_argument if k < 1.

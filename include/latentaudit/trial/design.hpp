@@ -178,14 +178,7 @@ struct trial_design {
   /// audit to check they run the same design).
   [[nodiscard]] std::string design_hash() const {
     const std::string text = write_json(to_json());
-    const auto d = sha256::of(std::as_bytes(std::span(text.data(), text.size())));
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string h;
-    for (const auto b : d) {
-      h.push_back(hex[static_cast<unsigned>(b) >> 4]);
-      h.push_back(hex[static_cast<unsigned>(b) & 0xF]);
-    }
-    return h;
+    return to_hex(sha256::of(std::as_bytes(std::span(text.data(), text.size()))));
   }
 };
 

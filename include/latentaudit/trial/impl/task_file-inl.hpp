@@ -238,16 +238,6 @@ inline bool read_bounded_line(std::istream& in, std::string& line, std::size_t m
   }
 }
 
-inline std::string hex_of(const sha256::digest& d) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string h;
-  for (const auto b : d) {
-    h.push_back(hex[static_cast<unsigned>(b) >> 4]);
-    h.push_back(hex[static_cast<unsigned>(b) & 0xF]);
-  }
-  return h;
-}
-
 }  // namespace detail
 
 LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::string& name,
@@ -376,7 +366,7 @@ LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::strin
     f.tasks.push_back(std::move(t));
   }
   if (in.bad()) detail::task_error(name, 0, "(file)", "read error");
-  f.sha256 = detail::hex_of(h.finish());
+  f.sha256 = to_hex(h.finish());
   return f;
 }
 
