@@ -75,6 +75,10 @@ void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs
 /// estimable.
 [[nodiscard]] verdict worse_verdict(const regime_contrast& c, double alpha, double margin) noexcept;
 
+/// @brief The contrast as a report.json object (id, arms, regime, counts, estimate, intervals,
+/// p values, method; null where a number is not estimable).
+[[nodiscard]] json_value contrast_json(const regime_contrast& c);
+
 /// @brief "est [lo, hi]" in accuracy points with one decimal ("not estimable" for NaN).
 [[nodiscard]] std::string contrast_points(double estimate, double low, double high);
 

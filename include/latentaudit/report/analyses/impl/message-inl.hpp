@@ -94,23 +94,7 @@ LATENTAUDIT_INLINE message_analysis audit_messages(const audit_data& d, std::spa
 
 LATENTAUDIT_INLINE json_value messages_json(const message_analysis& m) {
   if (m.contrasts.empty() && m.kv_message.empty() && m.kv_message_only.empty()) return json_value();
-  auto contrast = [](const regime_contrast& c) {
-    json_value j;
-    j.set("id", c.id);
-    j.set("treated", c.treated);
-    j.set("control", c.control);
-    j.set("n_pairs", static_cast<double>(c.n_pairs));
-    j.set("n_items", static_cast<double>(c.n_items));
-    j.set("estimate", number_or_null(c.estimate));
-    j.set("ci_low", number_or_null(c.ci_low));
-    j.set("ci_high", number_or_null(c.ci_high));
-    j.set("verdict_low", number_or_null(c.verdict_low));
-    j.set("verdict_high", number_or_null(c.verdict_high));
-    j.set("p_value", number_or_null(c.p_value));
-    j.set("p_holm", number_or_null(c.p_holm));
-    j.set("method", c.method);
-    return j;
-  };
+  auto contrast = [](const regime_contrast& c) { return contrast_json(c); };
   json_value j;
   j.set("kv_message", m.kv_message);
   j.set("kv_message_only", m.kv_message_only);

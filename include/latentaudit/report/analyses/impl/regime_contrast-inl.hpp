@@ -70,6 +70,25 @@ LATENTAUDIT_INLINE verdict worse_verdict(const regime_contrast& c, double alpha,
   return verdict::inconclusive;
 }
 
+LATENTAUDIT_INLINE json_value contrast_json(const regime_contrast& c) {
+  json_value j;
+  j.set("id", c.id);
+  j.set("treated", c.treated);
+  j.set("control", c.control);
+  j.set("regime", c.regime);
+  j.set("n_pairs", static_cast<double>(c.n_pairs));
+  j.set("n_items", static_cast<double>(c.n_items));
+  j.set("estimate", number_or_null(c.estimate));
+  j.set("ci_low", number_or_null(c.ci_low));
+  j.set("ci_high", number_or_null(c.ci_high));
+  j.set("verdict_low", number_or_null(c.verdict_low));
+  j.set("verdict_high", number_or_null(c.verdict_high));
+  j.set("p_value", number_or_null(c.p_value));
+  j.set("p_holm", number_or_null(c.p_holm));
+  j.set("method", c.method);
+  return j;
+}
+
 LATENTAUDIT_INLINE std::string contrast_points(double estimate, double low, double high) {
   if (!std::isfinite(estimate)) return "not estimable";
   return fmt::format("{:+.1f} points [{:+.1f}, {:+.1f}]", 100.0 * estimate, 100.0 * low, 100.0 * high);
