@@ -33,7 +33,7 @@ inline std::vector<double> ref_resample(const std::vector<double>& x, std::uint6
 }
 
 /// Plain left-to-right mean.
-inline double ref_mean(const std::vector<double>& x) {
+inline double ref_plain_mean(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v;
   return s / static_cast<double>(x.size());
