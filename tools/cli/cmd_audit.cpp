@@ -49,7 +49,7 @@ std::vector<option_spec> audit_spec() {
        "how answers of --tasks are scored: token_exact, exact, normalized, contains or regex (default: the "
        "file's header, else token_exact for token answers and exact for text)"},
       {"--items", "N", "documents (default 450; with --tasks: the first N tasks, default all)"},
-      {"--seeds", "K", "queries (and random streams) per document (default 2)"},
+      {"--seeds", "K", "queries (and random streams) per document (default 3)"},
       {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
       {"--link", "NAME",
        "link for the modeled transfer: pcie4 (default), pcie5, nvlink4, rdma100, rdma400, "
@@ -414,7 +414,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     if (!args.get("--items")) d.items = n;
     user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
   }
-  d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 2, 1, 100000));
+  d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
   if (auto arms = args.get("--arms")) {
     d.arms.clear();
     std::size_t i = 0;
