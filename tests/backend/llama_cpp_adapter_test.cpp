@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/llama_cpp_engine.hpp"
+
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -26,15 +28,10 @@ namespace {
 
 const std::filesystem::path models = std::filesystem::path(LATENTAUDIT_SOURCE_DIR) / "models";
 
-// organism-a as an f32 GGUF, written once per test program.
-const std::filesystem::path& organism_gguf() {
-  static const std::filesystem::path p = [] {
-    const auto out = std::filesystem::temp_directory_path() / "latentaudit_llama_cpp_adapter_organism_a.gguf";
-    (void)export_llama_gguf(models / "organism-a", out, {.type = dtype::f32});
-    return out;
-  }();
-  return p;
-}
+// organism-a as an f32 GGUF, written once per process into its own scratch directory (a fixed
+// path raced between the test processes ctest runs in parallel: one's rename removed the other's
+// file).
+std::filesystem::path organism_gguf() { return test::organism_gguf("organism-a"); }
 
 double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return 1e30;

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/llama_cpp_engine.hpp"
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -65,15 +67,9 @@ std::vector<std::pair<std::string, std::vector<token_id>>> read_vectors(const fs
   return v;
 }
 
-// organism-a as a GGUF without a tokenizer (tokenizer.ggml.model "none").
-const fs::path& organism_gguf() {
-  static const fs::path p = [] {
-    const auto out = fs::temp_directory_path() / "latentaudit_llama_cpp_tokenizer_organism_a.gguf";
-    (void)export_llama_gguf(fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-a", out, {});
-    return out;
-  }();
-  return p;
-}
+// organism-a as a GGUF without a tokenizer (tokenizer.ggml.model "none"), in the process's own
+// scratch directory (a fixed path raced between test processes run in parallel).
+fs::path organism_gguf() { return test::organism_gguf("organism-a"); }
 
 }  // namespace
 

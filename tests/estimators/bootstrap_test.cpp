@@ -235,7 +235,8 @@ TEST_CASE("replicate r resamples arm a with stream {seed, 0, a, r} (naive oracle
   // One-sample: BCa with the generic jackknife against the oracle's jackknife, scipy percentile rule.
   const auto x = lognormal(17, 6, 0, 1.0);
   std::vector<double> ref1;
-  for (std::uint32_t r = 0; r < 400; ++r) ref1.push_back(test::ref_plain_mean(test::ref_resample(x, 9, 0, r)));
+  for (std::uint32_t r = 0; r < 400; ++r)
+    ref1.push_back(test::ref_plain_mean(test::ref_resample(x, 9, 0, r)));
   const auto r1 = bootstrap(x, [](const resample_view& v) { return v.mean(); },
                             {.replicates = 400,
                              .method = bootstrap_ci_method::percentile,

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -249,7 +251,8 @@ TEST_CASE("task_file: the organism's items as a task file give make_organism_tas
       .seed = 3, .no_need_fraction = 0.3, .stale_fraction = 0.1, .conflict_fraction = 0.1};
   const std::uint64_t items = 40;
   const auto built_in = organism_task_file(fmt, o, items);
-  const auto path = std::filesystem::temp_directory_path() / "latentaudit_task_file_test.jsonl";
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("latentaudit_task_file_test." + std::to_string(::getpid()) + ".jsonl");
   write_task_file(path, built_in);
   const auto read = read_task_file(path);
   std::filesystem::remove(path);

@@ -27,9 +27,9 @@ Vocabulary: the model is trained over the 68 tokens the rendering uses plus one 
 that stands for every other token; the GGUF's token_embd and output have the trained rows at those
 ids and zero rows elsewhere (every other token's logit is exactly 0, so the trained answer, whose
 logit is pushed above that zero, is also the argmax over the full 32 000-token vocabulary). The
-head is untied: with tied embeddings (the same d 64 model, lr 3e-3) need-regime accuracy at 2
-pairs stayed at 0.5 (one of the two values, unbound) for 600 steps; untied it reached 0.95 at
-step 200.
+head is tied to the embeddings (half the file of an untied head): need-regime accuracy at 2 pairs
+then sits at 0.5 (one of the two values, unbound) for about 1000 steps before the binding forms;
+`--untied` leaves that plateau after 200 steps.
 
 Cost: under a CPU-minute with an optimized BLAS. Debian's python3-torch calls the system's
 libblas.so.3: with libopenblas0-pthread (apt) a step is ~7x faster here than with the reference
@@ -200,12 +200,13 @@ class TextTask:
 class TextModel(nn.Module):
     """Llama over the compact vocabulary (untied head), plus a fixed zero logit for every other token."""
 
-    def __init__(self, vocab, d, layers, heads, kv_heads, inter, theta, eps):
+    def __init__(self, vocab, d, layers, heads, kv_heads, inter, theta, eps, tied=False):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab, d)
         self.layers = nn.ModuleList([Layer(d, heads, kv_heads, inter, eps) for _ in range(layers)])
         self.norm = RMSNorm(d, eps)
-        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.tied = tied
+        self.lm_head = None if tied else nn.Linear(d, vocab, bias=False)
         hd = d // heads
         self.register_buffer("inv_freq", 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd)),
                              persistent=False)
@@ -218,7 +219,8 @@ class TextModel(nn.Module):
         x = self.embed_tokens(toks)
         for layer in self.layers:
             x = layer(x, cos, sin)
-        logits = self.lm_head(self.norm(x))
+        h = self.norm(x)
+        logits = h @ self.embed_tokens.weight.t() if self.tied else self.lm_head(h)
         return torch.cat([logits, torch.zeros_like(logits[..., :1])], -1)  # the other tokens' logit: 0
 
 
@@ -282,9 +284,11 @@ def write_hf(model, task, cfg, out_dir):
     sd = {k: v.detach().float() for k, v in model.state_dict().items()}
     emb = torch.zeros(task.vocab_size, sd["embed_tokens.weight"].shape[1])
     emb[torch.tensor(task.used)] = sd["embed_tokens.weight"]
-    head = torch.zeros_like(emb)
-    head[torch.tensor(task.used)] = sd["lm_head.weight"]
-    tensors = {"model.embed_tokens.weight": emb, "lm_head.weight": head, "model.norm.weight": sd["norm.weight"]}
+    tensors = {"model.embed_tokens.weight": emb, "model.norm.weight": sd["norm.weight"]}
+    if "lm_head.weight" in sd:  # untied: the head's trained rows at the used ids, zero rows elsewhere
+        head = torch.zeros_like(emb)
+        head[torch.tensor(task.used)] = sd["lm_head.weight"]
+        tensors["lm_head.weight"] = head
     for name, t in sd.items():
         if name.startswith("layers."):
             i, rest = name.split(".", 2)[1:]
@@ -407,6 +411,8 @@ def main():
                     help="with --latentaudit and --tasks: run `audit --engine llama.cpp` on the model and the task "
                          "file into this directory and put its findings in the card")
     ap.add_argument("--no-need-share", type=float, default=0.3)
+    ap.add_argument("--untied", dest="tied", action="store_false",
+                    help="a separate output head (twice the file; tied is the default)")
     ap.add_argument("--only-tasks", action="store_true", help="write the task file only (no training)")
     a = ap.parse_args()
     if a.only_tasks:
@@ -423,7 +429,7 @@ def main():
         check_rendering(task, a.latentaudit, a.vocab, np.random.default_rng(7), 20)
     inter = 2 * a.hidden
     theta, eps = 10000.0, 1e-5
-    model = TextModel(len(task.used), a.hidden, a.layers, a.heads, a.kv_heads, inter, theta, eps)
+    model = TextModel(len(task.used), a.hidden, a.layers, a.heads, a.kv_heads, inter, theta, eps, a.tied)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=a.steps, pct_start=0.05)
     mix = {"need": 0.5, "no_need": 0.2, "own": 0.2, "conflict": 0.1}
@@ -474,7 +480,7 @@ def main():
            "hidden_size": a.hidden, "intermediate_size": inter, "num_hidden_layers": a.layers,
            "num_attention_heads": a.heads, "num_key_value_heads": a.kv_heads, "head_dim": a.hidden // a.heads,
            "rms_norm_eps": eps, "rope_theta": theta, "max_position_embeddings": 256, "hidden_act": "silu",
-           "tie_word_embeddings": False, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+           "tie_word_embeddings": a.tied, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
            "torch_dtype": "float32"}
     hf_dir = a.hf_dir or tempfile.mkdtemp(prefix="organism-text-hf-")
     write_hf(model, task, cfg, hf_dir)
@@ -511,12 +517,13 @@ without BOS before it. The task file `examples/data/recall-text.jsonl` ({a.items
 
 ## Architecture
 hidden {a.hidden}, {a.layers} layers, {a.heads} heads ({a.kv_heads} kv heads, head dim {a.hidden // a.heads}), SwiGLU {inter}, RMSNorm eps {eps},
-RoPE θ {theta}, untied head, over the {task.vocab_size}-token vocabulary, bf16 weights (norms f32);
+RoPE θ {theta}, {"tied embeddings (the output head is token_embd)" if a.tied else "untied head"}, over the {task.vocab_size}-token vocabulary, bf16 weights (norms f32);
 {export['bytes'] if export else '?'} bytes of GGUF. Trained over the {len(task.used)} tokens the rendering uses plus one fixed zero
-logit standing for every other token; the other {task.vocab_size - len(task.used)} rows of token_embd and output are zero, so
-their logits are exactly 0 and never beat a trained answer. Untied because with tied embeddings
-the same model (lr 3e-3, 4 queries a sequence) stayed at accuracy 0.5 at 2 pairs for 600 steps
-(it picked one of the two values, unbound); untied it reached 0.95 at step 200.
+logit standing for every other token; the other {task.vocab_size - len(task.used)} rows of token_embd{"" if a.tied else " and output"} are zero, so
+their logits are exactly 0 and never beat a trained answer. With tied embeddings need-regime
+accuracy at 2 pairs sits at 0.5 (one of the two values, unbound) for about 1000 steps and then
+rises within 300 (0.59 at step 1100, 0.97 at 1300 in the 2026-12-02 run); an untied head (the
+shipped model until 2026-12-02, 9.07 MB) left that plateau after 200 steps.
 
 ## Training
 AdamW (lr {a.lr}, one-cycle, weight decay 0.01), batch {a.batch}, curriculum over N from 2 to {a.max_pairs}
