@@ -7,7 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON >/dev/null
+# the compiler of scripts/test.sh (clang++ when installed, else CXX or c++), so both share build/release
+cxx=${CXX:-}
+if [ -z "$cxx" ]; then
+  if command -v clang++ >/dev/null; then cxx=clang++; else cxx=c++; fi
+fi
+CXX=$cxx cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON >/dev/null
 cmake --build build/release -j "$(nproc)" --target latentaudit_cli >/dev/null
 cli=build/release/tools/cli/latentaudit
 out=audit-out

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Builds and runs a consumer project. MODE=find_package installs latentaudit from the build tree
-# BUILD into a temporary prefix first; MODE=add_subdirectory points the consumer at ROOT.
+# BUILD into a temporary prefix first; MODE=add_subdirectory points the consumer at ROOT. CXX, when
+# set, is the consumer's compiler (GCC when the project itself is built with clang: a user's
+# compiler compiles the headers with its warnings as errors, tests/CMakeLists.txt).
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(args "")
@@ -14,8 +16,13 @@ if(MODE STREQUAL "find_package")
 else()
   set(args "-DLATENTAUDIT_ROOT=${ROOT}")
 endif()
+if(CXX)
+  list(APPEND args "-DCMAKE_CXX_COMPILER=${CXX}")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${ROOT}/tests/cmake/${MODE}" -B "${WORK}/build"
-                        -DCMAKE_BUILD_TYPE=Release ${args} RESULT_VARIABLE rc)
+                        -DCMAKE_BUILD_TYPE=Release ${args}
+                        "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers"
+                        RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configuring the ${MODE} consumer failed")
 endif()
