@@ -180,6 +180,26 @@ TEST_CASE("tcp transport: a claimed 10 GB message is refused before allocation; 
     p.join();
     CHECK_THROWS_WITH(s.receive(m), Catch::Contains("closed the link"));
   }
+  {
+    // accept's still_waiting hook ends a wait for a peer that will never connect long before the
+    // 60 s timeout (the CLI's loopback peer that exited); a peer that does connect is accepted
+    tcp_listener listener("127.0.0.1:0", {.timeout_s = 60});
+    int calls = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(listener.accept([&] {
+      if (++calls == 3) throw link_error("the peer exited");
+    }),
+                      Catch::Contains("the peer exited"));
+    CHECK(calls == 3);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+    const int fd = raw_connect(listener.port());
+    auto s = listener.accept([] {});
+    ::close(fd);
+    CHECK_THROWS_WITH(s.receive(m), Catch::Contains("closed the link"));
+    // with the hook, the timeout still holds
+    tcp_listener quick("127.0.0.1:0", {.timeout_s = 0.3});
+    CHECK_THROWS_WITH(quick.accept([] {}), Catch::Contains("timed out"));
+  }
   CHECK_THROWS_AS(tcp_transport::connect("127.0.0.1:1", {.timeout_s = 0.1}), link_error);
   CHECK_THROWS_AS(parse_host_port("nohostport"), invalid_argument);
   CHECK_THROWS_AS(parse_host_port("h:70000"), invalid_argument);

@@ -99,6 +99,18 @@ relay_channel& relay_session::channel() {
     const dist::transport_options o{.timeout_s = cli_link_timeout_s};
     if (!connect_to_.empty())
       link_.emplace(dist::tcp_transport::connect(connect_to_, o));
+    else if (child_ > 0)
+      // the loopback peer this process started: if it exits before connecting (a model it cannot
+      // load, a bad option), say so at once instead of waiting out the link's timeout
+      link_.emplace(listener_->accept([this] {
+        int status = 0;
+        if (::waitpid(child_, &status, WNOHANG) != child_) return;
+        child_ = -1;
+        throw usage_error("audit: the loopback relay peer ended before it connected, with " +
+                          (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                             : "signal " + std::to_string(WTERMSIG(status))) +
+                          " (its own message, if any, is above)");
+      }));
     else
       link_.emplace(listener_->accept());
   }

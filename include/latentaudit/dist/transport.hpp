@@ -9,6 +9,7 @@
 #ifndef LATENTAUDIT_DIST_TRANSPORT_HPP
 #define LATENTAUDIT_DIST_TRANSPORT_HPP
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -281,11 +282,33 @@ class tcp_listener {
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
   /// @brief Accepts one connection, waiting at most options.timeout_s.
-  /// @throws link_error when none comes in time.
-  [[nodiscard]] tcp_transport accept() {
+  /// @param still_waiting called about every 200 ms while no peer has connected; it throws to give
+  ///        up early (e.g. when the process that was to connect has exited), so a peer that died
+  ///        before connecting ends the wait at once rather than after the whole timeout.
+  /// @throws link_error when none comes in time; whatever `still_waiting` throws.
+  [[nodiscard]] tcp_transport accept(const std::function<void()>& still_waiting = {}) {
     const auto deadline = detail::deadline_after(opt_.timeout_s);
     for (;;) {
-      detail::wait_fd(fd_.get(), POLLIN, deadline, "waiting for the peer to connect");
+      if (still_waiting) {
+        const auto slice =
+            std::min(deadline, detail::transport_clock::now() + std::chrono::milliseconds(200));
+        pollfd p{fd_.get(), POLLIN, 0};
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(slice - detail::transport_clock::now());
+        const int r = ::poll(&p, 1, static_cast<int>(std::max<long long>(left.count(), 0)));
+        if (r < 0 && errno != EINTR)
+          detail::throw_link(
+              std::string("tcp transport: poll failed while waiting for the peer to connect: ") +
+              std::strerror(errno));
+        if (r <= 0) {
+          if (detail::transport_clock::now() >= deadline)
+            detail::throw_link("tcp transport: timed out while waiting for the peer to connect");
+          still_waiting();
+          continue;
+        }
+      } else {
+        detail::wait_fd(fd_.get(), POLLIN, deadline, "waiting for the peer to connect");
+      }
       const int c = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0) return tcp_transport(detail::socket_fd(c), opt_);
       if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
