@@ -5,11 +5,14 @@
 // above ~17 GB/s. The closed-form break-even bandwidth and extra alpha are checked against a
 // direct re-evaluation on a custom link (|mean saved| < 1e-12 s there, sign change at ±1 %).
 // One statement replaces agreeing per-link findings; the projection uses the models' configs.
-// The cross-fitted relay gate must match always-relay's accuracy within 0.05 while moving fewer
-// bytes from pre-transfer features only (leak test: the regime label and attention mass, shuffled,
-// change nothing). Monte Carlo ([slow], seeds and tolerances printed): break-even CI coverage and
-// the gate's verdict-interval coverage of its true value; with injected run-to-run timing noise
-// and repeated timings, the perturbed saving CI widens and covers the true mean saving.
+// The cross-fitted relay gate (relay when the predicted gain P(helps) − P(hurts) over the fallback
+// exceeds the cost) must match always-relay's accuracy within 0.05 while moving fewer bytes at a
+// positive cost, from pre-transfer features only (leak test: the regime label and attention mass,
+// shuffled, change nothing); where relay never hurts it relays every request (Monte Carlo, seeds
+// printed); where relay hurts on a feature-identified subset it refuses exactly that subset.
+// Monte Carlo ([slow], seeds and tolerances printed): break-even CI coverage and the gate's
+// verdict-interval coverage of its true value; with injected run-to-run timing noise and repeated
+// timings, the perturbed saving CI widens and covers the true mean saving.
 #include <latentaudit/core/rng.hpp>
 #include <latentaudit/report/cost.hpp>
 
@@ -17,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -252,7 +256,12 @@ TEST_CASE("cost: bad options throw", "[report][cost]") {
                   invalid_argument);
   CHECK_THROWS_AS(fit_relay_gate(records, {.folds = 1}), invalid_argument);
   CHECK_THROWS_AS(fit_relay_gate(records, {.alpha = 0.0}), invalid_argument);
-  CHECK_THROWS_AS(fit_relay_gate(records, {.threshold = 0}), invalid_argument);
+  CHECK_THROWS_AS(fit_relay_gate(records, {.cost = 1.5}), invalid_argument);
+  CHECK_THROWS_AS(fit_relay_gate(records, {.cost = -1.01}), invalid_argument);
+  CHECK_THROWS_AS(fit_relay_gate(records, {.cost = std::numeric_limits<double>::quiet_NaN()}),
+                  invalid_argument);
+  CHECK_THROWS_WITH(fit_relay_gate(records, {.cost = std::numeric_limits<double>::infinity()}),
+                    Contains("fit_relay_gate") && Contains("options.cost"));
 }
 
 TEST_CASE("cost: projection for real model shapes", "[report][cost][projection]") {
@@ -416,9 +425,12 @@ bool has_feature(const relay_gate_model& m, const std::string& name) {
 TEST_CASE("gate: matches always-relay with fewer bytes", "[report][cost][gate]") {
   const std::uint64_t seed = GENERATE(1, 2, 3);
   // 300 items: the betting interval of gate − always-relay over 300 held-out items fits the margin.
+  // No-need requests gain nothing from the relay (kv and no_comm both 0.98), need requests ~0.93:
+  // at a cost of 5 points the gate skips the no-need requests (at cost 0 it would relay wherever
+  // the noisy fitted gain is positive: bytes would then be free).
   INFO("generator seed " << seed << ", 300 items x 3 seeds");
   const auto records = with_own_tokens(synthetic_records({.items = 300, .seed = seed}));
-  const auto g = fit_relay_gate(records);
+  const auto g = fit_relay_gate(records, {.cost = 0.05});
   REQUIRE(g.missing.empty());
   REQUIRE(g.findings.size() == 1);
   const auto& f = g.findings[0];
@@ -442,7 +454,22 @@ TEST_CASE("gate: matches always-relay with fewer bytes", "[report][cost][gate]")
   bool collinear = false;
   for (const auto& d : g.dropped_features) collinear = collinear || d.rfind("cache_bytes", 0) == 0;
   CHECK(collinear);
-  REQUIRE(g.model.features.size() + 1 == g.model.coefficients.size());
+  REQUIRE(g.model.helps.features == g.model.features);
+  REQUIRE(g.model.hurts.features == g.model.features);
+  REQUIRE(g.model.features.size() + 1 == g.model.helps.coefficients.size());
+  REQUIRE(g.model.features.size() + 1 == g.model.hurts.coefficients.size());
+  CHECK(g.model.cost == 0.05);
+  CHECK(g.fallback == "no_comm");
+  CHECK(g.relay_arm == "kv_full");
+  CHECK(g.requests == 900);
+  REQUIRE(g.requests_by_regime.size() == 2);
+  CHECK(g.requests_by_regime[0].name == "need");
+  CHECK(g.requests_by_regime[0].requests == 450);
+  CHECK(g.requests_by_regime[1].name == "no_need");
+  CHECK(g.requests_by_regime[1].requests == 450);
+  CHECK(g.extra_relay_requests.empty());
+  CHECK_THAT(g.population, Contains("900 requests on 300 items") && Contains("450 need, 450 no_need") &&
+                               Contains("falls back to 'no_comm'") && Contains("same requests"));
   REQUIRE(g.policies.size() == 4);
   const auto& gate = g.policies[0];
   const auto& always = g.policies[1];
@@ -474,19 +501,21 @@ TEST_CASE("gate: the regime label and post-import metrics never reach the gate (
   REQUIRE(g2.missing.empty());
   INFO(g1.findings[0].detail);
   CHECK(g1.model.features == g2.model.features);
-  CHECK(g1.model.coefficients == g2.model.coefficients);
+  CHECK(g1.model.helps.coefficients == g2.model.helps.coefficients);
+  CHECK(g1.model.hurts.coefficients == g2.model.hurts.coefficients);
   CHECK(g1.accuracy_vs_always_relay.estimate == g2.accuracy_vs_always_relay.estimate);
   CHECK(g1.accuracy_vs_always_relay.ci_low == g2.accuracy_vs_always_relay.ci_low);
   CHECK(g1.policies[0].relay_rate == g2.policies[0].relay_rate);
   CHECK(g1.findings[0].answer == g2.findings[0].answer);
   for (const auto& name : {"need", "regime", "attention_mass"}) CHECK_FALSE(has_feature(g1.model, name));
-  // With only doc_tokens to go on, the gate cannot find the need items: it is not shown to match.
+  // With only doc_tokens to go on, the gate cannot find the need items: the pooled gain (~0.47) is
+  // positive everywhere, it relays nearly always, and it is not shown to match with fewer relays.
   CHECK(g1.findings[0].answer != verdict::yes);
 }
 
 TEST_CASE("gate: the returned model is deployable", "[report][cost][gate]") {
   const auto records = with_own_tokens(synthetic_records({.seed = 8}));
-  const auto g = fit_relay_gate(records);
+  const auto g = fit_relay_gate(records, {.cost = 0.05});
   REQUIRE(g.missing.empty());
   const auto& m = g.model;
   INFO("features " << m.features.size());
@@ -506,9 +535,68 @@ TEST_CASE("gate: the returned model is deployable", "[report][cost][gate]") {
   }
   CHECK(m.relays(need_x));
   CHECK_FALSE(m.relays(other_x));
-  CHECK(m.probability(need_x) > 0.8);
-  CHECK_THROWS_AS(m.probability(std::vector<double>(m.features.size() + 1, 0.0)), shape_mismatch);
-  CHECK_THROWS_AS(relay_gate_model{}.probability(std::vector<double>{}), invalid_argument);
+  CHECK(m.gain(need_x) > 0.8);
+  CHECK(std::abs(m.gain(other_x)) < 0.05);
+  CHECK(m.gain(need_x) == m.helps.probability(need_x) - m.hurts.probability(need_x));
+  CHECK_THROWS_AS(m.gain(std::vector<double>(m.features.size() + 1, 0.0)), shape_mismatch);
+  CHECK_THROWS_AS(relay_gate_model{}.gain(std::vector<double>{}), invalid_argument);
+}
+
+TEST_CASE("gate: gain and relays on a hand-built model", "[report][cost][gate]") {
+  // helps: expit(−1 + 2·a); hurts: expit(−2 + b); gain = their difference, relay when gain > cost.
+  relay_gate_model m;
+  m.features = {"a", "b"};
+  m.helps.features = {"a"};
+  m.helps.coefficients = {-1.0, 2.0};
+  m.hurts.features = {"b"};
+  m.hurts.coefficients = {-2.0, 1.0};
+  auto expit = [](double e) { return 1.0 / (1.0 + std::exp(-e)); };
+  const std::vector<double> x{1.0, 0.5};
+  CHECK(m.gain(x) == Approx(expit(1.0) - expit(-1.5)).epsilon(1e-14));
+  CHECK(m.relays(x));
+  m.cost = 0.9;
+  CHECK_FALSE(m.relays(x));
+  m.cost = 0.0;
+  // Constant models (one training class): exactly 0 or 1, no features.
+  m.hurts = relay_gate_logistic{.constant = 0.0};
+  CHECK(m.gain(x) == Approx(expit(1.0)).epsilon(1e-14));
+  CHECK(m.hurts.probability(std::vector<double>{}) == 0.0);
+  m.helps = relay_gate_logistic{.constant = 1.0};
+  CHECK(m.gain(x) == 1.0);
+  CHECK(m.relays(x));
+  m.helps = relay_gate_logistic{.constant = 0.0};
+  CHECK(m.gain(x) == 0.0);
+  CHECK_FALSE(m.relays(x));  // zero gain does not pay a zero cost
+  // Validation.
+  m.helps = relay_gate_logistic{.features = {"a"}, .coefficients = {-1.0, 2.0}};
+  CHECK_THROWS_AS(m.gain(std::vector<double>{1.0}), shape_mismatch);
+  CHECK_THROWS_AS(m.gain(std::vector<double>{1.0, std::numeric_limits<double>::quiet_NaN()}),
+                  invalid_argument);
+  CHECK_THROWS_AS(m.helps.probability(std::vector<double>{1.0, 2.0}), shape_mismatch);
+  auto bad = m;
+  bad.helps.coefficients = {-1.0};
+  CHECK_THROWS_AS(bad.gain(x), shape_mismatch);
+  bad = m;
+  bad.helps.features = {"c"};
+  CHECK_THROWS_WITH(bad.gain(x), Contains("helps.features") && Contains("'c'"));
+  bad = m;
+  bad.hurts = relay_gate_logistic{};
+  CHECK_THROWS_AS(bad.gain(x), invalid_argument);
+  bad = m;
+  bad.hurts = relay_gate_logistic{.constant = 0.5};
+  CHECK_THROWS_AS(bad.gain(x), invalid_argument);
+  bad = m;
+  bad.cost = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_AS(bad.relays(x), invalid_argument);
+  // The cost option's extremes are accepted: at cost 1 nothing pays.
+  const auto records = with_own_tokens(synthetic_records({.items = 40, .seed = 4}));
+  const auto top = fit_relay_gate(records, {.cost = 1.0, .bootstrap_replicates = 100});
+  REQUIRE(top.missing.empty());
+  CHECK(top.model.cost == 1.0);
+  CHECK(top.policies[0].relay_rate == 0.0);
+  const auto bottom = fit_relay_gate(records, {.cost = -1.0, .bootstrap_replicates = 100});
+  REQUIRE(bottom.missing.empty());
+  CHECK(bottom.model.cost == -1.0);
 }
 
 TEST_CASE("gate: separation falls back to the penalized fit; never a zero-width interval",
@@ -519,14 +607,168 @@ TEST_CASE("gate: separation falls back to the penalized fit; never a zero-width 
     if (rec.arm == "kv_full") rec.correct = true;
     if (rec.arm == "no_comm") rec.correct = rec.regime == "no_need";
   }
-  const auto g = fit_relay_gate(records);
+  // Relay never hurts (kv always right): the hurts model is exactly 0, the gain is P(helps); a cost
+  // of 5 points lets the gate skip the no-need requests, where P(helps) is near 0.
+  const auto g = fit_relay_gate(records, {.cost = 0.05});
   REQUIRE(g.missing.empty());
   CHECK(g.model.penalized);
+  CHECK(g.model.helps.penalized);
+  REQUIRE(g.model.hurts.constant.has_value());
+  CHECK(*g.model.hurts.constant == 0.0);
+  CHECK(g.negative_rate == 0.0);
   CHECK(g.accuracy_vs_always_relay.estimate == 0.0);
   // Every held-out difference is 0, yet the interval has positive width (betting over items).
   CHECK(g.findings[0].ci_low < 0.0);
   CHECK(g.findings[0].ci_high > 0.0);
   CHECK(g.findings[0].answer == verdict::yes);
+}
+
+namespace {
+
+/// One regime of gain_records(): P(relay right) of an item is U(q_low, q_high), shared by its
+/// seeds; the fallback no_comm is right w.p. nc_if_right where the relay is right and w.p.
+/// nc_if_wrong where it is wrong (nc_if_wrong = 0: relay never hurts).
+struct gain_regime {
+  const char* name;
+  double q_low, q_high, nc_if_right, nc_if_wrong;
+};
+
+/// Clustered records for the gain-gate tests: item i is in regimes[i % 3], `seeds` seeds per item,
+/// arms kv_full and no_comm. Covariates: doc_tokens = 10 + i mod 23; own_tokens = doc_tokens in
+/// no_need, else 4; cache_age_versions = 1 in stale, else 0; prompt_overlap = 1 in no_need, else 0.
+/// kv_full moves 4000·doc_tokens bytes (collinear with doc_tokens), no_comm none.
+std::vector<trial_record> gain_records(std::uint64_t gseed, std::size_t items, std::size_t seeds,
+                                       const std::vector<gain_regime>& regimes) {
+  std::vector<trial_record> out;
+  for (std::uint64_t i = 0; i < items; ++i) {
+    const auto& rg = regimes[i % regimes.size()];
+    const std::string name = rg.name;
+    auto gi = make_stream({.seed = gseed, .item = i, .arm = 0, .replicate = 0xFFFFFFFFu});
+    const double q = rg.q_low + (rg.q_high - rg.q_low) * uniform01(gi);
+    const double doc = 10.0 + static_cast<double>(i % 23);
+    for (std::uint64_t sd = 0; sd < seeds; ++sd) {
+      auto g = make_stream({.seed = gseed, .item = i, .arm = 1, .replicate = static_cast<std::uint32_t>(sd)});
+      const bool kv_right = uniform01(g) < q;
+      const bool nc_right = uniform01(g) < (kv_right ? rg.nc_if_right : rg.nc_if_wrong);
+      for (const char* arm : {"kv_full", "no_comm"}) {
+        trial_record r;
+        r.item = i;
+        r.seed = sd;
+        r.arm = arm;
+        r.arm_kind = arm;
+        r.regime = name;
+        const bool relay = std::string(arm) == "kv_full";
+        r.correct = relay ? kv_right : nc_right;
+        r.bytes = relay ? static_cast<std::uint64_t>(4000 * doc) : 0;
+        r.covariates = {{"doc_tokens", doc},
+                        {"own_tokens", name == "no_need" ? doc : 4.0},
+                        {"cache_age_versions", name == "stale" ? 1.0 : 0.0},
+                        {"prompt_overlap", name == "no_need" ? 1.0 : 0.0}};
+        out.push_back(std::move(r));
+      }
+    }
+  }
+  return out;
+}
+
+/// The raw values of `features` on a relay record (covariates; cache_bytes = its bytes).
+std::vector<double> gate_x(const trial_record& r, const std::vector<std::string>& features) {
+  std::vector<double> x;
+  for (const auto& name : features)
+    x.push_back(name == "cache_bytes" ? static_cast<double>(r.bytes) : r.covariate_value(name).value());
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("gate: where relay never hurts it relays every request and matches always-relay (Monte Carlo)",
+          "[report][cost][gate]") {
+  // 60 items x 3 seeds, regimes need / no_need / stale by item mod 3; P(relay right) per item
+  // U(0.6, 1) / U(0.8, 1) / U(0.2, 0.6); no_comm right only where the relay is right (w.p. 0.1 /
+  // 0.9 / 0.5), so d = relay − fallback correct is never −1. R = 120 replicates, generator seeds
+  // 7100..7219, cost 0. Expected: the hurts model is exactly 0 in every fold, the gain is P(helps) > 0,
+  // so the held-out relay rate is 1 and the accuracy equals always-relay's in every replicate; the
+  // check allows the brief's 95 % (binomial MC standard error at R = 120: sqrt(0.95·0.05/120) = 0.020)
+  // but every replicate is expected to match. For contrast the former rule (relay when P(helps) > 0.5,
+  // the same helps model) is evaluated in-sample on the deployable model and printed.
+  const std::vector<gain_regime> regimes{
+      {"need", 0.6, 1.0, 0.1, 0.0}, {"no_need", 0.8, 1.0, 0.9, 0.0}, {"stale", 0.2, 0.6, 0.5, 0.0}};
+  constexpr int R = 120;
+  int all_relayed = 0, equal_accuracy = 0, hurts_zero = 0;
+  double old_rate = 0, old_loss = 0, helps_rate = 0;
+  for (int k = 0; k < R; ++k) {
+    const std::uint64_t gseed = 7100u + static_cast<std::uint64_t>(k);
+    const auto records = gain_records(gseed, 60, 3, regimes);
+    const auto g = fit_relay_gate(records, {.text_arm = "", .bootstrap_replicates = 100});
+    INFO("generator seed " << gseed);
+    REQUIRE(g.missing.empty());
+    REQUIRE(g.held_out_units == 180);
+    CHECK(g.negative_rate == 0.0);
+    helps_rate += g.positive_rate / R;
+    const auto& gate = g.policies[0];
+    const auto& always = g.policies[1];
+    all_relayed += gate.relay_rate == 1.0 ? 1 : 0;
+    equal_accuracy += gate.accuracy.estimate == always.accuracy.estimate ? 1 : 0;
+    bool zero = g.model.hurts.constant == 0.0;
+    for (const auto& m : g.fold_models) zero = zero && m.hurts.constant == 0.0;
+    hurts_zero += zero ? 1 : 0;
+    // The former rule, in-sample: relay when P(helps | x) > 0.5.
+    double relayed = 0, loss = 0, n = 0;
+    for (std::size_t i = 0; i + 1 < records.size(); i += 2) {
+      const auto& kv = records[i];
+      const auto& nc = records[i + 1];
+      const bool old = g.model.helps.probability(gate_x(kv, g.model.helps.features)) > 0.5;
+      relayed += old ? 1 : 0;
+      loss += (kv.correct ? 1.0 : 0.0) - ((old ? kv.correct : nc.correct) ? 1.0 : 0.0);
+      n += 1;
+    }
+    old_rate += relayed / n / R;
+    old_loss += loss / n / R;
+  }
+  std::printf(
+      "gate never-hurts MC (R = %d, seeds 7100..7219, 60 items x 3 seeds, cost 0): P(helps) %.3f; held-out "
+      "relay rate 1 in %d / %d, accuracy = always-relay in %d / %d, hurts model exactly 0 in every fold in "
+      "%d / %d; former rule P(helps) > 0.5 (in-sample): relay rate %.3f, accuracy loss vs always-relay "
+      "%.3f\n",
+      R, helps_rate, all_relayed, R, equal_accuracy, R, hurts_zero, R, old_rate, old_loss);
+  CHECK(hurts_zero == R);
+  CHECK((all_relayed == R || equal_accuracy >= 0.95 * R));
+  CHECK(all_relayed == R);
+  CHECK(old_loss > 0.05);  // the former rule's failure, which the gain rule removes
+}
+
+TEST_CASE("gate: refuses the requests where relay hurts (a stale cache) and relays the rest",
+          "[report][cost][gate]") {
+  // 90 items x 3 seeds (30 per regime). need: relay U(0.7, 1), no_comm 0.1 independent of it;
+  // no_need: relay U(0.85, 1), no_comm right w.p. 0.7 where the relay is right, never where it is
+  // wrong (relay never hurts; gain ≈ 0.28); stale (cache_age_versions = 1): relay U(0.05, 0.2),
+  // no_comm 0.9 independent (gain ≈ −0.78). Every fitted gate (the deployable and the five fold
+  // gates) must refuse exactly the stale requests: held-out relay rate 2/3 and the oracle's accuracy.
+  const std::uint64_t gseed = GENERATE(7301, 7302, 7303);
+  INFO("generator seed " << gseed << ", 90 items x 3 seeds");
+  const std::vector<gain_regime> regimes{
+      {"need", 0.7, 1.0, 0.1, 0.1}, {"no_need", 0.85, 1.0, 0.7, 0.0}, {"stale", 0.05, 0.2, 0.9, 0.9}};
+  const auto records = gain_records(gseed, 90, 3, regimes);
+  const auto g = fit_relay_gate(records, {.text_arm = "", .bootstrap_replicates = 200});
+  REQUIRE(g.missing.empty());
+  INFO(g.findings[0].detail);
+  CHECK(has_feature(g.model, "cache_age_versions"));
+  CHECK(g.negative_rate > 0.1);
+  double oracle = 0;
+  for (std::size_t i = 0; i + 1 < records.size(); i += 2) {
+    const auto& kv = records[i];
+    const bool stale = kv.regime == "stale";
+    CHECK(g.model.relays(gate_x(kv, g.model.features)) == !stale);
+    for (const auto& m : g.fold_models) CHECK(m.relays(gate_x(kv, m.features)) == !stale);
+    oracle += (stale ? records[i + 1].correct : kv.correct) ? 1.0 : 0.0;
+  }
+  oracle /= static_cast<double>(records.size() / 2);
+  const auto& gate = g.policies[0];
+  CHECK(gate.relay_rate == Approx(2.0 / 3.0).epsilon(1e-12));
+  CHECK(gate.accuracy.estimate == Approx(oracle).epsilon(1e-12));
+  CHECK(gate.accuracy.estimate > g.policies[1].accuracy.estimate + 0.1);  // always-relay
+  CHECK(gate.accuracy.estimate > g.policies[2].accuracy.estimate + 0.1);  // never-relay
+  CHECK(g.accuracy_vs_always_relay.ci_low > 0);
 }
 
 TEST_CASE("gate: folds are deterministic and do not depend on record order", "[report][cost][gate]") {
@@ -581,23 +823,26 @@ TEST_CASE("gate: missing pieces", "[report][cost][gate]") {
     for (auto& rec : same) rec.correct = true;
     const auto g = fit_relay_gate(same);
     CHECK(g.findings[0].answer == verdict::inconclusive);
-    CHECK_THAT(g.findings[0].detail, Contains("relay helps"));
+    CHECK_THAT(g.findings[0].detail, Contains("relay helps and relay hurts never vary"));
+    CHECK_THAT(g.population, Contains("180 requests on 60 items"));
   }
 }
 
 TEST_CASE("gate: the cross-fitted verdict interval covers the gates' true value (Monte Carlo)",
           "[report][cost][gate][slow]") {
   // Items: x ~ U(0, 1) per item, doc_tokens = 10 + 990·x, 2 seeds; relay correct ~ Bernoulli(0.9),
-  // control correct ~ Bernoulli(c(x)), independent; scenario 0: c(x) = x (the gate skips x > ~0.44,
-  // true loss ≈ −0.10), scenario 1: c(x) = min(1, 0.40 + x) (the fitted gates relay on a small
-  // low-x region or not at all; true loss −0.039 on average, beyond the margin in ~1/4 of replicates). The
-  // only usable feature is doc_tokens. The true value of a fold's gate g against always-relay is ∫ 1[not
-  // g(x)]·(c(x) − 0.9) dx (2,000-point midpoint rule); the estimand of the cross-fitted difference is the
-  // fold-size-weighted mean of the fold gates' values. Checks on the 90 % betting verdict interval (0.05 per
-  // side): P(lower > truth) and P(upper < truth) ≤ 0.05 + 3 se, and P(yes | truth ≤ −margin) ≤ 0.05 + 3 se. R
-  // = 400 replicates per scenario, generator seeds 5000..5399 (scenario 0) and 6000..6399 (scenario 1), 150
-  // items; tolerance 3·sqrt(0.05·0.95/400) = 0.033.
+  // control correct ~ Bernoulli(c(x)), independent, so the true gain is 0.9 − c(x); scenario 0: c(x) = x,
+  // scenario 1: c(x) = min(1, 0.40 + x). At cost 0 the fold gates skip only where the gain is negative
+  // (true value ≥ 0); at cost 0.4 they give up accuracy for bytes: scenario 0 skips x > ~0.5 (true loss
+  // ≈ −0.075, beyond the margin), scenario 1 x > ~0.1 (true loss ≈ −0.035, beyond the margin in some
+  // replicates). The only usable feature is doc_tokens. The true value of a fold's gate g against
+  // always-relay is ∫ 1[not g(x)]·(c(x) − 0.9) dx (2,000-point midpoint rule); the estimand of the
+  // cross-fitted difference is the fold-size-weighted mean of the fold gates' values. Checks on the 90 %
+  // betting verdict interval (0.05 per side): P(lower > truth) and P(upper < truth) ≤ 0.05 + 3 se, and
+  // P(yes | truth ≤ −margin) ≤ 0.05 + 3 se. R = 400 replicates per scenario and cost, generator seeds
+  // 5000..5399 (scenario 0) and 6000..6399 (scenario 1), 150 items; tolerance 3·sqrt(0.05·0.95/400) = 0.033.
   const int scenario = GENERATE(0, 1);
+  const double cost = GENERATE(0.0, 0.4);
   auto control_p = [&](double x) { return scenario == 0 ? x : std::min(1.0, 0.40 + x); };
   const int R = 400;
   const std::size_t items = 150;
@@ -628,7 +873,7 @@ TEST_CASE("gate: the cross-fitted verdict interval covers the gates' true value 
         }
       }
     }
-    const auto gr = fit_relay_gate(records, {.text_arm = "", .bootstrap_replicates = 100});
+    const auto gr = fit_relay_gate(records, {.text_arm = "", .cost = cost, .bootstrap_replicates = 100});
     REQUIRE(gr.missing.empty());
     double truth = 0;
     for (std::size_t f = 0; f < gr.fold_models.size(); ++f) {
@@ -658,9 +903,10 @@ TEST_CASE("gate: the cross-fitted verdict interval covers the gates' true value 
   const double tol = 3 * std::sqrt(0.05 * 0.95 / R);
   const double size = beyond > 0 ? static_cast<double>(yes_beyond) / beyond : 0.0;
   std::printf(
-      "gate MC scenario %d: mean truth %.4f, P(lower > truth) %.4f, P(upper < truth) %.4f, yes rate %.3f, "
-      "P(yes | truth <= -0.05) %.4f over %d replicates (R = %d, tol %.3f)\n",
-      scenario, truth_sum / R, static_cast<double>(low_miss) / R, static_cast<double>(high_miss) / R,
+      "gate MC scenario %d, cost %.1f: mean truth %.4f, P(lower > truth) %.4f, P(upper < truth) %.4f, yes "
+      "rate "
+      "%.3f, P(yes | truth <= -0.05) %.4f over %d replicates (R = %d, tol %.3f)\n",
+      scenario, cost, truth_sum / R, static_cast<double>(low_miss) / R, static_cast<double>(high_miss) / R,
       static_cast<double>(yes) / R, size, beyond, R, tol);
   CHECK(size <= 0.05 + 3 * std::sqrt(0.05 * 0.95 / std::max(beyond, 1)));
   CHECK(static_cast<double>(low_miss) / R <= 0.05 + tol);

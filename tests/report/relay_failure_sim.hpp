@@ -33,6 +33,18 @@ struct relay_failure_design {
   // drift: accuracy of kv_drift_<k> in need = need_kv − slope·k (clipped at need_no_comm)
   std::vector<double> drift_steps = {25, 50, 100, 200};
   double drift_slope = 0.001;  ///< accuracy points lost per step (fraction): crossing of −0.05 at 50
+  // Issue 25's scenarios (defaults leave the records above unchanged, draw for draw):
+  /// items per regime (need, no_need, stale, conflict); empty: items_per_regime each
+  std::vector<std::size_t> regime_items = {};
+  double no_need_kv = 0.95, no_need_text = 0.95, no_need_no_comm = 0.95;  ///< no_need accuracies
+  bool with_cross_model = false;  ///< a cross_model arm (a foreign model's cache) at no_comm's accuracy
+  /// seeds of the odd items (0: `seeds`): unequal seeds per item
+  std::size_t odd_item_seeds = 0;
+  /// each wrong kv_full record is dropped with this probability (a stack that loses failed relays);
+  /// the drops draw from their own stream (seed + 1)
+  double drop_wrong_kv = 0.0;
+  /// the regime whose kv_full records may be dropped ("" = every regime)
+  std::string drop_regime = "";
 };
 
 inline double sim_expit(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -46,14 +58,17 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
   std::vector<trial_record> out;
   const char* regimes[] = {"need", "no_need", "stale", "conflict"};
   std::uint64_t item = 0;
-  for (const char* rg : regimes) {
+  for (const char* const& rg : regimes) {
     const std::string regime = rg;
     if (regime == "stale" && !d.with_stale) continue;
     if (regime == "conflict" && !d.with_conflict) continue;
-    for (std::size_t i = 0; i < d.items_per_regime; ++i, ++item) {
+    const std::size_t regime_index = static_cast<std::size_t>(&rg - regimes);
+    const std::size_t n_items = d.regime_items.empty() ? d.items_per_regime : d.regime_items.at(regime_index);
+    for (std::size_t i = 0; i < n_items; ++i, ++item) {
       const double shift = d.item_sd * z(g);
       const double doc = 10.0 + static_cast<double>(item % 23);
-      for (std::uint64_t s = 0; s < d.seeds; ++s) {
+      const std::size_t n_seeds = d.odd_item_seeds > 0 && item % 2 == 1 ? d.odd_item_seeds : d.seeds;
+      for (std::uint64_t s = 0; s < n_seeds; ++s) {
         auto add = [&](const std::string& arm, const std::string& kind, double p, double bytes) {
           trial_record r;
           r.item = item;
@@ -87,15 +102,15 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
         const double kv = need                   ? d.need_kv
                           : regime == "stale"    ? d.stale_kv
                           : regime == "conflict" ? d.conflict_kv
-                                                 : 0.95;
+                                                 : d.no_need_kv;
         const double tx = need                   ? d.need_text
                           : regime == "stale"    ? d.stale_text
                           : regime == "conflict" ? d.conflict_text
-                                                 : 0.95;
+                                                 : d.no_need_text;
         const double nc = need                   ? d.need_no_comm
                           : regime == "stale"    ? d.stale_no_comm
                           : regime == "conflict" ? d.conflict_no_comm
-                                                 : 0.95;
+                                                 : d.no_need_no_comm;
         add("no_comm", "no_comm", nc, 0);
         add("text_full", "text_full", tx, 40 * doc);
         add("kv_full", "kv_full", kv, 4000 * doc);
@@ -107,8 +122,20 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
             r->sender_fingerprint = "bb" + std::to_string(static_cast<int>(k));
           }
         }
+        if (d.with_cross_model) add("cross_model", "cross_model", nc, 4000 * doc)->sender_fingerprint = "cc";
       }
     }
+  }
+  if (d.drop_wrong_kv > 0.0) {
+    std::mt19937_64 gd(seed + 1);
+    std::vector<trial_record> kept;
+    kept.reserve(out.size());
+    for (auto& r : out) {
+      const bool drop = r.arm == "kv_full" && !r.correct &&
+                        (d.drop_regime.empty() || r.regime == d.drop_regime) && u(gd) < d.drop_wrong_kv;
+      if (!drop) kept.push_back(std::move(r));
+    }
+    out = std::move(kept);
   }
   return out;
 }

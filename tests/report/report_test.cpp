@@ -97,7 +97,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
     CHECK(f.at("noise.tolerance_sigma")->estimate <= 1.5);
     CHECK(r.decision.verdict != "no communication needed");
   }
-  CHECK(r.decision.checklist.size() == 10);
+  CHECK(r.decision.checklist.size() == 11);
   REQUIRE_FALSE(r.decision.monitors.empty());
   if (test::full_sample)  // kv_full − no_comm ≈ 0.97: the monitor stops early
     CHECK(r.decision.monitors.front().stop_at.has_value());
@@ -158,12 +158,29 @@ finding fnd(std::string id, verdict v, double est = 0.5, double lo = 0.4, double
   return {.id = std::move(id), .answer = v, .estimate = est, .ci_low = lo, .ci_high = hi, .n = 10};
 }
 
-// The findings decide() reads: positive control, dependency, value (non-inferiority), cost.
+// The findings decide() reads: positive control, dependency, value (non-inferiority), cost, and
+// (with `risks`) the five risk findings, each shown absent.
 std::vector<finding> decision_findings(verdict dep, verdict value, verdict cost,
-                                       verdict control = verdict::yes) {
-  return {fnd("need.text_beats_no_comm", control), fnd("need.kv_beats_no_comm", dep),
-          fnd("need.kv_noninferior_to_text", value, 0, -0.01, 0.01),
-          fnd("cost.relay_pays_on_pcie4", cost, 1e-4, 5e-5, 2e-4)};
+                                       verdict control = verdict::yes, bool risks = true) {
+  std::vector<finding> fs = {fnd("need.text_beats_no_comm", control), fnd("need.kv_beats_no_comm", dep),
+                             fnd("need.kv_noninferior_to_text", value, 0, -0.01, 0.01),
+                             fnd("cost.relay_pays_on_pcie4", cost, 1e-4, 5e-5, 2e-4)};
+  if (risks)
+    for (const char* id :
+         {"no_need.kv_changes_accuracy", "stale.kv_worse_than_text", "conflict.kv_worse_than_no_comm",
+          "drift.tolerance_steps", "need.cross_model_beats_no_comm"})
+      fs.push_back(fnd(id, verdict::no, 0.0, -0.02, 0.02));
+  return fs;
+}
+
+// Replaces the finding `id` of fs (or appends it).
+void set_finding(std::vector<finding>& fs, const finding& f) {
+  for (auto& x : fs)
+    if (x.id == f.id) {
+      x = f;
+      return;
+    }
+  fs.push_back(f);
 }
 
 const checklist_item& check_named(const audit_decision& d, const std::string& name) {
@@ -190,13 +207,24 @@ TEST_CASE("decision: the checklist rule") {
   const std::vector<trial_record> same{kv};
   const auto relay = decide(make(verdict::yes, verdict::yes, verdict::yes), same);
   CHECK(relay.verdict == "relay");
-  CHECK(relay.checklist.size() == 10);
+  CHECK(relay.relay_allowed);
+  CHECK(relay.unverified.empty());
+  CHECK(relay.checklist.size() == 11);
   const char* names[] = {"positive_control", "dependency", "homogeneity", "value", "cost",
-                         "no_need_harm",     "freshness",  "conflict",    "drift", "monitor"};
-  for (std::size_t i = 0; i < 10; ++i) CHECK(relay.checklist[i].name == names[i]);
-  // no stale, conflict or drift records: those checks are "not tested", the verdict stays "relay"
-  CHECK(check_named(relay, "freshness").passed == verdict::inconclusive);
-  CHECK(check_named(relay, "freshness").reason.find("not tested") != std::string::npos);
+                         "no_need_harm",     "freshness",  "conflict",    "drift", "cross_model",
+                         "monitor"};
+  for (std::size_t i = 0; i < 11; ++i) CHECK(relay.checklist[i].name == names[i]);
+  // no stale, conflict or drift findings: those checks are "not tested", and the verdict is
+  // "relay (unverified)", which lets no traffic through and names them
+  const auto untested =
+      decide(decision_findings(verdict::yes, verdict::yes, verdict::yes, verdict::yes, false), same);
+  CHECK(untested.verdict == "relay (unverified)");
+  CHECK_FALSE(untested.relay_allowed);
+  CHECK(untested.unverified ==
+        std::vector<std::string>{"no_need_harm", "freshness", "conflict", "drift", "cross_model"});
+  CHECK(check_named(untested, "freshness").passed == verdict::inconclusive);
+  CHECK(check_named(untested, "freshness").reason.find("not tested") != std::string::npos);
+  CHECK(untested.summary.find("freshness, conflict, drift") != std::string::npos);
   // Dependency "no" while text beats no_comm: B needs A's information and only text carries it.
   CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict == "text");
   CHECK(decide(make(verdict::yes, verdict::no, verdict::yes), same).verdict == "text");
@@ -237,6 +265,75 @@ TEST_CASE("decision: the positive control gates the verdict") {
   auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   fs.erase(fs.begin());
   CHECK(decide(fs, same).verdict == "inconclusive");
+  CHECK_FALSE(decide(fs, same).relay_allowed);
+}
+
+TEST_CASE("decision: the truth table of the risk checks (docs/audit-report.md \"Decision\")") {
+  const std::vector<trial_record> same{same_model_kv()};
+  // Each risk finding alone, the others shown absent: shown present -> a condition; not shown or
+  // not tested -> "relay (unverified)" naming it; shown absent -> "relay".
+  struct row {
+    const char* id;
+    const char* check;
+    finding present;  // the finding that shows the risk
+  };
+  const row rows[] = {
+      {"no_need.kv_changes_accuracy", "no_need_harm",
+       fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05)},
+      {"stale.kv_worse_than_text", "freshness",
+       fnd("stale.kv_worse_than_text", verdict::yes, -0.5, -0.6, -0.4)},
+      {"conflict.kv_worse_than_no_comm", "conflict",
+       fnd("conflict.kv_worse_than_no_comm", verdict::yes, -0.5, -0.6, -0.4)},
+      {"drift.tolerance_steps", "drift", fnd("drift.tolerance_steps", verdict::yes, 50, 40, 60)},
+  };
+  for (const auto& r : rows) {
+    INFO(r.id);
+    auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
+    set_finding(fs, r.present);
+    auto d = decide(fs, same);
+    CHECK(d.verdict == "relay with conditions");
+    CHECK(d.relay_allowed);
+    CHECK(check_named(d, r.check).passed == verdict::no);
+    for (const verdict v : {verdict::inconclusive}) {
+      auto g = fs;
+      auto f = r.present;
+      f.answer = v;
+      set_finding(g, f);
+      d = decide(g, same);
+      CHECK(d.verdict == "relay (unverified)");
+      CHECK_FALSE(d.relay_allowed);
+      CHECK(d.unverified == std::vector<std::string>{r.check});
+      CHECK(d.summary.find(r.check) != std::string::npos);
+      // not tested at all (the finding absent, or n = 0): the same
+      std::erase_if(g, [&](const finding& x) { return x.id == r.id; });
+      d = decide(g, same);
+      CHECK(d.verdict == "relay (unverified)");
+      CHECK(d.unverified == std::vector<std::string>{r.check});
+    }
+  }
+  // cross_model inconclusive: unverified; shown helping: homogeneity fails (inconclusive verdict)
+  auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
+  set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::inconclusive, 0.03, -0.01, 0.07));
+  auto d = decide(fs, same);
+  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.unverified == std::vector<std::string>{"cross_model"});
+  set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::yes, 0.3, 0.2, 0.4));
+  d = decide(fs, same);
+  CHECK(d.verdict == "inconclusive");
+  CHECK_FALSE(d.relay_allowed);
+  // a shown condition and an unverified risk together: unverified, the condition kept in the policy
+  fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
+  set_finding(fs, fnd("stale.kv_worse_than_text", verdict::yes, -0.5, -0.6, -0.4));
+  set_finding(fs, fnd("conflict.kv_worse_than_no_comm", verdict::inconclusive, -0.02, -0.08, 0.03));
+  d = decide(fs, same);
+  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.unverified == std::vector<std::string>{"conflict"});
+  CHECK(d.policy.front().find("fresh caches") != std::string::npos);
+  // a verdict that is not a relay never lets traffic through
+  for (const auto& v : {decide(decision_findings(verdict::no, verdict::yes, verdict::yes), same),
+                        decide(decision_findings(verdict::yes, verdict::no, verdict::yes), same),
+                        decide(decision_findings(verdict::yes, verdict::inconclusive, verdict::yes), same)})
+    CHECK_FALSE(v.relay_allowed);
 }
 
 TEST_CASE(
@@ -284,32 +381,38 @@ TEST_CASE("decision: kv_full better than text_full by 0.3 relays (non-inferiorit
   INFO(f.at("cost.relay_pays_on_pcie4")->detail);
   CHECK(f.at("cost.relay_pays_on_pcie4")->answer == verdict::yes);
   INFO(r.decision.summary);
-  CHECK(r.decision.verdict == "relay");
+  // relay, not text; the synthetic records test no stale, conflict, drift or cross-model risk, so
+  // the relay is unverified and names them
+  CHECK(r.decision.verdict == "relay (unverified)");
+  CHECK_FALSE(r.decision.relay_allowed);
+  for (const char* c : {"freshness", "conflict", "drift"})
+    CHECK(std::find(r.decision.unverified.begin(), r.decision.unverified.end(), c) !=
+          r.decision.unverified.end());
 }
 
 TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") {
   const std::vector<trial_record> same{same_model_kv()};
   // Relaying where B needs nothing lowers accuracy: not plain "relay".
   auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
-  fs.push_back(fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05));
+  set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05));
   auto d = decide(fs, same);
   CHECK(d.verdict == "relay with conditions");
   REQUIRE(d.policy.size() == 1);
   CHECK(d.policy[0].find("relay only where B needs A's information") != std::string::npos);
   CHECK(check_named(d, "no_need_harm").passed == verdict::no);
-  fs.back() = fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15);  // a gain: relay
+  set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15));  // a gain: relay
   CHECK(decide(fs, same).verdict == "relay");
-  fs.back() = fnd("no_need.kv_changes_accuracy", verdict::no, 0.0, -0.02, 0.02);
+  set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::no, 0.0, -0.02, 0.02));
   d = decide(fs, same);
   CHECK(d.verdict == "relay");
   CHECK(check_named(d, "no_need_harm").passed == verdict::yes);
   // A foreign model's cache helps: homogeneity fails (the header's rule).
-  fs.push_back(fnd("need.cross_model_beats_no_comm", verdict::yes, 0.3, 0.2, 0.4));
+  set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::yes, 0.3, 0.2, 0.4));
   d = decide(fs, same);
   CHECK(check_named(d, "homogeneity").passed == verdict::no);
   CHECK(d.verdict == "inconclusive");
-  fs.back().answer = verdict::inconclusive;
-  CHECK(decide(fs, same).verdict == "relay");
+  set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::inconclusive, 0.3, 0.2, 0.4));
+  CHECK(decide(fs, same).verdict == "relay (unverified)");
   // A finding without an interval: "no interval", never "[nan, nan]".
   auto nan = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   nan[1].ci_low = nan[1].ci_high = std::nan("");

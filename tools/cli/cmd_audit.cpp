@@ -315,6 +315,17 @@ reference_cpu_backend load_drift_level(const std::filesystem::path& dir, const d
   return reference_cpu_backend::load_with_overlay(base, dir / l.overlay, threads);
 }
 
+// The report's input warnings (arms with missing units or failed relays, fields a decision check
+// needs and the records lack): one line each on stderr (unless --quiet) and in the stdout summary.
+void input_warnings(const audit_report& r, json_value& summary, bool quiet) {
+  json_value w = json_value::array_type{};
+  for (const auto& s : r.core.input_warnings) {
+    if (!quiet) std::fprintf(stderr, "latentaudit: warning: %s\n", s.c_str());
+    w.push_back(s);
+  }
+  summary.set("input_warnings", std::move(w));
+}
+
 audit_options report_options(const arguments& args, std::uint64_t seed) {
   audit_options o;
   o.equivalence_margin = args.number("--margin", 0.05);
@@ -489,7 +500,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
         "audit: options --no-need-fraction + --stale-fraction + --conflict-fraction must sum to at "
         "most 1, got " +
         detail::number_text(no_need + stale + conflict));
-  const auto aopt = report_options(args, d.seed);
+  auto aopt = report_options(args, d.seed);
   const std::filesystem::path out = args.get("--out").value_or("audit-out");
   check_design_size(d, args.has("--trials-only"));
   const auto scheme = dist::parse_schedule(args.get("--shard-schedule").value_or("interleaved"));
@@ -732,6 +743,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     auto records = dist::read_records_set(dist::records_files(out));
     dist::order_as_executed(records, d);
     const auto ta = std::chrono::steady_clock::now();
+    for (const auto& a : d.arms) aopt.design_arms.push_back(a.label);  // completeness over the design
     const auto result = run_audit_report(records, aopt, out);
     // What this engine could not run or measure, and why: the report's engine section and the summary.
     std::map<std::string, std::string> metrics_missing;
@@ -752,6 +764,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     }
     const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
     timing.set("analysis_s", analysis_s);
+    input_warnings(result, j, args.has("--quiet"));
     j.set("findings", findings_summary(result));
     j.set("decision", decision_summary(result));
   }
@@ -863,7 +876,7 @@ int run_report(std::span<const std::string> words) {
   const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
-  const auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
+  auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");
@@ -876,6 +889,10 @@ int run_report(std::span<const std::string> words) {
           od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
                     4.0L * static_cast<long double>(records.size()) + 1024.0L)
         dist::order_as_executed(records, *od);
+      // completeness counts every arm of the design on every unit
+      if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
+        for (const auto& x : a->as_array())
+          if (x.is_string()) aopt.design_arms.push_back(x.as_string());
     } catch (const error&) {  // no readable design.json: the files' order (design_warnings says why)
     }
   }
@@ -890,6 +907,7 @@ int run_report(std::span<const std::string> words) {
   json_value wj = json_value::array_type{};
   for (const auto& w : warnings) wj.push_back(w);
   j.set("design_warnings", std::move(wj));
+  input_warnings(result, j, args.has("--quiet"));
   j.set("findings", findings_summary(result));
   j.set("decision", decision_summary(result));
   j.set("analysis_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

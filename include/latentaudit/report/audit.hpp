@@ -22,8 +22,8 @@
 // p < α over the Holm family of paired effects, [L, U] = the 1 − 2α verdict interval, reported as
 // the finding's ci_low / ci_high):
 //   need.text_beats_no_comm      the positive control; a "beats" finding (below). When it is not
-//                                "yes", every other need.*, no_need.*, cost.*, stale.*, conflict.*
-//                                and drift.* finding and the
+//                                "yes", every other need.*, no_need.*, cost.*, stale.*, conflict.*,
+//                                noise.* and drift.* finding and the
 //                                decision become "inconclusive" (apply_positive_control).
 //   need.kv_beats_no_comm, need.deranged_beats_no_comm, need.zeroed_beats_no_comm,
 //   need.cross_model_beats_no_comm
@@ -48,7 +48,8 @@
 //   conflict.kv_worse_than_no_comm kv_full − no_comm on conflict units, with the attention-mass
 //                                mechanism (analyses/conflict.hpp).
 //   drift.tolerance_steps        as noise.tolerance_sigma with the drift steps of the kv_drift_<k>
-//                                arms as the dose (analyses/drift.hpp).
+//                                arms as the dose (analyses/drift.hpp); "no" when not located and
+//                                every tested step is shown non-inferior (fixed sequence).
 // The message findings (their own Holm family: every kv_message − text_message_<k> contrast, per k
 // and regime; analyses/message.hpp):
 //   message.kv_vs_text_message.k<k>.<regime>  "beats": yes if Holm p < α and estimate > 0 (A's
@@ -100,6 +101,24 @@ struct audit_options {
   /// `--link measured`: the cost verdicts (and the decision) use the link fitted from the records'
   /// transfer_measured_s (fit_link, report/analyses/link_fit.hpp) as their primary link
   bool link_measured = false;
+  /// build_audit_report() runs the observational demonstrations (teaching material, never a finding;
+  /// the most expensive part of a report on large record sets): false skips them, and report.md and
+  /// report.json say so; nothing a finding or the decision reads changes
+  bool demonstrations = true;
+  /// the arms of the design (design.json "arms"): completeness counts each of them on every
+  /// (item, seed) unit; empty: the arms seen in the records
+  std::vector<std::string> design_arms = {};
+};
+
+/// @brief Completeness of one arm in one regime: which (item, seed) units of the regime hold its
+/// record, and how many of its records are failed relays (relay_error).
+struct arm_completeness {
+  std::string arm;               ///< arm label (a design arm, or one seen in the records)
+  std::string regime;            ///< "need", "no_need", "stale", "conflict" or "unknown"
+  std::size_t units = 0;         ///< (item, seed) units of the regime (some arm holds a record there)
+  std::size_t records = 0;       ///< units holding this arm's record
+  std::size_t missing = 0;       ///< units lacking it (units − records)
+  std::size_t relay_errors = 0;  ///< its records with relay_error (failed relays, counted as outcomes)
 };
 
 /// @brief Accuracy and costs of one arm in one regime ("need", "no_need" or "all").
@@ -129,7 +148,10 @@ struct paired_effect {
   std::string regime;          ///< "need" or "no_need"
   std::size_t n_pairs = 0;     ///< (item, seed) units holding both arms
   std::size_t n_clusters = 0;  ///< distinct items among them
-  double estimate = 0.0;       ///< mean paired difference of `correct` (accuracy points as a fraction)
+  /// mean over items of the item mean paired difference of `correct` (accuracy points as a
+  /// fraction): the quantity the verdict interval covers (equal to the mean over pairs when every
+  /// item holds the same number of pairs)
+  double estimate = 0.0;
   /// descriptive 1 − α interval: cluster bootstrap over items (percentile); the betting interval
   /// over items (α/2 per side) instead when the bootstrap is a point mass or has < 2 items
   double ci_low = 0.0;
@@ -144,6 +166,9 @@ struct paired_effect {
   double p_holm = 0.0;
   bool in_holm_family = true;  ///< false for the decomposition material {deranged,zeroed,random} − kv_full
   std::string method;          ///< how it was computed
+  /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete);
+  /// the findings then hold a verdict only if it holds under both bounds
+  detail::missing_bounds missing;
 };
 
 /// @brief One arm on the bytes/accuracy plane (need regime).
@@ -164,7 +189,7 @@ struct cate_effect {
   std::string level;        ///< "need", "no_need", a bin "Q1 [a, b]" (later bins (a, b]) or a label
   std::string regime;       ///< the regime the subgroup lies in
   std::size_t n = 0;        ///< pairs
-  double estimate = 0.0;    ///< mean paired difference
+  double estimate = 0.0;    ///< mean over items of the item mean paired difference
   double ci_low = 0.0;      ///< cluster bootstrap over items, percentile (1 − α)
   double ci_high = 0.0;     ///< upper limit
   double p_value = 0.0;     ///< McNemar exact
@@ -184,10 +209,18 @@ struct audit_core {
   message_analysis messages;                 ///< message arms: A's cache vs A's message, per k and regime
   std::vector<frontier_point> frontier;      ///< need regime, ascending bytes
   std::vector<finding> findings;             ///< the ids of docs/audit-report.md, in that order
-  std::size_t n_records = 0;                 ///< records read
-  std::size_t n_items = 0;                   ///< distinct items
-  std::size_t n_seeds = 0;                   ///< distinct seeds
-  std::vector<std::string> warnings;         ///< dropped units, absent arms, skipped analyses
+  /// per arm (design arms first, then others seen) and regime: records, missing units, relay errors
+  std::vector<arm_completeness> completeness;
+  /// the record fields a decision check needs that the records lack ("regime", "receiver_fingerprint",
+  /// "sender_fingerprint", "timings", "bytes"), each once; docs/records.md says which check reads which
+  std::vector<std::string> missing_fields;
+  /// one line per missing field and per arm with missing units or failed relays: what a caller prints
+  /// on stderr and in its summary (a subset of the situations `warnings` describes)
+  std::vector<std::string> input_warnings;
+  std::size_t n_records = 0;          ///< records read
+  std::size_t n_items = 0;            ///< distinct items
+  std::size_t n_seeds = 0;            ///< distinct seeds
+  std::vector<std::string> warnings;  ///< dropped units, absent arms, skipped analyses
 };
 
 /// @brief Runs the core audit on a set of records from any stack.
@@ -205,10 +238,9 @@ struct audit_core {
 [[nodiscard]] audit_core analyse_records(std::span<const trial_record> records, const audit_options& o = {});
 
 /// @brief The positive-control gate: unless `control` (need.text_beats_no_comm) is "yes", every
-/// need.*, no_need.*, cost.*, stale.*, conflict.*, drift.* and message.* finding of `findings` other than the
-/// control itself becomes
-/// "inconclusive"; its estimate and interval stay, its detail starts with positive_control_reason
-/// and keeps the verdict it would have had. Idempotent.
+/// need.*, no_need.*, cost.*, stale.*, conflict.*, drift.*, noise.* and message.* finding of `findings` other
+/// than the control itself becomes "inconclusive"; its estimate and interval stay, its detail starts with
+/// positive_control_reason and keeps the verdict it would have had. Idempotent.
 /// @param findings the findings to gate (in place)
 /// @param control the positive-control finding (nullptr: absent, i.e. not "yes")
 void apply_positive_control(std::span<finding> findings, const finding* control);
@@ -234,6 +266,13 @@ void check_audit_options(std::string_view fn, const audit_options& o);
                                                     std::span<const std::string> role_warnings);
 
 [[nodiscard]] const char* regime_name(audit_regime r) noexcept;
+
+/// @brief Fills out.completeness (per arm and regime: units, records, missing, relay errors; the
+/// design arms of `o` first), out.missing_fields (what a decision check needs and no record holds)
+/// and out.input_warnings (one line per missing field and per arm with missing units or failed
+/// relays).
+void audit_completeness(const audit_data& d, std::span<const trial_record> records, const audit_options& o,
+                        audit_core& out);
 
 /// @brief Level in percent, as text ("95").
 [[nodiscard]] std::string percent(double level);

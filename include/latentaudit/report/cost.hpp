@@ -5,8 +5,10 @@
 // relay against the full text relay, transfer time recomputed from bytes) reported as a finding
 // only where its verdict differs from the statement (and for the records' own link), and a
 // projection of KV bytes and break-even bandwidths for real model shapes. (2) A per-request relay
-// gate: a logistic model on features a serving stack knows before the transfer, cross-fitted over
-// items, evaluated against always-relay, never-relay and always-text with betting intervals.
+// gate: relay when the predicted accuracy gain over the fallback, P(helps | x) − P(hurts | x) from two
+// logistic models on features a serving stack knows before the transfer, exceeds a stated cost;
+// cross-fitted over items, evaluated against always-relay, never-relay and always-text on the same
+// requests with betting intervals.
 // Formulas, defaults and references: docs/audit-report.md, "Cost-benefit and relay gate".
 #ifndef LATENTAUDIT_REPORT_COST_HPP
 #define LATENTAUDIT_REPORT_COST_HPP
@@ -215,8 +217,9 @@ struct relay_gate_options {
   /// the relay the gate switches on; each arm name answers by label, else by arm_kind (ties: the
   /// first label in sorted order), the rule of every analysis (report/detail/arm_roles.hpp)
   std::string relay_arm = "kv_full";
-  std::string control_arm = "no_comm";  ///< what the receiver does without relay
-  std::string text_arm = "text_full";   ///< the always-text comparison policy (optional arm)
+  /// the fallback: what the receiver does when the gate does not relay (the gain is measured against it)
+  std::string control_arm = "no_comm";
+  std::string text_arm = "text_full";  ///< the always-text comparison policy (optional arm)
   /// further relays the gate decides on (e.g. the drift arms kv_drift_<k>: senders fine-tuned apart):
   /// each one present on a unit with the control is one more request of that unit (same control
   /// and text), so fingerprint_match and drift_steps vary; absent labels are ignored
@@ -225,30 +228,52 @@ struct relay_gate_options {
   /// fold assignment: items ordered by item_uniform(split_seed, item, 5), fold = rank mod folds
   std::uint64_t split_seed = 0x67617465ULL;
   std::size_t min_held_out_items = 30;  ///< fewer held-out items: the verdict is inconclusive
-  double threshold = 0.5;               ///< relay when the predicted probability exceeds it, in (0, 1)
-  double margin = 0.05;                 ///< non-inferiority margin of the accuracy vs always-relay
-  double skip_margin = 0.05;            ///< "no" when the share of requests not relayed is shown below it
-  double ridge = 1.0;   ///< L2 penalty (standardized features) used only if the plain fit separates
-  double alpha = 0.05;  ///< one-sided error of each verdict limit (betting over items), in (0, 0.5)
-  double level = 0.95;  ///< confidence level of the descriptive bootstrap intervals
+  /// relay when the predicted gain P(helps | x) − P(hurts | x) exceeds it: the accuracy (a fraction,
+  /// 0.02 = 2 points) a relay must buy to pay for its bytes and latency; finite, in [−1, 1]
+  double cost = 0;
+  double margin = 0.05;       ///< non-inferiority margin of the accuracy vs always-relay
+  double skip_margin = 0.05;  ///< "no" when the share of requests not relayed is shown below it
+  double ridge = 1.0;         ///< L2 penalty (standardized features) used only if the plain fit separates
+  double alpha = 0.05;        ///< one-sided error of each verdict limit (betting over items), in (0, 0.5)
+  double level = 0.95;        ///< confidence level of the descriptive bootstrap intervals
   std::size_t bootstrap_replicates = 2000;   ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x676174655f6369ULL;  ///< bootstrap seed
 };
 
-/// @brief A deployable gate: P(relay helps | x) = expit(c₀ + Σ cⱼ xⱼ) on raw feature values.
-struct relay_gate_model {
+/// @brief One logistic model of the gate: P(label | x) = expit(c₀ + Σ cⱼ xⱼ) on raw feature values,
+/// or exactly `constant` when its training label had one class.
+struct relay_gate_logistic {
   std::vector<std::string> features;  ///< feature names, in coefficient order (after the intercept)
-  std::vector<double> coefficients;   ///< intercept first, then one per feature (raw scale)
-  double threshold = 0.5;             ///< relay when probability > threshold
-  bool penalized = false;             ///< true when the ridge fallback was used (separation)
+  std::vector<double> coefficients;  ///< intercept first, then one per feature (raw scale); empty if constant
+  /// set (0 or 1, with no features and no coefficients) when the training label had one class
+  std::optional<double> constant;
+  bool penalized = false;  ///< true when the ridge fallback was used (separation)
 
-  /// @brief Predicted probability that relaying helps, for raw feature values in `features` order.
-  /// @throws shape_mismatch if x has the wrong size; invalid_argument on non-finite values or an unfitted
-  /// model
+  /// @brief The predicted probability for raw feature values in `features` order.
+  /// @throws shape_mismatch if x or coefficients have the wrong size; invalid_argument on non-finite
+  /// values or an unfitted model (neither coefficients nor constant)
   [[nodiscard]] double probability(std::span<const double> x) const;
-  /// @brief Whether the gate relays for raw feature values x.
-  /// @throws as probability()
-  [[nodiscard]] bool relays(std::span<const double> x) const { return probability(x) > threshold; }
+};
+
+/// @brief A deployable gate: relay when gain(x) = P(helps | x) − P(hurts | x) > cost, where "helps"
+/// is relay correct and fallback wrong, "hurts" relay wrong and fallback right, so that gain(x) is
+/// the predicted E[relay correct − fallback correct | x].
+struct relay_gate_model {
+  /// inputs of gain() and relays(), in candidate order: every feature of helps or hurts
+  std::vector<std::string> features;
+  relay_gate_logistic helps;  ///< P(relay correct, fallback wrong | x)
+  relay_gate_logistic hurts;  ///< P(relay wrong, fallback correct | x)
+  double cost = 0;            ///< relay when gain > cost (accuracy as a fraction)
+  bool penalized = false;     ///< true when either model used the ridge fallback
+
+  /// @brief Predicted accuracy gain of relaying over the fallback, in [−1, 1], for raw feature values
+  /// in `features` order.
+  /// @throws shape_mismatch if x has the wrong size; invalid_argument on non-finite values, an
+  /// unfitted model, or a helps/hurts feature missing from `features`
+  [[nodiscard]] double gain(std::span<const double> x) const;
+  /// @brief Whether the gate relays for raw feature values x: gain(x) > cost.
+  /// @throws as gain(), and invalid_argument when cost is not finite
+  [[nodiscard]] bool relays(std::span<const double> x) const;
 };
 
 /// @brief Value of one policy on the held-out units.
@@ -260,6 +285,12 @@ struct policy_value {
   double relay_rate = 0;     ///< share of held-out units it relays (KV)
 };
 
+/// @brief Requests of one group (a regime, or an extra relay arm) in the gate's population.
+struct gate_population_count {
+  std::string name;          ///< the regime label ("" when unlabelled) or the extra relay arm
+  std::size_t requests = 0;  ///< requests of the group
+};
+
 /// @brief Result of fit_relay_gate().
 struct [[nodiscard]] relay_gate_result {
   relay_gate_model model;                      ///< the deployable gate, fitted on every item
@@ -267,12 +298,23 @@ struct [[nodiscard]] relay_gate_result {
   std::vector<std::size_t> fold_items;         ///< held-out items per fold
   std::vector<std::string> dropped_features;   ///< "name: why" for each candidate not in `model`
   std::vector<std::string> excluded_features;  ///< "name: why" for what is never a feature
-  std::size_t folds = 0;                       ///< folds used
-  std::size_t items = 0;                       ///< items with relay and control (all held out once)
-  std::size_t held_out_items = 0;              ///< items with a cross-fitted prediction
-  std::size_t held_out_units = 0;              ///< their units
-  double positive_rate = 0;                    ///< share of units where relay helps
-  std::vector<policy_value> policies;          ///< gate, always_relay, never_relay, always_text
+  std::string relay_arm;                       ///< the relay arm (resolved label)
+  std::string fallback;      ///< the control arm (resolved label): what the receiver does when not relaying
+  std::size_t folds = 0;     ///< folds used
+  std::size_t items = 0;     ///< items with relay and control (all held out once)
+  std::size_t requests = 0;  ///< requests of the population (units + extra relays)
+  /// requests per regime (the relay record's regime label), sorted by regime
+  std::vector<gate_population_count> requests_by_regime;
+  /// requests from each extra relay arm present (e.g. drifted senders), in options order
+  std::vector<gate_population_count> extra_relay_requests;
+  /// one sentence: the requests, their regimes and extra relays, the fallback, and that every policy
+  /// is evaluated on these same requests
+  std::string population;
+  std::size_t held_out_items = 0;      ///< items with a cross-fitted prediction
+  std::size_t held_out_units = 0;      ///< their requests
+  double positive_rate = 0;            ///< share of requests where relay helps (d = +1)
+  double negative_rate = 0;            ///< share of requests where relay hurts (d = −1)
+  std::vector<policy_value> policies;  ///< gate, always_relay, never_relay, always_text
   /// gate − always-relay correctness, mean of item means, betting verdict interval (α per side)
   effect_estimate accuracy_vs_always_relay;
   effect_estimate skip_share;     ///< share of requests the gate does not relay, betting over items
@@ -283,31 +325,36 @@ struct [[nodiscard]] relay_gate_result {
 
 /// @brief Fits and cross-fits a per-request relay gate.
 ///
-/// Requests: (item, seed) units with relay and control records (every regime), plus one request per
-/// extra relay arm (options.extra_relay_arms, e.g. drifted senders) present on such a unit. Label:
-/// that relay correct and control not correct ("relay helps"). Candidate features, all known to a serving
-/// stack before the transfer: doc_tokens and own_tokens (covariates: A's document length, B's own-prompt
-/// length), cache_age_versions (covariate: document versions the cache is behind — a stale cache
-/// is ≥ 1), prompt_overlap (covariate: share of A's document keys also in B's own prompt — a
+/// Population (requests): (item, seed) units with relay and control records (every regime), plus one
+/// request per extra relay arm (options.extra_relay_arms, e.g. drifted senders) present on such a
+/// unit; the fallback is the control arm, and every policy (gate, always-relay, never-relay =
+/// the fallback, always-text) is evaluated on these same requests. Labels, with d = relay correct −
+/// fallback correct: "helps" (d = +1) and "hurts" (d = −1). Rule: relay when the predicted gain
+/// P(helps | x) − P(hurts | x) = E[d | x] exceeds options.cost. Candidate features, all known to a
+/// serving stack before the transfer: doc_tokens and own_tokens (covariates: A's document length, B's
+/// own-prompt length), cache_age_versions (covariate: document versions the cache is behind — a stale
+/// cache is ≥ 1), prompt_overlap (covariate: share of A's document keys also in B's own prompt — a
 /// conflict or no-need signal), cache_bytes (the relay record's bytes), fingerprint_match (the
 /// relay record's sender fingerprint equals its receiver's; only when both are recorded) and
-/// drift_steps (the relay record's sender fine-tuning distance; 0 for matching fingerprints). Never features:
-/// the regime label (experimental, not observable) and metrics measured after the import (attention_mass,
-/// hidden_cosine, next_token_kl). A feature is dropped, with the reason, if it is missing on some unit,
-/// constant among training units, or collinear with the features kept before it. Cross-fitting: items are
-/// ordered by item_uniform(split_seed, item, 5) and item of rank r is in fold r mod `folds`; the gate for
-/// fold k is fitted on the other folds' units and predicts fold k's units, so every item is held out once.
-/// The model is logistic_regression on standardized features (falling back to an L2-penalized fit when the
-/// plain fit separates); `model` is the same procedure on every item, coefficients on the raw scale. Finding
-/// "gate.matches_always_relay", on the betting verdict intervals over items (α per side): yes if
-/// the gate − always-relay accuracy has lower limit > −margin, the share of requests not relayed
-/// has lower limit > 0 and skipping saves bytes (mean relay − control bytes > 0); no if that
-/// accuracy difference has upper limit < −margin or the skip share has upper limit < skip_margin;
-/// inconclusive otherwise, and always with fewer than min_held_out_items held-out items.
+/// drift_steps (the relay record's sender fine-tuning distance; 0 for matching fingerprints). Never
+/// features: the regime label (experimental, not observable) and metrics measured after the import
+/// (attention_mass, hidden_cosine, next_token_kl). A feature is dropped, with the reason, if it is
+/// missing on some unit, constant among training units, or collinear with the features kept before
+/// it. Cross-fitting: items are ordered by item_uniform(split_seed, item, 5) and item of rank r is in
+/// fold r mod `folds`; the gate for fold k is fitted on the other folds' units and predicts fold k's
+/// units, so every item is held out once. Each of the two models is logistic_regression on the
+/// selected standardized features (falling back to an L2-penalized fit when the plain fit separates),
+/// and exactly 0 or 1 when its label has one class among the training units (relay never hurts: the
+/// gate relays wherever P(helps) > cost); `model` is the same procedure on every item, coefficients
+/// on the raw scale. Finding "gate.matches_always_relay", on the betting verdict intervals over items
+/// (α per side): yes if the gate − always-relay accuracy has lower limit > −margin, the share of
+/// requests not relayed has lower limit > 0 and skipping saves bytes (mean relay − control bytes >
+/// 0); no if that accuracy difference has upper limit < −margin or the skip share has upper limit <
+/// skip_margin; inconclusive otherwise, and always with fewer than min_held_out_items held-out items.
 /// @param records trial records
-/// @param options arms, folds, threshold, margins, ridge, alpha, level, bootstrap
-/// @returns the model, the policy values and the finding (inconclusive with n = 0 when arms are
-///          missing or the label has one class)
+/// @param options arms, folds, cost, margins, ridge, alpha, level, bootstrap
+/// @returns the model, the population, the policy values and the finding (inconclusive with n = 0
+///          when arms are missing or d is the same on every request)
 /// @throws invalid_argument on bad options or duplicate (item, seed, arm) records
 [[nodiscard]] relay_gate_result fit_relay_gate(std::span<const trial_record> records,
                                                const relay_gate_options& options = {});
@@ -389,20 +436,38 @@ struct gate_candidate {
   std::size_t missing = 0;     ///< units without a value
 };
 
-/// @brief A gate fitted on some units.
-struct gate_fit {
-  relay_gate_model model;            ///< raw-scale model (intercept only when one label class)
-  std::vector<std::size_t> kept;     ///< candidate indices of model.features
+/// @brief The gate's features selected on some units: present, varying and not collinear.
+struct gate_design {
+  std::vector<std::size_t> kept;     ///< candidate indices kept, in candidate order
   std::vector<std::string> dropped;  ///< "name: why" per candidate not kept
-  std::string why;                   ///< non-empty when the model could not be fitted
+  std::vector<double> mean, sd;      ///< of each kept feature on the rows
+  Eigen::MatrixXd xs;                ///< standardized kept features, one row per training row
 };
 
-/// @brief Feature selection (present, varying, not collinear on `rows`) and a logistic fit of
-/// `label` on `rows` (ridge fallback under separation); with one label class among `rows`, an
-/// intercept-only model that always (all helped) or never relays.
+/// @brief Feature selection on `rows` (n = units in all, for the "missing" reason).
+gate_design select_gate_features(const std::vector<gate_candidate>& cand, std::span<const std::size_t> rows,
+                                 std::size_t n);
+
+/// @brief A logistic fit of `label` on `rows` with the design's features (ridge fallback under
+/// separation, intercept only without features); with one label class among `rows`, the constant
+/// model (exactly 0 or 1). On failure, `why` is set and the model is unfitted.
+relay_gate_logistic fit_gate_logistic(std::string_view fn, const gate_design& d,
+                                      const std::vector<gate_candidate>& cand, std::span<const double> label,
+                                      std::span<const std::size_t> rows, double ridge, std::string& why);
+
+/// @brief A gate fitted on some units.
+struct gate_fit {
+  relay_gate_model model;            ///< raw-scale helps and hurts models
+  std::vector<std::size_t> kept;     ///< candidate indices of model.features
+  std::vector<std::string> dropped;  ///< "name: why" per candidate not kept
+  std::string why;                   ///< non-empty when a model could not be fitted
+};
+
+/// @brief Feature selection on `rows`, then the helps and hurts models (fit_gate_logistic) and the
+/// cost of the options.
 gate_fit fit_gate_on(std::string_view fn, const std::vector<gate_candidate>& cand,
-                     std::span<const double> label, std::span<const std::size_t> rows,
-                     const relay_gate_options& o);
+                     std::span<const double> helps, std::span<const double> hurts,
+                     std::span<const std::size_t> rows, const relay_gate_options& o);
 
 }  // namespace detail
 

@@ -44,18 +44,27 @@ struct monitor_replay {
 
 /// @brief The decision with its reasons.
 struct audit_decision {
-  /// "relay", "relay with conditions", "text", "no communication" or "inconclusive"
+  /// "relay", "relay with conditions", "relay (unverified)", "text", "no communication" or
+  /// "inconclusive" (truth table: docs/audit-report.md "Decision")
   std::string verdict;
+  /// true exactly when the verdict is "relay" or "relay with conditions": every check the relay
+  /// depends on is shown (its risks shown absent, or shown present and turned into a policy
+  /// condition). The one field a pipeline gates relay traffic on.
+  bool relay_allowed = false;
+  /// the risk checks (no_need_harm, freshness, conflict, drift, cross_model) that were not tested
+  /// or stayed inconclusive, in checklist order: non-empty only with "relay (unverified)" or where
+  /// a verdict before the risks was reached ("inconclusive", "text")
+  std::vector<std::string> unverified;
   /// the serving policy, one rule a line (e.g. "relay only fresh caches: fall back to text when the
   /// cache is older than the document"); empty when inconclusive
   std::vector<std::string> policy;
   /// positive_control, dependency, homogeneity, value, cost, no_need_harm, freshness, conflict,
-  /// drift, monitor
+  /// drift, cross_model, monitor
   std::vector<checklist_item> checklist;
   std::vector<monitor_replay> monitors;  ///< replays of the sequential monitor
   switch_replay relay_switch;            ///< the relay switch replayed with a change point
   std::string link;                      ///< link the cost check used
-  std::string summary;                   ///< one paragraph
+  std::string summary;                   ///< one paragraph (its first sentence names the verdict's cause)
 };
 
 /// @brief Options of decide().
@@ -113,15 +122,23 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// - conflict: conflict.kv_worse_than_no_comm — "no" when a conflicting cache is shown worse than no
 ///   communication (condition: do not relay when B's own prompt binds the document's keys);
 /// - drift: drift.tolerance_steps — "no" when the tolerance is located (condition: relay only
-///   between identical fingerprints; non-inferiority to same-model relay fails at about k steps);
+///   between identical fingerprints; non-inferiority to same-model relay fails at about k steps),
+///   "yes" when the finding is "no" (every tested drift step shown non-inferior), else inconclusive;
+/// - cross_model: need.cross_model_beats_no_comm — "yes" when a foreign model's cache is shown not
+///   to help (the relay's benefit needs identical models), inconclusive when absent or inconclusive
+///   (a foreign cache that helps fails homogeneity instead);
 /// - monitor: the item-level betting monitor replayed on relay − control (informational).
+/// The risk checks are no_need_harm, freshness, conflict, drift and cross_model: "yes" = the risk
+/// shown absent, "no" = shown present (a policy condition), inconclusive = not tested or not shown.
 /// Verdict: "no communication" if positive_control is "no" (text's benefit beyond the margin
 /// excluded), kv_full − no_comm's verdict upper limit is below `margin` too, and B answers the
 /// need-regime requests on its own (no_comm's item-clustered accuracy, betting lower limit at
 /// monitor.alpha/2, above 0.5; when nothing answers the task is broken: inconclusive); else
 /// "inconclusive" if positive_control is not "yes"; "text" if dependency is "no"; if dependency,
-/// homogeneity, value and cost are all "yes": "relay with conditions" when no_need_harm, freshness,
-/// conflict or drift is "no" (each "no" adds its rule to the policy), else "relay"; "text" if
+/// homogeneity, value and cost are all "yes": "relay (unverified)" when a risk check is
+/// inconclusive (listed in `unverified`; relay_allowed stays false), else "relay with conditions"
+/// when no_need_harm, freshness, conflict or drift is "no" (each "no" adds its rule to the policy),
+/// else "relay"; "text" if
 /// dependency is "yes" and value or cost is "no"; otherwise "inconclusive". The relay switch is
 /// replayed on relay, text and control (informational).
 /// @throws invalid_argument on bad monitor or switch options, or two records of one (item, seed,

@@ -45,8 +45,10 @@ struct drift_analysis {
 
 /// @brief drift.tolerance_steps: estimate = the drift steps k where the isotonic fit of the need-regime
 /// accuracy difference drift arm − kv_full first reaches −margin; "yes" when it and both interval
-/// limits lie in the tested range; inconclusive otherwise (beyond the range, an open limit, or no
-/// drift arm: n = 0 with the reason); "no" does not apply.
+/// limits lie in the tested range; "no" (absence shown within the tested range) when it is not located
+/// and fixed-sequence testing shows every tested step non-inferior (the largest tested step is the
+/// tolerance's conservative sigma_noninferior); inconclusive otherwise (beyond the range without every
+/// step shown, an open limit, or no drift arm: n = 0 with the reason).
 /// @param a the analysis
 /// @param o the options it ran with (margin, α, dose name)
 [[nodiscard]] finding drift_tolerance_finding(const drift_analysis& a, const noise_options& o);

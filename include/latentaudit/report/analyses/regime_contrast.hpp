@@ -44,6 +44,12 @@ struct regime_contrast {
   /// Holm-adjusted over the relay-failure family (NaN outside it or when not estimable)
   double p_holm = std::numeric_limits<double>::quiet_NaN();
   std::string method;  ///< how it was computed
+  /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete).
+  /// With missing units the verdict interval above is the union of the observed one and the bounds'
+  /// outer limits (lower limit with every missing treated outcome wrong and control right, upper
+  /// limit with the reverse), p_value the largest of the three views' p-values, and a sign shown
+  /// (estimate < 0 or > 0 in a rule) must hold under both bounds (sign_shown()).
+  detail::missing_bounds missing;
   /// @brief Whether any pair was found.
   [[nodiscard]] bool estimable() const noexcept { return n_pairs > 0; }
 };
@@ -69,8 +75,13 @@ void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs
                                                  std::string_view treated_role, std::string_view control_role,
                                                  double alpha);
 
+/// @brief Whether the contrast's estimate has the sign asked for (negative: < 0, else > 0) on the
+/// observed pairs and, with missing units, under both worst-case bounds.
+[[nodiscard]] bool sign_shown(const regime_contrast& c, bool negative) noexcept;
+
 /// @brief The "worse" verdict of a relay-failure contrast (treated worse than control):
-/// yes if the Holm-adjusted p < α and the estimate < 0 (a loss shown); no if the verdict lower
+/// yes if the Holm-adjusted p < α and the estimate < 0 (a loss shown; under both worst-case bounds
+/// when units lack an arm); no if the verdict lower
 /// limit > −margin (a loss of the margin or more excluded); inconclusive otherwise or when not
 /// estimable.
 [[nodiscard]] verdict worse_verdict(const regime_contrast& c, double alpha, double margin) noexcept;
@@ -78,6 +89,10 @@ void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs
 /// @brief The contrast as a report.json object (id, arms, regime, counts, estimate, intervals,
 /// p values, method; null where a number is not estimable).
 [[nodiscard]] json_value contrast_json(const regime_contrast& c);
+
+/// @brief Worst-case bounds as a report.json value: null when no unit was imputed, else {units,
+/// items, low: {estimate, verdict_low, verdict_high, p_value}, high: {...}}.
+[[nodiscard]] json_value missing_bounds_json(const missing_bounds& b);
 
 /// @brief "est [lo, hi]" in accuracy points with one decimal ("not estimable" for NaN).
 [[nodiscard]] std::string contrast_points(double estimate, double low, double high);

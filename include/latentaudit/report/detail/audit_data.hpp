@@ -18,6 +18,7 @@
 
 #include "../../config.hpp"
 #include "../../core/error.hpp"
+#include "../../estimators/betting.hpp"
 #include "../../estimators/detail/distributions.hpp"
 #include "../../estimators/paired_binary.hpp"
 #include "../../trial/record.hpp"
@@ -164,6 +165,82 @@ template <class Keep>
   return p;
 }
 
+/// @brief One view of a paired contrast over items: the mean of the item mean differences (the
+/// estimand of every paired finding), its 1 − 2α betting verdict interval and the betting p-value of
+/// "mean item difference = 0" (estimators/betting.hpp). NaN where not estimable.
+struct contrast_view {
+  double estimate = std::numeric_limits<double>::quiet_NaN();      ///< mean of the item means
+  double verdict_low = std::numeric_limits<double>::quiet_NaN();   ///< lower limit, α one-sided
+  double verdict_high = std::numeric_limits<double>::quiet_NaN();  ///< upper limit, α one-sided
+  double p_value = std::numeric_limits<double>::quiet_NaN();       ///< betting p of mean = 0
+};
+
+/// @brief The view of item mean differences `items` (each in [−1, 1]) at one-sided level α per limit.
+/// @throws invalid_argument (from the betting interval) on a value outside [−1, 1] or no values
+[[nodiscard]] contrast_view view_of_items(std::span<const double> items, double alpha);
+
+/// @brief Worst-case (Manski) bounds of a paired contrast under missing records: every unit of the
+/// contrast's regime (a unit of the table: some arm holds a record on it) that lacks the treated or
+/// the control record is imputed twice — `low`: a missing treated outcome is wrong and a missing
+/// control outcome right (the least favourable to treated − control); `high`: the reverse — and
+/// each imputed data set gives a view over items. Any outcome of the missing records lies between
+/// them, so a verdict that holds under both holds whatever the missing records were.
+struct missing_bounds {
+  std::size_t units = 0;  ///< units imputed (0: every unit holds both arms; low/high then unset)
+  std::size_t items = 0;  ///< items behind the bounds (with complete or imputed units)
+  contrast_view low;      ///< missing treated wrong, missing control right
+  contrast_view high;     ///< missing treated right, missing control wrong
+  /// @brief Whether any unit was imputed.
+  [[nodiscard]] bool any() const noexcept { return units > 0; }
+};
+
+/// @brief missing_bounds of mean(treated arms) − control over the units with keep(u) (the units
+/// collect_pairs() would consider, complete or not), at one-sided level α per limit.
+template <class Keep>
+[[nodiscard]] missing_bounds missing_outcome_bounds(const audit_data& d, std::span<const std::size_t> treated,
+                                                    std::size_t control, const Keep& keep, double alpha) {
+  missing_bounds b;
+  std::vector<double> lo, hi;  // item means under the two imputations
+  double slo = 0, shi = 0, n = 0;
+  std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
+  auto flush = [&] {
+    if (n > 0) {
+      lo.push_back(slo / n);
+      hi.push_back(shi / n);
+    }
+    slo = shi = n = 0;
+  };
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    if (!keep(u)) continue;
+    if (d.unit_cluster[u] != last) {  // units are sorted by item
+      flush();
+      last = d.unit_cluster[u];
+    }
+    const int c = d.outcome(u, control);
+    bool missing = c < 0;
+    double tl = 0, th = 0;
+    for (auto a : treated) {
+      const int v = d.outcome(u, a);
+      missing |= v < 0;
+      tl += v < 0 ? 0.0 : v;
+      th += v < 0 ? 1.0 : v;
+    }
+    tl /= static_cast<double>(treated.size());
+    th /= static_cast<double>(treated.size());
+    slo += tl - (c < 0 ? 1.0 : c);
+    shi += th - (c < 0 ? 0.0 : c);
+    n += 1;
+    b.units += missing ? 1 : 0;
+  }
+  flush();
+  b.items = lo.size();
+  if (b.units > 0 && !lo.empty()) {
+    b.low = view_of_items(lo, alpha);
+    b.high = view_of_items(hi, alpha);
+  }
+  return b;
+}
+
 /// @brief Two-sided p-value of "no effect" for the pairs: McNemar's exact test (one treated arm;
 /// mcnemar_test, exact binomial on the discordant pairs), or the exact sign test on the non-zero
 /// differences (several treated arms averaged), which equals McNemar's for one arm. 1 without
@@ -182,15 +259,16 @@ struct cluster_interval {
   bool point_mass = false;  ///< every replicate equalled the estimate (interval [t0, t0])
 };
 
-/// @brief Cluster (item) bootstrap percentile interval of the mean paired difference.
+/// @brief Cluster (item) bootstrap percentile interval of the mean over items of the item mean
+/// paired differences (the estimand of the findings).
 ///
 /// The resampling units are the items: replicate r draws G items with replacement from stream
-/// {seed, 0, 0, r} (bootstrap(), one sample of G per-item sums) and evaluates Σ sums / Σ counts
-/// over the drawn items — the mean paired difference of the pairs of the drawn items, which is
-/// what bootstrap_clustered() computes from the pairs and their item labels (same draws, same
-/// interval; the audit test checks it). Percentile limits under R boot's convention. When every
-/// replicate equals the estimate (constant differences) the interval is the point [t0, t0].
-/// Needs G ≥ 2 items (else NaN limits).
+/// {seed, 0, 0, r} (bootstrap(), one sample of G per-item sums) and evaluates the mean of the drawn
+/// items' mean differences — with the same number of pairs per item the mean paired difference of
+/// the pairs of the drawn items, which is what bootstrap_clustered() computes from the pairs and
+/// their item labels (same draws, same interval; the audit test checks it). Percentile limits under
+/// R boot's convention. When every replicate equals the estimate (constant differences) the
+/// interval is the point [t0, t0]. Needs G ≥ 2 items (else NaN limits).
 [[nodiscard]] cluster_interval cluster_bootstrap_interval(const paired_units& p, double level,
                                                           std::size_t replicates, std::uint64_t seed,
                                                           unsigned threads);

@@ -42,6 +42,83 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
                                        : "unknown";
 }
 
+LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const trial_record> records,
+                                           const audit_options& o, audit_core& out) {
+  // the arms: the design's first, then any other seen in the records (a record outside the design
+  // is the CLI's design warning)
+  std::vector<std::string> arms = o.design_arms;
+  for (const auto& l : d.arm_label)
+    if (std::find(arms.begin(), arms.end(), l) == arms.end()) arms.push_back(l);
+  constexpr audit_regime regimes[] = {audit_regime::need, audit_regime::no_need, audit_regime::stale,
+                                      audit_regime::conflict, audit_regime::unknown};
+  std::size_t regime_units[5] = {};
+  for (auto g : d.unit_regime) ++regime_units[static_cast<std::size_t>(g)];
+  for (const auto& arm : arms) {
+    const std::size_t a = d.find_label(arm);
+    std::size_t total_missing = 0, total_errors = 0;
+    std::string where;
+    for (auto g : regimes) {
+      const std::size_t units = regime_units[static_cast<std::size_t>(g)];
+      if (units == 0) continue;
+      arm_completeness c{.arm = arm, .regime = regime_name(g), .units = units};
+      if (a != audit_data::npos)
+        for (std::size_t u = 0; u < d.units(); ++u) {
+          if (d.unit_regime[u] != g) continue;
+          const std::size_t i = d.record(u, a);
+          if (i == audit_data::npos) continue;
+          ++c.records;
+          c.relay_errors += records[i].relay_error ? 1 : 0;
+        }
+      c.missing = c.units - c.records;
+      total_missing += c.missing;
+      total_errors += c.relay_errors;
+      if (c.missing > 0 || c.relay_errors > 0)
+        where += fmt::format("{}{} {}/{} missing, {} failed", where.empty() ? "" : "; ", c.regime, c.missing,
+                             c.units, c.relay_errors);
+      out.completeness.push_back(std::move(c));
+    }
+    if (total_missing > 0)
+      out.input_warnings.push_back(fmt::format(
+          "arm '{}': {} (item, seed) unit(s) without its record ({}); findings that read it are decided on "
+          "worst-case bounds",
+          arm, total_missing, where));
+    else if (total_errors > 0)
+      out.input_warnings.push_back(
+          fmt::format("arm '{}': {} failed relay(s) (relay_error; counted as the arm's outcome: {})", arm,
+                      total_errors, where));
+  }
+  // The fields the decision's checks read (docs/records.md "What each analysis needs").
+  std::size_t no_regime = 0, relays = 0, no_fp = 0, no_rfp = 0, timed = 0, relay_bytes = 0;
+  for (const auto& r : records) {
+    no_regime += r.regime.empty() ? 1 : 0;
+    no_rfp += r.receiver_fingerprint.empty() ? 1 : 0;
+    timed += r.latency.receiver_s() > 0.0 ? 1 : 0;
+    const bool relay = r.arm_kind != "no_comm" && !(r.arm_kind.empty() && r.arm == "no_comm");
+    if (!relay) continue;
+    ++relays;
+    no_fp += r.sender_fingerprint.empty() ? 1 : 0;
+    relay_bytes += r.bytes > 0 ? 1 : 0;
+  }
+  const std::size_t n = records.size();
+  // regime: any record without it is reported; the others only when no record holds them (a stack
+  // that never recorded the field: the check that reads it cannot pass)
+  auto missing_field = [&](const char* field, std::size_t lacking, std::size_t of, const char* needs) {
+    if (lacking == 0 || of == 0 || (lacking < of && std::string_view(field) != "regime")) return;
+    if (lacking == of) out.missing_fields.emplace_back(field);
+    out.input_warnings.push_back(fmt::format("records lack '{}' ({} of {}{}): {}", field, lacking, of,
+                                             of == n ? "" : " relay records", needs));
+  };
+  missing_field("regime", no_regime, n,
+                "every need/no_need/stale/conflict analysis reads it, so their findings and the decision are "
+                "inconclusive without it (a record without it enters only the 'all' summaries)");
+  missing_field("receiver_fingerprint", no_rfp, n, "the decision's homogeneity check reads it");
+  missing_field("sender_fingerprint", no_fp, relays, "the decision's homogeneity check reads it");
+  missing_field(
+      "timings", n - timed, n,
+      "the cost check reads the stage timings (export_s through b_decode_s; all zero or absent here)");
+  missing_field("bytes", relays - relay_bytes, relays, "the cost check reads the relay's bytes on the wire");
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE std::string percent(double level) {
   return fmt::format("{:g}", 100.0 * level);
 }
@@ -104,12 +181,13 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
       for (std::size_t u = 0; u < d.units(); ++u) missing += d.outcome(u, a) < 0 ? 1 : 0;
       if (missing > 0) {
         warn.push_back(
-            fmt::format("arm '{}' is missing on {} of {} (item, seed) units; those units are dropped from "
-                        "every comparison with it",
+            fmt::format("arm '{}' is missing on {} of {} (item, seed) units; every paired finding with it is "
+                        "decided on the worst-case bounds of the missing outcomes",
                         d.arm_label[a], missing, d.units()));
       }
     }
   }
+  detail::audit_completeness(d, records, o, out);
 
   // ---- per-arm summaries ----
   // Accuracy intervals are clustered by item (the seeds of an item share its document): betting
@@ -195,7 +273,12 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
                     .level = std::move(lvl),
                     .regime = std::move(regime),
                     .n = p.pairs()};
-      c.estimate = p.mean();
+      {  // the mean over items of the item means, the quantity the cluster bootstrap resamples
+        const auto items = detail::item_differences(p);
+        double sum = 0;
+        for (double x : items) sum += x;
+        c.estimate = sum / static_cast<double>(items.size());
+      }
       const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
       c.ci_low = ci.low;
       c.ci_high = ci.high;
@@ -438,7 +521,7 @@ LATENTAUDIT_INLINE void apply_positive_control(std::span<finding> findings, cons
     const bool downstream = f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 ||
                             f.id.rfind("cost.", 0) == 0 || f.id.rfind("stale.", 0) == 0 ||
                             f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0 ||
-                            f.id.rfind("message.", 0) == 0;
+                            f.id.rfind("noise.", 0) == 0 || f.id.rfind("message.", 0) == 0;
     if (!downstream || f.detail.rfind(positive_control_reason, 0) == 0) continue;
     f.detail = fmt::format("{}; without the gate this finding would read {}: {}", why, verdict_name(f.answer),
                            f.detail);

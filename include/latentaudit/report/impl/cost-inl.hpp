@@ -34,16 +34,49 @@ LATENTAUDIT_INLINE std::string cost_finding_id(std::string_view link_name) {
   return id;
 }
 
-LATENTAUDIT_INLINE double relay_gate_model::probability(std::span<const double> x) const {
-  constexpr std::string_view fn = "relay_gate_model::probability";
-  if (coefficients.empty())
-    detail::throw_invalid(fn, "coefficients", "must hold a fitted model (intercept first)");
+LATENTAUDIT_INLINE double relay_gate_logistic::probability(std::span<const double> x) const {
+  constexpr std::string_view fn = "relay_gate_logistic::probability";
   detail::check_same_size(fn, "x", x.size(), "features", features.size());
-  detail::check_same_size(fn, "coefficients", coefficients.size(), "features + 1", features.size() + 1);
   detail::check_finite(fn, "x", x);
+  if (constant) {
+    if (!(*constant == 0.0 || *constant == 1.0))
+      detail::throw_invalid(fn, "constant", "must be 0 or 1, got " + detail::number_text(*constant));
+    if (!features.empty() || !coefficients.empty())
+      detail::throw_invalid(fn, "constant", "a constant model has no features and no coefficients");
+    return *constant;
+  }
+  if (coefficients.empty())
+    detail::throw_invalid(fn, "coefficients", "must hold a fitted model (intercept first) or a constant");
+  detail::check_same_size(fn, "coefficients", coefficients.size(), "features + 1", features.size() + 1);
+  detail::check_finite(fn, "coefficients", coefficients);
   double eta = coefficients[0];
   for (std::size_t j = 0; j < x.size(); ++j) eta += coefficients[j + 1] * x[j];
   return detail::expit(eta);
+}
+
+LATENTAUDIT_INLINE double relay_gate_model::gain(std::span<const double> x) const {
+  constexpr std::string_view fn = "relay_gate_model::gain";
+  detail::check_same_size(fn, "x", x.size(), "features", features.size());
+  detail::check_finite(fn, "x", x);
+  auto p = [&](const relay_gate_logistic& m, std::string_view which) {
+    std::vector<double> sub;
+    sub.reserve(m.features.size());
+    for (const auto& name : m.features) {
+      const auto it = std::find(features.begin(), features.end(), name);
+      if (it == features.end())
+        detail::throw_invalid(fn, which, "names feature '" + name + "', which is not in features");
+      sub.push_back(x[static_cast<std::size_t>(it - features.begin())]);
+    }
+    return m.probability(sub);
+  };
+  return p(helps, "helps.features") - p(hurts, "hurts.features");
+}
+
+LATENTAUDIT_INLINE bool relay_gate_model::relays(std::span<const double> x) const {
+  if (!std::isfinite(cost))
+    detail::throw_invalid("relay_gate_model::relays", "cost",
+                          "must be finite, got " + detail::number_text(cost));
+  return gain(x) > cost;
 }
 
 namespace detail {
@@ -612,7 +645,8 @@ LATENTAUDIT_INLINE Eigen::VectorXd ridge_logistic(std::string_view fn, const Eig
 }
 
 LATENTAUDIT_INLINE void check_gate_options(std::string_view fn, const relay_gate_options& o) {
-  check_open_unit(fn, "options.threshold", o.threshold);
+  if (!(std::isfinite(o.cost) && o.cost >= -1.0 && o.cost <= 1.0))
+    throw_invalid(fn, "options.cost", "must be finite and lie in [-1, 1], got " + number_text(o.cost));
   check_positive(fn, "options.margin", o.margin);
   check_positive(fn, "options.skip_margin", o.skip_margin);
   check_positive(fn, "options.ridge", o.ridge);
@@ -625,81 +659,110 @@ LATENTAUDIT_INLINE void check_gate_options(std::string_view fn, const relay_gate
   }
 }
 
-LATENTAUDIT_INLINE gate_fit fit_gate_on(std::string_view fn, const std::vector<gate_candidate>& cand,
-                                        std::span<const double> label, std::span<const std::size_t> rows,
-                                        const relay_gate_options& o) {
-  gate_fit out;
-  out.model.threshold = o.threshold;
-  const std::size_t n = label.size();
-  double pos = 0;
-  for (auto i : rows) pos += label[i];
-  const double nr = static_cast<double>(rows.size());
-  if (pos == 0 || pos == nr) {  // one class: relay always or never (a very large intercept)
-    out.model.coefficients = {pos == 0 ? -30.0 : 30.0};
-    return out;
-  }
-  std::vector<double> mean, sd;
-  Eigen::MatrixXd xs(static_cast<Eigen::Index>(rows.size()), 0);
+LATENTAUDIT_INLINE gate_design select_gate_features(const std::vector<gate_candidate>& cand,
+                                                    std::span<const std::size_t> rows, std::size_t n) {
+  gate_design d;
+  d.xs.resize(static_cast<Eigen::Index>(rows.size()), 0);
   for (std::size_t j = 0; j < cand.size(); ++j) {
     const auto& c = cand[j];
     if (c.missing > 0) {
-      out.dropped.push_back(c.name + fmt::format(": missing on {} of {} units", c.missing, n));
+      d.dropped.push_back(c.name + fmt::format(": missing on {} of {} units", c.missing, n));
       continue;
     }
     std::vector<double> v;
     for (auto i : rows) v.push_back(c.values[i]);
     const auto [m, s] = mean_sd(v);
     if (!(s > 0)) {
-      out.dropped.push_back(c.name + ": constant among training units");
+      d.dropped.push_back(c.name + ": constant among training units");
       continue;
     }
-    Eigen::MatrixXd trial(xs.rows(), xs.cols() + 1);
-    trial.leftCols(xs.cols()) = xs;
+    Eigen::MatrixXd trial(d.xs.rows(), d.xs.cols() + 1);
+    trial.leftCols(d.xs.cols()) = d.xs;
     for (std::size_t r = 0; r < rows.size(); ++r)
-      trial(static_cast<Eigen::Index>(r), xs.cols()) = (v[r] - m) / s;
+      trial(static_cast<Eigen::Index>(r), d.xs.cols()) = (v[r] - m) / s;
     Eigen::MatrixXd with1(trial.rows(), trial.cols() + 1);
     with1.col(0).setOnes();
     with1.rightCols(trial.cols()) = trial;
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(with1);
     qr.setThreshold(1e-9);
     if (qr.rank() < with1.cols()) {
-      out.dropped.push_back(c.name + ": collinear with the features before it");
+      d.dropped.push_back(c.name + ": collinear with the features before it");
       continue;
     }
-    xs = std::move(trial);
-    out.kept.push_back(j);
-    mean.push_back(m);
-    sd.push_back(s);
+    d.xs = std::move(trial);
+    d.kept.push_back(j);
+    d.mean.push_back(m);
+    d.sd.push_back(s);
+  }
+  return d;
+}
+
+LATENTAUDIT_INLINE relay_gate_logistic fit_gate_logistic(std::string_view fn, const gate_design& d,
+                                                         const std::vector<gate_candidate>& cand,
+                                                         std::span<const double> label,
+                                                         std::span<const std::size_t> rows, double ridge,
+                                                         std::string& why) {
+  relay_gate_logistic out;
+  double pos = 0;
+  for (auto i : rows) pos += label[i];
+  const double nr = static_cast<double>(rows.size());
+  if (pos == 0 || pos == nr) {  // one class: exactly 0 or 1 (no logistic fit exists)
+    out.constant = pos == 0 ? 0.0 : 1.0;
+    return out;
   }
   std::vector<double> y;
   for (auto i : rows) y.push_back(label[i]);
-  const std::size_t p = out.kept.size();
+  const std::size_t p = d.kept.size();
   Eigen::VectorXd beta(static_cast<Eigen::Index>(p + 1));
   if (p == 0) {
     beta(0) = std::log(pos / (nr - pos));
   } else {
     try {
-      beta = logistic_regression(xs, y).coefficients;
+      beta = logistic_regression(d.xs, y).coefficients;
     } catch (const numerical_error&) {
       try {
-        beta = ridge_logistic(fn, xs, y, o.ridge);
-        out.model.penalized = true;
+        beta = ridge_logistic(fn, d.xs, y, ridge);
+        out.penalized = true;
       } catch (const numerical_error& e) {
-        out.why = std::string("the gate model could not be fitted: ") + e.what();
+        why = std::string("the gate model could not be fitted: ") + e.what();
         return out;
       }
     } catch (const invalid_argument& e) {
-      out.why = std::string("the gate model could not be fitted: ") + e.what();
+      why = std::string("the gate model could not be fitted: ") + e.what();
       return out;
     }
   }
-  out.model.coefficients.assign(p + 1, 0.0);
-  out.model.coefficients[0] = beta(0);
+  out.coefficients.assign(p + 1, 0.0);
+  out.coefficients[0] = beta(0);
   for (std::size_t j = 0; j < p; ++j) {
     const double b = beta(static_cast<Eigen::Index>(j + 1));
-    out.model.features.push_back(cand[out.kept[j]].name);
-    out.model.coefficients[j + 1] = b / sd[j];
-    out.model.coefficients[0] -= b * mean[j] / sd[j];
+    out.features.push_back(cand[d.kept[j]].name);
+    out.coefficients[j + 1] = b / d.sd[j];
+    out.coefficients[0] -= b * d.mean[j] / d.sd[j];
+  }
+  return out;
+}
+
+LATENTAUDIT_INLINE gate_fit fit_gate_on(std::string_view fn, const std::vector<gate_candidate>& cand,
+                                        std::span<const double> helps, std::span<const double> hurts,
+                                        std::span<const std::size_t> rows, const relay_gate_options& o) {
+  gate_fit out;
+  out.model.cost = o.cost;
+  const std::size_t n = helps.size();
+  auto d = select_gate_features(cand, rows, n);
+  out.dropped = std::move(d.dropped);
+  std::string why;
+  out.model.helps = fit_gate_logistic(fn, d, cand, helps, rows, o.ridge, why);
+  if (why.empty()) out.model.hurts = fit_gate_logistic(fn, d, cand, hurts, rows, o.ridge, why);
+  if (!why.empty()) {
+    out.why = std::move(why);
+    return out;
+  }
+  out.model.penalized = out.model.helps.penalized || out.model.hurts.penalized;
+  // Both fitted models carry the design's features; a constant model carries none.
+  if (!out.model.helps.constant || !out.model.hurts.constant) {
+    out.kept = d.kept;
+    for (auto j : d.kept) out.model.features.push_back(cand[j].name);
   }
   return out;
 }
@@ -718,7 +781,9 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   if (!o.text_arm.empty()) o.text_arm = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
   detail::check_gate_options(fn, o);
   relay_gate_result out;
-  out.model.threshold = o.threshold;
+  out.model.cost = o.cost;
+  out.relay_arm = o.relay_arm;
+  out.fallback = o.control_arm;
   out.excluded_features = {
       "regime: the experimental label, not known to a serving stack",
       "attention_mass, hidden_cosine, next_token_kl: measured after the import, not known before the "
@@ -726,10 +791,11 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       "needed_position, pairs: properties of the task's answer and construction, not of the request"};
   const std::string id = "gate.matches_always_relay";
   const std::string method = fmt::format(
-      "logistic gate on features known before the transfer, cross-fitted over items ({} folds by item); "
-      "held-out accuracy gate − always-relay (non-inferiority margin {:.3g}) and share of requests not "
-      "relayed: betting over items, one-sided {:.3g} per side; at least {} held-out items for a verdict",
-      o.folds, o.margin, o.alpha, o.min_held_out_items);
+      "gain gate: relay when P(helps | x) − P(hurts | x) > cost {:.3g} (two logistic models on features "
+      "known before the transfer; fallback '{}'), cross-fitted over items ({} folds by item); held-out "
+      "accuracy gate − always-relay (non-inferiority margin {:.3g}) and share of requests not relayed: "
+      "betting over items, one-sided {:.3g} per side; at least {} held-out items for a verdict",
+      o.cost, o.control_arm, o.folds, o.margin, o.alpha, o.min_held_out_items);
   auto give_up = [&](std::string why) {
     out.missing = why;
     out.findings.push_back(detail::inconclusive_finding(id, method, std::move(why)));
@@ -775,7 +841,8 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       {"cache_bytes", std::vector<double>(n), 0},        {"fingerprint_match", std::vector<double>(n), 0},
       {"drift_steps", std::vector<double>(n), 0}};
   constexpr std::size_t n_covariates = 4;  // the first candidates, read from the covariates
-  std::vector<double> label(n);
+  // Labels, with d = relay correct − fallback correct: helps (d = +1) and hurts (d = −1).
+  std::vector<double> helps(n), hurts(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& k = *units[i]->arms[units[i].slot];
     const auto& c = *units[i]->arms[1];
@@ -799,7 +866,25 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       cand[6].values[i] = 0.0;  // the receiver's own model: no drift
     else
       ++cand[6].missing;
-    label[i] = k.correct && !c.correct ? 1.0 : 0.0;
+    helps[i] = k.correct && !c.correct ? 1.0 : 0.0;
+    hurts[i] = !k.correct && c.correct ? 1.0 : 0.0;
+  }
+  // The population: requests per regime (the relay record's) and per extra relay arm.
+  out.requests = n;
+  {
+    std::vector<std::string> regimes;
+    for (const auto& u : units) regimes.push_back(u->arms[u.slot]->regime);
+    std::sort(regimes.begin(), regimes.end());
+    for (const auto& r : regimes) {
+      if (out.requests_by_regime.empty() || out.requests_by_regime.back().name != r)
+        out.requests_by_regime.push_back({r, 0});
+      ++out.requests_by_regime.back().requests;
+    }
+    for (std::size_t e = 3; e < arms.size(); ++e) {
+      std::size_t k = 0;
+      for (const auto& u : units) k += u.slot == e ? 1 : 0;
+      out.extra_relay_requests.push_back({arms[e], k});
+    }
   }
   // Folds: items ordered by their uniform, rank mod folds.
   std::vector<std::uint64_t> items;
@@ -811,6 +896,26 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   const std::size_t folds = std::min(o.folds, items.size());
   out.folds = folds;
   out.items = items.size();
+  {
+    std::string regimes, extra;
+    for (const auto& r : out.requests_by_regime)
+      regimes += fmt::format("{}{} {}", regimes.empty() ? "" : ", ", r.requests,
+                             r.name.empty() ? "(no regime)" : r.name);
+    std::size_t n_extra = 0;
+    for (const auto& e : out.extra_relay_requests) {
+      n_extra += e.requests;
+      extra += fmt::format("{}{} {}", extra.empty() ? "" : ", ", e.name, e.requests);
+    }
+    out.population = fmt::format(
+        "The gate decides {} requests on {} items (by regime: {}): every (item, seed) unit with '{}' "
+        "and '{}'{}; when it does not relay, the receiver falls back to '{}', and always_relay, "
+        "never_relay (= '{}') and always_text (where every request has '{}') are evaluated on these "
+        "same requests.",
+        n, out.items, regimes, o.relay_arm, o.control_arm,
+        n_extra == 0 ? std::string(", no extra relays")
+                     : fmt::format(", plus {} extra relays of those units ({})", n_extra, extra),
+        o.control_arm, o.control_arm, o.text_arm.empty() ? std::string("a text arm") : o.text_arm);
+  }
   if (folds < 2) return give_up(fmt::format("{} item(s): cross-fitting needs at least 2", items.size()));
   std::vector<std::size_t> fold_of(n);
   {
@@ -822,17 +927,26 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
                                     std::pair<std::uint64_t, std::size_t>{units[i]->item, 0})
                        ->second;
   }
-  double pos = 0;
-  for (double y : label) pos += y;
+  double pos = 0, neg = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    pos += helps[i];
+    neg += hurts[i];
+  }
   out.positive_rate = pos / static_cast<double>(n);
-  if (pos == 0 || pos == static_cast<double>(n)) {
-    return give_up(fmt::format("'relay helps' is {} on every unit; the gate cannot be fitted",
-                               pos == 0 ? "false" : "true"));
+  out.negative_rate = neg / static_cast<double>(n);
+  const bool one_d = (pos == 0 && neg == 0) || pos == static_cast<double>(n) || neg == static_cast<double>(n);
+  if (one_d) {
+    return give_up(fmt::format(
+        "d = relay correct − fallback correct is {} on every request (relay helps and relay hurts never "
+        "vary); the gate cannot be fitted",
+        pos == static_cast<double>(n)   ? "+1"
+        : neg == static_cast<double>(n) ? "−1"
+                                        : "0"));
   }
   // The deployable model, on every unit.
   std::vector<std::size_t> every(n);
   for (std::size_t i = 0; i < n; ++i) every[i] = i;
-  auto full = detail::fit_gate_on(fn, cand, label, every, o);
+  auto full = detail::fit_gate_on(fn, cand, helps, hurts, every, o);
   if (!full.why.empty()) return give_up(full.why);
   out.model = full.model;
   out.dropped_features = full.dropped;
@@ -842,7 +956,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   for (std::size_t f = 0; f < folds; ++f) {
     std::vector<std::size_t> train, test;
     for (std::size_t i = 0; i < n; ++i) (fold_of[i] == f ? test : train).push_back(i);
-    auto fit = detail::fit_gate_on(fn, cand, label, train, o);
+    auto fit = detail::fit_gate_on(fn, cand, helps, hurts, train, o);
     if (!fit.why.empty()) return give_up("fold " + std::to_string(f) + ": " + fit.why);
     std::vector<double> x(fit.kept.size());
     for (auto i : test) {
@@ -946,10 +1060,11 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       .method = method,
       .n = n,
       .detail = fmt::format(
-          "cross-fitted over {} items ({} folds): the gate relays {:.0f} % of {} held-out requests, "
-          "accuracy vs always-relay {} (margin {:.3g}), share not relayed {}, bytes saved per request {} "
-          "[{}, {}]{}",
-          out.held_out_items, folds, 100 * rate, n, detail::estimate_text(a), o.margin,
+          "cross-fitted over {} items ({} folds): the gate (relay when the predicted gain over '{}' exceeds "
+          "{:.3g}) relays {:.0f} % of {} held-out requests, accuracy vs always-relay {} (margin {:.3g}), "
+          "share "
+          "not relayed {}, bytes saved per request {} [{}, {}]{}",
+          out.held_out_items, folds, o.control_arm, o.cost, 100 * rate, n, detail::estimate_text(a), o.margin,
           detail::estimate_text(s), detail::bytes_text(out.bytes_saved.estimate),
           detail::bytes_text(out.bytes_saved.ci_low), detail::bytes_text(out.bytes_saved.ci_high), why)});
   return out;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <set>
 #include <utility>
 
@@ -188,12 +189,36 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
         "relay from a drifted sender loses non-inferiority to same-model relay at about {:.3g} fine-tuning "
         "steps ({}): relay only between identical fingerprints",
         drift->estimate, detail::finding_text(drift));
+  } else if (drift != nullptr && drift->answer == verdict::no) {
+    dr.passed = verdict::yes;
+    dr.reason += " - relay from every tested drifted sender is shown non-inferior to same-model relay";
   } else if (drift == nullptr || drift->n == 0) {
     dr.reason += " (not tested: no drift arms)";
+  } else {
+    dr.reason += " - neither a tolerance nor non-inferiority at every tested step shown";
+  }
+  // cross_model: the relay's benefit is shown to need identical models when a foreign model's cache
+  // is shown not to help; a foreign cache that helps fails homogeneity (above).
+  checklist_item cm{"cross_model", verdict::inconclusive,
+                    "a foreign model's cache does not help (need.cross_model_beats_no_comm): " +
+                        detail::finding_text(cross)};
+  if (cross != nullptr && cross->answer == verdict::no) {
+    cm.passed = verdict::yes;
+  } else if (cross != nullptr && cross->answer == verdict::yes) {
+    cm.passed = verdict::no;
+    cm.reason += " - a foreign cache helps: homogeneity fails";
+  } else if (cross == nullptr || cross->n == 0) {
+    cm.reason += " (not tested: no cross_model arm)";
+  } else {
+    cm.reason += " - neither shown";
   }
   d.checklist.push_back(fresh);
   d.checklist.push_back(confl);
   d.checklist.push_back(dr);
+  d.checklist.push_back(cm);
+  // The risk checks not shown either way: a verdict that lets relay traffic through needs none.
+  for (const checklist_item* c : std::initializer_list<const checklist_item*>{&nh, &fresh, &confl, &dr, &cm})
+    if (c->passed == verdict::inconclusive) d.unverified.push_back(c->name);
 
   // The monitor runs at the item level: one observation per item (its mean paired difference over
   // seeds), items in id order. Feeding the (item, seed) pairs one by one treated the seeds of an
@@ -311,23 +336,37 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
           "loses non-inferiority to same-model relay (drift.tolerance_steps)",
           drift->estimate));
     std::string untested;
-    for (const checklist_item* c : {&fresh, &confl, static_cast<const checklist_item*>(&dr)})
-      if (c->passed == verdict::inconclusive) untested.append(untested.empty() ? "" : ", ").append(c->name);
+    for (const auto& c : d.unverified) untested.append(untested.empty() ? "" : ", ").append(c);
     const std::string base_text =
         "Relay carries A's information (dependency), between identical models (homogeneity), is not less "
         "accurate than text (value), and saves receiver latency on " +
         d.link + " (cost).";
-    if (conditions.empty()) {
+    if (!d.unverified.empty()) {
+      // A risk not shown either way never passes: the verdict says so and lets no traffic through.
+      d.verdict = "relay (unverified)";
+      d.policy = conditions;
+      d.policy.push_back("do not gate relay traffic on this audit until the unverified checks are tested: " +
+                         untested);
+      d.summary = fmt::format(
+          "Relay is not shown safe: the risk check(s) {} were not tested or stayed inconclusive, so no "
+          "verdict "
+          "that lets relay traffic through is given. {}{}",
+          untested, base_text,
+          conditions.empty()
+              ? std::string()
+              : fmt::format(" {} risk(s) shown present became conditions (the policy).", conditions.size()));
+    } else if (conditions.empty()) {
       d.verdict = "relay";
+      d.relay_allowed = true;
       d.policy = {"relay A's cache to B (identical model fingerprints)"};
-      d.summary = base_text;
+      d.summary = base_text + " Every risk check is shown absent.";
     } else {
       d.verdict = "relay with conditions";
+      d.relay_allowed = true;
       d.policy = conditions;
       d.summary = base_text + fmt::format(" But relay does not pay everywhere: {} condition(s) (the policy).",
                                           conditions.size());
     }
-    if (!untested.empty()) d.summary += " Not shown either way (or not tested): " + untested + ".";
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
     d.verdict = "text";
     d.policy = {"send A's document as text"};

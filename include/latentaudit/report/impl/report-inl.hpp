@@ -37,7 +37,12 @@ namespace latentaudit {
   oo.control_arm = nc;
   oo.level = 1.0 - o.alpha;
   oo.bootstrap_replicates = o.bootstrap_replicates;
-  r.observational = observational_analysis(records, oo);
+  if (o.demonstrations) {
+    r.observational = observational_analysis(records, oo);
+  } else {
+    r.observational.log.missing = r.observational.rollout.missing =
+        "skipped: audit_options.demonstrations is false";
+  }
   cost_options co;
   co.relay_arm = kv;
   co.text_arm = tx;
@@ -89,6 +94,20 @@ namespace latentaudit {
   if (o.link_measured) dopt.link = "measured";
   dopt.margin = o.equivalence_margin;
   r.decision = decide(r.findings, records, dopt);
+  // The decision's reason names what the records lack (the first sentence of its summary).
+  // Without 'regime' nothing can pass and the field is the cause: it leads the summary; other
+  // missing fields follow the summary's own first sentence.
+  if (!r.core.missing_fields.empty() && !r.decision.relay_allowed) {
+    std::string list;
+    for (const auto& f : r.core.missing_fields) list.append(list.empty() ? "'" : ", '").append(f).append("'");
+    const std::string why = fmt::format(
+        "The records lack the field(s) {} that the decision's checks read (docs/records.md, \"What each "
+        "analysis needs\"); the checks that read them cannot pass.",
+        list);
+    const bool no_regime = std::find(r.core.missing_fields.begin(), r.core.missing_fields.end(), "regime") !=
+                           r.core.missing_fields.end();
+    r.decision.summary = no_regime ? why + " " + r.decision.summary : r.decision.summary + " " + why;
+  }
   return r;
 }
 
@@ -176,6 +195,12 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   j.set("demonstrations", std::move(demos));
   json_value dec;
   dec.set("verdict", r.decision.verdict);
+  dec.set("relay_allowed", r.decision.relay_allowed);
+  {
+    json_value un = json_value::array_type{};
+    for (const auto& c : r.decision.unverified) un.push_back(c);
+    dec.set("unverified", std::move(un));
+  }
   dec.set("link", r.decision.link);
   dec.set("summary", r.decision.summary);
   {
@@ -210,6 +235,28 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   }
   dec.set("monitors", std::move(mons));
   j.set("decision", std::move(dec));
+  {  // completeness: per arm and regime, what the records hold; the fields the decision lacks
+    json_value comp;
+    json_value rows = json_value::array_type{};
+    for (const auto& c : r.core.completeness) {
+      json_value o;
+      o.set("arm", c.arm);
+      o.set("regime", c.regime);
+      o.set("units", static_cast<double>(c.units));
+      o.set("records", static_cast<double>(c.records));
+      o.set("missing", static_cast<double>(c.missing));
+      o.set("relay_errors", static_cast<double>(c.relay_errors));
+      rows.push_back(std::move(o));
+    }
+    comp.set("arms", std::move(rows));
+    json_value mf = json_value::array_type{};
+    for (const auto& f : r.core.missing_fields) mf.push_back(f);
+    comp.set("missing_fields", std::move(mf));
+    json_value iw = json_value::array_type{};
+    for (const auto& w : r.core.input_warnings) iw.push_back(w);
+    comp.set("warnings", std::move(iw));
+    j.set("completeness", std::move(comp));
+  }
   json_value arms = json_value::array_type{};
   for (const auto& a : r.core.arms) {
     json_value o;
@@ -247,6 +294,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       o.set("p_value", jnum(e.p_value));
       o.set("p_holm", jnum(e.p_holm));
       o.set("in_holm_family", e.in_holm_family);
+      o.set("missing", detail::missing_bounds_json(e.missing));
       o.set("method", e.method);
       a.push_back(std::move(o));
     }
@@ -435,11 +483,43 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value feats = json_value::array_type{};
   for (const auto& f : r.gate.model.features) feats.push_back(f);
   gate.set("features", std::move(feats));
-  json_value coefs = json_value::array_type{};
-  for (double c : r.gate.model.coefficients) coefs.push_back(jnum(c));
-  gate.set("coefficients", std::move(coefs));
-  gate.set("threshold", r.gate.model.threshold);
+  auto gate_logistic = [](const relay_gate_logistic& m) {
+    json_value o;
+    json_value f = json_value::array_type{};
+    for (const auto& name : m.features) f.push_back(name);
+    o.set("features", std::move(f));
+    json_value c = json_value::array_type{};
+    for (double x : m.coefficients) c.push_back(jnum(x));
+    o.set("coefficients", std::move(c));
+    o.set("constant", jopt(m.constant));
+    o.set("penalized", m.penalized);
+    return o;
+  };
+  gate.set("rule", std::string("relay when P(helps | x) - P(hurts | x) > cost"));
+  gate.set("helps", gate_logistic(r.gate.model.helps));
+  gate.set("hurts", gate_logistic(r.gate.model.hurts));
+  gate.set("cost", jnum(r.gate.model.cost));
   gate.set("penalized", r.gate.model.penalized);
+  gate.set("relay_arm", r.gate.relay_arm);
+  gate.set("fallback", r.gate.fallback);
+  gate.set("requests", static_cast<double>(r.gate.requests));
+  json_value by_regime = json_value::array_type{};
+  for (const auto& c : r.gate.requests_by_regime) {
+    json_value o;
+    o.set("regime", c.name);
+    o.set("requests", static_cast<double>(c.requests));
+    by_regime.push_back(std::move(o));
+  }
+  gate.set("requests_by_regime", std::move(by_regime));
+  json_value extra = json_value::array_type{};
+  for (const auto& c : r.gate.extra_relay_requests) {
+    json_value o;
+    o.set("arm", c.name);
+    o.set("requests", static_cast<double>(c.requests));
+    extra.push_back(std::move(o));
+  }
+  gate.set("extra_relay_requests", std::move(extra));
+  gate.set("population", r.gate.population);
   json_value dropped = json_value::array_type{};
   for (const auto& f : r.gate.dropped_features) dropped.push_back(f);
   gate.set("dropped_features", std::move(dropped));
@@ -559,8 +639,21 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("");
   line("## Decision: **" + r.decision.verdict + "**");
   line("");
+  if (!r.decision.relay_allowed && r.decision.verdict.rfind("relay", 0) == 0) {
+    std::string list;
+    for (const auto& c : r.decision.unverified) list.append(list.empty() ? "" : ", ").append(c);
+    line("**Not a relay verdict:** the risk check(s) " + list +
+         " were not tested or stayed inconclusive (`decision.relay_allowed` is false).");
+    line("");
+  }
   line(r.decision.summary);
   line("");
+  if (!r.core.input_warnings.empty()) {
+    line("**Input:**");
+    line("");
+    for (const auto& w : r.core.input_warnings) line("- " + detail::md_escape(w));
+    line("");
+  }
   m += detail::decision_policy_markdown(r.decision);
   line("| check | passed | reason |");
   line("|---|---|---|");
@@ -759,19 +852,30 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   line("## Per-request relay gate");
   line("");
   if (!r.gate.missing.empty()) {
-    line("Not fitted (" + r.gate.missing + ").");
+    line("Not fitted (" + r.gate.missing + ")." + (r.gate.population.empty() ? "" : " " + r.gate.population));
   } else {
-    std::string eq = fmt::format("P(relay helps) = expit({:.4g}",
-                                 r.gate.model.coefficients.empty() ? 0.0 : r.gate.model.coefficients[0]);
-    for (std::size_t i = 0; i < r.gate.model.features.size() && i + 1 < r.gate.model.coefficients.size(); ++i)
-      eq += fmt::format(" {:+.4g}·{}", r.gate.model.coefficients[i + 1], r.gate.model.features[i]);
-    eq += fmt::format("); relay when > {}{}", r.gate.model.threshold,
-                      r.gate.model.penalized ? " (ridge fallback: the plain fit separated)" : "");
-    line("Logistic gate on pre-transfer features, cross-fitted over " +
-         std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
-         " folds; every item held out once); deployable model "
-         "fitted on every item: `" +
-         eq + "`.");
+    auto logistic_text = [](const relay_gate_logistic& m) {
+      if (m.constant) return fmt::format("{}", *m.constant);
+      std::string t = fmt::format("expit({:.4g}", m.coefficients.empty() ? 0.0 : m.coefficients[0]);
+      for (std::size_t i = 0; i < m.features.size() && i + 1 < m.coefficients.size(); ++i)
+        t += fmt::format(" {:+.4g}·{}", m.coefficients[i + 1], m.features[i]);
+      return t + ")";
+    };
+    const std::string eq =
+        fmt::format("P(helps) = {}; P(hurts) = {}; relay when P(helps) − P(hurts) > {}{}",
+                    logistic_text(r.gate.model.helps), logistic_text(r.gate.model.hurts), r.gate.model.cost,
+                    r.gate.model.penalized ? " (ridge fallback: a plain fit separated)" : "");
+    line(r.gate.population);
+    line("");
+    line(
+        "Gain gate on pre-transfer features: it relays when the predicted accuracy gain over the fallback '" +
+        r.gate.fallback +
+        "', P(relay right, fallback wrong) − P(relay wrong, fallback right), exceeds the cost; cross-fitted "
+        "over " +
+        std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
+        " folds; every item held out once); deployable model "
+        "fitted on every item: `" +
+        eq + "`.");
     for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
     for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
     line("");
@@ -909,6 +1013,12 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
 [[nodiscard]] LATENTAUDIT_INLINE json_value decision_summary(const audit_report& r) {
   json_value j;
   j.set("verdict", r.decision.verdict);
+  j.set("relay_allowed", r.decision.relay_allowed);
+  {
+    json_value un = json_value::array_type{};
+    for (const auto& c : r.decision.unverified) un.push_back(c);
+    j.set("unverified", std::move(un));
+  }
   j.set("link", r.decision.link);
   json_value c = json_value::object_type{};
   for (const auto& i : r.decision.checklist) c.set(i.name, verdict_name(i.passed));

@@ -160,6 +160,18 @@ LATENTAUDIT_INLINE finding drift_tolerance_finding(const drift_analysis& a, cons
   auto f = detail::tolerance_finding(
       a.tolerance, o, "drift.tolerance_steps",
       "no drift arm (label kv_drift_<k>, arm_kind 'drifted') paired with kv_full in the need regime");
+  // "no" (absence shown within the tested range): not located, and fixed-sequence testing shows
+  // every tested drift step non-inferior to same-model relay (noise_tolerance::sigma_noninferior is
+  // the largest step tested).
+  const auto& nt = a.tolerance;
+  if (f.n > 0 && f.answer == verdict::inconclusive && !nt.tolerance_sigma && nt.sigma_noninferior &&
+      nt.curve.size() >= 2 && *nt.sigma_noninferior == nt.curve.back().sigma) {
+    f.answer = verdict::no;
+    f.detail = fmt::format(
+        "absence shown within the tested range: relay from every tested drifted sender (up to {:g} steps) is "
+        "shown non-inferior to same-model relay by fixed-sequence testing (one-sided {:g} each); {}",
+        nt.curve.back().sigma, o.alpha, f.detail);
+  }
   if (f.n > 0 && !a.benefit.empty()) {
     std::string curve;
     for (const auto& b : a.benefit)

@@ -9,6 +9,7 @@
 // audit's definitions, which call the functions below (declared above).
 #include "../../audit.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -45,15 +46,21 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   // Every paired difference: the descriptive 1 − α cluster bootstrap interval (betting at α/2 per
   // side when the bootstrap is a point mass or has < 2 items), the 1 − 2α betting verdict
   // interval over items and the betting p-value over items. Returns the method's interval part.
-  auto fill_effect = [&](paired_effect& e, const detail::paired_units& p) {
+  // The estimate is the mean over items of the item mean differences: the quantity the betting
+  // verdict interval covers (one estimand per finding; with equal seeds per item it is the mean
+  // over pairs). Units lacking one of the arms are bounded (detail::missing_outcome_bounds): the
+  // p-value is then the largest of the observed pairs' and the two worst-case imputations'.
+  auto fill_effect = [&](paired_effect& e, const detail::paired_units& p, const missing_bounds& mb) {
     e.n_pairs = p.pairs();
     e.n_clusters = p.clusters();
-    e.estimate = p.mean();
     const auto items = detail::item_differences(p);
-    const auto vi = bounded_mean_interval(items, -1.0, 1.0, {.alpha_lower = o.alpha, .alpha_upper = o.alpha});
-    e.verdict_low = vi.low;
-    e.verdict_high = vi.high;
-    e.p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, o.alpha);
+    const auto vi = detail::view_of_items(items, o.alpha);
+    e.estimate = vi.estimate;
+    e.verdict_low = vi.verdict_low;
+    e.verdict_high = vi.verdict_high;
+    e.p_value = vi.p_value;
+    e.missing = mb;
+    if (mb.any()) e.p_value = std::max({e.p_value, mb.low.p_value, mb.high.p_value});
     const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
     if (ci.point_mass || !std::isfinite(ci.low) || !std::isfinite(ci.high)) {
       const auto di = bounded_mean_interval(items, -1.0, 1.0,
@@ -112,7 +119,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       }
       paired_effect e{.id = id, .treated = tl, .control = cl, .regime = rname};
       e.in_holm_family = sp.holm;
-      effect_ci_text.push_back(fill_effect(e, p));
+      effect_ci_text.push_back(
+          fill_effect(e, p, detail::missing_outcome_bounds(d, t, sp.control, in_regime(rg), o.alpha)));
       out.effects.push_back(std::move(e));
     }
   }
@@ -136,7 +144,7 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     for (std::size_t i = 0; i < out.effects.size(); ++i) {
       auto& e = out.effects[i];
       e.method = fmt::format(
-          "mean paired difference over (item, seed) pairs; {}; {}; {}", effect_ci_text[i], verdict_text,
+          "mean over items of the item mean paired difference; {}; {}; {}", effect_ci_text[i], verdict_text,
           e.in_holm_family
               ? fmt::format("Holm over the {} contrasts of the family", in.size())
               : std::string("not in the Holm family (decomposition material: the difference of the placebo − "
@@ -191,11 +199,14 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
                       .treated = pt.treated_label,
                       .control = d.arm_label[pt.control],
                       .regime = "need"};
-      const std::string ci_part = fill_effect(e, p);
-      e.method = fmt::format(
-          "{}; {}; {}; Holm over the decomposition",
-          p.single_arm ? "mean paired difference" : "mean over units of (mean of the placebo arms − no_comm)",
-          ci_part, verdict_text);
+      const std::string ci_part = fill_effect(
+          e, p,
+          detail::missing_outcome_bounds(d, pt.treated, pt.control, in_regime(audit_regime::need), o.alpha));
+      e.method = fmt::format("{}; {}; {}; Holm over the decomposition",
+                             p.single_arm
+                                 ? "mean over items of the item mean paired difference"
+                                 : "mean over items of the item mean of (mean of the placebo arms − no_comm)",
+                             ci_part, verdict_text);
       out.decomposition.push_back(std::move(e));
     }
     std::vector<double> p;
@@ -246,12 +257,46 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                            eid));
     return nullptr;
   };
-  auto push = [&](std::string id, verdict v, const paired_effect& e, std::string method, std::string why) {
+  // A verdict rule on one view (estimate, verdict limits) with the effect's Holm p.
+  struct rule_view {
+    double estimate, low, high, p_holm;
+  };
+  // Under missing records the rule must give the same verdict on the observed pairs and on both
+  // worst-case imputations (detail::missing_bounds), else the finding is inconclusive; the finding's
+  // interval is then the union of the observed verdict interval and the bounds' outer limits.
+  auto decide_with_bounds = [&](const paired_effect& e, const auto& rule) {
+    const verdict v = rule(rule_view{e.estimate, e.verdict_low, e.verdict_high, e.p_holm});
+    if (!e.missing.any()) return v;
+    const auto& lo = e.missing.low;
+    const auto& hi = e.missing.high;
+    const verdict vl = rule(rule_view{lo.estimate, lo.verdict_low, lo.verdict_high, e.p_holm});
+    const verdict vh = rule(rule_view{hi.estimate, hi.verdict_low, hi.verdict_high, e.p_holm});
+    return v == vl && v == vh ? v : verdict::inconclusive;
+  };
+  auto push = [&](std::string id, verdict v, const paired_effect& e, std::string method, std::string why,
+                  verdict complete) {
+    double lo = e.verdict_low, hi = e.verdict_high;
+    if (e.missing.any()) {
+      lo = std::min(lo, e.missing.low.verdict_low);
+      hi = std::max(hi, e.missing.high.verdict_high);
+      why += fmt::format(
+          "; {} unit(s) lack a record of {} or {} (missing or failed relays not recorded): worst-case bounds "
+          "{} to {} points (missing {} wrong and {} right: {} points; the reverse: {} points){}",
+          e.missing.units, e.treated, e.control, pct(lo), pct(hi), e.treated, e.control,
+          pct(e.missing.low.estimate), pct(e.missing.high.estimate),
+          v == complete ? std::string(", the verdict holds under both")
+                        : fmt::format(", and the verdict the observed pairs give ({}) can flip under them: "
+                                      "inconclusive",
+                                      verdict_name(complete)));
+      method +=
+          "; missing records: decided on the worst-case bounds (the verdict must hold with every missing "
+          "treated outcome wrong and control right, and with the reverse)";
+    }
     out.findings.push_back({.id = std::move(id),
                             .answer = v,
                             .estimate = e.estimate,
-                            .ci_low = e.verdict_low,
-                            .ci_high = e.verdict_high,
+                            .ci_low = lo,
+                            .ci_high = hi,
                             .method = std::move(method),
                             .n = e.n_pairs,
                             .detail = std::move(why)});
@@ -260,14 +305,18 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   auto beats_finding = [&](std::string id, std::string_view eid) {
     const auto* e = lookup(id, eid);
     if (e == nullptr) return;
-    verdict v = verdict::inconclusive;
+    auto rule = [&](const rule_view& x) {
+      return x.p_holm < o.alpha && x.estimate > 0 ? verdict::yes
+             : x.high < mm                        ? verdict::no
+                                                  : verdict::inconclusive;
+    };
+    const verdict complete = rule({e->estimate, e->verdict_low, e->verdict_high, e->p_holm});
+    const verdict v = decide_with_bounds(*e, rule);
     std::string why;
-    if (e->p_holm < o.alpha && e->estimate > 0) {
-      v = verdict::yes;
+    if (complete == verdict::yes) {
       why = fmt::format("{} beats {} by {} points ({}), Holm p = {:.3g}", e->treated, e->control,
                         pct(e->estimate), vci(*e), e->p_holm);
-    } else if (e->verdict_high < mm) {
-      v = verdict::no;
+    } else if (complete == verdict::no) {
       why = fmt::format(
           "absence shown: a benefit of {} points or more is excluded (difference {} points, {} below {}), "
           "Holm p = {:.3g}",
@@ -282,7 +331,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
          fmt::format(
              "yes: Holm p < {} and estimate > 0; no: verdict upper limit < margin {}; interval: {}; {}",
              detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
-         std::move(why));
+         std::move(why), complete);
   };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");
@@ -291,9 +340,11 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   {
     const std::string id = "need.kv_noninferior_to_text";
     if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
-      const verdict v = e->verdict_low > -mm    ? verdict::yes
-                        : e->verdict_high < -mm ? verdict::no
-                                                : verdict::inconclusive;
+      auto rule = [&](const rule_view& x) {
+        return x.low > -mm ? verdict::yes : x.high < -mm ? verdict::no : verdict::inconclusive;
+      };
+      const verdict complete = rule({e->estimate, e->verdict_low, e->verdict_high, e->p_holm});
+      const verdict v = decide_with_bounds(*e, rule);
       push(id, v, *e,
            fmt::format("non-inferiority by the one-sided {} bound: yes if verdict lower limit > -{}, no if "
                        "verdict upper limit < -{}; interval: {}",
@@ -301,19 +352,24 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                        verdict_text),
            fmt::format("{} − {} = {} points ({}), margin {} points: {}", kvl, txl, pct(e->estimate), vci(*e),
                        pct(mm),
-                       v == verdict::yes
+                       complete == verdict::yes
                            ? (e->verdict_low > 0 ? "non-inferior, and superiority shown (lower limit > 0)"
                                                  : "non-inferior (lower limit above −margin)")
-                       : v == verdict::no ? "inferiority shown (upper limit below −margin)"
-                                          : "neither non-inferiority nor inferiority shown"));
+                       : complete == verdict::no ? "inferiority shown (upper limit below −margin)"
+                                                 : "neither non-inferiority nor inferiority shown"),
+           complete);
     }
   }
   {
     const std::string id = "need.kv_equivalent_to_text";
     if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
-      const verdict v = e->verdict_low > -mm && e->verdict_high < mm     ? verdict::yes
-                        : e->verdict_low >= mm || e->verdict_high <= -mm ? verdict::no
-                                                                         : verdict::inconclusive;
+      auto rule = [&](const rule_view& x) {
+        return x.low > -mm && x.high < mm     ? verdict::yes
+               : x.low >= mm || x.high <= -mm ? verdict::no
+                                              : verdict::inconclusive;
+      };
+      const verdict complete = rule({e->estimate, e->verdict_low, e->verdict_high, e->p_holm});
+      const verdict v = decide_with_bounds(*e, rule);
       push(id, v, *e,
            fmt::format(
                "TOST by interval inclusion: yes if the verdict interval lies inside ±{}, no if it lies "
@@ -321,9 +377,11 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                detail::number_text(mm), verdict_text),
            fmt::format("{} − {} = {} points ({}), margin ±{} points: {}", kvl, txl, pct(e->estimate), vci(*e),
                        pct(mm),
-                       v == verdict::yes  ? "equivalent"
-                       : v == verdict::no ? "not equivalent (interval outside the margin)"
-                                          : "neither equivalence nor a difference beyond the margin shown"));
+                       complete == verdict::yes ? "equivalent"
+                       : complete == verdict::no
+                           ? "not equivalent (interval outside the margin)"
+                           : "neither equivalence nor a difference beyond the margin shown"),
+           complete);
     }
   }
   beats_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl);
@@ -333,15 +391,24 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   {
     const std::string id = "no_need.kv_changes_accuracy";
     if (const auto* e = lookup(id, "no_need:" + kvl + "-" + ncl)) {
-      verdict v = verdict::inconclusive;
+      // yes: a change shown, with its sign, under every view; no: the interval inside ±margin
+      auto rule = [&](const rule_view& x) {
+        return x.p_holm < o.alpha           ? verdict::yes
+               : x.low > -mm && x.high < mm ? verdict::no
+                                            : verdict::inconclusive;
+      };
+      const verdict complete = rule({e->estimate, e->verdict_low, e->verdict_high, e->p_holm});
+      verdict v = decide_with_bounds(*e, rule);
+      if (v == verdict::yes && e->missing.any() &&
+          ((e->missing.low.estimate < 0) != (e->missing.high.estimate < 0) ||
+           (e->missing.low.estimate < 0) != (e->estimate < 0)))
+        v = verdict::inconclusive;  // the sign of the change can flip under the missing records
       std::string why;
       if (e->p_holm < o.alpha) {
-        v = verdict::yes;
         why = fmt::format("relaying changes accuracy where B needs nothing: {} points ({}), Holm p = {:.3g}",
                           pct(e->estimate), vci(*e), e->p_holm);
       } else {
         const bool eq = e->verdict_low > -mm && e->verdict_high < mm;
-        v = eq ? verdict::no : verdict::inconclusive;
         why = fmt::format(
             "difference {} points, not significant (Holm p = {:.3g}); {} {} the margin ±{} points",
             pct(e->estimate), e->p_holm, vci(*e), eq ? "inside" : "not inside", pct(mm));
@@ -349,7 +416,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
       push(id, v, *e,
            fmt::format("yes: Holm p < {} (either sign); no: verdict interval inside ±{}; interval: {}; {}",
                        detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
-           std::move(why));
+           std::move(why), complete);
     }
   }
 }

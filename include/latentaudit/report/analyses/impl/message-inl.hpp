@@ -162,7 +162,7 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
       continue;
     }
     verdict v = verdict::inconclusive;
-    if (c.p_holm < alpha && c.estimate > 0.0)
+    if (c.p_holm < alpha && detail::sign_shown(c, false))
       v = verdict::yes;
     else if (c.verdict_high < margin)
       v = verdict::no;

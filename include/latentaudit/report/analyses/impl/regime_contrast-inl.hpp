@@ -6,6 +6,7 @@
 
 #include "../regime_contrast.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -60,12 +61,30 @@ LATENTAUDIT_INLINE regime_contrast regime_contrast_of(const audit_data& d, std::
     return c;
   }
   fill_regime_contrast(c, item_differences(p), alpha);
+  c.missing = missing_outcome_bounds(
+      d, t, control, [&d, g](std::size_t u) { return d.unit_regime[u] == g; }, alpha);
+  if (c.missing.any()) {
+    c.verdict_low = std::min(c.verdict_low, c.missing.low.verdict_low);
+    c.verdict_high = std::max(c.verdict_high, c.missing.high.verdict_high);
+    c.p_value = std::max({c.p_value, c.missing.low.p_value, c.missing.high.p_value});
+    c.method += fmt::format(
+        "; {} unit(s) lack one of the arms: verdict interval and p over the worst-case bounds (missing {} "
+        "wrong and {} right: {:+.1f} points; the reverse: {:+.1f} points)",
+        c.missing.units, c.treated, c.control, 100.0 * c.missing.low.estimate,
+        100.0 * c.missing.high.estimate);
+  }
   return c;
+}
+
+LATENTAUDIT_INLINE bool sign_shown(const regime_contrast& c, bool negative) noexcept {
+  auto ok = [negative](double x) { return negative ? x < 0.0 : x > 0.0; };
+  if (!ok(c.estimate)) return false;
+  return !c.missing.any() || (ok(c.missing.low.estimate) && ok(c.missing.high.estimate));
 }
 
 LATENTAUDIT_INLINE verdict worse_verdict(const regime_contrast& c, double alpha, double margin) noexcept {
   if (!c.estimable()) return verdict::inconclusive;
-  if (c.p_holm < alpha && c.estimate < 0.0) return verdict::yes;
+  if (c.p_holm < alpha && sign_shown(c, true)) return verdict::yes;
   if (c.verdict_low > -margin) return verdict::no;
   return verdict::inconclusive;
 }
@@ -85,7 +104,26 @@ LATENTAUDIT_INLINE json_value contrast_json(const regime_contrast& c) {
   j.set("verdict_high", number_or_null(c.verdict_high));
   j.set("p_value", number_or_null(c.p_value));
   j.set("p_holm", number_or_null(c.p_holm));
+  j.set("missing", missing_bounds_json(c.missing));
   j.set("method", c.method);
+  return j;
+}
+
+LATENTAUDIT_INLINE json_value missing_bounds_json(const missing_bounds& b) {
+  if (!b.any()) return json_value(nullptr);
+  auto view = [](const contrast_view& v) {
+    json_value o;
+    o.set("estimate", number_or_null(v.estimate));
+    o.set("verdict_low", number_or_null(v.verdict_low));
+    o.set("verdict_high", number_or_null(v.verdict_high));
+    o.set("p_value", number_or_null(v.p_value));
+    return o;
+  };
+  json_value j;
+  j.set("units", static_cast<double>(b.units));
+  j.set("items", static_cast<double>(b.items));
+  j.set("low", view(b.low));
+  j.set("high", view(b.high));
   return j;
 }
 

@@ -146,6 +146,14 @@ namespace latentaudit::detail {
   return d;
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE contrast_view view_of_items(std::span<const double> items, double alpha) {
+  const auto v = bounded_mean_interval(items, -1.0, 1.0, {.alpha_lower = alpha, .alpha_upper = alpha});
+  return {.estimate = v.estimate,
+          .verdict_low = v.low,
+          .verdict_high = v.high,
+          .p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, alpha)};
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE double pairs_p_value(const paired_units& p) {
   if (p.pairs() == 0) return std::numeric_limits<double>::quiet_NaN();
   if (p.single_arm) return mcnemar_test(p.table, {.if_degenerate = on_degenerate::flag}).exact_p_value;
@@ -164,11 +172,13 @@ namespace latentaudit::detail {
   if (p.clusters() < 2) return out;
   const auto& sums = p.cluster_sum;
   const auto& counts = p.cluster_count;
+  // The mean of the drawn items' mean differences: the estimand of the findings (the mean over
+  // items of the item means), which is the mean over pairs when every item holds as many pairs.
   auto stat = [&](const resample_view& v) {
     double s = 0, c = 0;
     for (auto i : v.indices()) {
-      s += sums[i];
-      c += counts[i];
+      s += sums[i] / counts[i];
+      c += 1.0;
     }
     return s / c;
   };

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+// Monte Carlo validation of the audit's decision (issue 25) on clustered synthetic records, shared by
+// tests/report/decision_test.cpp ([slow] cases) and benchmarks/bench_verdicts.cpp (the tables of
+// docs/audit-report.md "Decision"). Every replicate runs the library's own path: records →
+// build_audit_report (core findings, cost, gate, decide) → audit_decision.
+//
+// A scenario plants one risk that is present (relay harms where B needs nothing, a stale cache
+// loses, kv_full is at the non-inferiority margin while its failed relays go missing) and makes the
+// other risks easy to show. The error event is "a verdict that lets relay traffic through"
+// (decision.relay_allowed) without the policy condition that handles the planted risk (or, for the
+// value check, with no condition able to handle it: any relay verdict). The claim is a rate at most
+// α = 0.05; the Monte Carlo standard error at the measured rate r over R replicates is
+// sqrt(r(1 − r)/R), and a test allows the claim plus 3 standard errors of a rate at α (0.031 at
+// R = 50, 0.015 at R = 200).
+//
+// Records: relay_failure_sim.hpp (items draw a logit shift shared by their seeds and arms, so the
+// seeds of an item are correlated); generator seed = scenario seed + replicate.
+#ifndef LATENTAUDIT_TESTS_REPORT_DECISION_MC_HPP
+#define LATENTAUDIT_TESTS_REPORT_DECISION_MC_HPP
+
+#include <latentaudit/report/report.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "report/relay_failure_sim.hpp"
+
+namespace latentaudit::test {
+
+/// E[expit(logit(p) + s)] for s ~ N(0, sd²): the exact accuracy of an arm planted at p in the
+/// simulator (trapezoid rule on ±10 sd, 4001 points; error far below 1e-9).
+inline double sim_mean_accuracy(double p, double sd) {
+  if (p <= 0.0 || p >= 1.0 || sd == 0.0) return p;
+  const int n = 4000;
+  const double lo = -10.0 * sd, h = 20.0 * sd / n;
+  double s = 0.0, w = 0.0;
+  for (int i = 0; i <= n; ++i) {
+    const double x = lo + h * i;
+    const double k = (i == 0 || i == n ? 0.5 : 1.0) * std::exp(-0.5 * (x / sd) * (x / sd));
+    s += k * sim_expit(sim_logit(p) + x);
+    w += k;
+  }
+  return s / w;
+}
+
+/// The planted p whose exact accuracy (sim_mean_accuracy) is `target` (bisection).
+inline double sim_p_for_accuracy(double target, double sd) {
+  double lo = 1e-9, hi = 1.0 - 1e-9;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (sim_mean_accuracy(mid, sd) < target ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+/// One decision scenario.
+struct decision_scenario {
+  std::string name;             ///< printed
+  relay_failure_design design;  ///< the records
+  std::uint64_t seed = 2501;    ///< generator seed of replicate 0
+  /// a policy line that handles the planted risk contains this ("" = no condition handles it: any
+  /// verdict that lets relay traffic through is an error)
+  std::string condition;
+  /// the finding whose wrong "pass" lets the risk through (counted on its own)
+  std::string finding_id;
+  verdict finding_error = verdict::no;  ///< the verdict of `finding_id` that is the error
+};
+
+/// Counts of one scenario.
+struct decision_mc_result {
+  std::size_t reps = 0;
+  std::size_t allowed_unhandled = 0;            ///< relay_allowed without the condition: the error
+  std::size_t allowed_handled = 0;              ///< relay_allowed with the condition (the risk shown: power)
+  std::size_t unverified = 0;                   ///< "relay (unverified)"
+  std::size_t relay_family = 0;                 ///< a verdict starting with "relay" (allowed or not)
+  std::size_t finding_errors = 0;               ///< finding_id gave finding_error
+  std::map<std::string, std::size_t> verdicts;  ///< replicates per decision verdict
+  [[nodiscard]] double rate(std::size_t k) const {
+    return static_cast<double>(k) / static_cast<double>(reps);
+  }
+};
+
+/// The audit options of the Monte Carlo (the defaults, fewer bootstrap replicates: the decision
+/// reads betting intervals, which do not resample; no observational demonstrations: they are
+/// teaching material the decision never reads, and 90 % of a report's time on these records).
+inline audit_options decision_mc_options() {
+  audit_options o;
+  o.bootstrap_replicates = 199;
+  o.demonstrations = false;
+  return o;
+}
+
+/// Runs `reps` replicates of scenario `s`.
+inline decision_mc_result run_decision_mc(const decision_scenario& s, std::size_t reps) {
+  decision_mc_result out;
+  for (std::size_t r = 0; r < reps; ++r) {
+    const auto recs = simulate_relay_failure(s.design, s.seed + r);
+    const auto rep = build_audit_report(recs, decision_mc_options());
+    ++out.reps;
+    const auto& d = rep.decision;
+    bool handled = false;
+    if (!s.condition.empty())
+      for (const auto& p : d.policy) handled |= p.find(s.condition) != std::string::npos;
+    if (d.relay_allowed) ++(handled ? out.allowed_handled : out.allowed_unhandled);
+    out.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
+    ++out.verdicts[d.verdict];
+    out.relay_family += d.verdict.rfind("relay", 0) == 0 ? 1 : 0;
+    for (const auto& f : rep.findings)
+      if (f.id == s.finding_id && f.answer == s.finding_error) ++out.finding_errors;
+  }
+  return out;
+}
+
+/// The shared base: every risk but the planted one easy to show (need 150 items, 3 seeds, kv_full
+/// and text_full at 99 %, no_comm and an inert cross_model placebo never right; stale and conflict
+/// caches that lose by 70 points and more; drift that crosses the margin at 50 steps; no-need items
+/// where every arm is right: relay changes nothing).
+inline relay_failure_design decision_base_design() {
+  relay_failure_design d;
+  d.seeds = 3;
+  d.item_sd = 0.6;
+  d.with_cross_model = true;
+  d.need_no_comm = 0.0;
+  d.need_kv = d.need_text = 0.99;
+  d.no_need_kv = d.no_need_text = d.no_need_no_comm = 1.0;
+  d.regime_items = {150, 150, 60, 60};
+  return d;
+}
+
+/// Issue 25's scenarios: (1) relay costs 10 points on 30 no-need items; (2) a stale cache loses 20
+/// points on 15 stale items; (3) kv_full exactly at the non-inferiority margin (5 points below text,
+/// exact accuracies under the item effect) on 300 need items, each wrong kv_full record dropped with
+/// probability 0.5.
+inline std::vector<decision_scenario> decision_scenarios() {
+  std::vector<decision_scenario> out;
+  {
+    decision_scenario s{.name = "no_need harm unshown (30 no-need items, relay -10 points)", .seed = 2501};
+    s.design = decision_base_design();
+    s.design.regime_items = {150, 30, 60, 60};
+    s.design.no_need_no_comm = 0.95;
+    s.design.no_need_text = 0.95;
+    s.design.no_need_kv = 0.85;
+    s.condition = "where B needs A's information";
+    s.finding_id = "no_need.kv_changes_accuracy";
+    out.push_back(std::move(s));
+  }
+  {
+    decision_scenario s{.name = "stale loss unshown (15 stale items, relay -20 points)", .seed = 2502};
+    s.design = decision_base_design();
+    s.design.regime_items = {150, 150, 15, 60};
+    s.design.stale_text = 0.95;
+    s.design.stale_kv = 0.75;
+    s.condition = "fresh caches";
+    s.finding_id = "stale.kv_worse_than_text";
+    out.push_back(std::move(s));
+  }
+  {
+    decision_scenario s{
+        .name = "failed relays missing (300 need items, kv at the margin, wrong kv dropped 50 %)",
+        .seed = 2503};
+    s.design = decision_base_design();
+    s.design.regime_items = {300, 150, 60, 60};
+    // exact accuracies under the item effect: text 0.95, kv_full 0.90 (the margin)
+    s.design.need_text = sim_p_for_accuracy(0.95, s.design.item_sd);
+    s.design.need_kv = sim_p_for_accuracy(0.90, s.design.item_sd);
+    s.design.drop_wrong_kv = 0.5;
+    s.design.drop_regime = "need";
+    s.condition = "";
+    s.finding_id = "need.kv_noninferior_to_text";
+    s.finding_error = verdict::yes;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// The power scenario: the base design, every risk easy to show (stale, conflict and drift shown
+/// present, no-need harm and the foreign cache shown absent). The decision should be "relay with
+/// conditions" with the freshness, conflict and drift conditions.
+inline decision_scenario decision_power_scenario() {
+  decision_scenario s{.name = "every risk shown (power)", .seed = 2504};
+  s.design = decision_base_design();
+  s.condition = "fresh caches";
+  s.finding_id = "need.kv_noninferior_to_text";
+  s.finding_error = verdict::yes;  // here the right answer: counted as the value check's power
+  return s;
+}
+
+/// One line of the Monte Carlo table: rates and the verdicts seen.
+inline std::string decision_mc_line(const decision_scenario& s, const decision_mc_result& m) {
+  std::string v;
+  for (const auto& [name, k] : m.verdicts) v += (v.empty() ? "" : ", ") + name + " " + std::to_string(k);
+  return s.name + " (seed " + std::to_string(s.seed) + ", " + std::to_string(m.reps) +
+         " reps): relay allowed without the condition " + std::to_string(m.rate(m.allowed_unhandled)) +
+         ", with it " + std::to_string(m.rate(m.allowed_handled)) + "; " + s.finding_id + " " +
+         verdict_name(s.finding_error) + " " + std::to_string(m.rate(m.finding_errors)) + "; verdicts: " + v;
+}
+
+}  // namespace latentaudit::test
+
+#endif  // LATENTAUDIT_TESTS_REPORT_DECISION_MC_HPP

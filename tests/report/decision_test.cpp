@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+// The decision a pipeline gates on (issue 25): "relay" only when every risk is shown, honest under
+// missing relays, one estimand per finding, loud about missing fields; the Monte Carlo of the
+// decision's error rates ([slow]; report/decision_mc.hpp, also benchmarks/bench_verdicts.cpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "latentaudit/report/report.hpp"
+#include "report/decision_mc.hpp"
+#include "report/relay_failure_sim.hpp"
+
+namespace la = latentaudit;
+using la::test::decision_base_design;
+using la::test::simulate_relay_failure;
+
+namespace {
+
+const la::finding& find(const std::vector<la::finding>& fs, const std::string& id) {
+  for (const auto& f : fs)
+    if (f.id == id) return f;
+  FAIL("no finding " << id);
+  return fs.front();
+}
+
+const la::paired_effect& effect(const std::vector<la::paired_effect>& es, const std::string& id) {
+  for (const auto& e : es)
+    if (e.id == id) return e;
+  FAIL("no effect " << id);
+  return es.front();
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+TEST_CASE("decision: every risk shown gives a relay verdict with a condition per shown risk (seed 2510)",
+          "[report][decision]") {
+  const auto recs = simulate_relay_failure(decision_base_design(), 2510);
+  const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
+  INFO(r.decision.summary);
+  for (const auto& c : r.decision.checklist)
+    INFO(c.name << ": " << la::verdict_name(c.passed) << " " << c.reason);
+  CHECK(r.decision.verdict == "relay with conditions");
+  CHECK(r.decision.relay_allowed);
+  CHECK(r.decision.unverified.empty());
+  std::string policy;
+  for (const auto& p : r.decision.policy) policy += p + "\n";
+  CHECK(policy.find("fresh caches") != std::string::npos);
+  CHECK(policy.find("prompt_overlap") != std::string::npos);
+  CHECK(policy.find("identical model fingerprints") != std::string::npos);
+  const auto js = la::report_json(r);
+  CHECK(js.find("decision")->find("relay_allowed")->as_bool());
+  CHECK(js.find("decision")->find("unverified")->as_array().empty());
+}
+
+TEST_CASE(
+    "decision: records without failure regimes get 'relay (unverified)' naming freshness, conflict, drift",
+    "[report][decision]") {
+  auto d = decision_base_design();
+  d.with_stale = d.with_conflict = d.with_drift = false;
+  const auto recs = simulate_relay_failure(d, 2511);
+  const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
+  INFO(r.decision.summary);
+  CHECK(r.decision.verdict == "relay (unverified)");
+  CHECK_FALSE(r.decision.relay_allowed);
+  CHECK(r.decision.unverified == std::vector<std::string>{"freshness", "conflict", "drift"});
+  CHECK(r.decision.summary.find("freshness, conflict, drift") != std::string::npos);
+  const auto md = la::report_markdown(r);
+  CHECK(md.find("## Decision: **relay (unverified)**") != std::string::npos);
+  CHECK(md.find("**Not a relay verdict:** the risk check(s) freshness, conflict, drift") !=
+        std::string::npos);
+  const auto js = la::report_json(r);
+  const auto* dec = js.find("decision");
+  REQUIRE(dec != nullptr);
+  CHECK_FALSE(dec->find("relay_allowed")->as_bool());
+  REQUIRE(dec->find("unverified")->as_array().size() == 3);
+  CHECK(dec->find("unverified")->as_array()[0].as_string() == "freshness");
+  const auto sum = la::decision_summary(r);
+  CHECK_FALSE(sum.find("relay_allowed")->as_bool());
+}
+
+TEST_CASE("decision: missing failed relays are bounded, counted and named (seed 2512)",
+          "[report][decision]") {
+  auto d = decision_base_design();
+  d.regime_items = {300, 60, 40, 40};
+  d.need_kv = 0.90;
+  d.need_text = 0.95;
+  d.drop_wrong_kv = 0.5;
+  d.drop_regime = "need";
+  const auto recs = simulate_relay_failure(d, 2512);
+  const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
+  const auto& e = effect(r.core.effects, "need:kv_full-text_full");
+  REQUIRE(e.missing.any());
+  CHECK(e.missing.units > 0);
+  // the bounds bracket the observed estimate, and the low bound is the one with every missing
+  // kv_full outcome wrong: here exactly the truth of the dropped records
+  CHECK(e.missing.low.estimate <= e.estimate);
+  CHECK(e.missing.high.estimate >= e.estimate);
+  CHECK(e.p_value >= std::max(e.missing.low.p_value, e.missing.high.p_value));
+  const auto& f = find(r.findings, "need.kv_noninferior_to_text");
+  INFO(f.detail);
+  CHECK(f.detail.find("worst-case bounds") != std::string::npos);
+  CHECK(f.ci_low <= e.missing.low.verdict_low);
+  CHECK(f.ci_high >= e.missing.high.verdict_high);
+  CHECK(f.ci_low <= f.estimate);
+  CHECK(f.estimate <= f.ci_high);
+  // the lower bound is what decides non-inferiority: with every dropped (wrong) record restored as
+  // wrong, kv_full is 5 points below text; "yes" would need the bound's lower limit above -5 points
+  if (f.answer == la::verdict::yes) CHECK(e.missing.low.verdict_low > -0.05);
+  // completeness per arm and regime, in report.json and the input warnings
+  std::size_t missing = 0;
+  for (const auto& c : r.core.completeness)
+    if (c.arm == "kv_full" && c.regime == "need") missing = c.missing;
+  CHECK(missing == e.missing.units);
+  bool warned = false;
+  for (const auto& w : r.core.input_warnings) warned |= w.find("arm 'kv_full'") != std::string::npos;
+  CHECK(warned);
+  const auto js = la::report_json(r);
+  REQUIRE(js.find("completeness") != nullptr);
+  CHECK_FALSE(js.find("completeness")->find("arms")->as_array().empty());
+  // every other arm is complete
+  for (const auto& c : r.core.completeness)
+    if (c.arm != "kv_full") CHECK(c.missing == 0);
+  // the same data without drops: no bounds
+  d.drop_wrong_kv = 0.0;
+  const auto full = la::build_audit_report(simulate_relay_failure(d, 2512), la::test::decision_mc_options());
+  CHECK_FALSE(effect(full.core.effects, "need:kv_full-text_full").missing.any());
+  CHECK(full.core.input_warnings.empty());
+}
+
+TEST_CASE("decision: design arms absent from the records count as missing", "[report][decision]") {
+  auto d = decision_base_design();
+  d.regime_items = {40, 20, 10, 10};
+  auto recs = simulate_relay_failure(d, 2513);
+  auto o = la::test::decision_mc_options();
+  o.design_arms = {"no_comm", "text_full", "kv_full", "deranged"};
+  const auto core = la::analyse_records(recs, o);
+  std::size_t deranged_missing = 0, units = 0;
+  for (const auto& c : core.completeness)
+    if (c.arm == "deranged") {
+      deranged_missing += c.missing;
+      units += c.units;
+      CHECK(c.records == 0);
+    }
+  CHECK(units > 0);
+  CHECK(deranged_missing == units);
+  bool warned = false;
+  for (const auto& w : core.input_warnings) warned |= w.find("arm 'deranged'") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("decision: failed relays (relay_error) are counted per arm and regime as outcomes",
+          "[report][decision]") {
+  auto d = decision_base_design();
+  d.regime_items = {40, 20, 10, 10};
+  auto recs = simulate_relay_failure(d, 2514);
+  std::size_t failed = 0;
+  for (auto& r : recs)
+    if (r.arm == "kv_full" && r.regime == "need" && r.item % 7 == 0) {
+      r.relay_error = "HMAC failure";
+      r.correct = false;
+      ++failed;
+    }
+  const auto core = la::analyse_records(recs, la::test::decision_mc_options());
+  std::size_t counted = 0;
+  for (const auto& c : core.completeness)
+    if (c.arm == "kv_full" && c.regime == "need") {
+      counted = c.relay_errors;
+      CHECK(c.missing == 0);  // intention to treat: a failed relay is the arm's outcome, not missing
+    }
+  CHECK(counted == failed);
+}
+
+TEST_CASE("findings: the estimate is the quantity the interval covers (1 or 5 seeds per item)",
+          "[report][decision]") {
+  auto d = decision_base_design();
+  d.seeds = 1;
+  d.odd_item_seeds = 5;
+  d.regime_items = {120, 60, 40, 40};
+  d.need_kv = 0.80;  // a loss against text on every item; the 5-seed items would weigh 5x per pair
+  const auto recs = simulate_relay_failure(d, 2515);
+  const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
+  for (const auto& f : r.findings) {
+    if (!std::isfinite(f.estimate) || !std::isfinite(f.ci_low) || !std::isfinite(f.ci_high)) continue;
+    if (f.id.rfind("noise.", 0) == 0 || f.id.rfind("drift.", 0) == 0) continue;  // a location, not a mean
+    INFO(f.id << " " << f.estimate << " [" << f.ci_low << ", " << f.ci_high << "] " << f.method);
+    CHECK(f.ci_low <= f.estimate);
+    CHECK(f.estimate <= f.ci_high);
+  }
+  // need.kv_noninferior_to_text's estimate is the mean over items of the item mean differences
+  std::vector<double> sum(1000, 0.0), n(1000, 0.0);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
+  for (const auto& a : recs) {
+    if (a.regime != "need" || a.arm != "kv_full") continue;
+    for (const auto& b : recs)
+      if (b.item == a.item && b.seed == a.seed && b.arm == "text_full") {
+        sum[a.item] += (a.correct ? 1.0 : 0.0) - (b.correct ? 1.0 : 0.0);
+        n[a.item] += 1.0;
+      }
+  }
+  double m = 0, k = 0;
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    if (n[i] > 0) m += sum[i] / n[i], k += 1;
+  CHECK(find(r.findings, "need.kv_noninferior_to_text").estimate == Approx(m / k).margin(1e-12));
+  CHECK(effect(r.core.effects, "need:kv_full-text_full").method.find("mean over items") != std::string::npos);
+}
+
+TEST_CASE("decision: records with only item, seed, arm and correct name the missing fields",
+          "[report][decision]") {
+  std::vector<la::trial_record> recs;
+  for (std::uint64_t i = 0; i < 30; ++i)
+    for (const char* arm : {"no_comm", "text_full", "kv_full"})
+      recs.push_back({.item = i, .seed = 0, .arm = arm, .correct = std::string(arm) != "no_comm"});
+  const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
+  CHECK(contains(r.core.missing_fields, "regime"));
+  CHECK(contains(r.core.missing_fields, "timings"));
+  CHECK(contains(r.core.missing_fields, "sender_fingerprint"));
+  bool regime_line = false;
+  for (const auto& w : r.core.input_warnings)
+    regime_line |= w.rfind("records lack 'regime' (90 of 90)", 0) == 0;
+  CHECK(regime_line);
+  CHECK(r.decision.verdict == "inconclusive");
+  INFO(r.decision.summary);
+  CHECK(r.decision.summary.rfind("The records lack the field(s) 'regime'", 0) == 0);
+  const auto md = la::report_markdown(r);
+  CHECK(md.find("records lack 'regime'") < md.find("## Findings"));
+}
+
+TEST_CASE("findings: the noise tolerance is gated by the positive control", "[report][decision]") {
+  std::vector<la::finding> fs = {
+      {.id = "need.text_beats_no_comm", .answer = la::verdict::inconclusive, .n = 10},
+      {.id = "noise.tolerance_sigma", .answer = la::verdict::yes, .estimate = 0.5, .n = 10},
+      {.id = "drift.tolerance_steps", .answer = la::verdict::no, .estimate = 1, .n = 10}};
+  la::apply_positive_control(fs, &fs[0]);
+  CHECK(fs[1].answer == la::verdict::inconclusive);
+  CHECK(fs[1].detail.rfind(la::positive_control_reason, 0) == 0);
+  CHECK(fs[2].answer == la::verdict::inconclusive);
+}
+
+TEST_CASE("drift: 'no' when every tested step is shown non-inferior (seed 2516)", "[report][decision]") {
+  auto d = decision_base_design();
+  d.regime_items = {200, 20, 10, 10};
+  d.drift_slope = 0.0;  // drifted senders as good as the same model
+  d.need_kv = d.need_text = 0.99;
+  const auto core = la::analyse_records(simulate_relay_failure(d, 2516), la::test::decision_mc_options());
+  const auto& f = find(core.findings, "drift.tolerance_steps");
+  INFO(f.detail);
+  CHECK(f.answer == la::verdict::no);
+  CHECK(f.detail.find("absence shown within the tested range") != std::string::npos);
+}
+
+TEST_CASE("decision: Monte Carlo of a relay verdict under a present, unshown risk (issue 25 scenarios)",
+          "[report][decision][slow]") {
+  // 60 replicates per scenario: the claim alpha = 0.05 plus 3 Monte Carlo standard errors of a rate
+  // at alpha (3 sqrt(0.05 * 0.95 / 60) = 0.084); the benchmark runs 400 (docs/audit-report.md).
+  constexpr std::size_t reps = 60;
+  const double bound = 0.05 + 3.0 * std::sqrt(0.05 * 0.95 / reps);
+  for (const auto& s : la::test::decision_scenarios()) {
+    const auto m = la::test::run_decision_mc(s, reps);
+    std::cout << "decision MC: " << la::test::decision_mc_line(s, m) << "\n";
+    INFO(s.name);
+    CHECK(m.rate(m.allowed_unhandled) <= bound);
+    if (s.condition.empty()) {
+      CHECK(m.rate(m.finding_errors) <= bound);
+      CHECK(m.rate(m.relay_family) <= bound);
+    }
+  }
+  // Power: with every risk easy to show, the decision lets relay through with its conditions.
+  const auto s = la::test::decision_power_scenario();
+  const auto m = la::test::run_decision_mc(s, 20);
+  std::cout << "decision MC: " << la::test::decision_mc_line(s, m) << "\n";
+  CHECK(m.allowed_unhandled == 0);
+  CHECK(m.rate(m.allowed_handled) >= 0.8);
+}
