@@ -20,6 +20,12 @@
 // stale.kv_gives_stale_answer at K ∈ {50, 150, 300} items × 3 seeds (null, margin, planted), the
 // coverage of the drift.tolerance_steps interval, and the relay switch's P(off) under the null
 // and its detection delay after a change point (tests/report/relay_failure_mc.hpp; seeds printed).
+//
+// "verdicts/decision_table" (issue 25) prints the table of docs/audit-report.md "Decision": for
+// each scenario of tests/report/decision_mc.hpp (a risk present and hard to show, the others easy)
+// the rate of a verdict that lets relay traffic through without the condition that handles the
+// risk (the claim: at most alpha = 0.05), the power (relay allowed with the condition), the rate of
+// the finding's error and the verdicts seen; and the power scenario (every risk easy to show).
 #include <latentaudit/estimators/betting.hpp>
 
 #include <benchmark/benchmark.h>
@@ -29,8 +35,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "report/decision_mc.hpp"
 #include "report/relay_failure_mc.hpp"
 #include "support/clustered_binary_sim.hpp"
 
@@ -332,6 +340,34 @@ void relay_failure_table(std::size_t reps, bool print) {
   }
 }
 
+/// The decision's Monte Carlo (tests/report/decision_mc.hpp), printed as a markdown table.
+void decision_table(std::size_t reps, bool print) {
+  auto scenarios = sim::decision_scenarios();
+  scenarios.push_back(sim::decision_power_scenario());
+  if (print) {
+    std::printf(
+        "\n| scenario | seed | reps | relay allowed without the condition (MC se) | relay allowed with it | "
+        "finding error | verdicts |\n|---|---|---|---|---|---|---|\n");
+  }
+  for (const auto& s : scenarios) {
+    const auto m = sim::run_decision_mc(s, reps);
+    if (!print) continue;
+    const double r = m.rate(m.allowed_unhandled);
+    std::string v;
+    for (const auto& [name, k] : m.verdicts) v += (v.empty() ? "" : ", ") + name + " " + std::to_string(k);
+    std::printf("| %s | %llu | %zu | %.4f (%.4f) | %.4f | %s %s %.4f | %s |\n", s.name.c_str(),
+                static_cast<unsigned long long>(s.seed), m.reps, r, std::sqrt(r * (1 - r) / m.reps),
+                m.rate(m.allowed_handled), s.finding_id.c_str(), verdict_name(s.finding_error),
+                m.rate(m.finding_errors), v.c_str());
+  }
+}
+
+void BM_decision_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) decision_table(reps, print);
+}
+
 void BM_relay_failure_table(benchmark::State& state) {
   const auto reps = static_cast<std::size_t>(state.range(0));
   const bool print = state.range(1) != 0;
@@ -380,7 +416,18 @@ BENCHMARK(BM_relay_failure_table)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+BENCHMARK(BM_decision_table)
+    ->Name("verdicts/decision_table")
+    ->Args({400, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 // Smoke variants (tiny; CI runs these once).
+BENCHMARK(BM_decision_table)
+    ->Name("verdicts/decision_table/smoke")
+    ->Args({1, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_relay_failure_table)
     ->Name("verdicts/relay_failure_table/smoke")
     ->Args({2, 0})
