@@ -52,6 +52,8 @@ std::string pct(double x);
 std::string num(double x);
 std::string us(double s);
 json_value jnum(double x);
+/// @brief The strings as a JSON array.
+json_value strings_json(std::span<const std::string> v);
 json_value jopt(const std::optional<double>& x);
 std::string md_escape(std::string s);
 json_value estimate_json(const effect_estimate& e);

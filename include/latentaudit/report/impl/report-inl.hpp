@@ -125,6 +125,12 @@ LATENTAUDIT_INLINE std::string us(double s) {
 
 LATENTAUDIT_INLINE json_value jnum(double x) { return number_or_null(x); }
 
+LATENTAUDIT_INLINE json_value strings_json(std::span<const std::string> v) {
+  json_value a = json_value::array_type{};
+  for (const auto& s : v) a.push_back(s);
+  return a;
+}
+
 LATENTAUDIT_INLINE json_value jopt(const std::optional<double>& x) {
   return x && std::isfinite(*x) ? json_value(*x) : json_value(nullptr);
 }
@@ -196,11 +202,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   json_value dec;
   dec.set("verdict", r.decision.verdict);
   dec.set("relay_allowed", r.decision.relay_allowed);
-  {
-    json_value un = json_value::array_type{};
-    for (const auto& c : r.decision.unverified) un.push_back(c);
-    dec.set("unverified", std::move(un));
-  }
+  dec.set("unverified", detail::strings_json(r.decision.unverified));
   dec.set("link", r.decision.link);
   dec.set("summary", r.decision.summary);
   {
@@ -249,12 +251,8 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
       rows.push_back(std::move(o));
     }
     comp.set("arms", std::move(rows));
-    json_value mf = json_value::array_type{};
-    for (const auto& f : r.core.missing_fields) mf.push_back(f);
-    comp.set("missing_fields", std::move(mf));
-    json_value iw = json_value::array_type{};
-    for (const auto& w : r.core.input_warnings) iw.push_back(w);
-    comp.set("warnings", std::move(iw));
+    comp.set("missing_fields", detail::strings_json(r.core.missing_fields));
+    comp.set("warnings", detail::strings_json(r.core.input_warnings));
     j.set("completeness", std::move(comp));
   }
   json_value arms = json_value::array_type{};
@@ -503,22 +501,18 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
   gate.set("relay_arm", r.gate.relay_arm);
   gate.set("fallback", r.gate.fallback);
   gate.set("requests", static_cast<double>(r.gate.requests));
-  json_value by_regime = json_value::array_type{};
-  for (const auto& c : r.gate.requests_by_regime) {
-    json_value o;
-    o.set("regime", c.name);
-    o.set("requests", static_cast<double>(c.requests));
-    by_regime.push_back(std::move(o));
-  }
-  gate.set("requests_by_regime", std::move(by_regime));
-  json_value extra = json_value::array_type{};
-  for (const auto& c : r.gate.extra_relay_requests) {
-    json_value o;
-    o.set("arm", c.name);
-    o.set("requests", static_cast<double>(c.requests));
-    extra.push_back(std::move(o));
-  }
-  gate.set("extra_relay_requests", std::move(extra));
+  auto counts_json = [](const std::vector<gate_population_count>& counts, const char* key) {
+    json_value a = json_value::array_type{};
+    for (const auto& c : counts) {
+      json_value o;
+      o.set(key, c.name);
+      o.set("requests", static_cast<double>(c.requests));
+      a.push_back(std::move(o));
+    }
+    return a;
+  };
+  gate.set("requests_by_regime", counts_json(r.gate.requests_by_regime, "regime"));
+  gate.set("extra_relay_requests", counts_json(r.gate.extra_relay_requests, "arm"));
   gate.set("population", r.gate.population);
   json_value dropped = json_value::array_type{};
   for (const auto& f : r.gate.dropped_features) dropped.push_back(f);
@@ -1014,11 +1008,7 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
   json_value j;
   j.set("verdict", r.decision.verdict);
   j.set("relay_allowed", r.decision.relay_allowed);
-  {
-    json_value un = json_value::array_type{};
-    for (const auto& c : r.decision.unverified) un.push_back(c);
-    j.set("unverified", std::move(un));
-  }
+  j.set("unverified", detail::strings_json(r.decision.unverified));
   j.set("link", r.decision.link);
   json_value c = json_value::object_type{};
   for (const auto& i : r.decision.checklist) c.set(i.name, verdict_name(i.passed));
