@@ -60,7 +60,9 @@ inline double sim_p_for_accuracy(double target, double sd) {
 struct decision_scenario {
   std::string name;             ///< printed
   relay_failure_design design;  ///< the records
-  std::uint64_t seed = 2501;    ///< generator seed of replicate 0
+  /// generator seed of replicate 0; replicate r uses seed + r, and the scenarios' seeds lie 10^4
+  /// apart, so no two scenarios share a data set
+  std::uint64_t seed = 25010000;
   /// a policy line that handles the planted risk contains this ("" = no condition handles it: any
   /// verdict that lets relay traffic through is an error)
   std::string condition;
@@ -137,7 +139,8 @@ inline relay_failure_design decision_base_design() {
 inline std::vector<decision_scenario> decision_scenarios() {
   std::vector<decision_scenario> out;
   {
-    decision_scenario s{.name = "no_need harm unshown (30 no-need items, relay -10 points)", .seed = 2501};
+    decision_scenario s{.name = "no_need harm unshown (30 no-need items, relay -10 points)",
+                        .seed = 25010000};
     s.design = decision_base_design();
     s.design.regime_items = {150, 30, 60, 60};
     s.design.no_need_no_comm = 0.95;
@@ -148,7 +151,7 @@ inline std::vector<decision_scenario> decision_scenarios() {
     out.push_back(std::move(s));
   }
   {
-    decision_scenario s{.name = "stale loss unshown (15 stale items, relay -20 points)", .seed = 2502};
+    decision_scenario s{.name = "stale loss unshown (15 stale items, relay -20 points)", .seed = 25020000};
     s.design = decision_base_design();
     s.design.regime_items = {150, 150, 15, 60};
     s.design.stale_text = 0.95;
@@ -160,7 +163,7 @@ inline std::vector<decision_scenario> decision_scenarios() {
   {
     decision_scenario s{
         .name = "failed relays missing (300 need items, kv at the margin, wrong kv dropped 50 %)",
-        .seed = 2503};
+        .seed = 25030000};
     s.design = decision_base_design();
     s.design.regime_items = {300, 150, 60, 60};
     // exact accuracies under the item effect: text 0.95, kv_full 0.90 (the margin)
@@ -180,7 +183,7 @@ inline std::vector<decision_scenario> decision_scenarios() {
 /// present, no-need harm and the foreign cache shown absent). The decision should be "relay with
 /// conditions" with the freshness, conflict and drift conditions.
 inline decision_scenario decision_power_scenario() {
-  decision_scenario s{.name = "every risk shown (power)", .seed = 2504};
+  decision_scenario s{.name = "every risk shown (power)", .seed = 25040000};
   s.design = decision_base_design();
   s.condition = "fresh caches";
   s.finding_id = "need.kv_noninferior_to_text";
