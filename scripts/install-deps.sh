@@ -9,6 +9,7 @@ set -euo pipefail
 packages=(
   cmake make ninja-build g++ pkg-config
   libeigen3-dev libboost-math-dev libfmt-dev catch2 libbenchmark-dev
+  libre2-dev                 # regex scoring of task files (linear time, bounded memory)
   clang libclang-rt-14-dev   # libFuzzer target for the relay decoder
   clang-format               # the formatting check (scripts/check-format.sh)
   ccache                     # optional compiler cache (scripts/test.sh uses it when present)

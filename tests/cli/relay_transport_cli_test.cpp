@@ -6,6 +6,12 @@
 #include <latentaudit/dist/transport.hpp>
 #include <latentaudit/trial/journal.hpp>
 
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <thread>
+
 #include <sys/wait.h>
 
 #include "support/cli_runner.hpp"
@@ -97,4 +103,97 @@ TEST_CASE("audit --relay-transport: bad relay options exit 2 with one line") {
                               "--link measured needs --relay-transport");
   test::expect_one_line_error(test::run_cli({"relay-peer", "--items", "4"}),
                               "exactly one of --listen HOST:PORT and --connect HOST:PORT");
+}
+
+namespace {
+
+// A key file of `n` random-looking bytes (deterministic: the tests need no secrecy).
+std::string write_key(const std::filesystem::path& dir, const std::string& name, std::size_t n,
+                      char c = 'k') {
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::ofstream(p, std::ios::binary) << std::string(n, c);
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("audit --relay-transport tcp: keys, loopback-only without one, bounded connects") {
+  const auto dir = test::cli_work_dir() / "relay_keys";
+  const auto short_key = write_key(dir, "short.key", 31);
+  const auto key = write_key(dir, "good.key", 40);
+  // a key shorter than 32 bytes: exit 2 naming the option (or the environment variable)
+  test::expect_one_line_error(
+      test::run_cli(small_audit(dir / "a", {"--relay-transport", "tcp", "--relay-key-file", short_key})),
+      "option --relay-key-file");
+  ::setenv("LATENTAUDIT_RELAY_KEY_FILE", short_key.c_str(), 1);
+  test::expect_one_line_error(test::run_cli(small_audit(dir / "a", {"--relay-transport", "tcp"}) /*spawned*/),
+                              "LATENTAUDIT_RELAY_KEY_FILE");
+  ::unsetenv("LATENTAUDIT_RELAY_KEY_FILE");
+  test::expect_one_line_error(test::run_cli(small_audit(dir / "a", {"--relay-key-file", key})),
+                              "--relay-key-file needs --relay-transport tcp");
+  // no key: a non-loopback address is refused
+  test::expect_one_line_error(
+      test::run_cli(small_audit(dir / "a", {"--relay-transport", "tcp", "--relay-peer", "192.0.2.1:7700"})),
+      "is not a loopback address");
+  test::expect_one_line_error(test::run_cli({"relay-peer", "--listen", "0.0.0.0:0", "--items", "4"}),
+                              "is not a loopback address");
+  // a closed port: a few attempts (about 5 s), then exit 2 naming the address
+  std::uint16_t port = 0;
+  {
+    dist::tcp_listener probe("127.0.0.1:0");
+    port = probe.port();
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const auto t0 = std::chrono::steady_clock::now();
+  test::expect_one_line_error(
+      test::run_cli(small_audit(
+          dir / "b", {"--relay-transport", "tcp", "--relay-peer", address, "--relay-key-file", key})),
+      "cannot reach the relay peer at '" + address + "'");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+}
+
+TEST_CASE(
+    "relay-peer --listen with a key: an idle client is dropped, the audit served; a wrong key refused") {
+  const auto dir = test::cli_work_dir() / "relay_listen_key";
+  const auto key = write_key(dir, "good.key", 48);
+  const auto other = write_key(dir, "other.key", 48, 'o');
+  std::uint16_t port = 0;
+  {
+    dist::tcp_listener probe("127.0.0.1:0");
+    port = probe.port();
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  auto peer_words = small_audit(dir / "unused", {"--listen", address, "--relay-key-file", key});
+  peer_words[0] = "relay-peer";
+  const pid_t peer = test::spawn_cli(peer_words, (dir / "peer.out").string(), (dir / "peer.err").string());
+  // an idle client connects first (and holds the connection)
+  std::optional<dist::tcp_transport> idle;
+  for (int i = 0; i < 100 && !idle; ++i) {
+    try {
+      idle.emplace(dist::tcp_transport::connect(address, {.timeout_s = 10, .connect_attempts = 1}));
+    } catch (const link_error&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  REQUIRE(idle);
+  // a client with the wrong key fails the challenge (exit 2), after the idle one is dropped
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto wrong = test::run_cli(small_audit(
+      dir / "wrong", {"--relay-transport", "tcp", "--relay-peer", address, "--relay-key-file", other}));
+  test::expect_one_line_error(wrong, "fails the challenge");
+  const auto r = test::run_cli(small_audit(
+      dir / "right", {"--relay-transport", "tcp", "--relay-peer", address, "--relay-key-file", key}));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int status = 0;
+  REQUIRE(waitpid(peer, &status, 0) == peer);
+  const std::string peer_err = test::slurp_file(dir / "peer.err");
+  INFO("audit stderr: " << r.err << "; peer stderr: " << peer_err);
+  REQUIRE(r.code == 0);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(r.err.empty());                                            // keyed: no warning
+  CHECK(std::count(peer_err.begin(), peer_err.end(), '\n') == 2);  // the idle and the wrong client, dropped
+  CHECK_THAT(peer_err, Catch::Contains("dropped a client"));
+  CHECK(took < 30);
+  check_measured(dir / "right");
 }

@@ -107,6 +107,38 @@ TEST_CASE("task_file: the reader's errors name file, line and field", "[task_fil
         }).rfind("t.jsonl:1:(line): is longer than 1000 bytes", 0) == 0);
 }
 
+TEST_CASE("task_file: what every record carries (id, covariates, extra fields) fits a record line",
+          "[task_file]") {
+  const std::string big(300000, 'x');  // over the 256 KiB bound, under the 4 MiB line bound
+  const std::string rest = "\"document\": \"d\", \"query\": \"q\", \"answers\": [\"a\"]";
+  const std::string bound = "262144 bytes of JSON, which every record of the task carries";
+  CHECK(
+      error_of([&] {
+        (void)read_text("{\"id\": \"" + big + "\", " + rest + "}\n");
+      }).rfind("t.jsonl:1:id: brings the task's id, covariates and other fields to more than " + bound, 0) ==
+      0);
+  CHECK(error_of([&] {
+          (void)read_text("{\"id\": \"a\", \"covariates\": {\"lab\": \"" + big + "\"}, " + rest + "}\n");
+        }).rfind("t.jsonl:1:covariates.lab: brings", 0) == 0);
+  CHECK(error_of([&] {
+          (void)read_text("\n{\"id\": \"a\", \"source\": {\"text\": \"" + big + "\"}, " + rest + "}\n");
+        }).find("t.jsonl:2:source: brings") != std::string::npos);
+  // Several fields that only together pass the bound: the one that crosses it is named.
+  const std::string half(140000, 'y');
+  CHECK(error_of([&] {
+          (void)read_text("{\"id\": \"a\", \"f1\": \"" + half + "\", \"f2\": \"" + half + "\", " + rest +
+                          "}\n");
+        }).rfind("t.jsonl:1:f2: brings", 0) == 0);
+  // Query-level labels count once per query (a record carries one query).
+  CHECK(error_of([&] {
+          (void)read_text(
+              "{\"id\": \"a\", \"document\": \"d\", \"queries\": [{\"query\": \"q\", "
+              "\"answers\": [\"a\"], \"covariates\": {\"l\": \"" +
+              big + "\"}}]}\n");
+        }).rfind("t.jsonl:1:queries[0].covariates.l: brings", 0) == 0);
+  CHECK_NOTHROW(read_text("{\"id\": \"a\", \"f1\": \"" + half + "\", " + rest + "}\n"));
+}
+
 TEST_CASE("task_file: fields, extra fields and several queries survive the writer", "[task_file]") {
   const std::string text =
       "{\"latentaudit_tasks\": 1, \"scoring\": \"normalized\", \"max_answer_tokens\": 12}\n"
@@ -182,7 +214,7 @@ TEST_CASE("task_file: checks against the engine before any trial", "[task_file]"
           task_file_source(
               read_text("{\"id\": \"a\", \"document\": \"x\", \"query\": \"q\", \"answers\": [\"(b\"]}"),
               byte_codec(), {.vocab_size = 300}, task_scoring::regex);
-        }).rfind("t.jsonl:1:answers[0]: is not a valid ECMAScript regex", 0) == 0);
+        }).rfind("t.jsonl:1:answers[0]: is not a valid RE2 regex", 0) == 0);
   CHECK(error_of([&] {
           task_file_source(read_text("{\"id\": \"a\", \"document_tokens\": [0, 1], \"query_tokens\": [3], "
                                      "\"answers\": [[4]], \"budget_cuts\": [1, 3]}"),
@@ -192,6 +224,45 @@ TEST_CASE("task_file: checks against the engine before any trial", "[task_file]"
   const task_file_source s(read_text(tok), {}, {.vocab_size = 100});
   CHECK_FALSE(s.has_budget_units());
   CHECK_THROWS_AS(s.task(0, 0, 1).document_prefix_pairs(1), invalid_argument);
+}
+
+TEST_CASE("task_file: regex answers are bounded RE2 patterns (no recursion, no stack overflow)",
+          "[task_file]") {
+  auto source = [](const std::string& pattern) {
+    json_value j = json_value::object();
+    j.set("id", "a");
+    j.set("document", "x");
+    j.set("query", "q");
+    j.set("answers", json_value(json_value::array_type{json_value(pattern)}));
+    return task_file_source(read_text(write_json(j) + "\n"), byte_codec(), {.vocab_size = 300},
+                            task_scoring::regex);
+  };
+  // 120 KB of nesting: refused by its length before any regex engine sees it.
+  const std::string deep = std::string(60000, '(') + "a" + std::string(60000, ')');
+  CHECK(error_of([&] {
+          (void)source(deep);
+        }).rfind("t.jsonl:1:answers[0]: is a pattern of 120001 bytes, longer than the limit of 4096", 0) ==
+        0);
+  // Nesting within the length limit: RE2 parses it without recursion (accepted or refused, never a crash).
+  const std::string nested = std::string(2000, '(') + "a" + std::string(2000, ')');
+  try {
+    const auto s = source(nested);
+    CHECK(s.task(0, 0, 1).check_answer(byte_codec().encode("xa")).correct);
+  } catch (const corrupt_data& e) {
+    CHECK(std::string(e.what()).rfind("t.jsonl:1:answers[0]: is not a valid RE2 regex", 0) == 0);
+  }
+  // A program larger than RE2's memory bound is refused, naming the field.
+  CHECK(error_of([&] { (void)source("((((a{100}){100}){100}){100})"); }).rfind("t.jsonl:1:answers[0]: ", 0) ==
+        0);
+  // RE2 syntax: classes, alternation, anchors; no backreferences.
+  const auto s = source("^(yes|y)\\b|[0-9]{2,}");
+  const auto t = s.task(0, 0, 1);
+  CHECK(t.check_answer(byte_codec().encode("yes sir")).correct);
+  CHECK(t.check_answer(byte_codec().encode("it is 42")).correct);
+  CHECK_FALSE(t.check_answer(byte_codec().encode("no 4")).correct);
+  CHECK(error_of([&] {
+          (void)source("(a)\\1");
+        }).rfind("t.jsonl:1:answers[0]: is not a valid RE2 regex", 0) == 0);
 }
 
 TEST_CASE("task_file: text tasks through a codec, scored exact, normalized, contains, regex", "[task_file]") {

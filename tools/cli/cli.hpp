@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -157,8 +158,13 @@ class arguments {
       throw usage_error(command_ + ": option " + std::string(name) + " needs a non-empty value");
     return *v;
   }
+  /// @brief Values that `shadow` holds are checked by the typed getters too, with the same bounds,
+  /// though this object's values win (the --config entries the command line overrides: a broken
+  /// config is refused whichever of its keys is in force; the messages name `shadow`'s command).
+  void set_shadow(arguments shadow) { shadow_ = std::make_shared<const arguments>(std::move(shadow)); }
   /// @brief A finite number (default if absent). @throws usage_error if it does not parse.
   [[nodiscard]] double number(std::string_view name, double fallback) const {
+    if (shadow_ && shadow_->has(name)) (void)shadow_->number(name, fallback);
     auto v = get(name);
     return v ? parse_number(name, *v) : fallback;
   }
@@ -168,6 +174,7 @@ class arguments {
   }
   /// @brief A confidence level in (0, 1) (default if absent). @throws usage_error otherwise.
   [[nodiscard]] double level(std::string_view name = "--level", double fallback = 0.95) const {
+    if (shadow_ && shadow_->has(name)) (void)shadow_->level(name, fallback);
     const double x = number(name, fallback);
     if (!(x > 0.0 && x < 1.0))
       throw usage_error(command_ + ": option " + std::string(name) + " must lie in (0, 1), got " +
@@ -178,6 +185,7 @@ class arguments {
   /// --alpha accepts (a level of 0.5 or more rejects more often than it could protect).
   /// @throws usage_error otherwise.
   [[nodiscard]] double alpha(std::string_view name = "--alpha", double fallback = 0.05) const {
+    if (shadow_ && shadow_->has(name)) (void)shadow_->alpha(name, fallback);
     const double x = number(name, fallback);
     if (!(x > 0.0 && x < 0.5))
       throw usage_error(command_ + ": option " + std::string(name) + " must lie in (0, 0.5), got " +
@@ -187,6 +195,7 @@ class arguments {
   /// @brief An integer in [lo, hi] (default if absent). @throws usage_error otherwise.
   [[nodiscard]] std::uint64_t integer(std::string_view name, std::uint64_t fallback, std::uint64_t lo,
                                       std::uint64_t hi) const {
+    if (shadow_ && shadow_->has(name)) (void)shadow_->integer(name, fallback, lo, hi);
     auto v = get(name);
     if (!v) return fallback;
     std::uint64_t x = 0;
@@ -206,6 +215,7 @@ class arguments {
   /// @brief One of `allowed` (default if absent). @throws usage_error otherwise.
   [[nodiscard]] std::string choice(std::string_view name, std::string fallback,
                                    const std::vector<std::string>& allowed) const {
+    if (shadow_ && shadow_->has(name)) (void)shadow_->choice(name, fallback, allowed);
     auto v = get(name);
     if (!v) return fallback;
     if (std::find(allowed.begin(), allowed.end(), *v) == allowed.end()) {
@@ -221,6 +231,7 @@ class arguments {
   std::string command_;
   std::map<std::string, std::string> values_;
   bool help_ = false;
+  std::shared_ptr<const arguments> shadow_;
 
   [[nodiscard]] double parse_number(std::string_view name, const std::string& v) const {
     double x = 0;

@@ -61,6 +61,10 @@ std::vector<option_spec> audit_spec() {
        "records gain transfer_measured_s (docs/distributed.md)"},
       {"--relay-peer", "HOST:PORT",
        "the relay-peer to connect to (tcp); default: a loopback peer spawned with the same options"},
+      {"--relay-key-file", "FILE",
+       "the tcp relay's shared secret (>= 32 bytes; also LATENTAUDIT_RELAY_KEY_FILE): the audit and its "
+       "relay-peer authenticate each other and every message; without one the relay stays on loopback "
+       "(docs/distributed.md, \"Threat model\")"},
       {"--out", "DIR",
        "output directory (default audit-out): records.jsonl, design.json, report.md, report.json, *.svg"},
       {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
@@ -126,7 +130,9 @@ std::vector<option_spec> report_spec() {
 // "--": a flag takes true or false, any other option a string or a number; "help" and "config"
 // are refused.
 std::vector<std::string> with_config(std::span<const std::string> words,
-                                     const std::vector<option_spec>& specs) {
+                                     const std::vector<option_spec>& specs,
+                                     std::vector<std::string>* overridden = nullptr,
+                                     std::string* config_where = nullptr) {
   std::vector<std::string> out(words.begin(), words.end());
   for (std::size_t i = 0; i < words.size(); ++i) {
     std::string path;
@@ -163,22 +169,40 @@ std::vector<std::string> with_config(std::span<const std::string> words,
           std::find_if(specs.begin(), specs.end(), [&](const option_spec& s) { return s.name == opt; });
       if (spec == specs.end()) throw usage_error(where + ": unknown key '" + k + "' (no option " + opt + ")");
       const bool flag = spec->metavar.empty();
-      bool given = false;
-      for (const auto& w : words) given |= w == opt || w.rfind(opt + "=", 0) == 0;
-      if (given) continue;
+      // The value is checked even where the command line overrides it (a broken config is refused
+      // whichever of its keys is in force).
+      std::string word;
       if (flag) {
         if (!v.is_bool())
           throw usage_error(where + ": key '" + k + "' is a flag and takes true or false, got " +
                             write_json(v));
-        if (v.as_bool()) out.push_back(opt);
+        if (v.as_bool()) word = opt;
       } else if (v.is_string()) {
-        out.push_back(opt + "=" + v.as_string());
+        if (v.as_string().find('\0') != std::string::npos)
+          throw usage_error(where + ": key '" + k + "' holds a NUL character");
+        word = opt + "=" + v.as_string();
       } else if (v.is_number()) {
-        out.push_back(opt + "=" + detail::number_text(v.as_number()));
+        // An integral value as an integer ({"bootstrap": 1000000} is 1000000, not 1e+06).
+        const double x = v.as_number();
+        std::string text;
+        if (std::trunc(x) == x && std::fabs(x) <= json_max_exact_integer)
+          text = x < 0 ? "-" + std::to_string(static_cast<std::uint64_t>(-x))
+                       : std::to_string(static_cast<std::uint64_t>(x));
+        else
+          text = detail::number_text(x);
+        word = opt + "=" + text;
       } else {
         throw usage_error(where + ": key '" + k + "' must be a string or a number (option " + opt + " " +
                           spec->metavar + ")");
       }
+      bool given = false;
+      for (const auto& w : words) given |= w == opt || w.rfind(opt + "=", 0) == 0;
+      if (given) {
+        if (overridden != nullptr && !word.empty()) overridden->push_back(word);
+        if (config_where != nullptr) *config_where = where + " (overridden on the command line)";
+        continue;
+      }
+      if (!word.empty()) out.push_back(word);
     }
   }
   return out;
@@ -355,8 +379,11 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
 
 int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
   const auto specs = audit_spec();
-  const auto words = with_config(raw, specs);
-  const auto args = arguments::parse(words, specs, serve != nullptr ? "relay-peer" : "audit");
+  std::vector<std::string> overridden;
+  std::string overridden_where;
+  const auto words = with_config(raw, specs, &overridden, &overridden_where);
+  auto args = arguments::parse(words, specs, serve != nullptr ? "relay-peer" : "audit");
+  if (!overridden.empty()) args.set_shadow(arguments::parse(overridden, specs, overridden_where));
   if (args.help()) {
     std::fputs(
         help_text(
@@ -431,7 +458,11 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     std::size_t i = 0;
     while (i <= arms->size()) {
       const std::size_t j = std::min(arms->find(',', i), arms->size());
-      d.arms.push_back(parse_arm(std::string_view(*arms).substr(i, j - i)));
+      try {
+        d.arms.push_back(parse_arm(std::string_view(*arms).substr(i, j - i)));
+      } catch (const error& e) {
+        throw usage_error(std::string("audit: option --arms: ") + e.what());
+      }
       i = j + 1;
     }
   }
@@ -477,7 +508,11 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
                              ? std::string(", but no --drift manifest is loaded")
                              : " in '" + (drift_dir / "drift.json").string() + "', which lacks it"));
   const std::string link_name = args.get("--link").value_or("pcie4");
-  d.link = find_link(link_name == "measured" ? "pcie4" : link_name);  // measured: the report's fitted link
+  try {
+    d.link = find_link(link_name == "measured" ? "pcie4" : link_name);  // measured: the report's fitted link
+  } catch (const error& e) {
+    throw usage_error(std::string("audit: option --link: ") + e.what());
+  }
   if (link_name == "measured" && !args.get("--relay-transport") && serve == nullptr)
     throw usage_error(
         "audit: option --link measured needs --relay-transport (the link is fitted from "
@@ -620,9 +655,10 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
           a_side(engine, partner);
       add_senders(a_side);
       a_side.set_message_options(msg_opts);
+      relay_channel& a_link = serve != nullptr ? serve->channel(d.design_hash()) : *mpi_link;
+      if (serve != nullptr) a_side.set_relay_key(serve->wire_key());
       return a_side.serve_sender(
-          d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
-          serve != nullptr ? serve->channel() : *mpi_link);
+          d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
     }
     std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
     if (mpi_relay) {
@@ -643,7 +679,10 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     trial_driver<engine_type, partner_type> driver(engine, partner);
     add_senders(driver);
     driver.set_message_options(msg_opts);
-    if (relay) driver.set_relay_channel(&relay->channel());
+    if (relay) {
+      driver.set_relay_channel(&relay->channel(d.design_hash()));
+      driver.set_relay_key(relay->wire_key());
+    }
     if (mpi_link) driver.set_relay_channel(mpi_link.get());
     auto go = [&](const unit_schedule& schedule) {
       return driver.run(
@@ -883,8 +922,15 @@ int run_report(std::span<const std::string> words) {
   auto records = dist::read_records_set(dist::resolve_records_path(records_arg));
   if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
   if (records_dir) {  // a set of files: in the order of a one-process run of the design beside them
+    std::optional<json_value> design_json;
     try {
-      const auto dj = dist::read_design_file(records_arg / "design.json");
+      design_json = dist::read_design_file(records_arg / "design.json");
+    } catch (const error&) {  // no readable design.json: the files' order (design_warnings says why)
+    }
+    // A design declaring more than any audit has (90k arms) is refused before it sizes the report.
+    if (design_json) dist::check_design_bounds(*design_json, records_arg / "design.json");
+    try {
+      const auto& dj = design_json ? *design_json : json_value();
       if (const auto od = dist::design_order_from_json(dj);
           od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
                     4.0L * static_cast<long double>(records.size()) + 1024.0L)

@@ -4,6 +4,7 @@
 // header, scalar metadata and tensors, validated by the bounded reader (backend/gguf.hpp).
 #include <latentaudit/backend/gguf.hpp>
 #include <latentaudit/backend/gguf_export.hpp>
+#include <latentaudit/core/detail/file_check.hpp>
 
 #include <cstdio>
 #include <string>
@@ -52,6 +53,7 @@ int run_export(std::span<const std::string> words) {
   }
   const std::string model = args.require("--model");
   const std::string out = args.require("--out");
+  detail::require_output_file(out, "--out");  // before the conversion, not after it
   const auto type = *parse_dtype(args.choice("--dtype", "f32", {"f32", "f16", "bf16"}));
   const auto s = export_llama_gguf(
       model, out,

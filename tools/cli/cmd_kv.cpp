@@ -6,9 +6,12 @@
 #include <latentaudit/kv/rope.hpp>
 #include <latentaudit/kv/wire.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <system_error>
 
 #include "cli.hpp"
 
@@ -189,11 +192,25 @@ int run_make_example(std::span<const std::string> words) {
                                                   : quant_scheme::fp8_e5m2;
     opts.quantize = quantize_spec{.scheme = q, .group_size = 16};
   }
-  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  // To a temporary renamed over --out when complete: a full disk or a file-size limit leaves no
+  // partial relay; a device or directory at --out is refused, never replaced.
+  detail::require_output_file(out, "--out");
+  const auto tmp = detail::output_temp_path(out);
+  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   if (!f) throw usage_error("kv make-example: cannot write '" + out + "'");
   const auto n = encode_relay(b, f, opts);
   f.close();
-  if (!f) throw usage_error("kv make-example: writing '" + out + "' failed");
+  std::error_code ec;
+  if (!f) {
+    std::filesystem::remove(tmp, ec);
+    throw usage_error("kv make-example: writing '" + out + "' failed: " + std::strerror(errno));
+  }
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw usage_error("kv make-example: cannot write '" + out + "': " + ec.message());
+  }
   json_value j = json_value::object();
   j.set("out", out);
   j.set("bytes", n);

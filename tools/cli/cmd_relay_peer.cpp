@@ -6,13 +6,20 @@
 // is given. docs/distributed.md, "Relay over a real link".
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +33,66 @@ namespace latentaudit::cli {
 namespace {
 // Seconds each wait of the CLI's links may last (a peer loading a large model before its greeting).
 constexpr double cli_link_timeout_s = 600.0;
+// Connection attempts (0.1, 0.2, 0.4, 0.8, 1, 1, 1 s apart: about 5 s against a closed port).
+constexpr int cli_connect_attempts = 8;
+constexpr double cli_connect_attempt_s = 5.0;
+// Seconds an accepted client has for each handshake message before it is dropped.
+constexpr double cli_hello_timeout_s = 5.0;
+
+dist::transport_options cli_transport() {
+  return {.timeout_s = cli_link_timeout_s,
+          .connect_attempts = cli_connect_attempts,
+          .connect_attempt_s = cli_connect_attempt_s};
+}
+
+// Whether every address `host` resolves to is a loopback one (127.0.0.0/8, ::1).
+bool loopback_only(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* head = nullptr;
+  if (::getaddrinfo(host.c_str(), "1", &hints, &head) != 0 || head == nullptr) return false;
+  bool all = true;
+  for (addrinfo* p = head; p != nullptr; p = p->ai_next) {
+    if (p->ai_family == AF_INET) {
+      const auto a = ntohl(reinterpret_cast<const sockaddr_in*>(p->ai_addr)->sin_addr.s_addr);
+      all = all && (a >> 24) == 127;
+    } else if (p->ai_family == AF_INET6) {
+      all = all && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(p->ai_addr)->sin6_addr);
+    } else {
+      all = false;
+    }
+  }
+  ::freeaddrinfo(head);
+  return all;
+}
+
+// Without a key: loopback only (exit 2 otherwise); channel() says on stderr that it is unauthenticated.
+void check_unkeyed(const std::string& who, const std::string& option, const std::string& address) {
+  const std::string host = dist::parse_host_port(address, option).host;
+  if (!loopback_only(host))
+    throw usage_error(who + ": option " + option + " '" + address +
+                      "' is not a loopback address: a relay across machines needs a shared key "
+                      "(--relay-key-file FILE or LATENTAUDIT_RELAY_KEY_FILE, at least 32 bytes; "
+                      "docs/distributed.md, \"Threat model\")");
+}
+
+// The key of --relay-key-file FILE, else of $LATENTAUDIT_RELAY_KEY_FILE, else none (empty).
+std::vector<std::byte> key_from(const std::optional<std::string>& file, const std::string& who) {
+  std::string option = "option --relay-key-file";
+  std::optional<std::string> path = file;
+  if (!path)
+    if (const char* e = std::getenv("LATENTAUDIT_RELAY_KEY_FILE"); e != nullptr && *e != 0) {
+      path = e;
+      option = "LATENTAUDIT_RELAY_KEY_FILE";
+    }
+  if (!path) return {};
+  try {
+    return dist::read_relay_key_file(*path, option);
+  } catch (const invalid_argument& e) {
+    throw usage_error(who + ": " + e.what());
+  }
+}
 }  // namespace
 
 std::unique_ptr<relay_session> relay_session::for_audit(const arguments& args,
@@ -34,87 +101,144 @@ std::unique_ptr<relay_session> relay_session::for_audit(const arguments& args,
   const auto peer = args.get("--relay-peer");
   if (!transport) {
     if (peer) throw usage_error("audit: option --relay-peer needs --relay-transport tcp");
+    if (args.get("--relay-key-file"))
+      throw usage_error("audit: option --relay-key-file needs --relay-transport tcp");
     return nullptr;
   }
-  if (*transport != "tcp")
+  if (*transport != "tcp") {
+    if (args.get("--relay-key-file"))
+      throw usage_error("audit: option --relay-key-file applies to --relay-transport tcp");
     throw usage_error("audit: option --relay-transport must be tcp or mpi, got '" + *transport + "'");
+  }
   std::unique_ptr<relay_session> s(new relay_session());
+  s->key_ = key_from(args.get("--relay-key-file"), "audit");
   if (peer) {
     try {
       (void)dist::parse_host_port(*peer, "--relay-peer");
     } catch (const error&) {
       throw usage_error("audit: option --relay-peer must read HOST:PORT, got '" + *peer + "'");
     }
+    if (s->key_.empty()) check_unkeyed("audit", "--relay-peer", *peer);
     s->connect_to_ = *peer;
     return s;
   }
   // A loopback peer: listen on a free port, spawn `latentaudit relay-peer --connect` with the
   // audit's options (less the relay ones), its stdout to /dev/null (its errors stay on stderr).
-  s->listener_.emplace("127.0.0.1:0", dist::transport_options{.timeout_s = cli_link_timeout_s});
-  std::vector<std::string> argv = {"latentaudit", "relay-peer", "--connect",
-                                   "127.0.0.1:" + std::to_string(s->listener_->port())};
+  // It gets a fresh random key through an inherited pipe (descriptor 3): a local process that
+  // connects to the port first fails the challenge and is dropped.
+  s->key_ = dist::random_bytes(32);
+  s->listener_.emplace("127.0.0.1:0", cli_transport());
+  std::vector<std::string> argv = {"latentaudit",    "relay-peer",
+                                   "--relay-key-fd", "3",
+                                   "--connect",      "127.0.0.1:" + std::to_string(s->listener_->port())};
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
-    if (w == "--relay-transport" || w == "--relay-peer") {
+    if (w == "--relay-transport" || w == "--relay-peer" || w == "--relay-key-file") {
       ++i;
       continue;
     }
-    if (w.rfind("--relay-transport=", 0) == 0 || w.rfind("--relay-peer=", 0) == 0) continue;
+    if (w.rfind("--relay-transport=", 0) == 0 || w.rfind("--relay-peer=", 0) == 0 ||
+        w.rfind("--relay-key-file=", 0) == 0)
+      continue;
     argv.push_back(w);
   }
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  int kp[2];
+  if (::pipe2(kp, O_CLOEXEC) != 0)
+    throw usage_error(std::string("audit: cannot start the loopback relay peer: pipe: ") +
+                      std::strerror(errno));
+  const bool wrote = ::write(kp[1], s->key_.data(), s->key_.size()) == static_cast<ssize_t>(s->key_.size());
+  ::close(kp[1]);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, kp[0], 3);  // dup2 clears close-on-exec on descriptor 3
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, cargv.data(), environ);
+  const int rc = wrote ? ::posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, cargv.data(), environ) : EIO;
   posix_spawn_file_actions_destroy(&fa);
+  ::close(kp[0]);
   if (rc != 0)
     throw usage_error(std::string("audit: cannot start the loopback relay peer: ") + std::strerror(rc));
   s->child_ = pid;
   return s;
 }
 
-std::unique_ptr<relay_session> relay_session::for_peer(const std::string& listen,
-                                                       const std::string& connect) {
+std::unique_ptr<relay_session> relay_session::for_peer(const std::string& listen, const std::string& connect,
+                                                       std::vector<std::byte> key) {
   std::unique_ptr<relay_session> s(new relay_session());
-  const dist::transport_options o{.timeout_s = cli_link_timeout_s};
+  s->who_ = "relay-peer";
+  s->key_ = std::move(key);
   try {
-    if (!listen.empty())
-      s->listener_.emplace(listen, o);
-    else
-      s->connect_to_ = connect;
     if (!connect.empty()) (void)dist::parse_host_port(connect, "--connect");
+    if (!listen.empty()) (void)dist::parse_host_port(listen, "--listen");
   } catch (const invalid_argument&) {
     throw usage_error("relay-peer: option " + std::string(listen.empty() ? "--connect" : "--listen") +
                       " must read HOST:PORT, got '" + (listen.empty() ? connect : listen) + "'");
   }
+  if (s->key_.empty())
+    check_unkeyed("relay-peer", listen.empty() ? "--connect" : "--listen", listen.empty() ? connect : listen);
+  if (!listen.empty())
+    s->listener_.emplace(listen, cli_transport());
+  else
+    s->connect_to_ = connect;
   return s;
 }
 
-relay_channel& relay_session::channel() {
-  if (!link_) {
-    const dist::transport_options o{.timeout_s = cli_link_timeout_s};
-    if (!connect_to_.empty())
-      link_.emplace(dist::tcp_transport::connect(connect_to_, o));
-    else if (child_ > 0)
-      // the loopback peer this process started: if it exits before connecting (a model it cannot
-      // load, a bad option), say so at once instead of waiting out the link's timeout
-      link_.emplace(listener_->accept([this] {
-        int status = 0;
-        if (::waitpid(child_, &status, WNOHANG) != child_) return;
-        child_ = -1;
-        throw usage_error("audit: the loopback relay peer ended before it connected, with " +
-                          (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                             : "signal " + std::to_string(WTERMSIG(status))) +
-                          " (its own message, if any, is above)");
-      }));
-    else
-      link_.emplace(listener_->accept());
+relay_channel& relay_session::channel(const std::string& design_hash) {
+  if (link_) return *link_;
+  const dist::relay_auth_options ao{.hello_timeout_s = cli_hello_timeout_s,
+                                    .client_wait_s = cli_link_timeout_s};
+  if (!connect_to_.empty()) {
+    std::optional<dist::tcp_transport> t;
+    try {
+      t.emplace(dist::tcp_transport::connect(connect_to_, cli_transport()));
+    } catch (const link_error& e) {
+      throw usage_error(who_ + ": cannot reach the relay peer at '" + connect_to_ + "': " + e.what());
+    }
+    link_.emplace(dist::authenticated_channel::client(std::move(*t), key_, design_hash, ao));
+    warn_unkeyed();
+    return *link_;
   }
-  return *link_;
+  // the loopback peer this process started: if it exits before connecting (a model it cannot
+  // load, a bad option), say so at once instead of waiting out the link's timeout
+  std::function<void()> still_waiting;
+  if (child_ > 0)
+    still_waiting = [this] {
+      int status = 0;
+      if (::waitpid(child_, &status, WNOHANG) != child_) return;
+      child_ = -1;
+      throw usage_error("audit: the loopback relay peer ended before it connected, with " +
+                        (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                           : "signal " + std::to_string(WTERMSIG(status))) +
+                        " (its own message, if any, is above)");
+    };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cli_link_timeout_s);
+  for (;;) {
+    dist::tcp_transport t = listener_->accept(still_waiting);
+    const std::string who = t.peer_name();
+    try {
+      link_.emplace(dist::authenticated_channel::server(std::move(t), key_, design_hash, ao));
+      warn_unkeyed();
+      return *link_;
+    } catch (const invalid_argument&) {
+      throw;                    // an authenticated client with another design: both ends stop, as before
+    } catch (const error& e) {  // idle, trickling, unauthenticated or another protocol: the next one
+      std::fprintf(stderr, "latentaudit: %s: dropped a client (%s): %s\n", who_.c_str(), who.c_str(),
+                   e.what());
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+    }
+  }
+}
+
+void relay_session::warn_unkeyed() const {
+  if (key_.empty())
+    std::fprintf(
+        stderr,
+        "latentaudit: warning: %s: the relay channel with %s is unauthenticated (no --relay-key-file "
+        "or LATENTAUDIT_RELAY_KEY_FILE): any local process could connect to it or pose as the peer\n",
+        who_.c_str(), link_->peer_name().c_str());
 }
 
 void relay_session::finish() {
@@ -144,14 +268,14 @@ relay_session::~relay_session() {
 namespace {
 
 int run_relay_peer(std::span<const std::string> words) {
-  std::string listen, connect;
+  std::string listen, connect, key_file, key_fd;
   std::vector<std::string> rest;
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     auto take = [&](const char* name, std::string& into) {
       const std::string n(name);
       if (w == n) {
-        if (i + 1 >= words.size()) throw usage_error("relay-peer: option " + n + " needs HOST:PORT");
+        if (i + 1 >= words.size()) throw usage_error("relay-peer: option " + n + " needs a value");
         into = words[++i];
         return true;
       }
@@ -161,7 +285,9 @@ int run_relay_peer(std::span<const std::string> words) {
       }
       return false;
     };
-    if (take("--listen", listen) || take("--connect", connect)) continue;
+    if (take("--listen", listen) || take("--connect", connect) || take("--relay-key-file", key_file) ||
+        take("--relay-key-fd", key_fd))
+      continue;
     rest.push_back(w);
   }
   const bool help = std::find(rest.begin(), rest.end(), "--help") != rest.end();
@@ -175,11 +301,30 @@ int run_relay_peer(std::span<const std::string> words) {
         "and serves the sender's half of every relay (read, export, policy or placebo, encode, send the\n"
         "wire frame) to `latentaudit audit --relay-transport tcp --relay-peer HOST:PORT` with the same\n"
         "options. Ends when the audit is done. --connect HOST:PORT connects to the audit instead of\n"
-        "listening (what the audit's own loopback peer does). docs/distributed.md.\n",
+        "listening (what the audit's own loopback peer does). --relay-key-file FILE (or\n"
+        "LATENTAUDIT_RELAY_KEY_FILE): the shared secret, at least 32 bytes, that the audit holds too;\n"
+        "without one only a loopback address is accepted. docs/distributed.md, \"Threat model\".\n",
         stdout);
     return exit_ok;
   }
-  auto session = relay_session::for_peer(listen, connect);
+  // The key: --relay-key-fd N (the audit's own loopback peer: a fresh key through an inherited
+  // pipe), else --relay-key-file FILE, else $LATENTAUDIT_RELAY_KEY_FILE, else none.
+  std::vector<std::byte> key;
+  if (!key_fd.empty()) {
+    if (key_fd.size() > 4 || key_fd.find_first_not_of("0123456789") != std::string::npos)
+      throw usage_error("relay-peer: option --relay-key-fd must be a descriptor number, got '" + key_fd +
+                        "'");
+    const int fd = std::stoi(key_fd);
+    try {
+      key = dist::read_relay_key_fd(fd, "option --relay-key-fd");
+    } catch (const invalid_argument& e) {
+      throw usage_error(std::string("relay-peer: ") + e.what());
+    }
+    ::close(fd);
+  } else {
+    key = key_from(key_file.empty() ? std::nullopt : std::optional<std::string>(key_file), "relay-peer");
+  }
+  auto session = relay_session::for_peer(listen, connect, std::move(key));
   return run_audit_as_peer(rest, *session);
 }
 

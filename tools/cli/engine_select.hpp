@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "cli.hpp"
+#include "gguf_check.hpp"
 
 #if defined(LATENTAUDIT_HAS_LLAMA_CPP) && LATENTAUDIT_HAS_LLAMA_CPP
 #include <latentaudit/backend/llama_cpp.hpp>
@@ -48,12 +49,15 @@ inline engine_kind parse_engine(const arguments& args, std::string_view command)
                     "'");
 }
 
-/// @brief Checks that a llama.cpp --model names a GGUF file. @throws usage_error otherwise.
+/// @brief Checks that a llama.cpp --model names a GGUF file that llama.cpp can load without
+/// aborting (gguf_check.hpp: the bounded reader, then the keys llama.cpp trusts).
+/// @throws usage_error otherwise, naming the option, the file and the key.
 inline void require_gguf(const std::filesystem::path& p, std::string_view command, std::string_view option) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec))
     throw usage_error(std::string(command) + ": option " + std::string(option) +
                       " must name a GGUF file for --engine llama.cpp, got '" + p.string() + "'");
+  check_gguf_for_llama(p, command, option, false);
 }
 
 }  // namespace latentaudit::cli

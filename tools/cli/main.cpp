@@ -5,7 +5,10 @@
 #include <latentaudit/version.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -18,8 +21,8 @@ namespace latentaudit::cli {
 void print_json(const json_value& v, bool pretty) {
   std::string out = write_json(v, json_write_options{.indent = pretty ? 2 : -1});
   out.push_back('\n');
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
+    LATENTAUDIT_THROW(invalid_argument(std::string("cannot write to stdout: ") + std::strerror(errno)));
 }
 
 namespace {
@@ -85,9 +88,23 @@ int dispatch(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   namespace cli = latentaudit::cli;
+  // A write past RLIMIT_FSIZE fails with EFBIG (a message, exit 2, no partial output: outputs are
+  // written to a temporary and renamed) instead of killing the process with SIGXFSZ; a closed pipe
+  // on stdout fails with EPIPE (a message, exit 2) instead of SIGPIPE.
+  std::signal(SIGXFSZ, SIG_IGN);
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    return cli::dispatch(args);
+    const int rc = cli::dispatch(args);
+    // What is still buffered (help text, printf) and any earlier write error: a full disk or a
+    // closed stdout is an error, never a silent exit 0.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      const int err = errno;
+      return rc != cli::exit_ok ? rc
+                                : cli::fail(cli::exit_bad_input, std::string("cannot write to stdout: ") +
+                                                                     std::strerror(err != 0 ? err : EIO));
+    }
+    return rc;
   } catch (const cli::usage_error& e) {
     return cli::fail(cli::exit_bad_input, e.what());
   } catch (const latentaudit::error& e) {

@@ -5,12 +5,14 @@
 #ifndef LATENTAUDIT_TOOLS_CLI_RELAY_SESSION_HPP
 #define LATENTAUDIT_TOOLS_CLI_RELAY_SESSION_HPP
 
+#include <latentaudit/dist/relay_auth.hpp>
 #include <latentaudit/dist/transport.hpp>
 
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -27,12 +29,19 @@ class relay_session {
   /// @throws usage_error on a bad --relay-transport or --relay-peer.
   static std::unique_ptr<relay_session> for_audit(const arguments& args, std::span<const std::string> words);
   /// @brief The sender's (A's) end: listen on `listen` for the audit to connect, or connect to
-  /// `connect` (exactly one is non-empty).
-  static std::unique_ptr<relay_session> for_peer(const std::string& listen, const std::string& connect);
+  /// `connect` (exactly one is non-empty), under `key` (empty: unauthenticated, loopback only).
+  /// @throws usage_error on a bad address, or a non-loopback one without a key.
+  static std::unique_ptr<relay_session> for_peer(const std::string& listen, const std::string& connect,
+                                                 std::vector<std::byte> key);
 
-  /// @brief The link (connects or accepts on first use).
-  /// @throws link_error when no connection is made in time.
-  relay_channel& channel();
+  /// @brief The link for design `design_hash` (connects or accepts, then runs the authenticated
+  /// handshake, on first use). Accepting, a client that fails the handshake or stays idle past the
+  /// hello deadline is dropped (one stderr line) and the next one served.
+  /// @throws usage_error when no connection is made (connect: after a few attempts, naming the
+  ///         address); invalid_argument if the two ends run different designs.
+  relay_channel& channel(const std::string& design_hash);
+  /// @brief The key of the relays' wire HMAC tag (after channel()).
+  [[nodiscard]] std::span<const std::byte> wire_key() const { return link_->wire_key(); }
   /// @brief "tcp".
   [[nodiscard]] std::string transport() const { return "tcp"; }
   /// @brief B: waits for a spawned peer and checks that it ended well.
@@ -42,9 +51,12 @@ class relay_session {
 
  private:
   relay_session() = default;
+  void warn_unkeyed() const;  // one stderr line when the channel has no key
   std::optional<dist::tcp_listener> listener_;
-  std::optional<dist::tcp_transport> link_;
+  std::optional<dist::authenticated_channel> link_;
+  std::vector<std::byte> key_;  // the shared secret (empty: unauthenticated)
   std::string connect_to_;
+  std::string who_ = "audit";
   pid_t child_ = -1;
 };
 

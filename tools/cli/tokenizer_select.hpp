@@ -64,6 +64,7 @@ class text_tokenizer {
     if (!path) return t;
     t.path_ = *path;
 #if LATENTAUDIT_CLI_LLAMA_CPP
+    check_gguf_for_llama(*path, command, "--tokenizer", true);  // before llama.cpp parses it
     t.tok_.emplace(llama_cpp_tokenizer::load(*path));
 #else
     throw usage_error(

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/detail/file_check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 
@@ -741,10 +742,12 @@ class gguf_writer {
 
   /// @brief Writes the file: to `path` + ".partial" first, renamed to `path` when complete (an
   /// interrupted or failed write leaves no file at `path`). Producers run once each, in order.
-  /// @throws invalid_argument if the file cannot be written; shape_mismatch if a producer returns
+  /// @throws invalid_argument if the file cannot be written or `path` exists and is not a regular
+  ///         file (a device, a directory: never renamed over); shape_mismatch if a producer returns
   ///         the wrong number of values; whatever a producer throws (the partial file is removed).
   void write(const std::filesystem::path& path) {
     constexpr std::string_view fn = "gguf_writer::write";
+    detail::require_output_file(path, "gguf_writer::write: path");
     std::filesystem::path tmp = path;
     tmp += ".partial";
     try {

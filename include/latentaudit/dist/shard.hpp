@@ -196,6 +196,32 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
   }
 }
 
+/// @brief The most a design.json may declare: arms (a design of the CLI has a few dozen), items
+/// (the task reader's max_tasks) and seeds (the CLI's --seeds bound). What reads a design (the
+/// report's order and completeness, a resume) sizes its tables by these.
+inline constexpr std::uint64_t max_design_arms = 4096;
+inline constexpr std::uint64_t max_design_items = 10'000'000;
+inline constexpr std::uint64_t max_design_seeds = 100'000;
+
+/// @brief Refuses a design.json (`j`, read from `p`) that declares more than max_design_arms arms,
+/// max_design_items items or max_design_seeds seeds, before anything is sized by them.
+/// @throws corrupt_data "<p>: field 'arms' declares N arms, more than 4096".
+inline void check_design_bounds(const json_value& j, const std::filesystem::path& p) {
+  if (!j.is_object()) return;
+  auto bound = [&](const char* field, std::uint64_t n, std::uint64_t max, const char* what) {
+    if (n > max)
+      LATENTAUDIT_THROW(corrupt_data(p.string() + ": field '" + field + "' declares " + std::to_string(n) +
+                                     " " + what + ", more than " + std::to_string(max)));
+  };
+  if (const json_value* a = j.find("arms"); a != nullptr && a->is_array())
+    bound("arms", a->as_array().size(), max_design_arms, "arms");
+  for (const auto& [field, max] :
+       {std::pair{"items", max_design_items}, std::pair{"seeds", max_design_seeds}})
+    if (const json_value* v = j.find(field); v != nullptr && v->is_number() && v->as_number() > 0)
+      bound(field, v->as_number() >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v->as_number()), max,
+            field);
+}
+
 /// @brief Prepares an audit directory's set of records files before the journals open (the
 /// process holding the directory's lock, rank 0 of a sharded run, calls it): files that no
 /// journal of this run will own (`owned` names those that will, e.g. records.<r>.jsonl for every

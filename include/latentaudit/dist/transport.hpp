@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -42,6 +43,10 @@ struct transport_options {
   /// Largest message the receiver accepts (bytes); a longer length prefix is refused before
   /// allocation (default 4 GiB: a KV frame of an 8B model at 16k tokens is 2 GiB in bf16).
   std::uint64_t max_message_bytes = std::uint64_t{1} << 32;
+  /// Connection attempts of tcp_transport::connect before it gives up (0: until timeout_s); each
+  /// attempt waits at most connect_attempt_s, with 0.1, 0.2, 0.4, ... (at most 1) s between them.
+  int connect_attempts = 0;
+  double connect_attempt_s = 5.0;  ///< deadline of one connection attempt (> 0)
 };
 
 /// @brief "HOST:PORT" split into host and port.
@@ -152,23 +157,35 @@ class tcp_transport final : public relay_channel {
     const host_port hp = parse_host_port(address, "address");
     const auto deadline = detail::deadline_after(o.timeout_s);
     std::string last = "no address";
-    for (;;) {
+    double pause = 0.1;
+    for (int attempt = 1;; ++attempt) {
       detail::addrinfo_list ai;
       detail::resolve(hp, false, ai);
       for (addrinfo* p = ai.head; p != nullptr; p = p->ai_next) {
-        detail::socket_fd s(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
+        detail::socket_fd s(
+            ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol));
         if (s.get() < 0) continue;
-        if (::connect(s.get(), p->ai_addr, p->ai_addrlen) == 0) return tcp_transport(std::move(s), o);
-        last = std::strerror(errno);
+        if (connect_one(s.get(), p, std::min(deadline, detail::deadline_after(o.connect_attempt_s)), last)) {
+          const int flags = ::fcntl(s.get(), F_GETFL);
+          if (flags >= 0) (void)::fcntl(s.get(), F_SETFL, flags & ~O_NONBLOCK);
+          tcp_transport t(std::move(s), o);
+          t.peer_ = "the relay peer at " + std::string(address);
+          return t;
+        }
       }
-      if (detail::transport_clock::now() >= deadline)
-        detail::throw_link("tcp transport: cannot connect to '" + std::string(address) + "': " + last);
-      ::usleep(20000);
+      if (detail::transport_clock::now() >= deadline ||
+          (o.connect_attempts > 0 && attempt >= o.connect_attempts))
+        detail::throw_link("tcp transport: cannot connect to '" + std::string(address) + "' (" +
+                           std::to_string(attempt) + (attempt == 1 ? " attempt" : " attempts") +
+                           "): " + last);
+      ::usleep(static_cast<useconds_t>(pause * 1e6));
+      pause = std::min(1.0, pause * 2);
     }
   }
 
   /// @brief Takes over `o`'s connection (o is left closed).
-  tcp_transport(tcp_transport&& o) noexcept : relay_channel(), fd_(std::move(o.fd_)), opt_(o.opt_) {}
+  tcp_transport(tcp_transport&& o) noexcept
+      : relay_channel(), fd_(std::move(o.fd_)), opt_(o.opt_), peer_(std::move(o.peer_)) {}
 
   void send(std::span<const std::byte> message) override {
     const auto deadline = detail::deadline_after(opt_.timeout_s);
@@ -179,18 +196,31 @@ class tcp_transport final : public relay_channel {
     write_all(message, deadline);
   }
 
-  void receive(std::vector<std::byte>& message) override {
+  void receive(std::vector<std::byte>& message) override { receive_at_most(message, opt_.max_message_bytes); }
+
+  void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) override {
     const auto deadline = detail::deadline_after(opt_.timeout_s);
     std::byte prefix[8];
     read_all(std::span<std::byte>(prefix, 8), deadline);
     std::uint64_t n = 0;
     std::memcpy(&n, prefix, 8);
-    if (n > opt_.max_message_bytes)
-      detail::throw_link("tcp transport: the peer announces a message of " + std::to_string(n) +
-                         " bytes, above the limit of " + std::to_string(opt_.max_message_bytes) +
-                         " (transport_options::max_message_bytes); refused before allocation");
+    const std::uint64_t limit = std::min(max_bytes, opt_.max_message_bytes);
+    if (n > limit)
+      detail::throw_link("tcp transport: " + peer_ + " announces a message of " + std::to_string(n) +
+                         " bytes, above the limit of " + std::to_string(limit) +
+                         " for this message; refused before allocation");
     message.resize(static_cast<std::size_t>(n));
     read_all(message, deadline);
+  }
+
+  [[nodiscard]] std::string peer_name() const override { return peer_; }
+
+  /// @brief Sets the deadline of each later send and receive (seconds, > 0).
+  void set_timeout(double seconds) {
+    transport_options o = opt_;
+    o.timeout_s = seconds;
+    check_options(o);
+    opt_ = o;
   }
 
   [[nodiscard]] std::string name() const override { return "tcp"; }
@@ -204,6 +234,14 @@ class tcp_transport final : public relay_channel {
  private:
   friend class tcp_listener;
   tcp_transport(detail::socket_fd fd, const transport_options& o) : fd_(std::move(fd)), opt_(o) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
+    if (::getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      (void)::getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, serv, sizeof serv,
+                          NI_NUMERICHOST | NI_NUMERICSERV);
+    peer_ = std::string("the relay peer at ") + (a.ss_family == AF_INET6 ? "[" : "") + host +
+            (a.ss_family == AF_INET6 ? "]" : "") + ":" + serv;
     const int one = 1;  // relays are request/response: no Nagle delay on the small messages
     (void)::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
@@ -211,6 +249,37 @@ class tcp_transport final : public relay_channel {
   static void check_options(const transport_options& o) {
     if (!(o.timeout_s > 0) || !(o.timeout_s < 1e9))
       latentaudit::detail::throw_invalid("tcp_transport", "options.timeout_s", "must be in (0, 1e9) seconds");
+    if (!(o.connect_attempt_s > 0) || !(o.connect_attempt_s < 1e9) || o.connect_attempts < 0)
+      latentaudit::detail::throw_invalid("tcp_transport", "options.connect_attempt_s",
+                                         "must be in (0, 1e9) seconds, with connect_attempts >= 0");
+  }
+
+  // One non-blocking connection attempt on `fd` (true: connected); `last` gets the reason of a failure.
+  static bool connect_one(int fd, const addrinfo* p, detail::transport_clock::time_point deadline,
+                          std::string& last) {
+    if (::connect(fd, p->ai_addr, p->ai_addrlen) == 0) return true;
+    if (errno != EINPROGRESS && errno != EINTR) {
+      last = std::strerror(errno);
+      return false;
+    }
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - detail::transport_clock::now());
+      if (left.count() <= 0) {
+        last = "timed out";
+        return false;
+      }
+      pollfd q{fd, POLLOUT, 0};
+      const int r = ::poll(&q, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) continue;
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (err == 0) return true;
+      last = std::strerror(err);
+      return false;
+    }
   }
 
   void write_all(std::span<const std::byte> b, detail::transport_clock::time_point deadline) {
@@ -246,6 +315,7 @@ class tcp_transport final : public relay_channel {
 
   detail::socket_fd fd_;
   transport_options opt_;
+  std::string peer_ = "the relay peer";
 };
 
 /// @brief A listening TCP socket that accepts tcp_transport connections.
@@ -337,7 +407,13 @@ class fault_injecting_channel final : public relay_channel {
     if (tamper_) tamper_(received_, message);
     ++received_;
   }
+  void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) override {
+    inner_.receive_at_most(message, max_bytes);
+    if (tamper_) tamper_(received_, message);
+    ++received_;
+  }
   [[nodiscard]] std::string name() const override { return inner_.name(); }
+  [[nodiscard]] std::string peer_name() const override { return inner_.peer_name(); }
 
  private:
   relay_channel& inner_;

@@ -50,16 +50,19 @@ class mpi_transport final : public relay_channel {
     wait(req, deadline, "sending");
   }
 
-  void receive(std::vector<std::byte>& message) override {
+  void receive(std::vector<std::byte>& message) override { receive_at_most(message, opt_.max_message_bytes); }
+
+  void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) override {
     const auto deadline = detail::deadline_after(opt_.timeout_s);
     std::uint64_t n = 0;
     MPI_Request req = MPI_REQUEST_NULL;
     check(MPI_Irecv(&n, 1, MPI_UINT64_T, peer_, tag_, comm_.native(), &req), "MPI_Irecv (length)");
     wait(req, deadline, "receiving");
-    if (n > opt_.max_message_bytes || n > static_cast<std::uint64_t>(INT_MAX))
-      detail::throw_link("mpi transport: the peer announces a message of " + std::to_string(n) +
-                         " bytes, above the limit of " +
-                         std::to_string(std::min<std::uint64_t>(opt_.max_message_bytes, INT_MAX)) +
+    const std::uint64_t limit =
+        std::min({max_bytes, opt_.max_message_bytes, static_cast<std::uint64_t>(INT_MAX)});
+    if (n > limit)
+      detail::throw_link("mpi transport: rank " + std::to_string(peer_) + " announces a message of " +
+                         std::to_string(n) + " bytes, above the limit of " + std::to_string(limit) +
                          "; refused before allocation");
     message.resize(static_cast<std::size_t>(n));
     if (n == 0) return;

@@ -105,7 +105,7 @@ inline void send_control(relay_channel& c, const json_value& j) {
 }
 
 inline json_value receive_control(relay_channel& c, std::vector<std::byte>& buf) {
-  c.receive(buf);
+  c.receive_at_most(buf, std::size_t{1} << 20);  // refused before allocation when longer
   if (buf.size() > (std::size_t{1} << 20))
     LATENTAUDIT_THROW(corrupt_data("relay protocol: a control message of " + std::to_string(buf.size()) +
                                    " bytes (at most 1 MiB)"));
@@ -138,6 +138,89 @@ inline void relay_hello(relay_channel& c, const trial_design& d, std::vector<std
   if (const json_value* e = r.find("error"); e != nullptr)
     throw_invalid("trial_driver::run", "design",
                   "is refused by the relay peer: " + (e->is_string() ? e->as_string() : write_json(*e)));
+}
+
+// What the relay peer reports of one relay, once checked (check_peer_report).
+struct peer_report {
+  double a_prefill_s = 0, export_s = 0, policy_s = 0, encode_s = 0;
+  std::string sender_fingerprint;
+  json_value policy;
+  std::vector<token_id> message;
+};
+
+// The relay peer's report `m` on `arm` (item `item`), checked as any other input: stage seconds
+// finite, >= 0 and at most a day; the fingerprint a string of at most 1 KiB; the policy an object
+// of depth <= 8 and at most 64 KiB (or absent / null); message tokens only on message arms, at
+// most the arm's budget, each an integer token id below `vocab_size`.
+// Throws corrupt_data naming the field otherwise.
+inline peer_report check_peer_report(const json_value& m, const trial_arm& arm, std::uint64_t item,
+                                     std::int64_t vocab_size) {
+  peer_report out;
+  auto fail = [&](const std::string& what) -> void {
+    LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " + std::to_string(item) +
+                                   ", arm '" + arm.label + "' is invalid: " + what));
+  };
+  if (!m.is_object()) fail("it is not an object");
+  auto seconds = [&](std::string_view key) {
+    const json_value* v = m.find(key);
+    if (v == nullptr || !v->is_number() || !std::isfinite(v->as_number()) || v->as_number() < 0 ||
+        v->as_number() > 86400.0)
+      fail("'" + std::string(key) + "' must be a number of seconds in [0, 86400]");
+    return v->as_number();
+  };
+  out.a_prefill_s = seconds("a_prefill_s");
+  out.export_s = seconds("export_s");
+  out.policy_s = seconds("policy_s");
+  out.encode_s = seconds("encode_s");
+  const json_value* f = m.find("sender_fingerprint");
+  if (f == nullptr || !f->is_string() || f->as_string().size() > 1024)
+    fail("'sender_fingerprint' must be a string of at most 1024 bytes");
+  out.sender_fingerprint = f->as_string();
+  if (const json_value* p = m.find("policy"); p != nullptr && !p->is_null()) {
+    if (!p->is_object()) fail("'policy' must be an object");
+    std::function<int(const json_value&, int)> depth = [&](const json_value& v, int at) {
+      if (at > 8) return at;  // deep enough to refuse: stop descending
+      int d = at;
+      if (v.is_object())
+        for (const auto& [k, x] : v.as_object()) d = std::max(d, depth(x, at + 1));
+      else if (v.is_array())
+        for (const auto& x : v.as_array()) d = std::max(d, depth(x, at + 1));
+      return d;
+    };
+    if (depth(*p, 1) > 8) fail("'policy' is nested deeper than 8 levels");
+    if (write_json(*p, {.indent = -1}).size() > (std::size_t{64} << 10)) fail("'policy' exceeds 64 KiB");
+    out.policy = *p;
+  }
+  const json_value* mt = m.find("message_tokens");
+  if (mt != nullptr && !arm.uses_message()) fail("'message_tokens' on an arm without a message");
+  if (mt != nullptr) {
+    if (!mt->is_array()) fail("'message_tokens' must be an array of token ids");
+    if (mt->as_array().size() > static_cast<std::size_t>(std::max(arm.budget, 0)))
+      fail("'message_tokens' holds " + std::to_string(mt->as_array().size()) +
+           " tokens, above the arm's budget of " + std::to_string(arm.budget));
+    const double vocab = static_cast<double>(vocab_size);
+    for (const auto& x : mt->as_array()) {
+      if (!x.is_number() || !(x.as_number() >= 0) || !(x.as_number() < vocab) ||
+          x.as_number() != std::floor(x.as_number()))
+        fail("'message_tokens' must hold token ids (integers in [0, " + std::to_string(vocab_size) + "))");
+      out.message.push_back(static_cast<token_id>(x.as_number()));
+    }
+  }
+  return out;
+}
+
+// Whether every key and value of `b` is finite (a relay from another process may hold NaN).
+inline bool kv_all_finite(const kv_block& b) {
+  return visit_cache_type(b.type(), [&](auto tag) {
+    using T = decltype(tag);
+    for (std::size_t i = 0; i < b.n_layers(); ++i) {
+      for (const T x : b.k<T>(i))
+        if (!std::isfinite(static_cast<float>(x))) return false;
+      for (const T x : b.v<T>(i))
+        if (!std::isfinite(static_cast<float>(x))) return false;
+    }
+    return true;
+  });
 }
 
 // A misbehaving engine: what it returned does not have the shape it declared.
@@ -235,6 +318,17 @@ class trial_driver {
   /// in this process. Over a channel, records carry transfer_measured_s, and a frame damaged on the
   /// link is rejected and recorded as relay_error (never imported). The channel must outlive the runs.
   void set_relay_channel(relay_channel* channel) noexcept { channel_ = channel; }
+
+  /// @brief The key of the relays' wire HMAC tag (trial_design::authenticate) in later runs,
+  /// instead of relay_hmac_key(design.seed) — which anyone who knows the design can compute. Both
+  /// ends of a relay channel must set the same key (dist::authenticated_channel::wire_key derives one
+  /// from the channel's shared secret). An empty key restores the seed-derived one.
+  /// @throws invalid_argument if the key is neither empty nor 32 bytes.
+  void set_relay_key(std::span<const std::byte> key) {
+    if (!key.empty() && key.size() != 32)
+      detail::throw_invalid("trial_driver::set_relay_key", "key", "must be 32 bytes (or empty)");
+    relay_key_.assign(key.begin(), key.end());
+  }
 
   /// @brief How agent A writes its message for the message arms (text_message_<k>, kv_message,
   /// kv_message_only): the default instruction (used when a task names none), the stop tokens and
@@ -338,7 +432,7 @@ class trial_driver {
         m.set("message_tokens", std::move(mt));
       }
       detail::send_control(channel, m);
-      channel.receive(buf);  // "go": the receiver starts its clock
+      channel.receive_at_most(buf, 16);  // "go": the receiver starts its clock
       channel.send(out.frame);
       ++stats_.trials;
     }
@@ -375,7 +469,23 @@ class trial_driver {
       }
     }
     missing_ = unavailable_metrics(caps_);
-    key_ = relay_hmac_key(design.seed);
+    if (relay_key_.size() == key_.size())
+      std::copy(relay_key_.begin(), relay_key_.end(), key_.begin());
+    else
+      key_ = relay_hmac_key(design.seed);
+    // The largest KV frame a relay of one token more can add, and the fixed part, over every
+    // engine that may send (A's, the partner, the drifted senders): f32 rows, tagged.
+    frame_token_bytes_ = 0;
+    frame_fixed_bytes_ = 0;
+    auto measure = [&](const model_fingerprint& f) {
+      const auto w1 = relay_wire_bytes(kv_block::all_layers(f, 1, dtype::f32), true);
+      const auto w2 = relay_wire_bytes(kv_block::all_layers(f, 2, dtype::f32), true);
+      frame_token_bytes_ = std::max(frame_token_bytes_, w2 - w1);
+      frame_fixed_bytes_ = std::max(frame_fixed_bytes_, w1 - (w2 - w1));
+    };
+    measure(info.fingerprint);
+    if (partner_ != nullptr) measure(partner_->info().fingerprint);
+    for (const auto& [n, e] : senders_) measure(e->info().fingerprint);
     receiver_text_ = fingerprint_text(engine_.info().fingerprint);
     partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
     derangement_.clear();
@@ -643,6 +753,7 @@ class trial_driver {
     json_value policy;
     std::optional<double> measured_s;
     std::vector<token_id> message;  // message arms: the message relayed (at most the arm's budget)
+    std::string relay_error;        // over a channel: the peer's report or frame failed its checks
   };
 
   // Agent A's half of a relay, in this process: the text, or A's cache exported → policy or
@@ -779,25 +890,86 @@ class trial_driver {
     const json_value m = detail::receive_control(*channel_, msg_);
     sent_relay out;
     if (const json_value* e = m.find("error"); e != nullptr)
-      LATENTAUDIT_THROW(backend_error("trial_driver::run: the relay peer (agent A) failed on item " +
-                                      std::to_string(task.item) + ", arm '" + arm.label +
-                                      "': " + (e->is_string() ? e->as_string() : write_json(*e))));
-    out.a_prefill_s = detail::control_seconds(m, "a_prefill_s");
-    out.export_s = detail::control_seconds(m, "export_s");
-    out.policy_s = detail::control_seconds(m, "policy_s");
-    out.encode_s = detail::control_seconds(m, "encode_s");
-    if (const json_value* f = m.find("sender_fingerprint"); f != nullptr && f->is_string())
-      out.sender_fingerprint = f->as_string();
-    if (const json_value* p = m.find("policy"); p != nullptr) out.policy = *p;
-    if (const json_value* mt = m.find("message_tokens"); mt != nullptr && mt->is_array())
-      for (const auto& x : mt->as_array())
-        if (x.is_number()) out.message.push_back(static_cast<token_id>(x.as_number()));
+      LATENTAUDIT_THROW(
+          backend_error("trial_driver::run: the relay peer (agent A) failed on item " +
+                        std::to_string(task.item) + ", arm '" + arm.label + "' (" + channel_->peer_name() +
+                        "): " + (e->is_string() ? e->as_string().substr(0, 4096) : std::string("?"))));
+    // Everything the peer reports is checked as any other input before a record holds it; an
+    // invalid report becomes the record's relay_error (the frame is still read, to keep the
+    // channel in step, but never decoded).
+    std::string bad;
+    try {
+      validate_report(m, task, arm, out);
+    } catch (const corrupt_data& e) {
+      bad = e.what();
+    }
     static constexpr std::byte go[] = {std::byte{'g'}, std::byte{'o'}};
     const auto t0 = detail::driver_clock::now();
     channel_->send(go);
-    channel_->receive(out.frame);
+    try {
+      channel_->receive_at_most(out.frame, max_frame_bytes(task, arm));
+    } catch (const corrupt_data& e) {  // the channel's own authentication: forged, replayed, reordered
+      if (bad.empty()) bad = e.what();
+    }
     out.measured_s = detail::seconds_since(t0);
+    if (!bad.empty()) {
+      sent_relay failed;
+      failed.relay_error = channel_->peer_name() + ": " + bad;
+      failed.measured_s = out.measured_s;
+      return failed;
+    }
     return out;
+  }
+
+  // The largest frame a relay of `arm` on `task` can be: a KV block of every row A may send
+  // (document, instruction, message) of the largest sending model in f32 rows, times 3 for the
+  // quantizers' scales, or a text relay of every token; plus 64 KiB for headers. A longer length
+  // prefix is refused before anything is allocated (docs/distributed.md, "Threat model").
+  [[nodiscard]] std::uint64_t max_frame_bytes(const trial_task& task, const trial_arm& arm) const {
+    const std::uint64_t budget = arm.budget > 0 ? static_cast<std::uint64_t>(arm.budget) : 0;
+    const std::uint64_t rows = task.document.size() + instruction_of(task).size() + budget + 1;
+    const std::uint64_t kv = 2 * frame_fixed_bytes_ + 3 * frame_token_bytes_ * rows + rows / 8;
+    const std::uint64_t text =
+        8 * (task.relay_text().size() + task.no_relay_prefix.size() + task.document.size() + budget);
+    return (std::uint64_t{64} << 10) + std::max(kv, text);
+  }
+
+  // A relay decoded from the peer's frame, checked against what A may send for `arm` on `task`: text
+  // tokens of the vocabulary, at most every token of the relay text and the message; KV rows at
+  // most the document, instruction and message (corrupt_data naming the peer otherwise).
+  void check_remote_relay(const decoded_relay& dec, const trial_task& task, const trial_arm& arm,
+                          bool is_text) const {
+    const std::uint64_t budget = arm.budget > 0 ? static_cast<std::uint64_t>(arm.budget) : 0;
+    if (is_text) {
+      const std::uint64_t most = task.relay_text().size() + task.no_relay_prefix.size() + budget;
+      if (dec.text.tokens.size() > most)
+        LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() + ": the text relay holds " +
+                                       std::to_string(dec.text.tokens.size()) + " tokens, more than the " +
+                                       std::to_string(most) + " arm '" + arm.label + "' can send"));
+      for (const token_id t : dec.text.tokens)
+        if (t < 0 || t >= engine_.info().vocab_size)
+          LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() + ": the text relay holds token id " +
+                                         std::to_string(t) + ", outside the vocabulary"));
+      return;
+    }
+    const std::uint64_t rows = task.document.size() + instruction_of(task).size() + budget;
+    if (static_cast<std::uint64_t>(dec.kv.n_tokens()) > rows)
+      LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() + ": the KV relay holds " +
+                                     std::to_string(dec.kv.n_tokens()) + " rows, more than the " +
+                                     std::to_string(rows) + " arm '" + arm.label + "' can send"));
+  }
+
+  // The peer's report of one relay, checked (detail::check_peer_report) into `out`.
+  void validate_report(const json_value& m, const trial_task& task, const trial_arm& arm,
+                       sent_relay& out) const {
+    auto r = detail::check_peer_report(m, arm, task.item, engine_.info().vocab_size);
+    out.a_prefill_s = r.a_prefill_s;
+    out.export_s = r.export_s;
+    out.policy_s = r.policy_s;
+    out.encode_s = r.encode_s;
+    out.sender_fingerprint = std::move(r.sender_fingerprint);
+    out.policy = std::move(r.policy);
+    out.message = std::move(r.message);
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
@@ -845,6 +1017,7 @@ class trial_driver {
       auto t = detail::driver_clock::now();
       std::optional<decoded_relay> dec;
       try {
+        if (!sent.relay_error.empty()) LATENTAUDIT_THROW(corrupt_data(sent.relay_error));
         dec = detail::relay_decode(
             sent.frame, wire_decode_options{.hmac_key = key,
                                             .require_authentication = d.authenticate,
@@ -852,6 +1025,10 @@ class trial_driver {
         if (dec->kind != (is_text ? relay_kind::text_tokens : relay_kind::kv))
           LATENTAUDIT_THROW(corrupt_data("decode_relay: the frame carries another kind of relay than arm '" +
                                          arm.label + "' sends"));
+        if (channel_ != nullptr) check_remote_relay(*dec, task, arm, is_text);
+        if (channel_ != nullptr && !is_text && !detail::kv_all_finite(dec->kv))
+          LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() +
+                                         ": the KV frame holds a non-finite key or value (NaN or infinity)"));
       } catch (const corrupt_data& e) {
         if (channel_ == nullptr) throw;  // a frame that never left the process cannot be damaged
         r.relay_error = e.what();        // damaged on the link: rejected, recorded, never imported
@@ -953,6 +1130,8 @@ class trial_driver {
   std::vector<std::byte> msg_;        // control message buffer of the relay channel
   driver_stats stats_;
   std::array<std::byte, 32> key_{};
+  std::vector<std::byte> relay_key_;  // set_relay_key: the wire HMAC key instead of the seed's
+  std::uint64_t frame_token_bytes_ = 0, frame_fixed_bytes_ = 0;  // prepare: frame size bounds
   std::vector<std::size_t> derangement_;
   std::string receiver_text_, partner_text_;
   std::vector<std::pair<std::string, Backend*>> senders_;  // add_sender: drifted arms' engines by name

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -148,10 +149,23 @@ class directory_lock {
     detail::require_output_directory(dir, what);
 #ifdef LATENTAUDIT_JOURNAL_POSIX
     const auto lock_path = dir / std::string(lock_name);
-    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      LATENTAUDIT_THROW(invalid_argument("cannot open the lock file '" + lock_path.string() +
-                                         "': " + std::strerror(errno)));
+    // O_NOFOLLOW: a planted symbolic link is refused, never written through (the pid would
+    // overwrite its target); O_NONBLOCK: a planted FIFO does not block the open.
+    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd_ < 0) {
+      const int err = errno;
+      if (err == ELOOP)
+        LATENTAUDIT_THROW(invalid_argument("the lock file '" + lock_path.string() +
+                                           "' is a symbolic link (refused: remove it)"));
+      LATENTAUDIT_THROW(
+          invalid_argument("cannot open the lock file '" + lock_path.string() + "': " + std::strerror(err)));
+    }
+    if (struct stat st{}; ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fd_ = -1;
+      LATENTAUDIT_THROW(invalid_argument("the lock file '" + lock_path.string() +
+                                         "' is not a regular file (refused: remove it)"));
+    }
     int rc = 0;
     while ((rc = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
     }

@@ -93,6 +93,18 @@ class relay_channel {
   /// @brief Receives the next message into `message` (replacing its contents).
   /// @throws link_error if the link fails, the deadline passes or the message exceeds the limit.
   virtual void receive(std::vector<std::byte>& message) = 0;
+  /// @brief Receives the next message, refusing one longer than `max_bytes` — before allocating
+  /// it where the transport announces lengths (tcp, mpi); the default receives, then checks.
+  /// @throws link_error naming the peer if the message is longer; as receive otherwise.
+  virtual void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) {
+    receive(message);
+    if (message.size() > max_bytes)
+      LATENTAUDIT_THROW(link_error("relay channel: " + peer_name() + " sent a message of " +
+                                   std::to_string(message.size()) + " bytes, above the " +
+                                   std::to_string(max_bytes) + " expected here"));
+  }
+  /// @brief Who is at the other end, for error messages ("the relay peer at 127.0.0.1:7700").
+  [[nodiscard]] virtual std::string peer_name() const { return "the relay peer"; }
   /// @brief The transport's name as records and reports show it ("tcp", "mpi").
   [[nodiscard]] virtual std::string name() const = 0;
 };

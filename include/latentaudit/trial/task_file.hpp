@@ -53,7 +53,7 @@ enum class task_scoring : std::uint8_t {
   exact,        ///< the detokenized answer (first line, trimmed) equals an accepted answer
   normalized,   ///< equal after normalization (lower case, punctuation and a/an/the dropped, spaces folded)
   contains,     ///< the normalized answer contains a normalized accepted answer
-  regex,        ///< an accepted answer is an ECMAScript regex that matches somewhere in the answer
+  regex,        ///< an accepted answer is an RE2 regex that matches somewhere in the answer (needs RE2)
 };
 
 /// @brief "token_exact", "exact", "normalized", "contains" or "regex".
@@ -128,6 +128,10 @@ struct task_file_limits {
   std::size_t max_queries = 4096;                     ///< queries per task
   std::size_t max_answers = 256;                      ///< answers per query
   std::size_t max_covariates = 64;                    ///< covariates per task (task + query level)
+  /// What every record of a task carries from its line (task_id, covariates and labels, the extra
+  /// fields as task_fields), as JSON bytes: 256 KiB, so that a record always fits the journal's
+  /// line limit (max_record_line_bytes, 1 MiB) and stays readable by `report` and `--resume`.
+  std::size_t max_record_fields_bytes = std::size_t{1} << 18;
 };
 
 /// @brief Reads a task file line by line (never more than limits.max_line_bytes of a line in
@@ -179,8 +183,9 @@ class task_file_source {
   /// @throws corrupt_data "<file>:<line>:<field>: <message>": a text field without a tokenizer
   ///         (empty codec), a token id outside [0, vocab_size), an empty document or query, a
   ///         document (with prompt, query and answer) longer than the context, a text answer under
-  ///         token_exact without a tokenizer, a regex that does not compile, budget_cuts on a text
-  ///         document or decreasing or past the document.
+  ///         token_exact without a tokenizer, a regex that does not compile (or is longer than
+  ///         4096 bytes, or needs more than 1 MiB; or regex scoring in a build without RE2), budget_cuts on a
+  ///         text document or decreasing or past the document.
   LATENTAUDIT_INLINE task_file_source(task_file f, text_codec codec, task_engine_limits limits,
                                       std::optional<task_scoring> scoring = std::nullopt);
 
@@ -196,7 +201,8 @@ class task_file_source {
   /// @brief Whether any task is given as text (its identity needs the tokenizer's).
   [[nodiscard]] bool has_text() const noexcept { return has_text_; }
 
-  /// @brief The file read.
+  /// @brief The file read: its path, header and sha256 (its tasks are empty: their contents live
+  /// in the prepared tasks, and each entry is freed once prepared, which halves the peak memory).
   [[nodiscard]] const task_file& file() const noexcept { return file_; }
 
   /// @brief The trial task of unit (item, seed) under master seed `master_seed`: the task's query
@@ -208,8 +214,9 @@ class task_file_source {
  private:
   struct prepared_query {
     std::vector<token_id> query, stale_answer;
-    std::vector<std::vector<token_id>> answers;  // token form (empty under regex)
-    std::vector<std::string> answer_texts;       // text form (text scoring)
+    std::vector<std::vector<token_id>> answers;                   // token form (empty under regex)
+    std::vector<std::string> answer_texts;                        // text form (text scoring)
+    std::vector<std::function<bool(std::string_view)>> patterns;  // compiled (regex scoring)
     std::vector<covariate> covariates;
     std::vector<covariate_label> labels;
   };

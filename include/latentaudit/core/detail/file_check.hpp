@@ -92,6 +92,37 @@ inline void require_output_directory(const std::filesystem::path& dir, std::stri
 #endif
 }
 
+/// @brief Checks that `path` may be replaced by an output file: absent, or a regular file (or a
+/// symbolic link to one). A directory, a device (/dev/null), a FIFO or a socket is refused, never
+/// renamed over or truncated. `what` names the option in messages (e.g. "--out").
+/// @throws invalid_argument "<what> '<path>' is a character device, not a regular file (...)".
+inline void require_output_file(const std::filesystem::path& path, std::string_view what) {
+  const std::string w = std::string(what) + " '" + path.string() + "'";
+  if (path.empty()) LATENTAUDIT_THROW(invalid_argument(std::string(what) + ": empty path"));
+  std::error_code ec;
+  auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return;
+  if (st.type() == std::filesystem::file_type::symlink) {
+    st = std::filesystem::status(path, ec);
+    if (ec || st.type() == std::filesystem::file_type::not_found) return;
+  }
+  if (st.type() != std::filesystem::file_type::regular)
+    LATENTAUDIT_THROW(invalid_argument(w + " is " + file_kind_text(st) +
+                                       ", not a regular file (an output replaces regular files only)"));
+}
+
+/// @brief The temporary an output is written to before it is renamed over `path` (same
+/// directory, so the rename is atomic; the pid keeps concurrent writers apart).
+[[nodiscard]] inline std::filesystem::path output_temp_path(const std::filesystem::path& path) {
+  std::filesystem::path tmp = path;
+#ifdef LATENTAUDIT_FILE_CHECK_POSIX
+  tmp += ".tmp." + std::to_string(::getpid());
+#else
+  tmp += ".tmp";
+#endif
+  return tmp;
+}
+
 }  // namespace latentaudit::detail
 
 #endif  // LATENTAUDIT_CORE_DETAIL_FILE_CHECK_HPP

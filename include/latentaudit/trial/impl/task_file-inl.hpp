@@ -7,10 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <istream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "../../core/detail/file_check.hpp"
 #include "../../core/error.hpp"
 #include "../../core/hash.hpp"
+#include "../detail/answer_regex.hpp"
 #include "../task_file.hpp"
 
 namespace latentaudit {
@@ -362,6 +364,33 @@ LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::strin
     json_value extra = json_value::object();
     for (const auto& [k, v] : j.as_object())
       if (!detail::task_field_known(k)) extra.set(k, v);
+    // Every record of the task carries its id, covariates and extra fields: bounded here, at load,
+    // so that no record outgrows the journal's line limit after the trials have run.
+    std::size_t carried = 0;
+    auto carry = [&](const std::string& field, std::size_t bytes) {
+      carried += bytes;
+      if (carried > limits.max_record_fields_bytes)
+        rd.fail(field, "brings the task's id, covariates and other fields to more than " +
+                           std::to_string(limits.max_record_fields_bytes) +
+                           " bytes of JSON, which every record of the task carries (a record line "
+                           "holds at most 1 MiB; docs/tasks.md)");
+    };
+    auto json_bytes = [](const json_value& v) { return write_json(v).size(); };
+    carry("id", json_bytes(json_value(t.id)));
+    auto carry_covariates = [&](const std::string& pre, const std::vector<covariate>& nums,
+                                const std::vector<covariate_label>& labels) {
+      for (const auto& c : nums) carry(pre + "covariates." + c.name, json_bytes(json_value(c.name)) + 32);
+      for (const auto& c : labels)
+        carry(pre + "covariates." + c.name, json_bytes(json_value(c.name)) + json_bytes(json_value(c.value)));
+    };
+    carry_covariates("", t.covariates, t.labels);
+    for (const auto& [k, v] : extra.as_object()) carry(k, json_bytes(json_value(k)) + json_bytes(v));
+    const std::size_t task_carried = carried;  // and one query's covariates per record
+    for (std::size_t qi = 0; qi < t.queries.size(); ++qi) {
+      carried = task_carried;
+      carry_covariates("queries[" + std::to_string(qi) + "].", t.queries[qi].covariates,
+                       t.queries[qi].labels);
+    }
     if (!extra.as_object().empty()) t.extra = std::move(extra);
     f.tasks.push_back(std::move(t));
   }
@@ -456,12 +485,33 @@ LATENTAUDIT_INLINE std::string task_header_line(const task_file_header& h) {
 }
 
 LATENTAUDIT_INLINE void write_task_file(const std::filesystem::path& path, const task_file& f) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() + "'"));
-  if (f.header.present) out << task_header_line(f.header) << '\n';
-  for (const auto& t : f.tasks) out << task_entry_line(t) << '\n';
-  out.flush();
-  if (!out) LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() + "'"));
+  // To a temporary renamed over `path` when complete: a full disk or a file-size limit (EFBIG)
+  // leaves the old file or none, never a partial one.
+  detail::require_output_file(path, "task file");
+  const auto tmp = detail::output_temp_path(path);
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() + "'"));
+    if (f.header.present) out << task_header_line(f.header) << '\n';
+    for (const auto& t : f.tasks) {
+      if (!out) break;
+      out << task_entry_line(t) << '\n';
+    }
+    out.close();
+    if (!out) {
+      const int err = errno;
+      std::filesystem::remove(tmp, ec);
+      LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() +
+                                         "': " + std::strerror(err != 0 ? err : EIO)));
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    LATENTAUDIT_THROW(invalid_argument("cannot write task file '" + path.string() + "': " + ec.message()));
+  }
 }
 
 LATENTAUDIT_INLINE task_entry organism_task_entry(const organism_item& it) {
@@ -593,12 +643,11 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
         const std::string af = pre + "answers[" + std::to_string(ai) + "]";
         if (scoring_ == task_scoring::regex) {
           if (!a.text) fail(af, "regex scoring needs answers as strings (patterns)");
-          try {
-            (void)std::regex(*a.text, std::regex::ECMAScript);
-          } catch (const std::regex_error& x) {
-            fail(af, std::string("is not a valid ECMAScript regex: ") + x.what());
-          }
+          std::string why;
+          auto m = detail::compile_answer_regex(*a.text, why);
+          if (!m) fail(af, why);
           pq.answer_texts.push_back(*a.text);
+          pq.patterns.push_back(std::move(m));
           continue;
         }
         if (a.text && !codec_)
@@ -647,7 +696,12 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
                  std::to_string(limits.max_context));
     }
     tasks_.push_back(std::move(p));
+    // The entry's contents now live in the prepared task: freed as we go, so that the peak holds
+    // one copy of the file's tasks, not two.
+    file_.tasks[i] = task_entry{};
   }
+  file_.tasks.clear();
+  file_.tasks.shrink_to_fit();
 }
 
 LATENTAUDIT_INLINE bool task_file_source::has_budget_units() const noexcept {
@@ -681,10 +735,7 @@ LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::ui
     auto accepted = q.answer_texts;
     if (mode == task_scoring::normalized || mode == task_scoring::contains)
       for (auto& a : accepted) a = normalize_answer(a);
-    std::vector<std::regex> patterns;
-    if (mode == task_scoring::regex)
-      for (const auto& a : accepted) patterns.emplace_back(a, std::regex::ECMAScript);
-    t.score = [mode, decode, accepted, patterns = std::move(patterns)](std::span<const token_id> generated) {
+    t.score = [mode, decode, accepted, patterns = q.patterns](std::span<const token_id> generated) {
       answer_check c;
       std::string text = decode(generated);
       if (mode != task_scoring::regex) {  // B's answer: its first line, trimmed
@@ -707,7 +758,7 @@ LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::ui
             c.correct = !a.empty() && norm.find(a) != std::string::npos;
             break;
           case task_scoring::regex:
-            c.correct = std::regex_search(text, patterns[k]);
+            c.correct = patterns[k](text);
             break;
           case task_scoring::token_exact:
             break;

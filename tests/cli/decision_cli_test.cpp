@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// The decision a pipeline gates on, through the CLI (issue 25): a task file without failure regimes
+// gets "relay (unverified)" naming the untested risks; records lacking a field the decision needs
+// are named on stderr, in the stdout summary and in the decision's reason.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+
+namespace la = latentaudit;
+using la::test::ok_json;
+using la::test::run_cli;
+
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto d =
+      std::filesystem::temp_directory_path() / ("latentaudit_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::vector<std::string> strings(const la::json_value& a) {
+  std::vector<std::string> out;
+  for (const auto& x : a.as_array()) out.push_back(x.as_string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("audit --tasks without stale, conflict or drift items: 'relay (unverified)' naming them",
+          "[cli][decision]") {
+  const auto dir = fresh_dir("unverified");
+  const std::string model = std::string(LATENTAUDIT_SOURCE_DIR) + "/models/organism-a",
+                    tasks = (dir / "t.jsonl").string();
+  (void)ok_json({"organism", "tasks", "--model", model, "--out", tasks, "--items", "200", "--seed", "4",
+                 "--stale-fraction", "0", "--conflict-fraction", "0"});
+  const auto j = ok_json({"audit", "--model", model, "--tasks", tasks, "--seeds", "1", "--arms",
+                          "no_comm,text_full,kv_full", "--partner", "none", "--drift", "none",
+                          "--timing-repeats", "0", "--out", (dir / "o").string(), "--quiet"});
+  const auto& d = *j.find("decision");
+  INFO(la::write_json(d));
+  CHECK(d.find("verdict")->as_string() == "relay (unverified)");
+  CHECK_FALSE(d.find("relay_allowed")->as_bool());
+  const auto un = strings(*d.find("unverified"));
+  for (const char* c : {"freshness", "conflict", "drift"})
+    CHECK(std::find(un.begin(), un.end(), c) != un.end());
+  // report.json and report.md say the same
+  const auto rj = la::parse_json(la::test::slurp_file(dir / "o" / "report.json"));
+  CHECK(rj.find("decision")->find("verdict")->as_string() == "relay (unverified)");
+  CHECK_FALSE(rj.find("decision")->find("relay_allowed")->as_bool());
+  const auto md = la::test::slurp_file(dir / "o" / "report.md");
+  CHECK(md.find("**Not a relay verdict:**") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("report on records with only item, seed, arm, correct: the missing fields on stderr and stdout",
+          "[cli][decision]") {
+  const auto dir = fresh_dir("fields");
+  {
+    std::ofstream f(dir / "records.jsonl");
+    for (int i = 0; i < 40; ++i)
+      for (const char* arm : {"no_comm", "text_full", "kv_full"})
+        f << "{\"item\":" << i << ",\"seed\":0,\"arm\":\"" << arm
+          << "\",\"correct\":" << (std::string(arm) == "no_comm" ? "false" : "true") << "}\n";
+  }
+  const auto r =
+      run_cli({"report", "--records", (dir / "records.jsonl").string(), "--out", (dir / "o").string()});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("latentaudit: warning: records lack 'regime' (120 of 120)") != std::string::npos);
+  CHECK(r.err.find("latentaudit: warning: records lack 'timings'") != std::string::npos);
+  const auto j = la::parse_json(r.out);
+  const auto w = strings(*j.find("input_warnings"));
+  CHECK(std::any_of(w.begin(), w.end(),
+                    [](const std::string& s) { return s.rfind("records lack 'regime'", 0) == 0; }));
+  CHECK(j.find("decision")->find("verdict")->as_string() == "inconclusive");
+  CHECK_FALSE(j.find("decision")->find("relay_allowed")->as_bool());
+  const auto rj = la::parse_json(la::test::slurp_file(dir / "o" / "report.json"));
+  CHECK(
+      rj.find("decision")->find("summary")->as_string().rfind("The records lack the field(s) 'regime'", 0) ==
+      0);
+  const auto& mf = *rj.find("completeness")->find("missing_fields");
+  CHECK(strings(mf).front() == "regime");
+  // --quiet: nothing on stderr, the summary still carries them
+  const auto q = run_cli(
+      {"report", "--records", (dir / "records.jsonl").string(), "--out", (dir / "q").string(), "--quiet"});
+  CHECK(q.code == 0);
+  CHECK(q.err.empty());
+  CHECK_FALSE(la::parse_json(q.out).find("input_warnings")->as_array().empty());
+  std::filesystem::remove_all(dir);
+}
