@@ -5,6 +5,7 @@
 #ifndef LATENTAUDIT_DIST_HPP
 #define LATENTAUDIT_DIST_HPP
 
+#include "dist/relay_auth.hpp"
 #include "dist/shard.hpp"
 #include "dist/transport.hpp"
 

@@ -209,7 +209,7 @@ struct audit_core {
   message_analysis messages;                 ///< message arms: A's cache vs A's message, per k and regime
   std::vector<frontier_point> frontier;      ///< need regime, ascending bytes
   std::vector<finding> findings;             ///< the ids of docs/audit-report.md, in that order
-  /// per arm (design arms first, then others seen) and regime: records, missing units, relay errors
+  /// per arm (the design's and those seen, by label) and regime: records, missing units, relay errors
   std::vector<arm_completeness> completeness;
   /// the record fields a decision check needs that the records lack ("regime", "receiver_fingerprint",
   /// "sender_fingerprint", "timings", "bytes"), each once; docs/records.md says which check reads which
@@ -267,9 +267,9 @@ void check_audit_options(std::string_view fn, const audit_options& o);
 
 [[nodiscard]] const char* regime_name(audit_regime r) noexcept;
 
-/// @brief Fills out.completeness (per arm and regime: units, records, missing, relay errors; the
-/// design arms of `o` first), out.missing_fields (what a decision check needs and no record holds)
-/// and out.input_warnings (one line per missing field and per arm with missing units or failed
+/// @brief Fills out.completeness (per arm, by label, and regime: units, records, missing, relay
+/// errors; the design arms of `o` and the arms seen), out.missing_fields (what a decision check needs and no
+/// record holds) and out.input_warnings (one line per missing field and per arm with missing units or failed
 /// relays).
 void audit_completeness(const audit_data& d, std::span<const trial_record> records, const audit_options& o,
                         audit_core& out);

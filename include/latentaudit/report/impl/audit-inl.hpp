@@ -44,11 +44,12 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
 
 LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const trial_record> records,
                                            const audit_options& o, audit_core& out) {
-  // the arms: the design's first, then any other seen in the records (a record outside the design
-  // is the CLI's design warning)
+  // the arms: the design's and any other seen in the records (a record outside the design is the
+  // CLI's design warning), sorted by label so that the table does not depend on the records' order
   std::vector<std::string> arms = o.design_arms;
-  for (const auto& l : d.arm_label)
-    if (std::find(arms.begin(), arms.end(), l) == arms.end()) arms.push_back(l);
+  arms.insert(arms.end(), d.arm_label.begin(), d.arm_label.end());
+  std::sort(arms.begin(), arms.end());
+  arms.erase(std::unique(arms.begin(), arms.end()), arms.end());
   constexpr audit_regime regimes[] = {audit_regime::need, audit_regime::no_need, audit_regime::stale,
                                       audit_regime::conflict, audit_regime::unknown};
   std::size_t regime_units[5] = {};
