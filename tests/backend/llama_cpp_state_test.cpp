@@ -38,7 +38,7 @@ std::vector<std::byte> get_state(llama_context* ctx, llama_seq_id seq) {
   return blob;
 }
 
-std::vector<std::byte> slurp(const fs::path& p) {
+std::vector<std::byte> slurp_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> b(c.size());
@@ -46,7 +46,7 @@ std::vector<std::byte> slurp(const fs::path& p) {
   return b;
 }
 
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+double state_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   double m = 0;
   for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
@@ -107,7 +107,7 @@ TEST_CASE("llama.cpp's sequence-state blobs parse, re-serialise byte for byte an
     // K (NEOX after conversion) and V equal the reference backend's cache of the same document
     convert_pairing(block, rope_pairing::neox);
     CHECK(block.fingerprint() == ref_block.fingerprint());
-    const double d = max_diff(block.to_floats(), ref_block.to_floats());
+    const double d = state_max_diff(block.to_floats(), ref_block.to_floats());
     std::printf(
         "llama.cpp cache vs reference cache (organism-a, %lld tokens, flash attention %s): max |d| %.3g\n",
         static_cast<long long>(T), flash ? "on" : "off", d);
@@ -155,7 +155,7 @@ TEST_CASE("llama.cpp continues from blobs that to_llama_seq_state wrote",
     REQUIRE(llama_state_seq_set_data(b.get(), reinterpret_cast<const std::uint8_t*>(ref_blob.data()),
                                      ref_blob.size(), 1) == ref_blob.size());
     const auto cross_next = test::llama_decode_all(b.get(), 1, c.queries, T);
-    const double d = max_diff(cross_next, ref_next);
+    const double d = state_max_diff(cross_next, ref_next);
     std::printf(
         "llama.cpp continuing from the reference cache vs the reference (flash attention %s): max "
         "|dlogit| %.3g\n",
@@ -182,7 +182,7 @@ TEST_CASE("llama.cpp state files parse with their tokens and load what to_llama_
   (void)test::llama_decode_all(ctx.get(), 0, c.doc, 0);
   const auto file = dir / "seq0.state";
   REQUIRE(llama_state_seq_save_file(ctx.get(), file.c_str(), 0, c.doc.data(), c.doc.size()) > 0);
-  const auto bytes = slurp(file);
+  const auto bytes = slurp_bytes(file);
   const auto parsed = from_llama_seq_state_file(bytes, c.llama_fingerprint());
   CHECK(parsed.tokens == c.doc);
   CHECK(parsed.block == from_llama_seq_state(get_state(ctx.get(), 0), c.llama_fingerprint()));

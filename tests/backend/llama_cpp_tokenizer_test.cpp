@@ -69,7 +69,7 @@ std::vector<std::pair<std::string, std::vector<token_id>>> read_vectors(const fs
 
 // organism-a as a GGUF without a tokenizer (tokenizer.ggml.model "none"), in the process's own
 // scratch directory (a fixed path raced between test processes run in parallel).
-fs::path organism_gguf() { return test::organism_gguf("organism-a"); }
+fs::path tokenizer_gguf() { return test::organism_gguf("organism-a"); }
 
 }  // namespace
 
@@ -161,12 +161,12 @@ TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are 
           "[backend][llama_cpp][tokenizer]") {
   CHECK_THROWS_AS(llama_cpp_tokenizer::load("/nonexistent/vocab.gguf"), invalid_argument);
   try {
-    (void)llama_cpp_tokenizer::load(organism_gguf());
+    (void)llama_cpp_tokenizer::load(tokenizer_gguf());
     FAIL("a GGUF without a tokenizer was accepted");
   } catch (const invalid_argument& e) {
     CHECK(std::string(e.what()).find("has no tokenizer") != std::string::npos);
   }
-  auto b = llama_cpp_backend::load(organism_gguf(), {.n_ctx = 64, .n_seq_max = 2});
+  auto b = llama_cpp_backend::load(tokenizer_gguf(), {.n_ctx = 64, .n_seq_max = 2});
   CHECK_FALSE(b.info().caps.tokenizer);
   CHECK_THROWS_AS(b.tokenizer(), invalid_argument);
 }
@@ -193,7 +193,7 @@ TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON 
   // bad input: one line, exit 2
   CHECK(run("--vocab " + (dir / "missing.gguf").string() + " --text x") == 2);
   CHECK(slurp(dir / "err.txt").find("missing.gguf") != std::string::npos);
-  CHECK(run("--vocab " + organism_gguf().string() + " --text x") == 2);
+  CHECK(run("--vocab " + tokenizer_gguf().string() + " --text x") == 2);
   CHECK(slurp(dir / "err.txt").find("has no tokenizer") != std::string::npos);
   CHECK(run("--vocab " + spm) == 2);
   CHECK(slurp(dir / "err.txt").find("--text") != std::string::npos);

@@ -13,7 +13,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path scratch(const std::string& name) {
+fs::path st_scratch(const std::string& name) {
   static const fs::path dir = [] {
     auto d = fs::temp_directory_path() / ("latentaudit_st_" + std::to_string(::getpid()));
     fs::create_directories(d);
@@ -24,7 +24,7 @@ fs::path scratch(const std::string& name) {
 // A raw file with the given header text and data bytes.
 fs::path raw_file(const std::string& name, const std::string& header, std::size_t data_bytes,
                   std::int64_t claimed = -1) {
-  const auto p = scratch(name);
+  const auto p = st_scratch(name);
   std::ofstream out(p, std::ios::binary);
   const std::uint64_t n = claimed >= 0 ? static_cast<std::uint64_t>(claimed) : header.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
@@ -38,7 +38,7 @@ TEST_CASE("safetensors files round-trip in f32, f16 and bf16", "[backend][safete
                                         {"model.norm.weight", dtype::bf16, {2}, {1.5f, -0.25f}},
                                         {"lm_head.weight", dtype::f16, {2, 2}, {0.5f, 1.0f, -2.0f, 65504.0f}},
                                         {"empty", dtype::f32, {0, 4}, {}}};
-  const auto p = scratch("ok.safetensors");
+  const auto p = st_scratch("ok.safetensors");
   write_safetensors(p, ts, {{"format", "pt"}});
   const auto f = safetensors_file::open(p);
   CHECK(f.tensors().size() == 4);
@@ -60,7 +60,7 @@ TEST_CASE("malformed safetensors files are refused with a clear error", "[backen
   CHECK_THROWS_WITH(safetensors_file::open(raw_file("short", "", 0, -1).string() + "x"),
                     Contains("cannot be opened"));
   {
-    const auto p = scratch("tiny");
+    const auto p = st_scratch("tiny");
     std::ofstream(p, std::ios::binary) << "abc";
     CHECK_THROWS_WITH(safetensors_file::open(p), Contains("shorter than"));
   }
@@ -106,6 +106,6 @@ TEST_CASE("malformed safetensors files are refused with a clear error", "[backen
       safetensors_file::open(raw_file("int", R"({"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}})", 4))
           .read_f32("a"),
       corrupt_data);
-  CHECK_THROWS_AS(write_safetensors(scratch("bad.safetensors"), {{"x", dtype::f32, {2}, {1.0f}}}),
+  CHECK_THROWS_AS(write_safetensors(st_scratch("bad.safetensors"), {{"x", dtype::f32, {2}, {1.0f}}}),
                   shape_mismatch);
 }

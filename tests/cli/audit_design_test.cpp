@@ -10,12 +10,13 @@
 #include <fstream>
 
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 // The audit's words: a small design on the organisms; `extra` options are added, and a --model
 // or --partner among them replaces the default one.

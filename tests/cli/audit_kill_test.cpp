@@ -12,15 +12,16 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 #include "support/sanitizer.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
-std::vector<std::string> audit_args(const std::filesystem::path& out) {
+std::vector<std::string> kill_audit_args(const std::filesystem::path& out) {
   return {"audit",
           "--model",
           models + "organism-a",
@@ -55,7 +56,7 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
   const auto base = test::cli_work_dir() / "kill";
   std::filesystem::remove_all(base);
   const auto clean = base / "clean", killed = base / "killed";
-  const auto r = test::run_cli(audit_args(clean));
+  const auto r = test::run_cli(kill_audit_args(clean));
   INFO(r.err);
   REQUIRE(r.code == 0);
   const auto reference = timeless(read_records(clean / "records.jsonl"));
@@ -75,7 +76,7 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
   const int min_kills = test::full_or_sanitized(20, 8);
   int rounds = 0;
   while (runs < 400) {
-    const pid_t pid = test::spawn_cli(audit_args(killed), "/dev/null", "/dev/null");
+    const pid_t pid = test::spawn_cli(kill_audit_args(killed), "/dev/null", "/dev/null");
     ++runs;
     int status = 0;
     if (kills < min_kills || runs % 2 == 0) {

@@ -11,15 +11,17 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 #include "support/sanitizer.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
-std::vector<std::string> audit_args(const std::filesystem::path& out, const std::string& items, bool resume) {
+std::vector<std::string> lock_audit_args(const std::filesystem::path& out, const std::string& items,
+                                         bool resume) {
   std::vector<std::string> a = {"audit",
                                 "--model",
                                 models + "organism-a",
@@ -57,7 +59,7 @@ TEST_CASE("audit: a second audit on a held --out exits 2 at once and leaves the 
   std::filesystem::remove_all(dir);
   // A long design (about 40 000 trials), killed once the contenders have been refused.
   const auto err_a = (test::cli_work_dir() / "lock_a.err").string();
-  const pid_t a = test::spawn_cli(audit_args(dir, "2000", false), "/dev/null", err_a);
+  const pid_t a = test::spawn_cli(lock_audit_args(dir, "2000", false), "/dev/null", err_a);
   const std::string pid_text = std::to_string(a);
   for (int i = 0; i < 3000 && lock_pid(dir) != pid_text; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -70,7 +72,7 @@ TEST_CASE("audit: a second audit on a held --out exits 2 at once and leaves the 
   }
   for (int round = 0; round < 6; ++round) {
     const bool resume = round % 2 == 1;
-    const auto r = test::run_cli(audit_args(dir, "2000", resume));
+    const auto r = test::run_cli(lock_audit_args(dir, "2000", resume));
     INFO("round " << round << (resume ? " (--resume)" : " (fresh)") << ", stderr: " << r.err);
     test::expect_one_line_error(r, "another audit holds " + dir.string() + " (pid " + pid_text + ")");
     int status = 0;
@@ -91,7 +93,7 @@ TEST_CASE("audit: a second audit on a held --out exits 2 at once and leaves the 
   CHECK(!partial.empty());
   // The kernel released the lock with the holder: a resume may take it now (and is refused only
   // for its design, which here differs in --items).
-  const auto r = test::run_cli(audit_args(dir, "3", true));
+  const auto r = test::run_cli(lock_audit_args(dir, "3", true));
   test::expect_one_line_error(r, "design");
   CHECK(r.err.find("another audit") == std::string::npos);
   std::filesystem::remove_all(dir);
@@ -109,8 +111,8 @@ TEST_CASE("audit: two audits started together on one --out, many times: every ke
     const bool resume_a = round % 3 != 2, resume_b = round % 3 == 0;
     const auto ea = (base / "a.err").string(), eb = (base / "b.err").string();
     std::filesystem::create_directories(base);
-    const pid_t a = test::spawn_cli(audit_args(dir, "6", resume_a), "/dev/null", ea);
-    const pid_t b = test::spawn_cli(audit_args(dir, "6", resume_b), "/dev/null", eb);
+    const pid_t a = test::spawn_cli(lock_audit_args(dir, "6", resume_a), "/dev/null", ea);
+    const pid_t b = test::spawn_cli(lock_audit_args(dir, "6", resume_b), "/dev/null", eb);
     int sa = 0, sb = 0;
     REQUIRE(waitpid(a, &sa, 0) == a);
     REQUIRE(waitpid(b, &sb, 0) == b);
@@ -135,7 +137,7 @@ TEST_CASE("audit: two audits started together on one --out, many times: every ke
     CHECK(records.size() == 6u * 1u * design.at("arms").as_array().size());
     CHECK(good == std::filesystem::file_size(dir / "records.jsonl"));
     // And a later resume finds nothing to do.
-    const auto r = test::run_cli(audit_args(dir, "6", true));
+    const auto r = test::run_cli(lock_audit_args(dir, "6", true));
     INFO("resume: " << r.err);
     REQUIRE(r.code == 0);
     CHECK(parse_json(r.out).at("trials_run").as_number() == 0);
@@ -155,7 +157,7 @@ TEST_CASE("audit: built without MPI, run as one of several MPI ranks, it says so
 #else
   const auto dir = test::cli_work_dir() / "no_mpi";
   ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-  const auto r = test::run_cli(audit_args(dir, "4", false));
+  const auto r = test::run_cli(lock_audit_args(dir, "4", false));
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
   test::expect_one_line_error(r, "built without MPI");
   CHECK(r.err.find("OMPI_COMM_WORLD_SIZE") != std::string::npos);

@@ -24,6 +24,7 @@
 
 #ifdef LATENTAUDIT_CLI_PATH
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 namespace fs = std::filesystem;
 using latentaudit::json_value;
@@ -59,10 +60,7 @@ json_value run_json(const std::vector<std::string>& args) {
 }
 
 /// A number field, NaN for null.
-double num(const json_value& j, const char* key) {
-  const auto& v = j.at(key);
-  return v.is_null() ? std::nan("") : v.as_number();
-}
+using latentaudit::test::num;
 
 /// Checks that a JSON result carries exactly the fields of an effect_estimate (NaN <-> null).
 void check_same(const json_value& j, const latentaudit::effect_estimate& e) {

@@ -17,6 +17,7 @@
 
 #include "support/catch.hpp"
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 #include "support/tiny_llama.hpp"
 
 #ifdef LATENTAUDIT_CLI_PATH
@@ -28,7 +29,7 @@ using latentaudit::test::run_cli;
 namespace fs = std::filesystem;
 
 namespace {
-const fs::path models = fs::path(LATENTAUDIT_SOURCE_DIR) / "models";
+using latentaudit::test::model_path;
 fs::path work(const std::string& name) { return latentaudit::test::cli_work_dir() / name; }
 std::string bytes_of(const fs::path& p) { return latentaudit::test::slurp_file(p); }
 }  // namespace
@@ -36,7 +37,7 @@ std::string bytes_of(const fs::path& p) { return latentaudit::test::slurp_file(p
 TEST_CASE("cli: gguf export writes the library's file for the organisms", "[cli][gguf]") {
   const auto out = work("a.gguf");
   const auto j =
-      ok_json({"gguf", "export", "--model", (models / "organism-a").string(), "--out", out.string()});
+      ok_json({"gguf", "export", "--model", (model_path / "organism-a").string(), "--out", out.string()});
   CHECK(j.at("architecture").as_string() == "llama");
   CHECK(j.at("dtype").as_string() == "f32");
   CHECK(j.at("tensors").as_number() == 21);  // embeddings, 2 x 9 per layer, final norm, head
@@ -45,7 +46,7 @@ TEST_CASE("cli: gguf export writes the library's file for the organisms", "[cli]
   CHECK(j.at("tied_embeddings").as_bool() == false);
   CHECK(j.at("bytes").as_number() == static_cast<double>(fs::file_size(out)));
   const auto lib = work("a.lib.gguf");
-  const auto s = export_llama_gguf(models / "organism-a", lib, {.name = "organism-a"});
+  const auto s = export_llama_gguf(model_path / "organism-a", lib, {.name = "organism-a"});
   CHECK(bytes_of(out) == bytes_of(lib));
   CHECK(j.at("weights_hash").as_string() == std::to_string(s.weights_hash));
 
@@ -63,7 +64,7 @@ TEST_CASE("cli: gguf export writes the library's file for the organisms", "[cli]
   CHECK(i.at("tensor_count").as_number() == 21);
   CHECK(i.at("tensors").as_array().size() == 21);
 
-  const auto b = ok_json({"gguf", "export", "--model", (models / "organism-b").string(), "--out",
+  const auto b = ok_json({"gguf", "export", "--model", (model_path / "organism-b").string(), "--out",
                           work("b16.gguf").string(), "--dtype", "bf16", "--name", "b"});
   CHECK(b.at("dtype").as_string() == "bf16");
   const auto f = gguf_file::open(work("b16.gguf"));

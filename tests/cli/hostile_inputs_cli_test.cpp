@@ -24,6 +24,7 @@
 
 #include "support/catch.hpp"
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 #ifdef LATENTAUDIT_CLI_PATH
 
@@ -34,8 +35,10 @@ using latentaudit::test::run_cli;
 namespace fs = std::filesystem;
 
 namespace {
-const fs::path models = fs::path(LATENTAUDIT_SOURCE_DIR) / "models";
-fs::path work(const std::string& name) { return latentaudit::test::cli_work_dir() / ("hostile_" + name); }
+using latentaudit::test::model_path;
+fs::path hostile_work(const std::string& name) {
+  return latentaudit::test::cli_work_dir() / ("hostile_" + name);
+}
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
 }
@@ -85,27 +88,27 @@ int closed_pipe_exit(const std::vector<std::string>& args) {
 
 TEST_CASE("cli: a 120 KB nested regex answer is refused by length, not a crash", "[cli][hostile]") {
   const std::string deep = std::string(60000, '(') + "a" + std::string(60000, ')');
-  const auto f = work("deep.jsonl");
+  const auto f = hostile_work("deep.jsonl");
   write_text(f, task_line("0", deep) + task_line("1", deep));
   expect_one_line_error(
-      run_cli({"audit", "--tasks", f.string(), "--scoring", "regex", "--out", work("deep_out").string(),
-               "--seeds", "1", "--quiet"}),
+      run_cli({"audit", "--tasks", f.string(), "--scoring", "regex", "--out",
+               hostile_work("deep_out").string(), "--seeds", "1", "--quiet"}),
       "deep.jsonl:1:answers[0]: is a pattern of 120001 bytes, longer than the limit of 4096");
 }
 
 TEST_CASE("cli: a task whose id or extra field outgrows a record line is refused at load", "[cli][hostile]") {
-  const auto f = work("bigid.jsonl");
+  const auto f = hostile_work("bigid.jsonl");
   write_text(f, task_line(std::string(1500000, 'x'), "a"));
   expect_one_line_error(
-      run_cli({"audit", "--tasks", f.string(), "--out", work("bigid_out").string(), "--quiet"}),
+      run_cli({"audit", "--tasks", f.string(), "--out", hostile_work("bigid_out").string(), "--quiet"}),
       "bigid.jsonl:1:id: brings the task's id, covariates and other fields to more than 262144");
-  CHECK_FALSE(fs::exists(work("bigid_out") / "records.jsonl"));
+  CHECK_FALSE(fs::exists(hostile_work("bigid_out") / "records.jsonl"));
 }
 
 TEST_CASE("cli: a planted lock-file symlink is refused, its target untouched", "[cli][hostile]") {
-  const auto dir = work("lockdir");
+  const auto dir = hostile_work("lockdir");
   fs::create_directories(dir);
-  const auto target = work("precious.txt");
+  const auto target = hostile_work("precious.txt");
   write_text(target, "precious\n");
   fs::remove(dir / ".latentaudit.lock");
   fs::create_symlink(target, dir / ".latentaudit.lock");
@@ -119,22 +122,24 @@ TEST_CASE("cli: outputs that are not regular files are refused; stdout errors ex
   expect_one_line_error(run_cli({"kv", "make-example", "--out", "/dev/null"}),
                         "--out '/dev/null' is a character device, not a regular file");
   expect_one_line_error(
-      run_cli({"gguf", "export", "--model", (models / "organism-a").string(), "--out", "/dev/null"}),
+      run_cli({"gguf", "export", "--model", (model_path / "organism-a").string(), "--out", "/dev/null"}),
       "--out '/dev/null' is a character device");
   expect_one_line_error(
-      run_cli({"organism", "tasks", "--out", work("").parent_path().string(), "--items", "2"}),
+      run_cli({"organism", "tasks", "--out", hostile_work("").parent_path().string(), "--items", "2"}),
       "is a directory, not a regular file");
-  const auto err = work("stderr.txt");
+  const auto err = hostile_work("stderr.txt");
   CHECK(run_shell("--version", ">/dev/full", err) == 2);
   CHECK(latentaudit::test::slurp_file(err).find("cannot write to stdout: No space left on device") !=
         std::string::npos);
-  CHECK(run_shell("organism tasks --out '" + work("t.jsonl").string() + "' --items 2", ">&-", err) == 2);
+  CHECK(run_shell("organism tasks --out '" + hostile_work("t.jsonl").string() + "' --items 2", ">&-", err) ==
+        2);
   CHECK(latentaudit::test::slurp_file(err).find("cannot write to stdout") != std::string::npos);
   // a closed pipe (its read end closed before the CLI starts): EPIPE, a message, exit 2 (not
   // SIGPIPE, not 0)
-  CHECK(closed_pipe_exit({"organism", "tasks", "--items", "3", "--out", work("t2.jsonl").string()}) == 2);
+  CHECK(closed_pipe_exit({"organism", "tasks", "--items", "3", "--out", hostile_work("t2.jsonl").string()}) ==
+        2);
   // a file-size limit: EFBIG (SIGXFSZ ignored), a message and no partial file
-  const auto big = work("big.jsonl");
+  const auto big = hostile_work("big.jsonl");
   fs::remove(big);
   CHECK(run_shell("organism tasks --items 3000 --out '" + big.string() + "'", ">/dev/null", err,
                   "ulimit -f 16; ") == 2);
@@ -145,27 +150,30 @@ TEST_CASE("cli: outputs that are not regular files are refused; stdout errors ex
 }
 
 TEST_CASE("cli: --config integers are integers; overridden values are still checked", "[cli][hostile]") {
-  const auto cfg = work("config.json");
+  const auto cfg = hostile_work("config.json");
   write_text(cfg,
              "{\"seed\": 20000000, \"items\": 2, \"seeds\": 1, \"bootstrap\": 100, \"arms\": \"no_comm\"}");
-  const auto j = ok_json({"audit", "--config", cfg.string(), "--out", work("cfg_out").string(), "--quiet"});
+  const auto j =
+      ok_json({"audit", "--config", cfg.string(), "--out", hostile_work("cfg_out").string(), "--quiet"});
   CHECK(j.at("trials_run").as_number() == 2);
-  CHECK(parse_json(latentaudit::test::slurp_file(work("cfg_out") / "design.json")).at("seed").as_number() ==
-        20000000);
+  CHECK(parse_json(latentaudit::test::slurp_file(hostile_work("cfg_out") / "design.json"))
+            .at("seed")
+            .as_number() == 20000000);
   write_text(cfg, "{\"bootstrap\": 1000000, \"items\": 100000, \"seed\": 20000000, \"seeds\": 0}");
   expect_one_line_error(
       run_cli({"audit", "--config", cfg.string(), "--seeds", "1", "--items", "2", "--out",
-               work("cfg_out2").string(), "--quiet"}),
+               hostile_work("cfg_out2").string(), "--quiet"}),
       "audit: --config file '" + cfg.string() +
           "' (overridden on the command line): option --seeds must lie in [1, 100000], got 0");
-  expect_one_line_error(run_cli({"audit", "--arms", "no_comm,bogus", "--out", work("arms_out").string()}),
-                        "audit: option --arms: parse_arm");
-  expect_one_line_error(run_cli({"audit", "--link", "custom:x", "--out", work("link_out").string()}),
+  expect_one_line_error(
+      run_cli({"audit", "--arms", "no_comm,bogus", "--out", hostile_work("arms_out").string()}),
+      "audit: option --arms: parse_arm");
+  expect_one_line_error(run_cli({"audit", "--link", "custom:x", "--out", hostile_work("link_out").string()}),
                         "audit: option --link: find_link");
 }
 
 TEST_CASE("cli: a design.json declaring 90k arms is refused before it sizes the report", "[cli][hostile]") {
-  const auto dir = work("design_dir");
+  const auto dir = hostile_work("design_dir");
   fs::remove_all(dir);
   (void)ok_json({"audit", "--out", dir.string(), "--items", "2", "--seeds", "1", "--arms",
                  "no_comm,text_full", "--bootstrap", "100", "--quiet"});
@@ -175,8 +183,9 @@ TEST_CASE("cli: a design.json declaring 90k arms is refused before it sizes the 
   for (int i = 0; i < 90000; ++i) arms.push_back("a" + std::to_string(i));
   j.set("arms", std::move(arms));
   write_text(d, write_json(j));
-  expect_one_line_error(run_cli({"report", "--records", dir.string(), "--out", work("design_rep").string()}),
-                        "design.json: field 'arms' declares 90000 arms, more than 4096");
+  expect_one_line_error(
+      run_cli({"report", "--records", dir.string(), "--out", hostile_work("design_rep").string()}),
+      "design.json: field 'arms' declares 90000 arms, more than 4096");
 }
 
 namespace {
@@ -185,8 +194,8 @@ namespace {
 fs::path mutated_gguf(const std::string& name, const std::map<std::string, std::optional<gguf_value>>& set,
                       std::uint32_t alignment = 32, std::size_t trailing = 0) {
   static const fs::path base = [] {
-    const auto p = work("organism.gguf");
-    (void)ok_json({"gguf", "export", "--model", (models / "organism-a").string(), "--out", p.string()});
+    const auto p = hostile_work("organism.gguf");
+    (void)ok_json({"gguf", "export", "--model", (model_path / "organism-a").string(), "--out", p.string()});
     return p;
   }();
   const auto src = gguf_file::open(base);
@@ -202,7 +211,7 @@ fs::path mutated_gguf(const std::string& name, const std::map<std::string, std::
   for (const auto& [k, v] : set)
     if (v && src.find(k) == nullptr) w.set(k, *v);
   for (const auto& t : src.tensors()) w.add_tensor(t.name, dtype::f32, t.shape(), src.read_f32(t.name));
-  const auto out = work(name + ".gguf");
+  const auto out = hostile_work(name + ".gguf");
   w.write(out);
   if (trailing > 0) {
     std::ofstream o(out, std::ios::binary | std::ios::app);
@@ -260,7 +269,7 @@ TEST_CASE("cli: GGUF files llama.cpp would abort on are refused, naming the key"
   fs::resize_file(cut, fs::file_size(cut) - 4096);
   forward(cut, "is not a valid GGUF file");
   // a vocabulary for --tokenizer: its tokenizer keys only
-  const auto vocab = work("bert_vocab.gguf");
+  const auto vocab = hostile_work("bert_vocab.gguf");
   {
     gguf_writer w;
     w.set("general.architecture", gguf_value::of("bert"));
@@ -270,7 +279,7 @@ TEST_CASE("cli: GGUF files llama.cpp would abort on are refused, naming the key"
   }
   if (llama)
     expect_one_line_error(
-        run_cli({"audit", "--tokenizer", vocab.string(), "--out", work("tok_out").string()}),
+        run_cli({"audit", "--tokenizer", vocab.string(), "--out", hostile_work("tok_out").string()}),
         "option --tokenizer '" + vocab.string() + "': key tokenizer.ggml.model is 'bert', but");
 }
 

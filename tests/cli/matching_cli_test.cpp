@@ -15,6 +15,7 @@
 
 #ifdef LATENTAUDIT_CLI_PATH
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 using latentaudit::json_value;
 using latentaudit::test::expect_one_line_error;
@@ -22,10 +23,7 @@ using latentaudit::test::run_cli;
 
 namespace {
 
-double num(const json_value& j, const char* key) {
-  const auto& v = j.at(key);
-  return v.is_null() ? std::nan("") : v.as_number();
-}
+using latentaudit::test::num;
 
 std::string data_path() { return latentaudit::test::golden_path("matching/data_small.csv"); }
 

@@ -10,14 +10,16 @@
 #include <map>
 
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
-std::vector<std::string> audit_args(const std::filesystem::path& out, std::vector<std::string> extra) {
+std::vector<std::string> regimes_audit_args(const std::filesystem::path& out,
+                                            std::vector<std::string> extra) {
   std::vector<std::string> a = {"audit",
                                 "--items",
                                 "12",
@@ -40,29 +42,33 @@ std::vector<std::string> audit_args(const std::filesystem::path& out, std::vecto
 TEST_CASE("audit: regime shares and drift manifests are validated", "[cli]") {
   const auto dir = test::cli_work_dir() / "regimes_bad";
   std::filesystem::remove_all(dir);
-  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--stale-fraction", "2"})), "--stale-fraction");
-  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--conflict-fraction", "-0.1"})),
+  test::expect_one_line_error(test::run_cli(regimes_audit_args(dir, {"--stale-fraction", "2"})),
+                              "--stale-fraction");
+  test::expect_one_line_error(test::run_cli(regimes_audit_args(dir, {"--conflict-fraction", "-0.1"})),
                               "--conflict-fraction");
-  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--no-need-fraction", "0.5", "--stale-fraction",
-                                                             "0.4", "--conflict-fraction", "0.2"})),
-                              "sum to at most 1");
-  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--drift", (dir / "nowhere").string()})),
+  test::expect_one_line_error(
+      test::run_cli(regimes_audit_args(
+          dir, {"--no-need-fraction", "0.5", "--stale-fraction", "0.4", "--conflict-fraction", "0.2"})),
+      "sum to at most 1");
+  test::expect_one_line_error(test::run_cli(regimes_audit_args(dir, {"--drift", (dir / "nowhere").string()})),
                               "--drift manifest");
   test::expect_one_line_error(
-      test::run_cli(audit_args(dir, {"--arms", "no_comm,kv_drift_7", "--partner", "none"})), "drift level 7");
+      test::run_cli(regimes_audit_args(dir, {"--arms", "no_comm,kv_drift_7", "--partner", "none"})),
+      "drift level 7");
   std::filesystem::create_directories(dir / "m");
   std::ofstream(dir / "m" / "drift.json")
       << R"({"base": "../organism-a", "levels": [{"steps": 5, "overlay": "../x"}]})";
-  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--drift", (dir / "m").string()})),
+  test::expect_one_line_error(test::run_cli(regimes_audit_args(dir, {"--drift", (dir / "m").string()})),
                               "levels[].overlay");
   std::ofstream(dir / "m" / "drift.json") << R"({"levels": []})";
-  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--drift", (dir / "m").string()})), "'base'");
+  test::expect_one_line_error(test::run_cli(regimes_audit_args(dir, {"--drift", (dir / "m").string()})),
+                              "'base'");
 }
 
 TEST_CASE("audit: stale and conflict items and drift arms reach the records", "[cli]") {
   const auto dir = test::cli_work_dir() / "regimes_run";
   std::filesystem::remove_all(dir);
-  const auto j = test::ok_json(audit_args(
+  const auto j = test::ok_json(regimes_audit_args(
       dir, {"--arms", "no_comm,text_full,kv_full,kv_drift_5,kv_drift_300", "--partner", "none",
             "--no-need-fraction", "0.2", "--stale-fraction", "0.3", "--conflict-fraction", "0.3"}));
   CHECK(j.at("trials_total").as_number() == 12 * 5);

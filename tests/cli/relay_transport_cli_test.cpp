@@ -15,12 +15,13 @@
 #include <sys/wait.h>
 
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 std::vector<std::string> small_audit(const std::filesystem::path& out, std::vector<std::string> extra) {
   std::vector<std::string> a = {"audit",

@@ -18,12 +18,13 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/common.hpp"
 
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 // The audit's words for a small design: `items` items x 2 seeds x the built-in arms.
 std::vector<std::string> audit_words(const std::filesystem::path& out, std::vector<std::string> extra = {},

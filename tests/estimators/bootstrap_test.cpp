@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/common.hpp"
 #include "support/golden.hpp"
 #include "support/reference_bootstrap.hpp"
 
@@ -48,15 +49,7 @@ std::vector<double> lognormal(std::size_t n, std::uint64_t seed, std::uint64_t i
   return x;
 }
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using latentaudit::test::message_of;
 
 }  // namespace
 

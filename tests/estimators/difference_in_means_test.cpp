@@ -23,21 +23,8 @@ using latentaudit::test::read_golden_table;
 
 namespace {
 
-/// The two arms of one golden dataset.
-struct arms {
-  std::vector<double> treated, control;
-};
-
-/// Reads tests/golden/<topic>/data.csv (dataset, arm, i, y) into arms by dataset name.
-std::map<std::string, arms> read_datasets(const std::string& file) {
-  const auto t = read_golden_table(file);
-  std::map<std::string, arms> out;
-  for (std::size_t r = 0; r < t.rows(); ++r) {
-    auto& a = out[t.str("dataset", r)];
-    (t.str("arm", r) == "treated" ? a.treated : a.control).push_back(t.num("y", r));
-  }
-  return out;
-}
+using arms = latentaudit::test::golden_arms;
+using latentaudit::test::read_golden_arms;
 
 /// Runs the named test ("welch", "student", "paired") of the library.
 effect_estimate run_test(const std::string& test, const arms& a, const t_test_options& o) {
@@ -69,7 +56,7 @@ std::vector<double> normals(std::uint64_t seed, std::uint32_t arm, std::size_t n
 
 TEST_CASE("t tests reproduce R's t.test (Welch, var.equal = TRUE, paired = TRUE) at rtol 1e-10",
           "[estimators][difference_in_means][golden]") {
-  const auto data = read_datasets("t_tests/data.csv");
+  const auto data = read_golden_arms("t_tests/data.csv");
   const auto r = read_golden_table("t_tests/r_results.csv");
   REQUIRE(r.rows() == 207);
   std::map<std::string, int> seen;
@@ -110,7 +97,7 @@ TEST_CASE("t tests reproduce statsmodels CompareMeans and scipy ttest_rel at rto
   // paired: scipy ttest_rel (+ confidence_interval) / DescrStatsW.ttest_mean. The CIs use scipy's
   // t.ppf (about 2e-9 accurate), hence 1e-8 relative to max(|endpoint|, half-width); numpy's means
   // are naive sums (offset data), hence the same tolerance for the other fields.
-  const auto data = read_datasets("t_tests/data.csv");
+  const auto data = read_golden_arms("t_tests/data.csv");
   const auto p = read_golden_table("t_tests/python_results.csv");
   REQUIRE(p.rows() == 207);
   for (std::size_t i = 0; i < p.rows(); ++i) {

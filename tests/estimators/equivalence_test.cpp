@@ -23,21 +23,8 @@ using latentaudit::test::read_golden_table;
 
 namespace {
 
-/// The two arms of one golden dataset.
-struct arms {
-  std::vector<double> treated, control;
-};
-
-/// Reads tests/golden/<topic>/data.csv (dataset, arm, i, y) into arms by dataset name.
-std::map<std::string, arms> read_datasets(const std::string& file) {
-  const auto t = read_golden_table(file);
-  std::map<std::string, arms> out;
-  for (std::size_t r = 0; r < t.rows(); ++r) {
-    auto& a = out[t.str("dataset", r)];
-    (t.str("arm", r) == "treated" ? a.treated : a.control).push_back(t.num("y", r));
-  }
-  return out;
-}
+using arms = latentaudit::test::golden_arms;
+using latentaudit::test::read_golden_arms;
 
 /// "welch" / "student" / "paired" as a design.
 t_test_design design_of(const std::string& s) {
@@ -69,7 +56,7 @@ std::vector<double> normals(std::uint64_t seed, std::uint64_t item, std::uint32_
   } while (false)
 
 TEST_CASE("TOST reproduces R's one-sided t.test pair at rtol 1e-10", "[estimators][equivalence][golden]") {
-  const auto data = read_datasets("equivalence/data.csv");
+  const auto data = read_golden_arms("equivalence/data.csv");
   const auto r = read_golden_table("equivalence/r_tost.csv");
   REQUIRE(r.rows() == 96);
   int equivalent = 0;
@@ -104,7 +91,7 @@ TEST_CASE("TOST reproduces R's one-sided t.test pair at rtol 1e-10", "[estimator
 
 TEST_CASE("TOST reproduces statsmodels ttost_ind (unequal, pooled) and ttost_paired at rtol 1e-8",
           "[estimators][equivalence][golden]") {
-  const auto data = read_datasets("equivalence/data.csv");
+  const auto data = read_golden_arms("equivalence/data.csv");
   const auto p = read_golden_table("equivalence/python_tost.csv");
   REQUIRE(p.rows() == 96);
   for (std::size_t i = 0; i < p.rows(); ++i) {
@@ -129,7 +116,7 @@ TEST_CASE("TOST reproduces statsmodels ttost_ind (unequal, pooled) and ttost_pai
 
 TEST_CASE("non-inferiority reproduces R (rtol 1e-10) and statsmodels (rtol 1e-8) in both directions",
           "[estimators][equivalence][golden]") {
-  const auto data = read_datasets("equivalence/data.csv");
+  const auto data = read_golden_arms("equivalence/data.csv");
   const auto r = read_golden_table("equivalence/r_non_inferiority.csv");
   const auto p = read_golden_table("equivalence/python_non_inferiority.csv");
   REQUIRE(r.rows() == 162);

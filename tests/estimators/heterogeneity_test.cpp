@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/common.hpp"
 #include "support/golden.hpp"
 
 using namespace latentaudit;
@@ -79,15 +80,7 @@ unpaired_data load_unpaired() {
   return d;
 }
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using latentaudit::test::message_of;
 
 }  // namespace
 

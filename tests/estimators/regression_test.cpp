@@ -19,19 +19,19 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-struct golden_data {
+struct regression_golden {
   std::vector<double> y, x1, x2, x3, w;
   std::vector<long long> cl;
 };
 
-golden_data load_data() {
+regression_golden load_data() {
   const auto t = la::test::read_golden_table("regression/data.csv");
-  golden_data d{t.col("y"), t.col("x1"), t.col("x2"), t.col("x3"), t.col("w"), {}};
+  regression_golden d{t.col("y"), t.col("x1"), t.col("x2"), t.col("x3"), t.col("w"), {}};
   for (double c : t.col("cl")) d.cl.push_back(static_cast<long long>(c));
   return d;
 }
 
-la::design_matrix design(const golden_data& d) {
+la::design_matrix design(const regression_golden& d) {
   return la::design_builder(d.y.size()).intercept().add("x1", d.x1).add("x2", d.x2).add("x3", d.x3).build();
 }
 
@@ -60,7 +60,7 @@ struct variant {
   la::reference_distribution dist;
 };
 
-la::ols_result fit_variant(const golden_data& d, const la::design_matrix& x, const la::group_index& g,
+la::ols_result fit_variant(const regression_golden& d, const la::design_matrix& x, const la::group_index& g,
                            const variant& v, bool weighted) {
   la::ols_options o{.covariance = v.cov, .distribution = v.dist};
   if (weighted) o.weights = d.w;

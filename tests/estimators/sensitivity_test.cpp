@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/common.hpp"
 #include "support/golden.hpp"
 
 using namespace latentaudit;
@@ -16,15 +17,7 @@ using latentaudit::test::read_golden_table;
 
 namespace {
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using latentaudit::test::message_of;
 
 }  // namespace
 

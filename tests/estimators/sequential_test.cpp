@@ -32,7 +32,8 @@ namespace sim = latentaudit::test;
 namespace {
 
 /// n normal draws with the given mean and sd from stream (seed, item).
-std::vector<double> normals(std::uint64_t seed, std::uint64_t item, std::size_t n, double mean, double sd) {
+std::vector<double> sequential_normals(std::uint64_t seed, std::uint64_t item, std::size_t n, double mean,
+                                       double sd) {
   auto g = make_stream({.seed = seed, .item = item});
   std::vector<double> x(n);
   for (auto& v : x) v = mean + sd * standard_normal(g);
@@ -69,7 +70,7 @@ TEST_CASE("mSPRT closed forms match direct evaluation of the mixture likelihood 
   };
   std::uint64_t item = 0;
   for (const auto& c : configs) {
-    const auto x = normals(41, item++, c.n, c.mean, c.sd);
+    const auto x = sequential_normals(41, item++, c.n, c.mean, c.sd);
     msprt_monitor m({.alpha = c.alpha, .tau = c.tau, .sigma = c.sigma});
     for (double v : x) m.update(v);
     const double nn = static_cast<double>(c.n);
@@ -175,7 +176,7 @@ TEST_CASE("mSPRT burn-in, zero variance and the empty state", "[estimators][sequ
 
 TEST_CASE("run_sequential equals feeding a monitor; first_rejection is the stopping time (seed 42)",
           "[estimators][sequential]") {
-  const auto x = normals(42, 0, 600, 0.25, 1.0);
+  const auto x = sequential_normals(42, 0, 600, 0.25, 1.0);
   const sequential_options o{.alpha = 0.05, .tau = 0.2};
   const auto r = run_sequential(x, o);
   msprt_monitor m(o);
@@ -299,7 +300,7 @@ TEST_CASE("mSPRT detects a mean of 0.3 (sd 1) within n <= 1000 (seed 2028, 1000 
   int rej_known = 0, rej_est = 0;
   double sum_first = 0.0;
   for (int p = 0; p < paths; ++p) {
-    const auto x = normals(2028, static_cast<std::uint64_t>(p), 1000, 0.3, 1.0);
+    const auto x = sequential_normals(2028, static_cast<std::uint64_t>(p), 1000, 0.3, 1.0);
     const auto a = run_sequential(x, {.alpha = 0.05, .tau = 0.1, .sigma = 1.0});
     const auto b = run_sequential(x, {.alpha = 0.05, .tau = 0.1});
     rej_known += a.first_rejection.has_value();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/common.hpp"
 #include "support/golden.hpp"
 #include "support/reference_weighting.hpp"
 
@@ -52,15 +53,7 @@ weighting_options options_for(const std::string& c, bool& is_aipw) {
   return o;
 }
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using latentaudit::test::message_of;
 
 }  // namespace
 

@@ -24,7 +24,7 @@ using namespace latentaudit;
 namespace {
 
 // 60 items × 2 seeds × the 21 default arms on the organisms (about 2500 trials, ~1 s).
-const std::vector<trial_record>& organism_records() {
+const std::vector<trial_record>& roles_organism_records() {
   static const std::vector<trial_record> records =
       testing::run_organism_records(505, test::full_or_sanitized<std::uint64_t>(60, 20), 2);
   return records;
@@ -116,7 +116,7 @@ TEST_CASE("arm roles: two arms of kind kv_full give a warning naming both, in th
 
 TEST_CASE("arm roles: relabelled arms that keep their arm_kind give the same findings in every analysis",
           "[arm_roles]") {
-  const auto& canon = organism_records();
+  const auto& canon = roles_organism_records();
   const auto moved = relabelled(canon);
   const audit_options o{.bootstrap_replicates = 400, .seed = 7};
   const auto a = build_audit_report(canon, o);

@@ -17,6 +17,8 @@
 #include "latentaudit/report/audit.hpp"
 #include "latentaudit/report/decision.hpp"
 
+#include "support/findings.hpp"
+
 namespace la = latentaudit;
 
 namespace {
@@ -98,12 +100,7 @@ const la::finding& find(const la::audit_core& c, const std::string& id) {
   return c.findings.front();
 }
 
-const la::paired_effect& effect(const std::vector<la::paired_effect>& v, const std::string& id) {
-  for (const auto& e : v)
-    if (e.id == id) return e;
-  FAIL("no effect " << id);
-  return v.front();
-}
+using latentaudit::test::effect;
 
 bool has_warning(const la::audit_core& c, const std::string& needle) {
   return std::any_of(c.warnings.begin(), c.warnings.end(),

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/findings.hpp"
 #include "support/synthetic_records.hpp"
 
 using namespace latentaudit;
@@ -35,12 +36,7 @@ using latentaudit::test::without_arm;
 
 namespace {
 
-const finding& find(const std::vector<finding>& fs, const std::string& id) {
-  for (const auto& f : fs)
-    if (f.id == id) return f;
-  FAIL("no finding " << id);
-  return fs.front();
-}
+using latentaudit::test::find;
 
 /// Mean saved latency on one link, evaluated directly through cost_benefit_analysis.
 double saved_on(const std::vector<trial_record>& records, const link_preset& l) {

@@ -15,25 +15,17 @@
 #include "report/decision_mc.hpp"
 #include "report/relay_failure_sim.hpp"
 
+#include "support/findings.hpp"
+
 namespace la = latentaudit;
 using la::test::decision_base_design;
 using la::test::simulate_relay_failure;
 
 namespace {
 
-const la::finding& find(const std::vector<la::finding>& fs, const std::string& id) {
-  for (const auto& f : fs)
-    if (f.id == id) return f;
-  FAIL("no finding " << id);
-  return fs.front();
-}
+using latentaudit::test::find;
 
-const la::paired_effect& effect(const std::vector<la::paired_effect>& es, const std::string& id) {
-  for (const auto& e : es)
-    if (e.id == id) return e;
-  FAIL("no effect " << id);
-  return es.front();
-}
+using latentaudit::test::effect;
 
 bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();

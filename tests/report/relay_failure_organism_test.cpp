@@ -10,22 +10,15 @@
 
 #include "latentaudit/report/audit.hpp"
 #include "latentaudit/trial.hpp"
+#include "support/common.hpp"
+#include "support/findings.hpp"
 #include "support/sanitizer.hpp"
 
 namespace la = latentaudit;
 
 namespace {
-const la::finding& find(const std::vector<la::finding>& fs, const std::string& id) {
-  for (const auto& f : fs)
-    if (f.id == id) return f;
-  FAIL("finding " << id << " missing");
-  return fs.front();
-}
-la::audit_options fast_options() {
-  la::audit_options o;
-  o.bootstrap_replicates = 199;
-  return o;
-}
+using latentaudit::test::fast_options;
+using latentaudit::test::find;
 }  // namespace
 
 TEST_CASE("relay failures: the organisms' stale, conflict and drift truths are found (design seed 1808)",
@@ -34,7 +27,7 @@ TEST_CASE("relay failures: the organisms' stale, conflict and drift truths are f
   // (organism-a fine-tuned 5, 10, 20 and 300 steps on a remapped vocabulary: models/organism-a-drift);
   // 160 items x 1 seed with 20 % stale and 20 % conflict items (the data side's task generator);
   // 40 items under the sanitizer, where the verdicts are not checked (support/sanitizer.hpp)
-  const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+  using latentaudit::test::models;
   auto a = la::reference_cpu_backend::load(models + "organism-a");
   auto b = la::reference_cpu_backend::load(models + "organism-b");
   const auto fmt = la::organism_format::load(models + "organism-a");

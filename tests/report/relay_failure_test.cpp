@@ -25,18 +25,9 @@ using la::test::simulate_relay_failure;
 
 namespace {
 
-const la::finding& find(const std::vector<la::finding>& fs, const std::string& id) {
-  for (const auto& f : fs)
-    if (f.id == id) return f;
-  FAIL("finding " << id << " missing");
-  return fs.front();
-}
+using latentaudit::test::find;
 
-la::audit_options fast_options() {
-  la::audit_options o;
-  o.bootstrap_replicates = 199;
-  return o;
-}
+using latentaudit::test::fast_options;
 
 }  // namespace
 
@@ -271,6 +262,8 @@ TEST_CASE("relay gate: learns to refuse stale and conflicting relays from pre-tr
 
 // ---- Monte Carlo validation of the new verdict rules (clustered data, exact truths) ----------
 #include "report/relay_failure_mc.hpp"
+
+#include "support/findings.hpp"
 
 namespace {
 constexpr double mc_alpha = 0.05;

@@ -35,7 +35,7 @@ std::map<std::string, const finding*> by_id(const std::vector<finding>& fs) {
 }
 
 // Well-formed enough for a browser: one <svg> root with the namespace, balanced, no NaN/inf text.
-void check_svg(const std::string& svg) {
+void check_report_svg(const std::string& svg) {
   CHECK(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
   CHECK(svg.find("</svg>") != std::string::npos);
   for (const char* bad : {"nan", "NaN", "inf"}) CHECK(svg.find(bad) == std::string::npos);
@@ -126,7 +126,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   REQUIRE(svgs.size() == 4);
   for (const auto& [name, svg] : svgs) {
     INFO(name);
-    check_svg(svg);
+    check_report_svg(svg);
   }
 }
 
@@ -149,7 +149,7 @@ TEST_CASE("report: records with two arms only give inconclusive findings, never 
     CHECK(f.at(id)->n == 0);
   }
   CHECK(r.decision.verdict == "inconclusive");
-  for (const auto& [name, svg] : report_svgs(r, recs)) check_svg(svg);
+  for (const auto& [name, svg] : report_svgs(r, recs)) check_report_svg(svg);
 }
 
 namespace {

@@ -115,6 +115,22 @@ inline bool close(double a, double b, double rtol, double atol = 0.0) {
   return std::fabs(a - b) <= rtol * std::fmax(std::fabs(a), std::fabs(b)) + atol;
 }
 
+/// The two arms of one golden dataset.
+struct golden_arms {
+  std::vector<double> treated, control;
+};
+
+/// Reads tests/golden/<topic>/data.csv (dataset, arm, i, y) into arms by dataset name.
+inline std::map<std::string, golden_arms> read_golden_arms(const std::string& file) {
+  const auto t = read_golden_table(file);
+  std::map<std::string, golden_arms> out;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    auto& a = out[t.str("dataset", r)];
+    (t.str("arm", r) == "treated" ? a.treated : a.control).push_back(t.num("y", r));
+  }
+  return out;
+}
+
 }  // namespace latentaudit::test
 
 /// CHECK that two doubles agree to a relative tolerance, printing both with 17 digits.

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/common.hpp"
 #include "support/sanitizer.hpp"
 
 #include <map>
@@ -14,7 +15,7 @@ using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 struct fixture {
   reference_cpu_backend a = reference_cpu_backend::load(models + "organism-a");

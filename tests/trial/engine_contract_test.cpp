@@ -13,11 +13,13 @@
 #include <map>
 #include <set>
 
+#include "support/common.hpp"
+
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 // The reference backend behind the capabilities of an engine like llama.cpp: no attention
 // capture (no prefill_capture), no hidden state, whole-layer imports only, no position gaps.
@@ -72,7 +74,7 @@ class limited_engine {
 static_assert(inference_backend<limited_engine>);
 static_assert(!attention_capturing_backend<limited_engine>);
 
-struct fixture {
+struct contract_fixture {
   reference_cpu_backend ref = reference_cpu_backend::load(models + "organism-a");
   organism_format fmt = organism_format::load(models + "organism-a");
   template <class E>
@@ -86,7 +88,7 @@ struct fixture {
   }
 };
 
-std::string timeless(trial_record r) {
+std::string contract_timeless(trial_record r) {
   r.latency = {};
   return record_to_line(r);
 }
@@ -94,7 +96,7 @@ std::string timeless(trial_record r) {
 }  // namespace
 
 TEST_CASE("engine contract: the default design runs with one engine; cross_model only with a partner") {
-  fixture f;
+  contract_fixture f;
   const trial_design d{.seed = 4, .items = 3, .seeds = 1};
   for (const auto& a : d.arms) CHECK(a.kind != arm_kind::cross_model);
   CHECK(default_arms(true).back().kind == arm_kind::cross_model);
@@ -105,7 +107,7 @@ TEST_CASE("engine contract: the default design runs with one engine; cross_model
 }
 
 TEST_CASE("engine contract: unsupported arms are refused up front, or dropped with the reason") {
-  fixture f;
+  contract_fixture f;
   limited_engine lim(f.ref);
   trial_design d{.seed = 4, .items = 4, .seeds = 1};
   CHECK_THROWS_WITH(f.run(lim, d), Catch::Contains("trial_driver::run") && Catch::Contains("kv_layers_0") &&
@@ -152,7 +154,7 @@ TEST_CASE("engine contract: unsupported arms are refused up front, or dropped wi
 
 TEST_CASE(
     "engine contract: H2O, SnapKV and PyramidKV take their scores from the sender's attention capture") {
-  fixture f;
+  contract_fixture f;
   trial_design d{.seed = 6, .items = 6, .seeds = 1};
   d.arms = {parse_arm("kv_full"),
             kv_policy_arm(kv_policy{.label = "kv_h2o", .tokens = heavy_hitter_spec{.heavy = 6, .recent = 4}}),
@@ -195,7 +197,7 @@ TEST_CASE(
 }
 
 TEST_CASE("engine contract: a throw in the engine or the wire leaks no sequence") {
-  fixture f;
+  contract_fixture f;
   limited_engine lim(f.ref);
   trial_design d{.seed = 4, .items = 3, .seeds = 1};
   d.arms = {parse_arm("no_comm"), parse_arm("text_full"), parse_arm("kv_full"), parse_arm("deranged")};
@@ -223,7 +225,7 @@ TEST_CASE("engine contract: a throw in the engine or the wire leaks no sequence"
 }
 
 TEST_CASE("engine contract: outputs of the wrong shape give backend_error, not out-of-bounds reads") {
-  fixture f;
+  contract_fixture f;
   limited_engine lim(f.ref);
   trial_design d{.seed = 4, .items = 2, .seeds = 1};
   d.arms = {parse_arm("no_comm"), parse_arm("kv_full")};
@@ -248,5 +250,5 @@ TEST_CASE("engine contract: outputs of the wrong shape give backend_error, not o
                         [](const trial_record&) {}),
                     Catch::Contains("answer") && Catch::Contains("vocabulary"));
   CHECK(lim.open == 0);
-  CHECK(timeless(f.run(lim, d).front()).size() > 0);
+  CHECK(contract_timeless(f.run(lim, d).front()).size() > 0);
 }

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/common.hpp"
 #include "support/sanitizer.hpp"
 
 #include <algorithm>
@@ -23,7 +24,7 @@ using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 // key -> value of an organism token sequence of (key, value) pairs starting at `first`.
 std::map<token_id, token_id> bindings(const std::vector<token_id>& t, std::size_t first) {

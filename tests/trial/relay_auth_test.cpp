@@ -23,12 +23,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/common.hpp"
+
 using namespace latentaudit;
 using namespace latentaudit::dist;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t) {

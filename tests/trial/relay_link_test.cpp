@@ -19,12 +19,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/common.hpp"
+
 using namespace latentaudit;
 using namespace latentaudit::dist;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 std::vector<std::byte> bytes_of(std::string_view s) {
   const auto b = std::as_bytes(std::span(s.data(), s.size()));
@@ -32,7 +34,7 @@ std::vector<std::byte> bytes_of(std::string_view s) {
 }
 
 // A raw loopback client socket (no framing), to send a bogus length prefix.
-int raw_connect(std::uint16_t port) {
+int connect_loopback(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -43,14 +45,14 @@ int raw_connect(std::uint16_t port) {
 }
 
 // Records without timings (they differ run to run and across a link).
-std::string timeless(trial_record r) {
+std::string link_timeless(trial_record r) {
   r.latency = {};
   r.transfer_measured_s.reset();
   for (auto& x : r.latency_repeats_s) x = 0.0;
   return record_to_line(r);
 }
 
-struct engines {
+struct link_engines {
   reference_cpu_backend a = reference_cpu_backend::load(models + "organism-a");
   reference_cpu_backend b = reference_cpu_backend::load(models + "organism-b");
 };
@@ -64,7 +66,7 @@ trial_design small_design() {
   return d;
 }
 
-// Runs `d` with agent A in a peer thread (its own engines) over a loopback tcp link; `tamper`
+// Runs `d` with agent A in a peer thread (its own link_engines) over a loopback tcp link; `tamper`
 // (may be empty) damages frames the receiver gets.
 std::vector<trial_record> run_over_tcp(
     const trial_design& d, const std::function<void(std::uint64_t, std::vector<std::byte>&)>& tamper) {
@@ -76,7 +78,7 @@ std::vector<trial_record> run_over_tcp(
   std::string peer_error;
   std::thread peer([&] {
     try {
-      engines e;
+      link_engines e;
       auto link = tcp_transport::connect(address, {.timeout_s = 30});
       trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
       (void)a_side.serve_sender(d, tasks, link);
@@ -86,7 +88,7 @@ std::vector<trial_record> run_over_tcp(
   });
   std::vector<trial_record> out;
   {
-    engines e;
+    link_engines e;
     auto link = listener.accept();
     fault_injecting_channel faulty(link, tamper);
     trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
@@ -101,7 +103,7 @@ std::vector<trial_record> run_over_tcp(
 std::vector<trial_record> run_local(const trial_design& d) {
   const organism_format fmt = organism_format::load(models + "organism-a");
   const organism_task_options to{.seed = d.seed};
-  engines e;
+  link_engines e;
   trial_driver<reference_cpu_backend> drv(e.a, &e.b);
   std::vector<trial_record> out;
   drv.run(
@@ -147,7 +149,7 @@ TEST_CASE("tcp transport: a claimed 10 GB message is refused before allocation; 
   std::vector<std::byte> m;
   {
     tcp_listener listener("127.0.0.1:0", {.timeout_s = 10});
-    const int fd = raw_connect(listener.port());
+    const int fd = connect_loopback(listener.port());
     auto s = listener.accept();
     const std::uint64_t n = 10'000'000'000ull;  // above the default limit of 4 GiB
     REQUIRE(::send(fd, &n, 8, 0) == 8);
@@ -192,7 +194,7 @@ TEST_CASE("tcp transport: a claimed 10 GB message is refused before allocation; 
                       Catch::Contains("the peer exited"));
     CHECK(calls == 3);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
-    const int fd = raw_connect(listener.port());
+    const int fd = connect_loopback(listener.port());
     auto s = listener.accept([] {});
     ::close(fd);
     CHECK_THROWS_WITH(s.receive(m), Catch::Contains("closed the link"));
@@ -212,10 +214,10 @@ TEST_CASE("relay over tcp: agent A in a peer, records equal the in-process run's
   const auto linked = run_over_tcp(d, {});
   REQUIRE(linked.size() == local.size());
   std::map<trial_key, std::string> want;
-  for (const auto& r : local) want[{r.item, r.seed, r.arm}] = timeless(r);
+  for (const auto& r : local) want[{r.item, r.seed, r.arm}] = link_timeless(r);
   std::size_t measured = 0;
   for (const auto& r : linked) {
-    CHECK(want.at({r.item, r.seed, r.arm}) == timeless(r));
+    CHECK(want.at({r.item, r.seed, r.arm}) == link_timeless(r));
     CHECK(!r.relay_error);
     if (r.bytes > 0) {
       REQUIRE(r.transfer_measured_s.has_value());
@@ -262,7 +264,7 @@ TEST_CASE("relay over tcp: a flipped byte or a truncated frame is rejected and r
              Catch::Contains("HMAC").match(*r.relay_error)));
       CHECK(r.bytes > 0);
     } else {
-      CHECK(timeless(r) == timeless(l));
+      CHECK(link_timeless(r) == link_timeless(l));
     }
   }
   CHECK(hmac == 2);
@@ -286,7 +288,7 @@ TEST_CASE("relay over tcp: a peer with another design is refused before any tria
   std::string peer_error;
   std::thread peer([&] {
     try {
-      engines e;
+      link_engines e;
       auto link = tcp_transport::connect("127.0.0.1:" + std::to_string(listener.port()), {.timeout_s = 30});
       trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
       (void)a_side.serve_sender(other, tasks, link);
@@ -294,7 +296,7 @@ TEST_CASE("relay over tcp: a peer with another design is refused before any tria
       peer_error = ex.what();
     }
   });
-  engines e;
+  link_engines e;
   auto link = listener.accept();
   trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
   b_side.set_relay_channel(&link);

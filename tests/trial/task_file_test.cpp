@@ -15,11 +15,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/common.hpp"
+
 using namespace latentaudit;
 
 namespace {
 
-const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
+using latentaudit::test::models;
 
 task_file read_text(const std::string& text, const task_file_limits& lim = {}) {
   std::istringstream in(text);
@@ -56,7 +58,7 @@ text_codec byte_codec() {
 }
 
 // Records without timings (which differ run to run).
-std::string timeless(trial_record r) {
+std::string task_timeless(trial_record r) {
   r.latency = {};
   r.latency_repeats_s.clear();
   return record_to_line(r);
@@ -381,7 +383,7 @@ TEST_CASE("task_file: a driver run on the written file gives the built-in path's
     trial_driver<reference_cpu_backend> driver(engine);
     driver.run(
         d, [&](std::uint64_t item, std::uint64_t s) { return src.task(item, s, d.seed); },
-        [&](const trial_record& r) { runs[k].push_back(timeless(r)); });
+        [&](const trial_record& r) { runs[k].push_back(task_timeless(r)); });
   }
   REQUIRE(runs[0].size() == d.trials());
   CHECK(runs[0] == runs[1]);

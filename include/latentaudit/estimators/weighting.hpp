@@ -208,8 +208,8 @@ void check_weighting_options(std::string_view fn, const weighting_options& o);
 /// @brief Checks a covariate matrix against n.
 void check_covariates(std::string_view fn, const Eigen::Ref<const Eigen::MatrixXd>& x, std::size_t n);
 
-/// @brief The design matrix [1, X] (or X).
-[[nodiscard]] Eigen::MatrixXd design_matrix(const Eigen::Ref<const Eigen::MatrixXd>& x, bool intercept);
+/// @brief The propensity design [1, X] (or X when `intercept` is false).
+[[nodiscard]] Eigen::MatrixXd with_intercept(const Eigen::Ref<const Eigen::MatrixXd>& x, bool intercept);
 
 /// @brief Throws invalid_argument if the design is rank deficient (tolerance as R's lm: 1e-7).
 void check_full_rank(std::string_view fn, std::string_view name, const Eigen::MatrixXd& d,

@@ -93,7 +93,8 @@ LATENTAUDIT_INLINE void check_covariates(std::string_view fn, const Eigen::Ref<c
   }
 }
 
-LATENTAUDIT_INLINE Eigen::MatrixXd design_matrix(const Eigen::Ref<const Eigen::MatrixXd>& x, bool intercept) {
+LATENTAUDIT_INLINE Eigen::MatrixXd with_intercept(const Eigen::Ref<const Eigen::MatrixXd>& x,
+                                                  bool intercept) {
   if (!intercept) return x;
   Eigen::MatrixXd d(x.rows(), x.cols() + 1);
   d.col(0).setOnes();
@@ -478,7 +479,7 @@ LATENTAUDIT_INLINE logistic_fit logistic_regression(const Eigen::Ref<const Eigen
                           "must contain both classes, got " + std::to_string(n1) + " ones among " +
                               std::to_string(y.size()) + " observations");
   }
-  const Eigen::MatrixXd x = detail::design_matrix(covariates, options.add_intercept);
+  const Eigen::MatrixXd x = detail::with_intercept(covariates, options.add_intercept);
   const Eigen::Index n = x.rows(), p = x.cols();
   if (p == 0)
     detail::throw_invalid(fn, "covariates", "must have at least one column when add_intercept is false");
@@ -609,7 +610,7 @@ LATENTAUDIT_INLINE weighting_result ipw(std::span<const double> y, std::span<con
   detail::check_treatment(fn, y, treatment, 1);
   detail::check_covariates(fn, covariates, y.size());
   logistic_fit ps = detail::fit_propensity(fn, treatment, covariates, options);
-  const Eigen::MatrixXd design = detail::design_matrix(covariates, options.propensity_model.add_intercept);
+  const Eigen::MatrixXd design = detail::with_intercept(covariates, options.propensity_model.add_intercept);
   std::vector<double> e(ps.fitted.data(), ps.fitted.data() + ps.fitted.size());
   auto r = detail::ipw_core(fn, y, treatment, e, &design, options);
   r.propensity_model = std::move(ps);
@@ -635,7 +636,7 @@ LATENTAUDIT_INLINE weighting_result aipw(std::span<const double> y, std::span<co
   detail::check_treatment(fn, y, treatment, 1);
   detail::check_covariates(fn, covariates, y.size());
   logistic_fit ps = detail::fit_propensity(fn, treatment, covariates, options);
-  const Eigen::MatrixXd design = detail::design_matrix(covariates, true);
+  const Eigen::MatrixXd design = detail::with_intercept(covariates, true);
   std::vector<double> e(ps.fitted.data(), ps.fitted.data() + ps.fitted.size());
   auto r = detail::aipw_core(fn, y, treatment, e, design, options);
   r.propensity_model = std::move(ps);
@@ -652,7 +653,7 @@ LATENTAUDIT_INLINE weighting_result aipw_with_propensity(std::span<const double>
   detail::check_treatment(fn, y, treatment, 1);
   detail::check_covariates(fn, covariates, y.size());
   detail::check_propensity(fn, propensity, y.size());
-  const Eigen::MatrixXd design = detail::design_matrix(covariates, true);
+  const Eigen::MatrixXd design = detail::with_intercept(covariates, true);
   return detail::aipw_core(fn, y, treatment, propensity, design, options);
 }
 
