@@ -21,6 +21,10 @@ namespace {
 
 using latentaudit::test::models;
 
+// Items of the design: 40, or 16 under the sanitizer, where a trial costs ~25x more and each full
+// run (the reference and the last, completing one) would take ~45 s instead of ~18 s.
+constexpr int kill_items = latentaudit::test::full_or_sanitized(40, 16);
+
 std::vector<std::string> kill_audit_args(const std::filesystem::path& out) {
   return {"audit",
           "--model",
@@ -28,7 +32,7 @@ std::vector<std::string> kill_audit_args(const std::filesystem::path& out) {
           "--partner",
           models + "organism-b",
           "--items",
-          "40",
+          std::to_string(kill_items),
           "--seeds",
           "2",
           "--out",
@@ -62,7 +66,7 @@ TEST_CASE("audit: kill -9 at random moments, resume, and the records equal an un
   const auto reference = timeless(read_records(clean / "records.jsonl"));
   // items x seeds x the design's arms (the default arms depend on the model: design.json lists them)
   const auto design = parse_json(test::slurp_file(clean / "design.json"));
-  REQUIRE(reference.size() == 40u * 2u * design.at("arms").as_array().size());
+  REQUIRE(reference.size() == std::size_t{kill_items} * 2u * design.at("arms").as_array().size());
 
   const std::uint64_t seed = 20261129;
   std::printf("audit_kill_test: kill schedule seed %llu\n", static_cast<unsigned long long>(seed));

@@ -6,11 +6,15 @@
 #include <latentaudit/dist/transport.hpp>
 #include <latentaudit/trial/journal.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <sys/wait.h>
 
@@ -197,4 +201,71 @@ TEST_CASE(
   CHECK_THAT(peer_err, Catch::Contains("dropped a client"));
   CHECK(took < 30);
   check_measured(dir / "right");
+}
+
+namespace {
+
+// The port in the --connect option of a running `latentaudit relay-peer` whose command line holds
+// `mark` (0 while there is none): the audit's spawned loopback peer, found as any local process
+// could find it (/proc/PID/cmdline is world-readable).
+std::uint16_t spawned_peer_port(const std::string& mark) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::vector<std::string> argv;
+    for (std::string w; std::getline(in, w, '\0');) argv.push_back(w);
+    if (argv.size() < 2 || argv[1] != "relay-peer" || std::find(argv.begin(), argv.end(), mark) == argv.end())
+      continue;
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+      if (argv[i] == "--connect") return static_cast<std::uint16_t>(std::stoi(argv[i + 1].substr(10)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "audit --relay-transport tcp: a local process that reaches the audit's listener before its "
+    "spawned peer is dropped, and the peer served") {
+  const auto dir = test::cli_work_dir() / "relay_hijack";
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "audit";
+  const pid_t audit = test::spawn_cli(small_audit(out, {"--relay-transport", "tcp"}),
+                                      (dir / "audit.out").string(), (dir / "audit.err").string());
+  // the attacker: reads the port off the spawned peer's command line and connects first, posing as
+  // agent A with a well-formed hello (flag "keyed", its own nonce) and then a guessed proof
+  std::uint16_t port = 0;
+  for (int i = 0; i < 20000 && port == 0; ++i) {
+    port = spawned_peer_port(out.string());
+    if (port == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  REQUIRE(port != 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  auto attacker = dist::tcp_transport::connect(address, {.timeout_s = 10});
+  std::vector<std::byte> hello(8 + 1 + 32 + 64, std::byte{0});
+  std::memcpy(hello.data(), "LARELAY1", 8);
+  hello[8] = std::byte{1};
+  std::memset(hello.data() + 41, 'a', 64);
+  attacker.send(hello);
+  std::vector<std::byte> reply;
+  std::string refused;
+  try {
+    attacker.receive_at_most(reply, 1 << 12);  // the audit's nonce and proof (its key is fresh)
+    attacker.send(std::vector<std::byte>(32, std::byte{0}));
+    attacker.receive_at_most(reply, 1 << 12);  // never: the audit drops us
+  } catch (const link_error& e) {
+    refused = e.what();
+  }
+  CHECK(!refused.empty());
+  int status = 0;
+  REQUIRE(waitpid(audit, &status, 0) == audit);
+  const std::string err = test::slurp_file(dir / "audit.err");
+  INFO("audit stderr: " << err);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // the attacker was first in the queue (it connected before the peer had loaded its models) and
+  // was dropped with one line naming it; the audit's records are its peer's
+  CHECK_THAT(err, Catch::Contains("audit: dropped a client"));
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  check_measured(out);
 }

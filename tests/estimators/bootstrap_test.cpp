@@ -424,7 +424,7 @@ TEST_CASE("the point estimate lies inside the percentile interval (seeds 1..20)"
 
 TEST_CASE(
     "coverage of every method for the mean of a log-normal(0, 0.6), n = 40 (seed 99, 400 datasets x 999)",
-    "[estimators][bootstrap][coverage]") {
+    "[estimators][bootstrap][coverage][slow]") {
   // Nominal 95%. Tolerated band: [0.95 - 0.045 - 3.29 sd, 0.95 + 3.29 sd], sd = sqrt(.95 .05 / 400):
   // 0.045 allows the known small-sample under-coverage of skewed means (2000-dataset calibration:
   // 0.914 basic ... 0.942 studentized); 3.29 sd is the two-sided 99.9% binomial band.

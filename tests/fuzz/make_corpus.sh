@@ -19,3 +19,18 @@ seeds=$(mktemp)
 g++ -std=c++20 -I include -I /usr/include/eigen3 tests/fuzz/make_gguf_seeds.cpp -o "$seeds"
 "$seeds" tests/fuzz/corpus/gguf_read
 rm -f "$seeds"
+# Relay handshake seeds (tests/fuzz/relay_hello_fuzz.cpp): a client hello and a server reply per
+# flag (unkeyed 0, keyed 1), each an 8-byte length prefix and its message, the proofs zero; a
+# length prefix of 2^64-1.
+mkdir -p tests/fuzz/corpus/relay_hello
+/usr/bin/python3 - <<'PY'
+import struct
+d = 'tests/fuzz/corpus/relay_hello'
+def frame(b): return struct.pack('<Q', len(b)) + b
+for flag in (0, 1):
+    hello = b'LARELAY1' + bytes([flag]) + bytes(range(32)) + b'd' * 64
+    open(f'{d}/client_hello_flag{flag}', 'wb').write(frame(hello) + frame(bytes(32)))
+    reply = b'LARELAY1' + bytes([flag]) + bytes(range(32, 64)) + bytes(32)
+    open(f'{d}/server_reply_flag{flag}', 'wb').write(frame(reply) + frame(b'K'))
+open(f'{d}/huge_length', 'wb').write(struct.pack('<Q', 2**64 - 1) + b'LARELAY1')
+PY

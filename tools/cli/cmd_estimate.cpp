@@ -74,7 +74,7 @@ int run_estimate(std::span<const std::string> args) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered =
+[[maybe_unused]] const bool registered_estimate =
     register_subcommand({"estimate", "estimate a treatment effect from a CSV/JSONL table", run_estimate});
 
 }  // namespace

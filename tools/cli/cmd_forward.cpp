@@ -141,7 +141,7 @@ int run_forward(std::span<const std::string> words) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_forward = register_subcommand(
     {"forward", "logits of a token sequence on the CPU reference backend or llama.cpp (--engine)",
      run_forward});
 

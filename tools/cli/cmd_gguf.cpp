@@ -27,7 +27,7 @@ std::vector<option_spec> export_options() {
       common_option("--pretty")};
 }
 
-std::vector<option_spec> inspect_options() {
+std::vector<option_spec> gguf_inspect_options() {
   return {{"--tensors", "", "list every tensor (name, ggml type, shape, offset)"}, common_option("--pretty")};
 }
 
@@ -94,7 +94,7 @@ json_value value_json(const gguf_value& v) {
   }
 }
 
-int run_inspect(std::span<const std::string> words) {
+int run_gguf_inspect(std::span<const std::string> words) {
   std::vector<std::string> rest;
   std::string file;
   for (const auto& w : words) {
@@ -103,14 +103,14 @@ int run_inspect(std::span<const std::string> words) {
     else
       rest.push_back(w);
   }
-  const auto args = arguments::parse(rest, inspect_options(), "gguf inspect");
+  const auto args = arguments::parse(rest, gguf_inspect_options(), "gguf inspect");
   if (args.help()) {
     std::fputs(
         help_text("latentaudit gguf inspect FILE [options]",
                   "Validates a GGUF file with the bounded reader and prints its version, alignment,\n"
                   "scalar metadata (arrays as their element type and length) and tensor count as JSON.\n"
                   "A malformed file exits 2 with one line naming the problem.\n",
-                  inspect_options())
+                  gguf_inspect_options())
             .c_str(),
         stdout);
     return exit_ok;
@@ -168,11 +168,11 @@ int run_gguf(std::span<const std::string> words) {
     return exit_ok;
   }
   if (words[0] == "export") return run_export(words.subspan(1));
-  if (words[0] == "inspect") return run_inspect(words.subspan(1));
+  if (words[0] == "inspect") return run_gguf_inspect(words.subspan(1));
   throw usage_error("gguf: unknown command '" + words[0] + "' (expected export or inspect)");
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_gguf = register_subcommand(
     {"gguf", "convert a Llama checkpoint to GGUF for llama.cpp (gguf export) or inspect one (gguf inspect)",
      run_gguf});
 

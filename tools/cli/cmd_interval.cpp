@@ -114,7 +114,7 @@ int run_interval(std::span<const std::string> words) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_interval = register_subcommand(
     {"interval", "bootstrap confidence interval from saved replicates (R boot / scipy rules)", run_interval});
 
 }  // namespace

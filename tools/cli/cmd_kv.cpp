@@ -18,7 +18,7 @@
 namespace latentaudit::cli {
 namespace {
 
-const std::vector<option_spec>& inspect_options() {
+const std::vector<option_spec>& kv_inspect_options() {
   static const std::vector<option_spec> o = {
       {"--key-file", "K", "file whose bytes (as-is) are the HMAC-SHA256 key; with it the tag must verify"},
       {"--require-auth", "", "fail unless the relay carries a tag that verifies under --key-file"},
@@ -73,10 +73,10 @@ json_value fingerprint_json(const model_fingerprint& f) {
   return j;
 }
 
-int run_inspect(std::span<const std::string> words) {
+int run_kv_inspect(std::span<const std::string> words) {
   if (!words.empty() && words[0].rfind("--", 0) != 0) {
     const std::string file = words[0];
-    const auto args = arguments::parse(words.subspan(1), inspect_options(), "kv inspect");
+    const auto args = arguments::parse(words.subspan(1), kv_inspect_options(), "kv inspect");
     try {
       (void)detail::require_regular_file(file, "relay file");
     } catch (const error& e) {
@@ -133,7 +133,7 @@ int run_inspect(std::span<const std::string> words) {
     print_json(j, args.has("--pretty"));
     return exit_ok;
   }
-  const auto args = arguments::parse(words, inspect_options(), "kv inspect");
+  const auto args = arguments::parse(words, kv_inspect_options(), "kv inspect");
   if (args.help()) {
     std::fputs(
         help_text("latentaudit kv inspect FILE [options]",
@@ -141,7 +141,7 @@ int run_inspect(std::span<const std::string> words) {
                   "dtype,\n"
                   "bytes, fingerprint, position range, checksum and authentication. A corrupt, tampered or\n"
                   "unauthenticated relay exits with code 2 and one line on stderr.\n",
-                  inspect_options())
+                  kv_inspect_options())
             .c_str(),
         stdout);
     return exit_ok;
@@ -234,12 +234,12 @@ int run_kv(std::span<const std::string> words) {
         stdout);
     return exit_ok;
   }
-  if (words[0] == "inspect") return run_inspect(words.subspan(1));
+  if (words[0] == "inspect") return run_kv_inspect(words.subspan(1));
   if (words[0] == "make-example") return run_make_example(words.subspan(1));
   throw usage_error("kv: unknown command '" + words[0] + "' (expected inspect or make-example)");
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_kv = register_subcommand(
     {"kv", "inspect relay files (kv inspect FILE) or write an example (kv make-example)", run_kv});
 
 }  // namespace

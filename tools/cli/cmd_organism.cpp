@@ -234,7 +234,7 @@ int run_organism(std::span<const std::string> words) {
   throw usage_error("organism: unknown command '" + words[0] + "' (expected eval or tasks)");
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_organism = register_subcommand(
     {"organism", "evaluate a model organism on associative recall (organism eval --model DIR)",
      run_organism});
 

@@ -202,7 +202,7 @@ int run_power(std::span<const std::string> words) {
   return exit_ok;
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_power = register_subcommand(
     {"power", "power, sample size or minimum detectable effect (paired-t, two-sample-t, mcnemar)",
      run_power});
 

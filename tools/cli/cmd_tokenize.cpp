@@ -67,7 +67,7 @@ int run_tokenize(std::span<const std::string> words) {
 #endif
 }
 
-[[maybe_unused]] const bool registered = register_subcommand(
+[[maybe_unused]] const bool registered_tokenize = register_subcommand(
     {"tokenize", "token ids of a text under a GGUF vocabulary's tokenizer (llama.cpp), as a JSON array",
      run_tokenize});
 

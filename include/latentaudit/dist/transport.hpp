@@ -231,6 +231,10 @@ class tcp_transport final : public relay_channel {
   /// @brief Closes the stream (the peer's next receive fails with link_error).
   void close() noexcept { fd_.reset(); }
 
+  /// @brief The connected socket's descriptor (-1 once closed), still owned by this object: for
+  /// poll(2) in an event loop, or for a test writing raw bytes as a misbehaving peer would.
+  [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
+
  private:
   friend class tcp_listener;
   tcp_transport(detail::socket_fd fd, const transport_options& o) : fd_(std::move(fd)), opt_(o) {
