@@ -5,8 +5,8 @@
 // end the handshake with a latentaudit::error (corrupt_data, link_error or invalid_argument),
 // never with a crash, a hang past the handshake's deadline, an allocation beyond what the
 // protocol's messages can hold, or an accepted channel: the input cannot hold a proof over the
-// other side's fresh nonce (keyed or not), so an accepted channel is a failure (abort). The bytes go through real sockets, length
-// prefixes included, so the framing is fuzzed with the hello.
+// other side's fresh nonce (keyed or not), so an accepted channel is a failure (abort). The bytes go through
+// real sockets, length prefixes included, so the framing is fuzzed with the hello.
 #include <latentaudit/dist/relay_auth.hpp>
 
 #include <cstdint>
