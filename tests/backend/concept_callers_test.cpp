@@ -150,7 +150,7 @@ template std::vector<la::conformance_result> la::run_conformance<strict_engine>(
     strict_engine&, const la::conformance_options&);
 
 TEST_CASE(
-    "concept: an adapter without option defaults runs in the conformance kit; missing capabilities are "
+    "concept: an adapter without option defaults runs in the conformance kit, missing capabilities are "
     "skipped") {
   strict_engine e;
   const auto res = la::run_conformance(e, {.a = {0, 4, 40, 5, 41, 1}, .b = {4, 5}});

@@ -15,10 +15,14 @@
 #include "support/llama_cpp_engine.hpp"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -285,3 +289,54 @@ TEST_CASE(
   CHECK(WEXITSTATUS(std::system(bad.c_str())) == 2);
 }
 #endif
+
+TEST_CASE("llama.cpp adapter: NaN weights give an error, never a NaN logit") {
+  // the organism with one NaN in its final norm (every logit NaN), written past the CLI's check
+  const auto src = organism_gguf();
+  const auto copy = std::filesystem::temp_directory_path() / "latentaudit_llama_nan_weight.gguf";
+  std::filesystem::copy_file(src, copy, std::filesystem::copy_options::overwrite_existing);
+  {
+    const auto g = gguf_file::open(copy);
+    const auto& ts = g.tensors();
+    const auto it =
+        std::find_if(ts.begin(), ts.end(), [](const auto& t) { return t.name == "output_norm.weight"; });
+    REQUIRE(it != ts.end());
+    REQUIRE(it->ggml_type == ggml_type_f32);
+    std::fstream io(copy, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(static_cast<std::streamoff>(g.data_offset() + it->offset));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    io.write(reinterpret_cast<const char*>(&nan), 4);
+  }
+  auto ll = llama_cpp_backend::load(copy);
+  const auto s = ll.open_seq();
+  CHECK_THROWS_WITH(ll.prefill(s, std::vector<token_id>{1, 2, 3}, 0, {}),
+                    Catch::Contains("non-finite logit"));
+  std::filesystem::remove(copy);
+}
+
+TEST_CASE("llama.cpp adapter: llama.cpp's warnings reach stderr, once each, its information lines do not") {
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  std::FILE* tmp = std::tmpfile();
+  REQUIRE(tmp != nullptr);
+  ::dup2(::fileno(tmp), 2);
+  using detail::llama_cpp_warnings_log;
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_INFO, "llama_model_loader: loaded meta data\n", nullptr);
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_WARN, "load: special token 9 (test case) replaced", nullptr);
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_CONT, " by token 2\n", nullptr);
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_WARN, "load: special token 9 (test case) replaced by token 2\n",
+                         nullptr);
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_DEBUG, "a debug line\n", nullptr);
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_CONT, "and its continuation\n", nullptr);
+  llama_cpp_warnings_log(GGML_LOG_LEVEL_ERROR, "llama_decode: the test case failed\n", nullptr);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::rewind(tmp);
+  std::string got;
+  for (int c; (c = std::fgetc(tmp)) != EOF;) got.push_back(static_cast<char>(c));
+  std::fclose(tmp);
+  CHECK(got ==
+        "latentaudit: llama.cpp: load: special token 9 (test case) replaced by token 2\n"
+        "latentaudit: llama.cpp: llama_decode: the test case failed\n");
+}

@@ -120,7 +120,7 @@ TEST_CASE("llama.cpp tokenizer: every vocabulary of the release gives its test v
   CHECK(cases == 14 * 46 + 50);  // qwen35's file has 50 inputs, the others 46
 }
 
-TEST_CASE("llama.cpp tokenizer: special tokens only when asked; decode inverts encode",
+TEST_CASE("llama.cpp tokenizer: special tokens only when asked, decode inverts encode",
           "[backend][llama_cpp][tokenizer]") {
   if (vocab_dir.empty()) return;
   const auto tok = llama_cpp_tokenizer::load(vocab_dir / "ggml-vocab-llama-spm.gguf");
@@ -194,7 +194,7 @@ TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON 
   CHECK(run("--vocab " + (dir / "missing.gguf").string() + " --text x") == 2);
   CHECK(slurp(dir / "err.txt").find("missing.gguf") != std::string::npos);
   CHECK(run("--vocab " + tokenizer_gguf().string() + " --text x") == 2);
-  CHECK(slurp(dir / "err.txt").find("has no tokenizer") != std::string::npos);
+  CHECK(slurp(dir / "err.txt").find("the file holds no tokenizer") != std::string::npos);
   CHECK(run("--vocab " + spm) == 2);
   CHECK(slurp(dir / "err.txt").find("--text") != std::string::npos);
 }

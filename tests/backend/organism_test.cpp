@@ -82,7 +82,7 @@ constexpr std::uint64_t design_seed = 20261129;
 
 }  // namespace
 
-TEST_CASE("organism: a relayed cache answers exactly as reading the document; no relay is chance",
+TEST_CASE("organism: a relayed cache answers exactly as reading the document, no relay is chance",
           "[backend][organism]") {
   for (const char* name : {"organism-a", "organism-b"}) {
     INFO(name << ", design seed " << design_seed << ", items 0.." << n_items - 1 << ", need regime");

@@ -149,7 +149,7 @@ TEST_CASE("report warns when the records disagree with the design.json beside th
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("report.md escapes labels; control characters in labels are refused", "[cli]") {
+TEST_CASE("report.md escapes labels, control characters in labels are refused", "[cli]") {
   const auto dir = test::cli_work_dir() / "escape";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -90,7 +90,7 @@ TEST_CASE("cli: gguf export handles GQA and tied embeddings", "[cli][gguf]") {
   CHECK(f.read_f32("blk.0.attn_v.weight") == st.read_f32("model.layers.0.self_attn.v_proj.weight"));
 }
 
-TEST_CASE("cli: gguf export --vocab copies a tokenizer; tokenize refuses bad input with one line",
+TEST_CASE("cli: gguf export --vocab copies a tokenizer, tokenize refuses bad input with one line",
           "[cli][gguf]") {
   // a 40-token vocabulary GGUF (tokenizer.* keys and one unrelated key), and one without a tokenizer
   auto vocab_file = [](const fs::path& p, std::size_t n, bool with_tokenizer) {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -118,7 +119,7 @@ TEST_CASE("cli: a planted lock-file symlink is refused, its target untouched", "
   CHECK(latentaudit::test::slurp_file(target) == "precious\n");
 }
 
-TEST_CASE("cli: outputs that are not regular files are refused; stdout errors exit 2", "[cli][hostile]") {
+TEST_CASE("cli: outputs that are not regular files are refused, stdout errors exit 2", "[cli][hostile]") {
   expect_one_line_error(run_cli({"kv", "make-example", "--out", "/dev/null"}),
                         "--out '/dev/null' is a character device, not a regular file");
   expect_one_line_error(
@@ -149,7 +150,7 @@ TEST_CASE("cli: outputs that are not regular files are refused; stdout errors ex
     CHECK(e.path().filename().string().rfind("hostile_big.jsonl.tmp", 0) != 0);
 }
 
-TEST_CASE("cli: --config integers are integers; overridden values are still checked", "[cli][hostile]") {
+TEST_CASE("cli: --config integers are integers, overridden values are still checked", "[cli][hostile]") {
   const auto cfg = hostile_work("config.json");
   write_text(cfg,
              "{\"seed\": 20000000, \"items\": 2, \"seeds\": 1, \"bootstrap\": 100, \"arms\": \"no_comm\"}");
@@ -165,6 +166,18 @@ TEST_CASE("cli: --config integers are integers; overridden values are still chec
                hostile_work("cfg_out2").string(), "--quiet"}),
       "audit: --config file '" + cfg.string() +
           "' (overridden on the command line): option --seeds must lie in [1, 100000], got 0");
+  // text options too: a --config value the command line overrides is still parsed, and refused
+  for (const auto& [key, bad, good, want] : std::vector<std::array<std::string, 4>>{
+           {"arms", "no_comm,bogus", "no_comm", "option --arms: parse_arm"},
+           {"link", "custom:x", "pcie4", "option --link: find_link"},
+           {"scoring", "fuzzy", "exact", "option --scoring must be"},
+           {"shard-schedule", "random", "block", "option --shard-schedule must be"}}) {
+    write_text(cfg, "{\"" + key + "\": \"" + bad + "\", \"items\": 2, \"seeds\": 1}");
+    expect_one_line_error(
+        run_cli({"audit", "--config", cfg.string(), "--" + key, good, "--out",
+                 hostile_work("cfg_text_out").string(), "--quiet"}),
+        "audit: --config file '" + cfg.string() + "' (overridden on the command line): " + want);
+  }
   expect_one_line_error(
       run_cli({"audit", "--arms", "no_comm,bogus", "--out", hostile_work("arms_out").string()}),
       "audit: option --arms: parse_arm");
@@ -264,6 +277,22 @@ TEST_CASE("cli: GGUF files llama.cpp would abort on are refused, naming the key"
                                 {"tokenizer.ggml.tokens", gguf_value::array(tokens_of(68, "\xff\xfe"))}}),
           "key tokenizer.ggml.tokens: token 3 is not valid UTF-8");
   forward(mutated_gguf("trailing", {}, 32, 1 << 20), "1048576 bytes after its last tensor");
+  // a NaN weight (element 5 of the second tensor): refused before llama.cpp computes with it
+  {
+    const auto nan_weight = mutated_gguf("nan_weight", {});
+    std::string tensor;
+    std::uint64_t at = 0;
+    {
+      const auto g = gguf_file::open(nan_weight);
+      tensor = g.tensors().at(1).name;
+      at = g.data_offset() + g.tensors().at(1).offset + 5 * 4;
+    }
+    std::fstream io(nan_weight, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(static_cast<std::streamoff>(at));
+    io.write(reinterpret_cast<const char*>(&nan), 4);
+    io.close();
+    forward(nan_weight, "tensor " + tensor + " holds a NaN or infinite weight (element 5)");
+  }
   // tensor extents beyond the file: the bounded reader's message
   const auto cut = mutated_gguf("cut", {});
   fs::resize_file(cut, fs::file_size(cut) - 4096);
@@ -281,6 +310,19 @@ TEST_CASE("cli: GGUF files llama.cpp would abort on are refused, naming the key"
     expect_one_line_error(
         run_cli({"audit", "--tokenizer", vocab.string(), "--out", hostile_work("tok_out").string()}),
         "option --tokenizer '" + vocab.string() + "': key tokenizer.ggml.model is 'bert', but");
+  // and for `tokenize --vocab`, which loads the same way
+  if (llama) {
+    expect_one_line_error(
+        run_cli({"tokenize", "--vocab", vocab.string(), "--text", "a"}),
+        "tokenize: option --vocab '" + vocab.string() + "': key tokenizer.ggml.model is 'bert', but");
+    const auto scores_file = mutated_gguf(
+        "tok_scores",
+        {{"tokenizer.ggml.model", gguf_value::of("gpt2")},
+         {"tokenizer.ggml.tokens", gguf_value::array(tokens_of(68))},
+         {"tokenizer.ggml.scores", gguf_value::array(std::span<const float>(scores.data(), 67))}});
+    expect_one_line_error(run_cli({"tokenize", "--vocab", scores_file.string(), "--text", "a"}),
+                          "key tokenizer.ggml.scores holds 67 values for 68 tokens");
+  }
 }
 
 #endif  // LATENTAUDIT_CLI_PATH

@@ -159,7 +159,7 @@ TEST_CASE("audit --relay-transport tcp: keys, loopback-only without one, bounded
 }
 
 TEST_CASE(
-    "relay-peer --listen with a key: an idle client is dropped, the audit served; a wrong key refused") {
+    "relay-peer --listen with a key: an idle client is dropped, the audit served, a wrong key refused") {
   const auto dir = test::cli_work_dir() / "relay_listen_key";
   const auto key = write_key(dir, "good.key", 48);
   const auto other = write_key(dir, "other.key", 48, 'o');

@@ -60,17 +60,16 @@ std::pair<int, std::string> run_probe(const std::vector<std::string>& words, con
 
 }  // namespace
 
-TEST_CASE("mpi transport: agent A on rank 1 serves the relays; records equal the in-process run's") {
+TEST_CASE("mpi transport: agent A on rank 1 serves the relays, records equal the in-process run's") {
   const auto [code, out] = run_probe({"relay", std::string(LATENTAUDIT_SOURCE_DIR) + "/models"}, "relay");
   CHECK(code == 0);
   CHECK_THAT(out, Catch::Contains("relay records equal: 24 of 24; measured: 20"));
 }
 
-TEST_CASE("mpi transport: frames cross whole; a 10 GB announcement is refused before allocation") {
+TEST_CASE("mpi transport: frames cross whole, a 10 GB announcement is refused before allocation") {
   const auto [code, out] = run_probe({"frames"}, "frames");
   CHECK(code == 0);
-  CHECK_THAT(out,
-             Catch::Contains("refused: mpi transport: the peer announces a message of 10000000000 bytes"));
+  CHECK_THAT(out, Catch::Contains("refused: mpi transport: rank 1 announces a message of 10000000000 bytes"));
   std::map<long, std::vector<double>> by;
   std::istringstream in(out);
   std::string word;

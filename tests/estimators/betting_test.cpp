@@ -121,7 +121,7 @@ TEST_CASE("betting: contains the mean, positive width, never zero width for all-
   CHECK(iv1.high == 1.0);
 }
 
-TEST_CASE("betting: reflection x -> -x swaps the limits; limits monotone in alpha", "[betting]") {
+TEST_CASE("betting: reflection x -> -x swaps the limits, limits monotone in alpha", "[betting]") {
   std::mt19937_64 g(20240612);
   for (int r = 0; r < 300; ++r) {
     const auto x = random_sample(g);

@@ -453,7 +453,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "BCa balances the two tails of a skewed mean; the wrong acceleration sign does not (seed 7, 2000 x 199)",
+    "BCa balances the two tails of a skewed mean, the wrong acceleration sign does not (seed 7, 2000 x 199)",
     "[estimators][bootstrap][coverage]") {
   // Log-normal(0, 0.8), n = 20: the percentile interval misses mostly above. BCa's imbalance
   // P(mu > high) - P(mu < low) was 0.040 in a 2000-dataset calibration, percentile 0.086, BCa with

@@ -317,7 +317,7 @@ TEST_CASE("matching rejects bad input with messages naming function and argument
   CHECK(std::isnan(f.effect.std_error));
 }
 
-TEST_CASE("matching: ties = false breaks exact ties by the lowest index; exact covariates match exactly",
+TEST_CASE("matching: ties = false breaks exact ties by the lowest index, exact covariates match exactly",
           "[estimators][matching]") {
   // treated unit 0 at x = 0; controls 1, 2, 3 all at x = 1: the tie is exact in floating point
   const std::vector<double> y{5, 1, 2, 3, 6, 1}, tr{1, 0, 0, 0, 1, 0};

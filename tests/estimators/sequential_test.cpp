@@ -174,7 +174,7 @@ TEST_CASE("mSPRT burn-in, zero variance and the empty state", "[estimators][sequ
   }
 }
 
-TEST_CASE("run_sequential equals feeding a monitor; first_rejection is the stopping time (seed 42)",
+TEST_CASE("run_sequential equals feeding a monitor, first_rejection is the stopping time (seed 42)",
           "[estimators][sequential]") {
   const auto x = sequential_normals(42, 0, 600, 0.25, 1.0);
   const sequential_options o{.alpha = 0.05, .tau = 0.2};
@@ -405,7 +405,7 @@ TEST_CASE("betting monitor: capital, p-value and stopping time match direct eval
   }
 }
 
-TEST_CASE("betting monitor: empty, constant and extreme data; other bounds and theta0",
+TEST_CASE("betting monitor: empty, constant and extreme data, other bounds and theta0",
           "[estimators][sequential][betting]") {
   betting_monitor m;
   CHECK(m.n() == 0);
@@ -549,7 +549,7 @@ monitor_rates run_monitor_cell(const monitor_design& d, std::size_t replicates, 
 }  // namespace
 
 TEST_CASE(
-    "item-level betting monitor: P(ever stopping) <= 5 % under clustered nulls; power at +0.2 "
+    "item-level betting monitor: P(ever stopping) <= 5 % under clustered nulls, power at +0.2 "
     "(seeds 20240801-20240812)",
     "[estimators][sequential][betting][montecarlo][slow]") {
   // Clustered nulls: 300 items, S = 3 or 5 seeds, item x arm heterogeneity with mean zero over

@@ -102,7 +102,7 @@ TEST_CASE("noise is bit-identical at 1, 2 and 8 threads", "[kv][noise]") {
 }
 
 TEST_CASE(
-    "bulk noise: vector and portable kernels agree bit for bit; bf16 noise has the requested sigma (seed 91)",
+    "bulk noise: vector and portable kernels agree bit for bit, bf16 noise has the requested sigma (seed 91)",
     "[kv][noise]") {
   // 300 tokens x 2 heads x 8 (K) / 6 (V) dims x 4 layers: 33600 draws, sd of the sample sd ~ 0.4%
   const auto base = test::random_block(300, dtype::bf16, 90);

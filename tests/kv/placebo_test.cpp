@@ -37,7 +37,7 @@ TEST_CASE("derangements of 4 are uniform over the 9 derangements (seeds 0..8999,
   CHECK(chi2 < 26.12);  // chi-square 8 df, upper 0.001 quantile
 }
 
-TEST_CASE("zeroed and random placebos keep shapes; random matches moments", "[kv][placebo]") {
+TEST_CASE("zeroed and random placebos keep shapes, random matches moments", "[kv][placebo]") {
   auto real = test::random_block(200, dtype::f32, 12);
   // shift one head's keys so the means differ per head
   for (std::int64_t t = 0; t < 200; ++t)

@@ -26,7 +26,7 @@ TEST_CASE("integer round trips stay within half a step and count bytes exactly",
   }
 }
 
-TEST_CASE("int8 error is far below int4 error; a second round trip changes little", "[kv][quantize]") {
+TEST_CASE("int8 error is far below int4 error, a second round trip changes little", "[kv][quantize]") {
   auto a = test::random_block(32, dtype::f32, 4), b = a;
   const auto r8 = quantize_roundtrip(a, {.scheme = quant_scheme::int8, .group_size = 32});
   const auto r4 = quantize_roundtrip(b, {.scheme = quant_scheme::int4, .group_size = 32});

@@ -63,7 +63,7 @@ void check_same_findings(const std::vector<finding>& a, const std::vector<findin
 
 }  // namespace
 
-TEST_CASE("arm roles: by label, then by arm_kind; ties to the first label in sorted order", "[arm_roles]") {
+TEST_CASE("arm roles: by label, then by arm_kind, ties to the first label in sorted order", "[arm_roles]") {
   test::synthetic_settings s;
   s.items = 4;
   s.arms = {"no_comm", "text_full", "kv_b", "kv_a"};  // kv_a and kv_b both get arm_kind kv_full

@@ -627,7 +627,7 @@ std::vector<la::trial_record> constructed(const std::vector<std::string>& arms, 
 }  // namespace
 
 TEST_CASE(
-    "audit: all-concordant pairs never give a zero-width interval; few items give inconclusive "
+    "audit: all-concordant pairs never give a zero-width interval, few items give inconclusive "
     "non-inferiority and equivalence, enough items give yes",
     "[report][audit][betting]") {
   // no_comm always wrong, text_full and kv_full always right: kv_full − text_full is 0 on every pair.

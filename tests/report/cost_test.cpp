@@ -595,7 +595,7 @@ TEST_CASE("gate: gain and relays on a hand-built model", "[report][cost][gate]")
   CHECK(bottom.model.cost == -1.0);
 }
 
-TEST_CASE("gate: separation falls back to the penalized fit; never a zero-width interval",
+TEST_CASE("gate: separation falls back to the penalized fit, never a zero-width interval",
           "[report][cost][gate]") {
   // Label = need exactly: kv always right, no_comm right exactly in the no-need regime.
   auto records = with_own_tokens(synthetic_records({.items = 200, .seed = 12}));

@@ -155,7 +155,7 @@ TEST_CASE("noise: the tolerance is located on a clear dose-response, determinist
   CHECK(f.detail.find("largest sigma shown non-inferior") != std::string::npos);
 }
 
-TEST_CASE("noise: a flat curve lies beyond the tested range; 'no' is never given", "[report][noise]") {
+TEST_CASE("noise: a flat curve lies beyond the tested range, 'no' is never given", "[report][noise]") {
   auto sim = simulate(150, 3, 20261202);
   for (auto& l : sim.levels) l.noise = l.reference;  // noise changes nothing
   const auto nt = la::estimate_noise_tolerance(sim.levels, sim.ref, {.bootstrap_replicates = 499});

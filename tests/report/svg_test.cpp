@@ -234,7 +234,7 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   CHECK(bar.find("class=\"legend\"") != std::string::npos);
 }
 
-TEST_CASE("legends appear only with more than one series; shared names share a colour; Okabe-Ito only",
+TEST_CASE("legends appear only with more than one series, shared names share a colour, Okabe-Ito only",
           "[report][svg]") {
   const std::vector<forest_row> one_group = {{"a", 0.1, 0.0, 0.2, ""}, {"b", 0.2, 0.1, 0.3, ""}};
   CHECK(forest_plot(one_group, {}).find("class=\"legend\"") == std::string::npos);

@@ -95,7 +95,7 @@ std::string contract_timeless(trial_record r) {
 
 }  // namespace
 
-TEST_CASE("engine contract: the default design runs with one engine; cross_model only with a partner") {
+TEST_CASE("engine contract: the default design runs with one engine, cross_model only with a partner") {
   contract_fixture f;
   const trial_design d{.seed = 4, .items = 3, .seeds = 1};
   for (const auto& a : d.arms) CHECK(a.kind != arm_kind::cross_model);

@@ -47,6 +47,19 @@ trial_record sample(std::uint64_t item, std::string arm) {
 TEST_CASE("journal: records round-trip through their JSON line") {
   const auto r = sample(4, "kv_full");
   const auto back = record_from_json(parse_json(record_to_line(r)));
+  // the reader gives back every field the writer was given (not only the same line again)
+  CHECK(back.item == 4);
+  CHECK(back.seed == 0);
+  CHECK(back.arm == "kv_full");
+  CHECK(back.arm_kind == "kv_full");
+  CHECK(back.regime == "need");
+  CHECK(back.correct);
+  CHECK(back.answer_logprob == -0.125);
+  CHECK(back.bytes == 11320);
+  CHECK(back.latency.b_prefill_s == 1.5e-4);
+  CHECK(back.attention_mass == 0.97);
+  CHECK(back.covariate_value("doc_tokens") == 33.0);
+  CHECK(back.policy.at("policy").as_string() == "kv_full");
   CHECK(record_to_line(back) == record_to_line(r));
   // The direct line writer and the JSON tree agree byte for byte.
   std::string tree;
@@ -201,7 +214,7 @@ TEST_CASE("journal: many records cross the mapping's growth steps intact") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("journal: one writer per directory; the lock dies with its holder") {
+TEST_CASE("journal: one writer per directory, the lock dies with its holder") {
   const auto dir = fresh_dir("lock");
   trial_design d{.items = 3, .seeds = 1};
   {

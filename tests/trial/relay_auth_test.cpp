@@ -191,7 +191,7 @@ TEST_CASE("relay channel: connect gives up after a bounded number of attempts, n
   CHECK(since(t0) < 3.0);  // 0.1 + 0.2 + 0.4 s of pauses, not the 600 s timeout
 }
 
-TEST_CASE("relay channel: mutual challenge-response; wrong key, no key against a key, another design") {
+TEST_CASE("relay channel: mutual challenge-response, wrong key, no key against a key, another design") {
   const auto k = key_of('k');
   {
     auto p = auth_pair(k, k);
@@ -428,7 +428,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "relay over an authenticated channel: records equal a plain link's; a replayed frame is a relay_error") {
+    "relay over an authenticated channel: records equal a plain link's, a replayed frame is a relay_error") {
   const organism_format fmt = organism_format::load(models + "organism-a");
   trial_design d{.seed = 9, .items = 3, .seeds = 1};
   d.arms = {parse_arm("kv_full"), parse_arm("text_full")};

@@ -145,7 +145,7 @@ TEST_CASE("tcp transport: messages cross loopback whole and in order") {
   peer.join();
 }
 
-TEST_CASE("tcp transport: a claimed 10 GB message is refused before allocation; deadlines; a closed peer") {
+TEST_CASE("tcp transport: a claimed 10 GB message is refused before allocation, deadlines, a closed peer") {
   std::vector<std::byte> m;
   {
     tcp_listener listener("127.0.0.1:0", {.timeout_s = 10});

@@ -162,6 +162,14 @@ class arguments {
   /// though this object's values win (the --config entries the command line overrides: a broken
   /// config is refused whichever of its keys is in force; the messages name `shadow`'s command).
   void set_shadow(arguments shadow) { shadow_ = std::make_shared<const arguments>(std::move(shadow)); }
+  /// @brief Runs `check(shadow, value)` on the value the shadow holds for a text option this
+  /// object overrides, so a parser's refusal of an overridden --config value is an error too
+  /// (`check` builds its message from `shadow.command()`, which names the --config file). The
+  /// typed getters do this themselves; text options parsed by the command call this first.
+  template <class Check>
+  void check_overridden(std::string_view name, Check&& check) const {
+    if (shadow_ && shadow_->has(name) && has(name)) (void)check(*shadow_, *shadow_->get(name));
+  }
   /// @brief A finite number (default if absent). @throws usage_error if it does not parse.
   [[nodiscard]] double number(std::string_view name, double fallback) const {
     if (shadow_ && shadow_->has(name)) (void)shadow_->number(name, fallback);

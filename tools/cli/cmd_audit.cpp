@@ -420,12 +420,17 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   }
   const auto tasks_arg = args.get("--tasks");
   std::optional<task_scoring> scoring;
-  if (auto sc = args.get("--scoring")) {
-    scoring = parse_task_scoring(*sc);
-    if (!scoring)
+  const auto scoring_of = [](const arguments& a, const std::string& sc) {
+    const auto s = parse_task_scoring(sc);
+    if (!s)
       throw usage_error(
-          "audit: option --scoring must be token_exact, exact, normalized, contains or regex, got '" + *sc +
-          "'");
+          a.command() +
+          ": option --scoring must be token_exact, exact, normalized, contains or regex, got '" + sc + "'");
+    return *s;
+  };
+  args.check_overridden("--scoring", scoring_of);
+  if (auto sc = args.get("--scoring")) {
+    scoring = scoring_of(args, *sc);
     if (!tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
   }
   if (tasks_arg)
@@ -453,19 +458,22 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
   }
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
-  if (auto arms = args.get("--arms")) {
-    d.arms.clear();
+  const auto arms_of = [](const arguments& a, const std::string& list) {
+    std::vector<trial_arm> out;
     std::size_t i = 0;
-    while (i <= arms->size()) {
-      const std::size_t j = std::min(arms->find(',', i), arms->size());
+    while (i <= list.size()) {
+      const std::size_t j = std::min(list.find(',', i), list.size());
       try {
-        d.arms.push_back(parse_arm(std::string_view(*arms).substr(i, j - i)));
+        out.push_back(parse_arm(std::string_view(list).substr(i, j - i)));
       } catch (const error& e) {
-        throw usage_error(std::string("audit: option --arms: ") + e.what());
+        throw usage_error(a.command() + ": option --arms: " + e.what());
       }
       i = j + 1;
     }
-  }
+    return out;
+  };
+  args.check_overridden("--arms", arms_of);
+  if (auto arms = args.get("--arms")) d.arms = arms_of(args, *arms);
   if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
   // Drifted senders: one kv_drift_<steps> arm per level of the drift manifest (added to the default
   // arms; named in --arms, each must be a level of the manifest).
@@ -507,12 +515,16 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
                         (drift_levels.empty()
                              ? std::string(", but no --drift manifest is loaded")
                              : " in '" + (drift_dir / "drift.json").string() + "', which lacks it"));
+  const auto link_of = [](const arguments& a, const std::string& name) {
+    try {
+      return find_link(name == "measured" ? "pcie4" : name);  // measured: the report's fitted link
+    } catch (const error& e) {
+      throw usage_error(a.command() + ": option --link: " + e.what());
+    }
+  };
+  args.check_overridden("--link", link_of);
   const std::string link_name = args.get("--link").value_or("pcie4");
-  try {
-    d.link = find_link(link_name == "measured" ? "pcie4" : link_name);  // measured: the report's fitted link
-  } catch (const error& e) {
-    throw usage_error(std::string("audit: option --link: ") + e.what());
-  }
+  d.link = link_of(args, link_name);
   if (link_name == "measured" && !args.get("--relay-transport") && serve == nullptr)
     throw usage_error(
         "audit: option --link measured needs --relay-transport (the link is fitted from "
@@ -538,10 +550,16 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   auto aopt = report_options(args, d.seed);
   const std::filesystem::path out = args.get("--out").value_or("audit-out");
   check_design_size(d, args.has("--trials-only"));
-  const auto scheme = dist::parse_schedule(args.get("--shard-schedule").value_or("interleaved"));
-  if (!scheme)
-    throw usage_error("audit: option --shard-schedule must be interleaved, dynamic or block, got '" +
-                      *args.get("--shard-schedule") + "'");
+  const auto schedule_of = [](const arguments& a, const std::string& name) {
+    const auto s = dist::parse_schedule(name);
+    if (!s)
+      throw usage_error(a.command() +
+                        ": option --shard-schedule must be interleaved, dynamic or block, got '" + name +
+                        "'");
+    return *s;
+  };
+  args.check_overridden("--shard-schedule", schedule_of);
+  const auto scheme = schedule_of(args, args.get("--shard-schedule").value_or("interleaved"));
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
@@ -704,7 +722,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
         throw;
       }
     }
-    return shard != nullptr ? shard->run_trials(d, *scheme, go) : go({});
+    return shard != nullptr ? shard->run_trials(d, scheme, go) : go({});
   };
   const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(),
                                          [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });

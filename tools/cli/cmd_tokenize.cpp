@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "gguf_check.hpp"
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
 #include <latentaudit/backend/llama_cpp_tokenizer.hpp>
@@ -46,6 +47,7 @@ int run_tokenize(std::span<const std::string> words) {
   const std::string vocab = args.require("--vocab");
   const std::string text = args.require("--text");
 #if LATENTAUDIT_CLI_LLAMA_CPP
+  check_gguf_for_llama(vocab, "tokenize", "--vocab", true);  // before llama.cpp parses it
   const auto tok = llama_cpp_tokenizer::load(vocab);
   const bool special = args.has("--special");
   const auto ids = tok.encode(text, special);

@@ -12,12 +12,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "cli.hpp"
 
@@ -69,7 +72,8 @@ inline constexpr std::uint64_t gguf_max_block_count = 1024;
 /// without expert tensors, a finite positive RMS-norm epsilon, tensors within the file and no
 /// trailing bytes past them) or a vocabulary (`vocab_only`: the tokenizer keys only). In both,
 /// general.alignment a power of two ≥ 8, a supported tokenizer model, token strings of valid UTF-8
-/// and scores and token types as many as the tokens.
+/// and scores and token types as many as the tokens; in a model, no NaN or infinite f32, f16 or
+/// bf16 weight.
 /// @throws usage_error "<command>: option <option> '<path>': <problem naming the key>".
 inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_view command,
                                  std::string_view option, bool vocab_only) {
@@ -199,6 +203,38 @@ inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_
   if (file_size > end + f.alignment())
     refuse("holds " + std::to_string(file_size - end) +
            " bytes after its last tensor (a truncated or padded copy?)");
+  // Weights that are NaN or infinite: llama.cpp would compute with them (its logits then NaN).
+  // The f32, f16 and bf16 tensors are read through once, 1 MiB at a time (in a quantized model
+  // these are the norms and a few small tensors); quantized blocks are llama.cpp's to check.
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(std::size_t{1} << 20);
+  for (const auto& t : f.tensors()) {
+    const auto type = t.float_type();
+    if (!type) continue;
+    const std::size_t width = *type == dtype::f32 ? 4 : 2;
+    in.seekg(static_cast<std::streamoff>(f.data_offset() + t.offset));
+    for (std::uint64_t done = 0; done < t.bytes;) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), t.bytes - done));
+      if (!in.read(buf.data(), static_cast<std::streamsize>(n)))
+        refuse("cannot be read at tensor " + t.name + " (a file changed while it was checked?)");
+      for (std::size_t i = 0; i + width <= n; i += width) {
+        bool bad = false;
+        if (width == 4) {
+          std::uint32_t u = 0;
+          std::memcpy(&u, buf.data() + i, 4);
+          bad = (u & 0x7F800000u) == 0x7F800000u;
+        } else {
+          std::uint16_t h = 0;
+          std::memcpy(&h, buf.data() + i, 2);
+          bad = *type == dtype::f16 ? (h & 0x7C00u) == 0x7C00u : (h & 0x7F80u) == 0x7F80u;
+        }
+        if (bad)
+          refuse("tensor " + t.name + " holds a NaN or infinite weight (element " +
+                 std::to_string((done + i) / width) + ")");
+      }
+      done += n;
+    }
+  }
 }
 
 }  // namespace latentaudit::cli

@@ -36,6 +36,7 @@
 #define LATENTAUDIT_BACKEND_LLAMA_CPP_HPP
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -360,23 +361,6 @@ class llama_cpp_backend {
   ///         `latentaudit gguf export` writes without --vocab).
   [[nodiscard]] llama_cpp_tokenizer tokenizer() const { return llama_cpp_tokenizer(model_); }
 
-  /// @brief Token ids of `text` under the GGUF's tokenizer (special tokens parsed).
-  /// @throws invalid_argument if the model has no tokenizer or the text does not tokenize.
-  [[nodiscard]] std::vector<token_id> tokenize(std::string_view text, bool add_special = true) const {
-    const llama_vocab* v = llama_model_get_vocab(model_);
-    std::vector<llama_token> out(text.size() + 8);
-    int32_t n = llama_tokenize(v, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                               static_cast<int32_t>(out.size()), add_special, true);
-    if (n < 0) {
-      out.resize(static_cast<std::size_t>(-n));
-      n = llama_tokenize(v, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                         static_cast<int32_t>(out.size()), add_special, true);
-    }
-    if (n < 0) detail::throw_invalid("llama_cpp_backend::tokenize", "text", "does not tokenize");
-    out.resize(static_cast<std::size_t>(n));
-    return {out.begin(), out.end()};
-  }
-
  private:
   struct sequence {
     bool open = false;
@@ -525,6 +509,15 @@ class llama_cpp_backend {
       const float* row = llama_get_logits_ith(ctx_, i);
       if (row == nullptr)
         LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama.cpp returned no logits"));
+      // NaN or infinite logits (weights that hold them, an overflow): an error, never an answer
+      // or a log-probability that records and reports would carry on
+      for (std::size_t v = 0; v < V; ++v)
+        if (!std::isfinite(row[v]))
+          LATENTAUDIT_THROW(
+              backend_error(std::string(fn) + ": llama.cpp computed a non-finite logit (" +
+                            (std::isnan(row[v]) ? "nan" : "inf") + ", token " + std::to_string(v) +
+                            ", position " + std::to_string(first + i) +
+                            "): the model's weights hold NaN or Inf, or its activations overflow"));
       out.insert(out.end(), row, row + V);
     }
   }

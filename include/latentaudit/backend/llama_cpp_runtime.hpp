@@ -21,8 +21,10 @@
 #ifndef LATENTAUDIT_BACKEND_LLAMA_CPP_RUNTIME_HPP
 #define LATENTAUDIT_BACKEND_LLAMA_CPP_RUNTIME_HPP
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include <ggml-backend.h>
@@ -40,8 +42,10 @@ struct llama_cpp_runtime_options {
   /// definition (where CMake found llama.cpp), else ggml's own search (the executable's directory,
   /// then the working directory).
   std::string backend_dir;
-  /// Forward llama.cpp and ggml log lines to stderr. Off by default: llama.cpp logs every model
-  /// load at length, and the library reports failures by exception. The environment variable
+  /// Forward every llama.cpp and ggml log line to stderr. Off by default: llama.cpp logs every
+  /// model load at length, and the library reports failures by exception; its warnings and errors
+  /// are still shown (each distinct one once per process, "latentaudit: llama.cpp: ..." on
+  /// stderr: e.g. a GGUF whose special token ids it replaced). The environment variable
   /// LATENTAUDIT_LLAMA_LOG=1 turns it on as well.
   bool log = false;
 };
@@ -54,7 +58,28 @@ struct llama_cpp_runtime_info {
 };
 
 namespace detail {
-inline void llama_cpp_silent_log(ggml_log_level, const char*, void*) {}
+// The default logger: llama.cpp's warnings and errors (and their continuation lines) to stderr,
+// each distinct message once per process; its information and debug lines dropped.
+inline void llama_cpp_warnings_log(ggml_log_level level, const char* text, void*) {
+  static std::mutex m;
+  static std::set<std::string> seen;
+  static std::string pending;  // the message being assembled from CONT pieces
+  static bool shown = false;   // whether the message in progress is a warning or an error
+  const std::lock_guard<std::mutex> lock(m);
+  auto flush = [] {
+    while (!pending.empty() && (pending.back() == '\n' || pending.back() == ' ')) pending.pop_back();
+    if (!pending.empty() && seen.size() < 1000 && seen.insert(pending).second)
+      std::fprintf(stderr, "latentaudit: llama.cpp: %s\n", pending.c_str());
+    pending.clear();
+  };
+  if (level != GGML_LOG_LEVEL_CONT) {
+    flush();
+    shown = level == GGML_LOG_LEVEL_WARN || level == GGML_LOG_LEVEL_ERROR;
+  }
+  if (!shown || text == nullptr) return;
+  pending += text;
+  if (!pending.empty() && pending.back() == '\n') flush();
+}
 }  // namespace detail
 
 /// @brief Loads ggml's backends and initialises llama.cpp, once per process.
@@ -68,7 +93,7 @@ inline const llama_cpp_runtime_info& llama_cpp_init(const llama_cpp_runtime_opti
     const char* env_log = std::getenv("LATENTAUDIT_LLAMA_LOG");
     const bool log = options.log || (env_log != nullptr && env_log[0] != '\0' && env_log[0] != '0');
     // llama_log_set installs the callback for ggml too; nullptr restores llama.cpp's stderr logger.
-    llama_log_set(log ? nullptr : &detail::llama_cpp_silent_log, nullptr);
+    llama_log_set(log ? nullptr : &detail::llama_cpp_warnings_log, nullptr);
     std::string dir = options.backend_dir;
     if (dir.empty())
       if (const char* env = std::getenv("LATENTAUDIT_GGML_BACKEND_DIR")) dir = env;

@@ -119,18 +119,6 @@ template <class T>
 concept cache_scalar =
     std::same_as<T, float> || std::same_as<T, Eigen::half> || std::same_as<T, Eigen::bfloat16>;
 
-/// @brief Converts one value to float (exact for every cache_scalar).
-template <cache_scalar T>
-[[nodiscard]] inline float to_float(T x) noexcept {
-  return static_cast<float>(x);
-}
-
-/// @brief Converts a float to T with round-to-nearest-even (Eigen's conversions).
-template <cache_scalar T>
-[[nodiscard]] inline T from_float(float x) noexcept {
-  return static_cast<T>(x);
-}
-
 /// @brief Decodes `count` elements of type `src` stored little-endian in `bytes` into floats.
 /// @throws invalid_argument if src is not floating or the buffer sizes disagree.
 inline void decode_to_float(dtype src, std::span<const std::byte> bytes, std::span<float> out) {

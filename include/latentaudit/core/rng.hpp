@@ -199,18 +199,6 @@ template <class Engine>
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-/// @brief Two independent standard normal deviates by the Box–Muller transform from exactly
-/// four 32-bit words (u1 from the first two, u2 from the next two): (r·cos 2πu2, r·sin 2πu2),
-/// r = √(−2 ln u1). Twice the throughput of standard_normal for bulk noise.
-template <class Engine>
-[[nodiscard]] inline std::pair<double, double> standard_normal_pair(Engine& g) noexcept {
-  const double u1 = uniform_open01(g);
-  const double u2 = uniform01(g);
-  const double r = std::sqrt(-2.0 * std::log(u1));
-  const double a = 2.0 * std::numbers::pi * u2;
-  return {r * std::cos(a), r * std::sin(a)};
-}
-
 // ---- bulk normals in binary32 ------------------------------------------------------------------
 
 /// @brief Deviates per standard_normal_batch call: 256 Philox blocks, four deviates a block.

@@ -341,13 +341,6 @@ class rank_failure : public error {
   int code_;
 };
 
-/// @brief agree(), throwing rank_failure on every rank when any rank failed.
-inline void agree_or_throw(const communicator& comm, const std::optional<std::string>& failure,
-                           int code = 2) {
-  const auto o = agree(comm, failure, code);
-  if (!o.ok) LATENTAUDIT_THROW(rank_failure(o));
-}
-
 /// @brief Last resort when the ranks can no longer agree (an MPI call itself failed): MPI_Abort
 /// with `code`, which tears the whole job down.
 [[noreturn]] inline void abort_job(const communicator& comm, int code) {
