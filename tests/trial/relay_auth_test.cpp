@@ -208,8 +208,10 @@ TEST_CASE("relay channel: mutual challenge-response, wrong key, no key against a
     p.client->receive_at_most(m, 64);
     CHECK(m.size() == hello.size());
     // the wire key is the key's, not the design seed's
-    CHECK(std::vector<std::byte>(p.server->wire_key().begin(), p.server->wire_key().end()) !=
-          std::vector<std::byte>(relay_hmac_key(1).begin(), relay_hmac_key(1).end()));
+    const auto seed_key = relay_hmac_key(1);  // one object: begin() and end() of one range
+    const auto& wire = p.server->wire_key();
+    CHECK(std::vector<std::byte>(wire.begin(), wire.end()) !=
+          std::vector<std::byte>(seed_key.begin(), seed_key.end()));
   }
   {
     auto p = auth_pair(k, key_of('x'));  // the client does not hold the server's key

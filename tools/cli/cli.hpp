@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace latentaudit::cli {
@@ -162,13 +163,18 @@ class arguments {
   /// though this object's values win (the --config entries the command line overrides: a broken
   /// config is refused whichever of its keys is in force; the messages name `shadow`'s command).
   void set_shadow(arguments shadow) { shadow_ = std::make_shared<const arguments>(std::move(shadow)); }
-  /// @brief Runs `check(shadow, value)` on the value the shadow holds for a text option this
-  /// object overrides, so a parser's refusal of an overridden --config value is an error too
-  /// (`check` builds its message from `shadow.command()`, which names the --config file). The
-  /// typed getters do this themselves; text options parsed by the command call this first.
-  template <class Check>
-  void check_overridden(std::string_view name, Check&& check) const {
-    if (shadow_ && shadow_->has(name) && has(name)) (void)check(*shadow_, *shadow_->get(name));
+  /// @brief A text option read through `parse(args, text)` (std::nullopt if absent). When this
+  /// object overrides a value the shadow holds (a --config entry), that value is parsed too, so a
+  /// parser's refusal of it is an error even though the command line's value is the one in force
+  /// (`parse` builds its message from `args.command()`, which for the shadow names the --config
+  /// file). The typed getters below do the same for numbers and choices.
+  template <class Parse>
+  [[nodiscard]] auto parsed(std::string_view name, Parse&& parse) const
+      -> std::optional<std::decay_t<decltype(parse(*this, std::string()))>> {
+    if (shadow_ && shadow_->has(name) && has(name)) (void)parse(*shadow_, *shadow_->get(name));
+    const auto v = get(name);
+    if (!v) return std::nullopt;
+    return parse(*this, *v);
   }
   /// @brief A finite number (default if absent). @throws usage_error if it does not parse.
   [[nodiscard]] double number(std::string_view name, double fallback) const {

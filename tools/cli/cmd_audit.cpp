@@ -428,11 +428,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
           ": option --scoring must be token_exact, exact, normalized, contains or regex, got '" + sc + "'");
     return *s;
   };
-  args.check_overridden("--scoring", scoring_of);
-  if (auto sc = args.get("--scoring")) {
-    scoring = scoring_of(args, *sc);
-    if (!tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
-  }
+  scoring = args.parsed("--scoring", scoring_of);
+  if (scoring && !tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
   if (tasks_arg)
     for (const char* o : {"--no-need-fraction", "--stale-fraction", "--conflict-fraction", "--task"})
       if (args.get(o))
@@ -472,8 +469,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     }
     return out;
   };
-  args.check_overridden("--arms", arms_of);
-  if (auto arms = args.get("--arms")) d.arms = arms_of(args, *arms);
+  if (auto arms = args.parsed("--arms", arms_of)) d.arms = std::move(*arms);
   if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
   // Drifted senders: one kv_drift_<steps> arm per level of the drift manifest (added to the default
   // arms; named in --arms, each must be a level of the manifest).
@@ -522,9 +518,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
       throw usage_error(a.command() + ": option --link: " + e.what());
     }
   };
-  args.check_overridden("--link", link_of);
   const std::string link_name = args.get("--link").value_or("pcie4");
-  d.link = link_of(args, link_name);
+  d.link = args.parsed("--link", link_of).value_or(find_link("pcie4"));
   if (link_name == "measured" && !args.get("--relay-transport") && serve == nullptr)
     throw usage_error(
         "audit: option --link measured needs --relay-transport (the link is fitted from "
@@ -558,8 +553,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
                         "'");
     return *s;
   };
-  args.check_overridden("--shard-schedule", schedule_of);
-  const auto scheme = schedule_of(args, args.get("--shard-schedule").value_or("interleaved"));
+  const auto scheme =
+      args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
