@@ -6,8 +6,7 @@
 #     smoke runs, header self-sufficiency, layering, the header-only consumer projects, the fuzzer;
 #     every test, the long ("slow") ones included.
 #  2. AddressSanitizer + UndefinedBehaviorSanitizer (built while stage 1's tests run): the compiled
-#     library, every test program and
-#     the CLI (no examples, benchmarks or packaging checks: they add no memory or UB coverage; no
+#     library, every test program and the CLI (no examples, benchmarks or packaging checks: they add no memory or UB coverage; no
 #     llama.cpp engine: its prebuilt library is not instrumented, and the blob and GGUF parsing the
 #     adapter relies on is tested here through kv_tests and backend_tests; the CLI's "built without
 #     llama.cpp" path is tested here instead; no MPI either: Open MPI's libraries are not
