@@ -128,8 +128,9 @@ int main() {
   lookup_engine engine(fmt.vocab_size);
   la::trial_design design{.seed = 3, .items = 50, .seeds = 2};
   design.arms = {la::parse_arm("no_comm"),        la::parse_arm("text_full"),     la::parse_arm("kv_full"),
-                 la::parse_arm("kv_noise_0.002"), la::parse_arm("kv_noise_0.05"), la::parse_arm("zeroed"),
-                 la::parse_arm("deranged"),       la::parse_arm("kv_int8")};
+                 la::parse_arm("kv_noise_0.002"), la::parse_arm("kv_noise_0.05"), la::parse_arm("kv_int8")};
+  for (const auto& a : la::default_arms())  // the placebos: another item's, a zeroed and a random cache
+    if (a.plan().family == la::arm_family::placebo) design.arms.push_back(a);
   la::trial_driver<lookup_engine> driver(engine);
   std::map<std::string, std::pair<int, int>> acc;
   const auto stats = driver.run(

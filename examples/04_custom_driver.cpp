@@ -16,8 +16,16 @@ namespace la = latentaudit;
 
 namespace {
 
-// One trial of `arm` on `task`: A reads the document (when the arm relays), the relay goes
-// through the wire, B answers greedily; the record is built with record_builder.hpp.
+// Whether one_trial runs an arm of this plan (trial/arm.hpp plan_of): B alone, the document as
+// text, or A's document cache under the arm's policy, all on B's model.
+bool runs(const la::arm_plan& p) {
+  return p.payload == la::arm_payload::nothing || p.payload == la::arm_payload::document_text ||
+         (p.sender == la::arm_sender::receiver && p.payload == la::arm_payload::document_cache &&
+          p.transform == la::arm_transform::policy);
+}
+
+// One trial of `arm` on `task`, as its plan says: A reads the document (when the arm relays), the
+// relay goes through the wire, B answers greedily; the record is built with record_builder.hpp.
 la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design& d,
                            const la::trial_task& task, const la::trial_arm& arm) {
   const auto key = la::relay_hmac_key(d.seed);
@@ -39,16 +47,17 @@ la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design&
   std::vector<la::token_id> ctx;
   la::position_t first = 0;
   std::int64_t relayed = 0;
-  if (arm.kind == la::arm_kind::no_comm) {
+  const la::arm_plan plan = arm.plan();
+  if (plan.payload == la::arm_payload::nothing) {
     ctx = task.no_relay_prefix;
-  } else if (arm.kind == la::arm_kind::text_full) {
+  } else if (plan.payload == la::arm_payload::document_text) {
     r.sender_fingerprint = r.receiver_fingerprint;
     const auto bytes =
         la::encode_relay(la::text_relay{.as_tokens = true, .tokens = task.relay_text()}, {.hmac_key = key});
     r.bytes = bytes.size();
     ctx = la::decode_relay(bytes, {.hmac_key = key, .require_authentication = true}).text.tokens;
     relayed = r.relay_tokens = static_cast<std::int64_t>(ctx.size());
-  } else {  // kv_full and kv_policy arms
+  } else {  // A's document cache under the arm's policy (kv_full, kv_policy arms)
     r.sender_fingerprint = r.receiver_fingerprint;
     const auto n = static_cast<std::int64_t>(task.document.size());
     la::scoped_seq<la::reference_cpu_backend> a(e);
@@ -99,6 +108,11 @@ int main(int argc, char** argv) {
   la::trial_design d{.seed = 9, .items = 12, .seeds = 1};
   d.arms = {la::parse_arm("no_comm"), la::parse_arm("text_full"), la::parse_arm("kv_full"),
             la::parse_arm("kv_noise_0.5")};
+  for (const auto& arm : d.arms)
+    if (!runs(arm.plan())) {
+      std::printf("this driver does not run arm '%s'\n", arm.label.c_str());
+      return 2;
+    }
   auto tasks = [&](std::uint64_t i, std::uint64_t s) {
     return la::make_organism_task(fmt, {.seed = d.seed}, i, s);
   };

@@ -70,12 +70,11 @@ TEST_CASE("arm roles: by label, then by arm_kind, ties to the first label in sor
   const auto recs = test::synthetic_records(s);
   std::vector<std::string> w;
   const auto roles = detail::resolve_arm_roles(recs, w);
-  CHECK(roles.no_comm == "no_comm");
-  CHECK(roles.text_full == "text_full");
-  CHECK(roles.kv_full == "kv_a");  // sorted order, not first-seen order
-  CHECK(roles.deranged.empty());
-  CHECK(roles.of("kv_full") == "kv_a");
-  CHECK(roles.of("no_such_role").empty());
+  CHECK(roles.of(arm_kind::no_comm) == "no_comm");
+  CHECK(roles.of(arm_kind::text_full) == "text_full");
+  CHECK(roles.of(arm_kind::kv_full) == "kv_a");  // sorted order, not first-seen order
+  CHECK(roles.of(arm_kind::deranged).empty());
+  CHECK(roles.of(arm_kind::kv_policy).empty());  // no role: never resolved
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("'kv_a'") != std::string::npos);
   CHECK(w[0].find("'kv_b'") != std::string::npos);
@@ -84,7 +83,7 @@ TEST_CASE("arm roles: by label, then by arm_kind, ties to the first label in sor
   for (auto& r : recs2)
     if (r.arm == "kv_b") r.arm = "kv_full";
   std::vector<std::string> w2;
-  CHECK(detail::resolve_arm_roles(recs2, w2).kv_full == "kv_full");
+  CHECK(detail::resolve_arm_roles(recs2, w2).of(arm_kind::kv_full) == "kv_full");
   CHECK(w2.empty());
   // An empty arm_kind is the kind of the label.
   auto recs3 = recs;
@@ -158,6 +157,34 @@ TEST_CASE("arm roles: relabelled arms that keep their arm_kind give the same fin
   REQUIRE(da.monitors.size() == db.monitors.size());
   for (std::size_t i = 0; i < da.monitors.size(); ++i)
     CHECK(da.monitors[i].stop_at == db.monitors[i].stop_at);
+}
+
+TEST_CASE("arm kinds: records without arm_kind and doses give the findings their labels name",
+          "[arm_roles]") {
+  // Another stack's records may carry only the labels: the report classifies each arm by the kind
+  // and doses parse_arm reads in its label (trial/arm.hpp record_arm_kind), never by a prefix of
+  // its own, so the noise and drift dose-responses, the frontier and the placebos are the same.
+  const auto& canon = roles_organism_records();
+  auto bare = canon;
+  for (auto& r : bare) {
+    r.arm_kind.clear();
+    r.noise_sigma.reset();
+    r.drift_steps.reset();
+    r.budget.reset();
+  }
+  const audit_options o{.bootstrap_replicates = 400, .seed = 7};
+  const auto a = build_audit_report(canon, o);
+  const auto b = build_audit_report(bare, o);
+  check_same_findings(a.findings, b.findings, "all findings");
+  CHECK(a.decision.verdict == b.decision.verdict);
+  REQUIRE(a.core.noise.curve.size() == b.core.noise.curve.size());
+  CHECK(a.core.noise.curve.size() >= 6);
+  // a label latentaudit cannot read plays no role and is on no dose-response or frontier
+  auto foreign = bare;
+  for (auto& r : foreign)
+    if (r.arm == "kv_noise_0.5") r.arm = "noisy_relay";
+  const auto c = build_audit_report(foreign, o);
+  CHECK(c.core.noise.curve.size() + 1 == a.core.noise.curve.size());
 }
 
 TEST_CASE("arm roles: with one item no cost or gate finding says yes", "[arm_roles]") {

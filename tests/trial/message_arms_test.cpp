@@ -192,3 +192,36 @@ TEST_CASE("message arms: the report's message family decides kv_message against 
   for (const auto& f : analyse_records(recs, audit_options{.bootstrap_replicates = 199}).findings)
     CHECK(f.id.rfind("message.", 0) != 0);
 }
+
+TEST_CASE("message arms: an empty message relays A's document and instruction (kv_message) or nothing") {
+  // Every token stops A's message, so A writes none: kv_message relays the cache of the document
+  // and the instruction, kv_message_only and text_message relay nothing but B's own prefix (as
+  // text). (Until the arm plans, an empty kv_message sent a text frame that its receiver refused.)
+  auto engine = reference_cpu_backend::load(organism);
+  const auto fmt = organism_format::load(organism);
+  trial_driver<reference_cpu_backend> drv(engine);
+  auto opts = *organism_message_options(organism);
+  opts.stop.clear();
+  for (token_id t = 0; t < engine.info().vocab_size; ++t) opts.stop.push_back(t);
+  drv.set_message_options(opts);
+  trial_design d{.seed = 5, .items = 6, .seeds = 1};
+  d.arms = {no_comm_arm(), text_message_arm(4), kv_message_arm(), kv_message_only_arm()};
+  const organism_task_options to{.seed = d.seed, .no_need_fraction = 0.0};
+  auto tasks = [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); };
+  std::vector<trial_record> recs;
+  drv.run(d, tasks, [&](const trial_record& r) { recs.push_back(r); });
+  REQUIRE(recs.size() == d.trials());
+  for (const auto& r : recs) {
+    INFO(r.arm << " item " << r.item);
+    if (r.arm == "no_comm") continue;
+    REQUIRE(r.message_length.has_value());
+    CHECK(*r.message_length == 0);
+    const auto t = tasks(r.item, r.seed);
+    if (r.arm == "kv_message") {
+      CHECK(r.relay_tokens == static_cast<std::int64_t>(t.document.size() + opts.instruction.size()));
+      CHECK(r.policy.is_object());
+    } else {  // text: B's own prefix only
+      CHECK(r.relay_tokens == static_cast<std::int64_t>(t.no_relay_prefix.size()));
+    }
+  }
+}

@@ -470,7 +470,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     return out;
   };
   if (auto arms = args.parsed("--arms", arms_of)) d.arms = std::move(*arms);
-  if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
+  if (no_partner)
+    std::erase_if(d.arms, [](const trial_arm& a) { return a.plan().sender == arm_sender::partner; });
   // Drifted senders: one kv_drift_<steps> arm per level of the drift manifest (added to the default
   // arms; named in --arms, each must be a level of the manifest).
   const auto drift_arg = args.get("--drift");
@@ -482,12 +483,12 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   std::vector<skipped_arm> engine_skipped;  // arms this engine cannot run, and why (design and report)
   if (on_llama)
     for (const auto& a : d.arms)
-      if (a.kind == arm_kind::drifted)
+      if (a.plan().sender == arm_sender::named)
         engine_skipped.push_back({a.label,
                                   "drifted senders are reference-backend models with fine-tuning "
                                   "overlays, which llama.cpp does not load"});
   if (no_drift || on_llama)  // drifted senders are reference-backend overlays
-    std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::drifted; });
+    std::erase_if(d.arms, [](const trial_arm& a) { return a.plan().sender == arm_sender::named; });
   if (!args.get("--arms") && !on_llama)
     for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
   // Messages: an organism trained to recite (task.json `recite`) writes A's messages; the default
@@ -504,7 +505,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
                                 "drifted senders are reference-backend models with "
                                 "fine-tuning overlays, which llama.cpp does not load"});
   for (const auto& a : d.arms)
-    if (a.kind == arm_kind::drifted &&
+    if (a.plan().sender == arm_sender::named &&
         std::none_of(drift_levels.begin(), drift_levels.end(),
                      [&](const drift_level& l) { return l.steps == a.drift_steps; }))
       throw usage_error("audit: arm '" + a.label + "' needs drift level " + std::to_string(*a.drift_steps) +
@@ -617,11 +618,12 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     user_tasks.reset();
     if (!source.has_budget_units()) {  // text_budget arms belong to tasks with budget units (the organism's)
       for (const auto& a : d.arms)
-        if (a.kind == arm_kind::text_budget)
+        if (a.plan().payload == arm_payload::document_pairs)
           engine_skipped.push_back({a.label,
                                     "the tasks have no budget units (budget_cuts, docs/tasks.md): "
                                     "text_budget arms apply to the organism's recall task"});
-      std::erase_if(d.arms, [](const trial_arm& a) { return a.kind == arm_kind::text_budget; });
+      std::erase_if(d.arms,
+                    [](const trial_arm& a) { return a.plan().payload == arm_payload::document_pairs; });
     }
     if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
       throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
@@ -719,8 +721,9 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     }
     return shard != nullptr ? shard->run_trials(d, scheme, go) : go({});
   };
-  const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(),
-                                         [](const trial_arm& a) { return a.kind == arm_kind::cross_model; });
+  const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(), [](const trial_arm& a) {
+    return a.plan().sender == arm_sender::partner;
+  });
   driver_stats stats;
   if (!on_llama) {
     auto engine = reference_cpu_backend::load(model, threads);
@@ -729,13 +732,13 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
       partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
     std::vector<std::pair<std::string, reference_cpu_backend>> drifted;  // the drifted senders, by arm sender
     for (const auto& a : d.arms)
-      if (a.kind == arm_kind::drifted)
+      if (a.plan().sender == arm_sender::named)
         for (const auto& l : drift_levels)
           if (l.steps == a.drift_steps)
             drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
     for (const auto& a : d.arms)
       for (const auto& [name, e] : drifted)
-        if (a.kind == arm_kind::drifted && a.sender == name)
+        if (a.plan().sender == arm_sender::named && a.sender == name)
           drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
     stats = run_on(engine, partner ? &*partner : nullptr, "reference", [&](auto& driver) {
       for (auto& [name, e] : drifted) driver.add_sender(name, e);

@@ -119,7 +119,7 @@ struct dropout_spec {
   double p = 0.1;
 };
 /// @brief Replace the block by a placebo of the same shape: zeroed or moment-matched random
-/// (deranged placebos need other items' caches and are made by the trial driver).
+/// (the other-item placebo needs other items' caches and is made by the trial driver).
 struct placebo_spec {
   placebo_kind kind = placebo_kind::zeroed;
 };

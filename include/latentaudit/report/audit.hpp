@@ -25,7 +25,7 @@
 //                                "yes", every other need.*, no_need.*, cost.*, stale.*, conflict.*,
 //                                noise.* and drift.* finding and the
 //                                decision become "inconclusive" (apply_positive_control).
-//   need.kv_beats_no_comm, need.deranged_beats_no_comm, need.zeroed_beats_no_comm,
+//   need.kv_beats_no_comm, need.<placebo>_beats_no_comm (report/analyses/effects.hpp),
 //   need.cross_model_beats_no_comm
 //                                "beats": yes if significant and estimate > 0; else no if U < m
 //                                (a benefit of m or more is excluded); else inconclusive.
@@ -164,7 +164,7 @@ struct paired_effect {
   /// Holm-adjusted over the family (effects: every contrast with in_holm_family; decomposition:
   /// its own contrasts); NaN outside the family
   double p_holm = 0.0;
-  bool in_holm_family = true;  ///< false for the decomposition material {deranged,zeroed,random} − kv_full
+  bool in_holm_family = true;  ///< false for the decomposition material (each placebo − kv_full)
   std::string method;          ///< how it was computed
   /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete);
   /// the findings then hold a verdict only if it holds under both bounds

@@ -168,10 +168,12 @@ effect_estimate item_cluster_bootstrap(effect_estimate point, std::span<const st
                                        std::uint32_t tag, std::vector<std::string>& notes,
                                        std::string_view what);
 
-/// @brief Budget of a text_budget arm: the record's budget, else the number after the last '_'.
+/// @brief Budget of a budgeted arm (text_budget, the message arms): the record's budget, else the
+/// budget of the arm its label parses to (parse_arm), else nothing.
 std::optional<double> arm_budget(const trial_record& r);
 
-/// @brief The text_budget arm with the smallest budget (ties: smaller label), or "".
+/// @brief The text_budget arm (by record_arm_kind) with the smallest budget (ties: smaller label),
+/// or "". Each arm's budget is its first record's (arm_budget).
 std::string smallest_budget_arm(std::span<const trial_record> records);
 
 void check_observational_options(std::string_view fn, const observational_options& o);

@@ -2,6 +2,9 @@
 // latentaudit: trial arms — what B receives from A: nothing, text (all or a budget), A's cache
 // (whole, or under a transfer policy), a placebo cache, another model's cache, or the cache of a
 // drifted copy of the model (fine-tuned apart), or a message A writes (as text, or as A's cache).
+// The one owner of the arm: its kinds and their relay plans (plan_of: family, who sends, what is
+// sent, how it is transformed and imported), the parse forms and labels, and the default arms.
+// The driver, the relay peer, custom drivers, the CLI and the report read arms through this header.
 #ifndef LATENTAUDIT_TRIAL_ARM_HPP
 #define LATENTAUDIT_TRIAL_ARM_HPP
 
@@ -68,6 +71,212 @@ enum class arm_kind : std::uint8_t {
   return "unknown";
 }
 
+/// @brief The family of an arm: how the report groups arms (by data — the records' arm_kind —,
+/// never by label). Each arm_kind belongs to exactly one family (arm_plan::family).
+enum class arm_family : std::uint8_t {
+  control,  ///< no_comm: B answers alone
+  text,     ///< text_full, text_budget, text_message: B reads text A sends
+  kv,       ///< kv_full, kv_policy, kv_message, kv_message_only: A's own cache, whole or transformed
+  placebo,  ///< deranged, zeroed, random: a cache that keeps a relay's presence but not its content
+  foreign,  ///< cross_model, drifted: the cache of another model, force-imported into B's
+};
+
+/// @brief The name of a family ("control", "text", "kv", "placebo", "foreign").
+[[nodiscard]] constexpr std::string_view arm_family_name(arm_family f) noexcept {
+  switch (f) {
+    case arm_family::control:
+      return "control";
+    case arm_family::text:
+      return "text";
+    case arm_family::kv:
+      return "kv";
+    case arm_family::placebo:
+      return "placebo";
+    case arm_family::foreign:
+      return "foreign";
+  }
+  return "unknown";
+}
+
+/// @brief Which engine plays agent A (reads the document) for an arm.
+enum class arm_sender : std::uint8_t {
+  none,      ///< nobody: B answers alone
+  receiver,  ///< B's model (the driver's engine): A and B share the model
+  partner,   ///< the partner engine (another model; trial_driver's second engine)
+  named,     ///< the sender engine named by trial_arm::sender (trial_driver::add_sender)
+};
+
+/// @brief What A sends B for an arm (before any transform).
+enum class arm_payload : std::uint8_t {
+  nothing,         ///< no relay
+  document_text,   ///< the task's relay text (trial_task::relay_text)
+  document_pairs,  ///< the first trial_arm::budget pairs of the document, as text
+  message_text,    ///< the message A wrote (at most trial_arm::budget tokens), as text
+  document_cache,  ///< the cache rows of the document
+  message_cache,   ///< the cache rows of document, instruction and message
+  message_rows,    ///< the cache rows of the message only; an empty message relays nothing (text)
+};
+
+/// @brief What is done to A's exported cache before it is encoded.
+enum class arm_transform : std::uint8_t {
+  none,        ///< nothing (no relay, text payloads)
+  policy,      ///< the arm's kv_policy (selection, noise, quantization, placement; kv_full's keeps all)
+  other_item,  ///< replaced by another item's cache, length-matched (a random derangement of the items)
+  zeros,       ///< keys and values zeroed
+  moments,     ///< Gaussian with the cache's per-(layer, part, head) mean and variance
+};
+
+/// @brief The placebo a transform substitutes for the cache (the records' `policy.placebo`), or nothing.
+[[nodiscard]] constexpr std::optional<placebo_kind> placebo_of(arm_transform t) noexcept {
+  switch (t) {
+    case arm_transform::other_item:
+      return placebo_kind::deranged;
+    case arm_transform::zeros:
+      return placebo_kind::zeroed;
+    case arm_transform::moments:
+      return placebo_kind::random;
+    case arm_transform::none:
+    case arm_transform::policy:
+      break;
+  }
+  return std::nullopt;
+}
+
+/// @brief An arm's relay plan: everything the driver, a relay peer, a custom driver, the CLI and
+/// the report need to know about an arm kind. plan_of() is the one table; adding an arm family is
+/// its row there (and its arm_kind, parse form and constructor in this header), its test and its docs.
+struct arm_plan {
+  arm_family family = arm_family::control;        ///< how the report groups the arm
+  arm_sender sender = arm_sender::none;           ///< who reads the document
+  arm_payload payload = arm_payload::nothing;     ///< what A sends
+  arm_transform transform = arm_transform::none;  ///< what is done to the cache before the wire
+  /// B imports a cache of another model (import_options::force; its fingerprint is not checked)
+  bool forced_import = false;
+  /// The arm's kv_policy selects layers or tokens: what the engine must support is checked
+  /// (trial/engine_support.hpp) and H2O/SnapKV/PyramidKV read the sender's attention.
+  bool selects = false;
+  /// The arm takes a position mode suffix (`@preserve`, `@rebase`, `@append`; kv/rope.hpp).
+  bool placeable = false;
+  /// trial_arm::budget is the arm's dose (text_budget's pairs, a message's most tokens; the
+  /// records' `budget`).
+  bool budgeted = false;
+  std::uint64_t min_items = 1;  ///< the fewest items of a design the arm can run on
+  /// The report reads one arm of this kind as a role of the design, named by the kind (its
+  /// contrasts: kv_full − no_comm, text_full − no_comm, each placebo and cross_model − no_comm).
+  bool role = false;
+
+  /// @brief Whether B receives a KV block (a payload of cache rows).
+  [[nodiscard]] constexpr bool relays_kv() const noexcept {
+    return payload == arm_payload::document_cache || payload == arm_payload::message_cache ||
+           payload == arm_payload::message_rows;
+  }
+  /// @brief Whether A writes a message for the arm.
+  [[nodiscard]] constexpr bool uses_message() const noexcept {
+    return payload == arm_payload::message_text || payload == arm_payload::message_cache ||
+           payload == arm_payload::message_rows;
+  }
+  /// @brief Whether B reads the relay as text, given the length of A's message (message arms):
+  /// the text payloads, and a message_rows payload whose message is empty (it relays nothing).
+  [[nodiscard]] constexpr bool text_relay(std::size_t message_length) const noexcept {
+    return payload == arm_payload::document_text || payload == arm_payload::document_pairs ||
+           payload == arm_payload::message_text ||
+           (payload == arm_payload::message_rows && message_length == 0);
+  }
+};
+
+/// @brief The relay plan of an arm kind (the one table of what each kind does).
+[[nodiscard]] constexpr arm_plan plan_of(arm_kind k) noexcept {
+  using F = arm_family;
+  using S = arm_sender;
+  using P = arm_payload;
+  using T = arm_transform;
+  switch (k) {
+    case arm_kind::no_comm:
+      return {.role = true};
+    case arm_kind::text_full:
+      return {.family = F::text, .sender = S::receiver, .payload = P::document_text, .role = true};
+    case arm_kind::text_budget:
+      return {.family = F::text, .sender = S::receiver, .payload = P::document_pairs, .budgeted = true};
+    case arm_kind::kv_full:
+      return {.family = F::kv,
+              .sender = S::receiver,
+              .payload = P::document_cache,
+              .transform = T::policy,
+              .selects = true,
+              .placeable = true,
+              .role = true};
+    case arm_kind::kv_policy:
+      return {.family = F::kv,
+              .sender = S::receiver,
+              .payload = P::document_cache,
+              .transform = T::policy,
+              .selects = true,
+              .placeable = true};
+    case arm_kind::deranged:
+      return {.family = F::placebo,
+              .sender = S::receiver,
+              .payload = P::document_cache,
+              .transform = T::other_item,
+              .min_items = 2,
+              .role = true};
+    case arm_kind::zeroed:
+      return {.family = F::placebo,
+              .sender = S::receiver,
+              .payload = P::document_cache,
+              .transform = T::zeros,
+              .role = true};
+    case arm_kind::random:
+      return {.family = F::placebo,
+              .sender = S::receiver,
+              .payload = P::document_cache,
+              .transform = T::moments,
+              .role = true};
+    case arm_kind::cross_model:
+      return {.family = F::foreign,
+              .sender = S::partner,
+              .payload = P::document_cache,
+              .transform = T::policy,
+              .forced_import = true,
+              .role = true};
+    case arm_kind::drifted:
+      return {.family = F::foreign,
+              .sender = S::named,
+              .payload = P::document_cache,
+              .transform = T::policy,
+              .forced_import = true};
+    case arm_kind::text_message:
+      return {.family = F::text, .sender = S::receiver, .payload = P::message_text, .budgeted = true};
+    case arm_kind::kv_message:
+      return {.family = F::kv,
+              .sender = S::receiver,
+              .payload = P::message_cache,
+              .transform = T::policy,
+              .budgeted = true};
+    case arm_kind::kv_message_only:
+      return {.family = F::kv,
+              .sender = S::receiver,
+              .payload = P::message_rows,
+              .transform = T::policy,
+              .placeable = true,
+              .budgeted = true};
+  }
+  return {};
+}
+
+/// @brief Every arm kind, in declaration order.
+inline constexpr arm_kind all_arm_kinds[] = {
+    arm_kind::no_comm,        arm_kind::text_full, arm_kind::text_budget,  arm_kind::kv_full,
+    arm_kind::kv_policy,      arm_kind::deranged,  arm_kind::zeroed,       arm_kind::random,
+    arm_kind::cross_model,    arm_kind::drifted,   arm_kind::text_message, arm_kind::kv_message,
+    arm_kind::kv_message_only};
+
+/// @brief The arm kind named `name` (arm_kind_name's spelling), or nothing.
+[[nodiscard]] constexpr std::optional<arm_kind> parse_arm_kind(std::string_view name) noexcept {
+  for (const arm_kind k : all_arm_kinds)
+    if (arm_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
 /// @brief One arm of a design.
 struct trial_arm {
   std::string label;                  ///< unique in a design; the record's "arm"
@@ -80,18 +289,14 @@ struct trial_arm {
   std::string sender;
   std::optional<std::int32_t> drift_steps;  ///< drifted: the sender's fine-tuning steps (dose-response)
 
-  /// @brief Whether B receives a KV block (every kind but no_comm and the text kinds).
-  [[nodiscard]] bool relays_kv() const noexcept {
-    return kind != arm_kind::no_comm && kind != arm_kind::text_full && kind != arm_kind::text_budget &&
-           kind != arm_kind::text_message;
-  }
-  /// @brief Whether A writes a message for the arm (text_message, kv_message, kv_message_only).
-  [[nodiscard]] bool uses_message() const noexcept {
-    return kind == arm_kind::text_message || kind == arm_kind::kv_message ||
-           kind == arm_kind::kv_message_only;
-  }
-  /// @brief Whether the arm needs A's engine to read the document (every kind but no_comm).
-  [[nodiscard]] bool needs_sender() const noexcept { return kind != arm_kind::no_comm; }
+  /// @brief The arm's relay plan (plan_of(kind)).
+  [[nodiscard]] constexpr arm_plan plan() const noexcept { return plan_of(kind); }
+  /// @brief Whether B receives a KV block (arm_plan::relays_kv).
+  [[nodiscard]] constexpr bool relays_kv() const noexcept { return plan().relays_kv(); }
+  /// @brief Whether A writes a message for the arm (arm_plan::uses_message).
+  [[nodiscard]] constexpr bool uses_message() const noexcept { return plan().uses_message(); }
+  /// @brief Whether some engine reads A's document for the arm (every kind but no_comm).
+  [[nodiscard]] constexpr bool needs_sender() const noexcept { return plan().sender != arm_sender::none; }
 };
 
 /// @brief B alone.
@@ -287,7 +492,7 @@ namespace detail {
   if (at == std::string_view::npos) return detail::parse_arm_base(name);
   const std::string_view mode = name.substr(at + 1);
   trial_arm a = detail::parse_arm_base(name.substr(0, at));
-  if (a.kind != arm_kind::kv_full && a.kind != arm_kind::kv_policy && a.kind != arm_kind::kv_message_only)
+  if (!a.plan().placeable)
     detail::throw_invalid(
         "parse_arm", "name",
         "a position mode (@...) applies to kv_full and kv_* policy arms (and kv_message_only) only, got '" +
@@ -302,10 +507,24 @@ namespace detail {
     detail::throw_invalid(
         "parse_arm", "name",
         "the position mode after '@' must be preserve, rebase or append, got '" + std::string(name) + "'");
-  if (a.kind != arm_kind::kv_message_only) a.kind = arm_kind::kv_policy;
+  if (a.kind == arm_kind::kv_full) a.kind = arm_kind::kv_policy;  // a placed whole cache is a policy
   a.label = std::string(name);
   a.policy.label = a.label;
   return a;
+}
+
+/// @brief The kind of a record's arm: the record's arm_kind field when it is set (nothing when it
+/// names no kind), else the kind of the arm parse_arm() reads in its label (records from other
+/// stacks may leave arm_kind empty: "kv_drift_300" is drifted, "text_budget_4" text_budget), else
+/// nothing. The report classifies arms through this and plan_of(), never by label.
+[[nodiscard]] inline std::optional<arm_kind> record_arm_kind(std::string_view kind_field,
+                                                             std::string_view label) {
+  if (!kind_field.empty()) return parse_arm_kind(kind_field);
+  try {
+    return parse_arm(label).kind;
+  } catch (const invalid_argument&) {
+    return std::nullopt;
+  }
 }
 
 /// @brief The default audit arms: no_comm, text_full, text_budget_4, kv_full, kv_noise_{0.25,

@@ -74,8 +74,8 @@ struct trial_design {
   design_identity identity;
 
   /// @brief Checks the design.
-  /// @throws invalid_argument on zero items or seeds, no arms, duplicate labels, a deranged arm
-  ///         with fewer than 2 items, or a bad link.
+  /// @throws invalid_argument on zero items or seeds, no arms, duplicate labels, an arm that needs
+  ///         more items than the design has (arm_plan::min_items), or a bad link.
   void validate() const {
     constexpr std::string_view fn = "trial_design::validate";
     if (items == 0) detail::throw_invalid(fn, "items", "must be at least 1");
@@ -86,8 +86,10 @@ struct trial_design {
       if (a.label.empty()) detail::throw_invalid(fn, "arms", "every arm needs a label");
       if (!labels.insert(a.label).second)
         detail::throw_invalid(fn, "arms", "labels must be unique, '" + a.label + "' repeats");
-      if (a.kind == arm_kind::deranged && items < 2)
-        detail::throw_invalid(fn, "items", "a deranged arm needs at least 2 items");
+      if (items < a.plan().min_items)
+        detail::throw_invalid(fn, "items",
+                              "arm '" + a.label + "' needs at least " + std::to_string(a.plan().min_items) +
+                                  " items, the design has " + std::to_string(items));
     }
     if (!(link.bandwidth_bytes_s > 0) || !std::isfinite(link.bandwidth_bytes_s) || !(link.alpha_s >= 0) ||
         !std::isfinite(link.alpha_s))

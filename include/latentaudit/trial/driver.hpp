@@ -396,8 +396,7 @@ class trial_driver {
                                 "names no trial of the design (item " + std::to_string(item) + ", seed " +
                                     std::to_string(s) + ", arm '" + label + "')");
         const trial_task task = tasks(item, s);
-        const bool needs_read =
-            it->needs_sender() && it->kind != arm_kind::cross_model && it->kind != arm_kind::drifted;
+        const bool needs_read = it->plan().sender == arm_sender::receiver;
         if (needs_read && (!have_unit || unit_item != item || unit_seed != s)) {
           if (a) close_seq(a->seq);
           a.reset();
@@ -461,8 +460,7 @@ class trial_driver {
         detail::throw_invalid(fn, "design.arms",
                               "has arm '" + a.label + "', which engine '" + info.name + "' cannot run: " +
                                   *why + " (restrict_to_engine drops such arms and lists why)");
-      if ((a.kind == arm_kind::kv_full || a.kind == arm_kind::kv_policy) &&
-          needs_attention_scores(a.policy)) {
+      if (a.plan().selects && needs_attention_scores(a.policy)) {
         score_window_ = std::max<std::int64_t>(score_window_, 0);
         if (const auto* sk = std::get_if<snapkv_spec>(&a.policy.tokens))
           score_window_ = std::max(score_window_, sk->window);
@@ -489,13 +487,13 @@ class trial_driver {
     receiver_text_ = fingerprint_text(engine_.info().fingerprint);
     partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
     derangement_.clear();
-    for (const auto& a : design.arms)  // drifted arms read A's document on a registered sender engine
-      if (a.kind == arm_kind::drifted && sender(a.sender) == nullptr)
+    for (const auto& a : design.arms)  // e.g. drifted arms read A's document on a registered sender engine
+      if (a.plan().sender == arm_sender::named && sender(a.sender) == nullptr)
         detail::throw_invalid(fn, "design.arms",
-                              "has drifted arm '" + a.label + "' whose sender '" + a.sender +
+                              "has arm '" + a.label + "' whose sender '" + a.sender +
                                   "' is not registered (trial_driver::add_sender)");
     for (const auto& a : design.arms)
-      if (a.kind == arm_kind::deranged)
+      if (a.plan().transform == arm_transform::other_item)
         derangement_ = random_derangement(static_cast<std::size_t>(design.items), design.seed);
   }
 
@@ -697,8 +695,7 @@ class trial_driver {
     }
     bool need_a = false;  // with a relay channel, agent A reads in the peer process
     for (auto ai : channel_ != nullptr ? std::vector<std::size_t>{} : todo) {
-      need_a |= d.arms[ai].needs_sender() && d.arms[ai].kind != arm_kind::cross_model &&
-                d.arms[ai].kind != arm_kind::drifted;
+      need_a |= d.arms[ai].plan().sender == arm_sender::receiver;
     }
     std::optional<sender_read<Backend>> a;
     if (need_a) a = read_document(engine_, task.document, score_window_ >= 0);
@@ -756,75 +753,73 @@ class trial_driver {
     std::string relay_error;        // over a channel: the peer's report or frame failed its checks
   };
 
-  // Agent A's half of a relay, in this process: the text, or A's cache exported → policy or
-  // placebo → encoded. `a` is A's read of the unit's document (arms other than cross_model and
-  // drifted); receiver_next is B's next free position (for the policy's placement).
+  // Agent A's half of a relay, in this process, as the arm's plan says (trial/arm.hpp plan_of):
+  // the text, or a cache exported (by B's model, the partner or a named sender) → the policy or a
+  // placebo → encoded. `a` is A's read of the unit's document on B's model (the plans whose sender
+  // is arm_sender::receiver); receiver_next is B's next free position (for the policy's placement).
   sent_relay send_half(const trial_design& d, const task_source& tasks, const trial_task& task,
                        const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
                        position_t receiver_next) {
     sent_relay out;
+    const arm_plan plan = arm.plan();
     const auto& fp = engine_.info().fingerprint;
     const std::span<const std::byte> key =
         d.authenticate ? std::span<const std::byte>(key_) : std::span<const std::byte>{};
-    std::int64_t lo = 0, hi = static_cast<std::int64_t>(task.document.size());  // A's cache rows relayed
-    if (arm.uses_message()) {  // A's message: the first `budget` tokens of what it wrote
+    const auto n = static_cast<std::int64_t>(task.document.size());
+    std::int64_t lo = 0, hi = n;  // A's cache rows relayed
+    if (plan.uses_message()) {    // A's message: the first `budget` tokens of what it wrote
       const auto mk = std::min<std::size_t>(a->message.size(), static_cast<std::size_t>(arm.budget));
       out.message.assign(a->message.begin(), a->message.begin() + static_cast<std::ptrdiff_t>(mk));
-      const auto m = static_cast<std::int64_t>(mk);
-      if (arm.kind == arm_kind::text_message || m == 0) {  // text; an empty message relays nothing
-        out.a_prefill_s = a->seconds;
-        out.sender_fingerprint = receiver_text_;
-        text_relay msg{.as_tokens = true, .tokens = task.no_relay_prefix};
-        msg.tokens.insert(msg.tokens.end(), out.message.begin(), out.message.end());
-        const auto t = detail::driver_clock::now();
-        out.frame = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
-        out.encode_s = detail::seconds_since(t);
-        return out;
-      }
-      lo = arm.kind == arm_kind::kv_message_only ? a->message_at : 0;
-      hi = a->message_at + m;
+      lo = plan.payload == arm_payload::message_rows ? a->message_at : 0;
+      hi = a->message_at + static_cast<std::int64_t>(mk);
     }
-    if (arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget) {
+    if (plan.text_relay(out.message.size())) {
       out.a_prefill_s = a->seconds;
       out.sender_fingerprint = receiver_text_;
-      text_relay msg{.as_tokens = true,
-                     .tokens = arm.kind == arm_kind::text_full ? task.relay_text()
-                                                               : task.document_prefix_pairs(arm.budget)};
+      text_relay msg{.as_tokens = true};
+      if (plan.payload == arm_payload::document_text) {
+        msg.tokens = task.relay_text();
+      } else if (plan.payload == arm_payload::document_pairs) {
+        msg.tokens = task.document_prefix_pairs(arm.budget);
+      } else {  // the message (an empty one relays nothing but B's own prefix)
+        msg.tokens = task.no_relay_prefix;
+        msg.tokens.insert(msg.tokens.end(), out.message.begin(), out.message.end());
+      }
       const auto t = detail::driver_clock::now();
       out.frame = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
       out.encode_s = detail::seconds_since(t);
       return out;
     }
-    // KV arms: export → policy / placebo → wire.
+    // KV payloads: export → policy / placebo → wire.
     kv_block block;
-    const std::int64_t n = static_cast<std::int64_t>(task.document.size());
-    if (arm.kind == arm_kind::drifted) {  // a drifted copy of B's model reads the document
-      Backend& se = *sender(arm.sender);
-      auto sa = read_document(se, task.document, false);
+    auto export_from = [&](auto& e, std::string fingerprint) {  // another engine reads the document
+      auto sa = read_document(e, task.document, false);
       out.a_prefill_s = sa.seconds;
       block = backend_call(out.export_s, [&] {
-        return se.export_kv(sa.seq.id(), index_range{0, n}, index_range{0, se.info().fingerprint.n_layers});
+        return e.export_kv(sa.seq.id(), index_range{0, n}, index_range{0, e.info().fingerprint.n_layers});
       });
-      check_export(se, block, n);
+      check_export(e, block, n);
       close_seq(sa.seq);
-      out.sender_fingerprint = fingerprint_text(se.info().fingerprint);
-    } else if (arm.kind == arm_kind::cross_model) {
-      auto pa = read_document(*partner_, task.document, false);
-      out.a_prefill_s = pa.seconds;
-      block = backend_call(out.export_s, [&] {
-        return partner_->export_kv(pa.seq.id(), index_range{0, n},
-                                   index_range{0, partner_->info().fingerprint.n_layers});
-      });
-      check_export(*partner_, block, n);
-      close_seq(pa.seq);
-      out.sender_fingerprint = partner_text_;
-    } else {
-      out.a_prefill_s = a->seconds;
-      out.sender_fingerprint = receiver_text_;
-      block = backend_call(out.export_s, [&] {
-        return engine_.export_kv(a->seq.id(), index_range{lo, hi}, index_range{0, fp.n_layers});
-      });
-      check_export(engine_, block, hi - lo);
+      out.sender_fingerprint = std::move(fingerprint);
+    };
+    switch (plan.sender) {
+      case arm_sender::named: {
+        Backend& se = *sender(arm.sender);
+        export_from(se, fingerprint_text(se.info().fingerprint));
+        break;
+      }
+      case arm_sender::partner:
+        export_from(*partner_, partner_text_);
+        break;
+      case arm_sender::receiver:
+      case arm_sender::none:
+        out.a_prefill_s = a->seconds;
+        out.sender_fingerprint = receiver_text_;
+        block = backend_call(out.export_s, [&] {
+          return engine_.export_kv(a->seq.id(), index_range{lo, hi}, index_range{0, fp.n_layers});
+        });
+        check_export(engine_, block, hi - lo);
+        break;
     }
     // Placement is the policy's (append_after places the relay after the receiver's tokens).
     policy_context ctx{.seed = policy_seed(d, task.seed), .item = task.item, .receiver_next = receiver_next};
@@ -836,36 +831,38 @@ class trial_driver {
     }
     auto t = detail::driver_clock::now();
     transfer_record tr;
-    if (arm.kind == arm_kind::deranged) {
-      const std::uint64_t donor = derangement_[static_cast<std::size_t>(task.item)];
-      const trial_task dt = tasks(donor, task.seed);
-      out.policy_s += detail::seconds_since(t);
-      auto da = read_document(engine_, dt.document, false);
-      out.a_prefill_s += da.seconds;
-      const auto dn = static_cast<std::int64_t>(dt.document.size());
-      kv_block donor_block = backend_call(out.export_s, [&] {
-        return engine_.export_kv(da.seq.id(), index_range{0, dn}, index_range{0, fp.n_layers});
-      });
-      check_export(engine_, donor_block, dn);
-      close_seq(da.seq);
-      t = detail::driver_clock::now();
-      block = detail::relay_length_matched(donor_block, n, 0);
-      tr.policy = "deranged";
-      tr.placebo = placebo_kind::deranged;
-    } else if (arm.kind == arm_kind::zeroed) {
-      block = detail::relay_zeroed_placebo(block);
-      tr.policy = "zeroed";
-      tr.placebo = placebo_kind::zeroed;
-    } else if (arm.kind == arm_kind::random) {
-      block = detail::relay_random_placebo(block, ctx.seed, task.item);
-      tr.policy = "random";
-      tr.placebo = placebo_kind::random;
-    } else if (arm.kind == arm_kind::kv_full || arm.kind == arm_kind::kv_policy ||
-               arm.kind == arm_kind::drifted ||
-               arm.relays_kv()) {  // drifted, kv_message: the whole block (their policy keeps everything)
-      tr = detail::relay_apply_policy(arm.policy, block, ctx);
-    } else {
-      tr.policy = "cross_model";
+    switch (plan.transform) {
+      case arm_transform::other_item: {  // the cache of the item the derangement pairs with this one
+        const std::uint64_t donor = derangement_[static_cast<std::size_t>(task.item)];
+        const trial_task dt = tasks(donor, task.seed);
+        out.policy_s += detail::seconds_since(t);
+        auto da = read_document(engine_, dt.document, false);
+        out.a_prefill_s += da.seconds;
+        const auto dn = static_cast<std::int64_t>(dt.document.size());
+        kv_block donor_block = backend_call(out.export_s, [&] {
+          return engine_.export_kv(da.seq.id(), index_range{0, dn}, index_range{0, fp.n_layers});
+        });
+        check_export(engine_, donor_block, dn);
+        close_seq(da.seq);
+        t = detail::driver_clock::now();
+        block = detail::relay_length_matched(donor_block, n, 0);
+        break;
+      }
+      case arm_transform::zeros:
+        block = detail::relay_zeroed_placebo(block);
+        break;
+      case arm_transform::moments:
+        block = detail::relay_random_placebo(block, ctx.seed, task.item);
+        break;
+      case arm_transform::policy:
+        tr = detail::relay_apply_policy(arm.policy, block, ctx);
+        break;
+      case arm_transform::none:
+        break;
+    }
+    if (plan.transform != arm_transform::policy) {  // the record's policy names the arm's kind
+      tr.policy = std::string(arm_kind_name(arm.kind));
+      tr.placebo = placebo_of(plan.transform);
     }
     out.policy_s += detail::seconds_since(t);
     t = detail::driver_clock::now();
@@ -987,7 +984,8 @@ class trial_driver {
     position_t first = 0;          // position of B's first own token
     std::int64_t relayed = 0;      // cache rows B holds from the relay (counted for attention mass)
     auto b = open_seq(engine_);
-    if (arm.kind == arm_kind::no_comm) {
+    const arm_plan plan = arm.plan();
+    if (plan.payload == arm_payload::nothing) {
       prefix = task.no_relay_prefix;
     } else {
       // The sender's half (A reads, exports, applies the policy or placebo, encodes) runs in this
@@ -996,11 +994,9 @@ class trial_driver {
       const position_t receiver_next = engine_.next_position(b.id());
       sent_relay sent = channel_ == nullptr ? send_half(d, tasks, task, arm, a, receiver_next)
                                             : remote_half(task, arm, receiver_next);
-      // text: the text arms, and a kv_message_only arm whose message is empty (nothing to relay)
-      const bool is_text = arm.kind == arm_kind::text_full || arm.kind == arm_kind::text_budget ||
-                           arm.kind == arm_kind::text_message ||
-                           (arm.kind == arm_kind::kv_message_only && sent.message.empty());
-      if (arm.uses_message()) {
+      // text: the text payloads, and a message's rows when the message is empty (nothing to relay)
+      const bool is_text = plan.text_relay(sent.message.size());
+      if (plan.uses_message()) {
         r.message_length = static_cast<std::int64_t>(sent.message.size());
         if (message_.detokenize) r.message = message_.detokenize(std::span<const token_id>(sent.message));
         r.message_tokens = sent.message;
@@ -1013,7 +1009,7 @@ class trial_driver {
       r.bytes = sent.frame.size();
       L.transfer_s = d.link.transfer_seconds(r.bytes);
       r.transfer_measured_s = sent.measured_s;
-      const bool forced = arm.kind == arm_kind::cross_model || arm.kind == arm_kind::drifted;
+      const bool forced = plan.forced_import;
       auto t = detail::driver_clock::now();
       std::optional<decoded_relay> dec;
       try {

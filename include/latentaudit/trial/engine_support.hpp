@@ -74,21 +74,23 @@ namespace detail {
 
 /// @brief Why `arm` cannot run on an engine with capabilities `caps` and `n_layers` layers (and a
 /// partner engine, for cross_model), or nothing when it can:
-///  - cross_model without a partner engine;
+///  - an arm whose sender is the partner (cross_model) without a partner engine;
 ///  - a KV policy relaying a subset of the layers needs caps.partial_layer_import (B must not see
 ///    the relayed tokens in the other layers: a per-layer visibility mask);
 ///  - PyramidKV and KVComm selections give ragged blocks and need caps.token_mask_import;
 ///  - H2O, SnapKV and PyramidKV selections need attention scores: caps.attention_capture;
 ///  - a preserve-mode relay that may not keep the document's last token (a first fraction, a
 ///    range, a stride, dropout) leaves a position gap before B's own tokens: caps.position_gaps.
-/// Placebo arms (deranged, zeroed, random) and kv_full relay full-length, full-layer blocks.
+/// Only the plans that select (arm_plan::selects: kv_full and kv_policy) are checked further: the
+/// other arms relay full-length, full-layer blocks.
 [[nodiscard]] inline std::optional<std::string> arm_unsupported_reason(const trial_arm& arm,
                                                                        const backend_capabilities& caps,
                                                                        std::int32_t n_layers,
                                                                        bool has_partner) {
-  if (arm.kind == arm_kind::cross_model && !has_partner)
-    return "cross_model needs a partner engine (another model)";
-  if (arm.kind != arm_kind::kv_full && arm.kind != arm_kind::kv_policy) return std::nullopt;
+  const arm_plan plan = arm.plan();
+  if (plan.sender == arm_sender::partner && !has_partner)
+    return std::string(arm_kind_name(arm.kind)) + " needs a partner engine (another model)";
+  if (!plan.selects) return std::nullopt;
   const kv_policy& p = arm.policy;
   if (!p.layers.empty() && !caps.partial_layer_import) {
     std::vector<layer_index> l = p.layers;

@@ -90,7 +90,7 @@ namespace latentaudit {
   r.covariates = task.covariates;
   r.link = d.link.name;
   r.noise_sigma = arm.noise_sigma;
-  if (arm.kind == arm_kind::text_budget || arm.uses_message()) r.budget = arm.budget;
+  if (arm.plan().budgeted) r.budget = arm.budget;
   if (arm.drift_steps) r.drift_steps = *arm.drift_steps;
   r.covariate_labels = task.labels;
   r.task_id = task.id;

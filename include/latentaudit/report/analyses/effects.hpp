@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../../config.hpp"
+#include "../detail/arm_roles.hpp"
 #include "../detail/audit_data.hpp"
 
 namespace latentaudit {
@@ -32,6 +33,9 @@ struct role_index {
   std::size_t random = audit_data::npos;       ///< placebo: random cache
   std::size_t cross_model = audit_data::npos;  ///< placebo: a foreign model's cache
 };
+
+/// @brief The arm index in `d` of each role `roles` names (audit_data::npos for a role no arm plays).
+[[nodiscard]] role_index role_index_of(const audit_data& d, const arm_roles& roles);
 
 /// @brief The method text of the verdict interval and p-value of every paired effect.
 /// @param o the audit options (α)

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "../../estimators/betting.hpp"
 #include "../../estimators/detail/distributions.hpp"
 #include "../../estimators/paired_binary.hpp"
+#include "../../trial/arm.hpp"
 #include "../../trial/record.hpp"
 
 namespace latentaudit::detail {
@@ -78,13 +80,25 @@ enum class duplicate_error : std::uint8_t {
 /// @brief The records as a unit × arm table (group_records() over every arm, first-seen order) with
 /// the outcomes, regimes and item clusters. A unit is one (item, seed); its cluster is the item.
 struct audit_data : unit_records {
-  std::vector<std::string> arm_kind;        ///< arm_kind of each arm (one per arm)
+  std::vector<std::string> arm_kind;  ///< arm_kind of each arm (one per arm), as the records write it
+  /// Each arm's kind as the analyses classify it: record_arm_kind() of its arm_kind and label
+  /// (trial/arm.hpp), nothing for a kind latentaudit does not know.
+  std::vector<std::optional<latentaudit::arm_kind>> kinds;
+  /// Each arm's label read by parse_arm() when it parses (nothing otherwise): the doses
+  /// (noise_sigma, drift_steps, budget) of records that do not carry them.
+  std::vector<std::optional<trial_arm>> label_arms;
   std::vector<std::uint64_t> items;         ///< distinct items, ascending
   std::vector<std::uint64_t> seeds;         ///< distinct seeds, ascending
   std::vector<std::uint32_t> unit_cluster;  ///< per unit: index of its item in `items`
   std::vector<audit_regime> unit_regime;    ///< per unit
   std::vector<std::int8_t> y;               ///< [unit · arms + arm]: −1 absent, else correct (0/1)
 
+  /// @brief Whether arm `a` is of kind `k`.
+  [[nodiscard]] bool is(std::size_t a, latentaudit::arm_kind k) const noexcept { return kinds[a] == k; }
+  /// @brief The family of arm `a` (arm_plan::family), nothing for an unknown kind.
+  [[nodiscard]] std::optional<arm_family> family(std::size_t a) const noexcept {
+    return kinds[a] ? std::optional<arm_family>(plan_of(*kinds[a]).family) : std::nullopt;
+  }
   /// @brief Outcome of arm `a` on unit `u` (−1 when absent).
   [[nodiscard]] int outcome(std::size_t u, std::size_t a) const noexcept { return y[u * arms() + a]; }
 };

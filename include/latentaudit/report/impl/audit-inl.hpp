@@ -94,7 +94,7 @@ LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const 
     no_regime += r.regime.empty() ? 1 : 0;
     no_rfp += r.receiver_fingerprint.empty() ? 1 : 0;
     timed += r.latency.receiver_s() > 0.0 ? 1 : 0;
-    const bool relay = r.arm_kind != "no_comm" && !(r.arm_kind.empty() && r.arm == "no_comm");
+    const bool relay = d.kinds[d.find_label(r.arm)] != arm_kind::no_comm;
     if (!relay) continue;
     ++relays;
     no_fp += r.sender_fingerprint.empty() ? 1 : 0;
@@ -165,6 +165,27 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   auto& warn = out.warnings;
   const double level = 1.0 - o.alpha;
   const std::size_t B = o.bootstrap_replicates;
+
+  // ---- arms of no known kind: they play no role and are on no dose-response or frontier ----
+  for (std::size_t a = 0; a < d.arms(); ++a) {
+    if (d.kinds[a]) continue;
+    std::string why;
+    for (std::size_t u = 0; u < d.units() && why.empty(); ++u)
+      if (const std::size_t i = d.record(u, a); i != audit_data::npos) {
+        const trial_record& x = records[i];
+        if (!x.arm_kind.empty()) {
+          why = fmt::format("its arm_kind '{}' is none latentaudit knows", x.arm_kind);
+        } else {
+          try {
+            (void)parse_arm(x.arm);
+          } catch (const invalid_argument& e) {
+            why = fmt::format("it has no arm_kind and its label is no arm name ({})", e.what());
+          }
+        }
+      }
+    warn.push_back(fmt::format("arm '{}': {}; it plays no role and is on no dose-response or frontier",
+                               d.arm_label[a], why));
+  }
 
   // ---- coverage warnings ----
   {
@@ -242,26 +263,11 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   // ---- roles ----
   // Resolved once, by label then arm_kind, for every analysis (detail::resolve_arm_roles).
   warn.insert(warn.end(), role_warnings.begin(), role_warnings.end());
-  auto role = [&](const std::string& label) {
-    return label.empty() ? audit_data::npos : d.find_label(label);
-  };
-  const std::size_t no_comm = role(roles.no_comm);
-  const std::size_t text_full = role(roles.text_full);
-  const std::size_t kv_full = role(roles.kv_full);
-  const std::size_t deranged = role(roles.deranged);
-  const std::size_t zeroed = role(roles.zeroed);
-  const std::size_t random = role(roles.random);
-  const std::size_t cross_model = role(roles.cross_model);
+  const detail::role_index roles_at = detail::role_index_of(d, roles);
+  const std::size_t no_comm = roles_at.no_comm, text_full = roles_at.text_full, kv_full = roles_at.kv_full;
   auto in_regime = [&](audit_regime r) { return [&d, r](std::size_t u) { return d.unit_regime[u] == r; }; };
 
   // ---- paired effects (the Holm family) and decomposition (need): report/analyses/effects.hpp ----
-  const detail::role_index roles_at{.no_comm = no_comm,
-                                    .text_full = text_full,
-                                    .kv_full = kv_full,
-                                    .deranged = deranged,
-                                    .zeroed = zeroed,
-                                    .random = random,
-                                    .cross_model = cross_model};
   detail::audit_paired_effects(d, roles_at, o, out);
 
   // ---- CATE: kv_full − no_comm by regime, and (need) by every covariate: numbers by tertile,
@@ -454,15 +460,10 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
 
   // ---- frontier (need) ----
   {
-    auto is_kv = [&](std::size_t a) {  // drifted senders are not a compression choice: not on it
-      return !detail::is_drift_arm(d, a) && (d.arm_kind[a] == "kv_full" || d.arm_kind[a] == "kv_policy" ||
-                                             d.arm_label[a].rfind("kv_", 0) == 0);
-    };
-    auto is_text = [&](std::size_t a) {
-      return d.arm_kind[a] == "text_full" || d.arm_kind[a] == "text_budget" ||
-             d.arm_kind[a] == "text_message" || d.arm_label[a] == "text_full" ||
-             d.arm_label[a].rfind("text_budget_", 0) == 0;
-    };
+    // A's own cache, whole or transformed, and text (foreign senders and placebos are no
+    // compression choice: not on it)
+    auto is_kv = [&](std::size_t a) { return d.family(a) == arm_family::kv; };
+    auto is_text = [&](std::size_t a) { return d.family(a) == arm_family::text; };
     for (std::size_t a = 0; a < d.arms(); ++a) {
       if (!is_kv(a) && !is_text(a)) continue;
       std::size_t n = 0, x = 0;

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -100,13 +102,17 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
        "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
   std::set<std::string> mismatched, drifted;
   std::size_t kv_records = 0;
+  std::map<std::pair<std::string_view, std::string_view>, std::optional<arm_kind>> kinds;  // per arm
   for (const auto& r : records) {
-    if (r.arm_kind == "drifted" || r.arm.rfind("kv_drift_", 0) == 0) {
+    auto [at, fresh] = kinds.try_emplace({r.arm, r.arm_kind});
+    if (fresh) at->second = record_arm_kind(r.arm_kind, r.arm);
+    const std::optional<arm_kind> kind = at->second;
+    if (kind == arm_kind::drifted) {
       drifted.insert(r.arm);  // planted drift: judged by the drift check
       continue;
     }
-    if (r.arm_kind == "cross_model" || r.arm == "cross_model" || r.sender_fingerprint.empty() ||
-        r.receiver_fingerprint.empty())
+    // the partner's cache is foreign on purpose (a placebo)
+    if (kind == arm_kind::cross_model || r.sender_fingerprint.empty() || r.receiver_fingerprint.empty())
       continue;
     ++kv_records;
     if (r.sender_fingerprint != r.receiver_fingerprint) mismatched.insert(r.arm);

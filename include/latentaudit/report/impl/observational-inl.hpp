@@ -14,6 +14,7 @@
 #include <exception>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <utility>
 
 #include "../../core/detail/check.hpp"
@@ -24,6 +25,7 @@
 #include "../../estimators/matching.hpp"
 #include "../../estimators/regression.hpp"
 #include "../../estimators/weighting.hpp"
+#include "../../trial/arm.hpp"
 #include "../detail/arm_roles.hpp"
 #include "../detail/record_units.hpp"
 
@@ -123,14 +125,10 @@ item_cluster_bootstrap(effect_estimate point, std::span<const std::size_t> item_
 
 LATENTAUDIT_INLINE std::optional<double> arm_budget(const trial_record& r) {
   if (r.budget) return r.budget;
-  const auto pos = r.arm.rfind('_');
-  if (pos == std::string::npos) return std::nullopt;
-  try {
-    std::size_t used = 0;
-    const std::string tail = r.arm.substr(pos + 1);
-    const double v = std::stod(tail, &used);
-    if (used == tail.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {  // not a number: no budget
+  try {  // the budget the arm's label names (text_budget_<k>, text_message_<k>, ...), if it parses
+    const trial_arm a = parse_arm(r.arm);
+    if (a.plan().budgeted) return static_cast<double>(a.budget);
+  } catch (const invalid_argument&) {  // a label of another stack: no budget
   }
   return std::nullopt;
 }
@@ -138,8 +136,10 @@ LATENTAUDIT_INLINE std::optional<double> arm_budget(const trial_record& r) {
 LATENTAUDIT_INLINE std::string smallest_budget_arm(std::span<const trial_record> records) {
   std::string best;
   double best_budget = std::numeric_limits<double>::infinity();
+  std::set<std::pair<std::string_view, std::string_view>> seen;  // (label, arm_kind) classified once
   for (const auto& r : records) {
-    if (r.arm_kind != "text_budget" && r.arm.rfind("text_budget_", 0) != 0) continue;
+    if (!seen.emplace(r.arm, r.arm_kind).second) continue;
+    if (record_arm_kind(r.arm_kind, r.arm) != arm_kind::text_budget) continue;
     const double b = arm_budget(r).value_or(std::numeric_limits<double>::max());
     if (best.empty() || b < best_budget || (b == best_budget && r.arm < best)) {
       best = r.arm;

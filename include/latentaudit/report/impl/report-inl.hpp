@@ -29,8 +29,9 @@ namespace latentaudit {
   auto label = [](const std::string& resolved, const char* role) {
     return resolved.empty() ? std::string(role) : resolved;
   };
-  const std::string kv = label(roles.kv_full, "kv_full"), nc = label(roles.no_comm, "no_comm"),
-                    tx = label(roles.text_full, "text_full");
+  const std::string kv = label(roles.of(arm_kind::kv_full), "kv_full"),
+                    nc = label(roles.of(arm_kind::no_comm), "no_comm"),
+                    tx = label(roles.of(arm_kind::text_full), "text_full");
   r.core = detail::analyse_records_with_roles(records, o, roles, role_warnings);
   observational_options oo;
   oo.relay_arm = kv;
@@ -564,8 +565,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
       s.points.push_back({p.sigma, p.accuracy, p.ci_low, p.ci_high});
   std::optional<double> text_acc;
+  std::vector<std::string> role_warnings;  // reported by the analyses already
+  const std::string text_role = detail::resolve_arm_roles(records, role_warnings).of(arm_kind::text_full);
   for (const auto& a : r.core.arms)
-    if (a.arm == "text_full" && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
+    if (a.arm == text_role && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
   std::optional<std::pair<double, double>> band;
   if (r.core.noise.tolerance_sigma && r.core.noise.ci_low && r.core.noise.ci_high)
     band = std::pair{*r.core.noise.ci_low, *r.core.noise.ci_high};

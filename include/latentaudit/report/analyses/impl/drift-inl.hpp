@@ -22,7 +22,7 @@ namespace latentaudit {
 namespace detail {
 
 LATENTAUDIT_INLINE bool is_drift_arm(const audit_data& d, std::size_t a) noexcept {
-  return d.arm_kind[a] == "drifted" || d.arm_label[a].rfind("kv_drift_", 0) == 0;
+  return d.is(a, arm_kind::drifted);
 }
 
 LATENTAUDIT_INLINE std::optional<double> drift_arm_steps(const audit_data& d,
@@ -48,22 +48,8 @@ LATENTAUDIT_INLINE std::optional<double> drift_arm_steps(const audit_data& d,
     warnings.push_back(fmt::format("arm '{}' records more than one drift_steps; the first ({}) is used",
                                    d.arm_label[a], number_text(*s)));
   if (s) return s;
-  constexpr std::string_view prefix = "kv_drift_";
-  const std::string& l = d.arm_label[a];
-  if (l.rfind(prefix, 0) == 0) {
-    double v = 0;
-    const char* b = l.data() + prefix.size();
-    const char* e = l.data() + l.size();
-    auto [p, ec] = std::from_chars(b, e, v);
-    if (ec == std::errc() && p == e && std::isfinite(v)) {
-      if (v < 0.0)
-        LATENTAUDIT_THROW(invalid_argument(fmt::format(
-            "analyse_records: arm '{}', field arm (the label's kv_drift_<steps>): drift steps must be "
-            "non-negative, got {}",
-            l, number_text(v))));
-      return v;
-    }
-  }
+  if (const auto& la = d.label_arms[a]; la && la->drift_steps)  // the steps its label names
+    return static_cast<double>(*la->drift_steps);
   return std::nullopt;
 }
 
@@ -159,7 +145,7 @@ LATENTAUDIT_INLINE drift_analysis audit_drift(const audit_data& d, std::span<con
 LATENTAUDIT_INLINE finding drift_tolerance_finding(const drift_analysis& a, const noise_options& o) {
   auto f = detail::tolerance_finding(
       a.tolerance, o, "drift.tolerance_steps",
-      "no drift arm (label kv_drift_<k>, arm_kind 'drifted') paired with kv_full in the need regime");
+      "no drift arm (arm_kind 'drifted', or a label kv_drift_<k>) paired with kv_full in the need regime");
   // "no" (absence shown within the tested range): not located, and fixed-sequence testing shows
   // every tested drift step non-inferior to same-model relay (noise_tolerance::sigma_noninferior is
   // the largest step tested).

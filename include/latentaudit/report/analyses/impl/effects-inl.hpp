@@ -23,7 +23,21 @@
 
 namespace latentaudit::detail {
 
-[[nodiscard]] LATENTAUDIT_INLINE std::string effect_verdict_text(const audit_options& o) {
+[[nodiscard]] LATENTAUDIT_INLINE role_index role_index_of(const audit_data& d, const arm_roles& roles) {
+  auto at = [&](arm_kind k) {
+    const std::string& l = roles.of(k);
+    return l.empty() ? audit_data::npos : d.find_label(l);
+  };
+  return {.no_comm = at(arm_kind::no_comm),
+          .text_full = at(arm_kind::text_full),
+          .kv_full = at(arm_kind::kv_full),
+          .deranged = at(arm_kind::deranged),
+          .zeroed = at(arm_kind::zeroed),
+          .random = at(arm_kind::random),
+          .cross_model = at(arm_kind::cross_model)};
+}
+
+LATENTAUDIT_INLINE std::string effect_verdict_text(const audit_options& o) {
   return fmt::format(
       "{}% verdict interval: betting over items (one-sided {} per side; Waudby-Smith & Ramdas "
       "2024); p: betting over items of mean item difference = 0",

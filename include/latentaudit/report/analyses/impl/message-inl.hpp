@@ -26,21 +26,14 @@ LATENTAUDIT_INLINE message_analysis audit_messages(const audit_data& d, std::spa
   std::vector<std::pair<std::int64_t, std::size_t>> text;  // (k, arm)
   std::vector<std::size_t> kv, kv_only;
   for (std::size_t a = 0; a < d.arms(); ++a) {
-    const std::string& kind = d.arm_kind[a];
-    if (kind == "kv_message") kv.push_back(a);
-    if (kind == "kv_message_only") kv_only.push_back(a);
-    if (kind != "text_message") continue;
+    if (d.is(a, arm_kind::kv_message)) kv.push_back(a);
+    if (d.is(a, arm_kind::kv_message_only)) kv_only.push_back(a);
+    if (!d.is(a, arm_kind::text_message)) continue;
     std::int64_t k = -1;
     for (std::size_t u = 0; u < d.units() && k < 0; ++u)
       if (const std::size_t i = d.record(u, a); i != audit_data::npos && records[i].budget)
         k = static_cast<std::int64_t>(*records[i].budget);
-    if (k < 0) {  // the label's number: text_message_<k>
-      const std::string& l = d.arm_label[a];
-      const auto us = l.find_last_of('_');
-      if (us != std::string::npos && us + 1 < l.size() &&
-          l.find_first_not_of("0123456789", us + 1) == std::string::npos && l.size() - us - 1 <= 9)
-        k = std::stoll(l.substr(us + 1));
-    }
+    if (k < 0 && d.label_arms[a]) k = d.label_arms[a]->budget;  // the label's: text_message_<k>
     if (k < 0) {
       warnings.push_back("messages analysis: text_message arm '" + d.arm_label[a] +
                          "' has no budget (record field or label number); left out");

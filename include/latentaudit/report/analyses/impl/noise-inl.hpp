@@ -502,18 +502,8 @@ LATENTAUDIT_INLINE std::optional<double> noise_arm_sigma(const audit_data& d,
                                    d.arm_label[a], number_text(*s)));
   }
   if (s) return s;
-  constexpr std::string_view prefix = "kv_noise_";
-  const std::string& l = d.arm_label[a];
-  if (l.rfind(prefix, 0) == 0) {
-    double v = 0;
-    const char* b = l.data() + prefix.size();
-    const char* e = l.data() + l.size();
-    auto [p, ec] = std::from_chars(b, e, v);
-    if (ec == std::errc() && p == e && std::isfinite(v)) {
-      if (v < 0.0) throw_bad_sigma("analyse_records", l, "arm (the label's kv_noise_<sigma>)", v, "");
-      return v;
-    }
-  }
+  if (const auto& la = d.label_arms[a]; la && la->noise_sigma)  // the σ its label names
+    return *la->noise_sigma;
   return std::nullopt;
 }
 
@@ -537,13 +527,13 @@ LATENTAUDIT_INLINE noise_tolerance audit_noise(const audit_data& d, std::span<co
   if (kv_full != audit_data::npos) {
     for (std::size_t a = 0; a < d.arms(); ++a) {
       if (a == kv_full) continue;
-      const bool named = d.arm_label[a].rfind("kv_noise_", 0) == 0;
-      bool has_sigma = false;
+      // policy arms with a noise level (in their records, or in the label they parse to: kv_noise_<σ>)
+      bool has_sigma = d.label_arms[a] && d.label_arms[a]->noise_sigma;
       for (std::size_t u = 0; u < d.units() && !has_sigma; ++u) {
         const std::size_t i = d.rec[u * d.arms() + a];
         has_sigma = i != audit_data::npos && records[i].noise_sigma.has_value();
       }
-      if (!named && !(has_sigma && d.arm_kind[a] == "kv_policy")) continue;
+      if (!has_sigma || !d.is(a, arm_kind::kv_policy)) continue;
       const auto s = noise_arm_sigma(d, records, a, warnings);
       if (!s) {
         warnings.push_back(fmt::format("noise arm '{}' has no readable sigma; left out of the dose-response",

@@ -12,26 +12,16 @@
 
 namespace latentaudit::detail {
 
-[[nodiscard]] LATENTAUDIT_INLINE const std::string& arm_roles::of(std::string_view role) const noexcept {
-  static const std::string none;
-  if (role == "no_comm") return no_comm;
-  if (role == "text_full") return text_full;
-  if (role == "kv_full") return kv_full;
-  if (role == "deranged") return deranged;
-  if (role == "zeroed") return zeroed;
-  if (role == "random") return random;
-  if (role == "cross_model") return cross_model;
-  return none;
-}
-
 [[nodiscard]] LATENTAUDIT_INLINE std::string resolve_arm(std::span<const trial_record> records,
                                                          std::string_view name,
                                                          std::vector<std::string>& warnings) {
-  std::set<std::string> by_kind;  // sorted: the first is the tie-break
+  std::set<std::string> by_kind;                                 // sorted: the first is the tie-break
+  std::set<std::pair<std::string_view, std::string_view>> seen;  // (label, arm_kind) classified once
   for (const auto& r : records) {
     if (r.arm == name) return r.arm;
-    const std::string_view kind = r.arm_kind.empty() ? std::string_view(r.arm) : std::string_view(r.arm_kind);
-    if (kind == name) by_kind.insert(r.arm);
+    if (!seen.emplace(r.arm, r.arm_kind).second) continue;
+    const auto kind = record_arm_kind(r.arm_kind, r.arm);
+    if (kind && arm_kind_name(*kind) == name) by_kind.insert(r.arm);
   }
   if (by_kind.empty()) return {};
   if (by_kind.size() > 1) {
@@ -55,13 +45,9 @@ namespace latentaudit::detail {
 [[nodiscard]] LATENTAUDIT_INLINE arm_roles resolve_arm_roles(std::span<const trial_record> records,
                                                              std::vector<std::string>& warnings) {
   arm_roles r;
-  r.no_comm = resolve_arm(records, "no_comm", warnings);
-  r.text_full = resolve_arm(records, "text_full", warnings);
-  r.kv_full = resolve_arm(records, "kv_full", warnings);
-  r.deranged = resolve_arm(records, "deranged", warnings);
-  r.zeroed = resolve_arm(records, "zeroed", warnings);
-  r.random = resolve_arm(records, "random", warnings);
-  r.cross_model = resolve_arm(records, "cross_model", warnings);
+  for (const arm_kind k : all_arm_kinds)
+    if (plan_of(k).role)
+      r.label[static_cast<std::size_t>(k)] = resolve_arm(records, arm_kind_name(k), warnings);
   return r;
 }
 

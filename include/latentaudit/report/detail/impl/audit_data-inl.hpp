@@ -106,6 +106,13 @@ namespace latentaudit::detail {
     if (inserted) {
       labels.push_back(r.arm);
       d.arm_kind.push_back(kind);
+      d.kinds.push_back(record_arm_kind(r.arm_kind, r.arm));
+      std::optional<trial_arm> parsed;
+      try {
+        parsed = parse_arm(r.arm);
+      } catch (const invalid_argument&) {  // a label of another stack: no dose in it
+      }
+      d.label_arms.push_back(std::move(parsed));
     } else if (d.arm_kind[it->second] != kind) {
       LATENTAUDIT_THROW(corrupt_data(fmt::format("{}: arm '{}' has two arm_kinds, '{}' and '{}' (record {})",
                                                  fn, r.arm, d.arm_kind[it->second], kind, i)));

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// The arm's one owner (trial/arm.hpp): every arm kind has one relay plan, its family, sender,
+// payload and transform are the ones the driver runs and the report groups by, kind names round
+// trip, and a record's kind comes from its arm_kind field, else from the label parse_arm reads.
+#include <latentaudit/trial/arm.hpp>
+#include <latentaudit/trial/design.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+using namespace latentaudit;
+
+TEST_CASE("arm plans: one plan per kind, with the family, sender and payload each kind runs") {
+  std::set<std::string_view> names;
+  for (const arm_kind k : all_arm_kinds) {
+    INFO(arm_kind_name(k));
+    CHECK(names.insert(arm_kind_name(k)).second);
+    CHECK(parse_arm_kind(arm_kind_name(k)) == k);
+    const arm_plan p = plan_of(k);
+    CHECK((p.sender == arm_sender::none) == (p.payload == arm_payload::nothing));
+    CHECK((p.family == arm_family::control) == (k == arm_kind::no_comm));
+    // text families send text, every other relay sends cache rows
+    CHECK((p.family == arm_family::text) ==
+          (p.payload == arm_payload::document_text || p.payload == arm_payload::document_pairs ||
+           p.payload == arm_payload::message_text));
+    CHECK(p.relays_kv() ==
+          (p.family == arm_family::kv || p.family == arm_family::placebo || p.family == arm_family::foreign));
+    CHECK(p.forced_import == (p.family == arm_family::foreign));
+    CHECK(placebo_of(p.transform).has_value() == (p.family == arm_family::placebo));
+    CHECK((p.transform == arm_transform::none) == !p.relays_kv());
+  }
+  CHECK(names.size() == std::size(all_arm_kinds));
+  CHECK(!parse_arm_kind("kv_noise").has_value());
+  CHECK(!parse_arm_kind("").has_value());
+  CHECK(plan_of(arm_kind::cross_model).sender == arm_sender::partner);
+  CHECK(plan_of(arm_kind::drifted).sender == arm_sender::named);
+  CHECK(plan_of(arm_kind::kv_message_only).payload == arm_payload::message_rows);
+  CHECK(plan_of(arm_kind::kv_message).payload == arm_payload::message_cache);
+  CHECK(placebo_of(plan_of(arm_kind::zeroed).transform) == placebo_kind::zeroed);
+  CHECK(placebo_of(plan_of(arm_kind::random).transform) == placebo_kind::random);
+  // a placebo's record names the arm kind it stands for (the records' policy.placebo)
+  for (const arm_kind k : all_arm_kinds)
+    if (const auto pk = placebo_of(plan_of(k).transform)) CHECK(placebo_kind_name(*pk) == arm_kind_name(k));
+  // the roles the report reads: one arm each
+  std::set<std::string_view> roles;
+  for (const arm_kind k : all_arm_kinds)
+    if (plan_of(k).role) roles.insert(arm_kind_name(k));
+  CHECK(roles == std::set<std::string_view>{"no_comm", "text_full", "kv_full", "deranged", "zeroed", "random",
+                                            "cross_model"});
+}
+
+TEST_CASE("arm plans: the parse forms follow the plan (position modes, budgets, the items an arm needs)") {
+  for (const arm_kind k : all_arm_kinds) {
+    INFO(arm_kind_name(k));
+    const std::string base = k == arm_kind::kv_policy      ? "kv_noise_0.5"
+                             : k == arm_kind::text_budget  ? "text_budget_4"
+                             : k == arm_kind::drifted      ? "kv_drift_10"
+                             : k == arm_kind::text_message ? "text_message_8"
+                                                           : std::string(arm_kind_name(k));
+    const trial_arm a = parse_arm(base);
+    CHECK(a.kind == k);
+    if (a.plan().placeable) {
+      CHECK(parse_arm(base + "@rebase").policy.mode == position_mode::rebase_contiguous);
+    } else {
+      CHECK_THROWS_AS(parse_arm(base + "@rebase"), invalid_argument);
+    }
+    CHECK(a.plan().budgeted == (a.budget > 0));
+  }
+  trial_design d{.items = 1, .seeds = 1, .arms = {no_comm_arm(), deranged_arm()}};
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("needs at least 2 items"));
+  d.items = 2;
+  CHECK_NOTHROW(d.validate());
+}
+
+TEST_CASE("arm plans: a record's kind is its arm_kind, else the kind its label parses to") {
+  CHECK(record_arm_kind("kv_policy", "anything at all") == arm_kind::kv_policy);
+  CHECK(record_arm_kind("", "kv_drift_300") == arm_kind::drifted);
+  CHECK(record_arm_kind("", "text_budget_4") == arm_kind::text_budget);
+  CHECK(record_arm_kind("", "kv_full@rebase") == arm_kind::kv_policy);
+  CHECK(record_arm_kind("", "kv_message_only") == arm_kind::kv_message_only);
+  CHECK(!record_arm_kind("", "my_relay").has_value());          // another stack's label, no kind
+  CHECK(!record_arm_kind("kv_custom", "kv_full").has_value());  // a kind latentaudit does not know
+  CHECK(arm_family_name(plan_of(arm_kind::deranged).family) == "placebo");
+}
