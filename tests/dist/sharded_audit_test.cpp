@@ -168,7 +168,7 @@ std::string without_timings(const std::filesystem::path& report) {
 
 // The number of arms of the design in `dir` (its design.json).
 std::size_t arms_of(const std::filesystem::path& dir) {
-  return dist::read_design_file(dir / "design.json").find("arms")->as_array().size();
+  return read_design_json(dir / "design.json").find("arms")->as_array().size();
 }
 
 std::vector<trial_record> read_set(const std::filesystem::path& dir) {

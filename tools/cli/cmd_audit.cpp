@@ -284,11 +284,12 @@ void check_design_size(const trial_design& d, bool trials_only) {
 struct drift_level {
   std::int32_t steps = 0;
   std::string overlay;
+  std::filesystem::path base;  // the manifest's base model directory (its `base`, under the manifest's)
 };
 
 // Reads DIR/drift.json: {"base": "<dir of the base model, relative to DIR>", "levels": [{"steps": k,
 // "overlay": "<file in DIR>"}, ...], ...}; at most 64 levels, steps distinct integers in [0, 1e9],
-// overlay a plain file name. Exit 2 naming the file and field otherwise.
+// overlay a plain file name. Exit 2 naming the file and field otherwise. The one reader of drift.json.
 std::vector<drift_level> read_drift_manifest(const std::filesystem::path& dir) {
   const auto path = dir / "drift.json";
   const std::string where = "audit: --drift manifest '" + path.string() + "'";
@@ -322,7 +323,7 @@ std::vector<drift_level> read_drift_manifest(const std::filesystem::path& dir) {
     const auto steps = static_cast<std::int32_t>(st->as_number());
     for (const auto& o : out)
       if (o.steps == steps) throw usage_error(where + ": level steps " + std::to_string(steps) + " repeats");
-    out.push_back({steps, ov->as_string()});
+    out.push_back({steps, ov->as_string(), dir / base->as_string()});
   }
   return out;
 }
@@ -330,13 +331,7 @@ std::vector<drift_level> read_drift_manifest(const std::filesystem::path& dir) {
 // The drifted sender of one level: the manifest's base model with the level's overlay applied.
 reference_cpu_backend load_drift_level(const std::filesystem::path& dir, const drift_level& l,
                                        unsigned threads) {
-  std::ifstream in(dir / "drift.json", std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const auto base =
-      dir /
-      parse_json(ss.str(), {.max_depth = 8, .max_bytes = std::size_t{1} << 20}).find("base")->as_string();
-  return reference_cpu_backend::load_with_overlay(base, dir / l.overlay, threads);
+  return reference_cpu_backend::load_with_overlay(l.base, dir / l.overlay, threads);
 }
 
 // The report's input warnings (arms with missing units or failed relays, fields a decision check
@@ -851,13 +846,7 @@ std::vector<std::string> design_warnings(const std::filesystem::path& records_pa
   std::vector<std::string> out;
   json_value d;
   try {
-    if (detail::require_regular_file(path, "design file") > (std::uint64_t{1} << 20))
-      throw corrupt_data("larger than 1 MiB");
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    d = parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
-    if (!d.is_object()) throw corrupt_data("not a JSON object");
+    d = read_design_json(path);
   } catch (const error& e) {
     return {path.string() +
             " beside the records cannot be read, so they are not checked against it: " + e.what()};
@@ -940,11 +929,11 @@ int run_report(std::span<const std::string> words) {
   if (records_dir) {  // a set of files: in the order of a one-process run of the design beside them
     std::optional<json_value> design_json;
     try {
-      design_json = dist::read_design_file(records_arg / "design.json");
+      design_json = read_design_json(records_arg / "design.json");
     } catch (const error&) {  // no readable design.json: the files' order (design_warnings says why)
     }
     // A design declaring more than any audit has (90k arms) is refused before it sizes the report.
-    if (design_json) dist::check_design_bounds(*design_json, records_arg / "design.json");
+    if (design_json) check_design_bounds(*design_json, records_arg / "design.json");
     try {
       const auto& dj = design_json ? *design_json : json_value();
       if (const auto od = dist::design_order_from_json(dj);

@@ -180,48 +180,6 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
   return {p};
 }
 
-/// @brief A design.json (trial_design::to_json) as JSON, at most 1 MiB.
-/// @throws invalid_argument if it is not a regular file; corrupt_data naming it if it cannot be
-///         read or parsed.
-[[nodiscard]] inline json_value read_design_file(const std::filesystem::path& p) {
-  if (latentaudit::detail::require_regular_file(p, "design file") > (std::uint64_t{1} << 20))
-    LATENTAUDIT_THROW(corrupt_data(p.string() + " is larger than 1 MiB"));
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  try {
-    return parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
-  } catch (const error& e) {
-    LATENTAUDIT_THROW(corrupt_data(p.string() + ": " + e.what()));
-  }
-}
-
-/// @brief The most a design.json may declare: arms (a design of the CLI has a few dozen), items
-/// (the task reader's max_tasks) and seeds (the CLI's --seeds bound). What reads a design (the
-/// report's order and completeness, a resume) sizes its tables by these.
-inline constexpr std::uint64_t max_design_arms = 4096;
-inline constexpr std::uint64_t max_design_items = 10'000'000;
-inline constexpr std::uint64_t max_design_seeds = 100'000;
-
-/// @brief Refuses a design.json (`j`, read from `p`) that declares more than max_design_arms arms,
-/// max_design_items items or max_design_seeds seeds, before anything is sized by them.
-/// @throws corrupt_data "<p>: field 'arms' declares N arms, more than 4096".
-inline void check_design_bounds(const json_value& j, const std::filesystem::path& p) {
-  if (!j.is_object()) return;
-  auto bound = [&](const char* field, std::uint64_t n, std::uint64_t max, const char* what) {
-    if (n > max)
-      LATENTAUDIT_THROW(corrupt_data(p.string() + ": field '" + field + "' declares " + std::to_string(n) +
-                                     " " + what + ", more than " + std::to_string(max)));
-  };
-  if (const json_value* a = j.find("arms"); a != nullptr && a->is_array())
-    bound("arms", a->as_array().size(), max_design_arms, "arms");
-  for (const auto& [field, max] :
-       {std::pair{"items", max_design_items}, std::pair{"seeds", max_design_seeds}})
-    if (const json_value* v = j.find(field); v != nullptr && v->is_number() && v->as_number() > 0)
-      bound(field, v->as_number() >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v->as_number()), max,
-            field);
-}
-
 /// @brief Prepares an audit directory's set of records files before the journals open (the
 /// process holding the directory's lock, rank 0 of a sharded run, calls it): files that no
 /// journal of this run will own (`owned` names those that will, e.g. records.<r>.jsonl for every
@@ -258,7 +216,7 @@ inline void prepare_records_set(const std::filesystem::path& dir, const trial_de
     LATENTAUDIT_THROW(invalid_argument(dir.string() +
                                        " holds records but no design.json, so the resume cannot be checked "
                                        "against the design; choose an empty directory"));
-  const json_value recorded = read_design_file(design_path);
+  const json_value recorded = read_design_json(design_path);
   if (const auto diff = design_difference(recorded, design.to_json()); !diff.empty())
     LATENTAUDIT_THROW(
         invalid_argument("record_journal: the design differs from the design of the records in " +

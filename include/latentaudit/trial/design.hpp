@@ -7,14 +7,18 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/detail/file_check.hpp"
 #include "../core/hash.hpp"
 #include "../core/json.hpp"
 #include "../core/rng.hpp"
@@ -227,6 +231,53 @@ struct trial_design {
   std::string name = prefix;
   if (!name.empty() && name.back() == '.') name.pop_back();
   return "field '" + name + "' is " + brief(recorded) + " in the records' design, " + brief(now) + " now";
+}
+
+/// @brief The one reader of design.json (trial_design::to_json, written by record_journal): the
+/// file as JSON, at most 1 MiB and 16 levels deep. A resume (record_journal, dist's records
+/// sets), `report --records DIR` and the records' design warnings read it through this.
+/// @throws invalid_argument if it is not a regular file; corrupt_data naming it if it is larger
+///         than 1 MiB, cannot be read or parsed, or is not a JSON object.
+[[nodiscard]] inline json_value read_design_json(const std::filesystem::path& p) {
+  if (detail::require_regular_file(p, "design file") > (std::uint64_t{1} << 20))
+    LATENTAUDIT_THROW(corrupt_data(p.string() + " is larger than 1 MiB"));
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  json_value j;
+  try {
+    j = parse_json(ss.str(), {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
+  } catch (const error& e) {
+    LATENTAUDIT_THROW(corrupt_data(p.string() + ": " + e.what()));
+  }
+  if (!j.is_object()) LATENTAUDIT_THROW(corrupt_data(p.string() + ": not a JSON object"));
+  return j;
+}
+
+/// @brief The most a design.json may declare: arms (a design of the CLI has a few dozen), items
+/// (the task reader's max_tasks) and seeds (the CLI's --seeds bound). What reads a design (the
+/// report's order and completeness, a resume) sizes its tables by these.
+inline constexpr std::uint64_t max_design_arms = 4096;
+inline constexpr std::uint64_t max_design_items = 10'000'000;
+inline constexpr std::uint64_t max_design_seeds = 100'000;
+
+/// @brief Refuses a design.json (`j`, read from `p`) that declares more than max_design_arms arms,
+/// max_design_items items or max_design_seeds seeds, before anything is sized by them.
+/// @throws corrupt_data "<p>: field 'arms' declares N arms, more than 4096".
+inline void check_design_bounds(const json_value& j, const std::filesystem::path& p) {
+  if (!j.is_object()) return;
+  auto bound = [&](const char* field, std::uint64_t n, std::uint64_t max, const char* what) {
+    if (n > max)
+      LATENTAUDIT_THROW(corrupt_data(p.string() + ": field '" + field + "' declares " + std::to_string(n) +
+                                     " " + what + ", more than " + std::to_string(max)));
+  };
+  if (const json_value* a = j.find("arms"); a != nullptr && a->is_array())
+    bound("arms", a->as_array().size(), max_design_arms, "arms");
+  for (const auto& [field, max] :
+       {std::pair{"items", max_design_items}, std::pair{"seeds", max_design_seeds}})
+    if (const json_value* v = j.find(field); v != nullptr && v->is_number() && v->as_number() > 0)
+      bound(field, v->as_number() >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v->as_number()), max,
+            field);
 }
 
 }  // namespace latentaudit

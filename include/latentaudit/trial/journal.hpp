@@ -433,21 +433,6 @@ class record_journal {
     return 0;
   }
 
-  // design.json as JSON. @throws corrupt_data naming the file.
-  static json_value read_design_json(const std::filesystem::path& p) {
-    (void)detail::require_regular_file(p, "record_journal: design file");
-    std::ifstream in(p, std::ios::binary);
-    std::string text;
-    text.resize(std::size_t{1} << 20);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    try {
-      return parse_json(text, {.max_depth = 16, .max_bytes = std::size_t{1} << 20});
-    } catch (const error& e) {
-      LATENTAUDIT_THROW(corrupt_data("record_journal: " + p.string() + ": " + e.what()));
-    }
-  }
-
   [[noreturn]] void write_failed(const char* what, int err) const {
     LATENTAUDIT_THROW(corrupt_data("record_journal::append: " + std::string(what) + " '" + path_.string() +
                                    "' failed: " + std::strerror(err)));

@@ -20,6 +20,7 @@
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "../core/types.hpp"
+#include "task.hpp"
 
 namespace latentaudit {
 
@@ -41,40 +42,11 @@ struct message_options {
 ///         `message_stop` is not a token id inside `vocab_size`.
 [[nodiscard]] inline std::optional<message_options> organism_message_options(
     const std::filesystem::path& dir) {
-  const auto path = dir / "task.json";
-  auto fail = [&](const std::string& what) {
-    LATENTAUDIT_THROW(corrupt_data("organism_message_options: " + path.string() + ": " + what));
-  };
-  try {
-    if (detail::require_regular_file(path, "organism_message_options: task file") > (1u << 16))
-      fail("is larger than 64 KiB");
-  } catch (const invalid_argument& e) {
-    LATENTAUDIT_THROW(corrupt_data(e.what()));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot be opened");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  json_value j;
-  try {
-    j = parse_json(ss.str(), {.max_depth = 8, .max_bytes = 1 << 16});
-  } catch (const error& e) {
-    fail(e.what());
-  }
-  if (!j.is_object()) fail("must be a JSON object");
-  if (j.find("recite") == nullptr) return std::nullopt;
-  const json_value* vs = j.find("vocab_size");
-  if (vs == nullptr || !vs->is_number()) fail("field 'vocab_size' must be an integer");
-  auto token = [&](const char* key) -> token_id {
-    const json_value* v = j.find(key);
-    if (v == nullptr || !v->is_number() || !(v->as_number() >= 0) || v->as_number() >= vs->as_number() ||
-        v->as_number() != std::floor(v->as_number()))
-      fail(std::string("field '") + key + "' must be a token id in [0, vocab_size)");
-    return static_cast<token_id>(v->as_number());
-  };
+  const organism_format f = organism_format::load(dir);  // the one reader of task.json
+  if (!f.recite) return std::nullopt;
   message_options o;
-  o.instruction = {token("recite")};
-  o.stop = {token("message_stop")};
+  o.instruction = {*f.recite};
+  o.stop = {*f.message_stop};
   return o;
 }
 

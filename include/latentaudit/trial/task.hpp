@@ -167,8 +167,12 @@ struct organism_format {
   token_id value_first = 0;      ///< first value token
   std::int32_t value_count = 0;  ///< values
   std::int32_t max_pairs = 0;    ///< the largest N the model was trained for
+  /// The instruction token after which the organism recites its document (trained with the recite
+  /// task; trial/message.hpp organism_message_options), absent otherwise.
+  std::optional<token_id> recite;
+  std::optional<token_id> message_stop;  ///< the token that ends a recited message (with `recite`)
 
-  /// @brief Reads `dir/task.json`.
+  /// @brief Reads `dir/task.json` (the one reader of an organism's task.json).
   /// @throws corrupt_data naming the file and the field if it is missing, malformed, or the
   ///         ranges overlap or leave the vocabulary.
   [[nodiscard]] static organism_format load(const std::filesystem::path& dir) {
@@ -231,6 +235,17 @@ struct organism_format {
     if (inside(f.bos, f.key_first, ke) || inside(f.bos, f.value_first, ve) ||
         inside(f.sep, f.key_first, ke) || inside(f.sep, f.value_first, ve) || f.bos == f.sep)
       fail("bos and sep must be distinct and outside the key and value ranges");
+    if (j.find("recite") != nullptr) {  // an organism trained to recite: its message tokens
+      auto token = [&](const char* key) -> token_id {
+        const json_value* v = j.find(key);
+        if (v == nullptr || !v->is_number() || !(v->as_number() >= 0) || v->as_number() >= f.vocab_size ||
+            v->as_number() != std::floor(v->as_number()))
+          fail(std::string("field '") + key + "' must be a token id in [0, vocab_size)");
+        return static_cast<token_id>(v->as_number());
+      };
+      f.recite = token("recite");
+      f.message_stop = token("message_stop");
+    }
     return f;
   }
 };
