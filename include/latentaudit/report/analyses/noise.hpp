@@ -158,10 +158,32 @@ namespace detail {
 [[nodiscard]] finding tolerance_finding(const noise_tolerance& nt, const noise_options& o, std::string id,
                                         std::string missing);
 
+/// @brief An arm of a dose-response and its dose (noise σ, drift steps).
+struct dose_arm {
+  std::size_t arm = 0;  ///< index in the audit_data
+  double dose = 0.0;    ///< its dose
+};
+
+/// @brief The dose-response's input shared by the noise and drift analyses: for each dose arm in
+/// order, its need-regime units paired with `reference` (an arm with none is left out with the
+/// warning "<what> arm '<label>' has no need-regime unit with kv_full; left out of the
+/// dose-response").
+/// @param d the unit × arm table
+/// @param arms the dose arms, in the order of the curve
+/// @param reference the arm of dose 0 (kv_full)
+/// @param what "noise" or "drift", for the warning
+/// @param warnings receives the warnings
+[[nodiscard]] std::vector<noise_level_pairs> dose_level_pairs(const audit_data& d,
+                                                              std::span<const dose_arm> arms,
+                                                              std::size_t reference, std::string_view what,
+                                                              std::vector<std::string>& warnings);
+
+/// @brief The reference arm's need-regime units and item means (the dose-response's dose 0).
+[[nodiscard]] noise_reference dose_reference(const audit_data& d, std::size_t reference);
+
 /// @brief Noise level of an arm: its records' noise_sigma (the first one; a warning when they
-/// differ), else the number after "kv_noise_" in the label.
-/// @throws invalid_argument naming the arm and the field (noise_sigma, or the label) for a
-///         negative sigma
+/// differ), else the σ of the arm its label names (parse_arm: kv_noise_<σ>).
+/// @throws invalid_argument naming the arm and the field noise_sigma for a negative sigma
 std::optional<double> noise_arm_sigma(const audit_data& d, std::span<const trial_record> records,
                                       std::size_t a, std::vector<std::string>& warnings);
 

@@ -58,11 +58,7 @@ LATENTAUDIT_INLINE drift_analysis audit_drift(const audit_data& d, std::span<con
                                               const noise_options& o, std::vector<std::string>& warnings) {
   drift_analysis out;
   out.tolerance.method = "not estimable: no drift arm, or no need-regime unit with kv_full";
-  struct level {
-    std::size_t arm;
-    double steps;
-  };
-  std::vector<level> arms;
+  std::vector<dose_arm> arms;
   for (std::size_t a = 0; a < d.arms(); ++a) {
     if (a == kv_full || !is_drift_arm(d, a)) continue;
     const auto k = drift_arm_steps(d, records, a, warnings);
@@ -83,7 +79,7 @@ LATENTAUDIT_INLINE drift_analysis audit_drift(const audit_data& d, std::span<con
     }
   }
   std::stable_sort(arms.begin(), arms.end(),
-                   [](const level& x, const level& y) { return x.steps < y.steps; });
+                   [](const dose_arm& x, const dose_arm& y) { return x.dose < y.dose; });
   const auto need = audit_regime::need;
   out.text_benefit = regime_contrast_of(d, text_full, no_comm, need, "text_full", "no_comm", o.alpha);
   if (arms.empty()) return out;  // not tested: the finding says so (no warning: optional arms)
@@ -93,45 +89,12 @@ LATENTAUDIT_INLINE drift_analysis audit_drift(const audit_data& d, std::span<con
   }
   out.benefit.push_back({d.arm_label[kv_full], 0.0,
                          regime_contrast_of(d, kv_full, no_comm, need, "kv_full", "no_comm", o.alpha)});
-  std::vector<noise_level_pairs> levels;
-  for (const auto& l : arms) {
+  for (const auto& l : arms)
     out.benefit.push_back(
-        {d.arm_label[l.arm], l.steps, regime_contrast_of(d, l.arm, no_comm, need, "", "no_comm", o.alpha)});
-    noise_level_pairs p{.arm = d.arm_label[l.arm], .sigma = l.steps};
-    for (std::size_t u = 0; u < d.units(); ++u) {
-      if (d.unit_regime[u] != need) continue;
-      const int ya = d.outcome(u, l.arm), yf = d.outcome(u, kv_full);
-      if (ya < 0 || yf < 0) continue;
-      p.item.push_back(d.unit_item[u]);
-      p.noise.push_back(ya);
-      p.reference.push_back(yf);
-    }
-    if (p.item.empty()) {
-      warnings.push_back(fmt::format(
-          "drift arm '{}' has no need-regime unit with kv_full; left out of the dose-response", p.arm));
-      continue;
-    }
-    levels.push_back(std::move(p));
-  }
-  noise_reference ref;
-  ref.arm = d.arm_label[kv_full];
-  {
-    std::vector<double> count;
-    std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
-    for (std::size_t u = 0; u < d.units(); ++u) {
-      if (d.unit_regime[u] != need || d.outcome(u, kv_full) < 0) continue;
-      ++ref.n;
-      ref.correct += static_cast<std::size_t>(d.outcome(u, kv_full));
-      if (d.unit_cluster[u] != last) {
-        ref.item_means.push_back(0.0);
-        count.push_back(0.0);
-        last = d.unit_cluster[u];
-      }
-      ref.item_means.back() += d.outcome(u, kv_full);
-      count.back() += 1.0;
-    }
-    for (std::size_t g = 0; g < count.size(); ++g) ref.item_means[g] /= count[g];
-  }
+        {d.arm_label[l.arm], l.dose, regime_contrast_of(d, l.arm, no_comm, need, "", "no_comm", o.alpha)});
+  // the noise analysis's dose-response, with drift steps for σ (report/analyses/noise.hpp)
+  const std::vector<noise_level_pairs> levels = dose_level_pairs(d, arms, kv_full, "drift", warnings);
+  const noise_reference ref = dose_reference(d, kv_full);
   if (levels.empty() || ref.n == 0) {
     warnings.push_back("drift analysis skipped: no need-regime unit pairs a drift arm with kv_full");
     return out;

@@ -481,6 +481,53 @@ LATENTAUDIT_INLINE finding tolerance_finding(const noise_tolerance& nt, const no
   return f;
 }
 
+LATENTAUDIT_INLINE std::vector<noise_level_pairs> dose_level_pairs(const audit_data& d,
+                                                                   std::span<const dose_arm> arms,
+                                                                   std::size_t reference,
+                                                                   std::string_view what,
+                                                                   std::vector<std::string>& warnings) {
+  std::vector<noise_level_pairs> levels;
+  for (const auto& da : arms) {
+    noise_level_pairs l{.arm = d.arm_label[da.arm], .sigma = da.dose};
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      if (d.unit_regime[u] != audit_regime::need) continue;
+      const int ya = d.outcome(u, da.arm), yf = d.outcome(u, reference);
+      if (ya < 0 || yf < 0) continue;
+      l.item.push_back(d.unit_item[u]);
+      l.noise.push_back(ya);
+      l.reference.push_back(yf);
+    }
+    if (l.item.empty()) {
+      warnings.push_back(fmt::format(
+          "{} arm '{}' has no need-regime unit with kv_full; left out of the dose-response", what, l.arm));
+      continue;
+    }
+    levels.push_back(std::move(l));
+  }
+  return levels;
+}
+
+LATENTAUDIT_INLINE noise_reference dose_reference(const audit_data& d, std::size_t reference) {
+  noise_reference ref;
+  ref.arm = d.arm_label[reference];
+  std::vector<double> count;
+  std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    if (d.unit_regime[u] != audit_regime::need || d.outcome(u, reference) < 0) continue;
+    ++ref.n;
+    ref.correct += static_cast<std::size_t>(d.outcome(u, reference));
+    if (d.unit_cluster[u] != last) {  // units are sorted by item
+      ref.item_means.push_back(0.0);
+      count.push_back(0.0);
+      last = d.unit_cluster[u];
+    }
+    ref.item_means.back() += d.outcome(u, reference);
+    count.back() += 1.0;
+  }
+  for (std::size_t g = 0; g < count.size(); ++g) ref.item_means[g] /= count[g];
+  return ref;
+}
+
 LATENTAUDIT_INLINE std::optional<double> noise_arm_sigma(const audit_data& d,
                                                          std::span<const trial_record> records, std::size_t a,
                                                          std::vector<std::string>& warnings) {
@@ -519,11 +566,7 @@ LATENTAUDIT_INLINE noise_tolerance audit_noise(const audit_data& d, std::span<co
     }
   }
   noise_tolerance nt;
-  struct noise_arm {
-    std::size_t arm;
-    double sigma;
-  };
-  std::vector<noise_arm> narms;
+  std::vector<dose_arm> narms;
   if (kv_full != audit_data::npos) {
     for (std::size_t a = 0; a < d.arms(); ++a) {
       if (a == kv_full) continue;
@@ -543,43 +586,8 @@ LATENTAUDIT_INLINE noise_tolerance audit_noise(const audit_data& d, std::span<co
       narms.push_back({a, *s});
     }
   }
-  std::vector<noise_level_pairs> levels;
-  for (const auto& na : narms) {
-    noise_level_pairs l{.arm = d.arm_label[na.arm], .sigma = na.sigma};
-    for (std::size_t u = 0; u < d.units(); ++u) {
-      if (d.unit_regime[u] != audit_regime::need) continue;
-      const int ya = d.outcome(u, na.arm), yf = d.outcome(u, kv_full);
-      if (ya < 0 || yf < 0) continue;
-      l.item.push_back(d.unit_item[u]);
-      l.noise.push_back(ya);
-      l.reference.push_back(yf);
-    }
-    if (l.item.empty()) {
-      warnings.push_back(fmt::format(
-          "noise arm '{}' has no need-regime unit with kv_full; left out of the dose-response", l.arm));
-      continue;
-    }
-    levels.push_back(std::move(l));
-  }
-  noise_reference ref;
-  if (kv_full != audit_data::npos) {
-    ref.arm = d.arm_label[kv_full];
-    std::vector<double> count;
-    std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
-    for (std::size_t u = 0; u < d.units(); ++u) {
-      if (d.unit_regime[u] != audit_regime::need || d.outcome(u, kv_full) < 0) continue;
-      ++ref.n;
-      ref.correct += static_cast<std::size_t>(d.outcome(u, kv_full));
-      if (d.unit_cluster[u] != last) {  // units are sorted by item
-        ref.item_means.push_back(0.0);
-        count.push_back(0.0);
-        last = d.unit_cluster[u];
-      }
-      ref.item_means.back() += d.outcome(u, kv_full);
-      count.back() += 1.0;
-    }
-    for (std::size_t g = 0; g < count.size(); ++g) ref.item_means[g] /= count[g];
-  }
+  const std::vector<noise_level_pairs> levels = dose_level_pairs(d, narms, kv_full, "noise", warnings);
+  const noise_reference ref = kv_full != audit_data::npos ? dose_reference(d, kv_full) : noise_reference{};
   if (levels.empty() || ref.n == 0) {
     nt.method = "not estimable: no kv_noise_* arm, or no need-regime unit with kv_full";
     warnings.push_back(fmt::format("noise tolerance skipped: {}",
