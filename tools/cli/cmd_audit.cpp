@@ -794,6 +794,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     dist::order_as_executed(records, d);
     const auto ta = std::chrono::steady_clock::now();
     for (const auto& a : d.arms) aopt.design_arms.push_back(a.label);  // completeness over the design
+    aopt.engine = on_llama ? "llama.cpp" : "reference";  // report.md's "Unavailable on this engine"
+    for (const auto& x : engine_skipped) aopt.arms_unavailable.emplace_back(x.arm, x.reason);
     const auto result = run_audit_report(records, aopt, out);
     // What this engine could not run or measure, and why: the report's engine section and the summary.
     std::map<std::string, std::string> metrics_missing;
@@ -802,16 +804,6 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     json_value jm = json_value::object();
     for (const auto& [m, why] : metrics_missing) jm.set(m, why);
     j.set("metrics_unavailable", std::move(jm));
-    if (!engine_skipped.empty() || !metrics_missing.empty()) {
-      std::ofstream md(out / "report.md", std::ios::app);
-      md << "\n## Unavailable on this engine (" << (on_llama ? "llama.cpp" : "reference") << ")\n\n"
-         << "Arms left out of the design and metrics absent from the records (null, never zero), with the "
-            "reason each engine gives (backend_capabilities, trial/engine_support.hpp).\n\n"
-         << "| arm or metric | reason |\n|---|---|\n";
-      for (const auto& x : engine_skipped) md << "| arm `" << x.arm << "` | " << x.reason << " |\n";
-      for (const auto& [m, why] : metrics_missing) md << "| metric `" << m << "` | " << why << " |\n";
-      if (!md) throw usage_error("audit: cannot append to '" + (out / "report.md").string() + "'");
-    }
     const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
     timing.set("analysis_s", analysis_s);
     input_warnings(result, j, args.has("--quiet"));

@@ -64,6 +64,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../config.hpp"
@@ -108,6 +109,12 @@ struct audit_options {
   /// the arms of the design (design.json "arms"): completeness counts each of them on every
   /// (item, seed) unit; empty: the arms seen in the records
   std::vector<std::string> design_arms = {};
+  /// the engine that ran the trials ("reference", "llama.cpp"): run_audit_report writes report.md's
+  /// "Unavailable on this engine" section for it, with `arms_unavailable` and the records'
+  /// `unavailable` metrics; empty: no section
+  std::string engine = {};
+  /// the arms left out of the design on `engine`, and why (trial/engine_support.hpp skipped_arm)
+  std::vector<std::pair<std::string, std::string>> arms_unavailable = {};
 };
 
 /// @brief Completeness of one arm in one regime: which (item, seed) units of the regime hold its

@@ -75,7 +75,9 @@ std::string estimate_md(const effect_estimate& e);
 /// @brief report.md: the decision and its checklist first, then every table.
 [[nodiscard]] std::string report_markdown(const audit_report& r);
 
-/// @brief Builds the report and writes report.md, report.json and the SVG plots into `dir`.
+/// @brief Builds the report and writes report.md, report.json and the SVG plots into `dir`, as one
+/// set (each file complete or the previous one left; report.md holds the "Unavailable on this
+/// engine" section when audit_options::engine is set and an arm or a metric is unavailable).
 /// @throws corrupt_data if a file cannot be written; errors of build_audit_report.
 audit_report run_audit_report(std::span<const trial_record> records, const audit_options& o,
                               const std::filesystem::path& dir);

@@ -959,7 +959,21 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
   // when all of them are complete are they renamed into place; a failure (a full disk) removes
   // the temporary directory and leaves the previous report, or none, behind.
   std::vector<std::pair<std::string, std::string>> files;
-  files.emplace_back("report.md", report_markdown(r));
+  std::string md = report_markdown(r);
+  if (!o.engine.empty()) {  // what this engine could not run or measure, and why
+    std::map<std::string, std::string> metrics;
+    for (const auto& rec : records)
+      for (const auto& u : rec.unavailable) metrics.emplace(u.metric, u.reason);
+    if (!o.arms_unavailable.empty() || !metrics.empty()) {
+      md += "\n## Unavailable on this engine (" + o.engine +
+            ")\n\nArms left out of the design and metrics absent from the records (null, never zero), with "
+            "the reason each engine gives (backend_capabilities, trial/engine_support.hpp).\n\n"
+            "| arm or metric | reason |\n|---|---|\n";
+      for (const auto& [arm, why] : o.arms_unavailable) md += "| arm `" + arm + "` | " + why + " |\n";
+      for (const auto& [m, why] : metrics) md += "| metric `" + m + "` | " + why + " |\n";
+    }
+  }
+  files.emplace_back("report.md", std::move(md));
   std::string js;
   append_json(js, report_json(r), {.indent = 1});
   js.push_back('\n');
