@@ -372,39 +372,70 @@ audit_options report_options(const arguments& args, std::uint64_t seed) {
   return o;
 }
 
-int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
-  const auto specs = audit_spec();
-  std::vector<std::string> overridden;
-  std::string overridden_where;
-  const auto words = with_config(raw, specs, &overridden, &overridden_where);
-  auto args = arguments::parse(words, specs, serve != nullptr ? "relay-peer" : "audit");
-  if (!overridden.empty()) args.set_shadow(arguments::parse(overridden, specs, overridden_where));
-  if (args.help()) {
-    std::fputs(
-        help_text(
-            "latentaudit audit [options]",
-            "Runs the paired trial design on the model organisms and audits it: does relaying agent A's KV\n"
-            "cache to agent B beat text, is it the cache's content, how much damage does it tolerate, and\n"
-            "does it pay for its bytes on each link? Records are journaled to --out/records.jsonl as they\n"
-            "complete (--resume continues after a crash); the report goes to --out (report.md, report.json\n"
-            "with machine-readable findings, SVG plots). Prints a JSON summary on stdout. Defaults finish "
-            "in\n"
-            "a few minutes on 2 cores.\n",
-            specs)
-            .c_str(),
-        stdout);
-    return exit_ok;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
+// The state of one `audit` (or `relay-peer`) run, stage by stage: the options, the design, the
+// topology (journal, relay links) and what the run leaves for the summary.
+struct audit_run {
+  arguments& args;
+  std::span<const std::string> raw;
+  audit_shard* shard;
+  relay_session* serve;
+  unsigned threads = 1;
+  bool on_llama = false;
+  std::filesystem::path model;
+  std::filesystem::path task_dir;
+  std::optional<std::string> tasks_arg;
+  std::optional<task_scoring> scoring;
+  std::optional<task_file> user_tasks;
+  std::optional<std::string> partner_arg;
+  bool no_partner = false;
+  trial_design d;
+  std::filesystem::path drift_dir;
+  std::vector<drift_level> drift_levels;
+  std::vector<skipped_arm> engine_skipped;
+  std::optional<message_options> messages;
+  double no_need = 0.3;
+  double stale = 0.1;
+  double conflict = 0.1;
+  audit_options aopt;
+  std::filesystem::path out;
+  dist::shard_schedule scheme = dist::shard_schedule::interleaved;
+  bool mpi_relay = false;
+  bool mpi_a = false;
+  std::optional<directory_lock> lock;
+  std::unique_ptr<relay_session> relay;
+  std::unique_ptr<relay_channel> mpi_link;
+  organism_task_options to;
+  std::optional<organism_format> fmt;
+  std::optional<record_journal> journal_slot;
+  std::uint64_t skipped = 0;
+  /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
+  /// drift models changed is refused rather than mixing records of two senders under one label
+  json_value drift_senders = json_value::object();
+};
+
+// The model, the tasks and the design's size (options --model, --task, --tasks, --scoring,
+// --partner, --seed, --items, --seeds).
+void read_audit_tasks(audit_run& r) {
+  auto& args = r.args;
+  auto& threads = r.threads;
+  auto& on_llama = r.on_llama;
+  auto& model = r.model;
+  auto& task_dir = r.task_dir;
+  auto& tasks_arg = r.tasks_arg;
+  auto& scoring = r.scoring;
+  auto& user_tasks = r.user_tasks;
+  auto& partner_arg = r.partner_arg;
+  auto& no_partner = r.no_partner;
+  auto& d = r.d;
+  threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
   const auto engine_kind_ = parse_engine(args, "audit");
-  const bool on_llama = engine_kind_ == engine_kind::llama_cpp;
+  on_llama = engine_kind_ == engine_kind::llama_cpp;
   if (on_llama && !args.get("--model"))
     throw usage_error("audit: --engine llama.cpp needs --model FILE.gguf");
-  const auto model = on_llama ? std::filesystem::path(args.require("--model"))
-                              : model_dir(args.get("--model"), "organism-a");
+  model = on_llama ? std::filesystem::path(args.require("--model"))
+                   : model_dir(args.get("--model"), "organism-a");
   if (on_llama) require_gguf(model, "audit", "--model");
-  std::filesystem::path task_dir = model;
+  task_dir = model;
   if (auto task = args.get("--task")) {
     const std::filesystem::path tp = *task;
     if (tp.filename() != "task.json")
@@ -413,8 +444,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   } else if (on_llama && !args.get("--tasks")) {
     throw usage_error("audit: --engine llama.cpp needs --task (the organism's task.json) or --tasks");
   }
-  const auto tasks_arg = args.get("--tasks");
-  std::optional<task_scoring> scoring;
+  tasks_arg = args.get("--tasks");
   const auto scoring_of = [](const arguments& a, const std::string& sc) {
     const auto s = parse_task_scoring(sc);
     if (!s)
@@ -431,11 +461,9 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
         throw usage_error(std::string("audit: option ") + o +
                           " shapes the organism's built-in tasks and does not apply with --tasks");
   // The tasks, read and checked before any trial runs (file:line:field errors exit 2).
-  std::optional<task_file> user_tasks;
   if (tasks_arg) user_tasks = read_task_file(*tasks_arg);
-  const auto partner_arg = args.get("--partner");
-  const bool no_partner = partner_arg && *partner_arg == "none";
-  trial_design d;
+  partner_arg = args.get("--partner");
+  no_partner = partner_arg && *partner_arg == "none";
   if (!no_partner) d.arms = default_arms(/*with_partner=*/true);  // cross_model with the partner engine
   d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
   d.items = static_cast<std::uint64_t>(args.integer("--items", 450, 1, 10000000));
@@ -450,6 +478,20 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
   }
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
+}
+
+// The arms (--arms, --drift, the organism's messages), the link and the timing repeats.
+void read_audit_arms(audit_run& r) {
+  auto& args = r.args;
+  auto& serve = r.serve;
+  auto& on_llama = r.on_llama;
+  auto& task_dir = r.task_dir;
+  auto& no_partner = r.no_partner;
+  auto& d = r.d;
+  auto& drift_dir = r.drift_dir;
+  auto& drift_levels = r.drift_levels;
+  auto& engine_skipped = r.engine_skipped;
+  auto& messages = r.messages;
   const auto arms_of = [](const arguments& a, const std::string& list) {
     std::vector<trial_arm> out;
     std::size_t i = 0;
@@ -471,11 +513,10 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   // arms; named in --arms, each must be a level of the manifest).
   const auto drift_arg = args.get("--drift");
   const bool no_drift = drift_arg && *drift_arg == "none";
-  const auto drift_dir = no_drift ? std::filesystem::path() : model_dir(drift_arg, "organism-a-drift");
-  std::vector<drift_level> drift_levels;
+  drift_dir = no_drift ? std::filesystem::path() : model_dir(drift_arg, "organism-a-drift");
   if (!no_drift && (drift_arg || std::filesystem::exists(drift_dir / "drift.json")))
     drift_levels = read_drift_manifest(drift_dir);
-  std::vector<skipped_arm> engine_skipped;  // arms this engine cannot run, and why (design and report)
+  // arms this engine cannot run, and why (design and report)
   if (on_llama)
     for (const auto& a : d.arms)
       if (a.plan().sender == arm_sender::named)
@@ -488,7 +529,6 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
   // Messages: an organism trained to recite (task.json `recite`) writes A's messages; the default
   // arms then include text_message_{4,8,16,32}, kv_message and kv_message_only.
-  std::optional<message_options> messages;
   if (std::filesystem::exists(task_dir / "task.json")) messages = organism_message_options(task_dir);
   if (!args.get("--arms") && messages)
     for (const char* n : {"text_message_4", "text_message_8", "text_message_16", "text_message_32",
@@ -525,11 +565,23 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   if (!(d.timing_repeat_fraction >= 0 && d.timing_repeat_fraction <= 1))
     throw usage_error("audit: option --timing-repeat-fraction must lie in [0, 1]");
   d.validate();
-  const double no_need = args.number("--no-need-fraction", 0.3);
+}
+
+// The regime fractions, the report's options, --out and the shard schedule.
+void read_audit_options(audit_run& r) {
+  auto& args = r.args;
+  auto& d = r.d;
+  auto& no_need = r.no_need;
+  auto& stale = r.stale;
+  auto& conflict = r.conflict;
+  auto& aopt = r.aopt;
+  auto& out = r.out;
+  auto& scheme = r.scheme;
+  no_need = args.number("--no-need-fraction", 0.3);
   if (!(no_need >= 0 && no_need <= 1))
     throw usage_error("audit: option --no-need-fraction must lie in [0, 1]");
-  const double stale = args.number("--stale-fraction", 0.1),
-               conflict = args.number("--conflict-fraction", 0.1);
+  stale = args.number("--stale-fraction", 0.1);
+  conflict = args.number("--conflict-fraction", 0.1);
   if (!(stale >= 0 && stale <= 1)) throw usage_error("audit: option --stale-fraction must lie in [0, 1]");
   if (!(conflict >= 0 && conflict <= 1))
     throw usage_error("audit: option --conflict-fraction must lie in [0, 1]");
@@ -538,8 +590,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
         "audit: options --no-need-fraction + --stale-fraction + --conflict-fraction must sum to at "
         "most 1, got " +
         detail::number_text(no_need + stale + conflict));
-  auto aopt = report_options(args, d.seed);
-  const std::filesystem::path out = args.get("--out").value_or("audit-out");
+  aopt = report_options(args, d.seed);
+  out = args.get("--out").value_or("audit-out");
   check_design_size(d, args.has("--trials-only"));
   const auto schedule_of = [](const arguments& a, const std::string& name) {
     const auto s = dist::parse_schedule(name);
@@ -549,15 +601,27 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
                         "'");
     return *s;
   };
-  const auto scheme =
-      args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
+  scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
+}
+
+// The topology: the --out lock, the relay links (tcp peer, MPI relay) and the shards' first step.
+void open_audit_topology(audit_run& r) {
+  auto& args = r.args;
+  auto& raw = r.raw;
+  auto& shard = r.shard;
+  auto& serve = r.serve;
+  auto& out = r.out;
+  auto& mpi_relay = r.mpi_relay;
+  auto& mpi_a = r.mpi_a;
+  auto& lock = r.lock;
+  auto& relay = r.relay;
+  auto& mpi_link = r.mpi_link;
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
   // --relay-transport mpi (docs/distributed.md): under `mpirun -np 2` rank 0 is agent B (the
   // audit: journal, report) and rank 1 agent A (serve_sender), linked by dist::mpi_transport.
-  const bool mpi_relay =
-      serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
+  mpi_relay = serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
   if (mpi_relay) {
     if (args.get("--relay-peer"))
       throw usage_error("audit: option --relay-peer applies to --relay-transport tcp, not mpi");
@@ -567,155 +631,194 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
           "got " +
           (shard == nullptr ? std::string("one process") : std::to_string(shard->size()) + " ranks"));
   }
-  const bool mpi_a = mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
-  std::optional<directory_lock> lock;
+  mpi_a = mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
   if (serve == nullptr && !mpi_a && (shard == nullptr || shard->rank() == 0)) lock.emplace(out, "--out");
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
-  const auto relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
-  const auto mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
+  relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
+  mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
   if (shard != nullptr) shard->step([] {});
+}
 
-  const organism_task_options to{
+// The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
+// with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
+// relay peer or MPI rank 1, serves the sender's half).
+template <class Engine, class Partner, class AddSenders>
+driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engine, Partner* partner,
+                          const char* engine_name, AddSenders&& add_senders) {
+  auto& args = r.args;
+  auto& shard = r.shard;
+  auto& serve = r.serve;
+  auto& model = r.model;
+  auto& task_dir = r.task_dir;
+  auto& scoring = r.scoring;
+  auto& user_tasks = r.user_tasks;
+  auto& d = r.d;
+  auto& engine_skipped = r.engine_skipped;
+  auto& messages = r.messages;
+  auto& out = r.out;
+  auto& scheme = r.scheme;
+  auto& mpi_relay = r.mpi_relay;
+  auto& mpi_a = r.mpi_a;
+  auto& lock = r.lock;
+  auto& relay = r.relay;
+  auto& mpi_link = r.mpi_link;
+  auto& to = r.to;
+  auto& fmt = r.fmt;
+  auto& journal_slot = r.journal_slot;
+  auto& skipped = r.skipped;
+  auto& drift_senders = r.drift_senders;
+  auto make_codec = [&](auto& e) -> text_codec { return tokenizer.codec(e, "audit"); };
+  auto cut = restrict_to_engine(d, engine, partner);
+  for (auto& sk : cut.skipped) engine_skipped.push_back(std::move(sk));
+  d = std::move(cut.design);
+  if (fmt && engine.info().vocab_size != fmt->vocab_size)
+    throw usage_error("audit: the task's vocab_size " + std::to_string(fmt->vocab_size) +
+                      " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
+                      model.string() + "')");
+  text_codec codec = make_codec(engine);
+  message_options msg_opts = messages.value_or(message_options{});
+  msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
+  const task_file_source source(
+      std::move(*user_tasks), std::move(codec),
+      {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
+  user_tasks.reset();
+  if (!source.has_budget_units()) {  // text_budget arms belong to tasks with budget units (the organism's)
+    for (const auto& a : d.arms)
+      if (a.plan().payload == arm_payload::document_pairs)
+        engine_skipped.push_back({a.label,
+                                  "the tasks have no budget units (budget_cuts, docs/tasks.md): "
+                                  "text_budget arms apply to the organism's recall task"});
+    std::erase_if(d.arms, [](const trial_arm& a) { return a.plan().payload == arm_payload::document_pairs; });
+  }
+  if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
+    throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
+                      " differs from the model's " + std::to_string(engine.info().vocab_size));
+  d.identity.engine = engine_name;
+  d.identity.engine_version = latentaudit::version_string;
+  d.identity.model = fingerprint_text(engine.info().fingerprint);
+  d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
+  if (fmt) {
+    d.identity.task_source = "organism";
+    d.identity.task_hash = file_sha256(task_dir / "task.json");
+    d.identity.task_options = to.to_json();
+  } else {
+    d.identity.task_source = "file";
+    d.identity.task_hash = source.file().sha256;
+    json_value tj = json_value::object();
+    tj.set("path", source.file().path);
+    tj.set("scoring", task_scoring_name(source.scoring()));
+    d.identity.task_options = std::move(tj);
+  }
+  if (!drift_senders.as_object().empty()) {
+    json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
+    o.set("drift_senders", drift_senders);
+    d.identity.options = std::move(o);
+  }
+  if (!engine_skipped.empty()) {  // part of the identity: a resume on another engine is refused
+    json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
+    json_value sk = json_value::object();
+    for (const auto& x : engine_skipped) sk.set(x.arm, x.reason);
+    o.set("arms_unavailable_on_engine", std::move(sk));
+    d.identity.options = std::move(o);
+  }
+  d.validate();
+  if (mpi_relay) {  // both ranks: the same design; then B opens its journal
+    shard->agree_design(d);
+    shard->step([&] {
+      if (mpi_a) return;
+      dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});
+      journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
+    });
+  }
+  if (serve != nullptr || mpi_a) {  // relay-peer or rank 1: agent A serves the sender's half of B's relays
+    trial_driver<std::remove_reference_t<decltype(engine)>, std::remove_pointer_t<decltype(partner)>> a_side(
+        engine, partner);
+    add_senders(a_side);
+    a_side.set_message_options(msg_opts);
+    relay_channel& a_link = serve != nullptr ? serve->channel(d.design_hash()) : *mpi_link;
+    if (serve != nullptr) a_side.set_relay_key(serve->wire_key());
+    return a_side.serve_sender(
+        d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
+  }
+  std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
+  if (mpi_relay) {
+    resumed = dist::records_set_keys(dist::records_files(out));
+  } else if (shard != nullptr) {
+    shard->agree_design(d);
+    resumed = shard->open_journal(journal_slot, out, d, args.has("--resume"), args.has("--durable"));
+  } else {
+    dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});  // a sharded run's files
+    journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
+    resumed = dist::records_set_keys(dist::records_files(out));
+  }
+  auto& journal = *journal_slot;
+  skipped = resumed.size();
+  progress_meter meter(args.has("--quiet") || (shard != nullptr && shard->rank() != 0));
+  using engine_type = std::remove_reference_t<decltype(engine)>;
+  using partner_type = std::remove_pointer_t<decltype(partner)>;
+  trial_driver<engine_type, partner_type> driver(engine, partner);
+  add_senders(driver);
+  driver.set_message_options(msg_opts);
+  if (relay) {
+    driver.set_relay_channel(&relay->channel(d.design_hash()));
+    driver.set_relay_key(relay->wire_key());
+  }
+  if (mpi_link) driver.set_relay_channel(mpi_link.get());
+  auto go = [&](const unit_schedule& schedule) {
+    return driver.run(
+        d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
+        [&](const trial_record& r) {
+          journal.append(r);
+          if (shard != nullptr) shard->poll();
+        },
+        resumed, [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); }, schedule);
+  };
+  if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
+    try {
+      return go({});
+    } catch (...) {  // release agent A ("done") so that both ranks agree on this failure
+      try {
+        latentaudit::detail::send_control(*mpi_link, json_value::object({{"op", "done"}}));
+      } catch (const std::exception&) {
+      }
+      throw;
+    }
+  }
+  return shard != nullptr ? shard->run_trials(d, scheme, go) : go({});
+}
+
+// The trials: the tasks' source, the journal and the driver on the engines (and the relay peer's or
+// rank 1's sender half).
+driver_stats run_audit_trials(audit_run& r) {
+  auto& args = r.args;
+  auto& threads = r.threads;
+  auto& on_llama = r.on_llama;
+  auto& model = r.model;
+  auto& task_dir = r.task_dir;
+  auto& user_tasks = r.user_tasks;
+  auto& partner_arg = r.partner_arg;
+  auto& d = r.d;
+  auto& drift_dir = r.drift_dir;
+  auto& drift_levels = r.drift_levels;
+  auto& no_need = r.no_need;
+  auto& stale = r.stale;
+  auto& conflict = r.conflict;
+  auto& to = r.to;
+  auto& fmt = r.fmt;
+  auto& drift_senders = r.drift_senders;
+
+  to = organism_task_options{
       .seed = d.seed, .no_need_fraction = no_need, .stale_fraction = stale, .conflict_fraction = conflict};
   // One path: the built-in audit writes the organism's items as task lines (organism_task_file) and
   // reads them through the same task_file_source as a user's --tasks file.
-  std::optional<organism_format> fmt;
   if (!user_tasks) {
     fmt = organism_format::load(task_dir);
     user_tasks = organism_task_file(*fmt, to, d.items);
   }
-  std::optional<record_journal> journal_slot;
-  std::uint64_t skipped = 0;
-  // The drifted senders' fingerprints, by arm label: part of the identity, so a resume after the
-  // drift models changed is refused rather than mixing records of two senders under one label.
-  json_value drift_senders = json_value::object();
-  // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
-  // with their reasons, the identity names the engine, the journal opens, the driver runs.
   // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
   auto tokenizer = text_tokenizer::from_option(args, "audit");  // --tokenizer F.gguf, vocab-only
-  auto make_codec = [&](auto& engine) -> text_codec { return tokenizer.codec(engine, "audit"); };
-  auto run_on = [&](auto& engine, auto* partner, const char* engine_name, auto&& add_senders) {
-    auto cut = restrict_to_engine(d, engine, partner);
-    for (auto& sk : cut.skipped) engine_skipped.push_back(std::move(sk));
-    d = std::move(cut.design);
-    if (fmt && engine.info().vocab_size != fmt->vocab_size)
-      throw usage_error("audit: the task's vocab_size " + std::to_string(fmt->vocab_size) +
-                        " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
-                        model.string() + "')");
-    text_codec codec = make_codec(engine);
-    message_options msg_opts = messages.value_or(message_options{});
-    msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
-    const task_file_source source(
-        std::move(*user_tasks), std::move(codec),
-        {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
-    user_tasks.reset();
-    if (!source.has_budget_units()) {  // text_budget arms belong to tasks with budget units (the organism's)
-      for (const auto& a : d.arms)
-        if (a.plan().payload == arm_payload::document_pairs)
-          engine_skipped.push_back({a.label,
-                                    "the tasks have no budget units (budget_cuts, docs/tasks.md): "
-                                    "text_budget arms apply to the organism's recall task"});
-      std::erase_if(d.arms,
-                    [](const trial_arm& a) { return a.plan().payload == arm_payload::document_pairs; });
-    }
-    if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
-      throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
-                        " differs from the model's " + std::to_string(engine.info().vocab_size));
-    d.identity.engine = engine_name;
-    d.identity.engine_version = latentaudit::version_string;
-    d.identity.model = fingerprint_text(engine.info().fingerprint);
-    d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
-    if (fmt) {
-      d.identity.task_source = "organism";
-      d.identity.task_hash = file_sha256(task_dir / "task.json");
-      d.identity.task_options = to.to_json();
-    } else {
-      d.identity.task_source = "file";
-      d.identity.task_hash = source.file().sha256;
-      json_value tj = json_value::object();
-      tj.set("path", source.file().path);
-      tj.set("scoring", task_scoring_name(source.scoring()));
-      d.identity.task_options = std::move(tj);
-    }
-    if (!drift_senders.as_object().empty()) {
-      json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
-      o.set("drift_senders", drift_senders);
-      d.identity.options = std::move(o);
-    }
-    if (!engine_skipped.empty()) {  // part of the identity: a resume on another engine is refused
-      json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
-      json_value sk = json_value::object();
-      for (const auto& x : engine_skipped) sk.set(x.arm, x.reason);
-      o.set("arms_unavailable_on_engine", std::move(sk));
-      d.identity.options = std::move(o);
-    }
-    d.validate();
-    if (mpi_relay) {  // both ranks: the same design; then B opens its journal
-      shard->agree_design(d);
-      shard->step([&] {
-        if (mpi_a) return;
-        dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});
-        journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
-      });
-    }
-    if (serve != nullptr || mpi_a) {  // relay-peer or rank 1: agent A serves the sender's half of B's relays
-      trial_driver<std::remove_reference_t<decltype(engine)>, std::remove_pointer_t<decltype(partner)>>
-          a_side(engine, partner);
-      add_senders(a_side);
-      a_side.set_message_options(msg_opts);
-      relay_channel& a_link = serve != nullptr ? serve->channel(d.design_hash()) : *mpi_link;
-      if (serve != nullptr) a_side.set_relay_key(serve->wire_key());
-      return a_side.serve_sender(
-          d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
-    }
-    std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
-    if (mpi_relay) {
-      resumed = dist::records_set_keys(dist::records_files(out));
-    } else if (shard != nullptr) {
-      shard->agree_design(d);
-      resumed = shard->open_journal(journal_slot, out, d, args.has("--resume"), args.has("--durable"));
-    } else {
-      dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});  // a sharded run's files
-      journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
-      resumed = dist::records_set_keys(dist::records_files(out));
-    }
-    auto& journal = *journal_slot;
-    skipped = resumed.size();
-    progress_meter meter(args.has("--quiet") || (shard != nullptr && shard->rank() != 0));
-    using engine_type = std::remove_reference_t<decltype(engine)>;
-    using partner_type = std::remove_pointer_t<decltype(partner)>;
-    trial_driver<engine_type, partner_type> driver(engine, partner);
-    add_senders(driver);
-    driver.set_message_options(msg_opts);
-    if (relay) {
-      driver.set_relay_channel(&relay->channel(d.design_hash()));
-      driver.set_relay_key(relay->wire_key());
-    }
-    if (mpi_link) driver.set_relay_channel(mpi_link.get());
-    auto go = [&](const unit_schedule& schedule) {
-      return driver.run(
-          d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
-          [&](const trial_record& r) {
-            journal.append(r);
-            if (shard != nullptr) shard->poll();
-          },
-          resumed, [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); }, schedule);
-    };
-    if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
-      try {
-        return go({});
-      } catch (...) {  // release agent A ("done") so that both ranks agree on this failure
-        try {
-          latentaudit::detail::send_control(*mpi_link, json_value::object({{"op", "done"}}));
-        } catch (const std::exception&) {
-        }
-        throw;
-      }
-    }
-    return shard != nullptr ? shard->run_trials(d, scheme, go) : go({});
-  };
   const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(), [](const trial_arm& a) {
     return a.plan().sender == arm_sender::partner;
   });
@@ -735,7 +838,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
       for (const auto& [name, e] : drifted)
         if (a.plan().sender == arm_sender::named && a.sender == name)
           drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
-    stats = run_on(engine, partner ? &*partner : nullptr, "reference", [&](auto& driver) {
+    stats = run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "reference", [&](auto& driver) {
       for (auto& [name, e] : drifted) driver.add_sender(name, e);
     });
   } else {
@@ -747,9 +850,27 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
       require_gguf(*partner_arg, "audit", "--partner");
       partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
     }
-    stats = run_on(engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {});
+    stats = run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {});
 #endif
   }
+  return stats;
+}
+
+// The summary on stdout and the report (rank 0 or the one process).
+int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_clock::time_point t0) {
+  auto& args = r.args;
+  auto& shard = r.shard;
+  auto& serve = r.serve;
+  auto& on_llama = r.on_llama;
+  auto& model = r.model;
+  auto& d = r.d;
+  auto& engine_skipped = r.engine_skipped;
+  auto& aopt = r.aopt;
+  auto& out = r.out;
+  auto& mpi_relay = r.mpi_relay;
+  auto& mpi_a = r.mpi_a;
+  auto& relay = r.relay;
+  auto& journal_slot = r.journal_slot;
   if (serve != nullptr) return exit_ok;  // relay-peer: no journal, no report
   if (mpi_a) {  // rank 1 (agent A) ends with rank 0's last agreement: no journal, no report
     (void)shard->finish(stats);
@@ -816,6 +937,39 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   if (mpi_relay) j.set("relay_transport", "mpi");
   print_json(j, args.has("--pretty"));
   return exit_ok;
+}
+
+int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
+  const auto specs = audit_spec();
+  std::vector<std::string> overridden;
+  std::string overridden_where;
+  const auto words = with_config(raw, specs, &overridden, &overridden_where);
+  auto args = arguments::parse(words, specs, serve != nullptr ? "relay-peer" : "audit");
+  if (!overridden.empty()) args.set_shadow(arguments::parse(overridden, specs, overridden_where));
+  if (args.help()) {
+    std::fputs(
+        help_text(
+            "latentaudit audit [options]",
+            "Runs the paired trial design on the model organisms and audits it: does relaying agent A's KV\n"
+            "cache to agent B beat text, is it the cache's content, how much damage does it tolerate, and\n"
+            "does it pay for its bytes on each link? Records are journaled to --out/records.jsonl as they\n"
+            "complete (--resume continues after a crash); the report goes to --out (report.md, report.json\n"
+            "with machine-readable findings, SVG plots). Prints a JSON summary on stdout. Defaults finish "
+            "in\n"
+            "a few minutes on 2 cores.\n",
+            specs)
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  audit_run r{.args = args, .raw = raw, .shard = shard, .serve = serve};
+  read_audit_tasks(r);
+  read_audit_arms(r);
+  read_audit_options(r);
+  open_audit_topology(r);
+  const driver_stats stats = run_audit_trials(r);
+  return finish_audit(r, stats, t0);
 }
 
 int run_audit(std::span<const std::string> raw) {
