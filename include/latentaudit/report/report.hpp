@@ -58,6 +58,10 @@ json_value jopt(const std::optional<double>& x);
 std::string md_escape(std::string s);
 json_value estimate_json(const effect_estimate& e);
 std::string estimate_md(const effect_estimate& e);
+/// @brief report.json's "decision", "observational" and "gate" objects (parts of report_json).
+[[nodiscard]] json_value decision_json(const audit_report& r);
+[[nodiscard]] json_value observational_json(const audit_report& r);
+[[nodiscard]] json_value gate_json(const audit_report& r);
 
 }  // namespace detail
 

@@ -178,28 +178,10 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
 
 }  // namespace detail
 
-[[nodiscard]] LATENTAUDIT_INLINE json_value report_json(const audit_report& r) {
-  using detail::jnum;
-  using detail::jopt;
-  json_value j;
-  j.set("schema", "latentaudit.report/1");
-  json_value opts;
-  opts.set("alpha", r.options.alpha);
-  opts.set("equivalence_margin", r.options.equivalence_margin);
-  opts.set("noninferiority_margin", r.options.noninferiority_margin);
-  opts.set("bootstrap_replicates", static_cast<double>(r.options.bootstrap_replicates));
-  opts.set("seed", static_cast<double>(r.options.seed));
-  j.set("options", std::move(opts));
-  j.set("records", static_cast<double>(r.core.n_records));
-  j.set("items", static_cast<double>(r.core.n_items));
-  j.set("seeds", static_cast<double>(r.core.n_seeds));
-  json_value fs = json_value::array_type{};
-  for (const auto& f : r.findings) fs.push_back(finding_to_json(f));
-  j.set("findings", std::move(fs));
-  // Teaching demonstrations (true by construction): same fields, never gated on.
-  json_value demos = json_value::array_type{};
-  for (const auto& f : r.demonstrations) demos.push_back(finding_to_json(f));
-  j.set("demonstrations", std::move(demos));
+namespace detail {
+
+// report.json's "decision" object.
+LATENTAUDIT_INLINE json_value decision_json(const audit_report& r) {
   json_value dec;
   dec.set("verdict", r.decision.verdict);
   dec.set("relay_allowed", r.decision.relay_allowed);
@@ -237,7 +219,131 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     mons.push_back(std::move(o));
   }
   dec.set("monitors", std::move(mons));
-  j.set("decision", std::move(dec));
+  return dec;
+}
+
+// report.json's "observational" object.
+LATENTAUDIT_INLINE json_value observational_json(const audit_report& r) {
+  json_value obs;
+  const auto& L = r.observational.log;
+  json_value log;
+  log.set("units", static_cast<double>(L.units));
+  log.set("treated", static_cast<double>(L.treated));
+  log.set("control", static_cast<double>(L.control));
+  log.set("randomized", detail::estimate_json(L.randomized));
+  log.set("naive", detail::estimate_json(L.naive));
+  log.set("matching", detail::estimate_json(L.matching));
+  log.set("ipw", detail::estimate_json(L.ipw));
+  log.set("aipw", detail::estimate_json(L.aipw));
+  log.set("missing", L.missing);
+  obs.set("production_log", std::move(log));
+  const auto& R = r.observational.rollout;
+  json_value ro;
+  ro.set("text_arm", R.text_arm);
+  ro.set("units", static_cast<double>(R.units));
+  ro.set("periods", static_cast<double>(R.periods));
+  json_value drift = json_value::array_type{};
+  for (double a : R.period_text_accuracy) drift.push_back(jnum(a));
+  ro.set("period_text_accuracy", std::move(drift));
+  ro.set("truth", detail::estimate_json(R.truth));
+  ro.set("before_after", detail::estimate_json(R.before_after));
+  ro.set("did", detail::estimate_json(R.did));
+  ro.set("missing", R.missing);
+  obs.set("rollout", std::move(ro));
+  return obs;
+}
+
+// report.json's "gate" object.
+LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
+  json_value gate;
+  gate.set("missing", r.gate.missing);
+  json_value feats = json_value::array_type{};
+  for (const auto& f : r.gate.model.features) feats.push_back(f);
+  gate.set("features", std::move(feats));
+  auto gate_logistic = [](const relay_gate_logistic& m) {
+    json_value o;
+    json_value f = json_value::array_type{};
+    for (const auto& name : m.features) f.push_back(name);
+    o.set("features", std::move(f));
+    json_value c = json_value::array_type{};
+    for (double x : m.coefficients) c.push_back(jnum(x));
+    o.set("coefficients", std::move(c));
+    o.set("constant", jopt(m.constant));
+    o.set("penalized", m.penalized);
+    return o;
+  };
+  gate.set("rule", std::string("relay when P(helps | x) - P(hurts | x) > cost"));
+  gate.set("helps", gate_logistic(r.gate.model.helps));
+  gate.set("hurts", gate_logistic(r.gate.model.hurts));
+  gate.set("cost", jnum(r.gate.model.cost));
+  gate.set("penalized", r.gate.model.penalized);
+  gate.set("relay_arm", r.gate.relay_arm);
+  gate.set("fallback", r.gate.fallback);
+  gate.set("requests", static_cast<double>(r.gate.requests));
+  auto counts_json = [](const std::vector<gate_population_count>& counts, const char* key) {
+    json_value a = json_value::array_type{};
+    for (const auto& c : counts) {
+      json_value o;
+      o.set(key, c.name);
+      o.set("requests", static_cast<double>(c.requests));
+      a.push_back(std::move(o));
+    }
+    return a;
+  };
+  gate.set("requests_by_regime", counts_json(r.gate.requests_by_regime, "regime"));
+  gate.set("extra_relay_requests", counts_json(r.gate.extra_relay_requests, "arm"));
+  gate.set("population", r.gate.population);
+  json_value dropped = json_value::array_type{};
+  for (const auto& f : r.gate.dropped_features) dropped.push_back(f);
+  gate.set("dropped_features", std::move(dropped));
+  json_value excluded = json_value::array_type{};
+  for (const auto& f : r.gate.excluded_features) excluded.push_back(f);
+  gate.set("excluded_features", std::move(excluded));
+  gate.set("folds", static_cast<double>(r.gate.folds));
+  gate.set("held_out_items", static_cast<double>(r.gate.held_out_items));
+  gate.set("held_out_units", static_cast<double>(r.gate.held_out_units));
+  json_value pols = json_value::array_type{};
+  for (const auto& p : r.gate.policies) {
+    json_value o;
+    o.set("policy", p.name);
+    o.set("available", p.available);
+    o.set("accuracy", detail::estimate_json(p.accuracy));
+    o.set("bytes", detail::estimate_json(p.bytes));
+    o.set("relay_rate", jnum(p.relay_rate));
+    pols.push_back(std::move(o));
+  }
+  gate.set("policies", std::move(pols));
+  gate.set("accuracy_vs_always_relay", detail::estimate_json(r.gate.accuracy_vs_always_relay));
+  gate.set("skip_share", detail::estimate_json(r.gate.skip_share));
+  gate.set("bytes_saved", detail::estimate_json(r.gate.bytes_saved));
+  return gate;
+}
+
+}  // namespace detail
+
+[[nodiscard]] LATENTAUDIT_INLINE json_value report_json(const audit_report& r) {
+  using detail::jnum;
+  using detail::jopt;
+  json_value j;
+  j.set("schema", "latentaudit.report/1");
+  json_value opts;
+  opts.set("alpha", r.options.alpha);
+  opts.set("equivalence_margin", r.options.equivalence_margin);
+  opts.set("noninferiority_margin", r.options.noninferiority_margin);
+  opts.set("bootstrap_replicates", static_cast<double>(r.options.bootstrap_replicates));
+  opts.set("seed", static_cast<double>(r.options.seed));
+  j.set("options", std::move(opts));
+  j.set("records", static_cast<double>(r.core.n_records));
+  j.set("items", static_cast<double>(r.core.n_items));
+  j.set("seeds", static_cast<double>(r.core.n_seeds));
+  json_value fs = json_value::array_type{};
+  for (const auto& f : r.findings) fs.push_back(finding_to_json(f));
+  j.set("findings", std::move(fs));
+  // Teaching demonstrations (true by construction): same fields, never gated on.
+  json_value demos = json_value::array_type{};
+  for (const auto& f : r.demonstrations) demos.push_back(finding_to_json(f));
+  j.set("demonstrations", std::move(demos));
+  j.set("decision", detail::decision_json(r));
   {  // completeness: per arm and regime, what the records hold; the fields the decision lacks
     json_value comp;
     json_value rows = json_value::array_type{};
@@ -358,33 +464,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     fr.push_back(std::move(o));
   }
   j.set("frontier", std::move(fr));
-  json_value obs;
-  const auto& L = r.observational.log;
-  json_value log;
-  log.set("units", static_cast<double>(L.units));
-  log.set("treated", static_cast<double>(L.treated));
-  log.set("control", static_cast<double>(L.control));
-  log.set("randomized", detail::estimate_json(L.randomized));
-  log.set("naive", detail::estimate_json(L.naive));
-  log.set("matching", detail::estimate_json(L.matching));
-  log.set("ipw", detail::estimate_json(L.ipw));
-  log.set("aipw", detail::estimate_json(L.aipw));
-  log.set("missing", L.missing);
-  obs.set("production_log", std::move(log));
-  const auto& R = r.observational.rollout;
-  json_value ro;
-  ro.set("text_arm", R.text_arm);
-  ro.set("units", static_cast<double>(R.units));
-  ro.set("periods", static_cast<double>(R.periods));
-  json_value drift = json_value::array_type{};
-  for (double a : R.period_text_accuracy) drift.push_back(jnum(a));
-  ro.set("period_text_accuracy", std::move(drift));
-  ro.set("truth", detail::estimate_json(R.truth));
-  ro.set("before_after", detail::estimate_json(R.before_after));
-  ro.set("did", detail::estimate_json(R.did));
-  ro.set("missing", R.missing);
-  obs.set("rollout", std::move(ro));
-  j.set("observational", std::move(obs));
+  j.set("observational", detail::observational_json(r));
   json_value cost = json_value::array_type{};
   for (const auto& l : r.cost.links) {
     json_value o;
@@ -477,68 +557,7 @@ LATENTAUDIT_INLINE std::string estimate_md(const effect_estimate& e) {
     lf.set("used_by_cost", r.options.link_measured);
     j.set("link_fit", std::move(lf));
   }
-  json_value gate;
-  gate.set("missing", r.gate.missing);
-  json_value feats = json_value::array_type{};
-  for (const auto& f : r.gate.model.features) feats.push_back(f);
-  gate.set("features", std::move(feats));
-  auto gate_logistic = [](const relay_gate_logistic& m) {
-    json_value o;
-    json_value f = json_value::array_type{};
-    for (const auto& name : m.features) f.push_back(name);
-    o.set("features", std::move(f));
-    json_value c = json_value::array_type{};
-    for (double x : m.coefficients) c.push_back(jnum(x));
-    o.set("coefficients", std::move(c));
-    o.set("constant", jopt(m.constant));
-    o.set("penalized", m.penalized);
-    return o;
-  };
-  gate.set("rule", std::string("relay when P(helps | x) - P(hurts | x) > cost"));
-  gate.set("helps", gate_logistic(r.gate.model.helps));
-  gate.set("hurts", gate_logistic(r.gate.model.hurts));
-  gate.set("cost", jnum(r.gate.model.cost));
-  gate.set("penalized", r.gate.model.penalized);
-  gate.set("relay_arm", r.gate.relay_arm);
-  gate.set("fallback", r.gate.fallback);
-  gate.set("requests", static_cast<double>(r.gate.requests));
-  auto counts_json = [](const std::vector<gate_population_count>& counts, const char* key) {
-    json_value a = json_value::array_type{};
-    for (const auto& c : counts) {
-      json_value o;
-      o.set(key, c.name);
-      o.set("requests", static_cast<double>(c.requests));
-      a.push_back(std::move(o));
-    }
-    return a;
-  };
-  gate.set("requests_by_regime", counts_json(r.gate.requests_by_regime, "regime"));
-  gate.set("extra_relay_requests", counts_json(r.gate.extra_relay_requests, "arm"));
-  gate.set("population", r.gate.population);
-  json_value dropped = json_value::array_type{};
-  for (const auto& f : r.gate.dropped_features) dropped.push_back(f);
-  gate.set("dropped_features", std::move(dropped));
-  json_value excluded = json_value::array_type{};
-  for (const auto& f : r.gate.excluded_features) excluded.push_back(f);
-  gate.set("excluded_features", std::move(excluded));
-  gate.set("folds", static_cast<double>(r.gate.folds));
-  gate.set("held_out_items", static_cast<double>(r.gate.held_out_items));
-  gate.set("held_out_units", static_cast<double>(r.gate.held_out_units));
-  json_value pols = json_value::array_type{};
-  for (const auto& p : r.gate.policies) {
-    json_value o;
-    o.set("policy", p.name);
-    o.set("available", p.available);
-    o.set("accuracy", detail::estimate_json(p.accuracy));
-    o.set("bytes", detail::estimate_json(p.bytes));
-    o.set("relay_rate", jnum(p.relay_rate));
-    pols.push_back(std::move(o));
-  }
-  gate.set("policies", std::move(pols));
-  gate.set("accuracy_vs_always_relay", detail::estimate_json(r.gate.accuracy_vs_always_relay));
-  gate.set("skip_share", detail::estimate_json(r.gate.skip_share));
-  gate.set("bytes_saved", detail::estimate_json(r.gate.bytes_saved));
-  j.set("gate", std::move(gate));
+  j.set("gate", detail::gate_json(r));
   json_value warns = json_value::array_type{};
   for (const auto& w : r.core.warnings) warns.push_back(w);
   j.set("warnings", std::move(warns));
