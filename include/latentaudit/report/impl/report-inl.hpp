@@ -640,6 +640,161 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
   return out;
 }
 
+namespace detail {
+
+// report.md's "Cost-benefit by link" section.
+LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
+  std::string m;
+  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
+  line("## Cost-benefit by link");
+  line("");
+  line("![latency breakdown](latency.svg)");
+  line("");
+  if (!r.cost.missing.empty()) {
+    line("Not run (" + r.cost.missing + ").");
+  } else {
+    const auto& S = r.cost.sensitivity;
+    line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
+         " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
+    line("");
+    line(
+        "Method: receiver latency with the transfer time recomputed per link from the bytes; "
+        "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
+        S.timing_note + ".");
+    line("");
+    line(
+        "| link | saved latency per request | extra bytes | SLO met kv / text | break-even bandwidth | "
+        "break-even extra α | relay pays | own finding |");
+    line("|---|---|---|---|---|---|---|---|");
+    for (const auto& l : r.cost.links)
+      line(fmt::format(
+          "| {} | {} [{}, {}] | {} | {} | {} ({}) | {} | {} | {} |", l.link.name,
+          detail::seconds_text(l.saved_s.estimate), detail::seconds_text(l.saved_s.ci_low),
+          detail::seconds_text(l.saved_s.ci_high), detail::bytes_text(l.extra_bytes.estimate),
+          l.slo_met_relay ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
+                          : std::string("no SLO given"),
+          l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
+                                         : std::string("–"),
+          break_even_region_name(l.region),
+          l.break_even_extra_alpha_s ? detail::seconds_text(*l.break_even_extra_alpha_s) : std::string("–"),
+          verdict_name(l.pays), l.reported ? "yes" : "–"));
+    line("");
+    line(
+        "**Projection for real model shapes (not a finding):** KV bytes per document token (bf16) and the "
+        "bandwidth above which relaying the cache beats the receiver prefilling the document at the given "
+        "throughput (b·T; the link's fixed cost and the relay's export/import overheads are not included).");
+    line("");
+    line("| model | KV bytes/token | prefill throughput | break-even bandwidth |");
+    line("|---|---|---|---|");
+    for (const auto& p : r.cost.projection)
+      line(fmt::format("| {} | {} | {:.3g} tokens/s | {:.3g} GB/s |", p.model.name,
+                       detail::bytes_text(p.kv_bytes_per_token), p.prefill_tokens_per_s,
+                       p.break_even_bandwidth_bytes_s / 1e9));
+  }
+  for (const auto& n : r.cost.notes) line("- " + n);
+  line("");
+  return m;
+}
+
+// report.md's fitted-link section.
+LATENTAUDIT_INLINE std::string link_fit_markdown(const audit_report& r) {
+  std::string m;
+  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
+  if (r.link_fit.relays > 0 || r.link_fit.failed_relays > 0) {
+    const auto& F = r.link_fit;
+    line("## Link fitted from measured relays");
+    line("");
+    line(
+        "Relays that crossed a real link (`--relay-transport`): measured crossing time of the wire frame "
+        "(`transfer_measured_s`) against its size; least squares t = α + bytes / bandwidth, HC3 intervals "
+        "(docs/audit-report.md). " +
+        std::to_string(F.relays) + " relays of " + std::to_string(F.distinct_sizes) + " frame sizes; " +
+        std::to_string(F.failed_relays) + " rejected frames (relay_error) left out." +
+        (r.options.link_measured
+             ? " The cost verdicts above use this link (`--link measured`; with a slope estimate at or below "
+               "0, the lower limit of the bandwidth interval)."
+             : ""));
+    line("");
+    if (F.ok()) {
+      line(fmt::format("- α = {} [{}, {}]", detail::seconds_text(F.alpha_s.estimate),
+                       detail::seconds_text(F.alpha_s.ci_low), detail::seconds_text(F.alpha_s.ci_high)));
+      auto gbs = [](const std::optional<double>& x) {
+        return x ? fmt::format("{:.3g}", *x / 1e9) : std::string("unbounded");
+      };
+      line(fmt::format("- bandwidth = {} GB/s [{}, {}]",
+                       std::isfinite(F.bandwidth_bytes_s) ? fmt::format("{:.3g}", F.bandwidth_bytes_s / 1e9)
+                                                          : std::string("not positive"),
+                       F.bandwidth_low ? gbs(F.bandwidth_low) : std::string("0"), gbs(F.bandwidth_high)));
+    } else {
+      line("No fit: " + F.missing + ".");
+    }
+    line("");
+    line("| arm | relays | rejected | mean frame | modeled transfer | measured (mean / median) | fitted |");
+    line("|---|---|---|---|---|---|---|");
+    for (const auto& a : r.link_rows)
+      line(fmt::format(
+          "| {} | {} | {} | {} | {} | {} / {} | {} |", detail::md_escape(a.arm), a.relays, a.failed,
+          detail::bytes_text(a.mean_bytes), detail::seconds_text(a.mean_modeled_s),
+          detail::seconds_text(a.mean_measured_s), detail::seconds_text(a.median_measured_s),
+          std::isfinite(a.mean_fitted_s) ? detail::seconds_text(a.mean_fitted_s) : std::string("–")));
+    line("");
+  }
+  return m;
+}
+
+// report.md's "Per-request relay gate" section.
+LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
+  std::string m;
+  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
+  line("## Per-request relay gate");
+  line("");
+  if (!r.gate.missing.empty()) {
+    line("Not fitted (" + r.gate.missing + ")." + (r.gate.population.empty() ? "" : " " + r.gate.population));
+  } else {
+    auto logistic_text = [](const relay_gate_logistic& m) {
+      if (m.constant) return fmt::format("{}", *m.constant);
+      std::string t = fmt::format("expit({:.4g}", m.coefficients.empty() ? 0.0 : m.coefficients[0]);
+      for (std::size_t i = 0; i < m.features.size() && i + 1 < m.coefficients.size(); ++i)
+        t += fmt::format(" {:+.4g}·{}", m.coefficients[i + 1], m.features[i]);
+      return t + ")";
+    };
+    const std::string eq =
+        fmt::format("P(helps) = {}; P(hurts) = {}; relay when P(helps) − P(hurts) > {}{}",
+                    logistic_text(r.gate.model.helps), logistic_text(r.gate.model.hurts), r.gate.model.cost,
+                    r.gate.model.penalized ? " (ridge fallback: a plain fit separated)" : "");
+    line(r.gate.population);
+    line("");
+    line(
+        "Gain gate on pre-transfer features: it relays when the predicted accuracy gain over the fallback '" +
+        r.gate.fallback +
+        "', P(relay right, fallback wrong) − P(relay wrong, fallback right), exceeds the cost; cross-fitted "
+        "over " +
+        std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
+        " folds; every item held out once); deployable model "
+        "fitted on every item: `" +
+        eq + "`.");
+    for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
+    for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
+    line("");
+    line("| policy | accuracy [CI] | bytes per request [CI] | relay rate |");
+    line("|---|---|---|---|");
+    for (const auto& p : r.gate.policies)
+      if (p.available)
+        line(fmt::format("| {} | {} | {} | {}% |", p.name, detail::estimate_md(p.accuracy),
+                         detail::estimate_md(p.bytes), pct(p.relay_rate)));
+    line("");
+    line(
+        fmt::format("Gate − always-relay accuracy {} (betting over items); share of requests not relayed {}; "
+                    "bytes saved per request {}.",
+                    detail::estimate_md(r.gate.accuracy_vs_always_relay),
+                    detail::estimate_md(r.gate.skip_share), detail::estimate_md(r.gate.bytes_saved)));
+  }
+  line("");
+  return m;
+}
+
+}  // namespace detail
+
 [[nodiscard]] LATENTAUDIT_INLINE std::string report_markdown(const audit_report& r) {
   using detail::num;
   using detail::pct;
@@ -779,136 +934,9 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
     line(fmt::format("| {} | {} | {} | [{}, {}] | {} |", detail::md_escape(p.arm), num(p.mean_bytes),
                      pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
   line("");
-  line("## Cost-benefit by link");
-  line("");
-  line("![latency breakdown](latency.svg)");
-  line("");
-  if (!r.cost.missing.empty()) {
-    line("Not run (" + r.cost.missing + ").");
-  } else {
-    const auto& S = r.cost.sensitivity;
-    line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
-         " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
-    line("");
-    line(
-        "Method: receiver latency with the transfer time recomputed per link from the bytes; "
-        "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
-        S.timing_note + ".");
-    line("");
-    line(
-        "| link | saved latency per request | extra bytes | SLO met kv / text | break-even bandwidth | "
-        "break-even extra α | relay pays | own finding |");
-    line("|---|---|---|---|---|---|---|---|");
-    for (const auto& l : r.cost.links)
-      line(fmt::format(
-          "| {} | {} [{}, {}] | {} | {} | {} ({}) | {} | {} | {} |", l.link.name,
-          detail::seconds_text(l.saved_s.estimate), detail::seconds_text(l.saved_s.ci_low),
-          detail::seconds_text(l.saved_s.ci_high), detail::bytes_text(l.extra_bytes.estimate),
-          l.slo_met_relay ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
-                          : std::string("no SLO given"),
-          l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
-                                         : std::string("–"),
-          break_even_region_name(l.region),
-          l.break_even_extra_alpha_s ? detail::seconds_text(*l.break_even_extra_alpha_s) : std::string("–"),
-          verdict_name(l.pays), l.reported ? "yes" : "–"));
-    line("");
-    line(
-        "**Projection for real model shapes (not a finding):** KV bytes per document token (bf16) and the "
-        "bandwidth above which relaying the cache beats the receiver prefilling the document at the given "
-        "throughput (b·T; the link's fixed cost and the relay's export/import overheads are not included).");
-    line("");
-    line("| model | KV bytes/token | prefill throughput | break-even bandwidth |");
-    line("|---|---|---|---|");
-    for (const auto& p : r.cost.projection)
-      line(fmt::format("| {} | {} | {:.3g} tokens/s | {:.3g} GB/s |", p.model.name,
-                       detail::bytes_text(p.kv_bytes_per_token), p.prefill_tokens_per_s,
-                       p.break_even_bandwidth_bytes_s / 1e9));
-  }
-  for (const auto& n : r.cost.notes) line("- " + n);
-  line("");
-  if (r.link_fit.relays > 0 || r.link_fit.failed_relays > 0) {
-    const auto& F = r.link_fit;
-    line("## Link fitted from measured relays");
-    line("");
-    line(
-        "Relays that crossed a real link (`--relay-transport`): measured crossing time of the wire frame "
-        "(`transfer_measured_s`) against its size; least squares t = α + bytes / bandwidth, HC3 intervals "
-        "(docs/audit-report.md). " +
-        std::to_string(F.relays) + " relays of " + std::to_string(F.distinct_sizes) + " frame sizes; " +
-        std::to_string(F.failed_relays) + " rejected frames (relay_error) left out." +
-        (r.options.link_measured
-             ? " The cost verdicts above use this link (`--link measured`; with a slope estimate at or below "
-               "0, the lower limit of the bandwidth interval)."
-             : ""));
-    line("");
-    if (F.ok()) {
-      line(fmt::format("- α = {} [{}, {}]", detail::seconds_text(F.alpha_s.estimate),
-                       detail::seconds_text(F.alpha_s.ci_low), detail::seconds_text(F.alpha_s.ci_high)));
-      auto gbs = [](const std::optional<double>& x) {
-        return x ? fmt::format("{:.3g}", *x / 1e9) : std::string("unbounded");
-      };
-      line(fmt::format("- bandwidth = {} GB/s [{}, {}]",
-                       std::isfinite(F.bandwidth_bytes_s) ? fmt::format("{:.3g}", F.bandwidth_bytes_s / 1e9)
-                                                          : std::string("not positive"),
-                       F.bandwidth_low ? gbs(F.bandwidth_low) : std::string("0"), gbs(F.bandwidth_high)));
-    } else {
-      line("No fit: " + F.missing + ".");
-    }
-    line("");
-    line("| arm | relays | rejected | mean frame | modeled transfer | measured (mean / median) | fitted |");
-    line("|---|---|---|---|---|---|---|");
-    for (const auto& a : r.link_rows)
-      line(fmt::format(
-          "| {} | {} | {} | {} | {} | {} / {} | {} |", detail::md_escape(a.arm), a.relays, a.failed,
-          detail::bytes_text(a.mean_bytes), detail::seconds_text(a.mean_modeled_s),
-          detail::seconds_text(a.mean_measured_s), detail::seconds_text(a.median_measured_s),
-          std::isfinite(a.mean_fitted_s) ? detail::seconds_text(a.mean_fitted_s) : std::string("–")));
-    line("");
-  }
-  line("## Per-request relay gate");
-  line("");
-  if (!r.gate.missing.empty()) {
-    line("Not fitted (" + r.gate.missing + ")." + (r.gate.population.empty() ? "" : " " + r.gate.population));
-  } else {
-    auto logistic_text = [](const relay_gate_logistic& m) {
-      if (m.constant) return fmt::format("{}", *m.constant);
-      std::string t = fmt::format("expit({:.4g}", m.coefficients.empty() ? 0.0 : m.coefficients[0]);
-      for (std::size_t i = 0; i < m.features.size() && i + 1 < m.coefficients.size(); ++i)
-        t += fmt::format(" {:+.4g}·{}", m.coefficients[i + 1], m.features[i]);
-      return t + ")";
-    };
-    const std::string eq =
-        fmt::format("P(helps) = {}; P(hurts) = {}; relay when P(helps) − P(hurts) > {}{}",
-                    logistic_text(r.gate.model.helps), logistic_text(r.gate.model.hurts), r.gate.model.cost,
-                    r.gate.model.penalized ? " (ridge fallback: a plain fit separated)" : "");
-    line(r.gate.population);
-    line("");
-    line(
-        "Gain gate on pre-transfer features: it relays when the predicted accuracy gain over the fallback '" +
-        r.gate.fallback +
-        "', P(relay right, fallback wrong) − P(relay wrong, fallback right), exceeds the cost; cross-fitted "
-        "over " +
-        std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
-        " folds; every item held out once); deployable model "
-        "fitted on every item: `" +
-        eq + "`.");
-    for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
-    for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
-    line("");
-    line("| policy | accuracy [CI] | bytes per request [CI] | relay rate |");
-    line("|---|---|---|---|");
-    for (const auto& p : r.gate.policies)
-      if (p.available)
-        line(fmt::format("| {} | {} | {} | {}% |", p.name, detail::estimate_md(p.accuracy),
-                         detail::estimate_md(p.bytes), pct(p.relay_rate)));
-    line("");
-    line(
-        fmt::format("Gate − always-relay accuracy {} (betting over items); share of requests not relayed {}; "
-                    "bytes saved per request {}.",
-                    detail::estimate_md(r.gate.accuracy_vs_always_relay),
-                    detail::estimate_md(r.gate.skip_share), detail::estimate_md(r.gate.bytes_saved)));
-  }
-  line("");
+  m += detail::cost_markdown(r);
+  m += detail::link_fit_markdown(r);
+  m += detail::gate_markdown(r);
   line("## Teaching demonstrations — true by construction, not findings");
   line("");
   line(
