@@ -148,128 +148,17 @@ LATENTAUDIT_INLINE audit_core analyse_records(std::span<const trial_record> reco
   return detail::analyse_records_with_roles(records, o, roles, role_warnings);
 }
 
-LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const trial_record> records,
-                                                                 const audit_options& o,
-                                                                 const arm_roles& roles,
-                                                                 std::span<const std::string> role_warnings) {
-  constexpr std::string_view fn = "analyse_records";
-  detail::check_audit_options(fn, o);
-  const detail::audit_data d = detail::build_audit_data(fn, records);
-  using detail::audit_data;
-  using detail::audit_nan;
-  using detail::audit_regime;
-  audit_core out;
-  out.n_records = records.size();
-  out.n_items = d.items.size();
-  out.n_seeds = d.seeds.size();
+namespace detail {
+
+// The CATE section of analyse_records: kv_full − no_comm by regime, and (need) by every covariate
+// (numbers by tertile, labels by value), with Holm over every subgroup, into out.cate.
+LATENTAUDIT_INLINE void audit_cate(const audit_data& d, std::span<const trial_record> records,
+                                   std::size_t kv_full, std::size_t no_comm, const audit_options& o,
+                                   audit_core& out) {
   auto& warn = out.warnings;
   const double level = 1.0 - o.alpha;
   const std::size_t B = o.bootstrap_replicates;
-
-  // ---- arms of no known kind: they play no role and are on no dose-response or frontier ----
-  for (std::size_t a = 0; a < d.arms(); ++a) {
-    if (d.kinds[a]) continue;
-    std::string why;
-    for (std::size_t u = 0; u < d.units() && why.empty(); ++u)
-      if (const std::size_t i = d.record(u, a); i != audit_data::npos) {
-        const trial_record& x = records[i];
-        if (!x.arm_kind.empty()) {
-          why = fmt::format("its arm_kind '{}' is none latentaudit knows", x.arm_kind);
-        } else {
-          try {
-            (void)parse_arm(x.arm);
-          } catch (const invalid_argument& e) {
-            why = fmt::format("it has no arm_kind and its label is no arm name ({})", e.what());
-          }
-        }
-      }
-    warn.push_back(fmt::format("arm '{}': {}; it plays no role and is on no dose-response or frontier",
-                               d.arm_label[a], why));
-  }
-
-  // ---- coverage warnings ----
-  {
-    std::size_t unknown = 0;
-    for (auto r : d.unit_regime) unknown += r == audit_regime::unknown ? 1 : 0;
-    if (unknown > 0) {
-      warn.push_back(
-          fmt::format("{} of {} (item, seed) units have no 'need', 'no_need', 'stale' or 'conflict' regime; "
-                      "they enter only the "
-                      "'all' arm summaries",
-                      unknown, d.units()));
-    }
-    for (std::size_t a = 0; a < d.arms(); ++a) {
-      std::size_t missing = 0;
-      for (std::size_t u = 0; u < d.units(); ++u) missing += d.outcome(u, a) < 0 ? 1 : 0;
-      if (missing > 0) {
-        warn.push_back(
-            fmt::format("arm '{}' is missing on {} of {} (item, seed) units; every paired finding with it is "
-                        "decided on the worst-case bounds of the missing outcomes",
-                        d.arm_label[a], missing, d.units()));
-      }
-    }
-  }
-  detail::audit_completeness(d, records, o, out);
-
-  // ---- per-arm summaries ----
-  // Accuracy intervals are clustered by item (the seeds of an item share its document): betting
-  // over the item mean accuracies (detail::item_accuracy_interval), never Wilson on the records.
-  std::vector<double> item_sum(d.items.size()), item_count(d.items.size()), item_means;
-  auto clustered_accuracy = [&](std::size_t x, std::size_t n) {
-    item_means.clear();
-    for (std::size_t g = 0; g < item_sum.size(); ++g)
-      if (item_count[g] > 0) item_means.push_back(item_sum[g] / item_count[g]);
-    return detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), level);
-  };
-  const std::pair<const char*, int> regimes[] = {
-      {"need", 0}, {"no_need", 1}, {"stale", 3}, {"conflict", 4}, {"all", -1}};
-  for (std::size_t a = 0; a < d.arms(); ++a) {
-    for (auto [rname, rcode] : regimes) {
-      std::size_t n = 0, x = 0, nam = 0, nhc = 0, nkl = 0;
-      double bytes = 0, recv = 0, am = 0, hc = 0, kl = 0;
-      std::fill(item_sum.begin(), item_sum.end(), 0.0);
-      std::fill(item_count.begin(), item_count.end(), 0.0);
-      for (std::size_t u = 0; u < d.units(); ++u) {
-        if (rcode >= 0 && static_cast<int>(d.unit_regime[u]) != rcode) continue;
-        const std::size_t i = d.rec[u * d.arms() + a];
-        if (i == audit_data::npos) continue;
-        const auto& r = records[i];
-        ++n;
-        x += r.correct ? 1 : 0;
-        item_sum[d.unit_cluster[u]] += r.correct ? 1.0 : 0.0;
-        item_count[d.unit_cluster[u]] += 1.0;
-        bytes += static_cast<double>(r.bytes);
-        recv += r.latency.receiver_s();
-        if (r.attention_mass) am += *r.attention_mass, ++nam;
-        if (r.hidden_cosine) hc += *r.hidden_cosine, ++nhc;
-        if (r.next_token_kl) kl += *r.next_token_kl, ++nkl;
-      }
-      if (n == 0) continue;
-      const auto w = clustered_accuracy(x, n);
-      arm_summary s{.arm = d.arm_label[a], .arm_kind = d.arm_kind[a], .regime = rname, .n = n};
-      s.n_items = w.n;
-      s.accuracy = w.estimate;
-      s.ci_low = w.low;
-      s.ci_high = w.high;
-      s.mean_bytes = bytes / static_cast<double>(n);
-      s.mean_receiver_s = recv / static_cast<double>(n);
-      if (nam > 0) s.mean_attention_mass = am / static_cast<double>(nam);
-      if (nhc > 0) s.mean_hidden_cosine = hc / static_cast<double>(nhc);
-      if (nkl > 0) s.mean_next_token_kl = kl / static_cast<double>(nkl);
-      out.arms.push_back(std::move(s));
-    }
-  }
-
-  // ---- roles ----
-  // Resolved once, by label then arm_kind, for every analysis (detail::resolve_arm_roles).
-  warn.insert(warn.end(), role_warnings.begin(), role_warnings.end());
-  const detail::role_index roles_at = detail::role_index_of(d, roles);
-  const std::size_t no_comm = roles_at.no_comm, text_full = roles_at.text_full, kv_full = roles_at.kv_full;
   auto in_regime = [&](audit_regime r) { return [&d, r](std::size_t u) { return d.unit_regime[u] == r; }; };
-
-  // ---- paired effects (the Holm family) and decomposition (need): report/analyses/effects.hpp ----
-  detail::audit_paired_effects(d, roles_at, o, out);
-
   // ---- CATE: kv_full − no_comm by regime, and (need) by every covariate: numbers by tertile,
   // labels by value; Holm over every subgroup ----
   if (kv_full != audit_data::npos && no_comm != audit_data::npos) {
@@ -434,6 +323,133 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   } else {
     warn.push_back("CATE skipped: kv_full or no_comm absent");
   }
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const trial_record> records,
+                                                                 const audit_options& o,
+                                                                 const arm_roles& roles,
+                                                                 std::span<const std::string> role_warnings) {
+  constexpr std::string_view fn = "analyse_records";
+  detail::check_audit_options(fn, o);
+  const detail::audit_data d = detail::build_audit_data(fn, records);
+  using detail::audit_data;
+  using detail::audit_nan;
+  using detail::audit_regime;
+  audit_core out;
+  out.n_records = records.size();
+  out.n_items = d.items.size();
+  out.n_seeds = d.seeds.size();
+  auto& warn = out.warnings;
+  const double level = 1.0 - o.alpha;
+  const std::size_t B = o.bootstrap_replicates;
+
+  // ---- arms of no known kind: they play no role and are on no dose-response or frontier ----
+  for (std::size_t a = 0; a < d.arms(); ++a) {
+    if (d.kinds[a]) continue;
+    std::string why;
+    for (std::size_t u = 0; u < d.units() && why.empty(); ++u)
+      if (const std::size_t i = d.record(u, a); i != audit_data::npos) {
+        const trial_record& x = records[i];
+        if (!x.arm_kind.empty()) {
+          why = fmt::format("its arm_kind '{}' is none latentaudit knows", x.arm_kind);
+        } else {
+          try {
+            (void)parse_arm(x.arm);
+          } catch (const invalid_argument& e) {
+            why = fmt::format("it has no arm_kind and its label is no arm name ({})", e.what());
+          }
+        }
+      }
+    warn.push_back(fmt::format("arm '{}': {}; it plays no role and is on no dose-response or frontier",
+                               d.arm_label[a], why));
+  }
+
+  // ---- coverage warnings ----
+  {
+    std::size_t unknown = 0;
+    for (auto r : d.unit_regime) unknown += r == audit_regime::unknown ? 1 : 0;
+    if (unknown > 0) {
+      warn.push_back(
+          fmt::format("{} of {} (item, seed) units have no 'need', 'no_need', 'stale' or 'conflict' regime; "
+                      "they enter only the "
+                      "'all' arm summaries",
+                      unknown, d.units()));
+    }
+    for (std::size_t a = 0; a < d.arms(); ++a) {
+      std::size_t missing = 0;
+      for (std::size_t u = 0; u < d.units(); ++u) missing += d.outcome(u, a) < 0 ? 1 : 0;
+      if (missing > 0) {
+        warn.push_back(
+            fmt::format("arm '{}' is missing on {} of {} (item, seed) units; every paired finding with it is "
+                        "decided on the worst-case bounds of the missing outcomes",
+                        d.arm_label[a], missing, d.units()));
+      }
+    }
+  }
+  detail::audit_completeness(d, records, o, out);
+
+  // ---- per-arm summaries ----
+  // Accuracy intervals are clustered by item (the seeds of an item share its document): betting
+  // over the item mean accuracies (detail::item_accuracy_interval), never Wilson on the records.
+  std::vector<double> item_sum(d.items.size()), item_count(d.items.size()), item_means;
+  auto clustered_accuracy = [&](std::size_t x, std::size_t n) {
+    item_means.clear();
+    for (std::size_t g = 0; g < item_sum.size(); ++g)
+      if (item_count[g] > 0) item_means.push_back(item_sum[g] / item_count[g]);
+    return detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), level);
+  };
+  const std::pair<const char*, int> regimes[] = {
+      {"need", 0}, {"no_need", 1}, {"stale", 3}, {"conflict", 4}, {"all", -1}};
+  for (std::size_t a = 0; a < d.arms(); ++a) {
+    for (auto [rname, rcode] : regimes) {
+      std::size_t n = 0, x = 0, nam = 0, nhc = 0, nkl = 0;
+      double bytes = 0, recv = 0, am = 0, hc = 0, kl = 0;
+      std::fill(item_sum.begin(), item_sum.end(), 0.0);
+      std::fill(item_count.begin(), item_count.end(), 0.0);
+      for (std::size_t u = 0; u < d.units(); ++u) {
+        if (rcode >= 0 && static_cast<int>(d.unit_regime[u]) != rcode) continue;
+        const std::size_t i = d.rec[u * d.arms() + a];
+        if (i == audit_data::npos) continue;
+        const auto& r = records[i];
+        ++n;
+        x += r.correct ? 1 : 0;
+        item_sum[d.unit_cluster[u]] += r.correct ? 1.0 : 0.0;
+        item_count[d.unit_cluster[u]] += 1.0;
+        bytes += static_cast<double>(r.bytes);
+        recv += r.latency.receiver_s();
+        if (r.attention_mass) am += *r.attention_mass, ++nam;
+        if (r.hidden_cosine) hc += *r.hidden_cosine, ++nhc;
+        if (r.next_token_kl) kl += *r.next_token_kl, ++nkl;
+      }
+      if (n == 0) continue;
+      const auto w = clustered_accuracy(x, n);
+      arm_summary s{.arm = d.arm_label[a], .arm_kind = d.arm_kind[a], .regime = rname, .n = n};
+      s.n_items = w.n;
+      s.accuracy = w.estimate;
+      s.ci_low = w.low;
+      s.ci_high = w.high;
+      s.mean_bytes = bytes / static_cast<double>(n);
+      s.mean_receiver_s = recv / static_cast<double>(n);
+      if (nam > 0) s.mean_attention_mass = am / static_cast<double>(nam);
+      if (nhc > 0) s.mean_hidden_cosine = hc / static_cast<double>(nhc);
+      if (nkl > 0) s.mean_next_token_kl = kl / static_cast<double>(nkl);
+      out.arms.push_back(std::move(s));
+    }
+  }
+
+  // ---- roles ----
+  // Resolved once, by label then arm_kind, for every analysis (detail::resolve_arm_roles).
+  warn.insert(warn.end(), role_warnings.begin(), role_warnings.end());
+  const detail::role_index roles_at = detail::role_index_of(d, roles);
+  const std::size_t no_comm = roles_at.no_comm, text_full = roles_at.text_full, kv_full = roles_at.kv_full;
+
+  // ---- paired effects (the Holm family) and decomposition (need): report/analyses/effects.hpp ----
+  detail::audit_paired_effects(d, roles_at, o, out);
+
+  // ---- CATE (detail::audit_cate) ----
+  detail::audit_cate(d, records, kv_full, no_comm, o, out);
 
   // ---- noise dose-response and tolerance (need): report/analyses/noise.hpp ----
   const noise_options noise_opt{.alpha = o.alpha,
