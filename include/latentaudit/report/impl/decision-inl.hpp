@@ -68,6 +68,75 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
 
 }  // namespace detail
 
+namespace detail {
+
+// The decision's homogeneity check: every same-model relay's record carries equal sender and
+// receiver fingerprints (drift arms are left to the drift check, the partner's cache is foreign on
+// purpose).
+LATENTAUDIT_INLINE checklist_item homogeneity_check(std::span<const trial_record> records) {
+  std::set<std::string> mismatched, drifted;
+  std::size_t kv_records = 0;
+  std::map<std::pair<std::string_view, std::string_view>, std::optional<arm_kind>> kinds;  // per arm
+  for (const auto& r : records) {
+    auto [at, fresh] = kinds.try_emplace({r.arm, r.arm_kind});
+    if (fresh) at->second = record_arm_kind(r.arm_kind, r.arm);
+    const std::optional<arm_kind> kind = at->second;
+    if (kind == arm_kind::drifted) {
+      drifted.insert(r.arm);  // planted drift: judged by the drift check
+      continue;
+    }
+    // the partner's cache is foreign on purpose (a placebo)
+    if (kind == arm_kind::cross_model || r.sender_fingerprint.empty() || r.receiver_fingerprint.empty())
+      continue;
+    ++kv_records;
+    if (r.sender_fingerprint != r.receiver_fingerprint) mismatched.insert(r.arm);
+  }
+  checklist_item homo{"homogeneity", verdict::yes, ""};
+  if (!mismatched.empty()) {
+    homo.passed = verdict::no;
+    homo.reason =
+        fmt::format("{} arm(s) relayed caches between different model fingerprints", mismatched.size());
+  } else if (kv_records == 0) {
+    homo.passed = verdict::inconclusive;
+    homo.reason = "no record carries sender and receiver fingerprints";
+  } else {
+    homo.reason = fmt::format("all {} same-model relays carry matching fingerprints", kv_records);
+  }
+  if (!drifted.empty())
+    homo.reason += fmt::format(" ({} drift arm(s) left to the drift check)", drifted.size());
+  return homo;
+}
+
+// The betting lower limit (level 1 - alpha/2 on each side) of `base`'s item-clustered accuracy on
+// need-regime records: whether B answers on its own ("no communication" needs it above one half).
+LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const trial_record> records,
+                                                            const std::string& base, double alpha) {
+  const std::string arms[] = {base};
+  const auto t = detail::group_records("decide", records, arms, detail::duplicate_error::invalid_argument);
+  std::vector<double> item_acc;
+  std::optional<std::uint64_t> item;
+  double sum = 0.0, count = 0.0;
+  for (std::size_t u = 0; u < t.units(); ++u) {
+    const std::size_t i = t.record(u, 0);
+    if (i == detail::unit_records::npos || records[i].regime != "need") continue;
+    if (item && *item != t.unit_item[u]) {
+      item_acc.push_back(sum / count);
+      sum = count = 0.0;
+    }
+    item = t.unit_item[u];
+    sum += records[i].correct ? 1.0 : 0.0;
+    count += 1.0;
+  }
+  if (count > 0.0) item_acc.push_back(sum / count);
+  if (!item_acc.empty()) {
+    const double a = alpha / 2.0;
+    return bounded_mean_interval(item_acc, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a}).low;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 [[nodiscard]] LATENTAUDIT_INLINE audit_decision decide(std::span<const finding> findings,
                                                        std::span<const trial_record> records,
                                                        const decision_options& o) {
@@ -100,36 +169,7 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   d.checklist.push_back(
       {"dependency", v_of(dep),
        "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
-  std::set<std::string> mismatched, drifted;
-  std::size_t kv_records = 0;
-  std::map<std::pair<std::string_view, std::string_view>, std::optional<arm_kind>> kinds;  // per arm
-  for (const auto& r : records) {
-    auto [at, fresh] = kinds.try_emplace({r.arm, r.arm_kind});
-    if (fresh) at->second = record_arm_kind(r.arm_kind, r.arm);
-    const std::optional<arm_kind> kind = at->second;
-    if (kind == arm_kind::drifted) {
-      drifted.insert(r.arm);  // planted drift: judged by the drift check
-      continue;
-    }
-    // the partner's cache is foreign on purpose (a placebo)
-    if (kind == arm_kind::cross_model || r.sender_fingerprint.empty() || r.receiver_fingerprint.empty())
-      continue;
-    ++kv_records;
-    if (r.sender_fingerprint != r.receiver_fingerprint) mismatched.insert(r.arm);
-  }
-  checklist_item homo{"homogeneity", verdict::yes, ""};
-  if (!mismatched.empty()) {
-    homo.passed = verdict::no;
-    homo.reason =
-        fmt::format("{} arm(s) relayed caches between different model fingerprints", mismatched.size());
-  } else if (kv_records == 0) {
-    homo.passed = verdict::inconclusive;
-    homo.reason = "no record carries sender and receiver fingerprints";
-  } else {
-    homo.reason = fmt::format("all {} same-model relays carry matching fingerprints", kv_records);
-  }
-  if (!drifted.empty())
-    homo.reason += fmt::format(" ({} drift arm(s) left to the drift check)", drifted.size());
+  checklist_item homo = detail::homogeneity_check(records);
   // The check requires need.cross_model_beats_no_comm not "yes", as the header says (the code used
   // to only note it): cross_model is one of the placebos. The relay is justified as "B reads the
   // cache of its own model"; if a foreign model's cache helps as well, either the cross_model arm is
@@ -275,30 +315,9 @@ LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_r
   // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
   // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
   // (every record wrong) the task is broken and the verdict stays inconclusive.
-  std::optional<double> alone_low;
-  if (vc0 == verdict::no && kv_absent_shown) {
-    const std::string arms[] = {base};
-    const auto t = detail::group_records("decide", records, arms, detail::duplicate_error::invalid_argument);
-    std::vector<double> item_acc;
-    std::optional<std::uint64_t> item;
-    double sum = 0.0, count = 0.0;
-    for (std::size_t u = 0; u < t.units(); ++u) {
-      const std::size_t i = t.record(u, 0);
-      if (i == detail::unit_records::npos || records[i].regime != "need") continue;
-      if (item && *item != t.unit_item[u]) {
-        item_acc.push_back(sum / count);
-        sum = count = 0.0;
-      }
-      item = t.unit_item[u];
-      sum += records[i].correct ? 1.0 : 0.0;
-      count += 1.0;
-    }
-    if (count > 0.0) item_acc.push_back(sum / count);
-    if (!item_acc.empty()) {
-      const double a = o.monitor.alpha / 2.0;
-      alone_low = bounded_mean_interval(item_acc, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a}).low;
-    }
-  }
+  const std::optional<double> alone_low = vc0 == verdict::no && kv_absent_shown
+                                              ? detail::alone_accuracy_low(records, base, o.monitor.alpha)
+                                              : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
     d.verdict = "no communication";
     d.policy = {"answer without communication: neither text nor the relay carries information B uses"};
