@@ -90,12 +90,16 @@ LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const 
   }
   // The fields the decision's checks read (docs/records.md "What each analysis needs").
   std::size_t no_regime = 0, relays = 0, no_fp = 0, no_rfp = 0, timed = 0, relay_bytes = 0;
-  for (const auto& r : records) {
+  std::vector<char> relay(records.size(), 1);  // per record, from its arm's kind (classified once)
+  for (std::size_t u = 0; u < d.units(); ++u)
+    for (std::size_t a = 0; a < d.arms(); ++a)
+      if (const std::size_t i = d.record(u, a); i != audit_data::npos) relay[i] = !d.is(a, arm_kind::no_comm);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
     no_regime += r.regime.empty() ? 1 : 0;
     no_rfp += r.receiver_fingerprint.empty() ? 1 : 0;
     timed += r.latency.receiver_s() > 0.0 ? 1 : 0;
-    const bool relay = d.kinds[d.find_label(r.arm)] != arm_kind::no_comm;
-    if (!relay) continue;
+    if (!relay[i]) continue;
     ++relays;
     no_fp += r.sender_fingerprint.empty() ? 1 : 0;
     relay_bytes += r.bytes > 0 ? 1 : 0;
