@@ -343,7 +343,9 @@ void relay_failure_table(std::size_t reps, bool print) {
 /// The decision's Monte Carlo (tests/report/decision_mc.hpp), printed as a markdown table.
 void decision_table(std::size_t reps, bool print) {
   auto scenarios = sim::decision_scenarios();
+  for (auto& s : sim::decision_sequence_scenarios()) scenarios.push_back(std::move(s));
   scenarios.push_back(sim::decision_power_scenario());
+  scenarios.push_back(sim::decision_small_power_scenario());
   if (print) {
     std::printf(
         "\n| scenario | seed | reps | relay allowed without the condition (MC se) | relay allowed with it | "

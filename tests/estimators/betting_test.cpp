@@ -225,17 +225,41 @@ TEST_CASE("betting: hand-computed bets, capital, limit and p-value", "[betting]"
   // at m = 1/2, c = 1/2 both bets are capped at c/m = 1: K_1 = 1.5, K_2 = 0.75, sup = 1.5
   CHECK(d::betting_sup_capital(y, lam, 0.5, +1, 0.5, 1e9) == Approx(1.5));
   CHECK(d::betting_sup_capital(y, lam, 0.5, -1, 0.5, 1e9) == Approx(1.0));  // 0.5, then 0.75: sup is K_0
-  // ten ones on [0, 1]: every bet is capped, K_t(m) = ((1 + m)/(2m))^t, so the lower limit solves
-  // ((1 + m)/(2m))^10 = 40: m = 1 / (2 · 40^(1/10) − 1); the p-value at 1/2 is 2 / 1.5^10
+  // ten ones on [0, 1]: every bet is capped at c/m (the default c = 0.9), K_t(m) = (1 + 0.9 (1 − m)/m)^t,
+  // so the lower limit solves (1 + 0.9 (1 − m)/m)^10 = 40: m = 0.9 / (40^(1/10) − 0.1); the p-value
+  // at 1/2 (bets tuned for α/2 = 0.025: λ_1 = sqrt(2 log 40 / 2.5) ≈ 1.72 is under the cap 0.9/0.5 =
+  // 1.8, the later ones above it) is 2 / ((1 + λ_1/2) · 1.9^9)
   const std::vector<double> ones(10, 1.0);
   const auto iv = bounded_mean_interval(ones, 0.0, 1.0);
-  CHECK(iv.low == Approx(1.0 / (2.0 * std::pow(40.0, 0.1) - 1.0)).margin(1e-8));
+  const double m10 = 0.9 / (std::pow(40.0, 0.1) - 0.1);
+  CHECK(iv.low == Approx(m10).margin(1e-8));
   CHECK(iv.high == 1.0);
-  CHECK(bounded_mean_p_value(ones, 0.0, 1.0, 0.5) == Approx(2.0 / std::pow(1.5, 10)).epsilon(1e-12));
+  CHECK(
+      bounded_mean_p_value(ones, 0.0, 1.0, 0.5) ==
+      Approx(2.0 / ((1.0 + 0.5 * std::sqrt(2.0 * std::log(40.0) / 2.5)) * std::pow(1.9, 9))).epsilon(1e-12));
+  // with Waudby-Smith & Ramdas's c = 1/2: ((1 + m)/(2m))^10 = 40, m = 1 / (2 · 40^(1/10) − 1)
+  CHECK(bounded_mean_interval(ones, 0.0, 1.0, {.truncation = 0.5}).low ==
+        Approx(1.0 / (2.0 * std::pow(40.0, 0.1) - 1.0)).margin(1e-8));
+  CHECK(bounded_mean_p_value(ones, 0.0, 1.0, 0.5, 0.05, 0.5) ==
+        Approx(2.0 / std::pow(1.5, 10)).epsilon(1e-12));
   // the same on [−1, 1] with affine rescaling: lower limit −1 + 2m
   const std::vector<double> ones2(10, 1.0);
-  CHECK(bounded_mean_interval(ones2, -1.0, 1.0).low ==
-        Approx(-1.0 + 2.0 / (2.0 * std::pow(40.0, 0.1) - 1.0)).margin(2e-8));
+  CHECK(bounded_mean_interval(ones2, -1.0, 1.0).low == Approx(-1.0 + 2.0 * m10).margin(2e-8));
+  // all-concordant items (x ≡ 0, y ≡ 1/2): at m < 1/2 every bet is capped, K_t = (1 + 0.9 (1/2 − m)/m)^t;
+  // non-inferiority at the margin 0.05 (m = 0.475 on [0, 1]) at one-sided 0.05 needs
+  // (1 + 0.9 · 0.025/0.475)^K ≥ 20: K ≥ 64.7, and the bets reach the cap only after a few items, so
+  // 68 items (docs/estimators/betting.md "Choice of the truncation"); with c = 1/2 it took 117.
+  auto ni_items = [](double c) {
+    for (std::size_t k = 10; k < 400; ++k) {
+      const std::vector<double> z(k, 0.0);
+      if (bounded_mean_interval(z, -1.0, 1.0, {.alpha_lower = 0.05, .alpha_upper = 0.05, .truncation = c})
+              .low > -0.05)
+        return k;
+    }
+    return std::size_t{0};
+  };
+  CHECK(ni_items(0.9) == 68);
+  CHECK(ni_items(0.5) == 117);
   // all K items concordant (x ≡ 0): the 90 % interval is symmetric and shrinks with K
   double prev = 1.0;
   for (std::size_t k : {20u, 50u, 150u, 300u}) {

@@ -156,8 +156,12 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
       CHECK(e.ci_low <= e.estimate);
       CHECK(e.ci_high >= e.estimate);
       CHECK(e.verdict_low < e.verdict_high);
-      // {deranged,zeroed,random} − kv_full are decomposition material, not claims of their own.
-      CHECK(e.in_holm_family == (e.control != "kv_full"));
+      // {deranged,zeroed,random} − kv_full are decomposition material, not claims of their own; the
+      // need regime's text_full − no_comm and kv_full − no_comm are steps of the decision's sequence.
+      const bool sequence = e.regime == "need" && e.control == "no_comm" &&
+                            (e.treated == "text_full" || e.treated == "kv_full");
+      CHECK(e.in_decision_sequence == sequence);
+      CHECK(e.in_holm_family == (e.control != "kv_full" && !sequence));
       if (e.in_holm_family) {
         p.push_back(e.p_value);
         in.push_back(i);
@@ -165,7 +169,7 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
         CHECK(std::isnan(e.p_holm));
       }
     }
-    REQUIRE(in.size() == 14);
+    REQUIRE(in.size() == 12);
     // Holm exactly as p_adjust over the family.
     const auto holm = la::p_adjust(p, la::p_adjust_method::holm);
     for (std::size_t k = 0; k < holm.size(); ++k) CHECK(c.effects[in[k]].p_holm == holm[k]);
@@ -659,7 +663,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("audit: a placebo with a real benefit beyond the margin is never called 'no'",
+TEST_CASE("audit: a placebo with a real benefit beyond the margin is not called 'no' beyond the error rate",
           "[report][audit][betting]") {
   // 60 need items × 3 seeds. no_comm always wrong, text and kv always right; deranged right on seed 0
   // of every fourth item: +1/3 on 15 items, a benefit of 0.083 > margin 0.05. The McNemar-era rule
@@ -675,12 +679,13 @@ TEST_CASE("audit: a placebo with a real benefit beyond the margin is never calle
   CHECK(f.estimate == Approx(5.0 / 60.0));
   CHECK(f.answer != la::verdict::no);
   CHECK(f.ci_high >= 0.05);
-  // Random outcomes with the same planted benefit (no_comm 0.10, deranged 0.18) over 60 items, 50
-  // generator seeds: never "no".
+  // Random outcomes with the same planted benefit (no_comm 0.10, deranged 0.18) over 60 items, 200
+  // generator seeds: "no" (the upper 90 % limit below 0.05 < 0.08) is an error of the one-sided α =
+  // 0.05 limit, so its rate is at most 0.05 + 3 Monte Carlo se = 0.0962 (19 of 200).
   std::mt19937_64 g(kSeed + 5);
   auto uniform = [&] { return static_cast<double>(g() >> 11) * 0x1.0p-53; };
   int no = 0;
-  for (int k = 0; k < 50; ++k) {
+  for (int k = 0; k < 200; ++k) {
     auto random_outcome = [&](const std::string& a, std::uint64_t, std::uint64_t) {
       return uniform() < (a == "no_comm" ? 0.10 : a == "deranged" ? 0.18 : 0.95);
     };
@@ -690,7 +695,7 @@ TEST_CASE("audit: a placebo with a real benefit beyond the margin is never calle
               ? 1
               : 0;
   }
-  CHECK(no == 0);
+  CHECK(no <= 19);
 }
 
 TEST_CASE("audit: the placebo rule reaches 'no' when the design is large enough",
@@ -797,7 +802,7 @@ TEST_CASE("audit: relabelled arms are found by arm_kind, the positive control in
   INFO(control.detail);
   CHECK(control.answer == la::verdict::yes);
   CHECK(control.n == 120);
-  CHECK(effect(c.effects, "need:stackx_text-stackx_alone").in_holm_family);
+  CHECK(effect(c.effects, "need:stackx_text-stackx_alone").in_decision_sequence);
   CHECK(find(c, "need.kv_beats_no_comm").answer == la::verdict::yes);
 }
 

@@ -179,6 +179,62 @@ inline std::vector<decision_scenario> decision_scenarios() {
   return out;
 }
 
+/// A small design (issue 28): 30 need and 30 no-need items × 2 seeds, no stale, conflict or drift
+/// items, exact need-regime accuracies no_comm `nc`, text_full `tx`, kv_full `kv` under the item
+/// effect (sd 0.6); no-need items where every arm is right.
+inline relay_failure_design decision_small_design(double nc, double tx, double kv) {
+  relay_failure_design d;
+  d.seeds = 2;
+  d.item_sd = 0.6;
+  d.with_stale = d.with_conflict = d.with_drift = d.with_attention = false;
+  d.regime_items = {30, 30, 0, 0};
+  d.need_no_comm = sim_p_for_accuracy(nc, d.item_sd);
+  d.need_text = sim_p_for_accuracy(tx, d.item_sd);
+  d.need_kv = sim_p_for_accuracy(kv, d.item_sd);
+  d.no_need_kv = d.no_need_text = d.no_need_no_comm = 1.0;
+  return d;
+}
+
+/// The nulls of the decision's fixed sequence on the small design (issue 28: the positive control
+/// and dependency are tested at full α): (1) dependency null, kv_full exactly at no_comm's
+/// accuracy (0.30) with text at 0.70: "need.kv_beats_no_comm" yes is the error; (2) the positive
+/// control's null, text_full and kv_full at no_comm's accuracy: "need.text_beats_no_comm" yes is
+/// the error (and then any finding after it). No condition handles either: any relay verdict is an
+/// error too.
+inline std::vector<decision_scenario> decision_sequence_scenarios() {
+  std::vector<decision_scenario> out;
+  {
+    decision_scenario s{.name = "dependency null (30 need items x 2 seeds, kv = no_comm = 0.30, text 0.70)",
+                        .seed = 28010000};
+    s.design = decision_small_design(0.30, 0.70, 0.30);
+    s.finding_id = "need.kv_beats_no_comm";
+    s.finding_error = verdict::yes;
+    out.push_back(std::move(s));
+  }
+  {
+    decision_scenario s{.name = "positive-control null (30 need items x 2 seeds, text = kv = no_comm = 0.30)",
+                        .seed = 28020000};
+    s.design = decision_small_design(0.30, 0.30, 0.30);
+    s.finding_id = "need.text_beats_no_comm";
+    s.finding_error = verdict::yes;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// The small design's power (issue 28's held-out scenario): a true +30-point relay benefit, text
+/// and kv_full at 0.60, no_comm at 0.30, 30 need items × 2 seeds; "need.kv_beats_no_comm" yes
+/// (which needs the positive control shown first) is the power.
+inline decision_scenario decision_small_power_scenario() {
+  decision_scenario s{
+      .name = "dependency +30 points (30 need items x 2 seeds, no_comm 0.30, text = kv = 0.60)",
+      .seed = 28030000};
+  s.design = decision_small_design(0.30, 0.60, 0.60);
+  s.finding_id = "need.kv_beats_no_comm";
+  s.finding_error = verdict::yes;  // the right answer here: counted as the dependency check's power
+  return s;
+}
+
 /// The power scenario: the base design, every risk easy to show (stale, conflict and drift shown
 /// present, no-need harm and the foreign cache shown absent). The decision should be "relay with
 /// conditions" with the freshness, conflict and drift conditions.

@@ -32,8 +32,11 @@ struct betting_options {
   /// one-sided error of the upper limit: P(mean > upper limit) ≤ alpha_upper; in (0, 1)
   double alpha_upper = 0.025;
   /// truncation c of the bets: λ ≤ c / m (lower side) and λ ≤ c / (1 − m) (upper side) on the
-  /// [0, 1] scale; in (0, 1). Waudby-Smith & Ramdas use 1/2.
-  double truncation = 0.5;
+  /// [0, 1] scale; in (0, 1). Any c in (0, 1) gives a valid interval (the capital stays
+  /// non-negative); c only moves power. Waudby-Smith & Ramdas use 1/2; the default 0.9 was chosen
+  /// by the Monte Carlo of docs/estimators/betting.md "Choice of the truncation" (all-concordant
+  /// items: non-inferiority at a 0.05 margin from 68 items instead of 117; no size above α).
+  double truncation = 0.9;
 };
 
 /// @brief A betting confidence interval for a bounded mean.
@@ -170,7 +173,7 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
 /// @param alpha the level the bets are tuned for (in (0, 1)); the p-value is valid at any level
 /// @throws invalid_argument for an empty sample, a value outside [lo, hi], m0 outside [lo, hi]
 [[nodiscard]] inline double bounded_mean_p_value(std::span<const double> x, double lo, double hi, double m0,
-                                                 double alpha = 0.05, double truncation = 0.5) {
+                                                 double alpha = 0.05, double truncation = 0.9) {
   constexpr std::string_view fn = "bounded_mean_p_value";
   detail::check_open_unit(fn, "alpha", alpha);
   detail::check_open_unit(fn, "truncation", truncation);

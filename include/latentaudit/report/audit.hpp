@@ -171,8 +171,13 @@ struct paired_effect {
   /// Holm-adjusted over the family (effects: every contrast with in_holm_family; decomposition:
   /// its own contrasts); NaN outside the family
   double p_holm = 0.0;
-  bool in_holm_family = true;  ///< false for the decomposition material (each placebo − kv_full)
-  std::string method;          ///< how it was computed
+  /// false for the decomposition material (each placebo − kv_full) and the steps of the
+  /// decision's fixed sequence (in_decision_sequence)
+  bool in_holm_family = true;
+  /// need regime text_full − no_comm and kv_full − no_comm: steps of the decision's fixed sequence,
+  /// each tested at full α (one-sided: verdict lower limit > 0) once the steps before it are shown
+  bool in_decision_sequence = false;
+  std::string method;  ///< how it was computed
   /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete);
   /// the findings then hold a verdict only if it holds under both bounds
   detail::missing_bounds missing;

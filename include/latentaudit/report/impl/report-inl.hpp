@@ -399,6 +399,7 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
       o.set("p_value", jnum(e.p_value));
       o.set("p_holm", jnum(e.p_holm));
       o.set("in_holm_family", e.in_holm_family);
+      o.set("in_decision_sequence", e.in_decision_sequence);
       o.set("missing", detail::missing_bounds_json(e.missing));
       o.set("method", e.method);
       a.push_back(std::move(o));
@@ -887,7 +888,9 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
       line(fmt::format("| {} | {} | {} | {} | [{}, {}] | [{}, {}] | {} | {} |", detail::md_escape(e.id),
                        e.n_pairs, e.n_clusters, num(e.estimate), num(e.ci_low), num(e.ci_high),
                        num(e.verdict_low), num(e.verdict_high), num(e.p_value),
-                       e.in_holm_family ? num(e.p_holm) : std::string("not in family")));
+                       e.in_holm_family         ? num(e.p_holm)
+                       : e.in_decision_sequence ? std::string("decision sequence")
+                                                : std::string("not in family")));
   line("");
   line("## Effects by regime and covariate (CATE)");
   line("");

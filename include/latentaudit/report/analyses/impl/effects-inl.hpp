@@ -96,22 +96,27 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     std::size_t treated, control;
     const char* treated_role;
     const char* control_role;
-    bool holm;  // a claim of its own (in the Holm family), or decomposition material
+    bool holm;   // a claim of its own (in the Holm family), or decomposition material
+    bool chain;  // need regime: a step of the decision's fixed sequence (full α, not in the Holm family)
   };
+  // text_full − no_comm (the positive control) and kv_full − no_comm (dependency) in the need
+  // regime are the first two steps of the decision's fixed sequence: each is tested at full α once
+  // the steps before it are shown (docs/audit-report.md "Testing along the decision"), so they stay
+  // out of the Holm family, which then holds the contrasts the decision does not read as a step.
   // {deranged,zeroed,random} − kv_full are implied by the placebo − no_comm and kv_full − no_comm
   // contrasts (their difference); they describe how much of the relay effect a placebo keeps and
   // stay out of the Holm family.
   const contrast_spec specs[] = {
-      {kv_full, no_comm, "kv_full", "no_comm", true},
-      {kv_full, text_full, "kv_full", "text_full", true},
-      {text_full, no_comm, "text_full", "no_comm", true},
-      {deranged, no_comm, "deranged", "no_comm", true},
-      {zeroed, no_comm, "zeroed", "no_comm", true},
-      {random, no_comm, "random", "no_comm", true},
-      {cross_model, no_comm, "cross_model", "no_comm", true},
-      {deranged, kv_full, "deranged", "kv_full", false},
-      {zeroed, kv_full, "zeroed", "kv_full", false},
-      {random, kv_full, "random", "kv_full", false},
+      {kv_full, no_comm, "kv_full", "no_comm", true, true},
+      {kv_full, text_full, "kv_full", "text_full", true, false},
+      {text_full, no_comm, "text_full", "no_comm", true, true},
+      {deranged, no_comm, "deranged", "no_comm", true, false},
+      {zeroed, no_comm, "zeroed", "no_comm", true, false},
+      {random, no_comm, "random", "no_comm", true, false},
+      {cross_model, no_comm, "cross_model", "no_comm", true, false},
+      {deranged, kv_full, "deranged", "kv_full", false, false},
+      {zeroed, kv_full, "zeroed", "kv_full", false, false},
+      {random, kv_full, "random", "kv_full", false, false},
   };
   std::vector<std::string> effect_ci_text;  // parallel to out.effects
   std::vector<std::string> skipped;
@@ -132,7 +137,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
         continue;
       }
       paired_effect e{.id = id, .treated = tl, .control = cl, .regime = rname};
-      e.in_holm_family = sp.holm;
+      e.in_decision_sequence = sp.chain && rg == audit_regime::need;
+      e.in_holm_family = sp.holm && !e.in_decision_sequence;
       effect_ci_text.push_back(
           fill_effect(e, p, detail::missing_outcome_bounds(d, t, sp.control, in_regime(rg), o.alpha)));
       out.effects.push_back(std::move(e));
@@ -159,7 +165,11 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       auto& e = out.effects[i];
       e.method = fmt::format(
           "mean over items of the item mean paired difference; {}; {}; {}", effect_ci_text[i], verdict_text,
-          e.in_holm_family
+          e.in_decision_sequence
+              ? std::string(
+                    "a step of the decision's fixed sequence (full alpha once the steps before it are "
+                    "shown), not in the Holm family")
+          : e.in_holm_family
               ? fmt::format("Holm over the {} contrasts of the family", in.size())
               : std::string("not in the Holm family (decomposition material: the difference of the placebo − "
                             "no_comm and kv_full − no_comm contrasts)"));
@@ -315,42 +325,53 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                             .n = e.n_pairs,
                             .detail = std::move(why)});
   };
-  // "beats": yes = significant and estimate > 0; no = U < m (a benefit of m or more excluded).
-  auto beats_finding = [&](std::string id, std::string_view eid) {
+  // "beats": yes = shown greater than 0; no = U < m (a benefit of m or more excluded). A step of the
+  // decision's fixed sequence (`sequence`: the positive control, dependency) is shown by its verdict
+  // lower limit L > 0 (one-sided α: full α, the sequence gate of apply_positive_control and decide()
+  // keeps the familywise error); any other "beats" finding by Holm p < α with a positive estimate.
+  auto beats_finding = [&](std::string id, std::string_view eid, bool sequence) {
     const auto* e = lookup(id, eid);
     if (e == nullptr) return;
+    auto shown = [&](const rule_view& x) {
+      return sequence ? x.low > 0.0 : x.p_holm < o.alpha && x.estimate > 0;
+    };
     auto rule = [&](const rule_view& x) {
-      return x.p_holm < o.alpha && x.estimate > 0 ? verdict::yes
-             : x.high < mm                        ? verdict::no
-                                                  : verdict::inconclusive;
+      return shown(x) ? verdict::yes : x.high < mm ? verdict::no : verdict::inconclusive;
     };
     const verdict complete = rule({e->estimate, e->verdict_low, e->verdict_high, e->p_holm});
     const verdict v = decide_with_bounds(*e, rule);
+    const std::string p_text =
+        sequence ? std::string("a step of the decision's fixed sequence (full alpha, one-sided)")
+                 : fmt::format("Holm p = {:.3g}", e->p_holm);
     std::string why;
     if (complete == verdict::yes) {
-      why = fmt::format("{} beats {} by {} points ({}), Holm p = {:.3g}", e->treated, e->control,
-                        pct(e->estimate), vci(*e), e->p_holm);
+      why = fmt::format("{} beats {} by {} points ({}), {}", e->treated, e->control, pct(e->estimate),
+                        vci(*e), p_text);
     } else if (complete == verdict::no) {
       why = fmt::format(
-          "absence shown: a benefit of {} points or more is excluded (difference {} points, {} below {}), "
-          "Holm p = {:.3g}",
-          pct(mm), pct(e->estimate), vci(*e), pct(mm), e->p_holm);
+          "absence shown: a benefit of {} points or more is excluded (difference {} points, {} below {}), {}",
+          pct(mm), pct(e->estimate), vci(*e), pct(mm), p_text);
     } else {
-      why = fmt::format(
-          "difference {} points, Holm p = {:.3g}{}; a benefit of {} points or more is not excluded ({})",
-          pct(e->estimate), e->p_holm,
-          e->p_holm < o.alpha ? " (significant, negative)" : " (not significant)", pct(mm), vci(*e));
+      const bool negative = sequence ? e->verdict_high < 0.0 : e->p_holm < o.alpha;
+      why = fmt::format("difference {} points, {}{}; a benefit of {} points or more is not excluded ({})",
+                        pct(e->estimate), p_text,
+                        negative ? " (significant, negative)" : " (not significant)", pct(mm), vci(*e));
     }
+    const std::string yes_rule =
+        sequence ? fmt::format(
+                       "yes: verdict lower limit > 0 (one-sided {}: a step of the decision's fixed "
+                       "sequence, tested at full alpha once the steps before it are shown)",
+                       detail::number_text(o.alpha))
+                 : fmt::format("yes: Holm p < {} and estimate > 0", detail::number_text(o.alpha));
     push(std::move(id), v, *e,
-         fmt::format(
-             "yes: Holm p < {} and estimate > 0; no: verdict upper limit < margin {}; interval: {}; {}",
-             detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
+         fmt::format("{}; no: verdict upper limit < margin {}; interval: {}; {}", yes_rule,
+                     detail::number_text(mm), verdict_text, e->method),
          std::move(why), complete);
   };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");
-  beats_finding("need.text_beats_no_comm", "need:" + txl + "-" + ncl);
-  beats_finding("need.kv_beats_no_comm", "need:" + kvl + "-" + ncl);
+  beats_finding("need.text_beats_no_comm", "need:" + txl + "-" + ncl, true);
+  beats_finding("need.kv_beats_no_comm", "need:" + kvl + "-" + ncl, true);
   {
     const std::string id = "need.kv_noninferior_to_text";
     if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
@@ -398,10 +419,10 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            complete);
     }
   }
-  beats_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl);
-  beats_finding("need.zeroed_beats_no_comm", "need:" + role_label(zeroed, "zeroed") + "-" + ncl);
+  beats_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl, false);
+  beats_finding("need.zeroed_beats_no_comm", "need:" + role_label(zeroed, "zeroed") + "-" + ncl, false);
   beats_finding("need.cross_model_beats_no_comm",
-                "need:" + role_label(cross_model, "cross_model") + "-" + ncl);
+                "need:" + role_label(cross_model, "cross_model") + "-" + ncl, false);
   {
     const std::string id = "no_need.kv_changes_accuracy";
     if (const auto* e = lookup(id, "no_need:" + kvl + "-" + ncl)) {
