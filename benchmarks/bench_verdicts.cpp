@@ -21,6 +21,11 @@
 // coverage of the drift.tolerance_steps interval, and the relay switch's P(off) under the null
 // and its detection delay after a change point (tests/report/relay_failure_mc.hpp; seeds printed).
 //
+// "verdicts/truncation_table" (issue 28) prints the table of docs/estimators/betting.md "Choice of the
+// truncation": one-sided 0.05 rejection rates of the betting test at c in {0.5, 0.75, 0.9, 0.95, 0.99}
+// and of the paired t at the margin (size) and at real effects (power), and the items all-concordant
+// data need for non-inferiority at 0.05.
+//
 // "verdicts/decision_table" (issue 25) prints the table of docs/audit-report.md "Decision": for
 // each scenario of tests/report/decision_mc.hpp (a risk present and hard to show, the others easy)
 // the rate of a verdict that lets relay traffic through without the condition that handles the
@@ -29,6 +34,8 @@
 #include <latentaudit/estimators/betting.hpp>
 
 #include <benchmark/benchmark.h>
+
+#include <boost/math/distributions/students_t.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -382,6 +389,108 @@ void BM_monte_carlo_table(benchmark::State& state) {
   for (auto _ : state) monte_carlo_table(reps, print);
 }
 
+// ---- The choice of the truncation c (docs/estimators/betting.md "Choice of the truncation") ----
+
+/// Whether the betting capital (the library's plug-in bets tuned for `alpha`, capped at c/m, sup over
+/// the items in order) rejects "mean ≤ m" on y in [0, 1] at one-sided level alpha.
+bool betting_rejects(const std::vector<double>& y, double m, double alpha, double c) {
+  const auto lam = detail::betting_plugin_bets(y, alpha);
+  return detail::betting_sup_capital(y, lam, m, +1, c, 1.0 / alpha) >= 1.0 / alpha;
+}
+
+/// Whether the paired t lower limit (one-sided alpha, df = K − 1) exceeds m0 on the item means x.
+bool t_rejects(const std::vector<double>& x, double m0, double alpha) {
+  const double n = static_cast<double>(x.size());
+  double mu = 0.0, ss = 0.0;
+  for (double v : x) mu += v / n;
+  for (double v : x) ss += (v - mu) * (v - mu);
+  const double sd = std::sqrt(ss / (n - 1.0));
+  if (sd == 0.0) return mu > m0;
+  const boost::math::students_t t(n - 1.0);
+  return mu - boost::math::quantile(boost::math::complement(t, alpha)) * sd / std::sqrt(n) > m0;
+}
+
+/// Prints the table: rejection rates of one-sided 0.05 tests at c ∈ {0.5, 0.75, 0.9, 0.95, 0.99}
+/// and of the paired t, on size cells (at the non-inferiority margin) and power cells, `reps`
+/// replicates per cell (seed 777 each), and the items all-concordant data need for
+/// non-inferiority at the margin 0.05.
+void truncation_table(std::size_t reps, bool print) {
+  const double cs[] = {0.5, 0.75, 0.9, 0.95, 0.99};
+  struct cell {
+    std::string name;
+    sim::paired_binary_design d;
+    double m0;  // the null mean on [−1, 1]
+  };
+  std::vector<cell> cells;
+  for (double conc : {0.0, 20.0, 2.0})
+    for (std::size_t k : {20u, 50u})
+      for (std::size_t sd : {1u, 3u}) {
+        sim::paired_binary_design a{.items = k, .seeds = sd};
+        a.control = {1.0, 0.0};
+        a.treated = {0.95, conc};
+        a.uniforms = sim::unit_uniforms::common;
+        cells.push_back({"size, text at ceiling", a, -delta});
+        sim::paired_binary_design b{.items = k, .seeds = sd};
+        b.control = {0.85, conc};
+        b.treated = {0.80, conc};
+        b.uniforms = sim::unit_uniforms::independent;
+        cells.push_back({"size, both ways", b, -delta});
+      }
+  for (double conc : {2.0, 20.0}) {
+    sim::paired_binary_design d{.items = 30, .seeds = 2};
+    d.control = {0.3, conc};
+    d.treated = {0.6, conc};
+    cells.push_back({"power, +30 points", d, 0.0});
+  }
+  {
+    sim::paired_binary_design d{.items = 80, .seeds = 3};
+    d.control = {0.8, 2.0};
+    d.treated = {0.8, 2.0};
+    cells.push_back({"power, NI, kv = text = 0.8", d, -delta});
+  }
+  {
+    sim::paired_binary_design d{.items = 150, .seeds = 3};
+    d.control = {0.9, 20.0};
+    d.treated = {0.9, 20.0};
+    d.uniforms = sim::unit_uniforms::common;
+    cells.push_back({"power, NI, kv = text = 0.9 common", d, -delta});
+  }
+  if (print)
+    std::printf("\n| cell | K | S | a+b | t | c = 0.5 | c = 0.75 | c = 0.9 | c = 0.95 | c = 0.99 |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& c : cells) {
+    std::mt19937_64 g(777);
+    std::size_t t_rej = 0, rej[5] = {};
+    for (std::size_t r = 0; r < reps; ++r) {
+      const auto x = sim::simulate_item_differences(c.d, g);
+      std::vector<double> y(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) y[i] = (x[i] + 1.0) / 2.0;
+      for (std::size_t k = 0; k < 5; ++k) rej[k] += betting_rejects(y, (c.m0 + 1.0) / 2.0, 0.05, cs[k]) ? 1 : 0;
+      t_rej += t_rejects(x, c.m0, 0.05) ? 1 : 0;
+    }
+    if (!print) continue;
+    std::printf("| %s | %zu | %zu | %g | %.3f |", c.name.c_str(), c.d.items, c.d.seeds, c.d.treated.concentration,
+                rate(t_rej, reps));
+    for (auto k : rej) std::printf(" %.3f |", rate(k, reps));
+    std::printf("\n");
+  }
+  if (!print) return;
+  std::printf("| items for NI when all concordant | | | | — |");
+  for (double c : cs) {
+    std::size_t need = 0;
+    for (std::size_t k = 10; k < 400 && need == 0; ++k)
+      if (betting_rejects(std::vector<double>(k, 0.5), 0.475, 0.05, c)) need = k;
+    std::printf(" %zu |", need);
+  }
+  std::printf("\n");
+}
+
+void BM_truncation_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) truncation_table(reps, print);
+}
+
 /// One clustered_paired_difference (interval and p-value) on K items × S seeds.
 void BM_clustered_paired_difference(benchmark::State& state) {
   const auto k = static_cast<std::size_t>(state.range(0)), s = static_cast<std::size_t>(state.range(1));
@@ -424,7 +533,18 @@ BENCHMARK(BM_decision_table)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+BENCHMARK(BM_truncation_table)
+    ->Name("verdicts/truncation_table")
+    ->Args({600, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 // Smoke variants (tiny; CI runs these once).
+BENCHMARK(BM_truncation_table)
+    ->Name("verdicts/truncation_table/smoke")
+    ->Args({2, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision_table)
     ->Name("verdicts/decision_table/smoke")
     ->Args({1, 0})
