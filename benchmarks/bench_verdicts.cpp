@@ -456,8 +456,9 @@ void truncation_table(std::size_t reps, bool print) {
     cells.push_back({"power, NI, kv = text = 0.9 common", d, -delta});
   }
   if (print)
-    std::printf("\n| cell | K | S | a+b | t | c = 0.5 | c = 0.75 | c = 0.9 | c = 0.95 | c = 0.99 |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf(
+        "\n| cell | K | S | a+b | t | c = 0.5 | c = 0.75 | c = 0.9 | c = 0.95 | c = 0.99 |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& c : cells) {
     std::mt19937_64 g(777);
     std::size_t t_rej = 0, rej[5] = {};
@@ -465,12 +466,13 @@ void truncation_table(std::size_t reps, bool print) {
       const auto x = sim::simulate_item_differences(c.d, g);
       std::vector<double> y(x.size());
       for (std::size_t i = 0; i < x.size(); ++i) y[i] = (x[i] + 1.0) / 2.0;
-      for (std::size_t k = 0; k < 5; ++k) rej[k] += betting_rejects(y, (c.m0 + 1.0) / 2.0, 0.05, cs[k]) ? 1 : 0;
+      for (std::size_t k = 0; k < 5; ++k)
+        rej[k] += betting_rejects(y, (c.m0 + 1.0) / 2.0, 0.05, cs[k]) ? 1 : 0;
       t_rej += t_rejects(x, c.m0, 0.05) ? 1 : 0;
     }
     if (!print) continue;
-    std::printf("| %s | %zu | %zu | %g | %.3f |", c.name.c_str(), c.d.items, c.d.seeds, c.d.treated.concentration,
-                rate(t_rej, reps));
+    std::printf("| %s | %zu | %zu | %g | %.3f |", c.name.c_str(), c.d.items, c.d.seeds,
+                c.d.treated.concentration, rate(t_rej, reps));
     for (auto k : rej) std::printf(" %.3f |", rate(k, reps));
     std::printf("\n");
   }

@@ -3,6 +3,7 @@
 // gets "relay (unverified)" naming the untested risks; records lacking a field the decision needs
 // are named on stderr, in the stdout summary and in the decision's reason.
 #include <catch2/catch.hpp>
+#include <latentaudit/estimators/betting.hpp>
 
 #include <unistd.h>
 
@@ -96,5 +97,32 @@ TEST_CASE("report on records with only item, seed, arm, correct: the missing fie
   CHECK(q.code == 0);
   CHECK(q.err.empty());
   CHECK_FALSE(la::parse_json(q.out).find("input_warnings")->as_array().empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("audit warns before any trial when the need regime is too small to show the margin",
+          "[cli][decision]") {
+  const auto dir = fresh_dir("reach");
+  const std::string model = std::string(LATENTAUDIT_SOURCE_DIR) + "/models/organism-a";
+  auto audit = [&](const std::string& items, const std::string& margin, const std::string& out) {
+    return run_cli({"audit", "--model", model, "--items", items, "--seeds", "1", "--arms",
+                    "no_comm,text_full,kv_full", "--partner", "none", "--drift", "none", "--timing-repeats",
+                    "0", "--margin", margin, "--out", (dir / out).string()});
+  };
+  // 40 items: 18 in the need regime (the default fractions), fewer than the 68 the betting interval
+  // needs at margin 0.05 even when every item agrees
+  const auto small = audit("40", "0.05", "small");
+  INFO("stderr: " << small.err);
+  CHECK(small.code == 0);
+  CHECK(small.err.find("warning: the design has 18 need-regime items; at --margin 0.05 and --alpha 0.05") !=
+        std::string::npos);
+  CHECK(small.err.find("need at least 68") != std::string::npos);
+  // the warning precedes every trial's progress line
+  CHECK(small.err.find("warning: the design has") < small.err.find("trials"));
+  // a wide enough margin reaches: 18 items show ±0.2 (betting_items_for_margin(0.2) ≤ 18)
+  REQUIRE(la::betting_items_for_margin(0.2) <= 18);
+  const auto wide = audit("40", "0.2", "wide");
+  CHECK(wide.code == 0);
+  CHECK(wide.err.find("need-regime items") == std::string::npos);
   std::filesystem::remove_all(dir);
 }

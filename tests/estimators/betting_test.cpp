@@ -387,3 +387,20 @@ TEST_CASE("betting: Monte Carlo of the verdict rules on clustered binary data", 
     }
   }
 }
+
+TEST_CASE("betting: the fewest concordant items that show a margin", "[betting]") {
+  using latentaudit::betting_items_for_margin;
+  CHECK(betting_items_for_margin(0.05) == 68);
+  CHECK(betting_items_for_margin(0.05, 0.05, 0.5) == 117);
+  for (double m : {0.02, 0.05, 0.1, 0.2}) {
+    const std::size_t k = betting_items_for_margin(m);
+    INFO("margin " << m << ": " << k << " items");
+    // never below the bound of any valid level-0.05 test, and exactly the first K that works
+    CHECK(static_cast<double>(k) >= std::ceil(std::log(0.05) / std::log1p(-m)));
+    const latentaudit::betting_options o{.alpha_lower = 0.05, .alpha_upper = 0.05};
+    CHECK(latentaudit::bounded_mean_interval(std::vector<double>(k, 0.0), -1.0, 1.0, o).low > -m);
+    CHECK_FALSE(latentaudit::bounded_mean_interval(std::vector<double>(k - 1, 0.0), -1.0, 1.0, o).low > -m);
+  }
+  CHECK_THROWS_AS(betting_items_for_margin(0.0), latentaudit::invalid_argument);
+  CHECK_THROWS_AS(betting_items_for_margin(1.0), latentaudit::invalid_argument);
+}

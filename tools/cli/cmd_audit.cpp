@@ -789,6 +789,25 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
 
 // The trials: the tasks' source, the journal and the driver on the engines (and the relay peer's or
 // rank 1's sender half).
+// Before any trial: a design whose need regime has fewer items than the verdict interval needs to
+// show anything inside --margin (betting_items_for_margin: even with every item concordant) gets a
+// warning naming the counts and the options that change them (issue 28: "audit warns before any
+// trial when the design cannot reach the margin").
+void warn_design_reach(const audit_run& r) {
+  if (r.args.has("--quiet") || (r.shard != nullptr && r.shard->rank() != 0) || !r.user_tasks) return;
+  const auto need =
+      static_cast<std::size_t>(std::count_if(r.user_tasks->tasks.begin(), r.user_tasks->tasks.end(),
+                                             [](const auto& t) { return t.regime == task_regime::need; }));
+  const std::size_t least = betting_items_for_margin(r.aopt.equivalence_margin, r.aopt.alpha);
+  if (need >= least) return;
+  std::fprintf(stderr,
+               "latentaudit: warning: the design has %zu need-regime items; at --margin %s and --alpha %s "
+               "non-inferiority (need.kv_noninferior_to_text) and absence (\"no\") verdicts need at least "
+               "%zu, even when every item agrees: they will be inconclusive (raise --items, or --margin)\n",
+               need, detail::number_text(r.aopt.equivalence_margin).c_str(),
+               detail::number_text(r.aopt.alpha).c_str(), least);
+}
+
 driver_stats run_audit_trials(audit_run& r) {
   auto& args = r.args;
   auto& threads = r.threads;
@@ -815,6 +834,7 @@ driver_stats run_audit_trials(audit_run& r) {
     fmt = organism_format::load(task_dir);
     user_tasks = organism_task_file(*fmt, to, d.items);
   }
+  warn_design_reach(r);
   // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
