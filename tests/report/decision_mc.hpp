@@ -202,20 +202,23 @@ inline relay_failure_design decision_small_design(double nc, double tx, double k
 /// the error (and then any finding after it). No condition handles either: any relay verdict is an
 /// error too.
 inline std::vector<decision_scenario> decision_sequence_scenarios() {
+  struct row {
+    const char* name;
+    std::uint64_t seed;
+    double nc, tx, kv;
+    const char* finding;
+  };
+  const row rows[] = {
+      {"dependency null (30 need items x 2 seeds, kv = no_comm = 0.30, text 0.70)", 28010000, 0.30, 0.70,
+       0.30, "need.kv_beats_no_comm"},
+      {"positive-control null (30 need items x 2 seeds, text = kv = no_comm = 0.30)", 28020000, 0.30, 0.30,
+       0.30, "need.text_beats_no_comm"},
+  };
   std::vector<decision_scenario> out;
-  {
-    decision_scenario s{.name = "dependency null (30 need items x 2 seeds, kv = no_comm = 0.30, text 0.70)",
-                        .seed = 28010000};
-    s.design = decision_small_design(0.30, 0.70, 0.30);
-    s.finding_id = "need.kv_beats_no_comm";
-    s.finding_error = verdict::yes;
-    out.push_back(std::move(s));
-  }
-  {
-    decision_scenario s{.name = "positive-control null (30 need items x 2 seeds, text = kv = no_comm = 0.30)",
-                        .seed = 28020000};
-    s.design = decision_small_design(0.30, 0.30, 0.30);
-    s.finding_id = "need.text_beats_no_comm";
+  for (const auto& r : rows) {
+    decision_scenario s{.name = r.name, .seed = r.seed};
+    s.design = decision_small_design(r.nc, r.tx, r.kv);
+    s.finding_id = r.finding;
     s.finding_error = verdict::yes;
     out.push_back(std::move(s));
   }
