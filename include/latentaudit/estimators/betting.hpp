@@ -210,8 +210,10 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
     const std::vector<double> z(k, 0.0);
     return bounded_mean_interval(z, -1.0, 1.0, o).low > -margin;
   };
-  // the universal bound, then doubling and bisection (shown() is monotone in k: more concordant
-  // items only add capital)
+  // the universal bound, then doubling and bisection. shown() need not be monotone in k in
+  // principle (the plug-in bets shrink like 1/sqrt(n)); the bets reach the cap c/m within a few items
+  // on all-zero data, after which each item multiplies the capital by the same factor > 1, and the
+  // test checks at four margins that K − 1 items do not suffice.
   std::size_t lo = static_cast<std::size_t>(std::max(1.0, std::floor(std::log(alpha) / std::log1p(-margin))));
   if (shown(lo)) return lo;
   std::size_t hi = 2 * lo;
