@@ -45,7 +45,7 @@ bash scripts/check-format.sh
 echo "== release build (-Werror) =="
 gen=$(generator build/release)
 CXX=$cxx cmake ${gen:+-G "$gen"} -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON \
-      -DLATENTAUDIT_BUILD_BENCHMARKS=ON -DLATENTAUDIT_UNITY_BUILD=ON "${launcher[@]}" >/dev/null
+      -DLATENTAUDIT_BUILD_BENCHMARKS=ON -DLATENTAUDIT_UNITY_BUILD=ON -DLATENTAUDIT_PYTHON=ON "${launcher[@]}" >/dev/null
 cmake --build build/release -j "$jobs"
 echo "release build: $((SECONDS - start)) s"
 
@@ -60,7 +60,7 @@ gen=$(generator build/asan)
 CXX=$cxx cmake ${gen:+-G "$gen"} -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
       -DLATENTAUDIT_WERROR=ON -DLATENTAUDIT_SANITIZE=ON -DLATENTAUDIT_TEST_PACKAGING=OFF \
       -DLATENTAUDIT_FUZZ=OFF -DLATENTAUDIT_BUILD_EXAMPLES=OFF -DLATENTAUDIT_BUILD_BENCHMARKS=OFF \
-      -DLATENTAUDIT_LLAMA_CPP=OFF -DLATENTAUDIT_MPI=OFF -DLATENTAUDIT_UNITY_BUILD=ON \
+      -DLATENTAUDIT_LLAMA_CPP=OFF -DLATENTAUDIT_MPI=OFF -DLATENTAUDIT_PYTHON=OFF -DLATENTAUDIT_UNITY_BUILD=ON \
       -DLATENTAUDIT_TEST_OPT_FLAGS=-O0 "${launcher[@]}" >/dev/null
 asan_log=build/asan/build.log
 setsid -w cmake --build build/asan -j "$jobs" >"$asan_log" 2>&1 &  # its own process group

@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: MIT
+// latentaudit Python module: the estimators on arrays, with the C++ names, the options as keyword
+// arguments (enums as their C++ names in strings) and the result aggregates as read-only classes.
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <latentaudit/estimators.hpp>
+
+#include "common.hpp"
+
+namespace latentaudit::python {
+
+namespace {
+
+using namespace pybind11::literals;
+
+// ---- enum names (the C++ enumerators) ------------------------------------------------------------
+constexpr std::initializer_list<std::pair<std::string_view, on_degenerate>> degenerate_names = {
+    {"throw_error", on_degenerate::throw_error}, {"flag", on_degenerate::flag}};
+constexpr std::initializer_list<std::pair<std::string_view, estimate_status>> status_names = {
+    {"ok", estimate_status::ok},
+    {"degenerate", estimate_status::degenerate},
+    {"failed", estimate_status::failed}};
+constexpr std::initializer_list<std::pair<std::string_view, t_test_design>> design_names = {
+    {"welch", t_test_design::welch}, {"student", t_test_design::student}, {"paired", t_test_design::paired}};
+constexpr std::initializer_list<std::pair<std::string_view, better_direction>> better_names = {
+    {"higher", better_direction::higher}, {"lower", better_direction::lower}};
+constexpr std::initializer_list<std::pair<std::string_view, bootstrap_ci_method>> ci_method_names = {
+    {"percentile", bootstrap_ci_method::percentile},
+    {"basic", bootstrap_ci_method::basic},
+    {"normal", bootstrap_ci_method::normal},
+    {"bca", bootstrap_ci_method::bca},
+    {"studentized", bootstrap_ci_method::studentized}};
+constexpr std::initializer_list<std::pair<std::string_view, bootstrap_convention>> convention_names = {
+    {"boot", bootstrap_convention::boot}, {"scipy", bootstrap_convention::scipy}};
+constexpr std::initializer_list<std::pair<std::string_view, covariance_type>> covariance_names = {
+    {"automatic", covariance_type::automatic},
+    {"classical", covariance_type::classical},
+    {"hc0", covariance_type::hc0},
+    {"hc1", covariance_type::hc1},
+    {"hc2", covariance_type::hc2},
+    {"hc3", covariance_type::hc3},
+    {"cr0", covariance_type::cr0},
+    {"cr1_g", covariance_type::cr1_g},
+    {"cr1", covariance_type::cr1}};
+constexpr std::initializer_list<std::pair<std::string_view, reference_distribution>> distribution_names = {
+    {"normal", reference_distribution::normal},
+    {"t_residual", reference_distribution::t_residual},
+    {"t_cluster", reference_distribution::t_cluster}};
+constexpr std::initializer_list<std::pair<std::string_view, fixed_effect_count>> fe_count_names = {
+    {"counted", fixed_effect_count::counted}, {"nested", fixed_effect_count::nested}};
+constexpr std::initializer_list<std::pair<std::string_view, matching_estimand>> matching_estimand_names = {
+    {"att", matching_estimand::att}, {"atc", matching_estimand::atc}, {"ate", matching_estimand::ate}};
+constexpr std::initializer_list<std::pair<std::string_view, matching_distance>> distance_names = {
+    {"inverse_variance", matching_distance::inverse_variance},
+    {"mahalanobis", matching_distance::mahalanobis},
+    {"user_matrix", matching_distance::user_matrix}};
+constexpr std::initializer_list<std::pair<std::string_view, dropped_unit_variance>> dropped_names = {
+    {"matched_only", dropped_unit_variance::matched_only},
+    {"match_compatible", dropped_unit_variance::match_compatible}};
+constexpr std::initializer_list<std::pair<std::string_view, balance_scale>> balance_names = {
+    {"focal_sd", balance_scale::focal_sd}, {"pooled_sd", balance_scale::pooled_sd}};
+constexpr std::initializer_list<std::pair<std::string_view, weighting_estimand>> weighting_estimand_names = {
+    {"ate", weighting_estimand::ate}, {"att", weighting_estimand::att}};
+constexpr std::initializer_list<std::pair<std::string_view, ipw_normalization>> normalization_names = {
+    {"horvitz_thompson", ipw_normalization::horvitz_thompson}, {"hajek", ipw_normalization::hajek}};
+constexpr std::initializer_list<std::pair<std::string_view, ipw_variance>> ipw_variance_names = {
+    {"stacked", ipw_variance::stacked}, {"weights_known", ipw_variance::weights_known}};
+constexpr std::initializer_list<std::pair<std::string_view, propensity_trimming>> trimming_names = {
+    {"none", propensity_trimming::none},
+    {"clip", propensity_trimming::clip},
+    {"drop", propensity_trimming::drop}};
+constexpr std::initializer_list<std::pair<std::string_view, did_warning_code>> did_warning_names = {
+    {"staggered_adoption", did_warning_code::staggered_adoption},
+    {"treatment_reversal", did_warning_code::treatment_reversal},
+    {"no_never_treated", did_warning_code::no_never_treated},
+    {"always_treated", did_warning_code::always_treated},
+    {"dropped_observations", did_warning_code::dropped_observations}};
+
+on_degenerate degenerate(std::string_view fn, const std::string& s) {
+  return parse_choice(fn, "if_degenerate", s, degenerate_names);
+}
+
+py::array_t<double> numpy_of(const Eigen::VectorXd& v) {
+  py::array_t<double> a(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.data(), v.data() + v.size(), a.mutable_data());
+  return a;
+}
+
+py::array_t<double> numpy_of(const Eigen::MatrixXd& m) {
+  py::array_t<double> a({static_cast<py::ssize_t>(m.rows()), static_cast<py::ssize_t>(m.cols())});
+  auto r = a.mutable_unchecked<2>();
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r(i, j) = m(i, j);
+  return a;
+}
+
+// A 2-D float64 matrix (n × k) from a 2-D array, or a 1-D array as one column.
+Eigen::MatrixXd matrix_of(const f64_array& a, std::string_view fn, std::string_view name) {
+  if (a.ndim() == 1) {
+    Eigen::MatrixXd m(a.shape(0), 1);
+    std::copy(a.data(), a.data() + a.shape(0), m.data());
+    return m;
+  }
+  if (a.ndim() != 2)
+    throw shape_mismatch(std::string(fn) + ": " + std::string(name) + " must be 1- or 2-dimensional, got " +
+                         std::to_string(a.ndim()) + " dimensions");
+  using row_major = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  return Eigen::Map<const row_major>(a.data(), a.shape(0), a.shape(1));
+}
+
+// Group labels (cluster, unit): integers as integers, anything else as its text.
+group_index groups_of(const py::object& labels, std::string_view fn, std::string_view name) {
+  py::array a = py::array::ensure(labels);
+  if (!a)
+    throw invalid_argument(std::string(fn) + ": " + std::string(name) + " must be a sequence of labels");
+  if (a.ndim() != 1)
+    throw shape_mismatch(std::string(fn) + ": " + std::string(name) + " must be 1-dimensional, got " +
+                         std::to_string(a.ndim()) + " dimensions");
+  const char kind = a.dtype().kind();
+  if (kind == 'i' || kind == 'u' || kind == 'b') {
+    auto ints = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(a);
+    return make_group_index(std::span<const long long>(ints.data(), static_cast<std::size_t>(ints.shape(0))));
+  }
+  std::vector<std::string> text;
+  text.reserve(static_cast<std::size_t>(a.shape(0)));
+  for (auto x : labels) text.emplace_back(py::str(x));
+  return make_group_index(std::span<const std::string>(text));
+}
+
+// A design matrix from a mapping {name: column} (a dict, a pandas DataFrame) or a 2-D array
+// (columns named <prefix>1..k), with an intercept first when asked.
+design_matrix design_of(const py::object& x, std::size_t n, bool intercept, std::string_view fn,
+                        const std::string& prefix) {
+  design_builder b(n);
+  if (intercept) b.intercept();
+  if (x.is_none()) return b.build();
+  if (py::hasattr(x, "items") && py::hasattr(x, "keys")) {
+    for (auto kv : x.attr("items")()) {
+      auto pair = kv.cast<py::tuple>();
+      const auto col = f64_array::ensure(pair[1]);
+      if (!col)
+        throw invalid_argument(std::string(fn) + ": column " + std::string(py::str(pair[0])) +
+                               " is not numeric");
+      b.add(py::str(pair[0]), vec(col, fn, prefix));
+    }
+    return b.build();
+  }
+  const auto arr = f64_array::ensure(x);
+  if (!arr) throw invalid_argument(std::string(fn) + ": " + prefix + " must be numeric");
+  const Eigen::MatrixXd m = matrix_of(arr, fn, prefix);
+  std::vector<double> col(static_cast<std::size_t>(m.rows()));
+  for (Eigen::Index j = 0; j < m.cols(); ++j) {
+    Eigen::Map<Eigen::VectorXd>(col.data(), m.rows()) = m.col(j);
+    b.add(prefix + std::to_string(j + 1), col);
+  }
+  return b.build();
+}
+
+// ---- result classes ---------------------------------------------------------------------------------
+void bind_results(py::module_& m) {
+  result_class<effect_estimate>(m, "EffectEstimate",
+                                "One estimated effect with its uncertainty (effect_estimate).")
+      .field("method", &effect_estimate::method)
+      .field("estimand", &effect_estimate::estimand)
+      .field("estimate", &effect_estimate::estimate)
+      .field("std_error", &effect_estimate::std_error)
+      .field("ci_low", &effect_estimate::ci_low)
+      .field("ci_high", &effect_estimate::ci_high)
+      .field("level", &effect_estimate::level)
+      .field("df", &effect_estimate::df)
+      .field("statistic", &effect_estimate::statistic)
+      .field("p_value", &effect_estimate::p_value)
+      .field("n_treated", &effect_estimate::n_treated)
+      .field("n_control", &effect_estimate::n_control)
+      .field("n_pairs", &effect_estimate::n_pairs)
+      .computed("status", [](const effect_estimate& e) { return choice_name(e.status, status_names); })
+      .finish();
+  result_class<paired_binary_table>(m, "PairedBinaryTable", "The 2x2 table of paired binary outcomes.")
+      .field("both", &paired_binary_table::both)
+      .field("treated_only", &paired_binary_table::treated_only)
+      .field("control_only", &paired_binary_table::control_only)
+      .field("neither", &paired_binary_table::neither)
+      .finish();
+  result_class<mcnemar_result>(m, "McNemarResult", "McNemar's test and the paired risk difference.")
+      .field("table", &mcnemar_result::table)
+      .field("discordant", &mcnemar_result::discordant)
+      .field("exact_p_value", &mcnemar_result::exact_p_value)
+      .field("chi2_statistic", &mcnemar_result::chi2_statistic)
+      .field("chi2_p_value", &mcnemar_result::chi2_p_value)
+      .field("chi2_cc_statistic", &mcnemar_result::chi2_cc_statistic)
+      .field("chi2_cc_p_value", &mcnemar_result::chi2_cc_p_value)
+      .field("phi", &mcnemar_result::phi)
+      .field("effect", &mcnemar_result::effect)
+      .computed("status", [](const mcnemar_result& r) { return choice_name(r.status, status_names); })
+      .finish();
+  result_class<proportion_interval>(m, "ProportionInterval", "A proportion with its confidence interval.")
+      .field("estimate", &proportion_interval::estimate)
+      .field("low", &proportion_interval::low)
+      .field("high", &proportion_interval::high)
+      .field("level", &proportion_interval::level)
+      .finish();
+  result_class<equivalence_result>(m, "EquivalenceResult", "TOST equivalence test.")
+      .field("effect", &equivalence_result::effect)
+      .field("margin_low", &equivalence_result::margin_low)
+      .field("margin_high", &equivalence_result::margin_high)
+      .field("alpha", &equivalence_result::alpha)
+      .field("statistic_lower", &equivalence_result::statistic_lower)
+      .field("statistic_upper", &equivalence_result::statistic_upper)
+      .field("p_lower", &equivalence_result::p_lower)
+      .field("p_upper", &equivalence_result::p_upper)
+      .field("p_value", &equivalence_result::p_value)
+      .field("equivalent", &equivalence_result::equivalent)
+      .finish();
+  result_class<non_inferiority_result>(m, "NonInferiorityResult", "One-sided non-inferiority test.")
+      .field("effect", &non_inferiority_result::effect)
+      .field("margin", &non_inferiority_result::margin)
+      .field("bound", &non_inferiority_result::bound)
+      .computed("better", [](const non_inferiority_result& r) { return choice_name(r.better, better_names); })
+      .field("alpha", &non_inferiority_result::alpha)
+      .field("statistic", &non_inferiority_result::statistic)
+      .field("p_value", &non_inferiority_result::p_value)
+      .field("non_inferior", &non_inferiority_result::non_inferior)
+      .finish();
+  result_class<bootstrap_result>(m, "BootstrapResult", "A bootstrap interval with its diagnostics.")
+      .field("effect", &bootstrap_result::effect)
+      .computed("replicates",
+                [](const bootstrap_result& r) {
+                  py::array_t<double> a(static_cast<py::ssize_t>(r.replicates.size()));
+                  std::copy(r.replicates.begin(), r.replicates.end(), a.mutable_data());
+                  return a;
+                })
+      .field("bias_correction", &bootstrap_result::bias_correction)
+      .field("acceleration", &bootstrap_result::acceleration)
+      .field("alpha_low", &bootstrap_result::alpha_low)
+      .field("alpha_high", &bootstrap_result::alpha_high)
+      .field("replicates_used", &bootstrap_result::replicates_used)
+      .finish();
+  result_class<betting_interval>(m, "BettingInterval", "A betting confidence interval for a bounded mean.")
+      .field("estimate", &betting_interval::estimate)
+      .field("low", &betting_interval::low)
+      .field("high", &betting_interval::high)
+      .field("n", &betting_interval::n)
+      .finish();
+  result_class<covariate_balance>(m, "CovariateBalance",
+                                  "Balance of one covariate before and after matching.")
+      .field("name", &covariate_balance::name)
+      .field("mean_treated_before", &covariate_balance::mean_treated_before)
+      .field("mean_control_before", &covariate_balance::mean_control_before)
+      .field("smd_before", &covariate_balance::smd_before)
+      .field("variance_ratio_before", &covariate_balance::variance_ratio_before)
+      .field("mean_treated_after", &covariate_balance::mean_treated_after)
+      .field("mean_control_after", &covariate_balance::mean_control_after)
+      .field("smd_after", &covariate_balance::smd_after)
+      .field("variance_ratio_after", &covariate_balance::variance_ratio_after)
+      .finish();
+  result_class<matching_result>(m, "MatchingResult", "Nearest-neighbour matching (Abadie-Imbens SE).")
+      .field("effect", &matching_result::effect)
+      .field("estimate_unadjusted", &matching_result::estimate_unadjusted)
+      .field("std_error_population", &matching_result::std_error_population)
+      .field("std_error_sample", &matching_result::std_error_sample)
+      .field("std_error_conditional", &matching_result::std_error_conditional)
+      .field("std_error_standard", &matching_result::std_error_standard)
+      .field("n_focal", &matching_result::n_focal)
+      .field("n_matched", &matching_result::n_matched)
+      .field("n_dropped", &matching_result::n_dropped)
+      .field("n_rows", &matching_result::n_rows)
+      .field("n_matches_unique", &matching_result::n_matches_unique)
+      .field("index_treated", &matching_result::index_treated)
+      .field("index_control", &matching_result::index_control)
+      .field("weights", &matching_result::weights)
+      .field("balance", &matching_result::balance)
+      .finish();
+  result_class<ols_result>(m, "OlsResult", "A fitted linear regression.")
+      .field("names", &ols_result::names)
+      .computed("coefficients", [](const ols_result& r) { return numpy_of(r.coefficients); })
+      .computed("covariance", [](const ols_result& r) { return numpy_of(r.covariance); })
+      .field("terms", &ols_result::terms)
+      .computed("residuals", [](const ols_result& r) { return numpy_of(r.residuals); })
+      .field("n", &ols_result::n)
+      .field("k", &ols_result::k)
+      .field("clusters", &ols_result::clusters)
+      .field("df_residual", &ols_result::df_residual)
+      .field("inference_df", &ols_result::inference_df)
+      .field("sigma", &ols_result::sigma)
+      .field("rss", &ols_result::rss)
+      .field("r_squared", &ols_result::r_squared)
+      .field("adj_r_squared", &ols_result::adj_r_squared)
+      .field("level", &ols_result::level)
+      .computed("covariance_kind",
+                [](const ols_result& r) { return choice_name(r.covariance_kind, covariance_names); })
+      .computed("distribution",
+                [](const ols_result& r) { return choice_name(r.distribution, distribution_names); })
+      .computed("status", [](const ols_result& r) { return choice_name(r.status, status_names); })
+      .finish()
+      .def(
+          "term", [](const ols_result& r, const std::string& name) { return r.term(name); }, "name"_a,
+          "The row of coefficient `name`.");
+  result_class<did_warning>(m, "DidWarning", "A design problem found in a panel.")
+      .computed("code", [](const did_warning& w) { return choice_name(w.code, did_warning_names); })
+      .field("message", &did_warning::message)
+      .finish();
+  result_class<did_result>(m, "DidResult", "A difference-in-differences regression.")
+      .field("effect", &did_result::effect)
+      .field("fit", &did_result::fit)
+      .field("warnings", &did_result::warnings)
+      .finish();
+  result_class<logistic_fit>(m, "LogisticFit", "A fitted logistic regression.")
+      .computed("coefficients", [](const logistic_fit& r) { return numpy_of(r.coefficients); })
+      .computed("covariance", [](const logistic_fit& r) { return numpy_of(r.covariance); })
+      .computed("fitted", [](const logistic_fit& r) { return numpy_of(r.fitted); })
+      .computed("linear_predictor", [](const logistic_fit& r) { return numpy_of(r.linear_predictor); })
+      .field("deviance", &logistic_fit::deviance)
+      .field("null_deviance", &logistic_fit::null_deviance)
+      .field("iterations", &logistic_fit::iterations)
+      .finish();
+  result_class<weighting_result>(m, "WeightingResult", "An IPW or AIPW estimate with its diagnostics.")
+      .field("effect", &weighting_result::effect)
+      .field("mean_treated", &weighting_result::mean_treated)
+      .field("mean_control", &weighting_result::mean_control)
+      .field("propensity", &weighting_result::propensity)
+      .field("weights", &weighting_result::weights)
+      .field("kept", &weighting_result::kept)
+      .field("n_trimmed", &weighting_result::n_trimmed)
+      .field("ess_treated", &weighting_result::ess_treated)
+      .field("ess_control", &weighting_result::ess_control)
+      .field("propensity_model", &weighting_result::propensity_model)
+      .finish();
+  result_class<first_stage_result>(m, "FirstStageResult", "The first stage of one endogenous regressor.")
+      .field("endogenous", &first_stage_result::endogenous)
+      .field("fit", &first_stage_result::fit)
+      .field("f", &first_stage_result::f)
+      .field("f_df1", &first_stage_result::f_df1)
+      .field("f_df2", &first_stage_result::f_df2)
+      .field("f_p", &first_stage_result::f_p)
+      .field("f_classical", &first_stage_result::f_classical)
+      .field("f_classical_p", &first_stage_result::f_classical_p)
+      .field("partial_r_squared", &first_stage_result::partial_r_squared)
+      .finish();
+  result_class<iv_result>(m, "IvResult", "Two-stage least squares.")
+      .field("fit", &iv_result::fit)
+      .field("first_stages", &iv_result::first_stages)
+      .finish();
+  result_class<wald_estimator_result>(m, "WaldEstimatorResult", "The Wald (LATE) estimator.")
+      .field("late", &wald_estimator_result::late)
+      .field("itt_y", &wald_estimator_result::itt_y)
+      .field("itt_d", &wald_estimator_result::itt_d)
+      .finish();
+}
+
+}  // namespace
+
+void bind_estimators(py::module_& m) {
+  bind_results(m);
+
+  // ---- t tests ---------------------------------------------------------------------------------------
+  auto t_test =
+      [&m](const char* name,
+           effect_estimate (*f)(std::span<const double>, std::span<const double>, const t_test_options&),
+           const char* doc) {
+        m.def(
+            name,
+            [f, name](const f64_array& treated, const f64_array& control, double level, double null_value,
+                      const std::string& if_degenerate) {
+              return f(vec(treated, name, "treated"), vec(control, name, "control"),
+                       t_test_options{.level = level,
+                                      .null_value = null_value,
+                                      .if_degenerate = degenerate(name, if_degenerate)});
+            },
+            "treated"_a, "control"_a, py::kw_only(), "level"_a = 0.95, "null_value"_a = 0.0,
+            "if_degenerate"_a = "throw_error", doc);
+      };
+  t_test("welch_t_test", &welch_t_test, "Welch's two-sample t test (R t.test(treated, control)).");
+  t_test("student_t_test", &student_t_test,
+         "Student's pooled two-sample t test (R t.test(var.equal = TRUE)).");
+  t_test("paired_t_test", &paired_t_test, "Paired t test (R t.test(paired = TRUE)).");
+
+  // ---- binary outcomes -------------------------------------------------------------------------------
+  m.def(
+      "mcnemar_test",
+      [](const f64_array& treated, const f64_array& control, double level, const std::string& if_degenerate) {
+        constexpr std::string_view fn = "mcnemar_test";
+        return mcnemar_test(vec(treated, fn, "treated"), vec(control, fn, "control"),
+                            mcnemar_options{.level = level, .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "treated"_a, "control"_a, py::kw_only(), "level"_a = 0.95, "if_degenerate"_a = "throw_error",
+      "McNemar's test on paired 0/1 outcomes (exact p, chi-square, Newcombe interval).");
+  m.def(
+      "mcnemar_test_table",
+      [](std::size_t both, std::size_t treated_only, std::size_t control_only, std::size_t neither,
+         double level, const std::string& if_degenerate) {
+        return mcnemar_test(
+            paired_binary_table{
+                .both = both, .treated_only = treated_only, .control_only = control_only, .neither = neither},
+            mcnemar_options{.level = level, .if_degenerate = degenerate("mcnemar_test", if_degenerate)});
+      },
+      "both"_a, "treated_only"_a, "control_only"_a, "neither"_a, py::kw_only(), "level"_a = 0.95,
+      "if_degenerate"_a = "throw_error", "McNemar's test from the counts a, b, c, d of the paired table.");
+  m.def(
+      "two_proportion_test",
+      [](const f64_array& treated, const f64_array& control, double level, bool continuity_correction,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "two_proportion_test";
+        return two_proportion_test(vec(treated, fn, "treated"), vec(control, fn, "control"),
+                                   two_proportion_options{.level = level,
+                                                          .continuity_correction = continuity_correction,
+                                                          .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "treated"_a, "control"_a, py::kw_only(), "level"_a = 0.95, "continuity_correction"_a = false,
+      "if_degenerate"_a = "throw_error",
+      "Unpaired difference of two proportions (Newcombe interval, z test).");
+  m.def(
+      "wilson_interval",
+      [](std::size_t successes, std::size_t trials, double level, bool continuity_correction) {
+        return wilson_interval(
+            binary_counts{.successes = successes, .trials = trials},
+            wilson_options{.level = level, .continuity_correction = continuity_correction});
+      },
+      "successes"_a, "trials"_a, py::kw_only(), "level"_a = 0.95, "continuity_correction"_a = false,
+      "Wilson score interval of a proportion.");
+
+  // ---- equivalence -----------------------------------------------------------------------------------
+  m.def(
+      "equivalence_test",
+      [](const f64_array& treated, const f64_array& control, std::optional<double> margin,
+         std::optional<double> low, std::optional<double> high, const std::string& design, double alpha,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "equivalence_test";
+        if (margin.has_value() == (low.has_value() || high.has_value()) ||
+            low.has_value() != high.has_value())
+          throw invalid_argument(std::string(fn) + ": give either margin or both low and high");
+        const equivalence_bounds b =
+            margin ? equivalence_bounds::symmetric(*margin) : equivalence_bounds{.low = *low, .high = *high};
+        if (margin && !(*margin > 0))
+          throw invalid_argument(std::string(fn) + ": margin must be > 0, got " + std::to_string(*margin));
+        return equivalence_test(
+            vec(treated, fn, "treated"), vec(control, fn, "control"), b,
+            equivalence_options{.design = parse_choice(fn, "design", design, design_names),
+                                .alpha = alpha,
+                                .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "treated"_a, "control"_a, py::kw_only(), "margin"_a = py::none(), "low"_a = py::none(),
+      "high"_a = py::none(), "design"_a = "welch", "alpha"_a = 0.05, "if_degenerate"_a = "throw_error",
+      "TOST equivalence test of mean(treated) - mean(control) in (low, high), or (-margin, margin).");
+  m.def(
+      "non_inferiority_test",
+      [](const f64_array& treated, const f64_array& control, double margin, const std::string& design,
+         double alpha, const std::string& better, const std::string& if_degenerate) {
+        constexpr std::string_view fn = "non_inferiority_test";
+        return non_inferiority_test(
+            vec(treated, fn, "treated"), vec(control, fn, "control"), margin,
+            non_inferiority_options{.design = parse_choice(fn, "design", design, design_names),
+                                    .alpha = alpha,
+                                    .better = parse_choice(fn, "better", better, better_names),
+                                    .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "treated"_a, "control"_a, "margin"_a, py::kw_only(), "design"_a = "welch", "alpha"_a = 0.05,
+      "better"_a = "higher", "if_degenerate"_a = "throw_error", "One-sided non-inferiority t test.");
+
+  // ---- bootstrap -------------------------------------------------------------------------------------
+  auto boot = [&m](const char* name,
+                   bootstrap_result (*f)(std::span<const double>, std::span<const double>,
+                                         const bootstrap_options&),
+                   const char* doc) {
+    m.def(
+        name,
+        [f, name](const f64_array& treated, const f64_array& control, std::size_t replicates, double level,
+                  const std::string& method, const std::string& convention, std::uint64_t seed,
+                  unsigned threads, bool keep_replicates, const std::string& estimand,
+                  const std::string& if_degenerate) {
+          bootstrap_options o{.replicates = replicates,
+                              .level = level,
+                              .method = parse_choice(name, "method", method, ci_method_names),
+                              .convention = parse_choice(name, "convention", convention, convention_names),
+                              .seed = seed,
+                              .threads = threads,
+                              .keep_replicates = keep_replicates,
+                              .estimand = estimand,
+                              .if_degenerate = degenerate(name, if_degenerate)};
+          const auto t = vec(treated, name, "treated");
+          const auto c = vec(control, name, "control");
+          py::gil_scoped_release unlocked;
+          return f(t, c, o);
+        },
+        "treated"_a, "control"_a, py::kw_only(), "replicates"_a = 9999, "level"_a = 0.95, "method"_a = "bca",
+        "convention"_a = "boot", "seed"_a = 0, "threads"_a = 1, "keep_replicates"_a = false,
+        "estimand"_a = "", "if_degenerate"_a = "throw_error", doc);
+  };
+  boot("bootstrap_paired_mean", &bootstrap_paired_mean,
+       "Paired bootstrap of mean(treated - control) (counter-based streams: bit-identical to the C++).");
+  boot("bootstrap_mean_difference", &bootstrap_mean_difference,
+       "Two-sample bootstrap of mean(treated) - mean(control).");
+
+  // ---- betting ---------------------------------------------------------------------------------------
+  m.def(
+      "bounded_mean_interval",
+      [](const f64_array& x, double lo, double hi, double alpha_lower, double alpha_upper,
+         double truncation) {
+        return bounded_mean_interval(
+            vec(x, "bounded_mean_interval", "x"), lo, hi,
+            betting_options{
+                .alpha_lower = alpha_lower, .alpha_upper = alpha_upper, .truncation = truncation});
+      },
+      "x"_a, "lo"_a, "hi"_a, py::kw_only(), "alpha_lower"_a = 0.025, "alpha_upper"_a = 0.025,
+      "truncation"_a = 0.9, "Betting confidence interval for the mean of observations in [lo, hi].");
+  m.def(
+      "bounded_mean_p_value",
+      [](const f64_array& x, double lo, double hi, double m0, double alpha, double truncation) {
+        return bounded_mean_p_value(vec(x, "bounded_mean_p_value", "x"), lo, hi, m0, alpha, truncation);
+      },
+      "x"_a, "lo"_a, "hi"_a, "m0"_a, py::kw_only(), "alpha"_a = 0.05, "truncation"_a = 0.9,
+      "Betting p-value of mean = m0 for observations in [lo, hi].");
+  m.def(
+      "clustered_paired_difference",
+      [](const py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>& cluster,
+         const f64_array& treated, const f64_array& control, double alpha_lower, double alpha_upper,
+         double truncation) {
+        constexpr std::string_view fn = "clustered_paired_difference";
+        if (cluster.ndim() != 1) throw shape_mismatch(std::string(fn) + ": cluster must be 1-dimensional");
+        return clustered_paired_difference(
+            std::span<const std::uint64_t>(cluster.data(), static_cast<std::size_t>(cluster.shape(0))),
+            vec(treated, fn, "treated"), vec(control, fn, "control"),
+            betting_options{
+                .alpha_lower = alpha_lower, .alpha_upper = alpha_upper, .truncation = truncation});
+      },
+      "cluster"_a, "treated"_a, "control"_a, py::kw_only(), "alpha_lower"_a = 0.025, "alpha_upper"_a = 0.025,
+      "truncation"_a = 0.9,
+      "Clustered paired difference of two binary arms with a betting interval over items.");
+  m.def("betting_items_for_margin", &betting_items_for_margin, "margin"_a, "alpha"_a = 0.05,
+        py::arg_v("truncation", betting_options{}.truncation),
+        "Items the betting interval needs to show a margin when every item agrees.");
+
+  // ---- matching --------------------------------------------------------------------------------------
+  m.def(
+      "nearest_neighbor_matching",
+      [](const f64_array& outcome, const f64_array& treatment, const f64_array& covariates,
+         const std::string& estimand, std::size_t neighbors, const std::string& distance,
+         std::vector<double> weight_matrix, bool ties, double distance_tolerance, std::vector<double> caliper,
+         std::vector<std::size_t> exact, bool bias_adjust, std::size_t var_calc, bool sample_variance,
+         const std::string& dropped_variance, double tolerance, double level, bool keep_pairs,
+         const std::string& balance_denominator, std::vector<std::string> covariate_names, unsigned threads,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "nearest_neighbor_matching";
+        const auto y = vec(outcome, fn, "outcome");
+        if (covariates.ndim() != 1 && covariates.ndim() != 2)
+          throw shape_mismatch(std::string(fn) + ": covariates must be 1- or 2-dimensional");
+        const std::size_t k = covariates.ndim() == 1 ? 1 : static_cast<std::size_t>(covariates.shape(1));
+        matching_options o{
+            .estimand = parse_choice(fn, "estimand", estimand, matching_estimand_names),
+            .neighbors = neighbors,
+            .distance = parse_choice(fn, "distance", distance, distance_names),
+            .weight_matrix = std::move(weight_matrix),
+            .ties = ties,
+            .distance_tolerance = distance_tolerance,
+            .caliper = std::move(caliper),
+            .exact = std::move(exact),
+            .bias_adjust = bias_adjust,
+            .var_calc = var_calc,
+            .sample_variance = sample_variance,
+            .dropped_variance = parse_choice(fn, "dropped_variance", dropped_variance, dropped_names),
+            .tolerance = tolerance,
+            .level = level,
+            .keep_pairs = keep_pairs,
+            .balance_denominator =
+                parse_choice(fn, "balance_denominator", balance_denominator, balance_names),
+            .covariate_names = std::move(covariate_names),
+            .threads = threads,
+            .if_degenerate = degenerate(fn, if_degenerate)};
+        return nearest_neighbor_matching(
+            y, vec(treatment, fn, "treatment"),
+            std::span<const double>(covariates.data(), static_cast<std::size_t>(covariates.size())), k, o);
+      },
+      "outcome"_a, "treatment"_a, "covariates"_a, py::kw_only(), "estimand"_a = "att", "neighbors"_a = 1,
+      "distance"_a = "inverse_variance", "weight_matrix"_a = std::vector<double>{}, "ties"_a = true,
+      "distance_tolerance"_a = 1e-5, "caliper"_a = std::vector<double>{},
+      "exact"_a = std::vector<std::size_t>{}, "bias_adjust"_a = false, "var_calc"_a = 0,
+      "sample_variance"_a = false, "dropped_variance"_a = "matched_only",
+      py::arg_v("tolerance", matching_options{}.tolerance), "level"_a = 0.95, "keep_pairs"_a = true,
+      "balance_denominator"_a = "focal_sd", "covariate_names"_a = std::vector<std::string>{}, "threads"_a = 1,
+      "if_degenerate"_a = "throw_error",
+      "Nearest-neighbour matching with replacement (R Matching::Match); covariates n x k (row per unit).");
+
+  // ---- difference in differences ---------------------------------------------------------------------
+  m.def(
+      "did_twfe",
+      [](const f64_array& y, const f64_array& treatment, const py::object& units,
+         const py::array_t<long long, py::array::c_style | py::array::forcecast>& time,
+         const std::string& covariance, const std::string& distribution, double level,
+         const std::string& fe_count, const std::string& if_degenerate) {
+        constexpr std::string_view fn = "did_twfe";
+        if (time.ndim() != 1) throw shape_mismatch(std::string(fn) + ": time must be 1-dimensional");
+        return did_twfe(
+            vec(y, fn, "y"), vec(treatment, fn, "treatment"), groups_of(units, fn, "units"),
+            std::span<const long long>(time.data(), static_cast<std::size_t>(time.shape(0))),
+            did_options{.covariance = parse_choice(fn, "covariance", covariance, covariance_names),
+                        .distribution = parse_choice(fn, "distribution", distribution, distribution_names),
+                        .level = level,
+                        .fe_count = parse_choice(fn, "fe_count", fe_count, fe_count_names),
+                        .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "y"_a, "treatment"_a, "units"_a, "time"_a, py::kw_only(), "covariance"_a = "cr1",
+      "distribution"_a = "t_cluster", "level"_a = 0.95, "fe_count"_a = "counted",
+      "if_degenerate"_a = "throw_error",
+      "Two-way fixed-effects difference in differences, clustered by unit.");
+  m.def(
+      "did_2x2_regression",
+      [](const f64_array& y, const f64_array& treated, const f64_array& post, const py::object& units,
+         const std::string& covariance, const std::string& distribution, double level,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "did_2x2_regression";
+        return did_2x2_regression(
+            vec(y, fn, "y"), vec(treated, fn, "treated"), vec(post, fn, "post"),
+            groups_of(units, fn, "units"),
+            did_options{.covariance = parse_choice(fn, "covariance", covariance, covariance_names),
+                        .distribution = parse_choice(fn, "distribution", distribution, distribution_names),
+                        .level = level,
+                        .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "y"_a, "treated"_a, "post"_a, "units"_a, py::kw_only(), "covariance"_a = "cr1",
+      "distribution"_a = "t_cluster", "level"_a = 0.95, "if_degenerate"_a = "throw_error",
+      "The 2x2 difference in differences as a regression.");
+
+  // ---- weighting -------------------------------------------------------------------------------------
+  auto weighting = [](std::string_view fn, const std::string& estimand, const std::string& normalization,
+                      const std::string& variance, const std::string& trimming, double trim_epsilon,
+                      double level, const std::string& if_degenerate) {
+    weighting_options o;
+    o.estimand = parse_choice(fn, "estimand", estimand, weighting_estimand_names);
+    o.normalization = parse_choice(fn, "normalization", normalization, normalization_names);
+    o.variance = parse_choice(fn, "variance", variance, ipw_variance_names);
+    o.trimming = parse_choice(fn, "trimming", trimming, trimming_names);
+    o.trim_epsilon = trim_epsilon;
+    o.level = level;
+    o.if_degenerate = degenerate(fn, if_degenerate);
+    return o;
+  };
+  m.def(
+      "ipw",
+      [weighting](const f64_array& y, const f64_array& treatment, const py::object& covariates,
+                  const py::object& propensity, const std::string& estimand, const std::string& normalization,
+                  const std::string& variance, const std::string& trimming, double trim_epsilon, double level,
+                  const std::string& if_degenerate) {
+        constexpr std::string_view fn = "ipw";
+        const auto o =
+            weighting(fn, estimand, normalization, variance, trimming, trim_epsilon, level, if_degenerate);
+        if (!propensity.is_none()) {
+          const auto e = f64_array::ensure(propensity);
+          if (!e) throw invalid_argument("ipw: propensity must be numeric");
+          return ipw_with_propensity(vec(y, fn, "y"), vec(treatment, fn, "treatment"),
+                                     vec(e, fn, "propensity"), o);
+        }
+        if (covariates.is_none()) throw invalid_argument("ipw: give covariates or propensity");
+        const auto x = f64_array::ensure(covariates);
+        if (!x) throw invalid_argument("ipw: covariates must be numeric");
+        return ipw(vec(y, fn, "y"), vec(treatment, fn, "treatment"), matrix_of(x, fn, "covariates"), o);
+      },
+      "y"_a, "treatment"_a, "covariates"_a = py::none(), py::kw_only(), "propensity"_a = py::none(),
+      "estimand"_a = "ate", "normalization"_a = "hajek", "variance"_a = "stacked", "trimming"_a = "none",
+      "trim_epsilon"_a = 0.01, "level"_a = 0.95, "if_degenerate"_a = "throw_error",
+      "Inverse probability weighting (logistic propensity on covariates n x p, or given propensities).");
+  m.def(
+      "aipw",
+      [weighting](const f64_array& y, const f64_array& treatment, const f64_array& covariates,
+                  const py::object& propensity, const std::string& estimand, const std::string& trimming,
+                  double trim_epsilon, double level, const std::string& if_degenerate) {
+        constexpr std::string_view fn = "aipw";
+        const auto o =
+            weighting(fn, estimand, "hajek", "stacked", trimming, trim_epsilon, level, if_degenerate);
+        const Eigen::MatrixXd x = matrix_of(covariates, fn, "covariates");
+        if (!propensity.is_none()) {
+          const auto e = f64_array::ensure(propensity);
+          if (!e) throw invalid_argument("aipw: propensity must be numeric");
+          return aipw_with_propensity(vec(y, fn, "y"), vec(treatment, fn, "treatment"), x,
+                                      vec(e, fn, "propensity"), o);
+        }
+        return aipw(vec(y, fn, "y"), vec(treatment, fn, "treatment"), x, o);
+      },
+      "y"_a, "treatment"_a, "covariates"_a, py::kw_only(), "propensity"_a = py::none(), "estimand"_a = "ate",
+      "trimming"_a = "none", "trim_epsilon"_a = 0.01, "level"_a = 0.95, "if_degenerate"_a = "throw_error",
+      "Augmented IPW (doubly robust): logistic propensity and OLS outcome models on covariates n x p.");
+
+  // ---- instrumental variables ------------------------------------------------------------------------
+  m.def(
+      "wald_estimator",
+      [](const f64_array& y, const f64_array& d, const f64_array& z, double level, bool sample_variance,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "wald_estimator";
+        return wald_estimator(vec(y, fn, "y"), vec(d, fn, "d"), vec(z, fn, "z"),
+                              wald_estimator_options{.level = level,
+                                                     .sample_variance = sample_variance,
+                                                     .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "y"_a, "d"_a, "z"_a, py::kw_only(), "level"_a = 0.95, "sample_variance"_a = true,
+      "if_degenerate"_a = "throw_error", "The Wald estimator of the LATE for a binary instrument.");
+  m.def(
+      "two_stage_least_squares",
+      [](const f64_array& y, const py::object& exogenous, const py::object& endogenous,
+         const py::object& instruments, const py::object& clusters, bool intercept,
+         const std::string& covariance, const std::string& distribution, double level,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "two_stage_least_squares";
+        const auto yv = vec(y, fn, "y");
+        const std::size_t n = yv.size();
+        const auto ex = design_of(exogenous, n, intercept, fn, "exog");
+        const auto en = design_of(endogenous, n, false, fn, "endog");
+        const auto in = design_of(instruments, n, false, fn, "instr");
+        const iv_options o{.covariance = parse_choice(fn, "covariance", covariance, covariance_names),
+                           .distribution = parse_choice(fn, "distribution", distribution, distribution_names),
+                           .level = level,
+                           .if_degenerate = degenerate(fn, if_degenerate)};
+        if (clusters.is_none()) return two_stage_least_squares(yv, ex, en, in, o);
+        return two_stage_least_squares(yv, ex, en, in, groups_of(clusters, fn, "clusters"), o);
+      },
+      "y"_a, "exogenous"_a, "endogenous"_a, "instruments"_a, py::kw_only(), "clusters"_a = py::none(),
+      "intercept"_a = true, "covariance"_a = "automatic", "distribution"_a = "t_residual", "level"_a = 0.95,
+      "if_degenerate"_a = "throw_error",
+      "Two-stage least squares. Regressors: a dict {name: column}, a pandas DataFrame or an n x k array "
+      "(columns named exog1.., endog1.., instr1..); exogenous may be None (intercept only).");
+}
+
+}  // namespace latentaudit::python

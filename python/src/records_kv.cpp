@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: MIT
+// latentaudit Python module: records (the C++ reader and record parser), the audit report (the
+// library call `latentaudit report` makes) and the KV policies on arrays.
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <latentaudit/dist/shard.hpp>
+#include <latentaudit/kv.hpp>
+#include <latentaudit/report/report.hpp>
+#include <latentaudit/trial/design.hpp>
+#include <latentaudit/trial/journal.hpp>
+#include <latentaudit/trial/record.hpp>
+
+#include "common.hpp"
+
+namespace latentaudit::python {
+
+namespace {
+
+using namespace pybind11::literals;
+
+// A record from its JSON text, validated by the C++ parser (record_from_json).
+trial_record record_of_text(std::string_view text, std::string_view where) {
+  const json_value j = parse_json(text);
+  return record_from_json(j, where);
+}
+
+// The records of a path as `latentaudit report --records PATH` reads them: a file, or an audit
+// directory's records files ordered as a one-process run of the design beside them (the CLI's
+// run_report, the same library calls); `design_arms` gets the design's arms.
+std::vector<trial_record> records_of_path(const std::filesystem::path& path,
+                                          std::vector<std::string>& design_arms) {
+  std::error_code ec;
+  const bool dir = std::filesystem::is_directory(path, ec);
+  auto records = dist::read_records_set(dist::resolve_records_path(path));
+  if (!dir) return records;
+  std::optional<json_value> design_json;
+  try {
+    design_json = read_design_json(path / "design.json");
+  } catch (const error&) {  // no readable design.json: the files' order
+  }
+  if (design_json) check_design_bounds(*design_json, path / "design.json");
+  try {
+    const auto& dj = design_json ? *design_json : json_value();
+    if (const auto od = dist::design_order_from_json(dj);
+        od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
+                  4.0L * static_cast<long double>(records.size()) + 1024.0L)
+      dist::order_as_executed(records, *od);
+    if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
+      for (const auto& x : a->as_array())
+        if (x.is_string()) design_arms.push_back(x.as_string());
+  } catch (const error&) {  // no readable design.json: the files' order
+  }
+  return records;
+}
+
+}  // namespace
+
+void bind_records(py::module_& m) {
+  m.def(
+      "_read_record_lines",
+      [](const std::string& path) {
+        std::vector<std::string> design_arms;
+        const auto records = records_of_path(path, design_arms);
+        std::vector<std::string> lines;
+        lines.reserve(records.size());
+        for (const auto& r : records) lines.push_back(record_to_line(r));
+        return lines;
+      },
+      "path"_a, "Records of a file or audit directory (read_records_set), each as its canonical JSON line.");
+  m.def(
+      "_canonical_record",
+      [](const std::string& text, const std::string& where) {
+        const auto r = record_of_text(text, where);
+        return std::make_tuple(record_to_line(r), r.item, r.seed, r.arm);
+      },
+      "text"_a, "where"_a = "record",
+      "A record's JSON text validated by record_from_json: (canonical line, item, seed, arm).");
+  m.def(
+      "_report",
+      [](const py::object& lines, const py::object& path, const py::object& out, double margin, double alpha,
+         std::size_t bootstrap, std::uint64_t seed, std::optional<double> latency_slo_s,
+         std::optional<double> prefill_tokens_per_s, bool link_measured, unsigned threads) {
+        audit_options o;
+        o.equivalence_margin = margin;
+        o.noninferiority_margin = margin;
+        o.alpha = alpha;
+        o.bootstrap_replicates = bootstrap;
+        o.seed = seed;
+        o.threads = threads;
+        o.latency_slo_s = latency_slo_s;
+        o.prefill_tokens_per_s = prefill_tokens_per_s;
+        o.link_measured = link_measured;
+        std::vector<trial_record> records;
+        if (!path.is_none()) {
+          records = records_of_path(py::str(path).cast<std::string>(), o.design_arms);
+        } else {
+          std::size_t i = 0;
+          for (auto line : lines)
+            records.push_back(
+                record_of_text(line.cast<std::string>(), "records[" + std::to_string(i++) + "]"));
+        }
+        if (records.empty()) throw invalid_argument("report: no records");
+        std::string text;
+        {
+          py::gil_scoped_release unlocked;
+          if (out.is_none()) {
+            text = write_json(report_json(build_audit_report(records, o)), {.indent = 1});
+          } else {
+            const std::filesystem::path dir = py::str(out).cast<std::string>();
+            // One writer per directory, as the CLI: a report into a directory a running audit holds is
+            // refused.
+            directory_lock lock(dir, "out");
+            text = write_json(report_json(run_audit_report(records, o, dir)), {.indent = 1});
+          }
+        }
+        return text;
+      },
+      "lines"_a, "path"_a, "out"_a, "margin"_a, "alpha"_a, "bootstrap"_a, "seed"_a, "latency_slo_s"_a,
+      "prefill_tokens_per_s"_a, "link_measured"_a, "threads"_a,
+      "The audit report (report.json's text) of records given as JSON lines or a path; writes report.md, "
+      "report.json and the SVG plots into out when given (run_audit_report).");
+}
+
+namespace {
+
+constexpr std::initializer_list<std::pair<std::string_view, rope_pairing>> pairing_names = {
+    {"none", rope_pairing::none}, {"neox", rope_pairing::neox}, {"norm", rope_pairing::norm}};
+constexpr std::initializer_list<std::pair<std::string_view, noise_scale>> noise_scale_names = {
+    {"absolute", noise_scale::absolute},
+    {"rms_layer", noise_scale::rms_layer},
+    {"rms_head", noise_scale::rms_head},
+    {"rms_channel", noise_scale::rms_channel},
+    {"snr_db", noise_scale::snr_db}};
+constexpr std::initializer_list<std::pair<std::string_view, kv_part>> part_names = {
+    {"keys", kv_part::keys}, {"values", kv_part::values}, {"both", kv_part::both}};
+constexpr std::initializer_list<std::pair<std::string_view, quant_scheme>> scheme_names = {
+    {"int8", quant_scheme::int8},
+    {"int4", quant_scheme::int4},
+    {"fp8_e4m3", quant_scheme::fp8_e4m3},
+    {"fp8_e5m2", quant_scheme::fp8_e5m2}};
+constexpr std::initializer_list<std::pair<std::string_view, position_mode>> position_mode_names = {
+    {"preserve", position_mode::preserve},
+    {"rebase_contiguous", position_mode::rebase_contiguous},
+    {"append_after", position_mode::append_after}};
+
+// The element type of a K or V array: float32, float16, or bfloat16 (an ml_dtypes/torch-exported
+// "bfloat16" array, or 16-bit integers holding bfloat16 bits when bf16 is set).
+dtype element_type(const py::array& a, bool bf16, std::string_view fn, std::string_view name) {
+  const auto dt = a.dtype();
+  if (bf16 || std::string(py::str(dt)) == "bfloat16") {
+    if (dt.itemsize() != 2)
+      throw invalid_argument(std::string(fn) + ": " + std::string(name) +
+                             " must have 2-byte elements for bfloat16");
+    return dtype::bf16;
+  }
+  if (dt.kind() == 'f' && dt.itemsize() == 4) return dtype::f32;
+  if (dt.kind() == 'f' && dt.itemsize() == 2) return dtype::f16;
+  throw invalid_argument(std::string(fn) + ": " + std::string(name) +
+                         " must be float32, float16 or bfloat16, got " + std::string(py::str(dt)));
+}
+
+// What the Python caller gives: K and V [layers][tokens][kv_heads][head_dim], positions, RoPE.
+struct block_input {
+  py::array k, v;
+  py::object positions = py::none();
+  std::string pairing = "neox";
+  double theta = 10000.0;
+  std::int32_t rotary_dims = 0;
+  py::object layers = py::none();
+  std::int32_t n_layers = 0;
+  bool bf16 = false;
+};
+
+kv_block make_block(const block_input& in, std::string_view fn) {
+  if (in.k.ndim() != 4 || in.v.ndim() != 4)
+    throw shape_mismatch(std::string(fn) +
+                         ": k and v must be 4-dimensional [layers][tokens][kv_heads][head_dim], got " +
+                         std::to_string(in.k.ndim()) + " and " + std::to_string(in.v.ndim()) + " dimensions");
+  for (int d = 0; d < 3; ++d)
+    if (in.k.shape(d) != in.v.shape(d))
+      throw shape_mismatch(std::string(fn) + ": k and v differ in dimension " + std::to_string(d) + " (" +
+                           std::to_string(in.k.shape(d)) + " vs " + std::to_string(in.v.shape(d)) + ")");
+  const dtype type = element_type(in.k, in.bf16, fn, "k");
+  if (element_type(in.v, in.bf16, fn, "v") != type)
+    throw invalid_argument(std::string(fn) + ": k and v differ in dtype");
+  const auto L = static_cast<std::size_t>(in.k.shape(0));
+  const auto T = static_cast<std::int64_t>(in.k.shape(1));
+  std::vector<layer_index> layers;
+  if (in.layers.is_none()) {
+    for (std::size_t i = 0; i < L; ++i) layers.push_back(static_cast<layer_index>(i));
+  } else {
+    layers = in.layers.cast<std::vector<layer_index>>();
+    if (layers.size() != L)
+      throw shape_mismatch(std::string(fn) + ": layers has " + std::to_string(layers.size()) +
+                           " entries, k has " + std::to_string(L) + " layers");
+  }
+  model_fingerprint fp;
+  fp.architecture = "python";
+  fp.n_layers = in.n_layers > 0 ? in.n_layers : (layers.empty() ? 0 : layers.back() + 1);
+  fp.n_kv_heads = static_cast<std::int32_t>(in.k.shape(2));
+  fp.n_heads = fp.n_kv_heads;
+  fp.head_dim_k = static_cast<std::int32_t>(in.k.shape(3));
+  fp.head_dim_v = static_cast<std::int32_t>(in.v.shape(3));
+  fp.rope = rope_descriptor{.pairing = parse_choice(fn, "pairing", in.pairing, pairing_names),
+                            .theta = static_cast<float>(in.theta),
+                            .rotary_dims = in.rotary_dims};
+  kv_block b(std::move(fp), std::move(layers), T, type);
+  const std::size_t es = dtype_size(type);
+  for (std::size_t i = 0; i < L; ++i) {
+    const auto copy = [&](const py::array& a, bool value) {
+      const py::array c = py::array::ensure(a, py::array::c_style);
+      const std::size_t n = (value ? b.v_elements() : b.k_elements()) * es;
+      const auto* src = static_cast<const std::byte*>(c.data()) + i * n;
+      std::byte* out = nullptr;
+      if (type == dtype::f32)
+        out = reinterpret_cast<std::byte*>(value ? b.v<float>(i).data() : b.k<float>(i).data());
+      if (type == dtype::f16)
+        out = reinterpret_cast<std::byte*>(value ? b.v<Eigen::half>(i).data() : b.k<Eigen::half>(i).data());
+      if (type == dtype::bf16)
+        out = reinterpret_cast<std::byte*>(value ? b.v<Eigen::bfloat16>(i).data()
+                                                 : b.k<Eigen::bfloat16>(i).data());
+      std::memcpy(out, src, n);
+    };
+    copy(in.k, false);
+    copy(in.v, true);
+  }
+  if (!in.positions.is_none()) {
+    const auto p = py::array_t<position_t, py::array::c_style | py::array::forcecast>::ensure(in.positions);
+    if (!p || p.ndim() != 1 || p.shape(0) != T)
+      throw shape_mismatch(std::string(fn) + ": positions must be 1-dimensional with one entry per token (" +
+                           std::to_string(T) + ")");
+    std::copy(p.data(), p.data() + T, b.positions().begin());
+  }
+  return b;
+}
+
+// K, V (in the block's dtype: float32, float16, or uint16 bfloat16 bits) and positions.
+py::tuple block_arrays(const kv_block& b, const py::object& like) {
+  const auto L = static_cast<py::ssize_t>(b.n_layers()), T = static_cast<py::ssize_t>(b.n_tokens()),
+             H = static_cast<py::ssize_t>(b.n_kv_heads());
+  py::dtype dt = b.type() == dtype::f32   ? py::dtype::of<float>()
+                 : b.type() == dtype::f16 ? py::dtype("float16")
+                                          : py::dtype::of<std::uint16_t>();
+  if (b.type() == dtype::bf16 && !like.is_none()) dt = py::array(like).dtype();  // ml_dtypes bfloat16 stays
+  py::array k(dt, std::vector<py::ssize_t>{L, T, H, b.head_dim_k()});
+  py::array v(dt, std::vector<py::ssize_t>{L, T, H, b.head_dim_v()});
+  const std::size_t es = dtype_size(b.type());
+  for (std::size_t i = 0; i < b.n_layers(); ++i) {
+    const std::byte *ks = nullptr, *vs = nullptr;
+    if (b.type() == dtype::f32) {
+      ks = reinterpret_cast<const std::byte*>(b.k<float>(i).data());
+      vs = reinterpret_cast<const std::byte*>(b.v<float>(i).data());
+    } else if (b.type() == dtype::f16) {
+      ks = reinterpret_cast<const std::byte*>(b.k<Eigen::half>(i).data());
+      vs = reinterpret_cast<const std::byte*>(b.v<Eigen::half>(i).data());
+    } else {
+      ks = reinterpret_cast<const std::byte*>(b.k<Eigen::bfloat16>(i).data());
+      vs = reinterpret_cast<const std::byte*>(b.v<Eigen::bfloat16>(i).data());
+    }
+    std::memcpy(static_cast<std::byte*>(k.mutable_data()) + i * b.k_elements() * es, ks, b.k_elements() * es);
+    std::memcpy(static_cast<std::byte*>(v.mutable_data()) + i * b.v_elements() * es, vs, b.v_elements() * es);
+  }
+  py::array_t<position_t> p(T);
+  std::copy(b.positions().begin(), b.positions().end(), p.mutable_data());
+  return py::make_tuple(k, v, p);
+}
+
+#define LATENTAUDIT_PY_BLOCK_ARGS                                                             \
+  "positions"_a = py::none(), "pairing"_a = "neox", "theta"_a = 10000.0, "rotary_dims"_a = 0, \
+  "layers"_a = py::none(), "n_layers"_a = 0, "bf16"_a = false
+
+block_input input_of(py::array k, py::array v, py::object positions, std::string pairing, double theta,
+                     std::int32_t rotary_dims, py::object layers, std::int32_t n_layers, bool bf16) {
+  return block_input{std::move(k),       std::move(v), std::move(positions),
+                     std::move(pairing), theta,        rotary_dims,
+                     std::move(layers),  n_layers,     bf16};
+}
+
+index_range band_of(const py::object& band, std::string_view fn, std::string_view name) {
+  index_range r{0, std::numeric_limits<std::int64_t>::max()};
+  if (band.is_none()) return r;
+  const auto t = band.cast<py::tuple>();
+  if (t.size() != 2)
+    throw invalid_argument(std::string(fn) + ": " + std::string(name) + " must be (first, last)");
+  r.first = t[0].cast<std::int64_t>();
+  if (!t[1].is_none()) r.last = t[1].cast<std::int64_t>();
+  return r;
+}
+
+std::vector<std::byte> key_bytes(const py::object& key) {
+  if (key.is_none()) return {};
+  const std::string s = key.cast<py::bytes>();
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+}  // namespace
+
+void bind_kv(py::module_& m) {
+  using K = py::array;
+  m.def(
+      "add_noise",
+      [](K k, K v, double sigma, py::object positions, std::string pairing, double theta,
+         std::int32_t rotary_dims, py::object layers, std::int32_t n_layers, bool bf16,
+         const std::string& scale, const std::string& part, const py::object& layer_band,
+         const py::object& token_band, std::uint64_t seed, std::uint64_t item, unsigned threads) {
+        constexpr std::string_view fn = "add_noise";
+        auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                     std::move(layers), n_layers, bf16),
+                            fn);
+        noise_spec s;
+        s.sigma = sigma;
+        s.scale = parse_choice(fn, "scale", scale, noise_scale_names);
+        s.part = parse_choice(fn, "part", part, part_names);
+        s.layers = band_of(layer_band, fn, "layer_band");
+        s.tokens = band_of(token_band, fn, "token_band");
+        s.seed = seed;
+        s.item = item;
+        s.threads = threads;
+        noise_record r;
+        {
+          py::gil_scoped_release unlocked;
+          r = add_noise(b, s);
+        }
+        const auto arrays = block_arrays(b, k);
+        py::dict rec("sigma_requested"_a = r.sigma_requested, "sigma_applied_rms"_a = r.sigma_applied_rms,
+                     "signal_rms"_a = r.signal_rms, "realized_snr_db"_a = r.realized_snr_db,
+                     "elements"_a = r.elements);
+        return py::make_tuple(arrays[0], arrays[1], rec);
+      },
+      "k"_a, "v"_a, "sigma"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "scale"_a = "rms_layer",
+      "part"_a = "both", "layer_band"_a = py::none(), "token_band"_a = py::none(), "seed"_a = 0, "item"_a = 0,
+      "threads"_a = 1,
+      "Gaussian noise relative to the RMS (the noise arms' add_noise, same counter-based streams): returns "
+      "(k, v, record).");
+  m.def(
+      "quantize_roundtrip",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16, const std::string& scheme,
+         std::int32_t group_size, bool keys_per_channel, unsigned threads) {
+        constexpr std::string_view fn = "quantize_roundtrip";
+        auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                     std::move(layers), n_layers, bf16),
+                            fn);
+        const quantize_spec s{.scheme = parse_choice(fn, "scheme", scheme, scheme_names),
+                              .group_size = group_size,
+                              .keys_per_channel = keys_per_channel};
+        quantize_record r;
+        {
+          py::gil_scoped_release unlocked;
+          r = quantize_roundtrip(b, s, threads);
+        }
+        const auto arrays = block_arrays(b, k);
+        py::dict rec("scheme"_a = std::string(quant_scheme_name(r.scheme)), "group_size"_a = r.group_size,
+                     "original_bytes"_a = r.original_bytes, "quantized_bytes"_a = r.quantized_bytes,
+                     "groups"_a = r.groups, "max_abs_error"_a = r.max_abs_error,
+                     "max_error_over_half_step"_a = r.max_error_over_half_step, "rms_error"_a = r.rms_error);
+        return py::make_tuple(arrays[0], arrays[1], rec);
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "scheme"_a = "int8", "group_size"_a = 32,
+      "keys_per_channel"_a = true, "threads"_a = 1,
+      "int8/int4/fp8 quantize-dequantize round trip (what a receiver decodes): returns (k, v, record).");
+  m.def(
+      "zeroed_placebo",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16) {
+        const auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                           std::move(layers), n_layers, bf16),
+                                  "zeroed_placebo");
+        const auto a = block_arrays(zeroed_placebo(b), k);
+        return py::make_tuple(a[0], a[1]);
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "The zeroed placebo: (k, v) of zeros.");
+  m.def(
+      "random_placebo",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16, std::uint64_t seed, std::uint64_t item) {
+        const auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                           std::move(layers), n_layers, bf16),
+                                  "random_placebo");
+        const auto a = block_arrays(random_placebo(b, seed, item), k);
+        return py::make_tuple(a[0], a[1]);
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "seed"_a = 0, "item"_a = 0,
+      "The moment-matched random placebo (per layer, part and head), the C++ arm's stream: (k, v).");
+  m.def("random_derangement", &random_derangement, "n"_a, "seed"_a,
+        "The deranged placebo's assignment: item i receives the cache of item result[i] (never i).");
+  m.def(
+      "set_positions",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16,
+         const py::array_t<position_t, py::array::c_style | py::array::forcecast>& to) {
+        constexpr std::string_view fn = "set_positions";
+        auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                     std::move(layers), n_layers, bf16),
+                            fn);
+        if (to.ndim() != 1) throw shape_mismatch(std::string(fn) + ": new_positions must be 1-dimensional");
+        set_positions(b, std::span<const position_t>(to.data(), static_cast<std::size_t>(to.shape(0))));
+        return block_arrays(b, k);
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "new_positions"_a,
+      "RoPE re-rotation: moves token t to new_positions[t], re-rotating its keys: (k, v, positions).");
+  m.def(
+      "apply_position_mode",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16, const std::string& mode,
+         position_t first_position, position_t receiver_next) {
+        constexpr std::string_view fn = "apply_position_mode";
+        auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                     std::move(layers), n_layers, bf16),
+                            fn);
+        apply_position_mode(b, parse_choice(fn, "mode", mode, position_mode_names), first_position,
+                            receiver_next);
+        return block_arrays(b, k);
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "mode"_a, "first_position"_a = 0,
+      "receiver_next"_a = 0,
+      "Places a relayed block (preserve, rebase_contiguous, append_after): (k, v, positions).");
+  m.def(
+      "encode_relay",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16, const py::object& key,
+         const py::object& quantize, std::int32_t group_size, bool keys_per_channel) {
+        constexpr std::string_view fn = "encode_relay";
+        const auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                           std::move(layers), n_layers, bf16),
+                                  fn);
+        const auto kb = key_bytes(key);
+        wire_encode_options o{.hmac_key = kb};
+        if (!quantize.is_none())
+          o.quantize = quantize_spec{
+              .scheme = parse_choice(fn, "quantize", quantize.cast<std::string>(), scheme_names),
+              .group_size = group_size,
+              .keys_per_channel = keys_per_channel};
+        const auto bytes = encode_relay(b, o);
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "key"_a = py::none(), "quantize"_a = py::none(),
+      "group_size"_a = 32, "keys_per_channel"_a = true,
+      "A KV relay frame (docs/wire-format.md), HMAC-SHA256-tagged when key (bytes) is given.");
+  m.def(
+      "decode_relay",
+      [](const py::bytes& frame, const py::object& key, bool require_authentication) {
+        const std::string_view s = frame;
+        const auto kb = key_bytes(key);
+        const auto d = decode_relay(
+            std::as_bytes(std::span<const char>(s.data(), s.size())),
+            wire_decode_options{.hmac_key = kb, .require_authentication = require_authentication});
+        if (d.kind != relay_kind::kv) throw invalid_argument("decode_relay: the frame carries text, not KV");
+        const auto a = block_arrays(d.kv, py::none());
+        const auto& fp = d.kv.fingerprint();
+        py::dict out("k"_a = a[0], "v"_a = a[1], "positions"_a = a[2], "has_tag"_a = d.has_tag,
+                     "authenticated"_a = d.authenticated, "crc"_a = d.crc, "wire_bytes"_a = d.wire_bytes,
+                     "dtype"_a = std::string(dtype_name(d.kv.type())),
+                     "layers"_a = std::vector<layer_index>(d.kv.layers().begin(), d.kv.layers().end()),
+                     "pairing"_a = std::string(rope_pairing_name(fp.rope.pairing)), "theta"_a = fp.rope.theta,
+                     "rotary_dims"_a = fp.rope.rotary_dims,
+                     "quantization"_a =
+                         d.quantization
+                             ? py::object(py::str(std::string(quant_scheme_name(d.quantization->scheme))))
+                             : py::object(py::none()));
+        return out;
+      },
+      "frame"_a, py::kw_only(), "key"_a = py::none(), "require_authentication"_a = false,
+      "Decodes a KV relay frame (CRC and, with key, the HMAC verified): a dict with k, v (bfloat16 as uint16 "
+      "bits), positions, has_tag, authenticated, dtype, layers, RoPE, quantization.");
+}
+
+}  // namespace latentaudit::python

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: MIT
+# The estimators from Python: R's values (tests/golden) at the C++ tests' tolerances, the C++
+# results through the CLI bit for bit, result objects, and errors.
+import math
+import os
+
+import numpy as np
+import pytest
+
+import latentaudit as la
+from conftest import golden_arms, golden_rows
+
+
+def close(a, b, rtol, atol=0.0):
+    return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
+
+
+T_TESTS = {"welch": la.welch_t_test, "student": la.student_t_test, "paired": la.paired_t_test}
+
+
+def test_t_tests_equal_r_t_test_to_1e10():
+    data = golden_arms("t_tests/data.csv")
+    rows = golden_rows("t_tests/r_results.csv")
+    assert len(rows) == 207
+    for r in rows:
+        arms = data[r["dataset"]]
+        e = T_TESTS[r["test"]](np.array(arms["treated"]), arms["control"], level=float(r["level"]),
+                               null_value=float(r["mu"]))
+        assert e.status == "ok"
+        half = (float(r["ci_high"]) - float(r["ci_low"])) / 2
+        for f in ("estimate", "std_error", "df", "statistic", "p_value"):
+            assert close(getattr(e, f), float(r[f]), 1e-10, 1e-300), (r, f)
+        for f in ("ci_low", "ci_high"):  # an endpoint's error is rtol times the half-width
+            assert close(getattr(e, f), float(r[f]), 1e-10, 1e-10 * half), (r, f)
+
+
+def test_tost_equals_r():
+    data = golden_arms("equivalence/data.csv")
+    for r in golden_rows("equivalence/r_tost.csv"):
+        arms = data[r["dataset"]]
+        res = la.equivalence_test(arms["treated"], arms["control"], low=float(r["low"]), high=float(r["high"]),
+                                  design=r["design"], alpha=float(r["alpha"]))
+        half = (float(r["ci_high"]) - float(r["ci_low"])) / 2
+        assert close(res.effect.estimate, float(r["estimate"]), 1e-10, 1e-300)
+        assert close(res.effect.std_error, float(r["std_error"]), 1e-10)
+        assert close(res.effect.ci_low, float(r["ci_low"]), 1e-10, 1e-10 * half)
+        assert close(res.effect.ci_high, float(r["ci_high"]), 1e-10, 1e-10 * half)
+        assert close(res.p_value, float(r["p_value"]), 1e-9, 1e-300)
+        assert res.equivalent == (r["equivalent"] == "1")
+
+
+def test_non_inferiority_equals_r():
+    data = golden_arms("equivalence/data.csv")
+    for r in golden_rows("equivalence/r_non_inferiority.csv"):
+        arms = data[r["dataset"]]
+        res = la.non_inferiority_test(arms["treated"], arms["control"], float(r["margin"]), design=r["design"],
+                                      alpha=float(r["alpha"]), better=r["better"])
+        assert close(res.statistic, float(r["statistic"]), 1e-10, 1e-12)
+        assert close(res.p_value, float(r["p_value"]), 1e-9, 1e-300)
+        assert res.non_inferior == (r["non_inferior"] == "1")
+
+
+def test_mcnemar_equals_r():
+    for r in golden_rows("paired_binary/paired_r.csv"):
+        if r["case"].startswith("data:") or int(r["b"]) + int(r["c"]) == 0:
+            continue
+        res = la.mcnemar_test_table(int(r["a"]), int(r["b"]), int(r["c"]), int(r["d"]), level=float(r["level"]))
+        assert close(res.exact_p_value, float(r["exact_p"]), 1e-10, 1e-300), r
+        assert close(res.effect.estimate, float(r["estimate"]), 1e-12, 1e-15), r
+        assert close(res.effect.ci_low, float(r["ci_low"]), 1e-9, 1e-12), r
+        assert close(res.effect.ci_high, float(r["ci_high"]), 1e-9, 1e-12), r
+    # arrays give the table
+    res = la.mcnemar_test([1, 1, 0, 1, 0, 1], [0, 1, 0, 0, 1, 0])
+    assert (res.table.both, res.table.treated_only, res.table.control_only, res.table.neither) == (1, 3, 1, 1)
+
+
+def test_results_have_fields_and_to_dict():
+    e = la.welch_t_test([1.0, 2.0, 3.5, 4.0], [0.5, 1.0, 1.5, 3.0])
+    d = e.to_dict()
+    assert list(d) == list(type(e)._fields)
+    for f in ("method", "estimand", "estimate", "std_error", "ci_low", "ci_high", "level", "df", "statistic",
+              "p_value", "n_treated", "n_control", "n_pairs", "status"):
+        assert d[f] == getattr(e, f)
+    assert d["method"] == "welch" and d["n_treated"] == 4
+    assert "welch" in repr(e)
+    eq = la.equivalence_test([1.0, 2.0, 3.5, 4.0], [0.5, 1.0, 1.5, 3.0], margin=2.0)
+    assert eq.to_dict()["effect"]["method"] == "welch"
+
+
+def test_bootstrap_is_deterministic_and_keeps_replicates():
+    rng = np.random.default_rng(3)
+    t, c = rng.normal(0.3, 1, 60), rng.normal(0, 1, 60)
+    a = la.bootstrap_paired_mean(t, c, replicates=999, seed=11, keep_replicates=True)
+    b = la.bootstrap_paired_mean(t, c, replicates=999, seed=11, threads=2)
+    assert a.effect.ci_low == b.effect.ci_low and a.effect.ci_high == b.effect.ci_high
+    assert a.replicates.shape == (999,) and b.replicates.shape == (0,)
+    assert a.effect.estimate == pytest.approx(np.mean(t - c), rel=1e-14)
+    assert np.std(a.replicates, ddof=1) == pytest.approx(a.effect.std_error, rel=1e-12)
+    m = la.bootstrap_mean_difference(t, c, replicates=499, seed=2, method="percentile")
+    assert m.effect.ci_low < m.effect.estimate < m.effect.ci_high
+
+
+def test_betting_intervals():
+    x = np.random.default_rng(1).permutation(np.r_[np.ones(40), np.zeros(10)])  # order independent of values
+    iv = la.bounded_mean_interval(x, 0.0, 1.0)
+    assert iv.low < 0.8 < iv.high and iv.n == 50 and iv.estimate == pytest.approx(0.8, rel=1e-15)
+    p = la.bounded_mean_p_value(x, 0.0, 1.0, 0.5, alpha=0.05)
+    assert p < 0.05
+    cluster = np.repeat(np.random.default_rng(2).permutation(30), 3)
+    treated = np.ones(90)
+    control = (cluster % 2).astype(float)
+    e = la.clustered_paired_difference(cluster, treated, control)
+    assert e.method == "betting_items" and e.ci_low < e.estimate < e.ci_high and e.df == 30 and e.n_pairs == 90
+    assert la.betting_items_for_margin(0.05) == 68
+
+
+def test_matching_did_weighting_iv_run():
+    rng = np.random.default_rng(5)
+    n = 200
+    x = rng.normal(size=(n, 2))
+    t = (rng.random(n) < 1 / (1 + np.exp(-x[:, 0]))).astype(float)
+    y = 1.0 * t + x @ [0.5, -0.2] + rng.normal(size=n)
+    m = la.nearest_neighbor_matching(y, t, x, estimand="ate")
+    assert m.effect.estimand == "ate" and len(m.balance) == 2 and m.to_dict()["balance"][0]["name"]
+    w = la.aipw(y, t, x)
+    assert abs(w.effect.estimate - 1.0) < 0.5 and w.propensity_model.coefficients.shape == (3,)
+    assert la.ipw(y, t, x).effect.method
+    units = np.repeat(np.arange(20), 4)
+    time = np.tile(np.arange(4), 20)
+    d = ((units < 10) & (time >= 2)).astype(float)
+    yy = units * 0.1 + time * 0.2 + 0.7 * d + rng.normal(0, 0.1, 80)
+    did = la.did_twfe(yy, d, units, time)
+    assert abs(did.effect.estimate - 0.7) < 0.2 and did.fit.n == 80
+    z = rng.integers(0, 2, n).astype(float)
+    dd = np.clip(z + (rng.random(n) < 0.2), 0, 1)
+    yv = 2 * dd + rng.normal(size=n)
+    iv = la.two_stage_least_squares(yv, None, {"d": dd}, {"z": z})
+    assert iv.fit.names == ["(Intercept)", "d"] and abs(iv.fit.term("d").estimate - 2) < 0.6
+    assert iv.first_stages[0].endogenous == "d"
+
+
+def test_bad_input_raises_value_error_with_the_cpp_message():
+    with pytest.raises(ValueError, match=r"^welch_t_test: .*treated"):
+        la.welch_t_test([1.0], [1.0, 2.0])
+    with pytest.raises(la.ShapeMismatch, match="paired_t_test"):
+        la.paired_t_test([1.0, 2.0, 3.0], [1.0, 2.0])
+    with pytest.raises(la.InvalidArgument):
+        la.welch_t_test([1.0, 2.0, 3.0], [1.0, 2.0], level=1.5)
+    with pytest.raises(la.NumericalError, match="constant"):
+        la.welch_t_test([1.0, 1.0], [2.0, 2.0])
+    assert la.welch_t_test([1.0, 1.0], [2.0, 2.0], if_degenerate="flag").status == "degenerate"
+    with pytest.raises(ValueError, match="if_degenerate must be one of"):
+        la.welch_t_test([1.0, 2.0], [1.0, 2.0], if_degenerate="ignore")
+    with pytest.raises(ValueError, match="1-dimensional"):
+        la.welch_t_test(np.ones((2, 2)), [1.0, 2.0])
+    with pytest.raises(ValueError, match="finite"):
+        la.welch_t_test([1.0, float("nan"), 2.0], [1.0, 2.0])
+    with pytest.raises(TypeError):
+        la.welch_t_test(["a", "b"], [1.0, 2.0])
+    with pytest.raises(TypeError):
+        la.welch_t_test([1.0, 2.0])
+    assert issubclass(la.ShapeMismatch, la.InvalidArgument) and issubclass(la.InvalidArgument, la.Error)
+
+
+def _csv(tmp_path, t, c):
+    p = tmp_path / "pairs.csv"
+    p.write_text("t,c\n" + "".join("%r,%r\n" % (float(a), float(b)) for a, b in zip(t, c)))
+    return p
+
+
+def test_cli_estimates_equal_the_module_bit_for_bit(cli, tmp_path):
+    rng = np.random.default_rng(9)
+    t, c = rng.normal(0.2, 1, 40), rng.normal(0, 1, 40)
+    data = _csv(tmp_path, t, c)
+    j = cli("estimate", "bootstrap", "--data", data, "--outcome-treated", "t", "--outcome-control", "c",
+            "--replicates", 999, "--seed", 7)
+    b = la.bootstrap_paired_mean(t, c, replicates=999, seed=7)
+    for f in ("estimate", "std_error", "ci_low", "ci_high"):
+        assert j[f] == getattr(b.effect, f), f
+    assert j["acceleration"] == b.acceleration
+    j = cli("estimate", "paired", "--data", data, "--outcome-treated", "t", "--outcome-control", "c")
+    e = la.paired_t_test(t, c)
+    for f in ("estimate", "std_error", "ci_low", "ci_high", "p_value", "df", "statistic"):
+        assert j[f] == getattr(e, f), f

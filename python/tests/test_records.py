@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: MIT
+# Records and the report from Python: RecordWriter validates and writes what the C++ journal
+# writes, read_records reads it back, report() equals `latentaudit report` on the same records.
+import json
+import os
+
+import numpy as np
+import pytest
+
+import latentaudit as la
+
+ARMS = ("no_comm", "text_full", "kv_full", "kv_deranged", "kv_zeroed")
+
+
+def synthetic_records(items=24, seeds=2):
+    rng = np.random.default_rng(17)
+    p = {"no_comm": 0.2, "text_full": 0.85, "kv_full": 0.9, "kv_deranged": 0.25, "kv_zeroed": 0.2}
+    out = []
+    for item in range(items):
+        regime = "need" if item % 3 else "no_need"
+        for seed in range(seeds):
+            for arm in ARMS:
+                q = 0.9 if regime == "no_need" else p[arm]
+                out.append({
+                    "item": item, "seed": seed, "arm": arm, "regime": regime, "correct": bool(rng.random() < q),
+                    "bytes": 0 if arm == "no_comm" else (2000 if arm == "text_full" else 90000),
+                    "b_prefill_s": 0.01 + 0.001 * rng.random(), "b_decode_s": 0.02,
+                    "sender_fingerprint": "m1" if arm.startswith("kv") else "",
+                    "receiver_fingerprint": "m1",
+                })
+    return out
+
+
+def test_writer_round_trip(tmp_path):
+    path = tmp_path / "records.jsonl"
+    recs = synthetic_records(4, 1)
+    with la.RecordWriter(path) as w:
+        for r in recs:
+            written = w.write(r)
+            assert written["item"] == r["item"] and written["arm"] == r["arm"]
+            assert written["arm_kind"] == r["arm"]  # defaults filled in by the C++ parser
+    back = la.read_records(path)
+    assert len(back) == len(recs)
+    for r, b in zip(recs, back):
+        for k, v in r.items():
+            assert b[k] == v, k
+    # the file is in the C++ journal's canonical form: read and re-written, it is unchanged
+    with la.RecordWriter(tmp_path / "again.jsonl") as w:
+        for b in back:
+            w.write(b)
+    assert (tmp_path / "again.jsonl").read_text() == path.read_text()
+
+
+def test_writer_validates_and_refuses(tmp_path):
+    path = tmp_path / "records.jsonl"
+    with la.RecordWriter(path) as w:
+        w.write({"item": 0, "seed": 0, "arm": "kv_full", "correct": True})
+        with pytest.raises(la.CorruptData, match="field 'correct' is required"):
+            w.write({"item": 1, "seed": 0, "arm": "kv_full"})
+        with pytest.raises(ValueError, match="field 'item'"):
+            w.write({"item": -1, "seed": 0, "arm": "kv_full", "correct": True})
+        with pytest.raises(la.InvalidArgument, match="already written"):
+            w.write({"item": 0, "seed": 0, "arm": "kv_full", "correct": False})
+        with pytest.raises(ValueError):  # NaN is not JSON
+            w.write({"item": 2, "seed": 0, "arm": "kv_full", "correct": True, "answer_logprob": float("nan")})
+    with pytest.raises(la.InvalidArgument, match="already holds records"):
+        la.RecordWriter(path)
+    with la.RecordWriter(path, append=True) as w:
+        with pytest.raises(la.InvalidArgument, match="already written"):
+            w.write({"item": 0, "seed": 0, "arm": "kv_full", "correct": True})
+        w.write({"item": 1, "seed": 0, "arm": "kv_full", "correct": False})
+    assert [r["item"] for r in la.read_records(path)] == [0, 1]
+    with pytest.raises(la.InvalidArgument, match="closed"):
+        w.write({"item": 3, "seed": 0, "arm": "kv_full", "correct": True})
+
+
+def test_read_records_errors_and_frame(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"item": 0, "seed": 0, "arm": "a", "correct": true}\n{"item": 1}\n')
+    with pytest.raises(la.CorruptData):
+        la.read_records(bad)
+    with pytest.raises(ValueError):
+        la.read_records(tmp_path / "missing.jsonl")
+    good = tmp_path / "good.jsonl"
+    with la.RecordWriter(good) as w:
+        for r in synthetic_records(2, 1):
+            w.write(r)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            la.read_records(good, as_frame=True)
+        return
+    df = la.read_records(good, as_frame=True)
+    assert len(df) == 10 and set(ARMS) == set(df["arm"])
+
+
+def test_report_from_dicts_and_path_agree(tmp_path):
+    recs = synthetic_records()
+    path = tmp_path / "records.jsonl"
+    with la.RecordWriter(path) as w:
+        for r in recs:
+            w.write(r)
+    out = tmp_path / "report"
+    rep = la.report(path, out=out, bootstrap=200)
+    for name in ("report.md", "report.json"):
+        assert (out / name).exists()
+    assert json.loads((out / "report.json").read_text()) == rep
+    assert rep["findings"] and rep["decision"]
+    assert la.report(recs, bootstrap=200) == rep  # no files without out
+    assert la.report(path, bootstrap=200, threads=1) == rep  # results do not depend on threads
+    with pytest.raises(ValueError, match="margin"):
+        la.report(path, margin=2)
+    with pytest.raises(ValueError, match="no records"):
+        la.report([])
+
+
+def test_report_equals_cli(cli, tmp_path):
+    recs = synthetic_records()
+    path = tmp_path / "records.jsonl"
+    with la.RecordWriter(path) as w:
+        for r in recs:
+            w.write(r)
+    (tmp_path / "py").mkdir()
+    rep = la.report(path, out=tmp_path / "py", margin=0.1, alpha=0.05, bootstrap=300, seed=3)
+    summary = cli("report", "--records", path, "--out", tmp_path / "cli", "--margin", 0.1, "--alpha", 0.05,
+                  "--bootstrap", 300, "--seed", 3, "--quiet")
+    cli_json = json.loads((tmp_path / "cli" / "report.json").read_text())
+    assert rep == cli_json
+    assert {f["id"]: f["verdict"] for f in rep["findings"]} == summary["findings"]
+    for name in sorted(os.listdir(tmp_path / "cli")):
+        if not name.startswith("."):
+            assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
