@@ -217,7 +217,7 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   check_svg(front);
   CHECK(
       std::regex_search(front, std::regex("class=\"frontier\" d=\"M [0-9.]+ [0-9.]+ H [0-9.]+ V [0-9.]+\"")));
-  CHECK(count(front, "class=\"point-label\"") == 2);  // only the Pareto set is labelled
+  CHECK(count(front, "class=\"point-label\"") == 2);  // the Pareto set; the others in grey where room
   CHECK(count(front, "class=\"point highlight\"") == 2);
   CHECK(front.find(">1000<") != std::string::npos);  // decade tick labels, 1e3 .. 1e6
   CHECK(front.find(">100000<") != std::string::npos);
@@ -390,4 +390,80 @@ TEST_CASE("forest and bar plots grow to fit many rows", "[report][svg]") {
   REQUIRE(std::regex_search(svg, m, std::regex("viewBox=\"0 0 [0-9.]+ ([0-9.]+)\"")));
   CHECK(std::stod(m[1]) >= 60 * 18.0);
   CHECK(count(svg, "class=\"ci\"") == 60);
+}
+
+TEST_CASE("forest plots draw verdict intervals behind the CI and dotted margin lines inside the axis",
+          "[report][svg]") {
+  std::vector<forest_row> rows = {{"need: kv_full − no_comm", 0.9, 0.85, 0.95, "need"},
+                                  {"no_need: kv_full − no_comm", 0.0, -0.01, 0.01, "no_need"}};
+  rows[0].verdict = std::pair{0.80, 1.0};
+  rows[1].verdict = std::pair{-0.04, 0.04};
+  forest_marks marks{.margins = {-0.05, 0.05},
+                     .margin_label = "margin ±0.05",
+                     .ci_label = "95% CI",
+                     .verdict_label = "90% verdict interval"};
+  const auto svg = forest_plot(rows, {.title = "effects"}, 0.0, marks);
+  check_svg(svg);
+  CHECK(count(svg, "class=\"verdict\"") == 2);
+  CHECK(count(svg, "class=\"margin\"") == 2);
+  CHECK(svg.find("90% verdict interval") != std::string::npos);  // legend and tooltips
+  CHECK(svg.find("margin ±0.05") != std::string::npos);
+  // the verdict bar of row 0 is drawn before its CI line (behind it)
+  CHECK(svg.find("class=\"verdict\"") < svg.find("class=\"ci\""));
+  // without marks nothing of the kind is drawn
+  const std::vector<forest_row> plain = {{"a", 0.1, 0.0, 0.2, ""}};
+  const auto p = forest_plot(plain, {});
+  CHECK(p.find("class=\"verdict\"") == std::string::npos);
+  CHECK(p.find("class=\"margin\"") == std::string::npos);
+  // a margin beyond every interval widens the axis: the −0.5 tick appears
+  const auto wide = forest_plot(plain, {}, 0.0, forest_marks{.margins = {-0.5}});
+  check_svg(wide);
+  CHECK(wide.find(">-0.5<") != std::string::npos);
+  // bad marks and intervals throw, naming the argument
+  std::vector<forest_row> bad = plain;
+  bad[0].verdict = std::pair{0.3, 0.1};
+  CHECK_THROWS_AS(forest_plot(bad, {}), invalid_argument);
+  bad[0].verdict = std::pair{std::numeric_limits<double>::quiet_NaN(), 0.1};
+  CHECK_THROWS_WITH(forest_plot(bad, {}), Contains("verdict.first"));
+  CHECK_THROWS_WITH(
+      forest_plot(plain, {}, 0.0, forest_marks{.margins = {std::numeric_limits<double>::infinity()}}),
+      Contains("marks.margins"));
+}
+
+TEST_CASE("frontier labels do not overlap each other or a point; the others are labelled where there is room",
+          "[report][svg]") {
+  // two Pareto points almost on top of each other (text_budget_4 and text_message_8 overprinted
+  // before issue 31) and a cloud of KV points
+  std::vector<scatter_point> pts = {{"text_budget_4", 1000, 0.60, 0.55, 0.65, true},
+                                    {"text_message_8", 1100, 0.61, 0.56, 0.66, true},
+                                    {"kv_full", 2e5, 0.95, 0.9, 0.99, true}};
+  for (int i = 0; i < 12; ++i)
+    pts.push_back({"kv_noise_" + std::to_string(i), 1.5e5 + 4e3 * i, 0.9 - 0.03 * i, 0.85 - 0.03 * i,
+                   0.95 - 0.03 * i, false});
+  const auto svg =
+      frontier_plot(pts, {.title = "frontier", .x_label = "bytes", .y_label = "accuracy", .log_x = true});
+  check_svg(svg);
+  struct box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<box> boxes;
+  const std::regex label(
+      "class=\"point-label( minor)?\" x=\"([-0-9.]+)\" y=\"([-0-9.]+)\" text-anchor=\"(start|end)\" "
+      "font-size=\"([0-9.]+)\"[^>]*>([^<]*)<");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    const double x = std::stod(m[2]), y = std::stod(m[3]), size = std::stod(m[5]);
+    const double w = detail::text_width(m[6].str(), size);
+    boxes.push_back({m[4] == "end" ? x - w : x, y - 0.8 * size, m[4] == "end" ? x : x + w, y + 0.25 * size});
+  }
+  CHECK(count(svg, "class=\"point-label\"") == 3);        // every Pareto point
+  CHECK(count(svg, "class=\"point-label minor\"") >= 3);  // some of the cloud
+  REQUIRE(boxes.size() >= 6);
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const auto& a = boxes[i];
+      const auto& b = boxes[j];
+      INFO(i << " " << j);
+      CHECK_FALSE((a.x0 < b.x1 - 0.01 && b.x0 < a.x1 - 0.01 && a.y0 < b.y1 - 0.01 && b.y0 < a.y1 - 0.01));
+    }
 }

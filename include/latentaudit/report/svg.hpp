@@ -39,20 +39,34 @@ struct forest_row {
   double ci_low;      ///< lower CI limit, finite, <= ci_high
   double ci_high;     ///< upper CI limit, finite
   std::string group;  ///< optional group name: rows of one group share a colour (legend if > 1 group)
+  /// optional second interval drawn behind the CI as a wide pale bar (e.g. the verdict interval a
+  /// finding reads, next to the descriptive CI); finite, first <= second
+  std::optional<std::pair<double, double>> verdict = {};
+};
+
+/// @brief What a forest plot draws besides its rows: margin lines and the legend of the two
+/// intervals.
+struct forest_marks {
+  std::vector<double> margins;          ///< x of dotted vertical lines (e.g. −m and +m), finite
+  std::string margin_label = "margin";  ///< legend entry of the margin lines
+  std::string ci_label = "CI";          ///< legend entry of the row line (when a row has a verdict interval)
+  std::string verdict_label = "verdict interval";  ///< legend entry of the wide pale bar
 };
 
 /// @brief A forest plot: one row per estimate, its CI as a horizontal line, the estimate as a
 /// square, a dashed vertical reference line, labels on the left and "estimate [low, high]" on
-/// the right.
+/// the right; rows with a `verdict` interval get it as a wide pale bar behind the line, and
+/// `marks.margins` are drawn as dotted vertical lines (both in the legend, and inside the axis).
 /// @param rows the rows, drawn top to bottom in order; empty gives a valid SVG saying "no data"
 /// @param o title, axis labels, size, log_x
 /// @param reference where the dashed reference line goes (0 for differences, 1 for ratios), finite
 /// (> 0 on a log axis)
+/// @param marks margin lines and legend texts
 /// @returns the SVG document
 /// @throws invalid_argument naming forest_plot and the argument: non-finite values, ci_low >
-/// ci_high, x <= 0 on a log axis, bad width or height.
+/// ci_high (or verdict.first > verdict.second), x <= 0 on a log axis, bad width or height.
 [[nodiscard]] std::string forest_plot(std::span<const forest_row> rows, const plot_options& o,
-                                      double reference = 0.0);
+                                      double reference = 0.0, const forest_marks& marks = {});
 
 /// @brief One point of a band series: a value with its confidence band at x.
 struct band_point {
@@ -287,7 +301,8 @@ void draw_title_and_frame(svg_writer& w, const plot_frame& f, const plot_options
 
 }  // namespace detail
 
-std::string forest_plot(std::span<const forest_row> rows, const plot_options& o, double reference);
+std::string forest_plot(std::span<const forest_row> rows, const plot_options& o, double reference,
+                        const forest_marks& marks);
 
 std::string band_plot(std::span<const band_series> series, const plot_options& o, std::optional<double> hline,
                       std::optional<double> vline, std::optional<std::pair<double, double>> vband);

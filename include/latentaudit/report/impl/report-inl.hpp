@@ -11,11 +11,13 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "../../core/error.hpp"
 #include "../detail/failure_report.hpp"
+#include "../html.hpp"
 
 namespace latentaudit {
 
@@ -569,17 +571,36 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
     const audit_report& r, std::span<const trial_record> records) {
   std::vector<std::pair<std::string, std::string>> out;
   std::vector<forest_row> rows;
+  // the verdict interval the findings read, drawn behind the descriptive CI when finite
+  auto verdict_of = [](const paired_effect& e) -> std::optional<std::pair<double, double>> {
+    if (std::isfinite(e.verdict_low) && std::isfinite(e.verdict_high) && e.verdict_low <= e.verdict_high)
+      return std::pair{e.verdict_low, e.verdict_high};
+    return std::nullopt;
+  };
   for (const auto& e : r.core.effects)
     if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
-      rows.push_back(
-          {e.regime + ": " + e.treated + " − " + e.control, e.estimate, e.ci_low, e.ci_high, e.regime});
+      rows.push_back({e.regime + ": " + e.treated + " − " + e.control, e.estimate, e.ci_low, e.ci_high,
+                      e.regime, verdict_of(e)});
   for (const auto& e : r.core.decomposition)
     if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
-      rows.push_back({"decomposition: " + e.id, e.estimate, e.ci_low, e.ci_high, "decomposition"});
+      rows.push_back(
+          {"decomposition: " + e.id, e.estimate, e.ci_low, e.ci_high, "decomposition", verdict_of(e)});
   detail::relay_failure_forest_rows(r.core, rows);  // stale, conflict and drift rows
-  out.emplace_back("forest.svg",
-                   forest_plot(rows, {.title = "Paired effects on accuracy (cluster bootstrap CIs)",
-                                      .x_label = "difference in accuracy"}));
+  const double m = r.options.equivalence_margin;
+  const std::string lv = fmt::format("{:g}%", 100.0 * (1.0 - r.options.alpha)),
+                    vv = fmt::format("{:g}%", 100.0 * (1.0 - 2.0 * r.options.alpha));
+  forest_marks marks;
+  if (std::isfinite(m) && m > 0) {
+    marks.margins = {-m, m};
+    marks.margin_label = fmt::format("margin ±{:g}", m);
+  }
+  marks.ci_label = lv + " CI (bootstrap; relay-failure rows: betting)";
+  marks.verdict_label = vv + " verdict interval (betting)";
+  out.emplace_back("forest.svg", forest_plot(rows,
+                                             {.title = "Paired effects on accuracy: " + lv + " CI (line), " +
+                                                       vv + " verdict interval (pale bar), ±margin (dotted)",
+                                              .x_label = "difference in accuracy"},
+                                             0.0, marks));
   band_series s{"accuracy (Wilson CI)", {}};
   for (const auto& p : r.core.noise.curve)
     if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
@@ -635,8 +656,22 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
     bars.push_back(std::move(b));
   }
   if (auto drift_svg = detail::drift_response_svg(r.core)) out.emplace_back("drift_response.svg", *drift_svg);
+  // What the cost verdict is about: the receiver's stages only (A's prefill left out).
+  std::vector<stacked_bar> receiver_bars;
+  for (const auto& b : bars) {
+    stacked_bar rb{b.label, {}};
+    for (std::size_t i = 1; i < b.segments.size(); ++i) rb.segments.push_back(b.segments[i]);
+    receiver_bars.push_back(std::move(rb));
+  }
+  out.emplace_back(
+      "latency_receiver.svg",
+      stacked_bar_plot(receiver_bars,
+                       {.title = "Mean receiver latency per trial by stage (need regime; what the "
+                                 "cost verdict compares)",
+                        .x_label = "microseconds"}));
   out.emplace_back("latency.svg",
-                   stacked_bar_plot(bars, {.title = "Mean latency per trial by stage (need regime)",
+                   stacked_bar_plot(bars, {.title = "Mean end-to-end latency per trial by stage, A's prefill "
+                                                    "included (need regime)",
                                            .x_label = "microseconds"}));
   return out;
 }
@@ -649,7 +684,9 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
   auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
   line("## Cost-benefit by link");
   line("");
-  line("![latency breakdown](latency.svg)");
+  line("![receiver latency breakdown](latency_receiver.svg)");
+  line("");
+  line("![end-to-end latency breakdown](latency.svg)");
   line("");
   if (!r.cost.missing.empty()) {
     line("Not run (" + r.cost.missing + ").");
@@ -692,6 +729,7 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
                        detail::bytes_text(p.kv_bytes_per_token), p.prefill_tokens_per_s,
                        p.break_even_bandwidth_bytes_s / 1e9));
   }
+  if (!r.cost.notes.empty()) line("");
   for (const auto& n : r.cost.notes) line("- " + n);
   line("");
   return m;
@@ -774,6 +812,7 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
         " folds; every item held out once); deployable model "
         "fitted on every item: `" +
         eq + "`.");
+    line("");
     for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
     for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
     line("");
@@ -850,23 +889,43 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
   m += detail::relay_switch_markdown(r.decision.relay_switch);
   line("## Findings");
   line("");
-  line("| id | verdict | estimate | CI | n | method |");
-  line("|---|---|---|---|---|---|");
+  line(fmt::format(
+      "\"for relay\": what the verdict means for relaying the cache (supports / against / not shown; "
+      "context: descriptive). The paired contrasts' interval is the {:g}% verdict interval (betting over "
+      "items) the verdict reads, wider than the {:g}% bootstrap CI of the paired-effects table; cost "
+      "findings are receiver milliseconds saved. The method's full text: report.html (linked) and "
+      "report.json.",
+      100.0 * (1.0 - 2.0 * r.options.alpha), 100.0 * (1.0 - r.options.alpha)));
+  line("");
+  line("| id | for relay | verdict | estimate | interval | interval is | n | method |");
+  line("|---|---|---|---|---|---|---|---|");
   for (const auto& f : r.findings)
-    line(fmt::format("| `{}` | {} | {} | [{}, {}] | {} | {} |", f.id, verdict_name(f.answer), num(f.estimate),
-                     num(f.ci_low), num(f.ci_high), f.n, detail::md_escape(f.method)));
+    line(fmt::format("| `{}` | {} | {} | {} | [{}, {}] | {} | {} | [{}](report.html#{}) |", f.id,
+                     relay_polarity_name(finding_polarity(f)), verdict_name(f.answer),
+                     detail::finding_value(f, f.estimate), detail::finding_value(f, f.ci_low),
+                     detail::finding_value(f, f.ci_high), finding_interval_label(f, r.options.alpha), f.n,
+                     finding_method_short(f), finding_anchor(f.id)));
   line("");
   for (const auto& f : r.findings)
-    if (!f.detail.empty()) line("- `" + f.id + "`: " + f.detail);
+    if (!f.detail.empty()) line("- `" + f.id + "`: " + finding_statement(f) + " " + f.detail);
   line("");
   line("## Accuracy by arm");
   line("");
   line(
-      "| regime | arm | n | accuracy % | CI % | mean bytes | receiver µs | attention on relay | hidden "
-      "cosine vs text | KL vs text |");
+      fmt::format("| regime | arm | n | accuracy % | {:g}% CI % (item-clustered) | mean bytes | receiver µs "
+                  "| attention on "
+                  "relay | hidden cosine vs text | KL vs text |",
+                  100.0 * (1.0 - r.options.alpha)));
   line("|---|---|---|---|---|---|---|---|---|---|");
-  for (const auto& a : r.core.arms) {
-    if (a.regime == "all") continue;
+  std::vector<const arm_summary*> sorted_arms;  // by regime (need, no_need, stale, conflict, ...), then arm
+  for (const auto& a : r.core.arms)
+    if (a.regime != "all") sorted_arms.push_back(&a);
+  std::stable_sort(sorted_arms.begin(), sorted_arms.end(), [](const arm_summary* a, const arm_summary* b) {
+    return std::tuple(detail::regime_rank(a->regime), a->regime, a->arm) <
+           std::tuple(detail::regime_rank(b->regime), b->regime, b->arm);
+  });
+  for (const auto* ap : sorted_arms) {
+    const auto& a = *ap;
     auto o = [](const std::optional<double>& x) { return x ? num(*x) : std::string("–"); };
     line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} | {} |", detail::md_escape(a.regime),
                      detail::md_escape(a.arm), a.n, pct(a.accuracy), pct(a.ci_low), pct(a.ci_high),
@@ -879,8 +938,8 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
   line("![forest plot](forest.svg)");
   line("");
   line(fmt::format(
-      "| contrast | pairs | items | estimate | {:g}% CI | {:g}% verdict interval (betting) | p (betting) "
-      "| p (Holm) |",
+      "| contrast | pairs | items | estimate | {:g}% bootstrap CI | {:g}% verdict interval (betting) | p "
+      "(betting) | p (Holm) |",
       100.0 * (1.0 - r.options.alpha), 100.0 * (1.0 - 2.0 * r.options.alpha)));
   line("|---|---|---|---|---|---|---|---|");
   for (const auto* es : {&r.core.effects, &r.core.decomposition})
@@ -894,7 +953,9 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
   line("");
   line("## Effects by regime and covariate (CATE)");
   line("");
-  line("| contrast | variable | level | n | estimate | CI | p | p adjusted |");
+  line(fmt::format(
+      "| contrast | variable | level | n | estimate | {:g}% bootstrap CI | p (McNemar) | p adjusted (Holm) |",
+      100.0 * (1.0 - r.options.alpha)));
   line("|---|---|---|---|---|---|---|---|");
   for (const auto& c : r.core.cate)
     line(fmt::format("| {} | {} | {} | {} | {} | [{}, {}] | {} | {} |", detail::md_escape(c.arm_pair),
@@ -1023,12 +1084,17 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
       for (const auto& [m, why] : metrics) md += "| metric `" + m + "` | " + why + " |\n";
     }
   }
+  html_options ho;
+  if (const auto u = md.find("\n## Unavailable on this engine"); u != std::string::npos)
+    ho.markdown = md.substr(u + 1);
   files.emplace_back("report.md", std::move(md));
+  auto svgs = report_svgs(r, records);
+  files.emplace_back("report.html", report_html(r, records, svgs, ho));
   std::string js;
   append_json(js, report_json(r), {.indent = 1});
   js.push_back('\n');
   files.emplace_back("report.json", std::move(js));
-  for (auto& [name, svg] : report_svgs(r, records)) files.emplace_back(name, std::move(svg));
+  for (auto& [name, svg] : svgs) files.emplace_back(name, std::move(svg));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir))

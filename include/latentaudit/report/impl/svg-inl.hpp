@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "../../core/detail/check.hpp"
 
@@ -355,23 +356,37 @@ LATENTAUDIT_INLINE void draw_title_and_frame(svg_writer& w, const plot_frame& f,
 }  // namespace detail
 
 LATENTAUDIT_INLINE std::string forest_plot(std::span<const forest_row> rows, const plot_options& o,
-                                           double reference) {
+                                           double reference, const forest_marks& marks) {
   constexpr std::string_view fn = "forest_plot";
   detail::check_plot_options(fn, o);
   detail::check_finite(fn, "reference", reference);
   if (o.log_x) detail::check_log_positive(fn, "reference", reference);
+  bool any_verdict = false;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     detail::check_plot_value(fn, "rows", i, "estimate", r.estimate);
     detail::check_plot_value(fn, "rows", i, "ci_low", r.ci_low);
     detail::check_plot_value(fn, "rows", i, "ci_high", r.ci_high);
     detail::check_plot_interval(fn, "rows", i, "ci_low", r.ci_low, "ci_high", r.ci_high);
+    if (r.verdict) {
+      any_verdict = true;
+      detail::check_plot_value(fn, "rows", i, "verdict.first", r.verdict->first);
+      detail::check_plot_value(fn, "rows", i, "verdict.second", r.verdict->second);
+      detail::check_plot_interval(fn, "rows", i, "verdict.first", r.verdict->first, "verdict.second",
+                                  r.verdict->second);
+    }
     if (o.log_x) {
       const std::string name = "rows[" + std::to_string(i) + "]";
       detail::check_log_positive(fn, name, std::min({r.estimate, r.ci_low, r.ci_high}));
+      if (r.verdict) detail::check_log_positive(fn, name + ".verdict", r.verdict->first);
     }
   }
+  for (std::size_t i = 0; i < marks.margins.size(); ++i) {
+    detail::check_plot_value(fn, "marks.margins", i, "x", marks.margins[i]);
+    if (o.log_x) detail::check_log_positive(fn, "marks.margins[" + std::to_string(i) + "]", marks.margins[i]);
+  }
   if (rows.empty()) return detail::no_data_svg(fn, o);
+  constexpr std::string_view verdict_colour = "#999999", margin_colour = "#D55E00";
 
   // groups → colours; a legend when there is more than one group
   std::vector<std::string> group_of;
@@ -384,6 +399,12 @@ LATENTAUDIT_INLINE std::string forest_plot(std::span<const forest_row> rows, con
           {groups[g].empty() ? std::string("(none)") : groups[g], detail::palette_colour(g), 'b'});
     }
   }
+  if (any_verdict) {
+    legend.push_back(
+        {marks.ci_label, groups.size() > 1 ? std::string_view("#000000") : detail::palette_colour(0), 'l'});
+    legend.push_back({marks.verdict_label, verdict_colour, 'b'});
+  }
+  if (!marks.margins.empty()) legend.push_back({marks.margin_label, margin_colour, 'l'});
 
   // layout: labels left, "estimate [low, high]" right
   std::vector<std::string> values;
@@ -406,8 +427,11 @@ LATENTAUDIT_INLINE std::string forest_plot(std::span<const forest_row> rows, con
   const double row_h = (height - top - bottom) / n;
 
   double lo = reference, hi = reference;
-  for (const auto& r : rows)
+  for (const auto& r : rows) {
     lo = std::min({lo, r.ci_low, r.estimate}), hi = std::max({hi, r.ci_high, r.estimate});
+    if (r.verdict) lo = std::min(lo, r.verdict->first), hi = std::max(hi, r.verdict->second);
+  }
+  for (double m : marks.margins) lo = std::min(lo, m), hi = std::max(hi, m);
   detail::plot_frame f{left, width - right, top, height - bottom, {}, {}};
   f.ax = detail::make_axis(fn, lo, hi, o.log_x, detail::tick_target(f.x1 - f.x0, 80.0));
 
@@ -423,12 +447,24 @@ LATENTAUDIT_INLINE std::string forest_plot(std::span<const forest_row> rows, con
   }
   const double xr = f.px(reference);
   w.line("reference", xr, f.y0, xr, f.y1, "#555555", 1.2, "stroke-dasharray=\"5,4\"");
+  for (double m : marks.margins) {
+    const double xm = f.px(m);
+    w.line("margin", xm, f.y0, xm, f.y1, margin_colour, 1.2, "stroke-dasharray=\"2,3\"");
+  }
   w.raw("<g class=\"rows\">\n");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const double y = f.y0 + (static_cast<double>(i) + 0.5) * row_h;
     const auto colour = detail::palette_colour(detail::name_index(groups, r.group));
     w.text("label", left - 8, y + 4, r.label, "end");
+    if (r.verdict) {
+      const double h = std::clamp(row_h * 0.55, 5.0, 12.0);
+      const double x0 = f.px(r.verdict->first);
+      w.rect("verdict", x0, y - h / 2, std::max(f.px(r.verdict->second) - x0, 1.0), h, verdict_colour,
+             "fill-opacity=\"0.35\"");
+      w.close(fmt::format("{}: {} [{}, {}]", r.label, marks.verdict_label,
+                          detail::value_label(r.verdict->first), detail::value_label(r.verdict->second)));
+    }
     w.line("ci", f.px(r.ci_low), y, f.px(r.ci_high), y, colour, 2.0);
     const double s = std::clamp(row_h * 0.45, 4.0, 9.0);
     w.rect("estimate", f.px(r.estimate) - s / 2, y - s / 2, s, s, colour);
@@ -614,13 +650,62 @@ LATENTAUDIT_INLINE std::string frontier_plot(std::span<const scatter_point> poin
                p.highlight ? colour : std::string_view("#ffffff"), colour);
       w.close(fmt::format("{}: x {} y {} [{}, {}]", p.label, detail::value_label(p.x),
                           detail::value_label(p.y), detail::value_label(p.lo), detail::value_label(p.hi)));
-      if (p.highlight && !p.label.empty()) {
-        const bool near_right = x > f.x0 + 0.75 * (f.x1 - f.x0);
-        const bool near_top =
-            f.py(p.y) < f.y0 + 16.0;  // keep the label inside the plot area (clear of the legend)
-        w.text("point-label", near_right ? x - 7 : x + 7, f.py(p.y) + (near_top ? 15.0 : -7.0), p.label,
-               near_right ? "end" : "start", 11);
+    }
+  }
+  w.raw("</g>\n");
+  // Labels, placed so that none overlaps another or a point: the Pareto set's first (always drawn,
+  // at its least crowded place), then the others in grey where a free place is found (the rest keep
+  // their tooltip).
+  struct box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<box> taken;
+  for (const auto& p : points) {
+    const double x = f.px(p.x), y = f.py(p.y);
+    taken.push_back({x - 4.5, y - 4.5, x + 4.5, y + 4.5});
+  }
+  auto overlaps = [&](const box& b) {
+    std::size_t n = 0;
+    for (const auto& t : taken) n += (b.x0 < t.x1 && t.x0 < b.x1 && b.y0 < t.y1 && t.y0 < b.y1) ? 1 : 0;
+    return n;
+  };
+  w.raw("<g class=\"point-labels\">\n");
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& p : points) {
+      if (p.highlight != (pass == 0) || p.label.empty()) continue;
+      const double size = p.highlight ? 11.0 : 10.0;
+      const double tw = detail::text_width(p.label, size), x = f.px(p.x), y = f.py(p.y);
+      // candidates: right or left of the point, level, above or below, then further away
+      static constexpr double dys[] = {-7.0, 15.0, 4.0, -19.0, 27.0, -31.0, 39.0};
+      std::optional<std::pair<box, bool>> best;  // box, anchored at its end
+      std::size_t best_overlaps = std::numeric_limits<std::size_t>::max();
+      for (double dy : dys) {
+        for (int side = 0; side < 2; ++side) {
+          const bool end = side == 1;
+          const double tx = end ? x - 7 : x + 7, ty = y + dy;
+          const box b{end ? tx - tw : tx, ty - 0.8 * size, end ? tx : tx + tw, ty + 0.25 * size};
+          if (b.x0 < f.x0 || b.x1 > f.x1 || b.y0 < f.y0 || b.y1 > f.y1) continue;
+          const auto n = overlaps(b);
+          if (n < best_overlaps) best_overlaps = n, best = std::pair{b, end};
+          if (n == 0) break;
+        }
+        if (best_overlaps == 0) break;
       }
+      if (!best && p.highlight) {  // nowhere inside: beside the point, as before
+        const bool end = x > f.x0 + 0.75 * (f.x1 - f.x0);
+        const double tx = end ? x - 7 : x + 7, ty = y + (y < f.y0 + 16.0 ? 15.0 : -7.0);
+        best = std::pair{box{end ? tx - tw : tx, ty - 0.8 * size, end ? tx : tx + tw, ty + 0.25 * size}, end};
+        best_overlaps = 0;
+      }
+      if (!best || (!p.highlight && best_overlaps > 0)) continue;
+      const auto& [b, end] = *best;
+      taken.push_back(b);
+      const double ty = b.y1 - 0.25 * size;
+      if (p.highlight)
+        w.text("point-label", end ? b.x1 : b.x0, ty, p.label, end ? "end" : "start", size);
+      else
+        w.text("point-label minor", end ? b.x1 : b.x0, ty, p.label, end ? "end" : "start", size,
+               "fill=\"#555555\"");
     }
   }
   w.raw("</g>\n");
@@ -654,7 +739,8 @@ LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bar
     if (!std::isfinite(t))
       detail::throw_invalid(fn, "bars", "segment totals must be finite (their sum overflowed)");
     totals.push_back(t);
-    total_text.push_back(detail::value_label(t));
+    // totals as plain numbers up to 10^7 ("7790", not "7.79e+03"), 3 significant digits beyond
+    total_text.push_back(t >= 1000.0 && t < 1e7 ? fmt::format("{:.0f}", t) : detail::value_label(t));
     max_total = std::max(max_total, t);
     label_w = std::max(label_w, detail::text_width(b.label));
     total_w = std::max(total_w, detail::text_width(total_text.back()));

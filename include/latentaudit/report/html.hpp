@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: report.html — the audit report as one self-contained page written beside report.md:
+// the decision and its policy first, findings with what each verdict means for relay, labelled
+// intervals, sortable tables, the plots inline, and a drill-down per arm and regime to the tasks
+// with B's answer. Inline CSS and SVG, one small inline script (table sorting; the page reads the
+// same with scripts off), nothing loaded from the network, every text HTML-escaped.
+#ifndef LATENTAUDIT_REPORT_HTML_HPP
+#define LATENTAUDIT_REPORT_HTML_HPP
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../config.hpp"
+#include "../trial/record.hpp"
+#include "finding.hpp"
+#include "report.hpp"
+
+namespace latentaudit {
+
+/// @brief What a finding's verdict means for relaying the cache.
+enum class relay_polarity {
+  supports,   ///< the verdict is good news for relay (e.g. need.kv_beats_no_comm: yes)
+  against,    ///< the verdict is bad news for relay (e.g. stale.kv_worse_than_text: yes)
+  not_shown,  ///< inconclusive: the records show neither
+  context     ///< a descriptive finding (e.g. noise.tolerance_sigma): no direction for relay
+};
+
+/// @brief "supports", "against", "not shown" or "context".
+/// @param p the polarity
+/// @returns its name as report.md and report.html print it
+[[nodiscard]] constexpr const char* relay_polarity_name(relay_polarity p) noexcept {
+  return p == relay_polarity::supports  ? "supports"
+         : p == relay_polarity::against ? "against"
+         : p == relay_polarity::context ? "context"
+                                        : "not shown";
+}
+
+/// @brief What `f`'s verdict means for relay, by its id (docs/audit-report.md "Findings"): a "yes"
+/// of a benefit finding (need.kv_beats_no_comm, need.kv_noninferior_to_text, cost.relay_pays_on_*,
+/// ...) supports relay, a "yes" of a risk finding (stale.*, conflict.*, placebo and cross-model
+/// benefits, a negative no-need change, a located drift tolerance) is against it, and the reverse
+/// for "no"; inconclusive is "not shown"; ids without a direction (noise.tolerance_sigma, unknown
+/// ids) are "context".
+/// @param f the finding
+/// @returns its polarity
+[[nodiscard]] LATENTAUDIT_INLINE relay_polarity finding_polarity(const finding& f) noexcept;
+
+/// @brief One plain sentence saying what `f`'s verdict means ("KV relay beats no communication in
+/// the need regime.").
+/// @param f the finding
+/// @returns the sentence (unknown ids: "<id>: <verdict>.")
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_statement(const finding& f);
+
+/// @brief The level and method of `f`'s interval [ci_low, ci_high], e.g. "90% verdict interval
+/// (betting over items)" for the paired contrasts (1 − 2α), "95% bootstrap CI" for the cost and
+/// tolerance findings (1 − α).
+/// @param f the finding
+/// @param alpha the report's α (audit_options::alpha), in (0, 0.5)
+/// @returns the label
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_interval_label(const finding& f, double alpha);
+
+/// @brief A short name of `f`'s method for a table cell (the full text stays in report.json and in
+/// report.html's collapsed method).
+/// @param f the finding
+/// @returns e.g. "paired, betting over items"
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_method_short(const finding& f);
+
+/// @brief The anchor of `f` in report.html ("f-" and the id with every character outside
+/// [A-Za-z0-9._-] replaced by '_'); report.md links its method cells there.
+/// @param id a finding id
+/// @returns the fragment name, without '#'
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_anchor(std::string_view id);
+
+/// @brief Options of report_html().
+struct html_options {
+  /// most task rows shown per (arm, regime) in the drill-down (wrong answers first, then by item
+  /// and seed); the rest are counted and left to records.jsonl
+  std::size_t max_task_rows = 40;
+  /// Markdown appended to the page's "More" section as preformatted text, after the relay-failure,
+  /// message, link and gate sections that report.html shows as report.md writes them
+  /// (run_audit_report passes report.md's "Unavailable on this engine" section)
+  std::string markdown;
+};
+
+/// @brief report.html: one self-contained HTML5 page for `r` built from `records` (the records the
+/// report was built from), with the plots `svgs` (report_svgs(r, records)) inline.
+/// @param r the report
+/// @param records its records (the drill-down reads task_id, query_index, answer_text, correct,
+/// stale_answer and relay_error)
+/// @param svgs pairs (file name, SVG document) to inline, in order
+/// @param o options
+/// @returns the page (UTF-8)
+/// @throws invalid_argument naming report_html if o.max_task_rows is 0.
+[[nodiscard]] LATENTAUDIT_INLINE std::string report_html(
+    const audit_report& r, std::span<const trial_record> records,
+    std::span<const std::pair<std::string, std::string>> svgs, const html_options& o = {});
+
+namespace detail {
+
+/// @brief Escapes & < > " ' for HTML text and attribute values; control bytes other than tab and
+/// newline become U+FFFD.
+/// @param s the text (UTF-8)
+/// @returns the escaped text
+[[nodiscard]] LATENTAUDIT_INLINE std::string html_escape(std::string_view s);
+
+/// @brief A finding's value as report.md and report.html print it: 4 significant digits, "–" when
+/// not finite, and the cost findings (seconds) in milliseconds ("1.08 ms").
+/// @param f the finding (its id decides the unit)
+/// @param x its estimate or an interval limit
+/// @returns the text
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_value(const finding& f, double x);
+
+/// @brief The order of regimes in the tables: need, no_need, stale, conflict, then others.
+/// @param r a regime name
+/// @returns its rank (0 to 4)
+[[nodiscard]] inline int regime_rank(std::string_view r) noexcept {
+  if (r == "need") return 0;
+  if (r == "no_need") return 1;
+  if (r == "stale") return 2;
+  if (r == "conflict") return 3;
+  return 4;
+}
+
+}  // namespace detail
+
+}  // namespace latentaudit
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/html-inl.hpp"
+#endif
+
+#endif  // LATENTAUDIT_REPORT_HTML_HPP

@@ -1,0 +1,819 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/html.hpp (header-only mode includes this file; compiled mode compiles
+// it once in src/)
+#ifndef LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP
+#define LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP
+
+#include "../html.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "../../core/error.hpp"
+#include "../detail/failure_report.hpp"
+
+namespace latentaudit {
+
+namespace detail {
+
+LATENTAUDIT_INLINE std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + s.size() / 8);
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7F)
+          out += "\xEF\xBF\xBD";  // U+FFFD
+        else
+          out.push_back(c);
+    }
+  }
+  return out;
+}
+
+/// @brief Whether `s` starts with `p`.
+[[nodiscard]] inline bool html_starts_with(std::string_view s, std::string_view p) noexcept {
+  return s.substr(0, p.size()) == p;
+}
+
+/// @brief What a finding asks, and its plain statement for yes and for no.
+struct finding_text_row {
+  std::string_view prefix;    ///< id, or id prefix ending in '.' or '_'
+  int polarity_yes;           ///< +1: yes supports relay; −1: yes is against; 0: context
+  std::string_view question;  ///< what it asks (inconclusive: "Not shown: <question>")
+  std::string_view yes;       ///< the statement for "yes"
+  std::string_view no;        ///< the statement for "no"
+};
+
+/// @brief The statements of docs/audit-report.md's findings, in id order.
+inline constexpr finding_text_row finding_texts[] = {
+    {"need.text_beats_no_comm", 1, "does text relay beat no communication (the positive control)?",
+     "Text relay beats no communication: the need regime tests dependency (positive control passed).",
+     "Text relay does not beat no communication by the margin: the need regime tests nothing."},
+    {"need.kv_beats_no_comm", 1, "does KV relay beat no communication in the need regime?",
+     "KV relay beats no communication in the need regime.",
+     "KV relay's benefit over no communication is below the margin."},
+    {"need.kv_noninferior_to_text", 1, "is KV relay within the margin of text relay, or better?",
+     "KV relay is not worse than text relay by the margin.",
+     "KV relay is worse than text relay by more than the margin."},
+    {"need.kv_equivalent_to_text", 1, "are KV relay and text relay equivalent within the margin?",
+     "KV relay and text relay are equivalent within the margin.",
+     "KV relay and text relay differ by more than the margin (the estimate's sign says which way)."},
+    {"need.deranged_beats_no_comm", -1, "does another item's cache help?",
+     "Another item's cache helps: part of the relay effect is not about this item's document.",
+     "Another item's cache does not help: the effect needs the right cache."},
+    {"need.zeroed_beats_no_comm", -1, "does a zeroed cache help?",
+     "A zeroed cache helps: part of the effect is the cache's presence, not its content.",
+     "A zeroed cache does not help."},
+    {"need.cross_model_beats_no_comm", -1, "does a foreign model's cache help?",
+     "A foreign model's cache helps: B reads a cache from another model (homogeneity fails).",
+     "A foreign model's cache does not help: the benefit needs identical models."},
+    {"no_need.kv_changes_accuracy", -1, "does KV relay change accuracy where B does not need A?",
+     "KV relay changes accuracy where B does not need A (the estimate's sign says which way).",
+     "KV relay leaves accuracy unchanged (within the margin) where B does not need A."},
+    {"noise.tolerance_sigma", 0, "where does relay noise cost more than the margin?",
+     "The noise level σ at which relay loses the margin is located within the tested range.",
+     "The noise tolerance σ is not located."},
+    {"stale.kv_worse_than_text", -1, "is a stale cache worse than the current text?",
+     "A stale cache is worse than the current text: relay only fresh caches.",
+     "A stale cache is not worse than the current text by the margin."},
+    {"stale.kv_gives_stale_answer", -1, "does a stale cache make B give the old value?",
+     "With a stale cache B gives the old value more often than every other wrong value together.",
+     "B does not favour the stale value by the margin."},
+    {"conflict.kv_worse_than_no_comm", -1, "is a conflicting cache worse than no communication?",
+     "A cache that contradicts B's prompt is worse than no communication.",
+     "A conflicting cache is not worse than no communication by the margin."},
+    {"drift.tolerance_steps", -1,
+     "after how many fine-tuning steps of the sender does relay lose the margin?",
+     "A drifted sender loses non-inferiority at a located number of steps: relay only between identical "
+     "models.",
+     "Every tested drift step is non-inferior to same-model relay."},
+    {"message.kv_vs_text_message.", 1, "does A's cache beat A's text message?",
+     "A's cache beats A's text message (this message length and regime).",
+     "A's cache does not beat A's text message by the margin."},
+    {"cost.relay_pays_on_", 1, "does relaying the cache save receiver latency on this link, accuracy kept?",
+     "Relaying the cache pays on this link: receiver latency saved, accuracy non-inferior.",
+     "Relaying the cache does not pay on this link."},
+    {"cost.relay_pays", 1, "does relaying the cache pay on the links shown?", "Relaying the cache pays.",
+     "Relaying the cache does not pay."},
+    {"gate.matches_always_relay", 1,
+     "does the per-request gate keep always-relay's accuracy while skipping "
+     "relays?",
+     "The per-request gate keeps always-relay's accuracy and skips some relays.",
+     "The per-request gate loses accuracy against always relaying, or skips too few requests."},
+};
+
+/// @brief The row of `id` (exact ids first, then prefixes), or null.
+[[nodiscard]] inline const finding_text_row* finding_text_of(std::string_view id) noexcept {
+  for (const auto& t : finding_texts)
+    if (id == t.prefix) return &t;
+  for (const auto& t : finding_texts) {
+    const char last = t.prefix.empty() ? ' ' : t.prefix.back();
+    if ((last == '.' || last == '_') && html_starts_with(id, t.prefix)) return &t;
+  }
+  return nullptr;
+}
+
+/// @brief "cost.*" findings hold seconds: shown in ms.
+[[nodiscard]] inline bool finding_in_seconds(std::string_view id) noexcept {
+  return html_starts_with(id, "cost.");
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_value(const finding& f, double x) {
+  if (!std::isfinite(x)) return "–";
+  if (finding_in_seconds(f.id)) return fmt::format("{:.3g} ms", 1e3 * x);
+  return fmt::format("{:.4g}", x);
+}
+
+/// @brief An id for an HTML anchor: every character outside [A-Za-z0-9._-] becomes '_'.
+[[nodiscard]] inline std::string html_anchor_part(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_';
+    out.push_back(ok ? c : '_');
+  }
+  return out;
+}
+
+/// @brief The anchor of the drill-down of (regime, arm).
+[[nodiscard]] inline std::string task_anchor(std::string_view regime, std::string_view arm) {
+  return "t-" + html_anchor_part(regime) + "-" + html_anchor_part(arm);
+}
+
+/// @brief An SVG document for inlining in HTML: the XML declaration and the xmlns attribute
+/// (implied by the HTML parser) removed.
+[[nodiscard]] LATENTAUDIT_INLINE std::string inline_svg(std::string_view svg) {
+  std::string s(svg);
+  if (html_starts_with(s, "<?xml")) {
+    const auto e = s.find("?>");
+    s.erase(0, e == std::string::npos ? s.size() : e + 2);
+    while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) s.erase(0, 1);
+  }
+  constexpr std::string_view ns = " xmlns=\"http://www.w3.org/2000/svg\"";
+  if (const auto p = s.find(ns); p != std::string::npos && p < 8) s.erase(p, ns.size());
+  return s;
+}
+
+/// @brief The page's style sheet.
+inline constexpr std::string_view html_css = R"css(
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;background:#fff;margin:0}
+main{max-width:1180px;margin:0 auto;padding:12px 20px 40px}
+h1{font-size:1.5em;margin:.4em 0 .2em}h2{font-size:1.25em;margin:1.6em 0 .5em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+h3{font-size:1.05em;margin:1.2em 0 .4em}
+.meta{color:#555;margin:0 0 .8em}
+.decision{border:2px solid #999;border-radius:8px;padding:10px 16px;margin:10px 0}
+.decision.allowed{border-color:#009E73;background:#f2fbf7}.decision.blocked{border-color:#D55E00;background:#fff7f2}
+.verdict{font-size:1.6em;font-weight:700;margin:0}
+.gate code{font-size:1.05em;padding:1px 6px;border-radius:4px;background:#eee}
+ul.policy li{margin:.2em 0}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.92em}
+th,td{border:1px solid #d5d5d5;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}
+table.sortable th{cursor:pointer}
+th[aria-sort=ascending]::after{content:" \25B2"}th[aria-sort=descending]::after{content:" \25BC"}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:.85em;font-weight:600;white-space:nowrap}
+.b-supports{background:#d7f0e6;color:#00573f}.b-against{background:#fbe1d3;color:#8a3400}
+.b-not-shown{background:#ececec;color:#444}.b-context{background:#dcebf7;color:#004a75}
+.lbl{color:#555;font-size:.85em}
+details{margin:.2em 0}summary{cursor:pointer;color:#0b5394}
+details.method p{margin:.3em 0;max-width:60em}
+pre{white-space:pre-wrap;background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;font-size:.85em}
+svg{max-width:100%;height:auto;display:block;margin:.4em 0}
+.ok{color:#00573f;font-weight:600}.bad{color:#8a3400;font-weight:600}
+.note{color:#555;font-size:.9em}
+)css";
+
+/// @brief The inline table sorter: click (or Enter on) a header of a table.sortable; a cell's
+/// data-v attribute, else its text, is the key (numbers numerically). Without scripts the tables
+/// keep the order the report gives them.
+inline constexpr std::string_view html_sort_script = R"js(
+(function(){
+function key(c){if(!c)return "";var v=c.getAttribute("data-v");if(v===null)v=c.textContent.trim();
+var n=Number(v);return v!==""&&isFinite(n)?n:v.toLowerCase();}
+var ts=document.querySelectorAll("table.sortable");
+for(var t=0;t<ts.length;t++)(function(tb){if(!tb.tHead)return;var hs=tb.tHead.rows[0].cells;
+for(var i=0;i<hs.length;i++)(function(h,i){h.tabIndex=0;h.title="sort";
+function go(){var asc=h.getAttribute("aria-sort")!=="ascending";
+for(var j=0;j<hs.length;j++)hs[j].removeAttribute("aria-sort");
+h.setAttribute("aria-sort",asc?"ascending":"descending");
+var b=tb.tBodies[0],rs=Array.prototype.slice.call(b.rows);
+rs.sort(function(x,y){var a=key(x.cells[i]),c=key(y.cells[i]);
+if(typeof a!==typeof c){a=String(a);c=String(c);}return(a<c?-1:a>c?1:0)*(asc?1:-1);});
+for(var k=0;k<rs.length;k++)b.appendChild(rs[k]);}
+h.addEventListener("click",go);
+h.addEventListener("keydown",function(e){if(e.key==="Enter"||e.key===" "){e.preventDefault();go();}});
+})(hs[i],i);})(ts[t]);
+})();
+)js";
+
+/// @brief Builds the page.
+class html_page {
+ public:
+  void raw(std::string_view s) { out_.append(s); }
+  void text(std::string_view s) { out_.append(html_escape(s)); }
+  /// @brief <tag attrs>escaped text</tag>
+  void el(std::string_view tag, std::string_view content, std::string_view attrs = {}) {
+    open(tag, attrs);
+    text(content);
+    close(tag);
+  }
+  void open(std::string_view tag, std::string_view attrs = {}) {
+    out_.append("<").append(tag);
+    if (!attrs.empty()) out_.append(" ").append(attrs);
+    out_.append(">");
+  }
+  void close(std::string_view tag) { out_.append("</").append(tag).append(">\n"); }
+  /// @brief A table header row.
+  void head(std::initializer_list<std::string_view> cols, bool sortable = true) {
+    open("table", sortable ? "class=\"sortable\"" : "");
+    raw("<thead><tr>");
+    for (auto c : cols) el("th", c);
+    raw("</tr></thead>\n<tbody>\n");
+  }
+  void end_table() { raw("</tbody></table>\n"); }
+  /// @brief A text cell.
+  void td(std::string_view s) { el("td", s); }
+  /// @brief A numeric cell: right-aligned, sorted by `v` when finite.
+  void tdn(std::string_view s, double v) {
+    if (std::isfinite(v))
+      open("td", fmt::format("class=\"n\" data-v=\"{}\"", fmt::format("{:.17g}", v)));
+    else
+      open("td", "class=\"n\"");
+    text(s);
+    close("td");
+  }
+  void tdn(std::size_t v) { tdn(std::to_string(v), static_cast<double>(v)); }
+  [[nodiscard]] std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+/// @brief A polarity badge.
+[[nodiscard]] inline std::string polarity_badge(relay_polarity p) {
+  const std::string_view cls = p == relay_polarity::supports  ? "b-supports"
+                               : p == relay_polarity::against ? "b-against"
+                               : p == relay_polarity::context ? "b-context"
+                                                              : "b-not-shown";
+  return fmt::format("<span class=\"badge {}\">{}</span>", cls, relay_polarity_name(p));
+}
+
+/// @brief "[low, high]" with detail::num.
+[[nodiscard]] inline std::string html_interval(double lo, double hi) {
+  return "[" + num(lo) + ", " + num(hi) + "]";
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE relay_polarity finding_polarity(const finding& f) noexcept {
+  if (f.answer == verdict::inconclusive) return relay_polarity::not_shown;
+  const auto* t = detail::finding_text_of(f.id);
+  if (t == nullptr || t->polarity_yes == 0) return relay_polarity::context;
+  const bool yes = f.answer == verdict::yes;
+  if (f.id == "need.kv_equivalent_to_text" && !yes)  // differs beyond the margin: the sign decides
+    return std::isfinite(f.estimate) && f.estimate > 0 ? relay_polarity::supports : relay_polarity::against;
+  if (f.id == "no_need.kv_changes_accuracy" && yes)  // a gain where B needs nothing is no harm
+    return std::isfinite(f.estimate) && f.estimate < 0 ? relay_polarity::against : relay_polarity::context;
+  const bool good = (t->polarity_yes > 0) == yes;
+  return good ? relay_polarity::supports : relay_polarity::against;
+}
+
+LATENTAUDIT_INLINE std::string finding_statement(const finding& f) {
+  const auto* t = detail::finding_text_of(f.id);
+  if (t == nullptr) return f.id + ": " + verdict_name(f.answer) + ".";
+  std::string s = f.answer == verdict::yes  ? std::string(t->yes)
+                  : f.answer == verdict::no ? std::string(t->no)
+                                            : "Not shown either way: " + std::string(t->question);
+  if (detail::html_starts_with(f.id, "cost.relay_pays_on_"))
+    s += " (link " + f.id.substr(std::string_view("cost.relay_pays_on_").size()) + ")";
+  if (detail::html_starts_with(f.id, "message.kv_vs_text_message."))
+    s += " (" + f.id.substr(std::string_view("message.kv_vs_text_message.").size()) + ")";
+  return s;
+}
+
+LATENTAUDIT_INLINE std::string finding_interval_label(const finding& f, double alpha) {
+  const auto pc = [](double level) { return fmt::format("{:g}%", 100.0 * level); };
+  const std::string_view id = f.id;
+  if (detail::html_starts_with(id, "need.") || detail::html_starts_with(id, "no_need.") ||
+      detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict.") ||
+      detail::html_starts_with(id, "message."))
+    return pc(1.0 - 2.0 * alpha) + " verdict interval (betting over items)";
+  if (detail::html_starts_with(id, "gate.")) return pc(1.0 - 2.0 * alpha) + " interval (betting over items)";
+  if (detail::html_starts_with(id, "cost.")) return pc(1.0 - alpha) + " bootstrap CI (receiver ms saved)";
+  if (detail::html_starts_with(id, "noise.") || detail::html_starts_with(id, "drift."))
+    return pc(1.0 - alpha) + " bootstrap CI";
+  return "interval (see method)";
+}
+
+LATENTAUDIT_INLINE std::string finding_method_short(const finding& f) {
+  const std::string_view id = f.id;
+  if (f.method.rfind("not estimable", 0) == 0) return "not estimable";
+  if (detail::html_starts_with(id, "need.") || detail::html_starts_with(id, "no_need."))
+    return "paired, betting over items";
+  if (detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict."))
+    return "paired, betting over items, Holm (relay-failure family)";
+  if (detail::html_starts_with(id, "message.")) return "paired, betting over items, Holm (message family)";
+  if (detail::html_starts_with(id, "noise.")) return "isotonic fit, cluster bootstrap";
+  if (detail::html_starts_with(id, "drift.")) return "isotonic fit, fixed-sequence tests";
+  if (detail::html_starts_with(id, "cost.")) return "receiver latency per link, cluster bootstrap";
+  if (detail::html_starts_with(id, "gate.")) return "cross-fitted gate, betting over items";
+  return "see method";
+}
+
+LATENTAUDIT_INLINE std::string finding_anchor(std::string_view id) {
+  return "f-" + detail::html_anchor_part(id);
+}
+
+LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<const trial_record> records,
+                                           std::span<const std::pair<std::string, std::string>> svgs,
+                                           const html_options& o) {
+  if (o.max_task_rows == 0) detail::throw_invalid("report_html", "o.max_task_rows", "must be at least 1");
+  using detail::html_escape;
+  using detail::num;
+  using detail::pct;
+  detail::html_page p;
+  const double alpha = r.options.alpha;
+  const std::string level = fmt::format("{:g}%", 100.0 * (1.0 - alpha));
+  const std::string vlevel = fmt::format("{:g}%", 100.0 * (1.0 - 2.0 * alpha));
+  auto svg_of = [&](std::string_view name) {
+    for (const auto& [n, s] : svgs)
+      if (n == name) return detail::inline_svg(s);
+    return std::string();
+  };
+  auto figure = [&](std::string_view name) {
+    const auto s = svg_of(name);
+    if (s.empty()) return;
+    p.open("figure", fmt::format("id=\"{}\"", detail::html_anchor_part(name)));
+    p.raw(s);
+    p.el("figcaption", std::string(name), "class=\"note\"");
+    p.close("figure");
+  };
+
+  p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+  // Nothing is loaded from anywhere: no network, no file beside the page.
+  p.raw(
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "script-src 'unsafe-inline'; img-src data:\">\n");
+  p.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+  p.el("title", "latentaudit report: " + r.decision.verdict);
+  p.raw("<style>");
+  p.raw(detail::html_css);
+  p.raw("</style>\n</head>\n<body>\n<main>\n");
+  p.el("h1", "latentaudit report: when does latent communication pay?");
+  p.el("p",
+       fmt::format(
+           "{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy points, {} "
+           "bootstrap replicates (seed {}).",
+           r.core.n_records, r.core.n_items, r.core.n_seeds, alpha, pct(r.options.equivalence_margin),
+           r.options.bootstrap_replicates, r.options.seed),
+       "class=\"meta\"");
+  p.raw(
+      "<nav class=\"note\">Sections: <a href=\"#decision\">Decision</a> · <a href=\"#findings\">Findings</a> "
+      "· "
+      "<a href=\"#effects\">Paired effects</a> · <a href=\"#accuracy\">Accuracy by arm</a> · <a "
+      "href=\"#tasks\">Tasks</a> · <a href=\"#noise\">Noise</a> · <a href=\"#frontier\">Frontier</a> · <a "
+      "href=\"#cost\">Cost</a> · <a href=\"#more\">More</a></nav>\n");
+
+  // ---- decision and policy ----
+  const auto& D = r.decision;
+  p.open("section", "id=\"decision\"");
+  p.open("div", D.relay_allowed ? "class=\"decision allowed\"" : "class=\"decision blocked\"");
+  p.open("p", "class=\"verdict\"");
+  p.text("Decision: " + D.verdict);
+  p.close("p");
+  p.open("p", "class=\"gate\"");
+  p.raw("Relay gate field <code>decision.relay_allowed</code> = ");
+  p.el("code", D.relay_allowed ? "true" : "false");
+  p.text(D.relay_allowed ? " — a pipeline may let relay traffic through."
+                         : " — a pipeline must not let relay traffic through.");
+  p.close("p");
+  if (!D.relay_allowed && D.verdict.rfind("relay", 0) == 0) {
+    std::string list;
+    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
+    p.el("p", "Not a relay verdict: the risk check(s) " + list + " were not tested or stayed inconclusive.",
+         "class=\"bad\"");
+  } else if (!D.unverified.empty()) {
+    std::string list;
+    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
+    p.el("p", "Unverified risk checks: " + list + ".", "class=\"note\"");
+  }
+  p.el("p", D.summary);
+  if (!D.policy.empty()) {
+    p.el("h3", "Serving policy");
+    p.open("ul", "class=\"policy\"");
+    for (const auto& rule : D.policy) p.el("li", rule);
+    p.close("ul");
+  }
+  if (!D.link.empty()) p.el("p", "Cost check link: " + D.link + ".", "class=\"note\"");
+  p.close("div");
+  if (!r.core.input_warnings.empty()) {
+    p.el("h3", "Input");
+    p.open("ul");
+    for (const auto& w : r.core.input_warnings) p.el("li", w);
+    p.close("ul");
+  }
+  p.el("h3", "Checklist");
+  p.el("p",
+       "Each check in the decision's fixed order; \"for relay\" says what its outcome means for relaying the "
+       "cache "
+       "(on a risk check, \"against\" becomes a condition of the policy when the decision relays with "
+       "conditions).",
+       "class=\"note\"");
+  p.head({"check", "passed", "for relay", "reason"}, false);
+  for (const auto& c : D.checklist) {
+    p.raw("<tr>");
+    p.td(c.name);
+    p.td(verdict_name(c.passed));
+    const auto pol = c.passed == verdict::yes  ? relay_polarity::supports
+                     : c.passed == verdict::no ? relay_polarity::against
+                                               : relay_polarity::not_shown;
+    p.raw("<td>" + detail::polarity_badge(pol) + "</td>");
+    p.td(c.reason);
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  if (!D.monitors.empty()) {
+    p.el("p",
+         "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
+         "order, "
+         "one observation per item (its mean difference over seeds):",
+         "class=\"note\"");
+    p.head({"contrast", "items", "mean", "always-valid CI", "stops at item"}, false);
+    for (const auto& mo : D.monitors) {
+      p.raw("<tr>");
+      p.td(mo.contrast);
+      p.tdn(mo.result.n);
+      p.tdn(num(mo.result.mean), mo.result.mean);
+      p.td(mo.result.ready ? detail::html_interval(mo.result.ci_low, mo.result.ci_high) : "not ready");
+      p.td(mo.stop_at ? std::to_string(*mo.stop_at) : "never");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  p.close("section");
+
+  // ---- findings ----
+  p.open("section", "id=\"findings\"");
+  p.el("h2", "Findings");
+  p.el("p",
+       "What each verdict means for relay (supports / against / not shown; context: descriptive), one plain "
+       "sentence, and the interval with its level and method. The paired contrasts' interval is the " +
+           vlevel +
+           " verdict interval (betting over items) the verdict reads; the paired-effects table below also "
+           "shows the narrower descriptive " +
+           level + " bootstrap CI. Click a header to sort.",
+       "class=\"note\"");
+  p.head({"id", "for relay", "verdict", "statement", "estimate", "interval", "n", "method"});
+  for (const auto& f : r.findings) {
+    const auto pol = finding_polarity(f);
+    p.open("tr", fmt::format("id=\"{}\"", finding_anchor(f.id)));
+    p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
+    p.raw(fmt::format("<td data-v=\"{}\">{}</td>", relay_polarity_name(pol), detail::polarity_badge(pol)));
+    p.td(verdict_name(f.answer));
+    p.td(finding_statement(f));
+    p.tdn(detail::finding_value(f, f.estimate), f.estimate);
+    p.open("td", std::isfinite(f.ci_low) ? fmt::format("data-v=\"{:.17g}\"", f.ci_low) : std::string());
+    p.text("[" + detail::finding_value(f, f.ci_low) + ", " + detail::finding_value(f, f.ci_high) + "]");
+    p.raw("<br><span class=\"lbl\">");
+    p.text(finding_interval_label(f, alpha));
+    p.raw("</span>");
+    p.close("td");
+    p.tdn(f.n);
+    p.open("td");
+    p.raw("<details class=\"method\"><summary>");
+    p.text(finding_method_short(f));
+    p.raw("</summary>");
+    if (!f.detail.empty()) p.el("p", f.detail);
+    p.el("p", "Method: " + f.method);
+    p.raw("</details>");
+    p.close("td");
+    p.close("tr");
+  }
+  p.end_table();
+  p.close("section");
+
+  // ---- paired effects ----
+  p.open("section", "id=\"effects\"");
+  p.el("h2", "Paired effects (Holm across the family) and decomposition");
+  p.el("p",
+       "Forest plot: the line is the descriptive " + level + " cluster bootstrap CI, the wide pale bar the " +
+           vlevel + " verdict interval (betting over items) the findings use; dotted lines mark ±margin.",
+       "class=\"note\"");
+  figure("forest.svg");
+  p.head({"contrast", "regime", "pairs", "items", "estimate", level + " bootstrap CI",
+          vlevel + " verdict interval (betting)", "p (betting)", "p (Holm)"});
+  for (const auto* es : {&r.core.effects, &r.core.decomposition})
+    for (const auto& e : *es) {
+      p.raw("<tr>");
+      p.td(e.id);
+      p.td(e.regime);
+      p.tdn(e.n_pairs);
+      p.tdn(e.n_clusters);
+      p.tdn(num(e.estimate), e.estimate);
+      p.tdn(detail::html_interval(e.ci_low, e.ci_high), e.ci_low);
+      p.tdn(detail::html_interval(e.verdict_low, e.verdict_high), e.verdict_low);
+      p.tdn(num(e.p_value), e.p_value);
+      if (e.in_holm_family)
+        p.tdn(num(e.p_holm), e.p_holm);
+      else
+        p.td(e.in_decision_sequence ? "decision sequence" : "not in family");
+      p.raw("</tr>\n");
+    }
+  p.end_table();
+  if (!r.core.cate.empty()) {
+    p.el("h3", "Effects by regime and covariate (CATE)");
+    p.head({"contrast", "variable", "level", "n", "estimate", level + " bootstrap CI", "p (McNemar)",
+            "p adjusted (Holm)"});
+    for (const auto& c : r.core.cate) {
+      p.raw("<tr>");
+      p.td(c.arm_pair);
+      p.td(c.variable);
+      p.td(c.level);
+      p.tdn(c.n);
+      p.tdn(num(c.estimate), c.estimate);
+      p.tdn(detail::html_interval(c.ci_low, c.ci_high), c.ci_low);
+      p.tdn(num(c.p_value), c.p_value);
+      p.tdn(num(c.p_adjusted), c.p_adjusted);
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  p.close("section");
+
+  // ---- accuracy by arm, sorted by regime and arm ----
+  std::vector<const arm_summary*> arms;
+  for (const auto& a : r.core.arms)
+    if (a.regime != "all") arms.push_back(&a);
+  std::stable_sort(arms.begin(), arms.end(), [](const arm_summary* a, const arm_summary* b) {
+    return std::tuple(detail::regime_rank(a->regime), a->regime, a->arm) <
+           std::tuple(detail::regime_rank(b->regime), b->regime, b->arm);
+  });
+  // the drill-down groups: (regime, arm) → record indices
+  std::map<std::tuple<int, std::string, std::string>, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const std::string rg = records[i].regime.empty() ? std::string("unknown") : records[i].regime;
+    groups[{detail::regime_rank(rg), rg, records[i].arm}].push_back(i);
+  }
+  p.open("section", "id=\"accuracy\"");
+  p.el("h2", "Accuracy by arm");
+  p.el("p",
+       "Sorted by regime, then arm. CI: item-clustered " + level +
+           " interval. The arm links to its tasks. Click a header to sort.",
+       "class=\"note\"");
+  p.head({"regime", "arm", "n", "accuracy %", level + " CI % (item-clustered)", "mean bytes", "receiver µs",
+          "attention on relay", "hidden cosine vs text", "KL vs text"});
+  for (const auto* a : arms) {
+    auto opt = [&](const std::optional<double>& x) {
+      if (x)
+        p.tdn(num(*x), *x);
+      else
+        p.td("–");
+    };
+    p.raw("<tr>");
+    p.open("td", fmt::format("data-v=\"{}{}\"", detail::regime_rank(a->regime), html_escape(a->regime)));
+    p.text(a->regime);
+    p.close("td");
+    p.open("td");
+    if (groups.count({detail::regime_rank(a->regime), a->regime, a->arm}))
+      p.el("a", a->arm, "href=\"#" + detail::task_anchor(a->regime, a->arm) + "\"");
+    else
+      p.text(a->arm);
+    p.close("td");
+    p.tdn(a->n);
+    p.tdn(pct(a->accuracy), a->accuracy);
+    p.tdn("[" + pct(a->ci_low) + ", " + pct(a->ci_high) + "]", a->ci_low);
+    p.tdn(num(a->mean_bytes), a->mean_bytes);
+    p.tdn(detail::us(a->mean_receiver_s), a->mean_receiver_s);
+    opt(a->mean_attention_mass);
+    opt(a->mean_hidden_cosine);
+    opt(a->mean_next_token_kl);
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  p.close("section");
+
+  // ---- drill-down: the tasks per regime and arm ----
+  bool any_answer = false, any_task = false;
+  for (const auto& rec : records) {
+    any_answer = any_answer || rec.answer_text.has_value();
+    any_task = any_task || !rec.task_id.empty();
+  }
+  p.open("section", "id=\"tasks\"");
+  p.el("h2", "Tasks by regime and arm");
+  p.el("p",
+       fmt::format(
+           "Per regime and arm, its trials: wrong answers first, then by item and seed; at most {} rows "
+           "each (records.jsonl holds every one). The records carry the item, the seed, the task id "
+           "and query index (task files), correctness, B's answer as scored (text scoring only) and "
+           "the relay error; the query and the accepted answers are in the task file, not in the "
+           "records.{}{}",
+           o.max_task_rows, any_task ? "" : " These records carry no task id (built-in tasks).",
+           any_answer ? "" : " These records carry no answer text (token scoring)."),
+       "class=\"note\"");
+  for (const auto& [key, idx] : groups) {
+    const auto& [rank, regime, arm] = key;
+    (void)rank;
+    std::size_t wrong = 0;
+    for (auto i : idx) wrong += records[i].correct ? 0 : 1;
+    auto order = idx;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = records[a];
+      const auto& y = records[b];
+      return std::tuple(x.correct, x.item, x.seed) < std::tuple(y.correct, y.item, y.seed);
+    });
+    p.open("details", fmt::format("id=\"{}\"", detail::task_anchor(regime, arm)));
+    p.open("summary");
+    p.text(fmt::format(
+        "{} · {}: {} trials, {} wrong ({}% correct)", regime, arm, idx.size(), wrong,
+        pct(idx.empty() ? 0.0 : static_cast<double>(idx.size() - wrong) / static_cast<double>(idx.size()))));
+    p.close("summary");
+    p.head({"item", "seed", "task", "query", "correct", "B's answer", "stale value given", "relay error"});
+    const std::size_t shown = std::min(order.size(), o.max_task_rows);
+    for (std::size_t k = 0; k < shown; ++k) {
+      const auto& rec = records[order[k]];
+      p.raw("<tr>");
+      p.tdn(static_cast<std::size_t>(rec.item));
+      p.tdn(static_cast<std::size_t>(rec.seed));
+      p.td(rec.task_id.empty() ? "–" : rec.task_id);
+      if (rec.query_index)
+        p.tdn(std::to_string(*rec.query_index), static_cast<double>(*rec.query_index));
+      else
+        p.td("–");
+      p.el("td", rec.correct ? "yes" : "no", rec.correct ? "class=\"ok\"" : "class=\"bad\"");
+      p.td(rec.answer_text ? *rec.answer_text : std::string("–"));
+      p.td(rec.stale_answer ? (*rec.stale_answer ? "yes" : "no") : "–");
+      p.td(rec.relay_error ? *rec.relay_error : std::string("–"));
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+    if (order.size() > shown)
+      p.el("p", fmt::format("{} more trials not shown.", order.size() - shown), "class=\"note\"");
+    p.close("details");
+  }
+  p.close("section");
+
+  // ---- noise ----
+  const auto& nz = r.core.noise;
+  p.open("section", "id=\"noise\"");
+  p.el("h2", "Noise dose-response");
+  figure("dose_response.svg");
+  const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
+  p.el("p",
+       nz.curve.size() < 2
+           ? "No noise arms were run (or none pairs with kv_full). " + nz.method
+           : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): {}, {} CI [{}, "
+                         "{}] ({}% of replicates never reach it; \"beyond\": beyond the tested range). "
+                         "Largest σ shown non-inferior (conservative): {}.",
+                         pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), level,
+                         beyond(nz.ci_low), beyond(nz.ci_high), pct(nz.unbounded_fraction),
+                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none"));
+  if (!nz.curve.empty()) {
+    p.head({"σ", "n", "items", "accuracy %", level + " CI %", "difference vs kv_full", "CI", "fitted",
+            "non-inferior"});
+    for (const auto& q : nz.curve) {
+      p.raw("<tr>");
+      p.tdn(num(q.sigma), q.sigma);
+      p.tdn(q.n);
+      p.tdn(q.items);
+      p.tdn(pct(q.accuracy), q.accuracy);
+      p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
+      p.tdn(num(q.diff_vs_kv_full), q.diff_vs_kv_full);
+      p.tdn(detail::html_interval(q.diff_ci_low, q.diff_ci_high), q.diff_ci_low);
+      p.tdn(num(q.fitted_diff), q.fitted_diff);
+      p.td(q.noninferior ? "yes" : "no");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+    p.open("details", "class=\"method\"");
+    p.el("summary", "method");
+    p.el("p", nz.method);
+    p.close("details");
+  }
+  p.close("section");
+
+  // ---- frontier ----
+  p.open("section", "id=\"frontier\"");
+  p.el("h2", "Slicing and compression frontier (need regime)");
+  figure("frontier.svg");
+  p.head({"arm", "mean bytes", "accuracy %", level + " CI % (item-clustered)", "Pareto"});
+  for (const auto& q : r.core.frontier) {
+    p.raw("<tr>");
+    p.td(q.arm);
+    p.tdn(num(q.mean_bytes), q.mean_bytes);
+    p.tdn(pct(q.accuracy), q.accuracy);
+    p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
+    p.td(q.pareto ? "yes" : "");
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  p.close("section");
+
+  // ---- cost ----
+  p.open("section", "id=\"cost\"");
+  p.el("h2", "Cost-benefit by link");
+  figure("latency_receiver.svg");
+  figure("latency.svg");
+  if (!r.cost.missing.empty()) {
+    p.el("p", "Not run (" + r.cost.missing + ").");
+  } else {
+    const auto& S = r.cost.sensitivity;
+    p.el("p", "KV relay against text relay, need regime, " + std::to_string(S.items) +
+                  " items. Statement (cost.relay_pays: " + verdict_name(S.pays) + "): " + S.statement + ".");
+    p.el("p", "Timing: " + S.timing_note + ".", "class=\"note\"");
+    p.head({"link", "receiver latency saved per request (ms)", level + " bootstrap CI (ms)", "extra bytes",
+            "SLO met kv / text", "break-even bandwidth", "relay pays"});
+    const auto ms = [](double s) {
+      return std::isfinite(s) ? fmt::format("{:.3g}", 1e3 * s) : std::string("–");
+    };
+    for (const auto& l : r.cost.links) {
+      p.raw("<tr>");
+      p.td(l.link.name);
+      p.tdn(ms(l.saved_s.estimate), l.saved_s.estimate);
+      p.tdn("[" + ms(l.saved_s.ci_low) + ", " + ms(l.saved_s.ci_high) + "]", l.saved_s.ci_low);
+      p.tdn(detail::bytes_text(l.extra_bytes.estimate), l.extra_bytes.estimate);
+      p.td(l.slo_met_relay && l.slo_met_text ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
+                                             : std::string("no SLO given"));
+      p.td(l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
+                                          : std::string("–"));
+      p.td(verdict_name(l.pays));
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  for (const auto& n : r.cost.notes) p.el("p", n, "class=\"note\"");
+  p.close("section");
+
+  // ---- everything else, as report.md writes it ----
+  p.open("section", "id=\"more\"");
+  p.el("h2", "More: relay failures, messages, link, gate, demonstrations");
+  figure("drift_response.svg");
+  const std::string more = detail::relay_failures_markdown(r.core, r.options.equivalence_margin) +
+                           detail::messages_markdown(r.core.messages, r.options.equivalence_margin) +
+                           detail::link_fit_markdown(r) + detail::gate_markdown(r) + o.markdown;
+  p.open("details");
+  p.el("summary", "These sections as report.md writes them (Markdown text)");
+  p.el("pre", more);
+  p.close("details");
+  if (!r.demonstrations.empty()) {
+    p.el("h3", "Teaching demonstrations — true by construction, not findings");
+    p.head({"demonstration", "outcome", "estimate", level + " CI", "n", "method"});
+    for (const auto& f : r.demonstrations) {
+      p.raw("<tr>");
+      p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
+      p.td(verdict_name(f.answer));
+      p.tdn(num(f.estimate), f.estimate);
+      p.tdn(detail::html_interval(f.ci_low, f.ci_high), f.ci_low);
+      p.tdn(f.n);
+      p.open("td");
+      p.raw("<details class=\"method\"><summary>method</summary>");
+      if (!f.detail.empty()) p.el("p", f.detail);
+      p.el("p", f.method);
+      p.raw("</details>");
+      p.close("td");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  if (!r.core.warnings.empty()) {
+    p.el("h3", "Warnings");
+    p.open("ul");
+    for (const auto& w : r.core.warnings) p.el("li", w);
+    p.close("ul");
+  }
+  p.el(
+      "p",
+      "Formulas, tests and references: docs/audit-report.md and docs/estimators/ in the latentaudit sources. "
+      "Machine-readable: report.json beside this page.",
+      "class=\"note\"");
+  p.close("section");
+  p.raw("</main>\n<script>");
+  p.raw(detail::html_sort_script);
+  p.raw("</script>\n</body>\n</html>\n");
+  return p.take();
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+// report.html (report/html.hpp): built from synthetic records of the four regimes (relay_failure_sim.hpp)
+// with a hostile arm label and hostile answers, the page is checked by a small HTML checker below
+// (balanced tags for every element the page emits, void elements, raw-text script/style, quoted
+// attributes, every & an entity, no raw < in text); it holds every finding id of report.json and
+// the decision with its relay_allowed field, loads nothing from the network, and escapes every text.
+// Also: what each verdict means for relay (polarity), the interval labels, and the report.md fixes
+// of issue 31 (polarity column, labelled intervals, sorted accuracy table, links to report.html).
+#include <latentaudit/report.hpp>
+#include <latentaudit/report/html.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "relay_failure_sim.hpp"
+
+using namespace latentaudit;
+
+namespace {
+
+const std::string hostile_arm = "kv<script>alert(1)</script>&co";
+const std::string hostile_answer = "</td><script>alert(2)</script> \"quoted\" & <b>bold</b>";
+
+/// Four regimes with drift arms (40 items each, 2 seeds), a hostile arm in the need regime, and
+/// task ids and answers (one of them hostile) on the records.
+std::vector<trial_record> html_records() {
+  test::relay_failure_design d;
+  d.items_per_regime = 40;
+  d.with_drift = true;
+  d.drift_steps = {50, 200};
+  auto recs = test::simulate_relay_failure(d, 31);
+  std::vector<trial_record> extra;
+  for (auto& r : recs) {
+    r.task_id = "task-" + std::to_string(r.item);
+    r.query_index = static_cast<std::int64_t>(r.seed);
+    r.answer_text = r.correct ? "v" + std::to_string(r.item) : "wrong";
+    if (r.arm == "kv_full" && r.regime == "need") {
+      if (r.item == 3) r.answer_text = hostile_answer;
+      auto h = r;
+      h.arm = hostile_arm;
+      h.arm_kind = "";
+      extra.push_back(std::move(h));
+    }
+  }
+  recs.insert(recs.end(), extra.begin(), extra.end());
+  return recs;
+}
+
+struct built {
+  std::vector<trial_record> records;
+  audit_report report;
+  std::vector<std::pair<std::string, std::string>> svgs;
+  std::string html;
+};
+
+const built& html_report() {
+  static const built b = [] {
+    built x;
+    x.records = html_records();
+    x.report = build_audit_report(x.records, {.bootstrap_replicates = 200, .seed = 5});
+    x.svgs = report_svgs(x.report, x.records);
+    x.html = report_html(x.report, x.records, x.svgs, {.max_task_rows = 15});
+    return x;
+  }();
+  return b;
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
+  return n;
+}
+
+/// Why `s` is not a well-formed page of the kind report_html writes, or "" if it is: a doctype, then
+/// one <html> root; every element closed in order except the void ones (and SVG's "/>"); script and
+/// style are raw text up to their end tag; attribute values quoted; no raw '<' in text; every '&'
+/// starts an entity.
+std::string html_problem(const std::string& s, std::multiset<std::string>* tags = nullptr) {
+  static const std::set<std::string> void_elements = {"meta",  "br",   "hr",  "img",
+                                                      "input", "link", "col", "wbr"};
+  static const std::regex entity("^&(amp|lt|gt|quot|apos|#39|#[0-9]+|#x[0-9a-fA-F]+);");
+  if (s.rfind("<!DOCTYPE html>", 0) != 0) return "no doctype";
+  std::vector<std::string> stack;
+  std::size_t i = std::string("<!DOCTYPE html>").size(), roots = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '&') {
+      if (!std::regex_search(s.begin() + static_cast<std::ptrdiff_t>(i), s.end(), entity))
+        return "bare & at " + std::to_string(i) + ": " + s.substr(i, 20);
+      ++i;
+      continue;
+    }
+    if (c == '>') return "raw > in text at " + std::to_string(i) + ": " + s.substr(i > 30 ? i - 30 : 0, 40);
+    if (c != '<') {
+      ++i;
+      continue;
+    }
+    if (s.compare(i, 4, "<!--") == 0) {
+      const auto e = s.find("-->", i);
+      if (e == std::string::npos) return "unterminated comment";
+      i = e + 3;
+      continue;
+    }
+    if (s.compare(i, 2, "</") == 0) {
+      const auto e = s.find('>', i);
+      if (e == std::string::npos) return "unterminated end tag";
+      const std::string name = s.substr(i + 2, e - i - 2);
+      if (stack.empty() || stack.back() != name)
+        return "mismatched </" + name + "> (open: " + (stack.empty() ? "none" : stack.back()) + ") at " +
+               std::to_string(i);
+      stack.pop_back();
+      i = e + 1;
+      continue;
+    }
+    std::size_t j = i + 1;
+    while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '-')) ++j;
+    const std::string name = s.substr(i + 1, j - i - 1);
+    if (name.empty()) return "raw < in text at " + std::to_string(i) + ": " + s.substr(i, 30);
+    if (stack.empty() && ++roots > 1) return "more than one root element";
+    if (stack.empty() && name != "html") return "root is not <html>";
+    if (tags != nullptr) tags->insert(name);
+    // attributes: name="value" (no raw < or " inside the value)
+    bool self_closing = false;
+    while (true) {
+      while (j < s.size() && std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+      if (j >= s.size()) return "unterminated tag <" + name;
+      if (s[j] == '>') break;
+      if (s.compare(j, 2, "/>") == 0) {
+        self_closing = true;
+        ++j;
+        break;
+      }
+      const std::size_t a = j;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '-' || s[j] == ':'))
+        ++j;
+      if (j == a) return "bad attribute in <" + name + "> at " + std::to_string(j);
+      if (s[j] != '=' || s[j + 1] != '"') return "unquoted attribute in <" + name + ">";
+      const auto e = s.find('"', j + 2);
+      if (e == std::string::npos) return "unterminated attribute value";
+      if (s.substr(j + 2, e - j - 2).find('<') != std::string::npos) return "< in an attribute value";
+      j = e + 1;
+    }
+    i = j + 1;
+    if (self_closing || void_elements.count(name)) continue;
+    if (name == "script" || name == "style") {  // raw text up to the end tag
+      const auto e = s.find("</" + name + ">", i);
+      if (e == std::string::npos) return "unterminated <" + name + ">";
+      i = e + name.size() + 3;
+      continue;
+    }
+    stack.push_back(name);
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  return roots == 1 ? "" : "no root element";
+}
+
+}  // namespace
+
+TEST_CASE("report.html: well-formed, every finding and the decision, nothing from the network",
+          "[report][html]") {
+  const auto& b = html_report();
+  const auto& h = b.html;
+  std::multiset<std::string> tags;
+  INFO(h.size() << " bytes");
+  CHECK(html_problem(h, &tags).empty());
+  INFO(html_problem(h));
+  for (const char* t :
+       {"html", "head",    "body",    "main", "section", "table",  "thead", "tbody", "tr", "th",
+        "td",   "details", "summary", "svg",  "figure",  "script", "style", "code",  "ul", "li"})
+    CHECK(tags.count(t) > 0);
+  // every finding id of report.json, with its anchor; the decision, with the gate field
+  const auto j = report_json(b.report);
+  REQUIRE(j.at("findings").size() == b.report.findings.size());
+  REQUIRE(b.report.findings.size() >= 10);
+  for (std::size_t i = 0; i < j.at("findings").size(); ++i) {
+    const std::string id = j.at("findings").as_array()[i].at("id").as_string();
+    INFO(id);
+    CHECK(h.find("<code>" + detail::html_escape(id) + "</code>") != std::string::npos);
+    CHECK(h.find("id=\"" + finding_anchor(id) + "\"") != std::string::npos);
+  }
+  CHECK(h.find("Decision: " + detail::html_escape(b.report.decision.verdict)) != std::string::npos);
+  CHECK(h.find(std::string("<code>decision.relay_allowed</code> = <code>") +
+               (b.report.decision.relay_allowed ? "true" : "false") + "</code>") != std::string::npos);
+  CHECK(h.find("Decision:") < h.find("id=\"findings\""));  // the decision first
+  for (const auto& rule : b.report.decision.policy)
+    CHECK(h.find(detail::html_escape(rule)) != std::string::npos);
+  // no resource from anywhere: no URL at all, no src attribute, in-page links only
+  CHECK(h.find("http://") == std::string::npos);
+  CHECK(h.find("https://") == std::string::npos);
+  CHECK(h.find(" src=") == std::string::npos);
+  CHECK(h.find("url(") == std::string::npos);
+  CHECK(h.find("@import") == std::string::npos);
+  std::size_t hrefs = 0;
+  for (auto p = h.find(" href=\""); p != std::string::npos; p = h.find(" href=\"", p + 1), ++hrefs)
+    CHECK(h.compare(p + 7, 1, "#") == 0);
+  CHECK(hrefs > 5);
+  // the plots inline, without their XML declaration
+  CHECK(count(h, "<svg ") == b.svgs.size());
+  CHECK(h.find("<?xml") == std::string::npos);
+  for (const char* bad : {"nan", "inf<", ">inf"}) CHECK(h.find(bad) == std::string::npos);
+}
+
+TEST_CASE("report.html: a hostile arm label and answer text are escaped", "[report][html]") {
+  const auto& h = html_report().html;
+  CHECK(count(h, "<script") == 1);  // the page's own sorter only
+  CHECK(h.find("alert(") != std::string::npos);
+  CHECK(h.find("<script>alert") == std::string::npos);
+  CHECK(h.find("<b>bold") == std::string::npos);
+  CHECK(h.find("kv&lt;script&gt;alert(1)&lt;/script&gt;&amp;co") != std::string::npos);
+  CHECK(h.find("&lt;/td&gt;&lt;script&gt;alert(2)&lt;/script&gt; &quot;quoted&quot; &amp; "
+               "&lt;b&gt;bold&lt;/b&gt;") != std::string::npos);
+  CHECK(detail::html_escape(std::string("a\x01'b\x7F")) == "a\xEF\xBF\xBD&#39;b\xEF\xBF\xBD");
+}
+
+TEST_CASE("report.html: findings say what they mean for relay, intervals carry their level and method",
+          "[report][html]") {
+  const auto& b = html_report();
+  const auto& h = b.html;
+  for (const auto& f : b.report.findings) {
+    INFO(f.id);
+    const auto row = h.find("id=\"" + finding_anchor(f.id) + "\"");
+    REQUIRE(row != std::string::npos);
+    const auto end = h.find("</tr>", row);
+    const std::string tr = h.substr(row, end - row);
+    CHECK(tr.find(std::string("badge b-")) != std::string::npos);
+    CHECK(tr.find(relay_polarity_name(finding_polarity(f))) != std::string::npos);
+    CHECK(tr.find(detail::html_escape(finding_interval_label(f, b.report.options.alpha))) !=
+          std::string::npos);
+    CHECK(tr.find("<details class=\"method\">") != std::string::npos);  // the method text collapsed
+    CHECK(tr.find(detail::html_escape(f.method)) != std::string::npos);
+  }
+  // the polarity flips with the finding: a stale loss is bad news for relay, a need benefit good news
+  const auto with = [](std::string id, verdict v, double est = 0.1) {
+    finding f;
+    f.id = std::move(id);
+    f.answer = v;
+    f.estimate = est;
+    return f;
+  };
+  CHECK(finding_polarity(with("stale.kv_worse_than_text", verdict::yes, -0.5)) == relay_polarity::against);
+  CHECK(finding_polarity(with("stale.kv_worse_than_text", verdict::no)) == relay_polarity::supports);
+  CHECK(finding_polarity(with("need.kv_beats_no_comm", verdict::yes)) == relay_polarity::supports);
+  CHECK(finding_polarity(with("need.kv_beats_no_comm", verdict::no)) == relay_polarity::against);
+  CHECK(finding_polarity(with("need.kv_beats_no_comm", verdict::inconclusive)) == relay_polarity::not_shown);
+  CHECK(finding_polarity(with("conflict.kv_worse_than_no_comm", verdict::yes)) == relay_polarity::against);
+  CHECK(finding_polarity(with("drift.tolerance_steps", verdict::yes)) == relay_polarity::against);
+  CHECK(finding_polarity(with("no_need.kv_changes_accuracy", verdict::yes, -0.2)) == relay_polarity::against);
+  CHECK(finding_polarity(with("no_need.kv_changes_accuracy", verdict::no)) == relay_polarity::supports);
+  CHECK(finding_polarity(with("need.kv_equivalent_to_text", verdict::no, -0.2)) == relay_polarity::against);
+  CHECK(finding_polarity(with("need.kv_equivalent_to_text", verdict::no, 0.2)) == relay_polarity::supports);
+  CHECK(finding_polarity(with("cost.relay_pays_on_pcie4", verdict::yes)) == relay_polarity::supports);
+  CHECK(finding_polarity(with("message.kv_vs_text_message.k8.need", verdict::no)) == relay_polarity::against);
+  CHECK(finding_polarity(with("noise.tolerance_sigma", verdict::yes)) == relay_polarity::context);
+  CHECK(finding_polarity(with("something.new", verdict::yes)) == relay_polarity::context);
+  CHECK(finding_interval_label(with("need.kv_beats_no_comm", verdict::yes), 0.05) ==
+        "90% verdict interval (betting over items)");
+  CHECK(finding_interval_label(with("cost.relay_pays_on_pcie4", verdict::yes), 0.05)
+            .rfind("95% bootstrap CI", 0) == 0);
+  CHECK(finding_statement(with("stale.kv_worse_than_text", verdict::yes)).find("fresh") != std::string::npos);
+  CHECK(finding_statement(with("cost.relay_pays_on_nvlink4", verdict::no)).find("nvlink4") !=
+        std::string::npos);
+  CHECK(finding_anchor("message.kv_vs_text_message.k8 <x>") == "f-message.kv_vs_text_message.k8__x_");
+  CHECK_THROWS_AS(report_html(b.report, b.records, b.svgs, {.max_task_rows = 0}), invalid_argument);
+}
+
+TEST_CASE("report.html: a drill-down per regime and arm to the tasks with B's answer", "[report][html]") {
+  const auto& b = html_report();
+  const auto& h = b.html;
+  for (const char* regime : {"need", "no_need", "stale", "conflict"})
+    for (const char* arm : {"no_comm", "text_full", "kv_full"}) {
+      INFO(regime << " " << arm);
+      const std::string anchor = std::string("t-") + regime + "-" + arm;
+      CHECK(h.find("<details id=\"" + anchor + "\">") != std::string::npos);
+      CHECK(h.find("href=\"#" + anchor + "\"") != std::string::npos);  // from the accuracy table
+    }
+  // wrong answers first: the first row of need · kv_full is a wrong one, and 15 rows at most
+  const auto at = h.find("<details id=\"t-need-kv_full\">");
+  const auto end = h.find("</details>", at);
+  const std::string group = h.substr(at, end - at);
+  CHECK(group.find("<td class=\"bad\">no</td>") < group.find("<td class=\"ok\">yes</td>"));
+  CHECK(count(group, "<tr>") == 1 + 15);
+  CHECK(group.find("more trials not shown") != std::string::npos);
+  CHECK(group.find("task-") != std::string::npos);
+}
+
+TEST_CASE(
+    "report.md: polarity column, labelled intervals, sorted accuracy, links to report.html; run_audit_report "
+    "writes report.html beside it",
+    "[report][html]") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("latentaudit_html_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto recs = html_records();
+  const auto r = run_audit_report(recs, {.bootstrap_replicates = 200, .seed = 5}, dir);
+  auto slurp = [&](const char* name) {
+    std::ifstream in(dir / name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string html = slurp("report.html"), md = slurp("report.md");
+  CHECK(html_problem(html).empty());
+  for (const auto& f : r.findings)
+    CHECK(html.find("id=\"" + finding_anchor(f.id) + "\"") != std::string::npos);
+  CHECK(std::filesystem::file_size(dir / "latency_receiver.svg") > 100);
+  // report.md: "for relay", the interval's level and method, one short method cell linking report.html
+  CHECK(md.find("| id | for relay | verdict | estimate | interval | interval is | n | method |") !=
+        std::string::npos);
+  CHECK(md.find("| `stale.kv_worse_than_text` | against | yes |") != std::string::npos);
+  CHECK(md.find("90% verdict interval (betting over items)") != std::string::npos);
+  CHECK(md.find("95% bootstrap CI | 90% verdict interval (betting)") != std::string::npos);
+  CHECK(md.find("(report.html#f-need.kv_beats_no_comm)") != std::string::npos);
+  // accuracy by arm: sorted by regime (need, no_need, stale, conflict), then arm
+  const auto acc = md.find("## Accuracy by arm");
+  const auto acc_end = md.find("\n## ", acc + 1);
+  std::vector<std::pair<int, std::string>> keys;
+  std::istringstream rows(md.substr(acc, acc_end - acc));
+  for (std::string line; std::getline(rows, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, std::regex("^\\| (need|no\\\\_need|stale|conflict) \\| ([^|]+) \\|")))
+      continue;
+    const std::string rg = m[1];
+    std::string arm = m[2];
+    arm.erase(std::remove(arm.begin(), arm.end(), '\\'), arm.end());  // md_escape's backslashes
+    keys.emplace_back(rg == "need" ? 0 : rg == "stale" ? 2 : rg == "conflict" ? 3 : 1, arm);
+  }
+  CHECK(keys.size() > 12);
+  CHECK(std::is_sorted(keys.begin(), keys.end()));
+  // every Markdown list starts after a blank line (or continues a list)
+  std::istringstream lines(md);
+  std::string prev = "";
+  int bad = 0;
+  for (std::string line; std::getline(lines, line); prev = line)
+    if (line.rfind("- ", 0) == 0 && !prev.empty() && prev.rfind("- ", 0) != 0) {
+      ++bad;
+      UNSCOPED_INFO("list after: " << prev.substr(0, 100));
+    }
+  CHECK(bad == 0);
+  std::filesystem::remove_all(dir);
+}
