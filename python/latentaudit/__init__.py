@@ -41,8 +41,12 @@ from ._latentaudit import (  # noqa: F401  (the public API)
     mcnemar_test_table,
     nearest_neighbor_matching,
     non_inferiority_test,
+    ols,
+    p_adjust,
     paired_t_test,
     student_t_test,
+    t_test_power,
+    t_test_sample_size,
     two_proportion_test,
     two_stage_least_squares,
     wald_estimator,
@@ -57,7 +61,8 @@ __all__ = [
     "two_proportion_test", "wilson_interval", "equivalence_test", "non_inferiority_test",
     "bootstrap_paired_mean", "bootstrap_mean_difference", "bounded_mean_interval", "bounded_mean_p_value",
     "clustered_paired_difference", "betting_items_for_margin", "nearest_neighbor_matching", "did_twfe",
-    "did_2x2_regression", "ipw", "aipw", "wald_estimator", "two_stage_least_squares",
+    "did_2x2_regression", "ipw", "aipw", "wald_estimator", "two_stage_least_squares", "ols", "p_adjust",
+    "t_test_power", "t_test_sample_size",
     "read_records", "RecordWriter", "report", "kv",
 ]
 

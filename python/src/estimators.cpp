@@ -81,6 +81,20 @@ constexpr std::initializer_list<std::pair<std::string_view, did_warning_code>> d
     {"always_treated", did_warning_code::always_treated},
     {"dropped_observations", did_warning_code::dropped_observations}};
 
+constexpr std::initializer_list<std::pair<std::string_view, p_adjust_method>> p_adjust_names = {
+    {"none", p_adjust_method::none},
+    {"bonferroni", p_adjust_method::bonferroni},
+    {"holm", p_adjust_method::holm},
+    {"hochberg", p_adjust_method::hochberg},
+    {"BH", p_adjust_method::benjamini_hochberg},
+    {"BY", p_adjust_method::benjamini_yekutieli}};
+constexpr std::initializer_list<std::pair<std::string_view, power_design>> power_design_names = {
+    {"one_sample", power_design::one_sample},
+    {"paired", power_design::paired},
+    {"two_sample", power_design::two_sample}};
+constexpr std::initializer_list<std::pair<std::string_view, power_sides>> sides_names = {
+    {"two_sided", power_sides::two_sided}, {"one_sided", power_sides::one_sided}};
+
 on_degenerate degenerate(std::string_view fn, const std::string& s) {
   return parse_choice(fn, "if_degenerate", s, degenerate_names);
 }
@@ -344,6 +358,14 @@ void bind_results(py::module_& m) {
   result_class<iv_result>(m, "IvResult", "Two-stage least squares.")
       .field("fit", &iv_result::fit)
       .field("first_stages", &iv_result::first_stages)
+      .finish();
+  result_class<sample_size_result>(m, "SampleSizeResult", "A required sample size.")
+      .field("n", &sample_size_result::n)
+      .field("n_required", &sample_size_result::n_required)
+      .field("n_required_control", &sample_size_result::n_required_control)
+      .field("n_total", &sample_size_result::n_total)
+      .field("power_at_required", &sample_size_result::power_at_required)
+      .field("target_power", &sample_size_result::target_power)
       .finish();
   result_class<wald_estimator_result>(m, "WaldEstimatorResult", "The Wald (LATE) estimator.")
       .field("late", &wald_estimator_result::late)
@@ -720,6 +742,74 @@ void bind_estimators(py::module_& m) {
       "if_degenerate"_a = "throw_error",
       "Two-stage least squares. Regressors: a dict {name: column}, a pandas DataFrame or an n x k array "
       "(columns named exog1.., endog1.., instr1..); exogenous may be None (intercept only).");
+
+  // ---- regression ------------------------------------------------------------------------------------
+  m.def(
+      "ols",
+      [](const f64_array& y, const py::object& x, const py::object& clusters, const py::object& weights,
+         bool intercept, const std::string& covariance, const std::string& distribution, double level,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "ols";
+        const auto yv = vec(y, fn, "y");
+        const auto design = design_of(x, yv.size(), intercept, fn, "x");
+        f64_array w;
+        ols_options o{.covariance = parse_choice(fn, "covariance", covariance, covariance_names),
+                      .distribution = parse_choice(fn, "distribution", distribution, distribution_names),
+                      .level = level,
+                      .if_degenerate = degenerate(fn, if_degenerate)};
+        if (!weights.is_none()) {
+          w = f64_array::ensure(weights);
+          if (!w) throw invalid_argument("ols: weights must be numeric");
+          o.weights = vec(w, fn, "weights");
+        }
+        if (clusters.is_none()) return ols(design, yv, o);
+        return ols(design, yv, groups_of(clusters, fn, "clusters"), o);
+      },
+      "y"_a, "x"_a, py::kw_only(), "clusters"_a = py::none(), "weights"_a = py::none(), "intercept"_a = true,
+      "covariance"_a = "automatic", "distribution"_a = "t_residual", "level"_a = 0.95,
+      "if_degenerate"_a = "throw_error",
+      "Least squares with classical, HC0-HC3 or cluster (CR0/CR1) covariance; x as for "
+      "two_stage_least_squares.");
+
+  // ---- multiplicity and power ------------------------------------------------------------------------
+  m.def(
+      "p_adjust",
+      [](const f64_array& p, const std::string& method, std::size_t family_size, bool allow_missing) {
+        constexpr std::string_view fn = "p_adjust";
+        return p_adjust(vec(p, fn, "p"), parse_choice(fn, "method", method, p_adjust_names),
+                        p_adjust_options{.family_size = family_size, .allow_missing = allow_missing});
+      },
+      "p"_a, "method"_a = "holm", py::kw_only(), "family_size"_a = 0, "allow_missing"_a = false,
+      "Adjusted p-values (R's p.adjust: none, bonferroni, holm, hochberg, BH, BY).");
+  auto power_options = [](std::string_view fn, const std::string& design, const std::string& sides,
+                          double alpha, double sd, bool strict, double allocation_ratio) {
+    return t_power_options{.design = parse_choice(fn, "design", design, power_design_names),
+                           .sides = parse_choice(fn, "sides", sides, sides_names),
+                           .alpha = alpha,
+                           .sd = sd,
+                           .strict = strict,
+                           .allocation_ratio = allocation_ratio};
+  };
+  m.def(
+      "t_test_power",
+      [power_options](double n, double delta, const std::string& design, const std::string& sides,
+                      double alpha, double sd, bool strict, double allocation_ratio) {
+        return t_test_power(
+            n, delta, power_options("t_test_power", design, sides, alpha, sd, strict, allocation_ratio));
+      },
+      "n"_a, "delta"_a, py::kw_only(), "design"_a = "two_sample", "sides"_a = "two_sided", "alpha"_a = 0.05,
+      "sd"_a = 1.0, "strict"_a = false, "allocation_ratio"_a = 1.0, "Power of a t test (R's power.t.test).");
+  m.def(
+      "t_test_sample_size",
+      [power_options](double delta, double power, const std::string& design, const std::string& sides,
+                      double alpha, double sd, bool strict, double allocation_ratio) {
+        return t_test_sample_size(
+            delta, power,
+            power_options("t_test_sample_size", design, sides, alpha, sd, strict, allocation_ratio));
+      },
+      "delta"_a, "power"_a, py::kw_only(), "design"_a = "two_sample", "sides"_a = "two_sided",
+      "alpha"_a = 0.05, "sd"_a = 1.0, "strict"_a = false, "allocation_ratio"_a = 1.0,
+      "Sample size a t test needs to detect delta with the given power.");
 }
 
 }  // namespace latentaudit::python

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -424,6 +425,96 @@ void bind_kv(py::module_& m) {
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "mode"_a, "first_position"_a = 0,
       "receiver_next"_a = 0,
       "Places a relayed block (preserve, rebase_contiguous, append_after): (k, v, positions).");
+  // ---- layer and token selection ----------------------------------------------------------------
+  m.def(
+      "apply_selection",
+      [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
+         py::object layers, std::int32_t n_layers, bool bf16, py::object select_layers, py::object tokens) {
+        constexpr std::string_view fn = "apply_selection";
+        const auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
+                                           std::move(layers), n_layers, bf16),
+                                  fn);
+        kv_selection sel;
+        sel.layers = select_layers.is_none() ? std::vector<layer_index>(b.layers().begin(), b.layers().end())
+                                             : select_layers.cast<std::vector<layer_index>>();
+        std::vector<std::int64_t> all(static_cast<std::size_t>(b.n_tokens()));
+        std::iota(all.begin(), all.end(), std::int64_t{0});
+        if (tokens.is_none()) {
+          sel.tokens.assign(sel.layers.size(), all);
+        } else {
+          const auto list = tokens.cast<py::list>();
+          const bool per_layer = !list.empty() && py::isinstance<py::sequence>(list[0]);
+          if (per_layer)
+            sel.tokens = tokens.cast<std::vector<std::vector<std::int64_t>>>();
+          else
+            sel.tokens.assign(sel.layers.size(), tokens.cast<std::vector<std::int64_t>>());
+        }
+        const auto out = apply_selection(b, sel);
+        const auto a = block_arrays(out, k);
+        py::object mask = py::none();
+        if (out.has_token_mask()) {
+          py::array_t<std::uint8_t> m8(
+              {static_cast<py::ssize_t>(out.n_layers()), static_cast<py::ssize_t>(out.n_tokens())});
+          std::copy(out.token_mask().begin(), out.token_mask().end(), m8.mutable_data());
+          mask = m8;
+        }
+        return py::dict("k"_a = a[0], "v"_a = a[1], "positions"_a = a[2],
+                        "layers"_a = std::vector<layer_index>(out.layers().begin(), out.layers().end()),
+                        "token_mask"_a = mask);
+      },
+      "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "select_layers"_a = py::none(),
+      "tokens"_a = py::none(),
+      "Keeps the selected layers (model ids) and tokens (one list for every layer, or one list per selected "
+      "layer: then absent tokens are masked): a dict of k, v, positions, layers, token_mask "
+      "([layers][tokens] "
+      "0/1, None when every layer keeps every token).");
+  m.def("tokens_sinks_window", &tokens_sinks_window, "n"_a, "sinks"_a, "window"_a,
+        "StreamingLLM: the first `sinks` and the last `window` of n tokens.");
+  m.def(
+      "tokens_heavy_hitters",
+      [](const f64_array& scores, std::int64_t heavy, std::int64_t recent) {
+        return tokens_heavy_hitters(vec(scores, "tokens_heavy_hitters", "scores"), heavy, recent);
+      },
+      "scores"_a, "heavy"_a, "recent"_a,
+      "H2O: the `recent` last tokens plus the `heavy` tokens with the largest accumulated attention.");
+  m.def(
+      "tokens_snapkv",
+      [](const f64_array& attention, std::int64_t budget, std::int64_t kernel) {
+        constexpr std::string_view fn = "tokens_snapkv";
+        if (attention.ndim() != 2)
+          throw shape_mismatch(std::string(fn) + ": attention must be 2-dimensional [window][n]");
+        return tokens_snapkv(
+            std::span<const double>(attention.data(), static_cast<std::size_t>(attention.size())),
+            attention.shape(1), attention.shape(0), budget, kernel);
+      },
+      "attention"_a, "budget"_a, "kernel"_a = 7,
+      "SnapKV voting over the observation window's attention [window][n] (summed over heads).");
+  m.def("pyramid_budgets", &pyramid_budgets, "n_layers"_a, "average"_a, "beta"_a = 20.0,
+        "PyramidKV per-layer token budgets, decreasing with depth, averaging `average`.");
+  m.def(
+      "pyramid_selection",
+      [](const f64_array& scores, const std::vector<std::int64_t>& budgets, std::int64_t window) {
+        constexpr std::string_view fn = "pyramid_selection";
+        if (scores.ndim() != 2)
+          throw shape_mismatch(std::string(fn) + ": scores must be 2-dimensional [layers][n]");
+        const auto s =
+            pyramid_selection(std::span<const double>(scores.data(), static_cast<std::size_t>(scores.size())),
+                              static_cast<std::int32_t>(scores.shape(0)), scores.shape(1), budgets, window);
+        return py::make_tuple(s.layers, s.tokens);
+      },
+      "scores"_a, "budgets"_a, "window"_a,
+      "PyramidKV: per layer the budgets[l] best-scored tokens plus the last `window`: (layers, tokens per "
+      "layer).");
+  m.def(
+      "kvcomm_selection",
+      [](std::int32_t n_layers, std::int64_t n_tokens, const std::vector<layer_index>& selected,
+         std::int64_t sinks) {
+        const auto s = kvcomm_selection(n_layers, n_tokens, selected, sinks);
+        return py::make_tuple(s.layers, s.tokens);
+      },
+      "n_layers"_a, "n_tokens"_a, "selected"_a, "sinks"_a,
+      "KVComm: every layer, those not selected keeping only the first `sinks` tokens: (layers, tokens per "
+      "layer).");
   m.def(
       "encode_relay",
       [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,

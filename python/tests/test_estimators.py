@@ -74,6 +74,59 @@ def test_mcnemar_equals_r():
     assert (res.table.both, res.table.treated_only, res.table.control_only, res.table.neither) == (1, 3, 1, 1)
 
 
+def test_ols_equals_r_lm_with_sandwich_covariances():
+    rows = golden_rows("regression/data.csv")
+    cols = {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+    x = {"x1": cols["x1"], "x2": cols["x2"], "x3": cols["x3"]}
+    terms = {}
+    for r in golden_rows("regression/r_terms.csv"):
+        terms.setdefault(r["fit"], []).append(r)
+    assert len(terms) == 22
+    for fit, rs in terms.items():
+        kind, rest = fit.split("_", 1)  # e.g. wls_cr1_g_t: wls, covariance cr1_g, reference t
+        cov, dist = rest.rsplit("_", 1)
+        dist = {"t": "t_residual", "normal": "normal", "tcluster": "t_cluster"}[dist]
+        kw = dict(covariance=cov, distribution=dist)
+        if cov.startswith("cr"):
+            kw["clusters"] = cols["cl"].astype(int)
+        if kind == "wls":
+            kw["weights"] = cols["w"]
+        res = la.ols(cols["y"], x, **kw)
+        assert res.names == ["(Intercept)", "x1", "x2", "x3"]
+        for r in rs:
+            t = res.term(r["term"])
+            assert close(t.estimate, float(r["estimate"]), 1e-10), (fit, r["term"])
+            assert close(t.std_error, float(r["se"]), 1e-9), (fit, r["term"])
+            assert close(t.p_value, float(r["p"]), 1e-7, 1e-300), (fit, r["term"])
+
+
+def test_p_adjust_equals_r():
+    p = {}
+    for r in golden_rows("multiplicity/p_values.csv"):
+        p.setdefault(r["case"], []).append(float(r["p"]) if r["p"] != "NA" else float("nan"))
+    checked = 0
+    for r in golden_rows("multiplicity/p_adjust.csv"):
+        if r["adjusted"] == "NA" or any(math.isnan(v) for v in p[r["case"]]):
+            continue
+        adj = la.p_adjust(p[r["case"]], r["method"], family_size=int(r["family_size"]))
+        assert close(adj[int(r["index"])], float(r["adjusted"]), 1e-12, 1e-300), r
+        checked += 1
+    assert checked > 50
+
+
+def test_power_equals_r_power_t_test():
+    design = {"one.sample": "one_sample", "paired": "paired", "two.sample": "two_sample"}
+    sides = {"two.sided": "two_sided", "one.sided": "one_sided"}
+    for r in golden_rows("power/t_power.csv"):
+        kw = dict(design=design[r["type"]], sides=sides[r["alternative"]], strict=r["strict"] == "1",
+                  alpha=float(r["alpha"]), sd=float(r["sd"]))
+        assert close(la.t_test_power(float(r["n"]), float(r["delta"]), **kw), float(r["power"]), 1e-8, 1e-12)
+        if r["n_solved"] in ("NA", ""):  # one-sided with delta < 0: no solution
+            continue
+        ss = la.t_test_sample_size(float(r["delta"]), float(r["target_power"]), **kw)
+        assert close(ss.n, float(r["n_solved"]), 1e-8) and ss.n_required == int(r["n_required"])
+
+
 def test_results_have_fields_and_to_dict():
     e = la.welch_t_test([1.0, 2.0, 3.5, 4.0], [0.5, 1.0, 1.5, 3.0])
     d = e.to_dict()

@@ -92,6 +92,32 @@ def test_rope_rerotation():
         kv.set_positions(k, v, new_positions=np.arange(3))
 
 
+def test_selection():
+    k, v = cache(layers=4, tokens=10)
+    pos = np.arange(10, dtype=np.int32) + 3
+    keep = kv.tokens_sinks_window(10, 2, 3)
+    assert keep == [0, 1, 7, 8, 9]
+    s = kv.apply_selection(k, v, positions=pos, select_layers=[1, 3], tokens=keep)
+    assert s["layers"] == [1, 3] and s["token_mask"] is None
+    assert np.array_equal(s["k"], k[[1, 3]][:, keep]) and np.array_equal(s["v"], v[[1, 3]][:, keep])
+    assert np.array_equal(s["positions"], pos[keep])  # positions travel with their tokens
+    scores = np.arange(10, dtype=float)[::-1].copy()
+    assert kv.tokens_heavy_hitters(scores, 2, 3) == [0, 1, 7, 8, 9]
+    att = np.zeros((2, 10))
+    att[:, 4] = 1.0
+    assert 4 in kv.tokens_snapkv(att, 1, kernel=1) and 9 in kv.tokens_snapkv(att, 1, kernel=1)
+    budgets = kv.pyramid_budgets(4, 4)
+    assert sum(budgets) == 16 and budgets[0] >= budgets[-1]
+    layers, toks = kv.pyramid_selection(np.tile(scores, (4, 1)), budgets, 2)
+    r = kv.apply_selection(k, v, select_layers=layers, tokens=toks)
+    assert r["token_mask"] is not None and r["token_mask"].shape == r["k"].shape[:2]
+    for i, t in enumerate(toks):  # absent tokens are zero
+        present = np.isin(np.arange(r["k"].shape[1]), [np.searchsorted(np.unique(np.concatenate(toks)), x) for x in t])
+        assert not r["k"][i][~present].any()
+    layers, toks = kv.kvcomm_selection(4, 10, [1, 2], 1)
+    assert layers == [0, 1, 2, 3] and toks[0] == [0] and toks[1] == list(range(10))
+
+
 def test_wire_round_trip_and_hmac():
     for dtype in (np.float32, np.float16):
         k, v = cache(dtype)

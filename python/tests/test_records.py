@@ -128,6 +128,7 @@ def test_report_equals_cli(cli, tmp_path):
     cli_json = json.loads((tmp_path / "cli" / "report.json").read_text())
     assert rep == cli_json
     assert {f["id"]: f["verdict"] for f in rep["findings"]} == summary["findings"]
-    for name in sorted(os.listdir(tmp_path / "cli")):
-        if not name.startswith("."):
-            assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    names = sorted(n for n in os.listdir(tmp_path / "cli") if not n.startswith("."))
+    assert names == sorted(n for n in os.listdir(tmp_path / "py") if not n.startswith("."))
+    for name in names:  # the same files, byte for byte
+        assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
