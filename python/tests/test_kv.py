@@ -170,3 +170,19 @@ def test_cli_reads_python_frames(cli, tmp_path):
     cli("kv", "make-example", "--out", tmp_path / "ex.bin", "--dtype", "f32", "--tokens", 5)
     d = kv.decode_relay((tmp_path / "ex.bin").read_bytes())
     assert d["k"].shape[1] == 5 and d["dtype"] == "f32"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_quantize_roundtrip_equals_the_cli_relay(cli, tmp_path, dtype):
+    # `kv make-example` writes the same cache plain and quantized (group size 16): the module's
+    # round trip of the plain one must equal what the C++ receiver decodes from the quantized one.
+    cli("kv", "make-example", "--out", tmp_path / "plain.bin", "--dtype", dtype, "--seed", 5, "--tokens", 40)
+    plain = kv.decode_relay((tmp_path / "plain.bin").read_bytes())
+    for scheme in ("int8", "int4", "fp8_e4m3", "fp8_e5m2"):
+        cli("kv", "make-example", "--out", tmp_path / "q.bin", "--dtype", dtype, "--seed", 5, "--tokens", 40,
+            "--quantize", scheme)
+        q = kv.decode_relay((tmp_path / "q.bin").read_bytes())
+        k, v, _ = kv.quantize_roundtrip(plain["k"], plain["v"], scheme=scheme, group_size=16, bf16=dtype == "bf16")
+        assert q["quantization"] == scheme
+        assert np.array_equal(k.view(np.uint8), q["k"].view(np.uint8)), scheme
+        assert np.array_equal(v.view(np.uint8), q["v"].view(np.uint8)), scheme
