@@ -95,6 +95,14 @@ constexpr std::initializer_list<std::pair<std::string_view, power_design>> power
 constexpr std::initializer_list<std::pair<std::string_view, power_sides>> sides_names = {
     {"two_sided", power_sides::two_sided}, {"one_sided", power_sides::one_sided}};
 
+constexpr std::initializer_list<std::pair<std::string_view, mcnemar_power_method>> mcnemar_power_names = {
+    {"connor", mcnemar_power_method::connor}, {"exact", mcnemar_power_method::exact}};
+constexpr std::initializer_list<std::pair<std::string_view, interaction_covariance>> interaction_names = {
+    {"hc0", interaction_covariance::hc0},
+    {"hc1", interaction_covariance::hc1},
+    {"hc2", interaction_covariance::hc2},
+    {"hc3", interaction_covariance::hc3}};
+
 on_degenerate degenerate(std::string_view fn, const std::string& s) {
   return parse_choice(fn, "if_degenerate", s, degenerate_names);
 }
@@ -366,6 +374,49 @@ void bind_results(py::module_& m) {
       .field("n_total", &sample_size_result::n_total)
       .field("power_at_required", &sample_size_result::power_at_required)
       .field("target_power", &sample_size_result::target_power)
+      .finish();
+  result_class<wald_test_result>(m, "WaldTestResult", "A Wald test of linear restrictions.")
+      .field("chi2", &wald_test_result::chi2)
+      .field("chi2_p", &wald_test_result::chi2_p)
+      .field("f", &wald_test_result::f)
+      .field("df1", &wald_test_result::df1)
+      .field("df2", &wald_test_result::df2)
+      .field("f_p", &wald_test_result::f_p)
+      .field("p_value", &wald_test_result::p_value)
+      .computed("status", [](const wald_test_result& r) { return choice_name(r.status, status_names); })
+      .finish();
+  result_class<event_study_result>(m, "EventStudyResult", "An event study (TWFE with relative-time dummies).")
+      .field("relative_times", &event_study_result::relative_times)
+      .field("coefficients", &event_study_result::coefficients)
+      .field("pre_trend", &event_study_result::pre_trend)
+      .field("fit", &event_study_result::fit)
+      .field("warnings", &event_study_result::warnings)
+      .finish();
+  result_class<subgroup_effect>(m, "SubgroupEffect", "The effect within one subgroup.")
+      .field("label", &subgroup_effect::label)
+      .field("effect", &subgroup_effect::effect)
+      .field("p_holm", &subgroup_effect::p_holm)
+      .field("p_bh", &subgroup_effect::p_bh)
+      .field("lower_edge", &subgroup_effect::lower_edge)
+      .field("upper_edge", &subgroup_effect::upper_edge)
+      .finish();
+  result_class<interaction_test_result>(m, "InteractionTestResult",
+                                        "The heterogeneity (interaction) Wald test.")
+      .field("covariance", &interaction_test_result::covariance)
+      .field("chi_square", &interaction_test_result::chi_square)
+      .field("df", &interaction_test_result::df)
+      .field("p_chi_square", &interaction_test_result::p_chi_square)
+      .field("f", &interaction_test_result::f)
+      .field("df_residual", &interaction_test_result::df_residual)
+      .field("p_f", &interaction_test_result::p_f)
+      .computed("status",
+                [](const interaction_test_result& r) { return choice_name(r.status, status_names); })
+      .finish();
+  result_class<heterogeneity_result>(m, "HeterogeneityResult",
+                                     "Subgroup effects and their heterogeneity test.")
+      .field("groups", &heterogeneity_result::groups)
+      .field("interaction", &heterogeneity_result::interaction)
+      .field("bin_edges", &heterogeneity_result::bin_edges)
       .finish();
   result_class<wald_estimator_result>(m, "WaldEstimatorResult", "The Wald (LATE) estimator.")
       .field("late", &wald_estimator_result::late)
@@ -810,6 +861,110 @@ void bind_estimators(py::module_& m) {
       "delta"_a, "power"_a, py::kw_only(), "design"_a = "two_sample", "sides"_a = "two_sided",
       "alpha"_a = 0.05, "sd"_a = 1.0, "strict"_a = false, "allocation_ratio"_a = 1.0,
       "Sample size a t test needs to detect delta with the given power.");
+  auto mcnemar_power_opts = [](std::string_view fn, double alpha, const std::string& sides,
+                               const std::string& method, std::size_t max_n) {
+    return mcnemar_power_options{.alpha = alpha,
+                                 .sides = parse_choice(fn, "sides", sides, sides_names),
+                                 .method = parse_choice(fn, "method", method, mcnemar_power_names),
+                                 .max_n = max_n};
+  };
+  m.def(
+      "mcnemar_power",
+      [mcnemar_power_opts](double n, double p10, double p01, double alpha, const std::string& sides,
+                           const std::string& method, std::size_t max_n) {
+        return mcnemar_power(n, p10, p01, mcnemar_power_opts("mcnemar_power", alpha, sides, method, max_n));
+      },
+      "n"_a, "p10"_a, "p01"_a, py::kw_only(), "alpha"_a = 0.05, "sides"_a = "two_sided",
+      "method"_a = "connor", "max_n"_a = 1000000,
+      "Power of McNemar's test (Connor's approximation or exact).");
+  m.def(
+      "mcnemar_sample_size",
+      [mcnemar_power_opts](double p10, double p01, double power, double alpha, const std::string& sides,
+                           const std::string& method, std::size_t max_n) {
+        return mcnemar_sample_size(p10, p01, power,
+                                   mcnemar_power_opts("mcnemar_sample_size", alpha, sides, method, max_n));
+      },
+      "p10"_a, "p01"_a, "power"_a, py::kw_only(), "alpha"_a = 0.05, "sides"_a = "two_sided",
+      "method"_a = "connor", "max_n"_a = 1000000, "Pairs McNemar's test needs for the given power.");
+
+  // ---- event study and heterogeneity ----------------------------------------------------------------
+  m.def(
+      "event_study",
+      [](const f64_array& y, const f64_array& treatment, const py::object& units,
+         const py::array_t<long long, py::array::c_style | py::array::forcecast>& time,
+         std::optional<long long> first, std::optional<long long> last, bool bin_endpoints,
+         const std::string& covariance, const std::string& distribution, double level,
+         const std::string& fe_count, const std::string& if_degenerate) {
+        constexpr std::string_view fn = "event_study";
+        if (time.ndim() != 1) throw shape_mismatch(std::string(fn) + ": time must be 1-dimensional");
+        return event_study(
+            vec(y, fn, "y"), vec(treatment, fn, "treatment"), groups_of(units, fn, "units"),
+            std::span<const long long>(time.data(), static_cast<std::size_t>(time.shape(0))),
+            event_study_options{
+                .first = first,
+                .last = last,
+                .bin_endpoints = bin_endpoints,
+                .covariance = parse_choice(fn, "covariance", covariance, covariance_names),
+                .distribution = parse_choice(fn, "distribution", distribution, distribution_names),
+                .level = level,
+                .fe_count = parse_choice(fn, "fe_count", fe_count, fe_count_names),
+                .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "y"_a, "treatment"_a, "units"_a, "time"_a, py::kw_only(), "first"_a = py::none(), "last"_a = py::none(),
+      "bin_endpoints"_a = false, "covariance"_a = "cr1", "distribution"_a = "t_cluster", "level"_a = 0.95,
+      "fe_count"_a = "counted", "if_degenerate"_a = "throw_error",
+      "Event study: TWFE with relative-time dummies (reference -1) and the pre-trend test.");
+  // Subgroups: integer labels as integers, anything else as text; `bins` splits a numeric moderator.
+  auto subgroups = [](bool paired, const f64_array& a, const f64_array& b, const py::object& groups,
+                      std::size_t bins, double level, const std::string& covariance,
+                      const std::string& if_degenerate) {
+    const std::string_view fn = paired ? "paired_subgroup_effects" : "subgroup_effects";
+    const heterogeneity_options o{.level = level,
+                                  .covariance = parse_choice(fn, "covariance", covariance, interaction_names),
+                                  .if_degenerate = degenerate(fn, if_degenerate)};
+    const auto x = vec(a, fn, paired ? "treated" : "y");
+    const auto z = vec(b, fn, paired ? "control" : "treatment");
+    if (bins > 0) {
+      const auto m = f64_array::ensure(groups);
+      if (!m) throw invalid_argument(std::string(fn) + ": with bins, groups must be a numeric moderator");
+      const auto mv = vec(m, fn, "groups");
+      return paired ? paired_subgroup_effects_binned(x, z, mv, bins, o)
+                    : subgroup_effects_binned(x, z, mv, bins, o);
+    }
+    py::array g = py::array::ensure(groups);
+    if (!g) throw invalid_argument(std::string(fn) + ": groups must be a sequence of labels");
+    const char kind = g.dtype().kind();
+    if (kind == 'i' || kind == 'u' || kind == 'b') {
+      const auto ints = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(g);
+      if (ints.ndim() != 1) throw shape_mismatch(std::string(fn) + ": groups must be 1-dimensional");
+      const std::span<const std::int64_t> gs(ints.data(), static_cast<std::size_t>(ints.shape(0)));
+      return paired ? paired_subgroup_effects(x, z, gs, o) : subgroup_effects(x, z, gs, o);
+    }
+    std::vector<std::string> text;
+    for (auto v : groups) text.emplace_back(py::str(v));
+    return paired ? paired_subgroup_effects(x, z, std::span<const std::string>(text), o)
+                  : subgroup_effects(x, z, std::span<const std::string>(text), o);
+  };
+  m.def(
+      "subgroup_effects",
+      [subgroups](const f64_array& y, const f64_array& treatment, const py::object& groups, std::size_t bins,
+                  double level, const std::string& covariance, const std::string& if_degenerate) {
+        return subgroups(false, y, treatment, groups, bins, level, covariance, if_degenerate);
+      },
+      "y"_a, "treatment"_a, "groups"_a, py::kw_only(), "bins"_a = 0, "level"_a = 0.95, "covariance"_a = "hc3",
+      "if_degenerate"_a = "throw_error",
+      "Welch effects within subgroups (labels, or a moderator cut into `bins` quantile bins), Holm/BH "
+      "adjusted, with the interaction test.");
+  m.def(
+      "paired_subgroup_effects",
+      [subgroups](const f64_array& treated, const f64_array& control, const py::object& groups,
+                  std::size_t bins, double level, const std::string& covariance,
+                  const std::string& if_degenerate) {
+        return subgroups(true, treated, control, groups, bins, level, covariance, if_degenerate);
+      },
+      "treated"_a, "control"_a, "groups"_a, py::kw_only(), "bins"_a = 0, "level"_a = 0.95,
+      "covariance"_a = "hc3", "if_degenerate"_a = "throw_error",
+      "Paired t effects within subgroups, with the interaction test.");
 }
 
 }  // namespace latentaudit::python

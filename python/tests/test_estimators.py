@@ -127,6 +127,50 @@ def test_power_equals_r_power_t_test():
         assert close(ss.n, float(r["n_solved"]), 1e-8) and ss.n_required == int(r["n_required"])
 
 
+def test_did_twfe_equals_r():
+    rows = golden_rows("did/panel.csv")
+    y = np.array([float(r["y"]) for r in rows])
+    d = np.array([float(r["d"]) for r in rows])
+    unit = np.array([int(r["unit"]) for r in rows])
+    time = np.array([int(r["time"]) for r in rows])
+    dist = {"t": "t_residual", "tcluster": "t_cluster", "normal": "normal"}
+    for r in golden_rows("did/r_twfe.csv"):
+        _, cov, count, ref = r["fit"].split("_")
+        e = la.did_twfe(y, d, unit, time, covariance=cov, fe_count=count, distribution=dist[ref]).effect
+        half = (float(r["ci_high"]) - float(r["ci_low"])) / 2
+        assert close(e.estimate, float(r["estimate"]), 1e-10), r["fit"]
+        assert close(e.std_error, float(r["se"]), 1e-9), r["fit"]
+        assert close(e.ci_low, float(r["ci_low"]), 1e-9, 1e-9 * half), r["fit"]
+    ev = la.event_study(y, d, unit, time)
+    assert len(ev.relative_times) == len(ev.coefficients) and -1 not in ev.relative_times
+    assert 0 <= ev.pre_trend.p_value <= 1
+
+
+def test_subgroups_equal_r():
+    rows = golden_rows("heterogeneity/unpaired.csv")
+    y = np.array([float(r["y"]) for r in rows])
+    t = np.array([float(r["t"]) for r in rows])
+    for analysis, groups in (("str", [r["gs"] for r in rows]), ("int", np.array([int(r["gi"]) for r in rows]))):
+        res = la.subgroup_effects(y, t, groups)
+        want = [r for r in golden_rows("heterogeneity/subgroups.csv") if r["analysis"] == analysis]
+        assert [g.label for g in res.groups] == [r["group"] for r in want]
+        for g, r in zip(res.groups, want):
+            assert close(g.effect.estimate, float(r["estimate"]), 1e-10)
+            assert close(g.p_holm, float(r["p_holm"]), 1e-8, 1e-300)
+    inter = [r for r in golden_rows("heterogeneity/interaction.csv") if r["analysis"] == "str" and r["type"] == "HC3"]
+    assert close(la.subgroup_effects(y, t, [r["gs"] for r in rows]).interaction.chi_square, float(inter[0]["chisq"]),
+                 1e-9)
+
+
+def test_mcnemar_power_equals_r():
+    for r in golden_rows("power/mcnemar.csv"):
+        kw = dict(alpha=float(r["alpha"]), sides="two_sided" if r["sides"] == "2" else "one_sided")
+        p10, p01 = float(r["p10"]), float(r["p01"])
+        assert close(la.mcnemar_power(float(r["n"]), p10, p01, **kw), float(r["connor_power"]), 1e-8)
+        ss = la.mcnemar_sample_size(p10, p01, float(r["target_power"]), **kw)
+        assert close(ss.n, float(r["connor_n"]), 1e-8) and ss.n_required == int(r["connor_required"])
+
+
 def test_results_have_fields_and_to_dict():
     e = la.welch_t_test([1.0, 2.0, 3.5, 4.0], [0.5, 1.0, 1.5, 3.0])
     d = e.to_dict()
