@@ -7,6 +7,7 @@
 // Also: what each verdict means for relay (polarity), the interval labels, and the report.md fixes
 // of issue 31 (polarity column, labelled intervals, sorted accuracy table, links to report.html).
 #include <latentaudit/report.hpp>
+#include <latentaudit/report/detail/failure_report.hpp>
 #include <latentaudit/report/html.hpp>
 
 #include <catch2/catch.hpp>
@@ -291,6 +292,18 @@ TEST_CASE("report.html: a drill-down per regime and arm to the tasks with B's an
   CHECK(count(group, "<tr>") == 1 + 15);
   CHECK(group.find("more trials not shown") != std::string::npos);
   CHECK(group.find("task-") != std::string::npos);
+  CHECK(group.find("<th>B&#39;s answer</th>") != std::string::npos);
+  // records without task ids or answers (built-in tasks, token scoring): those columns are left out
+  // and the page says so
+  auto bare = b.records;
+  for (auto& r : bare) r.task_id.clear(), r.query_index.reset(), r.answer_text.reset();
+  const auto h2 = report_html(b.report, bare, b.svgs);
+  CHECK(html_problem(h2).empty());
+  CHECK(h2.find("<th>B&#39;s answer</th>") == std::string::npos);
+  CHECK(h2.find("<th>task</th>") == std::string::npos);
+  CHECK(h2.find("carry no answer text") != std::string::npos);
+  CHECK(h2.find("carry no task id") != std::string::npos);
+  CHECK(h2.size() < h.size());
 }
 
 TEST_CASE(
@@ -344,5 +357,13 @@ TEST_CASE(
       UNSCOPED_INFO("list after: " << prev.substr(0, 100));
     }
   CHECK(bad == 0);
+  // the policy's rules read as written ("cache_age_versions >= 1"), no "&gt;" or "&amp;" in the raw file
+  audit_decision d;
+  d.policy = {"relay only fresh caches (cache_age_versions >= 1 & <tag>)"};
+  const auto policy = detail::decision_policy_markdown(d);
+  CHECK(policy.find("- relay only fresh caches (cache\\_age\\_versions >= 1 \\& \\<tag>)") !=
+        std::string::npos);
+  CHECK(policy.find("&gt;") == std::string::npos);
+  CHECK(policy.find("&amp;") == std::string::npos);
   std::filesystem::remove_all(dir);
 }

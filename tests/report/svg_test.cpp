@@ -467,3 +467,30 @@ TEST_CASE("frontier labels do not overlap each other or a point; the others are 
       CHECK_FALSE((a.x0 < b.x1 - 0.01 && b.x0 < a.x1 - 0.01 && a.y0 < b.y1 - 0.01 && b.y0 < a.y1 - 0.01));
     }
 }
+
+TEST_CASE("stacked bars share colours by name across plots through colour_order", "[report][svg]") {
+  const std::vector<std::string> order = {"A prefill", "export", "B prefill"};
+  const std::vector<stacked_bar> all = {{"kv", {{"A prefill", 5.0}, {"export", 1.0}, {"B prefill", 2.0}}}};
+  const std::vector<stacked_bar> receiver = {{"kv", {{"export", 1.0}, {"B prefill", 2.0}}}};
+  const auto a = stacked_bar_plot(all, {}, order), r = stacked_bar_plot(receiver, {}, order);
+  check_svg(a);
+  check_svg(r);
+  // "B prefill" is the palette's third colour in both; without the order the receiver plot would give it the
+  // second
+  const std::string third = std::string(detail::palette_colour(2)),
+                    second = std::string(detail::palette_colour(1));
+  const std::regex seg("<rect class=\"bar-segment\"[^>]*fill=\"(#[0-9A-Fa-f]+)\"[^>]*><title>kv, B prefill");
+  std::smatch m;
+  REQUIRE(std::regex_search(a, m, seg));
+  CHECK(m[1] == third);
+  REQUIRE(std::regex_search(r, m, seg));
+  CHECK(m[1] == third);
+  const auto plain = stacked_bar_plot(receiver, {});
+  REQUIRE(std::regex_search(plain, m, seg));
+  CHECK(m[1] == second);
+  // totals print as plain numbers, not 7.79e+03
+  const std::vector<stacked_bar> big = {{"text", {{"prefill", 7790.0}}}};
+  const auto b = stacked_bar_plot(big, {});
+  CHECK(b.find(">7790<") != std::string::npos);
+  CHECK(b.find("e+03") == std::string::npos);
+}

@@ -79,7 +79,7 @@ enum class relay_polarity {
 struct html_options {
   /// most task rows shown per (arm, regime) in the drill-down (wrong answers first, then by item
   /// and seed); the rest are counted and left to records.jsonl
-  std::size_t max_task_rows = 40;
+  std::size_t max_task_rows = 25;
   /// Markdown appended to the page's "More" section as preformatted text, after the relay-failure,
   /// message, link and gate sections that report.html shows as report.md writes them
   /// (run_audit_report passes report.md's "Unavailable on this engine" section)

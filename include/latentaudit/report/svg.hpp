@@ -132,10 +132,15 @@ struct stacked_bar {
 /// export, transfer, import, decode); the total is written at the end of each bar.
 /// @param bars the bars, top to bottom; empty gives a valid SVG saying "no data"
 /// @param o title, axis labels, size (log_x must be false)
+/// @param colour_order segment names in palette order: a name listed here gets the colour of its
+/// position, so that two plots sharing the names share the colours (e.g. a receiver-only view
+/// without the first stage); names not listed follow, in order of appearance; empty: order of
+/// appearance
 /// @returns the SVG document
 /// @throws invalid_argument naming stacked_bar_plot and the argument: non-finite or negative
 /// values, log_x set, bad width or height.
-[[nodiscard]] std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o);
+[[nodiscard]] std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o,
+                                           std::span<const std::string> colour_order = {});
 
 // ---- implementation ---------------------------------------------------------------------------
 
@@ -309,7 +314,8 @@ std::string band_plot(std::span<const band_series> series, const plot_options& o
 
 std::string frontier_plot(std::span<const scatter_point> points, const plot_options& o);
 
-std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o);
+std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o,
+                             std::span<const std::string> colour_order);
 
 }  // namespace latentaudit
 

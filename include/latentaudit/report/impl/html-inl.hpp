@@ -197,6 +197,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .b-supports{background:#d7f0e6;color:#00573f}.b-against{background:#fbe1d3;color:#8a3400}
 .b-not-shown{background:#ececec;color:#444}.b-context{background:#dcebf7;color:#004a75}
 .lbl{color:#555;font-size:.85em}
+#findings td:first-child code{font-size:.85em;word-break:break-all}#findings td:nth-child(4){min-width:18em}
+.iv{white-space:nowrap}
 details{margin:.2em 0}summary{cursor:pointer;color:#0b5394}
 details.method p{margin:.3em 0;max-width:60em}
 pre{white-space:pre-wrap;background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;font-size:.85em}
@@ -449,7 +451,13 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
     const auto pol = c.passed == verdict::yes  ? relay_polarity::supports
                      : c.passed == verdict::no ? relay_polarity::against
                                                : relay_polarity::not_shown;
-    p.raw("<td>" + detail::polarity_badge(pol) + "</td>");
+    const bool risk =
+        c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict" || c.name == "drift";
+    p.raw("<td>" + detail::polarity_badge(pol) +
+          (risk && c.passed == verdict::no && D.relay_allowed
+               ? " <span class=\"lbl\">a policy condition</span>"
+               : "") +
+          "</td>");
     p.td(c.reason);
     p.raw("</tr>\n");
   }
@@ -495,7 +503,9 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
     p.td(finding_statement(f));
     p.tdn(detail::finding_value(f, f.estimate), f.estimate);
     p.open("td", std::isfinite(f.ci_low) ? fmt::format("data-v=\"{:.17g}\"", f.ci_low) : std::string());
+    p.raw("<span class=\"iv\">");
     p.text("[" + detail::finding_value(f, f.ci_low) + ", " + detail::finding_value(f, f.ci_high) + "]");
+    p.raw("</span>");
     p.raw("<br><span class=\"lbl\">");
     p.text(finding_interval_label(f, alpha));
     p.raw("</span>");
@@ -649,22 +659,37 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
         "{} · {}: {} trials, {} wrong ({}% correct)", regime, arm, idx.size(), wrong,
         pct(idx.empty() ? 0.0 : static_cast<double>(idx.size() - wrong) / static_cast<double>(idx.size()))));
     p.close("summary");
-    p.head({"item", "seed", "task", "query", "correct", "B's answer", "stale value given", "relay error"});
+    // the optional columns this group's records carry
+    bool has_task = false, has_query = false, has_answer = false, has_stale = false, has_error = false;
+    for (auto i : idx) {
+      const auto& rec = records[i];
+      has_task = has_task || !rec.task_id.empty();
+      has_query = has_query || rec.query_index.has_value();
+      has_answer = has_answer || rec.answer_text.has_value();
+      has_stale = has_stale || rec.stale_answer.has_value();
+      has_error = has_error || rec.relay_error.has_value();
+    }
+    p.raw("<table class=\"sortable\"><thead><tr><th>item</th><th>seed</th>");
+    if (has_task) p.raw("<th>task</th>");
+    if (has_query) p.raw("<th>query</th>");
+    p.raw("<th>correct</th>");
+    if (has_answer) p.raw("<th>B&#39;s answer</th>");
+    if (has_stale) p.raw("<th>stale value given</th>");
+    if (has_error) p.raw("<th>relay error</th>");
+    p.raw("</tr></thead>\n<tbody>\n");
     const std::size_t shown = std::min(order.size(), o.max_task_rows);
     for (std::size_t k = 0; k < shown; ++k) {
       const auto& rec = records[order[k]];
-      p.raw("<tr>");
-      p.tdn(static_cast<std::size_t>(rec.item));
-      p.tdn(static_cast<std::size_t>(rec.seed));
-      p.td(rec.task_id.empty() ? "–" : rec.task_id);
-      if (rec.query_index)
-        p.tdn(std::to_string(*rec.query_index), static_cast<double>(*rec.query_index));
-      else
-        p.td("–");
-      p.el("td", rec.correct ? "yes" : "no", rec.correct ? "class=\"ok\"" : "class=\"bad\"");
-      p.td(rec.answer_text ? *rec.answer_text : std::string("–"));
-      p.td(rec.stale_answer ? (*rec.stale_answer ? "yes" : "no") : "–");
-      p.td(rec.relay_error ? *rec.relay_error : std::string("–"));
+      p.raw(fmt::format("<tr><td>{}</td><td>{}</td>", rec.item, rec.seed));
+      if (has_task) p.raw("<td>" + html_escape(rec.task_id.empty() ? "–" : rec.task_id) + "</td>");
+      if (has_query) p.raw("<td>" + (rec.query_index ? std::to_string(*rec.query_index) : "–") + "</td>");
+      p.raw(rec.correct ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>");
+      if (has_answer)
+        p.raw("<td>" + html_escape(rec.answer_text ? *rec.answer_text : std::string("–")) + "</td>");
+      if (has_stale)
+        p.raw(std::string("<td>") + (rec.stale_answer ? (*rec.stale_answer ? "yes" : "no") : "–") + "</td>");
+      if (has_error)
+        p.raw("<td>" + html_escape(rec.relay_error ? *rec.relay_error : std::string("–")) + "</td>");
       p.raw("</tr>\n");
     }
     p.end_table();

@@ -599,7 +599,8 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
   out.emplace_back("forest.svg", forest_plot(rows,
                                              {.title = "Paired effects on accuracy: " + lv + " CI (line), " +
                                                        vv + " verdict interval (pale bar), ±margin (dotted)",
-                                              .x_label = "difference in accuracy"},
+                                              .x_label = "difference in accuracy",
+                                              .width = 960},
                                              0.0, marks));
   band_series s{"accuracy (Wilson CI)", {}};
   for (const auto& p : r.core.noise.curve)
@@ -663,16 +664,20 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
     for (std::size_t i = 1; i < b.segments.size(); ++i) rb.segments.push_back(b.segments[i]);
     receiver_bars.push_back(std::move(rb));
   }
+  const std::vector<std::string> stage_names(std::begin(names), std::end(names));  // one colour a stage
   out.emplace_back(
       "latency_receiver.svg",
       stacked_bar_plot(receiver_bars,
                        {.title = "Mean receiver latency per trial by stage (need regime; what the "
                                  "cost verdict compares)",
-                        .x_label = "microseconds"}));
+                        .x_label = "microseconds"},
+                       stage_names));
   out.emplace_back("latency.svg",
-                   stacked_bar_plot(bars, {.title = "Mean end-to-end latency per trial by stage, A's prefill "
-                                                    "included (need regime)",
-                                           .x_label = "microseconds"}));
+                   stacked_bar_plot(bars,
+                                    {.title = "Mean end-to-end latency per trial by stage, A's prefill "
+                                              "included (need regime)",
+                                     .x_label = "microseconds"},
+                                    stage_names));
   return out;
 }
 

@@ -712,7 +712,8 @@ LATENTAUDIT_INLINE std::string frontier_plot(std::span<const scatter_point> poin
   return w.finish();
 }
 
-LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o) {
+LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o,
+                                                std::span<const std::string> colour_order) {
   constexpr std::string_view fn = "stacked_bar_plot";
   detail::check_plot_options(fn, o);
   if (o.log_x) detail::throw_invalid(fn, "o.log_x", "must be false: stacked bars need a linear axis from 0");
@@ -730,6 +731,10 @@ LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bar
   if (bars.empty()) return detail::no_data_svg(fn, o);
 
   std::vector<std::string> seg_names;
+  // values as plain numbers up to 10^7 ("7790", not "7.79e+03"), 3 significant digits beyond
+  const auto plain = [](double v) {
+    return v >= 1000.0 && v < 1e7 ? fmt::format("{:.0f}", v) : detail::value_label(v);
+  };
   std::vector<double> totals;
   std::vector<std::string> total_text;
   double label_w = 0.0, total_w = 0.0, max_total = 0.0;
@@ -739,15 +744,22 @@ LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bar
     if (!std::isfinite(t))
       detail::throw_invalid(fn, "bars", "segment totals must be finite (their sum overflowed)");
     totals.push_back(t);
-    // totals as plain numbers up to 10^7 ("7790", not "7.79e+03"), 3 significant digits beyond
-    total_text.push_back(t >= 1000.0 && t < 1e7 ? fmt::format("{:.0f}", t) : detail::value_label(t));
+    total_text.push_back(plain(t));
     max_total = std::max(max_total, t);
     label_w = std::max(label_w, detail::text_width(b.label));
     total_w = std::max(total_w, detail::text_width(total_text.back()));
   }
   const auto names = detail::distinct_names(seg_names);
+  // colour of a name: its position in colour_order, else after those in order of appearance
+  std::vector<std::string_view> colours;
+  for (std::size_t i = 0, extra = 0; i < names.size(); ++i) {
+    const auto at = std::find(colour_order.begin(), colour_order.end(), names[i]);
+    colours.push_back(detail::palette_colour(at != colour_order.end()
+                                                 ? static_cast<std::size_t>(at - colour_order.begin())
+                                                 : colour_order.size() + extra++));
+  }
   std::vector<detail::legend_item> legend;
-  for (std::size_t i = 0; i < names.size(); ++i) legend.push_back({names[i], detail::palette_colour(i), 'b'});
+  for (std::size_t i = 0; i < names.size(); ++i) legend.push_back({names[i], colours[i], 'b'});
 
   const double width = o.width;
   const double left = (o.y_label.empty() ? 0.0 : 22.0) + std::clamp(label_w + 16.0, 40.0, 0.4 * width);
@@ -779,10 +791,9 @@ LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bar
     double acc = 0.0;
     for (const auto& s : bars[b].segments) {
       const double xa = f.px(acc), xb = f.px(acc + s.value);
-      w.rect("bar-segment", xa, yc - bh / 2, xb - xa, bh,
-             detail::palette_colour(detail::name_index(names, s.name)),
+      w.rect("bar-segment", xa, yc - bh / 2, xb - xa, bh, colours[detail::name_index(names, s.name)],
              "stroke=\"#ffffff\" stroke-width=\"0.5\"");
-      w.close(bars[b].label + ", " + s.name + ": " + detail::value_label(s.value));
+      w.close(bars[b].label + ", " + s.name + ": " + plain(s.value));
       acc += s.value;
     }
     w.text("value", f.px(totals[b]) + 6, yc + 4, total_text[b], "start", 11);

@@ -21,17 +21,16 @@ namespace {
 inline std::string fr_num(double x) { return std::isfinite(x) ? fmt::format("{:.3f}", x) : "–"; }
 inline std::string fr_pts(double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : "–"; }
 // Markdown text from labels and sentences: the characters that would split a table cell, open a
-// span or embed HTML are escaped (as report.md's other tables do), control bytes become spaces.
+// span or embed HTML are backslash-escaped, so the raw file reads "x >= 1", not "x &gt;= 1" (a '>'
+// inside a line opens nothing; '<' and '&' could open a tag or an entity); control bytes become spaces.
 inline std::string fr_md(std::string_view t) {
   std::string out;
   for (char c : t) {
     const auto u = static_cast<unsigned char>(c);
-    if (c == '<')
-      out += "&lt;";
+    if (c == '<' || c == '&')
+      out.append("\\").push_back(c);
     else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
+      out.push_back(c);
     else if (u < 0x20 || u == 0x7F)
       out += ' ';
     else {
