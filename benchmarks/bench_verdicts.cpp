@@ -351,6 +351,7 @@ void relay_failure_table(std::size_t reps, bool print) {
 void decision_table(std::size_t reps, bool print) {
   auto scenarios = sim::decision_scenarios();
   for (auto& s : sim::decision_sequence_scenarios()) scenarios.push_back(std::move(s));
+  scenarios.push_back(sim::decision_risk_family_scenario(320, 28040000));
   scenarios.push_back(sim::decision_power_scenario());
   scenarios.push_back(sim::decision_small_power_scenario());
   if (print) {

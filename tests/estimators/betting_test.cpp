@@ -404,3 +404,30 @@ TEST_CASE("betting: the fewest concordant items that show a margin", "[betting]"
   CHECK_THROWS_AS(betting_items_for_margin(0.0), latentaudit::invalid_argument);
   CHECK_THROWS_AS(betting_items_for_margin(1.0), latentaudit::invalid_argument);
 }
+
+TEST_CASE("betting: the one-sided p-value agrees with the lower limit (bounded_mean_p_value_above)",
+          "[estimators][betting]") {
+  // p <= alpha exactly when m0 lies below the lower limit at alpha (the same capital and bets), up
+  // to the limit's search tolerance: checked at 0.02 away from the limit on random clustered data.
+  std::mt19937_64 g(2028);
+  std::uniform_int_distribution<int> v(-2, 2);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<double> x(40 + 5 * rep);
+    for (auto& e : x) e = v(g) / 2.0;
+    const auto ci =
+        latentaudit::bounded_mean_interval(x, -1.0, 1.0, {.alpha_lower = 0.05, .alpha_upper = 0.05});
+    for (double m0 : {ci.low - 0.02, ci.low + 0.02}) {
+      if (m0 < -1.0 || m0 > 1.0) continue;
+      const double p = latentaudit::bounded_mean_p_value_above(x, -1.0, 1.0, m0, 0.05);
+      INFO("rep " << rep << " low " << ci.low << " m0 " << m0 << " p " << p);
+      CHECK((p <= 0.05) == (m0 < ci.low));
+      CHECK(p > 0.0);
+      CHECK(p <= 1.0);
+    }
+  }
+  // the null's p at the mean of constant data is 1 (no evidence), and bad input is refused
+  const std::vector<double> z(10, 0.0);
+  CHECK(latentaudit::bounded_mean_p_value_above(z, -1.0, 1.0, 0.0) == 1.0);
+  CHECK_THROWS_AS(latentaudit::bounded_mean_p_value_above(z, -1.0, 1.0, 2.0), latentaudit::invalid_argument);
+  CHECK_THROWS_AS(latentaudit::bounded_mean_p_value_above({}, -1.0, 1.0, 0.0), latentaudit::invalid_argument);
+}

@@ -66,6 +66,9 @@ struct decision_scenario {
   /// a policy line that handles the planted risk contains this ("" = no condition handles it: any
   /// verdict that lets relay traffic through is an error)
   std::string condition;
+  /// further planted risks, each with the policy text of its condition: relay_allowed without any
+  /// of them is the error too (the risk family: several risks present at once)
+  std::vector<std::string> more_conditions = {};
   /// the finding whose wrong "pass" lets the risk through (counted on its own)
   std::string finding_id;
   verdict finding_error = verdict::no;  ///< the verdict of `finding_id` that is the error
@@ -103,9 +106,13 @@ inline decision_mc_result run_decision_mc(const decision_scenario& s, std::size_
     const auto rep = build_audit_report(recs, decision_mc_options());
     ++out.reps;
     const auto& d = rep.decision;
-    bool handled = false;
-    if (!s.condition.empty())
-      for (const auto& p : d.policy) handled |= p.find(s.condition) != std::string::npos;
+    auto in_policy = [&d](const std::string& c) {
+      for (const auto& p : d.policy)
+        if (p.find(c) != std::string::npos) return true;
+      return false;
+    };
+    bool handled = !s.condition.empty() && in_policy(s.condition);
+    for (const auto& c : s.more_conditions) handled = handled && in_policy(c);
     if (d.relay_allowed) ++(handled ? out.allowed_handled : out.allowed_unhandled);
     out.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
     ++out.verdicts[d.verdict];
@@ -177,6 +184,32 @@ inline std::vector<decision_scenario> decision_scenarios() {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+/// The risk family (issue 28): no-need harm, a stale cache and a conflicting cache, each exactly at
+/// the margin (relay 5 points below its reference, exact accuracies under the item effect: no_need
+/// kv_full 0.90 against no_comm and text_full 0.95; stale kv_full 0.90 against text_full 0.95;
+/// conflict kv_full 0.90 against no_comm 0.95), `items` items each × 3 seeds, every other check easy
+/// to show. Each risk is present, so relay_allowed without all three conditions is the error: the
+/// familywise claim of the risk family (at most α), where one risk at a time bounds only the sum.
+inline decision_scenario decision_risk_family_scenario(std::size_t items, std::uint64_t seed) {
+  decision_scenario s{.name = "three risks at the margin at once (" + std::to_string(items) +
+                              " no-need, stale and conflict items, relay -5 points each)",
+                      .seed = seed};
+  s.design = decision_base_design();
+  s.design.regime_items = {150, items, items, items};
+  const double sd = s.design.item_sd;
+  const double p95 = sim_p_for_accuracy(0.95, sd), p90 = sim_p_for_accuracy(0.90, sd);
+  s.design.no_need_no_comm = s.design.no_need_text = p95;
+  s.design.no_need_kv = p90;
+  s.design.stale_text = p95;
+  s.design.stale_kv = p90;
+  s.design.conflict_no_comm = p95;
+  s.design.conflict_kv = p90;
+  s.condition = "where B needs A's information";
+  s.more_conditions = {"fresh caches", "own prompt already binds"};
+  s.finding_id = "no_need.kv_changes_accuracy";
+  return s;
 }
 
 /// A small design (issue 28): 30 need and 30 no-need items × 2 seeds, no stale, conflict or drift

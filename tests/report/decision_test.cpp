@@ -249,6 +249,73 @@ TEST_CASE("drift: 'no' when every tested step is shown non-inferior (seed 2516)"
   CHECK(f.detail.find("absence shown within the tested range") != std::string::npos);
 }
 
+TEST_CASE("decision: the risk family's absence claims are adjusted by Holm (issue 28)",
+          "[report][decision]") {
+  // Hand-made findings: the gating checks shown, drift and cross_model shown absent, and the three
+  // risks of the family (no_need_harm, freshness, conflict) each "no" (absence shown at alpha alone)
+  // or "yes" (shown present) with a one-sided p of "relay loses the margin".
+  auto fnd = [](std::string id, la::verdict v, double est, double lo, double hi, double p = std::nan("")) {
+    la::finding f{.id = std::move(id), .answer = v, .estimate = est, .ci_low = lo, .ci_high = hi, .n = 100};
+    f.noninferiority_p = p;
+    return f;
+  };
+  la::trial_record kv;
+  kv.arm = kv.arm_kind = "kv_full";
+  kv.sender_fingerprint = kv.receiver_fingerprint = "m:1";
+  const std::vector<la::trial_record> same{kv};
+  auto decide_with = [&](double p_nn, double p_stale, double p_conflict, bool stale_present) {
+    std::vector<la::finding> fs = {
+        fnd("need.text_beats_no_comm", la::verdict::yes, 0.5, 0.4, 0.6),
+        fnd("need.kv_beats_no_comm", la::verdict::yes, 0.5, 0.4, 0.6),
+        fnd("need.kv_noninferior_to_text", la::verdict::yes, 0, -0.01, 0.01),
+        fnd("cost.relay_pays_on_pcie4", la::verdict::yes, 1e-4, 5e-5, 2e-4),
+        fnd("drift.tolerance_steps", la::verdict::no, 0, 0, 0),
+        fnd("need.cross_model_beats_no_comm", la::verdict::no, 0, -0.02, 0.02),
+        fnd("no_need.kv_changes_accuracy", la::verdict::no, 0, -0.03, 0.03, p_nn),
+        stale_present ? fnd("stale.kv_worse_than_text", la::verdict::yes, -0.5, -0.6, -0.4, p_stale)
+                      : fnd("stale.kv_worse_than_text", la::verdict::no, 0, -0.03, 0.03, p_stale),
+        fnd("conflict.kv_worse_than_no_comm", la::verdict::no, 0, -0.03, 0.03, p_conflict)};
+    return la::decide(fs, same);
+  };
+  auto check_of = [](const la::audit_decision& d, const std::string& name) {
+    for (const auto& c : d.checklist)
+      if (c.name == name) return c;
+    FAIL("no check " << name);
+    return d.checklist.front();
+  };
+  // Holm at 0.05: 0.001 x 3, 0.02 x 2, 0.04 x 1 all <= 0.05: every absence stands, plain relay
+  auto d = decide_with(0.001, 0.02, 0.04, false);
+  CHECK(d.verdict == "relay");
+  CHECK(d.relay_allowed);
+  CHECK(d.policy.at(1).find("identical model fingerprints") != std::string::npos);
+  // each shown at alpha alone (p < 0.05) but the smallest times 3 exceeds it: none stands
+  d = decide_with(0.02, 0.03, 0.04, false);
+  CHECK(d.verdict == "relay (unverified)");
+  CHECK_FALSE(d.relay_allowed);
+  CHECK(d.unverified == std::vector<std::string>{"no_need_harm", "freshness", "conflict"});
+  CHECK(check_of(d, "no_need_harm").reason.find("Holm over the three risk checks") != std::string::npos);
+  // a risk shown present (its p near 1) still counts in the family: 0.001 x 3 stands, then
+  // 0.03 x 2 > 0.05 fails
+  d = decide_with(0.03, 0.9, 0.001, true);
+  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.unverified == std::vector<std::string>{"no_need_harm"});
+  CHECK(check_of(d, "freshness").passed == la::verdict::no);
+  CHECK(check_of(d, "conflict").passed == la::verdict::yes);
+  // 0.001 x 3 and 0.01 x 2 stand; the present one adds its condition
+  d = decide_with(0.01, 0.9, 0.001, true);
+  CHECK(d.verdict == "relay with conditions");
+  CHECK(d.relay_allowed);
+  CHECK(d.policy.front().find("identical model fingerprints") != std::string::npos);
+  CHECK(d.policy.at(1).find("fresh caches") != std::string::npos);
+  // a finding without its p-value (a stack that builds findings itself) cannot pass the family
+  d = decide_with(std::nan(""), 0.001, 0.001, false);
+  CHECK(d.unverified == std::vector<std::string>{"no_need_harm"});
+  CHECK_FALSE(d.relay_allowed);
+  // alpha is checked
+  std::vector<la::finding> none;
+  CHECK_THROWS_AS(la::decide(none, same, {.alpha = 0.7}), la::invalid_argument);
+}
+
 TEST_CASE("decision: Monte Carlo of a relay verdict under a present, unshown risk (issue 25 scenarios)",
           "[report][decision][slow]") {
   // 60 replicates per scenario: the claim alpha = 0.05 plus 3 Monte Carlo standard errors of a rate
@@ -257,6 +324,8 @@ TEST_CASE("decision: Monte Carlo of a relay verdict under a present, unshown ris
   const double bound = 0.05 + 3.0 * std::sqrt(0.05 * 0.95 / reps);
   auto scenarios = la::test::decision_scenarios();
   for (auto& s : la::test::decision_sequence_scenarios()) scenarios.push_back(std::move(s));
+  // the risk family (issue 28): three risks at the margin at once, relay without any condition is the error
+  scenarios.push_back(la::test::decision_risk_family_scenario(320, 28040000));
   for (const auto& s : scenarios) {
     const auto m = la::test::run_decision_mc(s, reps);
     std::cout << "decision MC: " << la::test::decision_mc_line(s, m) << "\n";

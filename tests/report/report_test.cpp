@@ -170,6 +170,12 @@ std::vector<finding> decision_findings(verdict dep, verdict value, verdict cost,
          {"no_need.kv_changes_accuracy", "stale.kv_worse_than_text", "conflict.kv_worse_than_no_comm",
           "drift.tolerance_steps", "need.cross_model_beats_no_comm"})
       fs.push_back(fnd(id, verdict::no, 0.0, -0.02, 0.02));
+  // the risk family's absence claims carry their one-sided p of "relay loses the margin" (decide()
+  // adjusts them by Holm): small here, so each "no" stands
+  for (auto& f : fs)
+    if (f.id == "no_need.kv_changes_accuracy" || f.id == "stale.kv_worse_than_text" ||
+        f.id == "conflict.kv_worse_than_no_comm")
+      f.noninferiority_p = 1e-4;
   return fs;
 }
 
@@ -328,7 +334,8 @@ TEST_CASE("decision: the truth table of the risk checks (docs/audit-report.md \"
   d = decide(fs, same);
   CHECK(d.verdict == "relay (unverified)");
   CHECK(d.unverified == std::vector<std::string>{"conflict"});
-  CHECK(d.policy.front().find("fresh caches") != std::string::npos);
+  CHECK(d.policy.front().find("identical model fingerprints") != std::string::npos);
+  CHECK(d.policy.at(1).find("fresh caches") != std::string::npos);
   // a verdict that is not a relay never lets traffic through
   for (const auto& v : {decide(decision_findings(verdict::no, verdict::yes, verdict::yes), same),
                         decide(decision_findings(verdict::yes, verdict::no, verdict::yes), same),
@@ -397,12 +404,19 @@ TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") 
   set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05));
   auto d = decide(fs, same);
   CHECK(d.verdict == "relay with conditions");
-  REQUIRE(d.policy.size() == 1);
-  CHECK(d.policy[0].find("relay only where B needs A's information") != std::string::npos);
+  REQUIRE(d.policy.size() == 2);  // every relay policy starts with the fingerprint rule
+  CHECK(d.policy[0].find("identical model fingerprints") != std::string::npos);
+  CHECK(d.policy[1].find("relay only where B needs A's information") != std::string::npos);
   CHECK(check_named(d, "no_need_harm").passed == verdict::no);
-  set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15));  // a gain: relay
+  // absence claims carry their noninferiority p (the risk family's Holm reads it)
+  auto with_p = [](finding f) {
+    f.noninferiority_p = 1e-4;
+    return f;
+  };
+  set_finding(fs,
+              with_p(fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15)));  // a gain: relay
   CHECK(decide(fs, same).verdict == "relay");
-  set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::no, 0.0, -0.02, 0.02));
+  set_finding(fs, with_p(fnd("no_need.kv_changes_accuracy", verdict::no, 0.0, -0.02, 0.02)));
   d = decide(fs, same);
   CHECK(d.verdict == "relay");
   CHECK(check_named(d, "no_need_harm").passed == verdict::yes);

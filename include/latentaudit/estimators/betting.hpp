@@ -188,6 +188,29 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
   return std::min(1.0, 2.0 / k);
 }
 
+/// @brief One-sided p-value for "the mean is at most m0" (against "above m0") from the lower-limit
+/// capital process of bounded_mean_interval with alpha_lower = alpha: p = min(1, 1/sup_t K⁺_t(m0)),
+/// the bets tuned for level `alpha`. So p ≤ alpha exactly when the capital at m0 reaches 1/alpha,
+/// which is how the lower limit at level alpha excludes m0; and P(p ≤ u) ≤ u for every u and every
+/// distribution on [lo, hi] with mean ≤ m0 (Ville's inequality), so the p-values of several such
+/// nulls can enter Holm's procedure.
+/// @param alpha the level the bets are tuned for (in (0, 1)); the p-value is valid at any level
+/// @throws invalid_argument for an empty sample, a value outside [lo, hi], m0 outside [lo, hi]
+[[nodiscard]] inline double bounded_mean_p_value_above(std::span<const double> x, double lo, double hi,
+                                                       double m0, double alpha = 0.05,
+                                                       double truncation = 0.9) {
+  constexpr std::string_view fn = "bounded_mean_p_value_above";
+  detail::check_open_unit(fn, "alpha", alpha);
+  detail::check_open_unit(fn, "truncation", truncation);
+  if (x.empty()) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": x is empty"));
+  if (!(m0 >= lo && m0 <= hi)) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": m0 outside [lo, hi]"));
+  const auto y = detail::betting_unit_scale(fn, x, lo, hi);
+  const auto lambda = detail::betting_plugin_bets(y, alpha);
+  const double k = detail::betting_sup_capital(y, lambda, (m0 - lo) / (hi - lo), +1, truncation,
+                                               std::numeric_limits<double>::infinity());
+  return std::min(1.0, 1.0 / k);
+}
+
 /// @brief The fewest items for which the verdict interval can show a mean difference inside a
 /// margin: the smallest K whose K item mean differences all 0 (every item concordant: the most
 /// favourable data) give bounded_mean_interval(·, −1, 1) a lower limit above −margin at one-sided

@@ -178,6 +178,9 @@ struct paired_effect {
   /// each tested at full α (one-sided: verdict lower limit > 0) once the steps before it are shown
   bool in_decision_sequence = false;
   std::string method;  ///< how it was computed
+  /// the item mean paired differences behind the estimate (ascending item), which
+  /// detail::noninferiority_p() reads for the decision's risk family
+  std::vector<double> item_diffs;
   /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete);
   /// the findings then hold a verdict only if it holds under both bounds
   detail::missing_bounds missing;

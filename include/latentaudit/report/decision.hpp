@@ -80,6 +80,9 @@ struct decision_options {
   /// the margin of the findings (audit_options::equivalence_margin): "no communication" needs
   /// kv_full − no_comm's verdict upper limit below it
   double margin = 0.05;
+  /// the audit's α (audit_options::alpha): the level of the risk family's Holm procedure over the
+  /// absence claims of no_need_harm, freshness and conflict; in (0, 0.5)
+  double alpha = 0.05;
   relay_switch_options switch_options{};  ///< the relay switch's replay
 };
 
@@ -130,6 +133,13 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// - monitor: the item-level betting monitor replayed on relay − control (informational).
 /// The risk checks are no_need_harm, freshness, conflict, drift and cross_model: "yes" = the risk
 /// shown absent, "no" = shown present (a policy condition), inconclusive = not tested or not shown.
+/// The absence claims of no_need_harm, freshness and conflict are one family: a "yes" of theirs
+/// stands only if Holm at `alpha` over the three findings' noninferiority_p rejects it (else the
+/// check is inconclusive and the verdict "relay (unverified)"), so P(relay allowed while any of
+/// these risks is present without its condition) ≤ alpha. Every relay policy starts with "relay
+/// only between identical model fingerprints", so drift and cross_model claims let no drifted or
+/// foreign cache through and stay outside the family (docs/audit-report.md "Testing along the
+/// decision").
 /// Verdict: "no communication" if positive_control is "no" (text's benefit beyond the margin
 /// excluded), kv_full − no_comm's verdict upper limit is below `margin` too, and B answers the
 /// need-regime requests on its own (no_comm's item-clustered accuracy, betting lower limit at
@@ -141,8 +151,8 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// else "relay"; "text" if
 /// dependency is "yes" and value or cost is "no"; otherwise "inconclusive". The relay switch is
 /// replayed on relay, text and control (informational).
-/// @throws invalid_argument on bad monitor or switch options, or two records of one (item, seed,
-///         arm) of the monitor's arms.
+/// @throws invalid_argument on bad monitor or switch options, alpha ∉ (0, 0.5), or two records of
+///         one (item, seed, arm) of the monitor's arms.
 [[nodiscard]] audit_decision decide(std::span<const finding> findings, std::span<const trial_record> records,
                                     const decision_options& o = {});
 

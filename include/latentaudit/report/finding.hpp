@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,12 @@ struct finding {
   std::string method;  ///< e.g. "paired difference, cluster bootstrap (item) percentile, Holm"
   std::size_t n = 0;   ///< units (pairs, items, records) used
   std::string detail;  ///< one human sentence: why this verdict
+  /// the risk findings the decision reads as a family (no_need.kv_changes_accuracy,
+  /// stale.kv_worse_than_text, conflict.kv_worse_than_no_comm): the one-sided betting p-value over
+  /// items of "relay loses by the margin or more" — the null the risk check rejects when it shows the
+  /// risk absent — which decide() adjusts by Holm over the family (docs/audit-report.md "Testing
+  /// along the decision"); NaN (null in report.json) for every other finding
+  double noninferiority_p = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// @brief The reason every finding downstream of a failed positive control (need.text_beats_no_comm
@@ -46,8 +53,8 @@ namespace detail {
 }
 }  // namespace detail
 
-/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail"}; non-finite numbers become
-/// null.
+/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail","noninferiority_p"};
+/// non-finite numbers become null.
 [[nodiscard]] inline json_value finding_to_json(const finding& f) {
   const auto num = detail::number_or_null;
   json_value j;
@@ -59,6 +66,7 @@ namespace detail {
   j.set("method", f.method);
   j.set("n", static_cast<double>(f.n));
   j.set("detail", f.detail);
+  j.set("noninferiority_p", num(f.noninferiority_p));
   return j;
 }
 

@@ -44,6 +44,9 @@ struct regime_contrast {
   /// Holm-adjusted over the relay-failure family (NaN outside it or when not estimable)
   double p_holm = std::numeric_limits<double>::quiet_NaN();
   std::string method;  ///< how it was computed
+  /// the item mean differences behind the estimate (ascending item): what noninferiority_p() and
+  /// the decision's risk family read
+  std::vector<double> items;
   /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete).
   /// With missing units the verdict interval above is the union of the observed one and the bounds'
   /// outer limits (lower limit with every missing treated outcome wrong and control right, upper

@@ -204,9 +204,26 @@ struct missing_bounds {
   std::size_t items = 0;  ///< items behind the bounds (with complete or imputed units)
   contrast_view low;      ///< missing treated wrong, missing control right
   contrast_view high;     ///< missing treated right, missing control wrong
+  /// the item mean differences under `low` (ascending item; empty when no unit was imputed): the
+  /// least favourable view for a lower limit, which noninferiority_p() reads
+  std::vector<double> low_items;
   /// @brief Whether any unit was imputed.
   [[nodiscard]] bool any() const noexcept { return units > 0; }
 };
+
+/// @brief One-sided betting p-value over items of "treated loses by `margin` or more" (mean item
+/// difference ≤ −margin; bounded_mean_p_value_above with the bets tuned for `alpha`), the null a
+/// risk check rejects when it shows the risk absent. With missing units (`mb.any()`) the larger of
+/// the observed items' p and the p under the `low` imputation (every missing treated outcome wrong,
+/// every missing control outcome right), so it is valid whatever the missing records were. NaN
+/// without items. p ≤ alpha exactly when the verdict lower limit at alpha lies above −margin (up
+/// to the limit's search tolerance) in every view.
+/// @param items the observed item mean differences (each in [−1, 1])
+/// @param mb the contrast's worst-case bounds
+/// @param margin the margin, in (0, 1)
+/// @param alpha the level the bets are tuned for (the audit's α)
+[[nodiscard]] double noninferiority_p(std::span<const double> items, const missing_bounds& mb, double margin,
+                                      double alpha);
 
 /// @brief missing_bounds of mean(treated arms) − control over the units with keep(u) (the units
 /// collect_pairs() would consider, complete or not), at one-sided level α per limit.
@@ -251,6 +268,7 @@ template <class Keep>
   if (b.units > 0 && !lo.empty()) {
     b.low = view_of_items(lo, alpha);
     b.high = view_of_items(hi, alpha);
+    b.low_items = std::move(lo);
   }
   return b;
 }

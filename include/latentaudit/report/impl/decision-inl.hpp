@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "../../estimators/betting.hpp"
+#include "../../estimators/multiplicity.hpp"
 #include "../detail/arm_roles.hpp"
 #include "../detail/audit_data.hpp"
 
@@ -141,6 +142,8 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
                                                        std::span<const trial_record> records,
                                                        const decision_options& o) {
   detail::check_betting_sequential_options("decide", o.monitor);
+  if (!(o.alpha > 0.0 && o.alpha < 0.5))
+    LATENTAUDIT_THROW(invalid_argument("decide: alpha must lie in (0, 0.5)"));
   detail::check_relay_switch_options("decide", o.switch_options);
   audit_decision d;
   d.link = o.link;
@@ -201,7 +204,6 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
     nh.passed = harm->estimate < 0 ? verdict::no : verdict::yes;
   else if (harm != nullptr && harm->answer == verdict::no)
     nh.passed = verdict::yes;
-  d.checklist.push_back(nh);
   // The relay-failure checks: a shown failure ("yes" on the finding) is a condition on relaying.
   auto failure_check = [&](const char* name, const char* id, const finding* f, const char* shown,
                            const char* excluded) {
@@ -219,11 +221,11 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
     }
     return c;
   };
-  const auto fresh = failure_check(
+  auto fresh = failure_check(
       "freshness", "stale.kv_worse_than_text", stale,
       "a stale cache (older than the document) loses to the current text: relay only fresh caches",
       "a stale cache's loss against the current text is excluded within the margin");
-  const auto confl =
+  auto confl =
       failure_check("conflict", "conflict.kv_worse_than_no_comm", conflict,
                     "a cache that contradicts B's own prompt loses to no communication: do not relay it",
                     "a conflicting cache's loss against no communication is excluded within the margin");
@@ -258,6 +260,35 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   } else {
     cm.reason += " - neither shown";
   }
+  // The risk family. A risk check that shows its risk absent lets relay traffic through without that
+  // risk's condition, so the absence claims of no_need_harm, freshness and conflict are one family:
+  // each stands only if Holm over their one-sided p-values of "relay loses by the margin or more"
+  // (finding::noninferiority_p) rejects it at alpha, which bounds the probability that any present
+  // risk passes without its condition by alpha (docs/audit-report.md "Testing along the decision").
+  // drift and cross_model are not in it: every relay policy carries "relay only between identical
+  // model fingerprints", so no claim of theirs lets a drifted or foreign sender's cache through.
+  {
+    checklist_item* fam[] = {&nh, &fresh, &confl};
+    const finding* src[] = {harm, stale, conflict};
+    std::vector<double> p(3);
+    for (std::size_t i = 0; i < 3; ++i)
+      p[i] = src[i] != nullptr && std::isfinite(src[i]->noninferiority_p) ? src[i]->noninferiority_p : 1.0;
+    const auto adj = p_adjust(p, p_adjust_method::holm);
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (fam[i]->passed != verdict::yes) continue;
+      if (adj[i] <= o.alpha) {
+        fam[i]->reason += fmt::format(" (absence held in the risk family: Holm-adjusted p = {:.3g})", adj[i]);
+      } else {
+        fam[i]->passed = verdict::inconclusive;
+        fam[i]->reason += fmt::format(
+            " - but absence is not shown after Holm over the three risk checks that would let traffic "
+            "through "
+            "without a condition (one-sided p = {:.3g}, adjusted {:.3g} > {})",
+            p[i], adj[i], o.alpha);
+      }
+    }
+  }
+  d.checklist.push_back(nh);
   d.checklist.push_back(fresh);
   d.checklist.push_back(confl);
   d.checklist.push_back(dr);
@@ -355,11 +386,20 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
       conditions.push_back(
           "do not relay when B's own prompt already binds the document's keys (prompt_overlap > 0): answer "
           "without the relay (conflict.kv_worse_than_no_comm)");
-    if (dr.passed == verdict::no)
-      conditions.push_back(fmt::format(
-          "relay only between identical model fingerprints: a sender fine-tuned about {:.3g} steps apart "
-          "loses non-inferiority to same-model relay (drift.tolerance_steps)",
-          drift->estimate));
+    // Every relay policy restricts relay to identical fingerprints: the checks behind it ran between
+    // identical models, and it is why drift and cross_model need no place in the risk family. With
+    // drift shown present the rule carries its tolerance (and counts as a condition).
+    const std::string fingerprints =
+        dr.passed == verdict::no
+            ? fmt::format(
+                  "relay only between identical model fingerprints: a sender fine-tuned about {:.3g} steps "
+                  "apart loses non-inferiority to same-model relay (drift.tolerance_steps)",
+                  drift->estimate)
+            : std::string(
+                  "relay only between identical model fingerprints (sender = receiver): the audit "
+                  "shows the relay's value between identical models only");
+    const std::size_t n_shown =
+        conditions.size() + (dr.passed == verdict::no ? 1 : 0);  // risks shown present
     std::string untested;
     for (const auto& c : d.unverified) untested.append(untested.empty() ? "" : ", ").append(c);
     const std::string base_text =
@@ -370,6 +410,7 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
       // A risk not shown either way never passes: the verdict says so and lets no traffic through.
       d.verdict = "relay (unverified)";
       d.policy = conditions;
+      d.policy.insert(d.policy.begin(), fingerprints);
       d.policy.push_back("do not gate relay traffic on this audit until the unverified checks are tested: " +
                          untested);
       d.summary = fmt::format(
@@ -377,20 +418,20 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
           "verdict "
           "that lets relay traffic through is given. {}{}",
           untested, base_text,
-          conditions.empty()
-              ? std::string()
-              : fmt::format(" {} risk(s) shown present became conditions (the policy).", conditions.size()));
-    } else if (conditions.empty()) {
+          n_shown == 0 ? std::string()
+                       : fmt::format(" {} risk(s) shown present became conditions (the policy).", n_shown));
+    } else if (n_shown == 0) {
       d.verdict = "relay";
       d.relay_allowed = true;
-      d.policy = {"relay A's cache to B (identical model fingerprints)"};
+      d.policy = {"relay A's cache to B", fingerprints};
       d.summary = base_text + " Every risk check is shown absent.";
     } else {
       d.verdict = "relay with conditions";
       d.relay_allowed = true;
       d.policy = conditions;
-      d.summary = base_text + fmt::format(" But relay does not pay everywhere: {} condition(s) (the policy).",
-                                          conditions.size());
+      d.policy.insert(d.policy.begin(), fingerprints);
+      d.summary = base_text +
+                  fmt::format(" But relay does not pay everywhere: {} condition(s) (the policy).", n_shown);
     }
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
     d.verdict = "text";

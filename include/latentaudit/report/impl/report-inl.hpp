@@ -96,6 +96,7 @@ namespace latentaudit {
   dopt.text_arm = tx;
   if (o.link_measured) dopt.link = "measured";
   dopt.margin = o.equivalence_margin;
+  dopt.alpha = o.alpha;
   r.decision = decide(r.findings, records, dopt);
   // The decision's reason names what the records lack (the first sentence of its summary).
   // Without 'regime' nothing can pass and the field is the cause: it leads the summary; other

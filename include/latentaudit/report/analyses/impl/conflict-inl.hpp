@@ -149,7 +149,8 @@ LATENTAUDIT_INLINE finding conflict_worse_finding(const conflict_analysis& c, do
           .ci_high = k.verdict_high,
           .method = "conflict regime, " + k.id + ": " + k.method + "; Holm over the relay-failure family",
           .n = k.n_pairs,
-          .detail = why};
+          .detail = why,
+          .noninferiority_p = detail::noninferiority_p(k.items, k.missing, margin, alpha)};
 }
 
 }  // namespace latentaudit

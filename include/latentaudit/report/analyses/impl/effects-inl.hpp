@@ -74,6 +74,7 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     e.verdict_high = vi.verdict_high;
     e.p_value = vi.p_value;
     e.missing = mb;
+    e.item_diffs = items;
     if (mb.any()) e.p_value = std::max({e.p_value, mb.low.p_value, mb.high.p_value});
     const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
     if (ci.point_mass || !std::isfinite(ci.low) || !std::isfinite(ci.high)) {
@@ -452,6 +453,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            fmt::format("yes: Holm p < {} (either sign); no: verdict interval inside ±{}; interval: {}; {}",
                        detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
            std::move(why), complete);
+      // the decision's risk family reads the one-sided p of "relay costs the margin or more here"
+      out.findings.back().noninferiority_p = detail::noninferiority_p(e->item_diffs, e->missing, mm, o.alpha);
     }
   }
 }

@@ -29,6 +29,7 @@ LATENTAUDIT_INLINE void fill_regime_contrast(regime_contrast& c, std::span<const
   c.ci_low = w.low;
   c.ci_high = w.high;
   c.p_value = bounded_mean_p_value(item_diffs, -1.0, 1.0, 0.0, alpha);
+  c.items.assign(item_diffs.begin(), item_diffs.end());
   c.method = fmt::format(
       "mean over {} items of the item mean difference; {}% verdict interval and {}% interval: betting over "
       "items (Waudby-Smith & Ramdas 2024); p: betting over items of mean = 0",

@@ -127,7 +127,8 @@ LATENTAUDIT_INLINE finding stale_worse_finding(const stale_analysis& s, double a
           .ci_high = c.verdict_high,
           .method = "stale regime, " + c.id + ": " + c.method + "; Holm over the relay-failure family",
           .n = c.n_pairs,
-          .detail = why};
+          .detail = why,
+          .noninferiority_p = detail::noninferiority_p(c.items, c.missing, margin, alpha)};
 }
 
 LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double alpha, double margin) {

@@ -161,6 +161,16 @@ namespace latentaudit::detail {
           .p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, alpha)};
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE double noninferiority_p(std::span<const double> items,
+                                                         const missing_bounds& mb, double margin,
+                                                         double alpha) {
+  if (items.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double p = bounded_mean_p_value_above(items, -1.0, 1.0, -margin, alpha);
+  if (mb.any() && !mb.low_items.empty())
+    p = std::max(p, bounded_mean_p_value_above(mb.low_items, -1.0, 1.0, -margin, alpha));
+  return p;
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE double pairs_p_value(const paired_units& p) {
   if (p.pairs() == 0) return std::numeric_limits<double>::quiet_NaN();
   if (p.single_arm) return mcnemar_test(p.table, {.if_degenerate = on_degenerate::flag}).exact_p_value;
