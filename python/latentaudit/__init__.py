@@ -104,7 +104,8 @@ class RecordWriter:
     form the C++ journal writes (``record_to_line``), so ``read_records`` and ``report`` read it
     back unchanged. As the journal: a (item, seed, arm) key is written once; each line is flushed
     when ``write`` returns (and fsync'ed when ``durable``); a file that already holds records is
-    refused unless ``append=True``, which keeps them (their keys count as written).
+    refused unless ``append=True``, which keeps them (their keys count as written). The parent
+    directory is created if missing.
 
         with latentaudit.RecordWriter("out/records.jsonl") as w:
             w.write({"item": 0, "seed": 0, "arm": "text_full", "correct": True})
@@ -114,6 +115,9 @@ class RecordWriter:
         self.path = _os.fspath(path)
         self.durable = durable
         self._keys = set()
+        parent = _os.path.dirname(self.path)
+        if parent:  # created if missing, as the journal's directory
+            _os.makedirs(parent, exist_ok=True)
         exists = _os.path.exists(self.path) and _os.path.getsize(self.path) > 0
         if exists and not append:
             raise InvalidArgument(

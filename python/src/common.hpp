@@ -9,7 +9,6 @@
 #include <pybind11/stl.h>
 
 #include <cstddef>
-#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,9 +34,9 @@ inline std::span<const double> vec(const f64_array& a, std::string_view fn, std:
 }
 
 /// `e` parsed from its name among `choices`; invalid_argument listing them otherwise.
-template <class E>
+template <class E, std::size_t N>
 E parse_choice(std::string_view fn, std::string_view arg, std::string_view name,
-               std::initializer_list<std::pair<std::string_view, E>> choices) {
+               const std::pair<std::string_view, E> (&choices)[N]) {
   std::string list;
   for (const auto& [n, v] : choices) {
     if (n == name) return v;
@@ -48,8 +47,8 @@ E parse_choice(std::string_view fn, std::string_view arg, std::string_view name,
 }
 
 /// The name of `v` among `choices` ("unknown" if none).
-template <class E>
-std::string choice_name(E v, std::initializer_list<std::pair<std::string_view, E>> choices) {
+template <class E, std::size_t N>
+std::string choice_name(E v, const std::pair<std::string_view, E> (&choices)[N]) {
   for (const auto& [n, c] : choices)
     if (c == v) return std::string(n);
   return "unknown";
@@ -62,7 +61,7 @@ inline py::object plain(py::handle v) {
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
     py::list out;
     for (auto x : v) out.append(plain(x));
-    return std::move(out);
+    return py::object(std::move(out));
   }
   return py::reinterpret_borrow<py::object>(v);
 }

@@ -19,25 +19,25 @@ namespace {
 using namespace pybind11::literals;
 
 // ---- enum names (the C++ enumerators) ------------------------------------------------------------
-constexpr std::initializer_list<std::pair<std::string_view, on_degenerate>> degenerate_names = {
+constexpr std::pair<std::string_view, on_degenerate> degenerate_names[] = {
     {"throw_error", on_degenerate::throw_error}, {"flag", on_degenerate::flag}};
-constexpr std::initializer_list<std::pair<std::string_view, estimate_status>> status_names = {
+constexpr std::pair<std::string_view, estimate_status> status_names[] = {
     {"ok", estimate_status::ok},
     {"degenerate", estimate_status::degenerate},
     {"failed", estimate_status::failed}};
-constexpr std::initializer_list<std::pair<std::string_view, t_test_design>> design_names = {
+constexpr std::pair<std::string_view, t_test_design> design_names[] = {
     {"welch", t_test_design::welch}, {"student", t_test_design::student}, {"paired", t_test_design::paired}};
-constexpr std::initializer_list<std::pair<std::string_view, better_direction>> better_names = {
+constexpr std::pair<std::string_view, better_direction> better_names[] = {
     {"higher", better_direction::higher}, {"lower", better_direction::lower}};
-constexpr std::initializer_list<std::pair<std::string_view, bootstrap_ci_method>> ci_method_names = {
+constexpr std::pair<std::string_view, bootstrap_ci_method> ci_method_names[] = {
     {"percentile", bootstrap_ci_method::percentile},
     {"basic", bootstrap_ci_method::basic},
     {"normal", bootstrap_ci_method::normal},
     {"bca", bootstrap_ci_method::bca},
     {"studentized", bootstrap_ci_method::studentized}};
-constexpr std::initializer_list<std::pair<std::string_view, bootstrap_convention>> convention_names = {
+constexpr std::pair<std::string_view, bootstrap_convention> convention_names[] = {
     {"boot", bootstrap_convention::boot}, {"scipy", bootstrap_convention::scipy}};
-constexpr std::initializer_list<std::pair<std::string_view, covariance_type>> covariance_names = {
+constexpr std::pair<std::string_view, covariance_type> covariance_names[] = {
     {"automatic", covariance_type::automatic},
     {"classical", covariance_type::classical},
     {"hc0", covariance_type::hc0},
@@ -47,57 +47,57 @@ constexpr std::initializer_list<std::pair<std::string_view, covariance_type>> co
     {"cr0", covariance_type::cr0},
     {"cr1_g", covariance_type::cr1_g},
     {"cr1", covariance_type::cr1}};
-constexpr std::initializer_list<std::pair<std::string_view, reference_distribution>> distribution_names = {
+constexpr std::pair<std::string_view, reference_distribution> distribution_names[] = {
     {"normal", reference_distribution::normal},
     {"t_residual", reference_distribution::t_residual},
     {"t_cluster", reference_distribution::t_cluster}};
-constexpr std::initializer_list<std::pair<std::string_view, fixed_effect_count>> fe_count_names = {
+constexpr std::pair<std::string_view, fixed_effect_count> fe_count_names[] = {
     {"counted", fixed_effect_count::counted}, {"nested", fixed_effect_count::nested}};
-constexpr std::initializer_list<std::pair<std::string_view, matching_estimand>> matching_estimand_names = {
+constexpr std::pair<std::string_view, matching_estimand> matching_estimand_names[] = {
     {"att", matching_estimand::att}, {"atc", matching_estimand::atc}, {"ate", matching_estimand::ate}};
-constexpr std::initializer_list<std::pair<std::string_view, matching_distance>> distance_names = {
+constexpr std::pair<std::string_view, matching_distance> distance_names[] = {
     {"inverse_variance", matching_distance::inverse_variance},
     {"mahalanobis", matching_distance::mahalanobis},
     {"user_matrix", matching_distance::user_matrix}};
-constexpr std::initializer_list<std::pair<std::string_view, dropped_unit_variance>> dropped_names = {
+constexpr std::pair<std::string_view, dropped_unit_variance> dropped_names[] = {
     {"matched_only", dropped_unit_variance::matched_only},
     {"match_compatible", dropped_unit_variance::match_compatible}};
-constexpr std::initializer_list<std::pair<std::string_view, balance_scale>> balance_names = {
+constexpr std::pair<std::string_view, balance_scale> balance_names[] = {
     {"focal_sd", balance_scale::focal_sd}, {"pooled_sd", balance_scale::pooled_sd}};
-constexpr std::initializer_list<std::pair<std::string_view, weighting_estimand>> weighting_estimand_names = {
+constexpr std::pair<std::string_view, weighting_estimand> weighting_estimand_names[] = {
     {"ate", weighting_estimand::ate}, {"att", weighting_estimand::att}};
-constexpr std::initializer_list<std::pair<std::string_view, ipw_normalization>> normalization_names = {
+constexpr std::pair<std::string_view, ipw_normalization> normalization_names[] = {
     {"horvitz_thompson", ipw_normalization::horvitz_thompson}, {"hajek", ipw_normalization::hajek}};
-constexpr std::initializer_list<std::pair<std::string_view, ipw_variance>> ipw_variance_names = {
+constexpr std::pair<std::string_view, ipw_variance> ipw_variance_names[] = {
     {"stacked", ipw_variance::stacked}, {"weights_known", ipw_variance::weights_known}};
-constexpr std::initializer_list<std::pair<std::string_view, propensity_trimming>> trimming_names = {
+constexpr std::pair<std::string_view, propensity_trimming> trimming_names[] = {
     {"none", propensity_trimming::none},
     {"clip", propensity_trimming::clip},
     {"drop", propensity_trimming::drop}};
-constexpr std::initializer_list<std::pair<std::string_view, did_warning_code>> did_warning_names = {
+constexpr std::pair<std::string_view, did_warning_code> did_warning_names[] = {
     {"staggered_adoption", did_warning_code::staggered_adoption},
     {"treatment_reversal", did_warning_code::treatment_reversal},
     {"no_never_treated", did_warning_code::no_never_treated},
     {"always_treated", did_warning_code::always_treated},
     {"dropped_observations", did_warning_code::dropped_observations}};
 
-constexpr std::initializer_list<std::pair<std::string_view, p_adjust_method>> p_adjust_names = {
+constexpr std::pair<std::string_view, p_adjust_method> p_adjust_names[] = {
     {"none", p_adjust_method::none},
     {"bonferroni", p_adjust_method::bonferroni},
     {"holm", p_adjust_method::holm},
     {"hochberg", p_adjust_method::hochberg},
     {"BH", p_adjust_method::benjamini_hochberg},
     {"BY", p_adjust_method::benjamini_yekutieli}};
-constexpr std::initializer_list<std::pair<std::string_view, power_design>> power_design_names = {
+constexpr std::pair<std::string_view, power_design> power_design_names[] = {
     {"one_sample", power_design::one_sample},
     {"paired", power_design::paired},
     {"two_sample", power_design::two_sample}};
-constexpr std::initializer_list<std::pair<std::string_view, power_sides>> sides_names = {
-    {"two_sided", power_sides::two_sided}, {"one_sided", power_sides::one_sided}};
+constexpr std::pair<std::string_view, power_sides> sides_names[] = {{"two_sided", power_sides::two_sided},
+                                                                    {"one_sided", power_sides::one_sided}};
 
-constexpr std::initializer_list<std::pair<std::string_view, mcnemar_power_method>> mcnemar_power_names = {
+constexpr std::pair<std::string_view, mcnemar_power_method> mcnemar_power_names[] = {
     {"connor", mcnemar_power_method::connor}, {"exact", mcnemar_power_method::exact}};
-constexpr std::initializer_list<std::pair<std::string_view, interaction_covariance>> interaction_names = {
+constexpr std::pair<std::string_view, interaction_covariance> interaction_names[] = {
     {"hc0", interaction_covariance::hc0},
     {"hc1", interaction_covariance::hc1},
     {"hc2", interaction_covariance::hc2},

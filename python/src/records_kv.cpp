@@ -131,22 +131,21 @@ void bind_records(py::module_& m) {
 
 namespace {
 
-constexpr std::initializer_list<std::pair<std::string_view, rope_pairing>> pairing_names = {
+constexpr std::pair<std::string_view, rope_pairing> pairing_names[] = {
     {"none", rope_pairing::none}, {"neox", rope_pairing::neox}, {"norm", rope_pairing::norm}};
-constexpr std::initializer_list<std::pair<std::string_view, noise_scale>> noise_scale_names = {
+constexpr std::pair<std::string_view, noise_scale> noise_scale_names[] = {
     {"absolute", noise_scale::absolute},
     {"rms_layer", noise_scale::rms_layer},
     {"rms_head", noise_scale::rms_head},
     {"rms_channel", noise_scale::rms_channel},
     {"snr_db", noise_scale::snr_db}};
-constexpr std::initializer_list<std::pair<std::string_view, kv_part>> part_names = {
+constexpr std::pair<std::string_view, kv_part> part_names[] = {
     {"keys", kv_part::keys}, {"values", kv_part::values}, {"both", kv_part::both}};
-constexpr std::initializer_list<std::pair<std::string_view, quant_scheme>> scheme_names = {
-    {"int8", quant_scheme::int8},
-    {"int4", quant_scheme::int4},
-    {"fp8_e4m3", quant_scheme::fp8_e4m3},
-    {"fp8_e5m2", quant_scheme::fp8_e5m2}};
-constexpr std::initializer_list<std::pair<std::string_view, position_mode>> position_mode_names = {
+constexpr std::pair<std::string_view, quant_scheme> scheme_names[] = {{"int8", quant_scheme::int8},
+                                                                      {"int4", quant_scheme::int4},
+                                                                      {"fp8_e4m3", quant_scheme::fp8_e4m3},
+                                                                      {"fp8_e5m2", quant_scheme::fp8_e5m2}};
+constexpr std::pair<std::string_view, position_mode> position_mode_names[] = {
     {"preserve", position_mode::preserve},
     {"rebase_contiguous", position_mode::rebase_contiguous},
     {"append_after", position_mode::append_after}};
@@ -155,7 +154,8 @@ constexpr std::initializer_list<std::pair<std::string_view, position_mode>> posi
 // "bfloat16" array, or 16-bit integers holding bfloat16 bits when bf16 is set).
 dtype element_type(const py::array& a, bool bf16, std::string_view fn, std::string_view name) {
   const auto dt = a.dtype();
-  if (bf16 || std::string(py::str(dt)) == "bfloat16") {
+  const auto dt_name = py::cast<std::string>(dt.attr("name"));
+  if (bf16 || dt_name == "bfloat16") {
     if (dt.itemsize() != 2)
       throw invalid_argument(std::string(fn) + ": " + std::string(name) +
                              " must have 2-byte elements for bfloat16");
@@ -164,7 +164,7 @@ dtype element_type(const py::array& a, bool bf16, std::string_view fn, std::stri
   if (dt.kind() == 'f' && dt.itemsize() == 4) return dtype::f32;
   if (dt.kind() == 'f' && dt.itemsize() == 2) return dtype::f16;
   throw invalid_argument(std::string(fn) + ": " + std::string(name) +
-                         " must be float32, float16 or bfloat16, got " + std::string(py::str(dt)));
+                         " must be float32, float16 or bfloat16, got " + dt_name);
 }
 
 // What the Python caller gives: K and V [layers][tokens][kv_heads][head_dim], positions, RoPE.

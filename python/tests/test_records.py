@@ -52,7 +52,7 @@ def test_writer_round_trip(tmp_path):
 
 
 def test_writer_validates_and_refuses(tmp_path):
-    path = tmp_path / "records.jsonl"
+    path = tmp_path / "new" / "records.jsonl"  # the directory is created
     with la.RecordWriter(path) as w:
         w.write({"item": 0, "seed": 0, "arm": "kv_full", "correct": True})
         with pytest.raises(la.CorruptData, match="field 'correct' is required"):
