@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit plan` (tools/cli/cmd_plan.cpp): one row per decision check with the library's own
+// numbers (estimators/betting_power.hpp), and bad options refused with one line naming them.
+#include <catch2/catch.hpp>
+#include <latentaudit/estimators/betting_power.hpp>
+
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+
+namespace la = latentaudit;
+using la::test::ok_json;
+using la::test::run_cli;
+
+TEST_CASE("cli: plan gives each decision check's power, items and detectable difference", "[cli]") {
+  const auto j = ok_json({"plan", "--items", "30", "--seeds", "2", "--no-comm", "0.3", "--text", "0.6",
+                          "--replicates", "200", "--max-items", "400"});
+  const auto& rows = j.at("checks").as_array();
+  std::vector<std::string> checks;
+  for (const auto& r : rows) checks.push_back(r.at("check").as_string());
+  CHECK(checks ==
+        std::vector<std::string>{"positive_control", "dependency", "value", "cross_model", "no_need_harm"});
+  CHECK(j.at("design").at("seed").as_string() == "2028");
+  // the dependency row is the library's simulation, bit for bit
+  const la::clustered_binary_model m{.control = 0.3, .treated = 0.6, .item_sd = 0.6, .seeds = 2};
+  const la::betting_power_options o{.alpha = 0.05, .threshold = 0.0, .replicates = 200, .seed = 2028};
+  const auto& dep = rows[1];
+  CHECK(dep.at("finding").as_string() == "need.kv_beats_no_comm");
+  CHECK(dep.at("power").as_number() == la::clustered_betting_power(30, m, o).power);
+  CHECK(dep.at("items_for_power").as_number() ==
+        static_cast<double>(*la::clustered_betting_items(0.8, m, o, 400)));
+  CHECK(dep.at("detectable_difference").as_number() == *la::clustered_betting_detectable(30, 0.8, m, o));
+  // the value check (kv = text): non-inferiority needs more than 30 items and names the floor
+  const auto& value = rows[2];
+  CHECK(value.at("claim").as_string() == "verdict lower limit > -0.05");
+  CHECK(value.at("items_floor").as_number() == 68.0);
+  CHECK(value.at("power").as_number() < 0.8);
+  // the no-need absence is planned at alpha / 3 (the first Holm step of the risk family)
+  CHECK(rows[4].at("alpha").as_number() == Approx(0.05 / 3.0));
+}
+
+TEST_CASE("cli: plan refuses bad options with one line naming them", "[cli]") {
+  la::test::expect_one_line_error(run_cli({"plan", "--text", "1.5"}), "--text");
+  la::test::expect_one_line_error(run_cli({"plan", "--items", "0"}), "--items");
+  la::test::expect_one_line_error(run_cli({"plan", "--margin", "0"}), "--margin");
+  la::test::expect_one_line_error(run_cli({"plan", "--power", "1"}), "--power");
+  la::test::expect_one_line_error(run_cli({"plan", "--replicates", "5"}), "--replicates");
+  la::test::expect_one_line_error(run_cli({"plan", "--no-need-change", "0.5"}), "--no-need-change");
+  la::test::expect_one_line_error(run_cli({"plan", "--itmes", "3"}), "--itmes");
+}
