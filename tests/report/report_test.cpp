@@ -123,7 +123,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
                         "## Teaching demonstrations — true by construction, not findings"})
     CHECK(md.find(h) != std::string::npos);
   const auto svgs = report_svgs(r, recs);
-  REQUIRE(svgs.size() == 4);
+  REQUIRE(svgs.size() == 5);  // forest, dose_response, frontier, latency_receiver, latency
   for (const auto& [name, svg] : svgs) {
     INFO(name);
     check_report_svg(svg);
@@ -437,7 +437,7 @@ TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") 
   CHECK(reason.find("nan") == std::string::npos);
 }
 
-TEST_CASE("report: run_audit_report writes report.md, report.json and four SVGs") {
+TEST_CASE("report: run_audit_report writes report.md, report.json, report.html and the SVGs") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("latentaudit_report_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -445,8 +445,8 @@ TEST_CASE("report: run_audit_report writes report.md, report.json and four SVGs"
   s.items = 20;
   const auto recs = test::synthetic_records(s);
   const auto r = run_audit_report(recs, {.bootstrap_replicates = 200}, dir);
-  for (const char* name :
-       {"report.md", "report.json", "forest.svg", "dose_response.svg", "frontier.svg", "latency.svg"}) {
+  for (const char* name : {"report.md", "report.json", "report.html", "forest.svg", "dose_response.svg",
+                           "frontier.svg", "latency_receiver.svg", "latency.svg"}) {
     INFO(name);
     CHECK(std::filesystem::file_size(dir / name) > 100);
   }

@@ -17,9 +17,12 @@
 #include "../config.hpp"
 #include "../trial/record.hpp"
 #include "finding.hpp"
-#include "report.hpp"
 
 namespace latentaudit {
+
+// report.hpp includes this header (report.md uses the polarity and labels): audit_report is declared
+// there, and impl/html-inl.hpp includes it.
+struct audit_report;
 
 /// @brief What a finding's verdict means for relaying the cache.
 enum class relay_polarity {

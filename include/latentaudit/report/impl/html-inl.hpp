@@ -8,13 +8,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "../../core/error.hpp"
 #include "../detail/failure_report.hpp"
+#include "../report.hpp"
 
 namespace latentaudit {
 
