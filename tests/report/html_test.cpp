@@ -240,6 +240,19 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
     CHECK(tr.find("<details class=\"method\">") != std::string::npos);  // the method text collapsed
     CHECK(tr.find(detail::html_escape(f.method)) != std::string::npos);
   }
+  // each label names what the finding's own method text says its interval is
+  for (const auto& f : b.report.findings) {
+    if (f.method.rfind("not estimable", 0) == 0) continue;
+    const auto label = finding_interval_label(f, b.report.options.alpha);
+    INFO(f.id << ": " << label << " | " << f.method);
+    CHECK(label.find("see method") == std::string::npos);
+    if (label.find("verdict interval") != std::string::npos)
+      CHECK(f.method.find("90% verdict interval") != std::string::npos);
+    if (label.find("test inversion") != std::string::npos)
+      CHECK(f.method.find("95% CI: test inversion") != std::string::npos);
+    if (label.find("bootstrap") != std::string::npos) CHECK(f.method.find("bootstrap") != std::string::npos);
+    if (label.find("betting") != std::string::npos) CHECK(f.method.find("betting") != std::string::npos);
+  }
   // the polarity flips with the finding: a stale loss is bad news for relay, a need benefit good news
   const auto with = [](std::string id, verdict v, double est = 0.1) {
     finding f;
@@ -267,6 +280,10 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
         "90% verdict interval (betting over items)");
   CHECK(finding_interval_label(with("cost.relay_pays_on_pcie4", verdict::yes), 0.05)
             .rfind("95% bootstrap CI", 0) == 0);
+  CHECK(finding_interval_label(with("noise.tolerance_sigma", verdict::yes), 0.05) ==
+        "95% CI (test inversion over items)");
+  CHECK(finding_interval_label(with("gate.matches_always_relay", verdict::yes), 0.1) ==
+        "80% interval (betting over items)");
   CHECK(finding_statement(with("stale.kv_worse_than_text", verdict::yes)).find("fresh") != std::string::npos);
   CHECK(finding_statement(with("cost.relay_pays_on_nvlink4", verdict::no)).find("nvlink4") !=
         std::string::npos);

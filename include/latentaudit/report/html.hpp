@@ -58,9 +58,10 @@ enum class relay_polarity {
 /// @returns the sentence (unknown ids: "<id>: <verdict>.")
 [[nodiscard]] LATENTAUDIT_INLINE std::string finding_statement(const finding& f);
 
-/// @brief The level and method of `f`'s interval [ci_low, ci_high], e.g. "90% verdict interval
-/// (betting over items)" for the paired contrasts (1 − 2α), "95% bootstrap CI" for the cost and
-/// tolerance findings (1 − α).
+/// @brief The level and method of `f`'s interval [ci_low, ci_high], by its id: "90% verdict
+/// interval (betting over items)" for the paired contrasts (1 − 2α), "90% interval (betting over
+/// items)" for the gate, "95% bootstrap CI (receiver ms saved)" for the cost findings and "95% CI
+/// (test inversion over items)" for the noise and drift tolerances (1 − α).
 /// @param f the finding
 /// @param alpha the report's α (audit_options::alpha), in (0, 0.5)
 /// @returns the label

@@ -328,7 +328,7 @@ LATENTAUDIT_INLINE std::string finding_interval_label(const finding& f, double a
   if (detail::html_starts_with(id, "gate.")) return pc(1.0 - 2.0 * alpha) + " interval (betting over items)";
   if (detail::html_starts_with(id, "cost.")) return pc(1.0 - alpha) + " bootstrap CI (receiver ms saved)";
   if (detail::html_starts_with(id, "noise.") || detail::html_starts_with(id, "drift."))
-    return pc(1.0 - alpha) + " bootstrap CI";
+    return pc(1.0 - alpha) + " CI (test inversion over items)";
   return "interval (see method)";
 }
 
@@ -340,8 +340,8 @@ LATENTAUDIT_INLINE std::string finding_method_short(const finding& f) {
   if (detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict."))
     return "paired, betting over items, Holm (relay-failure family)";
   if (detail::html_starts_with(id, "message.")) return "paired, betting over items, Holm (message family)";
-  if (detail::html_starts_with(id, "noise.")) return "isotonic fit, cluster bootstrap";
-  if (detail::html_starts_with(id, "drift.")) return "isotonic fit, fixed-sequence tests";
+  if (detail::html_starts_with(id, "noise.") || detail::html_starts_with(id, "drift."))
+    return "isotonic fit, test inversion";
   if (detail::html_starts_with(id, "cost.")) return "receiver latency per link, cluster bootstrap";
   if (detail::html_starts_with(id, "gate.")) return "cross-fitted gate, betting over items";
   return "see method";
