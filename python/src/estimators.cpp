@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -417,6 +418,45 @@ void bind_results(py::module_& m) {
       .field("groups", &heterogeneity_result::groups)
       .field("interaction", &heterogeneity_result::interaction)
       .field("bin_edges", &heterogeneity_result::bin_edges)
+      .finish();
+  result_class<evalue_result>(m, "EValueResult", "E-values of an estimate and its CI.")
+      .field("point", &evalue_result::point)
+      .field("ci", &evalue_result::ci)
+      .field("rr", &evalue_result::rr)
+      .field("rr_low", &evalue_result::rr_low)
+      .field("rr_high", &evalue_result::rr_high)
+      .field("rr_true", &evalue_result::rr_true)
+      .finish();
+  result_class<rosenbaum_bound>(m, "RosenbaumBound",
+                                "Rosenbaum bounds on the signed-rank p-value at one gamma.")
+      .field("gamma", &rosenbaum_bound::gamma)
+      .field("statistic", &rosenbaum_bound::statistic)
+      .field("expectation_upper", &rosenbaum_bound::expectation_upper)
+      .field("expectation_lower", &rosenbaum_bound::expectation_lower)
+      .field("variance", &rosenbaum_bound::variance)
+      .field("p_upper", &rosenbaum_bound::p_upper)
+      .field("p_lower", &rosenbaum_bound::p_lower)
+      .field("n_pairs", &rosenbaum_bound::n_pairs)
+      .field("n_zero", &rosenbaum_bound::n_zero)
+      .field("exact", &rosenbaum_bound::exact)
+      .finish();
+  result_class<rosenbaum_critical_result>(m, "RosenbaumCriticalResult", "The sensitivity value gamma*.")
+      .field("gamma", &rosenbaum_critical_result::gamma)
+      .field("alpha", &rosenbaum_critical_result::alpha)
+      .field("significant_at_one", &rosenbaum_critical_result::significant_at_one)
+      .field("p_at_one", &rosenbaum_critical_result::p_at_one)
+      .field("iterations", &rosenbaum_critical_result::iterations)
+      .finish();
+  result_class<multiple_test_result>(m, "MultipleTestResult", "Decisions for a family of hypotheses.")
+      .computed("method",
+                [](const multiple_test_result& r) { return std::string(p_adjust_method_name(r.method)); })
+      .field("alpha", &multiple_test_result::alpha)
+      .field("family_size", &multiple_test_result::family_size)
+      .field("p_values", &multiple_test_result::p_values)
+      .field("adjusted_p_values", &multiple_test_result::adjusted_p_values)
+      .field("rejected", &multiple_test_result::rejected)
+      .field("n_rejected", &multiple_test_result::n_rejected)
+      .field("n_missing", &multiple_test_result::n_missing)
       .finish();
   result_class<wald_estimator_result>(m, "WaldEstimatorResult", "The Wald (LATE) estimator.")
       .field("late", &wald_estimator_result::late)
@@ -965,6 +1005,75 @@ void bind_estimators(py::module_& m) {
       "treated"_a, "control"_a, "groups"_a, py::kw_only(), "bins"_a = 0, "level"_a = 0.95,
       "covariance"_a = "hc3", "if_degenerate"_a = "throw_error",
       "Paired t effects within subgroups, with the interaction test.");
+
+  // ---- multiple testing, MDE, sensitivity -----------------------------------------------------------
+  m.def(
+      "multiple_test",
+      [](const f64_array& p, const std::string& method, double alpha, std::size_t family_size,
+         const std::string& if_degenerate) {
+        constexpr std::string_view fn = "multiple_test";
+        return multiple_test(
+            vec(p, fn, "p_values"),
+            multiple_test_options{.method = parse_choice(fn, "method", method, p_adjust_names),
+                                  .alpha = alpha,
+                                  .family_size = family_size,
+                                  .if_degenerate = degenerate(fn, if_degenerate)});
+      },
+      "p_values"_a, py::kw_only(), "method"_a = "holm", "alpha"_a = 0.05, "family_size"_a = 0,
+      "if_degenerate"_a = "throw_error", "Adjusted p-values and rejections for a family of hypotheses.");
+  m.def(
+      "t_test_mde",
+      [power_options](double n, double power, const std::string& design, const std::string& sides,
+                      double alpha, double sd, bool strict, double allocation_ratio) {
+        return t_test_mde(n, power,
+                          power_options("t_test_mde", design, sides, alpha, sd, strict, allocation_ratio));
+      },
+      "n"_a, "power"_a, py::kw_only(), "design"_a = "two_sample", "sides"_a = "two_sided", "alpha"_a = 0.05,
+      "sd"_a = 1.0, "strict"_a = false, "allocation_ratio"_a = 1.0,
+      "Minimum detectable effect of a t test with n observations (per arm) at the given power.");
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  m.def(
+      "evalue_risk_ratio",
+      [](double rr, double ci_low, double ci_high, double true_value) {
+        return evalue_risk_ratio(rr, ci_low, ci_high, evalue_options{.true_value = true_value});
+      },
+      "rr"_a, "ci_low"_a = nan, "ci_high"_a = nan, py::kw_only(), "true_value"_a = nan,
+      "E-value of a risk ratio (VanderWeele & Ding 2017).");
+  m.def(
+      "evalue_odds_ratio",
+      [](double odds_ratio, double ci_low, double ci_high, bool rare_outcome, double true_value) {
+        return evalue_odds_ratio(odds_ratio, ci_low, ci_high, rare_outcome,
+                                 evalue_options{.true_value = true_value});
+      },
+      "odds_ratio"_a, "ci_low"_a, "ci_high"_a, py::kw_only(), "rare_outcome"_a, "true_value"_a = nan,
+      "E-value of an odds ratio (rare outcome: RR = OR, else RR = sqrt(OR)).");
+  m.def(
+      "evalue_smd",
+      [](double d, double se, double true_value) {
+        return evalue_smd(d, se, evalue_options{.true_value = true_value});
+      },
+      "d"_a, "se"_a, py::kw_only(), "true_value"_a = nan, "E-value of a standardised mean difference.");
+  m.def(
+      "rosenbaum_signed_rank",
+      [](const f64_array& treated, const f64_array& control, double gamma, bool exact,
+         std::size_t exact_max_pairs) {
+        constexpr std::string_view fn = "rosenbaum_signed_rank";
+        return rosenbaum_signed_rank(vec(treated, fn, "treated"), vec(control, fn, "control"), gamma,
+                                     rosenbaum_options{.exact = exact, .exact_max_pairs = exact_max_pairs});
+      },
+      "treated"_a, "control"_a, "gamma"_a, py::kw_only(), "exact"_a = false, "exact_max_pairs"_a = 500,
+      "Rosenbaum bounds on the one-sided signed-rank p-value when pair odds may differ by gamma.");
+  m.def(
+      "rosenbaum_critical_gamma",
+      [](const f64_array& treated, const f64_array& control, double alpha, bool exact,
+         std::size_t exact_max_pairs) {
+        constexpr std::string_view fn = "rosenbaum_critical_gamma";
+        return rosenbaum_critical_gamma(
+            vec(treated, fn, "treated"), vec(control, fn, "control"), alpha,
+            rosenbaum_options{.exact = exact, .exact_max_pairs = exact_max_pairs});
+      },
+      "treated"_a, "control"_a, py::kw_only(), "alpha"_a = 0.05, "exact"_a = false, "exact_max_pairs"_a = 500,
+      "The gamma at which the Rosenbaum upper-bound p-value reaches alpha.");
 }
 
 }  // namespace latentaudit::python

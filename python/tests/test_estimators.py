@@ -279,3 +279,46 @@ def test_cli_estimates_equal_the_module_bit_for_bit(cli, tmp_path):
     e = la.paired_t_test(t, c)
     for f in ("estimate", "std_error", "ci_low", "ci_high", "p_value", "df", "statistic"):
         assert j[f] == getattr(e, f), f
+
+
+def test_sensitivity_equals_r():
+    def num(x):
+        return float("nan") if x in ("NA", "") else float(x)
+
+    for r in golden_rows("sensitivity/evalue.csv"):
+        est, lo, hi, true = num(r["est"]), num(r["lo"]), num(r["hi"]), num(r["true"])
+        if r["kind"] == "rr":
+            e = la.evalue_risk_ratio(est, lo, hi, true_value=true)
+        elif r["kind"] == "or":
+            e = la.evalue_odds_ratio(est, lo, hi, rare_outcome=r["rare"] in ("1", "TRUE"), true_value=true)
+        else:  # smd: est is d, lo its standard error
+            e = la.evalue_smd(est, lo, true_value=true)
+        assert close(e.point, float(r["point"]), 1e-10), r
+        assert (math.isnan(e.ci) and r["ci"] == "NA") or close(e.ci, float(r["ci"]), 1e-10), r
+    data = {}
+    for name in ("pairs", "small_pairs"):
+        rows = golden_rows("sensitivity/%s.csv" % name)
+        data[name] = ([float(r["treated"]) for r in rows], [float(r["control"]) for r in rows])
+    for r in golden_rows("sensitivity/rosenbaum.csv"):
+        t, c = data[r["data"]]
+        b = la.rosenbaum_signed_rank(t, c, float(r["gamma"]), exact=r["method"] in ("exact", "wilcox.test_exact"))
+        assert b.statistic == float(r["T"]) and close(b.p_upper, float(r["p_up"]), 1e-9, 1e-15), r
+    for r in golden_rows("sensitivity/critical.csv"):
+        t, c = data[r["data"]]
+        g = la.rosenbaum_critical_gamma(t, c, alpha=float(r["alpha"]), exact=r["method"] == "exact")
+        assert close(g.gamma, float(r["gamma"]), 1e-6), r
+
+
+def test_multiple_test_and_mde():
+    p = [0.001, 0.02, 0.03, 0.5]
+    res = la.multiple_test(p, method="holm", alpha=0.05)
+    assert res.method == "holm" and res.adjusted_p_values == la.p_adjust(p, "holm")
+    assert res.rejected == [True, False, False, False] and res.n_rejected == 1
+    for r in golden_rows("power/t_power.csv"):
+        if r["delta_solved"] in ("NA", ""):
+            continue
+        design = {"one.sample": "one_sample", "paired": "paired", "two.sample": "two_sample"}[r["type"]]
+        mde = la.t_test_mde(float(r["n"]), float(r["target_power"]), design=design,
+                            sides="two_sided" if r["alternative"] == "two.sided" else "one_sided",
+                            strict=r["strict"] == "1", alpha=float(r["alpha"]), sd=float(r["sd"]))
+        assert close(mde, float(r["delta_solved"]), 1e-8)
