@@ -324,8 +324,8 @@ TEST_CASE("report.html: a drill-down per regime and arm to the tasks with B's an
 }
 
 TEST_CASE(
-    "report.md: polarity column, labelled intervals, sorted accuracy, links to report.html; run_audit_report "
-    "writes report.html beside it",
+    "report.md: polarity column, labelled intervals, sorted accuracy, links to report.html, written beside "
+    "it",
     "[report][html]") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("latentaudit_html_" + std::to_string(::getpid()));

@@ -430,7 +430,7 @@ TEST_CASE("forest plots draw verdict intervals behind the CI and dotted margin l
       Contains("marks.margins"));
 }
 
-TEST_CASE("frontier labels do not overlap each other or a point; the others are labelled where there is room",
+TEST_CASE("frontier labels do not overlap each other or a point, the others are labelled where there is room",
           "[report][svg]") {
   // two Pareto points almost on top of each other (text_budget_4 and text_message_8 overprinted
   // before issue 31) and a cloud of KV points
