@@ -246,6 +246,8 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
     const auto label = finding_interval_label(f, b.report.options.alpha);
     INFO(f.id << ": " << label << " | " << f.method);
     CHECK(label.find("see method") == std::string::npos);
+    // every finding id has its plain statement and direction (report/impl/html-inl.hpp finding_texts)
+    CHECK(finding_statement(f).rfind(f.id + ":", 0) != 0);
     if (label.find("verdict interval") != std::string::npos)
       CHECK(f.method.find("90% verdict interval") != std::string::npos);
     if (label.find("test inversion") != std::string::npos)
@@ -275,6 +277,12 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
   CHECK(finding_polarity(with("cost.relay_pays_on_pcie4", verdict::yes)) == relay_polarity::supports);
   CHECK(finding_polarity(with("message.kv_vs_text_message.k8.need", verdict::no)) == relay_polarity::against);
   CHECK(finding_polarity(with("noise.tolerance_sigma", verdict::yes)) == relay_polarity::context);
+  CHECK(finding_polarity(with("need.kv_raises_answer_probability", verdict::yes)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with("need.pairing_raises_answer_probability", verdict::no)) ==
+        relay_polarity::against);
+  CHECK(finding_statement(with("need.kv_answer_probability_noninferior_to_text", verdict::yes))
+            .find("answer probability") != std::string::npos);
   CHECK(finding_polarity(with("something.new", verdict::yes)) == relay_polarity::context);
   CHECK(finding_interval_label(with("need.kv_beats_no_comm", verdict::yes), 0.05) ==
         "90% verdict interval (betting over items)");
