@@ -53,6 +53,8 @@ from ._latentaudit import (  # noqa: F401  (the public API)
     paired_subgroup_effects,
     rosenbaum_critical_gamma,
     rosenbaum_signed_rank,
+    run_betting_sequential,
+    run_sequential,
     paired_t_test,
     student_t_test,
     subgroup_effects,
@@ -77,6 +79,7 @@ __all__ = [
     "t_test_power", "t_test_sample_size", "mcnemar_power", "mcnemar_sample_size", "event_study",
     "subgroup_effects", "paired_subgroup_effects", "multiple_test", "t_test_mde", "evalue_risk_ratio",
     "evalue_odds_ratio", "evalue_smd", "rosenbaum_signed_rank", "rosenbaum_critical_gamma",
+    "run_sequential", "run_betting_sequential",
     "read_records", "RecordWriter", "report", "kv",
 ]
 

@@ -458,6 +458,27 @@ void bind_results(py::module_& m) {
       .field("n_rejected", &multiple_test_result::n_rejected)
       .field("n_missing", &multiple_test_result::n_missing)
       .finish();
+  result_class<sequential_result>(m, "SequentialResult", "The mSPRT monitor after the observations.")
+      .field("n", &sequential_result::n)
+      .field("mean", &sequential_result::mean)
+      .field("ci_low", &sequential_result::ci_low)
+      .field("ci_high", &sequential_result::ci_high)
+      .field("likelihood_ratio", &sequential_result::likelihood_ratio)
+      .field("rejected", &sequential_result::rejected)
+      .field("first_rejection", &sequential_result::first_rejection)
+      .field("ready", &sequential_result::ready)
+      .finish();
+  result_class<betting_sequential_result>(m, "BettingSequentialResult",
+                                          "The betting confidence sequence after the observations.")
+      .field("n", &betting_sequential_result::n)
+      .field("mean", &betting_sequential_result::mean)
+      .field("ci_low", &betting_sequential_result::ci_low)
+      .field("ci_high", &betting_sequential_result::ci_high)
+      .field("p_value", &betting_sequential_result::p_value)
+      .field("rejected", &betting_sequential_result::rejected)
+      .field("first_rejection", &betting_sequential_result::first_rejection)
+      .field("ready", &betting_sequential_result::ready)
+      .finish();
   result_class<wald_estimator_result>(m, "WaldEstimatorResult", "The Wald (LATE) estimator.")
       .field("late", &wald_estimator_result::late)
       .field("itt_y", &wald_estimator_result::itt_y)
@@ -1074,6 +1095,30 @@ void bind_estimators(py::module_& m) {
       },
       "treated"_a, "control"_a, py::kw_only(), "alpha"_a = 0.05, "exact"_a = false, "exact_max_pairs"_a = 500,
       "The gamma at which the Rosenbaum upper-bound p-value reaches alpha.");
+
+  // ---- sequential monitoring -------------------------------------------------------------------------
+  m.def(
+      "run_sequential",
+      [](const f64_array& x, double alpha, double tau, double sigma, std::size_t burn_in,
+         double sigma_floor) {
+        return run_sequential(
+            vec(x, "run_sequential", "x"),
+            sequential_options{
+                .alpha = alpha, .tau = tau, .sigma = sigma, .burn_in = burn_in, .sigma_floor = sigma_floor});
+      },
+      "x"_a, py::kw_only(), "alpha"_a = 0.05, "tau"_a = 0.1, "sigma"_a = 0.0, "burn_in"_a = 10,
+      "sigma_floor"_a = 0.0,
+      "The mixture SPRT (always-valid test and confidence sequence) run over x in order.");
+  m.def(
+      "run_betting_sequential",
+      [](const f64_array& x, double alpha, double lower, double upper, double theta0, double truncation) {
+        return run_betting_sequential(
+            vec(x, "run_betting_sequential", "x"),
+            betting_sequential_options{
+                .alpha = alpha, .lower = lower, .upper = upper, .theta0 = theta0, .truncation = truncation});
+      },
+      "x"_a, py::kw_only(), "alpha"_a = 0.05, "lower"_a = -1.0, "upper"_a = 1.0, "theta0"_a = 0.0,
+      "truncation"_a = 0.5, "The betting confidence sequence for a bounded mean, run over x in order.");
 }
 
 }  // namespace latentaudit::python

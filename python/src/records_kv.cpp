@@ -214,9 +214,11 @@ kv_block make_block(const block_input& in, std::string_view fn) {
                             .rotary_dims = in.rotary_dims};
   kv_block b(std::move(fp), std::move(layers), T, type);
   const std::size_t es = dtype_size(type);
+  // C-contiguous views (a copy only where the caller's arrays are not already contiguous).
+  const py::array kc = py::array::ensure(in.k, py::array::c_style);
+  const py::array vc = py::array::ensure(in.v, py::array::c_style);
   for (std::size_t i = 0; i < L; ++i) {
-    const auto copy = [&](const py::array& a, bool value) {
-      const py::array c = py::array::ensure(a, py::array::c_style);
+    const auto copy = [&](const py::array& c, bool value) {
       const std::size_t n = (value ? b.v_elements() : b.k_elements()) * es;
       const auto* src = static_cast<const std::byte*>(c.data()) + i * n;
       std::byte* out = nullptr;
@@ -229,8 +231,8 @@ kv_block make_block(const block_input& in, std::string_view fn) {
                                                  : b.k<Eigen::bfloat16>(i).data());
       std::memcpy(out, src, n);
     };
-    copy(in.k, false);
-    copy(in.v, true);
+    copy(kc, false);
+    copy(vc, true);
   }
   if (!in.positions.is_none()) {
     const auto p = py::array_t<position_t, py::array::c_style | py::array::forcecast>::ensure(in.positions);

@@ -322,3 +322,18 @@ def test_multiple_test_and_mde():
                             sides="two_sided" if r["alternative"] == "two.sided" else "one_sided",
                             strict=r["strict"] == "1", alpha=float(r["alpha"]), sd=float(r["sd"]))
         assert close(mde, float(r["delta_solved"]), 1e-8)
+
+
+def test_sequential_monitors():
+    rng = np.random.default_rng(4)
+    x = rng.normal(0.5, 1.0, 200)
+    r = la.run_sequential(x, sigma=1.0, tau=0.3)
+    n, s2, t2, m = len(x), 1.0, 0.09, x.mean()  # the mixture likelihood ratio in closed form
+    lr = math.sqrt(s2 / (s2 + n * t2)) * math.exp(n * n * t2 * m * m / (2 * s2 * (s2 + n * t2)))
+    assert close(r.likelihood_ratio, lr, 1e-9) and r.rejected and isinstance(r.first_rejection, int)
+    assert r.ci_low < m < r.ci_high and r.ready
+    assert la.run_sequential(rng.normal(0, 1, 50), sigma=1.0).first_rejection is None
+    b = la.run_betting_sequential(np.clip(x / 4, -1, 1))
+    assert b.ci_low <= np.clip(x / 4, -1, 1).mean() <= b.ci_high and 0 <= b.p_value <= 1
+    with pytest.raises(ValueError, match="run_sequential"):
+        la.run_sequential([1.0, float("inf")])
