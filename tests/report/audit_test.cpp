@@ -210,14 +210,24 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
   }
 
   SECTION("findings: every planted verdict") {
-    REQUIRE(c.findings.size() == 13);
-    const char* ids[] = {
-        "need.text_beats_no_comm",        "need.kv_beats_no_comm",       "need.kv_noninferior_to_text",
-        "need.kv_equivalent_to_text",     "need.deranged_beats_no_comm", "need.zeroed_beats_no_comm",
-        "need.cross_model_beats_no_comm", "no_need.kv_changes_accuracy", "noise.tolerance_sigma",
-        "stale.kv_worse_than_text",       "stale.kv_gives_stale_answer", "conflict.kv_worse_than_no_comm",
-        "drift.tolerance_steps"};
-    for (std::size_t i = 0; i < 13; ++i) CHECK(c.findings[i].id == ids[i]);
+    REQUIRE(c.findings.size() == 16);  // 13 accuracy findings and the 3 of the answer-probability endpoint
+    const char* ids[] = {"need.text_beats_no_comm",
+                         "need.kv_beats_no_comm",
+                         "need.kv_noninferior_to_text",
+                         "need.kv_equivalent_to_text",
+                         "need.deranged_beats_no_comm",
+                         "need.zeroed_beats_no_comm",
+                         "need.cross_model_beats_no_comm",
+                         "no_need.kv_changes_accuracy",
+                         "noise.tolerance_sigma",
+                         "stale.kv_worse_than_text",
+                         "stale.kv_gives_stale_answer",
+                         "conflict.kv_worse_than_no_comm",
+                         "drift.tolerance_steps",
+                         "need.kv_raises_answer_probability",
+                         "need.kv_answer_probability_noninferior_to_text",
+                         "need.pairing_raises_answer_probability"};
+    for (std::size_t i = 0; i < 16; ++i) CHECK(c.findings[i].id == ids[i]);
     for (const auto& f : c.findings) INFO(f.id << ": " << la::verdict_name(f.answer) << " — " << f.detail);
     CHECK(find(c, "need.text_beats_no_comm").answer == la::verdict::yes);  // the positive control
     const auto& beats = find(c, "need.kv_beats_no_comm");
@@ -368,7 +378,7 @@ TEST_CASE("audit: absent arms give inconclusive findings with n = 0, missing uni
   });
   REQUIRE(dropped == 10);
   const auto c = la::analyse_records(records);
-  REQUIRE(c.findings.size() == 13);
+  REQUIRE(c.findings.size() == 16);
   for (const char* id :
        {"need.deranged_beats_no_comm", "need.cross_model_beats_no_comm", "noise.tolerance_sigma"}) {
     const auto& f = find(c, id);
@@ -398,7 +408,7 @@ TEST_CASE("audit: a stack with only some arms or no regime still yields every fi
   std::erase_if(records,
                 [](const la::trial_record& r) { return r.arm != "no_comm" && r.arm != "text_full"; });
   const auto c = la::analyse_records(records, {.bootstrap_replicates = 199});
-  REQUIRE(c.findings.size() == 13);
+  REQUIRE(c.findings.size() == 16);
   for (const auto& f : c.findings) {
     INFO(f.id);
     if (f.id == "need.text_beats_no_comm") {  // the positive control holds both its arms (10 items:

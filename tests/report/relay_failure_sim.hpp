@@ -8,6 +8,7 @@
 
 #include <latentaudit/trial/record.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -45,6 +46,11 @@ struct relay_failure_design {
   double drop_wrong_kv = 0.0;
   /// the regime whose kv_full records may be dropped ("" = every regime)
   std::string drop_regime = "";
+  /// Issue 28 (the answer-probability endpoint): when > 0 every record carries answer_logprob =
+  /// log p with p = expit(logit(arm accuracy) + item shift + logprob_sd · z), z ~ N(0, 1) per record
+  /// from its own stream (seed + 2), so the outcomes above are drawn exactly as without it; 0: the
+  /// records carry no answer_logprob (null)
+  double logprob_sd = 0.0;
 };
 
 inline double sim_expit(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -54,6 +60,8 @@ inline double sim_logit(double p) { return std::log(p / (1.0 - p)); }
 inline std::vector<trial_record> simulate_relay_failure(const relay_failure_design& d, std::uint64_t seed) {
   std::mt19937_64 g(seed);
   std::normal_distribution<double> z(0.0, 1.0);
+  std::mt19937_64 gp(seed + 2);  // answer_logprob's own stream: the outcomes draw as without it
+  std::normal_distribution<double> zp(0.0, 1.0);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<trial_record> out;
   const char* regimes[] = {"need", "no_need", "stale", "conflict"};
@@ -85,6 +93,10 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
                           {"own_tokens", regime == "no_need" || regime == "conflict" ? doc : 4.0},
                           {"cache_age_versions", regime == "stale" ? 1.0 : 0.0},
                           {"prompt_overlap", regime == "no_need" || regime == "conflict" ? 1.0 : 0.0}};
+          if (d.logprob_sd > 0.0) {
+            const double l = p <= 0.0 ? -30.0 : p >= 1.0 ? 30.0 : sim_logit(p);
+            r.answer_logprob = std::min(0.0, std::log(sim_expit(l + shift + d.logprob_sd * zp(gp))));
+          }
           r.receiver_fingerprint = "aa";
           if (kind != "no_comm") r.sender_fingerprint = "aa";
           if (regime == "stale") {

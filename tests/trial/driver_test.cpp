@@ -82,7 +82,9 @@ TEST_CASE("driver: the planted relay semantics of the organism, arm by arm") {
     const auto* text = arms.at("text_full");
     // Same model, same context: KV relay = reading the document (logits to float rounding).
     CHECK(kv->correct == text->correct);
-    CHECK(kv->answer_logprob == Approx(text->answer_logprob).margin(1e-4));
+    REQUIRE(kv->answer_logprob.has_value());
+    REQUIRE(text->answer_logprob.has_value());
+    CHECK(*kv->answer_logprob == Approx(*text->answer_logprob).margin(1e-4));
     REQUIRE(kv->hidden_cosine.has_value());
     CHECK(*kv->hidden_cosine > 0.99999);
     CHECK(*kv->next_token_kl < 1e-6);

@@ -134,7 +134,9 @@ TEST_CASE("engine contract: unsupported arms are refused up front, or dropped wi
   for (const auto& r : limited) {
     const trial_record& x = *by_key.at({r.item, r.seed, r.arm});
     CHECK(r.correct == x.correct);
-    CHECK(r.answer_logprob == Approx(x.answer_logprob).margin(1e-9));
+    REQUIRE(r.answer_logprob.has_value());
+    REQUIRE(x.answer_logprob.has_value());
+    CHECK(*r.answer_logprob == Approx(*x.answer_logprob).margin(1e-9));
     CHECK(r.bytes == x.bytes);
     CHECK_FALSE(r.attention_mass);
     CHECK_FALSE(r.hidden_cosine);

@@ -69,6 +69,11 @@ TEST_CASE("journal: records round-trip through their JSON line") {
   // Records from other stacks: only item, seed, arm, correct are required.
   const auto minimal = record_from_json(parse_json(R"({"item": 1, "seed": 0, "arm": "text", "correct": 1})"));
   CHECK(minimal.arm_kind == "text");
+  CHECK_FALSE(minimal.answer_logprob.has_value());  // not measured: null, never probability 1
+  CHECK(record_to_line(minimal).find("\"answer_logprob\":null") != std::string::npos);
+  CHECK_THROWS_WITH(record_from_json(parse_json(
+                        R"({"item": 1, "seed": 0, "arm": "x", "correct": 0, "answer_logprob": 0.5})")),
+                    Catch::Contains("answer_logprob"));
   CHECK_FALSE(minimal.attention_mass.has_value());
   CHECK_THROWS_WITH(record_from_json(parse_json(R"({"item": 1, "seed": 0, "arm": "x"})")),
                     Catch::Contains("correct"));

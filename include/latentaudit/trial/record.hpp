@@ -71,7 +71,10 @@ struct trial_record {
                            ///< cross_model, drifted
   std::string regime;      ///< "need", "no_need", "stale" or "conflict" ("" when unknown)
   bool correct = false;    ///< B's answer equals the reference answer
-  double answer_logprob = 0.0;        ///< log-probability B gives the reference answer (first answer token)
+  /// log-probability B gives the reference answer (its first token), ≤ 0; absent (JSON null) when
+  /// it was not measured (regex-scored tasks, records from stacks that do not write it): the
+  /// answer-probability findings leave such records out and never read them as probability 1
+  std::optional<double> answer_logprob;
   std::int64_t generated_tokens = 0;  ///< tokens B generated
   std::uint64_t bytes =
       0;  ///< relay size on the wire (LARL frame, same framing for text and KV); 0 without relay
@@ -170,7 +173,7 @@ namespace detail {
   str("regime", r.regime);
   key("correct");
   out.append(r.correct ? "true" : "false");
-  num("answer_logprob", r.answer_logprob);
+  opt("answer_logprob", r.answer_logprob);
   num("generated_tokens", static_cast<double>(r.generated_tokens));
   num("bytes", static_cast<double>(r.bytes));
   num("relay_tokens", static_cast<double>(r.relay_tokens));
@@ -361,7 +364,8 @@ namespace detail {
   const double c = number("correct", true, 0.0);
   if (c != 0.0 && c != 1.0) fail("correct", "must be true/false or 0/1");
   r.correct = c == 1.0;
-  r.answer_logprob = number("answer_logprob", false, 0.0);
+  r.answer_logprob = opt("answer_logprob");
+  if (r.answer_logprob && *r.answer_logprob > 0.0) fail("answer_logprob", "must be <= 0 (a log-probability)");
   r.generated_tokens = static_cast<std::int64_t>(count("generated_tokens", false));
   r.bytes = count("bytes", false);
   r.relay_tokens = static_cast<std::int64_t>(count("relay_tokens", false));

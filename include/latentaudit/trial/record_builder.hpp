@@ -220,7 +220,7 @@ inline void record_answer(trial_record& r, const trial_task& task, std::span<con
   if (task.answer.empty()) {  // a scorer without a reference token sequence (regex answers)
     r.unavailable.push_back({"answer_logprob",
                              "the task's answers are patterns (regex scoring): no reference "
-                             "answer tokens to score (recorded as 0)"});
+                             "answer tokens to score (written as null)"});
   } else {
     const auto a0 = task.answer[0];
     if (a0 < 0 || static_cast<std::size_t>(a0) >= first_row.size())

@@ -15,6 +15,7 @@
 
 #include "../../core/detail/check.hpp"
 #include "../../estimators/heterogeneity.hpp"
+#include "../analyses/answer_probability.hpp"
 #include "../analyses/effects.hpp"
 
 namespace latentaudit {
@@ -527,6 +528,9 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   out.findings.push_back(conflict_worse_finding(out.conflict, o.alpha, o.equivalence_margin));
   out.findings.push_back(drift_tolerance_finding(out.drift, drift_opt));
   for (auto& f : message_findings(out.messages, o.alpha, o.equivalence_margin))
+    out.findings.push_back(std::move(f));
+  // the second endpoint: the probability of the reference answer (report/analyses/answer_probability.hpp)
+  for (auto& f : detail::answer_probability_findings(d, records, roles_at, o.alpha, o.equivalence_margin))
     out.findings.push_back(std::move(f));
   const auto control = std::find_if(out.findings.begin(), out.findings.end(),
                                     [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
