@@ -16,6 +16,7 @@ packages=(
   git                        # extracts llama.cpp's headers and vocabularies from its release bundle
   libopenmpi-dev openmpi-bin # sharded audits and the mpi relay transport (docs/distributed.md)
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest  # the Python module (docs/python.md)
+  python3-torch              # the PyTorch relay example and its test (examples/python, docs/python.md)
 )
 # npm fetches the pinned llama.cpp packages; node images ship it, else Debian's package.
 if [ "${LATENTAUDIT_SKIP_LLAMA_CPP:-0}" != 1 ] && ! command -v npm >/dev/null; then packages+=(npm); fi
