@@ -666,7 +666,7 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"audit", "--margin", "2"}, {"--margin", "(0, 1)"}},
       {{"audit", "--config", "/nonexistent.json"}, {"--config", "/nonexistent.json"}},
       {{"report"}, {"missing required option --records"}},
-      {{"report", "--records", "/nonexistent.jsonl"}, {"read_records", "/nonexistent.jsonl"}},
+      {{"report", "--records", "/nonexistent.jsonl"}, {"cannot open --records", "/nonexistent.jsonl"}},
       {{"report", "--records", bad_records}, {"records.jsonl:2", "correct"}},
       // options
       {with({"estimate", "welch"}, good, {"--level", "1.5"}), {"--level", "(0, 1)", "1.5"}},

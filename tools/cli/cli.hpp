@@ -87,6 +87,38 @@ inline bool is_common_option(std::string_view name) {
   }
 }
 
+/// @brief The Levenshtein distance between `a` and `b` (insertions, deletions, substitutions).
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0U : 1U)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// @brief The option of `specs` (or --help) nearest to `word` within edit distance 2, for a
+/// "did you mean" hint; the first in `specs` order on a tie; empty when none is that close.
+inline std::string closest_option(std::string_view word, const std::vector<option_spec>& specs) {
+  std::string best;
+  std::size_t best_distance = 3;
+  const auto consider = [&](const std::string& name) {
+    if (const auto d = edit_distance(word, name); d < best_distance) {
+      best_distance = d;
+      best = name;
+    }
+  };
+  for (const auto& s : specs) consider(s.name);
+  consider("--help");
+  return best;
+}
+
 /// @brief Parsed options of one command. Values are kept as text; typed getters check them.
 class arguments {
  public:
@@ -119,7 +151,9 @@ class arguments {
         if (is_common_option(word))
           throw usage_error(a.command_ + ": option " + word +
                             " is not accepted by this command (see 'latentaudit " + a.command_ + " --help')");
-        throw usage_error(a.command_ + ": unknown option '" + word + "'");
+        const std::string near = closest_option(word, specs);
+        throw usage_error(a.command_ + ": unknown option '" + word + "'" +
+                          (near.empty() ? std::string() : " (did you mean " + near + "?)"));
       }
       if (a.values_.count(word) != 0) throw usage_error(a.command_ + ": option " + word + " given twice");
       if (it->metavar.empty()) {

@@ -68,6 +68,10 @@ std::vector<option_spec> audit_spec() {
       {"--out", "DIR",
        "output directory (default audit-out): records.jsonl, design.json, report.md, report.json, *.svg"},
       {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
+      {"--force", "",
+       "replace a previous audit's results in --out: its records*.jsonl, design.json, report.md, "
+       "report.json, report.html and *.svg are removed first (other files are kept; refused while "
+       "another audit holds --out, and with --resume)"},
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
       {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
       {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
@@ -88,7 +92,9 @@ std::vector<option_spec> audit_spec() {
       {"--config", "FILE",
        "JSON object with any of these options as keys (without --), e.g. {\"items\": 100, \"arms\": "
        "\"no_comm,kv_full\"}; command-line options win"},
-      {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
+      {"--margin", "M",
+       "equivalence / non-inferiority margin as a fraction of accuracy, in (0, 1) (default 0.05: 5 "
+       "percentage points)"},
       {"--alpha", "A", "family-wise level (default 0.05)"},
       {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
       {"--latency-slo-ms", "MS", "receiver latency SLO for the cost findings (default: none evaluated)"},
@@ -111,7 +117,9 @@ std::vector<option_spec> report_spec() {
        "records.jsonl from any stack (required): one JSON record per line, docs/records.md; or an audit "
        "directory, whose records.jsonl and records.<rank>.jsonl (a sharded run's) are read as one set"},
       {"--out", "DIR", "output directory (default: the records' directory)"},
-      {"--margin", "M", "equivalence / non-inferiority margin in accuracy points (default 0.05)"},
+      {"--margin", "M",
+       "equivalence / non-inferiority margin as a fraction of accuracy, in (0, 1) (default 0.05: 5 "
+       "percentage points)"},
       {"--alpha", "A", "family-wise level (default 0.05)"},
       {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
       {"--latency-slo-ms", "MS", "receiver latency SLO for the cost findings (default: none evaluated)"},
@@ -413,6 +421,21 @@ struct audit_run {
   json_value drift_senders = json_value::object();
 };
 
+// --seeds K > 1 on a task file whose tasks each hold one query: every seed of an item asks the
+// same query, so the K trials per item differ only in their random streams (docs/tasks.md,
+// "Several queries") — a repeat, not more evidence. One line on stderr (not with --quiet).
+void warn_single_query_seeds(const audit_run& r) {
+  if (!r.user_tasks || r.d.seeds <= 1 || r.args.has("--quiet")) return;
+  if (r.shard != nullptr && r.shard->rank() != 0) return;
+  const auto& tasks = r.user_tasks->tasks;
+  if (!std::all_of(tasks.begin(), tasks.end(), [](const auto& t) { return t.queries.size() <= 1; })) return;
+  std::fprintf(stderr,
+               "latentaudit: warning: --seeds %llu with tasks of one query each: the %llu trials of an item "
+               "ask the same query and differ only in their random streams (pass --seeds 1, or give the "
+               "tasks several \"queries\", docs/tasks.md)\n",
+               static_cast<unsigned long long>(r.d.seeds), static_cast<unsigned long long>(r.d.seeds));
+}
+
 // The model, the tasks and the design's size (options --model, --task, --tasks, --scoring,
 // --partner, --seed, --items, --seeds).
 void read_audit_tasks(audit_run& r) {
@@ -478,6 +501,7 @@ void read_audit_tasks(audit_run& r) {
     user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
   }
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
+  warn_single_query_seeds(r);
 }
 
 // The arms (--arms, --drift, the organism's messages), the link and the timing repeats.
@@ -604,6 +628,47 @@ void read_audit_options(audit_run& r) {
   scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
 }
 
+// --out under its lock (held by the caller, so no other audit or report writes there): --force
+// removes the files a previous audit wrote (records*.jsonl, design.json, report.*, *.svg; nothing
+// else), and without --resume or --force a directory that already holds records is refused in
+// the CLI's words before the journal opens.
+void prepare_out_dir(const arguments& args, const std::filesystem::path& out, const audit_shard* shard) {
+  const bool resume = args.has("--resume");
+  const bool force = args.has("--force");
+  if (force && resume)
+    throw usage_error(
+        "audit: options --force and --resume exclude each other (--force replaces the "
+        "records in --out, --resume continues them)");
+  if (force && shard != nullptr)
+    throw usage_error(
+        "audit: option --force applies to a one-process audit; under mpirun, remove the "
+        "previous audit's files from --out '" +
+        out.string() + "' first");
+  const auto files = dist::records_files(out);
+  if (force) {
+    std::vector<std::filesystem::path> doomed = files;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      const bool ours = name == "design.json" || name == "report.md" || name == "report.json" ||
+                        name == "report.html" ||
+                        (name.size() > 4 && name.compare(name.size() - 4, 4, ".svg") == 0);
+      if (ours && it->is_regular_file(ec)) doomed.push_back(it->path());
+    }
+    for (const auto& f : doomed) {
+      std::error_code rm;
+      std::filesystem::remove(f, rm);
+      if (rm) throw usage_error("audit: --force cannot remove '" + f.string() + "': " + rm.message());
+    }
+    return;
+  }
+  if (resume || files.empty()) return;
+  if (dist::records_set_keys(files).empty()) return;  // empty or zero-padded files hold no records
+  throw usage_error("audit: --out '" + out.string() +
+                    "' already holds records of an audit: pass --resume to continue it, --force to "
+                    "replace it, or choose another --out");
+}
+
 // The topology: the --out lock, the relay links (tcp peer, MPI relay) and the shards' first step.
 void open_audit_topology(audit_run& r) {
   auto& args = r.args;
@@ -632,7 +697,10 @@ void open_audit_topology(audit_run& r) {
           (shard == nullptr ? std::string("one process") : std::to_string(shard->size()) + " ranks"));
   }
   mpi_a = mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
-  if (serve == nullptr && !mpi_a && (shard == nullptr || shard->rank() == 0)) lock.emplace(out, "--out");
+  if (serve == nullptr && !mpi_a && (shard == nullptr || shard->rank() == 0)) {
+    lock.emplace(out, "--out");
+    prepare_out_dir(args, out, shard);
+  }
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
   relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
   mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
@@ -937,6 +1005,10 @@ int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_cl
     for (const auto& a : d.arms) aopt.design_arms.push_back(a.label);  // completeness over the design
     aopt.engine = on_llama ? "llama.cpp" : "reference";  // report.md's "Unavailable on this engine"
     for (const auto& x : engine_skipped) aopt.arms_unavailable.emplace_back(x.arm, x.reason);
+    if (!args.has("--quiet"))  // the analysis runs for seconds without progress of its own
+      std::fprintf(stderr,
+                   "latentaudit: analysing %zu records (%zu bootstrap replicates) for the report in %s\n",
+                   records.size(), aopt.bootstrap_replicates, out.string().c_str());
     const auto result = run_audit_report(records, aopt, out);
     // What this engine could not run or measure, and why: the report's engine section and the summary.
     std::map<std::string, std::string> metrics_missing;
@@ -1063,6 +1135,19 @@ std::vector<std::string> design_warnings(const std::filesystem::path& records_pa
   return out;
 }
 
+// --records names a file or a directory that exists: anything else is refused in the CLI's words
+// before --out is locked (or created).
+void check_records_arg(const std::filesystem::path& records) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(records, ec);
+  if (st.type() == std::filesystem::file_type::not_found)
+    throw usage_error("report: cannot open --records '" + records.string() + "': no such file or directory");
+  if (ec) throw usage_error("report: cannot open --records '" + records.string() + "': " + ec.message());
+  if (st.type() != std::filesystem::file_type::regular && st.type() != std::filesystem::file_type::directory)
+    throw usage_error("report: --records '" + records.string() + "' is " + detail::file_kind_text(st) +
+                      ", not a records file or an audit directory");
+}
+
 int run_report(std::span<const std::string> words) {
   const auto specs = report_spec();
   const auto args = arguments::parse(words, specs, "report");
@@ -1080,6 +1165,7 @@ int run_report(std::span<const std::string> words) {
   }
   // A file, or an audit directory: its records.jsonl and records.<rank>.jsonl (a sharded run's).
   const std::filesystem::path records_arg = args.require("--records");
+  check_records_arg(records_arg);
   std::error_code dir_ec;
   const bool records_dir = std::filesystem::is_directory(records_arg, dir_ec);
   const std::filesystem::path records_path = records_dir ? records_arg / "records.jsonl" : records_arg;

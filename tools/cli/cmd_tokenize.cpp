@@ -21,7 +21,7 @@ std::vector<option_spec> tokenize_options() {
   return {{"--vocab", "FILE",
            "GGUF file whose tokenizer to use (loaded vocab-only: a model exported with --vocab, or one of "
            "llama.cpp's ggml-vocab-*.gguf) (required)"},
-          {"--text", "STRING", "the text to tokenize (required)"},
+          {"--text", "STRING", "the text to tokenize (required; may be empty: --text \"\")"},
           {"--special", "",
            "add the vocabulary's BOS/EOS and parse special-token text such as <s> (default: neither)"},
           {"--decode", "", "print {\"ids\": [...], \"text\": detokenized ids} instead of the array"}};
@@ -45,7 +45,10 @@ int run_tokenize(std::span<const std::string> words) {
     return exit_ok;
   }
   const std::string vocab = args.require("--vocab");
-  const std::string text = args.require("--text");
+  // The empty text is a text (llama.cpp tokenizes it to [], or to [BOS] with --special).
+  const auto text_arg = args.get("--text");
+  if (!text_arg) throw usage_error("tokenize: missing required option --text");
+  const std::string& text = *text_arg;
 #if LATENTAUDIT_CLI_LLAMA_CPP
   check_gguf_for_llama(vocab, "tokenize", "--vocab", true);  // before llama.cpp parses it
   const auto tok = llama_cpp_tokenizer::load(vocab);
