@@ -3,7 +3,8 @@
 # The main job: builds the latentaudit CLI and runs the audit on the built-in model organisms —
 # agent A reads a document, its KV cache (or text) is relayed to agent B under every arm — then
 # prints the JSON summary; the report (report.md, report.json, SVG plots) and the journaled
-# records land in audit-out/. Extra arguments go to `latentaudit audit` (e.g. --items 100).
+# records land in audit-out/ (the previous run's is kept as audit-out.prev/). Extra arguments go
+# to `latentaudit audit` (e.g. --items 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,11 +13,30 @@ cxx=${CXX:-}
 if [ -z "$cxx" ]; then
   if command -v clang++ >/dev/null; then cxx=clang++; else cxx=c++; fi
 fi
-CXX=$cxx cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON >/dev/null
-cmake --build build/release -j "$(nproc)" --target latentaudit_cli >/dev/null
+# Configure (its output kept in build/release/configure.log, shown if it fails) and build with the
+# build tool's progress lines visible: the first build compiles the library and the CLI, 6-9
+# minutes on 2 cores (README.md); later runs rebuild only what changed, seconds.
+mkdir -p build/release
+if [ -f build/release/tools/cli/latentaudit ]; then
+  echo "# building the latentaudit CLI in build/release (only what changed since the last build: seconds, unless the library's headers changed)" >&2
+else
+  echo "# building the latentaudit CLI in build/release: first build, about 6-9 minutes on 2 cores" \
+    "(configure, then the compiled library and the CLI; progress below)" >&2
+fi
+if ! CXX=$cxx cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON \
+  >build/release/configure.log 2>&1; then
+  cat build/release/configure.log >&2
+  exit 1
+fi
+cmake --build build/release -j "$(nproc)" --target latentaudit_cli >&2
 cli=build/release/tools/cli/latentaudit
 out=audit-out
-rm -rf "$out"
+# The previous report is kept, once: audit-out.prev (replaced by the next run's previous one).
+if [ -e "$out" ]; then
+  rm -rf "$out.prev"
+  mv "$out" "$out.prev"
+  echo "# the previous $out/ is now $out.prev/ (the run before it is removed)" >&2
+fi
 echo "# latentaudit $("$cli" --version): audit of KV relay vs text on models/organism-a (partner organism-b)" >&2
 "$cli" audit --model models/organism-a --partner models/organism-b --out "$out" --pretty "$@"
 echo "# report: $out/report.md, findings: $out/report.json, plots: $out/*.svg, records: $out/records.jsonl" >&2
