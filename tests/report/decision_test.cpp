@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "latentaudit/estimators/betting.hpp"
 #include "latentaudit/report/report.hpp"
 #include "report/decision_mc.hpp"
 #include "report/relay_failure_sim.hpp"
@@ -314,6 +315,41 @@ TEST_CASE("decision: the risk family's absence claims are adjusted by Holm (issu
   // alpha is checked
   std::vector<la::finding> none;
   CHECK_THROWS_AS(la::decide(none, same, {.alpha = 0.7}), la::invalid_argument);
+}
+
+TEST_CASE("risk family: noninferiority_p reads the observed items and the least favourable imputation",
+          "[report][decision]") {
+  // no-need kv_full records dropped when wrong (a stack losing failed relays): the no-need finding's
+  // p of "relay loses the margin" is the larger of the observed items' and the low imputation's
+  auto d = decision_base_design();
+  d.no_need_kv = 0.9;
+  d.drop_wrong_kv = 0.5;
+  d.drop_regime = "no_need";
+  const auto recs = simulate_relay_failure(d, 2817);
+  const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
+  const auto& e = effect(r.core.effects, "no_need:kv_full-no_comm");
+  REQUIRE(e.missing.any());
+  REQUIRE_FALSE(e.missing.low_items.empty());
+  const double p_obs = la::bounded_mean_p_value_above(e.item_diffs, -1.0, 1.0, -0.05, 0.05);
+  const double p_low = la::bounded_mean_p_value_above(e.missing.low_items, -1.0, 1.0, -0.05, 0.05);
+  const auto& f = find(r.findings, "no_need.kv_changes_accuracy");
+  CHECK(f.noninferiority_p == std::max(p_obs, p_low));
+  CHECK(p_low >= p_obs);  // the imputation that counts every missing relay as wrong is the worst case
+  // the stale and conflict findings carry theirs; a finding outside the family carries none
+  CHECK(std::isfinite(find(r.findings, "stale.kv_worse_than_text").noninferiority_p));
+  CHECK(std::isfinite(find(r.findings, "conflict.kv_worse_than_no_comm").noninferiority_p));
+  CHECK(std::isnan(find(r.findings, "need.kv_beats_no_comm").noninferiority_p));
+  // and report.json writes it (null outside the family)
+  const auto js = la::report_json(r);
+  bool saw_null = false, saw_number = false;
+  for (const auto& x : js.find("findings")->as_array()) {
+    const auto* p = x.find("noninferiority_p");
+    REQUIRE(p != nullptr);
+    saw_null |= p->is_null();
+    saw_number |= p->is_number();
+  }
+  CHECK(saw_null);
+  CHECK(saw_number);
 }
 
 TEST_CASE("decision: Monte Carlo of a relay verdict under a present, unshown risk (issue 25 scenarios)",

@@ -1176,29 +1176,10 @@ int run_report(std::span<const std::string> words) {
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");
-  auto records = dist::read_records_set(dist::resolve_records_path(records_arg));
+  auto input = dist::read_records_input(records_arg);
+  auto& records = input.records;
   if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
-  if (records_dir) {  // a set of files: in the order of a one-process run of the design beside them
-    std::optional<json_value> design_json;
-    try {
-      design_json = read_design_json(records_arg / "design.json");
-    } catch (const error&) {  // no readable design.json: the files' order (design_warnings says why)
-    }
-    // A design declaring more than any audit has (90k arms) is refused before it sizes the report.
-    if (design_json) check_design_bounds(*design_json, records_arg / "design.json");
-    try {
-      const auto& dj = design_json ? *design_json : json_value();
-      if (const auto od = dist::design_order_from_json(dj);
-          od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
-                    4.0L * static_cast<long double>(records.size()) + 1024.0L)
-        dist::order_as_executed(records, *od);
-      // completeness counts every arm of the design on every unit
-      if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
-        for (const auto& x : a->as_array())
-          if (x.is_string()) aopt.design_arms.push_back(x.as_string());
-    } catch (const error&) {  // no readable design.json: the files' order (design_warnings says why)
-    }
-  }
+  aopt.design_arms = std::move(input.design_arms);
   const auto warnings = design_warnings(records_path, records);
   if (!args.has("--quiet"))
     for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());

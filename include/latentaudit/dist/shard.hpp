@@ -328,6 +328,50 @@ inline void order_as_executed(std::vector<trial_record>& records, const trial_de
   records = std::move(out);
 }
 
+/// @brief The records `report --records PATH` audits, with what the design beside them says.
+struct records_input {
+  std::vector<trial_record> records;  ///< every record of the file or of the directory's set
+  /// the design's arm labels (design.json "arms"), for the report's completeness count; empty for a
+  /// file, or a directory without a readable design.json
+  std::vector<std::string> design_arms;
+  bool ordered_as_executed = false;  ///< the records were put in the order of a one-process run
+};
+
+/// @brief Reads PATH as `latentaudit report --records` does: a regular file's records; or an audit
+/// directory's set of records files (resolve_records_path, read_records_set) put in the order a
+/// one-process run of the design beside them journals them (design.json, read by read_design_json
+/// and checked by check_design_bounds before anything is sized by it; an order whose units exceed
+/// four times the records plus 1024 is not applied) and the design's arms. A directory without a
+/// readable design.json keeps the files' order (the report's design warnings say why).
+/// @throws invalid_argument or corrupt_data naming the path or the file as the readers do
+[[nodiscard]] inline records_input read_records_input(const std::filesystem::path& p) {
+  records_input in;
+  in.records = read_records_set(resolve_records_path(p));
+  std::error_code ec;
+  if (!std::filesystem::is_directory(p, ec)) return in;
+  std::optional<json_value> design_json;
+  try {
+    design_json = read_design_json(p / "design.json");
+  } catch (const error&) {  // no readable design.json: the files' order
+  }
+  // A design declaring more than any audit has (90k arms) is refused before it sizes the report.
+  if (design_json) check_design_bounds(*design_json, p / "design.json");
+  try {
+    const auto& dj = design_json ? *design_json : json_value();
+    if (const auto od = design_order_from_json(dj);
+        od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
+                  4.0L * static_cast<long double>(in.records.size()) + 1024.0L) {
+      order_as_executed(in.records, *od);
+      in.ordered_as_executed = true;
+    }
+    if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
+      for (const auto& x : a->as_array())
+        if (x.is_string()) in.design_arms.push_back(x.as_string());
+  } catch (const error&) {  // a design.json without a usable order: the files' order
+  }
+  return in;
+}
+
 /// @brief An MPI launch as the environment tells it, before MPI is initialised: the world size
 /// and the variable that said so.
 struct launch_info {

@@ -92,6 +92,9 @@ const finding* find_finding(std::span<const finding> fs, std::string_view id);
 
 std::string finding_text(const finding* f);
 
+/// @brief finding_text() of a finding in seconds (the cost findings), written in milliseconds.
+std::string finding_ms_text(const finding* f);
+
 /// @brief Need-regime item mean differences treated − control, one per item in item-id order (the
 /// mean over the item's seeds that have both arms; items without such a seed are left out).
 struct need_item_diffs {

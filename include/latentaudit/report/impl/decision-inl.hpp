@@ -40,6 +40,13 @@ LATENTAUDIT_INLINE std::string finding_text(const finding* f) {
                      f->ci_high, f->n);
 }
 
+LATENTAUDIT_INLINE std::string finding_ms_text(const finding* f) {
+  if (f == nullptr || !std::isfinite(f->estimate) || !std::isfinite(f->ci_low) || !std::isfinite(f->ci_high))
+    return finding_text(f);
+  return fmt::format("{}: {:.3g} ms [{:.3g}, {:.3g}] saved a request, n = {}", verdict_name(f->answer),
+                     1e3 * f->estimate, 1e3 * f->ci_low, 1e3 * f->ci_high, f->n);
+}
+
 LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_record> rs,
                                                          std::string_view treated, std::string_view control) {
   const std::string arms[] = {std::string(treated), std::string(control)};
@@ -194,8 +201,8 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   d.checklist.push_back({"value", v_of(value),
                          "relay is not less accurate than text beyond the margin (non-inferiority): " +
                              detail::finding_text(value)});
-  d.checklist.push_back(
-      {"cost", v_of(cost), "relay saves receiver latency on " + d.link + ": " + detail::finding_text(cost)});
+  d.checklist.push_back({"cost", v_of(cost),
+                         "relay saves receiver latency on " + d.link + ": " + detail::finding_ms_text(cost)});
   // yes: no harm where B needs nothing (no change shown, or a gain); no: harm shown (a significant
   // negative change); inconclusive: neither shown. Only "no" keeps the verdict from plain "relay".
   checklist_item nh{"no_need_harm", verdict::inconclusive,
