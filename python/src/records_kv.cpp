@@ -32,33 +32,13 @@ trial_record record_of_text(std::string_view text, std::string_view where) {
   return record_from_json(j, where);
 }
 
-// The records of a path as `latentaudit report --records PATH` reads them: a file, or an audit
-// directory's records files ordered as a one-process run of the design beside them (the CLI's
-// run_report, the same library calls); `design_arms` gets the design's arms.
+// The records of a path as `latentaudit report --records PATH` reads them (dist::read_records_input,
+// the CLI's one reader of a records file or audit directory); `design_arms` gets the design's arms.
 std::vector<trial_record> records_of_path(const std::filesystem::path& path,
                                           std::vector<std::string>& design_arms) {
-  std::error_code ec;
-  const bool dir = std::filesystem::is_directory(path, ec);
-  auto records = dist::read_records_set(dist::resolve_records_path(path));
-  if (!dir) return records;
-  std::optional<json_value> design_json;
-  try {
-    design_json = read_design_json(path / "design.json");
-  } catch (const error&) {  // no readable design.json: the files' order
-  }
-  if (design_json) check_design_bounds(*design_json, path / "design.json");
-  try {
-    const auto& dj = design_json ? *design_json : json_value();
-    if (const auto od = dist::design_order_from_json(dj);
-        od && static_cast<long double>(od->items) * static_cast<long double>(od->seeds) <=
-                  4.0L * static_cast<long double>(records.size()) + 1024.0L)
-      dist::order_as_executed(records, *od);
-    if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
-      for (const auto& x : a->as_array())
-        if (x.is_string()) design_arms.push_back(x.as_string());
-  } catch (const error&) {  // no readable design.json: the files' order
-  }
-  return records;
+  auto in = dist::read_records_input(path);
+  design_arms = std::move(in.design_arms);
+  return std::move(in.records);
 }
 
 }  // namespace
