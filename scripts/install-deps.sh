@@ -5,7 +5,22 @@
 # git; docs/backends.md "llama.cpp"). Idempotent: installs only what is missing, and runs apt-get
 # update only when something is. Both README commands call it. All progress goes to stderr.
 # LATENTAUDIT_SKIP_LLAMA_CPP=1 skips the llama.cpp step (the build then configures without it).
+# Options: --without-late leaves out the late packages (needed only by tests that run after the
+# build: PyTorch for the Python relay example, ~330 MB), --late-only installs just them; no option
+# installs everything. scripts/test.sh installs the late packages in the background while it builds
+# (they are off the cold run's critical path); scripts/run-main.sh needs none of them.
 set -euo pipefail
+mode=${1:-all}
+case "$mode" in
+  all | --without-late | --late-only) ;;
+  *)
+    echo "install-deps: unknown option '$mode' (expected --without-late or --late-only)" >&2
+    exit 2
+    ;;
+esac
+late_packages=(
+  python3-torch              # the PyTorch relay example and its test (examples/python, docs/python.md)
+)
 packages=(
   cmake make ninja-build g++ pkg-config
   libeigen3-dev libboost-math-dev libfmt-dev catch2 libbenchmark-dev
@@ -16,10 +31,15 @@ packages=(
   git                        # extracts llama.cpp's headers and vocabularies from its release bundle
   libopenmpi-dev openmpi-bin # sharded audits and the mpi relay transport (docs/distributed.md)
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest  # the Python module (docs/python.md)
-  python3-torch              # the PyTorch relay example and its test (examples/python, docs/python.md)
 )
+case "$mode" in
+  all) packages+=("${late_packages[@]}") ;;
+  --late-only) packages=("${late_packages[@]}") ;;
+esac
 # npm fetches the pinned llama.cpp packages; node images ship it, else Debian's package.
-if [ "${LATENTAUDIT_SKIP_LLAMA_CPP:-0}" != 1 ] && ! command -v npm >/dev/null; then packages+=(npm); fi
+if [ "$mode" != --late-only ] && [ "${LATENTAUDIT_SKIP_LLAMA_CPP:-0}" != 1 ] && ! command -v npm >/dev/null; then
+  packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -50,7 +70,9 @@ llama_commit=de3ff815ea7d559ee917f063901b8986f038abc6  # the bundle's HEAD (tag 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest="$root/.deps/llama.cpp"
 stamp="llama.cpp $llama_tag $llama_commit; ${llama_pkgs[*]}"
-if [ "${LATENTAUDIT_SKIP_LLAMA_CPP:-0}" = 1 ]; then
+if [ "$mode" = --late-only ]; then
+  :  # the late packages only
+elif [ "${LATENTAUDIT_SKIP_LLAMA_CPP:-0}" = 1 ]; then
   echo "install-deps: llama.cpp skipped (LATENTAUDIT_SKIP_LLAMA_CPP=1)" >&2
 elif [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then
   echo "install-deps: no prebuilt llama.cpp for $(uname -s)-$(uname -m); skipped (docs/building.md)" >&2

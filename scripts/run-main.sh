@@ -7,7 +7,7 @@
 # to `latentaudit audit` (e.g. --items 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --without-late  # the late packages (PyTorch) only serve tests
 # the compiler of scripts/test.sh (clang++ when installed, else CXX or c++), so both share build/release
 cxx=${CXX:-}
 if [ -z "$cxx" ]; then
