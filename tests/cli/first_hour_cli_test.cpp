@@ -81,7 +81,7 @@ TEST_CASE("cli: report names --records when the records cannot be opened", "[cli
   CHECK_FALSE(fs::exists(dir));  // refused before --out (the records' directory) is created
 }
 
-TEST_CASE("cli: audit into a finished --out says --resume or --force; --force replaces only its files",
+TEST_CASE("cli: audit into a finished --out says --resume or --force, and --force replaces only its files",
           "[cli][first_hour]") {
   const auto out = fh_dir("fh_force");
   REQUIRE(run_cli(fh_small_audit(out)).code == 0);
