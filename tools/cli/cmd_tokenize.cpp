@@ -48,7 +48,7 @@ int run_tokenize(std::span<const std::string> words) {
   // The empty text is a text (llama.cpp tokenizes it to [], or to [BOS] with --special).
   const auto text_arg = args.get("--text");
   if (!text_arg) throw usage_error("tokenize: missing required option --text");
-  const std::string& text = *text_arg;
+  [[maybe_unused]] const std::string& text = *text_arg;  // unused without llama.cpp
 #if LATENTAUDIT_CLI_LLAMA_CPP
   check_gguf_for_llama(vocab, "tokenize", "--vocab", true);  // before llama.cpp parses it
   const auto tok = llama_cpp_tokenizer::load(vocab);
