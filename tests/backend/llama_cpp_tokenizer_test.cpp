@@ -90,26 +90,21 @@ std::size_t check_vectors(const fs::path& inp) {
 // The four smallest vocabularies with vectors (loads of ~0.1-0.25 s each), one per tokenizer kind
 // and pre-tokenizer family: SentencePiece (llama-spm, phi-3), BPE (deepseek-coder), WordPiece
 // (bert-bge). Every vocabulary: the [slow] case below.
+#if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: small vocabularies give their test vectors' ids",
           "[backend][llama_cpp][tokenizer]") {
-  if (vocab_dir.empty()) {
-    WARN("llama.cpp's vocabularies are not installed (scripts/install-deps.sh unpacks them): case skipped");
-    return;
-  }
   std::size_t cases = 0;
   for (const char* name : {"llama-spm", "phi-3", "deepseek-coder", "bert-bge"})
     cases += check_vectors(vocab_dir / ("ggml-vocab-" + std::string(name) + ".gguf.inp"));
   CHECK(cases == 4 * 46);
 }
+#endif
 
 // Loading the 15 vocabularies takes ~15 s on the loaded 2-core VM (gemma-4, command-r: 262k and
 // 256k tokens, ~3 s each): [slow].
+#if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: every vocabulary of the release gives its test vectors' ids",
           "[backend][llama_cpp][tokenizer][slow]") {
-  if (vocab_dir.empty()) {
-    WARN("llama.cpp's vocabularies are not installed (scripts/install-deps.sh unpacks them): case skipped");
-    return;
-  }
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(vocab_dir))
     if (e.path().extension() == ".inp") files.push_back(e.path());
@@ -119,10 +114,11 @@ TEST_CASE("llama.cpp tokenizer: every vocabulary of the release gives its test v
   for (const auto& inp : files) cases += check_vectors(inp);
   CHECK(cases == 14 * 46 + 50);  // qwen35's file has 50 inputs, the others 46
 }
+#endif
 
+#if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: special tokens only when asked, decode inverts encode",
           "[backend][llama_cpp][tokenizer]") {
-  if (vocab_dir.empty()) return;
   const auto tok = llama_cpp_tokenizer::load(vocab_dir / "ggml-vocab-llama-spm.gguf");
   CHECK(tok.kind() == "spm");
   CHECK(tok.vocab_size() == 32000);
@@ -156,6 +152,7 @@ TEST_CASE("llama.cpp tokenizer: special tokens only when asked, decode inverts e
   auto moved = std::move(const_cast<llama_cpp_tokenizer&>(tok));
   CHECK(moved.encode("Hello world") == std::vector<token_id>{15043, 3186});
 }
+#endif
 
 TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are refused",
           "[backend][llama_cpp][tokenizer]") {
@@ -172,9 +169,9 @@ TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are 
 }
 
 #ifdef LATENTAUDIT_CLI_PATH
+#if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON array",
           "[backend][llama_cpp][tokenizer][cli]") {
-  if (vocab_dir.empty()) return;
   const auto dir = fs::temp_directory_path() / "latentaudit_llama_cpp_tokenize_cli";
   fs::create_directories(dir);
   const std::string cli = LATENTAUDIT_CLI_PATH;
@@ -198,6 +195,7 @@ TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON 
   CHECK(run("--vocab " + spm) == 2);
   CHECK(slurp(dir / "err.txt").find("--text") != std::string::npos);
 }
+#endif
 #endif
 
 #ifdef LATENTAUDIT_CLI_PATH

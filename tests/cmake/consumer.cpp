@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// A consumer of the installed (or add_subdirectory'd) package. The find_package consumer includes
-// the umbrella header (every header, header-only and compiled mode); the add_subdirectory one,
-// which proves the wiring of the targets, includes one narrow header
-// (LATENTAUDIT_CONSUMER_NARROW), so the suite does not compile the umbrella header-only twice.
+// A consumer of the installed (or add_subdirectory'd) package. The find_package header-only
+// consumer includes the umbrella header (every header, through the consumer's compiler: GCC where
+// the project is built with clang); the compiled-mode and add_subdirectory ones, which prove the
+// wiring of the targets, include one narrow header (LATENTAUDIT_CONSUMER_NARROW), so the suite
+// parses the umbrella with the second compiler once.
 #ifdef LATENTAUDIT_CONSUMER_NARROW
 #include <latentaudit/estimators/difference_in_means.hpp>
 #else

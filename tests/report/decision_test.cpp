@@ -387,3 +387,41 @@ TEST_CASE("decision: Monte Carlo of a relay verdict under a present, unshown ris
   std::cout << "decision MC: " << la::test::decision_mc_line(small, ms) << "\n";
   CHECK(ms.rate(ms.finding_errors) >= 0.58);
 }
+
+TEST_CASE("findings: the minimum detectable effect of each finding on item means (seed 2530)",
+          "[report][decision]") {
+  auto d = decision_base_design();
+  d.need_kv = d.need_text = 0.7;
+  d.need_no_comm = 0.4;
+  const auto r = la::build_audit_report(simulate_relay_failure(d, 2530), la::test::decision_mc_options());
+  const auto& e = effect(r.core.effects, "need:kv_full-no_comm");
+  const auto& f = find(r.findings, "need.kv_beats_no_comm");
+  REQUIRE_FALSE(e.missing.any());
+  // the finding's own interval and items, through betting_detectable_difference
+  const double h = std::max(f.estimate - f.ci_low, f.ci_high - f.estimate);
+  CHECK(f.minimum_detectable_effect == la::betting_detectable_difference(e.item_diffs, h, 0.8));
+  CHECK(f.minimum_detectable_effect > h);
+  CHECK(f.minimum_detectable_effect < 0.3);  // 150 items x 3 seeds: a 30-point effect is well inside
+  // the risk findings carry theirs; a finding not on item means (the cost, the tolerances) none
+  CHECK(std::isfinite(find(r.findings, "stale.kv_worse_than_text").minimum_detectable_effect));
+  CHECK(std::isfinite(find(r.findings, "conflict.kv_worse_than_no_comm").minimum_detectable_effect));
+  CHECK(std::isnan(find(r.findings, "drift.tolerance_steps").minimum_detectable_effect));
+  // more items: smaller
+  auto big = d;
+  big.regime_items = {600, 150, 60, 60};  // four times the need items: about half the difference
+  const auto rb = la::build_audit_report(simulate_relay_failure(big, 2530), la::test::decision_mc_options());
+  CHECK(find(rb.findings, "need.kv_beats_no_comm").minimum_detectable_effect <
+        0.6 * f.minimum_detectable_effect);
+  // report.json: a number or null on every finding; report.md: the column
+  bool saw_null = false, saw_number = false;
+  const auto js = la::report_json(r);
+  for (const auto& x : js.find("findings")->as_array()) {
+    const auto* p = x.find("minimum_detectable_effect");
+    REQUIRE(p != nullptr);
+    saw_null |= p->is_null();
+    saw_number |= p->is_number();
+  }
+  CHECK(saw_null);
+  CHECK(saw_number);
+  CHECK(la::report_markdown(r).find("| interval is | detectable | n |") != std::string::npos);
+}

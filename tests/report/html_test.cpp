@@ -350,8 +350,9 @@ TEST_CASE(
     CHECK(html.find("id=\"" + finding_anchor(f.id) + "\"") != std::string::npos);
   CHECK(std::filesystem::file_size(dir / "latency_receiver.svg") > 100);
   // report.md: "for relay", the interval's level and method, one short method cell linking report.html
-  CHECK(md.find("| id | for relay | verdict | estimate | interval | interval is | n | method |") !=
-        std::string::npos);
+  CHECK(
+      md.find("| id | for relay | verdict | estimate | interval | interval is | detectable | n | method |") !=
+      std::string::npos);
   CHECK(md.find("| `stale.kv_worse_than_text` | against | yes |") != std::string::npos);
   CHECK(md.find("90% verdict interval (betting over items)") != std::string::npos);
   CHECK(md.find("95% bootstrap CI | 90% verdict interval (betting)") != std::string::npos);

@@ -4,13 +4,16 @@
 #ifndef LATENTAUDIT_REPORT_FINDING_HPP
 #define LATENTAUDIT_REPORT_FINDING_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "../core/json.hpp"
+#include "../estimators/betting_power.hpp"
 
 namespace latentaudit {
 
@@ -39,6 +42,13 @@ struct finding {
   /// risk absent — which decide() adjusts by Holm over the family (docs/audit-report.md "Testing
   /// along the decision"); NaN (null in report.json) for every other finding
   double noninferiority_p = std::numeric_limits<double>::quiet_NaN();
+  /// the findings on a verdict interval over item means (need.*, no_need.*, stale.*, conflict.*,
+  /// message.*, the answer probability's): how far beyond its threshold the true difference must
+  /// lie for this finding's rule to show its claim with 80 % power at its size and the spread its
+  /// items show — equally, the margin an absence claim reaches with 80 % power when the truth is 0
+  /// (betting_detectable_difference, docs/audit-report.md "Minimum detectable effect"); NaN (null
+  /// in report.json) for the other findings and below 2 items
+  double minimum_detectable_effect = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// @brief The reason every finding downstream of a failed positive control (need.text_beats_no_comm
@@ -47,13 +57,22 @@ inline constexpr std::string_view positive_control_reason =
     "positive control failed: text relay does not beat no communication in the need regime";
 
 namespace detail {
+/// @brief Sets f.minimum_detectable_effect from f's verdict interval (its larger distance from the
+/// estimate: missing records' worst-case bounds widen it) and the item values behind it.
+inline void set_minimum_detectable(finding& f, std::span<const double> items) {
+  const double h = std::max(f.estimate - f.ci_low, f.ci_high - f.estimate);
+  if (items.size() < 2 || !(h >= 0.0) || !std::isfinite(h)) return;
+  f.minimum_detectable_effect = betting_detectable_difference(items, h, 0.8);
+}
+
 /// @brief x as a JSON number, or null when x is not finite (report.json never holds NaN).
 [[nodiscard]] inline json_value number_or_null(double x) {
   return std::isfinite(x) ? json_value(x) : json_value(nullptr);
 }
 }  // namespace detail
 
-/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail","noninferiority_p"};
+/// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail","noninferiority_p",
+/// "minimum_detectable_effect"};
 /// non-finite numbers become null.
 [[nodiscard]] inline json_value finding_to_json(const finding& f) {
   const auto num = detail::number_or_null;
@@ -67,6 +86,7 @@ namespace detail {
   j.set("n", static_cast<double>(f.n));
   j.set("detail", f.detail);
   j.set("noninferiority_p", num(f.noninferiority_p));
+  j.set("minimum_detectable_effect", num(f.minimum_detectable_effect));
   return j;
 }
 

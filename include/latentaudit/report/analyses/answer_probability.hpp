@@ -41,6 +41,7 @@ struct probability_contrast {
   /// one-sided betting p of the claim's null (mean ≤ θ₀), the largest over the views
   double p_value = std::numeric_limits<double>::quiet_NaN();
   double p_holm = std::numeric_limits<double>::quiet_NaN();  ///< Holm over the endpoint's family
+  std::vector<double> items;  ///< the observed item mean differences (ascending item)
 };
 
 /// @brief The answer probability exp(answer_logprob), clamped to [0, 1], of record `i` (npos: none),

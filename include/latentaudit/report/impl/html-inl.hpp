@@ -506,9 +506,12 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
            vlevel +
            " verdict interval (betting over items) the verdict reads; the paired-effects table below also "
            "shows the narrower descriptive " +
-           level + " bootstrap CI. Click a header to sort.",
+           level +
+           " bootstrap CI. \"detectable\": how far past its threshold the true difference must lie for the "
+           "finding to show its claim with 80 % power at its size (or the margin its absence claim reaches), "
+           "an approximation. Click a header to sort.",
        "class=\"note\"");
-  p.head({"id", "for relay", "verdict", "statement", "estimate", "interval", "n", "method"});
+  p.head({"id", "for relay", "verdict", "statement", "estimate", "interval", "detectable", "n", "method"});
   for (const auto& f : r.findings) {
     const auto pol = finding_polarity(f);
     p.open("tr", fmt::format("id=\"{}\"", finding_anchor(f.id)));
@@ -525,6 +528,7 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
     p.text(finding_interval_label(f, alpha));
     p.raw("</span>");
     p.close("td");
+    p.tdn(detail::finding_value(f, f.minimum_detectable_effect), f.minimum_detectable_effect);
     p.tdn(f.n);
     p.open("td");
     p.raw("<details class=\"method\"><summary>");

@@ -899,18 +899,23 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
       "\"for relay\": what the verdict means for relaying the cache (supports / against / not shown; "
       "context: descriptive). The paired contrasts' interval is the {:g}% verdict interval (betting over "
       "items) the verdict reads, wider than the {:g}% bootstrap CI of the paired-effects table; cost "
-      "findings are receiver milliseconds saved. The method's full text: report.html (linked) and "
-      "report.json.",
+      "findings are receiver milliseconds saved. \"detectable\": how far past its threshold the true "
+      "difference must lie for the finding to show its claim with 80 % power at its size (or the margin "
+      "its absence claim reaches), an approximation (docs/audit-report.md). The method's full text: "
+      "report.html (linked) and report.json.",
       100.0 * (1.0 - 2.0 * r.options.alpha), 100.0 * (1.0 - r.options.alpha)));
   line("");
-  line("| id | for relay | verdict | estimate | interval | interval is | n | method |");
-  line("|---|---|---|---|---|---|---|---|");
+  line("| id | for relay | verdict | estimate | interval | interval is | detectable | n | method |");
+  line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& f : r.findings)
-    line(fmt::format("| `{}` | {} | {} | {} | [{}, {}] | {} | {} | [{}](report.html#{}) |", f.id,
+    line(fmt::format("| `{}` | {} | {} | {} | [{}, {}] | {} | {} | {} | [{}](report.html#{}) |", f.id,
                      relay_polarity_name(finding_polarity(f)), verdict_name(f.answer),
                      detail::finding_value(f, f.estimate), detail::finding_value(f, f.ci_low),
-                     detail::finding_value(f, f.ci_high), finding_interval_label(f, r.options.alpha), f.n,
-                     finding_method_short(f), finding_anchor(f.id)));
+                     detail::finding_value(f, f.ci_high), finding_interval_label(f, r.options.alpha),
+                     std::isfinite(f.minimum_detectable_effect)
+                         ? detail::finding_value(f, f.minimum_detectable_effect)
+                         : std::string("–"),
+                     f.n, finding_method_short(f), finding_anchor(f.id)));
   line("");
   for (const auto& f : r.findings)
     if (!f.detail.empty()) line("- `" + f.id + "`: " + finding_statement(f) + " " + f.detail);

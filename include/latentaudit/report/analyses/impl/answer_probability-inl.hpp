@@ -82,6 +82,7 @@ LATENTAUDIT_INLINE probability_contrast probability_contrast_of(const audit_data
     out.verdict_high = std::max(out.verdict_high, bounded_mean_interval(hi, -1.0, 1.0, bo).high);
     out.p_value = std::max(out.p_value, bounded_mean_p_value_above(lo, -1.0, 1.0, theta0, alpha));
   }
+  out.items = std::move(obs);
   return out;
 }
 
@@ -171,6 +172,7 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
                                          s.what, c.n_items, lvl, s.theta0, alpha, s.no_below),
                    .n = c.n_pairs,
                    .detail = std::move(why)});
+    detail::set_minimum_detectable(out.back(), c.items);
   }
   return out;
 }

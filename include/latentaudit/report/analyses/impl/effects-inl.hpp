@@ -325,6 +325,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                             .method = std::move(method),
                             .n = e.n_pairs,
                             .detail = std::move(why)});
+    detail::set_minimum_detectable(out.findings.back(), e.item_diffs);
   };
   // "beats": yes = shown greater than 0; no = U < m (a benefit of m or more excluded). A step of the
   // decision's fixed sequence (`sequence`: the positive control, dependency) is shown by its verdict

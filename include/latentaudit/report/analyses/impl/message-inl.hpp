@@ -186,6 +186,7 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
          .method = mc.regime + " regime, " + c.id + ": " + c.method + "; Holm over the message family",
          .n = c.n_pairs,
          .detail = why});
+    detail::set_minimum_detectable(out.back(), c.items);
   }
   return out;
 }

@@ -120,15 +120,17 @@ LATENTAUDIT_INLINE finding stale_worse_finding(const stale_analysis& s, double a
     why = fmt::format("neither a loss nor its absence (within {:.1f} points) is shown: {} (Holm p = {:.3g})",
                       100.0 * margin, detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high),
                       c.p_holm);
-  return {.id = id,
-          .answer = v,
-          .estimate = c.estimate,
-          .ci_low = c.verdict_low,
-          .ci_high = c.verdict_high,
-          .method = "stale regime, " + c.id + ": " + c.method + "; Holm over the relay-failure family",
-          .n = c.n_pairs,
-          .detail = why,
-          .noninferiority_p = detail::noninferiority_p(c.items, c.missing, margin, alpha)};
+  finding f{.id = id,
+            .answer = v,
+            .estimate = c.estimate,
+            .ci_low = c.verdict_low,
+            .ci_high = c.verdict_high,
+            .method = "stale regime, " + c.id + ": " + c.method + "; Holm over the relay-failure family",
+            .n = c.n_pairs,
+            .detail = why,
+            .noninferiority_p = detail::noninferiority_p(c.items, c.missing, margin, alpha)};
+  detail::set_minimum_detectable(f, c.items);
+  return f;
 }
 
 LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double alpha, double margin) {
@@ -172,14 +174,16 @@ LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double 
   else
     why = fmt::format("not shown either way: stale minus other wrong {} (Holm p = {:.3g}); {}", sc, c.p_holm,
                       shares);
-  return {.id = id,
-          .answer = v,
-          .estimate = c.estimate,
-          .ci_low = c.verdict_low,
-          .ci_high = c.verdict_high,
-          .method = c.method + "; Holm over the relay-failure family",
-          .n = k.classified,
-          .detail = why};
+  finding f{.id = id,
+            .answer = v,
+            .estimate = c.estimate,
+            .ci_low = c.verdict_low,
+            .ci_high = c.verdict_high,
+            .method = c.method + "; Holm over the relay-failure family",
+            .n = k.classified,
+            .detail = why};
+  detail::set_minimum_detectable(f, c.items);
+  return f;
 }
 
 }  // namespace latentaudit
