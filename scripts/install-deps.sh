@@ -20,6 +20,7 @@ case "$mode" in
 esac
 late_packages=(
   python3-torch              # the PyTorch relay example and its test (examples/python, docs/python.md)
+  python3-pandas             # read_records(as_frame=True) and its test (docs/python.md; optional to users)
 )
 packages=(
   cmake make ninja-build g++ pkg-config

@@ -3,6 +3,7 @@
 # writes, read_records reads it back, report() equals `latentaudit report` on the same records.
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -85,14 +86,30 @@ def test_read_records_errors_and_frame(tmp_path):
     with la.RecordWriter(good) as w:
         for r in synthetic_records(2, 1):
             w.write(r)
+    # without pandas (optional to users): an ImportError naming the package
+    real = sys.modules.get("pandas")
+    sys.modules["pandas"] = None  # makes `import pandas` raise ImportError
     try:
-        import pandas  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pandas"):
+        with pytest.raises(ImportError, match="python3-pandas"):
             la.read_records(good, as_frame=True)
-        return
+    finally:
+        if real is None:
+            del sys.modules["pandas"]
+        else:
+            sys.modules["pandas"] = real
+    # with pandas (install-deps.sh installs it): one row per record, one column per field, the values
+    # the list of dicts holds
+    import pandas
+
+    rows = la.read_records(good)
     df = la.read_records(good, as_frame=True)
-    assert len(df) == 10 and set(ARMS) == set(df["arm"])
+    assert isinstance(df, pandas.DataFrame)
+    assert len(df) == len(rows) == 10 and set(ARMS) == set(df["arm"])
+    assert list(df.columns) == list(rows[0].keys())
+    for i, r in enumerate(rows):
+        for k in ("item", "seed", "arm", "correct", "regime"):
+            assert df.iloc[i][k] == r[k]
+    assert df["correct"].dtype == bool
 
 
 def test_report_from_dicts_and_path_agree(tmp_path):
