@@ -95,6 +95,7 @@ inline audit_options decision_mc_options() {
   audit_options o;
   o.bootstrap_replicates = 199;
   o.demonstrations = false;
+  o.relay_gate = false;  // the decision does not read gate.* (tested: "the relay gate option ...")
   return o;
 }
 

@@ -425,3 +425,37 @@ TEST_CASE("findings: the minimum detectable effect of each finding on item means
   CHECK(saw_number);
   CHECK(la::report_markdown(r).find("| interval is | detectable | n |") != std::string::npos);
 }
+
+TEST_CASE("decision: the relay gate option changes nothing the decision reads (seed 2531)",
+          "[report][decision]") {
+  // the decision's Monte Carlo builds its reports with relay_gate = false (decision_mc_options);
+  // with and without the gate, the decision and every non-gate finding are the same
+  const auto recs = simulate_relay_failure(decision_base_design(), 2531);
+  auto with = la::test::decision_mc_options();
+  with.relay_gate = true;
+  const auto a = la::build_audit_report(recs, with);
+  const auto b = la::build_audit_report(recs, la::test::decision_mc_options());
+  CHECK(a.gate.missing.empty());
+  CHECK_FALSE(a.gate.findings.empty());
+  CHECK(b.gate.missing == "skipped: audit_options.relay_gate is false");
+  CHECK(b.gate.findings.empty());
+  CHECK(a.decision.verdict == b.decision.verdict);
+  CHECK(a.decision.relay_allowed == b.decision.relay_allowed);
+  CHECK(a.decision.policy == b.decision.policy);
+  CHECK(a.decision.summary == b.decision.summary);
+  REQUIRE(a.decision.checklist.size() == b.decision.checklist.size());
+  for (std::size_t i = 0; i < a.decision.checklist.size(); ++i) {
+    CHECK(a.decision.checklist[i].name == b.decision.checklist[i].name);
+    CHECK(a.decision.checklist[i].passed == b.decision.checklist[i].passed);
+    CHECK(a.decision.checklist[i].reason == b.decision.checklist[i].reason);
+  }
+  std::size_t same = 0;
+  for (const auto& f : a.findings)
+    if (f.id.rfind("gate.", 0) != 0) {
+      const auto& g = find(b.findings, f.id);
+      CHECK(g.answer == f.answer);
+      CHECK(g.detail == f.detail);
+      ++same;
+    }
+  CHECK(same == b.findings.size());
+}

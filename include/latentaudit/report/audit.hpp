@@ -106,6 +106,11 @@ struct audit_options {
   /// the most expensive part of a report on large record sets): false skips them, and report.md and
   /// report.json say so; nothing a finding or the decision reads changes
   bool demonstrations = true;
+  /// build_audit_report() fits the relay gate (the gate.* findings, report.json "gate"; cross-fitted
+  /// logistic models, about a third of a report's time on the decision's Monte Carlo designs):
+  /// false skips it, the gate's `missing` says so, and nothing the decision reads changes (the
+  /// decision does not read gate.*); the Monte Carlo of the decision uses it
+  bool relay_gate = true;
   /// the arms of the design (design.json "arms"): completeness counts each of them on every
   /// (item, seed) unit; empty: the arms seen in the records
   std::vector<std::string> design_arms = {};

@@ -79,7 +79,10 @@ namespace latentaudit {
   go.alpha = o.alpha;
   go.level = 1.0 - o.alpha;
   go.bootstrap_replicates = o.bootstrap_replicates;
-  r.gate = fit_relay_gate(records, go);
+  if (o.relay_gate)
+    r.gate = fit_relay_gate(records, go);
+  else
+    r.gate.missing = "skipped: audit_options.relay_gate is false";
   // The positive-control gate of the core findings covers the cost findings too.
   const finding* control = nullptr;
   for (const auto& f : r.core.findings)
