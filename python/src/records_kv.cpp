@@ -33,11 +33,12 @@ trial_record record_of_text(std::string_view text, std::string_view where) {
 }
 
 // The records of a path as `latentaudit report --records PATH` reads them (dist::read_records_input,
-// the CLI's one reader of a records file or audit directory); `design_arms` gets the design's arms.
-std::vector<trial_record> records_of_path(const std::filesystem::path& path,
-                                          std::vector<std::string>& design_arms) {
+// the CLI's one reader of a records file or audit directory); `o` gets the design's arms and, as the
+// CLI's, the task file design.json names (dist::read_design_tasks).
+std::vector<trial_record> records_of_path(const std::filesystem::path& path, audit_options& o) {
   auto in = dist::read_records_input(path);
-  design_arms = std::move(in.design_arms);
+  o.design_arms = std::move(in.design_arms);
+  o.tasks = dist::read_design_tasks(in, path, o.tasks_note);
   return std::move(in.records);
 }
 
@@ -47,8 +48,7 @@ void bind_records(py::module_& m) {
   m.def(
       "_read_record_lines",
       [](const std::string& path) {
-        std::vector<std::string> design_arms;
-        const auto records = records_of_path(path, design_arms);
+        const auto records = dist::read_records_input(path).records;
         std::vector<std::string> lines;
         lines.reserve(records.size());
         for (const auto& r : records) lines.push_back(record_to_line(r));
@@ -80,7 +80,7 @@ void bind_records(py::module_& m) {
         o.link_measured = link_measured;
         std::vector<trial_record> records;
         if (!path.is_none()) {
-          records = records_of_path(py::str(path).cast<std::string>(), o.design_arms);
+          records = records_of_path(py::str(path).cast<std::string>(), o);
         } else {
           std::size_t i = 0;
           for (auto line : lines)

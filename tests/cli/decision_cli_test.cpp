@@ -60,6 +60,26 @@ TEST_CASE("audit --tasks without stale, conflict or drift items: 'relay (unverif
   CHECK_FALSE(rj.find("decision")->find("relay_allowed")->as_bool());
   const auto md = la::test::slurp_file(dir / "o" / "report.md");
   CHECK(md.find("**Not a relay verdict:**") != std::string::npos);
+  // report.html's drill-down shows the queries and accepted answers of the task file (token tasks:
+  // their ids), from `audit` and from `report --records DIR` (the file design.json names)
+  for (const auto& html :
+       {la::test::slurp_file(dir / "o" / "report.html"),
+        (ok_json({"report", "--records", (dir / "o").string(), "--out", (dir / "r").string(), "--quiet"}),
+         la::test::slurp_file(dir / "r" / "report.html"))}) {
+    CHECK(html.find("<th>query text</th><th>accepted answers</th>") != std::string::npos);
+    CHECK(html.find("<td>tokens ") != std::string::npos);
+    CHECK(html.find("come from the task file") != std::string::npos);
+  }
+  // the task file changed since the audit: not shown, and the page says why
+  const auto lines = la::test::slurp_file(tasks);
+  {
+    std::ofstream f(tasks, std::ios::trunc);
+    f << lines.substr(0, lines.rfind('\n', lines.size() - 2) + 1);  // the last task line removed
+  }
+  (void)ok_json({"report", "--records", (dir / "o").string(), "--out", (dir / "r").string(), "--quiet"});
+  const auto changed = la::test::slurp_file(dir / "r" / "report.html");
+  CHECK(changed.find("<th>query text</th>") == std::string::npos);
+  CHECK(changed.find("has changed since the audit (SHA-256 differs)") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

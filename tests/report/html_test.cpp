@@ -331,6 +331,56 @@ TEST_CASE("report.html: a drill-down per regime and arm to the tasks with B's an
   CHECK(h2.size() < h.size());
 }
 
+TEST_CASE("report.html: the drill-down shows each trial's query and accepted answers from the task file",
+          "[report][html]") {
+  const auto& b = html_report();
+  // the task file of the records: line i = item i, id "task-<i>", one query per seed; item 2's
+  // query is hostile text, item 4's a long token query, item 5's id differs from the records'
+  std::size_t items = 0;
+  for (const auto& r : b.records) items = std::max<std::size_t>(items, r.item + 1);
+  task_file tf;
+  tf.path = "tasks.jsonl";
+  for (std::size_t i = 0; i < items; ++i) {
+    task_entry t;
+    t.id = i == 5 ? "renamed" : "task-" + std::to_string(i);
+    for (int q = 0; q < 3; ++q) {
+      task_query tq;
+      tq.query.text = "what is key " + std::to_string(i) + "." + std::to_string(q) + "?";
+      tq.answers = {task_text{.text = "v" + std::to_string(i)}, task_text{.text = "V" + std::to_string(i)}};
+      t.queries.push_back(std::move(tq));
+    }
+    if (i == 2) t.queries[0].query.text = "<script>alert(1)</script> & more";
+    if (i == 4) {
+      t.queries[0].query.text.reset();
+      for (int k = 0; k < 20; ++k) t.queries[0].query.tokens.push_back(k + 100);
+    }
+    tf.tasks.push_back(std::move(t));
+  }
+  html_options o{.max_task_rows = 100000};
+  o.tasks = &tf;
+  const auto h = report_html(b.report, b.records, b.svgs, o);
+  CHECK(html_problem(h).empty());
+  CHECK(h.find("<th>query text</th><th>accepted answers</th>") != std::string::npos);
+  CHECK(h.find("<td>what is key 3.1?</td><td>v3 | V3</td>") != std::string::npos);
+  CHECK(h.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; more") != std::string::npos);
+  CHECK(h.find("<script>alert(1)") == std::string::npos);
+  CHECK(h.find("tokens 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 … (20 ids)") !=
+        std::string::npos);
+  CHECK(h.find("come from the task file tasks.jsonl") != std::string::npos);
+  // item 5's records name task-5, the file's line 5 is "renamed": not shown, and counted
+  std::size_t item5 = 0;
+  for (const auto& r : b.records) item5 += r.item == 5 ? 1 : 0;
+  CHECK(h.find(std::to_string(item5) + " trial(s) match no line or query of it") != std::string::npos);
+  CHECK(h.find("what is key 5.") == std::string::npos);
+  // without the file: the note the caller gives
+  html_options n;
+  n.tasks_note = "the task file 't.jsonl' that design.json names has changed since the audit";
+  const auto h2 = report_html(b.report, b.records, b.svgs, n);
+  CHECK(h2.find("<th>query text</th>") == std::string::npos);
+  CHECK(h2.find("not in the records: the task file &#39;t.jsonl&#39; that design.json names has changed") !=
+        std::string::npos);
+}
+
 TEST_CASE(
     "report.md: polarity column, labelled intervals, sorted accuracy, links to report.html, written beside "
     "it",

@@ -746,6 +746,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   text_codec codec = make_codec(engine);
   message_options msg_opts = messages.value_or(message_options{});
   msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
+  r.aopt.tasks = std::make_shared<const task_file>(*user_tasks);  // report.html's drill-down
   const task_file_source source(
       std::move(*user_tasks), std::move(codec),
       {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
@@ -1180,6 +1181,7 @@ int run_report(std::span<const std::string> words) {
   auto& records = input.records;
   if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
   aopt.design_arms = std::move(input.design_arms);
+  aopt.tasks = dist::read_design_tasks(input, records_arg, aopt.tasks_note);
   const auto warnings = design_warnings(records_path, records);
   if (!args.has("--quiet"))
     for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());

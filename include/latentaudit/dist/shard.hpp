@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -30,6 +31,7 @@
 #include "../trial/design.hpp"
 #include "../trial/journal.hpp"
 #include "../trial/record.hpp"
+#include "../trial/task_file.hpp"
 
 namespace latentaudit::dist {
 
@@ -335,6 +337,11 @@ struct records_input {
   /// file, or a directory without a readable design.json
   std::vector<std::string> design_arms;
   bool ordered_as_executed = false;  ///< the records were put in the order of a one-process run
+  /// the task file the design ran on, as design.json names it (task_source "file":
+  /// task_options.path), and its SHA-256 (task_hash); empty for built-in tasks, a file, or a
+  /// directory without a readable design.json
+  std::string task_path;
+  std::string task_sha256;  ///< see task_path
 };
 
 /// @brief Reads PATH as `latentaudit report --records` does: a regular file's records; or an audit
@@ -367,9 +374,45 @@ struct records_input {
     if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
       for (const auto& x : a->as_array())
         if (x.is_string()) in.design_arms.push_back(x.as_string());
+    const json_value* src = dj.find("task_source");
+    const json_value* hash = dj.find("task_hash");
+    const json_value* topt = dj.find("task_options");
+    const json_value* path = topt != nullptr && topt->is_object() ? topt->find("path") : nullptr;
+    if (src != nullptr && src->is_string() && src->as_string() == "file" && hash != nullptr &&
+        hash->is_string() && path != nullptr && path->is_string()) {
+      in.task_path = path->as_string();
+      in.task_sha256 = hash->as_string();
+    }
   } catch (const error&) {  // a design.json without a usable order: the files' order
   }
   return in;
+}
+
+/// @brief The task file of an audit directory's records (records_input::task_path), for the report's
+/// drill-down: read by read_task_file from its path as design.json gives it (relative: to the
+/// working directory, then to `dir`, the audit directory read_records_input read) and kept only when its
+/// SHA-256 equals the design's. Returns null and sets `note` (one sentence naming the path) when the design
+/// names a file that is missing, unreadable or changed since the audit; null with an empty note when the
+/// design names none.
+[[nodiscard]] inline std::shared_ptr<const task_file> read_design_tasks(const records_input& in,
+                                                                        const std::filesystem::path& dir,
+                                                                        std::string& note) {
+  note.clear();
+  if (in.task_path.empty()) return nullptr;
+  std::filesystem::path p = in.task_path;
+  std::error_code ec;
+  if (p.is_relative() && !std::filesystem::is_regular_file(p, ec) &&
+      std::filesystem::is_regular_file(dir / p, ec))
+    p = dir / p;
+  try {
+    auto t = std::make_shared<task_file>(read_task_file(p));
+    if (t->sha256 == in.task_sha256) return t;
+    note = "the task file '" + in.task_path +
+           "' that design.json names has changed since the audit (SHA-256 differs)";
+  } catch (const error& e) {
+    note = "the task file '" + in.task_path + "' that design.json names cannot be read (" + e.what() + ")";
+  }
+  return nullptr;
 }
 
 /// @brief An MPI launch as the environment tells it, before MPI is initialised: the world size

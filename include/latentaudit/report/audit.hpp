@@ -60,6 +60,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -76,6 +77,7 @@
 #include "../estimators/multiplicity.hpp"
 #include "../estimators/paired_binary.hpp"
 #include "../trial/record.hpp"
+#include "../trial/task_file.hpp"
 #include "analyses/conflict.hpp"  // conflict_analysis
 #include "analyses/drift.hpp"     // drift_analysis
 #include "analyses/message.hpp"   // message_analysis
@@ -111,6 +113,14 @@ struct audit_options {
   /// false skips it, the gate's `missing` says so, and nothing the decision reads changes (the
   /// decision does not read gate.*); the Monte Carlo of the decision uses it
   bool relay_gate = true;
+  /// the task file the records ran on (item i = its line i; the records' task_id must equal the
+  /// line's id): report.html's drill-down shows each trial's query and accepted answers from it;
+  /// null: the drill-down shows what the records carry. `latentaudit audit --tasks` passes its file,
+  /// `report --records DIR` the one design.json names when its SHA-256 still matches.
+  std::shared_ptr<const task_file> tasks = {};
+  /// why `tasks` is null when a file was named (e.g. "the task file ... changed since the audit"):
+  /// report.html's drill-down says it; empty otherwise
+  std::string tasks_note = {};
   /// the arms of the design (design.json "arms"): completeness counts each of them on every
   /// (item, seed) unit; empty: the arms seen in the records
   std::vector<std::string> design_arms = {};

@@ -16,6 +16,7 @@
 
 #include "../config.hpp"
 #include "../trial/record.hpp"
+#include "../trial/task_file.hpp"
 #include "finding.hpp"
 
 namespace latentaudit {
@@ -88,6 +89,11 @@ struct html_options {
   /// message, link and gate sections that report.html shows as report.md writes them
   /// (run_audit_report passes report.md's "Unavailable on this engine" section)
   std::string markdown;
+  /// the task file of the records (audit_options::tasks): the drill-down's query and accepted
+  /// answers columns; null: not shown
+  const task_file* tasks = nullptr;
+  /// shown in the drill-down's note when `tasks` is null (audit_options::tasks_note)
+  std::string tasks_note;
 };
 
 /// @brief report.html: one self-contained HTML5 page for `r` built from `records` (the records the

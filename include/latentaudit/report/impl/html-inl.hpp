@@ -160,6 +160,45 @@ inline constexpr finding_text_row finding_texts[] = {
   return fmt::format("{:.4g}", x);
 }
 
+/// @brief At most `max_bytes` of `s`, cut at a UTF-8 character boundary, with "…" when cut.
+[[nodiscard]] inline std::string html_clip(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  std::size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // not inside a character
+  return std::string(s.substr(0, n)) + "…";
+}
+
+/// @brief A task field as the drill-down shows it: its text (at most 300 bytes), or its first 16
+/// token ids.
+[[nodiscard]] inline std::string task_text_shown(const task_text& t) {
+  if (t.text) return html_clip(*t.text, 300);
+  if (t.tokens.empty()) return "–";
+  std::string s = "tokens";
+  for (std::size_t i = 0; i < t.tokens.size() && i < 16; ++i) s += " " + std::to_string(t.tokens[i]);
+  if (t.tokens.size() > 16) s += fmt::format(" … ({} ids)", t.tokens.size());
+  return s;
+}
+
+/// @brief The query of `rec` in `tasks`: line rec.item's query rec.query_index (0 without one),
+/// when that line exists and its id equals the record's task_id (records without a task_id: the
+/// built-in tasks, matched by item); nullptr otherwise.
+[[nodiscard]] inline const task_query* task_query_of(const task_file& tasks, const trial_record& rec) {
+  if (rec.item >= tasks.tasks.size()) return nullptr;
+  const auto& t = tasks.tasks[static_cast<std::size_t>(rec.item)];
+  if (!rec.task_id.empty() && rec.task_id != t.id) return nullptr;
+  const std::size_t q = rec.query_index ? static_cast<std::size_t>(*rec.query_index) : 0;
+  return q < t.queries.size() ? &t.queries[q] : nullptr;
+}
+
+/// @brief The accepted answers of `q` as the drill-down shows them: " | " between them, at most 5.
+[[nodiscard]] inline std::string task_answers_shown(const task_query& q) {
+  std::string s;
+  for (std::size_t i = 0; i < q.answers.size() && i < 5; ++i)
+    s += (i ? " | " : "") + task_text_shown(q.answers[i]);
+  if (q.answers.size() > 5) s += fmt::format(" (+{} more)", q.answers.size() - 5);
+  return s.empty() ? std::string("–") : s;
+}
+
 /// @brief An id for an HTML anchor: every character outside [A-Za-z0-9._-] becomes '_'.
 [[nodiscard]] inline std::string html_anchor_part(std::string_view s) {
   std::string out;
@@ -645,9 +684,24 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
 
   // ---- drill-down: the tasks per regime and arm ----
   bool any_answer = false, any_task = false;
+  std::size_t unmatched = 0;  // records the task file has no line or query for
   for (const auto& rec : records) {
     any_answer = any_answer || rec.answer_text.has_value();
     any_task = any_task || !rec.task_id.empty();
+    if (o.tasks != nullptr && detail::task_query_of(*o.tasks, rec) == nullptr) ++unmatched;
+  }
+  std::string tasks_text;
+  if (o.tasks != nullptr) {
+    tasks_text = fmt::format(" The query and the accepted answers come from the task file {} (line = item).",
+                             o.tasks->path.empty() ? std::string("of the audit") : o.tasks->path);
+    if (unmatched > 0)
+      tasks_text += fmt::format(
+          " {} trial(s) match no line or query of it (item beyond the file, or a task id that differs): "
+          "\"–\".",
+          unmatched);
+  } else {
+    tasks_text = " The query and the accepted answers are in the task file, not in the records" +
+                 (o.tasks_note.empty() ? std::string(".") : ": " + o.tasks_note + ".");
   }
   p.open("section", "id=\"tasks\"");
   p.el("h2", "Tasks by regime and arm");
@@ -656,9 +710,8 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
            "Per regime and arm, its trials: wrong answers first, then by item and seed; at most {} rows "
            "each (records.jsonl holds every one). The records carry the item, the seed, the task id "
            "and query index (task files), correctness, B's answer as scored (text scoring only) and "
-           "the relay error; the query and the accepted answers are in the task file, not in the "
-           "records.{}{}",
-           o.max_task_rows, any_task ? "" : " These records carry no task id (built-in tasks).",
+           "the relay error.{}{}{}",
+           o.max_task_rows, tasks_text, any_task ? "" : " These records carry no task id (built-in tasks).",
            any_answer ? "" : " These records carry no answer text (token scoring)."),
        "class=\"note\"");
   for (const auto& [key, idx] : groups) {
@@ -691,6 +744,7 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
     p.raw("<table class=\"sortable\"><thead><tr><th>item</th><th>seed</th>");
     if (has_task) p.raw("<th>task</th>");
     if (has_query) p.raw("<th>query</th>");
+    if (o.tasks != nullptr) p.raw("<th>query text</th><th>accepted answers</th>");
     p.raw("<th>correct</th>");
     if (has_answer) p.raw("<th>B&#39;s answer</th>");
     if (has_stale) p.raw("<th>stale value given</th>");
@@ -702,6 +756,11 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
       p.raw(fmt::format("<tr><td>{}</td><td>{}</td>", rec.item, rec.seed));
       if (has_task) p.raw("<td>" + html_escape(rec.task_id.empty() ? "–" : rec.task_id) + "</td>");
       if (has_query) p.raw("<td>" + (rec.query_index ? std::to_string(*rec.query_index) : "–") + "</td>");
+      if (o.tasks != nullptr) {
+        const auto* q = detail::task_query_of(*o.tasks, rec);
+        p.raw("<td>" + html_escape(q ? detail::task_text_shown(q->query) : std::string("–")) + "</td><td>" +
+              html_escape(q ? detail::task_answers_shown(*q) : std::string("–")) + "</td>");
+      }
       p.raw(rec.correct ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>");
       if (has_answer)
         p.raw("<td>" + html_escape(rec.answer_text ? *rec.answer_text : std::string("–")) + "</td>");

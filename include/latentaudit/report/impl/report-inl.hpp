@@ -1099,6 +1099,8 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
     }
   }
   html_options ho;
+  ho.tasks = o.tasks.get();
+  ho.tasks_note = o.tasks_note;
   if (const auto u = md.find("\n## Unavailable on this engine"); u != std::string::npos)
     ho.markdown = md.substr(u + 1);
   files.emplace_back("report.md", std::move(md));
