@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "latentaudit/core/rng.hpp"
 #include "latentaudit/report/report.hpp"
 #include "report/decision_mc.hpp"
 #include "report/relay_failure_sim.hpp"
@@ -164,4 +165,48 @@ TEST_CASE("answer probability: size and power by Monte Carlo on clustered record
             << " reps): accuracy finding yes " << acc << ", probability finding yes " << prob << "\n";
   CHECK(prob > acc);
   CHECK(prob >= 0.7);
+  // (4) and (5): missing records (issue 28). A stack that loses failed relays makes the observed kv
+  // probabilities too high; the findings must keep their size through the worst-case bounds.
+  // (4) the dependency null with each wrong kv_full record dropped with probability 0.5
+  auto dropped = probability_design(60, 0.30, 0.30);
+  dropped.drop_wrong_kv = 0.5;
+  const auto nd = run(dropped, "need.kv_raises_answer_probability", 28080000, reps);
+  std::cout << "answer probability MC: dependency null, wrong kv_full records dropped 50 % (60 items x 2 "
+               "seeds, seed 28080000, "
+            << reps << " reps): yes " << nd.yes << "\n";
+  CHECK(nd.yes <= bound);
+  // (5) the value null with answer_logprob missing from each wrong kv_full record with probability
+  // 0.5 (a stack that logs the probability only when the answer parses); the records stay
+  std::size_t missing = 0;
+  rates nm;
+  for (std::size_t r = 0; r < reps; ++r) {
+    auto recs = la::test::simulate_relay_failure(probability_design(150, 0.30, kv, tx), 28090000 + r);
+    for (auto& x : recs) {
+      auto g = la::make_stream(
+          {.seed = 28090000 + r, .item = x.item, .arm = 7, .replicate = static_cast<std::uint32_t>(x.seed)});
+      if (x.arm == "kv_full" && !x.correct && la::uniform01(g) < 0.5) {
+        x.answer_logprob.reset();
+        ++missing;
+      }
+    }
+    const auto core = la::analyse_records(recs, la::test::decision_mc_options());
+    nm.yes += la::test::find(core.findings, "need.kv_answer_probability_noninferior_to_text").answer ==
+                      la::verdict::yes
+                  ? 1.0
+                  : 0.0;
+  }
+  nm.yes /= static_cast<double>(reps);
+  std::cout << "answer probability MC: value at the margin, answer_logprob missing on 50 % of wrong kv_full "
+               "records (150 items x 2 seeds, seed 28090000, "
+            << reps << " reps, " << missing << " values removed): yes " << nm.yes << "\n";
+  CHECK(missing > 0);
+  CHECK(nm.yes <= bound);
+  // (6) what the bounds cost: the +10-point design of (3) with wrong kv_full records dropped 50 %
+  auto pd = d;
+  pd.drop_wrong_kv = 0.5;
+  const auto pw = run(pd, "need.kv_raises_answer_probability", 28070000, reps);
+  std::cout << "answer probability MC: +10 points, wrong kv_full records dropped 50 % (60 items x 2 seeds, "
+               "seed 28070000, "
+            << reps << " reps): probability finding yes " << pw.yes << "\n";
+  CHECK(pw.yes <= prob);
 }
