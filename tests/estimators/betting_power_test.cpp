@@ -39,7 +39,7 @@ TEST_CASE("betting power: deterministic designs match the betting interval exact
 }
 
 TEST_CASE("betting power: size at the threshold, power, detectable difference (seed 2028)",
-          "[estimators][betting_power]") {
+          "[estimators][betting_power][slow]") {
   // at the null (treated - control = threshold) the claim's rate is at most alpha (+3 MC se)
   const la::betting_power_options ni{.alpha = 0.05, .threshold = -0.05, .replicates = 2000, .seed = 2028};
   const la::clustered_binary_model at_margin{.control = 0.90, .treated = 0.85, .item_sd = 0.6, .seeds = 3};
@@ -96,9 +96,7 @@ TEST_CASE("betting power: bad input is refused naming the argument", "[estimator
   CHECK_THROWS_WITH(la::clustered_betting_detectable(10, 0.0, m), Catch::Contains("power"));
 }
 
-TEST_CASE(
-    "betting detectable difference: the formula, and its calibration against the simulation (seed 2029)",
-    "[estimators][betting_power]") {
+TEST_CASE("betting detectable difference: the formula on hand-made items", "[estimators][betting_power]") {
   // the formula on a hand example: h + z_0.8 s / sqrt(K), s the sample sd
   const std::vector<double> x{0.0, 1.0, 0.5, -0.5, 1.0};
   const double ss = 0.16 + 0.36 + 0.01 + 0.81 + 0.36;  // squared deviations from the mean 0.4
@@ -111,6 +109,10 @@ TEST_CASE(
   CHECK(std::isnan(la::betting_detectable_difference(std::vector<double>{0.5}, 0.1)));
   CHECK_THROWS_WITH(la::betting_detectable_difference(x, -0.1), Catch::Contains("half_width"));
   CHECK_THROWS_WITH(la::betting_detectable_difference(x, 0.1, 1.0), Catch::Contains("power"));
+}
+
+TEST_CASE("betting detectable difference: its calibration against the simulation (seed 2029)",
+          "[estimators][betting_power][slow]") {
   // Calibration: designs simulated at a true difference of 0 under the planning model (item logit
   // sd 0.6); the formula read off each design's verdict interval (alpha 0.05 per side) and items,
   // averaged over 20 designs, against the simulated detectable difference of the same rule (400

@@ -454,7 +454,7 @@ TEST_CASE(
 
 TEST_CASE(
     "BCa balances the two tails of a skewed mean, the wrong acceleration sign does not (seed 7, 2000 x 199)",
-    "[estimators][bootstrap][coverage]") {
+    "[estimators][bootstrap][coverage][slow]") {
   // Log-normal(0, 0.8), n = 20: the percentile interval misses mostly above. BCa's imbalance
   // P(mu > high) - P(mu < low) was 0.040 in a 2000-dataset calibration, percentile 0.086, BCa with
   // a negated 0.091. Band: 0.040 + 3.29 sqrt(0.1/2000) = 0.063 (sd of a difference of two

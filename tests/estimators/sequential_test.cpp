@@ -229,7 +229,7 @@ TEST_CASE("mSPRT argument checks name the function and the argument", "[estimato
 }
 
 TEST_CASE("mSPRT is always valid under H0 where a peeked t test is not (seed 2027, 2000 paths, n <= 1000)",
-          "[estimators][sequential][montecarlo]") {
+          "[estimators][sequential][montecarlo][slow]") {
   // P(the confidence sequence ever excludes the truth 0 within n <= 1000) <= alpha by Ville's
   // inequality; Monte-Carlo tolerance: one-sided binomial 3-sigma band 3·√(.05·.95/2000) = 0.0146.
   // A two-sided fixed-n t test at 0.05 applied after every observation from n = 2 to 1000 rejects

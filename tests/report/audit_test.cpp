@@ -575,7 +575,7 @@ TEST_CASE("audit: degenerate data (one unit, constant outcomes) gives defined re
 }
 
 TEST_CASE("audit: the cluster bootstrap interval covers the planted effect at about its level",
-          "[report][audit]") {
+          "[report][audit][slow]") {
   // Item-correlated outcomes: P(correct) = base + an item shift drawn per (item, arm) in ±0.3, so
   // the seeds of one item share it and the paired differences are correlated within items.
   // Planted kv_full − no_comm = 0.6 − 0.4 = 0.2. 200 data sets of 40 items × 3 seeds, B = 999.
@@ -674,7 +674,7 @@ TEST_CASE(
 }
 
 TEST_CASE("audit: a placebo with a real benefit beyond the margin is not called 'no' beyond the error rate",
-          "[report][audit][betting]") {
+          "[report][audit][betting][slow]") {
   // 60 need items × 3 seeds. no_comm always wrong, text and kv always right; deranged right on seed 0
   // of every fourth item: +1/3 on 15 items, a benefit of 0.083 > margin 0.05. The McNemar-era rule
   // called any non-significant placebo "no"; the benefit is not excluded, so it is at most inconclusive.
