@@ -243,7 +243,39 @@ TEST_CASE("observational: bad options and duplicate records throw", "[report][ob
   CHECK_THROWS_AS(observational_analysis(records, {.log_intercept = std::nan("")}), invalid_argument);
   CHECK_THROWS_WITH(observational_analysis(records, {.rollout_periods = 1}),
                     Contains("observational_analysis") && Contains("rollout_periods"));
+  CHECK_THROWS_WITH(observational_analysis(records, {.max_items = 1}), Contains("max_items"));
   auto dup = records;
   dup.push_back(records.front());
   CHECK_THROWS_AS(observational_analysis(dup), invalid_argument);
+}
+
+TEST_CASE("observational: at most max_items items, the smallest ids, and the notes say so",
+          "[report][observational]") {
+  const auto records = synthetic_records({.items = 60, .seed = 3});
+  std::vector<trial_record> first40;
+  for (const auto& r : records)
+    if (r.item < 40) first40.push_back(r);
+  observational_options o;
+  o.bootstrap_replicates = 200;
+  const auto capped = observational_analysis(records, {.bootstrap_replicates = 200, .max_items = 40});
+  const auto direct = observational_analysis(first40, o);
+  // the same as running on the first 40 items' records
+  REQUIRE(capped.findings.size() == direct.findings.size());
+  for (std::size_t i = 0; i < capped.findings.size(); ++i) {
+    CHECK(capped.findings[i].estimate == direct.findings[i].estimate);
+    CHECK(capped.findings[i].ci_low == direct.findings[i].ci_low);
+    CHECK(capped.findings[i].ci_high == direct.findings[i].ci_high);
+  }
+  CHECK(capped.log.units == direct.log.units);
+  const std::string note = "the demonstrations read the first 40 of 60 items (items 0..39 in id order";
+  bool in_log = false, in_rollout = false;
+  for (const auto& n : capped.log.notes) in_log |= n.find(note) != std::string::npos;
+  for (const auto& n : capped.rollout.notes) in_rollout |= n.find(note) != std::string::npos;
+  CHECK(in_log);
+  CHECK(in_rollout);
+  // at or under the bound nothing changes, and nothing is said
+  const auto whole = observational_analysis(records, {.bootstrap_replicates = 200, .max_items = 60});
+  for (const auto& n : whole.log.notes)
+    CHECK(n.find("the demonstrations read the first") == std::string::npos);
+  CHECK(whole.log.units > capped.log.units);
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -164,6 +165,8 @@ LATENTAUDIT_INLINE void check_observational_options(std::string_view fn, const o
   if (o.relay_arm == o.control_arm)
     throw_invalid(fn, "options.control_arm", "must differ from options.relay_arm");
   check_level_replicates(fn, o.level, o.bootstrap_replicates);
+  if (o.max_items < 2)
+    throw_invalid(fn, "options.max_items", "must be at least 2, got " + std::to_string(o.max_items));
 }
 
 LATENTAUDIT_INLINE production_log_result run_production_log(std::string_view fn,
@@ -524,9 +527,27 @@ LATENTAUDIT_INLINE observational_result observational_analysis(std::span<const t
   o.control_arm = detail::resolve_arm_or_name(records, o.control_arm, arm_notes);
   if (!o.rollout_text_arm.empty())
     o.rollout_text_arm = detail::resolve_arm_or_name(records, o.rollout_text_arm, arm_notes);
+  // At most max_items items (the smallest ids): the demonstrations' cost stays bounded.
+  std::vector<trial_record> kept;
+  std::span<const trial_record> used = records;
+  {
+    std::set<std::uint64_t> items;
+    for (const auto& r : records) items.insert(r.item);
+    if (items.size() > o.max_items) {
+      const std::uint64_t last = *std::next(items.begin(), static_cast<std::ptrdiff_t>(o.max_items - 1));
+      for (const auto& r : records)
+        if (r.item <= last) kept.push_back(r);
+      used = kept;
+      arm_notes.push_back(
+          fmt::format("the demonstrations read the first {} of {} items (items 0..{} in id order; "
+                      "observational_options::max_items)",
+                      o.max_items, items.size(), last));
+    }
+  }
   observational_result out;
-  out.log = detail::run_production_log(fn, records, o);
-  out.rollout = detail::run_rollout(fn, records, o);
+  out.log = detail::run_production_log(fn, used, o);
+  out.rollout = detail::run_rollout(fn, used, o);
+  if (used.size() < records.size()) out.rollout.notes.push_back(arm_notes.back());
   out.log.notes.insert(out.log.notes.begin(), arm_notes.begin(), arm_notes.end());
   const auto& L = out.log;
   const std::string& lm = L.missing;
