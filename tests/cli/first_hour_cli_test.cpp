@@ -81,6 +81,21 @@ TEST_CASE("cli: report names --records when the records cannot be opened", "[cli
   CHECK_FALSE(fs::exists(dir));  // refused before --out (the records' directory) is created
 }
 
+TEST_CASE("cli: a library error reaches the command line without the library's function names",
+          "[cli][first_hour]") {
+  // read_records and parse_json name themselves for C++ callers; the command line gets the file,
+  // line and what is wrong (main.cpp cli_words)
+  const auto dir = fh_dir("fh_bad_records");
+  fs::create_directories(dir);
+  const auto bad = dir / "records.jsonl";
+  std::ofstream(bad) << "x\n";
+  const auto r = run_cli({"report", "--records", bad.string()});
+  expect_one_line_error(r, "latentaudit: error: " + bad.string() + ":1: unexpected 'x'");
+  CHECK(r.err.find("read_records") == std::string::npos);
+  CHECK(r.err.find("parse_json") == std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli: audit into a finished --out says --resume or --force, and --force replaces only its files",
           "[cli][first_hour]") {
   const auto out = fh_dir("fh_force");

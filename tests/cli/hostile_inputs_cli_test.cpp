@@ -168,8 +168,8 @@ TEST_CASE("cli: --config integers are integers, overridden values are still chec
           "' (overridden on the command line): option --seeds must lie in [1, 100000], got 0");
   // text options too: a --config value the command line overrides is still parsed, and refused
   for (const auto& [key, bad, good, want] : std::vector<std::array<std::string, 4>>{
-           {"arms", "no_comm,bogus", "no_comm", "option --arms: parse_arm"},
-           {"link", "custom:x", "pcie4", "option --link: find_link"},
+           {"arms", "no_comm,bogus", "no_comm", "option --arms: argument 'name' must be no_comm"},
+           {"link", "custom:x", "pcie4", "option --link: argument 'name' a custom link must read custom:"},
            {"scoring", "fuzzy", "exact", "option --scoring must be"},
            {"shard-schedule", "random", "block", "option --shard-schedule must be"}}) {
     write_text(cfg, "{\"" + key + "\": \"" + bad + "\", \"items\": 2, \"seeds\": 1}");
@@ -180,9 +180,9 @@ TEST_CASE("cli: --config integers are integers, overridden values are still chec
   }
   expect_one_line_error(
       run_cli({"audit", "--arms", "no_comm,bogus", "--out", hostile_work("arms_out").string()}),
-      "audit: option --arms: parse_arm");
+      "audit: option --arms: argument 'name' must be no_comm");
   expect_one_line_error(run_cli({"audit", "--link", "custom:x", "--out", hostile_work("link_out").string()}),
-                        "audit: option --link: find_link");
+                        "audit: option --link: argument 'name' a custom link must read custom:");
 }
 
 TEST_CASE("cli: a design.json declaring 90k arms is refused before it sizes the report", "[cli][hostile]") {

@@ -56,10 +56,53 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// Library messages name the function that threw ("read_records: F:3: parse_json: unexpected 'x'"):
+// the anchor a C++ caller needs. On the command line the file, line, field or option is what the
+// user acts on, so each "<function>: " segment — a lower-case identifier with '_' or "::" (no
+// subcommand, option, environment variable, file or field name has that form before ": "), at the
+// start or after ": " — is left out ("argument '<name>'" after it stays: parameters such as
+// 'treated' or 'options.neighbors' are what the user set): "F:3: unexpected 'x'". A message that
+// would be left empty keeps its words.
+std::string cli_words(const std::string& s) {
+  auto ident_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
+  std::string out;
+  std::size_t i = 0;
+  bool segment_start = true;
+  while (i < s.size()) {
+    if (segment_start && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_')) {
+      std::size_t j = i;
+      bool marked = false;  // '_' or "::" inside: a function's name
+      while (j < s.size()) {
+        if (ident_char(s[j])) {
+          marked = marked || s[j] == '_';
+          ++j;
+        } else if (s.compare(j, 2, "::") == 0 && j + 2 < s.size() && ident_char(s[j + 2])) {
+          marked = true;
+          j += 2;
+        } else {
+          break;
+        }
+      }
+      if (marked && s.compare(j, 2, ": ") == 0 && j + 2 < s.size()) {
+        i = j + 2;  // drop "<function>: "; what follows starts a segment too
+        continue;
+      }
+    }
+    segment_start = s.compare(i, 2, ": ") == 0;
+    if (segment_start) {
+      out += ": ";
+      i += 2;
+      continue;
+    }
+    out += s[i++];
+  }
+  return out.empty() ? s : out;
+}
+
 int fail(int code, const std::string& what) {
   const std::string line =
-      "latentaudit: " + std::string(code == exit_internal ? "internal error: " : "error: ") + one_line(what) +
-      "\n";
+      "latentaudit: " + std::string(code == exit_internal ? "internal error: " : "error: ") +
+      one_line(code == exit_internal ? what : cli_words(what)) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   return code;
 }
