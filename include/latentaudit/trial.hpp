@@ -18,5 +18,6 @@
 #include "trial/reference_driver.hpp"
 #include "trial/task.hpp"
 #include "trial/task_file.hpp"
+#include "trial/workers.hpp"
 
 #endif  // LATENTAUDIT_TRIAL_HPP

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <unistd.h>
 
@@ -73,6 +74,10 @@ std::vector<option_spec> audit_spec() {
        "report.json, report.html and *.svg are removed first (other files are kept; refused while "
        "another audit holds --out, and with --resume)"},
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
+      {"--jobs", "N",
+       "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
+       "reference engine; 1 on llama.cpp, whose --threads use the cores; records do not depend on it; "
+       "not with --relay-transport or under mpirun)"},
       {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
       {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
       {"--stale-fraction", "P",
@@ -388,6 +393,7 @@ struct audit_run {
   audit_shard* shard;
   relay_session* serve;
   unsigned threads = 1;
+  unsigned jobs = 1;  ///< --jobs: workers, each with its own engines (run_on_workers)
   bool on_llama = false;
   std::filesystem::path model;
   std::filesystem::path task_dir;
@@ -626,6 +632,13 @@ void read_audit_options(audit_run& r) {
     return *s;
   };
   scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
+  // --jobs: by default the cores (up to 8) on the reference engine, whose weights each worker
+  // copies (the organisms: a few MB); 1 on llama.cpp, where a worker loads the model again and
+  // --threads already uses the cores; 1 where the topology runs elsewhere (open_audit_topology)
+  const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  const bool elsewhere =
+      r.shard != nullptr || r.serve != nullptr || args.get("--relay-transport").has_value();
+  r.jobs = static_cast<unsigned>(args.integer("--jobs", r.on_llama || elsewhere ? 1 : cores, 1, 256));
 }
 
 // --out under its lock (held by the caller, so no other audit or report writes there): --force
@@ -705,14 +718,21 @@ void open_audit_topology(audit_run& r) {
   relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
   mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
   if (shard != nullptr) shard->step([] {});
+  // --jobs: workers in this process, each with its own engines; a relay link is one conversation
+  // and a sharded run splits the units between ranks already
+  if (r.jobs > 1 && (relay || mpi_relay || shard != nullptr || serve != nullptr))
+    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+                      " runs in one process " +
+                      (relay || mpi_relay ? "with its relays in it; it excludes --relay-transport"
+                                          : "alone; under mpirun the ranks share the units (pass --jobs 1)"));
 }
 
 // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
 // with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
 // relay peer or MPI rank 1, serves the sender's half).
-template <class Engine, class Partner, class AddSenders>
+template <class Engine, class Partner, class AddSenders, class MakeWorker>
 driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engine, Partner* partner,
-                          const char* engine_name, AddSenders&& add_senders) {
+                          const char* engine_name, AddSenders&& add_senders, MakeWorker&& make_worker) {
   auto& args = r.args;
   auto& shard = r.shard;
   auto& serve = r.serve;
@@ -833,6 +853,24 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     driver.set_relay_key(relay->wire_key());
   }
   if (mpi_link) driver.set_relay_channel(mpi_link.get());
+  if (r.jobs > 1) {  // --jobs N: N drivers, each on its own engines, one shared schedule (trial/workers.hpp)
+    using driver_type = trial_driver<engine_type, partner_type>;
+    std::vector<decltype(make_worker())> workers;
+    std::vector<std::unique_ptr<driver_type>> extra;
+    std::vector<driver_type*> all{&driver};
+    for (unsigned w = 1; w < r.jobs; ++w) {
+      workers.push_back(make_worker());
+      auto& wk = *workers.back();
+      extra.push_back(std::make_unique<driver_type>(wk.engine, wk.partner ? &*wk.partner : nullptr));
+      for (auto& [name, e] : wk.drifted) extra.back()->add_sender(name, e);
+      extra.back()->set_message_options(msg_opts);
+      all.push_back(extra.back().get());
+    }
+    return run_on_workers<driver_type>(
+        all, d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
+        [&](const trial_record& rec) { journal.append(rec); }, resumed,
+        [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
+  }
   auto go = [&](const unit_schedule& schedule) {
     return driver.run(
         d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
@@ -927,9 +965,21 @@ driver_stats run_audit_trials(audit_run& r) {
       for (const auto& [name, e] : drifted)
         if (a.plan().sender == arm_sender::named && a.sender == name)
           drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
-    stats = run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "reference", [&](auto& driver) {
-      for (auto& [name, e] : drifted) driver.add_sender(name, e);
-    });
+    // --jobs: each further worker copies the engines (the reference engine's weights are plain data;
+    // no sequence is open yet)
+    struct worker {
+      reference_cpu_backend engine;
+      std::optional<reference_cpu_backend> partner;
+      std::vector<std::pair<std::string, reference_cpu_backend>> drifted;
+    };
+    stats = run_audit_on(
+        r, tokenizer, engine, partner ? &*partner : nullptr, "reference",
+        [&](auto& driver) {
+          for (auto& [name, e] : drifted) driver.add_sender(name, e);
+        },
+        [&] {
+          return std::make_unique<worker>(worker{engine, partner, drifted});
+        });
   } else {
 #if LATENTAUDIT_CLI_LLAMA_CPP
     const llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, threads))};
@@ -939,7 +989,18 @@ driver_stats run_audit_trials(audit_run& r) {
       require_gguf(*partner_arg, "audit", "--partner");
       partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
     }
-    stats = run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {});
+    struct worker {  // --jobs: each further worker loads the model (and partner) into its own context
+      llama_cpp_backend engine;
+      std::optional<llama_cpp_backend> partner;
+      std::vector<std::pair<std::string, llama_cpp_backend>> drifted;  // none on llama.cpp
+    };
+    stats = run_audit_on(
+        r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {},
+        [&] {
+          auto w = std::make_unique<worker>(worker{llama_cpp_backend::load(model, lo), std::nullopt, {}});
+          if (partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+          return w;
+        });
 #endif
   }
   return stats;

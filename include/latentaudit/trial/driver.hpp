@@ -78,8 +78,14 @@ struct driver_stats {
   double sink_s = 0.0;            ///< time inside the sink (journal writes)
   std::uint64_t repeat_runs = 0;  ///< extra timed runs of trials (trial_design::timing_repeats)
   std::uint64_t repeat_mismatches = 0;  ///< extra runs whose outcome differed from the first run's
-  /// @brief wall − backend − relay: the harness's own time (tasks, bookkeeping, metrics, sink).
-  [[nodiscard]] double overhead_s() const noexcept { return std::max(0.0, wall_s - backend_s - relay_s); }
+  /// the workers' wall times summed (run_on_workers: several drivers at once); 0 for one driver's
+  /// run(), whose wall_s it is
+  double worker_wall_s = 0.0;
+  /// @brief wall − backend − relay, over the workers' summed wall times when several ran: the
+  /// harness's own time (tasks, bookkeeping, metrics, sink).
+  [[nodiscard]] double overhead_s() const noexcept {
+    return std::max(0.0, (worker_wall_s > 0.0 ? worker_wall_s : wall_s) - backend_s - relay_s);
+  }
 };
 
 /// @brief Progress after each unit: trials done (including skipped), total trials.
@@ -318,6 +324,9 @@ class trial_driver {
   /// in this process. Over a channel, records carry transfer_measured_s, and a frame damaged on the
   /// link is rejected and recorded as relay_error (never imported). The channel must outlive the runs.
   void set_relay_channel(relay_channel* channel) noexcept { channel_ = channel; }
+
+  /// @brief Whether later runs send their relays through a channel (set_relay_channel).
+  [[nodiscard]] bool relays_over_channel() const noexcept { return channel_ != nullptr; }
 
   /// @brief The key of the relays' wire HMAC tag (trial_design::authenticate) in later runs,
   /// instead of relay_hmac_key(design.seed) — which anyone who knows the design can compute. Both

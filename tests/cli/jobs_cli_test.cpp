@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit audit --jobs N` (trial/workers.hpp): the records, in their order, and the report's
+// verdicts do not depend on N; a resume on another N completes the same set; --jobs with a relay
+// link is refused with one line.
+#include <catch2/catch.hpp>
+#include <latentaudit/trial/journal.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+#include "support/common.hpp"
+
+namespace la = latentaudit;
+namespace fs = std::filesystem;
+using la::test::ok_json;
+using la::test::run_cli;
+
+namespace {
+
+std::vector<std::string> jobs_audit(const fs::path& out, const std::string& jobs) {
+  return {"audit",     "--model",          la::test::models + "organism-a",
+          "--partner", la::test::models + "organism-b",
+          "--items",   "12",
+          "--seeds",   "2",
+          "--arms",    "no_comm,text_full,kv_full,deranged,kv_noise_1,kv_int4,cross_model",
+          "--drift",   "none",
+          "--jobs",    jobs,
+          "--out",     out.string(),
+          "--quiet"};
+}
+
+// The records in file order, timings cleared.
+std::vector<std::string> timeless_lines(const fs::path& file) {
+  std::vector<std::string> out;
+  for (auto r : la::read_records(file)) {
+    r.latency = {};
+    for (auto& x : r.latency_repeats_s) x = 0.0;
+    out.push_back(la::record_to_line(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("audit --jobs: records in the same order and the same verdicts for 1, 2 and 3 workers",
+          "[cli][jobs]") {
+  const auto base = la::test::cli_work_dir() / "jobs";
+  fs::remove_all(base);
+  const auto one = ok_json(jobs_audit(base / "j1", "1"));
+  const auto ref = timeless_lines(base / "j1" / "records.jsonl");
+  REQUIRE(ref.size() == 12u * 2u * 7u);
+  for (const char* n : {"2", "3"}) {
+    INFO("--jobs " << n);
+    const auto j = ok_json(jobs_audit(base / (std::string("j") + n), n));
+    CHECK(timeless_lines(base / (std::string("j") + n) / "records.jsonl") == ref);
+    CHECK(j.find("trials_run")->as_number() == static_cast<double>(ref.size()));
+    CHECK(j.find("decision")->find("verdict")->as_string() == one.find("decision")->find("verdict")->as_string());
+    // every finding not on measured latencies (cost.*, gate.* read the timings, which differ)
+    for (const auto& [id, v] : one.find("findings")->as_object()) {
+      if (id.rfind("cost.", 0) == 0 || id.rfind("gate.", 0) == 0) continue;
+      const auto* w = j.find("findings")->find(id);
+      REQUIRE(w != nullptr);
+      CHECK(v.as_string() == w->as_string());
+    }
+  }
+  // a run cut short (its first 100 records kept) resumed on 3 workers completes the same records
+  const auto cut = base / "cut";
+  fs::create_directories(cut);
+  fs::copy_file(base / "j1" / "design.json", cut / "design.json");
+  {
+    std::ofstream f(cut / "records.jsonl");
+    const auto all = la::read_records(base / "j1" / "records.jsonl");
+    for (std::size_t k = 0; k < 100; ++k) f << la::record_to_line(all[k]) << "\n";
+  }
+  auto resume = jobs_audit(cut, "3");
+  resume.emplace_back("--resume");
+  const auto rj = ok_json(resume);
+  CHECK(rj.find("trials_skipped")->as_number() == 100.0);
+  CHECK(timeless_lines(cut / "records.jsonl") == ref);
+  fs::remove_all(base);
+}
+
+TEST_CASE("audit --jobs with a relay link: refused with one line", "[cli][jobs]") {
+  const auto out = la::test::cli_work_dir() / "jobs_tcp";
+  auto words = jobs_audit(out, "2");
+  words.insert(words.end(), {"--relay-transport", "tcp"});
+  const auto r = run_cli(words);
+  la::test::expect_one_line_error(r, "option --jobs 2 runs in one process with its relays in it");
+  CHECK_FALSE(fs::exists(out / "records.jsonl"));
+  // --jobs 0 is refused naming the option
+  la::test::expect_one_line_error(run_cli(jobs_audit(out, "0")), "--jobs");
+}
