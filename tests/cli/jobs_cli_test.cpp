@@ -21,14 +21,23 @@ using la::test::run_cli;
 namespace {
 
 std::vector<std::string> jobs_audit(const fs::path& out, const std::string& jobs) {
-  return {"audit",     "--model",          la::test::models + "organism-a",
-          "--partner", la::test::models + "organism-b",
-          "--items",   "12",
-          "--seeds",   "2",
-          "--arms",    "no_comm,text_full,kv_full,deranged,kv_noise_1,kv_int4,cross_model",
-          "--drift",   "none",
-          "--jobs",    jobs,
-          "--out",     out.string(),
+  return {"audit",
+          "--model",
+          la::test::models + "organism-a",
+          "--partner",
+          la::test::models + "organism-b",
+          "--items",
+          "12",
+          "--seeds",
+          "2",
+          "--arms",
+          "no_comm,text_full,kv_full,deranged,kv_noise_1,kv_int4,cross_model",
+          "--drift",
+          "none",
+          "--jobs",
+          jobs,
+          "--out",
+          out.string(),
           "--quiet"};
 }
 
@@ -57,7 +66,8 @@ TEST_CASE("audit --jobs: records in the same order and the same verdicts for 1, 
     const auto j = ok_json(jobs_audit(base / (std::string("j") + n), n));
     CHECK(timeless_lines(base / (std::string("j") + n) / "records.jsonl") == ref);
     CHECK(j.find("trials_run")->as_number() == static_cast<double>(ref.size()));
-    CHECK(j.find("decision")->find("verdict")->as_string() == one.find("decision")->find("verdict")->as_string());
+    CHECK(j.find("decision")->find("verdict")->as_string() ==
+          one.find("decision")->find("verdict")->as_string());
     // every finding not on measured latencies (cost.*, gate.* read the timings, which differ)
     for (const auto& [id, v] : one.find("findings")->as_object()) {
       if (id.rfind("cost.", 0) == 0 || id.rfind("gate.", 0) == 0) continue;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -110,11 +111,14 @@ struct rates {
   double yes = 0, no = 0;
 };
 
+// `edit`, when given, changes each data set's records before the analysis (data set seed passed).
 rates run(const la::test::relay_failure_design& d, const std::string& id, std::uint64_t seed,
-          std::size_t reps) {
+          std::size_t reps,
+          const std::function<void(std::vector<la::trial_record>&, std::uint64_t)>& edit = {}) {
   rates out;
   for (std::size_t r = 0; r < reps; ++r) {
-    const auto recs = la::test::simulate_relay_failure(d, seed + r);
+    auto recs = la::test::simulate_relay_failure(d, seed + r);
+    if (edit) edit(recs, seed + r);
     const auto core = la::analyse_records(recs, la::test::decision_mc_options());
     const auto& f = la::test::find(core.findings, id);
     out.yes += f.answer == la::verdict::yes ? 1.0 : 0.0;
@@ -178,24 +182,18 @@ TEST_CASE("answer probability: size and power by Monte Carlo on clustered record
   // (5) the value null with answer_logprob missing from each wrong kv_full record with probability
   // 0.5 (a stack that logs the probability only when the answer parses); the records stay
   std::size_t missing = 0;
-  rates nm;
-  for (std::size_t r = 0; r < reps; ++r) {
-    auto recs = la::test::simulate_relay_failure(probability_design(150, 0.30, kv, tx), 28090000 + r);
-    for (auto& x : recs) {
-      auto g = la::make_stream(
-          {.seed = 28090000 + r, .item = x.item, .arm = 7, .replicate = static_cast<std::uint32_t>(x.seed)});
-      if (x.arm == "kv_full" && !x.correct && la::uniform01(g) < 0.5) {
-        x.answer_logprob.reset();
-        ++missing;
-      }
-    }
-    const auto core = la::analyse_records(recs, la::test::decision_mc_options());
-    nm.yes += la::test::find(core.findings, "need.kv_answer_probability_noninferior_to_text").answer ==
-                      la::verdict::yes
-                  ? 1.0
-                  : 0.0;
-  }
-  nm.yes /= static_cast<double>(reps);
+  const auto nm =
+      run(probability_design(150, 0.30, kv, tx), "need.kv_answer_probability_noninferior_to_text", 28090000,
+          reps, [&](std::vector<la::trial_record>& recs, std::uint64_t s) {
+            for (auto& x : recs) {
+              auto g = la::make_stream(
+                  {.seed = s, .item = x.item, .arm = 7, .replicate = static_cast<std::uint32_t>(x.seed)});
+              if (x.arm == "kv_full" && !x.correct && la::uniform01(g) < 0.5) {
+                x.answer_logprob.reset();
+                ++missing;
+              }
+            }
+          });
   std::cout << "answer probability MC: value at the margin, answer_logprob missing on 50 % of wrong kv_full "
                "records (150 items x 2 seeds, seed 28090000, "
             << reps << " reps, " << missing << " values removed): yes " << nm.yes << "\n";

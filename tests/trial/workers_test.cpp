@@ -44,8 +44,8 @@ struct workers {
 
 trial_design small_design() {
   trial_design d{.seed = 9, .items = 10, .seeds = 2};
-  d.arms = {parse_arm("no_comm"), parse_arm("text_full"), parse_arm("kv_full"), parse_arm("deranged"),
-            parse_arm("kv_noise_1"), parse_arm("cross_model")};
+  d.arms = {parse_arm("no_comm"),  parse_arm("text_full"),  parse_arm("kv_full"),
+            parse_arm("deranged"), parse_arm("kv_noise_1"), parse_arm("cross_model")};
   d.timing_repeats = 2;  // some units re-run their trials for timing: which ones must not change
   return d;
 }

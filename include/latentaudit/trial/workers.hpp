@@ -58,26 +58,27 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
   for (const Driver* d : drivers) {
     if (d == nullptr) detail::throw_invalid(fn, "drivers", "must not hold a null driver");
     if (d->relays_over_channel())
-      detail::throw_invalid(fn, "drivers", "must not relay over a channel (run relays over a link on one driver)");
+      detail::throw_invalid(fn, "drivers",
+                            "must not relay over a channel (run relays over a link on one driver)");
   }
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t units = design.unit_order().size();
-  std::mutex mu;                        // the sink, the task source, the progress sum
-  std::atomic<std::size_t> next{0};     // the next position of design.unit_order()
-  std::atomic<bool> stop{false};        // a driver failed: hand out no more units
+  std::mutex mu;                     // the sink, the task source, the progress sum
+  std::atomic<std::size_t> next{0};  // the next position of design.unit_order()
+  std::atomic<bool> stop{false};     // a driver failed: hand out no more units
   std::vector<std::uint64_t> finished(drivers.size(), 0);
   std::vector<driver_stats> stats(drivers.size());
   std::vector<std::exception_ptr> failed(drivers.size());
   const std::uint64_t total = design.trials();
   // The reorder buffer (under mu): records of finished units wait for every unit before theirs.
   constexpr std::size_t none = static_cast<std::size_t>(-1);
-  std::vector<std::size_t> holding(drivers.size(), none);   // the unit each driver runs
+  std::vector<std::size_t> holding(drivers.size(), none);    // the unit each driver runs
   std::map<std::size_t, std::vector<trial_record>> pending;  // records of units not yet passed on
   std::set<std::size_t> finished_units;                      // finished, not yet passed on
   std::size_t next_out = 0;                                  // the next unit to pass on
-  auto flush = [&](std::size_t p) {  // caller holds mu
+  auto flush = [&](std::size_t p) {                          // caller holds mu
     if (auto it = pending.find(p); it != pending.end()) {
       for (const auto& r : it->second) sink(r);
       pending.erase(it);

@@ -108,6 +108,13 @@ void holm_over(std::span<regime_contrast* const> family);
 /// @param why what was missing (the detail)
 [[nodiscard]] finding not_estimable_finding(std::string id, std::string why);
 
+/// @brief A relay-failure risk finding on contrast `c` of `regime` (stale.kv_worse_than_text,
+/// conflict.kv_worse_than_no_comm): its verdict interval, pairs, method "<regime> regime, <id>:
+/// <method>; Holm over the relay-failure family", the risk family's noninferiority_p at `margin`
+/// and the minimum detectable effect.
+[[nodiscard]] finding risk_finding(std::string id, verdict v, const regime_contrast& c,
+                                   std::string_view regime, std::string why, double margin, double alpha);
+
 }  // namespace detail
 
 }  // namespace latentaudit

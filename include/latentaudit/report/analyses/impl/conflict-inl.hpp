@@ -142,17 +142,7 @@ LATENTAUDIT_INLINE finding conflict_worse_finding(const conflict_analysis& c, do
         a.need_high, a.need_items, a.difference, a.difference_low, a.difference_high, 100.0 * (1.0 - alpha));
   else
     why += "; mechanism (attention mass on the relay): " + a.note;
-  finding f{.id = id,
-            .answer = v,
-            .estimate = k.estimate,
-            .ci_low = k.verdict_low,
-            .ci_high = k.verdict_high,
-            .method = "conflict regime, " + k.id + ": " + k.method + "; Holm over the relay-failure family",
-            .n = k.n_pairs,
-            .detail = why,
-            .noninferiority_p = detail::noninferiority_p(k.items, k.missing, margin, alpha)};
-  detail::set_minimum_detectable(f, k.items);
-  return f;
+  return detail::risk_finding(id, v, k, "conflict", std::move(why), margin, alpha);
 }
 
 }  // namespace latentaudit

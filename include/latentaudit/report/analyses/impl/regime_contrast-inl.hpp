@@ -160,6 +160,23 @@ LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why
           .detail = std::move(why)};
 }
 
+LATENTAUDIT_INLINE finding risk_finding(std::string id, verdict v, const regime_contrast& c,
+                                        std::string_view regime, std::string why, double margin,
+                                        double alpha) {
+  finding f{.id = std::move(id),
+            .answer = v,
+            .estimate = c.estimate,
+            .ci_low = c.verdict_low,
+            .ci_high = c.verdict_high,
+            .method = std::string(regime) + " regime, " + c.id + ": " + c.method +
+                      "; Holm over the relay-failure family",
+            .n = c.n_pairs,
+            .detail = std::move(why),
+            .noninferiority_p = noninferiority_p(c.items, c.missing, margin, alpha)};
+  set_minimum_detectable(f, c.items);
+  return f;
+}
+
 }  // namespace latentaudit::detail
 
 #endif  // LATENTAUDIT_REPORT_ANALYSES_IMPL_REGIME_CONTRAST_INL_HPP

@@ -120,17 +120,7 @@ LATENTAUDIT_INLINE finding stale_worse_finding(const stale_analysis& s, double a
     why = fmt::format("neither a loss nor its absence (within {:.1f} points) is shown: {} (Holm p = {:.3g})",
                       100.0 * margin, detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high),
                       c.p_holm);
-  finding f{.id = id,
-            .answer = v,
-            .estimate = c.estimate,
-            .ci_low = c.verdict_low,
-            .ci_high = c.verdict_high,
-            .method = "stale regime, " + c.id + ": " + c.method + "; Holm over the relay-failure family",
-            .n = c.n_pairs,
-            .detail = why,
-            .noninferiority_p = detail::noninferiority_p(c.items, c.missing, margin, alpha)};
-  detail::set_minimum_detectable(f, c.items);
-  return f;
+  return detail::risk_finding(id, v, c, "stale", std::move(why), margin, alpha);
 }
 
 LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double alpha, double margin) {
