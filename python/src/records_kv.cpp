@@ -224,34 +224,38 @@ kv_block make_block(const block_input& in, std::string_view fn) {
   return b;
 }
 
-// K, V (in the block's dtype: float32, float16, or uint16 bfloat16 bits) and positions.
-py::tuple block_arrays(const kv_block& b, const py::object& like) {
-  const auto L = static_cast<py::ssize_t>(b.n_layers()), T = static_cast<py::ssize_t>(b.n_tokens()),
-             H = static_cast<py::ssize_t>(b.n_kv_heads());
-  py::dtype dt = b.type() == dtype::f32   ? py::dtype::of<float>()
-                 : b.type() == dtype::f16 ? py::dtype("float16")
-                                          : py::dtype::of<std::uint16_t>();
-  if (b.type() == dtype::bf16 && !like.is_none()) dt = py::array(like).dtype();  // ml_dtypes bfloat16 stays
-  py::array k(dt, std::vector<py::ssize_t>{L, T, H, b.head_dim_k()});
-  py::array v(dt, std::vector<py::ssize_t>{L, T, H, b.head_dim_v()});
-  const std::size_t es = dtype_size(b.type());
-  for (std::size_t i = 0; i < b.n_layers(); ++i) {
-    const std::byte *ks = nullptr, *vs = nullptr;
-    if (b.type() == dtype::f32) {
-      ks = reinterpret_cast<const std::byte*>(b.k<float>(i).data());
-      vs = reinterpret_cast<const std::byte*>(b.v<float>(i).data());
-    } else if (b.type() == dtype::f16) {
-      ks = reinterpret_cast<const std::byte*>(b.k<Eigen::half>(i).data());
-      vs = reinterpret_cast<const std::byte*>(b.v<Eigen::half>(i).data());
-    } else {
-      ks = reinterpret_cast<const std::byte*>(b.k<Eigen::bfloat16>(i).data());
-      vs = reinterpret_cast<const std::byte*>(b.v<Eigen::bfloat16>(i).data());
-    }
-    std::memcpy(static_cast<std::byte*>(k.mutable_data()) + i * b.k_elements() * es, ks, b.k_elements() * es);
-    std::memcpy(static_cast<std::byte*>(v.mutable_data()) + i * b.v_elements() * es, vs, b.v_elements() * es);
-  }
+// K, V (in the block's dtype: float32, float16, or uint16 bfloat16 bits) and positions. K and V
+// are views of the block's own storage, not copies: the block moves into a capsule the two arrays
+// keep alive. The storage holds layer after layer, each K [tokens][heads][dim] then V, so K and V
+// are strided across layers (torch.from_numpy shares them as they are).
+py::tuple block_arrays(kv_block block, const py::object& like) {
+  const auto L = static_cast<py::ssize_t>(block.n_layers()), T = static_cast<py::ssize_t>(block.n_tokens()),
+             H = static_cast<py::ssize_t>(block.n_kv_heads());
+  py::dtype dt = block.type() == dtype::f32   ? py::dtype::of<float>()
+                 : block.type() == dtype::f16 ? py::dtype("float16")
+                                              : py::dtype::of<std::uint16_t>();
+  if (block.type() == dtype::bf16 && !like.is_none()) dt = py::array(like).dtype();  // ml_dtypes bfloat16 stays
   py::array_t<position_t> p(T);
-  std::copy(b.positions().begin(), b.positions().end(), p.mutable_data());
+  std::copy(block.positions().begin(), block.positions().end(), p.mutable_data());
+  const std::vector<py::ssize_t> k_shape{L, T, H, block.head_dim_k()}, v_shape{L, T, H, block.head_dim_v()};
+  if (L == 0 || T == 0 || H == 0)  // nothing to share
+    return py::make_tuple(py::array(dt, k_shape), py::array(dt, v_shape), p);
+  auto* owned = new kv_block(std::move(block));
+  const py::capsule keep(owned, [](void* x) { delete static_cast<kv_block*>(x); });
+  const auto es = static_cast<py::ssize_t>(dtype_size(owned->type()));
+  auto first = [&](bool value) -> std::byte* {
+    if (owned->type() == dtype::f32)
+      return reinterpret_cast<std::byte*>(value ? owned->v<float>(0).data() : owned->k<float>(0).data());
+    if (owned->type() == dtype::f16)
+      return reinterpret_cast<std::byte*>(value ? owned->v<Eigen::half>(0).data()
+                                                : owned->k<Eigen::half>(0).data());
+    return reinterpret_cast<std::byte*>(value ? owned->v<Eigen::bfloat16>(0).data()
+                                              : owned->k<Eigen::bfloat16>(0).data());
+  };
+  const auto layer = static_cast<py::ssize_t>(owned->k_elements() + owned->v_elements()) * es;
+  const auto dk = owned->head_dim_k(), dv = owned->head_dim_v();
+  py::array k(dt, k_shape, std::vector<py::ssize_t>{layer, H * dk * es, dk * es, es}, first(false), keep);
+  py::array v(dt, v_shape, std::vector<py::ssize_t>{layer, H * dv * es, dv * es, es}, first(true), keep);
   return py::make_tuple(k, v, p);
 }
 
@@ -313,7 +317,7 @@ void bind_kv(py::module_& m) {
           py::gil_scoped_release unlocked;
           r = add_noise(b, s);
         }
-        const auto arrays = block_arrays(b, k);
+        const auto arrays = block_arrays(std::move(b), k);
         py::dict rec("sigma_requested"_a = r.sigma_requested, "sigma_applied_rms"_a = r.sigma_applied_rms,
                      "signal_rms"_a = r.signal_rms, "realized_snr_db"_a = r.realized_snr_db,
                      "elements"_a = r.elements);
@@ -341,7 +345,7 @@ void bind_kv(py::module_& m) {
           py::gil_scoped_release unlocked;
           r = quantize_roundtrip(b, s, threads);
         }
-        const auto arrays = block_arrays(b, k);
+        const auto arrays = block_arrays(std::move(b), k);
         py::dict rec("scheme"_a = std::string(quant_scheme_name(r.scheme)), "group_size"_a = r.group_size,
                      "original_bytes"_a = r.original_bytes, "quantized_bytes"_a = r.quantized_bytes,
                      "groups"_a = r.groups, "max_abs_error"_a = r.max_abs_error,
@@ -387,7 +391,7 @@ void bind_kv(py::module_& m) {
                             fn);
         if (to.ndim() != 1) throw shape_mismatch(std::string(fn) + ": new_positions must be 1-dimensional");
         set_positions(b, std::span<const position_t>(to.data(), static_cast<std::size_t>(to.shape(0))));
-        return block_arrays(b, k);
+        return block_arrays(std::move(b), k);
       },
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "new_positions"_a,
       "RoPE re-rotation: moves token t to new_positions[t], re-rotating its keys: (k, v, positions).");
@@ -402,7 +406,7 @@ void bind_kv(py::module_& m) {
                             fn);
         apply_position_mode(b, parse_choice(fn, "mode", mode, position_mode_names), first_position,
                             receiver_next);
-        return block_arrays(b, k);
+        return block_arrays(std::move(b), k);
       },
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "mode"_a, "first_position"_a = 0,
       "receiver_next"_a = 0,
@@ -431,8 +435,7 @@ void bind_kv(py::module_& m) {
           else
             sel.tokens.assign(sel.layers.size(), tokens.cast<std::vector<std::int64_t>>());
         }
-        const auto out = apply_selection(b, sel);
-        const auto a = block_arrays(out, k);
+        auto out = apply_selection(b, sel);
         py::object mask = py::none();
         if (out.has_token_mask()) {
           py::array_t<std::uint8_t> m8(
@@ -440,8 +443,9 @@ void bind_kv(py::module_& m) {
           std::copy(out.token_mask().begin(), out.token_mask().end(), m8.mutable_data());
           mask = m8;
         }
-        return py::dict("k"_a = a[0], "v"_a = a[1], "positions"_a = a[2],
-                        "layers"_a = std::vector<layer_index>(out.layers().begin(), out.layers().end()),
+        std::vector<layer_index> kept(out.layers().begin(), out.layers().end());
+        const auto a = block_arrays(std::move(out), k);
+        return py::dict("k"_a = a[0], "v"_a = a[1], "positions"_a = a[2], "layers"_a = std::move(kept),
                         "token_mask"_a = mask);
       },
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "select_layers"_a = py::none(),

@@ -36,6 +36,35 @@ def test_noise_streams_are_the_seeds():
     assert h[0].dtype == np.float16
 
 
+def test_results_are_views_of_one_block_not_copies():
+    # K and V of a result share the block the policy ran on (no copy out); the views stay valid
+    # after every other reference is gone, and torch.from_numpy shares them as they are
+    k, v = cache(dtype=np.float32, layers=4, tokens=10, heads=2, dim=8)
+    k1, v1, _ = kv.add_noise(k, v, 0.1, seed=7)
+    assert not k1.flags.owndata and not v1.flags.owndata
+    assert k1.base is v1.base and np.may_share_memory(k1, v1)  # one block: each layer's K, then V
+    assert not np.shares_memory(k1, k)  # the caller's arrays are never written
+    assert k1.shape == k.shape and v1.shape == v.shape
+    expect = k1.copy()
+    del v1
+    import gc
+
+    gc.collect()
+    assert np.array_equal(k1, expect)  # the block lives as long as one view does
+    for f in (kv.quantize_roundtrip, kv.zeroed_placebo, kv.random_placebo):
+        out = f(k, v)
+        assert not out[0].flags.owndata and out[0].base is out[1].base
+    sel = kv.apply_selection(k, v, select_layers=[0, 2])
+    assert sel["k"].shape == (2, 10, 2, 8) and sel["k"].base is sel["v"].base
+    try:
+        import torch
+    except ImportError:
+        return
+    t = torch.from_numpy(k1)
+    assert t.data_ptr() == k1.__array_interface__["data"][0]
+    assert torch.equal(t, torch.from_numpy(expect))
+
+
 def test_quantize_round_trips():
     k, v = cache(tokens=64)
     k8, v8, r8 = kv.quantize_roundtrip(k, v, scheme="int8")
