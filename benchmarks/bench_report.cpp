@@ -29,6 +29,11 @@ void BM_report(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_report)->Name("smoke/report/relay_failure")->Arg(10)->UseRealTime();
-BENCHMARK(BM_report)->Name("report/relay_failure")->Arg(60)->Arg(150)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_report)
+    ->Name("report/relay_failure")
+    ->Arg(60)
+    ->Arg(150)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -727,6 +727,28 @@ void open_audit_topology(audit_run& r) {
                                           : "alone; under mpirun the ranks share the units (pass --jobs 1)"));
 }
 
+// --jobs N: `first` and N - 1 more drivers, each on the engines make_worker() gives it (their
+// drifted senders added, the message options set), run the design from one shared schedule
+// (run_on_workers, trial/workers.hpp); the journal sees one driver's records in its order.
+template <class Driver, class MakeWorker>
+driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worker, const message_options& msg,
+                            const trial_design& d, const typename Driver::task_source& tasks,
+                            const std::function<void(const trial_record&)>& sink,
+                            const std::set<trial_key>& resumed, const progress_callback& progress) {
+  std::vector<decltype(make_worker())> workers;  // each worker's engines, alive until the run ends
+  std::vector<std::unique_ptr<Driver>> extra;
+  std::vector<Driver*> all{&first};
+  for (unsigned w = 1; w < jobs; ++w) {
+    workers.push_back(make_worker());
+    auto& wk = *workers.back();
+    extra.push_back(std::make_unique<Driver>(wk.engine, wk.partner ? &*wk.partner : nullptr));
+    for (auto& [name, e] : wk.drifted) extra.back()->add_sender(name, e);
+    extra.back()->set_message_options(msg);
+    all.push_back(extra.back().get());
+  }
+  return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress);
+}
+
 // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
 // with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
 // relay peer or MPI rank 1, serves the sender's half).
@@ -853,24 +875,12 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     driver.set_relay_key(relay->wire_key());
   }
   if (mpi_link) driver.set_relay_channel(mpi_link.get());
-  if (r.jobs > 1) {  // --jobs N: N drivers, each on its own engines, one shared schedule (trial/workers.hpp)
-    using driver_type = trial_driver<engine_type, partner_type>;
-    std::vector<decltype(make_worker())> workers;
-    std::vector<std::unique_ptr<driver_type>> extra;
-    std::vector<driver_type*> all{&driver};
-    for (unsigned w = 1; w < r.jobs; ++w) {
-      workers.push_back(make_worker());
-      auto& wk = *workers.back();
-      extra.push_back(std::make_unique<driver_type>(wk.engine, wk.partner ? &*wk.partner : nullptr));
-      for (auto& [name, e] : wk.drifted) extra.back()->add_sender(name, e);
-      extra.back()->set_message_options(msg_opts);
-      all.push_back(extra.back().get());
-    }
-    return run_on_workers<driver_type>(
-        all, d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
+  if (r.jobs > 1)
+    return run_audit_jobs(
+        r.jobs, driver, make_worker, msg_opts, d,
+        [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
         [&](const trial_record& rec) { journal.append(rec); }, resumed,
         [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
-  }
   auto go = [&](const unit_schedule& schedule) {
     return driver.run(
         d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
