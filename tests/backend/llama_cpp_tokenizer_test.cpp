@@ -9,6 +9,7 @@
 #include <latentaudit/backend/llama_cpp.hpp>
 #include <latentaudit/backend/llama_cpp_tokenizer.hpp>
 #include <latentaudit/core/json.hpp>
+#include <latentaudit/trial/journal.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -254,5 +255,25 @@ TEST_CASE("llama.cpp tokenizer: the text organism's audit on its task file finds
   CHECK(rate("no_need/no_comm") >= 0.9);
   CHECK(rate("no_need/kv_full") >= 0.9);
   CHECK(with_text > 0);  // B's answers decoded through the tokenizer
+  // --jobs 2 on llama.cpp: each worker loads the model into its own context; the records, in
+  // their order, are the one-worker run's but for the timings
+  const std::string cmd2 = cli + " audit --engine llama.cpp --model " + model.string() + " --tasks " +
+                           (dir / "tasks.jsonl").string() +
+                           " --seeds 1 --arms no_comm,text_full,kv_full,zeroed --timing-repeats 0 --jobs 2 "
+                           "--quiet --out " +
+                           (dir / "out2").string() + " > " + (dir / "summary2.json").string();
+  REQUIRE(std::system(cmd2.c_str()) == 0);
+  auto timeless = [](const fs::path& f) {
+    std::vector<std::string> out;
+    for (auto r : read_records(f)) {
+      r.latency = {};
+      for (auto& x : r.latency_repeats_s) x = 0.0;
+      out.push_back(record_to_line(r));
+    }
+    return out;
+  };
+  const auto one = timeless(dir / "out" / "records.jsonl");
+  CHECK(one.size() == 60u * 4u);
+  CHECK(timeless(dir / "out2" / "records.jsonl") == one);
 }
 #endif
