@@ -788,7 +788,6 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   text_codec codec = make_codec(engine);
   message_options msg_opts = messages.value_or(message_options{});
   msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
-  r.aopt.tasks = std::make_shared<const task_file>(*user_tasks);  // report.html's drill-down
   const task_file_source source(
       std::move(*user_tasks), std::move(codec),
       {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
@@ -1081,6 +1080,16 @@ int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_cl
       std::fprintf(stderr,
                    "latentaudit: analysing %zu records (%zu bootstrap replicates) for the report in %s\n",
                    records.size(), aopt.bootstrap_replicates, out.string().c_str());
+    // report.html's drill-down: the tasks again, read when the report is written rather than held
+    // through the trials (the task source frees each entry once prepared): the organism's
+    // generated anew, a --tasks file read as `report --records` reads it (its SHA-256 checked)
+    if (r.fmt) {
+      aopt.tasks = std::make_shared<const task_file>(organism_task_file(*r.fmt, r.to, d.items));
+    } else if (const json_value* p =
+                   d.identity.task_options.is_object() ? d.identity.task_options.find("path") : nullptr;
+               p != nullptr && p->is_string()) {
+      aopt.tasks = dist::read_design_tasks(p->as_string(), d.identity.task_hash, out, aopt.tasks_note);
+    }
     const auto result = run_audit_report(records, aopt, out);
     // What this engine could not run or measure, and why: the report's engine section and the summary.
     std::map<std::string, std::string> metrics_missing;

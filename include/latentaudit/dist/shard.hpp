@@ -388,31 +388,40 @@ struct records_input {
   return in;
 }
 
-/// @brief The task file of an audit directory's records (records_input::task_path), for the report's
-/// drill-down: read by read_task_file from its path as design.json gives it (relative: to the
-/// working directory, then to `dir`, the audit directory read_records_input read) and kept only when its
+/// @brief The task file a design ran on, for the report's drill-down: `task_path` and `task_sha256`
+/// as design.json gives them (task_options.path, task_hash), read by read_task_file (a relative
+/// path: from the working directory, then from `dir`, the audit directory) and kept only when its
 /// SHA-256 equals the design's. Returns null and sets `note` (one sentence naming the path) when the design
 /// names a file that is missing, unreadable or changed since the audit; null with an empty note when the
 /// design names none.
-[[nodiscard]] inline std::shared_ptr<const task_file> read_design_tasks(const records_input& in,
+[[nodiscard]] inline std::shared_ptr<const task_file> read_design_tasks(const std::string& task_path,
+                                                                        const std::string& task_sha256,
                                                                         const std::filesystem::path& dir,
                                                                         std::string& note) {
   note.clear();
-  if (in.task_path.empty()) return nullptr;
-  std::filesystem::path p = in.task_path;
+  if (task_path.empty()) return nullptr;
+  std::filesystem::path p = task_path;
   std::error_code ec;
   if (p.is_relative() && !std::filesystem::is_regular_file(p, ec) &&
       std::filesystem::is_regular_file(dir / p, ec))
     p = dir / p;
   try {
     auto t = std::make_shared<task_file>(read_task_file(p));
-    if (t->sha256 == in.task_sha256) return t;
-    note = "the task file '" + in.task_path +
+    if (t->sha256 == task_sha256) return t;
+    note = "the task file '" + task_path +
            "' that design.json names has changed since the audit (SHA-256 differs)";
   } catch (const error& e) {
-    note = "the task file '" + in.task_path + "' that design.json names cannot be read (" + e.what() + ")";
+    note = "the task file '" + task_path + "' that design.json names cannot be read (" + e.what() + ")";
   }
   return nullptr;
+}
+
+/// @brief read_design_tasks() for the task file records_input read from an audit directory's
+/// design.json (records_input::task_path, task_sha256).
+[[nodiscard]] inline std::shared_ptr<const task_file> read_design_tasks(const records_input& in,
+                                                                        const std::filesystem::path& dir,
+                                                                        std::string& note) {
+  return read_design_tasks(in.task_path, in.task_sha256, dir, note);
 }
 
 /// @brief An MPI launch as the environment tells it, before MPI is initialised: the world size
