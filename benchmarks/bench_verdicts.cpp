@@ -372,6 +372,40 @@ void decision_table(std::size_t reps, bool print) {
   }
 }
 
+/// The decision under the stopping rule of `audit --until-decided` (run_stopped_decision_mc: 5
+/// looks), the same scenarios, as a markdown table: the error rates at the stop, the share of the
+/// design's items run, and how often the stopped verdict equals the full design's.
+void stopped_decision_table(std::size_t reps, bool print) {
+  auto scenarios = sim::decision_scenarios();
+  for (auto& s : sim::decision_sequence_scenarios()) scenarios.push_back(std::move(s));
+  scenarios.push_back(sim::decision_risk_family_scenario(320, 28040000));
+  scenarios.push_back(sim::decision_power_scenario());
+  scenarios.push_back(sim::decision_small_power_scenario());
+  if (print) {
+    std::printf(
+        "\n| scenario (5 looks) | seed | reps | relay allowed without the condition (MC se) | any relay "
+        "verdict | "
+        "relay allowed with it | items run | stopped early | same verdict as the full design |\n"
+        "|---|---|---|---|---|---|---|---|---|\n");
+  }
+  for (const auto& s : scenarios) {
+    const auto m = sim::run_stopped_decision_mc(s, reps, 5);
+    if (!print) continue;
+    const auto& d = m.decision;
+    const double r = d.rate(d.allowed_unhandled);
+    std::printf("| %s | %llu | %zu | %.4f (%.4f) | %.4f | %.4f | %.3f | %.3f | %.3f |\n", s.name.c_str(),
+                static_cast<unsigned long long>(s.seed), d.reps, r, std::sqrt(r * (1 - r) / d.reps),
+                d.rate(d.relay_family), d.rate(d.allowed_handled), m.share_of_items(),
+                d.rate(m.stopped_early), d.rate(m.same_as_fixed));
+  }
+}
+
+void BM_stopped_decision_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) stopped_decision_table(reps, print);
+}
+
 void BM_decision_table(benchmark::State& state) {
   const auto reps = static_cast<std::size_t>(state.range(0));
   const bool print = state.range(1) != 0;
@@ -536,6 +570,12 @@ BENCHMARK(BM_decision_table)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+BENCHMARK(BM_stopped_decision_table)
+    ->Name("verdicts/stopped_decision_table")
+    ->Args({200, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 BENCHMARK(BM_truncation_table)
     ->Name("verdicts/truncation_table")
     ->Args({600, 1})
@@ -550,6 +590,11 @@ BENCHMARK(BM_truncation_table)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision_table)
     ->Name("verdicts/decision_table/smoke")
+    ->Args({1, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_stopped_decision_table)
+    ->Name("verdicts/stopped_decision_table/smoke")
     ->Args({1, 0})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

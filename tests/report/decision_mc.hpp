@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -282,6 +283,82 @@ inline decision_scenario decision_power_scenario() {
   s.finding_id = "need.kv_noninferior_to_text";
   s.finding_error = verdict::yes;  // here the right answer: counted as the value check's power
   return s;
+}
+
+/// Counts of one scenario run with the stopping rule of `audit --until-decided`.
+struct stopped_mc_result {
+  decision_mc_result decision;    ///< the decision at the stop (the error counts as run_decision_mc's)
+  std::size_t items_run = 0;      ///< items behind the stopped decisions, summed over replicates
+  std::size_t items_planned = 0;  ///< the designs' items, summed over replicates
+  std::size_t stopped_early = 0;  ///< replicates settled before the last look
+  std::size_t same_as_fixed = 0;  ///< replicates whose stopped verdict equals the full design's
+  [[nodiscard]] double share_of_items() const {
+    return static_cast<double>(items_run) / static_cast<double>(items_planned);
+  }
+};
+
+/// Replicates of scenario `s` under the stopping rule of `audit --until-decided`, as the CLI runs
+/// it: the items in an order fixed before any outcome (the simulator's items relabelled by a
+/// permutation drawn from stream (seed + r, 0, 0x5E9, 0), so the regimes interleave as the
+/// organism's do; the CLI runs item order), looked at after every batch of items with the report's
+/// decision on the records so far (audit_options::horizon = the design's items N, `looks` looks of
+/// batch = ⌈N/looks⌉ items,
+/// decision_mc_options otherwise), stopped at the first settled decision (decision_settled) or the
+/// last look. The error counts are those of the decision at the stop; the full design's decision
+/// on the same records gives same_as_fixed.
+inline stopped_mc_result run_stopped_decision_mc(const decision_scenario& s, std::size_t reps,
+                                                 std::size_t looks) {
+  stopped_mc_result out;
+  for (std::size_t r = 0; r < reps; ++r) {
+    auto recs = simulate_relay_failure(s.design, s.seed + r);
+    std::uint64_t n = 0;
+    for (const auto& x : recs) n = std::max<std::uint64_t>(n, x.item + 1);
+    std::vector<std::uint64_t> label(n);
+    for (std::uint64_t i = 0; i < n; ++i) label[i] = i;
+    auto g = make_stream({s.seed + r, 0, 0x5E9, 0});
+    for (std::size_t i = label.size(); i > 1; --i)
+      std::swap(label[i - 1],
+                label[std::min<std::size_t>(i - 1, uniform_index(g, static_cast<std::uint32_t>(i)))]);
+    for (auto& x : recs) x.item = label[x.item];
+    const std::size_t batch = static_cast<std::size_t>((n + looks - 1) / looks);
+    auto o = decision_mc_options();
+    o.horizon = n;
+    o.looks = looks;
+    std::map<std::string, std::set<std::uint64_t>> by_regime;  // the design's items per regime
+    for (const auto& x : recs) by_regime[x.regime].insert(x.item);
+    for (const auto& [name, items] : by_regime) o.regime_horizon[name] = items.size();
+    audit_decision d;
+    std::size_t k = 0;
+    std::vector<trial_record> seen;
+    while (k < looks) {
+      ++k;
+      seen.clear();
+      for (const auto& x : recs)
+        if (x.item < k * batch) seen.push_back(x);
+      d = build_audit_report(seen, o).decision;
+      if (decision_settled(d)) break;
+    }
+    const std::size_t run = std::min<std::size_t>(k * batch, n);
+    out.items_run += run;
+    out.items_planned += n;
+    out.stopped_early += k < looks ? 1 : 0;
+    const auto fixed = build_audit_report(recs, decision_mc_options()).decision;
+    out.same_as_fixed += fixed.verdict == d.verdict ? 1 : 0;
+    auto& m = out.decision;
+    ++m.reps;
+    auto in_policy = [&d](const std::string& c) {
+      for (const auto& p : d.policy)
+        if (p.find(c) != std::string::npos) return true;
+      return false;
+    };
+    bool handled = !s.condition.empty() && in_policy(s.condition);
+    for (const auto& c : s.more_conditions) handled = handled && in_policy(c);
+    if (d.relay_allowed) ++(handled ? m.allowed_handled : m.allowed_unhandled);
+    m.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
+    ++m.verdicts[d.verdict];
+    m.relay_family += d.verdict.rfind("relay", 0) == 0 ? 1 : 0;
+  }
+  return out;
 }
 
 /// One line of the Monte Carlo table: rates and the verdicts seen.

@@ -69,6 +69,16 @@ std::vector<option_spec> audit_spec() {
       {"--out", "DIR",
        "output directory (default audit-out): records.jsonl, design.json, report.md, report.json, *.svg"},
       {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
+      {"--until-decided", "",
+       "run the items in batches (item order) and stop once the decision is relay, relay with conditions, "
+       "text or no communication: after each batch the report's decision on the records so far, its "
+       "intervals confidence sequences over --items (the budget), so the stop costs no error "
+       "(docs/audit-report.md, \"An audit that stops when it has decided\"); one process, not with "
+       "--relay-transport or under mpirun"},
+      {"--max-items", "N", "with --until-decided: the most items to run (the same as --items; give one)"},
+      {"--batch-items", "B",
+       "with --until-decided: items run between two looks at the decision (default: a tenth of the items, "
+       "at least 10)"},
       {"--force", "",
        "replace a previous audit's results in --out: its records*.jsonl, design.json, report.md, "
        "report.json, report.html and *.svg are removed first (other files are kept; refused while "
@@ -422,6 +432,14 @@ struct audit_run {
   std::optional<organism_format> fmt;
   std::optional<record_journal> journal_slot;
   std::uint64_t skipped = 0;
+  /// --until-decided: items per batch (0: the whole design at once) and the most looks
+  std::uint64_t batch_items = 0;
+  std::size_t looks = 1;
+  std::vector<trial_record> seen;  ///< --until-decided: every record of --out so far
+  /// --until-decided: the design's items of each regime (the tasks', known before any trial)
+  std::map<std::string, std::size_t> regime_items;
+  std::uint64_t progress_base = 0;  ///< --until-decided: trials of the batches before this one
+  json_value stopped;               ///< --until-decided: what the stopping rule did (the summary's)
   /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
   /// drift models changed is refused rather than mixing records of two senders under one label
   json_value drift_senders = json_value::object();
@@ -495,15 +513,20 @@ void read_audit_tasks(audit_run& r) {
   no_partner = partner_arg && *partner_arg == "none";
   if (!no_partner) d.arms = default_arms(/*with_partner=*/true);  // cross_model with the partner engine
   d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
-  d.items = static_cast<std::uint64_t>(args.integer("--items", 450, 1, 10000000));
+  if (args.get("--max-items") && !args.has("--until-decided"))
+    throw usage_error("audit: option --max-items applies to --until-decided (else --items sets the items)");
+  if (args.get("--max-items") && args.get("--items"))
+    throw usage_error("audit: options --items and --max-items set the same budget: give one of them");
+  const std::string items_opt = args.get("--max-items") ? "--max-items" : "--items";
+  d.items = static_cast<std::uint64_t>(args.integer(items_opt, 450, 1, 10000000));
   if (user_tasks) {
     if (user_tasks->tasks.empty())
       throw usage_error("audit: --tasks file '" + *tasks_arg + "' holds no tasks");
     const auto n = static_cast<std::uint64_t>(user_tasks->tasks.size());
-    if (args.get("--items") && d.items > n)
-      throw usage_error("audit: option --items is " + std::to_string(d.items) + ", but '" + *tasks_arg +
-                        "' holds " + std::to_string(n) + " tasks");
-    if (!args.get("--items")) d.items = n;
+    if (args.get(items_opt) && d.items > n)
+      throw usage_error("audit: option " + items_opt + " is " + std::to_string(d.items) + ", but '" +
+                        *tasks_arg + "' holds " + std::to_string(n) + " tasks");
+    if (!args.get(items_opt)) d.items = n;
     user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
   }
   d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
@@ -639,6 +662,25 @@ void read_audit_options(audit_run& r) {
   const bool elsewhere =
       r.shard != nullptr || r.serve != nullptr || args.get("--relay-transport").has_value();
   r.jobs = static_cast<unsigned>(args.integer("--jobs", r.on_llama || elsewhere ? 1 : cores, 1, 256));
+  // --until-decided: batches of items, a look at the decision after each (run_until_decided)
+  if (args.get("--batch-items") && !args.has("--until-decided"))
+    throw usage_error("audit: option --batch-items applies to --until-decided");
+  if (args.has("--until-decided")) {
+    if (elsewhere)
+      throw usage_error(
+          "audit: option --until-decided runs in one process: it excludes --relay-transport and mpirun");
+    const auto fallback = static_cast<std::int64_t>(std::max<std::uint64_t>(10, (d.items + 9) / 10));
+    r.batch_items = static_cast<std::uint64_t>(args.integer("--batch-items", fallback, 1, 10000000));
+    r.batch_items = std::min(r.batch_items, d.items);
+    r.looks = static_cast<std::size_t>((d.items + r.batch_items - 1) / r.batch_items);
+    if ((static_cast<double>(aopt.bootstrap_replicates) + 1.0) * aopt.alpha /
+            (2.0 * static_cast<double>(r.looks)) <
+        1.0)
+      throw usage_error(
+          "audit: --until-decided takes " + std::to_string(r.looks) +
+          " looks; the cost bootstrap at alpha/looks needs (--bootstrap + 1)·alpha/(2·looks) >= 1: "
+          "raise --batch-items or --bootstrap");
+  }
 }
 
 // --out under its lock (held by the caller, so no other audit or report writes there): --force
@@ -734,7 +776,8 @@ template <class Driver, class MakeWorker>
 driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worker, const message_options& msg,
                             const trial_design& d, const typename Driver::task_source& tasks,
                             const std::function<void(const trial_record&)>& sink,
-                            const std::set<trial_key>& resumed, const progress_callback& progress) {
+                            const std::set<trial_key>& resumed, const progress_callback& progress,
+                            std::span<const std::size_t> positions) {
   std::vector<decltype(make_worker())> workers;  // each worker's engines, alive until the run ends
   std::vector<std::unique_ptr<Driver>> extra;
   std::vector<Driver*> all{&first};
@@ -746,7 +789,106 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
     extra.back()->set_message_options(msg);
     all.push_back(extra.back().get());
   }
-  return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress);
+  return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions);
+}
+
+// The sum of two runs' statistics (the batches of --until-decided).
+void add_stats(driver_stats& total, const driver_stats& s) {
+  total.trials += s.trials;
+  total.skipped += s.skipped;
+  total.wall_s += s.wall_s;
+  total.backend_s += s.backend_s;
+  total.relay_s += s.relay_s;
+  total.sink_s += s.sink_s;
+  total.repeat_runs += s.repeat_runs;
+  total.repeat_mismatches += s.repeat_mismatches;
+  total.worker_wall_s += s.worker_wall_s;
+}
+
+// --until-decided (docs/audit-report.md, "An audit that stops when it has decided"): the design's
+// items in batches of r.batch_items, in item order (fixed before any outcome); after each batch
+// the report's decision on every record so far — every betting limit a confidence sequence tuned
+// for the design's items, the cost bootstrap at alpha/looks, the relay gate and the demonstrations
+// skipped (the decision reads neither) — and a stop at the first settled decision
+// (decision_settled) or after the last batch. On a resume the journaled batches are looked at
+// again, so the run stops where the first run would have. run_positions(p) runs the units at
+// positions p of the design's unit order.
+template <class RunPositions>
+driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions) {
+  const auto& d = r.d;
+  const auto units = d.unit_order();
+  std::vector<std::vector<std::size_t>> batches(r.looks);
+  for (std::size_t p = 0; p < units.size(); ++p)
+    batches[static_cast<std::size_t>(units[p].first / r.batch_items)].push_back(p);
+  audit_options look = r.aopt;
+  look.horizon = static_cast<std::size_t>(d.items);
+  look.looks = r.looks;
+  look.regime_horizon = r.regime_items;
+  look.relay_gate = false;
+  look.demonstrations = false;
+  for (const auto& a : d.arms) look.design_arms.push_back(a.label);
+  driver_stats total;
+  std::string verdict = "inconclusive";
+  std::size_t k = 0;
+  bool settled = false;
+  while (k < r.looks && !settled) {
+    add_stats(total, run_positions(batches[k]));
+    r.progress_base += batches[k].size() * d.arms.size();
+    ++k;
+    auto records = r.seen;
+    dist::order_as_executed(records, d);
+    const auto decision = build_audit_report(records, look).decision;
+    verdict = decision.verdict;
+    settled = decision_settled(decision);
+    std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
+    for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
+    if (open.empty() && !settled)
+      for (const auto& c : decision.checklist)
+        if (c.passed == verdict::inconclusive && c.name != "monitor")
+          open.append(open.empty() ? "" : ", ").append(c.name);
+    if (!r.args.has("--quiet"))
+      std::fprintf(stderr, "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s\n",
+                   k, r.looks,
+                   static_cast<unsigned long long>(std::min<std::uint64_t>(k * r.batch_items, d.items)),
+                   static_cast<unsigned long long>(d.items), verdict.c_str(),
+                   settled ? " (settled: stop)" : "", open.empty() ? "" : (" (open: " + open + ")").c_str());
+  }
+  const std::uint64_t items_run = std::min<std::uint64_t>(k * r.batch_items, d.items);
+  r.stopped = json_value::object();
+  r.stopped.set("batch_items", static_cast<double>(r.batch_items));
+  r.stopped.set("looks_planned", static_cast<double>(r.looks));
+  r.stopped.set("looks_taken", static_cast<double>(k));
+  r.stopped.set("items_planned", static_cast<double>(d.items));
+  r.stopped.set("items_run", static_cast<double>(items_run));
+  r.stopped.set("trials_planned", static_cast<double>(d.trials()));
+  r.stopped.set("trials_in_records", static_cast<double>(r.seen.size()));
+  r.stopped.set("settled", settled);
+  r.stopped.set("decision_at_stop", verdict);
+  return total;
+}
+
+// The design identity's "options" beyond the task's: the drifted senders' fingerprints, the arms
+// this engine cannot run, and --until-decided's rule (each part of the identity: a resume with
+// other drift models, on another engine or with another stopping rule is refused).
+void add_identity_options(audit_run& r) {
+  auto& d = r.d;
+  json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
+  if (!r.drift_senders.as_object().empty()) o.set("drift_senders", r.drift_senders);
+  if (!r.engine_skipped.empty()) {
+    json_value sk = json_value::object();
+    for (const auto& x : r.engine_skipped) sk.set(x.arm, x.reason);
+    o.set("arms_unavailable_on_engine", std::move(sk));
+  }
+  if (r.batch_items != 0) {
+    json_value u = json_value::object();
+    u.set("batch_items", static_cast<double>(r.batch_items));
+    u.set("looks", static_cast<double>(r.looks));
+    json_value ri = json_value::object();
+    for (const auto& [name, n] : r.regime_items) ri.set(name, static_cast<double>(n));
+    u.set("regime_items", std::move(ri));
+    o.set("until_decided", std::move(u));
+  }
+  if (!o.as_object().empty()) d.identity.options = std::move(o);
 }
 
 // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
@@ -776,7 +918,6 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   auto& fmt = r.fmt;
   auto& journal_slot = r.journal_slot;
   auto& skipped = r.skipped;
-  auto& drift_senders = r.drift_senders;
   auto make_codec = [&](auto& e) -> text_codec { return tokenizer.codec(e, "audit"); };
   auto cut = restrict_to_engine(d, engine, partner);
   for (auto& sk : cut.skipped) engine_skipped.push_back(std::move(sk));
@@ -819,18 +960,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     tj.set("scoring", task_scoring_name(source.scoring()));
     d.identity.task_options = std::move(tj);
   }
-  if (!drift_senders.as_object().empty()) {
-    json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
-    o.set("drift_senders", drift_senders);
-    d.identity.options = std::move(o);
-  }
-  if (!engine_skipped.empty()) {  // part of the identity: a resume on another engine is refused
-    json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
-    json_value sk = json_value::object();
-    for (const auto& x : engine_skipped) sk.set(x.arm, x.reason);
-    o.set("arms_unavailable_on_engine", std::move(sk));
-    d.identity.options = std::move(o);
-  }
+  add_identity_options(r);
   d.validate();
   if (mpi_relay) {  // both ranks: the same design; then B opens its journal
     shard->agree_design(d);
@@ -863,6 +993,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   }
   auto& journal = *journal_slot;
   skipped = resumed.size();
+  if (r.batch_items != 0) r.seen = dist::read_records_set(dist::records_files(out));  // the looks read them
   progress_meter meter(args.has("--quiet") || (shard != nullptr && shard->rank() != 0));
   using engine_type = std::remove_reference_t<decltype(engine)>;
   using partner_type = std::remove_pointer_t<decltype(partner)>;
@@ -874,21 +1005,31 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     driver.set_relay_key(relay->wire_key());
   }
   if (mpi_link) driver.set_relay_channel(mpi_link.get());
-  if (r.jobs > 1)
-    return run_audit_jobs(
-        r.jobs, driver, make_worker, msg_opts, d,
-        [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
-        [&](const trial_record& rec) { journal.append(rec); }, resumed,
-        [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); });
-  auto go = [&](const unit_schedule& schedule) {
-    return driver.run(
-        d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); },
-        [&](const trial_record& r) {
-          journal.append(r);
-          if (shard != nullptr) shard->poll();
-        },
-        resumed, [&](std::uint64_t done, std::uint64_t total) { meter(done, total, skipped); }, schedule);
+  const auto tasks = [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); };
+  const auto sink = [&](const trial_record& rec) {
+    journal.append(rec);
+    if (r.batch_items != 0) r.seen.push_back(rec);
+    if (shard != nullptr) shard->poll();
   };
+  const auto progress = [&](std::uint64_t done, std::uint64_t total) {
+    meter(r.progress_base + done, total, skipped);
+  };
+  auto go = [&](const unit_schedule& schedule) {
+    return driver.run(d, tasks, sink, resumed, progress, schedule);
+  };
+  // the units at `positions` of the design's unit order (all: empty), on --jobs workers
+  auto run_positions = [&](std::span<const std::size_t> positions) {
+    if (r.jobs > 1)
+      return run_audit_jobs(r.jobs, driver, make_worker, msg_opts, d, tasks, sink, resumed, progress,
+                            positions);
+    std::size_t k = 0;
+    return go(positions.empty() ? unit_schedule{} : unit_schedule([&]() -> std::optional<std::size_t> {
+      if (k == positions.size()) return std::nullopt;
+      return positions[k++];
+    }));
+  };
+  if (r.batch_items != 0) return run_until_decided(r, run_positions);
+  if (r.jobs > 1) return run_positions({});
   if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
     try {
       return go({});
@@ -951,6 +1092,8 @@ driver_stats run_audit_trials(audit_run& r) {
     user_tasks = organism_task_file(*fmt, to, d.items);
   }
   warn_design_reach(r);
+  if (r.batch_items != 0)  // the intervals of each regime are tuned for its items in the design
+    for (const auto& t : user_tasks->tasks) ++r.regime_items[regime_name(t.regime)];
   // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
@@ -1051,6 +1194,7 @@ int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_cl
   j.set("trials_total", d.trials());
   j.set("trials_run", stats.trials);
   j.set("trials_skipped", stats.skipped);
+  if (r.batch_items != 0) j.set("until_decided", r.stopped);
   json_value timing = json_value::object();
   timing.set("trials_wall_s", stats.wall_s);
   timing.set("backend_s", stats.backend_s);
@@ -1074,6 +1218,11 @@ int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_cl
     dist::order_as_executed(records, d);
     const auto ta = std::chrono::steady_clock::now();
     for (const auto& a : d.arms) aopt.design_arms.push_back(a.label);  // completeness over the design
+    if (r.batch_items != 0) {  // --until-decided: the intervals as confidence sequences over the budget
+      aopt.horizon = static_cast<std::size_t>(d.items);
+      aopt.looks = r.looks;
+      aopt.regime_horizon = r.regime_items;
+    }
     aopt.engine = on_llama ? "llama.cpp" : "reference";  // report.md's "Unavailable on this engine"
     for (const auto& x : engine_skipped) aopt.arms_unavailable.emplace_back(x.arm, x.reason);
     if (!args.has("--quiet"))  // the analysis runs for seconds without progress of its own

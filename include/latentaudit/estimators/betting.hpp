@@ -37,6 +37,13 @@ struct betting_options {
   /// by the Monte Carlo of docs/estimators/betting.md "Choice of the truncation" (all-concordant
   /// items: non-inferiority at a 0.05 margin from 68 items instead of 117; no size above α).
   double truncation = 0.9;
+  /// the number of observations the bets are tuned for: 0 = the sample's size (the fixed-sample
+  /// interval); N ≥ the sample's size = the planned most observations of a sample that is looked at
+  /// while it grows (`audit --until-decided`). Because N is fixed before any observation, the bets
+  /// stay predictable and the interval on the first n ≤ N observations is a confidence sequence:
+  /// it covers the mean at every n at once, so it stays valid at a data-dependent stopping time
+  /// (Waudby-Smith & Ramdas 2024, §3). At n = N it equals the fixed-sample interval.
+  std::size_t horizon = 0;
 };
 
 /// @brief A betting confidence interval for a bounded mean.
@@ -56,6 +63,17 @@ inline void check_betting_options(std::string_view fn, const betting_options& o)
   check_open_unit(fn, "truncation", o.truncation);
 }
 
+/// @brief The n the bets are tuned for: `horizon`, or the sample size `n` when it is 0.
+/// @throws invalid_argument naming `fn` if 0 < horizon < n (the bets would look past their plan)
+inline std::size_t betting_tuned_n(std::string_view fn, std::size_t n, std::size_t horizon) {
+  if (horizon == 0) return n;
+  if (horizon < n)
+    LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": horizon " + std::to_string(horizon) +
+                                       " is below the sample size " + std::to_string(n) +
+                                       " (0 = the sample size, or the planned most observations)"));
+  return horizon;
+}
+
 /// @brief Maps `x` from [lo, hi] to [0, 1], checking every value.
 inline std::vector<double> betting_unit_scale(std::string_view fn, std::span<const double> x, double lo,
                                               double hi) {
@@ -73,11 +91,12 @@ inline std::vector<double> betting_unit_scale(std::string_view fn, std::span<con
 }
 
 /// @brief The predictable plug-in bets of Waudby-Smith & Ramdas (2024, eq. 26 with the fixed-n
-/// tuning of their §5.1): λ_t = sqrt(2 log(1/α) / (n σ̂²_{t−1})), with the regularised running
-/// mean μ̂_t = (1/2 + Σ_{i≤t} y_i)/(t + 1) and variance σ̂²_t = (1/4 + Σ_{i≤t} (y_i − μ̂_i)²)/(t + 1),
-/// σ̂²_0 = 1/4. λ_t uses only y_1..y_{t−1}: the bets are predictable. Before truncation.
-inline std::vector<double> betting_plugin_bets(std::span<const double> y, double alpha) {
-  const double n = static_cast<double>(y.size());
+/// tuning of their §5.1): λ_t = sqrt(2 log(1/α) / (n σ̂²_{t−1})), n = `tuned_n` (0: y's size), with the
+/// regularised running mean μ̂_t = (1/2 + Σ_{i≤t} y_i)/(t + 1) and variance σ̂²_t = (1/4 + Σ_{i≤t} (y_i −
+/// μ̂_i)²)/(t + 1), σ̂²_0 = 1/4. λ_t uses only y_1..y_{t−1}: the bets are predictable. Before truncation.
+inline std::vector<double> betting_plugin_bets(std::span<const double> y, double alpha,
+                                               std::size_t tuned_n = 0) {
+  const double n = static_cast<double>(tuned_n == 0 ? y.size() : tuned_n);
   const double k = 2.0 * std::log(1.0 / alpha);
   std::vector<double> lambda(y.size());
   double sum = 0.0, ss = 0.0, var_prev = 0.25;
@@ -115,8 +134,9 @@ inline double betting_sup_capital(std::span<const double> y, std::span<const dou
 /// m that the capital does not reject at level alpha, by a grid of 400 steps then bisection to
 /// 1e-9 between the last rejected and the first accepted grid point (the accepted set is searched
 /// from the outside in, so a limit is never inside a rejected stretch it skipped).
-inline double betting_limit(std::span<const double> y, double alpha, int side, double c) {
-  const auto lambda = betting_plugin_bets(y, alpha);
+inline double betting_limit(std::span<const double> y, double alpha, int side, double c,
+                            std::size_t tuned_n = 0) {
+  const auto lambda = betting_plugin_bets(y, alpha, tuned_n);
   const double stop = 1.0 / alpha;
   auto rejected = [&](double m) { return betting_sup_capital(y, lambda, m, side, c, stop) >= stop; };
   constexpr int steps = 400;
@@ -143,26 +163,29 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
 /// betting: the lower limit is the smallest m whose "mean > m" capital never reaches
 /// 1/alpha_lower, the upper limit the largest m whose "mean < m" capital never reaches
 /// 1/alpha_upper (Waudby-Smith & Ramdas 2024, hedged capital with predictable plug-in bets tuned
-/// for n). P(lower > mean) ≤ alpha_lower and P(upper < mean) ≤ alpha_upper for every n and every
-/// distribution on [lo, hi]; the observations' order must not depend on their values.
+/// for n, or for o.horizon: then a confidence sequence). P(lower > mean) ≤ alpha_lower and
+/// P(upper < mean) ≤ alpha_upper for every n and every distribution on [lo, hi]; the observations'
+/// order must not depend on their values.
 /// The interval always contains the sample mean and has positive width for n ≥ 1.
 /// @param x observations, each in [lo, hi]
 /// @param lo,hi the known bounds (finite, lo < hi)
-/// @throws invalid_argument for an empty sample, a value outside [lo, hi] or bad options
+/// @throws invalid_argument for an empty sample, a value outside [lo, hi], bad options or a horizon
+///         below the sample size
 [[nodiscard]] inline betting_interval bounded_mean_interval(std::span<const double> x, double lo, double hi,
                                                             const betting_options& o = {}) {
   constexpr std::string_view fn = "bounded_mean_interval";
   detail::check_betting_options(fn, o);
   if (x.empty()) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": x is empty"));
   const auto y = detail::betting_unit_scale(fn, x, lo, hi);
+  const std::size_t tuned = detail::betting_tuned_n(fn, x.size(), o.horizon);
   betting_interval r;
   r.n = x.size();
   double s = 0.0;
   for (double v : x) s += v;
   r.estimate = s / static_cast<double>(x.size());
   const double w = hi - lo;
-  r.low = std::min(lo + w * detail::betting_limit(y, o.alpha_lower, +1, o.truncation), r.estimate);
-  r.high = std::max(lo + w * detail::betting_limit(y, o.alpha_upper, -1, o.truncation), r.estimate);
+  r.low = std::min(lo + w * detail::betting_limit(y, o.alpha_lower, +1, o.truncation, tuned), r.estimate);
+  r.high = std::max(lo + w * detail::betting_limit(y, o.alpha_upper, -1, o.truncation, tuned), r.estimate);
   return r;
 }
 
@@ -171,9 +194,13 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
 /// sides of 1/sup_t K_t(m0)), with the bets tuned for level `alpha`. So p < alpha exactly when m0
 /// lies outside that (1 − alpha) interval, and P(p ≤ u) ≤ u under the null for every u.
 /// @param alpha the level the bets are tuned for (in (0, 1)); the p-value is valid at any level
-/// @throws invalid_argument for an empty sample, a value outside [lo, hi], m0 outside [lo, hi]
+/// @param horizon the n the bets are tuned for (betting_options::horizon; 0 = x's size): with a
+///        planned N the p-value is anytime-valid (P(p_τ ≤ u) ≤ u at any stopping time τ ≤ N)
+/// @throws invalid_argument for an empty sample, a value outside [lo, hi], m0 outside [lo, hi], a
+///         horizon below x's size
 [[nodiscard]] inline double bounded_mean_p_value(std::span<const double> x, double lo, double hi, double m0,
-                                                 double alpha = 0.05, double truncation = 0.9) {
+                                                 double alpha = 0.05, double truncation = 0.9,
+                                                 std::size_t horizon = 0) {
   constexpr std::string_view fn = "bounded_mean_p_value";
   detail::check_open_unit(fn, "alpha", alpha);
   detail::check_open_unit(fn, "truncation", truncation);
@@ -181,7 +208,8 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
   if (!(m0 >= lo && m0 <= hi)) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": m0 outside [lo, hi]"));
   const auto y = detail::betting_unit_scale(fn, x, lo, hi);
   const double m = (m0 - lo) / (hi - lo);
-  const auto lambda = detail::betting_plugin_bets(y, alpha / 2.0);
+  const auto lambda =
+      detail::betting_plugin_bets(y, alpha / 2.0, detail::betting_tuned_n(fn, x.size(), horizon));
   const double inf = std::numeric_limits<double>::infinity();
   const double k = std::max(detail::betting_sup_capital(y, lambda, m, +1, truncation, inf),
                             detail::betting_sup_capital(y, lambda, m, -1, truncation, inf));
@@ -195,17 +223,19 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
 /// distribution on [lo, hi] with mean ≤ m0 (Ville's inequality), so the p-values of several such
 /// nulls can enter Holm's procedure.
 /// @param alpha the level the bets are tuned for (in (0, 1)); the p-value is valid at any level
-/// @throws invalid_argument for an empty sample, a value outside [lo, hi], m0 outside [lo, hi]
+/// @param horizon as bounded_mean_p_value's
+/// @throws invalid_argument for an empty sample, a value outside [lo, hi], m0 outside [lo, hi], a
+///         horizon below x's size
 [[nodiscard]] inline double bounded_mean_p_value_above(std::span<const double> x, double lo, double hi,
                                                        double m0, double alpha = 0.05,
-                                                       double truncation = 0.9) {
+                                                       double truncation = 0.9, std::size_t horizon = 0) {
   constexpr std::string_view fn = "bounded_mean_p_value_above";
   detail::check_open_unit(fn, "alpha", alpha);
   detail::check_open_unit(fn, "truncation", truncation);
   if (x.empty()) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": x is empty"));
   if (!(m0 >= lo && m0 <= hi)) LATENTAUDIT_THROW(invalid_argument(std::string(fn) + ": m0 outside [lo, hi]"));
   const auto y = detail::betting_unit_scale(fn, x, lo, hi);
-  const auto lambda = detail::betting_plugin_bets(y, alpha);
+  const auto lambda = detail::betting_plugin_bets(y, alpha, detail::betting_tuned_n(fn, x.size(), horizon));
   const double k = detail::betting_sup_capital(y, lambda, (m0 - lo) / (hi - lo), +1, truncation,
                                                std::numeric_limits<double>::infinity());
   return std::min(1.0, 1.0 / k);
@@ -308,7 +338,8 @@ inline double betting_limit(std::span<const double> y, double alpha, int side, d
   e.ci_high = iv.high;
   e.level = 1.0 - o.alpha_lower - o.alpha_upper;
   e.df = static_cast<double>(items.size());
-  e.p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, o.alpha_lower + o.alpha_upper, o.truncation);
+  e.p_value =
+      bounded_mean_p_value(items, -1.0, 1.0, 0.0, o.alpha_lower + o.alpha_upper, o.truncation, o.horizon);
   e.n_pairs = cluster.size();
   return e;
 }

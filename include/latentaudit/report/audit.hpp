@@ -60,6 +60,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -130,6 +131,18 @@ struct audit_options {
   std::string engine = {};
   /// the arms left out of the design on `engine`, and why (trial/engine_support.hpp skipped_arm)
   std::vector<std::pair<std::string, std::string>> arms_unavailable = {};
+  /// `audit --until-decided`: the records are the first items of a design of `horizon` items that
+  /// was looked at after every batch and stopped once decided. Every betting interval and p-value
+  /// over items is then tuned for `horizon` items (betting_options::horizon: a confidence sequence,
+  /// valid at the data-dependent stop), and the cost findings' bootstrap runs at α/`looks` (a union
+  /// bound over the looks the rule may take). 0: the records are the whole design.
+  std::size_t horizon = 0;
+  /// the most looks the stopping rule may take (≥ 1; with horizon 0 it must be 1)
+  std::size_t looks = 1;
+  /// with a horizon: the items of each regime in the design ("need", "no_need", "stale",
+  /// "conflict"; counted before any trial, as a regime is the task's, not an outcome), which the
+  /// intervals over that regime's items are tuned for; a regime not named uses `horizon`
+  std::map<std::string, std::size_t> regime_horizon = {};
 };
 
 /// @brief Completeness of one arm in one regime: which (item, seed) units of the regime hold its
@@ -283,6 +296,13 @@ inline constexpr double audit_nan = std::numeric_limits<double>::quiet_NaN();
 /// @brief Checks audit_options.
 void check_audit_options(std::string_view fn, const audit_options& o);
 
+/// @brief The items an interval over items of `regime` is tuned for: o.regime_horizon's entry for
+/// it, else o.horizon (0: each sample's own size).
+[[nodiscard]] inline std::size_t horizon_of(const audit_options& o, std::string_view regime) {
+  const auto it = o.regime_horizon.find(std::string(regime));
+  return it != o.regime_horizon.end() ? it->second : o.horizon;
+}
+
 /// @brief analyse_records() on arm roles already resolved: build_audit_report() resolves them once
 /// (resolve_arm_roles) and hands the same roles to every analysis.
 /// @param records one record per (item, seed, arm) (at least one)
@@ -316,10 +336,11 @@ void audit_completeness(const audit_data& d, std::span<const trial_record> recor
 /// @param item_means per-item accuracies (at least one)
 /// @param accuracy the pooled accuracy x / n
 /// @param level the confidence level, in (0, 1)
+/// @param horizon the items the bets are tuned for (audit_options::horizon; 0 = item_means' size)
 /// @returns estimate = accuracy and the limits
 /// @throws invalid_argument for no items or a value outside [0, 1]
 [[nodiscard]] betting_interval item_accuracy_interval(std::span<const double> item_means, double accuracy,
-                                                      double level);
+                                                      double level, std::size_t horizon = 0);
 
 /// @brief Wilson interval, or NaN limits for n = 0.
 [[nodiscard]] proportion_interval wilson_or_nan(std::size_t x, std::size_t n, double level);

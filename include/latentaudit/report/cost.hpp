@@ -78,6 +78,8 @@ struct cost_options {
   double level = 0.95;   ///< confidence level of the descriptive bootstrap intervals
   std::size_t bootstrap_replicates = 2000;     ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x636f73745f62656eULL;  ///< bootstrap seed
+  /// the items the betting intervals are tuned for (audit_options::horizon; 0 = each sample's size)
+  std::size_t horizon = 0;
 };
 
 /// @brief Where on the bandwidth axis the relay saves latency (mean over units).
@@ -238,6 +240,8 @@ struct relay_gate_options {
   double level = 0.95;        ///< confidence level of the descriptive bootstrap intervals
   std::size_t bootstrap_replicates = 2000;   ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x676174655f6369ULL;  ///< bootstrap seed
+  /// the items the betting intervals are tuned for (audit_options::horizon; 0 = each sample's size)
+  std::size_t horizon = 0;
 };
 
 /// @brief One logistic model of the gate: P(label | x) = expit(c₀ + Σ cⱼ xⱼ) on raw feature values,

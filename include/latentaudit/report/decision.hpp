@@ -84,6 +84,9 @@ struct decision_options {
   /// absence claims of no_need_harm, freshness and conflict; in (0, 0.5)
   double alpha = 0.05;
   relay_switch_options switch_options{};  ///< the relay switch's replay
+  /// the items the betting limit of "B answers on its own" is tuned for (audit_options::horizon,
+  /// `audit --until-decided`; 0 = the sample's size)
+  std::size_t horizon = 0;
 };
 
 namespace detail {
@@ -158,6 +161,15 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 ///         one (item, seed, arm) of the monitor's arms.
 [[nodiscard]] audit_decision decide(std::span<const finding> findings, std::span<const trial_record> records,
                                     const decision_options& o = {});
+
+/// @brief Whether `d` ends an audit that stops when it has decided (`audit --until-decided`): its
+/// verdict is "relay", "relay with conditions", "text" or "no communication" — every check that
+/// verdict reads is decided. "inconclusive" and "relay (unverified)" (a risk check not yet shown)
+/// go on to the next batch. docs/audit-report.md "An audit that stops when it has decided".
+[[nodiscard]] inline bool decision_settled(const audit_decision& d) noexcept {
+  return d.verdict == "relay" || d.verdict == "relay with conditions" || d.verdict == "text" ||
+         d.verdict == "no communication";
+}
 
 }  // namespace latentaudit
 

@@ -45,14 +45,19 @@ namespace latentaudit {
 /// leaves, so no finished work is lost), and the exception is rethrown.
 /// @param drivers the drivers (non-null; at least one); a driver with a relay channel is refused
 ///        (one channel is one conversation: run relays over a link on one driver)
+/// @param positions the units to run, as positions in design.unit_order(), in the order they are
+///        handed out and passed on (e.g. one batch of items of `audit --until-decided`); empty: every
+///        unit, in order
 /// @returns the drivers' statistics summed (worker_wall_s: their wall times); wall_s is this call's
 ///          wall time
-/// @throws invalid_argument for an empty span or a null driver; whatever a driver's run() throws
+/// @throws invalid_argument for an empty span, a null driver or a position past the units; whatever
+///         a driver's run() throws
 template <class Driver>
 driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design& design,
                             const typename Driver::task_source& tasks,
                             const std::function<void(const trial_record&)>& sink,
-                            const std::set<trial_key>& done = {}, const progress_callback& progress = {}) {
+                            const std::set<trial_key>& done = {}, const progress_callback& progress = {},
+                            std::span<const std::size_t> positions = {}) {
   constexpr std::string_view fn = "run_on_workers";
   if (drivers.empty()) detail::throw_invalid(fn, "drivers", "must hold at least one driver");
   for (const Driver* d : drivers) {
@@ -64,9 +69,16 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t units = design.unit_order().size();
+  const std::size_t all_units = design.unit_order().size();
+  for (std::size_t p : positions)
+    if (p >= all_units)
+      detail::throw_invalid(
+          fn, "positions",
+          "holds position " + std::to_string(p) + " of " + std::to_string(all_units) + " units");
+  // units are handed out and passed on by their index k in the run: position positions[k] (or k)
+  const std::size_t units = positions.empty() ? all_units : positions.size();
   std::mutex mu;                     // the sink, the task source, the progress sum
-  std::atomic<std::size_t> next{0};  // the next position of design.unit_order()
+  std::atomic<std::size_t> next{0};  // the next index k of the run
   std::atomic<bool> stop{false};     // a driver failed: hand out no more units
   std::vector<std::uint64_t> finished(drivers.size(), 0);
   std::vector<driver_stats> stats(drivers.size());
@@ -112,11 +124,11 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
           finish_unit(w);  // the unit this driver ran is complete
         }
         if (stop.load()) return std::nullopt;
-        const std::size_t p = next.fetch_add(1);
-        if (p >= units) return std::nullopt;
+        const std::size_t k = next.fetch_add(1);
+        if (k >= units) return std::nullopt;
         const std::lock_guard<std::mutex> lock(mu);
-        holding[w] = p;
-        return p;
+        holding[w] = k;
+        return positions.empty() ? k : positions[k];
       };
       const typename Driver::task_source locked_tasks = [&](std::uint64_t item, std::uint64_t s) {
         const std::lock_guard<std::mutex> lock(mu);

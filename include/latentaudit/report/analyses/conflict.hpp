@@ -67,10 +67,12 @@ namespace detail {
                                                std::size_t no_comm, double alpha,
                                                std::vector<std::string>& warnings);
 
-/// @brief The attention contrast from item means of attention_mass (each in [0, 1]).
+/// @brief The attention contrast from item means of attention_mass (each in [0, 1]), the bets
+/// tuned for `horizon` items (audit_data::horizon; 0 = each sample's size).
 /// @throws invalid_argument for a value outside [0, 1]
 [[nodiscard]] attention_contrast attention_between(std::span<const double> conflict_items,
-                                                   std::span<const double> need_items, double alpha);
+                                                   std::span<const double> need_items, double alpha,
+                                                   std::size_t horizon);
 
 }  // namespace detail
 

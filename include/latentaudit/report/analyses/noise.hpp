@@ -37,6 +37,8 @@ struct noise_options {
   std::string dose = "sigma";
   /// the record field of the dose, named when a level is negative ("noise_sigma"; "drift_steps")
   std::string dose_field = "noise_sigma";
+  /// the items every betting interval is tuned for (audit_options::horizon; 0 = each sample's size)
+  std::size_t horizon = 0;
 };
 
 /// @brief One point of the noise dose-response (need regime, paired with kv_full).

@@ -53,6 +53,8 @@ struct regime_contrast {
   /// limit with the reverse), p_value the largest of the three views' p-values, and a sign shown
   /// (estimate < 0 or > 0 in a rule) must hold under both bounds (sign_shown()).
   detail::missing_bounds missing;
+  /// the items its bets were tuned for (audit_data::horizon; 0 = n_items: the fixed-sample interval)
+  std::size_t horizon = 0;
   /// @brief Whether any pair was found.
   [[nodiscard]] bool estimable() const noexcept { return n_pairs > 0; }
 };
@@ -64,7 +66,9 @@ namespace detail {
 /// @param c receives estimate, intervals and p (its id, labels, n_pairs are the caller's)
 /// @param item_diffs the item mean differences (non-empty)
 /// @param alpha α of the audit, in (0, 0.5)
-void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs, double alpha);
+/// @param horizon the items the bets are tuned for (audit_data::horizon; 0 = item_diffs' size)
+void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs, double alpha,
+                          std::size_t horizon);
 
 /// @brief treated − control on the units of regime `g` holding both arms (collect_pairs); an
 /// absent arm (npos) or no pair gives a contrast with n_pairs = 0 and NaN numbers.

@@ -7,6 +7,7 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 #define LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +93,19 @@ struct audit_data : unit_records {
   std::vector<std::uint32_t> unit_cluster;  ///< per unit: index of its item in `items`
   std::vector<audit_regime> unit_regime;    ///< per unit
   std::vector<std::int8_t> y;               ///< [unit · arms + arm]: −1 absent, else correct (0/1)
+  /// the items every betting interval and p-value over items of several regimes is tuned for
+  /// (audit_options::horizon): 0 = each sample's own size; N = the planned most items of an audit
+  /// looked at while it grows
+  std::size_t horizon = 0;
+  /// per regime (audit_regime's order): the items of that regime in the design
+  /// (audit_options::regime_horizon), 0 = `horizon`
+  std::array<std::size_t, 5> regime_horizon{};
+
+  /// @brief The items a betting interval over items of regime `g` is tuned for (0: its own size).
+  [[nodiscard]] std::size_t horizon_of(audit_regime g) const noexcept {
+    const std::size_t h = regime_horizon[static_cast<std::size_t>(g)];
+    return h != 0 ? h : horizon;
+  }
 
   /// @brief Whether arm `a` is of kind `k`.
   [[nodiscard]] bool is(std::size_t a, latentaudit::arm_kind k) const noexcept { return kinds[a] == k; }
@@ -189,9 +203,10 @@ struct contrast_view {
   double p_value = std::numeric_limits<double>::quiet_NaN();       ///< betting p of mean = 0
 };
 
-/// @brief The view of item mean differences `items` (each in [−1, 1]) at one-sided level α per limit.
+/// @brief The view of item mean differences `items` (each in [−1, 1]) at one-sided level α per limit,
+/// the bets tuned for `horizon` items (betting_options::horizon; 0 = items' size).
 /// @throws invalid_argument (from the betting interval) on a value outside [−1, 1] or no values
-[[nodiscard]] contrast_view view_of_items(std::span<const double> items, double alpha);
+[[nodiscard]] contrast_view view_of_items(std::span<const double> items, double alpha, std::size_t horizon);
 
 /// @brief Worst-case (Manski) bounds of a paired contrast under missing records: every unit of the
 /// contrast's regime (a unit of the table: some arm holds a record on it) that lacks the treated or
@@ -222,14 +237,17 @@ struct missing_bounds {
 /// @param mb the contrast's worst-case bounds
 /// @param margin the margin, in (0, 1)
 /// @param alpha the level the bets are tuned for (the audit's α)
+/// @param horizon the items the bets are tuned for (audit_data::horizon; 0 = the sample's size)
 [[nodiscard]] double noninferiority_p(std::span<const double> items, const missing_bounds& mb, double margin,
-                                      double alpha);
+                                      double alpha, std::size_t horizon);
 
 /// @brief missing_bounds of mean(treated arms) − control over the units with keep(u) (the units
-/// collect_pairs() would consider, complete or not), at one-sided level α per limit.
+/// collect_pairs() would consider, complete or not), at one-sided level α per limit, the bets tuned
+/// for `horizon` items (audit_data::horizon_of the kept units' regime).
 template <class Keep>
 [[nodiscard]] missing_bounds missing_outcome_bounds(const audit_data& d, std::span<const std::size_t> treated,
-                                                    std::size_t control, const Keep& keep, double alpha) {
+                                                    std::size_t control, const Keep& keep, double alpha,
+                                                    std::size_t horizon) {
   missing_bounds b;
   std::vector<double> lo, hi;  // item means under the two imputations
   double slo = 0, shi = 0, n = 0;
@@ -266,8 +284,8 @@ template <class Keep>
   flush();
   b.items = lo.size();
   if (b.units > 0 && !lo.empty()) {
-    b.low = view_of_items(lo, alpha);
-    b.high = view_of_items(hi, alpha);
+    b.low = view_of_items(lo, alpha, horizon);
+    b.high = view_of_items(hi, alpha, horizon);
     b.low_items = std::move(lo);
   }
   return b;

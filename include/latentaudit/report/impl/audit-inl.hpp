@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -33,6 +34,15 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
         "must lie in [2, 4294967295] with (B + 1)·alpha/2 >= 1 (percentile limits at alpha/2), got " +
             number_text(o.bootstrap_replicates));
   }
+  if (o.looks < 1 || (o.horizon == 0 && o.looks != 1))
+    throw_invalid(fn, "options.looks",
+                  "must be 1 without a horizon and at least 1 with one, got " + number_text(o.looks));
+  if ((static_cast<double>(o.bootstrap_replicates) + 1.0) * o.alpha / (2.0 * static_cast<double>(o.looks)) <
+      1.0)
+    throw_invalid(
+        fn, "options.looks",
+        "needs (B + 1)·alpha/(2·looks) >= 1 (the cost bootstrap's limits at alpha/(2·looks)), got " +
+            number_text(o.looks) + " looks with B = " + number_text(o.bootstrap_replicates));
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE const char* regime_name(audit_regime r) noexcept {
@@ -130,9 +140,11 @@ LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const 
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE betting_interval item_accuracy_interval(std::span<const double> item_means,
-                                                                         double accuracy, double level) {
+                                                                         double accuracy, double level,
+                                                                         std::size_t horizon) {
   const double a = (1.0 - level) / 2.0;
-  auto b = bounded_mean_interval(item_means, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a});
+  auto b =
+      bounded_mean_interval(item_means, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a, .horizon = horizon});
   b.estimate = accuracy;
   b.low = std::min(b.low, accuracy);
   b.high = std::max(b.high, accuracy);
@@ -338,7 +350,29 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
                                                                  std::span<const std::string> role_warnings) {
   constexpr std::string_view fn = "analyse_records";
   detail::check_audit_options(fn, o);
-  const detail::audit_data d = detail::build_audit_data(fn, records);
+  const detail::audit_data d = [&] {
+    auto t = detail::build_audit_data(fn, records);
+    if (o.horizon != 0 && o.horizon < t.items.size())
+      detail::throw_invalid(fn, "options.horizon",
+                            "must be 0 or at least the records' " + std::to_string(t.items.size()) +
+                                " items, got " + std::to_string(o.horizon));
+    t.horizon = o.horizon;
+    for (const auto& [name, h] : o.regime_horizon) {
+      const auto g = detail::regime_code(name);
+      if (g == audit_regime::unknown)
+        detail::throw_invalid(fn, "options.regime_horizon", "names an unknown regime '" + name + "'");
+      std::set<std::uint64_t> items;  // the records' items of the regime
+      for (std::size_t u = 0; u < t.units(); ++u)
+        if (t.unit_regime[u] == g) items.insert(t.unit_item[u]);
+      if (o.horizon == 0 || h == 0 || h < items.size() || h > o.horizon)
+        detail::throw_invalid(fn, "options.regime_horizon",
+                              "'" + name + "' must lie between the records' " + std::to_string(items.size()) +
+                                  " items of the regime and options.horizon " + std::to_string(o.horizon) +
+                                  ", got " + std::to_string(h));
+      t.regime_horizon[static_cast<std::size_t>(g)] = h;
+    }
+    return t;
+  }();
   using detail::audit_data;
   using detail::audit_nan;
   using detail::audit_regime;
@@ -399,11 +433,12 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   // Accuracy intervals are clustered by item (the seeds of an item share its document): betting
   // over the item mean accuracies (detail::item_accuracy_interval), never Wilson on the records.
   std::vector<double> item_sum(d.items.size()), item_count(d.items.size()), item_means;
-  auto clustered_accuracy = [&](std::size_t x, std::size_t n) {
+  auto clustered_accuracy = [&](std::size_t x, std::size_t n, std::size_t horizon) {
     item_means.clear();
     for (std::size_t g = 0; g < item_sum.size(); ++g)
       if (item_count[g] > 0) item_means.push_back(item_sum[g] / item_count[g]);
-    return detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), level);
+    return detail::item_accuracy_interval(item_means, static_cast<double>(x) / static_cast<double>(n), level,
+                                          horizon);
   };
   const std::pair<const char*, int> regimes[] = {
       {"need", 0}, {"no_need", 1}, {"stale", 3}, {"conflict", 4}, {"all", -1}};
@@ -429,7 +464,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
         if (r.next_token_kl) kl += *r.next_token_kl, ++nkl;
       }
       if (n == 0) continue;
-      const auto w = clustered_accuracy(x, n);
+      const auto w =
+          clustered_accuracy(x, n, rcode < 0 ? d.horizon : d.horizon_of(static_cast<audit_regime>(rcode)));
       arm_summary s{.arm = d.arm_label[a], .arm_kind = d.arm_kind[a], .regime = rname, .n = n};
       s.n_items = w.n;
       s.accuracy = w.estimate;
@@ -461,7 +497,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
                                 .margin = o.noninferiority_margin,
                                 .bootstrap_replicates = B,
                                 .seed = o.seed,
-                                .threads = o.threads};
+                                .threads = o.threads,
+                                .horizon = d.horizon_of(audit_regime::need)};
   out.noise = detail::audit_noise(d, records, kv_full, noise_opt, warn);
 
   // ---- when relay does not pay: stale caches, conflicting caches, drifted senders ----
@@ -502,7 +539,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
         item_count[d.unit_cluster[u]] += 1.0;
       }
       if (n == 0) continue;
-      const auto w = clustered_accuracy(x, n);  // clustered by item, as the per-arm summaries
+      // clustered by item, as the per-arm summaries
+      const auto w = clustered_accuracy(x, n, d.horizon_of(audit_regime::need));
       out.frontier.push_back({.arm = d.arm_label[a],
                               .mean_bytes = bytes / static_cast<double>(n),
                               .accuracy = w.estimate,

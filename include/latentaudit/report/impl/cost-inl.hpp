@@ -422,7 +422,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   mean_base /= nn;
   const detail::clustered_mean_options cm{
       .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
-  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha};
+  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha, .horizon = o.horizon};
   auto acc_e = clustered_paired_difference(item_id, acc_relay, acc_text, bo);
   acc_e.estimand = "accuracy_difference";
   auto bytes_e = detail::clustered_mean(extra_bytes, cluster, cm);
@@ -1020,7 +1020,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   out.policies.push_back(policy("always_relay", true, r_acc, r_bytes, 1.0));
   out.policies.push_back(policy("never_relay", true, c_acc, c_bytes, 0.0));
   out.policies.push_back(policy("always_text", text_ok, t_acc, t_bytes, 0.0));
-  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha};
+  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha, .horizon = o.horizon};
   out.accuracy_vs_always_relay = clustered_paired_difference(item_id, g_acc, r_acc, bo);
   out.accuracy_vs_always_relay.estimand = "accuracy_gate_minus_always_relay";
   {

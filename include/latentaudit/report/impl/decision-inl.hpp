@@ -118,7 +118,8 @@ LATENTAUDIT_INLINE checklist_item homogeneity_check(std::span<const trial_record
 // The betting lower limit (level 1 - alpha/2 on each side) of `base`'s item-clustered accuracy on
 // need-regime records: whether B answers on its own ("no communication" needs it above one half).
 LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const trial_record> records,
-                                                            const std::string& base, double alpha) {
+                                                            const std::string& base, double alpha,
+                                                            std::size_t horizon) {
   const std::string arms[] = {base};
   const auto t = detail::group_records("decide", records, arms, detail::duplicate_error::invalid_argument);
   std::vector<double> item_acc;
@@ -138,7 +139,8 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   if (count > 0.0) item_acc.push_back(sum / count);
   if (!item_acc.empty()) {
     const double a = alpha / 2.0;
-    return bounded_mean_interval(item_acc, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a}).low;
+    return bounded_mean_interval(item_acc, 0.0, 1.0, {.alpha_lower = a, .alpha_upper = a, .horizon = horizon})
+        .low;
   }
   return std::nullopt;
 }
@@ -353,9 +355,10 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
   // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
   // (every record wrong) the task is broken and the verdict stays inconclusive.
-  const std::optional<double> alone_low = vc0 == verdict::no && kv_absent_shown
-                                              ? detail::alone_accuracy_low(records, base, o.monitor.alpha)
-                                              : std::nullopt;
+  const std::optional<double> alone_low =
+      vc0 == verdict::no && kv_absent_shown
+          ? detail::alone_accuracy_low(records, base, o.monitor.alpha, o.horizon)
+          : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
     d.verdict = "no communication";
     d.policy = {"answer without communication: neither text nor the relay carries information B uses"};

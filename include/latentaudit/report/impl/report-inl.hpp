@@ -50,9 +50,12 @@ namespace latentaudit {
   co.relay_arm = kv;
   co.text_arm = tx;
   co.margin = o.equivalence_margin;
-  co.level = 1.0 - o.alpha;
+  // an audit looked at `looks` times (--until-decided): the latency bootstrap, which is no
+  // confidence sequence, at α/looks (a union bound over the looks); the betting limits as sequences
+  co.level = 1.0 - o.alpha / static_cast<double>(o.looks);
   co.bootstrap_replicates = o.bootstrap_replicates;
   co.alpha = o.alpha;
+  co.horizon = detail::horizon_of(o, "need");  // the cost's accuracy and SLO limits: need items
   co.latency_slo_s = o.latency_slo_s;
   co.prefill_tokens_per_s = o.prefill_tokens_per_s;
   // relays over a real link: the fitted link, and with --link measured the cost verdicts' link
@@ -77,6 +80,7 @@ namespace latentaudit {
     go.extra_relay_arms.push_back(r.core.drift.benefit[i].arm);
   go.margin = o.equivalence_margin;
   go.alpha = o.alpha;
+  go.horizon = o.horizon;
   go.level = 1.0 - o.alpha;
   go.bootstrap_replicates = o.bootstrap_replicates;
   if (o.relay_gate)
@@ -100,6 +104,7 @@ namespace latentaudit {
   if (o.link_measured) dopt.link = "measured";
   dopt.margin = o.equivalence_margin;
   dopt.alpha = o.alpha;
+  dopt.horizon = detail::horizon_of(o, "need");
   r.decision = decide(r.findings, records, dopt);
   // The decision's reason names what the records lack (the first sentence of its summary).
   // Without 'regime' nothing can pass and the field is the cause: it leads the summary; other
@@ -338,6 +343,10 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
   opts.set("noninferiority_margin", r.options.noninferiority_margin);
   opts.set("bootstrap_replicates", static_cast<double>(r.options.bootstrap_replicates));
   opts.set("seed", static_cast<double>(r.options.seed));
+  if (r.options.horizon != 0) {  // --until-decided: the intervals are confidence sequences over these items
+    opts.set("horizon_items", static_cast<double>(r.options.horizon));
+    opts.set("looks", static_cast<double>(r.options.looks));
+  }
   j.set("options", std::move(opts));
   j.set("records", static_cast<double>(r.core.n_records));
   j.set("items", static_cast<double>(r.core.n_items));
@@ -857,6 +866,16 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
                   r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
                   pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
   line("");
+  if (r.options.horizon != 0) {
+    line(fmt::format(
+        "**Stopped when decided** (`--until-decided`): these are the first {} of the design's {} items, "
+        "looked at up to {} times. Every betting interval and p-value over items is a confidence "
+        "sequence tuned for {} items (valid at the stop the data chose); the cost findings' latency "
+        "bootstrap runs at α/{}. The descriptive bootstrap intervals (CIs of paired effects, CATE, "
+        "noise and drift tolerances) are not adjusted for the stop.",
+        r.core.n_items, r.options.horizon, r.options.looks, r.options.horizon, r.options.looks));
+    line("");
+  }
   line("## Decision: **" + r.decision.verdict + "**");
   line("");
   if (!r.decision.relay_allowed && r.decision.verdict.rfind("relay", 0) == 0) {

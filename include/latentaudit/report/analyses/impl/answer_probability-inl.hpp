@@ -71,16 +71,18 @@ LATENTAUDIT_INLINE probability_contrast probability_contrast_of(const audit_data
   flush();
   out.n_items = obs.size();
   if (obs.empty()) return out;
-  const betting_options bo{.alpha_lower = alpha, .alpha_upper = alpha};
+  const betting_options bo{
+      .alpha_lower = alpha, .alpha_upper = alpha, .horizon = d.horizon_of(audit_regime::need)};
   const auto v = bounded_mean_interval(obs, -1.0, 1.0, bo);
   out.estimate = v.estimate;
   out.verdict_low = v.low;
   out.verdict_high = v.high;
-  out.p_value = bounded_mean_p_value_above(obs, -1.0, 1.0, theta0, alpha);
+  out.p_value = bounded_mean_p_value_above(obs, -1.0, 1.0, theta0, alpha, bo.truncation, bo.horizon);
   if (out.imputed > 0) {
     out.verdict_low = std::min(out.verdict_low, bounded_mean_interval(lo, -1.0, 1.0, bo).low);
     out.verdict_high = std::max(out.verdict_high, bounded_mean_interval(hi, -1.0, 1.0, bo).high);
-    out.p_value = std::max(out.p_value, bounded_mean_p_value_above(lo, -1.0, 1.0, theta0, alpha));
+    out.p_value = std::max(
+        out.p_value, bounded_mean_p_value_above(lo, -1.0, 1.0, theta0, alpha, bo.truncation, bo.horizon));
   }
   out.items = std::move(obs);
   return out;

@@ -19,7 +19,8 @@ namespace latentaudit {
 namespace detail {
 
 LATENTAUDIT_INLINE attention_contrast attention_between(std::span<const double> conflict_items,
-                                                        std::span<const double> need_items, double alpha) {
+                                                        std::span<const double> need_items, double alpha,
+                                                        std::size_t horizon) {
   attention_contrast a;
   a.conflict_items = conflict_items.size();
   a.need_items = need_items.size();
@@ -28,7 +29,7 @@ LATENTAUDIT_INLINE attention_contrast attention_between(std::span<const double> 
              std::string(conflict_items.empty() ? "conflict" : "need") + " regime carries attention_mass";
     return a;
   }
-  const betting_options bo{.alpha_lower = alpha / 4.0, .alpha_upper = alpha / 4.0};
+  const betting_options bo{.alpha_lower = alpha / 4.0, .alpha_upper = alpha / 4.0, .horizon = horizon};
   const auto c = bounded_mean_interval(conflict_items, 0.0, 1.0, bo);
   const auto n = bounded_mean_interval(need_items, 0.0, 1.0, bo);
   a.available = true;
@@ -87,7 +88,9 @@ LATENTAUDIT_INLINE conflict_analysis audit_conflict(const audit_data& d,
     }
     if (count > 0.0) sink->push_back(sum / count);
   }
-  c.attention = attention_between(conflict_items, need_items, alpha);
+  c.attention =
+      attention_between(conflict_items, need_items, alpha,
+                        std::max(d.horizon_of(audit_regime::conflict), d.horizon_of(audit_regime::need)));
   if (!c.attention.available) {  // the engine's own reason, when the records carry one
     for (std::size_t u = 0; u < d.units(); ++u) {
       const std::size_t i = d.record(u, kv_full);

@@ -68,7 +68,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     e.n_pairs = p.pairs();
     e.n_clusters = p.clusters();
     const auto items = detail::item_differences(p);
-    const auto vi = detail::view_of_items(items, o.alpha);
+    const std::size_t horizon = d.horizon_of(detail::regime_code(e.regime));
+    const auto vi = detail::view_of_items(items, o.alpha, horizon);
     e.estimate = vi.estimate;
     e.verdict_low = vi.verdict_low;
     e.verdict_high = vi.verdict_high;
@@ -78,8 +79,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     if (mb.any()) e.p_value = std::max({e.p_value, mb.low.p_value, mb.high.p_value});
     const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
     if (ci.point_mass || !std::isfinite(ci.low) || !std::isfinite(ci.high)) {
-      const auto di = bounded_mean_interval(items, -1.0, 1.0,
-                                            {.alpha_lower = o.alpha / 2.0, .alpha_upper = o.alpha / 2.0});
+      const auto di = bounded_mean_interval(
+          items, -1.0, 1.0, {.alpha_lower = o.alpha / 2.0, .alpha_upper = o.alpha / 2.0, .horizon = horizon});
       e.ci_low = di.low;
       e.ci_high = di.high;
       return fmt::format(
@@ -140,8 +141,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       paired_effect e{.id = id, .treated = tl, .control = cl, .regime = rname};
       e.in_decision_sequence = sp.chain && rg == audit_regime::need;
       e.in_holm_family = sp.holm && !e.in_decision_sequence;
-      effect_ci_text.push_back(
-          fill_effect(e, p, detail::missing_outcome_bounds(d, t, sp.control, in_regime(rg), o.alpha)));
+      effect_ci_text.push_back(fill_effect(
+          e, p, detail::missing_outcome_bounds(d, t, sp.control, in_regime(rg), o.alpha, d.horizon_of(rg))));
       out.effects.push_back(std::move(e));
     }
   }
@@ -224,9 +225,10 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
                       .treated = pt.treated_label,
                       .control = d.arm_label[pt.control],
                       .regime = "need"};
-      const std::string ci_part = fill_effect(
-          e, p,
-          detail::missing_outcome_bounds(d, pt.treated, pt.control, in_regime(audit_regime::need), o.alpha));
+      const std::string ci_part =
+          fill_effect(e, p,
+                      detail::missing_outcome_bounds(d, pt.treated, pt.control, in_regime(audit_regime::need),
+                                                     o.alpha, d.horizon_of(audit_regime::need)));
       e.method = fmt::format("{}; {}; {}; Holm over the decomposition",
                              p.single_arm
                                  ? "mean over items of the item mean paired difference"
@@ -455,7 +457,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                        detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
            std::move(why), complete);
       // the decision's risk family reads the one-sided p of "relay costs the margin or more here"
-      out.findings.back().noninferiority_p = detail::noninferiority_p(e->item_diffs, e->missing, mm, o.alpha);
+      out.findings.back().noninferiority_p = detail::noninferiority_p(
+          e->item_diffs, e->missing, mm, o.alpha, d.horizon_of(detail::regime_code(e->regime)));
     }
   }
 }

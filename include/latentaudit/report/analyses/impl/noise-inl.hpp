@@ -90,9 +90,10 @@ namespace detail {
 /// @brief Accuracy `accuracy` with the betting interval over the item mean accuracies at 1 − α
 /// (α/2 per side), widened to hold `accuracy`.
 LATENTAUDIT_INLINE betting_interval noise_accuracy_interval(std::span<const double> item_means,
-                                                            double accuracy, double alpha) {
-  auto b =
-      bounded_mean_interval(item_means, 0.0, 1.0, {.alpha_lower = alpha / 2.0, .alpha_upper = alpha / 2.0});
+                                                            double accuracy, double alpha,
+                                                            std::size_t horizon) {
+  auto b = bounded_mean_interval(
+      item_means, 0.0, 1.0, {.alpha_lower = alpha / 2.0, .alpha_upper = alpha / 2.0, .horizon = horizon});
   b.estimate = accuracy;
   b.low = std::min(b.low, accuracy);
   b.high = std::max(b.high, accuracy);
@@ -237,7 +238,7 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
     proportion_interval w0{nan, nan, nan, level};
     if (reference.n > 0 && !reference.item_means.empty()) {
       const double acc = static_cast<double>(reference.correct) / static_cast<double>(reference.n);
-      const auto b = detail::noise_accuracy_interval(reference.item_means, acc, o.alpha);
+      const auto b = detail::noise_accuracy_interval(reference.item_means, acc, o.alpha, o.horizon);
       w0 = {b.estimate, b.low, b.high, level};
     } else if (reference.n > 0) {
       w0 = wilson_interval({.successes = reference.correct, .trials = reference.n}, {.level = level});
@@ -278,10 +279,10 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
       acc.push_back(sa[g] / c[g]);
       ++items;
     }
-    const auto e = clustered_paired_difference(l.item, l.noise, l.reference,
-                                               {.alpha_lower = o.alpha, .alpha_upper = o.alpha});
+    const auto e = clustered_paired_difference(
+        l.item, l.noise, l.reference, {.alpha_lower = o.alpha, .alpha_upper = o.alpha, .horizon = o.horizon});
     const std::size_t n = l.item.size();
-    const auto w = detail::noise_accuracy_interval(acc, x / static_cast<double>(n), o.alpha);
+    const auto w = detail::noise_accuracy_interval(acc, x / static_cast<double>(n), o.alpha, o.horizon);
     sigma[k] = l.sigma;
     mean[k] = e.estimate;
     weight[k] = static_cast<double>(items);
@@ -313,7 +314,8 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
       x.clear();
       for (double v : D[k])
         if (!std::isnan(v)) x.push_back(v);
-      const auto iv = bounded_mean_interval(x, -1.0, 1.0, {.alpha_lower = a, .alpha_upper = a});
+      const auto iv =
+          bounded_mean_interval(x, -1.0, 1.0, {.alpha_lower = a, .alpha_upper = a, .horizon = o.horizon});
       lo[k] = iv.low;
       hi[k] = iv.high;
     }

@@ -18,17 +18,19 @@
 namespace latentaudit::detail {
 
 LATENTAUDIT_INLINE void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs,
-                                             double alpha) {
-  const auto v = bounded_mean_interval(item_diffs, -1.0, 1.0, {.alpha_lower = alpha, .alpha_upper = alpha});
-  const auto w =
-      bounded_mean_interval(item_diffs, -1.0, 1.0, {.alpha_lower = alpha / 2.0, .alpha_upper = alpha / 2.0});
+                                             double alpha, std::size_t horizon) {
+  const auto v = bounded_mean_interval(item_diffs, -1.0, 1.0,
+                                       {.alpha_lower = alpha, .alpha_upper = alpha, .horizon = horizon});
+  const auto w = bounded_mean_interval(
+      item_diffs, -1.0, 1.0, {.alpha_lower = alpha / 2.0, .alpha_upper = alpha / 2.0, .horizon = horizon});
   c.n_items = item_diffs.size();
+  c.horizon = horizon;
   c.estimate = v.estimate;
   c.verdict_low = v.low;
   c.verdict_high = v.high;
   c.ci_low = w.low;
   c.ci_high = w.high;
-  c.p_value = bounded_mean_p_value(item_diffs, -1.0, 1.0, 0.0, alpha);
+  c.p_value = bounded_mean_p_value(item_diffs, -1.0, 1.0, 0.0, alpha, 0.9, horizon);
   c.items.assign(item_diffs.begin(), item_diffs.end());
   c.method = fmt::format(
       "mean over {} items of the item mean difference; {}% verdict interval and {}% interval: betting over "
@@ -61,9 +63,9 @@ LATENTAUDIT_INLINE regime_contrast regime_contrast_of(const audit_data& d, std::
     c.method = "not estimable: no unit of the regime holds both arms";
     return c;
   }
-  fill_regime_contrast(c, item_differences(p), alpha);
+  fill_regime_contrast(c, item_differences(p), alpha, d.horizon_of(g));
   c.missing = missing_outcome_bounds(
-      d, t, control, [&d, g](std::size_t u) { return d.unit_regime[u] == g; }, alpha);
+      d, t, control, [&d, g](std::size_t u) { return d.unit_regime[u] == g; }, alpha, d.horizon_of(g));
   if (c.missing.any()) {
     c.verdict_low = std::min(c.verdict_low, c.missing.low.verdict_low);
     c.verdict_high = std::max(c.verdict_high, c.missing.high.verdict_high);
@@ -172,7 +174,7 @@ LATENTAUDIT_INLINE finding risk_finding(std::string id, verdict v, const regime_
                       "; Holm over the relay-failure family",
             .n = c.n_pairs,
             .detail = std::move(why),
-            .noninferiority_p = noninferiority_p(c.items, c.missing, margin, alpha)};
+            .noninferiority_p = noninferiority_p(c.items, c.missing, margin, alpha, c.horizon)};
   set_minimum_detectable(f, c.items);
   return f;
 }

@@ -77,7 +77,7 @@ LATENTAUDIT_INLINE stale_analysis audit_stale(const audit_data& d, std::span<con
          " stale-other_wrong";
   e.n_pairs = s.kv_answers.classified;
   if (!score.empty()) {
-    fill_regime_contrast(e, score, alpha);
+    fill_regime_contrast(e, score, alpha, d.horizon_of(audit_regime::stale));
     e.method = "per kv_full record in the stale regime: 1[stale value] - 1[other wrong value]; " + e.method;
   } else {
     e.method = "not estimable: no kv_full record of the stale regime carries stale_answer";

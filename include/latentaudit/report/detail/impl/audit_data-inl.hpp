@@ -153,21 +153,23 @@ namespace latentaudit::detail {
   return d;
 }
 
-[[nodiscard]] LATENTAUDIT_INLINE contrast_view view_of_items(std::span<const double> items, double alpha) {
-  const auto v = bounded_mean_interval(items, -1.0, 1.0, {.alpha_lower = alpha, .alpha_upper = alpha});
+[[nodiscard]] LATENTAUDIT_INLINE contrast_view view_of_items(std::span<const double> items, double alpha,
+                                                             std::size_t horizon) {
+  const auto v = bounded_mean_interval(items, -1.0, 1.0,
+                                       {.alpha_lower = alpha, .alpha_upper = alpha, .horizon = horizon});
   return {.estimate = v.estimate,
           .verdict_low = v.low,
           .verdict_high = v.high,
-          .p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, alpha)};
+          .p_value = bounded_mean_p_value(items, -1.0, 1.0, 0.0, alpha, 0.9, horizon)};
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE double noninferiority_p(std::span<const double> items,
                                                          const missing_bounds& mb, double margin,
-                                                         double alpha) {
+                                                         double alpha, std::size_t horizon) {
   if (items.empty()) return std::numeric_limits<double>::quiet_NaN();
-  double p = bounded_mean_p_value_above(items, -1.0, 1.0, -margin, alpha);
+  double p = bounded_mean_p_value_above(items, -1.0, 1.0, -margin, alpha, 0.9, horizon);
   if (mb.any() && !mb.low_items.empty())
-    p = std::max(p, bounded_mean_p_value_above(mb.low_items, -1.0, 1.0, -margin, alpha));
+    p = std::max(p, bounded_mean_p_value_above(mb.low_items, -1.0, 1.0, -margin, alpha, 0.9, horizon));
   return p;
 }
 
