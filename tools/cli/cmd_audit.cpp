@@ -1410,6 +1410,9 @@ int run_report(std::span<const std::string> words) {
   auto& records = input.records;
   if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
   aopt.design_arms = std::move(input.design_arms);
+  aopt.horizon = input.horizon;  // a stopped audit: its intervals tuned for the design, as the audit's
+  aopt.looks = input.looks;
+  aopt.regime_horizon = input.regime_horizon;
   aopt.tasks = dist::read_design_tasks(input, records_arg, aopt.tasks_note);
   const auto warnings = design_warnings(records_path, records);
   if (!args.has("--quiet"))

@@ -342,7 +342,47 @@ struct records_input {
   /// directory without a readable design.json
   std::string task_path;
   std::string task_sha256;  ///< see task_path
+  /// an audit stopped when decided (design.json options.until_decided): the design's items, which
+  /// the report tunes its intervals for (audit_options::horizon); 0 = a fixed design
+  std::size_t horizon = 0;
+  std::size_t looks = 1;                              ///< the rule's most looks (audit_options::looks)
+  std::map<std::string, std::size_t> regime_horizon;  ///< the design's items per regime
 };
+
+namespace detail {
+
+/// @brief Reads design.json's options.until_decided (written by `audit --until-decided`) into
+/// `in`: items, looks, regime_items, each checked (a stopped audit read as a fixed one would get
+/// intervals that ignore the stop, so a malformed rule is an error, never skipped).
+/// @throws corrupt_data naming `p` and the field
+inline void read_until_decided(const json_value& dj, const std::filesystem::path& p, records_input& in) {
+  const json_value* opts = dj.find("options");
+  const json_value* u = opts != nullptr && opts->is_object() ? opts->find("until_decided") : nullptr;
+  if (u == nullptr) return;
+  auto bad = [&](const std::string& field, const std::string& why) {
+    LATENTAUDIT_THROW(corrupt_data(p.string() + ": field '" + field + "' " + why));
+  };
+  auto count = [&](const json_value* v, const std::string& field, double most) {
+    if (v == nullptr || !v->is_number()) bad(field, "must be a number");
+    const double x = v->as_number();
+    if (!(x >= 1 && x <= most && std::floor(x) == x))
+      bad(field, "must be an integer in [1, " + latentaudit::detail::number_text(most) + "]");
+    return static_cast<std::size_t>(x);
+  };
+  if (!u->is_object()) bad("options.until_decided", "must be an object");
+  in.horizon = count(dj.find("items"), "items", static_cast<double>(max_design_items));
+  in.looks = count(u->find("looks"), "options.until_decided.looks", static_cast<double>(in.horizon));
+  const json_value* ri = u->find("regime_items");
+  if (ri == nullptr || !ri->is_object()) bad("options.until_decided.regime_items", "must be an object");
+  for (const auto& [name, v] : ri->as_object()) {
+    if (name != "need" && name != "no_need" && name != "stale" && name != "conflict")
+      bad("options.until_decided.regime_items", "names an unknown regime '" + name + "'");
+    in.regime_horizon[name] =
+        count(&v, "options.until_decided.regime_items." + name, static_cast<double>(in.horizon));
+  }
+}
+
+}  // namespace detail
 
 /// @brief Reads PATH as `latentaudit report --records` does: a regular file's records; or an audit
 /// directory's set of records files (resolve_records_path, read_records_set) put in the order a
@@ -363,6 +403,7 @@ struct records_input {
   }
   // A design declaring more than any audit has (90k arms) is refused before it sizes the report.
   if (design_json) check_design_bounds(*design_json, p / "design.json");
+  if (design_json) detail::read_until_decided(*design_json, p / "design.json", in);
   try {
     const auto& dj = design_json ? *design_json : json_value();
     if (const auto od = design_order_from_json(dj);

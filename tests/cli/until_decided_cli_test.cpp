@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit audit --until-decided` (issue 28): the items run in batches with a look at the
+// decision after each; the rule and the regimes' item counts go to design.json, the summary says
+// where it stopped, report.json carries the horizon, `report --records` of the directory rebuilds
+// the same report, a resume stops where the run did, a cut run resumed gives the same records, and
+// misused options or a malformed rule in design.json exit 2 with one line. Whether the stop keeps
+// the decision's error rates is the Monte Carlo of tests/report/decision_test.cpp.
+#include <catch2/catch.hpp>
+#include <latentaudit/core/json.hpp>
+#include <latentaudit/trial/journal.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+#include "support/common.hpp"
+
+namespace la = latentaudit;
+namespace fs = std::filesystem;
+using la::test::ok_json;
+using la::test::run_cli;
+
+namespace {
+
+std::vector<std::string> stopped_audit(const fs::path& out) {
+  return {"audit",           "--model", la::test::models + "organism-a", "--partner", "none", "--drift", "none",
+          "--items",         "40",      "--seeds",
+          "1",               "--arms",  "no_comm,text_full,kv_full",
+          "--until-decided", "--batch-items", "20", "--jobs", "2", "--out", out.string(), "--quiet"};
+}
+
+std::vector<std::string> timeless_lines(const fs::path& file) {
+  std::vector<std::string> out;
+  for (auto r : la::read_records(file)) {
+    r.latency = {};
+    for (auto& x : r.latency_repeats_s) x = 0.0;
+    out.push_back(la::record_to_line(r));
+  }
+  return out;
+}
+
+la::json_value read_json(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return la::parse_json(s.str());
+}
+
+}  // namespace
+
+TEST_CASE("audit --until-decided: batches and looks, the rule in design.json, a resume stops where the run did",
+          "[cli][until_decided]") {
+  const auto base = la::test::cli_work_dir() / "until_decided";
+  fs::remove_all(base);
+  const auto out = base / "a";
+  const auto j = ok_json(stopped_audit(out));
+  // 40 items in batches of 20: two looks; three arms cannot settle a relay verdict (the risk arms
+  // are absent), so the rule runs every batch and says so
+  const auto* u = j.find("until_decided");
+  REQUIRE(u != nullptr);
+  CHECK(u->find("looks_planned")->as_number() == 2.0);
+  CHECK(u->find("looks_taken")->as_number() == 2.0);
+  CHECK(u->find("items_run")->as_number() == 40.0);
+  CHECK(u->find("trials_in_records")->as_number() == 120.0);
+  CHECK_FALSE(u->find("settled")->as_bool());
+  CHECK(u->find("decision_at_stop")->as_string() == j.find("decision")->find("verdict")->as_string());
+  // design.json: the rule and the regimes' items (they add to the design's 40)
+  const auto dj = read_json(out / "design.json");
+  const auto* rule = dj.find("options")->find("until_decided");
+  REQUIRE(rule != nullptr);
+  CHECK(rule->find("batch_items")->as_number() == 20.0);
+  CHECK(rule->find("looks")->as_number() == 2.0);
+  double regime_items = 0;
+  for (const auto& [name, v] : rule->find("regime_items")->as_object()) regime_items += v.as_number();
+  CHECK(regime_items == 40.0);
+  // report.json: the intervals are confidence sequences over the design's items
+  const auto rj = read_json(out / "report.json");
+  CHECK(rj.find("options")->find("horizon_items")->as_number() == 40.0);
+  CHECK(rj.find("options")->find("looks")->as_number() == 2.0);
+  // report --records of the directory reads the rule and rebuilds the same findings
+  const auto rep = ok_json({"report", "--records", out.string(), "--out", (base / "rep").string(), "--quiet"});
+  CHECK(read_json(base / "rep" / "report.json").find("findings")->as_array().size() ==
+        rj.find("findings")->as_array().size());
+  for (const auto& [id, v] : j.find("findings")->as_object()) {
+    if (id.rfind("cost.", 0) == 0) continue;  // measured latencies: the same records, the same verdicts
+    CHECK(rep.find("findings")->find(id)->as_string() == v.as_string());
+  }
+  // a resume of the finished run runs nothing and stops at the same look
+  auto again = stopped_audit(out);
+  again.emplace_back("--resume");
+  const auto ra = ok_json(again);
+  CHECK(ra.find("trials_run")->as_number() == 0.0);
+  CHECK(ra.find("until_decided")->find("looks_taken")->as_number() == 2.0);
+  // a run cut after its first batch, resumed, gives the same records
+  const auto cut = base / "cut";
+  fs::create_directories(cut);
+  fs::copy_file(out / "design.json", cut / "design.json");
+  {
+    std::ofstream f(cut / "records.jsonl");
+    for (const auto& r : la::read_records(out / "records.jsonl"))
+      if (r.item < 20) f << la::record_to_line(r) << "\n";
+  }
+  auto resume = stopped_audit(cut);
+  resume.emplace_back("--resume");
+  const auto rc = ok_json(resume);
+  CHECK(rc.find("trials_skipped")->as_number() == 60.0);
+  CHECK(timeless_lines(cut / "records.jsonl") == timeless_lines(out / "records.jsonl"));
+  // a resume without the rule is another design: refused
+  auto plain = stopped_audit(cut);
+  std::erase(plain, std::string("--until-decided"));
+  std::erase(plain, std::string("--batch-items"));
+  std::erase(plain, std::string("20"));
+  plain.emplace_back("--resume");
+  const auto rp = run_cli(plain);
+  CHECK(rp.code == 2);
+  CHECK(rp.err.find("until_decided") != std::string::npos);
+  fs::remove_all(base);
+}
+
+TEST_CASE("audit --until-decided: misused options and a malformed rule exit 2 with one line",
+          "[cli][until_decided]") {
+  const auto base = la::test::cli_work_dir() / "until_decided_bad";
+  fs::remove_all(base);
+  auto words = stopped_audit(base / "x");
+  std::erase(words, std::string("--until-decided"));
+  la::test::expect_one_line_error(run_cli(words), "option --batch-items applies to --until-decided");
+  words = stopped_audit(base / "x");
+  words.insert(words.end(), {"--max-items", "30"});
+  la::test::expect_one_line_error(run_cli(words), "options --items and --max-items set the same budget");
+  words = stopped_audit(base / "x");
+  words.insert(words.end(), {"--relay-transport", "tcp"});
+  la::test::expect_one_line_error(run_cli(words), "option --until-decided runs in one process");
+  words = stopped_audit(base / "x");
+  words[std::find(words.begin(), words.end(), "--batch-items") - words.begin() + 1] = "0";
+  la::test::expect_one_line_error(run_cli(words), "--batch-items");
+  // --max-items is the budget: the same run as --items
+  words = stopped_audit(base / "m");
+  const auto at = std::find(words.begin(), words.end(), "--items") - words.begin();
+  words[static_cast<std::size_t>(at)] = "--max-items";
+  const auto m = ok_json(words);
+  CHECK(m.find("until_decided")->find("items_planned")->as_number() == 40.0);
+  // design.json with a malformed rule: report --records refuses it naming the field
+  std::string text;
+  {
+    std::ifstream f(base / "m" / "design.json");
+    std::stringstream s;
+    s << f.rdbuf();
+    text = s.str();
+  }
+  const auto pos = text.find("\"looks\"");
+  REQUIRE(pos != std::string::npos);
+  text.replace(pos, 7, "\"lookz\"");
+  {
+    std::ofstream f(base / "m" / "design.json", std::ios::trunc);
+    f << text;
+  }
+  la::test::expect_one_line_error(
+      run_cli({"report", "--records", (base / "m").string(), "--out", (base / "r").string(), "--quiet"}),
+      "options.until_decided.looks");
+  fs::remove_all(base);
+}
