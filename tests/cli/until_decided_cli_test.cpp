@@ -26,10 +26,27 @@ using la::test::run_cli;
 namespace {
 
 std::vector<std::string> stopped_audit(const fs::path& out) {
-  return {"audit",           "--model", la::test::models + "organism-a", "--partner", "none", "--drift", "none",
-          "--items",         "40",      "--seeds",
-          "1",               "--arms",  "no_comm,text_full,kv_full",
-          "--until-decided", "--batch-items", "20", "--jobs", "2", "--out", out.string(), "--quiet"};
+  return {"audit",
+          "--model",
+          la::test::models + "organism-a",
+          "--partner",
+          "none",
+          "--drift",
+          "none",
+          "--items",
+          "40",
+          "--seeds",
+          "1",
+          "--arms",
+          "no_comm,text_full,kv_full",
+          "--until-decided",
+          "--batch-items",
+          "20",
+          "--jobs",
+          "2",
+          "--out",
+          out.string(),
+          "--quiet"};
 }
 
 std::vector<std::string> timeless_lines(const fs::path& file) {
@@ -51,8 +68,9 @@ la::json_value read_json(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("audit --until-decided: batches and looks, the rule in design.json, a resume stops where the run did",
-          "[cli][until_decided]") {
+TEST_CASE(
+    "audit --until-decided: batches and looks, the rule in design.json, a resume stops where the run did",
+    "[cli][until_decided]") {
   const auto base = la::test::cli_work_dir() / "until_decided";
   fs::remove_all(base);
   const auto out = base / "a";
@@ -81,7 +99,8 @@ TEST_CASE("audit --until-decided: batches and looks, the rule in design.json, a 
   CHECK(rj.find("options")->find("horizon_items")->as_number() == 40.0);
   CHECK(rj.find("options")->find("looks")->as_number() == 2.0);
   // report --records of the directory reads the rule and rebuilds the same findings
-  const auto rep = ok_json({"report", "--records", out.string(), "--out", (base / "rep").string(), "--quiet"});
+  const auto rep =
+      ok_json({"report", "--records", out.string(), "--out", (base / "rep").string(), "--quiet"});
   CHECK(read_json(base / "rep" / "report.json").find("findings")->as_array().size() ==
         rj.find("findings")->as_array().size());
   for (const auto& [id, v] : j.find("findings")->as_object()) {

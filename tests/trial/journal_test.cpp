@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The record journal: one line per record, torn last lines dropped on resume, keys never
 // duplicated, a different design refused; records round-trip through JSON.
+#include <latentaudit/dist/shard.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -371,5 +372,43 @@ TEST_CASE("journal: read_records streams: a huge line or zero tail is bounded, n
   CHECK_THROWS_WITH(read_records(dir / "missing.jsonl"), Catch::Contains("cannot open"));
   // And a journal directory that is a file is refused naming it.
   CHECK_THROWS_WITH(record_journal(file, trial_design{}, false), Catch::Contains("not a directory"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "journal: the report's readers drop the policy on request and put a record set in run order in place") {
+  const auto dir = fresh_dir("readers");
+  std::filesystem::create_directories(dir);
+  trial_design d;
+  d.items = 6;
+  d.seeds = 2;
+  d.arms = {parse_arm("no_comm"), parse_arm("kv_full"), parse_arm("text_full")};
+  // the records in the order a one-process run journals them: units, then each unit's arms
+  std::vector<trial_record> run;
+  for (const auto& [item, seed] : d.unit_order())
+    for (const auto a : d.arm_order(item, seed)) {
+      auto r = sample(item, d.arms[a].label);
+      r.seed = seed;
+      run.push_back(r);
+    }
+  // a file holding them reversed: read without the policy, then put in run order in place
+  {
+    std::ofstream f(dir / "records.jsonl");
+    for (auto it = run.rbegin(); it != run.rend(); ++it) f << record_to_line(*it) << "\n";
+  }
+  const std::filesystem::path files[] = {dir / "records.jsonl"};
+  auto kept = dist::read_records_set(files);
+  auto dropped = dist::read_records_set(files, {.policy = false});
+  REQUIRE(kept.size() == run.size());
+  REQUIRE(dropped.size() == run.size());
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    CHECK(kept[i].policy.is_object());
+    CHECK(dropped[i].policy.is_null());
+    dropped[i].policy = kept[i].policy;  // nothing else differs
+    CHECK(record_to_line(dropped[i]) == record_to_line(kept[i]));
+  }
+  dist::order_as_executed(kept, d);
+  REQUIRE(kept.size() == run.size());
+  for (std::size_t i = 0; i < run.size(); ++i) CHECK(record_to_line(kept[i]) == record_to_line(run[i]));
   std::filesystem::remove_all(dir);
 }

@@ -148,13 +148,18 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
 
 /// @brief Reads a set of records files as one: every file's records (read_records), in file
 /// order; a key in two files is an error naming both (a key is run once, by one rank).
+/// @param options what to keep of each record (record_read_options)
 /// @throws invalid_argument / corrupt_data as read_records, or corrupt_data for a key twice.
-[[nodiscard]] inline std::vector<trial_record> read_records_set(
-    std::span<const std::filesystem::path> files) {
+[[nodiscard]] inline std::vector<trial_record> read_records_set(std::span<const std::filesystem::path> files,
+                                                                const record_read_options& options = {}) {
+  // one file (the one-process audit's): its records as read_records returns them, with no second
+  // copy (at 1 000 000 records each copy of the vector is ~0.85 GB)
+  if (files.size() == 1) return read_records(files[0], nullptr, options);
   std::vector<trial_record> out;
   std::map<trial_key, std::size_t> where;  // key -> index of the file that holds it
   for (std::size_t f = 0; f < files.size(); ++f) {
-    auto rs = read_records(files[f]);
+    auto rs = read_records(files[f], nullptr, options);
+    out.reserve(out.size() + rs.size());
     for (auto& r : rs) {
       trial_key k{r.item, r.seed, r.arm};
       if (const auto [it, fresh] = where.emplace(k, f); !fresh)
@@ -324,10 +329,24 @@ inline void order_as_executed(std::vector<trial_record>& records, const trial_de
     keys.emplace_back(std::move(k), i);
   }
   std::sort(keys.begin(), keys.end());
-  std::vector<trial_record> out;
-  out.reserve(records.size());
-  for (auto& [k, i] : keys) out.push_back(std::move(records[i]));
-  records = std::move(out);
+  // in place, cycle by cycle (no second vector of records): position p takes record keys[p].second
+  std::vector<std::size_t> from(keys.size());
+  for (std::size_t p = 0; p < keys.size(); ++p) from[p] = keys[p].second;
+  keys.clear();
+  keys.shrink_to_fit();
+  for (std::size_t start = 0; start < from.size(); ++start) {
+    if (from[start] == start || from[start] == static_cast<std::size_t>(-1)) continue;
+    trial_record held = std::move(records[start]);
+    std::size_t p = start;
+    while (from[p] != start) {
+      const std::size_t q = from[p];
+      records[p] = std::move(records[q]);
+      from[p] = static_cast<std::size_t>(-1);
+      p = q;
+    }
+    records[p] = std::move(held);
+    from[p] = static_cast<std::size_t>(-1);
+  }
 }
 
 /// @brief The records `report --records PATH` audits, with what the design beside them says.
@@ -390,10 +409,12 @@ inline void read_until_decided(const json_value& dj, const std::filesystem::path
 /// and checked by check_design_bounds before anything is sized by it; an order whose units exceed
 /// four times the records plus 1024 is not applied) and the design's arms. A directory without a
 /// readable design.json keeps the files' order (the report's design warnings say why).
+/// @param options what to keep of each record (record_read_options; the CLI's report drops the policy)
 /// @throws invalid_argument or corrupt_data naming the path or the file as the readers do
-[[nodiscard]] inline records_input read_records_input(const std::filesystem::path& p) {
+[[nodiscard]] inline records_input read_records_input(const std::filesystem::path& p,
+                                                      const record_read_options& options = {}) {
   records_input in;
-  in.records = read_records_set(resolve_records_path(p));
+  in.records = read_records_set(resolve_records_path(p), options);
   std::error_code ec;
   if (!std::filesystem::is_directory(p, ec)) return in;
   std::optional<json_value> design_json;
