@@ -59,7 +59,7 @@ struct observational_options {
   /// and matching with ties over discrete covariates costs up to the square of the units per
   /// bootstrap replicate: without a bound a report of 200 000 records spent most of its minute here.
   /// The default keeps the default audit's 450 items whole.
-  std::size_t max_items = 500;
+  std::size_t max_items = 450;
 };
 
 /// @brief The production-log demonstration.
