@@ -901,14 +901,11 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   auto& shard = r.shard;
   auto& serve = r.serve;
   auto& model = r.model;
-  auto& task_dir = r.task_dir;
   auto& scoring = r.scoring;
   auto& user_tasks = r.user_tasks;
   auto& d = r.d;
   auto& engine_skipped = r.engine_skipped;
-  auto& messages = r.messages;
   auto& out = r.out;
-  auto& scheme = r.scheme;
   auto& mpi_relay = r.mpi_relay;
   auto& mpi_a = r.mpi_a;
   auto& lock = r.lock;
@@ -927,7 +924,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
                       " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
                       model.string() + "')");
   text_codec codec = make_codec(engine);
-  message_options msg_opts = messages.value_or(message_options{});
+  message_options msg_opts = r.messages.value_or(message_options{});
   msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
   const task_file_source source(
       std::move(*user_tasks), std::move(codec),
@@ -950,7 +947,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
   if (fmt) {
     d.identity.task_source = "organism";
-    d.identity.task_hash = file_sha256(task_dir / "task.json");
+    d.identity.task_hash = file_sha256(r.task_dir / "task.json");
     d.identity.task_options = to.to_json();
   } else {
     d.identity.task_source = "file";
@@ -1045,7 +1042,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
       throw;
     }
   }
-  return shard != nullptr ? shard->run_trials(d, scheme, go) : go({});
+  return shard != nullptr ? shard->run_trials(d, r.scheme, go) : go({});
 }
 
 // The trials: the tasks' source, the journal and the driver on the engines (and the relay peer's or
