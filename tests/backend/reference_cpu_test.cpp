@@ -87,6 +87,29 @@ TEST_CASE("forward: all logits, hidden state, thread independence, bad input", "
   CHECK_THROWS_AS(b1.n_tokens(s1), invalid_argument);
 }
 
+TEST_CASE("forward: the matrix products on several threads give the one-thread bits",
+          "[backend][reference_cpu]") {
+  // products large enough to share (n·in·out >= 2^20 multiply-adds) and wider than one block of
+  // 256 output features (intermediate 640 and vocab 600: three blocks each), prefill and decode
+  const auto dir = test::write_tiny_llama(
+      "fwd_blocks",
+      {.vocab = 600, .hidden = 128, .intermediate = 640, .layers = 2, .heads = 4, .kv_heads = 2});
+  std::vector<token_id> t;
+  for (int i = 0; i < 48; ++i) t.push_back((i * 37) % 599 + 1);
+  std::vector<std::vector<float>> logits;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    auto b = reference_cpu_backend::load(dir, threads);
+    const auto s = b.open_seq();
+    auto out = b.prefill(s, t, 0, {.all_logits = true, .want_hidden = true});
+    const auto step = b.decode(s, 7, 48);
+    out.logits.insert(out.logits.end(), step.logits.begin(), step.logits.end());
+    out.logits.insert(out.logits.end(), out.hidden.begin(), out.hidden.end());
+    logits.push_back(std::move(out.logits));
+  }
+  CHECK(logits[1] == logits[0]);
+  CHECK(logits[2] == logits[0]);
+}
+
 TEST_CASE("attention capture: rows sum to one over visible cached tokens", "[backend][reference_cpu]") {
   auto b = reference_cpu_backend::load(test::write_tiny_llama("cap"));
   const auto s = b.open_seq();

@@ -57,8 +57,10 @@ class reference_cpu_backend {
   using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
   /// @brief Loads `dir/config.json` and `dir/model.safetensors`.
-  /// @param threads worker threads for attention (0 = all cores), used by forwards whose attention
-  ///        work (new tokens × cached tokens × heads × head_dim) reaches 2^18; results do not depend on it
+  /// @param threads worker threads (0 = all cores) for attention, used by forwards whose attention
+  ///        work (new tokens × cached tokens × heads × head_dim) reaches 2^18, and for the matrix
+  ///        products (projections, MLP, logits) whose work reaches 2^20 multiply-adds, computed in
+  ///        fixed blocks of 256 output features; results do not depend on it
   /// @throws corrupt_data on a bad config, a missing, unexpected or mis-shaped tensor;
   ///         invalid_argument if the directory or files cannot be opened.
   static reference_cpu_backend load(const std::filesystem::path& dir, unsigned threads = 1);
@@ -158,6 +160,15 @@ class reference_cpu_backend {
 
   /// HF LlamaRMSNorm: x · rsqrt(mean(x²) + eps) · w, rows of X.
   matrix rms_norm(const matrix& x, const Eigen::VectorXf& w) const;
+
+  /// x · wᵀ (x: n × in, w: out × in as HF stores linear weights): the output features in fixed
+  /// blocks of 256, each the same Eigen product whatever the thread count, shared among threads_
+  /// threads when the product reaches 2^20 multiply-adds (so results do not depend on threads_).
+  matrix project(const matrix& x, const matrix& w) const;
+
+  /// y += x · wᵀ as project() computes x · wᵀ, each block accumulated into y by Eigen's product
+  /// (the residual adds of the attention output and the MLP).
+  void project_add(matrix& y, const matrix& x, const matrix& w) const;
 
   forward_output forward(seq_id s, std::span<const token_id> tokens, position_t first,
                          const forward_options& o, std::span<const layer_index> capture_layers,

@@ -423,6 +423,42 @@ LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::rms_norm
   return y;
 }
 
+namespace detail {
+
+// y (+)= x · wᵀ in blocks of 256 output features on up to `threads` threads (when the product
+// reaches 2^20 multiply-adds); each block is the same Eigen product whatever the thread count.
+template <bool Add, class Matrix>
+void blocked_product(Matrix& y, const Matrix& x, const Matrix& w, unsigned threads) {
+  constexpr Eigen::Index block = 256;
+  const Eigen::Index out = w.rows();
+  const auto blocks = static_cast<std::size_t>((out + block - 1) / block);
+  const double work =
+      static_cast<double>(x.rows()) * static_cast<double>(x.cols()) * static_cast<double>(out);
+  parallel_chunks(blocks, 1, work >= 1048576.0 ? threads : 1u, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const Eigen::Index c0 = static_cast<Eigen::Index>(b) * block, c = std::min(block, out - c0);
+      if constexpr (Add)  // no noalias: Eigen's own evaluation of y += x·wᵀ, bit for bit the unblocked one
+        y.middleCols(c0, c) += x * w.middleRows(c0, c).transpose();
+      else
+        y.middleCols(c0, c).noalias() = x * w.middleRows(c0, c).transpose();
+    }
+  });
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::project(const matrix& x,
+                                                                                const matrix& w) const {
+  matrix y(x.rows(), w.rows());
+  detail::blocked_product<false>(y, x, w, threads_);
+  return y;
+}
+
+LATENTAUDIT_INLINE void reference_cpu_backend::project_add(matrix& y, const matrix& x,
+                                                           const matrix& w) const {
+  detail::blocked_product<true>(y, x, w, threads_);
+}
+
 LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::span<const token_id> tokens,
                                                                  position_t first, const forward_options& o,
                                                                  std::span<const layer_index> capture_layers,
@@ -470,8 +506,8 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const auto& w = layers_[l];
     const matrix h = rms_norm(x, w.in_norm);
-    matrix qm = h * w.q.transpose();
-    const matrix km = h * w.k.transpose(), vm = h * w.v.transpose();
+    matrix qm = project(h, w.q);
+    const matrix km = project(h, w.k), vm = project(h, w.v);
     // RoPE on the new queries and keys, then append K and V to the cache
     q.k[l].resize(T * row);
     q.v[l].resize(T * row);
@@ -531,16 +567,16 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::
         }
       }
     });
-    x += att * w.o.transpose();
+    project_add(x, att, w.o);
     const matrix h2 = rms_norm(x, w.post_norm);
-    matrix gate = h2 * w.gate.transpose();
-    const matrix up = h2 * w.up.transpose();
+    matrix gate = project(h2, w.gate);
+    const matrix up = project(h2, w.up);
     gate = gate.unaryExpr([](float v) { return v / (1.0f + std::exp(-v)); }).cwiseProduct(up);
-    x += gate * w.down.transpose();
+    project_add(x, gate, w.down);
   }
   const matrix xn = rms_norm(o.all_logits ? x : matrix(x.bottomRows(1)), norm_);
   const matrix& head = cfg_.tie_word_embeddings ? embed_ : lm_head_;
-  const matrix logits = xn * head.transpose();
+  const matrix logits = project(xn, head);
   forward_output out;
   out.rows = logits.rows();
   out.logits.assign(logits.data(), logits.data() + logits.size());
