@@ -346,6 +346,9 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
   if (r.options.horizon != 0) {  // --until-decided: the intervals are confidence sequences over these items
     opts.set("horizon_items", static_cast<double>(r.options.horizon));
     opts.set("looks", static_cast<double>(r.options.looks));
+    json_value rh = json_value::object();  // the items each regime's intervals are tuned for
+    for (const auto& [name, h] : r.options.regime_horizon) rh.set(name, static_cast<double>(h));
+    opts.set("regime_horizon_items", std::move(rh));
   }
   j.set("options", std::move(opts));
   j.set("records", static_cast<double>(r.core.n_records));
@@ -870,10 +873,11 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
     line(fmt::format(
         "**Stopped when decided** (`--until-decided`): these are the first {} of the design's {} items, "
         "looked at up to {} times. Every betting interval and p-value over items is a confidence "
-        "sequence tuned for {} items (valid at the stop the data chose); the cost findings' latency "
-        "bootstrap runs at α/{}. The descriptive bootstrap intervals (CIs of paired effects, CATE, "
-        "noise and drift tolerances) are not adjusted for the stop.",
-        r.core.n_items, r.options.horizon, r.options.looks, r.options.horizon, r.options.looks));
+        "sequence tuned for the design's items of its regime (report.json options.regime_horizon_items; "
+        "valid at the stop the data chose); the cost findings' latency bootstrap runs at α/{}. The "
+        "descriptive bootstrap intervals (CIs of paired effects, CATE, noise and drift tolerances) are not "
+        "adjusted for the stop.",
+        r.core.n_items, r.options.horizon, r.options.looks, r.options.looks));
     line("");
   }
   line("## Decision: **" + r.decision.verdict + "**");
