@@ -632,21 +632,26 @@ void bind_estimators(py::module_& m) {
   // ---- betting ---------------------------------------------------------------------------------------
   m.def(
       "bounded_mean_interval",
-      [](const f64_array& x, double lo, double hi, double alpha_lower, double alpha_upper,
-         double truncation) {
-        return bounded_mean_interval(
-            vec(x, "bounded_mean_interval", "x"), lo, hi,
-            betting_options{
-                .alpha_lower = alpha_lower, .alpha_upper = alpha_upper, .truncation = truncation});
+      [](const f64_array& x, double lo, double hi, double alpha_lower, double alpha_upper, double truncation,
+         std::size_t horizon) {
+        return bounded_mean_interval(vec(x, "bounded_mean_interval", "x"), lo, hi,
+                                     betting_options{.alpha_lower = alpha_lower,
+                                                     .alpha_upper = alpha_upper,
+                                                     .truncation = truncation,
+                                                     .horizon = horizon});
       },
       "x"_a, "lo"_a, "hi"_a, py::kw_only(), "alpha_lower"_a = 0.025, "alpha_upper"_a = 0.025,
-      "truncation"_a = 0.9, "Betting confidence interval for the mean of observations in [lo, hi].");
+      "truncation"_a = 0.9, "horizon"_a = 0,
+      "Betting confidence interval for the mean of observations in [lo, hi]; horizon = the planned most "
+      "observations (0: len(x)) makes it a confidence sequence, valid however often it is looked at.");
   m.def(
       "bounded_mean_p_value",
-      [](const f64_array& x, double lo, double hi, double m0, double alpha, double truncation) {
-        return bounded_mean_p_value(vec(x, "bounded_mean_p_value", "x"), lo, hi, m0, alpha, truncation);
+      [](const f64_array& x, double lo, double hi, double m0, double alpha, double truncation,
+         std::size_t horizon) {
+        return bounded_mean_p_value(vec(x, "bounded_mean_p_value", "x"), lo, hi, m0, alpha, truncation,
+                                    horizon);
       },
-      "x"_a, "lo"_a, "hi"_a, "m0"_a, py::kw_only(), "alpha"_a = 0.05, "truncation"_a = 0.9,
+      "x"_a, "lo"_a, "hi"_a, "m0"_a, py::kw_only(), "alpha"_a = 0.05, "truncation"_a = 0.9, "horizon"_a = 0,
       "Betting p-value of mean = m0 for observations in [lo, hi].");
   m.def(
       "clustered_paired_difference",

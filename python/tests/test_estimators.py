@@ -209,6 +209,15 @@ def test_betting_intervals():
     e = la.clustered_paired_difference(cluster, treated, control)
     assert e.method == "betting_items" and e.ci_low < e.estimate < e.ci_high and e.df == 30 and e.n_pairs == 90
     assert la.betting_items_for_margin(0.05) == 68
+    # horizon: tuned for the planned 100 observations, the interval on the first 50 is a confidence
+    # sequence (wider than the fixed-sample one); at horizon = n it is the fixed-sample interval
+    seq = la.bounded_mean_interval(x, 0.0, 1.0, horizon=100)
+    assert seq.low <= iv.low and seq.high >= iv.high and seq.high - seq.low > iv.high - iv.low
+    same = la.bounded_mean_interval(x, 0.0, 1.0, horizon=50)
+    assert (same.low, same.high) == (iv.low, iv.high)
+    assert la.bounded_mean_p_value(x, 0.0, 1.0, 0.5, alpha=0.05, horizon=100) >= p
+    with pytest.raises(ValueError, match="horizon 49 is below the sample size 50"):
+        la.bounded_mean_interval(x, 0.0, 1.0, horizon=49)
 
 
 def test_matching_did_weighting_iv_run():
