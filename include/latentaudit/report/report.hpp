@@ -62,6 +62,9 @@ std::string estimate_md(const effect_estimate& e);
 [[nodiscard]] json_value decision_json(const audit_report& r);
 [[nodiscard]] json_value observational_json(const audit_report& r);
 [[nodiscard]] json_value gate_json(const audit_report& r);
+/// @brief report.json's "options": the levels and, for an audit stopped when decided
+/// (audit_options::horizon), horizon_items, looks and regime_horizon_items.
+[[nodiscard]] json_value options_json(const audit_options& o);
 /// @brief report.md's cost, fitted-link and relay-gate sections (parts of report_markdown).
 [[nodiscard]] std::string cost_markdown(const audit_report& r);
 [[nodiscard]] std::string link_fit_markdown(const audit_report& r);

@@ -330,6 +330,24 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
   return gate;
 }
 
+// report.json "options": the levels and, for an audit stopped when decided, its horizon.
+LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
+  json_value opts;
+  opts.set("alpha", o.alpha);
+  opts.set("equivalence_margin", o.equivalence_margin);
+  opts.set("noninferiority_margin", o.noninferiority_margin);
+  opts.set("bootstrap_replicates", static_cast<double>(o.bootstrap_replicates));
+  opts.set("seed", static_cast<double>(o.seed));
+  if (o.horizon != 0) {  // --until-decided: the intervals are confidence sequences over these items
+    opts.set("horizon_items", static_cast<double>(o.horizon));
+    opts.set("looks", static_cast<double>(o.looks));
+    json_value rh = json_value::object();  // the items each regime's intervals are tuned for
+    for (const auto& [name, h] : o.regime_horizon) rh.set(name, static_cast<double>(h));
+    opts.set("regime_horizon_items", std::move(rh));
+  }
+  return opts;
+}
+
 }  // namespace detail
 
 [[nodiscard]] LATENTAUDIT_INLINE json_value report_json(const audit_report& r) {
@@ -337,20 +355,7 @@ LATENTAUDIT_INLINE json_value gate_json(const audit_report& r) {
   using detail::jopt;
   json_value j;
   j.set("schema", "latentaudit.report/1");
-  json_value opts;
-  opts.set("alpha", r.options.alpha);
-  opts.set("equivalence_margin", r.options.equivalence_margin);
-  opts.set("noninferiority_margin", r.options.noninferiority_margin);
-  opts.set("bootstrap_replicates", static_cast<double>(r.options.bootstrap_replicates));
-  opts.set("seed", static_cast<double>(r.options.seed));
-  if (r.options.horizon != 0) {  // --until-decided: the intervals are confidence sequences over these items
-    opts.set("horizon_items", static_cast<double>(r.options.horizon));
-    opts.set("looks", static_cast<double>(r.options.looks));
-    json_value rh = json_value::object();  // the items each regime's intervals are tuned for
-    for (const auto& [name, h] : r.options.regime_horizon) rh.set(name, static_cast<double>(h));
-    opts.set("regime_horizon_items", std::move(rh));
-  }
-  j.set("options", std::move(opts));
+  j.set("options", detail::options_json(r.options));
   j.set("records", static_cast<double>(r.core.n_records));
   j.set("items", static_cast<double>(r.core.n_items));
   j.set("seeds", static_cast<double>(r.core.n_seeds));
