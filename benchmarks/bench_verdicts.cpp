@@ -349,11 +349,7 @@ void relay_failure_table(std::size_t reps, bool print) {
 
 /// The decision's Monte Carlo (tests/report/decision_mc.hpp), printed as a markdown table.
 void decision_table(std::size_t reps, bool print) {
-  auto scenarios = sim::decision_scenarios();
-  for (auto& s : sim::decision_sequence_scenarios()) scenarios.push_back(std::move(s));
-  scenarios.push_back(sim::decision_risk_family_scenario(320, 28040000));
-  scenarios.push_back(sim::decision_power_scenario());
-  scenarios.push_back(sim::decision_small_power_scenario());
+  const auto scenarios = sim::decision_table_scenarios();
   if (print) {
     std::printf(
         "\n| scenario | seed | reps | relay allowed without the condition (MC se) | relay allowed with it | "
@@ -376,11 +372,7 @@ void decision_table(std::size_t reps, bool print) {
 /// looks), the same scenarios, as a markdown table: the error rates at the stop, the share of the
 /// design's items run, and how often the stopped verdict equals the full design's.
 void stopped_decision_table(std::size_t reps, bool print) {
-  auto scenarios = sim::decision_scenarios();
-  for (auto& s : sim::decision_sequence_scenarios()) scenarios.push_back(std::move(s));
-  scenarios.push_back(sim::decision_risk_family_scenario(320, 28040000));
-  scenarios.push_back(sim::decision_power_scenario());
-  scenarios.push_back(sim::decision_small_power_scenario());
+  const auto scenarios = sim::decision_table_scenarios();
   if (print) {
     std::printf(
         "\n| scenario (5 looks) | seed | reps | relay allowed without the condition (MC se) | any relay "

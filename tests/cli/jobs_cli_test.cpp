@@ -41,17 +41,6 @@ std::vector<std::string> jobs_audit(const fs::path& out, const std::string& jobs
           "--quiet"};
 }
 
-// The records in file order, timings cleared.
-std::vector<std::string> timeless_lines(const fs::path& file) {
-  std::vector<std::string> out;
-  for (auto r : la::read_records(file)) {
-    r.latency = {};
-    for (auto& x : r.latency_repeats_s) x = 0.0;
-    out.push_back(la::record_to_line(r));
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("audit --jobs: records in the same order and the same verdicts for 1, 2 and 3 workers",
@@ -59,12 +48,12 @@ TEST_CASE("audit --jobs: records in the same order and the same verdicts for 1, 
   const auto base = la::test::cli_work_dir() / "jobs";
   fs::remove_all(base);
   const auto one = ok_json(jobs_audit(base / "j1", "1"));
-  const auto ref = timeless_lines(base / "j1" / "records.jsonl");
+  const auto ref = la::test::timeless_record_lines(base / "j1" / "records.jsonl");
   REQUIRE(ref.size() == 12u * 2u * 7u);
   for (const char* n : {"2", "3"}) {
     INFO("--jobs " << n);
     const auto j = ok_json(jobs_audit(base / (std::string("j") + n), n));
-    CHECK(timeless_lines(base / (std::string("j") + n) / "records.jsonl") == ref);
+    CHECK(la::test::timeless_record_lines(base / (std::string("j") + n) / "records.jsonl") == ref);
     CHECK(j.find("trials_run")->as_number() == static_cast<double>(ref.size()));
     CHECK(j.find("decision")->find("verdict")->as_string() ==
           one.find("decision")->find("verdict")->as_string());
@@ -89,7 +78,7 @@ TEST_CASE("audit --jobs: records in the same order and the same verdicts for 1, 
   resume.emplace_back("--resume");
   const auto rj = ok_json(resume);
   CHECK(rj.find("trials_skipped")->as_number() == 100.0);
-  CHECK(timeless_lines(cut / "records.jsonl") == ref);
+  CHECK(la::test::timeless_record_lines(cut / "records.jsonl") == ref);
   fs::remove_all(base);
 }
 

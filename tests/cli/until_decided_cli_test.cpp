@@ -49,16 +49,6 @@ std::vector<std::string> stopped_audit(const fs::path& out) {
           "--quiet"};
 }
 
-std::vector<std::string> timeless_lines(const fs::path& file) {
-  std::vector<std::string> out;
-  for (auto r : la::read_records(file)) {
-    r.latency = {};
-    for (auto& x : r.latency_repeats_s) x = 0.0;
-    out.push_back(la::record_to_line(r));
-  }
-  return out;
-}
-
 la::json_value read_json(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream s;
@@ -126,7 +116,8 @@ TEST_CASE(
   resume.emplace_back("--resume");
   const auto rc = ok_json(resume);
   CHECK(rc.find("trials_skipped")->as_number() == 60.0);
-  CHECK(timeless_lines(cut / "records.jsonl") == timeless_lines(out / "records.jsonl"));
+  CHECK(la::test::timeless_record_lines(cut / "records.jsonl") ==
+        la::test::timeless_record_lines(out / "records.jsonl"));
   // a resume without the rule is another design: refused
   auto plain = stopped_audit(cut);
   std::erase(plain, std::string("--until-decided"));

@@ -100,25 +100,29 @@ inline audit_options decision_mc_options() {
   return o;
 }
 
+/// Counts one replicate's decision `d` of scenario `s` into `out` (all but finding_errors).
+inline void count_decision(const decision_scenario& s, const audit_decision& d, decision_mc_result& out) {
+  ++out.reps;
+  auto in_policy = [&d](const std::string& c) {
+    for (const auto& p : d.policy)
+      if (p.find(c) != std::string::npos) return true;
+    return false;
+  };
+  bool handled = !s.condition.empty() && in_policy(s.condition);
+  for (const auto& c : s.more_conditions) handled = handled && in_policy(c);
+  if (d.relay_allowed) ++(handled ? out.allowed_handled : out.allowed_unhandled);
+  out.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
+  ++out.verdicts[d.verdict];
+  out.relay_family += d.verdict.rfind("relay", 0) == 0 ? 1 : 0;
+}
+
 /// Runs `reps` replicates of scenario `s`.
 inline decision_mc_result run_decision_mc(const decision_scenario& s, std::size_t reps) {
   decision_mc_result out;
   for (std::size_t r = 0; r < reps; ++r) {
     const auto recs = simulate_relay_failure(s.design, s.seed + r);
     const auto rep = build_audit_report(recs, decision_mc_options());
-    ++out.reps;
-    const auto& d = rep.decision;
-    auto in_policy = [&d](const std::string& c) {
-      for (const auto& p : d.policy)
-        if (p.find(c) != std::string::npos) return true;
-      return false;
-    };
-    bool handled = !s.condition.empty() && in_policy(s.condition);
-    for (const auto& c : s.more_conditions) handled = handled && in_policy(c);
-    if (d.relay_allowed) ++(handled ? out.allowed_handled : out.allowed_unhandled);
-    out.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
-    ++out.verdicts[d.verdict];
-    out.relay_family += d.verdict.rfind("relay", 0) == 0 ? 1 : 0;
+    count_decision(s, rep.decision, out);
     for (const auto& f : rep.findings)
       if (f.id == s.finding_id && f.answer == s.finding_error) ++out.finding_errors;
   }
@@ -344,20 +348,19 @@ inline stopped_mc_result run_stopped_decision_mc(const decision_scenario& s, std
     out.stopped_early += k < looks ? 1 : 0;
     const auto fixed = build_audit_report(recs, decision_mc_options()).decision;
     out.same_as_fixed += fixed.verdict == d.verdict ? 1 : 0;
-    auto& m = out.decision;
-    ++m.reps;
-    auto in_policy = [&d](const std::string& c) {
-      for (const auto& p : d.policy)
-        if (p.find(c) != std::string::npos) return true;
-      return false;
-    };
-    bool handled = !s.condition.empty() && in_policy(s.condition);
-    for (const auto& c : s.more_conditions) handled = handled && in_policy(c);
-    if (d.relay_allowed) ++(handled ? m.allowed_handled : m.allowed_unhandled);
-    m.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
-    ++m.verdicts[d.verdict];
-    m.relay_family += d.verdict.rfind("relay", 0) == 0 ? 1 : 0;
+    count_decision(s, d, out.decision);
   }
+  return out;
+}
+
+/// Every scenario of the decision's tables (benchmarks/bench_verdicts.cpp): the unshown risks, the
+/// fixed sequence's nulls, the risk family at the margin, and the two power scenarios.
+inline std::vector<decision_scenario> decision_table_scenarios() {
+  auto out = decision_scenarios();
+  for (auto& s : decision_sequence_scenarios()) out.push_back(std::move(s));
+  out.push_back(decision_risk_family_scenario(320, 28040000));
+  out.push_back(decision_power_scenario());
+  out.push_back(decision_small_power_scenario());
   return out;
 }
 

@@ -6,6 +6,7 @@
 #define LATENTAUDIT_TESTS_SUPPORT_CLI_RUNNER_HPP
 
 #include <latentaudit/core/json.hpp>
+#include <latentaudit/trial/journal.hpp>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -93,6 +94,18 @@ inline json_value ok_json(const std::vector<std::string>& args) {
   INFO("stderr: " << r.err);
   REQUIRE(r.code == 0);
   return parse_json(r.out);
+}
+
+/// The records of a records.jsonl file as their JSON lines, in file order, with every timing
+/// cleared: what must not depend on --jobs, a resume or a batch schedule.
+inline std::vector<std::string> timeless_record_lines(const std::filesystem::path& file) {
+  std::vector<std::string> out;
+  for (auto r : read_records(file)) {
+    r.latency = {};
+    for (auto& x : r.latency_repeats_s) x = 0.0;
+    out.push_back(record_to_line(r));
+  }
+  return out;
 }
 
 /// Checks a bad-input run: exit code 2, nothing on stdout, and exactly one line on stderr that

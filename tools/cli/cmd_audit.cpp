@@ -792,19 +792,6 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
   return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions);
 }
 
-// The sum of two runs' statistics (the batches of --until-decided).
-void add_stats(driver_stats& total, const driver_stats& s) {
-  total.trials += s.trials;
-  total.skipped += s.skipped;
-  total.wall_s += s.wall_s;
-  total.backend_s += s.backend_s;
-  total.relay_s += s.relay_s;
-  total.sink_s += s.sink_s;
-  total.repeat_runs += s.repeat_runs;
-  total.repeat_mismatches += s.repeat_mismatches;
-  total.worker_wall_s += s.worker_wall_s;
-}
-
 // --until-decided (docs/audit-report.md, "An audit that stops when it has decided"): the design's
 // items in batches of r.batch_items, in item order (fixed before any outcome); after each batch
 // the report's decision on every record so far — every betting limit a confidence sequence tuned
@@ -832,7 +819,7 @@ driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions) {
   std::size_t k = 0;
   bool settled = false;
   while (k < r.looks && !settled) {
-    add_stats(total, run_positions(batches[k]));
+    total += run_positions(batches[k]);
     r.progress_base += batches[k].size() * d.arms.size();
     ++k;
     auto records = r.seen;

@@ -86,6 +86,20 @@ struct driver_stats {
   [[nodiscard]] double overhead_s() const noexcept {
     return std::max(0.0, (worker_wall_s > 0.0 ? worker_wall_s : wall_s) - backend_s - relay_s);
   }
+  /// @brief Adds another run's figures field by field (the drivers of run_on_workers, the batches
+  /// of `audit --until-decided`).
+  driver_stats& operator+=(const driver_stats& o) noexcept {
+    trials += o.trials;
+    skipped += o.skipped;
+    wall_s += o.wall_s;
+    backend_s += o.backend_s;
+    relay_s += o.relay_s;
+    sink_s += o.sink_s;
+    repeat_runs += o.repeat_runs;
+    repeat_mismatches += o.repeat_mismatches;
+    worker_wall_s += o.worker_wall_s;
+    return *this;
+  }
 };
 
 /// @brief Progress after each unit: trials done (including skipped), total trials.

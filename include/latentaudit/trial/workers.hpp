@@ -171,16 +171,8 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
   for (const auto& e : failed)
     if (e) std::rethrow_exception(e);
   driver_stats out;
-  for (const auto& s : stats) {
-    out.trials += s.trials;
-    out.skipped += s.skipped;
-    out.backend_s += s.backend_s;
-    out.relay_s += s.relay_s;
-    out.sink_s += s.sink_s;
-    out.repeat_runs += s.repeat_runs;
-    out.repeat_mismatches += s.repeat_mismatches;
-    out.worker_wall_s += s.wall_s;
-  }
+  for (const auto& s : stats) out += s;
+  out.worker_wall_s = out.wall_s;  // the drivers' wall times summed; this call's wall time below
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
