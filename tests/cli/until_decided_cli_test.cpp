@@ -172,3 +172,62 @@ TEST_CASE("audit --until-decided: misused options and a malformed rule exit 2 wi
       "options.until_decided.looks");
   fs::remove_all(base);
 }
+
+TEST_CASE("audit --until-decided on a task file: the tasks run in a permutation drawn from the seed",
+          "[cli][until_decided]") {
+  // a file's order may carry meaning; a stop after the first batches must have seen a random
+  // sample of it: the permuted tasks go to --out/tasks.until-decided.jsonl, which the design names
+  const auto base = la::test::cli_work_dir() / "until_decided_tasks";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const auto file = base / "tasks.jsonl";
+  ok_json({"organism", "tasks", "--out", file.string(), "--items", "40"});
+  std::vector<std::string> words = {"audit",
+                                    "--model",
+                                    la::test::models + "organism-a",
+                                    "--partner",
+                                    "none",
+                                    "--drift",
+                                    "none",
+                                    "--tasks",
+                                    file.string(),
+                                    "--seeds",
+                                    "1",
+                                    "--arms",
+                                    "no_comm,text_full,kv_full",
+                                    "--until-decided",
+                                    "--batch-items",
+                                    "20",
+                                    "--out",
+                                    (base / "o").string(),
+                                    "--quiet"};
+  ok_json(words);
+  const auto shuffled = base / "o" / "tasks.until-decided.jsonl";
+  REQUIRE(fs::exists(shuffled));
+  const auto dj = read_json(base / "o" / "design.json");
+  CHECK(dj.find("task_options")->find("path")->as_string() == fs::absolute(shuffled).string());
+  // item i runs the permuted file's line i: the same 40 tasks, not in the file's order
+  std::vector<std::string> ids;
+  for (const auto& r : la::read_records(base / "o" / "records.jsonl"))
+    if (r.arm == "kv_full")
+      ids.resize(std::max<std::size_t>(ids.size(), r.item + 1)), ids[r.item] = r.task_id;
+  REQUIRE(ids.size() == 40u);
+  std::vector<std::string> in_order;
+  for (int i = 0; i < 40; ++i) in_order.push_back("organism-" + std::to_string(i));
+  CHECK(ids != in_order);
+  auto sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  auto expect = in_order;
+  std::sort(expect.begin(), expect.end());
+  CHECK(sorted == expect);
+  // a resume rewrites the same file and runs nothing; report --records finds the tasks
+  words.emplace_back("--resume");
+  CHECK(ok_json(words).find("trials_run")->as_number() == 0.0);
+  ok_json({"report", "--records", (base / "o").string(), "--out", (base / "r").string(), "--quiet"});
+  std::ifstream html(base / "r" / "report.html");
+  std::stringstream s;
+  s << html.rdbuf();
+  CHECK(s.str().find("accepted answers come from the task file " + fs::absolute(shuffled).string()) !=
+        std::string::npos);
+  fs::remove_all(base);
+}

@@ -1053,6 +1053,23 @@ void warn_design_reach(const audit_run& r) {
                detail::number_text(r.aopt.alpha).c_str(), least);
 }
 
+// --until-decided on a task file: its tasks run in a permutation drawn from the seed (stream
+// (seed, 0, 0x5EF, 0)), since a file's order may carry meaning (sorted by difficulty or topic)
+// and a stop after the first batches must have seen a random sample of it, not its head. The
+// permuted tasks are written to --out/tasks.until-decided.jsonl and read back (the one reader),
+// so the design names that file and its SHA-256, item i is its line i (report.html, `report
+// --records`), and a resume rewrites the same bytes (or is refused when the tasks changed).
+void shuffle_tasks_for_until_decided(audit_run& r) {
+  auto& tasks = r.user_tasks->tasks;
+  auto g = make_stream({r.d.seed, 0, 0x5EF, 0});
+  for (std::size_t i = tasks.size(); i > 1; --i)
+    std::swap(tasks[i - 1],
+              tasks[std::min<std::size_t>(i - 1, uniform_index(g, static_cast<std::uint32_t>(i)))]);
+  const auto path = std::filesystem::absolute(r.out / "tasks.until-decided.jsonl");
+  write_task_file(path, *r.user_tasks);
+  r.user_tasks = read_task_file(path.string());
+}
+
 driver_stats run_audit_trials(audit_run& r) {
   auto& args = r.args;
   auto& threads = r.threads;
@@ -1078,6 +1095,8 @@ driver_stats run_audit_trials(audit_run& r) {
   if (!user_tasks) {
     fmt = organism_format::load(task_dir);
     user_tasks = organism_task_file(*fmt, to, d.items);
+  } else if (r.batch_items != 0) {
+    shuffle_tasks_for_until_decided(r);  // the organism's items are drawn from the seed already
   }
   warn_design_reach(r);
   if (r.batch_items != 0)  // the intervals of each regime are tuned for its items in the design
