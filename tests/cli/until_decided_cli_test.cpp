@@ -170,6 +170,18 @@ TEST_CASE("audit --until-decided: misused options and a malformed rule exit 2 wi
   la::test::expect_one_line_error(
       run_cli({"report", "--records", (base / "m").string(), "--out", (base / "r").string(), "--quiet"}),
       "options.until_decided.looks");
+  // a rule whose regime counts are below the records' items: refused naming the field
+  text.replace(text.find("\"lookz\""), 7, "\"looks\"");
+  const auto need = text.find("\"need\":");
+  REQUIRE(need != std::string::npos);
+  text.replace(need, text.find_first_of(",}", need) - need, "\"need\":1");
+  {
+    std::ofstream f(base / "m" / "design.json", std::ios::trunc);
+    f << text;
+  }
+  la::test::expect_one_line_error(
+      run_cli({"report", "--records", (base / "m").string(), "--out", (base / "r").string(), "--quiet"}),
+      "options.until_decided.regime_items.need");
   fs::remove_all(base);
 }
 

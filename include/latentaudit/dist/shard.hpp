@@ -399,6 +399,22 @@ inline void read_until_decided(const json_value& dj, const std::filesystem::path
     in.regime_horizon[name] =
         count(&v, "options.until_decided.regime_items." + name, static_cast<double>(in.horizon));
   }
+  // the records cannot hold more items than the design declares (in all, or in a regime): the
+  // intervals are tuned for those counts, which must bound every sample
+  std::map<std::string, std::set<std::uint64_t>> items;
+  std::set<std::uint64_t> all;
+  for (const auto& r : in.records) {
+    items[r.regime].insert(r.item);
+    all.insert(r.item);
+  }
+  if (all.size() > in.horizon)
+    bad("items", "declares " + std::to_string(in.horizon) + " items, but the records hold " +
+                     std::to_string(all.size()));
+  for (const auto& [name, h] : in.regime_horizon)
+    if (const auto it = items.find(name); it != items.end() && it->second.size() > h)
+      bad("options.until_decided.regime_items." + name, "declares " + std::to_string(h) +
+                                                            " items, but the records hold " +
+                                                            std::to_string(it->second.size()));
 }
 
 }  // namespace detail
