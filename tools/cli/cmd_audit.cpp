@@ -930,6 +930,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
                       " differs from the model's " + std::to_string(engine.info().vocab_size));
   d.identity.engine = engine_name;
   d.identity.engine_version = latentaudit::version_string;
+  if constexpr (requires { engine.kernel(); })  // the reference engine's products: one kernel's bits
+    d.identity.engine_version += std::string(" (kernel ") + engine.kernel() + ")";
   d.identity.model = fingerprint_text(engine.info().fingerprint);
   d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
   if (fmt) {

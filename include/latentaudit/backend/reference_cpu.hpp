@@ -25,6 +25,7 @@
 #include "../kv/kv_block.hpp"
 #include "capabilities.hpp"
 #include "concepts.hpp"
+#include "detail/packed_gemm.hpp"
 #include "safetensors.hpp"
 
 namespace latentaudit {
@@ -81,6 +82,13 @@ class reference_cpu_backend {
 
   /// @brief Identity, fingerprint and capabilities.
   [[nodiscard]] const backend_info& info() const noexcept { return info_; }
+
+  /// @brief Which kernel runs the matrix products: "avx2-fma" (the packed kernel of
+  /// detail/packed_gemm.hpp, chosen at construction where the processor has AVX2 and FMA and
+  /// LATENTAUDIT_REFERENCE_KERNEL is not "baseline") or "baseline" (Eigen's product at the build's
+  /// instruction set). The two agree within float rounding, not bit for bit: a design run on both
+  /// mixes two sets of bits, so the audit names the kernel in its engine version.
+  [[nodiscard]] const char* kernel() const noexcept { return packed_ ? "avx2-fma" : "baseline"; }
   /// @brief The model's configuration.
   [[nodiscard]] const llama_config& config() const noexcept { return cfg_; }
 
@@ -137,7 +145,8 @@ class reference_cpu_backend {
  private:
   struct layer_weights {
     Eigen::VectorXf in_norm, post_norm;
-    matrix q, k, v, o, gate, up, down;
+    matrix q, k, v, o, gate, up, down;                        // empty once packed
+    detail::packed_weight pq, pk, pv, po, pgate, pup, pdown;  // with the packed kernel
   };
   struct sequence {
     bool open = false;
@@ -161,14 +170,16 @@ class reference_cpu_backend {
   /// HF LlamaRMSNorm: x · rsqrt(mean(x²) + eps) · w, rows of X.
   matrix rms_norm(const matrix& x, const Eigen::VectorXf& w) const;
 
-  /// x · wᵀ (x: n × in, w: out × in as HF stores linear weights): the output features in fixed
-  /// blocks of 256, each the same Eigen product whatever the thread count, shared among threads_
-  /// threads when the product reaches 2^20 multiply-adds (so results do not depend on threads_).
-  matrix project(const matrix& x, const matrix& w) const;
+  /// x · wᵀ (x: n × in, w: out × in as HF stores linear weights): with the packed kernel (`pw`
+  /// non-empty, detail/packed_gemm.hpp) its panels, else Eigen's product; the output features in
+  /// fixed blocks of 256, shared among threads_ threads when the product reaches 2^20
+  /// multiply-adds, each block computed alike whatever the thread count (so results do not depend
+  /// on threads_).
+  matrix project(const matrix& x, const matrix& w, const detail::packed_weight& pw) const;
 
-  /// y += x · wᵀ as project() computes x · wᵀ, each block accumulated into y by Eigen's product
-  /// (the residual adds of the attention output and the MLP).
-  void project_add(matrix& y, const matrix& x, const matrix& w) const;
+  /// y += x · wᵀ as project() computes x · wᵀ (Eigen: each block accumulated into y by Eigen's
+  /// product; packed: the product, then added) — the residual adds of the attention output and MLP.
+  void project_add(matrix& y, const matrix& x, const matrix& w, const detail::packed_weight& pw) const;
 
   forward_output forward(seq_id s, std::span<const token_id> tokens, position_t first,
                          const forward_options& o, std::span<const layer_index> capture_layers,
@@ -179,6 +190,8 @@ class reference_cpu_backend {
   backend_info info_;
   std::vector<double> freq_;
   matrix embed_, lm_head_;
+  detail::packed_weight head_packed_;  // the logits' weights (lm_head or the tied embeddings), packed
+  bool packed_ = false;                // the packed AVX2/FMA kernel runs the products (kernel())
   std::vector<layer_weights> layers_;
   Eigen::VectorXf norm_;
   std::vector<sequence> seqs_;

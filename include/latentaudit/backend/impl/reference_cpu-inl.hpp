@@ -192,6 +192,29 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
       if (std::find(expected.begin(), expected.end(), t.name) == expected.end())
         LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: overlay '" + overlay->path().string() +
                                        "' holds tensor '" + t.name + "', which the model does not have"));
+  // the processor's vector units (detail/packed_gemm.hpp): every linear layer packed once, its
+  // row-major copy released (the embeddings stay: their rows are the token vectors)
+  if (detail::packed_gemm_available()) {
+    packed_ = true;
+    auto pack = [](matrix& m, detail::packed_weight& p) {
+      p = detail::pack_weight(m.data(), m.rows(), m.cols(), m.cols());
+      m = matrix();
+    };
+    for (auto& w : layers_) {
+      pack(w.q, w.pq);
+      pack(w.k, w.pk);
+      pack(w.v, w.pv);
+      pack(w.o, w.po);
+      pack(w.gate, w.pgate);
+      pack(w.up, w.pup);
+      pack(w.down, w.pdown);
+    }
+    if (cfg.tie_word_embeddings) {
+      head_packed_ = detail::pack_weight(embed_.data(), embed_.rows(), embed_.cols(), embed_.cols());
+    } else {
+      pack(lm_head_, head_packed_);
+    }
+  }
   const auto digest = hash.finish();
   std::uint64_t wh = 0;
   for (int i = 0; i < 8; ++i)
@@ -426,37 +449,45 @@ LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::rms_norm
 namespace detail {
 
 // y (+)= x · wᵀ in blocks of 256 output features on up to `threads` threads (when the product
-// reaches 2^20 multiply-adds); each block is the same Eigen product whatever the thread count.
+// reaches 2^20 multiply-adds); each block computed alike whatever the thread count: the packed
+// kernel's panels where `pw` is non-empty, else Eigen's product.
 template <bool Add, class Matrix>
-void blocked_product(Matrix& y, const Matrix& x, const Matrix& w, unsigned threads) {
+void blocked_product(Matrix& y, const Matrix& x, const Matrix& w, const packed_weight& pw, unsigned threads) {
   constexpr Eigen::Index block = 256;
-  const Eigen::Index out = w.rows();
+  const Eigen::Index out = pw.empty() ? w.rows() : static_cast<Eigen::Index>(pw.out);
   const auto blocks = static_cast<std::size_t>((out + block - 1) / block);
   const double work =
       static_cast<double>(x.rows()) * static_cast<double>(x.cols()) * static_cast<double>(out);
   parallel_chunks(blocks, 1, work >= 1048576.0 ? threads : 1u, [&](std::size_t b0, std::size_t b1) {
     for (std::size_t b = b0; b < b1; ++b) {
       const Eigen::Index c0 = static_cast<Eigen::Index>(b) * block, c = std::min(block, out - c0);
-      if constexpr (Add)  // no noalias: Eigen's own evaluation of y += x·wᵀ, bit for bit the unblocked one
+      if (!pw.empty()) {  // y receives the product (project_add adds it afterwards)
+        packed_gemm(x.data(), x.cols(), pw, y.data(), y.cols(), x.rows(), c0 / 16, (c0 + c + 15) / 16);
+      } else if constexpr (Add) {  // no noalias: Eigen's own y += x·wᵀ, bit for bit the unblocked one
         y.middleCols(c0, c) += x * w.middleRows(c0, c).transpose();
-      else
+      } else {
         y.middleCols(c0, c).noalias() = x * w.middleRows(c0, c).transpose();
+      }
     }
   });
 }
 
 }  // namespace detail
 
-LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::project(const matrix& x,
-                                                                                const matrix& w) const {
-  matrix y(x.rows(), w.rows());
-  detail::blocked_product<false>(y, x, w, threads_);
+LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::project(
+    const matrix& x, const matrix& w, const detail::packed_weight& pw) const {
+  matrix y(x.rows(), pw.empty() ? w.rows() : static_cast<Eigen::Index>(pw.out));
+  detail::blocked_product<false>(y, x, w, pw, threads_);
   return y;
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::project_add(matrix& y, const matrix& x,
-                                                           const matrix& w) const {
-  detail::blocked_product<true>(y, x, w, threads_);
+LATENTAUDIT_INLINE void reference_cpu_backend::project_add(matrix& y, const matrix& x, const matrix& w,
+                                                           const detail::packed_weight& pw) const {
+  if (pw.empty()) {
+    detail::blocked_product<true>(y, x, w, pw, threads_);
+  } else {
+    y += project(x, w, pw);
+  }
 }
 
 LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::span<const token_id> tokens,
@@ -506,8 +537,8 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const auto& w = layers_[l];
     const matrix h = rms_norm(x, w.in_norm);
-    matrix qm = project(h, w.q);
-    const matrix km = project(h, w.k), vm = project(h, w.v);
+    matrix qm = project(h, w.q, w.pq);
+    const matrix km = project(h, w.k, w.pk), vm = project(h, w.v, w.pv);
     // RoPE on the new queries and keys, then append K and V to the cache
     q.k[l].resize(T * row);
     q.v[l].resize(T * row);
@@ -567,16 +598,16 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::
         }
       }
     });
-    project_add(x, att, w.o);
+    project_add(x, att, w.o, w.po);
     const matrix h2 = rms_norm(x, w.post_norm);
-    matrix gate = project(h2, w.gate);
-    const matrix up = project(h2, w.up);
+    matrix gate = project(h2, w.gate, w.pgate);
+    const matrix up = project(h2, w.up, w.pup);
     gate = gate.unaryExpr([](float v) { return v / (1.0f + std::exp(-v)); }).cwiseProduct(up);
-    project_add(x, gate, w.down);
+    project_add(x, gate, w.down, w.pdown);
   }
   const matrix xn = rms_norm(o.all_logits ? x : matrix(x.bottomRows(1)), norm_);
   const matrix& head = cfg_.tie_word_embeddings ? embed_ : lm_head_;
-  const matrix logits = project(xn, head);
+  const matrix logits = project(xn, head, head_packed_);
   forward_output out;
   out.rows = logits.rows();
   out.logits.assign(logits.data(), logits.data() + logits.size());
