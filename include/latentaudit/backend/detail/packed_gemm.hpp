@@ -81,9 +81,9 @@ __attribute__((target("avx2,fma"), always_inline)) inline void packed_store(floa
 /// [p0, p1): each output one FMA chain over k in order. x: n rows of w.in floats, `ldx` apart;
 /// y: `ldy` floats a row.
 __attribute__((target("avx2,fma"))) inline void packed_gemm_avx2(const float* x, std::int64_t ldx,
-                                                                  const packed_weight& w, float* y,
-                                                                  std::int64_t ldy, std::int64_t n,
-                                                                  std::int64_t p0, std::int64_t p1) {
+                                                                 const packed_weight& w, float* y,
+                                                                 std::int64_t ldy, std::int64_t n,
+                                                                 std::int64_t p0, std::int64_t p1) {
   const std::int64_t in = w.in, out = w.out;
   const std::int64_t n6 = n - n % 6;
   for (std::int64_t q = p0; q < p1; ++q) {  // six rows at a time: 12 accumulators
