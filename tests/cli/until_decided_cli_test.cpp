@@ -49,12 +49,14 @@ std::vector<std::string> stopped_audit(const fs::path& out) {
           "--quiet"};
 }
 
-la::json_value read_json(const fs::path& p) {
+std::string read_text(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream s;
   s << f.rdbuf();
-  return la::parse_json(s.str());
+  return s.str();
 }
+
+la::json_value read_json(const fs::path& p) { return la::parse_json(read_text(p)); }
 
 }  // namespace
 
@@ -153,13 +155,7 @@ TEST_CASE("audit --until-decided: misused options and a malformed rule exit 2 wi
   const auto m = ok_json(words);
   CHECK(m.find("until_decided")->find("items_planned")->as_number() == 40.0);
   // design.json with a malformed rule: report --records refuses it naming the field
-  std::string text;
-  {
-    std::ifstream f(base / "m" / "design.json");
-    std::stringstream s;
-    s << f.rdbuf();
-    text = s.str();
-  }
+  std::string text = read_text(base / "m" / "design.json");
   const auto pos = text.find("\"looks\"");
   REQUIRE(pos != std::string::npos);
   text.replace(pos, 7, "\"lookz\"");
@@ -194,25 +190,8 @@ TEST_CASE("audit --until-decided on a task file: the tasks run in a permutation 
   fs::create_directories(base);
   const auto file = base / "tasks.jsonl";
   ok_json({"organism", "tasks", "--out", file.string(), "--items", "40"});
-  std::vector<std::string> words = {"audit",
-                                    "--model",
-                                    la::test::models + "organism-a",
-                                    "--partner",
-                                    "none",
-                                    "--drift",
-                                    "none",
-                                    "--tasks",
-                                    file.string(),
-                                    "--seeds",
-                                    "1",
-                                    "--arms",
-                                    "no_comm,text_full,kv_full",
-                                    "--until-decided",
-                                    "--batch-items",
-                                    "20",
-                                    "--out",
-                                    (base / "o").string(),
-                                    "--quiet"};
+  auto words = stopped_audit(base / "o");  // its 40 items are the file's 40 tasks
+  words.insert(words.end(), {"--tasks", file.string()});
   ok_json(words);
   const auto shuffled = base / "o" / "tasks.until-decided.jsonl";
   REQUIRE(fs::exists(shuffled));
@@ -236,10 +215,8 @@ TEST_CASE("audit --until-decided on a task file: the tasks run in a permutation 
   words.emplace_back("--resume");
   CHECK(ok_json(words).find("trials_run")->as_number() == 0.0);
   ok_json({"report", "--records", (base / "o").string(), "--out", (base / "r").string(), "--quiet"});
-  std::ifstream html(base / "r" / "report.html");
-  std::stringstream s;
-  s << html.rdbuf();
-  CHECK(s.str().find("accepted answers come from the task file " + fs::absolute(shuffled).string()) !=
+  CHECK(read_text(base / "r" / "report.html")
+            .find("accepted answers come from the task file " + fs::absolute(shuffled).string()) !=
         std::string::npos);
   fs::remove_all(base);
 }
