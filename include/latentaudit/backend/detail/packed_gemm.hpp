@@ -35,6 +35,7 @@ inline bool packed_gemm_available() noexcept {
 #if LATENTAUDIT_PACKED_GEMM_X86
   const char* env = std::getenv("LATENTAUDIT_REFERENCE_KERNEL");
   if (env != nullptr && std::string_view(env) == "baseline") return false;
+  __builtin_cpu_init();  // safe to repeat; needed when a backend is built during static initialization
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
   return false;
