@@ -756,17 +756,19 @@ void open_audit_topology(audit_run& r) {
     lock.emplace(out, "--out");
     prepare_out_dir(args, out, shard);
   }
+  // --jobs: workers in this process, each with its own engines; a relay link is one conversation
+  // and a sharded run splits the units between ranks already. Refused before a loopback relay
+  // peer starts (it would refuse the same option and write a second line).
+  const bool relays = args.get("--relay-transport").has_value();
+  if (r.jobs > 1 && (relays || shard != nullptr || serve != nullptr))
+    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+                      " runs in one process " +
+                      (relays ? "with its relays in it; it excludes --relay-transport"
+                              : "alone; under mpirun the ranks share the units (pass --jobs 1)"));
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
   relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
   mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
   if (shard != nullptr) shard->step([] {});
-  // --jobs: workers in this process, each with its own engines; a relay link is one conversation
-  // and a sharded run splits the units between ranks already
-  if (r.jobs > 1 && (relay || mpi_relay || shard != nullptr || serve != nullptr))
-    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
-                      " runs in one process " +
-                      (relay || mpi_relay ? "with its relays in it; it excludes --relay-transport"
-                                          : "alone; under mpirun the ranks share the units (pass --jobs 1)"));
 }
 
 // --jobs N: `first` and N - 1 more drivers, each on the engines make_worker() gives it (their
