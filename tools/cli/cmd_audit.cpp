@@ -85,9 +85,10 @@ std::vector<option_spec> audit_spec() {
        "another audit holds --out, and with --resume)"},
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
       {"--jobs", "N",
-       "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
-       "reference engine; 1 on llama.cpp, whose --threads use the cores; records do not depend on it; "
-       "not with --relay-transport or under mpirun)"},
+       "units run on N workers at once (default: the cores, up to 8, on the reference engine, each "
+       "worker with its own engines; 1 on llama.cpp, where N workers share one context and their "
+       "forwards run batched; records do not depend on it but for llama.cpp's rounding; not with "
+       "--relay-transport or under mpirun)"},
       {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
       {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
       {"--stale-fraction", "P",
@@ -656,8 +657,9 @@ void read_audit_options(audit_run& r) {
   };
   scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
   // --jobs: by default the cores (up to 8) on the reference engine, whose weights each worker
-  // copies (the organisms: a few MB); 1 on llama.cpp, where a worker loads the model again and
-  // --threads already uses the cores; 1 where the topology runs elsewhere (open_audit_topology)
+  // copies (the organisms: a few MB); 1 on llama.cpp, whose --threads already use the cores (its
+  // workers share one context, their forwards batched: run_audit_on_llama_cpp); 1 where the
+  // topology runs elsewhere (open_audit_topology)
   const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   const bool elsewhere =
       r.shard != nullptr || r.serve != nullptr || args.get("--relay-transport").has_value();
@@ -1074,6 +1076,10 @@ void shuffle_tasks_for_until_decided(audit_run& r) {
   r.user_tasks = read_task_file(path.string());
 }
 
+#if LATENTAUDIT_CLI_LLAMA_CPP
+driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner);
+#endif
+
 driver_stats run_audit_trials(audit_run& r) {
   auto& args = r.args;
   auto& threads = r.threads;
@@ -1145,29 +1151,60 @@ driver_stats run_audit_trials(audit_run& r) {
         });
   } else {
 #if LATENTAUDIT_CLI_LLAMA_CPP
-    const llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, threads))};
-    auto engine = llama_cpp_backend::load(model, lo);
-    std::optional<llama_cpp_backend> partner;
-    if (wants_partner && partner_arg) {  // without --partner, cross_model is dropped with the reason
-      require_gguf(*partner_arg, "audit", "--partner");
-      partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
-    }
-    struct worker {  // --jobs: each further worker loads the model (and partner) into its own context
-      llama_cpp_backend engine;
-      std::optional<llama_cpp_backend> partner;
-      std::vector<std::pair<std::string, llama_cpp_backend>> drifted;  // none on llama.cpp
-    };
-    stats = run_audit_on(
-        r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {},
-        [&] {
-          auto w = std::make_unique<worker>(worker{llama_cpp_backend::load(model, lo), std::nullopt, {}});
-          if (partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
-          return w;
-        });
+    stats = run_audit_on_llama_cpp(r, tokenizer, wants_partner);
 #endif
   }
   return stats;
 }
+
+#if LATENTAUDIT_CLI_LLAMA_CPP
+// The audit on llama.cpp. --jobs 1: one context per model. --jobs N: one context per model with
+// room for N workers' sequences (4 each, plus the adapter's scratch; each sequence as long as at
+// --jobs 1), shared through a llama_cpp_batch: the workers' prefills and decode steps run together
+// in one llama_decode (backend/llama_cpp_batch.hpp).
+driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
+  const auto& model = r.model;
+  const auto& partner_arg = r.partner_arg;
+  llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, r.threads))};
+  if (r.jobs > 1) {
+    lo.max_context = lo.n_ctx;
+    lo.n_ctx *= r.jobs;
+    lo.n_seq_max = std::min(4 * r.jobs + 1, 256u);
+  }
+  auto engine = llama_cpp_backend::load(model, lo);
+  std::optional<llama_cpp_backend> partner;
+  if (wants_partner && partner_arg) {  // without --partner, cross_model is dropped with the reason
+    require_gguf(*partner_arg, "audit", "--partner");
+    partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+  }
+  if (r.jobs == 1) {
+    struct no_worker {  // never made: one driver
+      llama_cpp_backend engine;
+      std::optional<llama_cpp_backend> partner;
+      std::vector<std::pair<std::string, llama_cpp_backend>> drifted;
+    };
+    return run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {},
+                        []() -> std::unique_ptr<no_worker> { return nullptr; });
+  }
+  std::vector<llama_cpp_backend*> engines{&engine};
+  if (partner) engines.push_back(&*partner);
+  llama_cpp_batch batch(std::move(engines));
+  struct worker {  // a seat of the batch: its views of the model (and partner)
+    llama_cpp_seat_engine engine;
+    std::optional<llama_cpp_seat_engine> partner;
+    std::vector<std::pair<std::string, llama_cpp_seat_engine>> drifted;  // none on llama.cpp
+  };
+  auto make = [&] {
+    const std::size_t seat = batch.add_seat();
+    auto w = std::make_unique<worker>(worker{batch.seat_engine(seat, 0), std::nullopt, {}});
+    if (partner) w->partner.emplace(batch.seat_engine(seat, 1));
+    return w;
+  };
+  auto first = make();
+  return run_audit_on(r, tokenizer, first->engine, first->partner ? &*first->partner : nullptr, "llama.cpp",
+                      [](auto&) {}, make);
+}
+#endif
 
 // The summary on stdout and the report (rank 0 or the one process).
 int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_clock::time_point t0) {

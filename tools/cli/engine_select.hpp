@@ -14,6 +14,7 @@
 
 #if defined(LATENTAUDIT_HAS_LLAMA_CPP) && LATENTAUDIT_HAS_LLAMA_CPP
 #include <latentaudit/backend/llama_cpp.hpp>
+#include <latentaudit/backend/llama_cpp_batch.hpp>
 #define LATENTAUDIT_CLI_LLAMA_CPP 1
 #else
 #define LATENTAUDIT_CLI_LLAMA_CPP 0

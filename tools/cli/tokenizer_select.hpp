@@ -89,7 +89,7 @@ class text_tokenizer {
                           std::to_string(engine.info().vocab_size));
       return make_text_codec(*tok_);
     }
-    if constexpr (std::is_same_v<std::remove_cvref_t<Engine>, llama_cpp_backend>) {
+    if constexpr (requires { engine.tokenizer(); }) {  // llama.cpp: its engine or a seat of a batch
       if (engine.info().caps.tokenizer) {
         own_.emplace(engine.tokenizer());
         return make_text_codec(*own_);

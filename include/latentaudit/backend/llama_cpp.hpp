@@ -66,6 +66,7 @@ namespace latentaudit {
 /// @brief Options of llama_cpp_backend::load.
 struct llama_cpp_options {
   std::uint32_t n_ctx = 4096;     ///< cache cells shared by all sequences (kv_unified)
+  std::uint32_t max_context = 0;  ///< the longest sequence (info().max_context); 0: n_ctx
   std::uint32_t n_seq_max = 8;    ///< llama sequences: n_seq_max − 1 usable, one scratch
   std::uint32_t n_batch = 2048;   ///< tokens per llama_decode call (longer prefills are split)
   std::int32_t threads = 1;       ///< llama.cpp threads (generation and batches)
@@ -95,6 +96,15 @@ struct llama_cpp_options {
   return p;
 }
 
+/// @brief One sequence's part of llama_cpp_backend::forward_batch: the tokens appended to `seq` at
+/// positions first, first + 1, ... (the span must outlive the call).
+struct llama_cpp_forward {
+  seq_id seq{};                       ///< an open sequence (one request per sequence)
+  std::span<const token_id> tokens;   ///< the tokens (non-empty)
+  position_t first = 0;               ///< the first token's position (the sequence's next one)
+  forward_options options;            ///< all_logits or the last row; want_hidden is refused
+};
+
 /// @brief llama.cpp as an inference_backend (see the file comment for the mapping and limits).
 class llama_cpp_backend {
  public:
@@ -121,6 +131,7 @@ class llama_cpp_backend {
           backend_error(std::string(fn) + ": llama.cpp cannot create a context for '" + gguf.string() + "'"));
     }
     llama_cpp_backend b(model, ctx, true);
+    if (o.max_context != 0) b.info_.max_context = std::min<std::int64_t>(b.info_.max_context, o.max_context);
     return b;
   }
 
@@ -205,36 +216,26 @@ class llama_cpp_backend {
   ///         sequence (llama.cpp refuses position gaps); backend_error if llama_decode fails.
   forward_output prefill(seq_id s, std::span<const token_id> tokens, position_t first,
                          const forward_options& o = {}) {
-    constexpr std::string_view fn = "llama_cpp_backend::prefill";
-    auto& q = seq(fn, s);
-    if (tokens.empty()) detail::throw_invalid(fn, "tokens", "must not be empty");
-    for (std::size_t i = 0; i < tokens.size(); ++i)
-      if (tokens[i] < 0 || tokens[i] >= info_.vocab_size)
-        detail::throw_invalid(fn, "tokens",
-                              "holds id " + std::to_string(tokens[i]) + " outside [0, " +
-                                  std::to_string(info_.vocab_size) + ")");
-    const auto n = static_cast<std::int64_t>(tokens.size());
-    if (first < 0 || std::int64_t{first} + n > info_.max_context)
-      detail::throw_invalid(fn, "first",
-                            "puts positions outside [0, " + std::to_string(info_.max_context) + ")");
-    if (q.n > 0 && first != next_position(s))
-      detail::throw_invalid(fn, "first",
-                            "is " + std::to_string(first) +
-                                ", but llama.cpp needs the sequence's next position " +
-                                std::to_string(next_position(s)) + " (no position gaps)");
-    if (o.want_hidden) detail::throw_invalid(fn, "options.want_hidden", "is not supported by this adapter");
-    forward_output out;
-    out.rows = o.all_logits ? n : 1;
-    out.logits.reserve(static_cast<std::size_t>(out.rows) * static_cast<std::size_t>(info_.vocab_size));
-    const auto chunk = static_cast<std::int64_t>(llama_n_batch(ctx_));
-    for (std::int64_t b0 = 0; b0 < n; b0 += chunk) {
-      const std::int64_t m = std::min(chunk, n - b0);
-      const bool last_chunk = b0 + m == n;
-      run_batch(s, tokens.subspan(static_cast<std::size_t>(b0), static_cast<std::size_t>(m)),
-                static_cast<position_t>(first + b0), o.all_logits, last_chunk, out.logits, fn);
-      q.n += m;
-    }
-    return out;
+    const llama_cpp_forward one[1] = {{.seq = s, .tokens = tokens, .first = first, .options = o}};
+    return std::move(forward_many(one, "llama_cpp_backend::prefill").front());
+  }
+
+  /// @brief Several sequences' prefills or decode steps in one llama_decode (one per n_batch tokens
+  /// when they hold more): request i appends its tokens to its sequence as prefill(r.seq, r.tokens,
+  /// r.first, r.options) would, and out[i] is what that prefill returns, up to float rounding (the
+  /// batch changes llama.cpp's reduction order, not what attends to what: the unified cache masks
+  /// every other sequence). Every request is checked before any runs.
+  /// @throws invalid_argument as prefill for a request (nothing runs), or when two requests name one
+  ///         sequence; backend_error if llama_decode fails (every request of that call fails with it).
+  std::vector<forward_output> forward_batch(std::span<const llama_cpp_forward> requests) {
+    return forward_many(requests, "llama_cpp_backend::forward_batch");
+  }
+
+  /// @brief The checks prefill (and forward_batch) make before running anything.
+  /// @throws invalid_argument as prefill.
+  void check_forward(seq_id s, std::span<const token_id> tokens, position_t first,
+                     const forward_options& o = {}) const {
+    check_request("llama_cpp_backend::prefill", {.seq = s, .tokens = tokens, .first = first, .options = o});
   }
 
   /// @brief One decode step: the token at position p.
@@ -369,6 +370,109 @@ class llama_cpp_backend {
 
   [[nodiscard]] llama_memory_t mem() const noexcept { return llama_get_memory(ctx_); }
 
+  void check_request(std::string_view fn, const llama_cpp_forward& r) const {
+    const auto& q = seq(fn, r.seq);
+    if (r.tokens.empty()) detail::throw_invalid(fn, "tokens", "must not be empty");
+    for (std::size_t i = 0; i < r.tokens.size(); ++i)
+      if (r.tokens[i] < 0 || r.tokens[i] >= info_.vocab_size)
+        detail::throw_invalid(fn, "tokens",
+                              "holds id " + std::to_string(r.tokens[i]) + " outside [0, " +
+                                  std::to_string(info_.vocab_size) + ")");
+    const auto n = static_cast<std::int64_t>(r.tokens.size());
+    if (r.first < 0 || std::int64_t{r.first} + n > info_.max_context)
+      detail::throw_invalid(fn, "first",
+                            "puts positions outside [0, " + std::to_string(info_.max_context) + ")");
+    if (q.n > 0 && r.first != next_position(r.seq))
+      detail::throw_invalid(fn, "first",
+                            "is " + std::to_string(r.first) +
+                                ", but llama.cpp needs the sequence's next position " +
+                                std::to_string(next_position(r.seq)) + " (no position gaps)");
+    if (r.options.want_hidden)
+      detail::throw_invalid(fn, "options.want_hidden", "is not supported by this adapter");
+  }
+
+  // The requests in llama_decode calls of at most n_batch tokens, in request order (a request may
+  // span calls); each request's logits rows go to its output.
+  std::vector<forward_output> forward_many(std::span<const llama_cpp_forward> rs, std::string_view fn) {
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      check_request(fn, rs[i]);
+      for (std::size_t j = 0; j < i; ++j)
+        if (rs[j].seq == rs[i].seq)
+          detail::throw_invalid(fn, "requests",
+                                "name sequence " + std::to_string(rs[i].seq) + " twice (one request each)");
+    }
+    std::vector<forward_output> out(rs.size());
+    const auto V = static_cast<std::size_t>(info_.vocab_size);
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      const auto n = static_cast<std::int64_t>(rs[i].tokens.size());
+      out[i].rows = rs[i].options.all_logits ? n : 1;
+      out[i].logits.reserve(static_cast<std::size_t>(out[i].rows) * V);
+    }
+    const auto chunk = static_cast<std::int32_t>(llama_n_batch(ctx_));
+    llama_batch b = llama_batch_init(chunk, 0, 1);
+    struct guard {
+      llama_batch& b;
+      ~guard() { llama_batch_free(b); }
+    } g{b};
+    std::vector<std::size_t> owner(static_cast<std::size_t>(chunk));  // the request of each batch row
+    std::vector<std::pair<std::size_t, std::int64_t>> appended;        // (request, tokens) of one call
+    std::size_t ri = 0;
+    std::int64_t off = 0;  // tokens of request ri already run
+    while (ri < rs.size()) {
+      b.n_tokens = 0;
+      appended.clear();
+      while (ri < rs.size() && b.n_tokens < chunk) {
+        const auto& r = rs[ri];
+        const auto n = static_cast<std::int64_t>(r.tokens.size());
+        const std::int64_t m = std::min<std::int64_t>(chunk - b.n_tokens, n - off);
+        for (std::int64_t k = off; k < off + m; ++k) {
+          const auto i = b.n_tokens++;
+          b.token[i] = r.tokens[static_cast<std::size_t>(k)];
+          b.pos[i] = static_cast<llama_pos>(r.first + k);
+          b.n_seq_id[i] = 1;
+          b.seq_id[i][0] = r.seq;
+          b.logits[i] = static_cast<int8_t>(r.options.all_logits || k == n - 1);
+          owner[static_cast<std::size_t>(i)] = ri;
+        }
+        appended.emplace_back(ri, m);
+        off += m;
+        if (off == n) {
+          ++ri;
+          off = 0;
+        }
+      }
+      decode_batch(b, fn);
+      for (const auto& [req, m] : appended) seqs_[static_cast<std::size_t>(rs[req].seq)].n += m;
+      for (std::int32_t i = 0; i < b.n_tokens; ++i)
+        if (b.logits[i] != 0) append_logits(i, b.pos[i], out[owner[static_cast<std::size_t>(i)]].logits, fn);
+    }
+    return out;
+  }
+
+  // llama_decode of a filled batch.
+  void decode_batch(llama_batch& b, std::string_view fn) {
+    const int32_t rc = llama_decode(ctx_, b);
+    if (rc != 0)
+      LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama_decode returned " + std::to_string(rc)));
+    shift_pending_ = false;  // a decode applies pending shifts to the whole cache
+  }
+
+  // Appends the logits of batch row i (position pos) to `out`.
+  void append_logits(std::int32_t i, llama_pos pos, std::vector<float>& out, std::string_view fn) {
+    const auto V = static_cast<std::size_t>(info_.vocab_size);
+    const float* row = llama_get_logits_ith(ctx_, i);
+    if (row == nullptr) LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama.cpp returned no logits"));
+    // NaN or infinite logits (weights that hold them, an overflow): an error, never an answer
+    // or a log-probability that records and reports would carry on
+    for (std::size_t v = 0; v < V; ++v)
+      if (!std::isfinite(row[v]))
+        LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama.cpp computed a non-finite logit (" +
+                                        (std::isnan(row[v]) ? "nan" : "inf") + ", token " + std::to_string(v) +
+                                        ", position " + std::to_string(pos) +
+                                        "): the model's weights hold NaN or Inf, or its activations overflow"));
+    out.insert(out.end(), row, row + V);
+  }
+
   sequence& seq(std::string_view fn, seq_id s) {
     if (s < 0 || static_cast<std::size_t>(s) >= seqs_.size() || !seqs_[static_cast<std::size_t>(s)].open)
       detail::throw_invalid(fn, "s", "sequence " + std::to_string(s) + " is not open");
@@ -452,9 +556,8 @@ class llama_cpp_backend {
   void probe() {
     constexpr std::string_view fn = "llama_cpp_backend";
     llama_memory_seq_rm(mem(), scratch_, -1, -1);
-    std::vector<float> sink;
     const token_id t0[1] = {0};
-    run_batch(scratch_, t0, 0, false, false, sink, fn);
+    run_scratch(scratch_, t0, 0, fn);
     std::vector<std::byte> blob(llama_state_seq_get_size(ctx_, scratch_));
     const std::size_t got =
         llama_state_seq_get_data(ctx_, reinterpret_cast<std::uint8_t*>(blob.data()), blob.size(), scratch_);
@@ -481,10 +584,9 @@ class llama_cpp_backend {
     cache_type_ = tk == 0 ? dtype::f32 : tk == 1 ? dtype::f16 : dtype::bf16;
   }
 
-  // One llama_decode of `tokens` at positions first, first+1, ... on llama sequence `s`; appends the
-  // logits of every token (all) or of the last one (when `want_last`) to `out`.
-  void run_batch(llama_seq_id s, std::span<const token_id> tokens, position_t first, bool all, bool want_last,
-                 std::vector<float>& out, std::string_view fn) {
+  // One llama_decode of `tokens` at positions first, first+1, ... on llama sequence `s` (the probe and
+  // the scratch decode), logits discarded.
+  void run_scratch(llama_seq_id s, std::span<const token_id> tokens, position_t first, std::string_view fn) {
     const auto n = static_cast<int32_t>(tokens.size());
     llama_batch b = llama_batch_init(n, 0, 1);
     struct guard {
@@ -497,39 +599,18 @@ class llama_cpp_backend {
       b.pos[i] = first + i;
       b.n_seq_id[i] = 1;
       b.seq_id[i][0] = s;
-      b.logits[i] = static_cast<int8_t>(all || (want_last && i == n - 1));
+      b.logits[i] = 0;
     }
-    const int32_t rc = llama_decode(ctx_, b);
-    if (rc != 0)
-      LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama_decode returned " + std::to_string(rc)));
-    shift_pending_ = false;  // a decode applies pending shifts to the whole cache
-    const auto V = static_cast<std::size_t>(info_.vocab_size);
-    for (int32_t i = 0; i < n; ++i) {
-      if (b.logits[i] == 0) continue;
-      const float* row = llama_get_logits_ith(ctx_, i);
-      if (row == nullptr)
-        LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama.cpp returned no logits"));
-      // NaN or infinite logits (weights that hold them, an overflow): an error, never an answer
-      // or a log-probability that records and reports would carry on
-      for (std::size_t v = 0; v < V; ++v)
-        if (!std::isfinite(row[v]))
-          LATENTAUDIT_THROW(
-              backend_error(std::string(fn) + ": llama.cpp computed a non-finite logit (" +
-                            (std::isnan(row[v]) ? "nan" : "inf") + ", token " + std::to_string(v) +
-                            ", position " + std::to_string(first + i) +
-                            "): the model's weights hold NaN or Inf, or its activations overflow"));
-      out.insert(out.end(), row, row + V);
-    }
+    decode_batch(b, fn);
   }
 
   // Applies llama.cpp's pending K re-rotation (after llama_memory_seq_add) by one decode on the scratch
   // sequence.
   void apply_pending_shift() {
     if (!shift_pending_) return;
-    std::vector<float> sink;
     const token_id t0[1] = {0};
     llama_memory_seq_rm(mem(), scratch_, -1, -1);
-    run_batch(scratch_, t0, 0, false, false, sink, "llama_cpp_backend::export_kv");
+    run_scratch(scratch_, t0, 0, "llama_cpp_backend::export_kv");
     llama_memory_seq_rm(mem(), scratch_, -1, -1);
   }
 

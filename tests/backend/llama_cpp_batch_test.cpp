@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+// Batched trials on llama.cpp (backend/llama_cpp_batch.hpp, llama_cpp_backend::forward_batch) on
+// organism-a as GGUF: several sequences' prefills and decode steps in one llama_decode give each
+// sequence's own prefill logits within 1e-4 and the same argmax, also when the requests span
+// several n_batch calls; a request the engine refuses fails before anything runs; trial drivers on
+// two threads sharing one context through a llama_cpp_batch give the one-driver run's records (the
+// same answers, correctness and tokens; log-probabilities within 1e-4) and do batch; `audit
+// --engine llama.cpp --jobs 2` agrees with --jobs 1 record by record.
+#include <latentaudit/backend/llama_cpp.hpp>
+#include <latentaudit/backend/llama_cpp_batch.hpp>
+#include <latentaudit/trial.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "support/llama_cpp_engine.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace latentaudit;
+
+namespace batch_test {  // named: the unity build joins this file with the other llama.cpp tests
+
+const std::filesystem::path models = std::filesystem::path(LATENTAUDIT_SOURCE_DIR) / "models";
+
+std::filesystem::path organism_gguf() { return test::organism_gguf("organism-a"); }
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e30;
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+token_id argmax(std::span<const float> row) {
+  return static_cast<token_id>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+}  // namespace batch_test
+
+
+TEST_CASE("llama.cpp batch: forward_batch gives each sequence its own prefill's logits, across n_batch calls") {
+  const auto fmt = organism_format::load(batch_test::models / "organism-a");
+  std::vector<std::vector<token_id>> docs;
+  for (std::uint64_t i = 0; i < 3; ++i) docs.push_back(make_organism_task(fmt, {.seed = 5}, i, 0).document);
+  for (std::uint32_t n_batch : {2048u, 8u}) {  // 8: every document spans several llama_decode calls
+    CAPTURE(n_batch);
+    auto solo = llama_cpp_backend::load(batch_test::organism_gguf(), {.n_batch = n_batch});
+    auto many = llama_cpp_backend::load(batch_test::organism_gguf(), {.n_batch = n_batch});
+    std::vector<forward_output> want;
+    std::vector<seq_id> ss, ms;
+    for (const auto& d : docs) {
+      ss.push_back(solo.open_seq());
+      want.push_back(solo.prefill(ss.back(), d, 0, {.all_logits = true}));
+      ms.push_back(many.open_seq());
+    }
+    std::vector<llama_cpp_forward> rs;
+    for (std::size_t i = 0; i < docs.size(); ++i)
+      rs.push_back({.seq = ms[i], .tokens = docs[i], .first = 0, .options = {.all_logits = i != 1}});
+    const auto got = many.forward_batch(rs);
+    REQUIRE(got.size() == docs.size());
+    const auto V = static_cast<std::size_t>(many.info().vocab_size);
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      CHECK(many.n_tokens(ms[i]) == static_cast<std::int64_t>(docs[i].size()));
+      if (i == 1) {  // the last row only
+        REQUIRE(got[i].rows == 1);
+        const std::vector<float> last(want[i].logits.end() - static_cast<std::ptrdiff_t>(V), want[i].logits.end());
+        CHECK(batch_test::max_diff(got[i].logits, last) <= 1e-4);
+      } else {
+        CHECK(got[i].rows == static_cast<std::int64_t>(docs[i].size()));
+        CHECK(batch_test::max_diff(got[i].logits, want[i].logits) <= 1e-4);
+      }
+    }
+    // greedy decode steps of the three sequences in one batch each equal their own
+    std::vector<token_id> next(docs.size());
+    for (std::size_t i = 0; i < docs.size(); ++i)
+      next[i] = batch_test::argmax(std::span<const float>(want[i].logits).last(V));
+    for (int step = 0; step < 4; ++step) {
+      std::vector<llama_cpp_forward> steps;
+      std::vector<forward_output> own;
+      for (std::size_t i = 0; i < docs.size(); ++i) {
+        const auto p = static_cast<position_t>(docs[i].size()) + step;
+        own.push_back(solo.decode(ss[i], next[i], p, {}));
+        steps.push_back({.seq = ms[i], .tokens = std::span<const token_id>(&next[i], 1), .first = p});
+      }
+      const auto outs = many.forward_batch(steps);
+      for (std::size_t i = 0; i < docs.size(); ++i) {
+        CHECK(batch_test::max_diff(outs[i].logits, own[i].logits) <= 1e-4);
+        CHECK(batch_test::argmax(outs[i].logits) == batch_test::argmax(own[i].logits));
+        next[i] = batch_test::argmax(own[i].logits);
+      }
+    }
+  }
+}
+
+TEST_CASE("llama.cpp batch: a refused request runs nothing, and a seat uses only its own sequences") {
+  auto e = llama_cpp_backend::load(batch_test::organism_gguf());
+  const std::vector<token_id> t = {1, 5, 7};
+  const auto a = e.open_seq(), b = e.open_seq();
+  std::vector<llama_cpp_forward> dup = {{.seq = a, .tokens = t}, {.seq = a, .tokens = t}};
+  CHECK_THROWS_WITH(e.forward_batch(dup), Catch::Contains("twice"));
+  std::vector<llama_cpp_forward> gap = {{.seq = a, .tokens = t}, {.seq = b, .tokens = t, .first = -1}};
+  CHECK_THROWS_AS(e.forward_batch(gap), invalid_argument);
+  CHECK(e.n_tokens(a) == 0);  // nothing ran
+  e.close_seq(a);
+  e.close_seq(b);
+
+  llama_cpp_batch batch({&e});
+  auto one = batch.seat_engine(batch.add_seat(), 0), two = batch.seat_engine(batch.add_seat(), 0);
+  const auto s = one.open_seq();
+  CHECK_THROWS_WITH(two.prefill(s, t, 0, {}), Catch::Contains("not open on this seat"));
+  const std::vector<token_id> bad = {1, 1 << 30};
+  CHECK_THROWS_WITH(one.prefill(s, bad, 0, {}), Catch::Contains("tokens"));  // refused alone, nothing waits
+  CHECK(one.prefill(s, t, 0, {}).rows == 1);
+  CHECK(one.n_tokens(s) == 3);
+  one.close_seq(s);
+  CHECK_THROWS_AS(batch.seat_engine(7, 0), invalid_argument);
+  CHECK_THROWS_AS(batch.seat_engine(0, 1), invalid_argument);
+}
+
+TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the one-driver records") {
+  const auto fmt = organism_format::load(batch_test::models / "organism-a");
+  auto plain = llama_cpp_backend::load(batch_test::organism_gguf());
+  const trial_design d = restrict_to_engine(trial_design{.seed = 3, .items = 16, .seeds = 1}, plain).design;
+  const trial_driver<llama_cpp_backend>::task_source tasks = [&](std::uint64_t i, std::uint64_t s) {
+    return make_organism_task(fmt, {.seed = 3}, i, s);
+  };
+  std::vector<trial_record> want, got;
+  trial_driver<llama_cpp_backend>(plain).run(d, tasks, [&](const trial_record& r) { want.push_back(r); });
+
+  auto shared = llama_cpp_backend::load(batch_test::organism_gguf(), {.n_ctx = 8192, .max_context = 4096, .n_seq_max = 9});
+  llama_cpp_batch batch({&shared});
+  using driver_type = trial_driver<llama_cpp_seat_engine>;
+  auto e0 = batch.seat_engine(batch.add_seat(), 0), e1 = batch.seat_engine(batch.add_seat(), 0);
+  driver_type d0(e0), d1(e1);
+  std::vector<driver_type*> drivers{&d0, &d1};
+  const driver_type::task_source seat_tasks = tasks;
+  (void)run_on_workers<driver_type>(drivers, d, seat_tasks, [&](const trial_record& r) { got.push_back(r); });
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(want[i].item, want[i].arm);
+    CHECK(got[i].item == want[i].item);
+    CHECK(got[i].arm == want[i].arm);
+    CHECK(got[i].correct == want[i].correct);
+    CHECK(got[i].generated_tokens == want[i].generated_tokens);
+    CHECK(got[i].bytes == want[i].bytes);
+    REQUIRE(got[i].answer_logprob.has_value() == want[i].answer_logprob.has_value());
+    if (want[i].answer_logprob) worst = std::max(worst, std::fabs(*got[i].answer_logprob - *want[i].answer_logprob));
+  }
+  CHECK(worst <= 1e-4);
+  const auto c = batch.stats();
+  CHECK(c.forwards > 0);
+  CHECK(c.batched > 0);  // the two drivers' forwards met in one llama_decode
+  CHECK(c.batches < c.forwards);
+}
+
+#ifdef LATENTAUDIT_CLI_PATH
+TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2` agrees with --jobs 1 record by record") {
+  const auto dir = std::filesystem::temp_directory_path() / ("latentaudit_llama_batch_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string cli = LATENTAUDIT_CLI_PATH;
+  auto run = [&](int jobs) {
+    const auto out = dir / ("jobs" + std::to_string(jobs));
+    const std::string cmd = cli + " audit --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
+                            (batch_test::models / "organism-a" / "task.json").string() +
+                            " --items 20 --seeds 1 --timing-repeats 0 --quiet --jobs " + std::to_string(jobs) +
+                            " --out " + out.string() + " > " + (dir / "summary.json").string() + " 2> " +
+                            (dir / "err.txt").string();
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::vector<json_value> rs;
+    std::ifstream in(out / "records.jsonl");
+    for (std::string line; std::getline(in, line);) rs.push_back(parse_json(line));
+    return rs;
+  };
+  const auto one = run(1), two = run(2);
+  REQUIRE(one.size() == two.size());
+  REQUIRE_FALSE(one.empty());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    for (const char* k : {"item", "seed", "arm", "correct", "generated_tokens", "bytes", "relay_tokens"})
+      CHECK(write_json(one[i].at(k)) == write_json(two[i].at(k)));
+    CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <= 1e-4);
+  }
+  std::filesystem::remove_all(dir);
+}
+#endif
