@@ -5,7 +5,7 @@
 // several n_batch calls; a request the engine refuses fails before anything runs; trial drivers on
 // two threads sharing one context through a llama_cpp_batch give the one-driver run's records (the
 // same answers, correctness and tokens; log-probabilities within 1e-4) and do batch; `audit
-// --engine llama.cpp --jobs 2` agrees with --jobs 1 record by record.
+// --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record.
 #include <latentaudit/backend/llama_cpp.hpp>
 #include <latentaudit/backend/llama_cpp_batch.hpp>
 #include <latentaudit/trial.hpp>
@@ -14,6 +14,7 @@
 
 #include "support/llama_cpp_engine.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -164,7 +165,7 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
 }
 
 #ifdef LATENTAUDIT_CLI_PATH
-TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2` agrees with --jobs 1 record by record") {
+TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record") {
   const auto dir = std::filesystem::temp_directory_path() / ("latentaudit_llama_batch_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -174,6 +175,7 @@ TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2` agrees with --jo
     const std::string cmd = cli + " audit --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
                             (batch_test::models / "organism-a" / "task.json").string() +
                             " --items 20 --seeds 1 --timing-repeats 0 --quiet --jobs " + std::to_string(jobs) +
+                            (jobs > 1 ? " --batched" : "") +
                             " --out " + out.string() + " > " + (dir / "summary.json").string() + " 2> " +
                             (dir / "err.txt").string();
     REQUIRE(std::system(cmd.c_str()) == 0);
@@ -189,6 +191,19 @@ TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2` agrees with --jo
     for (const char* k : {"item", "seed", "arm", "correct", "generated_tokens", "bytes", "relay_tokens"})
       CHECK(write_json(one[i].at(k)) == write_json(two[i].at(k)));
     CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <= 1e-4);
+  }
+  // --batched needs llama.cpp and --jobs 2 or more: one line, exit 2
+  for (const std::string& bad : {" --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
+                                    (batch_test::models / "organism-a" / "task.json").string() + " --batched",
+                                std::string(" --batched --jobs 2")}) {
+    const std::string cmd = cli + " audit" + bad + " --items 4 --seeds 1 --quiet --out " + (dir / "bad").string() +
+                            " > /dev/null 2> " + (dir / "err.txt").string();
+    CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 2);
+    std::ifstream err(dir / "err.txt");
+    std::string line, rest;
+    std::getline(err, line);
+    CHECK_THAT(line, Catch::Contains("--batched"));
+    CHECK_FALSE(std::getline(err, rest));
   }
   std::filesystem::remove_all(dir);
 }

@@ -85,10 +85,13 @@ std::vector<option_spec> audit_spec() {
        "another audit holds --out, and with --resume)"},
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
       {"--jobs", "N",
-       "units run on N workers at once (default: the cores, up to 8, on the reference engine, each "
-       "worker with its own engines; 1 on llama.cpp, where N workers share one context and their "
-       "forwards run batched; records do not depend on it but for llama.cpp's rounding; not with "
-       "--relay-transport or under mpirun)"},
+       "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
+       "reference engine; 1 on llama.cpp, whose --threads use the cores; records do not depend on it; "
+       "not with --relay-transport or under mpirun)"},
+      {"--batched", "",
+       "llama.cpp with --jobs N >= 2: the workers share one context per model and their prefills and "
+       "decode steps run together in one llama_decode (faster decoding; log-probabilities then equal "
+       "the unbatched run's up to float rounding, not bit for bit)"},
       {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
       {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
       {"--stale-fraction", "P",
@@ -405,6 +408,7 @@ struct audit_run {
   relay_session* serve;
   unsigned threads = 1;
   unsigned jobs = 1;  ///< --jobs: workers, each with its own engines (run_on_workers)
+  bool batched = false;  ///< --batched: llama.cpp workers share a context, forwards batched
   bool on_llama = false;
   std::filesystem::path model;
   std::filesystem::path task_dir;
@@ -657,13 +661,16 @@ void read_audit_options(audit_run& r) {
   };
   scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
   // --jobs: by default the cores (up to 8) on the reference engine, whose weights each worker
-  // copies (the organisms: a few MB); 1 on llama.cpp, whose --threads already use the cores (its
-  // workers share one context, their forwards batched: run_audit_on_llama_cpp); 1 where the
-  // topology runs elsewhere (open_audit_topology)
+  // copies (the organisms: a few MB); 1 on llama.cpp, whose --threads already use the cores (with
+  // --batched its workers share one context: run_audit_on_llama_cpp); 1 where the topology runs
+  // elsewhere (open_audit_topology)
   const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   const bool elsewhere =
       r.shard != nullptr || r.serve != nullptr || args.get("--relay-transport").has_value();
   r.jobs = static_cast<unsigned>(args.integer("--jobs", r.on_llama || elsewhere ? 1 : cores, 1, 256));
+  r.batched = args.has("--batched");
+  if (r.batched && !r.on_llama) throw usage_error("audit: option --batched applies to --engine llama.cpp");
+  if (r.batched && r.jobs < 2) throw usage_error("audit: option --batched needs --jobs 2 or more");
   // --until-decided: batches of items, a look at the decision after each (run_until_decided)
   if (args.get("--batch-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --batch-items applies to --until-decided");
@@ -1158,15 +1165,16 @@ driver_stats run_audit_trials(audit_run& r) {
 }
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
-// The audit on llama.cpp. --jobs 1: one context per model. --jobs N: one context per model with
-// room for N workers' sequences (4 each, plus the adapter's scratch; each sequence as long as at
-// --jobs 1), shared through a llama_cpp_batch: the workers' prefills and decode steps run together
-// in one llama_decode (backend/llama_cpp_batch.hpp).
+// The audit on llama.cpp. Without --batched: one context per model and worker (--jobs N: each
+// further worker loads the models again; records identical for every N). --batched: one context per
+// model with room for N workers' sequences (4 each, plus the adapter's scratch; each sequence as
+// long as unbatched), shared through a llama_cpp_batch: the workers' prefills and decode steps run
+// together in one llama_decode (backend/llama_cpp_batch.hpp).
 driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
   const auto& model = r.model;
   const auto& partner_arg = r.partner_arg;
   llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, r.threads))};
-  if (r.jobs > 1) {
+  if (r.batched) {
     lo.max_context = lo.n_ctx;
     lo.n_ctx *= r.jobs;
     lo.n_seq_max = std::min(4 * r.jobs + 1, 256u);
@@ -1177,14 +1185,17 @@ driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, boo
     require_gguf(*partner_arg, "audit", "--partner");
     partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
   }
-  if (r.jobs == 1) {
-    struct no_worker {  // never made: one driver
+  if (!r.batched) {
+    struct worker {  // --jobs: each further worker loads the model (and partner) into its own context
       llama_cpp_backend engine;
       std::optional<llama_cpp_backend> partner;
-      std::vector<std::pair<std::string, llama_cpp_backend>> drifted;
+      std::vector<std::pair<std::string, llama_cpp_backend>> drifted;  // none on llama.cpp
     };
-    return run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {},
-                        []() -> std::unique_ptr<no_worker> { return nullptr; });
+    return run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {}, [&] {
+      auto w = std::make_unique<worker>(worker{llama_cpp_backend::load(model, lo), std::nullopt, {}});
+      if (partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+      return w;
+    });
   }
   std::vector<llama_cpp_backend*> engines{&engine};
   if (partner) engines.push_back(&*partner);
