@@ -17,9 +17,10 @@
 
 #include <latentaudit/backend/gguf_export.hpp>
 #include <latentaudit/backend/llama_cpp.hpp>
+#include <latentaudit/backend/llama_cpp_batch.hpp>
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/kv/llama_state.hpp>
-#include <latentaudit/trial/task.hpp>
+#include <latentaudit/trial.hpp>
 
 #include <cstring>
 #include <filesystem>
@@ -88,7 +89,7 @@ la::llama_cpp_backend& llama(const std::string& name, la::dtype w, int threads) 
     ref_slot.reset(), ref_key.clear();
     llama_slot.reset();
     llama_slot = std::make_unique<la::llama_cpp_backend>(la::llama_cpp_backend::load(
-        model(name, w).gguf, {.n_ctx = 4096, .n_seq_max = 4, .threads = threads}));
+        model(name, w).gguf, {.n_ctx = 4096, .n_seq_max = 10, .threads = threads}));
     llama_key = key;
   }
   llama_set_n_threads(llama_slot->context(), threads, threads);
@@ -144,6 +145,93 @@ void run_decode(benchmark::State& state, E& e, const std::vector<la::token_id>& 
   tokens_rate(state, steps);
 }
 
+// B sequences, each prefilled with p, then 16 greedy-free decode steps of all B in one
+// forward_batch per step (B = 1: one sequence's decode through the same path).
+void run_decode_batch(benchmark::State& state, la::llama_cpp_backend& e, const std::vector<la::token_id>& p,
+                      std::size_t n_seqs) {
+  constexpr int steps = 16;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<la::scoped_seq<la::llama_cpp_backend>> seqs;
+    for (std::size_t i = 0; i < n_seqs; ++i) {
+      seqs.emplace_back(e);
+      (void)e.prefill(seqs.back().id(), p, 0, {});
+    }
+    state.ResumeTiming();
+    std::vector<la::token_id> tok(n_seqs);
+    for (int k = 0; k < steps; ++k) {
+      std::vector<la::llama_cpp_forward> rs;
+      for (std::size_t i = 0; i < n_seqs; ++i) {
+        tok[i] = p[(static_cast<std::size_t>(k) + i) % p.size()];
+        rs.push_back({.seq = seqs[i].id(),
+                      .tokens = std::span<const la::token_id>(&tok[i], 1),
+                      .first = static_cast<la::position_t>(p.size()) + k});
+      }
+      auto out = e.forward_batch(rs);
+      benchmark::DoNotOptimize(out.data());
+    }
+    state.PauseTiming();
+    seqs.clear();
+    state.ResumeTiming();
+  }
+  tokens_rate(state, steps * n_seqs);
+}
+
+// Trials through run_on_workers on `jobs` drivers: unbatched, each driver with its own context (as
+// `audit --engine llama.cpp --jobs N`), or batched, the drivers sharing one context through a
+// llama_cpp_batch (`--batched`). Workload: organism-a's tasks (documents of 17-33 tokens, 1-2 answer
+// tokens; the ids fit any vocabulary) on the arms no_comm, text_full, kv_full, kv_int8, zeroed and
+// text_message_16 (A writes up to 16 tokens), 8 items x 1 seed.
+void run_trials(benchmark::State& state, const std::string& name, int threads, std::size_t jobs, bool batched) {
+  using la::llama_cpp_backend;
+  const auto& ck = model(name, la::dtype::f32);
+  llama_slot.reset(), llama_key.clear();
+  ref_slot.reset(), ref_key.clear();
+  const auto fmt = la::organism_format::load(model("organism_a", la::dtype::f32).hf);
+  la::trial_design d{.seed = 1, .items = 8, .seeds = 1};
+  d.arms.clear();
+  for (const char* a : {"no_comm", "text_full", "kv_full", "kv_int8", "zeroed", "text_message_16"})
+    d.arms.push_back(la::parse_arm(a));
+  const auto tasks = [&](std::uint64_t i, std::uint64_t s) {
+    return la::make_organism_task(fmt, {.seed = d.seed, .no_need_fraction = 0.0}, i, s);
+  };
+  const la::message_options msg = *la::organism_message_options(model("organism_a", la::dtype::f32).hf);
+  std::uint64_t trials = 0;
+  auto count = [&](const la::driver_stats& st) { trials += st.trials; };
+  if (!batched) {
+    using driver_type = la::trial_driver<llama_cpp_backend>;
+    std::vector<std::unique_ptr<llama_cpp_backend>> engines;
+    std::vector<std::unique_ptr<driver_type>> drivers;
+    std::vector<driver_type*> ptrs;
+    for (std::size_t w = 0; w < jobs; ++w) {
+      engines.push_back(std::make_unique<llama_cpp_backend>(llama_cpp_backend::load(ck.gguf, {.threads = threads})));
+      drivers.push_back(std::make_unique<driver_type>(*engines.back()));
+      drivers.back()->set_message_options(msg);
+      ptrs.push_back(drivers.back().get());
+    }
+    for (auto _ : state) count(la::run_on_workers<driver_type>(ptrs, d, tasks, [](const la::trial_record&) {}));
+  } else {
+    using driver_type = la::trial_driver<la::llama_cpp_seat_engine>;
+    const auto j = static_cast<std::uint32_t>(jobs);
+    auto e = llama_cpp_backend::load(ck.gguf,
+                                     {.n_ctx = 4096 * j, .max_context = 4096, .n_seq_max = 4 * j + 1, .threads = threads});
+    la::llama_cpp_batch batch({&e});
+    std::vector<la::llama_cpp_seat_engine> seats;
+    for (std::size_t w = 0; w < jobs; ++w) seats.push_back(batch.seat_engine(batch.add_seat(), 0));
+    std::vector<std::unique_ptr<driver_type>> drivers;
+    std::vector<driver_type*> ptrs;
+    for (auto& seat : seats) {
+      drivers.push_back(std::make_unique<driver_type>(seat));
+      drivers.back()->set_message_options(msg);
+      ptrs.push_back(drivers.back().get());
+    }
+    for (auto _ : state) count(la::run_on_workers<driver_type>(ptrs, d, tasks, [](const la::trial_record&) {}));
+    const auto c = batch.stats();
+    state.counters["batched_share"] = c.forwards == 0 ? 0.0 : static_cast<double>(c.batched) / static_cast<double>(c.forwards);
+  }
+  state.counters["trials/s"] = benchmark::Counter(static_cast<double>(trials), benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   struct shape {
     std::string name;
@@ -196,6 +284,34 @@ void register_all() {
             ->UseRealTime();
       }
       if (w != la::dtype::f32) continue;
+      // batched decoding and trials (issue: engines that batch): the 0.5B shape, organism-a smoke
+      for (int threads : {1, 2}) {
+        const std::string th = "/threads:" + std::to_string(threads);
+        for (std::size_t nb : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
+          if (tag.empty() || (nb == 2 && threads == 1))
+            benchmark::RegisterBenchmark(
+                (tag + sh.name + "/f32/llama.cpp/decode_batch_" + std::to_string(nb) + th).c_str(),
+                [=](benchmark::State& st) {
+                  auto& e = llama(sh.name, w, threads);
+                  run_decode_batch(st, e, prompt(sh.name, sh.prompts.front(), e.info().vocab_size), nb);
+                })
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+        }
+        for (const auto& [jobs_, batched_] :
+             std::vector<std::pair<std::size_t, bool>>{{1, false}, {2, false}, {2, true}, {4, true}}) {
+          const std::size_t jobs = jobs_;
+          const bool batched = batched_;
+          if (!tag.empty() && (jobs != 2 || !batched || threads != 1)) continue;
+          benchmark::RegisterBenchmark((tag + sh.name + "/f32/llama.cpp/trials/jobs:" + std::to_string(jobs) +
+                                        (batched ? "/batched" : "/unbatched") + th)
+                                           .c_str(),
+                                       [=](benchmark::State& st) { run_trials(st, sh.name, threads, jobs, batched); })
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime()
+              ->Iterations(1);
+        }
+      }
       for (auto n : sh.prompts) {
         // relay on llama.cpp: import of the exported cache vs re-prefilling the document
         benchmark::RegisterBenchmark((tag + sh.name + "/llama.cpp/relay_import_" + std::to_string(n)).c_str(),

@@ -11,7 +11,9 @@
 //                          scratch sequence); close_seq removes the sequence's cells
 //   prefill / decode       llama_batch on that sequence, logits of the last (or every) new token;
 //                          a batch that does not continue the sequence (a position gap) is refused
-//                          here with invalid_argument, as llama_decode would refuse it
+//                          here with invalid_argument, as llama_decode would refuse it;
+//                          forward_batch runs several sequences' tokens in one llama_decode
+//                          (backend/llama_cpp_batch.hpp shares an engine among driver threads)
 //   export_kv              llama_state_seq_get_data → from_llama_seq_state (kv/llama_state.hpp),
 //                          cells sorted by position, keys converted from llama.cpp's NORM pairing
 //                          to HF's NEOX (convert_pairing), so blocks are those of the reference

@@ -157,12 +157,12 @@ class llama_cpp_batch {
     for (std::size_t e = 0; e < engines_.size(); ++e) {
       auto& q = pending_[e];
       if (q.empty()) continue;
-      std::vector<llama_cpp_forward> fs;
-      fs.reserve(q.size());
-      for (const auto* r : q) fs.push_back(r->forward);
       ++stats_.batches;
       if (q.size() > 1) stats_.batched += q.size();
-      try {
+      try {  // whatever fails, every waiting request gets its answer: none waits forever
+        std::vector<llama_cpp_forward> fs;
+        fs.reserve(q.size());
+        for (const auto* r : q) fs.push_back(r->forward);
         auto outs = engine(e).forward_batch(fs);
         for (std::size_t i = 0; i < q.size(); ++i) q[i]->out = std::move(outs[i]);
       } catch (...) {
