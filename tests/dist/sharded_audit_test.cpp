@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Sharded audits (`mpirun -np N latentaudit audit`, docs/distributed.md): the records and the
-// report of N = 1, 2, 3 ranks equal a one-process run's (timings aside) under every schedule; a
+// report of N = 1, 2, 3 ranks equal a one-process run's (timings aside) under every schedule, also
+// with --jobs 2 workers on each rank; a
 // rank that cannot load its model, or ranks that disagree on the design, stop the whole job with
 // that rank's message before any trial; kill -9 of one rank and --resume lose nothing and run no
 // key twice. Each test starts Open MPI's mpirun with 2-3 ranks (--oversubscribe: the CI machine
@@ -239,6 +240,42 @@ TEST_CASE("sharded audit: N = 1, 2, 3 ranks give the one-process records and rep
   REQUIRE(b.code == 0);
   CHECK(test::slurp_file(base / "report_set" / "report.json") ==
         test::slurp_file(base / "report_one" / "report.json"));
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("sharded audit: --jobs 2 on each of 2 ranks gives the one-process records and report") {
+  const auto base = test::cli_work_dir() / "sharded_jobs";
+  std::filesystem::remove_all(base);
+  const auto r1 = test::run_cli(audit_words(base / "one"));
+  INFO(r1.err);
+  REQUIRE(r1.code == 0);
+  const auto reference = timeless(read_records(base / "one" / "records.jsonl"));
+  const std::string ref_report = without_timings(base / "one" / "report.json");
+  // interleaved, one worker per rank: each rank's file in the order of its units
+  const auto plain = run_mpirun({{2, audit_words(base / "plain", {"--shard-schedule", "interleaved"})}});
+  INFO(plain.err);
+  REQUIRE(plain.code == 0);
+  for (const auto& sch : {std::string("interleaved"), std::string("dynamic")}) {
+    const auto dir = base / sch;
+    const auto r = run_mpirun({{2, audit_words(dir, {"--shard-schedule", sch, "--jobs", "2"})}});
+    INFO(sch << ": " << r.err);
+    REQUIRE(r.code == 0);
+    CHECK(timeless(read_set(dir)) == reference);  // throws on a key twice
+    CHECK(without_timings(dir / "report.json") == ref_report);
+    const json_value summary = parse_json(r.out);
+    double units = 0;
+    for (const auto& pr : summary.find("shard")->find("per_rank")->as_array()) units += pr.find("units")->as_number();
+    CHECK(units == 16.0);
+    if (sch == "interleaved")  // the same units per rank, journaled in the same order as by one worker
+      for (int rank = 0; rank < 2; ++rank) {
+        auto order = [&](const std::filesystem::path& f) {
+          std::vector<trial_key> keys;
+          for (const auto& x : read_records(f)) keys.push_back({x.item, x.seed, x.arm});
+          return keys;
+        };
+        CHECK(order(dir / dist::rank_records_name(rank)) == order(base / "plain" / dist::rank_records_name(rank)));
+      }
+  }
   std::filesystem::remove_all(base);
 }
 

@@ -196,7 +196,9 @@ class unit_dispenser {
 }  // namespace
 
 struct audit_shard::impl {
-  dist::mpi_runtime runtime;
+  // serialized calls from several threads where MPI allows them (--jobs N per rank: the workers
+  // ask for units and journal under one lock), else only the main thread's
+  dist::mpi_runtime runtime{MPI_THREAD_SERIALIZED, MPI_THREAD_FUNNELED};
   dist::communicator world = runtime.world();
   bool agreed = false;  // a failure was agreed on: do not agree again
   bool closed = false;  // past the last agreement: fail alone
@@ -215,6 +217,9 @@ std::unique_ptr<audit_shard> audit_shard::from_launch() {
 }
 
 int audit_shard::rank() const noexcept { return impl_->world.rank(); }
+bool audit_shard::serialized_threads() const noexcept {
+  return impl_->runtime.thread_level() >= MPI_THREAD_SERIALIZED;
+}
 int audit_shard::size() const noexcept { return impl_->world.size(); }
 
 int audit_shard::run(const std::function<int()>& body) {
@@ -429,6 +434,7 @@ namespace {
 }  // namespace
 
 int audit_shard::rank() const noexcept { return 0; }
+bool audit_shard::serialized_threads() const noexcept { return false; }
 int audit_shard::size() const noexcept { return 1; }
 int audit_shard::run(const std::function<int()>&) { no_mpi(); }
 void audit_shard::step(const std::function<void()>&) { no_mpi(); }

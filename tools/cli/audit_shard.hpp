@@ -39,6 +39,9 @@ class audit_shard {
   [[nodiscard]] int rank() const noexcept;
   /// @brief The number of ranks.
   [[nodiscard]] int size() const noexcept;
+  /// @brief Whether MPI lets several threads call it, one at a time (MPI_THREAD_SERIALIZED or
+  /// more): what `--jobs N` under mpirun needs.
+  [[nodiscard]] bool serialized_threads() const noexcept;
 
   /// @brief Runs `body` (this rank's whole audit) and returns its exit code. An exception that
   /// leaves it is agreed on with the other ranks (dist::agree) unless that already happened; every

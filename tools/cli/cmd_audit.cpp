@@ -86,8 +86,8 @@ std::vector<option_spec> audit_spec() {
       {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
       {"--jobs", "N",
        "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
-       "reference engine; 1 on llama.cpp, whose --threads use the cores; records do not depend on it; "
-       "not with --relay-transport or under mpirun)"},
+       "reference engine; 1 on llama.cpp, whose --threads use the cores, and under mpirun, where each "
+       "rank runs N workers on its units; records do not depend on it; not with --relay-transport)"},
       {"--batched", "",
        "llama.cpp with --jobs N >= 2: the workers share one context per model and their prefills and "
        "decode steps run together in one llama_decode (faster decoding; log-probabilities then equal "
@@ -765,15 +765,19 @@ void open_audit_topology(audit_run& r) {
     lock.emplace(out, "--out");
     prepare_out_dir(args, out, shard);
   }
-  // --jobs: workers in this process, each with its own engines; a relay link is one conversation
-  // and a sharded run splits the units between ranks already. Refused before a loopback relay
-  // peer starts (it would refuse the same option and write a second line).
+  // --jobs: workers in this process, each with its own engines (under mpirun: on each rank, its
+  // workers sharing the rank's units). A relay link is one conversation (one A, one B, its crossing
+  // times measured one at a time): refused with --relay-transport, before a loopback relay peer
+  // starts (it would refuse the same option and write a second line).
   const bool relays = args.get("--relay-transport").has_value();
-  if (r.jobs > 1 && (relays || shard != nullptr || serve != nullptr))
+  if (r.jobs > 1 && (relays || serve != nullptr))
     throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
-                      " runs in one process " +
-                      (relays ? "with its relays in it; it excludes --relay-transport"
-                              : "alone; under mpirun the ranks share the units (pass --jobs 1)"));
+                      " runs its workers' relays in one process; it excludes --relay-transport (a relay "
+                      "link is one conversation)");
+  if (r.jobs > 1 && shard != nullptr && !shard->serialized_threads())
+    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+                      " under mpirun needs an MPI that lets threads call it one at a time "
+                      "(MPI_THREAD_SERIALIZED); this MPI does not: pass --jobs 1");
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
   relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
   mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
@@ -782,13 +786,14 @@ void open_audit_topology(audit_run& r) {
 
 // --jobs N: `first` and N - 1 more drivers, each on the engines make_worker() gives it (their
 // drifted senders added, the message options set), run the design from one shared schedule
-// (run_on_workers, trial/workers.hpp); the journal sees one driver's records in its order.
+// (run_on_workers, trial/workers.hpp): `positions`, or the units `source` hands out (an MPI rank's);
+// the journal sees one driver's records in its order.
 template <class Driver, class MakeWorker>
 driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worker, const message_options& msg,
                             const trial_design& d, const typename Driver::task_source& tasks,
                             const std::function<void(const trial_record&)>& sink,
                             const std::set<trial_key>& resumed, const progress_callback& progress,
-                            std::span<const std::size_t> positions) {
+                            std::span<const std::size_t> positions, const unit_schedule& source = {}) {
   std::vector<decltype(make_worker())> workers;  // each worker's engines, alive until the run ends
   std::vector<std::unique_ptr<Driver>> extra;
   std::vector<Driver*> all{&first};
@@ -800,7 +805,7 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
     extra.back()->set_message_options(msg);
     all.push_back(extra.back().get());
   }
-  return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions);
+  return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions, source);
 }
 
 // --until-decided (docs/audit-report.md, "An audit that stops when it has decided"): the design's
@@ -1030,7 +1035,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     }));
   };
   if (r.batch_items != 0) return run_until_decided(r, run_positions);
-  if (r.jobs > 1) return run_positions({});
+  if (r.jobs > 1 && shard == nullptr) return run_positions({});
   if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
     try {
       return go({});
@@ -1042,7 +1047,13 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
       throw;
     }
   }
-  return shard != nullptr ? shard->run_trials(d, r.scheme, go) : go({});
+  if (shard == nullptr) return go({});
+  // sharded: this rank's units, asked for as its --jobs workers come free
+  return shard->run_trials(d, r.scheme, [&](const unit_schedule& mine) {
+    return r.jobs > 1
+               ? run_audit_jobs(r.jobs, driver, make_worker, msg_opts, d, tasks, sink, resumed, progress, {}, mine)
+               : go(mine);
+  });
 }
 
 // The trials: the tasks' source, the journal and the driver on the engines (and the relay peer's or

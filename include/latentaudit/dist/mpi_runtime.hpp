@@ -247,10 +247,11 @@ class communicator {
 class mpi_runtime {
  public:
   /// @brief Initialises MPI asking for `thread_level` (MPI_THREAD_FUNNELED by default: only the
-  /// thread that initialised MPI calls it).
+  /// thread that initialised MPI calls it), and accepting no less than `required` (-1: thread_level).
   /// @throws mpi_error if MPI was already finalised, initialisation fails, or MPI provides less
-  ///         than the thread level asked for.
-  explicit mpi_runtime(int thread_level = MPI_THREAD_FUNNELED) {
+  ///         than the thread level required.
+  explicit mpi_runtime(int thread_level = MPI_THREAD_FUNNELED, int required = -1) {
+    if (required < 0) required = thread_level;
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
@@ -261,9 +262,9 @@ class mpi_runtime {
     } else {
       detail::check_mpi(MPI_Query_thread(&provided_), "MPI_Query_thread");
     }
-    if (provided_ < thread_level)
+    if (provided_ < required)
       LATENTAUDIT_THROW(mpi_error("mpi_runtime: MPI provides thread level " + std::to_string(provided_) +
-                                  ", less than the " + std::to_string(thread_level) + " asked for"));
+                                  ", less than the " + std::to_string(required) + " required"));
     detail::check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   }
   mpi_runtime(const mpi_runtime&) = delete;

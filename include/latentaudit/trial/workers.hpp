@@ -48,16 +48,19 @@ namespace latentaudit {
 /// @param positions the units to run, as positions in design.unit_order(), in the order they are
 ///        handed out and passed on (e.g. one batch of items of `audit --until-decided`); empty: every
 ///        unit, in order
+/// @param source instead of `positions`: a callable that gives the next position to run, or none
+///        when there are no more (e.g. an MPI rank's share, asked for as workers come free: `mpirun
+///        … audit --jobs N`); called under the same lock as the sink, so one thread at a time
 /// @returns the drivers' statistics summed (worker_wall_s: their wall times); wall_s is this call's
 ///          wall time
-/// @throws invalid_argument for an empty span, a null driver or a position past the units; whatever
-///         a driver's run() throws
+/// @throws invalid_argument for an empty span, a null driver, a position past the units, or both
+///         `positions` and `source`; whatever a driver's run() throws
 template <class Driver>
 driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design& design,
                             const typename Driver::task_source& tasks,
                             const std::function<void(const trial_record&)>& sink,
                             const std::set<trial_key>& done = {}, const progress_callback& progress = {},
-                            std::span<const std::size_t> positions = {}) {
+                            std::span<const std::size_t> positions = {}, const unit_schedule& source = {}) {
   constexpr std::string_view fn = "run_on_workers";
   if (drivers.empty()) detail::throw_invalid(fn, "drivers", "must hold at least one driver");
   for (const Driver* d : drivers) {
@@ -68,6 +71,7 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
   }
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
+  if (source && !positions.empty()) detail::throw_invalid(fn, "source", "excludes positions (give one of them)");
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t all_units = design.unit_order().size();
   for (std::size_t p : positions)
@@ -80,6 +84,7 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
   std::mutex mu;                     // the sink, the task source, the progress sum
   std::atomic<std::size_t> next{0};  // the next index k of the run
   std::atomic<bool> stop{false};     // a driver failed: hand out no more units
+  bool source_done = false;          // (under mu) the source said there are no more units
   std::vector<std::uint64_t> finished(drivers.size(), 0);
   std::vector<driver_stats> stats(drivers.size());
   std::vector<std::exception_ptr> failed(drivers.size());
@@ -124,6 +129,22 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
           finish_unit(w);  // the unit this driver ran is complete
         }
         if (stop.load()) return std::nullopt;
+        if (source) {  // the next unit from the source: the k-th handed out
+          const std::lock_guard<std::mutex> lock(mu);
+          if (source_done) return std::nullopt;  // asked once past its end, never again
+          const auto p = source();
+          if (!p) {
+            source_done = true;
+            return std::nullopt;
+          }
+          if (*p >= all_units)
+            detail::throw_invalid(fn, "source",
+                                  "returned position " + std::to_string(*p) + " of " + std::to_string(all_units) +
+                                      " units");
+          const std::size_t k = next.fetch_add(1);
+          holding[w] = k;
+          return *p;
+        }
         const std::size_t k = next.fetch_add(1);
         if (k >= units) return std::nullopt;
         const std::lock_guard<std::mutex> lock(mu);
