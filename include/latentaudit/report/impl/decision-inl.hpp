@@ -145,43 +145,10 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   return std::nullopt;
 }
 
-}  // namespace detail
-
-[[nodiscard]] LATENTAUDIT_INLINE audit_decision decide(std::span<const finding> findings,
-                                                       std::span<const trial_record> records,
-                                                       const decision_options& o) {
-  detail::check_betting_sequential_options("decide", o.monitor);
-  if (!(o.alpha > 0.0 && o.alpha < 0.5))
-    LATENTAUDIT_THROW(invalid_argument("decide: alpha must lie in (0, 0.5)"));
-  detail::check_relay_switch_options("decide", o.switch_options);
-  audit_decision d;
-  d.link = o.link;
-  if (d.link.empty()) {
-    for (const auto& r : records)
-      if (!r.link.empty()) {
-        d.link = r.link;
-        break;
-      }
-    if (d.link.empty() || d.link.rfind("custom:", 0) == 0) d.link = "pcie4";
-  }
-  const auto* control = detail::find_finding(findings, "need.text_beats_no_comm");
-  const auto* dep = detail::find_finding(findings, "need.kv_beats_no_comm");
-  const auto* cross = detail::find_finding(findings, "need.cross_model_beats_no_comm");
-  const auto* value = detail::find_finding(findings, "need.kv_noninferior_to_text");
-  const auto* cost = detail::find_finding(findings, "cost.relay_pays_on_" + d.link);
-  const auto* harm = detail::find_finding(findings, "no_need.kv_changes_accuracy");
-  const auto* stale = detail::find_finding(findings, "stale.kv_worse_than_text");
-  const auto* conflict = detail::find_finding(findings, "conflict.kv_worse_than_no_comm");
-  const auto* drift = detail::find_finding(findings, "drift.tolerance_steps");
-  auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
-
-  d.checklist.push_back({"positive_control", v_of(control),
-                         "text relay beats no communication in the need regime (the task needs A): " +
-                             detail::finding_text(control)});
-  d.checklist.push_back(
-      {"dependency", v_of(dep),
-       "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
-  checklist_item homo = detail::homogeneity_check(records);
+// The homogeneity check with the cross_model placebo's answer (decide).
+LATENTAUDIT_INLINE checklist_item homogeneity_with_placebo(std::span<const trial_record> records,
+                                                           const finding* cross) {
+  checklist_item homo = homogeneity_check(records);
   // The check requires need.cross_model_beats_no_comm not "yes", as the header says (the code used
   // to only note it): cross_model is one of the placebos. The relay is justified as "B reads the
   // cache of its own model"; if a foreign model's cache helps as well, either the cross_model arm is
@@ -190,25 +157,29 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   if (cross != nullptr && cross->answer == verdict::yes) {
     homo.passed = verdict::no;
     homo.reason += "; but a foreign model's cache helps (need.cross_model_beats_no_comm: " +
-                   detail::finding_text(cross) +
+                   finding_text(cross) +
                    "): the placebo is not inert, so the benefit is not shown to need identical models";
   } else if (cross != nullptr && cross->answer == verdict::no) {
     homo.reason += "; a foreign model's cache does not help (need.cross_model_beats_no_comm: " +
-                   detail::finding_text(cross) + "), so relay only between identical models";
+                   finding_text(cross) + "), so relay only between identical models";
   } else if (cross != nullptr) {
     homo.reason += "; whether a foreign model's cache helps is open (need.cross_model_beats_no_comm: " +
-                   detail::finding_text(cross) + ")";
+                   finding_text(cross) + ")";
   }
-  d.checklist.push_back(homo);
-  d.checklist.push_back({"value", v_of(value),
-                         "relay is not less accurate than text beyond the margin (non-inferiority): " +
-                             detail::finding_text(value)});
-  d.checklist.push_back({"cost", v_of(cost),
-                         "relay saves receiver latency on " + d.link + ": " + detail::finding_ms_text(cost)});
+  return homo;
+}
+
+// decide's five risk checks; the absence claims of the first three are held in one Holm family.
+struct risk_checklist {
+  checklist_item no_need_harm, freshness, conflict, drift, cross_model;
+};
+
+LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding* stale, const finding* conflict,
+                                              const finding* drift, const finding* cross, double alpha) {
   // yes: no harm where B needs nothing (no change shown, or a gain); no: harm shown (a significant
   // negative change); inconclusive: neither shown. Only "no" keeps the verdict from plain "relay".
   checklist_item nh{"no_need_harm", verdict::inconclusive,
-                    "relaying where B needs nothing does not lower accuracy: " + detail::finding_text(harm)};
+                    "relaying where B needs nothing does not lower accuracy: " + finding_text(harm)};
   if (harm != nullptr && harm->answer == verdict::yes)
     nh.passed = harm->estimate < 0 ? verdict::no : verdict::yes;
   else if (harm != nullptr && harm->answer == verdict::no)
@@ -216,7 +187,7 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   // The relay-failure checks: a shown failure ("yes" on the finding) is a condition on relaying.
   auto failure_check = [&](const char* name, const char* id, const finding* f, const char* shown,
                            const char* excluded) {
-    checklist_item c{name, verdict::inconclusive, std::string(id) + ": " + detail::finding_text(f)};
+    checklist_item c{name, verdict::inconclusive, std::string(id) + ": " + finding_text(f)};
     if (f != nullptr && f->answer == verdict::yes) {
       c.passed = verdict::no;
       c.reason += std::string(" - ") + shown;
@@ -239,13 +210,13 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
                     "a cache that contradicts B's own prompt loses to no communication: do not relay it",
                     "a conflicting cache's loss against no communication is excluded within the margin");
   checklist_item dr{"drift", verdict::inconclusive,
-                    "relay tolerates a drifted sender (fine-tuned apart): " + detail::finding_text(drift)};
+                    "relay tolerates a drifted sender (fine-tuned apart): " + finding_text(drift)};
   if (drift != nullptr && drift->answer == verdict::yes) {
     dr.passed = verdict::no;
     dr.reason = fmt::format(
         "relay from a drifted sender loses non-inferiority to same-model relay at about {:.3g} fine-tuning "
         "steps ({}): relay only between identical fingerprints",
-        drift->estimate, detail::finding_text(drift));
+        drift->estimate, finding_text(drift));
   } else if (drift != nullptr && drift->answer == verdict::no) {
     dr.passed = verdict::yes;
     dr.reason += " - relay from every tested drifted sender is shown non-inferior to same-model relay";
@@ -258,7 +229,7 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
   // is shown not to help; a foreign cache that helps fails homogeneity (above).
   checklist_item cm{"cross_model", verdict::inconclusive,
                     "a foreign model's cache does not help (need.cross_model_beats_no_comm): " +
-                        detail::finding_text(cross)};
+                        finding_text(cross)};
   if (cross != nullptr && cross->answer == verdict::no) {
     cm.passed = verdict::yes;
   } else if (cross != nullptr && cross->answer == verdict::yes) {
@@ -285,7 +256,7 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
     const auto adj = p_adjust(p, p_adjust_method::holm);
     for (std::size_t i = 0; i < 3; ++i) {
       if (fam[i]->passed != verdict::yes) continue;
-      if (adj[i] <= o.alpha) {
+      if (adj[i] <= alpha) {
         fam[i]->reason += fmt::format(" (absence held in the risk family: Holm-adjusted p = {:.3g})", adj[i]);
       } else {
         fam[i]->passed = verdict::inconclusive;
@@ -293,32 +264,21 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
             " - but absence is not shown after Holm over the three risk checks that would let traffic "
             "through "
             "without a condition (one-sided p = {:.3g}, adjusted {:.3g} > {})",
-            p[i], adj[i], o.alpha);
+            p[i], adj[i], alpha);
       }
     }
   }
-  d.checklist.push_back(nh);
-  d.checklist.push_back(fresh);
-  d.checklist.push_back(confl);
-  d.checklist.push_back(dr);
-  d.checklist.push_back(cm);
-  // The risk checks not shown either way: a verdict that lets relay traffic through needs none.
-  for (const checklist_item* c : std::initializer_list<const checklist_item*>{&nh, &fresh, &confl, &dr, &cm})
-    if (c->passed == verdict::inconclusive) d.unverified.push_back(c->name);
+  return {std::move(nh), std::move(fresh), std::move(confl), std::move(dr), std::move(cm)};
+}
 
-  // The monitor runs at the item level: one observation per item (its mean paired difference over
-  // seeds), items in id order. Feeding the (item, seed) pairs one by one treated the seeds of an
-  // item as independent and stopped under clustered nulls far more often than alpha
-  // (docs/estimators/sequential.md, "Clustered data").
-  // The arms answer by label, else by arm_kind (detail::resolve_arm: the resolver of every analysis;
-  // an ambiguity is reported by the core audit's warnings).
-  std::vector<std::string> arm_notes;
-  const std::string relay = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
-  const std::string base = detail::resolve_arm_or_name(records, o.control_arm, arm_notes);
-  const std::string text = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
+// decide's replay of the online item-level monitors on relay - base and relay - text (into
+// d.monitors) and its checklist item.
+LATENTAUDIT_INLINE checklist_item monitor_check(audit_decision& d, std::span<const trial_record> records,
+                                                const std::string& relay, const std::string& base,
+                                                const std::string& text, const decision_options& o) {
   using arm_pair = std::pair<const std::string&, const std::string&>;
   for (const auto& [t, c] : {arm_pair{relay, base}, arm_pair{relay, text}}) {
-    auto diffs = detail::need_item_differences(records, t, c);
+    auto diffs = need_item_differences(records, t, c);
     if (diffs.d.empty()) continue;
     monitor_replay m;
     m.contrast = t + " - " + c;
@@ -345,19 +305,28 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
           o.monitor.alpha, m.contrast, m.result.n, m.pairs, m.result.p_value);
     }
   }
-  d.checklist.push_back(mon);
+  return mon;
+}
 
-  // The relay switch, replayed on the records with a change point (informational).
-  d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options);
-
-  const verdict vc0 = v_of(control), vd = v_of(dep), vh = homo.passed, vv = v_of(value), vc = v_of(cost);
+// decide's verdict, policy and summary from its checks, read in the decision's order: positive
+// control, dependency, homogeneity, value, cost, then the risks.
+LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, const finding* dep,
+                                    const finding* drift, verdict vh, verdict vv, verdict vc,
+                                    const risk_checklist& risks, std::span<const trial_record> records,
+                                    const std::string& base, const decision_options& o) {
+  auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
+  const checklist_item& nh = risks.no_need_harm;
+  const checklist_item& fresh = risks.freshness;
+  const checklist_item& confl = risks.conflict;
+  const checklist_item& dr = risks.drift;
+  const verdict vc0 = v_of(control), vd = v_of(dep);
   const bool kv_absent_shown = dep != nullptr && std::isfinite(dep->ci_high) && dep->ci_high < o.margin;
   // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
   // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
   // (every record wrong) the task is broken and the verdict stays inconclusive.
   const std::optional<double> alone_low =
       vc0 == verdict::no && kv_absent_shown
-          ? detail::alone_accuracy_low(records, base, o.monitor.alpha, o.horizon)
+          ? alone_accuracy_low(records, base, o.monitor.alpha, o.horizon)
           : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
     d.verdict = "no communication";
@@ -368,11 +337,11 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
         "need regime (need.text_beats_no_comm: {}), and neither does the KV relay (need.kv_beats_no_comm: "
         "{}), and B answers the need-regime requests on its own (no_comm accuracy lower limit {:.3f}): the "
         "requests do not need A's information.",
-        100.0 * o.margin, detail::finding_text(control), detail::finding_text(dep), *alone_low);
+        100.0 * o.margin, finding_text(control), finding_text(dep), *alone_low);
   } else if (vc0 != verdict::yes) {
     d.verdict = "inconclusive";
     d.summary =
-        std::string(positive_control_reason) + " (need.text_beats_no_comm: " + detail::finding_text(control) +
+        std::string(positive_control_reason) + " (need.text_beats_no_comm: " + finding_text(control) +
         "), so the need regime does not test whether B needs A's information: fix the task or collect "
         "more items before reading any other check.";
   } else if (vd == verdict::no) {
@@ -454,6 +423,82 @@ LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const tria
     d.summary =
         "At least one check is inconclusive: collect more items or seeds (see the power of each finding).";
   }
+}
+
+}  // namespace detail
+
+[[nodiscard]] LATENTAUDIT_INLINE audit_decision decide(std::span<const finding> findings,
+                                                       std::span<const trial_record> records,
+                                                       const decision_options& o) {
+  detail::check_betting_sequential_options("decide", o.monitor);
+  if (!(o.alpha > 0.0 && o.alpha < 0.5))
+    LATENTAUDIT_THROW(invalid_argument("decide: alpha must lie in (0, 0.5)"));
+  detail::check_relay_switch_options("decide", o.switch_options);
+  audit_decision d;
+  d.link = o.link;
+  if (d.link.empty()) {
+    for (const auto& r : records)
+      if (!r.link.empty()) {
+        d.link = r.link;
+        break;
+      }
+    if (d.link.empty() || d.link.rfind("custom:", 0) == 0) d.link = "pcie4";
+  }
+  const auto* control = detail::find_finding(findings, "need.text_beats_no_comm");
+  const auto* dep = detail::find_finding(findings, "need.kv_beats_no_comm");
+  const auto* cross = detail::find_finding(findings, "need.cross_model_beats_no_comm");
+  const auto* value = detail::find_finding(findings, "need.kv_noninferior_to_text");
+  const auto* cost = detail::find_finding(findings, "cost.relay_pays_on_" + d.link);
+  const auto* harm = detail::find_finding(findings, "no_need.kv_changes_accuracy");
+  const auto* stale = detail::find_finding(findings, "stale.kv_worse_than_text");
+  const auto* conflict = detail::find_finding(findings, "conflict.kv_worse_than_no_comm");
+  const auto* drift = detail::find_finding(findings, "drift.tolerance_steps");
+  auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
+
+  d.checklist.push_back({"positive_control", v_of(control),
+                         "text relay beats no communication in the need regime (the task needs A): " +
+                             detail::finding_text(control)});
+  d.checklist.push_back(
+      {"dependency", v_of(dep),
+       "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
+  checklist_item homo = detail::homogeneity_with_placebo(records, cross);
+  d.checklist.push_back(homo);
+  d.checklist.push_back({"value", v_of(value),
+                         "relay is not less accurate than text beyond the margin (non-inferiority): " +
+                             detail::finding_text(value)});
+  d.checklist.push_back({"cost", v_of(cost),
+                         "relay saves receiver latency on " + d.link + ": " + detail::finding_ms_text(cost)});
+  auto risks = detail::risk_checks(harm, stale, conflict, drift, cross, o.alpha);
+  const checklist_item& nh = risks.no_need_harm;
+  const checklist_item& fresh = risks.freshness;
+  const checklist_item& confl = risks.conflict;
+  const checklist_item& dr = risks.drift;
+  const checklist_item& cm = risks.cross_model;
+  d.checklist.push_back(nh);
+  d.checklist.push_back(fresh);
+  d.checklist.push_back(confl);
+  d.checklist.push_back(dr);
+  d.checklist.push_back(cm);
+  // The risk checks not shown either way: a verdict that lets relay traffic through needs none.
+  for (const checklist_item* c : std::initializer_list<const checklist_item*>{&nh, &fresh, &confl, &dr, &cm})
+    if (c->passed == verdict::inconclusive) d.unverified.push_back(c->name);
+
+  // The monitor runs at the item level: one observation per item (its mean paired difference over
+  // seeds), items in id order. Feeding the (item, seed) pairs one by one treated the seeds of an
+  // item as independent and stopped under clustered nulls far more often than alpha
+  // (docs/estimators/sequential.md, "Clustered data").
+  // The arms answer by label, else by arm_kind (detail::resolve_arm: the resolver of every analysis;
+  // an ambiguity is reported by the core audit's warnings).
+  std::vector<std::string> arm_notes;
+  const std::string relay = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
+  const std::string base = detail::resolve_arm_or_name(records, o.control_arm, arm_notes);
+  const std::string text = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
+  d.checklist.push_back(detail::monitor_check(d, records, relay, base, text, o));
+
+  // The relay switch, replayed on the records with a change point (informational).
+  d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options);
+
+  detail::set_verdict(d, control, dep, drift, homo.passed, v_of(value), v_of(cost), risks, records, base, o);
   return d;
 }
 
