@@ -289,6 +289,244 @@ LATENTAUDIT_INLINE effect_estimate noisy_clustered_mean(std::span<const double> 
   return e;
 }
 
+// cost_benefit_analysis's option checks (arms already resolved).
+LATENTAUDIT_INLINE void check_cost_options(std::string_view fn, const cost_options& o) {
+  check_level_replicates(fn, o.level, o.bootstrap_replicates);
+  check_positive(fn, "options.margin", o.margin);
+  if (!(o.alpha > 0 && o.alpha < 0.5))
+    throw_invalid(fn, "options.alpha", "must lie in (0, 0.5), got " + number_text(o.alpha));
+  if (o.latency_slo_s) check_positive(fn, "options.latency_slo_s", *o.latency_slo_s);
+  if (o.prefill_tokens_per_s)
+    check_positive(fn, "options.prefill_tokens_per_s", *o.prefill_tokens_per_s);
+  for (const auto& m : o.model_shapes)
+    if (m.layers == 0 || m.kv_heads == 0 || m.head_dim == 0 || m.bytes_per_value == 0)
+      throw_invalid(fn, "options.model_shapes",
+                            "must have non-zero dimensions, '" + m.name + "' has not");
+  if (o.relay_arm.empty() || o.text_arm.empty() || o.relay_arm == o.text_arm) {
+    throw_invalid(fn, "options.relay_arm", "and options.text_arm must be non-empty and differ");
+  }
+}
+
+// The paired need-regime units of cost_benefit_analysis as vectors: receiver-latency saving
+// without transfer (text - relay), extra bytes, both arms' correctness, the run-to-run SD of the
+// saving, the item of each unit, the arms' mean bytes and relay shares, and sums per item.
+struct cost_unit_data {
+  std::size_t n = 0;
+  std::vector<double> base, extra_bytes, acc_relay, acc_text, noise_sd;
+  std::vector<std::size_t> cluster;
+  std::vector<std::uint64_t> item_id;
+  double bytes_relay = 0, bytes_text = 0, f_relay = 0, f_text = 0, mean_base = 0;
+  std::vector<cost_item_sums> item_sums;
+};
+
+LATENTAUDIT_INLINE cost_unit_data cost_units_of(std::span<const record_unit* const> units,
+                                                std::optional<double> cv_relay, std::optional<double> cv_text) {
+  cost_unit_data u;
+  const std::size_t n = units.size();
+  const double nn = static_cast<double>(n);
+  u.n = n;
+  auto& base = u.base;
+  auto& extra_bytes = u.extra_bytes;
+  auto& acc_relay = u.acc_relay;
+  auto& acc_text = u.acc_text;
+  auto& noise_sd = u.noise_sd;
+  auto& cluster = u.cluster;
+  auto& item_id = u.item_id;
+  auto& item_sums = u.item_sums;
+  base.resize(n);
+  extra_bytes.resize(n);
+  acc_relay.resize(n);
+  acc_text.resize(n);
+  noise_sd.assign(n, 0.0);
+  cluster.resize(n);
+  item_id.resize(n);
+  double bytes_relay = 0, bytes_text = 0, f_relay = 0, f_text = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& k = *units[i]->arms[0];
+    const auto& t = *units[i]->arms[1];
+    base[i] =
+        (t.latency.receiver_s() - t.latency.transfer_s) - (k.latency.receiver_s() - k.latency.transfer_s);
+    extra_bytes[i] = static_cast<double>(k.bytes) - static_cast<double>(t.bytes);
+    acc_relay[i] = k.correct ? 1.0 : 0.0;
+    acc_text[i] = t.correct ? 1.0 : 0.0;
+    cluster[i] = static_cast<std::size_t>(units[i]->item);
+    item_id[i] = units[i]->item;
+    bytes_relay += static_cast<double>(k.bytes);
+    bytes_text += static_cast<double>(t.bytes);
+    f_relay += k.bytes > 0 ? 1.0 : 0.0;
+    f_text += t.bytes > 0 ? 1.0 : 0.0;
+    // Run-to-run SD of base: each arm's measured receiver latency times its pooled CV.
+    const double sr = cv_relay.value_or(0.0) * (k.latency.receiver_s() - k.latency.transfer_s);
+    const double st = cv_text.value_or(0.0) * (t.latency.receiver_s() - t.latency.transfer_s);
+    noise_sd[i] = std::sqrt(sr * sr + st * st);
+    if (i == 0 || units[i]->item != units[i - 1]->item) item_sums.emplace_back();
+    auto& s = item_sums.back();
+    s.units += 1;
+    s.base += base[i];
+    s.extra_bytes += extra_bytes[i];
+    s.relay_moves += k.bytes > 0 ? 1.0 : 0.0;
+    s.noise_var += noise_sd[i] * noise_sd[i];
+  }
+  u.bytes_relay = bytes_relay / nn;
+  u.bytes_text = bytes_text / nn;
+  u.f_relay = f_relay / nn;
+  u.f_text = f_text / nn;
+  double mean_base = 0;
+  for (double b : base) mean_base += b;
+  u.mean_base = mean_base / nn;
+  return u;
+}
+
+// The item-bootstrap limits of the break-even bandwidth and fixed latency (S's point values set).
+LATENTAUDIT_INLINE void break_even_limits(cost_sensitivity& S, std::span<const cost_item_sums> item_sums,
+                                          const cost_options& o) {
+  if (item_sums.size() < 2) return;
+  {
+    const std::size_t g = item_sums.size();
+    std::vector<double> betas, alphas;
+    auto rng = make_stream({.seed = o.seed, .item = 0, .arm = 0xC057, .replicate = 0});
+    for (std::size_t b = 0; b < o.bootstrap_replicates; ++b) {
+      cost_item_sums s;
+      for (std::size_t j = 0; j < g; ++j) {
+        const auto& x = item_sums[uniform_index(rng, static_cast<std::uint32_t>(g))];
+        s.units += x.units;
+        s.base += x.base;
+        s.extra_bytes += x.extra_bytes;
+        s.relay_moves += x.relay_moves;
+        if (x.noise_var > 0) s.base += std::sqrt(x.noise_var) * standard_normal(rng);
+      }
+      const auto [beta, a] = cost_statement_of(s, S.region);
+      betas.push_back(beta);
+      alphas.push_back(a);
+    }
+    auto limits = [&](std::vector<double>& v) -> std::pair<std::optional<double>, std::optional<double>> {
+      std::sort(v.begin(), v.end());
+      const double q = (1.0 - o.level) / 2.0;
+      const auto lo_i =
+          static_cast<std::size_t>(std::max(0.0, std::ceil(q * static_cast<double>(v.size())) - 1));
+      const auto hi_i = std::min(
+          v.size() - 1, static_cast<std::size_t>(std::ceil((1 - q) * static_cast<double>(v.size())) - 1));
+      std::optional<double> lo, hi;
+      if (std::isfinite(v[lo_i])) lo = v[lo_i];
+      if (std::isfinite(v[hi_i])) hi = v[hi_i];
+      return {lo, hi};
+    };
+    if (S.break_even_bandwidth_bytes_s) {
+      const auto [lo, hi] = limits(betas);
+      S.break_even_bandwidth_low = lo;
+      S.break_even_bandwidth_high = hi;
+    }
+    if (S.break_even_alpha_s) {
+      const auto [lo, hi] = limits(alphas);
+      S.break_even_alpha_low = lo;
+      S.break_even_alpha_high = hi;
+    }
+  }
+}
+
+// One link's cost of the relay: the receiver latency saved with the link's transfer time, the SLO
+// attainment (with a latency SLO), the break-even, and the link's verdict.
+LATENTAUDIT_INLINE link_cost cost_on_link(const link_preset& l, std::span<const record_unit* const> units,
+                                          const cost_unit_data& u, const clustered_mean_options& cm,
+                                          const betting_options& bo, const effect_estimate& acc_e,
+                                          const effect_estimate& bytes_e, const cost_options& o) {
+  const std::size_t n = u.n;
+  const double nn = static_cast<double>(n);
+  link_cost c;
+  c.link = l;
+  c.units = n;
+  std::vector<double> saved(n), relay_s(n), text_s(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& k = *units[i]->arms[0];
+    const auto& t = *units[i]->arms[1];
+    relay_s[i] = k.latency.receiver_s() - k.latency.transfer_s + l.transfer_seconds(k.bytes);
+    text_s[i] = t.latency.receiver_s() - t.latency.transfer_s + l.transfer_seconds(t.bytes);
+    saved[i] = text_s[i] - relay_s[i];
+  }
+  c.saved_s = noisy_clustered_mean(saved, u.noise_sd, u.cluster, cm, 0xC0DE);
+  c.saved_s.estimand = "saved_seconds";
+  c.extra_bytes = bytes_e;
+  c.accuracy_difference = acc_e;
+  if (o.latency_slo_s) {
+    c.latency_slo_s = *o.latency_slo_s;
+    std::vector<double> met_relay(n), met_text(n);
+    double mr = 0, mt = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      met_relay[i] = relay_s[i] <= *o.latency_slo_s ? 1.0 : 0.0;
+      met_text[i] = text_s[i] <= *o.latency_slo_s ? 1.0 : 0.0;
+      mr += met_relay[i];
+      mt += met_text[i];
+    }
+    c.slo_met_relay = mr / nn;
+    c.slo_met_text = mt / nn;
+    c.slo_difference = clustered_paired_difference(u.item_id, met_relay, met_text, bo);
+    c.slo_difference->estimand = "slo_attainment_difference";
+  }
+  const double d = u.mean_base + l.alpha_s * (u.f_text - u.f_relay);
+  const auto be = solve_break_even(d, u.bytes_relay - u.bytes_text);
+  c.region = be.region;
+  c.break_even_bandwidth_bytes_s = be.bandwidth;
+  if (u.f_relay > 0 && c.saved_s.estimate > 0) c.break_even_extra_alpha_s = c.saved_s.estimate / u.f_relay;
+  if (has_interval(c.saved_s)) {
+    const bool saves = c.saved_s.ci_low > 0, costs = c.saved_s.ci_high < 0;
+    const bool non_inferior = acc_e.ci_low > -o.margin, inferior = acc_e.ci_high < -o.margin;
+    const bool slo_ok = !c.slo_difference || c.slo_difference->ci_low > -o.margin;
+    const bool slo_bad = c.slo_difference && c.slo_difference->ci_high < -o.margin;
+    if (saves && non_inferior && slo_ok) {
+      c.pays = verdict::yes;
+    } else if (costs || inferior || slo_bad) {
+      c.pays = verdict::no;
+    }
+  }
+  return c;
+}
+
+// The link-free statement of cost_benefit_analysis: where the relay saves latency (break-even
+// bandwidth and fixed latency, with their limits), the accuracy difference, and the links it pays on.
+LATENTAUDIT_INLINE std::string cost_statement(const cost_sensitivity& S, std::span<const link_cost> links,
+                                              const effect_estimate& acc_e, double margin) {
+  std::string yes_links, no_links;
+  for (const auto& c : links) {
+    if (c.pays == verdict::yes) yes_links += (yes_links.empty() ? "" : ", ") + c.link.name;
+    if (c.pays == verdict::no) no_links += (no_links.empty() ? "" : ", ") + c.link.name;
+  }
+  auto gbs = [](const std::optional<double>& b) {
+    return b ? fmt::format("{:.3g} GB/s", *b / 1e9) : std::string("unbounded");
+  };
+  std::string be_text;
+  switch (S.region) {
+    case break_even_region::above:
+      be_text = fmt::format("the relay saves receiver latency at bandwidths above {} [{}, {}]",
+                            gbs(S.break_even_bandwidth_bytes_s),
+                            S.break_even_bandwidth_low ? gbs(S.break_even_bandwidth_low) : std::string("0"),
+                            gbs(S.break_even_bandwidth_high));
+      break;
+    case break_even_region::below:
+      be_text = fmt::format("the relay saves receiver latency only at bandwidths below {} [{}, {}]",
+                            gbs(S.break_even_bandwidth_bytes_s),
+                            S.break_even_bandwidth_low ? gbs(S.break_even_bandwidth_low) : std::string("0"),
+                            gbs(S.break_even_bandwidth_high));
+      break;
+    case break_even_region::always:
+      be_text = "the relay saves receiver latency at every bandwidth";
+      break;
+    case break_even_region::never:
+      be_text = "the relay saves receiver latency at no bandwidth";
+      break;
+  }
+  if (S.break_even_alpha_s) {
+    be_text += fmt::format(
+        "; with unlimited bandwidth it affords up to {} [{}, {}] of fixed latency per relay",
+        seconds_text(*S.break_even_alpha_s),
+        S.break_even_alpha_low ? seconds_text(*S.break_even_alpha_low) : std::string("0"),
+        S.break_even_alpha_high ? seconds_text(*S.break_even_alpha_high) : std::string("unbounded"));
+  }
+  return fmt::format(
+      "{}; accuracy relay − text {:+.3f} [{:+.3f}, {:+.3f}] (margin {:.3g}); relay pays on {}{}", be_text,
+      acc_e.estimate, acc_e.ci_low, acc_e.ci_high, margin, yes_links.empty() ? "no link" : yes_links,
+      no_links.empty() ? std::string() : "; does not pay on " + no_links);
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const trial_record> records,
@@ -299,20 +537,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   cost_options o = options;
   o.relay_arm = detail::resolve_arm_or_name(records, o.relay_arm, arm_notes);
   o.text_arm = detail::resolve_arm_or_name(records, o.text_arm, arm_notes);
-  detail::check_level_replicates(fn, o.level, o.bootstrap_replicates);
-  detail::check_positive(fn, "options.margin", o.margin);
-  if (!(o.alpha > 0 && o.alpha < 0.5))
-    detail::throw_invalid(fn, "options.alpha", "must lie in (0, 0.5), got " + detail::number_text(o.alpha));
-  if (o.latency_slo_s) detail::check_positive(fn, "options.latency_slo_s", *o.latency_slo_s);
-  if (o.prefill_tokens_per_s)
-    detail::check_positive(fn, "options.prefill_tokens_per_s", *o.prefill_tokens_per_s);
-  for (const auto& m : o.model_shapes)
-    if (m.layers == 0 || m.kv_heads == 0 || m.head_dim == 0 || m.bytes_per_value == 0)
-      detail::throw_invalid(fn, "options.model_shapes",
-                            "must have non-zero dimensions, '" + m.name + "' has not");
-  if (o.relay_arm.empty() || o.text_arm.empty() || o.relay_arm == o.text_arm) {
-    detail::throw_invalid(fn, "options.relay_arm", "and options.text_arm must be non-empty and differ");
-  }
+  detail::check_cost_options(fn, o);
   cost_benefit_result out;
   out.notes = std::move(arm_notes);
   const auto links = detail::links_to_evaluate(fn, records, o, out.notes);
@@ -380,204 +605,39 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
     return all_inconclusive("no (item, seed) unit has both '" + o.relay_arm + "' and '" + o.text_arm + "'");
   }
   if (units.empty()) return all_inconclusive("no paired unit is in the need regime");
-  const std::size_t n = units.size();
-  const double nn = static_cast<double>(n);
-  std::vector<double> base(n), extra_bytes(n), acc_relay(n), acc_text(n), noise_sd(n, 0.0);
-  std::vector<std::size_t> cluster(n);
-  std::vector<std::uint64_t> item_id(n);
-  double bytes_relay = 0, bytes_text = 0, f_relay = 0, f_text = 0;
-  std::vector<detail::cost_item_sums> item_sums;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& k = *units[i]->arms[0];
-    const auto& t = *units[i]->arms[1];
-    base[i] =
-        (t.latency.receiver_s() - t.latency.transfer_s) - (k.latency.receiver_s() - k.latency.transfer_s);
-    extra_bytes[i] = static_cast<double>(k.bytes) - static_cast<double>(t.bytes);
-    acc_relay[i] = k.correct ? 1.0 : 0.0;
-    acc_text[i] = t.correct ? 1.0 : 0.0;
-    cluster[i] = static_cast<std::size_t>(units[i]->item);
-    item_id[i] = units[i]->item;
-    bytes_relay += static_cast<double>(k.bytes);
-    bytes_text += static_cast<double>(t.bytes);
-    f_relay += k.bytes > 0 ? 1.0 : 0.0;
-    f_text += t.bytes > 0 ? 1.0 : 0.0;
-    // Run-to-run SD of base: each arm's measured receiver latency times its pooled CV.
-    const double sr = cv_relay.value_or(0.0) * (k.latency.receiver_s() - k.latency.transfer_s);
-    const double st = cv_text.value_or(0.0) * (t.latency.receiver_s() - t.latency.transfer_s);
-    noise_sd[i] = std::sqrt(sr * sr + st * st);
-    if (i == 0 || units[i]->item != units[i - 1]->item) item_sums.emplace_back();
-    auto& s = item_sums.back();
-    s.units += 1;
-    s.base += base[i];
-    s.extra_bytes += extra_bytes[i];
-    s.relay_moves += k.bytes > 0 ? 1.0 : 0.0;
-    s.noise_var += noise_sd[i] * noise_sd[i];
-  }
-  bytes_relay /= nn;
-  bytes_text /= nn;
-  f_relay /= nn;
-  f_text /= nn;
-  double mean_base = 0;
-  for (double b : base) mean_base += b;
-  mean_base /= nn;
+  const auto U = detail::cost_units_of(units, cv_relay, cv_text);
+  const std::size_t n = U.n;
   const detail::clustered_mean_options cm{
       .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
   const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha, .horizon = o.horizon};
-  auto acc_e = clustered_paired_difference(item_id, acc_relay, acc_text, bo);
+  auto acc_e = clustered_paired_difference(U.item_id, U.acc_relay, U.acc_text, bo);
   acc_e.estimand = "accuracy_difference";
-  auto bytes_e = detail::clustered_mean(extra_bytes, cluster, cm);
+  auto bytes_e = detail::clustered_mean(U.extra_bytes, U.cluster, cm);
   bytes_e.estimand = "extra_bytes";
   // --- The link-free statement (α = 0), with the item bootstrap of β* and α*.
   auto& S = out.sensitivity;
   S.units = n;
-  S.items = item_sums.size();
+  S.items = U.item_sums.size();
   S.timing_note = timing_note;
   S.repeated_records = pool_relay.records + pool_text.records;
   S.run_to_run_cv_relay = cv_relay;
   S.run_to_run_cv_text = cv_text;
-  S.saved_without_transfer_s = detail::noisy_clustered_mean(base, noise_sd, cluster, cm, 0xC0DE);
+  S.saved_without_transfer_s = detail::noisy_clustered_mean(U.base, U.noise_sd, U.cluster, cm, 0xC0DE);
   S.saved_without_transfer_s.estimand = "saved_seconds_without_transfer";
   S.extra_bytes = bytes_e;
   S.accuracy_difference = acc_e;
-  const auto be0 = detail::solve_break_even(mean_base, bytes_relay - bytes_text);
+  const auto be0 = detail::solve_break_even(U.mean_base, U.bytes_relay - U.bytes_text);
   S.region = be0.region;
   S.break_even_bandwidth_bytes_s = be0.bandwidth;
-  if (f_relay > 0 && mean_base > 0) S.break_even_alpha_s = mean_base / f_relay;
-  if (item_sums.size() >= 2) {
-    const std::size_t g = item_sums.size();
-    std::vector<double> betas, alphas;
-    auto rng = make_stream({.seed = o.seed, .item = 0, .arm = 0xC057, .replicate = 0});
-    for (std::size_t b = 0; b < o.bootstrap_replicates; ++b) {
-      detail::cost_item_sums s;
-      for (std::size_t j = 0; j < g; ++j) {
-        const auto& x = item_sums[uniform_index(rng, static_cast<std::uint32_t>(g))];
-        s.units += x.units;
-        s.base += x.base;
-        s.extra_bytes += x.extra_bytes;
-        s.relay_moves += x.relay_moves;
-        if (x.noise_var > 0) s.base += std::sqrt(x.noise_var) * standard_normal(rng);
-      }
-      const auto [beta, a] = detail::cost_statement_of(s, S.region);
-      betas.push_back(beta);
-      alphas.push_back(a);
-    }
-    auto limits = [&](std::vector<double>& v) -> std::pair<std::optional<double>, std::optional<double>> {
-      std::sort(v.begin(), v.end());
-      const double q = (1.0 - o.level) / 2.0;
-      const auto lo_i =
-          static_cast<std::size_t>(std::max(0.0, std::ceil(q * static_cast<double>(v.size())) - 1));
-      const auto hi_i = std::min(
-          v.size() - 1, static_cast<std::size_t>(std::ceil((1 - q) * static_cast<double>(v.size())) - 1));
-      std::optional<double> lo, hi;
-      if (std::isfinite(v[lo_i])) lo = v[lo_i];
-      if (std::isfinite(v[hi_i])) hi = v[hi_i];
-      return {lo, hi};
-    };
-    if (S.break_even_bandwidth_bytes_s) {
-      const auto [lo, hi] = limits(betas);
-      S.break_even_bandwidth_low = lo;
-      S.break_even_bandwidth_high = hi;
-    }
-    if (S.break_even_alpha_s) {
-      const auto [lo, hi] = limits(alphas);
-      S.break_even_alpha_low = lo;
-      S.break_even_alpha_high = hi;
-    }
-  }
+  if (U.f_relay > 0 && U.mean_base > 0) S.break_even_alpha_s = U.mean_base / U.f_relay;
+  detail::break_even_limits(S, U.item_sums, o);
   // --- Per link.
-  for (const auto& l : links) {
-    link_cost c;
-    c.link = l;
-    c.units = n;
-    std::vector<double> saved(n), relay_s(n), text_s(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto& k = *units[i]->arms[0];
-      const auto& t = *units[i]->arms[1];
-      relay_s[i] = k.latency.receiver_s() - k.latency.transfer_s + l.transfer_seconds(k.bytes);
-      text_s[i] = t.latency.receiver_s() - t.latency.transfer_s + l.transfer_seconds(t.bytes);
-      saved[i] = text_s[i] - relay_s[i];
-    }
-    c.saved_s = detail::noisy_clustered_mean(saved, noise_sd, cluster, cm, 0xC0DE);
-    c.saved_s.estimand = "saved_seconds";
-    c.extra_bytes = bytes_e;
-    c.accuracy_difference = acc_e;
-    if (o.latency_slo_s) {
-      c.latency_slo_s = *o.latency_slo_s;
-      std::vector<double> met_relay(n), met_text(n);
-      double mr = 0, mt = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        met_relay[i] = relay_s[i] <= *o.latency_slo_s ? 1.0 : 0.0;
-        met_text[i] = text_s[i] <= *o.latency_slo_s ? 1.0 : 0.0;
-        mr += met_relay[i];
-        mt += met_text[i];
-      }
-      c.slo_met_relay = mr / nn;
-      c.slo_met_text = mt / nn;
-      c.slo_difference = clustered_paired_difference(item_id, met_relay, met_text, bo);
-      c.slo_difference->estimand = "slo_attainment_difference";
-    }
-    const double d = mean_base + l.alpha_s * (f_text - f_relay);
-    const auto be = detail::solve_break_even(d, bytes_relay - bytes_text);
-    c.region = be.region;
-    c.break_even_bandwidth_bytes_s = be.bandwidth;
-    if (f_relay > 0 && c.saved_s.estimate > 0) c.break_even_extra_alpha_s = c.saved_s.estimate / f_relay;
-    if (detail::has_interval(c.saved_s)) {
-      const bool saves = c.saved_s.ci_low > 0, costs = c.saved_s.ci_high < 0;
-      const bool non_inferior = acc_e.ci_low > -o.margin, inferior = acc_e.ci_high < -o.margin;
-      const bool slo_ok = !c.slo_difference || c.slo_difference->ci_low > -o.margin;
-      const bool slo_bad = c.slo_difference && c.slo_difference->ci_high < -o.margin;
-      if (saves && non_inferior && slo_ok) {
-        c.pays = verdict::yes;
-      } else if (costs || inferior || slo_bad) {
-        c.pays = verdict::no;
-      }
-    }
-    out.links.push_back(std::move(c));
-  }
+  for (const auto& l : links) out.links.push_back(detail::cost_on_link(l, units, U, cm, bo, acc_e, bytes_e, o));
   // --- The statement's verdict: the links' common verdict, else inconclusive.
   bool agree = !out.links.empty();
   for (const auto& c : out.links) agree = agree && c.pays == out.links.front().pays;
   S.pays = agree ? out.links.front().pays : verdict::inconclusive;
-  std::string yes_links, no_links;
-  for (const auto& c : out.links) {
-    if (c.pays == verdict::yes) yes_links += (yes_links.empty() ? "" : ", ") + c.link.name;
-    if (c.pays == verdict::no) no_links += (no_links.empty() ? "" : ", ") + c.link.name;
-  }
-  auto gbs = [](const std::optional<double>& b) {
-    return b ? fmt::format("{:.3g} GB/s", *b / 1e9) : std::string("unbounded");
-  };
-  std::string be_text;
-  switch (S.region) {
-    case break_even_region::above:
-      be_text = fmt::format("the relay saves receiver latency at bandwidths above {} [{}, {}]",
-                            gbs(S.break_even_bandwidth_bytes_s),
-                            S.break_even_bandwidth_low ? gbs(S.break_even_bandwidth_low) : std::string("0"),
-                            gbs(S.break_even_bandwidth_high));
-      break;
-    case break_even_region::below:
-      be_text = fmt::format("the relay saves receiver latency only at bandwidths below {} [{}, {}]",
-                            gbs(S.break_even_bandwidth_bytes_s),
-                            S.break_even_bandwidth_low ? gbs(S.break_even_bandwidth_low) : std::string("0"),
-                            gbs(S.break_even_bandwidth_high));
-      break;
-    case break_even_region::always:
-      be_text = "the relay saves receiver latency at every bandwidth";
-      break;
-    case break_even_region::never:
-      be_text = "the relay saves receiver latency at no bandwidth";
-      break;
-  }
-  if (S.break_even_alpha_s) {
-    be_text += fmt::format(
-        "; with unlimited bandwidth it affords up to {} [{}, {}] of fixed latency per relay",
-        detail::seconds_text(*S.break_even_alpha_s),
-        S.break_even_alpha_low ? detail::seconds_text(*S.break_even_alpha_low) : std::string("0"),
-        S.break_even_alpha_high ? detail::seconds_text(*S.break_even_alpha_high) : std::string("unbounded"));
-  }
-  S.statement = fmt::format(
-      "{}; accuracy relay − text {:+.3f} [{:+.3f}, {:+.3f}] (margin {:.3g}); relay pays on {}{}", be_text,
-      acc_e.estimate, acc_e.ci_low, acc_e.ci_high, o.margin, yes_links.empty() ? "no link" : yes_links,
-      no_links.empty() ? std::string() : "; does not pay on " + no_links);
+  S.statement = detail::cost_statement(S, out.links, acc_e, o.margin);
   out.findings.push_back(finding{.id = statement_id,
                                  .answer = S.pays,
                                  .estimate = S.saved_without_transfer_s.estimate,
@@ -606,7 +666,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
         .detail = fmt::format(
             "on {} the relay saves {} [{}, {}] of receiver latency, moves {} more{}{}", c.link.name,
             detail::seconds_text(c.saved_s.estimate), detail::seconds_text(c.saved_s.ci_low),
-            detail::seconds_text(c.saved_s.ci_high), detail::bytes_text(bytes_relay - bytes_text), slo_text,
+            detail::seconds_text(c.saved_s.ci_high), detail::bytes_text(U.bytes_relay - U.bytes_text), slo_text,
             c.pays == S.pays ? std::string(" (as the statement)")
                              : std::string(" (differs from the statement: ") + verdict_name(c.pays) +
                                    " here, " + verdict_name(S.pays) + " overall)")});
