@@ -827,6 +827,225 @@ LATENTAUDIT_INLINE gate_fit fit_gate_on(std::string_view fn, const std::vector<g
   return out;
 }
 
+// One request of the relay gate: a unit with the relay arm in `slot` (0, or an extra relay arm).
+struct gate_request {
+  const record_unit* unit;
+  std::size_t slot;
+  const record_unit* operator->() const noexcept { return unit; }
+  const record_unit& operator*() const noexcept { return *unit; }
+};
+
+// The gate's requests: every unit with the relay and control arms (slot 0), plus one request per
+// extra relay arm present on such a unit; in the units' order (by item).
+LATENTAUDIT_INLINE std::vector<gate_request> gate_requests(std::span<const record_unit> all, std::size_t n_arms) {
+  std::vector<gate_request> units;
+  for (const auto& u : all) {
+    if (!u.has({0, 1})) continue;
+    units.push_back({&u, 0});
+    for (std::size_t e = 3; e < n_arms; ++e)
+      if (u.arms[e] != nullptr) units.push_back({&u, e});
+  }
+  return units;
+}
+
+// The gate's candidate features (only what a serving stack knows before the transfer) and labels
+// (relay helps: d = +1, hurts: d = -1, with d = relay correct - fallback correct) of each request.
+struct gate_data {
+  std::vector<gate_candidate> cand;
+  std::vector<double> helps, hurts;
+};
+
+LATENTAUDIT_INLINE gate_data gate_features(std::span<const gate_request> units) {
+  const std::size_t n = units.size();
+  // Candidate features: only what a serving stack knows before the transfer.
+  // cache_age_versions (document versions the cache is behind) and prompt_overlap (share of A's
+  // document keys also in B's own prompt) are covariates; drift_steps (the sender's fine-tuning
+  // distance, 0 for a sender with B's fingerprint) is the relay record's. A candidate missing on
+  // some unit (older records) is dropped with the reason, as before.
+  gate_data g;
+  auto& cand = g.cand;
+  cand = {
+      {"doc_tokens", std::vector<double>(n), 0},         {"own_tokens", std::vector<double>(n), 0},
+      {"cache_age_versions", std::vector<double>(n), 0}, {"prompt_overlap", std::vector<double>(n), 0},
+      {"cache_bytes", std::vector<double>(n), 0},        {"fingerprint_match", std::vector<double>(n), 0},
+      {"drift_steps", std::vector<double>(n), 0}};
+  constexpr std::size_t n_covariates = 4;  // the first candidates, read from the covariates
+  // Labels, with d = relay correct − fallback correct: helps (d = +1) and hurts (d = −1).
+  auto& helps = g.helps;
+  auto& hurts = g.hurts;
+  helps.resize(n);
+  hurts.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& k = *units[i]->arms[units[i].slot];
+    const auto& c = *units[i]->arms[1];
+    for (std::size_t j = 0; j < n_covariates; ++j) {
+      auto v = k.covariate_value(cand[j].name);
+      if (!v) v = c.covariate_value(cand[j].name);
+      if (v)
+        cand[j].values[i] = *v;
+      else
+        ++cand[j].missing;
+    }
+    cand[4].values[i] = static_cast<double>(k.bytes);
+    const bool fingerprints = !k.sender_fingerprint.empty() && !k.receiver_fingerprint.empty();
+    if (fingerprints)
+      cand[5].values[i] = k.sender_fingerprint == k.receiver_fingerprint ? 1.0 : 0.0;
+    else
+      ++cand[5].missing;
+    if (k.drift_steps)
+      cand[6].values[i] = *k.drift_steps;
+    else if (fingerprints && k.sender_fingerprint == k.receiver_fingerprint)
+      cand[6].values[i] = 0.0;  // the receiver's own model: no drift
+    else
+      ++cand[6].missing;
+    helps[i] = k.correct && !c.correct ? 1.0 : 0.0;
+    hurts[i] = !k.correct && c.correct ? 1.0 : 0.0;
+  }
+  return g;
+}
+
+// The gate's population: requests per regime (the relay record's) and per extra relay arm.
+LATENTAUDIT_INLINE void count_gate_population(relay_gate_result& out, std::span<const gate_request> units,
+                                              std::span<const std::string> arms) {
+  out.requests = units.size();
+  {
+    std::vector<std::string> regimes;
+    for (const auto& u : units) regimes.push_back(u->arms[u.slot]->regime);
+    std::sort(regimes.begin(), regimes.end());
+    for (const auto& r : regimes) {
+      if (out.requests_by_regime.empty() || out.requests_by_regime.back().name != r)
+        out.requests_by_regime.push_back({r, 0});
+      ++out.requests_by_regime.back().requests;
+    }
+    for (std::size_t e = 3; e < arms.size(); ++e) {
+      std::size_t k = 0;
+      for (const auto& u : units) k += u.slot == e ? 1 : 0;
+      out.extra_relay_requests.push_back({arms[e], k});
+    }
+  }
+}
+
+// The sentence that says which requests the gate decides and what it is compared with.
+LATENTAUDIT_INLINE std::string gate_population_text(const relay_gate_result& out, const relay_gate_options& o) {
+  {
+    std::string regimes, extra;
+    for (const auto& r : out.requests_by_regime)
+      regimes += fmt::format("{}{} {}", regimes.empty() ? "" : ", ", r.requests,
+                             r.name.empty() ? "(no regime)" : r.name);
+    std::size_t n_extra = 0;
+    for (const auto& e : out.extra_relay_requests) {
+      n_extra += e.requests;
+      extra += fmt::format("{}{} {}", extra.empty() ? "" : ", ", e.name, e.requests);
+    }
+    return fmt::format(
+        "The gate decides {} requests on {} items (by regime: {}): every (item, seed) unit with '{}' "
+        "and '{}'{}; when it does not relay, the receiver falls back to '{}', and always_relay, "
+        "never_relay (= '{}') and always_text (where every request has '{}') are evaluated on these "
+        "same requests.",
+        out.requests, out.items, regimes, o.relay_arm, o.control_arm,
+        n_extra == 0 ? std::string(", no extra relays")
+                     : fmt::format(", plus {} extra relays of those units ({})", n_extra, extra),
+        o.control_arm, o.control_arm, o.text_arm.empty() ? std::string("a text arm") : o.text_arm);
+  }
+}
+
+// Each request's fold: its item's rank in `order` (items by their uniform) modulo `folds`.
+LATENTAUDIT_INLINE std::vector<std::size_t> gate_folds(std::span<const gate_request> units,
+                                                       std::span<const std::pair<double, std::uint64_t>> order,
+                                                       std::size_t folds) {
+  const std::size_t n = units.size();
+  std::vector<std::size_t> fold_of(n);
+  {
+    std::vector<std::pair<std::uint64_t, std::size_t>> fold_by_item;
+    for (std::size_t r = 0; r < order.size(); ++r) fold_by_item.emplace_back(order[r].second, r % folds);
+    std::sort(fold_by_item.begin(), fold_by_item.end());
+    for (std::size_t i = 0; i < n; ++i)
+      fold_of[i] = std::lower_bound(fold_by_item.begin(), fold_by_item.end(),
+                                    std::pair<std::uint64_t, std::size_t>{units[i]->item, 0})
+                       ->second;
+  }
+  return fold_of;
+}
+
+// The held-out policies of the gate (gate, always_relay, never_relay, always_text) from the
+// cross-fitted decisions `relay`, the gate's accuracy against always-relay, the share not relayed and
+// the bytes saved; returns the bytes a skipped relay saves, summed (> 0: skipping saves bytes).
+LATENTAUDIT_INLINE double gate_held_out(relay_gate_result& out, std::span<const gate_request> units,
+                                        std::span<const char> relay, const relay_gate_options& o) {
+  const std::size_t n = units.size();
+  std::vector<double> g_acc(n), g_bytes(n), r_acc(n), r_bytes(n), c_acc(n), c_bytes(n), t_acc(n), t_bytes(n),
+      saved(n), skip(n);
+  std::vector<std::size_t> cl(n);
+  std::vector<std::uint64_t> item_id(n);
+  std::size_t relayed = 0;
+  bool text_ok = !o.text_arm.empty();
+  double skip_bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& u = *units[i];
+    const auto& k = *u.arms[units[i].slot];
+    const auto& c = *u.arms[1];
+    relayed += relay[i] ? 1 : 0;
+    r_acc[i] = k.correct ? 1.0 : 0.0;
+    r_bytes[i] = static_cast<double>(k.bytes);
+    c_acc[i] = c.correct ? 1.0 : 0.0;
+    c_bytes[i] = static_cast<double>(c.bytes);
+    g_acc[i] = relay[i] ? r_acc[i] : c_acc[i];
+    g_bytes[i] = relay[i] ? r_bytes[i] : c_bytes[i];
+    saved[i] = r_bytes[i] - g_bytes[i];
+    skip[i] = relay[i] ? 0.0 : 1.0;
+    skip_bytes += r_bytes[i] - c_bytes[i];
+    cl[i] = static_cast<std::size_t>(u.item);
+    item_id[i] = u.item;
+    if (u.arms[2] == nullptr) {
+      text_ok = false;
+    } else {
+      t_acc[i] = u.arms[2]->correct ? 1.0 : 0.0;
+      t_bytes[i] = static_cast<double>(u.arms[2]->bytes);
+    }
+  }
+  const clustered_mean_options cm{
+      .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
+  auto policy = [&](std::string name, bool available, const std::vector<double>& a,
+                    const std::vector<double>& b, double rate) {
+    policy_value v;
+    v.name = std::move(name);
+    v.available = available;
+    v.relay_rate = rate;
+    if (available) {
+      v.accuracy = clustered_mean(a, cl, cm);
+      v.bytes = clustered_mean(b, cl, cm);
+    } else {
+      v.accuracy.status = v.bytes.status = estimate_status::degenerate;
+    }
+    return v;
+  };
+  const double rate = static_cast<double>(relayed) / static_cast<double>(n);
+  out.policies.push_back(policy("gate", true, g_acc, g_bytes, rate));
+  out.policies.push_back(policy("always_relay", true, r_acc, r_bytes, 1.0));
+  out.policies.push_back(policy("never_relay", true, c_acc, c_bytes, 0.0));
+  out.policies.push_back(policy("always_text", text_ok, t_acc, t_bytes, 0.0));
+  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha, .horizon = o.horizon};
+  out.accuracy_vs_always_relay = clustered_paired_difference(item_id, g_acc, r_acc, bo);
+  out.accuracy_vs_always_relay.estimand = "accuracy_gate_minus_always_relay";
+  {
+    const std::vector<double> zero(n, 0.0);
+    const auto items_skip = item_mean_differences(item_id, skip, zero);
+    const auto iv = bounded_mean_interval(items_skip, 0.0, 1.0, bo);
+    auto& s = out.skip_share;
+    s.method = "betting_items";
+    s.estimand = "share_not_relayed";
+    s.estimate = iv.estimate;
+    s.ci_low = iv.low;
+    s.ci_high = iv.high;
+    s.level = 1.0 - 2.0 * o.alpha;
+    s.df = static_cast<double>(items_skip.size());
+    s.n_pairs = n;
+  }
+  out.bytes_saved = clustered_mean(saved, cl, cm);
+  out.bytes_saved.estimand = "bytes_saved";
+  return skip_bytes;
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record> records,
@@ -874,78 +1093,12 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       arms.push_back(label);
   }
   const auto all = detail::group_units(fn, records, arms);
-  struct request {
-    const detail::record_unit* unit;
-    std::size_t slot;
-    const detail::record_unit* operator->() const noexcept { return unit; }
-    const detail::record_unit& operator*() const noexcept { return *unit; }
-  };
-  std::vector<request> units;
-  for (const auto& u : all) {
-    if (!u.has({0, 1})) continue;
-    units.push_back({&u, 0});
-    for (std::size_t e = 3; e < arms.size(); ++e)
-      if (u.arms[e] != nullptr) units.push_back({&u, e});
-  }
+  const auto units = detail::gate_requests(all, arms.size());
   if (units.empty())
     return give_up("no (item, seed) unit has both '" + o.relay_arm + "' and '" + o.control_arm + "'");
   const std::size_t n = units.size();
-  // Candidate features: only what a serving stack knows before the transfer.
-  // cache_age_versions (document versions the cache is behind) and prompt_overlap (share of A's
-  // document keys also in B's own prompt) are covariates; drift_steps (the sender's fine-tuning
-  // distance, 0 for a sender with B's fingerprint) is the relay record's. A candidate missing on
-  // some unit (older records) is dropped with the reason, as before.
-  std::vector<detail::gate_candidate> cand{
-      {"doc_tokens", std::vector<double>(n), 0},         {"own_tokens", std::vector<double>(n), 0},
-      {"cache_age_versions", std::vector<double>(n), 0}, {"prompt_overlap", std::vector<double>(n), 0},
-      {"cache_bytes", std::vector<double>(n), 0},        {"fingerprint_match", std::vector<double>(n), 0},
-      {"drift_steps", std::vector<double>(n), 0}};
-  constexpr std::size_t n_covariates = 4;  // the first candidates, read from the covariates
-  // Labels, with d = relay correct − fallback correct: helps (d = +1) and hurts (d = −1).
-  std::vector<double> helps(n), hurts(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& k = *units[i]->arms[units[i].slot];
-    const auto& c = *units[i]->arms[1];
-    for (std::size_t j = 0; j < n_covariates; ++j) {
-      auto v = k.covariate_value(cand[j].name);
-      if (!v) v = c.covariate_value(cand[j].name);
-      if (v)
-        cand[j].values[i] = *v;
-      else
-        ++cand[j].missing;
-    }
-    cand[4].values[i] = static_cast<double>(k.bytes);
-    const bool fingerprints = !k.sender_fingerprint.empty() && !k.receiver_fingerprint.empty();
-    if (fingerprints)
-      cand[5].values[i] = k.sender_fingerprint == k.receiver_fingerprint ? 1.0 : 0.0;
-    else
-      ++cand[5].missing;
-    if (k.drift_steps)
-      cand[6].values[i] = *k.drift_steps;
-    else if (fingerprints && k.sender_fingerprint == k.receiver_fingerprint)
-      cand[6].values[i] = 0.0;  // the receiver's own model: no drift
-    else
-      ++cand[6].missing;
-    helps[i] = k.correct && !c.correct ? 1.0 : 0.0;
-    hurts[i] = !k.correct && c.correct ? 1.0 : 0.0;
-  }
-  // The population: requests per regime (the relay record's) and per extra relay arm.
-  out.requests = n;
-  {
-    std::vector<std::string> regimes;
-    for (const auto& u : units) regimes.push_back(u->arms[u.slot]->regime);
-    std::sort(regimes.begin(), regimes.end());
-    for (const auto& r : regimes) {
-      if (out.requests_by_regime.empty() || out.requests_by_regime.back().name != r)
-        out.requests_by_regime.push_back({r, 0});
-      ++out.requests_by_regime.back().requests;
-    }
-    for (std::size_t e = 3; e < arms.size(); ++e) {
-      std::size_t k = 0;
-      for (const auto& u : units) k += u.slot == e ? 1 : 0;
-      out.extra_relay_requests.push_back({arms[e], k});
-    }
-  }
+  auto [cand, helps, hurts] = detail::gate_features(units);
+  detail::count_gate_population(out, units, arms);
   // Folds: items ordered by their uniform, rank mod folds.
   std::vector<std::uint64_t> items;
   for (const auto& u : units)
@@ -956,37 +1109,9 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   const std::size_t folds = std::min(o.folds, items.size());
   out.folds = folds;
   out.items = items.size();
-  {
-    std::string regimes, extra;
-    for (const auto& r : out.requests_by_regime)
-      regimes += fmt::format("{}{} {}", regimes.empty() ? "" : ", ", r.requests,
-                             r.name.empty() ? "(no regime)" : r.name);
-    std::size_t n_extra = 0;
-    for (const auto& e : out.extra_relay_requests) {
-      n_extra += e.requests;
-      extra += fmt::format("{}{} {}", extra.empty() ? "" : ", ", e.name, e.requests);
-    }
-    out.population = fmt::format(
-        "The gate decides {} requests on {} items (by regime: {}): every (item, seed) unit with '{}' "
-        "and '{}'{}; when it does not relay, the receiver falls back to '{}', and always_relay, "
-        "never_relay (= '{}') and always_text (where every request has '{}') are evaluated on these "
-        "same requests.",
-        n, out.items, regimes, o.relay_arm, o.control_arm,
-        n_extra == 0 ? std::string(", no extra relays")
-                     : fmt::format(", plus {} extra relays of those units ({})", n_extra, extra),
-        o.control_arm, o.control_arm, o.text_arm.empty() ? std::string("a text arm") : o.text_arm);
-  }
+  out.population = detail::gate_population_text(out, o);
   if (folds < 2) return give_up(fmt::format("{} item(s): cross-fitting needs at least 2", items.size()));
-  std::vector<std::size_t> fold_of(n);
-  {
-    std::vector<std::pair<std::uint64_t, std::size_t>> fold_by_item;
-    for (std::size_t r = 0; r < order.size(); ++r) fold_by_item.emplace_back(order[r].second, r % folds);
-    std::sort(fold_by_item.begin(), fold_by_item.end());
-    for (std::size_t i = 0; i < n; ++i)
-      fold_of[i] = std::lower_bound(fold_by_item.begin(), fold_by_item.end(),
-                                    std::pair<std::uint64_t, std::size_t>{units[i]->item, 0})
-                       ->second;
-  }
+  const auto fold_of = detail::gate_folds(units, order, folds);
   double pos = 0, neg = 0;
   for (std::size_t i = 0; i < n; ++i) {
     pos += helps[i];
@@ -1028,77 +1153,8 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   }
   out.held_out_items = items.size();
   out.held_out_units = n;
-  // Held-out policies.
-  std::vector<double> g_acc(n), g_bytes(n), r_acc(n), r_bytes(n), c_acc(n), c_bytes(n), t_acc(n), t_bytes(n),
-      saved(n), skip(n);
-  std::vector<std::size_t> cl(n);
-  std::vector<std::uint64_t> item_id(n);
-  std::size_t relayed = 0;
-  bool text_ok = !o.text_arm.empty();
-  double skip_bytes = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& u = *units[i];
-    const auto& k = *u.arms[units[i].slot];
-    const auto& c = *u.arms[1];
-    relayed += relay[i] ? 1 : 0;
-    r_acc[i] = k.correct ? 1.0 : 0.0;
-    r_bytes[i] = static_cast<double>(k.bytes);
-    c_acc[i] = c.correct ? 1.0 : 0.0;
-    c_bytes[i] = static_cast<double>(c.bytes);
-    g_acc[i] = relay[i] ? r_acc[i] : c_acc[i];
-    g_bytes[i] = relay[i] ? r_bytes[i] : c_bytes[i];
-    saved[i] = r_bytes[i] - g_bytes[i];
-    skip[i] = relay[i] ? 0.0 : 1.0;
-    skip_bytes += r_bytes[i] - c_bytes[i];
-    cl[i] = static_cast<std::size_t>(u.item);
-    item_id[i] = u.item;
-    if (u.arms[2] == nullptr) {
-      text_ok = false;
-    } else {
-      t_acc[i] = u.arms[2]->correct ? 1.0 : 0.0;
-      t_bytes[i] = static_cast<double>(u.arms[2]->bytes);
-    }
-  }
-  const detail::clustered_mean_options cm{
-      .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
-  auto policy = [&](std::string name, bool available, const std::vector<double>& a,
-                    const std::vector<double>& b, double rate) {
-    policy_value v;
-    v.name = std::move(name);
-    v.available = available;
-    v.relay_rate = rate;
-    if (available) {
-      v.accuracy = detail::clustered_mean(a, cl, cm);
-      v.bytes = detail::clustered_mean(b, cl, cm);
-    } else {
-      v.accuracy.status = v.bytes.status = estimate_status::degenerate;
-    }
-    return v;
-  };
-  const double rate = static_cast<double>(relayed) / static_cast<double>(n);
-  out.policies.push_back(policy("gate", true, g_acc, g_bytes, rate));
-  out.policies.push_back(policy("always_relay", true, r_acc, r_bytes, 1.0));
-  out.policies.push_back(policy("never_relay", true, c_acc, c_bytes, 0.0));
-  out.policies.push_back(policy("always_text", text_ok, t_acc, t_bytes, 0.0));
-  const betting_options bo{.alpha_lower = o.alpha, .alpha_upper = o.alpha, .horizon = o.horizon};
-  out.accuracy_vs_always_relay = clustered_paired_difference(item_id, g_acc, r_acc, bo);
-  out.accuracy_vs_always_relay.estimand = "accuracy_gate_minus_always_relay";
-  {
-    const std::vector<double> zero(n, 0.0);
-    const auto items_skip = item_mean_differences(item_id, skip, zero);
-    const auto iv = bounded_mean_interval(items_skip, 0.0, 1.0, bo);
-    auto& s = out.skip_share;
-    s.method = "betting_items";
-    s.estimand = "share_not_relayed";
-    s.estimate = iv.estimate;
-    s.ci_low = iv.low;
-    s.ci_high = iv.high;
-    s.level = 1.0 - 2.0 * o.alpha;
-    s.df = static_cast<double>(items_skip.size());
-    s.n_pairs = n;
-  }
-  out.bytes_saved = detail::clustered_mean(saved, cl, cm);
-  out.bytes_saved.estimand = "bytes_saved";
+  const double skip_bytes = detail::gate_held_out(out, units, relay, o);
+  const double rate = static_cast<double>(std::count(relay.begin(), relay.end(), 1)) / static_cast<double>(n);
   const auto& a = out.accuracy_vs_always_relay;
   const auto& s = out.skip_share;
   verdict v = verdict::inconclusive;
