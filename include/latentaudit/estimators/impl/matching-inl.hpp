@@ -67,6 +67,289 @@ LATENTAUDIT_INLINE double outcome_variance(double y0, const std::vector<kd_neigh
   return ss / static_cast<double>(idx.size());
 }
 
+// nearest_neighbor_matching's argument checks; returns the treated units' count and fills
+// `is_exact` (the covariates matched exactly).
+LATENTAUDIT_INLINE std::size_t check_matching_arguments(std::string_view fn, std::span<const double> outcome,
+                                                        std::span<const double> treatment,
+                                                        std::span<const double> covariates, std::size_t k,
+                                                        const matching_options& o, std::vector<bool>& is_exact) {
+  const std::size_t n = outcome.size();
+  if (k == 0) throw_invalid(fn, "n_covariates", "must be at least 1, got 0");
+  check_same_size(fn, "outcome", n, "treatment", treatment.size());
+  check_same_size(fn, "covariates", covariates.size(), "outcome × n_covariates", n * k);
+  check_min_size(fn, "outcome", n, 2);
+  check_finite(fn, "outcome", outcome);
+  check_binary(fn, "treatment", treatment);
+  for (std::size_t i = 0; i < n * k; ++i) {
+    if (!std::isfinite(covariates[i])) [[unlikely]] {
+      throw_invalid(fn, "covariates",
+                            "must hold finite values, got " + number_text(covariates[i]) +
+                                " at row " + std::to_string(i / k) + ", covariate '" +
+                                covariate_label(o, i % k) + "'");
+    }
+  }
+  if (!o.covariate_names.empty()) {
+    check_same_size(fn, "options.covariate_names", o.covariate_names.size(), "n_covariates", k);
+  }
+  if (o.neighbors < 1) throw_invalid(fn, "options.neighbors", "must be at least 1, got 0");
+  check_nonnegative(fn, "options.distance_tolerance", o.distance_tolerance);
+  check_nonnegative(fn, "options.tolerance", o.tolerance);
+  check_open_unit(fn, "options.level", o.level);
+  if (!o.caliper.empty()) {
+    if (o.caliper.size() != 1 && o.caliper.size() != k) {
+      throw_invalid(fn, "options.caliper",
+                            "must hold 1 or n_covariates = " + std::to_string(k) + " values, got " +
+                                std::to_string(o.caliper.size()));
+    }
+    for (double c : o.caliper) check_positive(fn, "options.caliper", c);
+  }
+  is_exact.assign(k, false);
+  for (std::size_t j : o.exact) {
+    if (j >= k) {
+      throw_invalid(
+          fn, "options.exact",
+          "must hold covariate indices below " + std::to_string(k) + ", got " + std::to_string(j));
+    }
+    is_exact[j] = true;
+  }
+  if (o.distance == matching_distance::user_matrix) {
+    check_same_size(fn, "options.weight_matrix", o.weight_matrix.size(), "n_covariates²", k * k);
+    check_finite(fn, "options.weight_matrix", o.weight_matrix);
+    for (std::size_t a = 0; a < k; ++a)
+      for (std::size_t b = 0; b < a; ++b)
+        if (o.weight_matrix[a * k + b] != o.weight_matrix[b * k + a])
+          throw_invalid(fn, "options.weight_matrix", "must be symmetric");
+  }
+  std::size_t n_treated = 0;
+  for (double t : treatment) n_treated += t == 1.0 ? 1 : 0;
+  const std::size_t n_control = n - n_treated;
+  if (n_treated == 0 || n_control == 0) {
+    throw_invalid(fn, "treatment",
+                          "must contain both treated (1) and control (0) units, got " +
+                              std::to_string(n_treated) + " treated and " + std::to_string(n_control) +
+                              " control");
+  }
+  return n_treated;
+}
+
+// The covariates centred and divided by their sample SD (Match's RmatchLoop); `pop_sd` gets each
+// covariate's population SD (for the calipers).
+LATENTAUDIT_INLINE Eigen::MatrixXd scaled_covariates(std::string_view fn, std::span<const double> covariates,
+                                                     std::size_t n, std::size_t k, const matching_options& o,
+                                                     std::vector<double>& pop_sd) {
+  const double nn = static_cast<double>(n);
+  Eigen::MatrixXd xs(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
+  pop_sd.assign(k, 0.0);
+  for (std::size_t j = 0; j < k; ++j) {
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += covariates[i * k + j];
+    const double mu = s / nn;
+    double ss = 0, sd = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = covariates[i * k + j] - mu;
+      ss += d * d;
+      sd += d;
+    }
+    const double var_pop = std::fmax(0.0, (ss - sd * sd / nn) / nn);
+    if (!(var_pop > 0)) {
+      throw_invalid(fn, "covariates",
+                            "has a constant covariate '" + covariate_label(o, j) +
+                                "' (zero standard deviation); remove it");
+    }
+    pop_sd[j] = std::sqrt(var_pop);
+    double sig = std::sqrt(var_pop * nn / (nn - 1.0));
+    if (sig < o.tolerance) sig = o.tolerance;
+    for (std::size_t i = 0; i < n; ++i) {
+      xs(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = (covariates[i * k + j] - mu) / sig;
+    }
+  }
+  return xs;
+}
+
+// The points z = R x (row-major, n x k) with W = R'R the distance's weight matrix, so that
+// (x - y)'W(x - y) = |z_x - z_y|^2.
+LATENTAUDIT_INLINE std::vector<double> distance_points(std::string_view fn, const Eigen::MatrixXd& xs,
+                                                       std::size_t n, std::size_t k, const matching_options& o) {
+  const double nn = static_cast<double>(n);
+  const Eigen::Index kk = static_cast<Eigen::Index>(k);
+  Eigen::MatrixXd wm = Eigen::MatrixXd::Identity(kk, kk);
+  if (o.distance == matching_distance::mahalanobis) {
+    const Eigen::MatrixXd s = xs.transpose() * xs / nn;
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(s, Eigen::EigenvaluesOnly);
+    // A singular covariance (a duplicated or collinear covariate) leaves the Mahalanobis distance
+    // undefined; Match silently falls back to the identity, which is not what was asked for.
+    if (!(es.eigenvalues().minCoeff() > 1e-7))
+      throw_invalid(fn, "covariates",
+                            "are collinear (their covariance is singular, smallest eigenvalue " +
+                                number_text(es.eigenvalues().minCoeff()) +
+                                "): the Mahalanobis distance is undefined; drop a redundant covariate");
+    wm = s.inverse();
+  } else if (o.distance == matching_distance::user_matrix) {
+    for (std::size_t a = 0; a < k; ++a)
+      for (std::size_t b = 0; b < k; ++b)
+        wm(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b)) = o.weight_matrix[a * k + b];
+  }
+  {
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(wm, Eigen::EigenvaluesOnly);
+    if (es.eigenvalues().minCoeff() < o.tolerance) wm.diagonal().array() += o.tolerance;
+  }
+  Eigen::LLT<Eigen::MatrixXd> llt(wm);
+  if (llt.info() != Eigen::Success) {
+    throw_invalid(fn, "options.weight_matrix", "must be positive semi-definite");
+  }
+  const Eigen::MatrixXd rmat = llt.matrixL().transpose();  // W = R'R
+  std::vector<double> z(n * k);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Eigen::VectorXd zi = rmat * xs.row(static_cast<Eigen::Index>(i)).transpose();
+    for (std::size_t j = 0; j < k; ++j) z[i * k + j] = zi(static_cast<Eigen::Index>(j));
+  }
+  return z;
+}
+
+// The k-d trees of both arms over the points z and the match search: the M nearest units of an arm
+// (or all within the tie tolerance of the M-th), under the calipers and exact matches.
+class unit_matcher {
+ public:
+  unit_matcher(std::span<const double> covariates, const std::vector<double>& z, std::size_t n, std::size_t k,
+               std::span<const unsigned char> tr, const std::vector<bool>& is_exact,
+               const std::vector<double>& pop_sd, const matching_options& o)
+      : covariates_(covariates), z_(z), k_(k), restricted_(!o.caliper.empty() || !o.exact.empty()) {
+    ecal_.assign(k, std::numeric_limits<double>::infinity());
+    if (!o.caliper.empty())
+      for (std::size_t j = 0; j < k; ++j) ecal_[j] = o.caliper[o.caliper.size() == 1 ? 0 : j] * pop_sd[j];
+    for (std::size_t j = 0; j < k; ++j)
+      if (is_exact[j]) ecal_[j] = o.distance_tolerance;
+    std::vector<std::size_t> arm_ids[2];
+    for (std::size_t i = 0; i < n; ++i) arm_ids[tr[i]].push_back(i);
+    std::vector<double> arm_pts[2];
+    for (int a = 0; a < 2; ++a) {
+      arm_pts[a].reserve(arm_ids[a].size() * k);
+      for (std::size_t i : arm_ids[a])
+        arm_pts[a].insert(arm_pts[a].end(), z.begin() + static_cast<std::ptrdiff_t>(i * k),
+                          z.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+    }
+    for (int a = 0; a < 2; ++a) trees_.emplace_back(arm_pts[a], arm_ids[a], k);
+    constexpr double c_tol = 1e-10;  // Match's C comparison slack (TOL in matching.h)
+    tie_slack_ = o.distance_tolerance + c_tol;
+  }
+
+  // Finds the matches of unit i among arm `arm` (all within the tie tolerance of the M-th, or the
+  // M nearest in (distance, index) order), excluding i itself when asked. Empty: dropped.
+  void find(std::size_t i, int arm, std::size_t m, bool keep_ties, bool exclude_self, std::vector<kd_neighbor>& knn,
+            std::vector<kd_neighbor>& out) const {
+    out.clear();
+    auto accept = [&](std::size_t j) { return (!exclude_self || j != i) && (!restricted_ || eligible(i, j)); };
+    trees_[static_cast<std::size_t>(arm)].nearest(&z_[i * k_], m, accept, knn);
+    if (knn.size() < m) return;  // fewer than M eligible units: Match drops the unit
+    if (!keep_ties) {
+      out = knn;
+    } else {
+      trees_[static_cast<std::size_t>(arm)].within(&z_[i * k_], knn.back().dist2 + tie_slack_, accept, out);
+    }
+    std::sort(out.begin(), out.end(), [](const kd_neighbor& a, const kd_neighbor& b) { return a.index < b.index; });
+  }
+
+ private:
+  bool eligible(std::size_t i, std::size_t j) const {
+    for (std::size_t c = 0; c < k_; ++c)
+      if (std::fabs(covariates_[i * k_ + c] - covariates_[j * k_ + c]) > ecal_[c]) return false;
+    return true;
+  }
+  std::span<const double> covariates_;
+  const std::vector<double>& z_;
+  std::size_t k_;
+  bool restricted_;
+  std::vector<double> ecal_;
+  std::vector<kd_tree> trees_;
+  double tie_slack_ = 0;
+};
+
+// The balance table: each covariate's means, variance ratio and standardized difference before
+// and after matching (Match's MatchBalance conventions).
+LATENTAUDIT_INLINE std::vector<covariate_balance> balance_table(
+    std::span<const double> treatment, std::span<const double> covariates, std::size_t n, std::size_t k,
+    std::size_t n_treated, std::size_t n_control, std::span<const std::size_t> it, std::span<const std::size_t> ic,
+    std::span<const double> row_w, double sw, bool atc, const matching_options& o) {
+  const std::size_t n_rows = row_w.size();
+  std::vector<covariate_balance> balance(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    covariate_balance& cb = balance[j];
+    cb.name = covariate_label(o, j);
+    double st = 0, sc = 0;
+    for (std::size_t i = 0; i < n; ++i) (treatment[i] == 1.0 ? st : sc) += covariates[i * k + j];
+    const double mt = st / static_cast<double>(n_treated), mc = sc / static_cast<double>(n_control);
+    double vt = 0, vc = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = covariates[i * k + j];
+      if (treatment[i] == 1.0)
+        vt += (x - mt) * (x - mt);
+      else
+        vc += (x - mc) * (x - mc);
+    }
+    vt /= static_cast<double>(n_treated) - 1.0;
+    vc /= static_cast<double>(n_control) - 1.0;
+    cb.mean_treated_before = mt;
+    cb.mean_control_before = mc;
+    cb.variance_ratio_before = vt / vc;
+    auto smd = [&](double diff, double var_t, double var_c) {
+      const double v =
+          o.balance_denominator == balance_scale::pooled_sd ? (var_t + var_c) / 2.0 : (atc ? var_c : var_t);
+      if (v == 0.0 && diff == 0.0) return 0.0;
+      return diff / std::sqrt(v);
+    };
+    cb.smd_before = smd(mt - mc, vt, vc);
+    double amt = 0, amc = 0;
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      amt += row_w[r] * covariates[it[r] * k + j];
+      amc += row_w[r] * covariates[ic[r] * k + j];
+    }
+    amt /= sw;
+    amc /= sw;
+    double avt = 0, avc = 0;
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      const double a = covariates[it[r] * k + j] - amt, b = covariates[ic[r] * k + j] - amc;
+      avt += row_w[r] * a * a;
+      avc += row_w[r] * b * b;
+    }
+    cb.mean_treated_after = amt;
+    cb.mean_control_after = amc;
+    cb.variance_ratio_after = avt / avc;  // Match: both with Σw denominators
+    // SMD after matching: Match's sdiff uses the weighted variance with a (Σw − 1) denominator.
+    cb.smd_after = smd(amt - amc, avt / (sw - 1.0), avc / (sw - 1.0));
+  }
+  return balance;
+}
+
+// The Abadie-Imbens variances of the matching estimate (Match's Var.sample and Var.pop, each
+// divided by the square of the focal count).
+struct ai_variances {
+  double sample = 0, population = 0;
+};
+
+LATENTAUDIT_INLINE ai_variances abadie_imbens_variances(std::span<const double> sigs, std::span<const double> iot_t,
+                                                        std::span<const double> iot_c, std::span<const double> kcount,
+                                                        std::span<const double> kkcount,
+                                                        std::span<const unsigned char> matched,
+                                                        std::span<const double> scaus, double est, bool ate) {
+  const std::size_t n = sigs.size();
+  double sn = 0;
+  for (double v : iot_t) sn += v;
+  double var_sample = 0, var_pop = 0, dvar = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = iot_t[i] + iot_c[i] * kcount[i];
+    var_sample += sigs[i] * a * a;
+    if (ate)
+      var_pop += sigs[i] * (kcount[i] * kcount[i] + 2.0 * kcount[i] - kkcount[i]);
+    else
+      var_pop += sigs[i] * iot_c[i] * (kcount[i] * kcount[i] - kkcount[i]);
+    const double d = (matched[i] ? scaus[i] : 0.0) - est;
+    dvar += iot_t[i] * d * d;
+  }
+  var_sample /= sn * sn;
+  var_pop = (var_pop + dvar) / (sn * sn);
+  return {var_sample, var_pop};
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const double> outcome,
@@ -77,63 +360,10 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   constexpr std::string_view fn = "nearest_neighbor_matching";
   using detail::kd_neighbor;
   const matching_options& o = options;
-  // ---- argument checks -------------------------------------------------------------------
   const std::size_t n = outcome.size(), k = n_covariates;
-  if (k == 0) detail::throw_invalid(fn, "n_covariates", "must be at least 1, got 0");
-  detail::check_same_size(fn, "outcome", n, "treatment", treatment.size());
-  detail::check_same_size(fn, "covariates", covariates.size(), "outcome × n_covariates", n * k);
-  detail::check_min_size(fn, "outcome", n, 2);
-  detail::check_finite(fn, "outcome", outcome);
-  detail::check_binary(fn, "treatment", treatment);
-  for (std::size_t i = 0; i < n * k; ++i) {
-    if (!std::isfinite(covariates[i])) [[unlikely]] {
-      detail::throw_invalid(fn, "covariates",
-                            "must hold finite values, got " + detail::number_text(covariates[i]) +
-                                " at row " + std::to_string(i / k) + ", covariate '" +
-                                detail::covariate_label(o, i % k) + "'");
-    }
-  }
-  if (!o.covariate_names.empty()) {
-    detail::check_same_size(fn, "options.covariate_names", o.covariate_names.size(), "n_covariates", k);
-  }
-  if (o.neighbors < 1) detail::throw_invalid(fn, "options.neighbors", "must be at least 1, got 0");
-  detail::check_nonnegative(fn, "options.distance_tolerance", o.distance_tolerance);
-  detail::check_nonnegative(fn, "options.tolerance", o.tolerance);
-  detail::check_open_unit(fn, "options.level", o.level);
-  if (!o.caliper.empty()) {
-    if (o.caliper.size() != 1 && o.caliper.size() != k) {
-      detail::throw_invalid(fn, "options.caliper",
-                            "must hold 1 or n_covariates = " + std::to_string(k) + " values, got " +
-                                std::to_string(o.caliper.size()));
-    }
-    for (double c : o.caliper) detail::check_positive(fn, "options.caliper", c);
-  }
-  std::vector<bool> is_exact(k, false);
-  for (std::size_t j : o.exact) {
-    if (j >= k) {
-      detail::throw_invalid(
-          fn, "options.exact",
-          "must hold covariate indices below " + std::to_string(k) + ", got " + std::to_string(j));
-    }
-    is_exact[j] = true;
-  }
-  if (o.distance == matching_distance::user_matrix) {
-    detail::check_same_size(fn, "options.weight_matrix", o.weight_matrix.size(), "n_covariates²", k * k);
-    detail::check_finite(fn, "options.weight_matrix", o.weight_matrix);
-    for (std::size_t a = 0; a < k; ++a)
-      for (std::size_t b = 0; b < a; ++b)
-        if (o.weight_matrix[a * k + b] != o.weight_matrix[b * k + a])
-          detail::throw_invalid(fn, "options.weight_matrix", "must be symmetric");
-  }
-  std::size_t n_treated = 0;
-  for (double t : treatment) n_treated += t == 1.0 ? 1 : 0;
+  std::vector<bool> is_exact;
+  const std::size_t n_treated = detail::check_matching_arguments(fn, outcome, treatment, covariates, k, o, is_exact);
   const std::size_t n_control = n - n_treated;
-  if (n_treated == 0 || n_control == 0) {
-    detail::throw_invalid(fn, "treatment",
-                          "must contain both treated (1) and control (0) units, got " +
-                              std::to_string(n_treated) + " treated and " + std::to_string(n_control) +
-                              " control");
-  }
   const bool ate = o.estimand == matching_estimand::ate;
   const bool atc = o.estimand == matching_estimand::atc;
   // Arm indicator after Match's ATC flip: 1 = focal arm for ATT/ATC.
@@ -154,111 +384,14 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     }
   }
 
-  // ---- scaling: centre and divide by the sample SD (Match's RmatchLoop) ---------------------
-  const double nn = static_cast<double>(n);
-  Eigen::MatrixXd xs(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
-  std::vector<double> pop_sd(k);
-  for (std::size_t j = 0; j < k; ++j) {
-    double s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += covariates[i * k + j];
-    const double mu = s / nn;
-    double ss = 0, sd = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double d = covariates[i * k + j] - mu;
-      ss += d * d;
-      sd += d;
-    }
-    const double var_pop = std::fmax(0.0, (ss - sd * sd / nn) / nn);
-    if (!(var_pop > 0)) {
-      detail::throw_invalid(fn, "covariates",
-                            "has a constant covariate '" + detail::covariate_label(o, j) +
-                                "' (zero standard deviation); remove it");
-    }
-    pop_sd[j] = std::sqrt(var_pop);
-    double sig = std::sqrt(var_pop * nn / (nn - 1.0));
-    if (sig < o.tolerance) sig = o.tolerance;
-    for (std::size_t i = 0; i < n; ++i) {
-      xs(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = (covariates[i * k + j] - mu) / sig;
-    }
-  }
-  // ---- distance: W = R'R, points z = R x so that (x−y)'W(x−y) = |z_x − z_y|² ---------------
+  std::vector<double> pop_sd;
+  const Eigen::MatrixXd xs = detail::scaled_covariates(fn, covariates, n, k, o, pop_sd);
   const Eigen::Index kk = static_cast<Eigen::Index>(k);
-  Eigen::MatrixXd wm = Eigen::MatrixXd::Identity(kk, kk);
-  if (o.distance == matching_distance::mahalanobis) {
-    const Eigen::MatrixXd s = xs.transpose() * xs / nn;
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(s, Eigen::EigenvaluesOnly);
-    // A singular covariance (a duplicated or collinear covariate) leaves the Mahalanobis distance
-    // undefined; Match silently falls back to the identity, which is not what was asked for.
-    if (!(es.eigenvalues().minCoeff() > 1e-7))
-      detail::throw_invalid(fn, "covariates",
-                            "are collinear (their covariance is singular, smallest eigenvalue " +
-                                detail::number_text(es.eigenvalues().minCoeff()) +
-                                "): the Mahalanobis distance is undefined; drop a redundant covariate");
-    wm = s.inverse();
-  } else if (o.distance == matching_distance::user_matrix) {
-    for (std::size_t a = 0; a < k; ++a)
-      for (std::size_t b = 0; b < k; ++b)
-        wm(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b)) = o.weight_matrix[a * k + b];
-  }
-  {
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(wm, Eigen::EigenvaluesOnly);
-    if (es.eigenvalues().minCoeff() < o.tolerance) wm.diagonal().array() += o.tolerance;
-  }
-  Eigen::LLT<Eigen::MatrixXd> llt(wm);
-  if (llt.info() != Eigen::Success) {
-    detail::throw_invalid(fn, "options.weight_matrix", "must be positive semi-definite");
-  }
-  const Eigen::MatrixXd rmat = llt.matrixL().transpose();  // W = R'R
-  std::vector<double> z(n * k);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Eigen::VectorXd zi = rmat * xs.row(static_cast<Eigen::Index>(i)).transpose();
-    for (std::size_t j = 0; j < k; ++j) z[i * k + j] = zi(static_cast<Eigen::Index>(j));
-  }
-  // ---- caliper / exact: per-covariate bounds on |x_i − x_j| in the original units ----------
-  const bool restricted = !o.caliper.empty() || !o.exact.empty();
-  std::vector<double> ecal(k, std::numeric_limits<double>::infinity());
-  if (!o.caliper.empty()) {
-    for (std::size_t j = 0; j < k; ++j) ecal[j] = o.caliper[o.caliper.size() == 1 ? 0 : j] * pop_sd[j];
-  }
-  for (std::size_t j = 0; j < k; ++j)
-    if (is_exact[j]) ecal[j] = o.distance_tolerance;
-  auto eligible = [&](std::size_t i, std::size_t jdx) {
-    for (std::size_t c = 0; c < k; ++c) {
-      if (std::fabs(covariates[i * k + c] - covariates[jdx * k + c]) > ecal[c]) return false;
-    }
-    return true;
-  };
-
-  // ---- one k-d tree per arm ---------------------------------------------------------------
-  std::vector<std::size_t> arm_ids[2];
-  for (std::size_t i = 0; i < n; ++i) arm_ids[tr[i]].push_back(i);
-  std::vector<double> arm_pts[2];
-  for (int a = 0; a < 2; ++a) {
-    arm_pts[a].reserve(arm_ids[a].size() * k);
-    for (std::size_t i : arm_ids[a])
-      arm_pts[a].insert(arm_pts[a].end(), z.begin() + static_cast<std::ptrdiff_t>(i * k),
-                        z.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
-  }
-  const detail::kd_tree trees[2] = {detail::kd_tree(arm_pts[0], arm_ids[0], k),
-                                    detail::kd_tree(arm_pts[1], arm_ids[1], k)};
-  constexpr double c_tol = 1e-10;  // Match's C comparison slack (TOL in matching.h)
-  const double tie_slack = o.distance_tolerance + c_tol;
-
-  // Finds the matches of unit i among arm `arm` (all within the tie tolerance of the M-th, or the
-  // M nearest in (distance, index) order), excluding `self` when it is in that arm. Empty: dropped.
+  const std::vector<double> z = detail::distance_points(fn, xs, n, k, o);
+  const detail::unit_matcher matcher(covariates, z, n, k, tr, is_exact, pop_sd, o);
   auto find = [&](std::size_t i, int arm, std::size_t m, bool keep_ties, bool exclude_self,
                   std::vector<kd_neighbor>& knn, std::vector<kd_neighbor>& out) {
-    out.clear();
-    auto accept = [&](std::size_t j) { return (!exclude_self || j != i) && (!restricted || eligible(i, j)); };
-    trees[arm].nearest(&z[i * k], m, accept, knn);
-    if (knn.size() < m) return;  // fewer than M eligible units: Match drops the unit
-    if (!keep_ties) {
-      out = knn;
-    } else {
-      trees[arm].within(&z[i * k], knn.back().dist2 + tie_slack, accept, out);
-    }
-    std::sort(out.begin(), out.end(),
-              [](const kd_neighbor& a, const kd_neighbor& b) { return a.index < b.index; });
+    matcher.find(i, arm, m, keep_ties, exclude_self, knn, out);
   };
 
   // ---- match every focal unit (parallel over fixed chunks; results concatenated in order) ---
@@ -399,22 +532,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
       }
     });
   }
-  // ---- Abadie–Imbens variances ---------------------------------------------------------------
-  double sn = 0;
-  for (double v : iot_t) sn += v;
-  double var_sample = 0, var_pop = 0, dvar = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double a = iot_t[i] + iot_c[i] * kcount[i];
-    var_sample += sigs[i] * a * a;
-    if (ate)
-      var_pop += sigs[i] * (kcount[i] * kcount[i] + 2.0 * kcount[i] - kkcount[i]);
-    else
-      var_pop += sigs[i] * iot_c[i] * (kcount[i] * kcount[i] - kkcount[i]);
-    const double d = (matched[i] ? scaus[i] : 0.0) - est;
-    dvar += iot_t[i] * d * d;
-  }
-  var_sample /= sn * sn;
-  var_pop = (var_pop + dvar) / (sn * sn);
+  const auto [var_sample, var_pop] =
+      detail::abadie_imbens_variances(sigs, iot_t, iot_c, kcount, kkcount, matched, scaus, est, ate);
   const double var_cond = std::max(var_sample, var_pop) - var_sample;
 
   // ---- naive SE of the matched differences (Match's se.standard, unadjusted) ---------------
@@ -448,53 +567,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     ic[r] = focal_treated ? row_match[r] : row_focal[r];
   }
 
-  // ---- balance table -----------------------------------------------------------------------
-  res.balance.resize(k);
-  for (std::size_t j = 0; j < k; ++j) {
-    covariate_balance& cb = res.balance[j];
-    cb.name = detail::covariate_label(o, j);
-    double st = 0, sc = 0;
-    for (std::size_t i = 0; i < n; ++i) (treatment[i] == 1.0 ? st : sc) += covariates[i * k + j];
-    const double mt = st / static_cast<double>(n_treated), mc = sc / static_cast<double>(n_control);
-    double vt = 0, vc = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double x = covariates[i * k + j];
-      if (treatment[i] == 1.0)
-        vt += (x - mt) * (x - mt);
-      else
-        vc += (x - mc) * (x - mc);
-    }
-    vt /= static_cast<double>(n_treated) - 1.0;
-    vc /= static_cast<double>(n_control) - 1.0;
-    cb.mean_treated_before = mt;
-    cb.mean_control_before = mc;
-    cb.variance_ratio_before = vt / vc;
-    auto smd = [&](double diff, double var_t, double var_c) {
-      const double v =
-          o.balance_denominator == balance_scale::pooled_sd ? (var_t + var_c) / 2.0 : (atc ? var_c : var_t);
-      if (v == 0.0 && diff == 0.0) return 0.0;
-      return diff / std::sqrt(v);
-    };
-    cb.smd_before = smd(mt - mc, vt, vc);
-    double amt = 0, amc = 0;
-    for (std::size_t r = 0; r < n_rows; ++r) {
-      amt += row_w[r] * covariates[it[r] * k + j];
-      amc += row_w[r] * covariates[ic[r] * k + j];
-    }
-    amt /= sw;
-    amc /= sw;
-    double avt = 0, avc = 0;
-    for (std::size_t r = 0; r < n_rows; ++r) {
-      const double a = covariates[it[r] * k + j] - amt, b = covariates[ic[r] * k + j] - amc;
-      avt += row_w[r] * a * a;
-      avc += row_w[r] * b * b;
-    }
-    cb.mean_treated_after = amt;
-    cb.mean_control_after = amc;
-    cb.variance_ratio_after = avt / avc;  // Match: both with Σw denominators
-    // SMD after matching: Match's sdiff uses the weighted variance with a (Σw − 1) denominator.
-    cb.smd_after = smd(amt - amc, avt / (sw - 1.0), avc / (sw - 1.0));
-  }
+  res.balance = detail::balance_table(treatment, covariates, n, k, n_treated, n_control, it, ic, row_w, sw, atc, o);
+
   if (o.keep_pairs) {
     res.index_treated = std::move(it);
     res.index_control = std::move(ic);
