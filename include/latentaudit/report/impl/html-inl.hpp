@@ -341,6 +341,544 @@ class html_page {
   return "[" + num(lo) + ", " + num(hi) + "]";
 }
 
+// What every section of report_html reads: the page being written, the report, its records, the
+// options, the interval levels, the figures and the records grouped by (regime, arm) for the
+// drill-down.
+struct html_report_context {
+  html_page& p;
+  const audit_report& r;
+  std::span<const trial_record> records;
+  std::span<const std::pair<std::string, std::string>> svgs;
+  const html_options& o;
+  double alpha;
+  std::string level, vlevel;
+  std::map<std::tuple<int, std::string, std::string>, std::vector<std::size_t>> groups;
+
+  // The figure `name` (one of svgs) inline with its caption; nothing when it was not drawn.
+  void figure(std::string_view name) {
+    std::string s;
+    for (const auto& [n, svg] : svgs)
+      if (n == name) {
+        s = inline_svg(svg);
+        break;
+      }
+    if (s.empty()) return;
+    p.open("figure", fmt::format("id=\"{}\"", html_anchor_part(name)));
+    p.raw(s);
+    p.el("figcaption", std::string(name), "class=\"note\"");
+    p.close("figure");
+  }
+};
+
+// report_html's section: the decision, its checklist and policy.
+LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const auto& D = r.decision;
+  p.open("section", "id=\"decision\"");
+  p.open("div", D.relay_allowed ? "class=\"decision allowed\"" : "class=\"decision blocked\"");
+  p.open("p", "class=\"verdict\"");
+  p.text("Decision: " + D.verdict);
+  p.close("p");
+  p.open("p", "class=\"gate\"");
+  p.raw("Relay gate field <code>decision.relay_allowed</code> = ");
+  p.el("code", D.relay_allowed ? "true" : "false");
+  p.text(D.relay_allowed ? " — a pipeline may let relay traffic through."
+                         : " — a pipeline must not let relay traffic through.");
+  p.close("p");
+  if (!D.relay_allowed && D.verdict.rfind("relay", 0) == 0) {
+    std::string list;
+    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
+    p.el("p", "Not a relay verdict: the risk check(s) " + list + " were not tested or stayed inconclusive.",
+         "class=\"bad\"");
+  } else if (!D.unverified.empty()) {
+    std::string list;
+    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
+    p.el("p", "Unverified risk checks: " + list + ".", "class=\"note\"");
+  }
+  p.el("p", D.summary);
+  if (!D.policy.empty()) {
+    p.el("h3", "Serving policy");
+    p.open("ul", "class=\"policy\"");
+    for (const auto& rule : D.policy) p.el("li", rule);
+    p.close("ul");
+  }
+  if (!D.link.empty()) p.el("p", "Cost check link: " + D.link + ".", "class=\"note\"");
+  p.close("div");
+  if (!r.core.input_warnings.empty()) {
+    p.el("h3", "Input");
+    p.open("ul");
+    for (const auto& w : r.core.input_warnings) p.el("li", w);
+    p.close("ul");
+  }
+  p.el("h3", "Checklist");
+  p.el("p",
+       "Each check in the decision's fixed order; \"for relay\" says what its outcome means for relaying the "
+       "cache "
+       "(on a risk check, \"against\" becomes a condition of the policy when the decision relays with "
+       "conditions).",
+       "class=\"note\"");
+  p.head({"check", "passed", "for relay", "reason"}, false);
+  for (const auto& c : D.checklist) {
+    p.raw("<tr>");
+    p.td(c.name);
+    p.td(verdict_name(c.passed));
+    const auto pol = c.passed == verdict::yes  ? relay_polarity::supports
+                     : c.passed == verdict::no ? relay_polarity::against
+                                               : relay_polarity::not_shown;
+    const bool risk =
+        c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict" || c.name == "drift";
+    p.raw("<td>" + polarity_badge(pol) +
+          (risk && c.passed == verdict::no && D.relay_allowed
+               ? " <span class=\"lbl\">a policy condition</span>"
+               : "") +
+          "</td>");
+    p.td(c.reason);
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  if (!D.monitors.empty()) {
+    p.el("p",
+         "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
+         "order, "
+         "one observation per item (its mean difference over seeds):",
+         "class=\"note\"");
+    p.head({"contrast", "items", "mean", "always-valid CI", "stops at item"}, false);
+    for (const auto& mo : D.monitors) {
+      p.raw("<tr>");
+      p.td(mo.contrast);
+      p.tdn(mo.result.n);
+      p.tdn(num(mo.result.mean), mo.result.mean);
+      p.td(mo.result.ready ? html_interval(mo.result.ci_low, mo.result.ci_high) : "not ready");
+      p.td(mo.stop_at ? std::to_string(*mo.stop_at) : "never");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  p.close("section");
+}
+
+// report_html's section: the findings table.
+LATENTAUDIT_INLINE void html_section_findings(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const double alpha = c.alpha;
+  const std::string& level = c.level;
+  const std::string& vlevel = c.vlevel;
+  p.open("section", "id=\"findings\"");
+  p.el("h2", "Findings");
+  p.el("p",
+       "What each verdict means for relay (supports / against / not shown; context: descriptive), one plain "
+       "sentence, and the interval with its level and method. The paired contrasts' interval is the " +
+           vlevel +
+           " verdict interval (betting over items) the verdict reads; the paired-effects table below also "
+           "shows the narrower descriptive " +
+           level +
+           " bootstrap CI. \"detectable\": how far past its threshold the true difference must lie for the "
+           "finding to show its claim with 80 % power at its size (or the margin its absence claim reaches), "
+           "an approximation. Click a header to sort.",
+       "class=\"note\"");
+  p.head({"id", "for relay", "verdict", "statement", "estimate", "interval", "detectable", "n", "method"});
+  for (const auto& f : r.findings) {
+    const auto pol = finding_polarity(f);
+    p.open("tr", fmt::format("id=\"{}\"", finding_anchor(f.id)));
+    p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
+    p.raw(fmt::format("<td data-v=\"{}\">{}</td>", relay_polarity_name(pol), polarity_badge(pol)));
+    p.td(verdict_name(f.answer));
+    p.td(finding_statement(f));
+    p.tdn(finding_value(f, f.estimate), f.estimate);
+    p.open("td", std::isfinite(f.ci_low) ? fmt::format("data-v=\"{:.17g}\"", f.ci_low) : std::string());
+    p.raw("<span class=\"iv\">");
+    p.text("[" + finding_value(f, f.ci_low) + ", " + finding_value(f, f.ci_high) + "]");
+    p.raw("</span>");
+    p.raw("<br><span class=\"lbl\">");
+    p.text(finding_interval_label(f, alpha));
+    p.raw("</span>");
+    p.close("td");
+    p.tdn(finding_value(f, f.minimum_detectable_effect), f.minimum_detectable_effect);
+    p.tdn(f.n);
+    p.open("td");
+    p.raw("<details class=\"method\"><summary>");
+    p.text(finding_method_short(f));
+    p.raw("</summary>");
+    if (!f.detail.empty()) p.el("p", f.detail);
+    p.el("p", "Method: " + f.method);
+    p.raw("</details>");
+    p.close("td");
+    p.close("tr");
+  }
+  p.end_table();
+  p.close("section");
+}
+
+// report_html's section: the paired effects.
+LATENTAUDIT_INLINE void html_section_effects(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const std::string& level = c.level;
+  const std::string& vlevel = c.vlevel;
+  auto figure = [&](std::string_view name) { c.figure(name); };
+  p.open("section", "id=\"effects\"");
+  p.el("h2", "Paired effects (Holm across the family) and decomposition");
+  p.el("p",
+       "Forest plot: the line is the descriptive " + level + " cluster bootstrap CI, the wide pale bar the " +
+           vlevel + " verdict interval (betting over items) the findings use; dotted lines mark ±margin.",
+       "class=\"note\"");
+  figure("forest.svg");
+  p.head({"contrast", "regime", "pairs", "items", "estimate", level + " bootstrap CI",
+          vlevel + " verdict interval (betting)", "p (betting)", "p (Holm)"});
+  for (const auto* es : {&r.core.effects, &r.core.decomposition})
+    for (const auto& e : *es) {
+      p.raw("<tr>");
+      p.td(e.id);
+      p.td(e.regime);
+      p.tdn(e.n_pairs);
+      p.tdn(e.n_clusters);
+      p.tdn(num(e.estimate), e.estimate);
+      p.tdn(html_interval(e.ci_low, e.ci_high), e.ci_low);
+      p.tdn(html_interval(e.verdict_low, e.verdict_high), e.verdict_low);
+      p.tdn(num(e.p_value), e.p_value);
+      if (e.in_holm_family)
+        p.tdn(num(e.p_holm), e.p_holm);
+      else
+        p.td(e.in_decision_sequence ? "decision sequence" : "not in family");
+      p.raw("</tr>\n");
+    }
+  p.end_table();
+  if (!r.core.cate.empty()) {
+    p.el("h3", "Effects by regime and covariate (CATE)");
+    p.head({"contrast", "variable", "level", "n", "estimate", level + " bootstrap CI", "p (McNemar)",
+            "p adjusted (Holm)"});
+    for (const auto& c : r.core.cate) {
+      p.raw("<tr>");
+      p.td(c.arm_pair);
+      p.td(c.variable);
+      p.td(c.level);
+      p.tdn(c.n);
+      p.tdn(num(c.estimate), c.estimate);
+      p.tdn(html_interval(c.ci_low, c.ci_high), c.ci_low);
+      p.tdn(num(c.p_value), c.p_value);
+      p.tdn(num(c.p_adjusted), c.p_adjusted);
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  p.close("section");
+}
+
+// report_html's section: accuracy by arm, sorted by regime and arm.
+LATENTAUDIT_INLINE void html_section_accuracy(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const std::string& level = c.level;
+  const auto& groups = c.groups;
+  std::vector<const arm_summary*> arms;
+  for (const auto& a : r.core.arms)
+    if (a.regime != "all") arms.push_back(&a);
+  std::stable_sort(arms.begin(), arms.end(), [](const arm_summary* a, const arm_summary* b) {
+    return std::tuple(regime_rank(a->regime), a->regime, a->arm) <
+           std::tuple(regime_rank(b->regime), b->regime, b->arm);
+  });
+  p.open("section", "id=\"accuracy\"");
+  p.el("h2", "Accuracy by arm");
+  p.el("p",
+       "Sorted by regime, then arm. CI: item-clustered " + level +
+           " interval. The arm links to its tasks. Click a header to sort.",
+       "class=\"note\"");
+  p.head({"regime", "arm", "n", "accuracy %", level + " CI % (item-clustered)", "mean bytes", "receiver µs",
+          "attention on relay", "hidden cosine vs text", "KL vs text"});
+  for (const auto* a : arms) {
+    auto opt = [&](const std::optional<double>& x) {
+      if (x)
+        p.tdn(num(*x), *x);
+      else
+        p.td("–");
+    };
+    p.raw("<tr>");
+    p.open("td", fmt::format("data-v=\"{}{}\"", regime_rank(a->regime), html_escape(a->regime)));
+    p.text(a->regime);
+    p.close("td");
+    p.open("td");
+    if (groups.count({regime_rank(a->regime), a->regime, a->arm}))
+      p.el("a", a->arm, "href=\"#" + task_anchor(a->regime, a->arm) + "\"");
+    else
+      p.text(a->arm);
+    p.close("td");
+    p.tdn(a->n);
+    p.tdn(pct(a->accuracy), a->accuracy);
+    p.tdn("[" + pct(a->ci_low) + ", " + pct(a->ci_high) + "]", a->ci_low);
+    p.tdn(num(a->mean_bytes), a->mean_bytes);
+    p.tdn(us(a->mean_receiver_s), a->mean_receiver_s);
+    opt(a->mean_attention_mass);
+    opt(a->mean_hidden_cosine);
+    opt(a->mean_next_token_kl);
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  p.close("section");
+}
+
+// report_html's section: the drill-down: the tasks of each regime and arm.
+LATENTAUDIT_INLINE void html_section_tasks(html_report_context& c) {
+  auto& p = c.p;
+  const std::span<const trial_record> records = c.records;
+  const html_options& o = c.o;
+  const auto& groups = c.groups;
+  bool any_answer = false, any_task = false;
+  std::size_t unmatched = 0;  // records the task file has no line or query for
+  for (const auto& rec : records) {
+    any_answer = any_answer || rec.answer_text.has_value();
+    any_task = any_task || !rec.task_id.empty();
+    if (o.tasks != nullptr && task_query_of(*o.tasks, rec) == nullptr) ++unmatched;
+  }
+  std::string tasks_text;
+  if (o.tasks != nullptr) {
+    tasks_text = fmt::format(" The query and the accepted answers come from the task file {} (line = item).",
+                             o.tasks->path.empty() ? std::string("of the audit") : o.tasks->path);
+    if (unmatched > 0)
+      tasks_text += fmt::format(
+          " {} trial(s) match no line or query of it (item beyond the file, or a task id that differs): "
+          "\"–\".",
+          unmatched);
+  } else {
+    tasks_text = " The query and the accepted answers are in the task file, not in the records" +
+                 (o.tasks_note.empty() ? std::string(".") : ": " + o.tasks_note + ".");
+  }
+  p.open("section", "id=\"tasks\"");
+  p.el("h2", "Tasks by regime and arm");
+  p.el("p",
+       fmt::format(
+           "Per regime and arm, its trials: wrong answers first, then by item and seed; at most {} rows "
+           "each (records.jsonl holds every one). The records carry the item, the seed, the task id "
+           "and query index (task files), correctness, B's answer as scored (text scoring only) and "
+           "the relay error.{}{}{}",
+           o.max_task_rows, tasks_text, any_task ? "" : " These records carry no task id (built-in tasks).",
+           any_answer ? "" : " These records carry no answer text (token scoring)."),
+       "class=\"note\"");
+  for (const auto& [key, idx] : groups) {
+    const auto& [rank, regime, arm] = key;
+    (void)rank;
+    std::size_t wrong = 0;
+    for (auto i : idx) wrong += records[i].correct ? 0 : 1;
+    auto order = idx;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = records[a];
+      const auto& y = records[b];
+      return std::tuple(x.correct, x.item, x.seed) < std::tuple(y.correct, y.item, y.seed);
+    });
+    p.open("details", fmt::format("id=\"{}\"", task_anchor(regime, arm)));
+    p.open("summary");
+    p.text(fmt::format(
+        "{} · {}: {} trials, {} wrong ({}% correct)", regime, arm, idx.size(), wrong,
+        pct(idx.empty() ? 0.0 : static_cast<double>(idx.size() - wrong) / static_cast<double>(idx.size()))));
+    p.close("summary");
+    // the optional columns this group's records carry
+    bool has_task = false, has_query = false, has_answer = false, has_stale = false, has_error = false;
+    for (auto i : idx) {
+      const auto& rec = records[i];
+      has_task = has_task || !rec.task_id.empty();
+      has_query = has_query || rec.query_index.has_value();
+      has_answer = has_answer || rec.answer_text.has_value();
+      has_stale = has_stale || rec.stale_answer.has_value();
+      has_error = has_error || rec.relay_error.has_value();
+    }
+    p.raw("<table class=\"sortable\"><thead><tr><th>item</th><th>seed</th>");
+    if (has_task) p.raw("<th>task</th>");
+    if (has_query) p.raw("<th>query</th>");
+    if (o.tasks != nullptr) p.raw("<th>query text</th><th>accepted answers</th>");
+    p.raw("<th>correct</th>");
+    if (has_answer) p.raw("<th>B&#39;s answer</th>");
+    if (has_stale) p.raw("<th>stale value given</th>");
+    if (has_error) p.raw("<th>relay error</th>");
+    p.raw("</tr></thead>\n<tbody>\n");
+    const std::size_t shown = std::min(order.size(), o.max_task_rows);
+    for (std::size_t k = 0; k < shown; ++k) {
+      const auto& rec = records[order[k]];
+      p.raw(fmt::format("<tr><td>{}</td><td>{}</td>", rec.item, rec.seed));
+      if (has_task) p.raw("<td>" + html_escape(rec.task_id.empty() ? "–" : rec.task_id) + "</td>");
+      if (has_query) p.raw("<td>" + (rec.query_index ? std::to_string(*rec.query_index) : "–") + "</td>");
+      if (o.tasks != nullptr) {
+        const auto* q = task_query_of(*o.tasks, rec);
+        p.raw("<td>" + html_escape(q ? task_text_shown(q->query) : std::string("–")) + "</td><td>" +
+              html_escape(q ? task_answers_shown(*q) : std::string("–")) + "</td>");
+      }
+      p.raw(rec.correct ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>");
+      if (has_answer)
+        p.raw("<td>" + html_escape(rec.answer_text ? *rec.answer_text : std::string("–")) + "</td>");
+      if (has_stale)
+        p.raw(std::string("<td>") + (rec.stale_answer ? (*rec.stale_answer ? "yes" : "no") : "–") + "</td>");
+      if (has_error)
+        p.raw("<td>" + html_escape(rec.relay_error ? *rec.relay_error : std::string("–")) + "</td>");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+    if (order.size() > shown)
+      p.el("p", fmt::format("{} more trials not shown.", order.size() - shown), "class=\"note\"");
+    p.close("details");
+  }
+  p.close("section");
+}
+
+// report_html's section: the noise dose-response.
+LATENTAUDIT_INLINE void html_section_noise(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const std::string& level = c.level;
+  auto figure = [&](std::string_view name) { c.figure(name); };
+  const auto& nz = r.core.noise;
+  p.open("section", "id=\"noise\"");
+  p.el("h2", "Noise dose-response");
+  figure("dose_response.svg");
+  const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
+  p.el("p",
+       nz.curve.size() < 2
+           ? "No noise arms were run (or none pairs with kv_full). " + nz.method
+           : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): {}, {} CI [{}, "
+                         "{}] ({}% of replicates never reach it; \"beyond\": beyond the tested range). "
+                         "Largest σ shown non-inferior (conservative): {}.",
+                         pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), level,
+                         beyond(nz.ci_low), beyond(nz.ci_high), pct(nz.unbounded_fraction),
+                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none"));
+  if (!nz.curve.empty()) {
+    p.head({"σ", "n", "items", "accuracy %", level + " CI %", "difference vs kv_full", "CI", "fitted",
+            "non-inferior"});
+    for (const auto& q : nz.curve) {
+      p.raw("<tr>");
+      p.tdn(num(q.sigma), q.sigma);
+      p.tdn(q.n);
+      p.tdn(q.items);
+      p.tdn(pct(q.accuracy), q.accuracy);
+      p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
+      p.tdn(num(q.diff_vs_kv_full), q.diff_vs_kv_full);
+      p.tdn(html_interval(q.diff_ci_low, q.diff_ci_high), q.diff_ci_low);
+      p.tdn(num(q.fitted_diff), q.fitted_diff);
+      p.td(q.noninferior ? "yes" : "no");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+    p.open("details", "class=\"method\"");
+    p.el("summary", "method");
+    p.el("p", nz.method);
+    p.close("details");
+  }
+  p.close("section");
+}
+
+// report_html's section: the accuracy-bytes frontier.
+LATENTAUDIT_INLINE void html_section_frontier(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const std::string& level = c.level;
+  auto figure = [&](std::string_view name) { c.figure(name); };
+  p.open("section", "id=\"frontier\"");
+  p.el("h2", "Slicing and compression frontier (need regime)");
+  figure("frontier.svg");
+  p.head({"arm", "mean bytes", "accuracy %", level + " CI % (item-clustered)", "Pareto"});
+  for (const auto& q : r.core.frontier) {
+    p.raw("<tr>");
+    p.td(q.arm);
+    p.tdn(num(q.mean_bytes), q.mean_bytes);
+    p.tdn(pct(q.accuracy), q.accuracy);
+    p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
+    p.td(q.pareto ? "yes" : "");
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  p.close("section");
+}
+
+// report_html's section: the cost of the relay per link.
+LATENTAUDIT_INLINE void html_section_cost(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const std::string& level = c.level;
+  auto figure = [&](std::string_view name) { c.figure(name); };
+  p.open("section", "id=\"cost\"");
+  p.el("h2", "Cost-benefit by link");
+  figure("latency_receiver.svg");
+  figure("latency.svg");
+  if (!r.cost.missing.empty()) {
+    p.el("p", "Not run (" + r.cost.missing + ").");
+  } else {
+    const auto& S = r.cost.sensitivity;
+    p.el("p", "KV relay against text relay, need regime, " + std::to_string(S.items) +
+                  " items. Statement (cost.relay_pays: " + verdict_name(S.pays) + "): " + S.statement + ".");
+    p.el("p", "Timing: " + S.timing_note + ".", "class=\"note\"");
+    p.head({"link", "receiver latency saved per request (ms)", level + " bootstrap CI (ms)", "extra bytes",
+            "SLO met kv / text", "break-even bandwidth", "relay pays"});
+    const auto ms = [](double s) {
+      return std::isfinite(s) ? fmt::format("{:.3g}", 1e3 * s) : std::string("–");
+    };
+    for (const auto& l : r.cost.links) {
+      p.raw("<tr>");
+      p.td(l.link.name);
+      p.tdn(ms(l.saved_s.estimate), l.saved_s.estimate);
+      p.tdn("[" + ms(l.saved_s.ci_low) + ", " + ms(l.saved_s.ci_high) + "]", l.saved_s.ci_low);
+      p.tdn(bytes_text(l.extra_bytes.estimate), l.extra_bytes.estimate);
+      p.td(l.slo_met_relay && l.slo_met_text ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
+                                             : std::string("no SLO given"));
+      p.td(l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
+                                          : std::string("–"));
+      p.td(verdict_name(l.pays));
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  for (const auto& n : r.cost.notes) p.el("p", n, "class=\"note\"");
+  p.close("section");
+}
+
+// report_html's section: everything else, as report.md writes it.
+LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const html_options& o = c.o;
+  const std::string& level = c.level;
+  auto figure = [&](std::string_view name) { c.figure(name); };
+  p.open("section", "id=\"more\"");
+  p.el("h2", "More: relay failures, messages, link, gate, demonstrations");
+  figure("drift_response.svg");
+  const std::string more = relay_failures_markdown(r.core, r.options.equivalence_margin) +
+                           messages_markdown(r.core.messages, r.options.equivalence_margin) +
+                           link_fit_markdown(r) + gate_markdown(r) + o.markdown;
+  p.open("details");
+  p.el("summary", "These sections as report.md writes them (Markdown text)");
+  p.el("pre", more);
+  p.close("details");
+  if (!r.demonstrations.empty()) {
+    p.el("h3", "Teaching demonstrations — true by construction, not findings");
+    p.head({"demonstration", "outcome", "estimate", level + " CI", "n", "method"});
+    for (const auto& f : r.demonstrations) {
+      p.raw("<tr>");
+      p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
+      p.td(verdict_name(f.answer));
+      p.tdn(num(f.estimate), f.estimate);
+      p.tdn(html_interval(f.ci_low, f.ci_high), f.ci_low);
+      p.tdn(f.n);
+      p.open("td");
+      p.raw("<details class=\"method\"><summary>method</summary>");
+      if (!f.detail.empty()) p.el("p", f.detail);
+      p.el("p", f.method);
+      p.raw("</details>");
+      p.close("td");
+      p.raw("</tr>\n");
+    }
+    p.end_table();
+  }
+  if (!r.core.warnings.empty()) {
+    p.el("h3", "Warnings");
+    p.open("ul");
+    for (const auto& w : r.core.warnings) p.el("li", w);
+    p.close("ul");
+  }
+  p.el(
+      "p",
+      "Formulas, tests and references: docs/audit-report.md and docs/estimators/ in the latentaudit sources. "
+      "Machine-readable: report.json beside this page.",
+      "class=\"note\"");
+  p.close("section");
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE relay_polarity finding_polarity(const finding& f) noexcept {
@@ -413,20 +951,6 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
   const double alpha = r.options.alpha;
   const std::string level = fmt::format("{:g}%", 100.0 * (1.0 - alpha));
   const std::string vlevel = fmt::format("{:g}%", 100.0 * (1.0 - 2.0 * alpha));
-  auto svg_of = [&](std::string_view name) {
-    for (const auto& [n, s] : svgs)
-      if (n == name) return detail::inline_svg(s);
-    return std::string();
-  };
-  auto figure = [&](std::string_view name) {
-    const auto s = svg_of(name);
-    if (s.empty()) return;
-    p.open("figure", fmt::format("id=\"{}\"", detail::html_anchor_part(name)));
-    p.raw(s);
-    p.el("figcaption", std::string(name), "class=\"note\"");
-    p.close("figure");
-  };
-
   p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
   // Nothing is loaded from anywhere: no network, no file beside the page.
   p.raw(
@@ -452,465 +976,30 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
       "href=\"#tasks\">Tasks</a> · <a href=\"#noise\">Noise</a> · <a href=\"#frontier\">Frontier</a> · <a "
       "href=\"#cost\">Cost</a> · <a href=\"#more\">More</a></nav>\n");
 
-  // ---- decision and policy ----
-  const auto& D = r.decision;
-  p.open("section", "id=\"decision\"");
-  p.open("div", D.relay_allowed ? "class=\"decision allowed\"" : "class=\"decision blocked\"");
-  p.open("p", "class=\"verdict\"");
-  p.text("Decision: " + D.verdict);
-  p.close("p");
-  p.open("p", "class=\"gate\"");
-  p.raw("Relay gate field <code>decision.relay_allowed</code> = ");
-  p.el("code", D.relay_allowed ? "true" : "false");
-  p.text(D.relay_allowed ? " — a pipeline may let relay traffic through."
-                         : " — a pipeline must not let relay traffic through.");
-  p.close("p");
-  if (!D.relay_allowed && D.verdict.rfind("relay", 0) == 0) {
-    std::string list;
-    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
-    p.el("p", "Not a relay verdict: the risk check(s) " + list + " were not tested or stayed inconclusive.",
-         "class=\"bad\"");
-  } else if (!D.unverified.empty()) {
-    std::string list;
-    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
-    p.el("p", "Unverified risk checks: " + list + ".", "class=\"note\"");
-  }
-  p.el("p", D.summary);
-  if (!D.policy.empty()) {
-    p.el("h3", "Serving policy");
-    p.open("ul", "class=\"policy\"");
-    for (const auto& rule : D.policy) p.el("li", rule);
-    p.close("ul");
-  }
-  if (!D.link.empty()) p.el("p", "Cost check link: " + D.link + ".", "class=\"note\"");
-  p.close("div");
-  if (!r.core.input_warnings.empty()) {
-    p.el("h3", "Input");
-    p.open("ul");
-    for (const auto& w : r.core.input_warnings) p.el("li", w);
-    p.close("ul");
-  }
-  p.el("h3", "Checklist");
-  p.el("p",
-       "Each check in the decision's fixed order; \"for relay\" says what its outcome means for relaying the "
-       "cache "
-       "(on a risk check, \"against\" becomes a condition of the policy when the decision relays with "
-       "conditions).",
-       "class=\"note\"");
-  p.head({"check", "passed", "for relay", "reason"}, false);
-  for (const auto& c : D.checklist) {
-    p.raw("<tr>");
-    p.td(c.name);
-    p.td(verdict_name(c.passed));
-    const auto pol = c.passed == verdict::yes  ? relay_polarity::supports
-                     : c.passed == verdict::no ? relay_polarity::against
-                                               : relay_polarity::not_shown;
-    const bool risk =
-        c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict" || c.name == "drift";
-    p.raw("<td>" + detail::polarity_badge(pol) +
-          (risk && c.passed == verdict::no && D.relay_allowed
-               ? " <span class=\"lbl\">a policy condition</span>"
-               : "") +
-          "</td>");
-    p.td(c.reason);
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  if (!D.monitors.empty()) {
-    p.el("p",
-         "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
-         "order, "
-         "one observation per item (its mean difference over seeds):",
-         "class=\"note\"");
-    p.head({"contrast", "items", "mean", "always-valid CI", "stops at item"}, false);
-    for (const auto& mo : D.monitors) {
-      p.raw("<tr>");
-      p.td(mo.contrast);
-      p.tdn(mo.result.n);
-      p.tdn(num(mo.result.mean), mo.result.mean);
-      p.td(mo.result.ready ? detail::html_interval(mo.result.ci_low, mo.result.ci_high) : "not ready");
-      p.td(mo.stop_at ? std::to_string(*mo.stop_at) : "never");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  p.close("section");
-
-  // ---- findings ----
-  p.open("section", "id=\"findings\"");
-  p.el("h2", "Findings");
-  p.el("p",
-       "What each verdict means for relay (supports / against / not shown; context: descriptive), one plain "
-       "sentence, and the interval with its level and method. The paired contrasts' interval is the " +
-           vlevel +
-           " verdict interval (betting over items) the verdict reads; the paired-effects table below also "
-           "shows the narrower descriptive " +
-           level +
-           " bootstrap CI. \"detectable\": how far past its threshold the true difference must lie for the "
-           "finding to show its claim with 80 % power at its size (or the margin its absence claim reaches), "
-           "an approximation. Click a header to sort.",
-       "class=\"note\"");
-  p.head({"id", "for relay", "verdict", "statement", "estimate", "interval", "detectable", "n", "method"});
-  for (const auto& f : r.findings) {
-    const auto pol = finding_polarity(f);
-    p.open("tr", fmt::format("id=\"{}\"", finding_anchor(f.id)));
-    p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
-    p.raw(fmt::format("<td data-v=\"{}\">{}</td>", relay_polarity_name(pol), detail::polarity_badge(pol)));
-    p.td(verdict_name(f.answer));
-    p.td(finding_statement(f));
-    p.tdn(detail::finding_value(f, f.estimate), f.estimate);
-    p.open("td", std::isfinite(f.ci_low) ? fmt::format("data-v=\"{:.17g}\"", f.ci_low) : std::string());
-    p.raw("<span class=\"iv\">");
-    p.text("[" + detail::finding_value(f, f.ci_low) + ", " + detail::finding_value(f, f.ci_high) + "]");
-    p.raw("</span>");
-    p.raw("<br><span class=\"lbl\">");
-    p.text(finding_interval_label(f, alpha));
-    p.raw("</span>");
-    p.close("td");
-    p.tdn(detail::finding_value(f, f.minimum_detectable_effect), f.minimum_detectable_effect);
-    p.tdn(f.n);
-    p.open("td");
-    p.raw("<details class=\"method\"><summary>");
-    p.text(finding_method_short(f));
-    p.raw("</summary>");
-    if (!f.detail.empty()) p.el("p", f.detail);
-    p.el("p", "Method: " + f.method);
-    p.raw("</details>");
-    p.close("td");
-    p.close("tr");
-  }
-  p.end_table();
-  p.close("section");
-
-  // ---- paired effects ----
-  p.open("section", "id=\"effects\"");
-  p.el("h2", "Paired effects (Holm across the family) and decomposition");
-  p.el("p",
-       "Forest plot: the line is the descriptive " + level + " cluster bootstrap CI, the wide pale bar the " +
-           vlevel + " verdict interval (betting over items) the findings use; dotted lines mark ±margin.",
-       "class=\"note\"");
-  figure("forest.svg");
-  p.head({"contrast", "regime", "pairs", "items", "estimate", level + " bootstrap CI",
-          vlevel + " verdict interval (betting)", "p (betting)", "p (Holm)"});
-  for (const auto* es : {&r.core.effects, &r.core.decomposition})
-    for (const auto& e : *es) {
-      p.raw("<tr>");
-      p.td(e.id);
-      p.td(e.regime);
-      p.tdn(e.n_pairs);
-      p.tdn(e.n_clusters);
-      p.tdn(num(e.estimate), e.estimate);
-      p.tdn(detail::html_interval(e.ci_low, e.ci_high), e.ci_low);
-      p.tdn(detail::html_interval(e.verdict_low, e.verdict_high), e.verdict_low);
-      p.tdn(num(e.p_value), e.p_value);
-      if (e.in_holm_family)
-        p.tdn(num(e.p_holm), e.p_holm);
-      else
-        p.td(e.in_decision_sequence ? "decision sequence" : "not in family");
-      p.raw("</tr>\n");
-    }
-  p.end_table();
-  if (!r.core.cate.empty()) {
-    p.el("h3", "Effects by regime and covariate (CATE)");
-    p.head({"contrast", "variable", "level", "n", "estimate", level + " bootstrap CI", "p (McNemar)",
-            "p adjusted (Holm)"});
-    for (const auto& c : r.core.cate) {
-      p.raw("<tr>");
-      p.td(c.arm_pair);
-      p.td(c.variable);
-      p.td(c.level);
-      p.tdn(c.n);
-      p.tdn(num(c.estimate), c.estimate);
-      p.tdn(detail::html_interval(c.ci_low, c.ci_high), c.ci_low);
-      p.tdn(num(c.p_value), c.p_value);
-      p.tdn(num(c.p_adjusted), c.p_adjusted);
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  p.close("section");
-
-  // ---- accuracy by arm, sorted by regime and arm ----
-  std::vector<const arm_summary*> arms;
-  for (const auto& a : r.core.arms)
-    if (a.regime != "all") arms.push_back(&a);
-  std::stable_sort(arms.begin(), arms.end(), [](const arm_summary* a, const arm_summary* b) {
-    return std::tuple(detail::regime_rank(a->regime), a->regime, a->arm) <
-           std::tuple(detail::regime_rank(b->regime), b->regime, b->arm);
-  });
   // the drill-down groups: (regime, arm) → record indices
   std::map<std::tuple<int, std::string, std::string>, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const std::string rg = records[i].regime.empty() ? std::string("unknown") : records[i].regime;
     groups[{detail::regime_rank(rg), rg, records[i].arm}].push_back(i);
   }
-  p.open("section", "id=\"accuracy\"");
-  p.el("h2", "Accuracy by arm");
-  p.el("p",
-       "Sorted by regime, then arm. CI: item-clustered " + level +
-           " interval. The arm links to its tasks. Click a header to sort.",
-       "class=\"note\"");
-  p.head({"regime", "arm", "n", "accuracy %", level + " CI % (item-clustered)", "mean bytes", "receiver µs",
-          "attention on relay", "hidden cosine vs text", "KL vs text"});
-  for (const auto* a : arms) {
-    auto opt = [&](const std::optional<double>& x) {
-      if (x)
-        p.tdn(num(*x), *x);
-      else
-        p.td("–");
-    };
-    p.raw("<tr>");
-    p.open("td", fmt::format("data-v=\"{}{}\"", detail::regime_rank(a->regime), html_escape(a->regime)));
-    p.text(a->regime);
-    p.close("td");
-    p.open("td");
-    if (groups.count({detail::regime_rank(a->regime), a->regime, a->arm}))
-      p.el("a", a->arm, "href=\"#" + detail::task_anchor(a->regime, a->arm) + "\"");
-    else
-      p.text(a->arm);
-    p.close("td");
-    p.tdn(a->n);
-    p.tdn(pct(a->accuracy), a->accuracy);
-    p.tdn("[" + pct(a->ci_low) + ", " + pct(a->ci_high) + "]", a->ci_low);
-    p.tdn(num(a->mean_bytes), a->mean_bytes);
-    p.tdn(detail::us(a->mean_receiver_s), a->mean_receiver_s);
-    opt(a->mean_attention_mass);
-    opt(a->mean_hidden_cosine);
-    opt(a->mean_next_token_kl);
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  p.close("section");
-
-  // ---- drill-down: the tasks per regime and arm ----
-  bool any_answer = false, any_task = false;
-  std::size_t unmatched = 0;  // records the task file has no line or query for
-  for (const auto& rec : records) {
-    any_answer = any_answer || rec.answer_text.has_value();
-    any_task = any_task || !rec.task_id.empty();
-    if (o.tasks != nullptr && detail::task_query_of(*o.tasks, rec) == nullptr) ++unmatched;
-  }
-  std::string tasks_text;
-  if (o.tasks != nullptr) {
-    tasks_text = fmt::format(" The query and the accepted answers come from the task file {} (line = item).",
-                             o.tasks->path.empty() ? std::string("of the audit") : o.tasks->path);
-    if (unmatched > 0)
-      tasks_text += fmt::format(
-          " {} trial(s) match no line or query of it (item beyond the file, or a task id that differs): "
-          "\"–\".",
-          unmatched);
-  } else {
-    tasks_text = " The query and the accepted answers are in the task file, not in the records" +
-                 (o.tasks_note.empty() ? std::string(".") : ": " + o.tasks_note + ".");
-  }
-  p.open("section", "id=\"tasks\"");
-  p.el("h2", "Tasks by regime and arm");
-  p.el("p",
-       fmt::format(
-           "Per regime and arm, its trials: wrong answers first, then by item and seed; at most {} rows "
-           "each (records.jsonl holds every one). The records carry the item, the seed, the task id "
-           "and query index (task files), correctness, B's answer as scored (text scoring only) and "
-           "the relay error.{}{}{}",
-           o.max_task_rows, tasks_text, any_task ? "" : " These records carry no task id (built-in tasks).",
-           any_answer ? "" : " These records carry no answer text (token scoring)."),
-       "class=\"note\"");
-  for (const auto& [key, idx] : groups) {
-    const auto& [rank, regime, arm] = key;
-    (void)rank;
-    std::size_t wrong = 0;
-    for (auto i : idx) wrong += records[i].correct ? 0 : 1;
-    auto order = idx;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const auto& x = records[a];
-      const auto& y = records[b];
-      return std::tuple(x.correct, x.item, x.seed) < std::tuple(y.correct, y.item, y.seed);
-    });
-    p.open("details", fmt::format("id=\"{}\"", detail::task_anchor(regime, arm)));
-    p.open("summary");
-    p.text(fmt::format(
-        "{} · {}: {} trials, {} wrong ({}% correct)", regime, arm, idx.size(), wrong,
-        pct(idx.empty() ? 0.0 : static_cast<double>(idx.size() - wrong) / static_cast<double>(idx.size()))));
-    p.close("summary");
-    // the optional columns this group's records carry
-    bool has_task = false, has_query = false, has_answer = false, has_stale = false, has_error = false;
-    for (auto i : idx) {
-      const auto& rec = records[i];
-      has_task = has_task || !rec.task_id.empty();
-      has_query = has_query || rec.query_index.has_value();
-      has_answer = has_answer || rec.answer_text.has_value();
-      has_stale = has_stale || rec.stale_answer.has_value();
-      has_error = has_error || rec.relay_error.has_value();
-    }
-    p.raw("<table class=\"sortable\"><thead><tr><th>item</th><th>seed</th>");
-    if (has_task) p.raw("<th>task</th>");
-    if (has_query) p.raw("<th>query</th>");
-    if (o.tasks != nullptr) p.raw("<th>query text</th><th>accepted answers</th>");
-    p.raw("<th>correct</th>");
-    if (has_answer) p.raw("<th>B&#39;s answer</th>");
-    if (has_stale) p.raw("<th>stale value given</th>");
-    if (has_error) p.raw("<th>relay error</th>");
-    p.raw("</tr></thead>\n<tbody>\n");
-    const std::size_t shown = std::min(order.size(), o.max_task_rows);
-    for (std::size_t k = 0; k < shown; ++k) {
-      const auto& rec = records[order[k]];
-      p.raw(fmt::format("<tr><td>{}</td><td>{}</td>", rec.item, rec.seed));
-      if (has_task) p.raw("<td>" + html_escape(rec.task_id.empty() ? "–" : rec.task_id) + "</td>");
-      if (has_query) p.raw("<td>" + (rec.query_index ? std::to_string(*rec.query_index) : "–") + "</td>");
-      if (o.tasks != nullptr) {
-        const auto* q = detail::task_query_of(*o.tasks, rec);
-        p.raw("<td>" + html_escape(q ? detail::task_text_shown(q->query) : std::string("–")) + "</td><td>" +
-              html_escape(q ? detail::task_answers_shown(*q) : std::string("–")) + "</td>");
-      }
-      p.raw(rec.correct ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>");
-      if (has_answer)
-        p.raw("<td>" + html_escape(rec.answer_text ? *rec.answer_text : std::string("–")) + "</td>");
-      if (has_stale)
-        p.raw(std::string("<td>") + (rec.stale_answer ? (*rec.stale_answer ? "yes" : "no") : "–") + "</td>");
-      if (has_error)
-        p.raw("<td>" + html_escape(rec.relay_error ? *rec.relay_error : std::string("–")) + "</td>");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-    if (order.size() > shown)
-      p.el("p", fmt::format("{} more trials not shown.", order.size() - shown), "class=\"note\"");
-    p.close("details");
-  }
-  p.close("section");
-
-  // ---- noise ----
-  const auto& nz = r.core.noise;
-  p.open("section", "id=\"noise\"");
-  p.el("h2", "Noise dose-response");
-  figure("dose_response.svg");
-  const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
-  p.el("p",
-       nz.curve.size() < 2
-           ? "No noise arms were run (or none pairs with kv_full). " + nz.method
-           : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): {}, {} CI [{}, "
-                         "{}] ({}% of replicates never reach it; \"beyond\": beyond the tested range). "
-                         "Largest σ shown non-inferior (conservative): {}.",
-                         pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), level,
-                         beyond(nz.ci_low), beyond(nz.ci_high), pct(nz.unbounded_fraction),
-                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none"));
-  if (!nz.curve.empty()) {
-    p.head({"σ", "n", "items", "accuracy %", level + " CI %", "difference vs kv_full", "CI", "fitted",
-            "non-inferior"});
-    for (const auto& q : nz.curve) {
-      p.raw("<tr>");
-      p.tdn(num(q.sigma), q.sigma);
-      p.tdn(q.n);
-      p.tdn(q.items);
-      p.tdn(pct(q.accuracy), q.accuracy);
-      p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
-      p.tdn(num(q.diff_vs_kv_full), q.diff_vs_kv_full);
-      p.tdn(detail::html_interval(q.diff_ci_low, q.diff_ci_high), q.diff_ci_low);
-      p.tdn(num(q.fitted_diff), q.fitted_diff);
-      p.td(q.noninferior ? "yes" : "no");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-    p.open("details", "class=\"method\"");
-    p.el("summary", "method");
-    p.el("p", nz.method);
-    p.close("details");
-  }
-  p.close("section");
-
-  // ---- frontier ----
-  p.open("section", "id=\"frontier\"");
-  p.el("h2", "Slicing and compression frontier (need regime)");
-  figure("frontier.svg");
-  p.head({"arm", "mean bytes", "accuracy %", level + " CI % (item-clustered)", "Pareto"});
-  for (const auto& q : r.core.frontier) {
-    p.raw("<tr>");
-    p.td(q.arm);
-    p.tdn(num(q.mean_bytes), q.mean_bytes);
-    p.tdn(pct(q.accuracy), q.accuracy);
-    p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
-    p.td(q.pareto ? "yes" : "");
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  p.close("section");
-
-  // ---- cost ----
-  p.open("section", "id=\"cost\"");
-  p.el("h2", "Cost-benefit by link");
-  figure("latency_receiver.svg");
-  figure("latency.svg");
-  if (!r.cost.missing.empty()) {
-    p.el("p", "Not run (" + r.cost.missing + ").");
-  } else {
-    const auto& S = r.cost.sensitivity;
-    p.el("p", "KV relay against text relay, need regime, " + std::to_string(S.items) +
-                  " items. Statement (cost.relay_pays: " + verdict_name(S.pays) + "): " + S.statement + ".");
-    p.el("p", "Timing: " + S.timing_note + ".", "class=\"note\"");
-    p.head({"link", "receiver latency saved per request (ms)", level + " bootstrap CI (ms)", "extra bytes",
-            "SLO met kv / text", "break-even bandwidth", "relay pays"});
-    const auto ms = [](double s) {
-      return std::isfinite(s) ? fmt::format("{:.3g}", 1e3 * s) : std::string("–");
-    };
-    for (const auto& l : r.cost.links) {
-      p.raw("<tr>");
-      p.td(l.link.name);
-      p.tdn(ms(l.saved_s.estimate), l.saved_s.estimate);
-      p.tdn("[" + ms(l.saved_s.ci_low) + ", " + ms(l.saved_s.ci_high) + "]", l.saved_s.ci_low);
-      p.tdn(detail::bytes_text(l.extra_bytes.estimate), l.extra_bytes.estimate);
-      p.td(l.slo_met_relay && l.slo_met_text ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
-                                             : std::string("no SLO given"));
-      p.td(l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
-                                          : std::string("–"));
-      p.td(verdict_name(l.pays));
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  for (const auto& n : r.cost.notes) p.el("p", n, "class=\"note\"");
-  p.close("section");
-
-  // ---- everything else, as report.md writes it ----
-  p.open("section", "id=\"more\"");
-  p.el("h2", "More: relay failures, messages, link, gate, demonstrations");
-  figure("drift_response.svg");
-  const std::string more = detail::relay_failures_markdown(r.core, r.options.equivalence_margin) +
-                           detail::messages_markdown(r.core.messages, r.options.equivalence_margin) +
-                           detail::link_fit_markdown(r) + detail::gate_markdown(r) + o.markdown;
-  p.open("details");
-  p.el("summary", "These sections as report.md writes them (Markdown text)");
-  p.el("pre", more);
-  p.close("details");
-  if (!r.demonstrations.empty()) {
-    p.el("h3", "Teaching demonstrations — true by construction, not findings");
-    p.head({"demonstration", "outcome", "estimate", level + " CI", "n", "method"});
-    for (const auto& f : r.demonstrations) {
-      p.raw("<tr>");
-      p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
-      p.td(verdict_name(f.answer));
-      p.tdn(num(f.estimate), f.estimate);
-      p.tdn(detail::html_interval(f.ci_low, f.ci_high), f.ci_low);
-      p.tdn(f.n);
-      p.open("td");
-      p.raw("<details class=\"method\"><summary>method</summary>");
-      if (!f.detail.empty()) p.el("p", f.detail);
-      p.el("p", f.method);
-      p.raw("</details>");
-      p.close("td");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  if (!r.core.warnings.empty()) {
-    p.el("h3", "Warnings");
-    p.open("ul");
-    for (const auto& w : r.core.warnings) p.el("li", w);
-    p.close("ul");
-  }
-  p.el(
-      "p",
-      "Formulas, tests and references: docs/audit-report.md and docs/estimators/ in the latentaudit sources. "
-      "Machine-readable: report.json beside this page.",
-      "class=\"note\"");
-  p.close("section");
+  detail::html_report_context c{.p = p,
+                                .r = r,
+                                .records = records,
+                                .svgs = svgs,
+                                .o = o,
+                                .alpha = alpha,
+                                .level = level,
+                                .vlevel = vlevel,
+                                .groups = std::move(groups)};
+  detail::html_section_decision(c);
+  detail::html_section_findings(c);
+  detail::html_section_effects(c);
+  detail::html_section_accuracy(c);
+  detail::html_section_tasks(c);
+  detail::html_section_noise(c);
+  detail::html_section_frontier(c);
+  detail::html_section_cost(c);
+  detail::html_section_more(c);
   p.raw("</main>\n<script>");
   p.raw(detail::html_sort_script);
   p.raw("</script>\n</body>\n</html>\n");
