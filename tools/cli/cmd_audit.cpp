@@ -897,6 +897,21 @@ void add_identity_options(audit_run& r) {
 // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
 // with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
 // relay peer or MPI rank 1, serves the sender's half).
+// The relay peer (`relay-peer`) or rank 1 of `--relay-transport mpi`: agent A, serving the
+// sender's half of every relay agent B asks for over the link.
+template <class Engine, class Partner, class AddSenders>
+driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, AddSenders& add_senders,
+                              const message_options& msg_opts, const task_file_source& source) {
+  const trial_design& d = r.d;
+  trial_driver<Engine, Partner> a_side(engine, partner);
+  add_senders(a_side);
+  a_side.set_message_options(msg_opts);
+  relay_channel& a_link = r.serve != nullptr ? r.serve->channel(d.design_hash()) : *r.mpi_link;
+  if (r.serve != nullptr) a_side.set_relay_key(r.serve->wire_key());
+  return a_side.serve_sender(
+      d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
+}
+
 template <class Engine, class Partner, class AddSenders, class MakeWorker>
 driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engine, Partner* partner,
                           const char* engine_name, AddSenders&& add_senders, MakeWorker&& make_worker) {
@@ -972,16 +987,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
       journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
     });
   }
-  if (serve != nullptr || mpi_a) {  // relay-peer or rank 1: agent A serves the sender's half of B's relays
-    trial_driver<std::remove_reference_t<decltype(engine)>, std::remove_pointer_t<decltype(partner)>> a_side(
-        engine, partner);
-    add_senders(a_side);
-    a_side.set_message_options(msg_opts);
-    relay_channel& a_link = serve != nullptr ? serve->channel(d.design_hash()) : *mpi_link;
-    if (serve != nullptr) a_side.set_relay_key(serve->wire_key());
-    return a_side.serve_sender(
-        d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
-  }
+  if (serve != nullptr || mpi_a)  // relay-peer or rank 1: agent A serves the sender's half of B's relays
+    return serve_as_agent_a(r, engine, partner, add_senders, msg_opts, source);
   std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
   if (mpi_relay) {
     resumed = dist::records_set_keys(dist::records_files(out));

@@ -67,36 +67,18 @@ inline constexpr std::string_view gguf_tokenizer_models[] = {"llama", "gpt2", "b
 /// @brief The most transformer blocks a model may declare.
 inline constexpr std::uint64_t gguf_max_block_count = 1024;
 
-/// @brief Checks `path` (option `option` of `command`) before llama.cpp loads it: a model
-/// (`vocab_only` false: architecture, block count matching its blk.N tensors, no expert count
-/// without expert tensors, a finite positive RMS-norm epsilon, tensors within the file and no
-/// trailing bytes past them) or a vocabulary (`vocab_only`: the tokenizer keys only). In both,
-/// general.alignment a power of two ≥ 8, a supported tokenizer model, token strings of valid UTF-8
-/// and scores and token types as many as the tokens; in a model, no NaN or infinite f32, f16 or
-/// bf16 weight.
-/// @throws usage_error "<command>: option <option> '<path>': <problem naming the key>".
-inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_view command,
-                                 std::string_view option, bool vocab_only) {
-  const std::string where =
-      std::string(command) + ": option " + std::string(option) + " '" + path.string() + "'";
-  auto refuse = [&](const std::string& what) { throw usage_error(where + ": " + what); };
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    refuse(std::string("must name a GGUF file") + (vocab_only ? "" : " for --engine llama.cpp"));
-  const auto file_size = std::filesystem::file_size(path, ec);
-  if (ec) refuse("cannot be read: " + ec.message());
-  std::optional<gguf_file> opened;
-  try {
-    opened.emplace(gguf_file::open(path));
-  } catch (const error& e) {
-    refuse(std::string("is not a valid GGUF file: ") + e.what());
-  }
-  const gguf_file& f = *opened;
-  auto key_text = [](std::string_view k) { return "key " + std::string(k); };
-  if (const gguf_value* a = f.find("general.alignment"); a != nullptr && f.alignment() < 8)
-    refuse(key_text("general.alignment") + " is " + std::to_string(f.alignment()) +
-           ", not a power of two of at least 8 (llama.cpp's tensor alignment)");
-  // the tokenizer
+namespace detail_gguf {
+
+// Throws usage_error "<where>: <what>" (where: "<command>: option <option> '<path>'").
+struct refusal {
+  std::string where;
+  [[noreturn]] void operator()(const std::string& what) const { throw usage_error(where + ": " + what); }
+};
+
+inline std::string key_text(std::string_view k) { return "key " + std::string(k); }
+
+// The tokenizer keys (check_gguf_for_llama).
+inline void check_tokenizer(const gguf_file& f, bool vocab_only, const refusal& refuse) {
   if (const gguf_value* m = f.find("tokenizer.ggml.model"); m != nullptr) {
     if (m->is_array() || m->type() != gguf_value_type::string)
       refuse(key_text("tokenizer.ggml.model") + " must be a string");
@@ -122,7 +104,7 @@ inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_
             refuse(key_text("tokenizer.ggml.model") + " is 'bert', but tokenizer.ggml.tokens lacks its " +
                    special + " token");
       for (std::size_t i = 0; i < strs.size(); ++i)
-        if (!detail_gguf::valid_utf8(strs[i]))
+        if (!valid_utf8(strs[i]))
           refuse(key_text("tokenizer.ggml.tokens") + ": token " + std::to_string(i) + " is not valid UTF-8");
       for (const char* k : {"tokenizer.ggml.scores", "tokenizer.ggml.token_type"})
         if (const gguf_value* v = f.find(k); v != nullptr && (!v->is_array() || v->size() != tokens->size()))
@@ -132,7 +114,7 @@ inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_
         if (!mg->is_array() || mg->type() != gguf_value_type::string)
           refuse(key_text("tokenizer.ggml.merges") + " must be an array of strings");
         for (std::size_t i = 0; i < mg->strings().size(); ++i)
-          if (!detail_gguf::valid_utf8(mg->strings()[i]))
+          if (!valid_utf8(mg->strings()[i]))
             refuse(key_text("tokenizer.ggml.merges") + ": merge " + std::to_string(i) +
                    " is not valid UTF-8");
       }
@@ -140,8 +122,11 @@ inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_
   } else if (vocab_only) {
     refuse(key_text("tokenizer.ggml.model") + " is missing: the file holds no tokenizer");
   }
-  if (vocab_only) return;
-  // the model
+}
+
+// A model's keys and layout: architecture, block count against the blk.N tensors, experts, the
+// norm epsilon, tensors within the file and no trailing bytes (check_gguf_for_llama).
+inline void check_model_layout(const gguf_file& f, std::uintmax_t file_size, const refusal& refuse) {
   const gguf_value* arch_v = f.find("general.architecture");
   if (arch_v == nullptr || arch_v->is_array() || arch_v->type() != gguf_value_type::string)
     refuse(key_text("general.architecture") + " is missing or not a string");
@@ -203,6 +188,10 @@ inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_
   if (file_size > end + f.alignment())
     refuse("holds " + std::to_string(file_size - end) +
            " bytes after its last tensor (a truncated or padded copy?)");
+}
+
+// No NaN or infinite f32, f16 or bf16 weight (check_gguf_for_llama).
+inline void check_finite_weights(const std::filesystem::path& path, const gguf_file& f, const refusal& refuse) {
   // Weights that are NaN or infinite: llama.cpp would compute with them (its logits then NaN).
   // The f32, f16 and bf16 tensors are read through once, 1 MiB at a time (in a quantized model
   // these are the norms and a few small tensors); quantized blocks are llama.cpp's to check.
@@ -235,6 +224,42 @@ inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_
       done += n;
     }
   }
+}
+
+}  // namespace detail_gguf
+
+/// @brief Checks `path` (option `option` of `command`) before llama.cpp loads it: a model
+/// (`vocab_only` false: architecture, block count matching its blk.N tensors, no expert count
+/// without expert tensors, a finite positive RMS-norm epsilon, tensors within the file and no
+/// trailing bytes past them) or a vocabulary (`vocab_only`: the tokenizer keys only). In both,
+/// general.alignment a power of two ≥ 8, a supported tokenizer model, token strings of valid UTF-8
+/// and scores and token types as many as the tokens; in a model, no NaN or infinite f32, f16 or
+/// bf16 weight.
+/// @throws usage_error "<command>: option <option> '<path>': <problem naming the key>".
+inline void check_gguf_for_llama(const std::filesystem::path& path, std::string_view command,
+                                 std::string_view option, bool vocab_only) {
+  const detail_gguf::refusal refuse{std::string(command) + ": option " + std::string(option) + " '" +
+                                    path.string() + "'"};
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    refuse(std::string("must name a GGUF file") + (vocab_only ? "" : " for --engine llama.cpp"));
+  const auto file_size = std::filesystem::file_size(path, ec);
+  if (ec) refuse("cannot be read: " + ec.message());
+  std::optional<gguf_file> opened;
+  try {
+    opened.emplace(gguf_file::open(path));
+  } catch (const error& e) {
+    refuse(std::string("is not a valid GGUF file: ") + e.what());
+  }
+  const gguf_file& f = *opened;
+  using detail_gguf::key_text;
+  if (const gguf_value* a = f.find("general.alignment"); a != nullptr && f.alignment() < 8)
+    refuse(key_text("general.alignment") + " is " + std::to_string(f.alignment()) +
+           ", not a power of two of at least 8 (llama.cpp's tensor alignment)");
+  detail_gguf::check_tokenizer(f, vocab_only, refuse);
+  if (vocab_only) return;
+  detail_gguf::check_model_layout(f, file_size, refuse);
+  detail_gguf::check_finite_weights(path, f, refuse);
 }
 
 }  // namespace latentaudit::cli
