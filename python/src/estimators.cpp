@@ -185,7 +185,8 @@ design_matrix design_of(const py::object& x, std::size_t n, bool intercept, std:
 }
 
 // ---- result classes ---------------------------------------------------------------------------------
-void bind_results(py::module_& m) {
+// The result classes of the tests, intervals, bootstrap, betting and matching estimators.
+void bind_test_results(py::module_& m) {
   result_class<effect_estimate>(m, "EffectEstimate",
                                 "One estimated effect with its uncertainty (effect_estimate).")
       .field("method", &effect_estimate::method)
@@ -298,6 +299,11 @@ void bind_results(py::module_& m) {
       .field("weights", &matching_result::weights)
       .field("balance", &matching_result::balance)
       .finish();
+}
+
+// The result classes of the regression-based, power, heterogeneity, sensitivity, multiple-testing
+// and sequential estimators.
+void bind_model_results(py::module_& m) {
   result_class<ols_result>(m, "OlsResult", "A fitted linear regression.")
       .field("names", &ols_result::names)
       .computed("coefficients", [](const ols_result& r) { return numpy_of(r.coefficients); })
@@ -488,10 +494,21 @@ void bind_results(py::module_& m) {
 
 }  // namespace
 
-void bind_estimators(py::module_& m) {
-  bind_results(m);
+namespace {
 
-  // ---- t tests ---------------------------------------------------------------------------------------
+// The t_power_options of the Python arguments (t_test_power, t_test_sample_size, minimum effects).
+t_power_options power_options(std::string_view fn, const std::string& design, const std::string& sides, double alpha,
+                              double sd, bool strict, double allocation_ratio) {
+  return t_power_options{.design = parse_choice(fn, "design", design, power_design_names),
+                         .sides = parse_choice(fn, "sides", sides, sides_names),
+                         .alpha = alpha,
+                         .sd = sd,
+                         .strict = strict,
+                         .allocation_ratio = allocation_ratio};
+}
+
+// The estimators of the Python module: t tests.
+void bind_t_tests(py::module_& m) {
   auto t_test =
       [&m](const char* name,
            effect_estimate (*f)(std::span<const double>, std::span<const double>, const t_test_options&),
@@ -512,8 +529,10 @@ void bind_estimators(py::module_& m) {
   t_test("student_t_test", &student_t_test,
          "Student's pooled two-sample t test (R t.test(var.equal = TRUE)).");
   t_test("paired_t_test", &paired_t_test, "Paired t test (R t.test(paired = TRUE)).");
+}
 
-  // ---- binary outcomes -------------------------------------------------------------------------------
+// The estimators of the Python module: binary outcomes.
+void bind_binary_outcomes(py::module_& m) {
   m.def(
       "mcnemar_test",
       [](const f64_array& treated, const f64_array& control, double level, const std::string& if_degenerate) {
@@ -556,8 +575,10 @@ void bind_estimators(py::module_& m) {
       },
       "successes"_a, "trials"_a, py::kw_only(), "level"_a = 0.95, "continuity_correction"_a = false,
       "Wilson score interval of a proportion.");
+}
 
-  // ---- equivalence -----------------------------------------------------------------------------------
+// The estimators of the Python module: equivalence.
+void bind_equivalence(py::module_& m) {
   m.def(
       "equivalence_test",
       [](const f64_array& treated, const f64_array& control, std::optional<double> margin,
@@ -594,8 +615,10 @@ void bind_estimators(py::module_& m) {
       },
       "treated"_a, "control"_a, "margin"_a, py::kw_only(), "design"_a = "welch", "alpha"_a = 0.05,
       "better"_a = "higher", "if_degenerate"_a = "throw_error", "One-sided non-inferiority t test.");
+}
 
-  // ---- bootstrap -------------------------------------------------------------------------------------
+// The estimators of the Python module: bootstrap.
+void bind_bootstrap(py::module_& m) {
   auto boot = [&m](const char* name,
                    bootstrap_result (*f)(std::span<const double>, std::span<const double>,
                                          const bootstrap_options&),
@@ -628,8 +651,10 @@ void bind_estimators(py::module_& m) {
        "Paired bootstrap of mean(treated - control) (counter-based streams: bit-identical to the C++).");
   boot("bootstrap_mean_difference", &bootstrap_mean_difference,
        "Two-sample bootstrap of mean(treated) - mean(control).");
+}
 
-  // ---- betting ---------------------------------------------------------------------------------------
+// The estimators of the Python module: betting.
+void bind_betting(py::module_& m) {
   m.def(
       "bounded_mean_interval",
       [](const f64_array& x, double lo, double hi, double alpha_lower, double alpha_upper, double truncation,
@@ -672,8 +697,10 @@ void bind_estimators(py::module_& m) {
   m.def("betting_items_for_margin", &betting_items_for_margin, "margin"_a, "alpha"_a = 0.05,
         py::arg_v("truncation", betting_options{}.truncation),
         "Items the betting interval needs to show a margin when every item agrees.");
+}
 
-  // ---- matching --------------------------------------------------------------------------------------
+// The estimators of the Python module: matching.
+void bind_matching(py::module_& m) {
   m.def(
       "nearest_neighbor_matching",
       [](const f64_array& outcome, const f64_array& treatment, const f64_array& covariates,
@@ -722,8 +749,10 @@ void bind_estimators(py::module_& m) {
       "balance_denominator"_a = "focal_sd", "covariate_names"_a = std::vector<std::string>{}, "threads"_a = 1,
       "if_degenerate"_a = "throw_error",
       "Nearest-neighbour matching with replacement (R Matching::Match); covariates n x k (row per unit).");
+}
 
-  // ---- difference in differences ---------------------------------------------------------------------
+// The estimators of the Python module: difference in differences.
+void bind_difference_in_differences(py::module_& m) {
   m.def(
       "did_twfe",
       [](const f64_array& y, const f64_array& treatment, const py::object& units,
@@ -762,8 +791,10 @@ void bind_estimators(py::module_& m) {
       "y"_a, "treated"_a, "post"_a, "units"_a, py::kw_only(), "covariance"_a = "cr1",
       "distribution"_a = "t_cluster", "level"_a = 0.95, "if_degenerate"_a = "throw_error",
       "The 2x2 difference in differences as a regression.");
+}
 
-  // ---- weighting -------------------------------------------------------------------------------------
+// The estimators of the Python module: weighting.
+void bind_weighting(py::module_& m) {
   auto weighting = [](std::string_view fn, const std::string& estimand, const std::string& normalization,
                       const std::string& variance, const std::string& trimming, double trim_epsilon,
                       double level, const std::string& if_degenerate) {
@@ -821,8 +852,10 @@ void bind_estimators(py::module_& m) {
       "y"_a, "treatment"_a, "covariates"_a, py::kw_only(), "propensity"_a = py::none(), "estimand"_a = "ate",
       "trimming"_a = "none", "trim_epsilon"_a = 0.01, "level"_a = 0.95, "if_degenerate"_a = "throw_error",
       "Augmented IPW (doubly robust): logistic propensity and OLS outcome models on covariates n x p.");
+}
 
-  // ---- instrumental variables ------------------------------------------------------------------------
+// The estimators of the Python module: instrumental variables.
+void bind_instrumental_variables(py::module_& m) {
   m.def(
       "wald_estimator",
       [](const f64_array& y, const f64_array& d, const f64_array& z, double level, bool sample_variance,
@@ -859,8 +892,10 @@ void bind_estimators(py::module_& m) {
       "if_degenerate"_a = "throw_error",
       "Two-stage least squares. Regressors: a dict {name: column}, a pandas DataFrame or an n x k array "
       "(columns named exog1.., endog1.., instr1..); exogenous may be None (intercept only).");
+}
 
-  // ---- regression ------------------------------------------------------------------------------------
+// The estimators of the Python module: regression.
+void bind_regression(py::module_& m) {
   m.def(
       "ols",
       [](const f64_array& y, const py::object& x, const py::object& clusters, const py::object& weights,
@@ -887,8 +922,10 @@ void bind_estimators(py::module_& m) {
       "if_degenerate"_a = "throw_error",
       "Least squares with classical, HC0-HC3 or cluster (CR0/CR1) covariance; x as for "
       "two_stage_least_squares.");
+}
 
-  // ---- multiplicity and power ------------------------------------------------------------------------
+// The estimators of the Python module: multiplicity and power.
+void bind_multiplicity_and_power(py::module_& m) {
   m.def(
       "p_adjust",
       [](const f64_array& p, const std::string& method, std::size_t family_size, bool allow_missing) {
@@ -898,18 +935,9 @@ void bind_estimators(py::module_& m) {
       },
       "p"_a, "method"_a = "holm", py::kw_only(), "family_size"_a = 0, "allow_missing"_a = false,
       "Adjusted p-values (R's p.adjust: none, bonferroni, holm, hochberg, BH, BY).");
-  auto power_options = [](std::string_view fn, const std::string& design, const std::string& sides,
-                          double alpha, double sd, bool strict, double allocation_ratio) {
-    return t_power_options{.design = parse_choice(fn, "design", design, power_design_names),
-                           .sides = parse_choice(fn, "sides", sides, sides_names),
-                           .alpha = alpha,
-                           .sd = sd,
-                           .strict = strict,
-                           .allocation_ratio = allocation_ratio};
-  };
   m.def(
       "t_test_power",
-      [power_options](double n, double delta, const std::string& design, const std::string& sides,
+      [](double n, double delta, const std::string& design, const std::string& sides,
                       double alpha, double sd, bool strict, double allocation_ratio) {
         return t_test_power(
             n, delta, power_options("t_test_power", design, sides, alpha, sd, strict, allocation_ratio));
@@ -918,7 +946,7 @@ void bind_estimators(py::module_& m) {
       "sd"_a = 1.0, "strict"_a = false, "allocation_ratio"_a = 1.0, "Power of a t test (R's power.t.test).");
   m.def(
       "t_test_sample_size",
-      [power_options](double delta, double power, const std::string& design, const std::string& sides,
+      [](double delta, double power, const std::string& design, const std::string& sides,
                       double alpha, double sd, bool strict, double allocation_ratio) {
         return t_test_sample_size(
             delta, power,
@@ -952,8 +980,10 @@ void bind_estimators(py::module_& m) {
       },
       "p10"_a, "p01"_a, "power"_a, py::kw_only(), "alpha"_a = 0.05, "sides"_a = "two_sided",
       "method"_a = "connor", "max_n"_a = 1000000, "Pairs McNemar's test needs for the given power.");
+}
 
-  // ---- event study and heterogeneity ----------------------------------------------------------------
+// The estimators of the Python module: event study and heterogeneity.
+void bind_event_study_and_heterogeneity(py::module_& m) {
   m.def(
       "event_study",
       [](const f64_array& y, const f64_array& treatment, const py::object& units,
@@ -1031,8 +1061,10 @@ void bind_estimators(py::module_& m) {
       "treated"_a, "control"_a, "groups"_a, py::kw_only(), "bins"_a = 0, "level"_a = 0.95,
       "covariance"_a = "hc3", "if_degenerate"_a = "throw_error",
       "Paired t effects within subgroups, with the interaction test.");
+}
 
-  // ---- multiple testing, MDE, sensitivity -----------------------------------------------------------
+// The estimators of the Python module: multiple testing, MDE, sensitivity.
+void bind_multiple_testing_mde_sensitivity(py::module_& m) {
   m.def(
       "multiple_test",
       [](const f64_array& p, const std::string& method, double alpha, std::size_t family_size,
@@ -1049,7 +1081,7 @@ void bind_estimators(py::module_& m) {
       "if_degenerate"_a = "throw_error", "Adjusted p-values and rejections for a family of hypotheses.");
   m.def(
       "t_test_mde",
-      [power_options](double n, double power, const std::string& design, const std::string& sides,
+      [](double n, double power, const std::string& design, const std::string& sides,
                       double alpha, double sd, bool strict, double allocation_ratio) {
         return t_test_mde(n, power,
                           power_options("t_test_mde", design, sides, alpha, sd, strict, allocation_ratio));
@@ -1100,8 +1132,10 @@ void bind_estimators(py::module_& m) {
       },
       "treated"_a, "control"_a, py::kw_only(), "alpha"_a = 0.05, "exact"_a = false, "exact_max_pairs"_a = 500,
       "The gamma at which the Rosenbaum upper-bound p-value reaches alpha.");
+}
 
-  // ---- sequential monitoring -------------------------------------------------------------------------
+// The estimators of the Python module: sequential monitoring.
+void bind_sequential_monitoring(py::module_& m) {
   m.def(
       "run_sequential",
       [](const f64_array& x, double alpha, double tau, double sigma, std::size_t burn_in,
@@ -1124,6 +1158,27 @@ void bind_estimators(py::module_& m) {
       },
       "x"_a, py::kw_only(), "alpha"_a = 0.05, "lower"_a = -1.0, "upper"_a = 1.0, "theta0"_a = 0.0,
       "truncation"_a = 0.5, "The betting confidence sequence for a bounded mean, run over x in order.");
+}
+
+}  // namespace
+
+void bind_estimators(py::module_& m) {
+  bind_test_results(m);
+  bind_model_results(m);
+  bind_t_tests(m);
+  bind_binary_outcomes(m);
+  bind_equivalence(m);
+  bind_bootstrap(m);
+  bind_betting(m);
+  bind_matching(m);
+  bind_difference_in_differences(m);
+  bind_weighting(m);
+  bind_instrumental_variables(m);
+  bind_regression(m);
+  bind_multiplicity_and_power(m);
+  bind_event_study_and_heterogeneity(m);
+  bind_multiple_testing_mde_sensitivity(m);
+  bind_sequential_monitoring(m);
 }
 
 }  // namespace latentaudit::python

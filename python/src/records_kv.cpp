@@ -291,7 +291,10 @@ std::vector<std::byte> key_bytes(const py::object& key) {
 
 }  // namespace
 
-void bind_kv(py::module_& m) {
+namespace {
+
+// The KV policies of the Python module on arrays: noise, quantization, placebos and the wire.
+void bind_kv_transforms(py::module_& m) {
   using K = py::array;
   m.def(
       "add_noise",
@@ -411,7 +414,11 @@ void bind_kv(py::module_& m) {
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "mode"_a, "first_position"_a = 0,
       "receiver_next"_a = 0,
       "Places a relayed block (preserve, rebase_contiguous, append_after): (k, v, positions).");
-  // ---- layer and token selection ----------------------------------------------------------------
+}
+
+// The KV policies' layer and token selections.
+void bind_kv_selection(py::module_& m) {
+  using K = py::array;
   m.def(
       "apply_selection",
       [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
@@ -549,6 +556,13 @@ void bind_kv(py::module_& m) {
       "frame"_a, py::kw_only(), "key"_a = py::none(), "require_authentication"_a = false,
       "Decodes a KV relay frame (CRC and, with key, the HMAC verified): a dict with k, v (bfloat16 as uint16 "
       "bits), positions, has_tag, authenticated, dtype, layers, RoPE, quantization.");
+}
+
+}  // namespace
+
+void bind_kv(py::module_& m) {
+  bind_kv_transforms(m);
+  bind_kv_selection(m);
 }
 
 }  // namespace latentaudit::python
