@@ -182,7 +182,8 @@ void run_decode_batch(benchmark::State& state, la::llama_cpp_backend& e, const s
 // llama_cpp_batch (`--batched`). Workload: organism-a's tasks (documents of 17-33 tokens, 1-2 answer
 // tokens; the ids fit any vocabulary) on the arms no_comm, text_full, kv_full, kv_int8, zeroed and
 // text_message_16 (A writes up to 16 tokens), 8 items x 1 seed.
-void run_trials(benchmark::State& state, const std::string& name, int threads, std::size_t jobs, bool batched) {
+void run_trials(benchmark::State& state, const std::string& name, int threads, std::size_t jobs,
+                bool batched) {
   using la::llama_cpp_backend;
   const auto& ck = model(name, la::dtype::f32);
   llama_slot.reset(), llama_key.clear();
@@ -204,17 +205,19 @@ void run_trials(benchmark::State& state, const std::string& name, int threads, s
     std::vector<std::unique_ptr<driver_type>> drivers;
     std::vector<driver_type*> ptrs;
     for (std::size_t w = 0; w < jobs; ++w) {
-      engines.push_back(std::make_unique<llama_cpp_backend>(llama_cpp_backend::load(ck.gguf, {.threads = threads})));
+      engines.push_back(
+          std::make_unique<llama_cpp_backend>(llama_cpp_backend::load(ck.gguf, {.threads = threads})));
       drivers.push_back(std::make_unique<driver_type>(*engines.back()));
       drivers.back()->set_message_options(msg);
       ptrs.push_back(drivers.back().get());
     }
-    for (auto _ : state) count(la::run_on_workers<driver_type>(ptrs, d, tasks, [](const la::trial_record&) {}));
+    for (auto _ : state)
+      count(la::run_on_workers<driver_type>(ptrs, d, tasks, [](const la::trial_record&) {}));
   } else {
     using driver_type = la::trial_driver<la::llama_cpp_seat_engine>;
     const auto j = static_cast<std::uint32_t>(jobs);
-    auto e = llama_cpp_backend::load(ck.gguf,
-                                     {.n_ctx = 4096 * j, .max_context = 4096, .n_seq_max = 4 * j + 1, .threads = threads});
+    auto e = llama_cpp_backend::load(
+        ck.gguf, {.n_ctx = 4096 * j, .max_context = 4096, .n_seq_max = 4 * j + 1, .threads = threads});
     la::llama_cpp_batch batch({&e});
     std::vector<la::llama_cpp_seat_engine> seats;
     for (std::size_t w = 0; w < jobs; ++w) seats.push_back(batch.seat_engine(batch.add_seat(), 0));
@@ -225,9 +228,11 @@ void run_trials(benchmark::State& state, const std::string& name, int threads, s
       drivers.back()->set_message_options(msg);
       ptrs.push_back(drivers.back().get());
     }
-    for (auto _ : state) count(la::run_on_workers<driver_type>(ptrs, d, tasks, [](const la::trial_record&) {}));
+    for (auto _ : state)
+      count(la::run_on_workers<driver_type>(ptrs, d, tasks, [](const la::trial_record&) {}));
     const auto c = batch.stats();
-    state.counters["batched_share"] = c.forwards == 0 ? 0.0 : static_cast<double>(c.batched) / static_cast<double>(c.forwards);
+    state.counters["batched_share"] =
+        c.forwards == 0 ? 0.0 : static_cast<double>(c.batched) / static_cast<double>(c.forwards);
   }
   state.counters["trials/s"] = benchmark::Counter(static_cast<double>(trials), benchmark::Counter::kIsRate);
 }
@@ -303,10 +308,11 @@ void register_all() {
           const std::size_t jobs = jobs_;
           const bool batched = batched_;
           if (!tag.empty() && (jobs != 2 || !batched || threads != 1)) continue;
-          benchmark::RegisterBenchmark((tag + sh.name + "/f32/llama.cpp/trials/jobs:" + std::to_string(jobs) +
-                                        (batched ? "/batched" : "/unbatched") + th)
-                                           .c_str(),
-                                       [=](benchmark::State& st) { run_trials(st, sh.name, threads, jobs, batched); })
+          benchmark::RegisterBenchmark(
+              (tag + sh.name + "/f32/llama.cpp/trials/jobs:" + std::to_string(jobs) +
+               (batched ? "/batched" : "/unbatched") + th)
+                  .c_str(),
+              [=](benchmark::State& st) { run_trials(st, sh.name, threads, jobs, batched); })
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime()
               ->Iterations(1);

@@ -47,8 +47,8 @@ token_id argmax(std::span<const float> row) {
 
 }  // namespace batch_test
 
-
-TEST_CASE("llama.cpp batch: forward_batch gives each sequence its own prefill's logits, across n_batch calls") {
+TEST_CASE(
+    "llama.cpp batch: forward_batch gives each sequence its own prefill's logits, across n_batch calls") {
   const auto fmt = organism_format::load(batch_test::models / "organism-a");
   std::vector<std::vector<token_id>> docs;
   for (std::uint64_t i = 0; i < 3; ++i) docs.push_back(make_organism_task(fmt, {.seed = 5}, i, 0).document);
@@ -73,7 +73,8 @@ TEST_CASE("llama.cpp batch: forward_batch gives each sequence its own prefill's 
       CHECK(many.n_tokens(ms[i]) == static_cast<std::int64_t>(docs[i].size()));
       if (i == 1) {  // the last row only
         REQUIRE(got[i].rows == 1);
-        const std::vector<float> last(want[i].logits.end() - static_cast<std::ptrdiff_t>(V), want[i].logits.end());
+        const std::vector<float> last(want[i].logits.end() - static_cast<std::ptrdiff_t>(V),
+                                      want[i].logits.end());
         CHECK(batch_test::max_diff(got[i].logits, last) <= 1e-4);
       } else {
         CHECK(got[i].rows == static_cast<std::int64_t>(docs[i].size()));
@@ -137,7 +138,8 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
   std::vector<trial_record> want, got;
   trial_driver<llama_cpp_backend>(plain).run(d, tasks, [&](const trial_record& r) { want.push_back(r); });
 
-  auto shared = llama_cpp_backend::load(batch_test::organism_gguf(), {.n_ctx = 8192, .max_context = 4096, .n_seq_max = 9});
+  auto shared = llama_cpp_backend::load(batch_test::organism_gguf(),
+                                        {.n_ctx = 8192, .max_context = 4096, .n_seq_max = 9});
   llama_cpp_batch batch({&shared});
   using driver_type = trial_driver<llama_cpp_seat_engine>;
   auto e0 = batch.seat_engine(batch.add_seat(), 0), e1 = batch.seat_engine(batch.add_seat(), 0);
@@ -155,7 +157,8 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
     CHECK(got[i].generated_tokens == want[i].generated_tokens);
     CHECK(got[i].bytes == want[i].bytes);
     REQUIRE(got[i].answer_logprob.has_value() == want[i].answer_logprob.has_value());
-    if (want[i].answer_logprob) worst = std::max(worst, std::fabs(*got[i].answer_logprob - *want[i].answer_logprob));
+    if (want[i].answer_logprob)
+      worst = std::max(worst, std::fabs(*got[i].answer_logprob - *want[i].answer_logprob));
   }
   CHECK(worst <= 1e-4);
   const auto c = batch.stats();
@@ -165,19 +168,21 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
 }
 
 #ifdef LATENTAUDIT_CLI_PATH
-TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record") {
-  const auto dir = std::filesystem::temp_directory_path() / ("latentaudit_llama_batch_" + std::to_string(::getpid()));
+TEST_CASE(
+    "llama.cpp batch: `audit --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("latentaudit_llama_batch_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string cli = LATENTAUDIT_CLI_PATH;
   auto run = [&](int jobs) {
     const auto out = dir / ("jobs" + std::to_string(jobs));
-    const std::string cmd = cli + " audit --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
+    const std::string cmd = cli + " audit --engine llama.cpp --model " +
+                            batch_test::organism_gguf().string() + " --task " +
                             (batch_test::models / "organism-a" / "task.json").string() +
-                            " --items 20 --seeds 1 --timing-repeats 0 --quiet --jobs " + std::to_string(jobs) +
-                            (jobs > 1 ? " --batched" : "") +
-                            " --out " + out.string() + " > " + (dir / "summary.json").string() + " 2> " +
-                            (dir / "err.txt").string();
+                            " --items 20 --seeds 1 --timing-repeats 0 --quiet --jobs " +
+                            std::to_string(jobs) + (jobs > 1 ? " --batched" : "") + " --out " + out.string() +
+                            " > " + (dir / "summary.json").string() + " 2> " + (dir / "err.txt").string();
     REQUIRE(std::system(cmd.c_str()) == 0);
     std::vector<json_value> rs;
     std::ifstream in(out / "records.jsonl");
@@ -190,14 +195,16 @@ TEST_CASE("llama.cpp batch: `audit --engine llama.cpp --jobs 2 --batched` agrees
   for (std::size_t i = 0; i < one.size(); ++i) {
     for (const char* k : {"item", "seed", "arm", "correct", "generated_tokens", "bytes", "relay_tokens"})
       CHECK(write_json(one[i].at(k)) == write_json(two[i].at(k)));
-    CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <= 1e-4);
+    CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <=
+          1e-4);
   }
   // --batched needs llama.cpp and --jobs 2 or more: one line, exit 2
-  for (const std::string& bad : {" --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
-                                    (batch_test::models / "organism-a" / "task.json").string() + " --batched",
-                                std::string(" --batched --jobs 2")}) {
-    const std::string cmd = cli + " audit" + bad + " --items 4 --seeds 1 --quiet --out " + (dir / "bad").string() +
-                            " > /dev/null 2> " + (dir / "err.txt").string();
+  for (const std::string& bad :
+       {" --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
+            (batch_test::models / "organism-a" / "task.json").string() + " --batched",
+        std::string(" --batched --jobs 2")}) {
+    const std::string cmd = cli + " audit" + bad + " --items 4 --seeds 1 --quiet --out " +
+                            (dir / "bad").string() + " > /dev/null 2> " + (dir / "err.txt").string();
     CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 2);
     std::ifstream err(dir / "err.txt");
     std::string line, rest;

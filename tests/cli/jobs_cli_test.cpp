@@ -87,7 +87,8 @@ TEST_CASE("audit --jobs with a relay link: refused with one line", "[cli][jobs]"
   auto words = jobs_audit(out, "2");
   words.insert(words.end(), {"--relay-transport", "tcp"});
   const auto r = run_cli(words);
-  la::test::expect_one_line_error(r, "option --jobs 2 runs its workers' relays in one process; it excludes --relay-transport");
+  la::test::expect_one_line_error(
+      r, "option --jobs 2 runs its workers' relays in one process; it excludes --relay-transport");
   CHECK_FALSE(fs::exists(out / "records.jsonl"));
   // --jobs 0 is refused naming the option
   la::test::expect_one_line_error(run_cli(jobs_audit(out, "0")), "--jobs");

@@ -264,7 +264,8 @@ TEST_CASE("sharded audit: --jobs 2 on each of 2 ranks gives the one-process reco
     CHECK(without_timings(dir / "report.json") == ref_report);
     const json_value summary = parse_json(r.out);
     double units = 0;
-    for (const auto& pr : summary.find("shard")->find("per_rank")->as_array()) units += pr.find("units")->as_number();
+    for (const auto& pr : summary.find("shard")->find("per_rank")->as_array())
+      units += pr.find("units")->as_number();
     CHECK(units == 16.0);
     if (sch == "interleaved")  // the same units per rank, journaled in the same order as by one worker
       for (int rank = 0; rank < 2; ++rank) {
@@ -273,7 +274,8 @@ TEST_CASE("sharded audit: --jobs 2 on each of 2 ranks gives the one-process reco
           for (const auto& x : read_records(f)) keys.push_back({x.item, x.seed, x.arm});
           return keys;
         };
-        CHECK(order(dir / dist::rank_records_name(rank)) == order(base / "plain" / dist::rank_records_name(rank)));
+        CHECK(order(dir / dist::rank_records_name(rank)) ==
+              order(base / "plain" / dist::rank_records_name(rank)));
       }
   }
   std::filesystem::remove_all(base);

@@ -407,7 +407,7 @@ struct audit_run {
   audit_shard* shard;
   relay_session* serve;
   unsigned threads = 1;
-  unsigned jobs = 1;  ///< --jobs: workers, each with its own engines (run_on_workers)
+  unsigned jobs = 1;     ///< --jobs: workers, each with its own engines (run_on_workers)
   bool batched = false;  ///< --batched: llama.cpp workers share a context, forwards batched
   bool on_llama = false;
   std::filesystem::path model;
@@ -1057,9 +1057,9 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   if (shard == nullptr) return go({});
   // sharded: this rank's units, asked for as its --jobs workers come free
   return shard->run_trials(d, r.scheme, [&](const unit_schedule& mine) {
-    return r.jobs > 1
-               ? run_audit_jobs(r.jobs, driver, make_worker, msg_opts, d, tasks, sink, resumed, progress, {}, mine)
-               : go(mine);
+    return r.jobs > 1 ? run_audit_jobs(r.jobs, driver, make_worker, msg_opts, d, tasks, sink, resumed,
+                                       progress, {}, mine)
+                      : go(mine);
   });
 }
 
@@ -1209,11 +1209,13 @@ driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, boo
       std::optional<llama_cpp_backend> partner;
       std::vector<std::pair<std::string, llama_cpp_backend>> drifted;  // none on llama.cpp
     };
-    return run_audit_on(r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {}, [&] {
-      auto w = std::make_unique<worker>(worker{llama_cpp_backend::load(model, lo), std::nullopt, {}});
-      if (partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
-      return w;
-    });
+    return run_audit_on(
+        r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {},
+        [&] {
+          auto w = std::make_unique<worker>(worker{llama_cpp_backend::load(model, lo), std::nullopt, {}});
+          if (partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+          return w;
+        });
   }
   std::vector<llama_cpp_backend*> engines{&engine};
   if (partner) engines.push_back(&*partner);
@@ -1230,8 +1232,9 @@ driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, boo
     return w;
   };
   auto first = make();
-  return run_audit_on(r, tokenizer, first->engine, first->partner ? &*first->partner : nullptr, "llama.cpp",
-                      [](auto&) {}, make);
+  return run_audit_on(
+      r, tokenizer, first->engine, first->partner ? &*first->partner : nullptr, "llama.cpp", [](auto&) {},
+      make);
 }
 #endif
 

@@ -191,7 +191,8 @@ inline void check_model_layout(const gguf_file& f, std::uintmax_t file_size, con
 }
 
 // No NaN or infinite f32, f16 or bf16 weight (check_gguf_for_llama).
-inline void check_finite_weights(const std::filesystem::path& path, const gguf_file& f, const refusal& refuse) {
+inline void check_finite_weights(const std::filesystem::path& path, const gguf_file& f,
+                                 const refusal& refuse) {
   // Weights that are NaN or infinite: llama.cpp would compute with them (its logits then NaN).
   // The f32, f16 and bf16 tensors are read through once, 1 MiB at a time (in a quantized model
   // these are the norms and a few small tensors); quantized blocks are llama.cpp's to check.

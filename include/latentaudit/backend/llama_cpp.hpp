@@ -101,10 +101,10 @@ struct llama_cpp_options {
 /// @brief One sequence's part of llama_cpp_backend::forward_batch: the tokens appended to `seq` at
 /// positions first, first + 1, ... (the span must outlive the call).
 struct llama_cpp_forward {
-  seq_id seq{};                       ///< an open sequence (one request per sequence)
-  std::span<const token_id> tokens;   ///< the tokens (non-empty)
-  position_t first = 0;               ///< the first token's position (the sequence's next one)
-  forward_options options;            ///< all_logits or the last row; want_hidden is refused
+  seq_id seq{};                      ///< an open sequence (one request per sequence)
+  std::span<const token_id> tokens;  ///< the tokens (non-empty)
+  position_t first = 0;              ///< the first token's position (the sequence's next one)
+  forward_options options;           ///< all_logits or the last row; want_hidden is refused
 };
 
 /// @brief llama.cpp as an inference_backend (see the file comment for the mapping and limits).
@@ -417,7 +417,7 @@ class llama_cpp_backend {
       ~guard() { llama_batch_free(b); }
     } g{b};
     std::vector<std::size_t> owner(static_cast<std::size_t>(chunk));  // the request of each batch row
-    std::vector<std::pair<std::size_t, std::int64_t>> appended;        // (request, tokens) of one call
+    std::vector<std::pair<std::size_t, std::int64_t>> appended;       // (request, tokens) of one call
     std::size_t ri = 0;
     std::int64_t off = 0;  // tokens of request ri already run
     while (ri < rs.size()) {
@@ -468,10 +468,10 @@ class llama_cpp_backend {
     // or a log-probability that records and reports would carry on
     for (std::size_t v = 0; v < V; ++v)
       if (!std::isfinite(row[v]))
-        LATENTAUDIT_THROW(backend_error(std::string(fn) + ": llama.cpp computed a non-finite logit (" +
-                                        (std::isnan(row[v]) ? "nan" : "inf") + ", token " + std::to_string(v) +
-                                        ", position " + std::to_string(pos) +
-                                        "): the model's weights hold NaN or Inf, or its activations overflow"));
+        LATENTAUDIT_THROW(backend_error(
+            std::string(fn) + ": llama.cpp computed a non-finite logit (" +
+            (std::isnan(row[v]) ? "nan" : "inf") + ", token " + std::to_string(v) + ", position " +
+            std::to_string(pos) + "): the model's weights hold NaN or Inf, or its activations overflow"));
     out.insert(out.end(), row, row + V);
   }
 

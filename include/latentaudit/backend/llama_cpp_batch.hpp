@@ -178,11 +178,11 @@ class llama_cpp_batch {
   std::vector<llama_cpp_backend*> engines_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::uint32_t> open_;                // open sequences of each seat
-  std::vector<std::vector<std::size_t>> owner_;    // per engine, per sequence: seat + 1 (0: none)
-  std::vector<std::vector<request*>> pending_;     // per engine: waiting requests, in arrival order
-  std::size_t live_ = 0;                           // seats with an open sequence
-  std::size_t waiting_ = 0;                        // requests waiting
+  std::vector<std::uint32_t> open_;              // open sequences of each seat
+  std::vector<std::vector<std::size_t>> owner_;  // per engine, per sequence: seat + 1 (0: none)
+  std::vector<std::vector<request*>> pending_;   // per engine: waiting requests, in arrival order
+  std::size_t live_ = 0;                         // seats with an open sequence
+  std::size_t waiting_ = 0;                      // requests waiting
   counts stats_;
 };
 
@@ -198,6 +198,7 @@ class llama_cpp_seat_engine {
     batch_->check_owner(fn, seat_, engine_, s);
     return f(batch_->engine(engine_));
   }
+
  public:
   /// @brief The engine's identity, fingerprint and capabilities.
   [[nodiscard]] const backend_info& info() const noexcept { return batch_->engine(engine_).info(); }
@@ -210,7 +211,8 @@ class llama_cpp_seat_engine {
   void close_seq(seq_id s) { batch_->close(seat_, engine_, s); }
   /// @brief llama_cpp_backend::prefill, run in one batch with the other seats' waiting forwards.
   /// @throws as llama_cpp_backend::prefill; invalid_argument for a sequence of another seat.
-  forward_output prefill(seq_id s, std::span<const token_id> tokens, position_t first, const forward_options& o) {
+  forward_output prefill(seq_id s, std::span<const token_id> tokens, position_t first,
+                         const forward_options& o) {
     return batch_->forward(seat_, engine_, {.seq = s, .tokens = tokens, .first = first, .options = o});
   }
   /// @brief One decode step, batched as prefill.
@@ -220,7 +222,8 @@ class llama_cpp_seat_engine {
   }
   /// @brief llama_cpp_backend::export_kv under the batch's lock.
   [[nodiscard]] kv_block export_kv(seq_id s, index_range tokens, index_range layers) {
-    return locked("llama_cpp_backend::export_kv", s, [&](llama_cpp_backend& e) { return e.export_kv(s, tokens, layers); });
+    return locked("llama_cpp_backend::export_kv", s,
+                  [&](llama_cpp_backend& e) { return e.export_kv(s, tokens, layers); });
   }
   /// @brief llama_cpp_backend::import_kv under the batch's lock.
   void import_kv(seq_id s, const kv_block& block, const import_options& o) {

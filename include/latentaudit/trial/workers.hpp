@@ -71,7 +71,8 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
   }
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
-  if (source && !positions.empty()) detail::throw_invalid(fn, "source", "excludes positions (give one of them)");
+  if (source && !positions.empty())
+    detail::throw_invalid(fn, "source", "excludes positions (give one of them)");
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t all_units = design.unit_order().size();
   for (std::size_t p : positions)
@@ -138,9 +139,9 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
             return std::nullopt;
           }
           if (*p >= all_units)
-            detail::throw_invalid(fn, "source",
-                                  "returned position " + std::to_string(*p) + " of " + std::to_string(all_units) +
-                                      " units");
+            detail::throw_invalid(
+                fn, "source",
+                "returned position " + std::to_string(*p) + " of " + std::to_string(all_units) + " units");
           const std::size_t k = next.fetch_add(1);
           holding[w] = k;
           return *p;

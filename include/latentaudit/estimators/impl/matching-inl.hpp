@@ -72,7 +72,8 @@ LATENTAUDIT_INLINE double outcome_variance(double y0, const std::vector<kd_neigh
 LATENTAUDIT_INLINE std::size_t check_matching_arguments(std::string_view fn, std::span<const double> outcome,
                                                         std::span<const double> treatment,
                                                         std::span<const double> covariates, std::size_t k,
-                                                        const matching_options& o, std::vector<bool>& is_exact) {
+                                                        const matching_options& o,
+                                                        std::vector<bool>& is_exact) {
   const std::size_t n = outcome.size();
   if (k == 0) throw_invalid(fn, "n_covariates", "must be at least 1, got 0");
   check_same_size(fn, "outcome", n, "treatment", treatment.size());
@@ -83,9 +84,8 @@ LATENTAUDIT_INLINE std::size_t check_matching_arguments(std::string_view fn, std
   for (std::size_t i = 0; i < n * k; ++i) {
     if (!std::isfinite(covariates[i])) [[unlikely]] {
       throw_invalid(fn, "covariates",
-                            "must hold finite values, got " + number_text(covariates[i]) +
-                                " at row " + std::to_string(i / k) + ", covariate '" +
-                                covariate_label(o, i % k) + "'");
+                    "must hold finite values, got " + number_text(covariates[i]) + " at row " +
+                        std::to_string(i / k) + ", covariate '" + covariate_label(o, i % k) + "'");
     }
   }
   if (!o.covariate_names.empty()) {
@@ -98,17 +98,16 @@ LATENTAUDIT_INLINE std::size_t check_matching_arguments(std::string_view fn, std
   if (!o.caliper.empty()) {
     if (o.caliper.size() != 1 && o.caliper.size() != k) {
       throw_invalid(fn, "options.caliper",
-                            "must hold 1 or n_covariates = " + std::to_string(k) + " values, got " +
-                                std::to_string(o.caliper.size()));
+                    "must hold 1 or n_covariates = " + std::to_string(k) + " values, got " +
+                        std::to_string(o.caliper.size()));
     }
     for (double c : o.caliper) check_positive(fn, "options.caliper", c);
   }
   is_exact.assign(k, false);
   for (std::size_t j : o.exact) {
     if (j >= k) {
-      throw_invalid(
-          fn, "options.exact",
-          "must hold covariate indices below " + std::to_string(k) + ", got " + std::to_string(j));
+      throw_invalid(fn, "options.exact",
+                    "must hold covariate indices below " + std::to_string(k) + ", got " + std::to_string(j));
     }
     is_exact[j] = true;
   }
@@ -125,9 +124,8 @@ LATENTAUDIT_INLINE std::size_t check_matching_arguments(std::string_view fn, std
   const std::size_t n_control = n - n_treated;
   if (n_treated == 0 || n_control == 0) {
     throw_invalid(fn, "treatment",
-                          "must contain both treated (1) and control (0) units, got " +
-                              std::to_string(n_treated) + " treated and " + std::to_string(n_control) +
-                              " control");
+                  "must contain both treated (1) and control (0) units, got " + std::to_string(n_treated) +
+                      " treated and " + std::to_string(n_control) + " control");
   }
   return n_treated;
 }
@@ -152,9 +150,9 @@ LATENTAUDIT_INLINE Eigen::MatrixXd scaled_covariates(std::string_view fn, std::s
     }
     const double var_pop = std::fmax(0.0, (ss - sd * sd / nn) / nn);
     if (!(var_pop > 0)) {
-      throw_invalid(fn, "covariates",
-                            "has a constant covariate '" + covariate_label(o, j) +
-                                "' (zero standard deviation); remove it");
+      throw_invalid(
+          fn, "covariates",
+          "has a constant covariate '" + covariate_label(o, j) + "' (zero standard deviation); remove it");
     }
     pop_sd[j] = std::sqrt(var_pop);
     double sig = std::sqrt(var_pop * nn / (nn - 1.0));
@@ -169,7 +167,8 @@ LATENTAUDIT_INLINE Eigen::MatrixXd scaled_covariates(std::string_view fn, std::s
 // The points z = R x (row-major, n x k) with W = R'R the distance's weight matrix, so that
 // (x - y)'W(x - y) = |z_x - z_y|^2.
 LATENTAUDIT_INLINE std::vector<double> distance_points(std::string_view fn, const Eigen::MatrixXd& xs,
-                                                       std::size_t n, std::size_t k, const matching_options& o) {
+                                                       std::size_t n, std::size_t k,
+                                                       const matching_options& o) {
   const double nn = static_cast<double>(n);
   const Eigen::Index kk = static_cast<Eigen::Index>(k);
   Eigen::MatrixXd wm = Eigen::MatrixXd::Identity(kk, kk);
@@ -180,9 +179,9 @@ LATENTAUDIT_INLINE std::vector<double> distance_points(std::string_view fn, cons
     // undefined; Match silently falls back to the identity, which is not what was asked for.
     if (!(es.eigenvalues().minCoeff() > 1e-7))
       throw_invalid(fn, "covariates",
-                            "are collinear (their covariance is singular, smallest eigenvalue " +
-                                number_text(es.eigenvalues().minCoeff()) +
-                                "): the Mahalanobis distance is undefined; drop a redundant covariate");
+                    "are collinear (their covariance is singular, smallest eigenvalue " +
+                        number_text(es.eigenvalues().minCoeff()) +
+                        "): the Mahalanobis distance is undefined; drop a redundant covariate");
     wm = s.inverse();
   } else if (o.distance == matching_distance::user_matrix) {
     for (std::size_t a = 0; a < k; ++a)
@@ -235,10 +234,12 @@ class unit_matcher {
 
   // Finds the matches of unit i among arm `arm` (all within the tie tolerance of the M-th, or the
   // M nearest in (distance, index) order), excluding i itself when asked. Empty: dropped.
-  void find(std::size_t i, int arm, std::size_t m, bool keep_ties, bool exclude_self, std::vector<kd_neighbor>& knn,
-            std::vector<kd_neighbor>& out) const {
+  void find(std::size_t i, int arm, std::size_t m, bool keep_ties, bool exclude_self,
+            std::vector<kd_neighbor>& knn, std::vector<kd_neighbor>& out) const {
     out.clear();
-    auto accept = [&](std::size_t j) { return (!exclude_self || j != i) && (!restricted_ || eligible(i, j)); };
+    auto accept = [&](std::size_t j) {
+      return (!exclude_self || j != i) && (!restricted_ || eligible(i, j));
+    };
     trees_[static_cast<std::size_t>(arm)].nearest(&z_[i * k_], m, accept, knn);
     if (knn.size() < m) return;  // fewer than M eligible units: Match drops the unit
     if (!keep_ties) {
@@ -246,7 +247,8 @@ class unit_matcher {
     } else {
       trees_[static_cast<std::size_t>(arm)].within(&z_[i * k_], knn.back().dist2 + tie_slack_, accept, out);
     }
-    std::sort(out.begin(), out.end(), [](const kd_neighbor& a, const kd_neighbor& b) { return a.index < b.index; });
+    std::sort(out.begin(), out.end(),
+              [](const kd_neighbor& a, const kd_neighbor& b) { return a.index < b.index; });
   }
 
  private:
@@ -268,8 +270,9 @@ class unit_matcher {
 // and after matching (Match's MatchBalance conventions).
 LATENTAUDIT_INLINE std::vector<covariate_balance> balance_table(
     std::span<const double> treatment, std::span<const double> covariates, std::size_t n, std::size_t k,
-    std::size_t n_treated, std::size_t n_control, std::span<const std::size_t> it, std::span<const std::size_t> ic,
-    std::span<const double> row_w, double sw, bool atc, const matching_options& o) {
+    std::size_t n_treated, std::size_t n_control, std::span<const std::size_t> it,
+    std::span<const std::size_t> ic, std::span<const double> row_w, double sw, bool atc,
+    const matching_options& o) {
   const std::size_t n_rows = row_w.size();
   std::vector<covariate_balance> balance(k);
   for (std::size_t j = 0; j < k; ++j) {
@@ -326,11 +329,10 @@ struct ai_variances {
   double sample = 0, population = 0;
 };
 
-LATENTAUDIT_INLINE ai_variances abadie_imbens_variances(std::span<const double> sigs, std::span<const double> iot_t,
-                                                        std::span<const double> iot_c, std::span<const double> kcount,
-                                                        std::span<const double> kkcount,
-                                                        std::span<const unsigned char> matched,
-                                                        std::span<const double> scaus, double est, bool ate) {
+LATENTAUDIT_INLINE ai_variances abadie_imbens_variances(
+    std::span<const double> sigs, std::span<const double> iot_t, std::span<const double> iot_c,
+    std::span<const double> kcount, std::span<const double> kkcount, std::span<const unsigned char> matched,
+    std::span<const double> scaus, double est, bool ate) {
   const std::size_t n = sigs.size();
   double sn = 0;
   for (double v : iot_t) sn += v;
@@ -362,7 +364,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
   const matching_options& o = options;
   const std::size_t n = outcome.size(), k = n_covariates;
   std::vector<bool> is_exact;
-  const std::size_t n_treated = detail::check_matching_arguments(fn, outcome, treatment, covariates, k, o, is_exact);
+  const std::size_t n_treated =
+      detail::check_matching_arguments(fn, outcome, treatment, covariates, k, o, is_exact);
   const std::size_t n_control = n - n_treated;
   const bool ate = o.estimand == matching_estimand::ate;
   const bool atc = o.estimand == matching_estimand::atc;
@@ -567,7 +570,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
     ic[r] = focal_treated ? row_match[r] : row_focal[r];
   }
 
-  res.balance = detail::balance_table(treatment, covariates, n, k, n_treated, n_control, it, ic, row_w, sw, atc, o);
+  res.balance =
+      detail::balance_table(treatment, covariates, n, k, n_treated, n_control, it, ic, row_w, sw, atc, o);
 
   if (o.keep_pairs) {
     res.index_treated = std::move(it);

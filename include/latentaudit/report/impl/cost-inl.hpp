@@ -296,12 +296,10 @@ LATENTAUDIT_INLINE void check_cost_options(std::string_view fn, const cost_optio
   if (!(o.alpha > 0 && o.alpha < 0.5))
     throw_invalid(fn, "options.alpha", "must lie in (0, 0.5), got " + number_text(o.alpha));
   if (o.latency_slo_s) check_positive(fn, "options.latency_slo_s", *o.latency_slo_s);
-  if (o.prefill_tokens_per_s)
-    check_positive(fn, "options.prefill_tokens_per_s", *o.prefill_tokens_per_s);
+  if (o.prefill_tokens_per_s) check_positive(fn, "options.prefill_tokens_per_s", *o.prefill_tokens_per_s);
   for (const auto& m : o.model_shapes)
     if (m.layers == 0 || m.kv_heads == 0 || m.head_dim == 0 || m.bytes_per_value == 0)
-      throw_invalid(fn, "options.model_shapes",
-                            "must have non-zero dimensions, '" + m.name + "' has not");
+      throw_invalid(fn, "options.model_shapes", "must have non-zero dimensions, '" + m.name + "' has not");
   if (o.relay_arm.empty() || o.text_arm.empty() || o.relay_arm == o.text_arm) {
     throw_invalid(fn, "options.relay_arm", "and options.text_arm must be non-empty and differ");
   }
@@ -320,7 +318,8 @@ struct cost_unit_data {
 };
 
 LATENTAUDIT_INLINE cost_unit_data cost_units_of(std::span<const record_unit* const> units,
-                                                std::optional<double> cv_relay, std::optional<double> cv_text) {
+                                                std::optional<double> cv_relay,
+                                                std::optional<double> cv_text) {
   cost_unit_data u;
   const std::size_t n = units.size();
   const double nn = static_cast<double>(n);
@@ -632,7 +631,8 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   if (U.f_relay > 0 && U.mean_base > 0) S.break_even_alpha_s = U.mean_base / U.f_relay;
   detail::break_even_limits(S, U.item_sums, o);
   // --- Per link.
-  for (const auto& l : links) out.links.push_back(detail::cost_on_link(l, units, U, cm, bo, acc_e, bytes_e, o));
+  for (const auto& l : links)
+    out.links.push_back(detail::cost_on_link(l, units, U, cm, bo, acc_e, bytes_e, o));
   // --- The statement's verdict: the links' common verdict, else inconclusive.
   bool agree = !out.links.empty();
   for (const auto& c : out.links) agree = agree && c.pays == out.links.front().pays;
@@ -663,13 +663,14 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
         .ci_high = c.saved_s.ci_high,
         .method = method_base + "; accuracy non-inferiority margin " + detail::number_text(o.margin),
         .n = n,
-        .detail = fmt::format(
-            "on {} the relay saves {} [{}, {}] of receiver latency, moves {} more{}{}", c.link.name,
-            detail::seconds_text(c.saved_s.estimate), detail::seconds_text(c.saved_s.ci_low),
-            detail::seconds_text(c.saved_s.ci_high), detail::bytes_text(U.bytes_relay - U.bytes_text), slo_text,
-            c.pays == S.pays ? std::string(" (as the statement)")
-                             : std::string(" (differs from the statement: ") + verdict_name(c.pays) +
-                                   " here, " + verdict_name(S.pays) + " overall)")});
+        .detail = fmt::format("on {} the relay saves {} [{}, {}] of receiver latency, moves {} more{}{}",
+                              c.link.name, detail::seconds_text(c.saved_s.estimate),
+                              detail::seconds_text(c.saved_s.ci_low), detail::seconds_text(c.saved_s.ci_high),
+                              detail::bytes_text(U.bytes_relay - U.bytes_text), slo_text,
+                              c.pays == S.pays
+                                  ? std::string(" (as the statement)")
+                                  : std::string(" (differs from the statement: ") + verdict_name(c.pays) +
+                                        " here, " + verdict_name(S.pays) + " overall)")});
   }
   return out;
 }
@@ -837,7 +838,8 @@ struct gate_request {
 
 // The gate's requests: every unit with the relay and control arms (slot 0), plus one request per
 // extra relay arm present on such a unit; in the units' order (by item).
-LATENTAUDIT_INLINE std::vector<gate_request> gate_requests(std::span<const record_unit> all, std::size_t n_arms) {
+LATENTAUDIT_INLINE std::vector<gate_request> gate_requests(std::span<const record_unit> all,
+                                                           std::size_t n_arms) {
   std::vector<gate_request> units;
   for (const auto& u : all) {
     if (!u.has({0, 1})) continue;
@@ -864,11 +866,10 @@ LATENTAUDIT_INLINE gate_data gate_features(std::span<const gate_request> units) 
   // some unit (older records) is dropped with the reason, as before.
   gate_data g;
   auto& cand = g.cand;
-  cand = {
-      {"doc_tokens", std::vector<double>(n), 0},         {"own_tokens", std::vector<double>(n), 0},
-      {"cache_age_versions", std::vector<double>(n), 0}, {"prompt_overlap", std::vector<double>(n), 0},
-      {"cache_bytes", std::vector<double>(n), 0},        {"fingerprint_match", std::vector<double>(n), 0},
-      {"drift_steps", std::vector<double>(n), 0}};
+  cand = {{"doc_tokens", std::vector<double>(n), 0},         {"own_tokens", std::vector<double>(n), 0},
+          {"cache_age_versions", std::vector<double>(n), 0}, {"prompt_overlap", std::vector<double>(n), 0},
+          {"cache_bytes", std::vector<double>(n), 0},        {"fingerprint_match", std::vector<double>(n), 0},
+          {"drift_steps", std::vector<double>(n), 0}};
   constexpr std::size_t n_covariates = 4;  // the first candidates, read from the covariates
   // Labels, with d = relay correct − fallback correct: helps (d = +1) and hurts (d = −1).
   auto& helps = g.helps;
@@ -926,7 +927,8 @@ LATENTAUDIT_INLINE void count_gate_population(relay_gate_result& out, std::span<
 }
 
 // The sentence that says which requests the gate decides and what it is compared with.
-LATENTAUDIT_INLINE std::string gate_population_text(const relay_gate_result& out, const relay_gate_options& o) {
+LATENTAUDIT_INLINE std::string gate_population_text(const relay_gate_result& out,
+                                                    const relay_gate_options& o) {
   {
     std::string regimes, extra;
     for (const auto& r : out.requests_by_regime)
@@ -950,9 +952,9 @@ LATENTAUDIT_INLINE std::string gate_population_text(const relay_gate_result& out
 }
 
 // Each request's fold: its item's rank in `order` (items by their uniform) modulo `folds`.
-LATENTAUDIT_INLINE std::vector<std::size_t> gate_folds(std::span<const gate_request> units,
-                                                       std::span<const std::pair<double, std::uint64_t>> order,
-                                                       std::size_t folds) {
+LATENTAUDIT_INLINE std::vector<std::size_t> gate_folds(
+    std::span<const gate_request> units, std::span<const std::pair<double, std::uint64_t>> order,
+    std::size_t folds) {
   const std::size_t n = units.size();
   std::vector<std::size_t> fold_of(n);
   {
@@ -1003,8 +1005,7 @@ LATENTAUDIT_INLINE double gate_held_out(relay_gate_result& out, std::span<const 
       t_bytes[i] = static_cast<double>(u.arms[2]->bytes);
     }
   }
-  const clustered_mean_options cm{
-      .level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
+  const clustered_mean_options cm{.level = o.level, .replicates = o.bootstrap_replicates, .seed = o.seed};
   auto policy = [&](std::string name, bool available, const std::vector<double>& a,
                     const std::vector<double>& b, double rate) {
     policy_value v;

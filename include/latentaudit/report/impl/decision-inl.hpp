@@ -156,12 +156,13 @@ LATENTAUDIT_INLINE checklist_item homogeneity_with_placebo(std::span<const trial
   // a same-model cache, and matching fingerprints no longer establish what the relay relies on.
   if (cross != nullptr && cross->answer == verdict::yes) {
     homo.passed = verdict::no;
-    homo.reason += "; but a foreign model's cache helps (need.cross_model_beats_no_comm: " +
-                   finding_text(cross) +
-                   "): the placebo is not inert, so the benefit is not shown to need identical models";
+    homo.reason +=
+        "; but a foreign model's cache helps (need.cross_model_beats_no_comm: " + finding_text(cross) +
+        "): the placebo is not inert, so the benefit is not shown to need identical models";
   } else if (cross != nullptr && cross->answer == verdict::no) {
-    homo.reason += "; a foreign model's cache does not help (need.cross_model_beats_no_comm: " +
-                   finding_text(cross) + "), so relay only between identical models";
+    homo.reason +=
+        "; a foreign model's cache does not help (need.cross_model_beats_no_comm: " + finding_text(cross) +
+        "), so relay only between identical models";
   } else if (cross != nullptr) {
     homo.reason += "; whether a foreign model's cache helps is open (need.cross_model_beats_no_comm: " +
                    finding_text(cross) + ")";
@@ -174,8 +175,9 @@ struct risk_checklist {
   checklist_item no_need_harm, freshness, conflict, drift, cross_model;
 };
 
-LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding* stale, const finding* conflict,
-                                              const finding* drift, const finding* cross, double alpha) {
+LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding* stale,
+                                              const finding* conflict, const finding* drift,
+                                              const finding* cross, double alpha) {
   // yes: no harm where B needs nothing (no change shown, or a gain); no: harm shown (a significant
   // negative change); inconclusive: neither shown. Only "no" keeps the verdict from plain "relay".
   checklist_item nh{"no_need_harm", verdict::inconclusive,
@@ -227,9 +229,9 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
   }
   // cross_model: the relay's benefit is shown to need identical models when a foreign model's cache
   // is shown not to help; a foreign cache that helps fails homogeneity (above).
-  checklist_item cm{"cross_model", verdict::inconclusive,
-                    "a foreign model's cache does not help (need.cross_model_beats_no_comm): " +
-                        finding_text(cross)};
+  checklist_item cm{
+      "cross_model", verdict::inconclusive,
+      "a foreign model's cache does not help (need.cross_model_beats_no_comm): " + finding_text(cross)};
   if (cross != nullptr && cross->answer == verdict::no) {
     cm.passed = verdict::yes;
   } else if (cross != nullptr && cross->answer == verdict::yes) {
@@ -324,10 +326,9 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
   // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
   // (every record wrong) the task is broken and the verdict stays inconclusive.
-  const std::optional<double> alone_low =
-      vc0 == verdict::no && kv_absent_shown
-          ? alone_accuracy_low(records, base, o.monitor.alpha, o.horizon)
-          : std::nullopt;
+  const std::optional<double> alone_low = vc0 == verdict::no && kv_absent_shown
+                                              ? alone_accuracy_low(records, base, o.monitor.alpha, o.horizon)
+                                              : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
     d.verdict = "no communication";
     d.policy = {"answer without communication: neither text nor the relay carries information B uses"};
