@@ -188,7 +188,8 @@ class llama_cpp_batch {
 
 /// @brief One seat's view of one engine of a llama_cpp_batch: an inference_backend whose prefill and
 /// decode run batched with the other seats' (see the file comment); everything else is the engine's
-/// call under the batch's lock. Copyable (it points at the batch).
+/// call under the batch's lock. Copyable (it points at the batch), but a seat is one thread's: its
+/// views (of the model and of the partner) are used by one driver thread at a time.
 class llama_cpp_seat_engine {
   // f(engine) under the batch's lock, for a sequence of this seat (defined first: its return type is
   // deduced)
