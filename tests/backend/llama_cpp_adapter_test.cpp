@@ -37,12 +37,7 @@ const std::filesystem::path models = std::filesystem::path(LATENTAUDIT_SOURCE_DI
 // file).
 std::filesystem::path organism_gguf() { return test::organism_gguf("organism-a"); }
 
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return 1e30;
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
-  return m;
-}
+using test::max_abs_diff;
 
 std::vector<token_id> cat(std::vector<token_id> a, const std::vector<token_id>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -62,10 +57,10 @@ TEST_CASE("llama.cpp adapter: fingerprint and logits equal the reference backend
   const auto x = ll.prefill(s1, task.document, 0, {.all_logits = true});
   const auto y = ref.prefill(s2, task.document, 0, {.all_logits = true});
   CHECK(x.rows == static_cast<std::int64_t>(task.document.size()));
-  CHECK(max_diff(x.logits, y.logits) < 1e-4);
+  CHECK(max_abs_diff(x.logits, y.logits) < 1e-4);
   // decode continues the sequence; a position gap is refused before llama.cpp sees it
   const auto p = static_cast<position_t>(task.document.size());
-  CHECK(max_diff(ll.decode(s1, 4, p, {}).logits, ref.decode(s2, 4, p, {}).logits) < 1e-4);
+  CHECK(max_abs_diff(ll.decode(s1, 4, p, {}).logits, ref.decode(s2, 4, p, {}).logits) < 1e-4);
   CHECK_THROWS_WITH(ll.decode(s1, 4, p + 3, {}), Catch::Contains("no position gaps"));
   ll.close_seq(s1);
   ref.close_seq(s2);
@@ -124,7 +119,7 @@ TEST_CASE("llama.cpp adapter: caches relay across engines through the wire, both
       const auto got = ref.prefill(b, own, n, {.all_logits = true}).logits;
       ref.close_seq(b);
       INFO("item " << item << " llama.cpp -> reference");
-      CHECK(max_diff(got, want) < 1e-4);
+      CHECK(max_abs_diff(got, want) < 1e-4);
     }
     {  // reference -> llama.cpp
       const auto a = ref.open_seq();
@@ -138,7 +133,7 @@ TEST_CASE("llama.cpp adapter: caches relay across engines through the wire, both
       const auto got = ll.prefill(b, own, n, {.all_logits = true}).logits;
       ll.close_seq(b);
       INFO("item " << item << " reference -> llama.cpp");
-      CHECK(max_diff(got, want) < 1e-4);
+      CHECK(max_abs_diff(got, want) < 1e-4);
     }
   }
 }
@@ -247,7 +242,7 @@ TEST_CASE("llama.cpp adapter: `forward --engine llama.cpp` writes the reference'
   };
   const auto a = read(dir / "ref.csv"), b = read(dir / "ll.csv");
   CHECK(a.size() == 7u * 68u);
-  CHECK(max_diff(a, b) < 1e-4);
+  CHECK(max_abs_diff(a, b) < 1e-4);
   // a model that is not a GGUF file is one line and exit code 2
   const std::string bad = cli + " forward --engine llama.cpp --model " + (models / "organism-a").string() +
                           " --tokens 1 2> " + (dir / "err.txt").string();

@@ -32,15 +32,6 @@ namespace batch_test {  // named: the unity build joins this file with the other
 
 const std::filesystem::path models = std::filesystem::path(LATENTAUDIT_SOURCE_DIR) / "models";
 
-std::filesystem::path organism_gguf() { return test::organism_gguf("organism-a"); }
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return 1e30;
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
-  return m;
-}
-
 token_id argmax(std::span<const float> row) {
   return static_cast<token_id>(std::max_element(row.begin(), row.end()) - row.begin());
 }
@@ -54,8 +45,8 @@ TEST_CASE(
   for (std::uint64_t i = 0; i < 3; ++i) docs.push_back(make_organism_task(fmt, {.seed = 5}, i, 0).document);
   for (std::uint32_t n_batch : {2048u, 8u}) {  // 8: every document spans several llama_decode calls
     CAPTURE(n_batch);
-    auto solo = llama_cpp_backend::load(batch_test::organism_gguf(), {.n_batch = n_batch});
-    auto many = llama_cpp_backend::load(batch_test::organism_gguf(), {.n_batch = n_batch});
+    auto solo = llama_cpp_backend::load(test::organism_gguf("organism-a"), {.n_batch = n_batch});
+    auto many = llama_cpp_backend::load(test::organism_gguf("organism-a"), {.n_batch = n_batch});
     std::vector<forward_output> want;
     std::vector<seq_id> ss, ms;
     for (const auto& d : docs) {
@@ -75,10 +66,10 @@ TEST_CASE(
         REQUIRE(got[i].rows == 1);
         const std::vector<float> last(want[i].logits.end() - static_cast<std::ptrdiff_t>(V),
                                       want[i].logits.end());
-        CHECK(batch_test::max_diff(got[i].logits, last) <= 1e-4);
+        CHECK(test::max_abs_diff(got[i].logits, last) <= 1e-4);
       } else {
         CHECK(got[i].rows == static_cast<std::int64_t>(docs[i].size()));
-        CHECK(batch_test::max_diff(got[i].logits, want[i].logits) <= 1e-4);
+        CHECK(test::max_abs_diff(got[i].logits, want[i].logits) <= 1e-4);
       }
     }
     // greedy decode steps of the three sequences in one batch each equal their own
@@ -95,7 +86,7 @@ TEST_CASE(
       }
       const auto outs = many.forward_batch(steps);
       for (std::size_t i = 0; i < docs.size(); ++i) {
-        CHECK(batch_test::max_diff(outs[i].logits, own[i].logits) <= 1e-4);
+        CHECK(test::max_abs_diff(outs[i].logits, own[i].logits) <= 1e-4);
         CHECK(batch_test::argmax(outs[i].logits) == batch_test::argmax(own[i].logits));
         next[i] = batch_test::argmax(own[i].logits);
       }
@@ -104,7 +95,7 @@ TEST_CASE(
 }
 
 TEST_CASE("llama.cpp batch: a refused request runs nothing, and a seat uses only its own sequences") {
-  auto e = llama_cpp_backend::load(batch_test::organism_gguf());
+  auto e = llama_cpp_backend::load(test::organism_gguf("organism-a"));
   const std::vector<token_id> t = {1, 5, 7};
   const auto a = e.open_seq(), b = e.open_seq();
   std::vector<llama_cpp_forward> dup = {{.seq = a, .tokens = t}, {.seq = a, .tokens = t}};
@@ -130,7 +121,7 @@ TEST_CASE("llama.cpp batch: a refused request runs nothing, and a seat uses only
 
 TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the one-driver records") {
   const auto fmt = organism_format::load(batch_test::models / "organism-a");
-  auto plain = llama_cpp_backend::load(batch_test::organism_gguf());
+  auto plain = llama_cpp_backend::load(test::organism_gguf("organism-a"));
   const trial_design d = restrict_to_engine(trial_design{.seed = 3, .items = 16, .seeds = 1}, plain).design;
   const trial_driver<llama_cpp_backend>::task_source tasks = [&](std::uint64_t i, std::uint64_t s) {
     return make_organism_task(fmt, {.seed = 3}, i, s);
@@ -138,7 +129,7 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
   std::vector<trial_record> want, got;
   trial_driver<llama_cpp_backend>(plain).run(d, tasks, [&](const trial_record& r) { want.push_back(r); });
 
-  auto shared = llama_cpp_backend::load(batch_test::organism_gguf(),
+  auto shared = llama_cpp_backend::load(test::organism_gguf("organism-a"),
                                         {.n_ctx = 8192, .max_context = 4096, .n_seq_max = 9});
   llama_cpp_batch batch({&shared});
   using driver_type = trial_driver<llama_cpp_seat_engine>;
@@ -178,7 +169,7 @@ TEST_CASE(
   auto run = [&](int jobs) {
     const auto out = dir / ("jobs" + std::to_string(jobs));
     const std::string cmd = cli + " audit --engine llama.cpp --model " +
-                            batch_test::organism_gguf().string() + " --task " +
+                            test::organism_gguf("organism-a").string() + " --task " +
                             (batch_test::models / "organism-a" / "task.json").string() +
                             " --items 20 --seeds 1 --timing-repeats 0 --quiet --jobs " +
                             std::to_string(jobs) + (jobs > 1 ? " --batched" : "") + " --out " + out.string() +
@@ -200,7 +191,7 @@ TEST_CASE(
   }
   // --batched needs llama.cpp and --jobs 2 or more: one line, exit 2
   for (const std::string& bad :
-       {" --engine llama.cpp --model " + batch_test::organism_gguf().string() + " --task " +
+       {" --engine llama.cpp --model " + test::organism_gguf("organism-a").string() + " --task " +
             (batch_test::models / "organism-a" / "task.json").string() + " --batched",
         std::string(" --batched --jobs 2")}) {
     const std::string cmd = cli + " audit" + bad + " --items 4 --seeds 1 --quiet --out " +

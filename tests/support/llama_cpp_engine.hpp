@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <llama-cpp.h>
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <latentaudit/backend/gguf_export.hpp>
 #include <latentaudit/backend/llama_cpp_runtime.hpp>
@@ -133,6 +135,14 @@ inline std::vector<std::int32_t> organism_document(std::uint64_t seed, int pairs
     doc.push_back(values[i]);
   }
   return doc;
+}
+
+/// The largest |a[i] - b[i]| of two logit vectors (1e30 when their sizes differ).
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e30;
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
 }
 
 }  // namespace latentaudit::test

@@ -94,6 +94,19 @@ std::pair<double, double> mean_sd(std::span<const double> x);
 /// @brief Checks a confidence level and a bootstrap replicate count for the analyses.
 void check_level_replicates(std::string_view fn, double level, std::size_t replicates);
 
+/// The link the cost check reads (decide and cost_benefit_analysis): `requested`, else the first
+/// record's non-empty link, and pcie4 when there is none or it is a custom link.
+[[nodiscard]] inline std::string cost_link_of(std::span<const trial_record> records, std::string requested) {
+  if (!requested.empty()) return requested;
+  for (const auto& r : records)
+    if (!r.link.empty()) {
+      requested = r.link;
+      break;
+    }
+  if (requested.empty() || requested.rfind("custom:", 0) == 0) requested = "pcie4";
+  return requested;
+}
+
 }  // namespace latentaudit::detail
 
 #ifndef LATENTAUDIT_COMPILED_LIB

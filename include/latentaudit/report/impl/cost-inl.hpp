@@ -541,15 +541,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   out.notes = std::move(arm_notes);
   const auto links = detail::links_to_evaluate(fn, records, o, out.notes);
   out.projection = detail::cost_projection(o, links);
-  out.primary_link = o.primary_link;
-  if (out.primary_link.empty()) {
-    for (const auto& r : records)
-      if (!r.link.empty()) {
-        out.primary_link = r.link;
-        break;
-      }
-    if (out.primary_link.empty() || out.primary_link.rfind("custom:", 0) == 0) out.primary_link = "pcie4";
-  }
+  out.primary_link = detail::cost_link_of(records, o.primary_link);
   // Run-to-run timing variation, pooled per arm over the records with repeated timings.
   detail::run_to_run_pool pool_relay, pool_text;
   for (const auto& r : records) {

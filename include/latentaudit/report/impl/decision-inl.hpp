@@ -20,6 +20,7 @@
 #include "../../estimators/multiplicity.hpp"
 #include "../detail/arm_roles.hpp"
 #include "../detail/audit_data.hpp"
+#include "../detail/record_units.hpp"
 
 namespace latentaudit {
 
@@ -436,15 +437,7 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
     LATENTAUDIT_THROW(invalid_argument("decide: alpha must lie in (0, 0.5)"));
   detail::check_relay_switch_options("decide", o.switch_options);
   audit_decision d;
-  d.link = o.link;
-  if (d.link.empty()) {
-    for (const auto& r : records)
-      if (!r.link.empty()) {
-        d.link = r.link;
-        break;
-      }
-    if (d.link.empty() || d.link.rfind("custom:", 0) == 0) d.link = "pcie4";
-  }
+  d.link = detail::cost_link_of(records, o.link);
   const auto* control = detail::find_finding(findings, "need.text_beats_no_comm");
   const auto* dep = detail::find_finding(findings, "need.kv_beats_no_comm");
   const auto* cross = detail::find_finding(findings, "need.cross_model_beats_no_comm");
