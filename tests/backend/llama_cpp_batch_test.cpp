@@ -5,7 +5,8 @@
 // several n_batch calls; a request the engine refuses fails before anything runs; trial drivers on
 // two threads sharing one context through a llama_cpp_batch give the one-driver run's records (the
 // same answers, correctness and tokens; log-probabilities within 1e-4) and do batch; `audit
-// --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record.
+// --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record; a failing
+// llama_decode answers every waiting seat.
 #include <latentaudit/backend/llama_cpp.hpp>
 #include <latentaudit/backend/llama_cpp_batch.hpp>
 #include <latentaudit/trial.hpp>
@@ -24,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace latentaudit;
@@ -117,6 +119,40 @@ TEST_CASE("llama.cpp batch: a refused request runs nothing, and a seat uses only
   one.close_seq(s);
   CHECK_THROWS_AS(batch.seat_engine(7, 0), invalid_argument);
   CHECK_THROWS_AS(batch.seat_engine(0, 1), invalid_argument);
+}
+
+TEST_CASE("llama.cpp batch: a llama_decode that fails answers every waiting seat, and none hangs") {
+  // Three sequences of 100 tokens in one batch need 300 cells; the context has 256 (llama.cpp's
+  // smallest; organism-a trains on 128 positions): llama_decode cannot place the batch, and every
+  // waiting seat gets the error.
+  auto e = llama_cpp_backend::load(test::organism_gguf("organism-a"), {.n_ctx = 256, .n_batch = 512});
+  llama_cpp_batch batch({&e});
+  std::vector<token_id> doc(100);
+  for (std::size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<token_id>(1 + i % 7);
+  std::vector<llama_cpp_seat_engine> seats;
+  std::vector<seq_id> seqs;
+  for (int k = 0; k < 3; ++k) {
+    seats.push_back(batch.seat_engine(batch.add_seat(), 0));
+    seqs.push_back(seats.back().open_seq());  // every seat live: no forward runs before all three wait
+  }
+  std::vector<std::string> errors(3);
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t k = 0; k < 3; ++k)
+      threads.emplace_back([&, k] {
+        try {
+          (void)seats[k].prefill(seqs[k], doc, 0, {});
+        } catch (const backend_error& x) {
+          errors[k] = x.what();
+        }
+      });
+  }  // joined: none waits forever
+  for (const auto& err : errors) CHECK_THAT(err, Catch::Contains("llama_decode"));
+  CHECK(batch.stats().batched == 3);
+  for (std::size_t k = 0; k < 3; ++k) seats[k].close_seq(seqs[k]);
+  const auto a = seats[0].open_seq();  // alone, it fits
+  CHECK(seats[0].prefill(a, doc, 0, {}).rows == 1);
+  seats[0].close_seq(a);
 }
 
 TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the one-driver records") {
