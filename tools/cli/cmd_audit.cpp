@@ -894,9 +894,6 @@ void add_identity_options(audit_run& r) {
   if (!o.as_object().empty()) d.identity.options = std::move(o);
 }
 
-// The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
-// with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
-// relay peer or MPI rank 1, serves the sender's half).
 // The relay peer (`relay-peer`) or rank 1 of `--relay-transport mpi`: agent A, serving the
 // sender's half of every relay agent B asks for over the link.
 template <class Engine, class Partner, class AddSenders>
@@ -912,6 +909,9 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
       d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
 }
 
+// The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
+// with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
+// relay peer or MPI rank 1, serves the sender's half).
 template <class Engine, class Partner, class AddSenders, class MakeWorker>
 driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engine, Partner* partner,
                           const char* engine_name, AddSenders&& add_senders, MakeWorker&& make_worker) {
