@@ -9,6 +9,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "../../core/parallel.hpp"
 #include "../detail/distributions.hpp"
@@ -352,6 +353,18 @@ LATENTAUDIT_INLINE ai_variances abadie_imbens_variances(
   return {var_sample, var_pop};
 }
 
+// The weighted mean of x (weights w summing to sw) and the weighted sum of squared deviations
+// from it.
+LATENTAUDIT_INLINE std::pair<double, double> weighted_mean_and_squares(std::span<const double> w,
+                                                                       std::span<const double> x, double sw) {
+  double m = 0;
+  for (std::size_t r = 0; r < x.size(); ++r) m += w[r] * x[r];
+  m /= sw;
+  double ss = 0;
+  for (std::size_t r = 0; r < x.size(); ++r) ss += w[r] * (x[r] - m) * (x[r] - m);
+  return {m, ss};
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const double> outcome,
@@ -539,13 +552,8 @@ LATENTAUDIT_INLINE matching_result nearest_neighbor_matching(std::span<const dou
       detail::abadie_imbens_variances(sigs, iot_t, iot_c, kcount, kkcount, matched, scaus, est, ate);
   const double var_cond = std::max(var_sample, var_pop) - var_sample;
 
-  // ---- naive SE of the matched differences (Match's se.standard, unadjusted) ---------------
-  double mest = 0;
-  for (std::size_t r = 0; r < n_rows; ++r) mest += row_w[r] * tau_raw[r];
-  mest /= sw;
-  double vst = 0;
-  for (std::size_t r = 0; r < n_rows; ++r) vst += row_w[r] * (tau_raw[r] - mest) * (tau_raw[r] - mest);
-
+  // the naive SE of the matched differences (Match's se.standard, unadjusted)
+  const auto [mest, vst] = detail::weighted_mean_and_squares(row_w, tau_raw, sw);
   matching_result res;
   const double sign = atc ? -1.0 : 1.0;
   res.estimate_unadjusted = sign * mest;
