@@ -17,7 +17,7 @@
 // reduction order of a larger batch, and the cache cells other sequences occupy); the tokens chosen
 // and every answer equal the unbatched run's on the organisms (tests/backend/llama_cpp_batch_test.cpp).
 // A forward the engine refuses (a position gap, a closed sequence) fails alone, before the batch
-// runs; a failing llama_decode fails every request of its call.
+// runs; a failing llama_decode fails every request of its call, each with its own copy of the error.
 #ifndef LATENTAUDIT_BACKEND_LLAMA_CPP_BATCH_HPP
 #define LATENTAUDIT_BACKEND_LLAMA_CPP_BATCH_HPP
 
@@ -165,8 +165,18 @@ class llama_cpp_batch {
         for (const auto* r : q) fs.push_back(r->forward);
         auto outs = engine(e).forward_batch(fs);
         for (std::size_t i = 0; i < q.size(); ++i) q[i]->out = std::move(outs[i]);
+      } catch (const invalid_argument& x) {
+        // each waiting thread rethrows its own exception, its message a fresh string: one object (or
+        // one shared message buffer) caught on several threads would be read by one handler while
+        // another's end frees it
+        for (auto* r : q) r->error = std::make_exception_ptr(invalid_argument(std::string(x.what())));
+      } catch (const backend_error& x) {
+        for (auto* r : q) r->error = std::make_exception_ptr(backend_error(std::string(x.what())));
+      } catch (const std::exception& x) {
+        for (auto* r : q)
+          r->error = std::make_exception_ptr(backend_error(std::string("llama_cpp_batch: ") + x.what()));
       } catch (...) {
-        for (auto* r : q) r->error = std::current_exception();
+        for (auto* r : q) r->error = std::make_exception_ptr(backend_error("llama_cpp_batch: unknown error"));
       }
       for (auto* r : q) r->done = true;
       waiting_ -= q.size();
