@@ -411,13 +411,18 @@ class llama_cpp_backend {
       out[i].logits.reserve(static_cast<std::size_t>(out[i].rows) * V);
     }
     const auto chunk = static_cast<std::int32_t>(llama_n_batch(ctx_));
-    llama_batch b = llama_batch_init(chunk, 0, 1);
+    std::int64_t total = 0;
+    for (const auto& r : rs) total += static_cast<std::int64_t>(r.tokens.size());
+    // sized for what runs, not for n_batch: llama_batch_init allocates per row, and a decode step
+    // is one row
+    llama_batch b = llama_batch_init(static_cast<std::int32_t>(std::min<std::int64_t>(chunk, total)), 0, 1);
     struct guard {
       llama_batch& b;
       ~guard() { llama_batch_free(b); }
     } g{b};
-    std::vector<std::size_t> owner(static_cast<std::size_t>(chunk));  // the request of each batch row
-    std::vector<std::pair<std::size_t, std::int64_t>> appended;       // (request, tokens) of one call
+    std::vector<std::size_t> owner(
+        static_cast<std::size_t>(std::min<std::int64_t>(chunk, total)));  // row → request
+    std::vector<std::pair<std::size_t, std::int64_t>> appended;           // (request, tokens) of one call
     std::size_t ri = 0;
     std::int64_t off = 0;  // tokens of request ri already run
     while (ri < rs.size()) {
