@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/cli_runner.hpp"
 #include "support/llama_cpp_engine.hpp"
 
 #include <sys/wait.h>
@@ -263,15 +264,7 @@ TEST_CASE("llama.cpp tokenizer: the text organism's audit on its task file finds
                            "--quiet --out " +
                            (dir / "out2").string() + " > " + (dir / "summary2.json").string();
   REQUIRE(std::system(cmd2.c_str()) == 0);
-  auto timeless = [](const fs::path& f) {
-    std::vector<std::string> out;
-    for (auto r : read_records(f)) {
-      r.latency = {};
-      for (auto& x : r.latency_repeats_s) x = 0.0;
-      out.push_back(record_to_line(r));
-    }
-    return out;
-  };
+  const auto timeless = [](const fs::path& f) { return test::timeless_record_lines(f); };
   const auto one = timeless(dir / "out" / "records.jsonl");
   CHECK(one.size() == 60u * 4u);
   CHECK(timeless(dir / "out2" / "records.jsonl") == one);
