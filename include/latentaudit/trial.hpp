@@ -7,6 +7,7 @@
 #include "core.hpp"
 #include "kv.hpp"
 #include "trial/arm.hpp"
+#include "trial/arm_schedule.hpp"
 #include "trial/design.hpp"
 #include "trial/driver.hpp"
 #include "trial/engine_support.hpp"

@@ -33,11 +33,19 @@ trial_record record_of_text(std::string_view text, std::string_view where) {
 }
 
 // The records of a path as `latentaudit report --records PATH` reads them (dist::read_records_input,
-// the CLI's one reader of a records file or audit directory); `o` gets the design's arms and, as the
+// the CLI's one reader of a records file or audit directory); `o` gets the design's arms, an audit
+// stopped when decided its rule (horizon, looks, the regimes' items and the arms' schedule: the
+// intervals as confidence sequences, a trial never scheduled not a missing record) and, as the
 // CLI's, the task file design.json names (dist::read_design_tasks).
 std::vector<trial_record> records_of_path(const std::filesystem::path& path, audit_options& o) {
   auto in = dist::read_records_input(path);
   o.design_arms = std::move(in.design_arms);
+  if (in.horizon != 0) {
+    o.horizon = in.horizon;
+    o.looks = in.looks;
+    o.regime_horizon = in.regime_horizon;
+    o.schedule = in.schedule;
+  }
   o.tasks = dist::read_design_tasks(in, path, o.tasks_note);
   return std::move(in.records);
 }

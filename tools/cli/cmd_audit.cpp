@@ -443,6 +443,9 @@ struct audit_run {
   std::vector<trial_record> seen;  ///< --until-decided: every record of --out so far
   /// --until-decided: the design's items of each regime (the tasks', known before any trial)
   std::map<std::string, std::size_t> regime_items;
+  std::vector<std::string> item_regime;  ///< --until-decided: each item's regime (item i = task i)
+  /// --until-decided: the trials scheduled so far, batch by batch (--out/schedule.json)
+  arm_schedule schedule;
   std::uint64_t progress_base = 0;  ///< --until-decided: trials of the batches before this one
   json_value stopped;               ///< --until-decided: what the stopping rule did (the summary's)
   /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
@@ -813,11 +816,14 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
 // the report's decision on every record so far — every betting limit a confidence sequence tuned
 // for the design's items, the cost bootstrap at alpha/looks, the relay gate and the demonstrations
 // skipped (the decision reads neither) — and a stop at the first settled decision
-// (decision_settled) or after the last batch. On a resume the journaled batches are looked at
-// again, so the run stops where the first run would have. run_positions(p) runs the units at
-// positions p of the design's unit order.
+// (decision_settled) or after the last batch. Between looks an arm stops on a regime's items once
+// every finding that reads it is decided (arm_cells_to_run): the next batch's trials of the cells
+// it leaves out are added to `skip` (the driver's keys not to run), and --out/schedule.json says
+// which trials each batch scheduled before the batch runs. On a resume the journaled batches are
+// looked at again, each on the records of its own items, so the run stops — and stops each arm —
+// where the first run did. run_positions(p) runs the units at positions p of the design's unit order.
 template <class RunPositions>
-driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions) {
+driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions, std::set<trial_key>& skip) {
   const auto& d = r.d;
   const auto units = d.unit_order();
   std::vector<std::vector<std::size_t>> batches(r.looks);
@@ -830,31 +836,61 @@ driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions) {
   look.relay_gate = false;
   look.demonstrations = false;
   for (const auto& a : d.arms) look.design_arms.push_back(a.label);
+  r.schedule = arm_schedule{.batch_items = r.batch_items};
+  std::set<arm_cell> to_run;  // the cells the last look keeps running
+  for (const auto& [regime, n] : r.regime_items)
+    for (const auto& a : d.arms) to_run.insert(arm_cell{regime, a.label});
   driver_stats total;
   std::string verdict = "inconclusive";
   std::size_t k = 0;
   bool settled = false;
+  std::uint64_t scheduled = 0;  // trials the schedule gave the batches run
   while (k < r.looks && !settled) {
+    std::set<arm_cell> left_out;
+    for (const auto& [regime, n] : r.regime_items)
+      for (const auto& a : d.arms)
+        if (to_run.count(arm_cell{regime, a.label}) == 0) left_out.insert(arm_cell{regime, a.label});
+    r.schedule.add_batch(left_out);
+    write_arm_schedule(r.out / "schedule.json", r.schedule);
+    for (const std::size_t p : batches[k]) {
+      const auto [item, s] = units[p];
+      for (const auto& a : d.arms)
+        if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0)
+          skip.insert(trial_key{item, s, a.label});
+        else
+          ++scheduled;
+    }
     total += run_positions(batches[k]);
     r.progress_base += batches[k].size() * d.arms.size();
     ++k;
-    auto records = r.seen;
+    std::vector<trial_record> records;  // this look's: the records of the batches run so far
+    for (const auto& rec : r.seen)
+      if (rec.item < k * r.batch_items) records.push_back(rec);
     dist::order_as_executed(records, d);
-    const auto decision = build_audit_report(records, look).decision;
+    look.schedule = r.schedule;
+    const auto report = build_audit_report(records, look);
+    const auto& decision = report.decision;
     verdict = decision.verdict;
     settled = decision_settled(decision);
+    to_run = arm_cells_to_run(report.findings, decision);
     std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
     for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
     if (open.empty() && !settled)
       for (const auto& c : decision.checklist)
         if (c.passed == verdict::inconclusive && c.name != "monitor")
           open.append(open.empty() ? "" : ", ").append(c.name);
+    std::size_t cells = 0;  // the design's cells still running
+    for (const auto& [regime, n] : r.regime_items)
+      for (const auto& a : d.arms) cells += to_run.count(arm_cell{regime, a.label});
     if (!r.args.has("--quiet"))
-      std::fprintf(stderr, "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s\n",
+      std::fprintf(stderr,
+                   "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
+                   "(regime, arm) cells run on\n",
                    k, r.looks,
                    static_cast<unsigned long long>(std::min<std::uint64_t>(k * r.batch_items, d.items)),
-                   static_cast<unsigned long long>(d.items), verdict.c_str(),
-                   settled ? " (settled: stop)" : "", open.empty() ? "" : (" (open: " + open + ")").c_str());
+                   static_cast<unsigned long long>(d.items), verdict.c_str(), settled ? " (settled: stop)" : "",
+                   open.empty() ? "" : (" (open: " + open + ")").c_str(), settled ? 0 : cells,
+                   r.regime_items.size() * d.arms.size());
   }
   const std::uint64_t items_run = std::min<std::uint64_t>(k * r.batch_items, d.items);
   r.stopped = json_value::object();
@@ -864,6 +900,7 @@ driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions) {
   r.stopped.set("items_planned", static_cast<double>(d.items));
   r.stopped.set("items_run", static_cast<double>(items_run));
   r.stopped.set("trials_planned", static_cast<double>(d.trials()));
+  r.stopped.set("trials_scheduled", static_cast<double>(scheduled));
   r.stopped.set("trials_in_records", static_cast<double>(r.seen.size()));
   r.stopped.set("settled", settled);
   r.stopped.set("decision_at_stop", verdict);
@@ -886,6 +923,8 @@ void add_identity_options(audit_run& r) {
     json_value u = json_value::object();
     u.set("batch_items", static_cast<double>(r.batch_items));
     u.set("looks", static_cast<double>(r.looks));
+    // arms stop one by one once the findings that read them are decided (schedule.json)
+    u.set("arms", "stop when decided");
     json_value ri = json_value::object();
     for (const auto& [name, n] : r.regime_items) ri.set(name, static_cast<double>(n));
     u.set("regime_items", std::move(ri));
@@ -1041,7 +1080,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
       return positions[k++];
     }));
   };
-  if (r.batch_items != 0) return run_until_decided(r, run_positions);
+  if (r.batch_items != 0) return run_until_decided(r, run_positions, resumed);
   if (r.jobs > 1 && shard == nullptr) return run_positions({});
   if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
     try {
@@ -1135,7 +1174,10 @@ driver_stats run_audit_trials(audit_run& r) {
   }
   warn_design_reach(r);
   if (r.batch_items != 0)  // the intervals of each regime are tuned for its items in the design
-    for (const auto& t : user_tasks->tasks) ++r.regime_items[regime_name(t.regime)];
+    for (const auto& t : user_tasks->tasks) {
+      ++r.regime_items[regime_name(t.regime)];
+      r.item_regime.emplace_back(regime_name(t.regime));
+    }
   // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
@@ -1303,6 +1345,7 @@ int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_cl
       aopt.horizon = static_cast<std::size_t>(d.items);
       aopt.looks = r.looks;
       aopt.regime_horizon = r.regime_items;
+      aopt.schedule = r.schedule;
     }
     aopt.engine = on_llama ? "llama.cpp" : "reference";  // report.md's "Unavailable on this engine"
     for (const auto& x : engine_skipped) aopt.arms_unavailable.emplace_back(x.arm, x.reason);
@@ -1494,6 +1537,7 @@ int run_report(std::span<const std::string> words) {
   aopt.horizon = input.horizon;  // a stopped audit: its intervals tuned for the design, as the audit's
   aopt.looks = input.looks;
   aopt.regime_horizon = input.regime_horizon;
+  aopt.schedule = input.schedule;
   aopt.tasks = dist::read_design_tasks(input, records_arg, aopt.tasks_note);
   const auto warnings = design_warnings(records_path, records);
   if (!args.has("--quiet"))

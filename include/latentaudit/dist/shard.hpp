@@ -28,6 +28,7 @@
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
+#include "../trial/arm_schedule.hpp"
 #include "../trial/design.hpp"
 #include "../trial/journal.hpp"
 #include "../trial/record.hpp"
@@ -366,6 +367,8 @@ struct records_input {
   std::size_t horizon = 0;
   std::size_t looks = 1;                              ///< the rule's most looks (audit_options::looks)
   std::map<std::string, std::size_t> regime_horizon;  ///< the design's items per regime
+  /// an audit that stopped arms one by one: the trials it scheduled (schedule.json; empty: all)
+  arm_schedule schedule;
 };
 
 namespace detail {
@@ -415,6 +418,22 @@ inline void read_until_decided(const json_value& dj, const std::filesystem::path
       bad("options.until_decided.regime_items." + name, "declares " + std::to_string(h) +
                                                             " items, but the records hold " +
                                                             std::to_string(it->second.size()));
+  // arms stopped one by one (`audit --until-decided` since 2026-12-05): schedule.json beside the
+  // records says which trials each batch scheduled; without it every trial counts as scheduled,
+  // so a trial left out reads as a missing record (worst-case bounds: valid, wider)
+  if (const json_value* arms = u->find("arms"); arms != nullptr) {
+    if (!arms->is_string() || arms->as_string() != "stop when decided")
+      bad("options.until_decided.arms", "must be \"stop when decided\"");
+    const auto sp = p.parent_path() / "schedule.json";
+    std::error_code ec;
+    if (std::filesystem::exists(sp, ec)) {
+      std::set<std::string> labels;
+      if (const json_value* a = dj.find("arms"); a != nullptr && a->is_array())
+        for (const auto& x : a->as_array())
+          if (x.is_string()) labels.insert(x.as_string());
+      in.schedule = read_arm_schedule(sp, in.horizon, labels);
+    }
+  }
 }
 
 }  // namespace detail

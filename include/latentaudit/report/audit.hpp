@@ -143,6 +143,11 @@ struct audit_options {
   /// "conflict"; counted before any trial, as a regime is the task's, not an outcome), which the
   /// intervals over that regime's items are tuned for; a regime not named uses `horizon`
   std::map<std::string, std::size_t> regime_horizon = {};
+  /// `audit --until-decided`: the trials the audit scheduled, batch by batch (schedule.json): an
+  /// arm stopped on a regime's items once every finding that reads it was decided. A trial it left
+  /// out is not a missing record (no worst-case bound, no completeness gap); a record of one is
+  /// corrupt. Empty (the default): every arm of the design was scheduled on every item.
+  arm_schedule schedule = {};
 };
 
 /// @brief Completeness of one arm in one regime: which (item, seed) units of the regime hold its
@@ -150,9 +155,13 @@ struct audit_options {
 struct arm_completeness {
   std::string arm;               ///< arm label (a design arm, or one seen in the records)
   std::string regime;            ///< "need", "no_need", "stale", "conflict" or "unknown"
-  std::size_t units = 0;         ///< (item, seed) units of the regime (some arm holds a record there)
+  /// (item, seed) units of the regime where this arm was scheduled (some arm holds a record there)
+  std::size_t units = 0;
   std::size_t records = 0;       ///< units holding this arm's record
   std::size_t missing = 0;       ///< units lacking it (units − records)
+  /// units of the regime the schedule left this arm out of (`audit --until-decided`), not counted
+  /// in `units`
+  std::size_t not_scheduled = 0;
   std::size_t relay_errors = 0;  ///< its records with relay_error (failed relays, counted as outcomes)
 };
 
@@ -314,8 +323,6 @@ void check_audit_options(std::string_view fn, const audit_options& o);
 [[nodiscard]] audit_core analyse_records_with_roles(std::span<const trial_record> records,
                                                     const audit_options& o, const arm_roles& roles,
                                                     std::span<const std::string> role_warnings);
-
-[[nodiscard]] const char* regime_name(audit_regime r) noexcept;
 
 /// @brief Fills out.completeness (per arm, by label, and regime: units, records, missing, relay
 /// errors; the design arms of `o` and the arms seen), out.missing_fields (what a decision check needs and no

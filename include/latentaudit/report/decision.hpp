@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,11 @@ struct checklist_item {
   std::string name;                        ///< positive_control, dependency, ..., monitor (decide())
   verdict passed = verdict::inconclusive;  ///< yes = the check supports relaying
   std::string reason;                      ///< one sentence with the numbers behind it
+  /// the findings the check reads (their ids; the risk family's three for each of its checks)
+  std::vector<std::string> findings = {};
+  /// cells the check reads directly, not through a finding (dependency: the control arm's need
+  /// records, whose accuracy "no communication" reads)
+  std::vector<arm_cell> reads = {};
 };
 
 /// @brief The sequential monitor replayed on the audit's own need-regime data, at the item level:
@@ -170,6 +176,16 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
   return d.verdict == "relay" || d.verdict == "relay with conditions" || d.verdict == "text" ||
          d.verdict == "no communication";
 }
+
+/// @brief The (regime, arm) cells an audit that stops arms one by one (`audit --until-decided`)
+/// runs on its next batch of items: none once `d` is settled (decision_settled); else every cell a
+/// finding of `findings` that is not decided ("inconclusive") reads (finding::reads), and the cells
+/// the decision still needs — while its verdict is "inconclusive" those of every check, else those
+/// of the checks still "inconclusive" (each check's findings' reads and its own reads; the monitor
+/// is informational and holds none). A cell no undecided finding or open check reads stops: its
+/// findings are decided, and their intervals, confidence sequences over the items the cell ran,
+/// stay valid at that stop. docs/audit-report.md "An audit that stops when it has decided".
+[[nodiscard]] std::set<arm_cell> arm_cells_to_run(std::span<const finding> findings, const audit_decision& d);
 
 }  // namespace latentaudit
 

@@ -11,9 +11,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../core/json.hpp"
 #include "../estimators/betting_power.hpp"
+#include "../trial/arm_schedule.hpp"
 
 namespace latentaudit {
 
@@ -49,6 +51,12 @@ struct finding {
   /// (betting_detectable_difference, docs/audit-report.md "Minimum detectable effect"); NaN (null
   /// in report.json) for the other findings and below 2 items
   double minimum_detectable_effect = std::numeric_limits<double>::quiet_NaN();
+  /// the (regime, arm) cells whose records the finding reads (its contrast's arms in its regime),
+  /// whether or not they are in the records: `audit --until-decided` runs a cell on later items
+  /// only while a finding that reads it is undecided (arm_cells_to_run, report/decision.hpp);
+  /// empty where the finding does not say (the rule then keeps every cell running while it is
+  /// undecided)
+  std::vector<arm_cell> reads = {};
 };
 
 /// @brief The reason every finding downstream of a failed positive control (need.text_beats_no_comm
@@ -72,7 +80,7 @@ inline void set_minimum_detectable(finding& f, std::span<const double> items) {
 }  // namespace detail
 
 /// @brief {"id","verdict","estimate","ci_low","ci_high","method","n","detail","noninferiority_p",
-/// "minimum_detectable_effect"};
+/// "minimum_detectable_effect","reads"} ("reads": "regime:arm" strings);
 /// non-finite numbers become null.
 [[nodiscard]] inline json_value finding_to_json(const finding& f) {
   const auto num = detail::number_or_null;
@@ -87,6 +95,9 @@ inline void set_minimum_detectable(finding& f, std::span<const double> items) {
   j.set("detail", f.detail);
   j.set("noninferiority_p", num(f.noninferiority_p));
   j.set("minimum_detectable_effect", num(f.minimum_detectable_effect));
+  json_value reads = json_value::array();
+  for (const auto& c : f.reads) reads.push_back(c.regime + ":" + c.arm);
+  j.set("reads", std::move(reads));
   return j;
 }
 

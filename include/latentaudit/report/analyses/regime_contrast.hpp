@@ -110,7 +110,11 @@ void holm_over(std::span<regime_contrast* const> family);
 /// @brief The inconclusive finding, n = 0 and NaN numbers, of an analysis that could not run.
 /// @param id the finding id
 /// @param why what was missing (the detail)
-[[nodiscard]] finding not_estimable_finding(std::string id, std::string why);
+/// @param reads the cells it would read (finding::reads)
+[[nodiscard]] finding not_estimable_finding(std::string id, std::string why, std::vector<arm_cell> reads = {});
+
+/// @brief The cells contrast `c` reads: its treated and control arms in its regime.
+[[nodiscard]] std::vector<arm_cell> contrast_reads(const regime_contrast& c);
 
 /// @brief A relay-failure risk finding on contrast `c` of `regime` (stale.kv_worse_than_text,
 /// conflict.kv_worse_than_no_comm): its verdict interval, pairs, method "<regime> regime, <id>:

@@ -24,6 +24,7 @@
 #include "../../estimators/detail/distributions.hpp"
 #include "../../estimators/paired_binary.hpp"
 #include "../../trial/arm.hpp"
+#include "../../trial/arm_schedule.hpp"
 #include "../../trial/record.hpp"
 
 namespace latentaudit::detail {
@@ -92,7 +93,10 @@ struct audit_data : unit_records {
   std::vector<std::uint64_t> seeds;         ///< distinct seeds, ascending
   std::vector<std::uint32_t> unit_cluster;  ///< per unit: index of its item in `items`
   std::vector<audit_regime> unit_regime;    ///< per unit
-  std::vector<std::int8_t> y;               ///< [unit · arms + arm]: −1 absent, else correct (0/1)
+  /// [unit · arms + arm]: correct (0/1); −1 missing (no record, though scheduled); not_run (−2)
+  /// when the schedule left the arm out on the unit's item (`audit --until-decided`)
+  std::vector<std::int8_t> y;
+  static constexpr std::int8_t not_run = -2;  ///< y of a trial the schedule never ran
   /// the items every betting interval and p-value over items of several regimes is tuned for
   /// (audit_options::horizon): 0 = each sample's own size; N = the planned most items of an audit
   /// looked at while it grows
@@ -113,17 +117,27 @@ struct audit_data : unit_records {
   [[nodiscard]] std::optional<arm_family> family(std::size_t a) const noexcept {
     return kinds[a] ? std::optional<arm_family>(plan_of(*kinds[a]).family) : std::nullopt;
   }
-  /// @brief Outcome of arm `a` on unit `u` (−1 when absent).
+  /// @brief Outcome of arm `a` on unit `u` (−1 when missing, −2 when never scheduled: both < 0).
   [[nodiscard]] int outcome(std::size_t u, std::size_t a) const noexcept { return y[u * arms() + a]; }
+  /// @brief Whether arm `a` was scheduled on unit `u` (its record is either there or missing).
+  [[nodiscard]] bool scheduled(std::size_t u, std::size_t a) const noexcept {
+    return y[u * arms() + a] != not_run;
+  }
 };
 
 /// @brief The regime code of a regime string.
 [[nodiscard]] audit_regime regime_code(std::string_view r) noexcept;
 
-/// @brief Builds the unit × arm table, validating the records.
+/// @brief The regime string of a regime code ("need", "no_need", "stale", "conflict", "unknown").
+[[nodiscard]] const char* regime_name(audit_regime r) noexcept;
+
+/// @brief Builds the unit × arm table, validating the records; a cell `schedule` left out of a
+/// unit's item is marked audit_data::not_run rather than missing.
 /// @throws invalid_argument for no records; corrupt_data for a duplicate (item, seed, arm), an arm
-///         with two arm_kinds, arms of one unit with different regimes, or a non-finite field
-[[nodiscard]] audit_data build_audit_data(std::string_view fn, std::span<const trial_record> records);
+///         with two arm_kinds, arms of one unit with different regimes, a non-finite field, or a
+///         record of a trial the schedule left out
+[[nodiscard]] audit_data build_audit_data(std::string_view fn, std::span<const trial_record> records,
+                                          const arm_schedule& schedule = {});
 
 /// @brief The pairs of one contrast: treated (the mean of one or more arms) minus control, on the
 /// units where every arm involved is present and the unit filter holds.
@@ -265,6 +279,9 @@ template <class Keep>
       flush();
       last = d.unit_cluster[u];
     }
+    bool never_run = !d.scheduled(u, control);  // a trial never scheduled is no missing record
+    for (auto a : treated) never_run |= !d.scheduled(u, a);
+    if (never_run) continue;
     const int c = d.outcome(u, control);
     bool missing = c < 0;
     double tl = 0, th = 0;

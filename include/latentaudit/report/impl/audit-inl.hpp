@@ -43,14 +43,9 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
         fn, "options.looks",
         "needs (B + 1)·alpha/(2·looks) >= 1 (the cost bootstrap's limits at alpha/(2·looks)), got " +
             number_text(o.looks) + " looks with B = " + number_text(o.bootstrap_replicates));
-}
-
-[[nodiscard]] LATENTAUDIT_INLINE const char* regime_name(audit_regime r) noexcept {
-  return r == audit_regime::need       ? "need"
-         : r == audit_regime::no_need  ? "no_need"
-         : r == audit_regime::stale    ? "stale"
-         : r == audit_regime::conflict ? "conflict"
-                                       : "unknown";
+  if (!o.schedule.empty() && o.horizon == 0)
+    throw_invalid(fn, "options.schedule",
+                  "applies to an audit looked at while it grows: it needs options.horizon (the design's items)");
 }
 
 LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const trial_record> records,
@@ -73,6 +68,12 @@ LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const 
       const std::size_t units = regime_units[static_cast<std::size_t>(g)];
       if (units == 0) continue;
       arm_completeness c{.arm = arm, .regime = regime_name(g), .units = units};
+      if (!o.schedule.empty())
+        for (std::size_t u = 0; u < d.units(); ++u)
+          if (d.unit_regime[u] == g && !o.schedule.runs(d.unit_item[u], arm_cell{c.regime, arm})) {
+            --c.units;
+            ++c.not_scheduled;
+          }
       if (a != audit_data::npos)
         for (std::size_t u = 0; u < d.units(); ++u) {
           if (d.unit_regime[u] != g) continue;
@@ -351,7 +352,7 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   constexpr std::string_view fn = "analyse_records";
   detail::check_audit_options(fn, o);
   const detail::audit_data d = [&] {
-    auto t = detail::build_audit_data(fn, records);
+    auto t = detail::build_audit_data(fn, records, o.schedule);
     if (o.horizon != 0 && o.horizon < t.items.size())
       detail::throw_invalid(fn, "options.horizon",
                             "must be 0 or at least the records' " + std::to_string(t.items.size()) +
@@ -418,7 +419,7 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
     }
     for (std::size_t a = 0; a < d.arms(); ++a) {
       std::size_t missing = 0;
-      for (std::size_t u = 0; u < d.units(); ++u) missing += d.outcome(u, a) < 0 ? 1 : 0;
+      for (std::size_t u = 0; u < d.units(); ++u) missing += d.outcome(u, a) == -1 ? 1 : 0;
       if (missing > 0) {
         warn.push_back(
             fmt::format("arm '{}' is missing on {} of {} (item, seed) units; every paired finding with it is "

@@ -569,6 +569,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
       "link, cluster bootstrap (item) percentile; accuracy relay − text: betting over items, " +
       fmt::format("one-sided {:.3g} per side", o.alpha) + "; " + timing_note;
   const std::string statement_id = "cost.relay_pays";
+  const std::vector<arm_cell> cost_reads{{"need", o.relay_arm}, {"need", o.text_arm}};
   auto all_inconclusive = [&](const std::string& why) {
     out.missing = why;
     out.sensitivity.timing_note = timing_note;
@@ -577,6 +578,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
     out.sensitivity.run_to_run_cv_text = cv_text;
     out.findings.push_back(detail::inconclusive_finding(statement_id, method_base, why));
     out.findings.push_back(detail::inconclusive_finding(cost_finding_id(out.primary_link), method_base, why));
+    for (auto& f : out.findings) f.reads = cost_reads;
     return out;
   };
   for (const auto& arm : {o.relay_arm, o.text_arm}) {
@@ -638,7 +640,8 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
                                  .method = method_base + "; estimate: saving without transfer time; verdict: "
                                                          "the links' common verdict, else inconclusive",
                                  .n = n,
-                                 .detail = S.statement});
+                                 .detail = S.statement,
+                                 .reads = cost_reads});
   for (auto& c : out.links) {
     c.reported = c.link.name == out.primary_link || c.pays != S.pays;
     if (!c.reported) continue;
@@ -662,7 +665,8 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
                               c.pays == S.pays
                                   ? std::string(" (as the statement)")
                                   : std::string(" (differs from the statement: ") + verdict_name(c.pays) +
-                                        " here, " + verdict_name(S.pays) + " overall)")});
+                                        " here, " + verdict_name(S.pays) + " overall)"),
+        .reads = cost_reads});
   }
   return out;
 }

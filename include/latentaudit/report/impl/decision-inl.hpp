@@ -493,7 +493,39 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options);
 
   detail::set_verdict(d, control, dep, drift, homo.passed, v_of(value), v_of(cost), risks, records, base, o);
+  // What each check reads (arm_cells_to_run): the findings above; the risk family's three checks
+  // read each other's p-values through Holm.
+  const std::vector<std::string> family = {"no_need.kv_changes_accuracy", "stale.kv_worse_than_text",
+                                           "conflict.kv_worse_than_no_comm"};
+  for (auto& c : d.checklist) {
+    if (c.name == "positive_control") c.findings = {"need.text_beats_no_comm"};
+    if (c.name == "dependency") {
+      c.findings = {"need.kv_beats_no_comm"};
+      c.reads = {{"need", base}};  // "no communication": B answers on its own (no_comm's accuracy)
+    }
+    if (c.name == "homogeneity" || c.name == "cross_model") c.findings = {"need.cross_model_beats_no_comm"};
+    if (c.name == "value") c.findings = {"need.kv_noninferior_to_text"};
+    if (c.name == "cost") c.findings = {"cost.relay_pays_on_" + d.link};
+    if (c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict") c.findings = family;
+    if (c.name == "drift") c.findings = {"drift.tolerance_steps"};
+  }
   return d;
+}
+
+LATENTAUDIT_INLINE std::set<arm_cell> arm_cells_to_run(std::span<const finding> findings, const audit_decision& d) {
+  std::set<arm_cell> run;
+  if (decision_settled(d)) return run;
+  auto add = [&](const std::vector<arm_cell>& cells) { run.insert(cells.begin(), cells.end()); };
+  for (const auto& f : findings)
+    if (f.answer == verdict::inconclusive) add(f.reads);
+  const bool open_path = d.verdict == "inconclusive";  // the decision's path itself is still open
+  for (const auto& c : d.checklist) {
+    if (c.name == "monitor" || (!open_path && c.passed != verdict::inconclusive)) continue;
+    add(c.reads);
+    for (const auto& id : c.findings)
+      if (const auto* f = detail::find_finding(findings, id)) add(f->reads);
+  }
+  return run;
 }
 
 }  // namespace latentaudit

@@ -344,6 +344,7 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
     json_value rh = json_value::object();  // the items each regime's intervals are tuned for
     for (const auto& [name, h] : o.regime_horizon) rh.set(name, static_cast<double>(h));
     opts.set("regime_horizon_items", std::move(rh));
+    if (!o.schedule.empty()) opts.set("schedule", o.schedule.to_json());  // the arms stopped one by one
   }
   return opts;
 }
@@ -378,6 +379,7 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
       o.set("records", static_cast<double>(c.records));
       o.set("missing", static_cast<double>(c.missing));
       o.set("relay_errors", static_cast<double>(c.relay_errors));
+      if (!r.options.schedule.empty()) o.set("not_scheduled", static_cast<double>(c.not_scheduled));
       rows.push_back(std::move(o));
     }
     comp.set("arms", std::move(rows));

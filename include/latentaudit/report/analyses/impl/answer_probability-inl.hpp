@@ -51,6 +51,7 @@ LATENTAUDIT_INLINE probability_contrast probability_contrast_of(const audit_data
   };
   for (std::size_t u = 0; u < d.units(); ++u) {
     if (d.unit_regime[u] != audit_regime::need) continue;
+    if (!d.scheduled(u, t) || !d.scheduled(u, c)) continue;  // never run: not a missing record
     if (d.unit_cluster[u] != last) {
       flush();
       last = d.unit_cluster[u];
@@ -128,10 +129,12 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
   for (std::size_t i = 0; i < cs.size(); ++i) {
     const auto& s = specs[i];
     const auto& c = cs[i];
+    std::vector<arm_cell> reads{{"need", c.treated.empty() ? std::string(s.treated_role) : c.treated},
+                                {"need", c.control.empty() ? std::string(s.control_role) : c.control}};
     if (c.treated.empty() || c.control.empty()) {
       out.push_back(not_estimable_finding(
-          s.id,
-          fmt::format("no {} arm in the records", c.treated.empty() ? s.treated_role : s.control_role)));
+          s.id, fmt::format("no {} arm in the records", c.treated.empty() ? s.treated_role : s.control_role),
+          std::move(reads)));
       continue;
     }
     if (c.n_items == 0) {
@@ -139,7 +142,8 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
           s.id, fmt::format(
                     "no need-regime unit holds answer_logprob for both {} and {} (the records do not measure "
                     "it: null or absent)",
-                    c.treated, c.control)));
+                    c.treated, c.control),
+          std::move(reads)));
       continue;
     }
     const verdict v = c.p_holm <= alpha             ? verdict::yes
@@ -173,7 +177,8 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
                                          "{:g}; no: verdict upper limit < {:g}",
                                          s.what, c.n_items, lvl, s.theta0, alpha, s.no_below),
                    .n = c.n_pairs,
-                   .detail = std::move(why)});
+                   .detail = std::move(why),
+                   .reads = std::move(reads)});
     detail::set_minimum_detectable(out.back(), c.items);
   }
   return out;

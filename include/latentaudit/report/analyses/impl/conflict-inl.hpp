@@ -117,11 +117,12 @@ LATENTAUDIT_INLINE finding conflict_worse_finding(const conflict_analysis& c, do
   const auto& k = c.kv_vs_no_comm;
   if (c.units == 0)
     return detail::not_estimable_finding(
-        id, "no unit of regime 'conflict' in the records (the regime is missing)");
+        id, "no unit of regime 'conflict' in the records (the regime is missing)", detail::contrast_reads(k));
   if (!k.estimable())
     return detail::not_estimable_finding(
         id, fmt::format("the contrast {} has no pairs in the conflict regime ({} or {} absent)", k.id,
-                        k.treated, k.control));
+                        k.treated, k.control),
+        detail::contrast_reads(k));
   const verdict v = detail::worse_verdict(k, alpha, margin);
   const std::string pts = detail::contrast_points(k.estimate, k.verdict_low, k.verdict_high);
   std::string why;

@@ -260,7 +260,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   // ---- findings ----
   // Every effect finding decides on the 1 − 2α betting verdict interval [L, U] (reported as its
   // ci_low / ci_high) and the Holm-adjusted betting p-value; docs/audit-report.md "Findings".
-  auto absent = [&](std::string id, std::string why) {
+  auto absent = [&](std::string id, std::string why, std::vector<arm_cell> reads) {
     out.findings.push_back({.id = std::move(id),
                             .answer = verdict::inconclusive,
                             .estimate = audit_nan,
@@ -268,7 +268,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                             .ci_high = audit_nan,
                             .method = "not estimable",
                             .n = 0,
-                            .detail = std::move(why)});
+                            .detail = std::move(why),
+                            .reads = std::move(reads)});
   };
   auto pct = [](double x) { return fmt::format("{:.1f}", 100.0 * x); };
   const double mm = o.equivalence_margin;
@@ -277,11 +278,14 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
     return fmt::format("{}% verdict interval {} to {}", vlevel, pct(e.verdict_low), pct(e.verdict_high));
   };
   // Looks the contrast up; absent: an inconclusive finding with n = 0 and nullptr.
-  auto lookup = [&](const std::string& id, std::string_view eid) -> const paired_effect* {
+  auto lookup = [&](const std::string& id, const std::string& regime, const std::string& treated,
+                    const std::string& control) -> const paired_effect* {
+    const std::string eid = regime + ":" + treated + "-" + control;
     const std::size_t i = effect_index(eid);
     if (i != audit_data::npos) return &out.effects[i];
-    absent(id, fmt::format("the contrast {} has no pairs (an arm is absent from the records or the regime)",
-                           eid));
+    absent(id,
+           fmt::format("the contrast {} has no pairs (an arm is absent from the records or the regime)", eid),
+           {{regime, treated}, {regime, control}});
     return nullptr;
   };
   // A verdict rule on one view (estimate, verdict limits) with the effect's Holm p.
@@ -326,15 +330,17 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                             .ci_high = hi,
                             .method = std::move(method),
                             .n = e.n_pairs,
-                            .detail = std::move(why)});
+                            .detail = std::move(why),
+                            .reads = {{e.regime, e.treated}, {e.regime, e.control}}});
     detail::set_minimum_detectable(out.findings.back(), e.item_diffs);
   };
   // "beats": yes = shown greater than 0; no = U < m (a benefit of m or more excluded). A step of the
   // decision's fixed sequence (`sequence`: the positive control, dependency) is shown by its verdict
   // lower limit L > 0 (one-sided α: full α, the sequence gate of apply_positive_control and decide()
   // keeps the familywise error); any other "beats" finding by Holm p < α with a positive estimate.
-  auto beats_finding = [&](std::string id, std::string_view eid, bool sequence) {
-    const auto* e = lookup(id, eid);
+  auto beats_finding = [&](std::string id, const std::string& treated, const std::string& control,
+                           bool sequence) {
+    const auto* e = lookup(id, "need", treated, control);
     if (e == nullptr) return;
     auto shown = [&](const rule_view& x) {
       return sequence ? x.low > 0.0 : x.p_holm < o.alpha && x.estimate > 0;
@@ -374,11 +380,11 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");
-  beats_finding("need.text_beats_no_comm", "need:" + txl + "-" + ncl, true);
-  beats_finding("need.kv_beats_no_comm", "need:" + kvl + "-" + ncl, true);
+  beats_finding("need.text_beats_no_comm", txl, ncl, true);
+  beats_finding("need.kv_beats_no_comm", kvl, ncl, true);
   {
     const std::string id = "need.kv_noninferior_to_text";
-    if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
+    if (const auto* e = lookup(id, "need", kvl, txl)) {
       auto rule = [&](const rule_view& x) {
         return x.low > -mm ? verdict::yes : x.high < -mm ? verdict::no : verdict::inconclusive;
       };
@@ -401,7 +407,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   }
   {
     const std::string id = "need.kv_equivalent_to_text";
-    if (const auto* e = lookup(id, "need:" + kvl + "-" + txl)) {
+    if (const auto* e = lookup(id, "need", kvl, txl)) {
       auto rule = [&](const rule_view& x) {
         return x.low > -mm && x.high < mm     ? verdict::yes
                : x.low >= mm || x.high <= -mm ? verdict::no
@@ -423,13 +429,12 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            complete);
     }
   }
-  beats_finding("need.deranged_beats_no_comm", "need:" + role_label(deranged, "deranged") + "-" + ncl, false);
-  beats_finding("need.zeroed_beats_no_comm", "need:" + role_label(zeroed, "zeroed") + "-" + ncl, false);
-  beats_finding("need.cross_model_beats_no_comm",
-                "need:" + role_label(cross_model, "cross_model") + "-" + ncl, false);
+  beats_finding("need.deranged_beats_no_comm", role_label(deranged, "deranged"), ncl, false);
+  beats_finding("need.zeroed_beats_no_comm", role_label(zeroed, "zeroed"), ncl, false);
+  beats_finding("need.cross_model_beats_no_comm", role_label(cross_model, "cross_model"), ncl, false);
   {
     const std::string id = "no_need.kv_changes_accuracy";
-    if (const auto* e = lookup(id, "no_need:" + kvl + "-" + ncl)) {
+    if (const auto* e = lookup(id, "no_need", kvl, ncl)) {
       // yes: a change shown, with its sign, under every view; no: the interval inside ±margin
       auto rule = [&](const rule_view& x) {
         return x.p_holm < o.alpha           ? verdict::yes

@@ -151,7 +151,8 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
     if (!c.estimable()) {
       out.push_back(detail::not_estimable_finding(
           id, fmt::format("the contrast {} has no pairs ({} or {} absent in the {} regime)", c.id, c.treated,
-                          c.control, mc.regime)));
+                          c.control, mc.regime),
+          detail::contrast_reads(c)));
       continue;
     }
     verdict v = verdict::inconclusive;
@@ -185,7 +186,8 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
          .ci_high = c.verdict_high,
          .method = mc.regime + " regime, " + c.id + ": " + c.method + "; Holm over the message family",
          .n = c.n_pairs,
-         .detail = why});
+         .detail = why,
+         .reads = detail::contrast_reads(c)});
     detail::set_minimum_detectable(out.back(), c.items);
   }
   return out;

@@ -452,6 +452,7 @@ LATENTAUDIT_INLINE finding tolerance_finding(const noise_tolerance& nt, const no
             .ci_high = nt.ci_high.value_or(inf),
             .method = nt.method,
             .n = nt.curve.front().n};
+  for (const auto& p : nt.curve) f.reads.push_back({"need", p.arm});  // the curve is the need regime's
   const bool located = nt.tolerance_sigma && nt.ci_low && nt.ci_high;
   f.answer = located ? verdict::yes : verdict::inconclusive;
   const std::string conservative =

@@ -150,7 +150,7 @@ LATENTAUDIT_INLINE void holm_over(std::span<regime_contrast* const> family) {
 }
 
 /// @brief The inconclusive finding of an analysis that could not run.
-LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why) {
+LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why, std::vector<arm_cell> reads) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   return {.id = std::move(id),
           .answer = verdict::inconclusive,
@@ -159,7 +159,12 @@ LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why
           .ci_high = nan,
           .method = "not estimable",
           .n = 0,
-          .detail = std::move(why)};
+          .detail = std::move(why),
+          .reads = std::move(reads)};
+}
+
+LATENTAUDIT_INLINE std::vector<arm_cell> contrast_reads(const regime_contrast& c) {
+  return {{c.regime, c.treated}, {c.regime, c.control}};
 }
 
 LATENTAUDIT_INLINE finding risk_finding(std::string id, verdict v, const regime_contrast& c,
@@ -174,7 +179,8 @@ LATENTAUDIT_INLINE finding risk_finding(std::string id, verdict v, const regime_
                       "; Holm over the relay-failure family",
             .n = c.n_pairs,
             .detail = std::move(why),
-            .noninferiority_p = noninferiority_p(c.items, c.missing, margin, alpha, c.horizon)};
+            .noninferiority_p = noninferiority_p(c.items, c.missing, margin, alpha, c.horizon),
+            .reads = contrast_reads(c)};
   set_minimum_detectable(f, c.items);
   return f;
 }

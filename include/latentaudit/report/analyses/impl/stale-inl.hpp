@@ -98,12 +98,14 @@ LATENTAUDIT_INLINE finding stale_worse_finding(const stale_analysis& s, double a
   const std::string id = "stale.kv_worse_than_text";
   const auto& c = s.kv_vs_text;
   if (s.units == 0)
-    return detail::not_estimable_finding(id,
-                                         "no unit of regime 'stale' in the records (the regime is missing)");
+    return detail::not_estimable_finding(
+        id, "no unit of regime 'stale' in the records (the regime is missing)", detail::contrast_reads(c));
   if (!c.estimable())
     return detail::not_estimable_finding(
-        id, fmt::format("the contrast {} has no pairs in the stale regime ({} or {} absent)", c.id, c.treated,
-                        c.control));
+        id,
+        fmt::format("the contrast {} has no pairs in the stale regime ({} or {} absent)", c.id, c.treated,
+                    c.control),
+        detail::contrast_reads(c));
   const verdict v = detail::worse_verdict(c, alpha, margin);
   const std::string lvl = fmt::format("{:g}", 100.0 * (1.0 - 2.0 * alpha));
   std::string why;
@@ -127,14 +129,17 @@ LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double 
   const std::string id = "stale.kv_gives_stale_answer";
   const auto& c = s.stale_excess;
   const auto& k = s.kv_answers;
+  std::vector<arm_cell> reads{{"stale", k.arm.empty() ? std::string("kv_full") : k.arm}};
   if (s.units == 0)
-    return detail::not_estimable_finding(id,
-                                         "no unit of regime 'stale' in the records (the regime is missing)");
-  if (k.arm.empty()) return detail::not_estimable_finding(id, "kv_full is absent from the records");
+    return detail::not_estimable_finding(id, "no unit of regime 'stale' in the records (the regime is missing)",
+                                         reads);
+  if (k.arm.empty()) return detail::not_estimable_finding(id, "kv_full is absent from the records", reads);
   if (!c.estimable())
     return detail::not_estimable_finding(
-        id, fmt::format("none of kv_full's {} stale-regime records carries stale_answer (the field is null)",
-                        k.unclassified));
+        id,
+        fmt::format("none of kv_full's {} stale-regime records carries stale_answer (the field is null)",
+                    k.unclassified),
+        reads);
   verdict v = verdict::inconclusive;
   if (c.p_holm < alpha && c.estimate > 0.0)
     v = verdict::yes;
@@ -171,7 +176,8 @@ LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double 
             .ci_high = c.verdict_high,
             .method = c.method + "; Holm over the relay-failure family",
             .n = k.classified,
-            .detail = why};
+            .detail = why,
+            .reads = std::move(reads)};
   detail::set_minimum_detectable(f, c.items);
   return f;
 }

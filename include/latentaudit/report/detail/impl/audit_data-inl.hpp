@@ -76,8 +76,17 @@ namespace latentaudit::detail {
   return t;
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE const char* regime_name(audit_regime r) noexcept {
+  return r == audit_regime::need       ? "need"
+         : r == audit_regime::no_need  ? "no_need"
+         : r == audit_regime::stale    ? "stale"
+         : r == audit_regime::conflict ? "conflict"
+                                       : "unknown";
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE audit_data build_audit_data(std::string_view fn,
-                                                             std::span<const trial_record> records) {
+                                                             std::span<const trial_record> records,
+                                                             const arm_schedule& schedule) {
   if (records.empty()) throw_invalid(fn, "records", "must hold at least one record, got none");
   audit_data d;
   std::vector<std::string> labels;  // first-seen order
@@ -138,6 +147,21 @@ namespace latentaudit::detail {
                                      fn, r.item, r.seed, f->arm, f->regime, r.arm, r.regime)));
       }
       d.y[u * na + a] = r.correct ? 1 : 0;
+    }
+  }
+  if (!schedule.empty()) {
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      const std::string regime(regime_name(d.unit_regime[u]));
+      for (std::size_t a = 0; a < na; ++a) {
+        if (schedule.runs(d.unit_item[u], arm_cell{regime, d.arm_label[a]})) continue;
+        if (const std::size_t i = d.record(u, a); i != audit_data::npos)
+          LATENTAUDIT_THROW(corrupt_data(fmt::format(
+              "{}: record {} (item {}, seed {}, arm '{}') is a trial the schedule left out (schedule.json: "
+              "arm '{}' stopped on the {} regime's items of batch {})",
+              fn, i, d.unit_item[u], d.unit_seed[u], d.arm_label[a], d.arm_label[a], regime,
+              d.unit_item[u] / schedule.batch_items)));
+        d.y[u * na + a] = audit_data::not_run;
+      }
     }
   }
   d.items = d.unit_item;
