@@ -7,6 +7,7 @@
 // the decision's error rates is the Monte Carlo of tests/report/decision_test.cpp.
 #include <catch2/catch.hpp>
 #include <latentaudit/core/json.hpp>
+#include <latentaudit/trial/arm_schedule.hpp>
 #include <latentaudit/trial/journal.hpp>
 
 #include <filesystem>
@@ -68,13 +69,24 @@ TEST_CASE(
   const auto out = base / "a";
   const auto j = ok_json(stopped_audit(out));
   // 40 items in batches of 20: two looks; three arms cannot settle a relay verdict (the risk arms
-  // are absent), so the rule runs every batch and says so
+  // are absent), so the rule runs every batch and says so; the arms whose findings the first look
+  // decided stop on the second batch's items of their regime (schedule.json says which)
   const auto* u = j.find("until_decided");
   REQUIRE(u != nullptr);
   CHECK(u->find("looks_planned")->as_number() == 2.0);
   CHECK(u->find("looks_taken")->as_number() == 2.0);
   CHECK(u->find("items_run")->as_number() == 40.0);
-  CHECK(u->find("trials_in_records")->as_number() == 120.0);
+  const double scheduled = u->find("trials_scheduled")->as_number();
+  CHECK(u->find("trials_in_records")->as_number() == scheduled);
+  CHECK(scheduled + u->find("trials_left_out")->as_number() == 120.0);
+  CHECK(scheduled < 120.0);
+  CHECK(j.find("trials_skipped")->as_number() == 0.0);  // nothing resumed
+  const auto sched = la::read_arm_schedule(out / "schedule.json", 40, {"no_comm", "text_full", "kv_full"});
+  CHECK(sched.batch_items == 20);
+  CHECK(sched.batches == 2);
+  CHECK_FALSE(sched.partial.empty());
+  for (const auto& r : la::read_records(out / "records.jsonl"))
+    CHECK(sched.runs(r.item, la::arm_cell{r.regime, r.arm}));
   CHECK_FALSE(u->find("settled")->as_bool());
   CHECK(u->find("decision_at_stop")->as_string() == j.find("decision")->find("verdict")->as_string());
   // design.json: the rule and the regimes' items (they add to the design's 40)
@@ -117,7 +129,8 @@ TEST_CASE(
   auto resume = stopped_audit(cut);
   resume.emplace_back("--resume");
   const auto rc = ok_json(resume);
-  CHECK(rc.find("trials_skipped")->as_number() == 60.0);
+  CHECK(rc.find("trials_skipped")->as_number() == 60.0);  // the first batch's, resumed
+  CHECK(read_text(cut / "schedule.json") == read_text(out / "schedule.json"));
   CHECK(la::test::timeless_record_lines(cut / "records.jsonl") ==
         la::test::timeless_record_lines(out / "records.jsonl"));
   // a resume without the rule is another design: refused
@@ -178,6 +191,42 @@ TEST_CASE("audit --until-decided: misused options and a malformed rule exit 2 wi
   la::test::expect_one_line_error(
       run_cli({"report", "--records", (base / "m").string(), "--out", (base / "r").string(), "--quiet"}),
       "options.until_decided.regime_items.need");
+  // schedule.json: a malformed one, and a record of a trial it left out, exit 2 naming the file
+  const auto s = base / "s";
+  ok_json(stopped_audit(s));
+  const auto rep = [&] {
+    return run_cli({"report", "--records", s.string(), "--out", (base / "rs").string(), "--quiet"});
+  };
+  const std::string schedule = read_text(s / "schedule.json");
+  {
+    std::ofstream f(s / "schedule.json", std::ios::trunc);
+    f << "{\"batch_items\":20,\"batches\":9,\"partial\":[]}";
+  }
+  la::test::expect_one_line_error(rep(), "schedule.json: field 'batches' must be an integer in [0, 2]");
+  {
+    std::ofstream f(s / "schedule.json", std::ios::trunc);
+    f << "{\"batch_items\":20,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_fool\",\"ran\":[]}]}";
+  }
+  la::test::expect_one_line_error(rep(), "field 'partial[0].arm' must name an arm of the design");
+  {  // every cell ran only the first batch: the second batch's records were never scheduled
+    std::ofstream f(s / "schedule.json", std::ios::trunc);
+    f << "{\"batch_items\":20,\"batches\":2,\"partial\":[";
+    const char* regimes[] = {"need", "no_need", "stale", "conflict"};
+    const char* arms[] = {"no_comm", "text_full", "kv_full"};
+    bool first = true;
+    for (const char* g : regimes)
+      for (const char* a : arms) {
+        f << (first ? "" : ",") << "{\"regime\":\"" << g << "\",\"arm\":\"" << a << "\",\"ran\":[[0,1]]}";
+        first = false;
+      }
+    f << "]}";
+  }
+  la::test::expect_one_line_error(rep(), "is a trial the schedule left out");
+  {
+    std::ofstream f(s / "schedule.json", std::ios::trunc);
+    f << schedule;
+  }
+  ok_json({"report", "--records", s.string(), "--out", (base / "rs").string(), "--quiet"});
   fs::remove_all(base);
 }
 

@@ -844,7 +844,7 @@ driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions, std::
   std::string verdict = "inconclusive";
   std::size_t k = 0;
   bool settled = false;
-  std::uint64_t scheduled = 0;  // trials the schedule gave the batches run
+  std::uint64_t scheduled = 0, left_out_trials = 0;  // trials the schedule gave or left out of the batches run
   while (k < r.looks && !settled) {
     std::set<arm_cell> left_out;
     for (const auto& [regime, n] : r.regime_items)
@@ -855,10 +855,12 @@ driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions, std::
     for (const std::size_t p : batches[k]) {
       const auto [item, s] = units[p];
       for (const auto& a : d.arms)
-        if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0)
+        if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0) {
           skip.insert(trial_key{item, s, a.label});
-        else
+          ++left_out_trials;
+        } else {
           ++scheduled;
+        }
     }
     total += run_positions(batches[k]);
     r.progress_base += batches[k].size() * d.arms.size();
@@ -901,9 +903,11 @@ driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions, std::
   r.stopped.set("items_run", static_cast<double>(items_run));
   r.stopped.set("trials_planned", static_cast<double>(d.trials()));
   r.stopped.set("trials_scheduled", static_cast<double>(scheduled));
+  r.stopped.set("trials_left_out", static_cast<double>(left_out_trials));
   r.stopped.set("trials_in_records", static_cast<double>(r.seen.size()));
   r.stopped.set("settled", settled);
   r.stopped.set("decision_at_stop", verdict);
+  total.skipped -= left_out_trials;  // the driver skipped them as done: they are not a resume's
   return total;
 }
 
