@@ -296,8 +296,13 @@ struct stopped_mc_result {
   std::size_t items_planned = 0;  ///< the designs' items, summed over replicates
   std::size_t stopped_early = 0;  ///< replicates settled before the last look
   std::size_t same_as_fixed = 0;  ///< replicates whose stopped verdict equals the full design's
+  std::size_t trials_run = 0;      ///< trials the schedule ran (arms stopped one by one), summed
+  std::size_t trials_planned = 0;  ///< the designs' trials, summed over replicates
   [[nodiscard]] double share_of_items() const {
     return static_cast<double>(items_run) / static_cast<double>(items_planned);
+  }
+  [[nodiscard]] double share_of_trials() const {
+    return static_cast<double>(trials_run) / static_cast<double>(trials_planned);
   }
 };
 
@@ -306,7 +311,9 @@ struct stopped_mc_result {
 /// permutation drawn from stream (seed + r, 0, 0x5E9, 0), so the regimes interleave as the
 /// organism's do; the CLI runs item order), looked at after every batch of items with the report's
 /// decision on the records so far (audit_options::horizon = the design's items N, `looks` looks of
-/// batch = ⌈N/looks⌉ items,
+/// batch = ⌈N/looks⌉ items, each arm stopped on a regime's later batches once every finding that
+/// reads it is decided (arm_cells_to_run; the records of the trials it left out dropped and the
+/// schedule given to the report, as `audit --until-decided` does),
 /// decision_mc_options otherwise), stopped at the first settled decision (decision_settled) or the
 /// last look. The error counts are those of the decision at the stop; the full design's decision
 /// on the same records gives same_as_fixed.
@@ -331,17 +338,30 @@ inline stopped_mc_result run_stopped_decision_mc(const decision_scenario& s, std
     std::map<std::string, std::set<std::uint64_t>> by_regime;  // the design's items per regime
     for (const auto& x : recs) by_regime[x.regime].insert(x.item);
     for (const auto& [name, items] : by_regime) o.regime_horizon[name] = items.size();
+    // the cells of the design: every (regime, arm) the simulator writes
+    std::set<arm_cell> cells;
+    for (const auto& x : recs) cells.insert(arm_cell{x.regime, x.arm});
+    o.schedule = arm_schedule{.batch_items = batch};
+    std::set<arm_cell> to_run = cells;
     audit_decision d;
     std::size_t k = 0;
     std::vector<trial_record> seen;
     while (k < looks) {
+      std::set<arm_cell> left_out;  // the cells the last look stopped
+      for (const auto& c : cells)
+        if (to_run.count(c) == 0) left_out.insert(c);
+      o.schedule.add_batch(left_out);
       ++k;
       seen.clear();
       for (const auto& x : recs)
-        if (x.item < k * batch) seen.push_back(x);
-      d = build_audit_report(seen, o).decision;
+        if (x.item < k * batch && o.schedule.runs(x.item, arm_cell{x.regime, x.arm})) seen.push_back(x);
+      const auto report = build_audit_report(seen, o);
+      d = report.decision;
       if (decision_settled(d)) break;
+      to_run = arm_cells_to_run(report.findings, d);
     }
+    out.trials_run += seen.size();
+    out.trials_planned += recs.size();
     const std::size_t run = std::min<std::size_t>(k * batch, n);
     out.items_run += run;
     out.items_planned += n;

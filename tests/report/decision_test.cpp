@@ -404,7 +404,7 @@ TEST_CASE("decision: Monte Carlo of the decision stopped when decided (audit --u
     const auto& d = m.decision;
     std::cout << "stopped decision MC: " << s.name << ": relay allowed without the condition "
               << d.rate(d.allowed_unhandled) << ", any relay verdict " << d.rate(d.relay_family)
-              << ", items run " << m.share_of_items() << "\n";
+              << ", items run " << m.share_of_items() << ", trials run " << m.share_of_trials() << "\n";
     INFO(s.name);
     CHECK(d.rate(d.allowed_unhandled) <= bound);
     if (s.condition.empty()) CHECK(d.rate(d.relay_family) <= bound);
@@ -414,10 +414,12 @@ TEST_CASE("decision: Monte Carlo of the decision stopped when decided (audit --u
   const auto p = la::test::run_stopped_decision_mc(la::test::decision_power_scenario(), 10, 5);
   std::cout << "stopped decision MC: power scenario: relay with conditions "
             << p.decision.rate(p.decision.allowed_handled) << ", items run " << p.share_of_items()
-            << ", same verdict " << p.decision.rate(p.same_as_fixed) << "\n";
+            << ", trials run " << p.share_of_trials() << ", same verdict " << p.decision.rate(p.same_as_fixed)
+            << "\n";
   CHECK(p.decision.allowed_unhandled == 0);
   CHECK(p.decision.rate(p.decision.allowed_handled) >= 0.8);
   CHECK(p.share_of_items() < 0.8);
+  CHECK(p.share_of_trials() < p.share_of_items());  // arms whose findings are decided stop before the rest
 }
 
 TEST_CASE("findings: the minimum detectable effect of each finding on item means (seed 2530)",
