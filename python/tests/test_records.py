@@ -149,3 +149,21 @@ def test_report_equals_cli(cli, tmp_path):
     assert names == sorted(n for n in os.listdir(tmp_path / "py") if not n.startswith("."))
     for name in names:  # the same files, byte for byte
         assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+
+
+def test_report_of_a_stopped_audit_equals_the_cli(cli, tmp_path):
+    # `audit --until-decided` stops arms one by one: report(DIR) reads the rule and schedule.json as
+    # `latentaudit report --records DIR` does (confidence sequences, trials never scheduled left out
+    # of the missing-record bounds), so the two give the same report
+    models = os.path.join(os.path.dirname(__file__), "..", "..", "models", "organism-a")
+    out = tmp_path / "audit"
+    cli("audit", "--model", models, "--partner", "none", "--drift", "none", "--items", 40, "--seeds", 1,
+        "--arms", "no_comm,text_full,kv_full", "--until-decided", "--batch-items", 20, "--out", out, "--quiet")
+    assert (out / "schedule.json").exists()
+    rep = la.report(out)
+    cli("report", "--records", out, "--out", tmp_path / "cli", "--quiet")
+    cli_json = json.loads((tmp_path / "cli" / "report.json").read_text())
+    assert rep == cli_json
+    assert rep["options"]["schedule"]["batches"] == 2
+    assert all(c["missing"] == 0 for c in rep["completeness"]["arms"])
+    assert any(c["not_scheduled"] > 0 for c in rep["completeness"]["arms"])

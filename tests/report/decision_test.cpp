@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -492,4 +493,68 @@ TEST_CASE("decision: the relay gate option changes nothing the decision reads (s
       ++same;
     }
   CHECK(same == b.findings.size());
+}
+
+TEST_CASE("decision: a trial the schedule never ran is no missing record (audit --until-decided, seed 2512)",
+          "[report][decision][until_decided]") {
+  // need items 0-149 in batches of 75: cross_model stopped on the need items of batch 1
+  const auto all = simulate_relay_failure(decision_base_design(), 2512);
+  std::uint64_t n = 0;
+  for (const auto& r : all) n = std::max<std::uint64_t>(n, r.item + 1);
+  la::arm_schedule s{.batch_items = 75};
+  const la::arm_cell cross{"need", "cross_model"};
+  for (std::uint64_t b = 0; b * 75 < n; ++b) s.add_batch(b == 1 ? std::set<la::arm_cell>{cross} : std::set<la::arm_cell>{});
+  std::vector<la::trial_record> recs;
+  for (const auto& r : all)
+    if (s.runs(r.item, la::arm_cell{r.regime, r.arm})) recs.push_back(r);
+  REQUIRE(recs.size() == all.size() - 75 * 3);
+  auto o = la::test::decision_mc_options();
+  o.horizon = n;
+  o.looks = 1;
+  auto comp = [](const la::audit_report& r, const std::string& regime) {
+    for (const auto& c : r.core.completeness)
+      if (c.arm == "cross_model" && c.regime == regime) return c;
+    return la::arm_completeness{};
+  };
+  // without the schedule the 75 units read as missing records: worst-case bounds, a warning
+  const auto unscheduled = la::build_audit_report(recs, o);
+  CHECK(comp(unscheduled, "need").missing == 75 * 3);
+  CHECK(find(unscheduled.findings, "need.cross_model_beats_no_comm").detail.find("lack a record") !=
+        std::string::npos);
+  // with it they are trials never run: no bound, no warning, counted as not scheduled
+  o.schedule = s;
+  const auto r = la::build_audit_report(recs, o);
+  const auto c = comp(r, "need");
+  CHECK(c.missing == 0);
+  CHECK(c.not_scheduled == 75 * 3);
+  CHECK(c.units == 75 * 3);
+  const auto& f = find(r.findings, "need.cross_model_beats_no_comm");
+  CHECK(f.detail.find("lack a record") == std::string::npos);
+  CHECK(f.n == 75 * 3);
+  CHECK(f.reads == std::vector<la::arm_cell>{{"need", "cross_model"}, {"need", "no_comm"}});
+  for (const auto& w : r.core.input_warnings) CHECK(w.find("cross_model") == std::string::npos);
+  // a record of a trial the schedule left out is corrupt
+  auto bad = recs;
+  for (const auto& x : all)
+    if (x.arm == "cross_model" && x.item == 80) {
+      bad.push_back(x);
+      break;
+    }
+  CHECK_THROWS_WITH(la::build_audit_report(bad, o), Catch::Contains("is a trial the schedule left out"));
+  // the cells to run: none once settled; else every inconclusive finding's and open check's cells
+  CHECK(la::arm_cells_to_run(r.findings, r.decision).empty() == la::decision_settled(r.decision));
+  const auto half = la::build_audit_report(
+      std::vector<la::trial_record>(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(recs.size() / 8)),
+      o);
+  const auto run = la::arm_cells_to_run(half.findings, half.decision);
+  if (!la::decision_settled(half.decision)) {
+    for (const auto& x : half.findings)
+      if (x.answer == la::verdict::inconclusive)
+        for (const auto& cell : x.reads) CHECK(run.count(cell) == 1);
+  }
+  for (const auto& x : r.findings)
+    if (x.id.rfind("gate.", 0) != 0 && x.n > 0) {  // every finding with data says what it reads
+      INFO(x.id);
+      CHECK_FALSE(x.reads.empty());
+    }
 }

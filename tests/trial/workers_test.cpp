@@ -42,7 +42,7 @@ struct workers {
   }
 };
 
-trial_design small_design() {
+trial_design workers_design() {
   trial_design d{.seed = 9, .items = 10, .seeds = 2};
   d.arms = {parse_arm("no_comm"),  parse_arm("text_full"),  parse_arm("kv_full"),
             parse_arm("deranged"), parse_arm("kv_noise_1"), parse_arm("cross_model")};
@@ -53,7 +53,7 @@ trial_design small_design() {
 }  // namespace
 
 TEST_CASE("workers: N drivers give one driver's records in its order, and resume") {
-  const auto d = small_design();
+  const auto d = workers_design();
   const auto fmt = organism_format::load(models + "organism-a");
   const organism_task_options to{.seed = d.seed};
   const driver_type::task_source tasks = [&](std::uint64_t i, std::uint64_t s) {
@@ -94,7 +94,7 @@ TEST_CASE("workers: N drivers give one driver's records in its order, and resume
 }
 
 TEST_CASE("workers: a failing unit stops the hand-out, its finished trials are passed on, then it throws") {
-  auto d = small_design();
+  auto d = workers_design();
   d.timing_repeats = 0;
   const auto fmt = organism_format::load(models + "organism-a");
   const organism_task_options to{.seed = d.seed};
@@ -119,7 +119,7 @@ TEST_CASE("workers: a failing unit stops the hand-out, its finished trials are p
 }
 
 TEST_CASE("workers: bad arguments are refused naming them") {
-  const auto d = small_design();
+  const auto d = workers_design();
   const auto fmt = organism_format::load(models + "organism-a");
   const organism_task_options to{};
   const driver_type::task_source tasks = [&](std::uint64_t i, std::uint64_t s) {
