@@ -885,6 +885,18 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
         "descriptive bootstrap intervals (CIs of paired effects, CATE, noise and drift tolerances) are not "
         "adjusted for the stop.",
         r.core.n_items, r.options.horizon, r.options.looks, r.options.looks));
+    if (const auto& s = r.options.schedule; !s.empty()) {
+      const std::size_t stopped = s.partial.size();  // cells left out of some batch
+      std::size_t not_run = 0;                        // their trials left out
+      for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
+      line("");
+      line(fmt::format(
+          "Arms stopped one by one: {} (regime, arm) cells stopped before the last of {} batches of {} items "
+          "once every finding that reads them was decided (schedule.json; report.json options.schedule); "
+          "the trials they never ran are not missing records ({} on the (item, seed) units the records "
+          "hold: completeness not_scheduled), and the findings of a stopped cell rest on the items it ran.",
+          stopped, s.batches, s.batch_items, not_run));
+    }
     line("");
   }
   line("## Decision: **" + r.decision.verdict + "**");
