@@ -385,10 +385,10 @@ void stopped_decision_table(std::size_t reps, bool print) {
     if (!print) continue;
     const auto& d = m.decision;
     const double r = d.rate(d.allowed_unhandled);
-    std::printf("| %s | %llu | %zu | %.4f (%.4f) | %.4f | %.4f | %.3f | %.3f | %.3f | %.3f |\n", s.name.c_str(),
-                static_cast<unsigned long long>(s.seed), d.reps, r, std::sqrt(r * (1 - r) / d.reps),
-                d.rate(d.relay_family), d.rate(d.allowed_handled), m.share_of_items(), m.share_of_trials(),
-                d.rate(m.stopped_early), d.rate(m.same_as_fixed));
+    std::printf("| %s | %llu | %zu | %.4f (%.4f) | %.4f | %.4f | %.3f | %.3f | %.3f | %.3f |\n",
+                s.name.c_str(), static_cast<unsigned long long>(s.seed), d.reps, r,
+                std::sqrt(r * (1 - r) / d.reps), d.rate(d.relay_family), d.rate(d.allowed_handled),
+                m.share_of_items(), m.share_of_trials(), d.rate(m.stopped_early), d.rate(m.same_as_fixed));
   }
 }
 

@@ -14,5 +14,6 @@
 #include "report/observational.hpp"
 #include "report/report.hpp"
 #include "report/svg.hpp"
+#include "report/until_decided.hpp"
 
 #endif  // LATENTAUDIT_REPORT_HPP

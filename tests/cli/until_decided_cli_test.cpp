@@ -205,7 +205,8 @@ TEST_CASE("audit --until-decided: misused options and a malformed rule exit 2 wi
   la::test::expect_one_line_error(rep(), "schedule.json: field 'batches' must be an integer in [0, 2]");
   {
     std::ofstream f(s / "schedule.json", std::ios::trunc);
-    f << "{\"batch_items\":20,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_fool\",\"ran\":[]}]}";
+    f << "{\"batch_items\":20,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_fool\",\"ran\":[]}"
+         "]}";
   }
   la::test::expect_one_line_error(rep(), "field 'partial[0].arm' must name an arm of the design");
   {  // every cell ran only the first batch: the second batch's records were never scheduled

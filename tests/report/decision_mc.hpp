@@ -19,6 +19,7 @@
 #define LATENTAUDIT_TESTS_REPORT_DECISION_MC_HPP
 
 #include <latentaudit/report/report.hpp>
+#include <latentaudit/report/until_decided.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -291,11 +292,11 @@ inline decision_scenario decision_power_scenario() {
 
 /// Counts of one scenario run with the stopping rule of `audit --until-decided`.
 struct stopped_mc_result {
-  decision_mc_result decision;    ///< the decision at the stop (the error counts as run_decision_mc's)
-  std::size_t items_run = 0;      ///< items behind the stopped decisions, summed over replicates
-  std::size_t items_planned = 0;  ///< the designs' items, summed over replicates
-  std::size_t stopped_early = 0;  ///< replicates settled before the last look
-  std::size_t same_as_fixed = 0;  ///< replicates whose stopped verdict equals the full design's
+  decision_mc_result decision;     ///< the decision at the stop (the error counts as run_decision_mc's)
+  std::size_t items_run = 0;       ///< items behind the stopped decisions, summed over replicates
+  std::size_t items_planned = 0;   ///< the designs' items, summed over replicates
+  std::size_t stopped_early = 0;   ///< replicates settled before the last look
+  std::size_t same_as_fixed = 0;   ///< replicates whose stopped verdict equals the full design's
   std::size_t trials_run = 0;      ///< trials the schedule ran (arms stopped one by one), summed
   std::size_t trials_planned = 0;  ///< the designs' trials, summed over replicates
   [[nodiscard]] double share_of_items() const {
@@ -338,34 +339,35 @@ inline stopped_mc_result run_stopped_decision_mc(const decision_scenario& s, std
     std::map<std::string, std::set<std::uint64_t>> by_regime;  // the design's items per regime
     for (const auto& x : recs) by_regime[x.regime].insert(x.item);
     for (const auto& [name, items] : by_regime) o.regime_horizon[name] = items.size();
-    // the cells of the design: every (regime, arm) the simulator writes
-    std::set<arm_cell> cells;
-    for (const auto& x : recs) cells.insert(arm_cell{x.regime, x.arm});
-    o.schedule = arm_schedule{.batch_items = batch};
-    std::set<arm_cell> to_run = cells;
     audit_decision d;
-    std::size_t k = 0;
-    std::vector<trial_record> seen;
-    while (k < looks) {
-      std::set<arm_cell> left_out;  // the cells the last look stopped
-      for (const auto& c : cells)
-        if (to_run.count(c) == 0) left_out.insert(c);
-      o.schedule.add_batch(left_out);
-      ++k;
-      seen.clear();
-      for (const auto& x : recs)
-        if (x.item < k * batch && o.schedule.runs(x.item, arm_cell{x.regime, x.arm})) seen.push_back(x);
-      const auto report = build_audit_report(seen, o);
-      d = report.decision;
-      if (decision_settled(d)) break;
-      to_run = arm_cells_to_run(report.findings, d);
+    // the library's loop (report/until_decided.hpp), as the CLI runs it: a batch "runs" by
+    // exposing the simulated records of its scheduled trials
+    until_decided_plan plan{
+        .batch_items = batch, .looks = (n + batch - 1) / batch, .item_regime = std::vector<std::string>(n)};
+    std::set<std::string> arms;
+    for (const auto& x : recs) {
+      plan.item_regime[x.item] = x.regime;
+      plan.seeds = std::max<std::uint64_t>(plan.seeds, x.seed + 1);
+      arms.insert(x.arm);
     }
+    plan.arms.assign(arms.begin(), arms.end());
+    std::vector<trial_record> seen;
+    const auto res = run_until_decided(
+        plan, o,
+        [&](std::size_t k, const arm_schedule& schedule) -> const std::vector<trial_record>& {
+          for (const auto& x : recs)
+            if (x.item / batch == k && schedule.runs(x.item, arm_cell{x.regime, x.arm})) seen.push_back(x);
+          return seen;
+        },
+        [](const arm_schedule&, const std::set<arm_cell>&) {},
+        [&](std::size_t, const audit_report& report, std::size_t) { d = report.decision; });
+    const std::size_t k = res.looks_taken;
     out.trials_run += seen.size();
     out.trials_planned += recs.size();
     const std::size_t run = std::min<std::size_t>(k * batch, n);
     out.items_run += run;
     out.items_planned += n;
-    out.stopped_early += k < looks ? 1 : 0;
+    out.stopped_early += k < plan.looks ? 1 : 0;
     const auto fixed = build_audit_report(recs, decision_mc_options()).decision;
     out.same_as_fixed += fixed.verdict == d.verdict ? 1 : 0;
     count_decision(s, d, out.decision);

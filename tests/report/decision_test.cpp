@@ -503,7 +503,8 @@ TEST_CASE("decision: a trial the schedule never ran is no missing record (audit 
   for (const auto& r : all) n = std::max<std::uint64_t>(n, r.item + 1);
   la::arm_schedule s{.batch_items = 75};
   const la::arm_cell cross{"need", "cross_model"};
-  for (std::uint64_t b = 0; b * 75 < n; ++b) s.add_batch(b == 1 ? std::set<la::arm_cell>{cross} : std::set<la::arm_cell>{});
+  for (std::uint64_t b = 0; b * 75 < n; ++b)
+    s.add_batch(b == 1 ? std::set<la::arm_cell>{cross} : std::set<la::arm_cell>{});
   std::vector<la::trial_record> recs;
   for (const auto& r : all)
     if (s.runs(r.item, la::arm_cell{r.regime, r.arm})) recs.push_back(r);
@@ -543,9 +544,10 @@ TEST_CASE("decision: a trial the schedule never ran is no missing record (audit 
   CHECK_THROWS_WITH(la::build_audit_report(bad, o), Catch::Contains("is a trial the schedule left out"));
   // the cells to run: none once settled; else every inconclusive finding's and open check's cells
   CHECK(la::arm_cells_to_run(r.findings, r.decision).empty() == la::decision_settled(r.decision));
-  const auto half = la::build_audit_report(
-      std::vector<la::trial_record>(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(recs.size() / 8)),
-      o);
+  const auto half =
+      la::build_audit_report(std::vector<la::trial_record>(
+                                 recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(recs.size() / 8)),
+                             o);
   const auto run = la::arm_cells_to_run(half.findings, half.decision);
   if (!la::decision_settled(half.decision)) {
     for (const auto& x : half.findings)

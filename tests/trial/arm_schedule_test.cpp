@@ -16,7 +16,8 @@ namespace la = latentaudit;
 
 namespace arm_schedule_test {
 std::filesystem::path schedule_dir(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("latentaudit_schedule_" + std::to_string(::getpid())) / name;
+  return std::filesystem::temp_directory_path() / ("latentaudit_schedule_" + std::to_string(::getpid())) /
+         name;
 }
 }  // namespace arm_schedule_test
 
@@ -71,21 +72,28 @@ TEST_CASE("arm_schedule: a malformed schedule.json is refused naming the field",
   };
   refused("[]", "not a JSON object");
   refused("{\"batches\":1,\"partial\":[]}", "field 'batch_items' must be a number");
-  refused("{\"batch_items\":0,\"batches\":1,\"partial\":[]}", "field 'batch_items' must be an integer in [1, 40]");
-  refused("{\"batch_items\":10,\"batches\":5,\"partial\":[]}", "field 'batches' must be an integer in [0, 4]");
+  refused("{\"batch_items\":0,\"batches\":1,\"partial\":[]}",
+          "field 'batch_items' must be an integer in [1, 40]");
+  refused("{\"batch_items\":10,\"batches\":5,\"partial\":[]}",
+          "field 'batches' must be an integer in [0, 4]");
   refused("{\"batch_items\":10,\"batches\":2,\"partial\":{}}", "field 'partial' must be an array");
-  refused("{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"needs\",\"arm\":\"kv_full\",\"ran\":[]}]}",
-          "field 'partial[0].regime' must be one of need, no_need, stale, conflict");
+  refused(
+      "{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"needs\",\"arm\":\"kv_full\",\"ran\":[]}]"
+      "}",
+      "field 'partial[0].regime' must be one of need, no_need, stale, conflict");
   refused("{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv\",\"ran\":[]}]}",
           "field 'partial[0].arm' must name an arm of the design");
   refused(
-      "{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[[1,0]]}]}",
+      "{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[[1,0]"
+      "]}]}",
       "field 'partial[0].ran[0]' must be a non-empty range");
   refused(
-      "{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[[0,3]]}]}",
+      "{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[[0,3]"
+      "]}]}",
       "field 'partial[0].ran[0][1]' must be an integer in [0, 2]");
   refused(
-      "{\"batch_items\":10,\"batches\":3,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[[0,1],[1,2]]}]}",
+      "{\"batch_items\":10,\"batches\":3,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[[0,1]"
+      ",[1,2]]}]}",
       "field 'partial[0].ran[1]' must be a non-empty range after the one before it, not adjacent to it");
   refused(
       "{\"batch_items\":10,\"batches\":2,\"partial\":[{\"regime\":\"need\",\"arm\":\"kv_full\",\"ran\":[]},"

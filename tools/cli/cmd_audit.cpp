@@ -5,6 +5,7 @@
 // from any stack.
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
+#include <latentaudit/report/until_decided.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
 #include <latentaudit/version.hpp>
@@ -674,7 +675,7 @@ void read_audit_options(audit_run& r) {
   r.batched = args.has("--batched");
   if (r.batched && !r.on_llama) throw usage_error("audit: option --batched applies to --engine llama.cpp");
   if (r.batched && r.jobs < 2) throw usage_error("audit: option --batched needs --jobs 2 or more");
-  // --until-decided: batches of items, a look at the decision after each (run_until_decided)
+  // --until-decided: batches of items, a look at the decision after each (run_audit_until_decided)
   if (args.get("--batch-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --batch-items applies to --until-decided");
   if (args.has("--until-decided")) {
@@ -811,103 +812,91 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
   return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions, source);
 }
 
-// --until-decided (docs/audit-report.md, "An audit that stops when it has decided"): the design's
-// items in batches of r.batch_items, in item order (fixed before any outcome); after each batch
-// the report's decision on every record so far — every betting limit a confidence sequence tuned
-// for the design's items, the cost bootstrap at alpha/looks, the relay gate and the demonstrations
-// skipped (the decision reads neither) — and a stop at the first settled decision
-// (decision_settled) or after the last batch. Between looks an arm stops on a regime's items once
-// every finding that reads it is decided (arm_cells_to_run): the next batch's trials of the cells
-// it leaves out are added to `skip` (the driver's keys not to run), and --out/schedule.json says
-// which trials each batch scheduled before the batch runs. On a resume the journaled batches are
-// looked at again, each on the records of its own items, so the run stops — and stops each arm —
-// where the first run did. run_positions(p) runs the units at positions p of the design's unit order.
+// --until-decided (docs/audit-report.md, "An audit that stops when it has decided"): the library's
+// loop (run_until_decided, report/until_decided.hpp) on this run's drivers. Before each batch
+// --out/schedule.json gets the trials it schedules and the trials of the cells the last look
+// stopped go into `skip` (the drivers' keys not to run); each look reads every record of --out in
+// the order of a one-process run (on a resume the loop ignores records of later batches, so the run
+// stops — and stops each arm — where the first run did); stderr gets each look's verdict, the
+// checks still open and the cells still running. run_positions(p) runs the units at positions p of
+// the design's unit order.
 template <class RunPositions>
-driver_stats run_until_decided(audit_run& r, RunPositions&& run_positions, std::set<trial_key>& skip) {
+driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions, std::set<trial_key>& skip) {
   const auto& d = r.d;
   const auto units = d.unit_order();
   std::vector<std::vector<std::size_t>> batches(r.looks);
   for (std::size_t p = 0; p < units.size(); ++p)
     batches[static_cast<std::size_t>(units[p].first / r.batch_items)].push_back(p);
+  until_decided_plan plan{
+      .batch_items = r.batch_items,
+      .looks = r.looks,
+      .item_regime = {r.item_regime.begin(), r.item_regime.begin() + static_cast<std::ptrdiff_t>(d.items)},
+      .seeds = d.seeds};
+  for (const auto& a : d.arms) plan.arms.push_back(a.label);
   audit_options look = r.aopt;
   look.horizon = static_cast<std::size_t>(d.items);
   look.looks = r.looks;
   look.regime_horizon = r.regime_items;
   look.relay_gate = false;
   look.demonstrations = false;
-  for (const auto& a : d.arms) look.design_arms.push_back(a.label);
-  r.schedule = arm_schedule{.batch_items = r.batch_items};
-  std::set<arm_cell> to_run;  // the cells the last look keeps running
-  for (const auto& [regime, n] : r.regime_items)
-    for (const auto& a : d.arms) to_run.insert(arm_cell{regime, a.label});
+  look.design_arms = plan.arms;
   driver_stats total;
-  std::string verdict = "inconclusive";
-  std::size_t k = 0;
-  bool settled = false;
-  std::uint64_t scheduled = 0, left_out_trials = 0;  // trials the schedule gave or left out of the batches run
-  while (k < r.looks && !settled) {
-    std::set<arm_cell> left_out;
-    for (const auto& [regime, n] : r.regime_items)
-      for (const auto& a : d.arms)
-        if (to_run.count(arm_cell{regime, a.label}) == 0) left_out.insert(arm_cell{regime, a.label});
-    r.schedule.add_batch(left_out);
-    write_arm_schedule(r.out / "schedule.json", r.schedule);
-    for (const std::size_t p : batches[k]) {
-      const auto [item, s] = units[p];
-      for (const auto& a : d.arms)
-        if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0) {
-          skip.insert(trial_key{item, s, a.label});
-          ++left_out_trials;
-        } else {
-          ++scheduled;
+  std::uint64_t left_out_trials = 0;  // the driver skips them as done: they are not a resume's
+  std::vector<trial_record> records;  // a look's records, in the order of a one-process run
+  const auto res = latentaudit::run_until_decided(
+      plan, look,
+      [&](std::size_t k, const arm_schedule&) -> const std::vector<trial_record>& {
+        total += run_positions(batches[k]);
+        r.progress_base += batches[k].size() * d.arms.size();
+        records = r.seen;
+        dist::order_as_executed(records, d);
+        return records;
+      },
+      [&](const arm_schedule& schedule, const std::set<arm_cell>& left_out) {
+        write_arm_schedule(r.out / "schedule.json", schedule);
+        const std::size_t k = schedule.batches - 1;
+        for (const std::size_t p : batches[k]) {
+          const auto [item, s] = units[p];
+          for (const auto& a : d.arms)
+            if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0 &&
+                skip.insert(trial_key{item, s, a.label}).second)
+              ++left_out_trials;
         }
-    }
-    total += run_positions(batches[k]);
-    r.progress_base += batches[k].size() * d.arms.size();
-    ++k;
-    std::vector<trial_record> records;  // this look's: the records of the batches run so far
-    for (const auto& rec : r.seen)
-      if (rec.item < k * r.batch_items) records.push_back(rec);
-    dist::order_as_executed(records, d);
-    look.schedule = r.schedule;
-    const auto report = build_audit_report(records, look);
-    const auto& decision = report.decision;
-    verdict = decision.verdict;
-    settled = decision_settled(decision);
-    to_run = arm_cells_to_run(report.findings, decision);
-    std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
-    for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
-    if (open.empty() && !settled)
-      for (const auto& c : decision.checklist)
-        if (c.passed == verdict::inconclusive && c.name != "monitor")
-          open.append(open.empty() ? "" : ", ").append(c.name);
-    std::size_t cells = 0;  // the design's cells still running
-    for (const auto& [regime, n] : r.regime_items)
-      for (const auto& a : d.arms) cells += to_run.count(arm_cell{regime, a.label});
-    if (!r.args.has("--quiet"))
-      std::fprintf(stderr,
-                   "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
-                   "(regime, arm) cells run on\n",
-                   k, r.looks,
-                   static_cast<unsigned long long>(std::min<std::uint64_t>(k * r.batch_items, d.items)),
-                   static_cast<unsigned long long>(d.items), verdict.c_str(), settled ? " (settled: stop)" : "",
-                   open.empty() ? "" : (" (open: " + open + ")").c_str(), settled ? 0 : cells,
-                   r.regime_items.size() * d.arms.size());
-  }
-  const std::uint64_t items_run = std::min<std::uint64_t>(k * r.batch_items, d.items);
+      },
+      [&](std::size_t k, const audit_report& report, std::size_t cells) {
+        if (r.args.has("--quiet")) return;
+        const auto& decision = report.decision;
+        const bool settled = decision_settled(decision);
+        std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
+        for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
+        if (open.empty() && !settled)
+          for (const auto& c : decision.checklist)
+            if (c.passed == verdict::inconclusive && c.name != "monitor")
+              open.append(open.empty() ? "" : ", ").append(c.name);
+        std::fprintf(
+            stderr,
+            "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
+            "(regime, arm) cells run on\n",
+            k, r.looks, static_cast<unsigned long long>(std::min<std::uint64_t>(k * r.batch_items, d.items)),
+            static_cast<unsigned long long>(d.items), decision.verdict.c_str(),
+            settled ? " (settled: stop)" : "", open.empty() ? "" : (" (open: " + open + ")").c_str(),
+            settled ? 0 : cells, r.regime_items.size() * d.arms.size());
+      });
+  r.schedule = res.schedule;
   r.stopped = json_value::object();
   r.stopped.set("batch_items", static_cast<double>(r.batch_items));
   r.stopped.set("looks_planned", static_cast<double>(r.looks));
-  r.stopped.set("looks_taken", static_cast<double>(k));
+  r.stopped.set("looks_taken", static_cast<double>(res.looks_taken));
   r.stopped.set("items_planned", static_cast<double>(d.items));
-  r.stopped.set("items_run", static_cast<double>(items_run));
+  r.stopped.set("items_run",
+                static_cast<double>(std::min<std::uint64_t>(res.looks_taken * r.batch_items, d.items)));
   r.stopped.set("trials_planned", static_cast<double>(d.trials()));
-  r.stopped.set("trials_scheduled", static_cast<double>(scheduled));
-  r.stopped.set("trials_left_out", static_cast<double>(left_out_trials));
+  r.stopped.set("trials_scheduled", static_cast<double>(res.trials_scheduled));
+  r.stopped.set("trials_left_out", static_cast<double>(res.trials_left_out));
   r.stopped.set("trials_in_records", static_cast<double>(r.seen.size()));
-  r.stopped.set("settled", settled);
-  r.stopped.set("decision_at_stop", verdict);
-  total.skipped -= left_out_trials;  // the driver skipped them as done: they are not a resume's
+  r.stopped.set("settled", res.settled);
+  r.stopped.set("decision_at_stop", res.verdict);
+  total.skipped -= left_out_trials;
   return total;
 }
 
@@ -1084,7 +1073,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
       return positions[k++];
     }));
   };
-  if (r.batch_items != 0) return run_until_decided(r, run_positions, resumed);
+  if (r.batch_items != 0) return run_audit_until_decided(r, run_positions, resumed);
   if (r.jobs > 1 && shard == nullptr) return run_positions({});
   if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
     try {

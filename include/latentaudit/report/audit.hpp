@@ -153,12 +153,12 @@ struct audit_options {
 /// @brief Completeness of one arm in one regime: which (item, seed) units of the regime hold its
 /// record, and how many of its records are failed relays (relay_error).
 struct arm_completeness {
-  std::string arm;               ///< arm label (a design arm, or one seen in the records)
-  std::string regime;            ///< "need", "no_need", "stale", "conflict" or "unknown"
+  std::string arm;     ///< arm label (a design arm, or one seen in the records)
+  std::string regime;  ///< "need", "no_need", "stale", "conflict" or "unknown"
   /// (item, seed) units of the regime where this arm was scheduled (some arm holds a record there)
   std::size_t units = 0;
-  std::size_t records = 0;       ///< units holding this arm's record
-  std::size_t missing = 0;       ///< units lacking it (units − records)
+  std::size_t records = 0;  ///< units holding this arm's record
+  std::size_t missing = 0;  ///< units lacking it (units − records)
   /// units of the regime the schedule left this arm out of (`audit --until-decided`), not counted
   /// in `units`
   std::size_t not_scheduled = 0;

@@ -69,8 +69,9 @@ struct arm_schedule {
   /// @brief Schedules the next batch: every cell runs on its items but those in `skipped`.
   void add_batch(const std::set<arm_cell>& skipped) {
     const std::uint64_t b = batches++;
-    for (const auto& c : skipped) partial.try_emplace(c, b == 0 ? decltype(partial)::mapped_type{}
-                                                                : decltype(partial)::mapped_type{{0, b}});
+    for (const auto& c : skipped)
+      partial.try_emplace(c,
+                          b == 0 ? decltype(partial)::mapped_type{} : decltype(partial)::mapped_type{{0, b}});
     for (auto& [c, ranges] : partial) {
       if (skipped.count(c) != 0) continue;
       if (!ranges.empty() && ranges.back().second == b)
@@ -107,7 +108,8 @@ struct arm_schedule {
 /// disjoint and non-adjacent within [0, batches).
 /// @throws corrupt_data naming `p` and the field
 [[nodiscard]] inline arm_schedule arm_schedule_from_json(const json_value& j, const std::filesystem::path& p,
-                                                         std::uint64_t items, const std::set<std::string>& arms) {
+                                                         std::uint64_t items,
+                                                         const std::set<std::string>& arms) {
   auto bad = [&](const std::string& field, const std::string& why) {
     LATENTAUDIT_THROW(corrupt_data(p.string() + ": field '" + field + "' " + why));
   };

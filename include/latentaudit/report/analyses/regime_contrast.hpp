@@ -111,7 +111,8 @@ void holm_over(std::span<regime_contrast* const> family);
 /// @param id the finding id
 /// @param why what was missing (the detail)
 /// @param reads the cells it would read (finding::reads)
-[[nodiscard]] finding not_estimable_finding(std::string id, std::string why, std::vector<arm_cell> reads = {});
+[[nodiscard]] finding not_estimable_finding(std::string id, std::string why,
+                                            std::vector<arm_cell> reads = {});
 
 /// @brief The cells contrast `c` reads: its treated and control arms in its regime.
 [[nodiscard]] std::vector<arm_cell> contrast_reads(const regime_contrast& c);

@@ -44,8 +44,9 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
         "needs (B + 1)·alpha/(2·looks) >= 1 (the cost bootstrap's limits at alpha/(2·looks)), got " +
             number_text(o.looks) + " looks with B = " + number_text(o.bootstrap_replicates));
   if (!o.schedule.empty() && o.horizon == 0)
-    throw_invalid(fn, "options.schedule",
-                  "applies to an audit looked at while it grows: it needs options.horizon (the design's items)");
+    throw_invalid(
+        fn, "options.schedule",
+        "applies to an audit looked at while it grows: it needs options.horizon (the design's items)");
 }
 
 LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const trial_record> records,

@@ -512,7 +512,8 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   return d;
 }
 
-LATENTAUDIT_INLINE std::set<arm_cell> arm_cells_to_run(std::span<const finding> findings, const audit_decision& d) {
+LATENTAUDIT_INLINE std::set<arm_cell> arm_cells_to_run(std::span<const finding> findings,
+                                                       const audit_decision& d) {
   std::set<arm_cell> run;
   if (decision_settled(d)) return run;
   auto add = [&](const std::vector<arm_cell>& cells) { run.insert(cells.begin(), cells.end()); };

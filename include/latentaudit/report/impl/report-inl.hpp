@@ -887,7 +887,7 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
         r.core.n_items, r.options.horizon, r.options.looks, r.options.looks));
     if (const auto& s = r.options.schedule; !s.empty()) {
       const std::size_t stopped = s.partial.size();  // cells left out of some batch
-      std::size_t not_run = 0;                        // their trials left out
+      std::size_t not_run = 0;                       // their trials left out
       for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
       line("");
       line(fmt::format(

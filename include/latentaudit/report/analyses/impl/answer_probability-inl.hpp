@@ -139,10 +139,11 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
     }
     if (c.n_items == 0) {
       out.push_back(not_estimable_finding(
-          s.id, fmt::format(
-                    "no need-regime unit holds answer_logprob for both {} and {} (the records do not measure "
-                    "it: null or absent)",
-                    c.treated, c.control),
+          s.id,
+          fmt::format(
+              "no need-regime unit holds answer_logprob for both {} and {} (the records do not measure "
+              "it: null or absent)",
+              c.treated, c.control),
           std::move(reads)));
       continue;
     }

@@ -120,8 +120,9 @@ LATENTAUDIT_INLINE finding conflict_worse_finding(const conflict_analysis& c, do
         id, "no unit of regime 'conflict' in the records (the regime is missing)", detail::contrast_reads(k));
   if (!k.estimable())
     return detail::not_estimable_finding(
-        id, fmt::format("the contrast {} has no pairs in the conflict regime ({} or {} absent)", k.id,
-                        k.treated, k.control),
+        id,
+        fmt::format("the contrast {} has no pairs in the conflict regime ({} or {} absent)", k.id, k.treated,
+                    k.control),
         detail::contrast_reads(k));
   const verdict v = detail::worse_verdict(k, alpha, margin);
   const std::string pts = detail::contrast_points(k.estimate, k.verdict_low, k.verdict_high);

@@ -150,8 +150,9 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
     const std::string id = fmt::format("{}.k{}.{}", base, mc.k, mc.regime);
     if (!c.estimable()) {
       out.push_back(detail::not_estimable_finding(
-          id, fmt::format("the contrast {} has no pairs ({} or {} absent in the {} regime)", c.id, c.treated,
-                          c.control, mc.regime),
+          id,
+          fmt::format("the contrast {} has no pairs ({} or {} absent in the {} regime)", c.id, c.treated,
+                      c.control, mc.regime),
           detail::contrast_reads(c)));
       continue;
     }

@@ -150,7 +150,8 @@ LATENTAUDIT_INLINE void holm_over(std::span<regime_contrast* const> family) {
 }
 
 /// @brief The inconclusive finding of an analysis that could not run.
-LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why, std::vector<arm_cell> reads) {
+LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why,
+                                                 std::vector<arm_cell> reads) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   return {.id = std::move(id),
           .answer = verdict::inconclusive,

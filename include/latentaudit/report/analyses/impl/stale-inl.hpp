@@ -131,8 +131,8 @@ LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double 
   const auto& k = s.kv_answers;
   std::vector<arm_cell> reads{{"stale", k.arm.empty() ? std::string("kv_full") : k.arm}};
   if (s.units == 0)
-    return detail::not_estimable_finding(id, "no unit of regime 'stale' in the records (the regime is missing)",
-                                         reads);
+    return detail::not_estimable_finding(
+        id, "no unit of regime 'stale' in the records (the regime is missing)", reads);
   if (k.arm.empty()) return detail::not_estimable_finding(id, "kv_full is absent from the records", reads);
   if (!c.estimable())
     return detail::not_estimable_finding(
