@@ -14,6 +14,7 @@
 
 #include "latentaudit/estimators/betting.hpp"
 #include "latentaudit/report/report.hpp"
+#include "latentaudit/report/until_decided.hpp"
 #include "report/decision_mc.hpp"
 #include "report/relay_failure_sim.hpp"
 
@@ -559,4 +560,30 @@ TEST_CASE("decision: a trial the schedule never ran is no missing record (audit 
       INFO(x.id);
       CHECK_FALSE(x.reads.empty());
     }
+}
+
+TEST_CASE("run_until_decided: a plan without items or whose looks do not cover them is refused",
+          "[report][decision][until_decided]") {
+  auto never = [](std::size_t, const la::arm_schedule&) -> const std::vector<la::trial_record>& {
+    static const std::vector<la::trial_record> none;
+    return none;
+  };
+  auto quiet = [](const la::arm_schedule&, const std::set<la::arm_cell>&) {};
+  auto look = [](std::size_t, const la::audit_report&, std::size_t) {};
+  la::until_decided_plan p{.batch_items = 10,
+                           .looks = 2,
+                           .item_regime = std::vector<std::string>(20, "need"),
+                           .seeds = 1,
+                           .arms = {"kv_full", "no_comm"}};
+  auto bad = p;
+  bad.item_regime.clear();
+  CHECK_THROWS_WITH(la::run_until_decided(bad, la::audit_options{}, never, quiet, look),
+                    Catch::Contains("must hold items, arms and seeds"));
+  bad = p;
+  bad.looks = 3;
+  CHECK_THROWS_WITH(la::run_until_decided(bad, la::audit_options{}, never, quiet, look),
+                    Catch::Contains("plan.looks"));
+  bad = p;
+  bad.batch_items = 0;
+  CHECK_THROWS_AS(la::run_until_decided(bad, la::audit_options{}, never, quiet, look), la::invalid_argument);
 }

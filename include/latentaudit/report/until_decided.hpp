@@ -31,18 +31,18 @@ namespace latentaudit {
 /// batch_items, at most `looks` batches), each item's regime (known before any trial: a regime is
 /// the task's), its seeds and its arm labels.
 struct until_decided_plan {
-  std::size_t batch_items = 0;            ///< items between two looks (≥ 1)
-  std::size_t looks = 0;                  ///< batches: ⌈items / batch_items⌉
-  std::vector<std::string> item_regime;   ///< per item: "need", "no_need", "stale" or "conflict"
-  std::uint64_t seeds = 1;                ///< seeds per item (each (item, seed, arm) is one trial)
-  std::vector<std::string> arms;          ///< the design's arm labels
+  std::size_t batch_items = 0;           ///< items between two looks (≥ 1)
+  std::size_t looks = 0;                 ///< batches: ⌈items / batch_items⌉
+  std::vector<std::string> item_regime;  ///< per item: "need", "no_need", "stale" or "conflict"
+  std::uint64_t seeds = 1;               ///< seeds per item (each (item, seed, arm) is one trial)
+  std::vector<std::string> arms;         ///< the design's arm labels
 };
 
 /// @brief Where an audit stopped when decided stopped (the CLI summary's `until_decided`).
 struct until_decided_result {
-  arm_schedule schedule;              ///< the trials each batch scheduled (schedule.json)
-  std::size_t looks_taken = 0;        ///< batches run, each followed by a look
-  bool settled = false;               ///< stopped on a settled decision (else after the last batch)
+  arm_schedule schedule;                 ///< the trials each batch scheduled (schedule.json)
+  std::size_t looks_taken = 0;           ///< batches run, each followed by a look
+  bool settled = false;                  ///< stopped on a settled decision (else after the last batch)
   std::string verdict = "inconclusive";  ///< the decision at the stop
   std::uint64_t trials_scheduled = 0;    ///< trials of the batches run that the schedule gave
   std::uint64_t trials_left_out = 0;     ///< trials of those batches it left out (stopped cells)
@@ -62,8 +62,8 @@ struct until_decided_result {
 /// @throws invalid_argument for a plan without items, arms or seeds, or whose looks do not cover
 ///         its items; whatever run_batch or the report throws
 template <class RunBatch, class OnSchedule, class OnLook>
-until_decided_result run_until_decided(const until_decided_plan& plan, audit_options look, RunBatch&& run_batch,
-                                       OnSchedule&& on_schedule, OnLook&& on_look) {
+until_decided_result run_until_decided(const until_decided_plan& plan, audit_options look,
+                                       RunBatch&& run_batch, OnSchedule&& on_schedule, OnLook&& on_look) {
   constexpr std::string_view fn = "run_until_decided";
   const std::size_t n = plan.item_regime.size();
   if (n == 0 || plan.arms.empty() || plan.seeds == 0)
@@ -82,12 +82,13 @@ until_decided_result run_until_decided(const until_decided_plan& plan, audit_opt
     for (const auto& c : cells)
       if (to_run.count(c) == 0) left_out.insert(c);
     out.schedule.add_batch(left_out);
-    on_schedule(static_cast<const arm_schedule&>(out.schedule), static_cast<const std::set<arm_cell>&>(left_out));
+    on_schedule(static_cast<const arm_schedule&>(out.schedule),
+                static_cast<const std::set<arm_cell>&>(left_out));
     const std::size_t end = std::min(n, (k + 1) * plan.batch_items);
     for (std::size_t i = k * plan.batch_items; i < end; ++i)
       for (const auto& a : plan.arms)
-        (left_out.count(arm_cell{plan.item_regime[i], a}) != 0 ? out.trials_left_out : out.trials_scheduled) +=
-            plan.seeds;
+        (left_out.count(arm_cell{plan.item_regime[i], a}) != 0 ? out.trials_left_out
+                                                               : out.trials_scheduled) += plan.seeds;
     const std::vector<trial_record>& all = run_batch(k, static_cast<const arm_schedule&>(out.schedule));
     ++out.looks_taken;
     std::vector<trial_record> records;  // this look's: the records of the batches run so far
