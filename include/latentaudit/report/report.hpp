@@ -65,6 +65,9 @@ std::string estimate_md(const effect_estimate& e);
 /// @brief report.json's "options": the levels and, for an audit stopped when decided
 /// (audit_options::horizon), horizon_items, looks and regime_horizon_items.
 [[nodiscard]] json_value options_json(const audit_options& o);
+/// @brief report.md's note on an audit stopped when decided: its horizon, looks and the arms it
+/// stopped one by one (part of report_markdown, with audit_options::horizon set).
+[[nodiscard]] std::string stopped_when_decided_note(const audit_report& r);
 /// @brief report.md's cost, fitted-link and relay-gate sections (parts of report_markdown).
 [[nodiscard]] std::string cost_markdown(const audit_report& r);
 [[nodiscard]] std::string link_fit_markdown(const audit_report& r);

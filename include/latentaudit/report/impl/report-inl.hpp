@@ -863,6 +863,34 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
 
 }  // namespace detail
 
+namespace detail {
+
+// report.md's note on an audit stopped when decided (`audit --until-decided`): the horizon, the
+// looks, and the arms stopped one by one; ends with a blank line.
+[[nodiscard]] LATENTAUDIT_INLINE std::string stopped_when_decided_note(const audit_report& r) {
+  std::string m = fmt::format(
+      "**Stopped when decided** (`--until-decided`): these are the first {} of the design's {} items, "
+      "looked at up to {} times. Every betting interval and p-value over items is a confidence "
+      "sequence tuned for the design's items of its regime (report.json options.regime_horizon_items; "
+      "valid at the stop the data chose); the cost findings' latency bootstrap runs at α/{}. The "
+      "descriptive bootstrap intervals (CIs of paired effects, CATE, noise and drift tolerances) are not "
+      "adjusted for the stop.\n",
+      r.core.n_items, r.options.horizon, r.options.looks, r.options.looks);
+  if (const auto& s = r.options.schedule; !s.empty()) {
+    std::size_t not_run = 0;  // the trials of cells left out, on the units the records hold
+    for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
+    m += fmt::format(
+        "\nArms stopped one by one: {} (regime, arm) cells stopped before the last of {} batches of {} items "
+        "once every finding that reads them was decided (schedule.json; report.json options.schedule); "
+        "the trials they never ran are not missing records ({} on the (item, seed) units the records "
+        "hold: completeness not_scheduled), and the findings of a stopped cell rest on the items it ran.\n",
+        s.partial.size(), s.batches, s.batch_items, not_run);
+  }
+  return m;
+}
+
+}  // namespace detail
+
 [[nodiscard]] LATENTAUDIT_INLINE std::string report_markdown(const audit_report& r) {
   using detail::num;
   using detail::pct;
@@ -876,29 +904,7 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
                   r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
                   pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
   line("");
-  if (r.options.horizon != 0) {
-    line(fmt::format(
-        "**Stopped when decided** (`--until-decided`): these are the first {} of the design's {} items, "
-        "looked at up to {} times. Every betting interval and p-value over items is a confidence "
-        "sequence tuned for the design's items of its regime (report.json options.regime_horizon_items; "
-        "valid at the stop the data chose); the cost findings' latency bootstrap runs at α/{}. The "
-        "descriptive bootstrap intervals (CIs of paired effects, CATE, noise and drift tolerances) are not "
-        "adjusted for the stop.",
-        r.core.n_items, r.options.horizon, r.options.looks, r.options.looks));
-    if (const auto& s = r.options.schedule; !s.empty()) {
-      const std::size_t stopped = s.partial.size();  // cells left out of some batch
-      std::size_t not_run = 0;                       // their trials left out
-      for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
-      line("");
-      line(fmt::format(
-          "Arms stopped one by one: {} (regime, arm) cells stopped before the last of {} batches of {} items "
-          "once every finding that reads them was decided (schedule.json; report.json options.schedule); "
-          "the trials they never ran are not missing records ({} on the (item, seed) units the records "
-          "hold: completeness not_scheduled), and the findings of a stopped cell rest on the items it ran.",
-          stopped, s.batches, s.batch_items, not_run));
-    }
-    line("");
-  }
+  if (r.options.horizon != 0) line(detail::stopped_when_decided_note(r));
   line("## Decision: **" + r.decision.verdict + "**");
   line("");
   if (!r.decision.relay_allowed && r.decision.verdict.rfind("relay", 0) == 0) {
