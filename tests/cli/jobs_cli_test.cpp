@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit audit --jobs N` (trial/workers.hpp): the records, in their order, and the report's
-// verdicts do not depend on N; a resume on another N completes the same set; --jobs with a relay
-// link is refused with one line.
+// verdicts do not depend on N; a resume on another N completes the same set; over a tcp relay link
+// each worker holds its own conversation with agent A, and a relay peer with another --jobs is
+// refused at both ends.
 #include <catch2/catch.hpp>
+#include <latentaudit/dist/transport.hpp>
 #include <latentaudit/trial/journal.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
 
 #include "support/cli_runner.hpp"
 #include "support/common.hpp"
@@ -82,14 +86,51 @@ TEST_CASE("audit --jobs: records in the same order and the same verdicts for 1, 
   fs::remove_all(base);
 }
 
-TEST_CASE("audit --jobs with a relay link: refused with one line", "[cli][jobs]") {
-  const auto out = la::test::cli_work_dir() / "jobs_tcp";
-  auto words = jobs_audit(out, "2");
-  words.insert(words.end(), {"--relay-transport", "tcp"});
+TEST_CASE("audit --jobs over a tcp relay link: one conversation per worker, the one-worker records",
+          "[cli][jobs]") {
+  const auto base = la::test::cli_work_dir() / "jobs_tcp";
+  fs::remove_all(base);
+  auto tcp = [&](const std::string& dir, const std::string& jobs) {
+    auto w = jobs_audit(base / dir, jobs);
+    w.insert(w.end(), {"--relay-transport", "tcp"});
+    return w;
+  };
+  // the loopback peer serves both workers' conversations (the audit passes it --jobs 2)
+  const auto j1 = ok_json(tcp("t1", "1"));
+  const auto j2 = ok_json(tcp("t2", "2"));
+  CHECK(j2.find("relay_transport")->as_string() == "tcp");
+  CHECK(j2.find("trials_run")->as_number() == j1.find("trials_run")->as_number());
+  CHECK(la::test::timeless_record_lines(base / "t2" / "records.jsonl") ==
+        la::test::timeless_record_lines(base / "t1" / "records.jsonl"));
+  std::size_t measured = 0;
+  for (const auto& r : la::read_records(base / "t2" / "records.jsonl"))
+    measured += r.transfer_measured_s.has_value() ? 1 : 0;
+  CHECK(measured > 0);
+  // a relay-peer listening first with another --jobs: both ends exit 2 naming --jobs
+  std::uint16_t port = 0;
+  {
+    la::dist::tcp_listener probe("127.0.0.1:0");
+    port = probe.port();
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  auto peer_words = jobs_audit(base / "unused", "1");
+  peer_words[0] = "relay-peer";
+  peer_words.insert(peer_words.end(), {"--listen", address});
+  const pid_t peer =
+      la::test::spawn_cli(peer_words, (base / "peer.out").string(), (base / "peer.err").string());
+  auto words = tcp("t3", "2");
+  words.insert(words.end(), {"--relay-peer", address});
   const auto r = run_cli(words);
-  la::test::expect_one_line_error(
-      r, "option --jobs 2 runs its workers' relays in one process; it excludes --relay-transport");
-  CHECK_FALSE(fs::exists(out / "records.jsonl"));
+  int status = 0;
+  REQUIRE(waitpid(peer, &status, 0) == peer);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("the other end opens 1 relay conversation(s) (its --jobs), this one 2") !=
+        std::string::npos);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 2));
+  CHECK(
+      la::test::slurp_file(base / "peer.err").find("run the audit and the relay peer with the same --jobs") !=
+      std::string::npos);
   // --jobs 0 is refused naming the option
-  la::test::expect_one_line_error(run_cli(jobs_audit(out, "0")), "--jobs");
+  la::test::expect_one_line_error(run_cli(jobs_audit(base / "z", "0")), "--jobs");
+  fs::remove_all(base);
 }

@@ -103,6 +103,7 @@ inline std::vector<std::string> timeless_record_lines(const std::filesystem::pat
   for (auto r : read_records(file)) {
     r.latency = {};
     for (auto& x : r.latency_repeats_s) x = 0.0;
+    if (r.transfer_measured_s) r.transfer_measured_s = 0.0;  // a relay link's measured crossing
     out.push_back(record_to_line(r));
   }
   return out;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Tests of trial/workers.hpp (`audit --jobs N`): one design on several drivers at once gives one
-// driver's records in one driver's order (but for timings), resumes, refuses a relay channel, and
-// passes a driver's failure on after the finished trials.
+// driver's records in one driver's order (but for timings), resumes, refuses two drivers on one relay
+// channel, and passes a driver's failure on after the finished trials.
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -134,12 +134,13 @@ TEST_CASE("workers: bad arguments are refused naming them") {
   workers w(2);
   CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, {}, sink), Catch::Contains("tasks"));
   CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, tasks, {}), Catch::Contains("sink"));
-  // a driver that relays over a channel: one channel is one conversation
+  // two drivers that relay over one channel: one channel is one conversation
   struct unused_channel : relay_channel {
     void send(std::span<const std::byte>) override { FAIL("no message may be sent"); }
     void receive(std::vector<std::byte>&) override { FAIL("no message may be received"); }
     [[nodiscard]] std::string name() const override { return "test"; }
   } channel;
+  w.ptrs[0]->set_relay_channel(&channel);
   w.ptrs[1]->set_relay_channel(&channel);
-  CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, tasks, sink), Catch::Contains("channel"));
+  CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, tasks, sink), Catch::Contains("over one channel"));
 }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -88,7 +89,8 @@ std::vector<option_spec> audit_spec() {
       {"--jobs", "N",
        "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
        "reference engine; 1 on llama.cpp, whose --threads use the cores, and under mpirun, where each "
-       "rank runs N workers on its units; records do not depend on it; not with --relay-transport)"},
+       "rank runs N workers on its units; records do not depend on it; with --relay-transport tcp: N "
+       "conversations with the relay peer, which needs the same --jobs; not with --relay-transport mpi)"},
       {"--batched", "",
        "llama.cpp with --jobs N >= 2: the workers share one context per model and their prefills and "
        "decode steps run together in one llama_decode (faster decoding; log-probabilities then equal "
@@ -770,14 +772,14 @@ void open_audit_topology(audit_run& r) {
     prepare_out_dir(args, out, shard);
   }
   // --jobs: workers in this process, each with its own engines (under mpirun: on each rank, its
-  // workers sharing the rank's units). A relay link is one conversation (one A, one B, its crossing
-  // times measured one at a time): refused with --relay-transport, before a loopback relay peer
-  // starts (it would refuse the same option and write a second line).
-  const bool relays = args.get("--relay-transport").has_value();
-  if (r.jobs > 1 && (relays || serve != nullptr))
-    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
-                      " runs its workers' relays in one process; it excludes --relay-transport (a relay "
-                      "link is one conversation)");
+  // workers sharing the rank's units). Over tcp each worker holds its own conversation with agent A
+  // (relay_session opens --jobs links; the peer serves each on its own thread and engines). The MPI
+  // relay is one conversation between two ranks: refused there, before anything starts.
+  if (r.jobs > 1 && mpi_relay)
+    throw usage_error(
+        std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+        " excludes --relay-transport mpi (one conversation between two ranks): use --relay-transport "
+        "tcp, whose relay peer serves one conversation per worker");
   if (r.jobs > 1 && shard != nullptr && !shard->serialized_threads())
     throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
                       " under mpirun needs an MPI that lets threads call it one at a time "
@@ -789,12 +791,13 @@ void open_audit_topology(audit_run& r) {
 }
 
 // --jobs N: `first` and N - 1 more drivers, each on the engines make_worker() gives it (their
-// drifted senders added, the message options set), run the design from one shared schedule
-// (run_on_workers, trial/workers.hpp): `positions`, or the units `source` hands out (an MPI rank's);
-// the journal sees one driver's records in its order.
+// drifted senders added, the message options set, over tcp their own relay conversation), run the
+// design from one shared schedule (run_on_workers, trial/workers.hpp): `positions`, or the units
+// `source` hands out (an MPI rank's); the journal sees one driver's records in its order.
 template <class Driver, class MakeWorker>
 driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worker, const message_options& msg,
-                            const trial_design& d, const typename Driver::task_source& tasks,
+                            relay_session* relay, const trial_design& d,
+                            const typename Driver::task_source& tasks,
                             const std::function<void(const trial_record&)>& sink,
                             const std::set<trial_key>& resumed, const progress_callback& progress,
                             std::span<const std::size_t> positions, const unit_schedule& source = {}) {
@@ -807,6 +810,10 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
     extra.push_back(std::make_unique<Driver>(wk.engine, wk.partner ? &*wk.partner : nullptr));
     for (auto& [name, e] : wk.drifted) extra.back()->add_sender(name, e);
     extra.back()->set_message_options(msg);
+    if (relay != nullptr) {
+      extra.back()->set_relay_channel(&relay->channel(w, jobs, d.design_hash()));
+      extra.back()->set_relay_key(relay->wire_key(w));
+    }
     all.push_back(extra.back().get());
   }
   return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions, source);
@@ -927,18 +934,56 @@ void add_identity_options(audit_run& r) {
 }
 
 // The relay peer (`relay-peer`) or rank 1 of `--relay-transport mpi`: agent A, serving the
-// sender's half of every relay agent B asks for over the link.
-template <class Engine, class Partner, class AddSenders>
+// sender's half of every relay agent B asks for over the link. With --jobs N (tcp) agent A serves
+// the audit's N conversations at once, each on its own thread with its own engines (make_worker's
+// copies, as the audit's workers), the task source behind one lock; the first failure is rethrown
+// once every conversation has ended (the audit stops its workers, whose "done" ends the others).
+template <class Engine, class Partner, class AddSenders, class MakeWorker>
 driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, AddSenders& add_senders,
-                              const message_options& msg_opts, const task_file_source& source) {
+                              const message_options& msg_opts, const task_file_source& source,
+                              MakeWorker& make_worker) {
   const trial_design& d = r.d;
-  trial_driver<Engine, Partner> a_side(engine, partner);
-  add_senders(a_side);
-  a_side.set_message_options(msg_opts);
-  relay_channel& a_link = r.serve != nullptr ? r.serve->channel(d.design_hash()) : *r.mpi_link;
-  if (r.serve != nullptr) a_side.set_relay_key(r.serve->wire_key());
-  return a_side.serve_sender(
-      d, [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); }, a_link);
+  const std::size_t n = r.serve != nullptr ? r.jobs : 1;
+  std::mutex tasks_mu;
+  const auto tasks = [&](std::uint64_t item, std::uint64_t s) {
+    const std::lock_guard<std::mutex> hold(tasks_mu);
+    return source.task(item, s, d.seed);
+  };
+  using driver_type = trial_driver<Engine, Partner>;
+  std::vector<decltype(make_worker())> workers;  // the engines of conversations 1..n-1
+  std::vector<std::unique_ptr<driver_type>> drivers;
+  drivers.push_back(std::make_unique<driver_type>(engine, partner));
+  add_senders(*drivers.back());
+  for (std::size_t w = 1; w < n; ++w) {
+    workers.push_back(make_worker());
+    auto& wk = *workers.back();
+    drivers.push_back(std::make_unique<driver_type>(wk.engine, wk.partner ? &*wk.partner : nullptr));
+    for (auto& [name, e] : wk.drifted) drivers.back()->add_sender(name, e);
+  }
+  std::vector<relay_channel*> links;
+  for (std::size_t w = 0; w < n; ++w) {
+    drivers[w]->set_message_options(msg_opts);
+    links.push_back(r.serve != nullptr ? &r.serve->channel(w, n, d.design_hash()) : r.mpi_link.get());
+    if (r.serve != nullptr) drivers[w]->set_relay_key(r.serve->wire_key(w));
+  }
+  std::vector<driver_stats> stats(n);
+  std::vector<std::exception_ptr> failed(n);
+  auto serve = [&](std::size_t w) {
+    try {
+      stats[w] = drivers[w]->serve_sender(d, tasks, *links[w]);
+    } catch (...) {
+      failed[w] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < n; ++w) threads.emplace_back(serve, w);
+  serve(0);
+  for (auto& t : threads) t.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+  driver_stats total;
+  for (const auto& s : stats) total += s;
+  return total;
 }
 
 // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
@@ -1020,7 +1065,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     });
   }
   if (serve != nullptr || mpi_a)  // relay-peer or rank 1: agent A serves the sender's half of B's relays
-    return serve_as_agent_a(r, engine, partner, add_senders, msg_opts, source);
+    return serve_as_agent_a(r, engine, partner, add_senders, msg_opts, source, make_worker);
   std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
   if (mpi_relay) {
     resumed = dist::records_set_keys(dist::records_files(out));
@@ -1043,8 +1088,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   add_senders(driver);
   driver.set_message_options(msg_opts);
   if (relay) {
-    driver.set_relay_channel(&relay->channel(d.design_hash()));
-    driver.set_relay_key(relay->wire_key());
+    driver.set_relay_channel(&relay->channel(0, r.jobs, d.design_hash()));
+    driver.set_relay_key(relay->wire_key(0));
   }
   if (mpi_link) driver.set_relay_channel(mpi_link.get());
   const auto tasks = [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); };
@@ -1065,8 +1110,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   // the units at `positions` of the design's unit order (all: empty), on --jobs workers
   auto run_positions = [&](std::span<const std::size_t> positions) {
     if (r.jobs > 1)
-      return run_audit_jobs(r.jobs, driver, make_worker, msg_opts, d, tasks, sink, resumed, progress,
-                            positions);
+      return run_audit_jobs(r.jobs, driver, make_worker, msg_opts, relay.get(), d, tasks, sink, resumed,
+                            progress, positions);
     std::size_t k = 0;
     return go(positions.empty() ? unit_schedule{} : unit_schedule([&]() -> std::optional<std::size_t> {
       if (k == positions.size()) return std::nullopt;
@@ -1089,8 +1134,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   if (shard == nullptr) return go({});
   // sharded: this rank's units, asked for as its --jobs workers come free
   return shard->run_trials(d, r.scheme, [&](const unit_schedule& mine) {
-    return r.jobs > 1 ? run_audit_jobs(r.jobs, driver, make_worker, msg_opts, d, tasks, sink, resumed,
-                                       progress, {}, mine)
+    return r.jobs > 1 ? run_audit_jobs(r.jobs, driver, make_worker, msg_opts, relay.get(), d, tasks, sink,
+                                       resumed, progress, {}, mine)
                       : go(mine);
   });
 }

@@ -5,9 +5,11 @@
 // of a tcp connection. `audit --relay-transport tcp` spawns one on loopback when no --relay-peer
 // is given. docs/distributed.md, "Relay over a real link".
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -186,8 +188,37 @@ std::unique_ptr<relay_session> relay_session::for_peer(const std::string& listen
   return s;
 }
 
-relay_channel& relay_session::channel(const std::string& design_hash) {
-  if (link_) return *link_;
+relay_channel& relay_session::channel(std::size_t i, std::size_t n, const std::string& design_hash) {
+  if (links_.empty()) {
+    open_link(design_hash);
+    agree_links(n);
+    while (links_.size() < n) open_link(design_hash);
+  }
+  if (i >= links_.size() || n != links_.size())
+    throw usage_error(who_ + ": relay conversation " + std::to_string(i) + " of " + std::to_string(n) +
+                      " asked of a session with " + std::to_string(links_.size()));
+  return links_[i];
+}
+
+void relay_session::agree_links(std::size_t n) {
+  // each end sends its count on the first (authenticated) link, then reads the other's: small
+  // messages, so both sending first cannot block
+  std::array<std::byte, 8> mine{};
+  for (std::size_t b = 0; b < 8; ++b)
+    mine[b] = static_cast<std::byte>((static_cast<std::uint64_t>(n) >> (8 * b)) & 0xFF);
+  links_.front().send(mine);
+  std::vector<std::byte> theirs;
+  links_.front().receive_at_most(theirs, 8);
+  std::uint64_t m = 0;
+  for (std::size_t b = 0; b < theirs.size(); ++b) m |= static_cast<std::uint64_t>(theirs[b]) << (8 * b);
+  if (theirs.size() != 8 || m != n)
+    throw usage_error(who_ + ": the other end opens " +
+                      (theirs.size() == 8 ? std::to_string(m) : std::string("?")) +
+                      " relay conversation(s) (its --jobs), this one " + std::to_string(n) +
+                      ": run the audit and the relay peer with the same --jobs");
+}
+
+void relay_session::open_link(const std::string& design_hash) {
   const dist::relay_auth_options ao{.hello_timeout_s = cli_hello_timeout_s,
                                     .client_wait_s = cli_link_timeout_s};
   if (!connect_to_.empty()) {
@@ -197,9 +228,9 @@ relay_channel& relay_session::channel(const std::string& design_hash) {
     } catch (const link_error& e) {
       throw usage_error(who_ + ": cannot reach the relay peer at '" + connect_to_ + "': " + e.what());
     }
-    link_.emplace(dist::authenticated_channel::client(std::move(*t), key_, design_hash, ao));
-    warn_unkeyed();
-    return *link_;
+    links_.push_back(dist::authenticated_channel::client(std::move(*t), key_, design_hash, ao));
+    if (links_.size() == 1) warn_unkeyed();  // once per session
+    return;
   }
   // the loopback peer this process started: if it exits before connecting (a model it cannot
   // load, a bad option), say so at once instead of waiting out the link's timeout
@@ -219,9 +250,9 @@ relay_channel& relay_session::channel(const std::string& design_hash) {
     dist::tcp_transport t = listener_->accept(still_waiting);
     const std::string who = t.peer_name();
     try {
-      link_.emplace(dist::authenticated_channel::server(std::move(t), key_, design_hash, ao));
-      warn_unkeyed();
-      return *link_;
+      links_.push_back(dist::authenticated_channel::server(std::move(t), key_, design_hash, ao));
+      if (links_.size() == 1) warn_unkeyed();  // once per session
+      return;
     } catch (const invalid_argument&) {
       throw;                    // an authenticated client with another design: both ends stop, as before
     } catch (const error& e) {  // idle, trickling, unauthenticated or another protocol: the next one
@@ -238,7 +269,7 @@ void relay_session::warn_unkeyed() const {
         stderr,
         "latentaudit: warning: %s: the relay channel with %s is unauthenticated (no --relay-key-file "
         "or LATENTAUDIT_RELAY_KEY_FILE): any local process could connect to it or pose as the peer\n",
-        who_.c_str(), link_->peer_name().c_str());
+        who_.c_str(), links_.back().peer_name().c_str());
 }
 
 void relay_session::finish() {
@@ -256,7 +287,7 @@ void relay_session::finish() {
 }
 
 relay_session::~relay_session() {
-  link_.reset();  // the peer sees the link close
+  links_.clear();  // the peer sees the links close
   if (child_ > 0) {
     ::kill(child_, SIGTERM);
     int status = 0;

@@ -8,6 +8,8 @@
 #include <latentaudit/dist/relay_auth.hpp>
 #include <latentaudit/dist/transport.hpp>
 
+#include <cstddef>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -34,14 +36,17 @@ class relay_session {
   static std::unique_ptr<relay_session> for_peer(const std::string& listen, const std::string& connect,
                                                  std::vector<std::byte> key);
 
-  /// @brief The link for design `design_hash` (connects or accepts, then runs the authenticated
-  /// handshake, on first use). Accepting, a client that fails the handshake or stays idle past the
-  /// hello deadline is dropped (one stderr line) and the next one served.
+  /// @brief Conversation `i` of `n` (`--jobs n`: one per worker) for design `design_hash`. On first
+  /// use every link opens: each connects or accepts, then runs the authenticated handshake; the two
+  /// ends then check on the first link that both open `n` (the same --jobs), and open the others.
+  /// Accepting, a client that fails the handshake or stays idle past the hello deadline is dropped
+  /// (one stderr line) and the next one served.
   /// @throws usage_error when no connection is made (connect: after a few attempts, naming the
-  ///         address); invalid_argument if the two ends run different designs.
-  relay_channel& channel(const std::string& design_hash);
-  /// @brief The key of the relays' wire HMAC tag (after channel()).
-  [[nodiscard]] std::span<const std::byte> wire_key() const { return link_->wire_key(); }
+  ///         address) or the two ends open different numbers of links; invalid_argument if the
+  ///         two ends run different designs.
+  relay_channel& channel(std::size_t i, std::size_t n, const std::string& design_hash);
+  /// @brief The key of the relays' wire HMAC tag of conversation `i` (after channel()).
+  [[nodiscard]] std::span<const std::byte> wire_key(std::size_t i) const { return links_.at(i).wire_key(); }
   /// @brief "tcp".
   [[nodiscard]] std::string transport() const { return "tcp"; }
   /// @brief B: waits for a spawned peer and checks that it ended well.
@@ -51,10 +56,12 @@ class relay_session {
 
  private:
   relay_session() = default;
-  void warn_unkeyed() const;  // one stderr line when the channel has no key
+  void warn_unkeyed() const;                       // one stderr line when the channel has no key
+  void open_link(const std::string& design_hash);  // one more link: connect or accept, handshake
+  void agree_links(std::size_t n);                 // both ends open n links (checked on the first)
   std::optional<dist::tcp_listener> listener_;
-  std::optional<dist::authenticated_channel> link_;
-  std::vector<std::byte> key_;  // the shared secret (empty: unauthenticated)
+  std::deque<dist::authenticated_channel> links_;  // the conversations, in the order they opened
+  std::vector<std::byte> key_;                     // the shared secret (empty: unauthenticated)
   std::string connect_to_;
   std::string who_ = "audit";
   pid_t child_ = -1;

@@ -342,6 +342,9 @@ class trial_driver {
   /// @brief Whether later runs send their relays through a channel (set_relay_channel).
   [[nodiscard]] bool relays_over_channel() const noexcept { return channel_ != nullptr; }
 
+  /// @brief The channel later runs relay through (set_relay_channel), nullptr for none.
+  [[nodiscard]] const relay_channel* relay_channel_in_use() const noexcept { return channel_; }
+
   /// @brief The key of the relays' wire HMAC tag (trial_design::authenticate) in later runs,
   /// instead of relay_hmac_key(design.seed) — which anyone who knows the design can compute. Both
   /// ends of a relay channel must set the same key (dist::authenticated_channel::wire_key derives one

@@ -43,8 +43,9 @@ namespace latentaudit {
 /// first exception of any driver no further unit is handed out, the others finish the unit they
 /// hold, every finished trial's record is passed on (in unit order, past the gap the failed unit
 /// leaves, so no finished work is lost), and the exception is rethrown.
-/// @param drivers the drivers (non-null; at least one); a driver with a relay channel is refused
-///        (one channel is one conversation: run relays over a link on one driver)
+/// @param drivers the drivers (non-null; at least one); drivers that relay over a channel must
+///        each hold their own (one channel is one conversation: `audit --jobs N --relay-transport
+///        tcp` opens N), two on one channel are refused
 /// @param positions the units to run, as positions in design.unit_order(), in the order they are
 ///        handed out and passed on (e.g. one batch of items of `audit --until-decided`); empty: every
 ///        unit, in order
@@ -63,11 +64,13 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
                             std::span<const std::size_t> positions = {}, const unit_schedule& source = {}) {
   constexpr std::string_view fn = "run_on_workers";
   if (drivers.empty()) detail::throw_invalid(fn, "drivers", "must hold at least one driver");
+  std::set<const relay_channel*> channels;
   for (const Driver* d : drivers) {
     if (d == nullptr) detail::throw_invalid(fn, "drivers", "must not hold a null driver");
-    if (d->relays_over_channel())
+    if (d->relays_over_channel() && !channels.insert(d->relay_channel_in_use()).second)
       detail::throw_invalid(fn, "drivers",
-                            "must not relay over a channel (run relays over a link on one driver)");
+                            "must not relay two drivers over one channel (one channel is one conversation: "
+                            "give each driver its own)");
   }
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");
