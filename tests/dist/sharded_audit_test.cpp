@@ -482,6 +482,14 @@ TEST_CASE(
   CHECK(summary.find("relay_transport")->as_string() == "mpi");
   CHECK(summary.find("trials_run")->as_number() == 60.0);
   CHECK(std::filesystem::exists(dir / "report.json"));
+  // --jobs 2: two conversations between the ranks (a pair of tags each, MPI_THREAD_MULTIPLE), the
+  // same records in the same order
+  const auto dir2 = base / "mpi_jobs";
+  const auto r2 = run_mpirun({{2, audit_words(dir2, with({"--relay-transport", "mpi", "--jobs", "2"}), 6)}});
+  INFO(r2.err);
+  REQUIRE(r2.code == 0);
+  CHECK(strip(read_records(dir2 / "records.jsonl")) == reference);
+  CHECK(parse_json(r2.out).find("trials_run")->as_number() == 60.0);
 
   // Not under mpirun, or N != 2: one line, exit 2, before any trial.
   const auto solo = test::run_cli(audit_words(base / "solo", with({"--relay-transport", "mpi"}), 6));

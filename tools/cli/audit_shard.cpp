@@ -196,9 +196,10 @@ class unit_dispenser {
 }  // namespace
 
 struct audit_shard::impl {
-  // serialized calls from several threads where MPI allows them (--jobs N per rank: the workers
-  // ask for units and journal under one lock), else only the main thread's
-  dist::mpi_runtime runtime{MPI_THREAD_SERIALIZED, MPI_THREAD_FUNNELED};
+  // calls from several threads where MPI allows them: at once (--jobs N over --relay-transport mpi:
+  // N conversations), else one at a time (--jobs N per rank: the workers ask for units and journal
+  // under one lock), else only the main thread's
+  dist::mpi_runtime runtime{MPI_THREAD_MULTIPLE, MPI_THREAD_FUNNELED};
   dist::communicator world = runtime.world();
   bool agreed = false;  // a failure was agreed on: do not agree again
   bool closed = false;  // past the last agreement: fail alone
@@ -219,6 +220,9 @@ std::unique_ptr<audit_shard> audit_shard::from_launch() {
 int audit_shard::rank() const noexcept { return impl_->world.rank(); }
 bool audit_shard::serialized_threads() const noexcept {
   return impl_->runtime.thread_level() >= MPI_THREAD_SERIALIZED;
+}
+bool audit_shard::concurrent_threads() const noexcept {
+  return impl_->runtime.thread_level() >= MPI_THREAD_MULTIPLE;
 }
 int audit_shard::size() const noexcept { return impl_->world.size(); }
 
@@ -369,9 +373,12 @@ void audit_shard::poll() {
   if (impl_->dispenser != nullptr) impl_->dispenser->poll();
 }
 
-std::unique_ptr<relay_channel> audit_shard::relay_link(int peer, double timeout_s) const {
+std::unique_ptr<relay_channel> audit_shard::relay_link(int peer, double timeout_s,
+                                                       unsigned conversation) const {
+  // conversation k on tags 0x4C41 + 2k and + 1 (the transport's length and payload tags)
   return std::make_unique<dist::mpi_transport>(impl_->world, peer,
-                                               dist::transport_options{.timeout_s = timeout_s});
+                                               dist::transport_options{.timeout_s = timeout_s},
+                                               0x4C41 + 2 * static_cast<int>(conversation));
 }
 
 json_value audit_shard::finish(const driver_stats& local) {
@@ -435,6 +442,7 @@ namespace {
 
 int audit_shard::rank() const noexcept { return 0; }
 bool audit_shard::serialized_threads() const noexcept { return false; }
+bool audit_shard::concurrent_threads() const noexcept { return false; }
 int audit_shard::size() const noexcept { return 1; }
 int audit_shard::run(const std::function<int()>&) { no_mpi(); }
 void audit_shard::step(const std::function<void()>&) { no_mpi(); }
@@ -448,7 +456,7 @@ driver_stats audit_shard::run_trials(const trial_design&, dist::shard_schedule,
   no_mpi();
 }
 void audit_shard::poll() { no_mpi(); }
-std::unique_ptr<relay_channel> audit_shard::relay_link(int, double) const { no_mpi(); }
+std::unique_ptr<relay_channel> audit_shard::relay_link(int, double, unsigned) const { no_mpi(); }
 json_value audit_shard::finish(const driver_stats&) { no_mpi(); }
 
 #endif

@@ -42,6 +42,9 @@ class audit_shard {
   /// @brief Whether MPI lets several threads call it, one at a time (MPI_THREAD_SERIALIZED or
   /// more): what `--jobs N` under mpirun needs.
   [[nodiscard]] bool serialized_threads() const noexcept;
+  /// @brief Whether MPI lets several threads call it at once (MPI_THREAD_MULTIPLE): what `--jobs N`
+  /// over `--relay-transport mpi` needs (N conversations between the two ranks, each on its thread).
+  [[nodiscard]] bool concurrent_threads() const noexcept;
 
   /// @brief Runs `body` (this rank's whole audit) and returns its exit code. An exception that
   /// leaves it is agreed on with the other ranks (dist::agree) unless that already happened; every
@@ -77,10 +80,12 @@ class audit_shard {
   /// unit, for its next unit. Elsewhere nothing.
   void poll();
 
-  /// @brief The relay link of `audit --relay-transport mpi` (dist::mpi_transport) from this rank
-  /// to `peer`, each wait bounded by `timeout_s`. No communication happens until it is used.
+  /// @brief Conversation `conversation` of the relay link of `audit --relay-transport mpi`
+  /// (dist::mpi_transport on its own pair of tags) from this rank to `peer`, each wait bounded by
+  /// `timeout_s`. No communication happens until it is used.
   /// @throws invalid_argument if `peer` is this rank or not a rank.
-  [[nodiscard]] std::unique_ptr<relay_channel> relay_link(int peer, double timeout_s) const;
+  [[nodiscard]] std::unique_ptr<relay_channel> relay_link(int peer, double timeout_s,
+                                                          unsigned conversation = 0) const;
 
   /// @brief After every rank closed its journal: the figures of the sharded trials (per-rank
   /// units, trials, busy, waiting and CPU seconds, the imbalance) for the summary, on every rank.

@@ -89,8 +89,8 @@ std::vector<option_spec> audit_spec() {
       {"--jobs", "N",
        "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
        "reference engine; 1 on llama.cpp, whose --threads use the cores, and under mpirun, where each "
-       "rank runs N workers on its units; records do not depend on it; with --relay-transport tcp: N "
-       "conversations with the relay peer, which needs the same --jobs; not with --relay-transport mpi)"},
+       "rank runs N workers on its units; records do not depend on it; with --relay-transport: N "
+       "conversations with agent A, whose relay peer needs the same --jobs)"},
       {"--batched", "",
        "llama.cpp with --jobs N >= 2: the workers share one context per model and their prefills and "
        "decode steps run together in one llama_decode (faster decoding; log-probabilities then equal "
@@ -435,7 +435,8 @@ struct audit_run {
   bool mpi_a = false;
   std::optional<directory_lock> lock;
   std::unique_ptr<relay_session> relay;
-  std::unique_ptr<relay_channel> mpi_link;
+  /// --relay-transport mpi: the conversations with the other rank, one per --jobs worker
+  std::vector<std::unique_ptr<relay_channel>> mpi_links;
   organism_task_options to;
   std::optional<organism_format> fmt;
   std::optional<record_journal> journal_slot;
@@ -750,7 +751,7 @@ void open_audit_topology(audit_run& r) {
   auto& mpi_a = r.mpi_a;
   auto& lock = r.lock;
   auto& relay = r.relay;
-  auto& mpi_link = r.mpi_link;
+  auto& mpi_links = r.mpi_links;
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
@@ -772,21 +773,21 @@ void open_audit_topology(audit_run& r) {
     prepare_out_dir(args, out, shard);
   }
   // --jobs: workers in this process, each with its own engines (under mpirun: on each rank, its
-  // workers sharing the rank's units). Over tcp each worker holds its own conversation with agent A
-  // (relay_session opens --jobs links; the peer serves each on its own thread and engines). The MPI
-  // relay is one conversation between two ranks: refused there, before anything starts.
-  if (r.jobs > 1 && mpi_relay)
-    throw usage_error(
-        std::string("audit: option --jobs ") + std::to_string(r.jobs) +
-        " excludes --relay-transport mpi (one conversation between two ranks): use --relay-transport "
-        "tcp, whose relay peer serves one conversation per worker");
+  // workers sharing the rank's units). Over a relay link each worker holds its own conversation
+  // with agent A (tcp: relay_session opens --jobs links; mpi: a pair of tags each), which agent A
+  // serves on its own thread and engines; over MPI the two ranks' threads then call MPI at once.
+  if (r.jobs > 1 && mpi_relay && !shard->concurrent_threads())
+    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+                      " over --relay-transport mpi needs an MPI that lets threads call it at once "
+                      "(MPI_THREAD_MULTIPLE); this MPI does not: pass --jobs 1 or use --relay-transport tcp");
   if (r.jobs > 1 && shard != nullptr && !shard->serialized_threads())
     throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
                       " under mpirun needs an MPI that lets threads call it one at a time "
                       "(MPI_THREAD_SERIALIZED); this MPI does not: pass --jobs 1");
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
   relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
-  mpi_link = mpi_relay ? shard->relay_link(1 - shard->rank(), 600.0) : nullptr;
+  if (mpi_relay)
+    for (unsigned w = 0; w < r.jobs; ++w) mpi_links.push_back(shard->relay_link(1 - shard->rank(), 600.0, w));
   if (shard != nullptr) shard->step([] {});
 }
 
@@ -796,7 +797,7 @@ void open_audit_topology(audit_run& r) {
 // `source` hands out (an MPI rank's); the journal sees one driver's records in its order.
 template <class Driver, class MakeWorker>
 driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worker, const message_options& msg,
-                            relay_session* relay, const trial_design& d,
+                            const std::function<void(Driver&, unsigned)>& link, const trial_design& d,
                             const typename Driver::task_source& tasks,
                             const std::function<void(const trial_record&)>& sink,
                             const std::set<trial_key>& resumed, const progress_callback& progress,
@@ -810,10 +811,7 @@ driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worke
     extra.push_back(std::make_unique<Driver>(wk.engine, wk.partner ? &*wk.partner : nullptr));
     for (auto& [name, e] : wk.drifted) extra.back()->add_sender(name, e);
     extra.back()->set_message_options(msg);
-    if (relay != nullptr) {
-      extra.back()->set_relay_channel(&relay->channel(w, jobs, d.design_hash()));
-      extra.back()->set_relay_key(relay->wire_key(w));
-    }
+    link(*extra.back(), w);
     all.push_back(extra.back().get());
   }
   return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions, source);
@@ -943,7 +941,7 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
                               const message_options& msg_opts, const task_file_source& source,
                               MakeWorker& make_worker) {
   const trial_design& d = r.d;
-  const std::size_t n = r.serve != nullptr ? r.jobs : 1;
+  const std::size_t n = r.jobs;
   std::mutex tasks_mu;
   const auto tasks = [&](std::uint64_t item, std::uint64_t s) {
     const std::lock_guard<std::mutex> hold(tasks_mu);
@@ -963,7 +961,7 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
   std::vector<relay_channel*> links;
   for (std::size_t w = 0; w < n; ++w) {
     drivers[w]->set_message_options(msg_opts);
-    links.push_back(r.serve != nullptr ? &r.serve->channel(w, n, d.design_hash()) : r.mpi_link.get());
+    links.push_back(r.serve != nullptr ? &r.serve->channel(w, n, d.design_hash()) : r.mpi_links[w].get());
     if (r.serve != nullptr) drivers[w]->set_relay_key(r.serve->wire_key(w));
   }
   std::vector<driver_stats> stats(n);
@@ -1005,7 +1003,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   auto& mpi_a = r.mpi_a;
   auto& lock = r.lock;
   auto& relay = r.relay;
-  auto& mpi_link = r.mpi_link;
+  auto& mpi_links = r.mpi_links;
   auto& to = r.to;
   auto& fmt = r.fmt;
   auto& journal_slot = r.journal_slot;
@@ -1087,11 +1085,16 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   trial_driver<engine_type, partner_type> driver(engine, partner);
   add_senders(driver);
   driver.set_message_options(msg_opts);
-  if (relay) {
-    driver.set_relay_channel(&relay->channel(0, r.jobs, d.design_hash()));
-    driver.set_relay_key(relay->wire_key(0));
-  }
-  if (mpi_link) driver.set_relay_channel(mpi_link.get());
+  using driver_type = decltype(driver);
+  // worker w's relay conversation: over tcp its link of the session, over MPI its pair of tags
+  const std::function<void(driver_type&, unsigned)> link = [&](driver_type& dr, unsigned w) {
+    if (relay) {
+      dr.set_relay_channel(&relay->channel(w, r.jobs, d.design_hash()));
+      dr.set_relay_key(relay->wire_key(w));
+    }
+    if (!mpi_links.empty()) dr.set_relay_channel(mpi_links[w].get());
+  };
+  link(driver, 0);
   const auto tasks = [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); };
   const auto sink = [&](const trial_record& rec) {
     journal.append(rec);
@@ -1110,8 +1113,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   // the units at `positions` of the design's unit order (all: empty), on --jobs workers
   auto run_positions = [&](std::span<const std::size_t> positions) {
     if (r.jobs > 1)
-      return run_audit_jobs(r.jobs, driver, make_worker, msg_opts, relay.get(), d, tasks, sink, resumed,
-                            progress, positions);
+      return run_audit_jobs<driver_type>(r.jobs, driver, make_worker, msg_opts, link, d, tasks, sink, resumed,
+                                         progress, positions);
     std::size_t k = 0;
     return go(positions.empty() ? unit_schedule{} : unit_schedule([&]() -> std::optional<std::size_t> {
       if (k == positions.size()) return std::nullopt;
@@ -1120,13 +1123,15 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   };
   if (r.batch_items != 0) return run_audit_until_decided(r, run_positions, resumed);
   if (r.jobs > 1 && shard == nullptr) return run_positions({});
-  if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1
+  if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1 (a conversation per worker)
     try {
-      return go({});
+      return r.jobs > 1 ? run_positions({}) : go({});
     } catch (...) {  // release agent A ("done") so that both ranks agree on this failure
-      try {
-        latentaudit::detail::send_control(*mpi_link, json_value::object({{"op", "done"}}));
-      } catch (const std::exception&) {
+      for (auto& l : mpi_links) {
+        try {
+          latentaudit::detail::send_control(*l, json_value::object({{"op", "done"}}));
+        } catch (const std::exception&) {
+        }
       }
       throw;
     }
@@ -1134,8 +1139,8 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   if (shard == nullptr) return go({});
   // sharded: this rank's units, asked for as its --jobs workers come free
   return shard->run_trials(d, r.scheme, [&](const unit_schedule& mine) {
-    return r.jobs > 1 ? run_audit_jobs(r.jobs, driver, make_worker, msg_opts, relay.get(), d, tasks, sink,
-                                       resumed, progress, {}, mine)
+    return r.jobs > 1 ? run_audit_jobs<driver_type>(r.jobs, driver, make_worker, msg_opts, link, d, tasks,
+                                                    sink, resumed, progress, {}, mine)
                       : go(mine);
   });
 }
