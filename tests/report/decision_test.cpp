@@ -586,4 +586,8 @@ TEST_CASE("run_until_decided: a plan without items or whose looks do not cover t
   bad = p;
   bad.batch_items = 0;
   CHECK_THROWS_AS(la::run_until_decided(bad, la::audit_options{}, never, quiet, look), la::invalid_argument);
+  bad = p;
+  bad.item_regime[3] = "unknown";  // schedule.json names the four regimes only
+  CHECK_THROWS_WITH(la::run_until_decided(bad, la::audit_options{}, never, quiet, look),
+                    Catch::Contains("plan.item_regime"));
 }

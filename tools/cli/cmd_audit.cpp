@@ -722,7 +722,7 @@ void prepare_out_dir(const arguments& args, const std::filesystem::path& out, co
     for (std::filesystem::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
       const auto name = it->path().filename().string();
       const bool ours = name == "design.json" || name == "report.md" || name == "report.json" ||
-                        name == "report.html" ||
+                        name == "report.html" || name == "schedule.json" ||
                         (name.size() > 4 && name.compare(name.size() - 4, 4, ".svg") == 0);
       if (ours && it->is_regular_file(ec)) doomed.push_back(it->path());
     }
@@ -847,6 +847,17 @@ driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions,
   look.design_arms = plan.arms;
   driver_stats total;
   std::uint64_t left_out_trials = 0;  // the driver skips them as done: they are not a resume's
+  // A resume replays the looks, so the schedule grows again from one batch; schedule.json keeps the
+  // first run's (the same trials, by determinism) until the replay passes it, so that a resume cut
+  // during the replay never leaves a schedule shorter than the records it sits beside.
+  const auto schedule_file = r.out / "schedule.json";
+  std::uint64_t on_disk = 0;
+  if (r.args.has("--resume") && std::filesystem::exists(schedule_file)) {
+    try {
+      on_disk = read_arm_schedule(schedule_file, d.items, {plan.arms.begin(), plan.arms.end()}).batches;
+    } catch (const error&) {  // unreadable: rewritten from the first batch on
+    }
+  }
   std::vector<trial_record> records;  // a look's records, in the order of a one-process run
   const auto res = latentaudit::run_until_decided(
       plan, look,
@@ -858,7 +869,7 @@ driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions,
         return records;
       },
       [&](const arm_schedule& schedule, const std::set<arm_cell>& left_out) {
-        write_arm_schedule(r.out / "schedule.json", schedule);
+        if (schedule.batches > on_disk) write_arm_schedule(schedule_file, schedule);
         const std::size_t k = schedule.batches - 1;
         for (const std::size_t p : batches[k]) {
           const auto [item, s] = units[p];

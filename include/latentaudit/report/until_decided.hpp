@@ -59,8 +59,8 @@ struct until_decided_result {
 /// report, cells_running)` is told what it decided.
 /// @param look the report options of every look (the caller sets horizon = the design's items,
 ///        looks, regime_horizon; relay_gate and demonstrations off, as the decision reads neither)
-/// @throws invalid_argument for a plan without items, arms or seeds, or whose looks do not cover
-///         its items; whatever run_batch or the report throws
+/// @throws invalid_argument for a plan without items, arms or seeds, whose looks do not cover its
+///         items, or with an item of another regime; whatever run_batch or the report throws
 template <class RunBatch, class OnSchedule, class OnLook>
 until_decided_result run_until_decided(const until_decided_plan& plan, audit_options look,
                                        RunBatch&& run_batch, OnSchedule&& on_schedule, OnLook&& on_look) {
@@ -70,6 +70,10 @@ until_decided_result run_until_decided(const until_decided_plan& plan, audit_opt
     detail::throw_invalid(fn, "plan", "must hold items, arms and seeds");
   if (plan.batch_items == 0 || plan.looks != (n + plan.batch_items - 1) / plan.batch_items)
     detail::throw_invalid(fn, "plan.looks", "must be the batches of plan.batch_items that cover the items");
+  for (const auto& g : plan.item_regime)
+    if (g != "need" && g != "no_need" && g != "stale" && g != "conflict")
+      detail::throw_invalid(fn, "plan.item_regime",
+                            "must name need, no_need, stale or conflict, got '" + g + "'");
   std::set<arm_cell> cells;  // the design's cells: every regime of its items × every arm
   for (const auto& g : plan.item_regime)
     for (const auto& a : plan.arms) cells.insert(arm_cell{g, a});
