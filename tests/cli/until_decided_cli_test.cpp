@@ -102,6 +102,13 @@ TEST_CASE(
   const auto rj = read_json(out / "report.json");
   CHECK(rj.find("options")->find("horizon_items")->as_number() == 40.0);
   CHECK(rj.find("options")->find("looks")->as_number() == 2.0);
+  // report.md and report.html say that the audit stopped and which arms it stopped
+  for (const char* page : {"report.md", "report.html"}) {
+    INFO(page);
+    const auto text = read_text(out / page);
+    CHECK(text.find("Stopped when decided") != std::string::npos);
+    CHECK(text.find("Arms stopped one by one") != std::string::npos);
+  }
   // report --records of the directory reads the rule and rebuilds the same findings
   const auto rep =
       ok_json({"report", "--records", out.string(), "--out", (base / "rep").string(), "--quiet"});

@@ -969,6 +969,13 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
            r.core.n_records, r.core.n_items, r.core.n_seeds, alpha, pct(r.options.equivalence_margin),
            r.options.bootstrap_replicates, r.options.seed),
        "class=\"meta\"");
+  if (r.options.horizon != 0) {  // stopped when decided: report.md's note, as plain text
+    std::string t;
+    for (const char ch : detail::stopped_when_decided_note(r))
+      if (ch != '*' && ch != '`') t.push_back(ch == '\n' ? ' ' : ch);
+    while (!t.empty() && t.back() == ' ') t.pop_back();
+    p.el("p", t, "class=\"note\"");
+  }
   p.raw(
       "<nav class=\"note\">Sections: <a href=\"#decision\">Decision</a> · <a href=\"#findings\">Findings</a> "
       "· "
