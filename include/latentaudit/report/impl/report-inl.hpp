@@ -868,15 +868,23 @@ namespace detail {
 // report.md's note on an audit stopped when decided (`audit --until-decided`): the horizon, the
 // looks, and the arms stopped one by one; ends with a blank line.
 [[nodiscard]] LATENTAUDIT_INLINE std::string stopped_when_decided_note(const audit_report& r) {
+  const auto& s = r.options.schedule;
+  // with arms stopped one by one, an item whose regime's arms had all stopped holds no record
+  const std::size_t run =
+      s.empty()
+          ? r.core.n_items
+          : static_cast<std::size_t>(std::min<std::uint64_t>(s.batches * s.batch_items, r.options.horizon));
+  const std::string held =
+      run == r.core.n_items ? std::string() : fmt::format(" ({} of them hold records)", r.core.n_items);
   std::string m = fmt::format(
-      "**Stopped when decided** (`--until-decided`): these are the first {} of the design's {} items, "
+      "**Stopped when decided** (`--until-decided`): these are the first {}{} of the design's {} items, "
       "looked at up to {} times. Every betting interval and p-value over items is a confidence "
       "sequence tuned for the design's items of its regime (report.json options.regime_horizon_items; "
       "valid at the stop the data chose); the cost findings' latency bootstrap runs at α/{}. The "
       "descriptive bootstrap intervals (CIs of paired effects, CATE, noise and drift tolerances) are not "
       "adjusted for the stop.\n",
-      r.core.n_items, r.options.horizon, r.options.looks, r.options.looks);
-  if (const auto& s = r.options.schedule; !s.empty()) {
+      run, held, r.options.horizon, r.options.looks, r.options.looks);
+  if (!s.empty()) {
     std::size_t not_run = 0;  // the trials of cells left out, on the units the records hold
     for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
     m += fmt::format(
