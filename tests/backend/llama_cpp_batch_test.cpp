@@ -225,11 +225,11 @@ TEST_CASE(
     CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <=
           1e-4);
   }
-  // --batched needs llama.cpp and --jobs 2 or more: one line, exit 2
-  for (const std::string& bad :
-       {" --engine llama.cpp --model " + test::organism_gguf("organism-a").string() + " --task " +
-            (batch_test::models / "organism-a" / "task.json").string() + " --batched",
-        std::string(" --batched --jobs 2")}) {
+  // --batched needs llama.cpp and --jobs 2 or more, and runs in one process: one line, exit 2
+  const std::string llama = " --engine llama.cpp --model " + test::organism_gguf("organism-a").string() +
+                            " --task " + (batch_test::models / "organism-a" / "task.json").string();
+  for (const std::string& bad : {llama + " --batched", std::string(" --batched --jobs 2"),
+                                 llama + " --batched --jobs 2 --relay-transport tcp"}) {
     const std::string cmd = cli + " audit" + bad + " --items 4 --seeds 1 --quiet --out " +
                             (dir / "bad").string() + " > /dev/null 2> " + (dir / "err.txt").string();
     CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 2);

@@ -678,6 +678,10 @@ void read_audit_options(audit_run& r) {
   r.batched = args.has("--batched");
   if (r.batched && !r.on_llama) throw usage_error("audit: option --batched applies to --engine llama.cpp");
   if (r.batched && r.jobs < 2) throw usage_error("audit: option --batched needs --jobs 2 or more");
+  // the batched seats wait for one another; a relay conversation per seat is not built (nor tested)
+  if (r.batched && (r.serve != nullptr || args.get("--relay-transport")))
+    throw usage_error(
+        "audit: option --batched runs the trials in one process: it excludes --relay-transport");
   // --until-decided: batches of items, a look at the decision after each (run_audit_until_decided)
   if (args.get("--batch-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --batch-items applies to --until-decided");
