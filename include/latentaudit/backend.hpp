@@ -9,6 +9,7 @@
 #include "backend/conformance.hpp"
 #include "backend/gguf.hpp"
 #include "backend/gguf_export.hpp"
+#include "backend/kv_map_file.hpp"
 #include "backend/reference_cpu.hpp"
 #include "backend/safetensors.hpp"
 #include "core.hpp"

@@ -5,6 +5,7 @@
 
 #include "core.hpp"
 #include "kv/kv_block.hpp"
+#include "kv/kv_map.hpp"
 #include "kv/llama_state.hpp"
 #include "kv/noise.hpp"
 #include "kv/placebo.hpp"

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: a linear map from one model's KV cache to another's (cross-model relay, issue 29):
+// fitted in closed form on paired calibration caches — the two models' prefill caches of the same
+// token sequences — by ridge regression on RoPE-stripped keys and values, from each target layer's
+// top-K source layers (ranked by their own ridge fit), and applied to a sender's cache to give a
+// cache in the receiver's shape, its keys rotated again for the receiver at the sender's
+// positions. The two models may differ in layers, KV heads and head dims. The map file
+// (safetensors) is backend/kv_map_file.hpp; docs/kv-map.md gives the formulas.
+#ifndef LATENTAUDIT_KV_KV_MAP_HPP
+#define LATENTAUDIT_KV_KV_MAP_HPP
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../core/detail/check.hpp"
+#include "../core/error.hpp"
+#include "kv_block.hpp"
+#include "rope.hpp"
+
+namespace latentaudit {
+
+/// @brief Options of fit_kv_map().
+struct kv_map_options {
+  /// ridge penalty, relative: λ · tr(XᵀX)/F is added to the diagonal of the centred Gram matrix
+  /// of the F features (scale-free: the same λ for any cache magnitude); > 0
+  double ridge = 1e-3;
+  /// source layers each target layer is mapped from (the best by their own ridge fit's R²); ≥ 1,
+  /// at most the source's layers
+  std::size_t top_layers = 2;
+};
+
+/// @brief The fitted map of one target layer: y = W x + b, x the chosen source layers' features
+/// (for each, every KV head's pre-RoPE key then value, head after head), y the target layer's
+/// (every KV head's pre-RoPE key then value).
+struct kv_layer_map {
+  std::vector<layer_index> source_layers;  ///< the source layers x is built from, in order
+  std::size_t in = 0;                      ///< features: Σ over source_layers of H_s · (d_k + d_v)
+  std::size_t out = 0;                     ///< outputs: H_t · (d_k + d_v) of the target
+  std::vector<float> weight;               ///< W, row-major out × in
+  std::vector<float> bias;                 ///< b, out
+  /// calibration R² per target KV head: of its key rows and of its value rows (1 − SSE/SST over
+  /// the tokens and the head's dims, in sample)
+  std::vector<double> r2_key, r2_value;
+};
+
+/// @brief A cache map from `source` (the sender's model) to `target` (the receiver's).
+struct kv_map {
+  model_fingerprint source;        ///< the sender's model
+  model_fingerprint target;        ///< the receiver's model
+  std::vector<kv_layer_map> layers;  ///< one per target layer, in layer order
+  double ridge = 0.0;              ///< kv_map_options::ridge of the fit
+  std::size_t calibration_sequences = 0;  ///< paired caches fitted on
+  std::size_t calibration_tokens = 0;     ///< their tokens
+};
+
+namespace detail {
+
+// One layer's features of every token of `b` (f32, keys unrotated): row t = each KV head's key
+// then value.
+inline void kv_layer_features(const kv_block& b, std::size_t i, Eigen::Ref<Eigen::MatrixXd> out) {
+  const auto H = b.n_kv_heads(), dk = b.head_dim_k(), dv = b.head_dim_v();
+  for (std::int64_t t = 0; t < b.n_tokens(); ++t) {
+    Eigen::Index c = 0;
+    for (std::int32_t h = 0; h < H; ++h) {
+      for (std::int32_t d = 0; d < dk; ++d) out(t, c++) = b.get(i, false, t, h, d);
+      for (std::int32_t d = 0; d < dv; ++d) out(t, c++) = b.get(i, true, t, h, d);
+    }
+  }
+}
+
+// Every present layer's features of a set of blocks, stacked over the blocks' tokens.
+inline std::vector<Eigen::MatrixXd> stacked_features(std::span<const kv_block> blocks, std::size_t tokens) {
+  const auto& f = blocks.front().fingerprint();
+  const auto width = static_cast<Eigen::Index>(f.n_kv_heads) * (f.head_dim_k + f.head_dim_v);
+  std::vector<Eigen::MatrixXd> x(blocks.front().n_layers(),
+                                 Eigen::MatrixXd(static_cast<Eigen::Index>(tokens), width));
+  Eigen::Index row = 0;
+  for (const auto& b0 : blocks) {
+    auto b = b0.converted(dtype::f32);
+    unrotate_keys(b);
+    for (std::size_t i = 0; i < b.n_layers(); ++i)
+      kv_layer_features(b, i, x[i].middleRows(row, static_cast<Eigen::Index>(b.n_tokens())));
+    row += static_cast<Eigen::Index>(b.n_tokens());
+  }
+  return x;
+}
+
+// Ridge fit of Y on X (both uncentred; an intercept): W (in × out), b (out), and the fitted values.
+struct ridge_fit {
+  Eigen::MatrixXd w;
+  Eigen::RowVectorXd b;
+};
+
+inline ridge_fit fit_ridge(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y, double ridge) {
+  const Eigen::RowVectorXd mx = x.colwise().mean(), my = y.colwise().mean();
+  const Eigen::MatrixXd xc = x.rowwise() - mx;
+  Eigen::MatrixXd g = xc.transpose() * xc;
+  const double scale = std::max(g.trace() / static_cast<double>(g.rows()), 1e-300);
+  g.diagonal().array() += ridge * scale;
+  ridge_fit r;
+  r.w = g.ldlt().solve(xc.transpose() * (y.rowwise() - my));
+  r.b = my - mx * r.w;
+  return r;
+}
+
+// R² of the columns [c0, c0 + n) of y under the fit.
+inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, Eigen::Index c0, Eigen::Index n) {
+  const auto yb = y.middleCols(c0, n);
+  const double sst = (yb.rowwise() - yb.colwise().mean()).squaredNorm();
+  const double sse = (yb - fitted.middleCols(c0, n)).squaredNorm();
+  return sst > 0 ? 1.0 - sse / sst : (sse == 0 ? 1.0 : 0.0);
+}
+
+}  // namespace detail
+
+/// @brief Fits the map from `source` to `target` caches: source[c] and target[c] are the two
+/// models' caches of the same token sequence (the same tokens at the same positions; every layer
+/// present, no token mask). Keys are unrotated with each block's own RoPE first. For each target
+/// layer, every source layer is scored by the R² of its own ridge fit of the target layer's
+/// features; the best `top_layers` (ties: the lower layer) form x, and one multi-output ridge gives
+/// W and b (each output column is the per-head ridge regression on the same features).
+/// @throws invalid_argument for no pairs, mismatched pairs (tokens, positions, a fingerprint that
+///         changes within a side), a block with missing layers or a token mask, a non-positive
+///         ridge, top_layers outside [1, source layers], or fewer tokens than 2.
+[[nodiscard]] inline kv_map fit_kv_map(std::span<const kv_block> source, std::span<const kv_block> target,
+                                       const kv_map_options& o = {}) {
+  constexpr std::string_view fn = "fit_kv_map";
+  if (source.empty() || source.size() != target.size())
+    detail::throw_invalid(fn, "source", "must hold one cache per target cache, at least one");
+  if (!(o.ridge > 0.0) || !std::isfinite(o.ridge)) detail::throw_invalid(fn, "options.ridge", "must be > 0");
+  std::size_t tokens = 0;
+  for (std::size_t c = 0; c < source.size(); ++c) {
+    const auto& s = source[c];
+    const auto& t = target[c];
+    auto whole = [&](const kv_block& b, const model_fingerprint& f, const char* side) {
+      if (!(b.fingerprint() == f))
+        detail::throw_invalid(fn, side, "must hold caches of one model (cache " + std::to_string(c) + " differs)");
+      if (b.n_layers() != static_cast<std::size_t>(f.n_layers) || b.has_token_mask())
+        detail::throw_invalid(fn, side, "must hold every layer of every token (cache " + std::to_string(c) + ")");
+    };
+    whole(s, source.front().fingerprint(), "source");
+    whole(t, target.front().fingerprint(), "target");
+    if (s.n_tokens() != t.n_tokens() ||
+        !std::equal(s.positions().begin(), s.positions().end(), t.positions().begin(), t.positions().end()))
+      detail::throw_invalid(fn, "target",
+                            "cache " + std::to_string(c) + " must hold the source's tokens at its positions");
+    tokens += static_cast<std::size_t>(s.n_tokens());
+  }
+  const auto& sf = source.front().fingerprint();
+  const auto& tf = target.front().fingerprint();
+  if (o.top_layers < 1 || o.top_layers > static_cast<std::size_t>(sf.n_layers))
+    detail::throw_invalid(fn, "options.top_layers",
+                          "must lie in [1, " + std::to_string(sf.n_layers) + "], got " + std::to_string(o.top_layers));
+  if (tokens < 2) detail::throw_invalid(fn, "source", "must hold at least 2 tokens");
+  const auto xs = detail::stacked_features(source, tokens);
+  const auto ys = detail::stacked_features(target, tokens);
+  kv_map m{.source = sf, .target = tf, .ridge = o.ridge, .calibration_sequences = source.size(),
+           .calibration_tokens = tokens};
+  const auto dk = static_cast<Eigen::Index>(tf.head_dim_k), dv = static_cast<Eigen::Index>(tf.head_dim_v);
+  for (std::size_t lt = 0; lt < ys.size(); ++lt) {
+    const auto& y = ys[lt];
+    std::vector<std::pair<double, std::size_t>> score;  // (−R², source layer): best first
+    for (std::size_t ls = 0; ls < xs.size(); ++ls) {
+      const auto f = detail::fit_ridge(xs[ls], y, o.ridge);
+      const Eigen::MatrixXd fitted = (xs[ls] * f.w).rowwise() + f.b;
+      score.emplace_back(-detail::block_r2(y, fitted, 0, y.cols()), ls);
+    }
+    std::stable_sort(score.begin(), score.end());
+    kv_layer_map lm;
+    for (std::size_t k = 0; k < o.top_layers; ++k) lm.source_layers.push_back(static_cast<layer_index>(score[k].second));
+    std::sort(lm.source_layers.begin(), lm.source_layers.end());
+    Eigen::MatrixXd x(y.rows(), 0);
+    for (const auto ls : lm.source_layers) {
+      Eigen::MatrixXd wider(y.rows(), x.cols() + xs[static_cast<std::size_t>(ls)].cols());
+      wider << x, xs[static_cast<std::size_t>(ls)];
+      x = std::move(wider);
+    }
+    const auto f = detail::fit_ridge(x, y, o.ridge);
+    const Eigen::MatrixXd fitted = (x * f.w).rowwise() + f.b;
+    lm.in = static_cast<std::size_t>(x.cols());
+    lm.out = static_cast<std::size_t>(y.cols());
+    lm.weight.resize(lm.in * lm.out);
+    for (std::size_t r = 0; r < lm.out; ++r)
+      for (std::size_t c = 0; c < lm.in; ++c)
+        lm.weight[r * lm.in + c] = static_cast<float>(f.w(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(r)));
+    lm.bias.resize(lm.out);
+    for (std::size_t r = 0; r < lm.out; ++r) lm.bias[r] = static_cast<float>(f.b(static_cast<Eigen::Index>(r)));
+    for (Eigen::Index h = 0; h < tf.n_kv_heads; ++h) {
+      lm.r2_key.push_back(detail::block_r2(y, fitted, h * (dk + dv), dk));
+      lm.r2_value.push_back(detail::block_r2(y, fitted, h * (dk + dv) + dk, dv));
+    }
+    m.layers.push_back(std::move(lm));
+  }
+  return m;
+}
+
+/// @brief Checks that `m` is a well-formed map: one layer map per target layer, source layers in
+/// range and ascending without repeats, shapes that match the two fingerprints, finite numbers.
+/// @throws invalid_argument naming the first problem
+inline void check_kv_map(std::string_view fn, const kv_map& m) {
+  if (m.layers.size() != static_cast<std::size_t>(m.target.n_layers) || m.target.n_kv_heads < 1 ||
+      m.source.n_kv_heads < 1)
+    detail::throw_invalid(fn, "map", "must hold one layer map per target layer");
+  const std::size_t sw = static_cast<std::size_t>(m.source.n_kv_heads) *
+                         static_cast<std::size_t>(m.source.head_dim_k + m.source.head_dim_v);
+  const std::size_t out = static_cast<std::size_t>(m.target.n_kv_heads) *
+                          static_cast<std::size_t>(m.target.head_dim_k + m.target.head_dim_v);
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const auto& lm = m.layers[l];
+    const std::string at = "layer " + std::to_string(l);
+    if (lm.source_layers.empty() || !std::is_sorted(lm.source_layers.begin(), lm.source_layers.end()) ||
+        std::adjacent_find(lm.source_layers.begin(), lm.source_layers.end()) != lm.source_layers.end() ||
+        lm.source_layers.front() < 0 || lm.source_layers.back() >= m.source.n_layers)
+      detail::throw_invalid(fn, "map", at + ": source layers must be ascending, distinct source layers");
+    if (lm.in != lm.source_layers.size() * sw || lm.out != out || lm.weight.size() != lm.in * lm.out ||
+        lm.bias.size() != lm.out)
+      detail::throw_invalid(fn, "map", at + ": weight and bias must match the two models' shapes");
+    auto finite = [](const std::vector<float>& v) {
+      return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    };
+    if (!finite(lm.weight) || !finite(lm.bias)) detail::throw_invalid(fn, "map", at + ": a number is not finite");
+  }
+}
+
+/// @brief The receiver's cache for a sender's cache `source` (every layer of the map's source
+/// model, no token mask): keys unrotated with the source's RoPE, each target layer's pre-RoPE keys
+/// and values y = W x + b from the chosen source layers, then the keys rotated with the target's
+/// RoPE at the source's positions. f32, every target layer, the source's positions.
+/// @throws incompatible_model if `source` is not a cache of m.source; invalid_argument for a
+///         malformed map, missing layers or a token mask
+[[nodiscard]] inline kv_block apply_kv_map(const kv_map& m, const kv_block& source) {
+  constexpr std::string_view fn = "apply_kv_map";
+  check_kv_map(fn, m);
+  check_fingerprint(fn, m.source, source.fingerprint());
+  if (source.n_layers() != static_cast<std::size_t>(m.source.n_layers) || source.has_token_mask())
+    detail::throw_invalid(fn, "source", "must hold every layer of every token");
+  const auto x = detail::stacked_features(std::span<const kv_block>(&source, 1),
+                                          static_cast<std::size_t>(source.n_tokens()));
+  kv_block out = kv_block::all_layers(m.target, source.n_tokens(), dtype::f32);
+  std::fill(out.positions().begin(), out.positions().end(), position_t{0});  // the keys below are pre-RoPE
+  const auto H = m.target.n_kv_heads, dk = m.target.head_dim_k, dv = m.target.head_dim_v;
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const auto& lm = m.layers[l];
+    Eigen::MatrixXd in(source.n_tokens(), static_cast<Eigen::Index>(lm.in));
+    Eigen::Index c0 = 0;
+    for (const auto ls : lm.source_layers) {
+      const auto& xl = x[static_cast<std::size_t>(ls)];
+      in.middleCols(c0, xl.cols()) = xl;
+      c0 += xl.cols();
+    }
+    const Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> w(
+        lm.weight.data(), static_cast<Eigen::Index>(lm.out), static_cast<Eigen::Index>(lm.in));
+    const Eigen::Map<const Eigen::RowVectorXf> b(lm.bias.data(), static_cast<Eigen::Index>(lm.out));
+    const Eigen::MatrixXd y = (in * w.cast<double>().transpose()).rowwise() + b.cast<double>();
+    for (std::int64_t t = 0; t < source.n_tokens(); ++t) {
+      Eigen::Index c = 0;
+      for (std::int32_t h = 0; h < H; ++h) {
+        for (std::int32_t d = 0; d < dk; ++d) out.set(l, false, t, h, d, static_cast<float>(y(t, c++)));
+        for (std::int32_t d = 0; d < dv; ++d) out.set(l, true, t, h, d, static_cast<float>(y(t, c++)));
+      }
+    }
+  }
+  set_positions(out, source.positions());  // rotates the keys with the target's RoPE
+  return out;
+}
+
+}  // namespace latentaudit
+
+#endif  // LATENTAUDIT_KV_KV_MAP_HPP
