@@ -153,19 +153,22 @@ TEST_CASE("kv map: a model mapped onto itself gives its own cache back", "[kv][k
     auto h = la::make_stream({2902, seq, 0, 0});
     std::vector<double> v(2 * 16 * 32);
     for (auto& x : v) x = la::standard_normal(h);
-    caches.push_back(cache(f, 16, static_cast<la::position_t>(seq), [&](std::size_t l, std::int64_t t, int col) {
-      return static_cast<float>(v[(l * 16 + static_cast<std::size_t>(t)) * 32 + static_cast<std::size_t>(col)]);
-    }));
+    caches.push_back(
+        cache(f, 16, static_cast<la::position_t>(seq), [&](std::size_t l, std::int64_t t, int col) {
+          return static_cast<float>(
+              v[(l * 16 + static_cast<std::size_t>(t)) * 32 + static_cast<std::size_t>(col)]);
+        }));
   }
   const auto m = la::fit_kv_map(caches, caches, {.ridge = 1e-8, .top_layers = 1});
-  for (std::size_t l = 0; l < 2; ++l) CHECK(m.layers[l].source_layers == std::vector<la::layer_index>{
-                                                static_cast<la::layer_index>(l)});
+  for (std::size_t l = 0; l < 2; ++l)
+    CHECK(m.layers[l].source_layers == std::vector<la::layer_index>{static_cast<la::layer_index>(l)});
   CHECK(max_abs_diff(la::apply_kv_map(m, caches[3]), caches[3]) < 1e-4);
 }
 
 TEST_CASE("kv map: bad calls and a hostile map file are refused naming the field", "[kv][kv_map]") {
   const auto f = shape(2, 1, 4, la::rope_pairing::neox, 10000.0f, 0x1);
-  auto one = cache(f, 5, 0, [](std::size_t l, std::int64_t t, int c) { return static_cast<float>(l + t * 0.5 + c); });
+  auto one = cache(f, 5, 0,
+                   [](std::size_t l, std::int64_t t, int c) { return static_cast<float>(l + t * 0.5 + c); });
   const std::vector<la::kv_block> s{one};
   CHECK_THROWS_WITH(la::fit_kv_map(s, std::vector<la::kv_block>{}), Catch::Contains("source"));
   CHECK_THROWS_WITH(la::fit_kv_map(s, s, {.ridge = 0.0}), Catch::Contains("options.ridge"));
@@ -178,7 +181,8 @@ TEST_CASE("kv map: bad calls and a hostile map file are refused naming the field
   // the file
   std::filesystem::create_directories(dir());
   const auto good = dir() / "good.safetensors";
-  const auto m = la::fit_kv_map(std::vector<la::kv_block>{one, shifted}, std::vector<la::kv_block>{one, shifted});
+  const auto m =
+      la::fit_kv_map(std::vector<la::kv_block>{one, shifted}, std::vector<la::kv_block>{one, shifted});
   la::write_kv_map(good, m, "h");
   // a copy of the good file with one metadata entry replaced (the tensors as they were)
   const auto st = la::safetensors_file::open(good);
@@ -187,7 +191,8 @@ TEST_CASE("kv map: bad calls and a hostile map file are refused naming the field
     meta[key] = value;
     std::vector<la::tensor_to_write> tensors;
     for (const auto& t : st.tensors())
-      tensors.push_back({.name = t.name, .type = la::dtype::f32, .shape = t.shape, .values = st.read_f32(t.name)});
+      tensors.push_back(
+          {.name = t.name, .type = la::dtype::f32, .shape = t.shape, .values = st.read_f32(t.name)});
     const auto p2 = dir() / "bad.safetensors";
     la::write_safetensors(p2, tensors, meta);
     return p2;

@@ -79,7 +79,8 @@ inline model_fingerprint fingerprint_of_json(const json_value& j, const std::str
   else
     bad("rope_pairing", "must be neox, norm or none");
   const json_value* theta = j.find("rope_theta");
-  if (theta == nullptr || !theta->is_number() || !(theta->as_number() > 0) || !std::isfinite(theta->as_number()))
+  if (theta == nullptr || !theta->is_number() || !(theta->as_number() > 0) ||
+      !std::isfinite(theta->as_number()))
     bad("rope_theta", "must be a positive number");
   f.rope.theta = static_cast<float>(theta->as_number());
   f.rope.rotary_dims = int_of("rope_rotary_dims", 0, f.head_dim_k);
@@ -95,7 +96,8 @@ inline model_fingerprint fingerprint_of_json(const json_value& j, const std::str
 /// @brief Writes `m` to `path` (safetensors, f32; see the file comment), `calibration_sha256`
 /// naming the calibration data (the audit refuses a map calibrated on its own items).
 /// @throws invalid_argument for a malformed map or an unwritable path
-inline void write_kv_map(const std::filesystem::path& path, const kv_map& m, const std::string& calibration_sha256) {
+inline void write_kv_map(const std::filesystem::path& path, const kv_map& m,
+                         const std::string& calibration_sha256) {
   check_kv_map("write_kv_map", m);
   std::vector<tensor_to_write> tensors;
   json_value layers = json_value::array();
@@ -192,8 +194,8 @@ struct kv_map_file {
     const json_value* src = e.is_object() ? e.find("source_layers") : nullptr;
     if (src == nullptr || !src->is_array() || src->as_array().empty() ||
         src->as_array().size() > static_cast<std::size_t>(m.source.n_layers))
-      LATENTAUDIT_THROW(corrupt_data(at + ".source_layers must list 1 to " + std::to_string(m.source.n_layers) +
-                                     " source layers"));
+      LATENTAUDIT_THROW(corrupt_data(at + ".source_layers must list 1 to " +
+                                     std::to_string(m.source.n_layers) + " source layers"));
     kv_layer_map lm;
     for (const auto& s : src->as_array()) {
       if (!s.is_number() || !(s.as_number() >= 0 && s.as_number() < m.source.n_layers) ||
@@ -205,7 +207,8 @@ struct kv_map_file {
     for (const auto& [key, into] : {std::pair<const char*, std::vector<double>*>{"r2_key", &lm.r2_key},
                                     std::pair<const char*, std::vector<double>*>{"r2_value", &lm.r2_value}}) {
       const json_value* r = e.find(key);
-      if (r == nullptr || !r->is_array() || r->as_array().size() != static_cast<std::size_t>(m.target.n_kv_heads))
+      if (r == nullptr || !r->is_array() ||
+          r->as_array().size() != static_cast<std::size_t>(m.target.n_kv_heads))
         LATENTAUDIT_THROW(corrupt_data(at + "." + key + " must hold one number per target KV head"));
       for (const auto& x : r->as_array()) {
         if (!x.is_number()) LATENTAUDIT_THROW(corrupt_data(at + "." + key + " must hold numbers"));

@@ -54,10 +54,10 @@ struct kv_layer_map {
 
 /// @brief A cache map from `source` (the sender's model) to `target` (the receiver's).
 struct kv_map {
-  model_fingerprint source;        ///< the sender's model
-  model_fingerprint target;        ///< the receiver's model
-  std::vector<kv_layer_map> layers;  ///< one per target layer, in layer order
-  double ridge = 0.0;              ///< kv_map_options::ridge of the fit
+  model_fingerprint source;               ///< the sender's model
+  model_fingerprint target;               ///< the receiver's model
+  std::vector<kv_layer_map> layers;       ///< one per target layer, in layer order
+  double ridge = 0.0;                     ///< kv_map_options::ridge of the fit
   std::size_t calibration_sequences = 0;  ///< paired caches fitted on
   std::size_t calibration_tokens = 0;     ///< their tokens
 };
@@ -113,7 +113,8 @@ inline ridge_fit fit_ridge(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y, d
 }
 
 // R² of the columns [c0, c0 + n) of y under the fit.
-inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, Eigen::Index c0, Eigen::Index n) {
+inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, Eigen::Index c0,
+                       Eigen::Index n) {
   const auto yb = y.middleCols(c0, n);
   const double sst = (yb.rowwise() - yb.colwise().mean()).squaredNorm();
   const double sse = (yb - fitted.middleCols(c0, n)).squaredNorm();
@@ -143,9 +144,11 @@ inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, 
     const auto& t = target[c];
     auto whole = [&](const kv_block& b, const model_fingerprint& f, const char* side) {
       if (!(b.fingerprint() == f))
-        detail::throw_invalid(fn, side, "must hold caches of one model (cache " + std::to_string(c) + " differs)");
+        detail::throw_invalid(fn, side,
+                              "must hold caches of one model (cache " + std::to_string(c) + " differs)");
       if (b.n_layers() != static_cast<std::size_t>(f.n_layers) || b.has_token_mask())
-        detail::throw_invalid(fn, side, "must hold every layer of every token (cache " + std::to_string(c) + ")");
+        detail::throw_invalid(fn, side,
+                              "must hold every layer of every token (cache " + std::to_string(c) + ")");
     };
     whole(s, source.front().fingerprint(), "source");
     whole(t, target.front().fingerprint(), "target");
@@ -158,12 +161,16 @@ inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, 
   const auto& sf = source.front().fingerprint();
   const auto& tf = target.front().fingerprint();
   if (o.top_layers < 1 || o.top_layers > static_cast<std::size_t>(sf.n_layers))
-    detail::throw_invalid(fn, "options.top_layers",
-                          "must lie in [1, " + std::to_string(sf.n_layers) + "], got " + std::to_string(o.top_layers));
+    detail::throw_invalid(
+        fn, "options.top_layers",
+        "must lie in [1, " + std::to_string(sf.n_layers) + "], got " + std::to_string(o.top_layers));
   if (tokens < 2) detail::throw_invalid(fn, "source", "must hold at least 2 tokens");
   const auto xs = detail::stacked_features(source, tokens);
   const auto ys = detail::stacked_features(target, tokens);
-  kv_map m{.source = sf, .target = tf, .ridge = o.ridge, .calibration_sequences = source.size(),
+  kv_map m{.source = sf,
+           .target = tf,
+           .ridge = o.ridge,
+           .calibration_sequences = source.size(),
            .calibration_tokens = tokens};
   const auto dk = static_cast<Eigen::Index>(tf.head_dim_k), dv = static_cast<Eigen::Index>(tf.head_dim_v);
   for (std::size_t lt = 0; lt < ys.size(); ++lt) {
@@ -176,7 +183,8 @@ inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, 
     }
     std::stable_sort(score.begin(), score.end());
     kv_layer_map lm;
-    for (std::size_t k = 0; k < o.top_layers; ++k) lm.source_layers.push_back(static_cast<layer_index>(score[k].second));
+    for (std::size_t k = 0; k < o.top_layers; ++k)
+      lm.source_layers.push_back(static_cast<layer_index>(score[k].second));
     std::sort(lm.source_layers.begin(), lm.source_layers.end());
     Eigen::MatrixXd x(y.rows(), 0);
     for (const auto ls : lm.source_layers) {
@@ -191,9 +199,11 @@ inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, 
     lm.weight.resize(lm.in * lm.out);
     for (std::size_t r = 0; r < lm.out; ++r)
       for (std::size_t c = 0; c < lm.in; ++c)
-        lm.weight[r * lm.in + c] = static_cast<float>(f.w(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(r)));
+        lm.weight[r * lm.in + c] =
+            static_cast<float>(f.w(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(r)));
     lm.bias.resize(lm.out);
-    for (std::size_t r = 0; r < lm.out; ++r) lm.bias[r] = static_cast<float>(f.b(static_cast<Eigen::Index>(r)));
+    for (std::size_t r = 0; r < lm.out; ++r)
+      lm.bias[r] = static_cast<float>(f.b(static_cast<Eigen::Index>(r)));
     for (Eigen::Index h = 0; h < tf.n_kv_heads; ++h) {
       lm.r2_key.push_back(detail::block_r2(y, fitted, h * (dk + dv), dk));
       lm.r2_value.push_back(detail::block_r2(y, fitted, h * (dk + dv) + dk, dv));
@@ -227,7 +237,8 @@ inline void check_kv_map(std::string_view fn, const kv_map& m) {
     auto finite = [](const std::vector<float>& v) {
       return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
     };
-    if (!finite(lm.weight) || !finite(lm.bias)) detail::throw_invalid(fn, "map", at + ": a number is not finite");
+    if (!finite(lm.weight) || !finite(lm.bias))
+      detail::throw_invalid(fn, "map", at + ": a number is not finite");
   }
 }
 
@@ -270,6 +281,43 @@ inline void check_kv_map(std::string_view fn, const kv_map& m) {
     }
   }
   set_positions(out, source.positions());  // rotates the keys with the target's RoPE
+  return out;
+}
+
+/// @brief R² of `m` on paired caches it was not fitted on (held out): per target layer and KV head,
+/// of its keys and of its values, in the pre-RoPE space the map works in (1 − SSE/SST over the
+/// tokens and the head's dims). Pairs as fit_kv_map() takes them.
+/// @throws invalid_argument as fit_kv_map() for bad pairs; as apply_kv_map() for a source of
+///         another model
+[[nodiscard]] inline std::vector<kv_layer_map> evaluate_kv_map(const kv_map& m,
+                                                               std::span<const kv_block> source,
+                                                               std::span<const kv_block> target) {
+  constexpr std::string_view fn = "evaluate_kv_map";
+  if (source.empty() || source.size() != target.size())
+    detail::throw_invalid(fn, "source", "must hold one cache per target cache, at least one");
+  std::size_t tokens = 0;
+  std::vector<kv_block> mapped;
+  for (std::size_t c = 0; c < source.size(); ++c) {
+    check_fingerprint(fn, m.target, target[c].fingerprint());
+    if (target[c].n_layers() != static_cast<std::size_t>(m.target.n_layers) || target[c].has_token_mask() ||
+        target[c].n_tokens() != source[c].n_tokens())
+      detail::throw_invalid(fn, "target",
+                            "cache " + std::to_string(c) + " must hold every layer of the source's tokens");
+    mapped.push_back(apply_kv_map(m, source[c]));
+    tokens += static_cast<std::size_t>(source[c].n_tokens());
+  }
+  const auto y = detail::stacked_features(target, tokens);
+  const auto f = detail::stacked_features(mapped, tokens);
+  const auto dk = static_cast<Eigen::Index>(m.target.head_dim_k),
+             dv = static_cast<Eigen::Index>(m.target.head_dim_v);
+  std::vector<kv_layer_map> out(m.layers.size());
+  for (std::size_t l = 0; l < out.size(); ++l) {
+    out[l].source_layers = m.layers[l].source_layers;
+    for (Eigen::Index h = 0; h < m.target.n_kv_heads; ++h) {
+      out[l].r2_key.push_back(detail::block_r2(y[l], f[l], h * (dk + dv), dk));
+      out[l].r2_value.push_back(detail::block_r2(y[l], f[l], h * (dk + dv) + dk, dv));
+    }
+  }
   return out;
 }
 

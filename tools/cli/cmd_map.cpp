@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// `latentaudit map fit`: a cross-model cache map (kv/kv_map.hpp) fitted on calibration documents —
+// the sender's and the receiver's prefill caches of the same organism documents, drawn from a seed
+// stream apart from the audit's items — written as a map file (backend/kv_map_file.hpp).
+// docs/kv-map.md.
+#include <latentaudit/backend/kv_map_file.hpp>
+#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/core/hash.hpp>
+#include <latentaudit/kv/kv_map.hpp>
+#include <latentaudit/trial/task.hpp>
+#include <latentaudit/trial/task_file.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace latentaudit::cli {
+namespace {
+
+// The calibration documents' seed stream: the organism generator under seed (S, "MAP"), so they
+// are other documents than the audit's under the design seed S.
+constexpr std::uint64_t calibration_stream = 0x4D4150;
+
+std::vector<option_spec> map_fit_options() {
+  return {
+      {"--from", "DIR", "the sender's model (reference backend: config.json + model.safetensors)"},
+      {"--from-overlay", "FILE",
+       "the sender's weights replaced by this safetensors file's (a drifted sender: --from "
+       "models/organism-a --from-overlay models/organism-a-drift/steps-300.safetensors)"},
+      {"--to", "DIR", "the receiver's model (its task.json gives the calibration documents)"},
+      {"--out", "FILE", "the map file to write (safetensors)"},
+      {"--calibration", "N", "calibration documents (default 200)"},
+      {"--top-layers", "K", "source layers each target layer is mapped from (default 2)"},
+      {"--ridge", "L", "relative ridge penalty, > 0 (default 0.001)"},
+      {"--seed", "S", "the audit's seed: the documents come from a stream apart from its items (default 1)"},
+      {"--threads", "N", "backend threads (default 1)"},
+      {"--pretty", "", "indent the JSON summary"},
+  };
+}
+
+int run_map(std::span<const std::string> words) {
+  if (words.empty() || words[0] != "fit") {
+    if (!words.empty() && (words[0] == "--help" || words[0] == "-h")) {
+      std::fputs("latentaudit map fit --from DIR --to DIR --out FILE [options]\n", stdout);
+      return exit_ok;
+    }
+    throw usage_error("map: expected the subcommand 'fit' (latentaudit map fit --help)");
+  }
+  const auto specs = map_fit_options();
+  const auto args = arguments::parse(words.subspan(1), specs, "map fit");
+  if (args.help()) {
+    std::fputs(
+        help_text("latentaudit map fit --from DIR --to DIR --out FILE [options]",
+                  "Fits a map from the sender's KV cache to the receiver's: both models prefill the same\n"
+                  "calibration documents (the receiver's organism task, a seed stream apart from the\n"
+                  "audit's items); per receiver layer the --top-layers sender layers whose own ridge fit\n"
+                  "explains it best, then one ridge regression on RoPE-stripped keys and values\n"
+                  "(docs/kv-map.md). The models may differ in layers, KV heads and head dims; they must\n"
+                  "share the vocabulary. Prints a JSON summary with the calibration R² per layer.\n",
+                  specs)
+            .c_str(),
+        stdout);
+    return exit_ok;
+  }
+  const std::filesystem::path from = args.require("--from"), to = args.require("--to"),
+                              out = args.require("--out");
+  const auto n = static_cast<std::uint64_t>(args.integer("--calibration", 200, 2, 100000));
+  const auto top = static_cast<std::size_t>(args.integer("--top-layers", 2, 1, 4096));
+  const double ridge = args.number("--ridge", 1e-3);
+  if (!(ridge > 0.0) || !std::isfinite(ridge))
+    throw usage_error("map fit: option --ridge must be a positive number, got " + detail::number_text(ridge));
+  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, INT64_MAX));
+  const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sender = args.get("--from-overlay")
+                    ? reference_cpu_backend::load_with_overlay(from, *args.get("--from-overlay"), threads)
+                    : reference_cpu_backend::load(from, threads);
+  auto receiver = reference_cpu_backend::load(to, threads);
+  if (sender.info().vocab_size != receiver.info().vocab_size)
+    throw usage_error("map fit: the two models' vocabularies differ (" +
+                      std::to_string(sender.info().vocab_size) + " vs " +
+                      std::to_string(receiver.info().vocab_size) + " tokens): they cannot read one document");
+  if (top > static_cast<std::size_t>(sender.info().fingerprint.n_layers))
+    throw usage_error("map fit: option --top-layers must be at most the sender's " +
+                      std::to_string(sender.info().fingerprint.n_layers) + " layers, got " +
+                      std::to_string(top));
+  const auto fmt = organism_format::load(to);
+  const auto tasks = organism_task_file(fmt, organism_task_options{.seed = seed ^ calibration_stream}, n);
+  std::vector<kv_block> source, target;
+  sha256 h;  // the calibration: every document's tokens, in order
+  for (const auto& t : tasks.tasks) {
+    const auto& doc = t.document.tokens;
+    h.update(std::as_bytes(std::span(doc)));
+    for (auto* e : {&sender, &receiver}) {
+      const auto s = e->open_seq();
+      (void)e->prefill(s, doc, 0, {});
+      (e == &sender ? source : target)
+          .push_back(e->export_kv(s, {0, static_cast<std::int64_t>(doc.size())},
+                                  {0, e->info().fingerprint.n_layers}));
+      e->close_seq(s);
+    }
+  }
+  const std::string calibration = to_hex(h.finish());
+  // held out: fitted on the first 80 % of the documents, scored on the rest (in-sample R² flatters
+  // a map with as many features as these); the map written is fitted on all of them
+  const std::size_t split = std::max<std::size_t>(1, source.size() * 4 / 5);
+  const std::span<const kv_block> s_all(source), t_all(target);
+  const auto part = fit_kv_map(s_all.first(split), t_all.first(split), {.ridge = ridge, .top_layers = top});
+  const auto held = split < source.size() ? evaluate_kv_map(part, s_all.subspan(split), t_all.subspan(split))
+                                          : std::vector<kv_layer_map>{};
+  const auto m = fit_kv_map(source, target, {.ridge = ridge, .top_layers = top});
+  write_kv_map(out, m, calibration);
+  json_value layers = json_value::array();
+  auto mean = [](const std::vector<double>& v) {
+    double x = 0;
+    for (const double r : v) x += r;
+    return x / static_cast<double>(v.size());
+  };
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const auto& lm = m.layers[l];
+    json_value o = json_value::object(), src = json_value::array();
+    for (const auto s : lm.source_layers) src.push_back(static_cast<double>(s));
+    o.set("source_layers", std::move(src));
+    o.set("mean_r2_key", mean(lm.r2_key));
+    o.set("mean_r2_value", mean(lm.r2_value));
+    if (!held.empty()) {
+      o.set("heldout_mean_r2_key", mean(held[l].r2_key));
+      o.set("heldout_mean_r2_value", mean(held[l].r2_value));
+    }
+    layers.push_back(std::move(o));
+  }
+  json_value j = json_value::object();
+  j.set("out", out.string());
+  j.set("from", from.string());
+  if (const auto o = args.get("--from-overlay")) j.set("from_overlay", *o);
+  j.set("to", to.string());
+  j.set("calibration_documents", static_cast<double>(m.calibration_sequences));
+  j.set("calibration_tokens", static_cast<double>(m.calibration_tokens));
+  j.set("calibration_sha256", calibration);
+  j.set("heldout_documents", static_cast<double>(source.size() - split));
+  j.set("ridge", ridge);
+  j.set("top_layers", static_cast<double>(top));
+  j.set("layers", std::move(layers));
+  j.set("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  print_json(j, args.has("--pretty"));
+  return exit_ok;
+}
+
+[[maybe_unused]] const bool registered_map = register_subcommand(
+    {"map", "fit a map from one model's KV cache to another's (map fit; docs/kv-map.md)", run_map});
+
+}  // namespace
+}  // namespace latentaudit::cli
