@@ -7,6 +7,7 @@
 #include "core.hpp"
 #include "estimators/betting.hpp"
 #include "estimators/betting_power.hpp"
+#include "estimators/betting_ratio.hpp"
 #include "estimators/bootstrap.hpp"
 #include "estimators/difference_in_differences.hpp"
 #include "estimators/difference_in_means.hpp"
