@@ -27,7 +27,8 @@ sample draw(std::uint64_t seed, std::size_t k, int s, double p0, double p1, doub
     const double u = (2.0 * la::uniform01(g) - 1.0) * w;
     double sa = 0, sb = 0;
     for (int r = 0; r < s; ++r) {
-      const double y0 = la::uniform01(g) < p0 + u, y1 = la::uniform01(g) < p1 + u, y2 = la::uniform01(g) < p2 + u;
+      const double y0 = la::uniform01(g) < p0 + u, y1 = la::uniform01(g) < p1 + u,
+                   y2 = la::uniform01(g) < p2 + u;
       sa += y2 - y0;
       sb += y1 - y0;
     }
@@ -91,7 +92,8 @@ TEST_CASE("betting ratio: Monte Carlo coverage of a map's retention on clustered
     int miss_low = 0, miss_high = 0, bounded = 0;
     double width = 0;
     for (int r = 0; r < reps; ++r) {
-      const auto x = draw(2903 + static_cast<std::uint64_t>(r) * 7919 + c.k, c.k, c.s, c.p0, c.p1, c.p2, 0.08);
+      const auto x =
+          draw(2903 + static_cast<std::uint64_t>(r) * 7919 + c.k, c.k, c.s, c.p0, c.p1, c.p2, 0.08);
       const auto iv = la::bounded_ratio_interval(x.a, x.b, -1, 1);
       REQUIRE(iv.exists);
       miss_low += iv.low > rho ? 1 : 0;
@@ -101,10 +103,11 @@ TEST_CASE("betting ratio: Monte Carlo coverage of a map's retention on clustered
         width += iv.high - iv.low;
       }
     }
-    std::printf("betting ratio MC: K %zu, S %d, rho %.3f: lower limit above rho %.3f, upper below %.3f, "
-                "bounded %.3f, mean width %.3f\n",
-                c.k, c.s, rho, miss_low / double(reps), miss_high / double(reps), bounded / double(reps),
-                bounded > 0 ? width / bounded : 0.0);
+    std::printf(
+        "betting ratio MC: K %zu, S %d, rho %.3f: lower limit above rho %.3f, upper below %.3f, "
+        "bounded %.3f, mean width %.3f\n",
+        c.k, c.s, rho, miss_low / double(reps), miss_high / double(reps), bounded / double(reps),
+        bounded > 0 ? width / bounded : 0.0);
     INFO("K " << c.k << ", rho " << rho);
     CHECK(miss_low / double(reps) <= bound);
     CHECK(miss_high / double(reps) <= bound);

@@ -5,6 +5,9 @@
 // docs/kv-map.md.
 #include <latentaudit/backend/kv_map_file.hpp>
 #include <latentaudit/backend/reference_cpu.hpp>
+#if LATENTAUDIT_CLI_LLAMA_CPP
+#include <latentaudit/backend/llama_cpp.hpp>
+#endif
 #include <latentaudit/core/hash.hpp>
 #include <latentaudit/kv/kv_map.hpp>
 #include <latentaudit/trial/task.hpp>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "engine_select.hpp"
 
 namespace latentaudit::cli {
 namespace {
@@ -29,11 +33,14 @@ constexpr std::uint64_t calibration_stream = 0x4D4150;
 
 std::vector<option_spec> map_fit_options() {
   return {
-      {"--from", "DIR", "the sender's model (reference backend: config.json + model.safetensors)"},
+      engine_option(),
+      {"--from", "DIR|FILE", "the sender's model (reference: a directory; llama.cpp: a GGUF file)"},
       {"--from-overlay", "FILE",
-       "the sender's weights replaced by this safetensors file's (a drifted sender: --from "
-       "models/organism-a --from-overlay models/organism-a-drift/steps-300.safetensors)"},
-      {"--to", "DIR", "the receiver's model (its task.json gives the calibration documents)"},
+       "the sender's weights replaced by this safetensors file's (reference engine; a drifted sender: "
+       "--from models/organism-a --from-overlay models/organism-a-drift/steps-300.safetensors)"},
+      {"--to", "DIR|FILE", "the receiver's model"},
+      {"--task", "FILE",
+       "the organism task.json of the calibration documents (default: --to's, reference only)"},
       {"--out", "FILE", "the map file to write (safetensors)"},
       {"--calibration", "N", "calibration documents (default 200)"},
       {"--top-layers", "K", "source layers each target layer is mapped from (default 2)"},
@@ -78,33 +85,64 @@ int run_map(std::span<const std::string> words) {
   const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, INT64_MAX));
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
   const auto t0 = std::chrono::steady_clock::now();
-  auto sender = args.get("--from-overlay")
-                    ? reference_cpu_backend::load_with_overlay(from, *args.get("--from-overlay"), threads)
-                    : reference_cpu_backend::load(from, threads);
-  auto receiver = reference_cpu_backend::load(to, threads);
-  if (sender.info().vocab_size != receiver.info().vocab_size)
-    throw usage_error("map fit: the two models' vocabularies differ (" +
-                      std::to_string(sender.info().vocab_size) + " vs " +
-                      std::to_string(receiver.info().vocab_size) + " tokens): they cannot read one document");
-  if (top > static_cast<std::size_t>(sender.info().fingerprint.n_layers))
-    throw usage_error("map fit: option --top-layers must be at most the sender's " +
-                      std::to_string(sender.info().fingerprint.n_layers) + " layers, got " +
-                      std::to_string(top));
-  const auto fmt = organism_format::load(to);
+  const auto engine = parse_engine(args, "map fit");
+  std::filesystem::path task = args.get("--task").value_or("");
+  if (task.empty()) {
+    if (engine != engine_kind::reference)
+      throw usage_error("map fit: option --engine llama.cpp needs --task FILE (the organism task.json)");
+    task = to / "task.json";
+  }
+  const auto fmt = organism_format::load(task.parent_path());
   const auto tasks = organism_task_file(fmt, organism_task_options{.seed = seed ^ calibration_stream}, n);
   std::vector<kv_block> source, target;
   sha256 h;  // the calibration: every document's tokens, in order
-  for (const auto& t : tasks.tasks) {
-    const auto& doc = t.document.tokens;
-    h.update(std::as_bytes(std::span(doc)));
-    for (auto* e : {&sender, &receiver}) {
-      const auto s = e->open_seq();
-      (void)e->prefill(s, doc, 0, {});
-      (e == &sender ? source : target)
-          .push_back(e->export_kv(s, {0, static_cast<std::int64_t>(doc.size())},
-                                  {0, e->info().fingerprint.n_layers}));
-      e->close_seq(s);
-    }
+  for (const auto& t : tasks.tasks) h.update(std::as_bytes(std::span(t.document.tokens)));
+  // both models' prefill caches of every document, every layer
+  auto caches = [&](auto& sender, auto& receiver) {
+    if (sender.info().vocab_size != receiver.info().vocab_size)
+      throw usage_error(
+          "map fit: the two models' vocabularies differ (" + std::to_string(sender.info().vocab_size) +
+          " vs " + std::to_string(receiver.info().vocab_size) + " tokens): they cannot read one document");
+    if (top > static_cast<std::size_t>(sender.info().fingerprint.n_layers))
+      throw usage_error("map fit: option --top-layers must be at most the sender's " +
+                        std::to_string(sender.info().fingerprint.n_layers) + " layers, got " +
+                        std::to_string(top));
+    auto run = [&](auto& e, std::vector<kv_block>& into) {
+      for (const auto& t : tasks.tasks) {
+        const auto& doc = t.document.tokens;
+        const auto s = e.open_seq();
+        (void)e.prefill(s, doc, 0, {});
+        into.push_back(
+            e.export_kv(s, {0, static_cast<std::int64_t>(doc.size())}, {0, e.info().fingerprint.n_layers}));
+        e.close_seq(s);
+      }
+    };
+    run(sender, source);
+    run(receiver, target);
+  };
+  if (engine == engine_kind::reference) {
+    auto sender = args.get("--from-overlay")
+                      ? reference_cpu_backend::load_with_overlay(from, *args.get("--from-overlay"), threads)
+                      : reference_cpu_backend::load(from, threads);
+    auto receiver = reference_cpu_backend::load(to, threads);
+    caches(sender, receiver);
+  } else {
+#if LATENTAUDIT_CLI_LLAMA_CPP
+    if (args.get("--from-overlay"))
+      throw usage_error(
+          "map fit: option --from-overlay applies to the reference engine (export the drifted "
+          "sender to GGUF instead)");
+    require_gguf(from, "map fit", "--from");
+    require_gguf(to, "map fit", "--to");
+    std::size_t longest = 0;
+    for (const auto& t : tasks.tasks) longest = std::max(longest, t.document.tokens.size());
+    const llama_cpp_options lo{.n_ctx = static_cast<std::uint32_t>(std::max<std::size_t>(longest + 8, 512)),
+                               .n_seq_max = 2,
+                               .threads = static_cast<std::int32_t>(std::max(1u, threads))};
+    auto sender = llama_cpp_backend::load(from, lo);
+    auto receiver = llama_cpp_backend::load(to, lo);
+    caches(sender, receiver);
+#endif
   }
   const std::string calibration = to_hex(h.finish());
   // held out: fitted on the first 80 % of the documents, scored on the rest (in-sample R² flatters
@@ -140,6 +178,7 @@ int run_map(std::span<const std::string> words) {
   j.set("from", from.string());
   if (const auto o = args.get("--from-overlay")) j.set("from_overlay", *o);
   j.set("to", to.string());
+  j.set("engine", engine == engine_kind::reference ? "reference" : "llama.cpp");
   j.set("calibration_documents", static_cast<double>(m.calibration_sequences));
   j.set("calibration_tokens", static_cast<double>(m.calibration_tokens));
   j.set("calibration_sha256", calibration);

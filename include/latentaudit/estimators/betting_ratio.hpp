@@ -28,8 +28,8 @@ struct ratio_options {
   /// one-sided error of each limit (when E[b] > 0; the set misses ρ with probability ≤ 2α); in
   /// (0, 0.25)
   double alpha = 0.05;
-  double truncation = 0.9;    ///< the betting interval's truncation (betting_options::truncation)
-  std::size_t horizon = 0;    ///< the items the bets are tuned for (betting_options::horizon)
+  double truncation = 0.9;  ///< the betting interval's truncation (betting_options::truncation)
+  std::size_t horizon = 0;  ///< the items the bets are tuned for (betting_options::horizon)
   /// the ratios searched, [−search, search]; a set reaching an end is unbounded there (±∞); > 0
   double search = 10.0;
 };
@@ -57,8 +57,9 @@ struct ratio_interval {
 /// unbounded when E[b] is not shown away from 0.
 /// @throws invalid_argument for no pairs, a and b of different lengths, a value outside [lo, hi],
 ///         lo ≥ hi, a bad alpha, truncation or search, a horizon below the pairs
-[[nodiscard]] inline ratio_interval bounded_ratio_interval(std::span<const double> a, std::span<const double> b,
-                                                           double lo, double hi, const ratio_options& o = {}) {
+[[nodiscard]] inline ratio_interval bounded_ratio_interval(std::span<const double> a,
+                                                           std::span<const double> b, double lo, double hi,
+                                                           const ratio_options& o = {}) {
   constexpr std::string_view fn = "bounded_ratio_interval";
   if (a.empty() || a.size() != b.size())
     detail::throw_invalid(fn, "b", "must pair every value of a (at least one pair)");
