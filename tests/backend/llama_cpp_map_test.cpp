@@ -19,12 +19,12 @@ TEST_CASE("map fit on llama.cpp: the reference engine's map within rounding", "[
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string a = la::test::models + "organism-a";
-  const auto ref = la::test::ok_json({"map", "fit", "--from", la::test::models + "organism-b", "--to", a, "--out",
-                                      (dir / "ref.safetensors").string(), "--calibration", "40"});
-  const auto gg = la::test::ok_json({"map", "fit", "--engine", "llama.cpp", "--from",
-                                     la::test::organism_gguf("organism-b").string(), "--to",
-                                     la::test::organism_gguf("organism-a").string(), "--task", a + "/task.json",
-                                     "--out", (dir / "gguf.safetensors").string(), "--calibration", "40"});
+  const auto ref = la::test::ok_json({"map", "fit", "--from", la::test::models + "organism-b", "--to", a,
+                                      "--out", (dir / "ref.safetensors").string(), "--calibration", "40"});
+  const auto gg = la::test::ok_json(
+      {"map", "fit", "--engine", "llama.cpp", "--from", la::test::organism_gguf("organism-b").string(),
+       "--to", la::test::organism_gguf("organism-a").string(), "--task", a + "/task.json", "--out",
+       (dir / "gguf.safetensors").string(), "--calibration", "40"});
   CHECK(gg.at("engine").as_string() == "llama.cpp");
   CHECK(gg.at("calibration_sha256").as_string() == ref.at("calibration_sha256").as_string());
   const auto r = la::read_kv_map(dir / "ref.safetensors").map;
@@ -39,10 +39,10 @@ TEST_CASE("map fit on llama.cpp: the reference engine's map within rounding", "[
   }
   // --task is needed with llama.cpp (a GGUF has no task.json beside it); --from-overlay is the
   // reference engine's
-  la::test::expect_one_line_error(
-      la::test::run_cli({"map", "fit", "--engine", "llama.cpp", "--from", la::test::organism_gguf("organism-b").string(),
-                         "--to", la::test::organism_gguf("organism-a").string(), "--out",
-                         (dir / "x.safetensors").string()}),
-      "needs --task FILE");
+  la::test::expect_one_line_error(la::test::run_cli({"map", "fit", "--engine", "llama.cpp", "--from",
+                                                     la::test::organism_gguf("organism-b").string(), "--to",
+                                                     la::test::organism_gguf("organism-a").string(), "--out",
+                                                     (dir / "x.safetensors").string()}),
+                                  "needs --task FILE");
   std::filesystem::remove_all(dir);
 }
