@@ -202,18 +202,31 @@ relay_channel& relay_session::channel(std::size_t i, std::size_t n, const std::s
 
 void relay_session::agree_links(std::size_t n) {
   // each end sends its count on the first (authenticated) link, then reads the other's: small
-  // messages, so both sending first cannot block
-  std::array<std::byte, 8> mine{};
+  // messages, so both sending first cannot block. The connecting end adds a fresh session token,
+  // which it sends first on each further link, so that an accepting end binds every link to this
+  // conversation set (another client holding the key cannot slip in as link 2)
+  std::array<std::byte, 8 + 16> mine{};
   for (std::size_t b = 0; b < 8; ++b)
     mine[b] = static_cast<std::byte>((static_cast<std::uint64_t>(n) >> (8 * b)) & 0xFF);
+  if (!connect_to_.empty()) {
+    const auto token = dist::random_bytes(16);
+    std::copy(token.begin(), token.end(), mine.begin() + 8);
+  }
   links_.front().send(mine);
   std::vector<std::byte> theirs;
-  links_.front().receive_at_most(theirs, 8);
+  links_.front().receive_at_most(theirs, mine.size());
   std::uint64_t m = 0;
-  for (std::size_t b = 0; b < theirs.size(); ++b) m |= static_cast<std::uint64_t>(theirs[b]) << (8 * b);
-  if (theirs.size() != 8 || m != n)
+  for (std::size_t b = 0; b < std::min<std::size_t>(8, theirs.size()); ++b)
+    m |= static_cast<std::uint64_t>(theirs[b]) << (8 * b);
+  if (theirs.size() == mine.size()) {
+    if (connect_to_.empty())
+      session_.assign(theirs.begin() + 8, theirs.end());
+    else
+      session_.assign(mine.begin() + 8, mine.end());
+  }
+  if (theirs.size() != mine.size() || m != n)
     throw usage_error(who_ + ": the other end opens " +
-                      (theirs.size() == 8 ? std::to_string(m) : std::string("?")) +
+                      (theirs.size() == mine.size() ? std::to_string(m) : std::string("?")) +
                       " relay conversation(s) (its --jobs), this one " + std::to_string(n) +
                       ": run the audit and the relay peer with the same --jobs");
 }
@@ -229,7 +242,10 @@ void relay_session::open_link(const std::string& design_hash) {
       throw usage_error(who_ + ": cannot reach the relay peer at '" + connect_to_ + "': " + e.what());
     }
     links_.push_back(dist::authenticated_channel::client(std::move(*t), key_, design_hash, ao));
-    if (links_.size() == 1) warn_unkeyed();  // once per session
+    if (links_.size() == 1)
+      warn_unkeyed();  // once per session
+    else
+      links_.back().send(session_);  // a further link of this conversation set
     return;
   }
   // the loopback peer this process started: if it exits before connecting (a model it cannot
@@ -250,7 +266,13 @@ void relay_session::open_link(const std::string& design_hash) {
     dist::tcp_transport t = listener_->accept(still_waiting);
     const std::string who = t.peer_name();
     try {
-      links_.push_back(dist::authenticated_channel::server(std::move(t), key_, design_hash, ao));
+      auto link = dist::authenticated_channel::server(std::move(t), key_, design_hash, ao);
+      if (!links_.empty()) {  // a further link must carry the first link's session token
+        std::vector<std::byte> token;
+        link.receive_at_most(token, session_.size());
+        if (token != session_) throw link_error("a further link without this session's token");
+      }
+      links_.push_back(std::move(link));
       if (links_.size() == 1) warn_unkeyed();  // once per session
       return;
     } catch (const invalid_argument&) {

@@ -61,7 +61,8 @@ class relay_session {
   void agree_links(std::size_t n);                 // both ends open n links (checked on the first)
   std::optional<dist::tcp_listener> listener_;
   std::deque<dist::authenticated_channel> links_;  // the conversations, in the order they opened
-  std::vector<std::byte> key_;                     // the shared secret (empty: unauthenticated)
+  std::vector<std::byte> session_;  // the connecting end's token on the first link, sent on the others
+  std::vector<std::byte> key_;      // the shared secret (empty: unauthenticated)
   std::string connect_to_;
   std::string who_ = "audit";
   pid_t child_ = -1;
