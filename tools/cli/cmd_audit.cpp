@@ -850,7 +850,6 @@ driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions,
   look.demonstrations = false;
   look.design_arms = plan.arms;
   driver_stats total;
-  std::uint64_t left_out_trials = 0;  // the driver skips them as done: they are not a resume's
   // A resume replays the looks, so the schedule grows again from one batch; schedule.json keeps the
   // first run's (the same trials, by determinism) until the replay passes it, so that a resume cut
   // during the replay never leaves a schedule shorter than the records it sits beside.
@@ -878,9 +877,8 @@ driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions,
         for (const std::size_t p : batches[k]) {
           const auto [item, s] = units[p];
           for (const auto& a : d.arms)
-            if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0 &&
-                skip.insert(trial_key{item, s, a.label}).second)
-              ++left_out_trials;
+            if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0)
+              skip.insert(trial_key{item, s, a.label});
         }
       },
       [&](std::size_t k, const audit_report& report, std::size_t cells) {
@@ -916,7 +914,7 @@ driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions,
   r.stopped.set("trials_in_records", static_cast<double>(r.seen.size()));
   r.stopped.set("settled", res.settled);
   r.stopped.set("decision_at_stop", res.verdict);
-  total.skipped -= left_out_trials;
+  total.skipped -= res.trials_left_out;  // the drivers skip them as done: they are not a resume's
   return total;
 }
 

@@ -100,16 +100,29 @@ struct ridge_fit {
   Eigen::RowVectorXd b;
 };
 
+// The features' side of a ridge fit, factorised once: a design serves every target it is fitted to.
+struct ridge_design {
+  Eigen::RowVectorXd mx;           // feature means
+  Eigen::MatrixXd xc;              // centred features
+  Eigen::LDLT<Eigen::MatrixXd> g;  // XcᵀXc + λ·tr(XcᵀXc)/F · I, factorised
+
+  ridge_design(const Eigen::MatrixXd& x, double ridge) : mx(x.colwise().mean()), xc(x.rowwise() - mx) {
+    Eigen::MatrixXd gram = xc.transpose() * xc;
+    const double scale = std::max(gram.trace() / static_cast<double>(gram.rows()), 1e-300);
+    gram.diagonal().array() += ridge * scale;
+    g.compute(gram);
+  }
+  [[nodiscard]] ridge_fit fit(const Eigen::MatrixXd& y) const {
+    const Eigen::RowVectorXd my = y.colwise().mean();
+    ridge_fit r;
+    r.w = g.solve(xc.transpose() * (y.rowwise() - my));
+    r.b = my - mx * r.w;
+    return r;
+  }
+};
+
 inline ridge_fit fit_ridge(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y, double ridge) {
-  const Eigen::RowVectorXd mx = x.colwise().mean(), my = y.colwise().mean();
-  const Eigen::MatrixXd xc = x.rowwise() - mx;
-  Eigen::MatrixXd g = xc.transpose() * xc;
-  const double scale = std::max(g.trace() / static_cast<double>(g.rows()), 1e-300);
-  g.diagonal().array() += ridge * scale;
-  ridge_fit r;
-  r.w = g.ldlt().solve(xc.transpose() * (y.rowwise() - my));
-  r.b = my - mx * r.w;
-  return r;
+  return ridge_design(x, ridge).fit(y);
 }
 
 // R² of the columns [c0, c0 + n) of y under the fit.
@@ -173,11 +186,13 @@ inline double block_r2(const Eigen::MatrixXd& y, const Eigen::MatrixXd& fitted, 
            .calibration_sequences = source.size(),
            .calibration_tokens = tokens};
   const auto dk = static_cast<Eigen::Index>(tf.head_dim_k), dv = static_cast<Eigen::Index>(tf.head_dim_v);
+  std::vector<detail::ridge_design> single;  // each source layer's design, factorised once
+  for (const auto& x : xs) single.emplace_back(x, o.ridge);
   for (std::size_t lt = 0; lt < ys.size(); ++lt) {
     const auto& y = ys[lt];
     std::vector<std::pair<double, std::size_t>> score;  // (−R², source layer): best first
     for (std::size_t ls = 0; ls < xs.size(); ++ls) {
-      const auto f = detail::fit_ridge(xs[ls], y, o.ridge);
+      const auto f = single[ls].fit(y);
       const Eigen::MatrixXd fitted = (xs[ls] * f.w).rowwise() + f.b;
       score.emplace_back(-detail::block_r2(y, fitted, 0, y.cols()), ls);
     }
