@@ -127,9 +127,20 @@ TEST_CASE("kv map: a planted linear map across shapes and RoPE is recovered (see
   // the file: written, read back equal, used the same way
   std::filesystem::create_directories(dir());
   const auto path = dir() / "map.safetensors";
-  la::write_kv_map(path, m, "abc123");
+  const std::vector<std::uint64_t> docs = {0xfedcba9876543210u, 7u, 0x0123456789abcdefu};
+  auto three = m;
+  three.calibration_sequences = 3;
+  la::write_kv_map(path, three, std::string(64, 'a'), docs);
   const auto back = la::read_kv_map(path);
-  CHECK(back.calibration_sha256 == "abc123");
+  CHECK(back.calibration_sha256 == std::string(64, 'a'));
+  CHECK(back.calibration_documents ==
+        std::vector<std::uint64_t>{7u, 0x0123456789abcdefu, 0xfedcba9876543210u});
+  // the id: the same map gives the same id, read back or not; another weight another id
+  CHECK(back.id == la::kv_map_id(m));
+  CHECK(back.id.size() == 16u);
+  auto other = m;
+  other.layers[0].bias[0] += 1.0f;
+  CHECK(la::kv_map_id(other) != back.id);
   CHECK(back.map.source == src);
   CHECK(back.map.target == tgt);
   CHECK(back.map.ridge == m.ridge);
@@ -183,7 +194,8 @@ TEST_CASE("kv map: bad calls and a hostile map file are refused naming the field
   const auto good = dir() / "good.safetensors";
   const auto m =
       la::fit_kv_map(std::vector<la::kv_block>{one, shifted}, std::vector<la::kv_block>{one, shifted});
-  la::write_kv_map(good, m, "h");
+  const std::vector<std::uint64_t> docs = {1u, 2u};
+  la::write_kv_map(good, m, std::string(64, '0'), docs);
   // a copy of the good file with one metadata entry replaced (the tensors as they were)
   const auto st = la::safetensors_file::open(good);
   auto rewrite = [&](const std::string& key, const std::string& value) {
@@ -219,5 +231,9 @@ TEST_CASE("kv map: bad calls and a hostile map file are refused naming the field
   refused("ridge", "-1", "__metadata__.ridge must be a positive number");
   refused("calibration_tokens", "many", "calibration_tokens must be a whole number");
   refused("layers", "[", "__metadata__.layers");
+  refused("calibration_sha256", "h", "calibration_sha256 must be 64 lower-case hex digits");
+  refused("calibration_documents", std::string(16, '0'), "calibration_documents must hold 16 hex digits per");
+  refused("calibration_documents", std::string(31, '0') + "g",
+          "calibration_documents must hold 16 hex digits per");
   std::filesystem::remove_all(dir());
 }

@@ -27,9 +27,11 @@ TEST_CASE("arm plans: one plan per kind, with the family, sender and payload eac
            p.payload == arm_payload::message_text));
     CHECK(p.relays_kv() ==
           (p.family == arm_family::kv || p.family == arm_family::placebo || p.family == arm_family::foreign));
-    CHECK(p.forced_import == (p.family == arm_family::foreign));
+    // a foreign cache is force-imported, unless a map puts it in B's shape (then its fingerprint is checked)
+    CHECK(p.forced_import == (p.family == arm_family::foreign && p.transform != arm_transform::mapped));
     CHECK(placebo_of(p.transform).has_value() == (p.family == arm_family::placebo));
     CHECK((p.transform == arm_transform::none) == !p.relays_kv());
+    CHECK((p.transform == arm_transform::mapped) == (k == arm_kind::kv_mapped));
   }
   CHECK(names.size() == std::size(all_arm_kinds));
   CHECK(!parse_arm_kind("kv_noise").has_value());
@@ -58,6 +60,7 @@ TEST_CASE("arm plans: the parse forms follow the plan (position modes, budgets, 
                              : k == arm_kind::text_budget  ? "text_budget_4"
                              : k == arm_kind::drifted      ? "kv_drift_10"
                              : k == arm_kind::text_message ? "text_message_8"
+                             : k == arm_kind::kv_mapped    ? "kv_mapped_drift_300"
                                                            : std::string(arm_kind_name(k));
     const trial_arm a = parse_arm(base);
     CHECK(a.kind == k);
@@ -83,4 +86,32 @@ TEST_CASE("arm plans: a record's kind is its arm_kind, else the kind its label p
   CHECK(!record_arm_kind("", "my_relay").has_value());          // another stack's label, no kind
   CHECK(!record_arm_kind("kv_custom", "kv_full").has_value());  // a kind latentaudit does not know
   CHECK(arm_family_name(plan_of(arm_kind::deranged).family) == "placebo");
+}
+
+TEST_CASE("arm plans: kv_mapped names its sender, its unmapped arm and (for a drifted sender) its steps") {
+  const trial_arm p = parse_arm("kv_mapped");
+  CHECK(p.kind == arm_kind::kv_mapped);
+  CHECK(p.sender == partner_sender);
+  CHECK(p.needs_partner());
+  CHECK(!p.drift_steps.has_value());
+  CHECK(unmapped_arm_label(p) == std::optional<std::string>("cross_model"));
+  CHECK(p.plan().sender == arm_sender::named);
+  CHECK(!p.plan().forced_import);
+  const trial_arm d = parse_arm("kv_mapped_drift_300");
+  CHECK(d.label == "kv_mapped_drift_300");
+  CHECK(d.sender == "drift_300");
+  CHECK(!d.needs_partner());
+  CHECK(d.drift_steps == 300);
+  CHECK(unmapped_arm_label(d) == std::optional<std::string>("kv_drift_300"));
+  const trial_arm o = parse_arm("kv_mapped_other_model");
+  CHECK(o.sender == "other_model");
+  CHECK(!unmapped_arm_label(o).has_value());  // no unmapped arm is known for a custom sender
+  CHECK(!unmapped_arm_label(parse_arm("kv_full")).has_value());
+  CHECK(kv_mapped_arm().label == "kv_mapped");
+  CHECK_THROWS_WITH(parse_arm("kv_mapped_partner"), Catch::Contains("kv_mapped_<sender>"));
+  CHECK_THROWS_WITH(parse_arm("kv_mapped_"), Catch::Contains("kv_mapped_<sender>"));
+  CHECK_THROWS_WITH(parse_arm("kv_mapped_Big"), Catch::Contains("kv_mapped_<sender>"));
+  CHECK_THROWS_AS(parse_arm("kv_mapped@rebase"), invalid_argument);
+  CHECK(record_arm_kind("", "kv_mapped_drift_5") == arm_kind::kv_mapped);
+  CHECK(arm_family_name(plan_of(arm_kind::kv_mapped).family) == "foreign");
 }

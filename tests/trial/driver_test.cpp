@@ -2,6 +2,7 @@
 // The trial driver on the model organisms: relay semantics per arm, determinism (same records at
 // any execution order and after resumption), byte accounting on the wire, and bad designs.
 #include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/kv/kv_map.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -282,4 +283,77 @@ TEST_CASE("records: latency_repeats_s round-trips and is absent from records wit
   CHECK_THROWS_AS(record_from_json(bad), corrupt_data);
   r.latency_repeats_s = {std::nan("")};
   CHECK_THROWS_AS(record_to_line(r), invalid_argument);
+}
+
+namespace {
+// A map from organism-b's cache to organism-a's, fitted on `n` documents of a stream apart from
+// the designs' items (seed 77).
+kv_map fit_b_to_a(fixture& f, std::uint64_t n) {
+  std::vector<kv_block> src, tgt;
+  const organism_task_options to{.seed = 77};
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const auto t = make_organism_task(f.fmt, to, i, 0);
+    for (auto* e : {&f.b, &f.a}) {
+      const auto s = e->open_seq();
+      (void)e->prefill(s, t.document, 0, {});
+      (e == &f.b ? src : tgt)
+          .push_back(e->export_kv(s, {0, static_cast<std::int64_t>(t.document.size())},
+                                  {0, e->info().fingerprint.n_layers}));
+      e->close_seq(s);
+    }
+  }
+  return fit_kv_map(src, tgt);
+}
+}  // namespace
+
+TEST_CASE("driver: kv_mapped relays the partner's cache through its map, checked at import") {
+  fixture f;
+  const auto m = std::make_shared<const kv_map>(fit_b_to_a(f, 60));
+  const relay_map rm{
+      .id = kv_map_id(*m), .source = m->source, .target = m->target, .apply = [m](const kv_block& b) {
+        return apply_kv_map(*m, b);
+      }};
+  trial_design d{.seed = 5, .items = 24, .seeds = 1};
+  d.arms = {no_comm_arm(), cross_model_arm(), kv_mapped_arm()};
+  const organism_task_options to{.seed = d.seed};
+  auto tasks = [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(f.fmt, to, i, s); };
+  std::vector<trial_record> out;
+  auto sink = [&](const trial_record& r) { out.push_back(r); };
+  {
+    trial_driver<reference_cpu_backend> drv(f.a, &f.b);
+    // without its map the arm is refused before any trial
+    CHECK_THROWS_WITH(drv.run(d, tasks, sink),
+                      Catch::Contains("kv_mapped") && Catch::Contains("no cache map"));
+    CHECK(out.empty());
+    // a map the other way round (target organism-b) is refused naming both models
+    relay_map wrong = rm;
+    std::swap(wrong.source, wrong.target);
+    drv.add_map(std::string(partner_sender), wrong);
+    CHECK_THROWS_WITH(drv.run(d, tasks, sink),
+                      Catch::Contains("cache map") && Catch::Contains("not the sender"));
+    drv.add_map(std::string(partner_sender), rm);
+    drv.run(d, tasks, sink);
+  }
+  double mapped = 0, raw = 0, n = 0;
+  for (const auto& r : out) {
+    if (r.arm == "kv_mapped") {
+      CHECK(r.map == rm.id);
+      CHECK(r.arm_kind == "kv_mapped");
+      CHECK(r.sender_fingerprint == fingerprint_text(f.b.info().fingerprint));
+      CHECK(r.receiver_fingerprint == fingerprint_text(f.a.info().fingerprint));
+      CHECK(r.relay_tokens > 0);
+    } else {
+      CHECK(r.map.empty());
+    }
+    if (r.regime != "need") continue;
+    if (r.arm == "kv_mapped") mapped += r.correct ? 1 : 0, n += 1;
+    if (r.arm == "cross_model") raw += r.correct ? 1 : 0;
+  }
+  REQUIRE(n > 5);
+  // the planted organisms: organism-b's raw cache tells organism-a nothing; mapped, most of it
+  CHECK(raw / n < 0.2);
+  CHECK(mapped / n > 0.5);
+  // the record round-trips with its map
+  const auto line = record_to_line(out.back());
+  CHECK(record_from_json(parse_json(line)).map == out.back().map);
 }

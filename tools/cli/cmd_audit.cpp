@@ -21,6 +21,7 @@
 
 #include <unistd.h>
 
+#include "audit_maps.hpp"
 #include "audit_shard.hpp"
 #include "cli.hpp"
 #include "engine_select.hpp"
@@ -106,6 +107,10 @@ std::vector<option_spec> audit_spec() {
       {"--drift", "DIR",
        "drifted senders for the kv_drift_<steps> arms: DIR/drift.json and its overlays; default "
        "models/organism-a-drift (every level shipped there is an arm); 'none' drops the drift arms"},
+      {"--map", "FILE[,FILE]",
+       "cache maps (latentaudit map fit) for the kv_mapped arms: a map from the partner adds kv_mapped, one "
+       "from a drifted sender kv_mapped_drift_<steps>; default every map in models/maps whose models this "
+       "audit runs; 'none' drops them"},
       {"--timing-repeats", "R",
        "extra timed runs of each trial of the subsampled units, for the run-to-run timing variation in "
        "the cost CIs (default 3; 0: none)"},
@@ -455,6 +460,7 @@ struct audit_run {
   /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
   /// drift models changed is refused rather than mixing records of two senders under one label
   json_value drift_senders = json_value::object();
+  audit_maps maps;  ///< --map: the kv_mapped arms' cache maps (audit_maps.hpp)
 };
 
 // --seeds K > 1 on a task file whose tasks each hold one query: every seed of an item asks the
@@ -572,8 +578,7 @@ void read_audit_arms(audit_run& r) {
     return out;
   };
   if (auto arms = args.parsed("--arms", arms_of)) d.arms = std::move(*arms);
-  if (no_partner)
-    std::erase_if(d.arms, [](const trial_arm& a) { return a.plan().sender == arm_sender::partner; });
+  if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.needs_partner(); });
   // Drifted senders: one kv_drift_<steps> arm per level of the drift manifest (added to the default
   // arms; named in --arms, each must be a level of the manifest).
   const auto drift_arg = args.get("--drift");
@@ -582,14 +587,17 @@ void read_audit_arms(audit_run& r) {
   if (!no_drift && (drift_arg || std::filesystem::exists(drift_dir / "drift.json")))
     drift_levels = read_drift_manifest(drift_dir);
   // arms this engine cannot run, and why (design and report)
+  const auto drift_sender = [](const trial_arm& a) {  // a drifted sender reads A's document
+    return a.plan().sender == arm_sender::named && a.sender != partner_sender;
+  };
   if (on_llama)
     for (const auto& a : d.arms)
-      if (a.plan().sender == arm_sender::named)
+      if (drift_sender(a))
         engine_skipped.push_back({a.label,
                                   "drifted senders are reference-backend models with fine-tuning "
                                   "overlays, which llama.cpp does not load"});
   if (no_drift || on_llama)  // drifted senders are reference-backend overlays
-    std::erase_if(d.arms, [](const trial_arm& a) { return a.plan().sender == arm_sender::named; });
+    std::erase_if(d.arms, drift_sender);
   if (!args.get("--arms") && !on_llama)
     for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
   // Messages: an organism trained to recite (task.json `recite`) writes A's messages; the default
@@ -605,9 +613,8 @@ void read_audit_arms(audit_run& r) {
                                 "drifted senders are reference-backend models with "
                                 "fine-tuning overlays, which llama.cpp does not load"});
   for (const auto& a : d.arms)
-    if (a.plan().sender == arm_sender::named &&
-        std::none_of(drift_levels.begin(), drift_levels.end(),
-                     [&](const drift_level& l) { return l.steps == a.drift_steps; }))
+    if (drift_sender(a) && std::none_of(drift_levels.begin(), drift_levels.end(),
+                                        [&](const drift_level& l) { return l.steps == a.drift_steps; }))
       throw usage_error("audit: arm '" + a.label + "' needs drift level " + std::to_string(*a.drift_steps) +
                         (drift_levels.empty()
                              ? std::string(", but no --drift manifest is loaded")
@@ -619,6 +626,11 @@ void read_audit_arms(audit_run& r) {
       throw usage_error(a.command() + ": option --link: " + e.what());
     }
   };
+  // the kv_mapped arms' maps: matched to the engines once they are loaded (attach_audit_maps)
+  const std::filesystem::path local_maps = std::filesystem::path("models") / "maps";
+  r.maps = read_audit_maps(args, std::filesystem::exists(local_maps)
+                                     ? local_maps
+                                     : std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / "maps");
   const std::string link_name = args.get("--link").value_or("pcie4");
   d.link = args.parsed("--link", link_of).value_or(find_link("pcie4"));
   if (link_name == "measured" && !args.get("--relay-transport") && serve == nullptr)
@@ -925,6 +937,7 @@ void add_identity_options(audit_run& r) {
   auto& d = r.d;
   json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
   if (!r.drift_senders.as_object().empty()) o.set("drift_senders", r.drift_senders);
+  if (!r.maps.identity.as_object().empty()) o.set("maps", r.maps.identity);
   if (!r.engine_skipped.empty()) {
     json_value sk = json_value::object();
     for (const auto& x : r.engine_skipped) sk.set(x.arm, x.reason);
@@ -971,6 +984,7 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
     drivers.push_back(std::make_unique<driver_type>(wk.engine, wk.partner ? &*wk.partner : nullptr));
     for (auto& [name, e] : wk.drifted) drivers.back()->add_sender(name, e);
   }
+  for (auto& dr : drivers) r.maps.add_to(*dr);
   std::vector<relay_channel*> links;
   for (std::size_t w = 0; w < n; ++w) {
     drivers[w]->set_message_options(msg_opts);
@@ -1101,6 +1115,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   using driver_type = decltype(driver);
   // worker w's relay conversation: over tcp its link of the session, over MPI its pair of tags
   const std::function<void(driver_type&, unsigned)> link = [&](driver_type& dr, unsigned w) {
+    r.maps.add_to(dr);  // every driver relays kv_mapped arms through the same maps
     if (relay) {
       dr.set_relay_channel(&relay->channel(w, r.jobs, d.design_hash()));
       dr.set_relay_key(relay->wire_key(w));
@@ -1238,9 +1253,8 @@ driver_stats run_audit_trials(audit_run& r) {
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
   auto tokenizer = text_tokenizer::from_option(args, "audit");  // --tokenizer F.gguf, vocab-only
-  const bool wants_partner = std::any_of(d.arms.begin(), d.arms.end(), [](const trial_arm& a) {
-    return a.plan().sender == arm_sender::partner;
-  });
+  const bool wants_partner =
+      std::any_of(d.arms.begin(), d.arms.end(), [](const trial_arm& a) { return a.needs_partner(); });
   driver_stats stats;
   if (!on_llama) {
     auto engine = reference_cpu_backend::load(model, threads);
@@ -1249,10 +1263,13 @@ driver_stats run_audit_trials(audit_run& r) {
       partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
     std::vector<std::pair<std::string, reference_cpu_backend>> drifted;  // the drifted senders, by arm sender
     for (const auto& a : d.arms)
-      if (a.plan().sender == arm_sender::named)
+      if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
+          std::none_of(drifted.begin(), drifted.end(), [&](const auto& x) { return x.first == a.sender; }))
         for (const auto& l : drift_levels)
           if (l.steps == a.drift_steps)
             drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
+    attach_audit_maps(r.maps, d, args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
+                      drifted, *user_tasks);
     for (const auto& a : d.arms)
       for (const auto& [name, e] : drifted)
         if (a.plan().sender == arm_sender::named && a.sender == name)
@@ -1301,6 +1318,8 @@ driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, boo
     require_gguf(*partner_arg, "audit", "--partner");
     partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
   }
+  attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
+                    std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks);
   if (!r.batched) {
     struct worker {  // --jobs: each further worker loads the model (and partner) into its own context
       llama_cpp_backend engine;

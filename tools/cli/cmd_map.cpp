@@ -95,8 +95,12 @@ int run_map(std::span<const std::string> words) {
   const auto fmt = organism_format::load(task.parent_path());
   const auto tasks = organism_task_file(fmt, organism_task_options{.seed = seed ^ calibration_stream}, n);
   std::vector<kv_block> source, target;
-  sha256 h;  // the calibration: every document's tokens, in order
-  for (const auto& t : tasks.tasks) h.update(std::as_bytes(std::span(t.document.tokens)));
+  sha256 h;                              // the calibration: every document's tokens, in order
+  std::vector<std::uint64_t> documents;  // and each document's own hash (the audit refuses overlap)
+  for (const auto& t : tasks.tasks) {
+    h.update(std::as_bytes(std::span(t.document.tokens)));
+    documents.push_back(calibration_document_hash(t.document.tokens));
+  }
   // both models' prefill caches of every document, every layer
   auto caches = [&](auto& sender, auto& receiver) {
     if (sender.info().vocab_size != receiver.info().vocab_size)
@@ -153,7 +157,7 @@ int run_map(std::span<const std::string> words) {
   const auto held = split < source.size() ? evaluate_kv_map(part, s_all.subspan(split), t_all.subspan(split))
                                           : std::vector<kv_layer_map>{};
   const auto m = fit_kv_map(source, target, {.ridge = ridge, .top_layers = top});
-  write_kv_map(out, m, calibration);
+  write_kv_map(out, m, calibration, documents);
   json_value layers = json_value::array();
   auto mean = [](const std::vector<double>& v) {
     double x = 0;
@@ -175,6 +179,7 @@ int run_map(std::span<const std::string> words) {
   }
   json_value j = json_value::object();
   j.set("out", out.string());
+  j.set("id", kv_map_id(m));
   j.set("from", from.string());
   if (const auto o = args.get("--from-overlay")) j.set("from_overlay", *o);
   j.set("to", to.string());

@@ -8,6 +8,7 @@
 #ifndef LATENTAUDIT_BACKEND_KV_MAP_FILE_HPP
 #define LATENTAUDIT_BACKEND_KV_MAP_FILE_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/hash.hpp"
 #include "../core/json.hpp"
 #include "../kv/kv_map.hpp"
 #include "safetensors.hpp"
@@ -94,11 +96,17 @@ inline model_fingerprint fingerprint_of_json(const json_value& j, const std::str
 }  // namespace detail
 
 /// @brief Writes `m` to `path` (safetensors, f32; see the file comment), `calibration_sha256`
-/// naming the calibration data (the audit refuses a map calibrated on its own items).
+/// naming the calibration data and `calibration_documents` the hash of each calibration document
+/// (calibration_document_hash): the audit refuses a map calibrated on one of its items.
 /// @throws invalid_argument for a malformed map or an unwritable path
 inline void write_kv_map(const std::filesystem::path& path, const kv_map& m,
-                         const std::string& calibration_sha256) {
+                         const std::string& calibration_sha256,
+                         std::span<const std::uint64_t> calibration_documents) {
   check_kv_map("write_kv_map", m);
+  std::string docs;
+  docs.reserve(16 * calibration_documents.size());
+  for (const std::uint64_t h : calibration_documents)
+    for (int i = 15; i >= 0; --i) docs += "0123456789abcdef"[(h >> (4 * i)) & 0xF];
   std::vector<tensor_to_write> tensors;
   json_value layers = json_value::array();
   for (std::size_t l = 0; l < m.layers.size(); ++l) {
@@ -129,14 +137,19 @@ inline void write_kv_map(const std::filesystem::path& path, const kv_map& m,
       {"calibration_sequences", std::to_string(m.calibration_sequences)},
       {"calibration_tokens", std::to_string(m.calibration_tokens)},
       {"calibration_sha256", calibration_sha256},
+      {"calibration_documents", docs},
       {"layers", write_json(layers)}};
   write_safetensors(path, tensors, meta);
 }
 
-/// @brief A map file read back (read_kv_map): the map and its calibration hash.
+/// @brief A map file read back (read_kv_map): the map, its id and its calibration.
 struct kv_map_file {
   kv_map map;                      ///< the map
+  std::string id;                  ///< kv_map_id(map)
   std::string calibration_sha256;  ///< the calibration data's hash
+  /// calibration_document_hash of each calibration document, ascending (the audit refuses a map
+  /// whose calibration holds one of its items' documents)
+  std::vector<std::uint64_t> calibration_documents;
 };
 
 /// @brief The one reader of a map file: the safetensors header (its own limits), then the
@@ -181,6 +194,21 @@ struct kv_map_file {
   m.calibration_sequences = count("calibration_sequences");
   m.calibration_tokens = count("calibration_tokens");
   f.calibration_sha256 = field("calibration_sha256");
+  if (f.calibration_sha256.size() != 64 ||
+      f.calibration_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+    LATENTAUDIT_THROW(corrupt_data(where + ".calibration_sha256 must be 64 lower-case hex digits"));
+  {
+    const std::string& docs = field("calibration_documents");
+    if (docs.size() != 16 * m.calibration_sequences ||
+        docs.find_first_not_of("0123456789abcdef") != std::string::npos)
+      LATENTAUDIT_THROW(
+          corrupt_data(where + ".calibration_documents must hold 16 hex digits per calibration sequence (" +
+                       std::to_string(m.calibration_sequences) + ")"));
+    f.calibration_documents.reserve(m.calibration_sequences);
+    for (std::size_t i = 0; i < docs.size(); i += 16)
+      f.calibration_documents.push_back(std::stoull(docs.substr(i, 16), nullptr, 16));
+    std::sort(f.calibration_documents.begin(), f.calibration_documents.end());
+  }
   const auto layers = parsed("layers");
   if (!layers.is_array() || layers.as_array().size() != static_cast<std::size_t>(m.target.n_layers))
     LATENTAUDIT_THROW(corrupt_data(where + ".layers must hold one entry per target layer"));
@@ -228,6 +256,7 @@ struct kv_map_file {
   } catch (const invalid_argument& e) {
     LATENTAUDIT_THROW(corrupt_data(path.string() + ": " + e.what()));
   }
+  f.id = kv_map_id(m);
   return f;
 }
 

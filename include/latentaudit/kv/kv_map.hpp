@@ -23,6 +23,7 @@
 
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
+#include "../core/hash.hpp"
 #include "kv_block.hpp"
 #include "rope.hpp"
 
@@ -255,6 +256,48 @@ inline void check_kv_map(std::string_view fn, const kv_map& m) {
     if (!finite(lm.weight) || !finite(lm.bias))
       detail::throw_invalid(fn, "map", at + ": a number is not finite");
   }
+}
+
+/// @brief A map's identity: the first 16 hex digits of the SHA-256 of both fingerprints (every
+/// field), each target layer's source layers, weight and bias (f32 bytes), and the ridge. Two maps
+/// with the same id relay the same caches; the audit names the map by it (design.json, the
+/// records' policy "map", the decision's policy line).
+/// @throws invalid_argument for a malformed map (check_kv_map)
+[[nodiscard]] inline std::string kv_map_id(const kv_map& m) {
+  check_kv_map("kv_map_id", m);
+  sha256 h;
+  h.update("latentaudit kv map id 1");
+  for (const auto* f : {&m.source, &m.target}) {
+    h.update(f->architecture);
+    const std::int64_t shape[] = {f->n_layers,         f->n_heads,
+                                  f->n_kv_heads,       f->head_dim_k,
+                                  f->head_dim_v,       static_cast<std::int64_t>(f->rope.pairing),
+                                  f->rope.rotary_dims, static_cast<std::int64_t>(f->weights_hash)};
+    h.update(std::as_bytes(std::span(&f->rope.theta, 1)));
+    h.update(std::as_bytes(std::span(shape)));
+  }
+  for (const auto& lm : m.layers) {
+    const auto n = static_cast<std::int64_t>(lm.source_layers.size());
+    h.update(std::as_bytes(std::span(&n, 1)));
+    h.update(std::as_bytes(std::span(lm.source_layers)));
+    h.update(std::as_bytes(std::span(lm.weight)));
+    h.update(std::as_bytes(std::span(lm.bias)));
+  }
+  h.update(std::as_bytes(std::span(&m.ridge, 1)));
+  const auto d = h.finish();
+  return to_hex(std::span(d).first(8));
+}
+
+/// @brief The hash of one calibration document's tokens (the first 8 bytes of their SHA-256, as
+/// int32 little-endian): what a map file lists of its calibration documents, and what the audit
+/// compares its items' documents with to refuse a map calibrated on them.
+[[nodiscard]] inline std::uint64_t calibration_document_hash(std::span<const token_id> tokens) {
+  sha256 h;
+  h.update(std::as_bytes(tokens));
+  const auto d = h.finish();
+  std::uint64_t x = 0;
+  for (int i = 0; i < 8; ++i) x = (x << 8) | static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]);
+  return x;
 }
 
 /// @brief The receiver's cache for a sender's cache `source` (every layer of the map's source

@@ -81,6 +81,7 @@
 #include "../trial/task_file.hpp"
 #include "analyses/conflict.hpp"  // conflict_analysis
 #include "analyses/drift.hpp"     // drift_analysis
+#include "analyses/mapped.hpp"    // mapped_analysis
 #include "analyses/message.hpp"   // message_analysis
 #include "analyses/noise.hpp"     // dose_point, noise_tolerance
 #include "analyses/stale.hpp"     // stale_analysis
@@ -259,6 +260,7 @@ struct audit_core {
   conflict_analysis conflict;                ///< regime "conflict": relay that contradicts B's prompt
   drift_analysis drift;                      ///< drift arms: dose-response over fine-tuning steps
   message_analysis messages;                 ///< message arms: A's cache vs A's message, per k and regime
+  mapped_analysis mapped;                    ///< kv_mapped arms: relay through a cross-model cache map
   std::vector<frontier_point> frontier;      ///< need regime, ascending bytes
   std::vector<finding> findings;             ///< the ids of docs/audit-report.md, in that order
   /// per arm (the design's and those seen, by label) and regime: records, missing units, relay errors
@@ -290,9 +292,9 @@ struct audit_core {
 [[nodiscard]] audit_core analyse_records(std::span<const trial_record> records, const audit_options& o = {});
 
 /// @brief The positive-control gate: unless `control` (need.text_beats_no_comm) is "yes", every
-/// need.*, no_need.*, cost.*, stale.*, conflict.*, drift.*, noise.* and message.* finding of `findings` other
-/// than the control itself becomes "inconclusive"; its estimate and interval stay, its detail starts with
-/// positive_control_reason and keeps the verdict it would have had. Idempotent.
+/// need.*, no_need.*, cost.*, stale.*, conflict.*, drift.*, noise.*, message.* and mapped.* finding of
+/// `findings` other than the control itself becomes "inconclusive"; its estimate and interval stay, its
+/// detail starts with positive_control_reason and keeps the verdict it would have had. Idempotent.
 /// @param findings the findings to gate (in place)
 /// @param control the positive-control finding (nullptr: absent, i.e. not "yes")
 void apply_positive_control(std::span<finding> findings, const finding* control);

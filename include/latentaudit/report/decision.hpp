@@ -7,6 +7,7 @@
 #ifndef LATENTAUDIT_REPORT_DECISION_HPP
 #define LATENTAUDIT_REPORT_DECISION_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <set>
@@ -170,11 +171,16 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 
 /// @brief Whether `d` ends an audit that stops when it has decided (`audit --until-decided`): its
 /// verdict is "relay", "relay with conditions", "text" or "no communication" — every check that
-/// verdict reads is decided. "inconclusive" and "relay (unverified)" (a risk check not yet shown)
-/// go on to the next batch. docs/audit-report.md "An audit that stops when it has decided".
+/// verdict reads is decided — and, for a relay verdict, every cache map's check ("map_<arm>") is
+/// decided too (its policy line relays through the map or sends text). "inconclusive" and "relay
+/// (unverified)" (a risk check not yet shown) go on to the next batch. docs/audit-report.md "An
+/// audit that stops when it has decided".
 [[nodiscard]] inline bool decision_settled(const audit_decision& d) noexcept {
-  return d.verdict == "relay" || d.verdict == "relay with conditions" || d.verdict == "text" ||
-         d.verdict == "no communication";
+  if (d.verdict == "text" || d.verdict == "no communication") return true;
+  if (d.verdict != "relay" && d.verdict != "relay with conditions") return false;
+  return std::none_of(d.checklist.begin(), d.checklist.end(), [](const checklist_item& c) {
+    return c.name.rfind("map_", 0) == 0 && c.passed == verdict::inconclusive;
+  });
 }
 
 /// @brief The (regime, arm) cells an audit that stops arms one by one (`audit --until-decided`)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: trial arms — what B receives from A: nothing, text (all or a budget), A's cache
 // (whole, or under a transfer policy), a placebo cache, another model's cache, or the cache of a
-// drifted copy of the model (fine-tuned apart), or a message A writes (as text, or as A's cache).
+// drifted copy of the model (fine-tuned apart), either of those through a fitted cache map into B's
+// model's shape, or a message A writes (as text, or as A's cache).
 // The one owner of the arm: its kinds and their relay plans (plan_of: family, who sends, what is
 // sent, how it is transformed and imported), the parse forms and labels, and the default arms.
 // The driver, the relay peer, custom drivers, the CLI and the report read arms through this header.
@@ -36,6 +37,8 @@ enum class arm_kind : std::uint8_t {
   text_message,  ///< A writes a message of at most `budget` tokens after its instruction; B reads it as text
   kv_message,    ///< A's cache of document + instruction + message (at most `budget` tokens) is relayed
   kv_message_only,  ///< only the message's cache rows are relayed (placed by the policy's position mode)
+  kv_mapped,        ///< another model's cache (the partner's or a named sender's) through a fitted cache map
+                    ///< (kv/kv_map.hpp) into B's model's shape, imported with its fingerprint checked
 };
 
 /// @brief The arm kind's name as written in records ("no_comm", "text_full", ...).
@@ -67,6 +70,8 @@ enum class arm_kind : std::uint8_t {
       return "kv_message";
     case arm_kind::kv_message_only:
       return "kv_message_only";
+    case arm_kind::kv_mapped:
+      return "kv_mapped";
   }
   return "unknown";
 }
@@ -78,7 +83,8 @@ enum class arm_family : std::uint8_t {
   text,     ///< text_full, text_budget, text_message: B reads text A sends
   kv,       ///< kv_full, kv_policy, kv_message, kv_message_only: A's own cache, whole or transformed
   placebo,  ///< deranged, zeroed, random: a cache that keeps a relay's presence but not its content
-  foreign,  ///< cross_model, drifted: the cache of another model, force-imported into B's
+  foreign,  ///< cross_model, drifted, kv_mapped: the cache of another model (force-imported into B's,
+            ///< or mapped into its shape first)
 };
 
 /// @brief The name of a family ("control", "text", "kv", "placebo", "foreign").
@@ -103,8 +109,13 @@ enum class arm_sender : std::uint8_t {
   none,      ///< nobody: B answers alone
   receiver,  ///< B's model (the driver's engine): A and B share the model
   partner,   ///< the partner engine (another model; trial_driver's second engine)
-  named,     ///< the sender engine named by trial_arm::sender (trial_driver::add_sender)
+  named,     ///< the sender engine named by trial_arm::sender (trial_driver::add_sender; the name
+             ///< partner_sender names the partner engine)
 };
+
+/// @brief The sender name (trial_arm::sender) that names the partner engine — the engine of
+/// cross_model — for an arm whose sender is arm_sender::named (a kv_mapped arm from the partner).
+inline constexpr std::string_view partner_sender = "partner";
 
 /// @brief What A sends B for an arm (before any transform).
 enum class arm_payload : std::uint8_t {
@@ -124,6 +135,7 @@ enum class arm_transform : std::uint8_t {
   other_item,  ///< replaced by another item's cache, length-matched (a random derangement of the items)
   zeros,       ///< keys and values zeroed
   moments,     ///< Gaussian with the cache's per-(layer, part, head) mean and variance
+  mapped,      ///< the sender's cache map into B's model's shape (trial_driver::add_map for the sender)
 };
 
 /// @brief The placebo a transform substitutes for the cache (the records' `policy.placebo`), or nothing.
@@ -137,6 +149,7 @@ enum class arm_transform : std::uint8_t {
       return placebo_kind::random;
     case arm_transform::none:
     case arm_transform::policy:
+    case arm_transform::mapped:
       break;
   }
   return std::nullopt;
@@ -244,6 +257,8 @@ struct arm_plan {
               .payload = P::document_cache,
               .transform = T::policy,
               .forced_import = true};
+    case arm_kind::kv_mapped:
+      return {.family = F::foreign, .sender = S::named, .payload = P::document_cache, .transform = T::mapped};
     case arm_kind::text_message:
       return {.family = F::text, .sender = S::receiver, .payload = P::message_text, .budgeted = true};
     case arm_kind::kv_message:
@@ -265,10 +280,10 @@ struct arm_plan {
 
 /// @brief Every arm kind, in declaration order.
 inline constexpr arm_kind all_arm_kinds[] = {
-    arm_kind::no_comm,        arm_kind::text_full, arm_kind::text_budget,  arm_kind::kv_full,
-    arm_kind::kv_policy,      arm_kind::deranged,  arm_kind::zeroed,       arm_kind::random,
-    arm_kind::cross_model,    arm_kind::drifted,   arm_kind::text_message, arm_kind::kv_message,
-    arm_kind::kv_message_only};
+    arm_kind::no_comm,         arm_kind::text_full, arm_kind::text_budget,  arm_kind::kv_full,
+    arm_kind::kv_policy,       arm_kind::deranged,  arm_kind::zeroed,       arm_kind::random,
+    arm_kind::cross_model,     arm_kind::drifted,   arm_kind::text_message, arm_kind::kv_message,
+    arm_kind::kv_message_only, arm_kind::kv_mapped};
 
 /// @brief The arm kind named `name` (arm_kind_name's spelling), or nothing.
 [[nodiscard]] constexpr std::optional<arm_kind> parse_arm_kind(std::string_view name) noexcept {
@@ -285,9 +300,11 @@ struct trial_arm {
   kv_policy policy{};                 ///< KV arms: the transfer policy applied after export
   std::optional<quantize_spec> wire_quantize;  ///< KV arms: carry K/V quantized on the wire (codes + scales)
   std::optional<double> noise_sigma;           ///< the policy's noise level, for dose-response analysis
-  /// drifted: the name of the sender engine (trial_driver::add_sender), e.g. "drift_160"
+  /// drifted, kv_mapped: the name of the sender engine (trial_driver::add_sender), e.g. "drift_160";
+  /// partner_sender for the partner engine
   std::string sender;
-  std::optional<std::int32_t> drift_steps;  ///< drifted: the sender's fine-tuning steps (dose-response)
+  /// drifted (and kv_mapped from a drifted sender): the sender's fine-tuning steps (dose-response)
+  std::optional<std::int32_t> drift_steps;
 
   /// @brief The arm's relay plan (plan_of(kind)).
   [[nodiscard]] constexpr arm_plan plan() const noexcept { return plan_of(kind); }
@@ -297,6 +314,12 @@ struct trial_arm {
   [[nodiscard]] constexpr bool uses_message() const noexcept { return plan().uses_message(); }
   /// @brief Whether some engine reads A's document for the arm (every kind but no_comm).
   [[nodiscard]] constexpr bool needs_sender() const noexcept { return plan().sender != arm_sender::none; }
+  /// @brief Whether the partner engine reads A's document: cross_model, and a named-sender arm
+  /// whose sender is partner_sender.
+  [[nodiscard]] bool needs_partner() const noexcept {
+    const arm_sender s = plan().sender;
+    return s == arm_sender::partner || (s == arm_sender::named && sender == partner_sender);
+  }
 };
 
 /// @brief B alone.
@@ -355,6 +378,36 @@ struct trial_arm {
           .drift_steps = steps};
 }
 
+/// @brief The cache of the sender named `sender` through the cache map registered for it
+/// (trial_driver::add_map): "kv_mapped" for the partner (partner_sender; its unmapped arm is
+/// cross_model), else "kv_mapped_<sender>" ("kv_mapped_drift_300", whose unmapped arm is
+/// kv_drift_300 and whose drift_steps are 300).
+/// @throws invalid_argument if the sender is empty or not of [a-z0-9_].
+[[nodiscard]] inline trial_arm kv_mapped_arm(std::string sender = std::string(partner_sender)) {
+  if (sender.empty() ||
+      sender.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    detail::throw_invalid("kv_mapped_arm", "sender",
+                          "must be a non-empty name of [a-z0-9_], got '" + sender + "'");
+  trial_arm a{.label = sender == partner_sender ? std::string("kv_mapped") : "kv_mapped_" + sender,
+              .kind = arm_kind::kv_mapped,
+              .sender = sender};
+  a.policy.label = a.label;
+  if (sender.rfind("drift_", 0) == 0 && sender.size() > 6 && sender.size() <= 15 &&
+      sender.find_first_not_of("0123456789", 6) == std::string::npos)
+    a.drift_steps = static_cast<std::int32_t>(std::stol(sender.substr(6)));
+  return a;
+}
+
+/// @brief The label of the arm that relays the same sender's cache unmapped (what
+/// mapped.beats_unmapped compares a kv_mapped arm with): cross_model for the partner,
+/// kv_drift_<k> for a drifted sender "drift_<k>", else nothing.
+[[nodiscard]] inline std::optional<std::string> unmapped_arm_label(const trial_arm& mapped) {
+  if (mapped.kind != arm_kind::kv_mapped) return std::nullopt;
+  if (mapped.sender == partner_sender) return std::string("cross_model");
+  if (mapped.drift_steps) return "kv_drift_" + std::to_string(*mapped.drift_steps);
+  return std::nullopt;
+}
+
 /// @brief The longest message the message arms without a budget suffix let A write (kv_message,
 /// kv_message_only): generation stops earlier at the message's stop token or the engine's context.
 /// 32 tokens hold the organism's longest document (16 pairs) and equal the largest default text
@@ -399,8 +452,8 @@ namespace detail {
                           "must be no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<sigma>, "
                           "kv_layers_<l>[_<l>...], kv_first_half, "
                           "kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4, kv_fp8, deranged, zeroed, "
-                          "random, cross_model, kv_drift_<steps>, text_message_<k>, kv_message[_<k>] or "
-                          "kv_message_only[_<k>], got '" +
+                          "random, cross_model, kv_drift_<steps>, text_message_<k>, kv_message[_<k>], "
+                          "kv_message_only[_<k>], kv_mapped or kv_mapped_<sender>, got '" +
                               s + "'");
   };
   auto integer = [&](std::string_view t) -> std::int64_t {
@@ -416,6 +469,14 @@ namespace detail {
   if (s == "cross_model") return cross_model_arm();
   if (s == "kv_message") return kv_message_arm();
   if (s == "kv_message_only") return kv_message_only_arm();
+  if (s == "kv_mapped") return kv_mapped_arm();
+  if (s.rfind("kv_mapped_", 0) == 0) {
+    const std::string sender = s.substr(10);
+    if (sender.empty() || sender == partner_sender ||
+        sender.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      bad();
+    return kv_mapped_arm(sender);
+  }
   if (s.rfind("text_message_", 0) == 0)
     return text_message_arm(static_cast<std::int32_t>(integer(std::string_view(s).substr(13))));
   if (s.rfind("kv_message_only_", 0) == 0)
@@ -481,7 +542,8 @@ namespace detail {
 /// @brief Parses an arm name: no_comm, text_full, text_budget_<k>, kv_full, kv_noise_<σ>,
 /// kv_layers_<l>[_<l>...], kv_first_half, kv_last_half, kv_sinks_<s>_<w>, kv_int8, kv_int4,
 /// kv_fp8, deranged, zeroed, random, cross_model, kv_drift_<steps>, text_message_<k>, kv_message[_<k>],
-/// kv_message_only[_<k>]; a KV arm (and kv_message_only) may end in `@preserve`,
+/// kv_message_only[_<k>], kv_mapped (the partner's cache through its map), kv_mapped_<sender> (a
+/// named sender's, e.g. kv_mapped_drift_300); a KV arm (and kv_message_only) may end in `@preserve`,
 /// `@rebase` or
 /// `@append` to choose how the relayed positions are placed at the receiver (kv/rope.hpp
 /// position_mode: keep the sender's positions — the default —, renumber them 0, 1, ... with the

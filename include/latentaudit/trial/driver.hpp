@@ -64,6 +64,16 @@ namespace latentaudit {
   return out;
 }
 
+/// @brief A cache map a kv_mapped arm relays through (trial_driver::add_map): the sender's cache
+/// in, a cache of B's model out. The CLI builds it from a map file (kv/kv_map.hpp apply_kv_map);
+/// any function of that shape serves (a custom map of a user's stack).
+struct relay_map {
+  std::string id;            ///< the map's identity (kv_map_id), written in the records' policy "map"
+  model_fingerprint source;  ///< the sender's model (the cache `apply` takes)
+  model_fingerprint target;  ///< B's model (the cache `apply` gives)
+  std::function<kv_block(const kv_block&)> apply;  ///< the sender's whole cache → B's shape
+};
+
 /// @brief Where the driver's time went (seconds), for the "driver overhead < 2 % of backend time"
 /// check: backend_s sums every backend call (A's prefills, exports, imports, B's prefills and
 /// decodes, the text reference run, opening and closing sequences); relay_s sums the relay stages the records
@@ -276,6 +286,24 @@ class trial_driver {
         return;
       }
     senders_.emplace_back(name, &engine);
+  }
+
+  /// @brief Registers the cache map of the sender named `sender` (partner_sender for the partner):
+  /// kv_mapped arms whose trial_arm::sender is `sender` relay that sender's cache through
+  /// `m.apply`, and B imports the result with its fingerprint checked (it must be B's). A run checks
+  /// that m.source is the sender's fingerprint and m.target B's. Registering a sender again
+  /// replaces its map.
+  /// @throws invalid_argument if the sender is empty, the id empty or `apply` unset.
+  void add_map(const std::string& sender, relay_map m) {
+    if (sender.empty()) detail::throw_invalid("trial_driver::add_map", "sender", "must not be empty");
+    if (m.id.empty() || !m.apply)
+      detail::throw_invalid("trial_driver::add_map", "m", "must have an id and an apply function");
+    for (auto& [n, x] : maps_)
+      if (n == sender) {
+        x = std::move(m);
+        return;
+      }
+    maps_.emplace_back(sender, std::move(m));
   }
 
   /// @brief Runs every (item, seed, arm) of `design` whose key is not in `done`, calling
@@ -513,11 +541,29 @@ class trial_driver {
     receiver_text_ = fingerprint_text(engine_.info().fingerprint);
     partner_text_ = partner_ != nullptr ? fingerprint_text(partner_->info().fingerprint) : std::string();
     derangement_.clear();
-    for (const auto& a : design.arms)  // e.g. drifted arms read A's document on a registered sender engine
-      if (a.plan().sender == arm_sender::named && sender(a.sender) == nullptr)
+    for (const auto& a : design.arms) {  // e.g. drifted arms read A's document on a registered sender engine
+      if (a.plan().sender != arm_sender::named) continue;
+      const bool is_partner = a.sender == partner_sender;
+      if (is_partner ? partner_ == nullptr : sender(a.sender) == nullptr)
+        detail::throw_invalid(
+            fn, "design.arms",
+            "has arm '" + a.label + "' whose sender '" + a.sender +
+                (is_partner ? "' needs a partner engine" : "' is not registered (trial_driver::add_sender)"));
+      if (a.plan().transform != arm_transform::mapped) continue;
+      const relay_map* m = map_of(a.sender);
+      if (m == nullptr)
         detail::throw_invalid(fn, "design.arms",
                               "has arm '" + a.label + "' whose sender '" + a.sender +
-                                  "' is not registered (trial_driver::add_sender)");
+                                  "' has no cache map (trial_driver::add_map)");
+      const model_fingerprint& from =
+          is_partner ? partner_->info().fingerprint : sender(a.sender)->info().fingerprint;
+      if (!(m->source == from) || !(m->target == info.fingerprint))
+        detail::throw_invalid(fn, "design.arms",
+                              "has arm '" + a.label + "' whose cache map " + m->id + " maps " +
+                                  fingerprint_text(m->source) + " to " + fingerprint_text(m->target) +
+                                  ", not the sender " + fingerprint_text(from) + " to this model " +
+                                  fingerprint_text(info.fingerprint));
+    }
     for (const auto& a : design.arms)
       if (a.plan().transform == arm_transform::other_item)
         derangement_ = random_derangement(static_cast<std::size_t>(design.items), design.seed);
@@ -830,6 +876,10 @@ class trial_driver {
     };
     switch (plan.sender) {
       case arm_sender::named: {
+        if (arm.sender == partner_sender) {
+          export_from(*partner_, partner_text_);
+          break;
+        }
         Backend& se = *sender(arm.sender);
         export_from(se, fingerprint_text(se.info().fingerprint));
         break;
@@ -883,6 +933,9 @@ class trial_driver {
       case arm_transform::policy:
         tr = detail::relay_apply_policy(arm.policy, block, ctx);
         break;
+      case arm_transform::mapped:  // the sender's cache in B's model's shape (checked when imported)
+        block = map_of(arm.sender)->apply(block);
+        break;
       case arm_transform::none:
         break;
     }
@@ -896,6 +949,7 @@ class trial_driver {
         detail::relay_encode_kv(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
     out.encode_s = detail::seconds_since(t);
     out.policy = detail::relay_transfer_json(tr, arm.wire_quantize);
+    if (plan.transform == arm_transform::mapped) out.policy.set("map", map_of(arm.sender)->id);
     return out;
   }
 
@@ -993,6 +1047,14 @@ class trial_driver {
     out.sender_fingerprint = std::move(r.sender_fingerprint);
     out.policy = std::move(r.policy);
     out.message = std::move(r.message);
+    if (arm.plan().transform == arm_transform::mapped) {  // the peer mapped with this audit's map
+      const std::string& mine = map_of(arm.sender)->id;
+      const json_value* id = out.policy.is_object() ? out.policy.find("map") : nullptr;
+      if (id == nullptr || !id->is_string() || id->as_string() != mine)
+        LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " +
+                                       std::to_string(task.item) + ", arm '" + arm.label +
+                                       "' names another cache map than this audit's " + mine));
+    }
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
@@ -1090,6 +1152,7 @@ class trial_driver {
         L.decode_s = detail::seconds_since(t);
       }
       if (!is_text) r.policy = std::move(sent.policy);
+      if (plan.transform == arm_transform::mapped) r.map = map_of(arm.sender)->id;
     }
     // B: own prompt + query (after a text prefix when the relay is text or nothing).
     std::vector<token_id> ctx = prefix;
@@ -1158,9 +1221,16 @@ class trial_driver {
   std::string receiver_text_, partner_text_;
   std::vector<std::pair<std::string, Backend*>> senders_;  // add_sender: drifted arms' engines by name
 
+  std::vector<std::pair<std::string, relay_map>> maps_;  // add_map: kv_mapped arms' maps by sender
+
   Backend* sender(const std::string& name) const {
     for (const auto& [n, e] : senders_)
       if (n == name) return e;
+    return nullptr;
+  }
+  const relay_map* map_of(const std::string& sender) const {
+    for (const auto& [n, m] : maps_)
+      if (n == sender) return &m;
     return nullptr;
   }
   backend_capabilities caps_;                // the engine's, as engine_capabilities() reads them

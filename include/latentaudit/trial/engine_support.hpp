@@ -74,7 +74,7 @@ namespace detail {
 
 /// @brief Why `arm` cannot run on an engine with capabilities `caps` and `n_layers` layers (and a
 /// partner engine, for cross_model), or nothing when it can:
-///  - an arm whose sender is the partner (cross_model) without a partner engine;
+///  - an arm whose sender is the partner (cross_model, kv_mapped) without a partner engine;
 ///  - a KV policy relaying a subset of the layers needs caps.partial_layer_import (B must not see
 ///    the relayed tokens in the other layers: a per-layer visibility mask);
 ///  - PyramidKV and KVComm selections give ragged blocks and need caps.token_mask_import;
@@ -88,7 +88,7 @@ namespace detail {
                                                                        std::int32_t n_layers,
                                                                        bool has_partner) {
   const arm_plan plan = arm.plan();
-  if (plan.sender == arm_sender::partner && !has_partner)
+  if (arm.needs_partner() && !has_partner)
     return std::string(arm_kind_name(arm.kind)) + " needs a partner engine (another model)";
   if (!plan.selects) return std::nullopt;
   const kv_policy& p = arm.policy;

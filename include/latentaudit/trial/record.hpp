@@ -127,7 +127,10 @@ struct trial_record {
   json_value task_fields;
   std::string sender_fingerprint;    ///< model fingerprint (hex) of the sender's engine ("" without sender)
   std::string receiver_fingerprint;  ///< model fingerprint (hex) of B's engine
-  json_value policy;                 ///< the transfer policy's record (object) or null
+  /// kv_mapped arms: the id of the cache map the sender's cache went through (kv_map_id; "" for
+  /// other arms; JSON "map", written only when set)
+  std::string map;
+  json_value policy;  ///< the transfer policy's record (object) or null
   /// Metrics absent because the engine cannot produce them, with the reason (JSON object
   /// "unavailable": {metric: reason}, written only when non-empty).
   std::vector<unavailable_metric> unavailable;
@@ -279,6 +282,7 @@ namespace detail {
   }
   str("sender_fingerprint", r.sender_fingerprint);
   str("receiver_fingerprint", r.receiver_fingerprint);
+  if (!r.map.empty()) str("map", r.map);
   key("policy");
   append_json(out, r.policy, {.indent = -1});
   if (r.relay_error) str("relay_error", *r.relay_error);  // absent unless a frame was rejected
@@ -454,6 +458,8 @@ namespace detail {
   }
   r.sender_fingerprint = text("sender_fingerprint", false);
   r.receiver_fingerprint = text("receiver_fingerprint", false);
+  r.map = text("map", false);
+  if (r.map.size() > 256) fail("map", "must be a map id of at most 256 bytes");
   if (const json_value* p = j.find("policy"); p != nullptr) {
     if (!p->is_object() && !p->is_null()) fail("policy", "must be an object or null");
     r.policy = *p;

@@ -517,6 +517,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   out.drift = detail::audit_drift(d, records, kv_full, no_comm, text_full, drift_opt, warn);
   // ---- messages: A's cache vs A's message, per k and regime (report/analyses/message.hpp) ----
   out.messages = detail::audit_messages(d, records, no_comm, o.alpha, warn);
+  // ---- cache maps: a foreign sender's cache mapped into B's shape (report/analyses/mapped.hpp) ----
+  out.mapped = detail::audit_mapped(d, records, kv_full, no_comm, o.alpha, warn);
 
   // ---- frontier (need) ----
   {
@@ -569,6 +571,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   out.findings.push_back(drift_tolerance_finding(out.drift, drift_opt));
   for (auto& f : message_findings(out.messages, o.alpha, o.equivalence_margin))
     out.findings.push_back(std::move(f));
+  for (auto& f : mapped_findings(out.mapped, o.alpha, o.equivalence_margin))
+    out.findings.push_back(std::move(f));
   // the second endpoint: the probability of the reference answer (report/analyses/answer_probability.hpp)
   for (auto& f : detail::answer_probability_findings(d, records, roles_at, o.alpha, o.equivalence_margin))
     out.findings.push_back(std::move(f));
@@ -584,10 +588,10 @@ LATENTAUDIT_INLINE void apply_positive_control(std::span<finding> findings, cons
                                       control == nullptr ? "absent" : verdict_name(control->answer));
   for (auto& f : findings) {
     if (&f == control || f.id == "need.text_beats_no_comm") continue;
-    const bool downstream = f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 ||
-                            f.id.rfind("cost.", 0) == 0 || f.id.rfind("stale.", 0) == 0 ||
-                            f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0 ||
-                            f.id.rfind("noise.", 0) == 0 || f.id.rfind("message.", 0) == 0;
+    const bool downstream =
+        f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 || f.id.rfind("cost.", 0) == 0 ||
+        f.id.rfind("stale.", 0) == 0 || f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0 ||
+        f.id.rfind("noise.", 0) == 0 || f.id.rfind("message.", 0) == 0 || f.id.rfind("mapped.", 0) == 0;
     if (!downstream || f.detail.rfind(positive_control_reason, 0) == 0) continue;
     f.detail = fmt::format("{}; without the gate this finding would read {}: {}", why, verdict_name(f.answer),
                            f.detail);

@@ -94,8 +94,10 @@ LATENTAUDIT_INLINE checklist_item homogeneity_check(std::span<const trial_record
       drifted.insert(r.arm);  // planted drift: judged by the drift check
       continue;
     }
-    // the partner's cache is foreign on purpose (a placebo)
-    if (kind == arm_kind::cross_model || r.sender_fingerprint.empty() || r.receiver_fingerprint.empty())
+    // the partner's cache is foreign on purpose (a placebo); a mapped cache is a foreign sender's,
+    // judged by the map path (mapped.*.noninferior_to_same_model)
+    if (kind == arm_kind::cross_model || kind == arm_kind::kv_mapped || r.sender_fingerprint.empty() ||
+        r.receiver_fingerprint.empty())
       continue;
     ++kv_records;
     if (r.sender_fingerprint != r.receiver_fingerprint) mismatched.insert(r.arm);
@@ -171,14 +173,36 @@ LATENTAUDIT_INLINE checklist_item homogeneity_with_placebo(std::span<const trial
   return homo;
 }
 
-// decide's five risk checks; the absence claims of the first three are held in one Holm family.
+// decide's five risk checks and its map checks; the absence claims of the first three and the
+// non-inferiority claims of the maps are held in one Holm family.
 struct risk_checklist {
   checklist_item no_need_harm, freshness, conflict, drift, cross_model;
+  std::vector<checklist_item> maps;  // one per mapped.*.noninferior_to_same_model finding ("map_<arm>")
 };
+
+// A cache map's check: whether a foreign sender's cache may be relayed through it (its mapped
+// cache shown non-inferior to same-model relay; held in the risk family below).
+LATENTAUDIT_INLINE checklist_item map_check(const finding& f) {
+  const std::string arm = f.reads.empty() ? f.id : f.reads.front().arm;
+  checklist_item c{"map_" + arm, verdict::inconclusive,
+                   "the cache map of arm " + arm + " keeps relay non-inferior to same-model relay (" + f.id +
+                       "): " + finding_text(&f)};
+  if (f.answer == verdict::yes) {
+    c.passed = verdict::yes;
+  } else if (f.answer == verdict::no) {
+    c.passed = verdict::no;
+    c.reason += " - the mapped cache is inferior: that sender sends text";
+  } else {
+    c.reason += f.n == 0 ? " (not tested)" : " - neither shown: that sender sends text";
+  }
+  c.findings = {f.id};
+  return c;
+}
 
 LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding* stale,
                                               const finding* conflict, const finding* drift,
-                                              const finding* cross, double alpha) {
+                                              const finding* cross, std::span<const finding* const> maps,
+                                              double alpha) {
   // yes: no harm where B needs nothing (no change shown, or a gain); no: harm shown (a significant
   // negative change); inconclusive: neither shown. Only "no" keeps the verdict from plain "relay".
   checklist_item nh{"no_need_harm", verdict::inconclusive,
@@ -244,34 +268,43 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
     cm.reason += " - neither shown";
   }
   // The risk family. A risk check that shows its risk absent lets relay traffic through without that
-  // risk's condition, so the absence claims of no_need_harm, freshness and conflict are one family:
-  // each stands only if Holm over their one-sided p-values of "relay loses by the margin or more"
-  // (finding::noninferiority_p) rejects it at alpha, which bounds the probability that any present
-  // risk passes without its condition by alpha (docs/audit-report.md "Testing along the decision").
-  // drift and cross_model are not in it: every relay policy carries "relay only between identical
-  // model fingerprints", so no claim of theirs lets a drifted or foreign sender's cache through.
+  // risk's condition, and a map check that shows a map non-inferior lets a foreign sender's mapped
+  // cache through, so the absence claims of no_need_harm, freshness and conflict and the maps'
+  // non-inferiority claims are one family: each stands only if Holm over their one-sided p-values of
+  // "relay loses by the margin or more" (finding::noninferiority_p) rejects it at alpha, which bounds
+  // the probability that any of these claims is false by alpha (docs/audit-report.md "Testing along
+  // the decision"). drift and cross_model are not in it: every relay policy carries "relay only
+  // between identical model fingerprints (or through a map shown here)", so no claim of theirs lets a
+  // drifted or foreign sender's cache through.
+  std::vector<checklist_item> mc;
+  for (const finding* f : maps) mc.push_back(map_check(*f));
   {
-    checklist_item* fam[] = {&nh, &fresh, &confl};
-    const finding* src[] = {harm, stale, conflict};
-    std::vector<double> p(3);
-    for (std::size_t i = 0; i < 3; ++i)
+    std::vector<checklist_item*> fam = {&nh, &fresh, &confl};
+    std::vector<const finding*> src = {harm, stale, conflict};
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+      fam.push_back(&mc[i]);
+      src.push_back(maps[i]);
+    }
+    std::vector<double> p(fam.size());
+    for (std::size_t i = 0; i < fam.size(); ++i)
       p[i] = src[i] != nullptr && std::isfinite(src[i]->noninferiority_p) ? src[i]->noninferiority_p : 1.0;
     const auto adj = p_adjust(p, p_adjust_method::holm);
-    for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t i = 0; i < fam.size(); ++i) {
       if (fam[i]->passed != verdict::yes) continue;
+      const bool is_map = i >= 3;
       if (adj[i] <= alpha) {
-        fam[i]->reason += fmt::format(" (absence held in the risk family: Holm-adjusted p = {:.3g})", adj[i]);
+        fam[i]->reason += fmt::format(" ({} held in the risk family: Holm-adjusted p = {:.3g})",
+                                      is_map ? "non-inferiority" : "absence", adj[i]);
       } else {
         fam[i]->passed = verdict::inconclusive;
         fam[i]->reason += fmt::format(
-            " - but absence is not shown after Holm over the three risk checks that would let traffic "
-            "through "
-            "without a condition (one-sided p = {:.3g}, adjusted {:.3g} > {})",
-            p[i], adj[i], alpha);
+            " - but {} is not shown after Holm over the {} claims that would let traffic through "
+            "(one-sided p = {:.3g}, adjusted {:.3g} > {})",
+            is_map ? "non-inferiority" : "absence", fam.size(), p[i], adj[i], alpha);
       }
     }
   }
-  return {std::move(nh), std::move(fresh), std::move(confl), std::move(dr), std::move(cm)};
+  return {std::move(nh), std::move(fresh), std::move(confl), std::move(dr), std::move(cm), std::move(mc)};
 }
 
 // decide's replay of the online item-level monitors on relay - base and relay - text (into
@@ -427,6 +460,42 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   }
 }
 
+// The map path of a relay verdict: per cache map, a policy line — a foreign sender's cache goes
+// through the map when its check passed (non-inferiority held in the risk family), else that
+// sender sends text — naming the sender's fingerprint and the map id its records carry.
+LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checklist_item> maps,
+                                       std::span<const trial_record> records) {
+  if (maps.empty() || d.verdict.rfind("relay", 0) != 0) return;
+  bool any = false;
+  for (const auto& c : maps) {
+    const std::string arm = c.name.substr(4);
+    std::string sender, map;
+    for (const auto& r : records) {
+      if (r.arm != arm) continue;
+      if (sender.empty()) sender = r.sender_fingerprint;
+      if (map.empty()) map = r.map;
+      if (!sender.empty() && !map.empty()) break;
+    }
+    const std::string who =
+        sender.empty() ? "the sender of arm " + arm : "sender " + sender + " (arm " + arm + ")";
+    const std::string through = map.empty() ? "the cache map of arm " + arm : "cache map " + map;
+    if (c.passed == verdict::yes) {
+      any = true;
+      d.policy.push_back("relay the cache of " + who + " only through " + through +
+                         ": its mapped cache is shown non-inferior to same-model relay (" +
+                         c.findings.front() + ")");
+    } else {
+      d.policy.push_back("send text from " + who + ": " + through +
+                         " is not shown non-inferior to same-model relay (" + c.findings.front() + " " +
+                         verdict_name(c.passed) + ")");
+    }
+  }
+  if (!any) return;
+  for (auto& line : d.policy)
+    if (line.rfind("relay only between identical model fingerprints", 0) == 0)
+      line += "; a foreign sender's cache only through a cache map shown non-inferior (below)";
+}
+
 }  // namespace detail
 
 [[nodiscard]] LATENTAUDIT_INLINE audit_decision decide(std::span<const finding> findings,
@@ -462,7 +531,10 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
                              detail::finding_text(value)});
   d.checklist.push_back({"cost", v_of(cost),
                          "relay saves receiver latency on " + d.link + ": " + detail::finding_ms_text(cost)});
-  auto risks = detail::risk_checks(harm, stale, conflict, drift, cross, o.alpha);
+  std::vector<const finding*> maps;  // the cache maps' non-inferiority (report/analyses/mapped.hpp)
+  for (const auto& f : findings)
+    if (f.id.rfind("mapped.", 0) == 0 && f.id.ends_with(".noninferior_to_same_model")) maps.push_back(&f);
+  auto risks = detail::risk_checks(harm, stale, conflict, drift, cross, maps, o.alpha);
   const checklist_item& nh = risks.no_need_harm;
   const checklist_item& fresh = risks.freshness;
   const checklist_item& confl = risks.conflict;
@@ -473,6 +545,7 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   d.checklist.push_back(confl);
   d.checklist.push_back(dr);
   d.checklist.push_back(cm);
+  for (const auto& c : risks.maps) d.checklist.push_back(c);
   // The risk checks not shown either way: a verdict that lets relay traffic through needs none.
   for (const checklist_item* c : std::initializer_list<const checklist_item*>{&nh, &fresh, &confl, &dr, &cm})
     if (c->passed == verdict::inconclusive) d.unverified.push_back(c->name);
@@ -493,10 +566,12 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options);
 
   detail::set_verdict(d, control, dep, drift, homo.passed, v_of(value), v_of(cost), risks, records, base, o);
+  detail::add_map_policy(d, risks.maps, records);
   // What each check reads (arm_cells_to_run): the findings above; the risk family's three checks
   // read each other's p-values through Holm.
-  const std::vector<std::string> family = {"no_need.kv_changes_accuracy", "stale.kv_worse_than_text",
-                                           "conflict.kv_worse_than_no_comm"};
+  std::vector<std::string> family = {"no_need.kv_changes_accuracy", "stale.kv_worse_than_text",
+                                     "conflict.kv_worse_than_no_comm"};
+  for (const finding* f : maps) family.push_back(f->id);
   for (auto& c : d.checklist) {
     if (c.name == "positive_control") c.findings = {"need.text_beats_no_comm"};
     if (c.name == "dependency") {
@@ -506,7 +581,9 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
     if (c.name == "homogeneity" || c.name == "cross_model") c.findings = {"need.cross_model_beats_no_comm"};
     if (c.name == "value") c.findings = {"need.kv_noninferior_to_text"};
     if (c.name == "cost") c.findings = {"cost.relay_pays_on_" + d.link};
-    if (c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict") c.findings = family;
+    if (c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict" ||
+        c.name.rfind("map_", 0) == 0)
+      c.findings = family;
     if (c.name == "drift") c.findings = {"drift.tolerance_steps"};
   }
   return d;

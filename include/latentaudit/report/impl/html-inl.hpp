@@ -836,10 +836,11 @@ LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
   const std::string& level = c.level;
   auto figure = [&](std::string_view name) { c.figure(name); };
   p.open("section", "id=\"more\"");
-  p.el("h2", "More: relay failures, messages, link, gate, demonstrations");
+  p.el("h2", "More: relay failures, messages, cache maps, link, gate, demonstrations");
   figure("drift_response.svg");
   const std::string more = relay_failures_markdown(r.core, r.options.equivalence_margin) +
                            messages_markdown(r.core.messages, r.options.equivalence_margin) +
+                           mapped_markdown(r.core.mapped, r.options.equivalence_margin) +
                            link_fit_markdown(r) + gate_markdown(r) + o.markdown;
   p.open("details");
   p.el("summary", "These sections as report.md writes them (Markdown text)");
@@ -912,7 +913,7 @@ LATENTAUDIT_INLINE std::string finding_interval_label(const finding& f, double a
   const std::string_view id = f.id;
   if (detail::html_starts_with(id, "need.") || detail::html_starts_with(id, "no_need.") ||
       detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict.") ||
-      detail::html_starts_with(id, "message."))
+      detail::html_starts_with(id, "message.") || detail::html_starts_with(id, "mapped."))
     return pc(1.0 - 2.0 * alpha) + " verdict interval (betting over items)";
   if (detail::html_starts_with(id, "gate.")) return pc(1.0 - 2.0 * alpha) + " interval (betting over items)";
   if (detail::html_starts_with(id, "cost.")) return pc(1.0 - alpha) + " bootstrap CI (receiver ms saved)";
@@ -929,6 +930,9 @@ LATENTAUDIT_INLINE std::string finding_method_short(const finding& f) {
   if (detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict."))
     return "paired, betting over items, Holm (relay-failure family)";
   if (detail::html_starts_with(id, "message.")) return "paired, betting over items, Holm (message family)";
+  if (detail::html_starts_with(id, "mapped."))
+    return f.id.ends_with(".retention") ? "ratio of paired item means, test inversion"
+                                        : "paired, betting over items (cache map)";
   if (detail::html_starts_with(id, "noise.") || detail::html_starts_with(id, "drift."))
     return "isotonic fit, test inversion";
   if (detail::html_starts_with(id, "cost.")) return "receiver latency per link, cluster bootstrap";

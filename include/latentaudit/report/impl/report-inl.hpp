@@ -478,6 +478,7 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
   j.set("noise", std::move(noise));
   j.set("relay_failures", detail::relay_failures_json(r.core));
   if (auto msg = detail::messages_json(r.core.messages); !msg.is_null()) j.set("messages", std::move(msg));
+  if (auto mp = detail::mapped_json(r.core.mapped); !mp.is_null()) j.set("mapped", std::move(mp));
   json_value fr = json_value::array_type{};
   for (const auto& p : r.core.frontier) {
     json_value o;
@@ -1058,6 +1059,7 @@ namespace detail {
   line("");
   m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
   m += detail::messages_markdown(r.core.messages, r.options.equivalence_margin);
+  m += detail::mapped_markdown(r.core.mapped, r.options.equivalence_margin);
   line("## Slicing and compression frontier (need regime)");
   line("");
   line("![frontier](frontier.svg)");
