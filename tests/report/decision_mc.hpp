@@ -74,6 +74,10 @@ struct decision_scenario {
   /// the finding whose wrong "pass" lets the risk through (counted on its own)
   std::string finding_id;
   verdict finding_error = verdict::no;  ///< the verdict of `finding_id` that is the error
+  /// a policy line that must not appear when relay is let through (issue 29: "only through cache
+  /// map" when the map is planted at the margin); "" = none. With `condition` empty and this set,
+  /// relay_allowed is the error only with such a line.
+  std::string forbidden = {};
 };
 
 /// Counts of one scenario.
@@ -84,6 +88,7 @@ struct decision_mc_result {
   std::size_t unverified = 0;                   ///< "relay (unverified)"
   std::size_t relay_family = 0;                 ///< a verdict starting with "relay" (allowed or not)
   std::size_t finding_errors = 0;               ///< finding_id gave finding_error
+  std::size_t forbidden_lines = 0;              ///< relay_allowed with the `forbidden` policy line
   std::map<std::string, std::size_t> verdicts;  ///< replicates per decision verdict
   [[nodiscard]] double rate(std::size_t k) const {
     return static_cast<double>(k) / static_cast<double>(reps);
@@ -109,8 +114,11 @@ inline void count_decision(const decision_scenario& s, const audit_decision& d, 
       if (p.find(c) != std::string::npos) return true;
     return false;
   };
-  bool handled = !s.condition.empty() && in_policy(s.condition);
+  bool handled = s.condition.empty() ? !s.forbidden.empty() : in_policy(s.condition);
   for (const auto& c : s.more_conditions) handled = handled && in_policy(c);
+  const bool forbidden = !s.forbidden.empty() && in_policy(s.forbidden);
+  if (forbidden) handled = false;
+  if (d.relay_allowed && forbidden) ++out.forbidden_lines;
   if (d.relay_allowed) ++(handled ? out.allowed_handled : out.allowed_unhandled);
   out.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
   ++out.verdicts[d.verdict];
@@ -216,6 +224,42 @@ inline decision_scenario decision_risk_family_scenario(std::size_t items, std::u
   s.condition = "where B needs A's information";
   s.more_conditions = {"fresh caches", "own prompt already binds"};
   s.finding_id = "no_need.kv_changes_accuracy";
+  return s;
+}
+
+/// Issue 29, the decision's map path: a kv_mapped arm (a foreign sender's cache through a cache map)
+/// exactly at the non-inferiority margin against kv_full (its exact need-regime accuracy 5 points
+/// below kv_full's under the item effect) on the base design, whose other risks are shown present.
+/// A policy line relaying that sender "only through cache map" is the error (at most α). With
+/// `with_risks`, the three risks of decision_risk_family_scenario are at the margin too: relay
+/// without all three conditions, or through the map, is the error — the family's claim over all
+/// four absence and non-inferiority claims.
+inline decision_scenario decision_map_scenario(bool with_risks, std::uint64_t seed) {
+  decision_scenario s =
+      with_risks ? decision_risk_family_scenario(320, seed) : decision_scenario{.seed = seed};
+  if (!with_risks) s.design = decision_base_design();
+  s.name = with_risks ? "a cache map and three risks at the margin at once (map -5 points against kv_full on "
+                        "150 need items)"
+                      : "a cache map at the margin (kv_mapped -5 points against kv_full, 150 need items)";
+  const double sd = s.design.item_sd;
+  s.design.mapped_need = sim_p_for_accuracy(sim_mean_accuracy(s.design.need_kv, sd) - 0.05, sd);
+  s.forbidden = "only through cache map";
+  s.finding_id = "mapped.noninferior_to_same_model";
+  s.finding_error = verdict::yes;
+  return s;
+}
+
+/// Issue 29, the power of the map path: kv_mapped at kv_full's accuracy on the base design; the
+/// share of replicates whose policy relays that sender through its map is the power (the
+/// decision_mc_result's forbidden_lines; no error is possible).
+inline decision_scenario decision_map_power_scenario() {
+  decision_scenario s{.name = "a cache map as good as same-model relay (power of the map path)",
+                      .seed = 29020000};
+  s.design = decision_base_design();
+  s.design.mapped_need = s.design.need_kv;
+  s.forbidden = "only through cache map";
+  s.finding_id = "mapped.noninferior_to_same_model";
+  s.finding_error = verdict::yes;
   return s;
 }
 
@@ -383,6 +427,9 @@ inline std::vector<decision_scenario> decision_table_scenarios() {
   out.push_back(decision_risk_family_scenario(320, 28040000));
   out.push_back(decision_power_scenario());
   out.push_back(decision_small_power_scenario());
+  out.push_back(decision_map_scenario(false, 29010000));  // issue 29: the map path
+  out.push_back(decision_map_scenario(true, 29030000));
+  out.push_back(decision_map_power_scenario());
   return out;
 }
 

@@ -51,6 +51,10 @@ struct relay_failure_design {
   /// from its own stream (seed + 2), so the outcomes above are drawn exactly as without it; 0: the
   /// records carry no answer_logprob (null)
   double logprob_sd = 0.0;
+  /// Issue 29: when >= 0, a kv_mapped arm (a foreign sender's cache through a cache map, sender
+  /// fingerprint "cc", map "m1") planted at this need-regime accuracy (kv_full's elsewhere); drawn
+  /// after every other arm of a unit, so the records above are unchanged; < 0: no kv_mapped arm
+  double mapped_need = -1.0;
 };
 
 inline double sim_expit(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -135,6 +139,11 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
           }
         }
         if (d.with_cross_model) add("cross_model", "cross_model", nc, 4000 * doc)->sender_fingerprint = "cc";
+        if (d.mapped_need >= 0.0) {
+          auto* r = add("kv_mapped", "kv_mapped", need ? d.mapped_need : kv, 4000 * doc);
+          r->sender_fingerprint = "cc";
+          r->map = "m1";
+        }
       }
     }
   }
