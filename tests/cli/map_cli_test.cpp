@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <latentaudit/backend/kv_map_file.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -61,5 +63,94 @@ TEST_CASE("map fit: a stranger and a drifted sibling mapped onto organism-a", "[
   la::test::expect_one_line_error(la::test::run_cli({"map", "fit", "--from", (dir / "nope").string(), "--to",
                                                      a, "--out", (dir / "x.safetensors").string()}),
                                   "nope");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("audit --map: kv_mapped arms through a stranger's and a sibling's map, refusals naming the file",
+          "[cli][kv_map]") {
+  const auto dir = la::test::cli_work_dir() / "audit_map";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string a = la::test::models + "organism-a", b = la::test::models + "organism-b";
+  const std::string drift = la::test::models + "organism-a-drift";
+  const std::string b2a = (dir / "b2a.safetensors").string(), d2a = (dir / "d2a.safetensors").string();
+  const auto jb =
+      la::test::ok_json({"map", "fit", "--from", b, "--to", a, "--out", b2a, "--calibration", "80"});
+  (void)la::test::ok_json({"map", "fit", "--from", a, "--from-overlay", drift + "/steps-300.safetensors",
+                           "--to", a, "--out", d2a, "--calibration", "80"});
+  const std::vector<std::string> base = {
+      "audit",   "--model", a,         "--partner",        b,  "--drift", drift,
+      "--seeds", "1",       "--quiet", "--timing-repeats", "0"};
+  auto audit = [&](std::vector<std::string> extra) {
+    std::vector<std::string> w = base;
+    if (std::find(extra.begin(), extra.end(), "--items") == extra.end()) w.insert(w.end(), {"--items", "40"});
+    w.insert(w.end(), extra.begin(), extra.end());
+    return w;
+  };
+  const std::string arms = "no_comm,text_full,kv_full,cross_model,kv_drift_300,kv_mapped,kv_mapped_drift_300";
+  const auto out = dir / "run";
+  const auto j = la::test::ok_json(audit({"--arms", arms, "--map", b2a + "," + d2a, "--out", out.string()}));
+  const auto& findings = j.at("findings");
+  for (const char* id : {"mapped.beats_unmapped", "mapped.noninferior_to_same_model", "mapped.retention",
+                         "mapped.drift_300.beats_unmapped", "mapped.drift_300.retention"})
+    CHECK(findings.find(id) != nullptr);
+  // the stranger's and the sibling's maps both beat relaying their caches unmapped (0 % on the organisms)
+  CHECK(findings.at("mapped.beats_unmapped").as_string() == "yes");
+  CHECK(findings.at("mapped.drift_300.beats_unmapped").as_string() == "yes");
+  // the maps' ids: in design.json (the identity: a resume with another map is refused) and the records
+  const auto design = la::parse_json(la::test::slurp_file(out / "design.json"));
+  const auto& maps = design.at("options").at("maps");
+  CHECK(maps.at("kv_mapped").at("id").as_string() == jb.at("id").as_string());
+  CHECK(maps.at("kv_mapped_drift_300").at("id").as_string().size() == 16u);
+  const std::string records = la::test::slurp_file(out / "records.jsonl");
+  CHECK(records.find("\"map\":\"" + jb.at("id").as_string() + "\"") != std::string::npos);
+  // a resume with the maps swapped for other ones is refused (another design)
+  const std::string other = (dir / "b2a-2.safetensors").string();
+  (void)la::test::ok_json(
+      {"map", "fit", "--from", b, "--to", a, "--out", other, "--calibration", "80", "--seed", "3"});
+  const auto resumed = la::test::run_cli(
+      audit({"--arms", arms, "--map", other + "," + d2a, "--out", out.string(), "--resume"}));
+  CHECK(resumed.code == 2);
+  // without --arms the matched maps add their arms to the default ones
+  const auto k =
+      la::test::ok_json(audit({"--items", "12", "--map", b2a, "--out", (dir / "default").string()}));
+  CHECK(k.at("findings").find("mapped.beats_unmapped") != nullptr);
+  CHECK(k.at("findings").find("mapped.drift_300.beats_unmapped") == nullptr);
+  // refusals: exit 2, one line naming the option and the file
+  // a map calibrated on the audit's own items: map fit --seed S draws from stream S ^ 0x4D4150, so
+  // an audit whose seed is that stream's reads the calibration documents as its items
+  const std::string own = (dir / "own.safetensors").string();
+  (void)la::test::ok_json(
+      {"map", "fit", "--from", b, "--to", a, "--out", own, "--calibration", "40", "--seed", "0"});
+  la::test::expect_one_line_error(
+      la::test::run_cli(audit({"--arms", arms, "--map", own, "--seed", std::to_string(0x4D4150), "--out",
+                               (dir / "own").string()})),
+      "was calibrated on");
+  // a map onto another model
+  const std::string a2b = (dir / "a2b.safetensors").string();
+  (void)la::test::ok_json({"map", "fit", "--from", a, "--to", b, "--out", a2b, "--calibration", "40"});
+  la::test::expect_one_line_error(
+      la::test::run_cli(audit({"--arms", arms, "--map", a2b, "--out", (dir / "x1").string()})),
+      "not to this audit's model");
+  // a corrupt file
+  {
+    std::ofstream bad(dir / "bad.safetensors", std::ios::binary);
+    bad << "\x08\x00\x00\x00\x00\x00\x00\x00{}      ";
+  }
+  la::test::expect_one_line_error(
+      la::test::run_cli(audit(
+          {"--arms", arms, "--map", (dir / "bad.safetensors").string(), "--out", (dir / "x2").string()})),
+      "bad.safetensors");
+  // a kv_mapped arm without a map, two maps of one sender
+  la::test::expect_one_line_error(la::test::run_cli(audit({"--arms", "no_comm,kv_mapped", "--map", "none",
+                                                           "--out", (dir / "x3").string()})),
+                                  "needs a cache map");
+  la::test::expect_one_line_error(
+      la::test::run_cli(audit({"--arms", arms, "--map", b2a + "," + other, "--out", (dir / "x4").string()})),
+      "second map from sender");
+  la::test::expect_one_line_error(
+      la::test::run_cli(audit(
+          {"--arms", arms, "--map", (dir / "missing.safetensors").string(), "--out", (dir / "x5").string()})),
+      "missing.safetensors");
   std::filesystem::remove_all(dir);
 }
