@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <latentaudit/backend/kv_map_file.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -44,5 +45,62 @@ TEST_CASE("map fit on llama.cpp: the reference engine's map within rounding", "[
                                                      la::test::organism_gguf("organism-a").string(), "--out",
                                                      (dir / "x.safetensors").string()}),
                                   "needs --task FILE");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("audit --map on llama.cpp: the partner's cache through a GGUF-fitted map", "[llama_cpp][kv_map]") {
+  const auto dir = la::test::cli_work_dir() / "audit_map_llama";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string a = la::test::models + "organism-a";
+  const std::string ga = la::test::organism_gguf("organism-a").string(),
+                    gb = la::test::organism_gguf("organism-b").string();
+  const std::string map = (dir / "b2a.safetensors").string();
+  const auto fit = la::test::ok_json({"map", "fit", "--engine", "llama.cpp", "--from", gb, "--to", ga,
+                                      "--task", a + "/task.json", "--out", map, "--calibration", "80"});
+  // a task file of organism items (the llama.cpp audit reads tasks, not an organism directory)
+  const std::string tasks = (dir / "tasks.jsonl").string();
+  (void)la::test::ok_json({"organism", "tasks", "--model", a, "--out", tasks, "--items", "30"});
+  const auto j = la::test::ok_json({"audit",
+                                    "--engine",
+                                    "llama.cpp",
+                                    "--model",
+                                    ga,
+                                    "--partner",
+                                    gb,
+                                    "--tasks",
+                                    tasks,
+                                    "--arms",
+                                    "no_comm,text_full,kv_full,cross_model,kv_mapped",
+                                    "--map",
+                                    map,
+                                    "--seeds",
+                                    "1",
+                                    "--timing-repeats",
+                                    "0",
+                                    "--quiet",
+                                    "--out",
+                                    (dir / "run").string()});
+  CHECK(j.at("findings").find("mapped.beats_unmapped") != nullptr);
+  const std::string records = la::test::slurp_file(dir / "run" / "records.jsonl");
+  CHECK(records.find("\"map\":\"" + fit.at("id").as_string() + "\"") != std::string::npos);
+  CHECK(records.find("relay_error") == std::string::npos);  // imported with B's fingerprint checked
+  // a map onto another receiver (organism-b) is refused naming the file
+  const std::string a2b = (dir / "a2b.safetensors").string();
+  (void)la::test::ok_json({"map", "fit", "--engine", "llama.cpp", "--from", ga, "--to", gb, "--task",
+                           a + "/task.json", "--out", a2b, "--calibration", "40"});
+  // (after llama.cpp's own load messages: the map is matched to the engines once they are loaded)
+  const auto r = la::test::run_cli({"audit", "--engine", "llama.cpp", "--model", ga, "--partner", gb,
+                                    "--tasks", tasks, "--arms", "no_comm,kv_mapped", "--map", a2b, "--seeds",
+                                    "1", "--quiet", "--out", (dir / "x").string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  const auto at = r.err.find("latentaudit: error: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.err.substr(at);
+  CHECK(line.find("not to this audit's model") != std::string::npos);
+  CHECK(line.find("a2b.safetensors") != std::string::npos);
+  CHECK(std::count(line.begin(), line.end(), '\n') == 1);
   std::filesystem::remove_all(dir);
 }

@@ -141,6 +141,34 @@ TEST_CASE("audit --map: kv_mapped arms through a stranger's and a sibling's map,
       la::test::run_cli(audit(
           {"--arms", arms, "--map", (dir / "bad.safetensors").string(), "--out", (dir / "x2").string()})),
       "bad.safetensors");
+  // calibration from a task file (--tasks): an audit of the same tasks is refused, one of other
+  // tasks runs
+  const std::string cal = (dir / "calibration.jsonl").string(), held = (dir / "audit.jsonl").string();
+  (void)la::test::ok_json({"organism", "tasks", "--model", a, "--out", cal, "--items", "50", "--seed", "11"});
+  (void)la::test::ok_json(
+      {"organism", "tasks", "--model", a, "--out", held, "--items", "40", "--seed", "12"});
+  const std::string tm = (dir / "tasks-map.safetensors").string();
+  const auto jt = la::test::ok_json({"map", "fit", "--from", b, "--to", a, "--out", tm, "--tasks", cal});
+  CHECK(jt.at("calibration_documents").as_number() == 50.0);
+  const std::vector<std::string> on_tasks = {"audit",   "--model", a,         "--partner", b,
+                                             "--seeds", "1",       "--quiet", "--map",     tm};
+  auto with = [&](std::vector<std::string> w, std::vector<std::string> extra) {
+    w.insert(w.end(), extra.begin(), extra.end());
+    return w;
+  };
+  la::test::expect_one_line_error(la::test::run_cli(with(on_tasks, {"--arms", arms, "--tasks", cal, "--drift",
+                                                                    drift, "--out", (dir / "t1").string()})),
+                                  "was calibrated on 50 of this audit's item documents");
+  const auto ok = la::test::ok_json(
+      with(on_tasks, {"--tasks", held, "--drift", "none", "--arms",
+                      "no_comm,text_full,kv_full,cross_model,kv_mapped", "--out", (dir / "t2").string()}));
+  CHECK(ok.at("findings").find("mapped.retention") != nullptr);
+  la::test::expect_one_line_error(la::test::run_cli({"map", "fit", "--from", b, "--to", a, "--out", tm,
+                                                     "--tasks", cal, "--calibration", "51"}),
+                                  "--calibration 51 exceeds the 50 tasks");
+  la::test::expect_one_line_error(la::test::run_cli({"map", "fit", "--from", b, "--to", a, "--out", tm,
+                                                     "--tasks", cal, "--task", a + "/task.json"}),
+                                  "not both");
   // a kv_mapped arm without a map, two maps of one sender
   la::test::expect_one_line_error(la::test::run_cli(audit({"--arms", "no_comm,kv_mapped", "--map", "none",
                                                            "--out", (dir / "x3").string()})),

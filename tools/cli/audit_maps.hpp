@@ -84,18 +84,27 @@ inline audit_maps read_audit_maps(const arguments& args, const std::filesystem::
 /// or a second map for one sender, exits 2 naming the file; a default-directory map that matches
 /// none is left out. Without --arms the matched maps' arms are added to the design; with --arms
 /// every kv_mapped arm named there needs a matched map (exit 2 otherwise). A map calibrated on one
-/// of the audit's item documents (calibration_document_hash) exits 2 naming the file and the item.
+/// of the audit's item documents (calibration_document_hash of the tokens B's model reads: text
+/// documents through `codec`, as the trials will) exits 2 naming the file and the item.
 template <class Engine, class Partner, class Drifted>
 void attach_audit_maps(audit_maps& maps, trial_design& d, bool arms_given, const Engine& engine,
                        const Partner* partner, const std::vector<std::pair<std::string, Drifted>>& drifted,
-                       const task_file& tasks) {
+                       const task_file& tasks, const text_codec& codec) {
   const model_fingerprint& receiver = engine.info().fingerprint;
-  // the audit's item documents given as token ids (the organism's, and document_tokens lines), for
-  // the overlap check; a text document is tokenized later, and map fit draws organism documents
-  std::vector<std::pair<std::size_t, std::uint64_t>> item_docs;
-  for (std::size_t i = 0; i < tasks.tasks.size(); ++i)
-    if (!tasks.tasks[i].document.is_text())
-      item_docs.emplace_back(i, calibration_document_hash(tasks.tasks[i].document.tokens));
+  std::vector<std::pair<std::size_t, std::uint64_t>> item_docs;  // for the overlap check
+  if (!maps.files.empty()) {
+    const bool text = std::any_of(tasks.tasks.begin(), tasks.tasks.end(),
+                                  [](const task_entry& t) { return t.document.is_text(); });
+    if (text && codec) {  // the documents as the trials tokenize them
+      const task_file_source src(tasks, codec, {.vocab_size = engine.info().vocab_size, .max_context = 0});
+      for (std::uint64_t i = 0; i < src.items(); ++i)
+        item_docs.emplace_back(i, calibration_document_hash(src.task(i, 0, d.seed).document));
+    } else {  // token documents (a text one without a tokenizer is refused when the trials start)
+      for (std::size_t i = 0; i < tasks.tasks.size(); ++i)
+        if (!tasks.tasks[i].document.is_text())
+          item_docs.emplace_back(i, calibration_document_hash(tasks.tasks[i].document.tokens));
+    }
+  }
   for (const auto& f : maps.files) {
     const kv_map& m = *f.map;
     const std::string where = "audit: option --map: '" + f.path.string() + "'";

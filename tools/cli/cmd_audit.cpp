@@ -1269,7 +1269,7 @@ driver_stats run_audit_trials(audit_run& r) {
           if (l.steps == a.drift_steps)
             drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
     attach_audit_maps(r.maps, d, args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
-                      drifted, *user_tasks);
+                      drifted, *user_tasks, tokenizer.codec(engine, "audit"));
     for (const auto& a : d.arms)
       for (const auto& [name, e] : drifted)
         if (a.plan().sender == arm_sender::named && a.sender == name)
@@ -1319,7 +1319,8 @@ driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, boo
     partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
   }
   attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
-                    std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks);
+                    std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks,
+                    tokenizer.codec(engine, "audit"));
   if (!r.batched) {
     struct worker {  // --jobs: each further worker loads the model (and partner) into its own context
       llama_cpp_backend engine;

@@ -2,7 +2,7 @@
 // `latentaudit map fit`: a cross-model cache map (kv/kv_map.hpp) fitted on calibration documents —
 // the sender's and the receiver's prefill caches of the same organism documents, drawn from a seed
 // stream apart from the audit's items — written as a map file (backend/kv_map_file.hpp).
-// docs/kv-map.md.
+// docs/mapping.md.
 #include <latentaudit/backend/kv_map_file.hpp>
 #include <latentaudit/backend/reference_cpu.hpp>
 #if LATENTAUDIT_CLI_LLAMA_CPP
@@ -41,6 +41,12 @@ std::vector<option_spec> map_fit_options() {
       {"--to", "DIR|FILE", "the receiver's model"},
       {"--task", "FILE",
        "the organism task.json of the calibration documents (default: --to's, reference only)"},
+      {"--tasks", "FILE.jsonl",
+       "calibration documents from a task file instead (docs/tasks.md): the documents of its first "
+       "--calibration tasks (default all), tokenized as the audit reads them — a real model pair's own "
+       "documents, none of them an audit task"},
+      {"--tokenizer", "F.gguf",
+       "the tokenizer of text documents in --tasks (reference engine; llama.cpp uses --to's vocabulary)"},
       {"--out", "FILE", "the map file to write (safetensors)"},
       {"--calibration", "N", "calibration documents (default 200)"},
       {"--top-layers", "K", "source layers each target layer is mapped from (default 2)"},
@@ -68,7 +74,7 @@ int run_map(std::span<const std::string> words) {
                   "calibration documents (the receiver's organism task, a seed stream apart from the\n"
                   "audit's items); per receiver layer the --top-layers sender layers whose own ridge fit\n"
                   "explains it best, then one ridge regression on RoPE-stripped keys and values\n"
-                  "(docs/kv-map.md). The models may differ in layers, KV heads and head dims; they must\n"
+                  "(docs/mapping.md). The models may differ in layers, KV heads and head dims; they must\n"
                   "share the vocabulary. Prints a JSON summary with the calibration R² per layer.\n",
                   specs)
             .c_str(),
@@ -77,7 +83,7 @@ int run_map(std::span<const std::string> words) {
   }
   const std::filesystem::path from = args.require("--from"), to = args.require("--to"),
                               out = args.require("--out");
-  const auto n = static_cast<std::uint64_t>(args.integer("--calibration", 200, 2, 100000));
+  auto n = static_cast<std::uint64_t>(args.integer("--calibration", 200, 2, 100000));
   const auto top = static_cast<std::size_t>(args.integer("--top-layers", 2, 1, 4096));
   const double ridge = args.number("--ridge", 1e-3);
   if (!(ridge > 0.0) || !std::isfinite(ridge))
@@ -86,23 +92,52 @@ int run_map(std::span<const std::string> words) {
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
   const auto t0 = std::chrono::steady_clock::now();
   const auto engine = parse_engine(args, "map fit");
+  // the calibration documents: a task file's (--tasks, tokenized as the audit reads them), or the
+  // organism's under the calibration stream
+  std::optional<task_file> user_tasks;
+  if (const auto t = args.get("--tasks")) {
+    if (args.get("--task"))
+      throw usage_error("map fit: give --task (an organism) or --tasks (a task file), not both");
+    user_tasks = read_task_file(*t);
+    if (user_tasks->tasks.size() < 2)
+      throw usage_error("map fit: option --tasks: '" + *t + "' holds fewer than 2 tasks");
+    if (!args.get("--calibration")) n = user_tasks->tasks.size();
+    if (n > user_tasks->tasks.size())
+      throw usage_error("map fit: option --calibration " + std::to_string(n) + " exceeds the " +
+                        std::to_string(user_tasks->tasks.size()) + " tasks of '" + *t + "'");
+    user_tasks->tasks.resize(static_cast<std::size_t>(n));
+  }
   std::filesystem::path task = args.get("--task").value_or("");
-  if (task.empty()) {
+  if (task.empty() && !user_tasks) {
     if (engine != engine_kind::reference)
-      throw usage_error("map fit: option --engine llama.cpp needs --task FILE (the organism task.json)");
+      throw usage_error(
+          "map fit: option --engine llama.cpp needs --task FILE (the organism task.json) or --tasks FILE");
     task = to / "task.json";
   }
-  const auto fmt = organism_format::load(task.parent_path());
-  const auto tasks = organism_task_file(fmt, organism_task_options{.seed = seed ^ calibration_stream}, n);
+  auto tokenizer = text_tokenizer::from_option(args, "map fit");
+  std::vector<std::vector<token_id>> docs;
+  auto calibration_documents = [&](const auto& receiver) {
+    if (!user_tasks) {
+      const auto fmt = organism_format::load(task.parent_path());
+      for (auto& t :
+           organism_task_file(fmt, organism_task_options{.seed = seed ^ calibration_stream}, n).tasks)
+        docs.push_back(std::move(t.document.tokens));
+      return;
+    }
+    const task_file_source src(std::move(*user_tasks), tokenizer.codec(receiver, "map fit"),
+                               {.vocab_size = receiver.info().vocab_size, .max_context = 0});
+    for (std::uint64_t i = 0; i < src.items(); ++i) docs.push_back(src.task(i, 0, seed).document);
+  };
   std::vector<kv_block> source, target;
   sha256 h;                              // the calibration: every document's tokens, in order
   std::vector<std::uint64_t> documents;  // and each document's own hash (the audit refuses overlap)
-  for (const auto& t : tasks.tasks) {
-    h.update(std::as_bytes(std::span(t.document.tokens)));
-    documents.push_back(calibration_document_hash(t.document.tokens));
-  }
   // both models' prefill caches of every document, every layer
   auto caches = [&](auto& sender, auto& receiver) {
+    calibration_documents(receiver);
+    for (const auto& d : docs) {
+      h.update(std::as_bytes(std::span(d)));
+      documents.push_back(calibration_document_hash(d));
+    }
     if (sender.info().vocab_size != receiver.info().vocab_size)
       throw usage_error(
           "map fit: the two models' vocabularies differ (" + std::to_string(sender.info().vocab_size) +
@@ -112,8 +147,12 @@ int run_map(std::span<const std::string> words) {
                         std::to_string(sender.info().fingerprint.n_layers) + " layers, got " +
                         std::to_string(top));
     auto run = [&](auto& e, std::vector<kv_block>& into) {
-      for (const auto& t : tasks.tasks) {
-        const auto& doc = t.document.tokens;
+      for (std::size_t i = 0; i < docs.size(); ++i) {
+        const auto& doc = docs[i];
+        if (doc.empty() || static_cast<std::int64_t>(doc.size()) > e.info().max_context)
+          throw usage_error("map fit: calibration document " + std::to_string(i) + " holds " +
+                            std::to_string(doc.size()) + " tokens; a model's context holds 1 to " +
+                            std::to_string(e.info().max_context));
         const auto s = e.open_seq();
         (void)e.prefill(s, doc, 0, {});
         into.push_back(
@@ -138,11 +177,9 @@ int run_map(std::span<const std::string> words) {
           "sender to GGUF instead)");
     require_gguf(from, "map fit", "--from");
     require_gguf(to, "map fit", "--to");
-    std::size_t longest = 0;
-    for (const auto& t : tasks.tasks) longest = std::max(longest, t.document.tokens.size());
-    const llama_cpp_options lo{.n_ctx = static_cast<std::uint32_t>(std::max<std::size_t>(longest + 8, 512)),
-                               .n_seq_max = 2,
-                               .threads = static_cast<std::int32_t>(std::max(1u, threads))};
+    // one sequence at a time: a context of 4096 cells holds any calibration document up to that
+    const llama_cpp_options lo{
+        .n_ctx = 4096, .n_seq_max = 2, .threads = static_cast<std::int32_t>(std::max(1u, threads))};
     auto sender = llama_cpp_backend::load(from, lo);
     auto receiver = llama_cpp_backend::load(to, lo);
     caches(sender, receiver);
@@ -197,7 +234,7 @@ int run_map(std::span<const std::string> words) {
 }
 
 [[maybe_unused]] const bool registered_map = register_subcommand(
-    {"map", "fit a map from one model's KV cache to another's (map fit; docs/kv-map.md)", run_map});
+    {"map", "fit a map from one model's KV cache to another's (map fit; docs/mapping.md)", run_map});
 
 }  // namespace
 }  // namespace latentaudit::cli

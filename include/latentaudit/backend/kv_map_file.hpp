@@ -4,7 +4,7 @@
 // __metadata__ the format, both models' fingerprints, the ridge, the calibration's size and hash,
 // and per target layer its source layers and calibration R² per KV head. One writer
 // (write_kv_map), one reader (read_kv_map), which checks every field and every shape against the
-// fingerprints before it reads a weight. docs/kv-map.md.
+// fingerprints before it reads a weight. docs/mapping.md.
 #ifndef LATENTAUDIT_BACKEND_KV_MAP_FILE_HPP
 #define LATENTAUDIT_BACKEND_KV_MAP_FILE_HPP
 
