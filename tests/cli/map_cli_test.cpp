@@ -182,3 +182,30 @@ TEST_CASE("audit --map: kv_mapped arms through a stranger's and a sibling's map,
       "missing.safetensors");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("audit --map across cache shapes: organism-c (3 x 4 x 8) and organism-a (2 x 2 x 16)",
+          "[cli][kv_map]") {
+  const auto dir = la::test::cli_work_dir() / "audit_map_shapes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string a = la::test::models + "organism-a", c = la::test::models + "organism-c";
+  // the shipped maps (models/maps) are the default: the one from organism-c to organism-a matches
+  const auto j =
+      la::test::ok_json({"audit", "--model", a, "--partner", c, "--drift", "none", "--items", "60", "--seeds",
+                         "1", "--arms", "no_comm,text_full,kv_full,cross_model,kv_mapped", "--timing-repeats",
+                         "0", "--quiet", "--out", (dir / "c2a").string()});
+  // a forced import cannot place a cache of another shape: cross_model is left out, with the reason
+  CHECK(j.at("arms_unavailable").at("cross_model").as_string().find("another shape") != std::string::npos);
+  CHECK(j.at("findings").at("mapped.beats_unmapped").as_string() == "inconclusive");  // no unmapped arm
+  const auto report = la::parse_json(la::test::slurp_file(dir / "c2a" / "report.json"));
+  const auto& m = report.at("mapped").at("arms").as_array().at(0);
+  CHECK(m.at("map").as_string() == "ecbd8eda3391eb69");
+  // the mapped cache carries part of the document: it beats no communication
+  CHECK(m.at("mapped_benefit").at("verdict_low").as_number() > 0.1);
+  // the drift manifest's senders (organism-a's shape) cannot relay into organism-c either
+  const auto k = la::test::ok_json({"audit", "--model", c, "--partner", a, "--items", "12", "--seeds", "1",
+                                    "--timing-repeats", "0", "--quiet", "--out", (dir / "a2c").string()});
+  CHECK(k.at("arms_unavailable").at("kv_drift_300").as_string().find("another shape") != std::string::npos);
+  CHECK(k.at("findings").find("mapped.retention") != nullptr);
+  std::filesystem::remove_all(dir);
+}

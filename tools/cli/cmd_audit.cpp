@@ -1268,6 +1268,18 @@ driver_stats run_audit_trials(audit_run& r) {
         for (const auto& l : drift_levels)
           if (l.steps == a.drift_steps)
             drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
+    // a drifted sender of another cache shape than --model (a drift manifest of another model)
+    // cannot force-import its cache: its arm is left out with the reason
+    std::erase_if(d.arms, [&](const trial_arm& a) {
+      if (a.plan().sender != arm_sender::named || a.needs_partner()) return false;
+      for (const auto& [name, e] : drifted)
+        if (name == a.sender)
+          if (auto why = foreign_shape_reason(a, engine.info().fingerprint, e.info().fingerprint)) {
+            r.engine_skipped.push_back({a.label, std::move(*why)});
+            return true;
+          }
+      return false;
+    });
     attach_audit_maps(r.maps, d, args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
                       drifted, *user_tasks, tokenizer.codec(engine, "audit"));
     for (const auto& a : d.arms)

@@ -510,7 +510,13 @@ class trial_driver {
     caps_ = engine_capabilities(engine_);
     score_window_ = -1;  // < 0: no arm needs attention scores
     for (const auto& a : design.arms) {
-      if (auto why = arm_unsupported_reason(a, caps_, info.fingerprint.n_layers, partner_ != nullptr))
+      auto why = arm_unsupported_reason(a, caps_, info.fingerprint.n_layers, partner_ != nullptr);
+      if (!why && partner_ != nullptr && a.needs_partner())
+        why = foreign_shape_reason(a, info.fingerprint, partner_->info().fingerprint);
+      if (!why && a.plan().sender == arm_sender::named && !a.needs_partner())
+        if (const Backend* se = sender(a.sender); se != nullptr)
+          why = foreign_shape_reason(a, info.fingerprint, se->info().fingerprint);
+      if (why)
         detail::throw_invalid(fn, "design.arms",
                               "has arm '" + a.label + "', which engine '" + info.name + "' cannot run: " +
                                   *why + " (restrict_to_engine drops such arms and lists why)");

@@ -116,6 +116,27 @@ namespace detail {
   return std::nullopt;
 }
 
+/// @brief Why `arm` cannot force-import its sender's cache into B's model, or nothing: a forced
+/// import (cross_model, drifted) places the sender's cache as it is, so the two caches must have
+/// one shape (layers, KV heads, head dims); a sender of another shape is relayed through a cache
+/// map (kv_mapped) instead.
+/// @param receiver B's model
+/// @param partner the sender's model (the partner, or the arm's named sender)
+[[nodiscard]] inline std::optional<std::string> foreign_shape_reason(const trial_arm& arm,
+                                                                     const model_fingerprint& receiver,
+                                                                     const model_fingerprint& partner) {
+  if (!arm.plan().forced_import) return std::nullopt;
+  if (receiver.n_layers == partner.n_layers && receiver.n_kv_heads == partner.n_kv_heads &&
+      receiver.head_dim_k == partner.head_dim_k && receiver.head_dim_v == partner.head_dim_v)
+    return std::nullopt;
+  return "the sender's cache has another shape (" + std::to_string(partner.n_layers) + " layers x " +
+         std::to_string(partner.n_kv_heads) + " KV heads x " + std::to_string(partner.head_dim_k) +
+         " dims against " + std::to_string(receiver.n_layers) + " x " + std::to_string(receiver.n_kv_heads) +
+         " x " + std::to_string(receiver.head_dim_k) +
+         "): it cannot be imported as it is; relay it through a cache map "
+         "(kv_mapped, --map)";
+}
+
 /// @brief An arm left out of a design, and why.
 struct skipped_arm {
   std::string arm;     ///< the arm's label
@@ -139,6 +160,11 @@ template <inference_backend B, inference_backend P = B>
   for (auto& a : d.arms) {
     if (auto why = arm_unsupported_reason(a, caps, layers, partner != nullptr))
       out.skipped.push_back({a.label, std::move(*why)});
+    else if (auto shape =
+                 partner != nullptr && a.needs_partner()
+                     ? foreign_shape_reason(a, engine.info().fingerprint, partner->info().fingerprint)
+                     : std::nullopt)
+      out.skipped.push_back({a.label, std::move(*shape)});
     else
       kept.push_back(std::move(a));
   }
