@@ -3,6 +3,7 @@
 // numbers (estimators/betting_power.hpp), and bad options refused with one line naming them.
 #include <catch2/catch.hpp>
 #include <latentaudit/estimators/betting_power.hpp>
+#include <latentaudit/estimators/betting_ratio.hpp>
 
 #include <string>
 #include <vector>
@@ -38,6 +39,38 @@ TEST_CASE("cli: plan gives each decision check's power, items and detectable dif
   CHECK(value.at("power").as_number() < 0.8);
   // the no-need absence is planned at alpha / 3 (the first Holm step of the risk family)
   CHECK(rows[4].at("alpha").as_number() == Approx(0.05 / 3.0));
+}
+
+TEST_CASE("cli: plan --mapped adds the map's non-inferiority and the retention gate (issue 29)", "[cli]") {
+  const auto j =
+      ok_json({"plan", "--items", "40", "--seeds", "2", "--no-comm", "0.05", "--text", "0.95", "--mapped",
+               "0.95", "--replicates", "100", "--retention-replicates", "50", "--max-items", "150"});
+  const auto& rows = j.at("checks").as_array();
+  REQUIRE(rows.size() == 7u);
+  // the map joins the risk family: Holm's first step is alpha / 4 for the no-need absence and the map
+  CHECK(rows[4].at("alpha").as_number() == Approx(0.05 / 4.0));
+  CHECK(rows[5].at("check").as_string() == "map");
+  CHECK(rows[5].at("finding").as_string() == "mapped.noninferior_to_same_model");
+  CHECK(rows[5].at("alpha").as_number() == Approx(0.05 / 4.0));
+  // the retention gate: the library's simulation of the ratio's test inversion, bit for bit
+  const auto& g = rows[6];
+  CHECK(g.at("finding").as_string() == "mapped.retention");
+  CHECK(g.at("assumed_retention").as_number() == Approx(1.0));
+  const la::clustered_ratio_model rm{
+      .base = 0.05, .reference = 0.95, .treated = 0.95, .item_sd = 0.6, .seeds = 2};
+  const la::betting_power_options ro{.alpha = 0.05, .replicates = 50, .seed = 2028};
+  CHECK(g.at("power").as_number() == la::clustered_ratio_gate_power(40, rm, 0.9, ro).power);
+  const auto need = la::clustered_ratio_gate_items(0.8, rm, 0.9, ro, 150);
+  REQUIRE(need.has_value());
+  CHECK(g.at("items_for_power").as_number() == static_cast<double>(*need));
+  // a map that keeps 0.6 of the benefit never passes a 0.9 gate
+  const auto low =
+      ok_json({"plan", "--items", "40", "--no-comm", "0.05", "--text", "0.95", "--mapped", "0.59",
+               "--replicates", "100", "--retention-replicates", "50", "--max-items", "32"});
+  CHECK(low.at("checks").as_array().at(6).at("items_for_power").is_null());
+  la::test::expect_one_line_error(run_cli({"plan", "--mapped", "2"}), "--mapped");
+  la::test::expect_one_line_error(run_cli({"plan", "--mapped", "0.5", "--retention-replicates", "3"}),
+                                  "--retention-replicates");
 }
 
 TEST_CASE("cli: plan refuses bad options with one line naming them", "[cli]") {

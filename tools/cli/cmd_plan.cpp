@@ -5,8 +5,12 @@
 // findings use, simulated on clustered paired binary outcomes). docs/cli.md "plan".
 #include <latentaudit/estimators/betting.hpp>
 #include <latentaudit/estimators/betting_power.hpp>
+#include <latentaudit/estimators/betting_ratio.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +29,14 @@ std::vector<option_spec> plan_options() {
       {"--kv", "P", "assumed need-regime accuracy of kv_full, in [0, 1]; default: --text"},
       {"--cross-model", "P", "assumed need-regime accuracy of cross_model, in [0, 1]; default: --no-comm"},
       {"--no-need-accuracy", "P", "assumed no-need accuracy of no_comm, in [0, 1]; default 0.9"},
+      {"--mapped", "P",
+       "assumed need-regime accuracy of kv_mapped (a foreign sender's cache through a cache map, "
+       "docs/mapping.md), in [0, 1]; adds the map's rows (non-inferiority, the retention gate); default: "
+       "none"},
+      {"--retention-gate", "G", "the retention gate of mapped.retention (its lower limit >= G); default 0.9"},
+      {"--retention-replicates", "R",
+       "simulated designs per power value of the retention gate (each runs the ratio's test inversion), "
+       "in [50, 100000]; default 200"},
       {"--no-need-change", "D",
        "assumed kv_full - no_comm in the no-need regime (a fraction, e.g. -0.02); default 0"},
       {"--item-sd", "SD",
@@ -101,7 +113,10 @@ int run_plan(std::span<const std::string> words) {
             "shift shared by its seeds and arms, sd --item-sd). The positive control and dependency are a\n"
             "fixed sequence: the dependency is shown only after the positive control, so its power in the\n"
             "audit is at most the smaller of the two. Freshness and conflict pass either way (shown\n"
-            "present or absent) and are not planned here. Prints one JSON object: the design, and one row\n"
+            "present or absent) and are not planned here. With --mapped P (a foreign sender's cache through\n"
+            "a cache map, docs/mapping.md) the map's non-inferiority joins the risk family (alpha/4) and a\n"
+            "row plans the retention gate (mapped.retention's lower limit >= --retention-gate, simulated\n"
+            "with the ratio's own test inversion). Prints one JSON object: the design, and one row\n"
             "per check (check, finding, contrast, claim, alpha, assumed_difference, items, power,\n"
             "power_se, items_for_power (null beyond --max-items), detectable_difference, items_floor for\n"
             "margin claims: below it no data can show them, note).\n",
@@ -117,6 +132,13 @@ int run_plan(std::span<const std::string> words) {
   const double kv = accuracy(a, "--kv", tx), cm = accuracy(a, "--cross-model", nc);
   const double nn = accuracy(a, "--no-need-accuracy", 0.9);
   const double change = a.number("--no-need-change", 0.0);
+  const std::optional<double> mapped =
+      a.get("--mapped") ? std::optional<double>(accuracy(a, "--mapped", 0.0)) : std::nullopt;
+  const double gate = a.number("--retention-gate", 0.9);
+  if (!(gate > -10.0 && gate < 10.0))
+    throw usage_error("plan: option --retention-gate must lie in (-10, 10)");
+  const auto ratio_reps = static_cast<std::size_t>(a.integer("--retention-replicates", 200, 50, 100000));
+  const double family = mapped ? 4.0 : 3.0;  // the risk family: three risks, and the map
   if (!(nn + change >= 0.0 && nn + change <= 1.0))
     throw usage_error("plan: --no-need-accuracy + --no-need-change must lie in [0, 1]");
   const double sd = a.number("--item-sd", 0.6);
@@ -149,9 +171,16 @@ int run_plan(std::span<const std::string> words) {
       {"cross_model", "need.cross_model_beats_no_comm", "cross_model - no_comm (need)", model(nc, cm),
        opts(betting_claim::below, margin, alpha), items, "a foreign cache's benefit of the margin excluded"},
       {"no_need_harm", "no_need.kv_changes_accuracy", "kv_full - no_comm (no_need)", model(nn, nn + change),
-       opts(betting_claim::above, -margin, alpha / 3.0), nn_items,
-       "absence of harm at alpha/3: the first step of Holm over the three risk checks (the upper side of "
-       "the finding's equivalence interval is not planned)"},
+       opts(betting_claim::above, -margin, alpha / family), nn_items,
+       mapped
+           ? "absence of harm at alpha/4: the first step of Holm over the risk family (three risks and the "
+             "map; the upper side of the finding's equivalence interval is not planned)"
+           : "absence of harm at alpha/3: the first step of Holm over the three risk checks (the upper side "
+             "of the finding's equivalence interval is not planned)"},
+      {"map", "mapped.noninferior_to_same_model", "kv_mapped - kv_full (need)",
+       model(kv, mapped.value_or(kv)), opts(betting_claim::above, -margin, alpha / family), items,
+       "the cache map's non-inferiority at alpha/4: the first step of Holm over the risk family, which it "
+       "joins (the decision relays the sender through the map only when it is shown)"},
   };
   json_value design = json_value::object();
   design.set("items", static_cast<double>(items));
@@ -161,10 +190,39 @@ int run_plan(std::span<const std::string> words) {
   design.set("margin", margin);
   design.set("alpha", alpha);
   design.set("power", power);
+  if (mapped) design.set("mapped", *mapped);
   design.set("replicates", static_cast<double>(reps));
   design.set("seed", std::to_string(seed));
   json_value::array_type rows;
-  for (const auto& c : checks) rows.push_back(plan_row(c, power, max_items, margin));
+  for (const auto& c : checks)
+    if (mapped || std::string_view(c.check) != "map") rows.push_back(plan_row(c, power, max_items, margin));
+  if (mapped) {  // the retention gate: a ratio, its own simulation (the rule of mapped.retention)
+    const clustered_ratio_model rm{
+        .base = nc, .reference = kv, .treated = *mapped, .item_sd = sd, .seeds = seeds};
+    const betting_power_options ro{.alpha = std::min(alpha, 0.249), .replicates = ratio_reps, .seed = seed};
+    json_value j = json_value::object();
+    j.set("check", "retention_gate");
+    j.set("finding", "mapped.retention");
+    j.set("contrast", "(kv_mapped - no_comm) / (kv_full - no_comm) (need)");
+    char claim[64];
+    std::snprintf(claim, sizeof claim, "ratio lower limit >= %g", gate);
+    j.set("claim", claim);
+    j.set("alpha", ro.alpha);
+    j.set("assumed_retention", std::isfinite(rm.ratio()) ? json_value(rm.ratio()) : json_value(nullptr));
+    j.set("items", static_cast<double>(items));
+    const auto p = clustered_ratio_gate_power(items, rm, gate, ro);
+    j.set("power", p.power);
+    j.set("power_se", p.std_error);
+    j.set("replicates", static_cast<double>(ratio_reps));
+    const auto need =
+        clustered_ratio_gate_items(power, rm, gate, ro, std::min<std::size_t>(max_items, 100000));
+    j.set("items_for_power", need ? json_value(static_cast<double>(*need)) : json_value(nullptr));
+    j.set("note",
+          "the semantic-router-style gate: the share of same-model relay's benefit the map keeps, its "
+          "test-inversion interval's lower limit at least the gate (not part of the decision; the decision "
+          "reads the map's non-inferiority)");
+    rows.push_back(std::move(j));
+  }
   json_value out = json_value::object();
   out.set("design", std::move(design));
   out.set("checks", json_value::array(std::move(rows)));
