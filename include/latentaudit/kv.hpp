@@ -7,6 +7,7 @@
 #include "kv/kv_block.hpp"
 #include "kv/kv_map.hpp"
 #include "kv/llama_state.hpp"
+#include "kv/map_screen.hpp"
 #include "kv/noise.hpp"
 #include "kv/placebo.hpp"
 #include "kv/quantize.hpp"

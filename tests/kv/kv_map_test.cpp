@@ -237,3 +237,33 @@ TEST_CASE("kv map: bad calls and a hostile map file are refused naming the field
           "calibration_documents must hold 16 hex digits per");
   std::filesystem::remove_all(dir());
 }
+
+TEST_CASE("kv map screen: the attention-output cosine is 1 for the native cache and falls for another",
+          "[kv][kv_map]") {
+  const auto f = shape(2, 2, 8, la::rope_pairing::neox, 10000.0f, 0x5C);
+  auto random_cache = [&](std::uint64_t seed) {
+    auto h = la::make_stream({seed, 0, 0, 0});
+    std::vector<double> v(2 * 12 * 32);
+    for (auto& x : v) x = la::standard_normal(h);
+    return cache(f, 12, 0, [&](std::size_t l, std::int64_t t, int col) {
+      return static_cast<float>(
+          v[(l * 12 + static_cast<std::size_t>(t)) * 32 + static_cast<std::size_t>(col)]);
+    });
+  };
+  const auto native = random_cache(1), other = random_cache(2);
+  CHECK(la::attention_output_cosine(native, native) == Approx(1.0).margin(1e-12));
+  const double c = la::attention_output_cosine(other, native);
+  CHECK(c < 0.5);
+  CHECK(c > -1.0);
+  // one probe or all of them: still 1 against itself
+  CHECK(la::attention_output_cosine(native, native, 1) == Approx(1.0).margin(1e-12));
+  CHECK(la::attention_output_cosine(native, native, 1000) == Approx(1.0).margin(1e-12));
+  // a small perturbation keeps it close to 1
+  auto near = native;
+  near.set(0, true, 3, 1, 2, near.get(0, true, 3, 1, 2) + 0.01f);
+  CHECK(la::attention_output_cosine(near, native) > 0.99);
+  CHECK_THROWS_WITH(la::attention_output_cosine(native, native, 0), Catch::Contains("probes"));
+  const auto g = shape(2, 2, 8, la::rope_pairing::neox, 10000.0f, 0x5D);  // another model
+  const auto foreign = cache(g, 12, 0, [](std::size_t, std::int64_t, int) { return 0.5f; });
+  CHECK_THROWS_WITH(la::attention_output_cosine(foreign, native), Catch::Contains("mapped"));
+}

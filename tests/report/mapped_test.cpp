@@ -115,6 +115,38 @@ TEST_CASE("mapped: a record set without kv_mapped has no mapped findings, sectio
   CHECK(la::report_json(rep).find("mapped") == nullptr);
 }
 
+TEST_CASE("mapped: the screen correlates the records' attention-output cosine with the per-item benefit",
+          "[report][mapped]") {
+  auto d = la::test::decision_base_design();
+  d.regime_items = {80, 20, 10, 10};
+  d.mapped_need = 0.6;
+  auto recs = la::test::simulate_relay_failure(d, 2904);
+  // a screen that sees the map's failures: a higher cosine where the mapped cache answers
+  for (auto& r : recs)
+    if (r.arm == "kv_mapped") r.map_cosine = r.correct ? 0.9 : 0.6;
+  const auto core = la::analyse_records(recs, la::test::decision_mc_options());
+  REQUIRE(core.mapped.arms.size() == 1u);
+  const auto& sc = core.mapped.arms[0].screen;
+  CHECK(sc.items == 80u);
+  CHECK(sc.mean_cosine > 0.6);
+  CHECK(sc.mean_cosine < 0.9);
+  CHECK(sc.r > 0.5);
+  CHECK(sc.ci_low <= sc.r);
+  CHECK(sc.ci_high >= sc.r);
+  CHECK(sc.ci_low > 0.0);
+  // the record field round-trips, and the reader refuses a cosine outside [-1, 1]
+  for (auto& r : recs)
+    if (r.arm == "kv_mapped") {
+      const auto back = la::record_from_json(la::parse_json(la::record_to_line(r)));
+      CHECK(back.map_cosine == r.map_cosine);
+      CHECK(back.map == "m1");
+      auto j = la::parse_json(la::record_to_line(r));
+      j.set("map_cosine", 1.5);
+      CHECK_THROWS_WITH(la::record_from_json(j), Catch::Contains("map_cosine"));
+      break;
+    }
+}
+
 TEST_CASE("mapped: Monte Carlo of the retention interval and of the decision's map path",
           "[report][mapped][slow]") {
   // Retention: 60 replicates per scenario; coverage claim 0.90 less 3 Monte Carlo standard errors

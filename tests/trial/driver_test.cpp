@@ -342,8 +342,12 @@ TEST_CASE("driver: kv_mapped relays the partner's cache through its map, checked
       CHECK(r.sender_fingerprint == fingerprint_text(f.b.info().fingerprint));
       CHECK(r.receiver_fingerprint == fingerprint_text(f.a.info().fingerprint));
       CHECK(r.relay_tokens > 0);
+      REQUIRE(r.map_cosine.has_value());  // the screen against organism-a's own cache of the document
+      CHECK(*r.map_cosine > 0.0);
+      CHECK(*r.map_cosine <= 1.0);
     } else {
       CHECK(r.map.empty());
+      CHECK(!r.map_cosine.has_value());
     }
     if (r.regime != "need") continue;
     if (r.arm == "kv_mapped") mapped += r.correct ? 1 : 0, n += 1;

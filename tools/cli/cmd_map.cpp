@@ -193,6 +193,12 @@ int run_map(std::span<const std::string> words) {
   const auto part = fit_kv_map(s_all.first(split), t_all.first(split), {.ridge = ridge, .top_layers = top});
   const auto held = split < source.size() ? evaluate_kv_map(part, s_all.subspan(split), t_all.subspan(split))
                                           : std::vector<kv_layer_map>{};
+  // the screen on the held-out documents: the mapped cache's attention-output cosine against the
+  // receiver's own (kv/map_screen.hpp; what the audit records per trial as map_cosine)
+  double screen = 0.0;
+  for (std::size_t i = split; i < source.size(); ++i)
+    screen += attention_output_cosine(apply_kv_map(part, source[i]), target[i]);
+  if (split < source.size()) screen /= static_cast<double>(source.size() - split);
   const auto m = fit_kv_map(source, target, {.ridge = ridge, .top_layers = top});
   write_kv_map(out, m, calibration, documents);
   json_value layers = json_value::array();
@@ -225,6 +231,7 @@ int run_map(std::span<const std::string> words) {
   j.set("calibration_tokens", static_cast<double>(m.calibration_tokens));
   j.set("calibration_sha256", calibration);
   j.set("heldout_documents", static_cast<double>(source.size() - split));
+  if (split < source.size()) j.set("heldout_attention_cosine", screen);
   j.set("ridge", ridge);
   j.set("top_layers", static_cast<double>(top));
   j.set("layers", std::move(layers));

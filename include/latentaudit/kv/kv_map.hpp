@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <string>
@@ -25,6 +26,7 @@
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
 #include "kv_block.hpp"
+#include "map_screen.hpp"
 #include "rope.hpp"
 
 namespace latentaudit {

@@ -33,6 +33,7 @@
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
+#include "../kv/map_screen.hpp"
 #include "../kv/placebo.hpp"
 #include "../kv/transfer_policy.hpp"
 #include "../kv/wire.hpp"
@@ -450,7 +451,7 @@ class trial_driver {
                                 "names no trial of the design (item " + std::to_string(item) + ", seed " +
                                     std::to_string(s) + ", arm '" + label + "')");
         const trial_task task = tasks(item, s);
-        const bool needs_read = it->plan().sender == arm_sender::receiver;
+        const bool needs_read = reads_on_receiver(*it);
         if (needs_read && (!have_unit || unit_item != item || unit_seed != s)) {
           if (a) close_seq(a->seq);
           a.reset();
@@ -773,7 +774,7 @@ class trial_driver {
     }
     bool need_a = false;  // with a relay channel, agent A reads in the peer process
     for (auto ai : channel_ != nullptr ? std::vector<std::size_t>{} : todo) {
-      need_a |= d.arms[ai].plan().sender == arm_sender::receiver;
+      need_a |= reads_on_receiver(d.arms[ai]);
     }
     std::optional<sender_read<Backend>> a;
     if (need_a) a = read_document(engine_, task.document, score_window_ >= 0);
@@ -828,7 +829,9 @@ class trial_driver {
     json_value policy;
     std::optional<double> measured_s;
     std::vector<token_id> message;  // message arms: the message relayed (at most the arm's budget)
-    std::string relay_error;        // over a channel: the peer's report or frame failed its checks
+    std::optional<double>
+        map_cosine;           // kv_mapped: the mapped cache's attention-output cosine (map_screen.hpp)
+    std::string relay_error;  // over a channel: the peer's report or frame failed its checks
   };
 
   // Agent A's half of a relay, in this process, as the arm's plan says (trial/arm.hpp plan_of):
@@ -941,6 +944,15 @@ class trial_driver {
         break;
       case arm_transform::mapped:  // the sender's cache in B's model's shape (checked when imported)
         block = map_of(arm.sender)->apply(block);
+        if (a) {  // the screen, against B's own cache of the document (a measurement: not timed)
+          out.policy_s += detail::seconds_since(t);
+          const kv_block native =
+              engine_.export_kv(a->seq.id(), index_range{0, n}, index_range{0, fp.n_layers});
+          check_export(engine_, native, n);
+          if (native.fingerprint() == block.fingerprint())
+            out.map_cosine = attention_output_cosine(block, native);
+          t = detail::driver_clock::now();
+        }
         break;
       case arm_transform::none:
         break;
@@ -955,7 +967,10 @@ class trial_driver {
         detail::relay_encode_kv(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
     out.encode_s = detail::seconds_since(t);
     out.policy = detail::relay_transfer_json(tr, arm.wire_quantize);
-    if (plan.transform == arm_transform::mapped) out.policy.set("map", map_of(arm.sender)->id);
+    if (plan.transform == arm_transform::mapped) {
+      out.policy.set("map", map_of(arm.sender)->id);
+      if (out.map_cosine) out.policy.set("map_cosine", *out.map_cosine);
+    }
     return out;
   }
 
@@ -1060,6 +1075,13 @@ class trial_driver {
         LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " +
                                        std::to_string(task.item) + ", arm '" + arm.label +
                                        "' names another cache map than this audit's " + mine));
+      if (const json_value* c = out.policy.find("map_cosine"); c != nullptr) {
+        if (!c->is_number() || !(c->as_number() >= -1.0 && c->as_number() <= 1.0))
+          LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " +
+                                         std::to_string(task.item) + ", arm '" + arm.label +
+                                         "' has a map_cosine outside [-1, 1]"));
+        out.map_cosine = c->as_number();
+      }
     }
   }
 
@@ -1158,7 +1180,10 @@ class trial_driver {
         L.decode_s = detail::seconds_since(t);
       }
       if (!is_text) r.policy = std::move(sent.policy);
-      if (plan.transform == arm_transform::mapped) r.map = map_of(arm.sender)->id;
+      if (plan.transform == arm_transform::mapped) {
+        r.map = map_of(arm.sender)->id;
+        r.map_cosine = sent.map_cosine;
+      }
     }
     // B: own prompt + query (after a text prefix when the relay is text or nothing).
     std::vector<token_id> ctx = prefix;
@@ -1233,6 +1258,12 @@ class trial_driver {
     for (const auto& [n, e] : senders_)
       if (n == name) return e;
     return nullptr;
+  }
+  // Whether agent A reads the unit's document on B's model for `arm`: the arms B's model sends, and
+  // kv_mapped (its screen compares the mapped cache with B's own cache of the document).
+  static bool reads_on_receiver(const trial_arm& arm) noexcept {
+    const arm_plan p = arm.plan();
+    return p.sender == arm_sender::receiver || p.transform == arm_transform::mapped;
   }
   const relay_map* map_of(const std::string& sender) const {
     for (const auto& [n, m] : maps_)

@@ -130,6 +130,9 @@ struct trial_record {
   /// kv_mapped arms: the id of the cache map the sender's cache went through (kv_map_id; "" for
   /// other arms; JSON "map", written only when set)
   std::string map;
+  /// kv_mapped arms: the attention-output cosine of the mapped cache against B's own cache of the
+  /// document (kv/map_screen.hpp), in [−1, 1]; absent when not measured (JSON "map_cosine")
+  std::optional<double> map_cosine;
   json_value policy;  ///< the transfer policy's record (object) or null
   /// Metrics absent because the engine cannot produce them, with the reason (JSON object
   /// "unavailable": {metric: reason}, written only when non-empty).
@@ -283,6 +286,7 @@ namespace detail {
   str("sender_fingerprint", r.sender_fingerprint);
   str("receiver_fingerprint", r.receiver_fingerprint);
   if (!r.map.empty()) str("map", r.map);
+  if (r.map_cosine) num("map_cosine", *r.map_cosine);
   key("policy");
   append_json(out, r.policy, {.indent = -1});
   if (r.relay_error) str("relay_error", *r.relay_error);  // absent unless a frame was rejected
@@ -460,6 +464,11 @@ namespace detail {
   r.receiver_fingerprint = text("receiver_fingerprint", false);
   r.map = text("map", false);
   if (r.map.size() > 256) fail("map", "must be a map id of at most 256 bytes");
+  if (const json_value* c = j.find("map_cosine"); c != nullptr && !c->is_null()) {
+    if (!c->is_number() || !(c->as_number() >= -1.0 && c->as_number() <= 1.0))
+      fail("map_cosine", "must be a number in [-1, 1]");
+    r.map_cosine = c->as_number();
+  }
   if (const json_value* p = j.find("policy"); p != nullptr) {
     if (!p->is_object() && !p->is_null()) fail("policy", "must be an object or null");
     r.policy = *p;

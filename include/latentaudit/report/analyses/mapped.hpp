@@ -39,6 +39,18 @@ namespace latentaudit {
 /// to cross-model KV reuse).
 inline constexpr double default_retention_gate = 0.90;
 
+/// @brief The map's screen on the audit's items (descriptive): the attention-output cosine its
+/// records carry (map_cosine, kv/map_screen.hpp) against the map's per-item benefit.
+struct mapped_screen {
+  std::size_t items = 0;  ///< need items with a cosine and a kv_mapped − no_comm pair
+  double mean_cosine = std::numeric_limits<double>::quiet_NaN();  ///< mean over those items
+  /// Pearson correlation over items of the item's mean cosine and its mean kv_mapped − no_comm
+  /// (NaN with fewer than 3 items or no spread in either)
+  double r = std::numeric_limits<double>::quiet_NaN();
+  double ci_low = std::numeric_limits<double>::quiet_NaN();   ///< percentile bootstrap over items, 1 − 2α
+  double ci_high = std::numeric_limits<double>::quiet_NaN();  ///< its upper limit
+};
+
 /// @brief One kv_mapped arm's contrasts (need regime).
 struct mapped_contrast {
   std::string arm;                 ///< the kv_mapped arm's label
@@ -54,6 +66,7 @@ struct mapped_contrast {
   ratio_interval retention;
   std::size_t retention_items = 0;    ///< items behind the retention
   std::size_t retention_missing = 0;  ///< need units that ran the three arms but lack a record of one
+  mapped_screen screen;               ///< the attention-output cosine against the per-item benefit
 };
 
 /// @brief The cross-model map analysis.

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
+
+#include "../../../core/rng.hpp"
 
 #include <fmt/format.h>
 
@@ -63,6 +66,76 @@ LATENTAUDIT_INLINE std::string map_id_of(const audit_data& d, std::span<const tr
   return id;
 }
 
+// The screen: per need item with a cosine (the mean of its kv_mapped records' map_cosine) and a
+// kv_mapped − no_comm pair, the Pearson correlation of the two item means, with a percentile
+// bootstrap over items (2000 resamples, stream (0x5C7EE, arm, 0, 0): the same interval every run).
+LATENTAUDIT_INLINE mapped_screen screen_of(const audit_data& d, std::span<const trial_record> records,
+                                           std::size_t m, std::size_t n, double alpha) {
+  mapped_screen out;
+  std::vector<double> cs(d.items.size(), 0.0), cc(d.items.size(), 0.0), bs(d.items.size(), 0.0),
+      bc(d.items.size(), 0.0);
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    if (d.unit_regime[u] != audit_regime::need) continue;
+    const std::size_t i = d.record(u, m), k = d.unit_cluster[u];
+    if (i != audit_data::npos && records[i].map_cosine) {
+      cs[k] += *records[i].map_cosine;
+      cc[k] += 1.0;
+    }
+    if (n != audit_data::npos && d.outcome(u, m) >= 0 && d.outcome(u, n) >= 0) {
+      bs[k] += d.outcome(u, m) - d.outcome(u, n);
+      bc[k] += 1.0;
+    }
+  }
+  std::vector<double> x, y;
+  for (std::size_t k = 0; k < cs.size(); ++k)
+    if (cc[k] > 0 && bc[k] > 0) {
+      x.push_back(cs[k] / cc[k]);
+      y.push_back(bs[k] / bc[k]);
+    }
+  out.items = x.size();
+  if (x.empty()) return out;
+  double mx = 0.0;
+  for (const double v : x) mx += v;
+  out.mean_cosine = mx / static_cast<double>(x.size());
+  auto pearson = [](const std::vector<double>& a, const std::vector<double>& b) {
+    const double k = static_cast<double>(a.size());
+    double ma = 0.0, mb = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ma += a[i] / k;
+      mb += b[i] / k;
+    }
+    double sab = 0.0, saa = 0.0, sbb = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      sab += (a[i] - ma) * (b[i] - mb);
+      saa += (a[i] - ma) * (a[i] - ma);
+      sbb += (b[i] - mb) * (b[i] - mb);
+    }
+    return saa > 0.0 && sbb > 0.0 ? sab / std::sqrt(saa * sbb) : std::numeric_limits<double>::quiet_NaN();
+  };
+  if (x.size() < 3) return out;
+  out.r = pearson(x, y);
+  if (!std::isfinite(out.r)) return out;
+  constexpr std::size_t resamples = 2000;
+  auto g = make_stream({.seed = 0x5C7EE, .item = m, .arm = 0, .replicate = 0});
+  std::vector<double> rs, bx(x.size()), by(x.size());
+  for (std::size_t b = 0; b < resamples; ++b) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::size_t j = uniform_index(g, static_cast<std::uint32_t>(x.size()));
+      bx[i] = x[j];
+      by[i] = y[j];
+    }
+    if (const double rb = pearson(bx, by); std::isfinite(rb)) rs.push_back(rb);
+  }
+  if (rs.size() < resamples / 2) return out;
+  std::sort(rs.begin(), rs.end());
+  auto q = [&](double p) {
+    return rs[std::min(rs.size() - 1, static_cast<std::size_t>(p * static_cast<double>(rs.size())))];
+  };
+  out.ci_low = q(alpha);
+  out.ci_high = q(1.0 - alpha);
+  return out;
+}
+
 }  // namespace mapped_impl
 
 LATENTAUDIT_INLINE mapped_analysis audit_mapped(const audit_data& d, std::span<const trial_record> records,
@@ -101,6 +174,7 @@ LATENTAUDIT_INLINE mapped_analysis audit_mapped(const audit_data& d, std::span<c
             {.alpha = std::min(alpha, 0.249), .horizon = h != 0 ? std::max(h, ia.size()) : 0});
       }
     }
+    c.screen = mapped_impl::screen_of(d, records, a, no_comm, alpha);
     out.arms.push_back(std::move(c));
   }
   std::sort(out.arms.begin(), out.arms.end(),
@@ -133,6 +207,18 @@ LATENTAUDIT_INLINE json_value mapped_json(const mapped_analysis& m) {
     r.set("items", static_cast<double>(c.retention_items));
     r.set("missing_units", static_cast<double>(c.retention_missing));
     o.set("retention", std::move(r));
+    json_value sc = json_value::object();
+    sc.set("items", static_cast<double>(c.screen.items));
+    sc.set("mean_attention_cosine", num(c.screen.mean_cosine));
+    sc.set("r", num(c.screen.r));
+    sc.set("ci_low", num(c.screen.ci_low));
+    sc.set("ci_high", num(c.screen.ci_high));
+    sc.set(
+        "method",
+        "Pearson correlation over need items of the item's mean map_cosine (attention-output cosine of the "
+        "mapped cache against B's own) and its mean kv_mapped - no_comm; percentile bootstrap over items "
+        "(2000 resamples), 1 - 2 alpha");
+    o.set("screen", std::move(sc));
     arms.push_back(std::move(o));
   }
   json_value j = json_value::object();
@@ -159,11 +245,21 @@ LATENTAUDIT_INLINE std::string mapped_markdown(const mapped_analysis& m, double 
       "margin is {:.1f} points, the retention gate {:.2f}.\n\n",
       100.0 * margin, m.gate);
   s += "| arm | map | kv\\_mapped − unmapped | kv\\_mapped − kv\\_full | kv\\_mapped − no\\_comm | retention "
-       "|\n|---|---|---|---|---|---|\n";
+       "| screen: attention cosine, r with the benefit |\n|---|---|---|---|---|---|---|\n";
+  auto screen = [](const mapped_screen& x) {
+    if (x.items == 0) return std::string("–");
+    std::string t = fmt::format("{:.3f}", x.mean_cosine);
+    if (std::isfinite(x.r))
+      t +=
+          fmt::format(", r = {:+.2f}", x.r) +
+          (std::isfinite(x.ci_low) ? fmt::format(" [{:+.2f}, {:+.2f}]", x.ci_low, x.ci_high) : std::string());
+    return t + fmt::format(" ({} items)", x.items);
+  };
   for (const auto& c : m.arms)
-    s += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.arm, c.map.empty() ? "–" : c.map,
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", c.arm, c.map.empty() ? "–" : c.map,
                      cell(c.beats_unmapped), cell(c.vs_same_model), cell(c.mapped_benefit),
-                     ratio(c.retention));
+                     ratio(c.retention), screen(c.screen));
+
   s += "\n";
   return s;
 }
