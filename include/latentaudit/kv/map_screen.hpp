@@ -38,14 +38,16 @@ namespace latentaudit {
   if (!(mapped.fingerprint() == native.fingerprint()) || mapped.n_tokens() != native.n_tokens() ||
       mapped.n_layers() != native.n_layers() || mapped.has_token_mask() || native.has_token_mask() ||
       !std::equal(mapped.positions().begin(), mapped.positions().end(), native.positions().begin()))
-    detail::throw_invalid(fn, "mapped", "must be a cache of the native cache's model, tokens, positions and layers");
+    detail::throw_invalid(fn, "mapped",
+                          "must be a cache of the native cache's model, tokens, positions and layers");
   if (probes < 1) detail::throw_invalid(fn, "probes", "must be at least 1");
   const auto& f = native.fingerprint();
   const std::int64_t n = native.n_tokens();
   if (n == 0) return 1.0;
   const std::int32_t dk = f.head_dim_k, dv = f.head_dim_v;
   const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
-  std::vector<double> q(static_cast<std::size_t>(dk)), wn(static_cast<std::size_t>(n)), wm(static_cast<std::size_t>(n));
+  std::vector<double> q(static_cast<std::size_t>(dk)), wn(static_cast<std::size_t>(n)),
+      wm(static_cast<std::size_t>(n));
   double sum = 0.0;
   std::size_t count = 0;
   for (std::size_t l = 0; l < native.n_layers(); ++l)
@@ -56,12 +58,14 @@ namespace latentaudit {
           double top = -std::numeric_limits<double>::infinity();
           for (std::int64_t j = 0; j <= t; ++j) {
             double s = 0.0;
-            for (std::int32_t d = 0; d < dk; ++d) s += q[static_cast<std::size_t>(d)] * b.get(l, false, j, h, d);
+            for (std::int32_t d = 0; d < dk; ++d)
+              s += q[static_cast<std::size_t>(d)] * b.get(l, false, j, h, d);
             w[static_cast<std::size_t>(j)] = s * scale;
             top = std::max(top, w[static_cast<std::size_t>(j)]);
           }
           double z = 0.0;
-          for (std::int64_t j = 0; j <= t; ++j) z += (w[static_cast<std::size_t>(j)] = std::exp(w[static_cast<std::size_t>(j)] - top));
+          for (std::int64_t j = 0; j <= t; ++j)
+            z += (w[static_cast<std::size_t>(j)] = std::exp(w[static_cast<std::size_t>(j)] - top));
           for (std::int64_t j = 0; j <= t; ++j) w[static_cast<std::size_t>(j)] /= z;
         };
         softmax(native, wn);
