@@ -49,6 +49,25 @@ TEST_CASE("map fit: a stranger and a drifted sibling mapped onto organism-a", "[
                          (dir / "d2a.safetensors").string(), "--calibration", "60", "--top-layers", "1"});
   CHECK(la::read_kv_map(dir / "d2a.safetensors").map.layers[0].source_layers.size() == 1u);
   CHECK(d.at("layers").as_array()[0].at("heldout_mean_r2_key").as_number() > 0.9);
+  // --ridge auto: chosen among six on a validation split of the fitted documents, each candidate reported
+  const auto au =
+      la::test::ok_json({"map", "fit", "--from", la::test::models + "organism-b", "--to", a, "--out",
+                         (dir / "auto.safetensors").string(), "--calibration", "60", "--ridge", "auto"});
+  const auto& cand = au.at("ridge_candidates").as_array();
+  REQUIRE(cand.size() == 6u);
+  double best = -1e9;
+  for (const auto& x : cand) best = std::max(best, x.at("validation_mean_r2").as_number());
+  bool chosen = false;
+  for (const auto& x : cand)
+    chosen |= x.at("ridge").as_number() == au.at("ridge").as_number() &&
+              x.at("validation_mean_r2").as_number() == best;
+  CHECK(chosen);
+  CHECK(la::read_kv_map(dir / "auto.safetensors").map.ridge == au.at("ridge").as_number());
+  CHECK(j.at("heldout_attention_cosine").as_number() > 0.5);
+  la::test::expect_one_line_error(
+      la::test::run_cli({"map", "fit", "--from", la::test::models + "organism-b", "--to", a, "--out",
+                         (dir / "x.safetensors").string(), "--ridge", "automatic"}),
+      "--ridge");
   // bad options: one line, exit 2
   auto words = [&](std::vector<std::string> extra) {
     std::vector<std::string> w = {"map",  "fit", "--from", la::test::models + "organism-b",

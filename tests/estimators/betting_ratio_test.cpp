@@ -66,6 +66,17 @@ TEST_CASE("betting ratio: shapes, exact cases and bad arguments", "[estimators][
   r = la::bounded_ratio_interval(one, z, -1, 1);
   CHECK_FALSE(r.exists);
   CHECK(std::isnan(r.low));
+  // a set narrower than the grid's step (0.1) between two grid points: found at the estimate (it
+  // was reported as "no ratio fits" before, on a 210-item audit of organism-a -> organism-b)
+  std::vector<double> ones(1000, 1.0), hits(1000, 0.0);
+  for (std::size_t i = 0; i < 648; ++i) hits[(i * 37) % 1000] = 1.0;  // mean 0.648, spread over the order
+  r = la::bounded_ratio_interval(hits, ones, -1, 1);
+  REQUIRE(r.exists);
+  CHECK(r.estimate == Approx(0.648));
+  CHECK(r.low <= 0.648);
+  CHECK(r.high >= 0.648);
+  CHECK(r.low > 0.6);  // no grid point inside
+  CHECK(r.high < 0.7);
   // bad calls
   CHECK_THROWS_AS(la::bounded_ratio_interval(a, std::vector<double>{}, -1, 1), la::invalid_argument);
   std::vector<double> out = a;

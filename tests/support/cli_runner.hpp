@@ -37,6 +37,9 @@ struct run_result {
 inline const std::filesystem::path& cli_work_dir() {
   static const std::filesystem::path dir = [] {
     auto d = std::filesystem::temp_directory_path() / ("latentaudit_cli_" + std::to_string(::getpid()));
+    // A directory of this name belongs to a dead process that had our pid (pids are reused): its
+    // leftovers (an audit's --out, a lock) must not meet this run's tests.
+    std::filesystem::remove_all(d);
     std::filesystem::create_directories(d);
     return d;
   }();

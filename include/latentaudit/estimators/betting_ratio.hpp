@@ -55,9 +55,11 @@ struct ratio_interval {
 /// E[d] = 0, so P(ρ rejected) ≤ 2α for every distribution; when E[b] > 0 the mean of d falls as
 /// ρ₀ grows, so the lower limit misses ρ from above with probability at most α and the upper limit
 /// from below at most α. The set is searched on a grid
-/// of 201 points over [−search, search], its hull's ends refined by 30 bisections (each returned
-/// limit is an accepted ρ₀); an end at ±search is reported as ±∞ — as Fieller's interval is
-/// unbounded when E[b] is not shown away from 0.
+/// of 201 points over [−search, search] and at the estimate mean(a)/mean(b) (so that a set
+/// narrower than the grid's step is found), its hull's ends refined by 30 bisections between the
+/// outermost accepted point and its rejected neighbour (each returned limit is an accepted ρ₀); an
+/// end at ±search is reported as ±∞ — as Fieller's interval is unbounded when E[b] is not shown
+/// away from 0.
 /// @throws invalid_argument for no pairs, a and b of different lengths, a value outside [lo, hi],
 ///         lo ≥ hi, a bad alpha, truncation or search, a horizon below the pairs
 [[nodiscard]] inline ratio_interval bounded_ratio_interval(std::span<const double> a,
@@ -82,10 +84,10 @@ struct ratio_interval {
   ma /= static_cast<double>(a.size());
   mb /= static_cast<double>(b.size());
   if (mb != 0) r.estimate = ma / mb;
-  // 0 inside the (1 − 2α) betting interval of mean(d), as bounded_mean_interval gives it (widened
-  // to hold the sample mean: the two-sided p-value alone can reject the sample mean itself when
-  // the capital peaked on an early prefix)
-  // The test at 0 directly: bounded_mean_interval's lower limit is the smallest m whose "mean > m"
+  // ρ₀ is accepted when 0 lies inside the (1 − 2α) betting interval of mean(d), as
+  // bounded_mean_interval gives it (widened to hold the sample mean: the two-sided p-value alone can
+  // reject the sample mean itself when the capital peaked on an early prefix), tested at 0 directly:
+  // bounded_mean_interval's lower limit is the smallest m whose "mean > m"
   // capital stays below 1/α (the capital falls as m grows), so low ≤ 0 exactly when the capital at
   // 0 stays below 1/α or the sample mean is ≤ 0 (the interval holds it), and likewise for the
   // upper limit — the same acceptance without searching each interval's limits (a 400-point scan
@@ -114,21 +116,27 @@ struct ratio_interval {
         mean >= 0.0 || detail::betting_sup_capital(y, lambda, m0, -1, o.truncation, stop) < stop;
     return low_ok && high_ok;
   };
+  // The points searched: a grid of 201 over [−search, search] and the estimate mean(a)/mean(b),
+  // where the mean of a − ρ b is 0 (the interval holds it, so the estimate is accepted unless the
+  // capital rejected it early): an accepted set narrower than the grid's step is found there.
   constexpr int grid = 201;
   const double step = 2.0 * o.search / (grid - 1);
-  int first = -1, last = -1;
-  for (int k = 0; k < grid; ++k) {
-    const double rho = -o.search + step * k;
-    if (accepted(rho)) {
-      if (first < 0) first = k;
-      last = k;
+  std::vector<double> pts;
+  pts.reserve(grid + 1);
+  for (int k = 0; k < grid; ++k) pts.push_back(-o.search + step * k);
+  if (std::isfinite(r.estimate) && r.estimate > -o.search && r.estimate < o.search)
+    pts.insert(std::upper_bound(pts.begin(), pts.end(), r.estimate), r.estimate);
+  std::ptrdiff_t first = -1, last = -1;
+  for (std::size_t k = 0; k < pts.size(); ++k)
+    if (accepted(pts[k])) {
+      if (first < 0) first = static_cast<std::ptrdiff_t>(k);
+      last = static_cast<std::ptrdiff_t>(k);
     }
-  }
   if (first < 0) {
     r.exists = false;
     return r;
   }
-  // the hull's ends: between a rejected and an accepted grid point, the accepted side kept
+  // the hull's ends: between a rejected and an accepted point, the accepted side kept
   auto refine = [&](double rejected, double in) {
     for (int k = 0; k < 30; ++k) {
       const double mid = 0.5 * (rejected + in);
@@ -137,8 +145,9 @@ struct ratio_interval {
     return in;
   };
   const double inf = std::numeric_limits<double>::infinity();
-  r.low = first == 0 ? -inf : refine(-o.search + step * (first - 1), -o.search + step * first);
-  r.high = last == grid - 1 ? inf : refine(-o.search + step * (last + 1), -o.search + step * last);
+  const auto at = [&](std::ptrdiff_t k) { return pts[static_cast<std::size_t>(k)]; };
+  r.low = first == 0 ? -inf : refine(at(first - 1), at(first));
+  r.high = last == static_cast<std::ptrdiff_t>(pts.size()) - 1 ? inf : refine(at(last + 1), at(last));
   return r;
 }
 

@@ -69,7 +69,7 @@ namespace latentaudit {
 /// in, a cache of B's model out. The CLI builds it from a map file (kv/kv_map.hpp apply_kv_map);
 /// any function of that shape serves (a custom map of a user's stack).
 struct relay_map {
-  std::string id;            ///< the map's identity (kv_map_id), written in the records' policy "map"
+  std::string id;            ///< the map's identity (kv_map_id): the records' field "map", the policy's "map"
   model_fingerprint source;  ///< the sender's model (the cache `apply` takes)
   model_fingerprint target;  ///< B's model (the cache `apply` gives)
   std::function<kv_block(const kv_block&)> apply;  ///< the sender's whole cache → B's shape
