@@ -1011,6 +1011,34 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
   return total;
 }
 
+// The design's identity (design.json: engine, models, tasks, and add_identity_options'), then the
+// design checked: what a resume, a relay peer and every MPI rank must agree on.
+template <class Engine, class Partner>
+void set_design_identity(audit_run& r, const Engine& engine, const Partner* partner, const char* engine_name,
+                         const task_file_source& source) {
+  auto& d = r.d;
+  d.identity.engine = engine_name;
+  d.identity.engine_version = latentaudit::version_string;
+  if constexpr (requires { engine.kernel(); })  // the reference engine's products: one kernel's bits
+    d.identity.engine_version += std::string(" (kernel ") + engine.kernel() + ")";
+  d.identity.model = fingerprint_text(engine.info().fingerprint);
+  d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
+  if (r.fmt) {
+    d.identity.task_source = "organism";
+    d.identity.task_hash = file_sha256(r.task_dir / "task.json");
+    d.identity.task_options = r.to.to_json();
+  } else {
+    d.identity.task_source = "file";
+    d.identity.task_hash = source.file().sha256;
+    json_value tj = json_value::object();
+    tj.set("path", source.file().path);
+    tj.set("scoring", task_scoring_name(source.scoring()));
+    d.identity.task_options = std::move(tj);
+  }
+  add_identity_options(r);
+  d.validate();
+}
+
 // The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
 // with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
 // relay peer or MPI rank 1, serves the sender's half).
@@ -1031,7 +1059,6 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   auto& lock = r.lock;
   auto& relay = r.relay;
   auto& mpi_links = r.mpi_links;
-  auto& to = r.to;
   auto& fmt = r.fmt;
   auto& journal_slot = r.journal_slot;
   auto& skipped = r.skipped;
@@ -1061,26 +1088,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
     throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
                       " differs from the model's " + std::to_string(engine.info().vocab_size));
-  d.identity.engine = engine_name;
-  d.identity.engine_version = latentaudit::version_string;
-  if constexpr (requires { engine.kernel(); })  // the reference engine's products: one kernel's bits
-    d.identity.engine_version += std::string(" (kernel ") + engine.kernel() + ")";
-  d.identity.model = fingerprint_text(engine.info().fingerprint);
-  d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
-  if (fmt) {
-    d.identity.task_source = "organism";
-    d.identity.task_hash = file_sha256(r.task_dir / "task.json");
-    d.identity.task_options = to.to_json();
-  } else {
-    d.identity.task_source = "file";
-    d.identity.task_hash = source.file().sha256;
-    json_value tj = json_value::object();
-    tj.set("path", source.file().path);
-    tj.set("scoring", task_scoring_name(source.scoring()));
-    d.identity.task_options = std::move(tj);
-  }
-  add_identity_options(r);
-  d.validate();
+  set_design_identity(r, engine, partner, engine_name, source);
   if (mpi_relay) {  // both ranks: the same design; then B opens its journal
     shard->agree_design(d);
     shard->step([&] {
