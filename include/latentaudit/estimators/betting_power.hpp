@@ -126,6 +126,17 @@ inline bool betting_claim_shown(std::span<const double> x, const betting_power_o
          stop;
 }
 
+/// @brief The power of `shown` of `replicates` simulated designs of `items` items, with its Monte
+/// Carlo standard error.
+inline betting_power_result power_result(std::size_t shown, std::size_t items, std::size_t replicates) {
+  betting_power_result out;
+  out.items = items;
+  out.replicates = replicates;
+  out.power = static_cast<double>(shown) / static_cast<double>(replicates);
+  out.std_error = std::sqrt(out.power * (1.0 - out.power) / static_cast<double>(replicates));
+  return out;
+}
+
 }  // namespace detail
 
 /// @brief Power of the claim at `items` items: the share of simulated designs whose one-sided
@@ -163,12 +174,7 @@ inline bool betting_claim_shown(std::span<const double> x, const betting_power_o
     }
     shown += detail::betting_claim_shown(x, o, y) ? 1 : 0;
   }
-  betting_power_result out;
-  out.items = items;
-  out.replicates = o.replicates;
-  out.power = static_cast<double>(shown) / static_cast<double>(o.replicates);
-  out.std_error = std::sqrt(out.power * (1.0 - out.power) / static_cast<double>(o.replicates));
-  return out;
+  return detail::power_result(shown, items, o.replicates);
 }
 
 /// @brief The fewest items at which the claim's simulated power reaches `power` (doubling from 8,

@@ -214,12 +214,7 @@ struct clustered_ratio_model {
     const auto iv = bounded_ratio_interval(a, b, -1.0, 1.0, {.alpha = o.alpha, .truncation = o.truncation});
     shown += iv.exists && iv.low >= gate ? 1 : 0;
   }
-  betting_power_result out;
-  out.items = items;
-  out.replicates = o.replicates;
-  out.power = static_cast<double>(shown) / static_cast<double>(o.replicates);
-  out.std_error = std::sqrt(out.power * (1.0 - out.power) / static_cast<double>(o.replicates));
-  return out;
+  return detail::power_result(shown, items, o.replicates);
 }
 
 /// @brief The fewest items at which clustered_ratio_gate_power() reaches `power` (doubling from 8,

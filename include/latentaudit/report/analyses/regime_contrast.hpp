@@ -93,6 +93,12 @@ void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs
 /// estimable.
 [[nodiscard]] verdict worse_verdict(const regime_contrast& c, double alpha, double margin) noexcept;
 
+/// @brief The "beats" verdict of a contrast in a Holm family (treated better than control): yes if
+/// the Holm-adjusted p < α and the estimate > 0 (under both worst-case bounds when units lack an
+/// arm); no if the verdict upper limit < margin (a gain of the margin or more excluded);
+/// inconclusive otherwise or when not estimable. The message and mapped families' rule.
+[[nodiscard]] verdict beats_verdict(const regime_contrast& c, double alpha, double margin) noexcept;
+
 /// @brief The contrast as a report.json object (id, arms, regime, counts, estimate, intervals,
 /// p values, method; null where a number is not estimable).
 [[nodiscard]] json_value contrast_json(const regime_contrast& c);

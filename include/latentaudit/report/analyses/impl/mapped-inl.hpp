@@ -283,11 +283,7 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
                         mc.unmapped.empty() ? "unknown for this label" : mc.unmapped + " absent"),
             detail::contrast_reads(c)));
       } else {
-        verdict v = verdict::inconclusive;
-        if (c.p_holm < alpha && detail::sign_shown(c, false))
-          v = verdict::yes;
-        else if (c.verdict_high < margin)
-          v = verdict::no;
+        const verdict v = detail::beats_verdict(c, alpha, margin);
         const std::string pts = detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high);
         out.push_back(
             {.id = id,

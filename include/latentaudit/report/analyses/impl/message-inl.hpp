@@ -156,11 +156,7 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
           detail::contrast_reads(c)));
       continue;
     }
-    verdict v = verdict::inconclusive;
-    if (c.p_holm < alpha && detail::sign_shown(c, false))
-      v = verdict::yes;
-    else if (c.verdict_high < margin)
-      v = verdict::no;
+    const verdict v = detail::beats_verdict(c, alpha, margin);
     const std::string pts = detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high);
     std::string why;
     if (v == verdict::yes)

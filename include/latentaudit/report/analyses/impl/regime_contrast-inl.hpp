@@ -92,6 +92,13 @@ LATENTAUDIT_INLINE verdict worse_verdict(const regime_contrast& c, double alpha,
   return verdict::inconclusive;
 }
 
+LATENTAUDIT_INLINE verdict beats_verdict(const regime_contrast& c, double alpha, double margin) noexcept {
+  if (!c.estimable()) return verdict::inconclusive;
+  if (c.p_holm < alpha && sign_shown(c, false)) return verdict::yes;
+  if (c.verdict_high < margin) return verdict::no;
+  return verdict::inconclusive;
+}
+
 LATENTAUDIT_INLINE json_value contrast_json(const regime_contrast& c) {
   json_value j;
   j.set("id", c.id);
