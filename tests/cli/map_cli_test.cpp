@@ -145,6 +145,9 @@ TEST_CASE("audit --map: kv_mapped arms through a stranger's and a sibling's map,
       la::test::run_cli(audit({"--arms", arms, "--map", own, "--seed", std::to_string(0x4D4150), "--out",
                                (dir / "own").string()})),
       "was calibrated on");
+  // ... but not when --arms names no kv_mapped arm: the map plays no part, and is not checked
+  (void)la::test::ok_json(audit({"--arms", "no_comm,text_full,kv_full", "--map", own, "--seed",
+                                 std::to_string(0x4D4150), "--out", (dir / "own-unused").string()}));
   // a map onto another model
   const std::string a2b = (dir / "a2b.safetensors").string();
   (void)la::test::ok_json({"map", "fit", "--from", a, "--to", b, "--out", a2b, "--calibration", "40"});

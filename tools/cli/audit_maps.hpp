@@ -82,14 +82,18 @@ inline audit_maps read_audit_maps(const arguments& args, const std::filesystem::
 /// model and whose source is the partner's becomes kv_mapped (sender "partner"); one whose source
 /// is a drifted sender's becomes kv_mapped_<sender>. A given map (--map) that matches no engine,
 /// or a second map for one sender, exits 2 naming the file; a default-directory map that matches
-/// none is left out. Without --arms the matched maps' arms are added to the design; with --arms
-/// every kv_mapped arm named there needs a matched map (exit 2 otherwise). A map calibrated on one
-/// of the audit's item documents (calibration_document_hash of the tokens B's model reads: text
-/// documents through `codec`, as the trials will) exits 2 naming the file and the item.
+/// none is left out, and so is a map whose arm an explicit --arms does not name. Without --arms the matched
+/// maps' arms are added to the design; with --arms every kv_mapped arm named there needs a matched map (exit
+/// 2 otherwise). A map calibrated on one of the audit's item documents (calibration_document_hash of the
+/// tokens B's model reads: text documents through `codec`, as the trials will) exits 2 naming the file and
+/// the item.
 template <class Engine, class Partner, class Drifted>
 void attach_audit_maps(audit_maps& maps, trial_design& d, bool arms_given, const Engine& engine,
                        const Partner* partner, const std::vector<std::pair<std::string, Drifted>>& drifted,
                        const task_file& tasks, const text_codec& codec) {
+  if (arms_given && std::none_of(d.arms.begin(), d.arms.end(),
+                                 [](const trial_arm& a) { return a.kind == arm_kind::kv_mapped; }))
+    return;  // --arms names no kv_mapped arm: the maps play no part
   const model_fingerprint& receiver = engine.info().fingerprint;
   std::vector<std::pair<std::size_t, std::uint64_t>> item_docs;  // for the overlap check
   if (!maps.files.empty()) {
@@ -121,6 +125,9 @@ void attach_audit_maps(audit_maps& maps, trial_design& d, bool arms_given, const
                                "(--drift) of this audit"));
     }
     const trial_arm arm = kv_mapped_arm(sender);
+    const bool in_design =
+        std::any_of(d.arms.begin(), d.arms.end(), [&](const trial_arm& x) { return x.label == arm.label; });
+    if (arms_given && !in_design) continue;  // --arms names no arm of this map: it plays no part
     if (std::any_of(maps.by_sender.begin(), maps.by_sender.end(),
                     [&](const auto& x) { return x.first == sender; }))
       throw usage_error(where + " is a second map from sender '" + sender + "' (arm '" + arm.label +
@@ -145,9 +152,7 @@ void attach_audit_maps(audit_maps& maps, trial_design& d, bool arms_given, const
     id.set("id", f.file.id);
     id.set("calibration_sha256", f.file.calibration_sha256);
     maps.identity.set(arm.label, std::move(id));
-    if (!arms_given &&
-        std::none_of(d.arms.begin(), d.arms.end(), [&](const trial_arm& a) { return a.label == arm.label; }))
-      d.arms.push_back(arm);
+    if (!arms_given && !in_design) d.arms.push_back(arm);
   }
   for (const auto& a : d.arms)
     if (a.kind == arm_kind::kv_mapped && std::none_of(maps.by_sender.begin(), maps.by_sender.end(),
