@@ -249,6 +249,18 @@ inline decision_scenario decision_map_scenario(bool with_risks, std::uint64_t se
   return s;
 }
 
+/// Issue 29, missing records on the map path: the map at the margin as in decision_map_scenario,
+/// each wrong kv_mapped record dropped with probability 0.5 (a stack that loses the map's failed
+/// relays: on the complete units the map looks 3 points better than it is). The map's finding is
+/// decided on the worst-case bounds; relaying through the map is the error (at most α).
+inline decision_scenario decision_map_missing_scenario() {
+  decision_scenario s = decision_map_scenario(false, 29040000);
+  s.name = "a cache map at the margin whose failed relays go missing (wrong kv_mapped dropped 50 %)";
+  s.design.drop_wrong_kv = 0.5;
+  s.design.drop_arm = "kv_mapped";
+  return s;
+}
+
 /// Issue 29, the power of the map path: kv_mapped at kv_full's accuracy on the base design; the
 /// share of replicates whose policy relays that sender through its map is the power (the
 /// decision_mc_result's forbidden_lines; no error is possible).
@@ -430,6 +442,7 @@ inline std::vector<decision_scenario> decision_table_scenarios() {
   out.push_back(decision_map_scenario(false, 29010000));  // issue 29: the map path
   out.push_back(decision_map_scenario(true, 29030000));
   out.push_back(decision_map_power_scenario());
+  out.push_back(decision_map_missing_scenario());
   return out;
 }
 

@@ -115,6 +115,27 @@ TEST_CASE("mapped: a record set without kv_mapped has no mapped findings, sectio
   CHECK(la::report_json(rep).find("mapped") == nullptr);
 }
 
+TEST_CASE("mapped: missing kv_mapped records leave retention undecided and bound the others (seed 2905)",
+          "[report][mapped]") {
+  auto d = la::test::decision_base_design();
+  d.mapped_need = d.need_kv;
+  d.drop_wrong_kv = 1.0;  // every wrong kv_mapped record lost, and one right one below
+  d.drop_arm = "kv_mapped";
+  auto recs = la::test::simulate_relay_failure(d, 2905);
+  for (auto it = recs.begin(); it != recs.end(); ++it)
+    if (it->arm == "kv_mapped" && it->regime == "need") {
+      recs.erase(it);
+      break;
+    }
+  const auto core = la::analyse_records(recs, la::test::decision_mc_options());
+  const auto& ret = find(core.findings, "mapped.retention");
+  CHECK(ret.answer == la::verdict::inconclusive);
+  CHECK(ret.detail.find("lack a record") != std::string::npos);
+  REQUIRE(core.mapped.arms.size() == 1u);
+  CHECK(core.mapped.arms[0].retention_missing >= 1u);
+  CHECK(core.mapped.arms[0].vs_same_model.missing.units >= 1u);  // the non-inferiority reads the bounds
+}
+
 TEST_CASE("mapped: the screen correlates the records' attention-output cosine with the per-item benefit",
           "[report][mapped]") {
   auto d = la::test::decision_base_design();
@@ -174,6 +195,15 @@ TEST_CASE("mapped: Monte Carlo of the retention interval and of the decision's m
     INFO(s.name);
     CHECK(m.rate(m.allowed_unhandled) <= miss_bound);
     CHECK(m.rate(m.forbidden_lines) <= miss_bound);
+  }
+  // Missing records: the map's failed relays dropped; decided on the worst-case bounds.
+  {
+    const auto s = la::test::decision_map_missing_scenario();
+    const auto m = la::test::run_decision_mc(s, reps);
+    std::cout << "decision MC: " << la::test::decision_mc_line(s, m) << "\n";
+    CHECK(m.rate(m.allowed_unhandled) <= miss_bound);
+    CHECK(m.rate(m.forbidden_lines) <= miss_bound);
+    CHECK(m.rate(m.finding_errors) <= miss_bound);
   }
   // Power: a map as good as same-model relay relays its sender in most replicates.
   const auto p = la::test::decision_map_power_scenario();

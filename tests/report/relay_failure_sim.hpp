@@ -46,6 +46,9 @@ struct relay_failure_design {
   double drop_wrong_kv = 0.0;
   /// the regime whose kv_full records may be dropped ("" = every regime)
   std::string drop_regime = "";
+  /// the arm whose wrong records drop_wrong_kv drops (issue 29: "kv_mapped", a map whose failed
+  /// relays go missing)
+  std::string drop_arm = "kv_full";
   /// Issue 28 (the answer-probability endpoint): when > 0 every record carries answer_logprob =
   /// log p with p = expit(logit(arm accuracy) + item shift + logprob_sd · z), z ~ N(0, 1) per record
   /// from its own stream (seed + 2), so the outcomes above are drawn exactly as without it; 0: the
@@ -152,7 +155,7 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
     std::vector<trial_record> kept;
     kept.reserve(out.size());
     for (auto& r : out) {
-      const bool drop = r.arm == "kv_full" && !r.correct &&
+      const bool drop = r.arm == d.drop_arm && !r.correct &&
                         (d.drop_regime.empty() || r.regime == d.drop_regime) && u(gd) < d.drop_wrong_kv;
       if (!drop) kept.push_back(std::move(r));
     }
