@@ -390,7 +390,8 @@ void bind_kv_transforms(py::module_& m) {
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "seed"_a = 0, "item"_a = 0,
       "The moment-matched random placebo (per layer, part and head), the C++ arm's stream: (k, v).");
   m.def("random_derangement", &random_derangement, "n"_a, "seed"_a,
-        "The deranged placebo's assignment: item i receives the cache of item result[i] (never i).");
+        "The pairing placebo's assignment (another item's cache): item i receives the cache of item result[i] "
+        "(never i).");
   m.def(
       "set_positions",
       [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,

@@ -1565,8 +1565,8 @@ std::vector<std::string> design_warnings(const std::filesystem::path& records_pa
       first_outside =
           "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
     if (!model.empty() && !r.receiver_fingerprint.empty() && r.receiver_fingerprint != model) ++other_model;
-    if (!partner.empty() && r.arm_kind == "cross_model" && !r.sender_fingerprint.empty() &&
-        r.sender_fingerprint != partner)
+    if (!partner.empty() && r.arm_kind == arm_kind_name(arm_kind::cross_model) &&
+        !r.sender_fingerprint.empty() && r.sender_fingerprint != partner)
       ++other_partner;
     if (!link.empty() && !r.link.empty() && r.link != link) ++other_link;
   }

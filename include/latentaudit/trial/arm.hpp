@@ -292,6 +292,17 @@ inline constexpr arm_kind all_arm_kinds[] = {
   return std::nullopt;
 }
 
+/// @brief The pairing placebo's kind: the placebo whose plan sends another item's cache
+/// (arm_transform::other_item). It isolates pairing (kv_full minus it: does B need this item's cache
+/// or any cache?); the report finds it by this trait, never by its name.
+[[nodiscard]] constexpr arm_kind pairing_placebo_kind() noexcept {
+  for (const arm_kind k : all_arm_kinds)
+    if (plan_of(k).transform == arm_transform::other_item) return k;
+  return arm_kind::no_comm;  // not reached: the static_assert below
+}
+static_assert(plan_of(pairing_placebo_kind()).transform == arm_transform::other_item,
+              "one arm kind is the pairing placebo");
+
 /// @brief One arm of a design.
 struct trial_arm {
   std::string label;                  ///< unique in a design; the record's "arm"

@@ -25,14 +25,21 @@ namespace latentaudit::detail {
 
 /// @brief The arm index (in an audit_data) of each role; audit_data::npos when no arm plays it.
 struct role_index {
-  std::size_t no_comm = audit_data::npos;      ///< no communication
-  std::size_t text_full = audit_data::npos;    ///< full text relay
-  std::size_t kv_full = audit_data::npos;      ///< full KV relay
-  std::size_t deranged = audit_data::npos;     ///< placebo: another item's cache
-  std::size_t zeroed = audit_data::npos;       ///< placebo: zeroed cache
-  std::size_t random = audit_data::npos;       ///< placebo: random cache
-  std::size_t cross_model = audit_data::npos;  ///< placebo: a foreign model's cache
+  std::size_t no_comm = audit_data::npos;          ///< no communication
+  std::size_t text_full = audit_data::npos;        ///< full text relay
+  std::size_t kv_full = audit_data::npos;          ///< full KV relay
+  std::size_t pairing_placebo = audit_data::npos;  ///< placebo: another item's cache (pairing_placebo_kind())
+  std::size_t zeroed = audit_data::npos;           ///< placebo: zeroed cache
+  std::size_t random = audit_data::npos;           ///< placebo: random cache
+  std::size_t cross_model = audit_data::npos;      ///< placebo: a foreign model's cache
 };
+
+/// @brief The id of the finding "the role of kind `k` beats no communication" in the need regime
+/// ("need.<kind>_beats_no_comm"; audit_effect_findings writes those of the placebos and cross_model,
+/// report.html reads their statements by it).
+[[nodiscard]] inline std::string need_beats_no_comm_id(arm_kind k) {
+  return "need." + std::string(arm_kind_name(k)) + "_beats_no_comm";
+}
 
 /// @brief The arm index in `d` of each role `roles` names (audit_data::npos for a role no arm plays).
 [[nodiscard]] role_index role_index_of(const audit_data& d, const arm_roles& roles);
@@ -54,9 +61,9 @@ void audit_paired_effects(const audit_data& d, const role_index& r, const audit_
 
 /// @brief The effect findings from out.effects, appended to out.findings in the documented order:
 /// need.text_beats_no_comm, need.kv_beats_no_comm, need.kv_noninferior_to_text,
-/// need.kv_equivalent_to_text, need.deranged_beats_no_comm, need.zeroed_beats_no_comm,
-/// need.cross_model_beats_no_comm, no_need.kv_changes_accuracy (inconclusive with n = 0 when the
-/// contrast is missing). The positive-control gate is applied by the caller.
+/// need.kv_equivalent_to_text, the pairing placebo's, need.zeroed_beats_no_comm and
+/// need.cross_model_beats_no_comm (need_beats_no_comm_id), no_need.kv_changes_accuracy (inconclusive with n =
+/// 0 when the contrast is missing). The positive-control gate is applied by the caller.
 /// @param d the unit × arm table (for the role labels)
 /// @param r the arm index of each role
 /// @param o α and the margins

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -96,8 +97,8 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
   struct spec {
     const char* id;
     std::size_t treated, control;
-    const char* treated_role;
-    const char* control_role;
+    std::string_view treated_role;
+    std::string_view control_role;
     double theta0;     // the claim: mean > theta0
     double no_below;   // "no": the verdict upper limit below this
     const char* what;  // the question, in words
@@ -108,7 +109,8 @@ LATENTAUDIT_INLINE std::vector<finding> answer_probability_findings(const audit_
       {"need.kv_answer_probability_noninferior_to_text", r.kv_full, r.text_full, "kv_full", "text_full",
        -margin, -margin,
        "the relay's answer probability is not lower than text's by the margin (value, second endpoint)"},
-      {"need.pairing_raises_answer_probability", r.kv_full, r.deranged, "kv_full", "deranged", 0.0, margin,
+      {"need.pairing_raises_answer_probability", r.kv_full, r.pairing_placebo, "kv_full",
+       arm_kind_name(pairing_placebo_kind()), 0.0, margin,
        "the right item's cache raises the answer probability over another item's (pairing, second endpoint)"},
   };
   std::vector<probability_contrast> cs;

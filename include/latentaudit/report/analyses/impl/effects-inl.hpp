@@ -31,7 +31,7 @@ namespace latentaudit::detail {
   return {.no_comm = at(arm_kind::no_comm),
           .text_full = at(arm_kind::text_full),
           .kv_full = at(arm_kind::kv_full),
-          .deranged = at(arm_kind::deranged),
+          .pairing_placebo = at(pairing_placebo_kind()),
           .zeroed = at(arm_kind::zeroed),
           .random = at(arm_kind::random),
           .cross_model = at(arm_kind::cross_model)};
@@ -49,8 +49,10 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   auto& warn = out.warnings;
   const double level = 1.0 - o.alpha;
   const std::size_t B = o.bootstrap_replicates;
-  const std::size_t no_comm = r.no_comm, text_full = r.text_full, kv_full = r.kv_full, deranged = r.deranged,
-                    zeroed = r.zeroed, random = r.random, cross_model = r.cross_model;
+  const std::size_t no_comm = r.no_comm, text_full = r.text_full, kv_full = r.kv_full,
+                    pairing = r.pairing_placebo, zeroed = r.zeroed, random = r.random,
+                    cross_model = r.cross_model;
+  const std::string_view pairing_name = arm_kind_name(pairing_placebo_kind());
   auto role_label = [&](std::size_t a, std::string_view fallback) {
     return a == audit_data::npos ? std::string(fallback) : d.arm_label[a];
   };
@@ -96,8 +98,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   const std::string verdict_text = effect_verdict_text(o);
   struct contrast_spec {
     std::size_t treated, control;
-    const char* treated_role;
-    const char* control_role;
+    std::string_view treated_role;
+    std::string_view control_role;
     bool holm;   // a claim of its own (in the Holm family), or decomposition material
     bool chain;  // need regime: a step of the decision's fixed sequence (full α, not in the Holm family)
   };
@@ -105,18 +107,18 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   // regime are the first two steps of the decision's fixed sequence: each is tested at full α once
   // the steps before it are shown (docs/audit-report.md "Testing along the decision"), so they stay
   // out of the Holm family, which then holds the contrasts the decision does not read as a step.
-  // {deranged,zeroed,random} − kv_full are implied by the placebo − no_comm and kv_full − no_comm
+  // {pairing placebo,zeroed,random} − kv_full are implied by the placebo − no_comm and kv_full − no_comm
   // contrasts (their difference); they describe how much of the relay effect a placebo keeps and
   // stay out of the Holm family.
   const contrast_spec specs[] = {
       {kv_full, no_comm, "kv_full", "no_comm", true, true},
       {kv_full, text_full, "kv_full", "text_full", true, false},
       {text_full, no_comm, "text_full", "no_comm", true, true},
-      {deranged, no_comm, "deranged", "no_comm", true, false},
+      {pairing, no_comm, pairing_name, "no_comm", true, false},
       {zeroed, no_comm, "zeroed", "no_comm", true, false},
       {random, no_comm, "random", "no_comm", true, false},
       {cross_model, no_comm, "cross_model", "no_comm", true, false},
-      {deranged, kv_full, "deranged", "kv_full", false, false},
+      {pairing, kv_full, pairing_name, "kv_full", false, false},
       {zeroed, kv_full, "zeroed", "kv_full", false, false},
       {random, kv_full, "random", "kv_full", false, false},
   };
@@ -205,10 +207,11 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       warn.push_back(
           "decomposition: presence not estimable (no zeroed or random arm paired with no_comm in need)");
     }
-    if (kv_full != audit_data::npos && deranged != audit_data::npos) {
-      parts.push_back({"pairing", {kv_full}, deranged, d.arm_label[kv_full]});
+    if (kv_full != audit_data::npos && pairing != audit_data::npos) {
+      parts.push_back({"pairing", {kv_full}, pairing, d.arm_label[kv_full]});
     } else {
-      warn.push_back("decomposition: pairing not estimable (kv_full or deranged absent)");
+      warn.push_back(
+          fmt::format("decomposition: pairing not estimable (kv_full or {} absent)", pairing_name));
     }
     if (kv_full != audit_data::npos && text_full != audit_data::npos) {
       parts.push_back({"content", {kv_full}, text_full, d.arm_label[kv_full]});
@@ -247,8 +250,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                                               const audit_options& o, audit_core& out) {
   const double level_tost = 1.0 - 2.0 * o.alpha;
   const std::string verdict_text = effect_verdict_text(o);
-  const std::size_t no_comm = r.no_comm, text_full = r.text_full, kv_full = r.kv_full, deranged = r.deranged,
-                    zeroed = r.zeroed, cross_model = r.cross_model;
+  const std::size_t no_comm = r.no_comm, text_full = r.text_full, kv_full = r.kv_full;
   auto role_label = [&](std::size_t a, std::string_view fallback) {
     return a == audit_data::npos ? std::string(fallback) : d.arm_label[a];
   };
@@ -429,9 +431,11 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            complete);
     }
   }
-  beats_finding("need.deranged_beats_no_comm", role_label(deranged, "deranged"), ncl, false);
-  beats_finding("need.zeroed_beats_no_comm", role_label(zeroed, "zeroed"), ncl, false);
-  beats_finding("need.cross_model_beats_no_comm", role_label(cross_model, "cross_model"), ncl, false);
+  // the placebos and cross_model against no_comm: one finding each, in this order
+  for (const auto& [index, kind] :
+       {std::pair{r.pairing_placebo, pairing_placebo_kind()}, std::pair{r.zeroed, arm_kind::zeroed},
+        std::pair{r.cross_model, arm_kind::cross_model}})
+    beats_finding(need_beats_no_comm_id(kind), role_label(index, arm_kind_name(kind)), ncl, false);
   {
     const std::string id = "no_need.kv_changes_accuracy";
     if (const auto* e = lookup(id, "no_need", kvl, ncl)) {

@@ -260,7 +260,8 @@ LATENTAUDIT_INLINE std::optional<std::string> drift_response_svg(const audit_cor
       s.points.push_back({p.sigma + shift, p.accuracy, p.ci_low, p.ci_high});
   std::optional<double> text_acc;
   for (const auto& a : c.arms)
-    if (a.arm_kind == "text_full" && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
+    if (a.arm_kind == arm_kind_name(arm_kind::text_full) && a.regime == "need" && std::isfinite(a.accuracy))
+      text_acc = a.accuracy;
   std::optional<std::pair<double, double>> band;
   if (t.tolerance_sigma && t.ci_low && t.ci_high) band = std::pair{*t.ci_low + shift, *t.ci_high + shift};
   std::optional<double> marker;
