@@ -6,6 +6,7 @@
 #define LATENTAUDIT_DIST_HPP
 
 #include "dist/relay_auth.hpp"
+#include "dist/relay_protocol.hpp"
 #include "dist/shard.hpp"
 #include "dist/transport.hpp"
 

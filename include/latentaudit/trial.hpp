@@ -17,6 +17,7 @@
 #include "trial/record.hpp"
 #include "trial/record_builder.hpp"
 #include "trial/reference_driver.hpp"
+#include "trial/remote_sender.hpp"
 #include "trial/task.hpp"
 #include "trial/task_file.hpp"
 #include "trial/workers.hpp"

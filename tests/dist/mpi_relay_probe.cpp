@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A two-rank MPI program for tests/dist/transport_mpi_test.cpp (started by `mpirun -np 2`):
-//   relay MODELS: rank 1 serves agent A (trial_driver::serve_sender) over dist::mpi_transport, rank 0
+//   relay MODELS: rank 1 serves agent A (dist::serve_sender) over dist::mpi_transport, rank 0
 //     runs a small design through it and in process, and checks that the records agree but for
 //     timings (and that every relay carries transfer_measured_s); prints "relay records equal: N".
 //   frames: ping-pong of frames of 1 kB..8 MB ("go" then the frame, as the relay protocol times it),
@@ -9,6 +9,7 @@
 // Exit status 0 when every check holds.
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/mpi_runtime.hpp>
+#include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/dist/transport_mpi.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -40,12 +41,13 @@ int relay(const dist::communicator& comm, const std::string& models) {
   dist::mpi_transport link(comm, 1 - comm.rank(), {.timeout_s = 60});
   trial_driver<reference_cpu_backend> drv(a, &b);
   if (comm.rank() == 1) {
-    (void)drv.serve_sender(d, tasks, link);
+    (void)dist::serve_sender(drv, d, tasks, link);
     return 0;
   }
   std::map<trial_key, std::string> local;
   drv.run(d, tasks, [&](const trial_record& r) { local[{r.item, r.seed, r.arm}] = timeless(r); });
-  drv.set_relay_channel(&link);
+  dist::channel_sender remote(link);
+  drv.set_remote_sender(&remote);
   std::size_t equal = 0, measured = 0, bad = 0;
   drv.run(d, tasks, [&](const trial_record& r) {
     equal += local.at({r.item, r.seed, r.arm}) == timeless(r);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target for what the relay peer reports of one relay (trial/driver.hpp,
-// detail::check_peer_report; docs/distributed.md, "Threat model"): any byte string, read as B reads a
+// libFuzzer target for what the relay peer reports of one relay (dist/relay_protocol.hpp,
+// dist::detail::check_peer_report; docs/distributed.md, "Threat model"): any byte string, read as B reads a
 // control message (JSON, depth <= 64, at most 1 MiB), must either be refused with a
 // latentaudit::error or yield a report within the bounds a record may hold — stage seconds finite in
 // [0, 86400], a short fingerprint, a policy object of depth <= 8 (or null), at most `budget` message
 // tokens on a message arm, each a token id of the vocabulary — never crash, hang or allocate beyond
 // the message.
-#include <latentaudit/trial/driver.hpp>
+#include <latentaudit/dist/relay_protocol.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   constexpr std::int64_t vocab = 64;
   for (const auto& arm : arms) {
     try {
-      const auto r = detail::check_peer_report(m, arm, 3, vocab);
+      const auto r = dist::detail::check_peer_report(m, arm, 3, vocab);
       for (double s : {r.a_prefill_s, r.export_s, r.policy_s, r.encode_s})
         if (!std::isfinite(s) || s < 0 || s > 86400) std::abort();
       if (r.sender_fingerprint.size() > 1024) std::abort();

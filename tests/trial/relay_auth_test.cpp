@@ -7,6 +7,7 @@
 // (and so `report` and `--resume`) would refuse. Every wait here is bounded by a few seconds.
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/relay_auth.hpp>
+#include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/dist/transport.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -391,7 +392,8 @@ TEST_CASE(
   });
   auto link = listener.accept();
   trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
-  b_side.set_relay_channel(&link);
+  dist::channel_sender remote(link);
+  b_side.set_remote_sender(&remote);
   std::vector<trial_record> out;
   const auto t0 = clock_type::now();
   CHECK_THROWS_WITH(b_side.run(d, tasks, [&](const trial_record& r) { out.push_back(r); }),
@@ -458,7 +460,7 @@ TEST_CASE(
             d.design_hash(), {.client_wait_s = 10});
         trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
         a_side.set_relay_key(ch.wire_key());
-        (void)a_side.serve_sender(d, tasks, ch);
+        (void)dist::serve_sender(a_side, d, tasks, ch);
       } catch (const std::exception& ex) {
         peer_error = ex.what();
       }
@@ -469,7 +471,8 @@ TEST_CASE(
       auto ch =
           authenticated_channel::server(listener.accept(), key, d.design_hash(), {.hello_timeout_s = 10});
       trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
-      b_side.set_relay_channel(&ch);
+      dist::channel_sender remote(ch);
+      b_side.set_remote_sender(&remote);
       b_side.set_relay_key(ch.wire_key());
       b_side.run(d, tasks, [&](const trial_record& r) { out.push_back(r); });
     }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Relays over a real link (dist/transport.hpp): the tcp transport on loopback (framing, the size
 // limit refused before allocation, deadlines, a closed peer), and the trial driver with agent A in a
-// peer (a thread with its own engine, serve_sender) — records equal the in-process run's but for
+// peer (a thread with its own engine, dist::serve_sender) — records equal the in-process run's but for
 // timings, transfer_measured_s is measured, and a frame damaged on the link is rejected and
 // recorded as relay_error, never imported.
 #include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/dist/transport.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -81,7 +82,7 @@ std::vector<trial_record> run_over_tcp(
       link_engines e;
       auto link = tcp_transport::connect(address, {.timeout_s = 30});
       trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
-      (void)a_side.serve_sender(d, tasks, link);
+      (void)serve_sender(a_side, d, tasks, link);
     } catch (const std::exception& ex) {
       peer_error = ex.what();
     }
@@ -92,7 +93,8 @@ std::vector<trial_record> run_over_tcp(
     auto link = listener.accept();
     fault_injecting_channel faulty(link, tamper);
     trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
-    b_side.set_relay_channel(&faulty);
+    channel_sender remote(faulty);
+    b_side.set_remote_sender(&remote);
     b_side.run(d, tasks, [&](const trial_record& r) { out.push_back(r); });
   }
   peer.join();
@@ -291,7 +293,7 @@ TEST_CASE("relay over tcp: a peer with another design is refused before any tria
       link_engines e;
       auto link = tcp_transport::connect("127.0.0.1:" + std::to_string(listener.port()), {.timeout_s = 30});
       trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
-      (void)a_side.serve_sender(other, tasks, link);
+      (void)serve_sender(a_side, other, tasks, link);
     } catch (const std::exception& ex) {
       peer_error = ex.what();
     }
@@ -299,7 +301,8 @@ TEST_CASE("relay over tcp: a peer with another design is refused before any tria
   link_engines e;
   auto link = listener.accept();
   trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
-  b_side.set_relay_channel(&link);
+  channel_sender remote(link);
+  b_side.set_remote_sender(&remote);
   std::size_t n = 0;
   CHECK_THROWS_WITH(b_side.run(d, tasks, [&](const trial_record&) { ++n; }),
                     Catch::Contains("refused by the relay peer") && Catch::Contains("same options"));

@@ -134,13 +134,18 @@ TEST_CASE("workers: bad arguments are refused naming them") {
   workers w(2);
   CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, {}, sink), Catch::Contains("tasks"));
   CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, tasks, {}), Catch::Contains("sink"));
-  // two drivers that relay over one channel: one channel is one conversation
-  struct unused_channel : relay_channel {
-    void send(std::span<const std::byte>) override { FAIL("no message may be sent"); }
-    void receive(std::vector<std::byte>&) override { FAIL("no message may be received"); }
-    [[nodiscard]] std::string name() const override { return "test"; }
-  } channel;
-  w.ptrs[0]->set_relay_channel(&channel);
-  w.ptrs[1]->set_relay_channel(&channel);
-  CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, tasks, sink), Catch::Contains("over one channel"));
+  // two drivers that relay through one remote sender: one relay channel is one conversation
+  struct unused_sender : remote_sender {
+    void begin(const trial_design&) override { FAIL("no run may begin"); }
+    sender_half relay(const trial_task&, const trial_arm&, position_t, const remote_relay_limits&) override {
+      FAIL("no relay may be asked for");
+      return {};
+    }
+    void end() override { FAIL("no run may end"); }
+    [[nodiscard]] std::string peer_name() const override { return "test"; }
+  } sender;
+  w.ptrs[0]->set_remote_sender(&sender);
+  w.ptrs[1]->set_remote_sender(&sender);
+  CHECK_THROWS_WITH(run_on_workers<driver_type>(w.ptrs, d, tasks, sink),
+                    Catch::Contains("one remote sender"));
 }

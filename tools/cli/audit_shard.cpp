@@ -373,8 +373,8 @@ void audit_shard::poll() {
   if (impl_->dispenser != nullptr) impl_->dispenser->poll();
 }
 
-std::unique_ptr<relay_channel> audit_shard::relay_link(int peer, double timeout_s,
-                                                       unsigned conversation) const {
+std::unique_ptr<dist::relay_channel> audit_shard::relay_link(int peer, double timeout_s,
+                                                             unsigned conversation) const {
   // conversation k on tags 0x4C41 + 2k and + 1 (the transport's length and payload tags)
   return std::make_unique<dist::mpi_transport>(impl_->world, peer,
                                                dist::transport_options{.timeout_s = timeout_s},
@@ -456,7 +456,7 @@ driver_stats audit_shard::run_trials(const trial_design&, dist::shard_schedule,
   no_mpi();
 }
 void audit_shard::poll() { no_mpi(); }
-std::unique_ptr<relay_channel> audit_shard::relay_link(int, double, unsigned) const { no_mpi(); }
+std::unique_ptr<dist::relay_channel> audit_shard::relay_link(int, double, unsigned) const { no_mpi(); }
 json_value audit_shard::finish(const driver_stats&) { no_mpi(); }
 
 #endif

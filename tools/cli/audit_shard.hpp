@@ -7,6 +7,7 @@
 
 #include <latentaudit/core/json.hpp>
 #include <latentaudit/dist/shard.hpp>
+#include <latentaudit/dist/transport.hpp>
 #include <latentaudit/trial/design.hpp>
 #include <latentaudit/trial/driver.hpp>
 #include <latentaudit/trial/journal.hpp>
@@ -84,8 +85,8 @@ class audit_shard {
   /// (dist::mpi_transport on its own pair of tags) from this rank to `peer`, each wait bounded by
   /// `timeout_s`. No communication happens until it is used.
   /// @throws invalid_argument if `peer` is this rank or not a rank.
-  [[nodiscard]] std::unique_ptr<relay_channel> relay_link(int peer, double timeout_s,
-                                                          unsigned conversation = 0) const;
+  [[nodiscard]] std::unique_ptr<dist::relay_channel> relay_link(int peer, double timeout_s,
+                                                                unsigned conversation = 0) const;
 
   /// @brief After every rank closed its journal: the figures of the sharded trials (per-rank
   /// units, trials, busy, waiting and CPU seconds, the imbalance) for the summary, on every rank.

@@ -4,6 +4,7 @@
 // audit the records into report.md / report.json / SVG plots. `latentaudit report` audits records
 // from any stack.
 #include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/report/until_decided.hpp>
 #include <latentaudit/trial.hpp>
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -441,7 +443,7 @@ struct audit_run {
   std::optional<directory_lock> lock;
   std::unique_ptr<relay_session> relay;
   /// --relay-transport mpi: the conversations with the other rank, one per --jobs worker
-  std::vector<std::unique_ptr<relay_channel>> mpi_links;
+  std::vector<std::unique_ptr<dist::relay_channel>> mpi_links;
   organism_task_options to;
   std::optional<organism_format> fmt;
   std::optional<record_journal> journal_slot;
@@ -772,7 +774,7 @@ void open_audit_topology(audit_run& r) {
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
   // --relay-transport mpi (docs/distributed.md): under `mpirun -np 2` rank 0 is agent B (the
-  // audit: journal, report) and rank 1 agent A (serve_sender), linked by dist::mpi_transport.
+  // audit: journal, report) and rank 1 agent A (dist::serve_sender), linked by dist::mpi_transport.
   mpi_relay = serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
   if (mpi_relay) {
     if (args.get("--relay-peer"))
@@ -985,7 +987,7 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
     for (auto& [name, e] : wk.drifted) drivers.back()->add_sender(name, e);
   }
   for (auto& dr : drivers) r.maps.add_to(*dr);
-  std::vector<relay_channel*> links;
+  std::vector<dist::relay_channel*> links;
   for (std::size_t w = 0; w < n; ++w) {
     drivers[w]->set_message_options(msg_opts);
     links.push_back(r.serve != nullptr ? &r.serve->channel(w, n, d.design_hash()) : r.mpi_links[w].get());
@@ -995,7 +997,7 @@ driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, Ad
   std::vector<std::exception_ptr> failed(n);
   auto serve = [&](std::size_t w) {
     try {
-      stats[w] = drivers[w]->serve_sender(d, tasks, *links[w]);
+      stats[w] = dist::serve_sender(*drivers[w], d, tasks, *links[w]);
     } catch (...) {
       failed[w] = std::current_exception();
     }
@@ -1122,13 +1124,14 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
   driver.set_message_options(msg_opts);
   using driver_type = decltype(driver);
   // worker w's relay conversation: over tcp its link of the session, over MPI its pair of tags
+  std::deque<dist::channel_sender> remotes;  // agent A at the far end of each worker's channel
   const std::function<void(driver_type&, unsigned)> link = [&](driver_type& dr, unsigned w) {
     r.maps.add_to(dr);  // every driver relays kv_mapped arms through the same maps
     if (relay) {
-      dr.set_relay_channel(&relay->channel(w, r.jobs, d.design_hash()));
+      dr.set_remote_sender(&remotes.emplace_back(relay->channel(w, r.jobs, d.design_hash())));
       dr.set_relay_key(relay->wire_key(w));
     }
-    if (!mpi_links.empty()) dr.set_relay_channel(mpi_links[w].get());
+    if (!mpi_links.empty()) dr.set_remote_sender(&remotes.emplace_back(*mpi_links[w]));
   };
   link(driver, 0);
   const auto tasks = [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); };
@@ -1165,7 +1168,7 @@ driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engin
     } catch (...) {  // release agent A ("done") so that both ranks agree on this failure
       for (auto& l : mpi_links) {
         try {
-          latentaudit::detail::send_control(*l, json_value::object({{"op", "done"}}));
+          dist::detail::send_control(*l, json_value::object({{"op", "done"}}));
         } catch (const std::exception&) {
         }
       }

@@ -188,7 +188,7 @@ std::unique_ptr<relay_session> relay_session::for_peer(const std::string& listen
   return s;
 }
 
-relay_channel& relay_session::channel(std::size_t i, std::size_t n, const std::string& design_hash) {
+dist::relay_channel& relay_session::channel(std::size_t i, std::size_t n, const std::string& design_hash) {
   if (links_.empty()) {
     open_link(design_hash);
     agree_links(n);

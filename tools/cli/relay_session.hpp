@@ -44,7 +44,7 @@ class relay_session {
   /// @throws usage_error when no connection is made (connect: after a few attempts, naming the
   ///         address) or the two ends open different numbers of links; invalid_argument if the
   ///         two ends run different designs.
-  relay_channel& channel(std::size_t i, std::size_t n, const std::string& design_hash);
+  dist::relay_channel& channel(std::size_t i, std::size_t n, const std::string& design_hash);
   /// @brief The key of the relays' wire HMAC tag of conversation `i` (after channel()).
   [[nodiscard]] std::span<const std::byte> wire_key(std::size_t i) const { return links_.at(i).wire_key(); }
   /// @brief "tcp".

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: relay transports — real links between the process of agent A and the process of
-// agent B, under the relay_channel interface of trial/link.hpp. tcp: POSIX stream sockets (loopback
+// agent B, under the relay_channel interface (below). tcp: POSIX stream sockets (loopback
 // or any host), each message framed by an 8-byte little-endian length, every wait bounded by a
 // deadline, and a length above the receiver's limit refused before anything is allocated. The mpi
 // transport is in dist/transport_mpi.hpp (built where MPI is). A fault-injecting wrapper tampers
@@ -36,6 +36,39 @@
 #include "../trial/link.hpp"
 
 namespace latentaudit::dist {
+
+/// @brief A message channel between the process of agent B (the trial driver) and the process of
+/// agent A (its peer, dist::serve_sender): whole messages, in order, each delivered intact or not at
+/// all. Implementations: tcp_transport (below), mpi_transport (dist/transport_mpi.hpp),
+/// authenticated_channel (dist/relay_auth.hpp). The relay protocol on top of it:
+/// dist/relay_protocol.hpp (docs/wire-format.md, "Relay over a real link").
+class relay_channel {
+ public:
+  relay_channel() = default;
+  relay_channel(const relay_channel&) = delete;
+  relay_channel& operator=(const relay_channel&) = delete;
+  virtual ~relay_channel() = default;
+  /// @brief Sends one message (blocks until it is handed to the link).
+  /// @throws link_error if the link fails or the deadline passes.
+  virtual void send(std::span<const std::byte> message) = 0;
+  /// @brief Receives the next message into `message` (replacing its contents).
+  /// @throws link_error if the link fails, the deadline passes or the message exceeds the limit.
+  virtual void receive(std::vector<std::byte>& message) = 0;
+  /// @brief Receives the next message, refusing one longer than `max_bytes` — before allocating
+  /// it where the transport announces lengths (tcp, mpi); the default receives, then checks.
+  /// @throws link_error naming the peer if the message is longer; as receive otherwise.
+  virtual void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) {
+    receive(message);
+    if (message.size() > max_bytes)
+      LATENTAUDIT_THROW(link_error("relay channel: " + peer_name() + " sent a message of " +
+                                   std::to_string(message.size()) + " bytes, above the " +
+                                   std::to_string(max_bytes) + " expected here"));
+  }
+  /// @brief Who is at the other end, for error messages ("the relay peer at 127.0.0.1:7700").
+  [[nodiscard]] virtual std::string peer_name() const { return "the relay peer"; }
+  /// @brief The transport's name as records and reports show it ("tcp", "mpi").
+  [[nodiscard]] virtual std::string name() const = 0;
+};
 
 /// @brief Limits of a transport: how long one wait may last and how large one message may be.
 struct transport_options {

@@ -44,6 +44,7 @@
 #include "message.hpp"
 #include "record.hpp"
 #include "record_builder.hpp"
+#include "remote_sender.hpp"
 #include "task.hpp"
 
 namespace latentaudit {
@@ -126,118 +127,6 @@ namespace detail {
 using driver_clock = std::chrono::steady_clock;
 inline double seconds_since(driver_clock::time_point t0) {
   return std::chrono::duration<double>(driver_clock::now() - t0).count();
-}
-
-// The relay protocol's control messages (docs/wire-format.md, "Relay over a real link"): one JSON
-// object per message, at most 1 MiB.
-inline void send_control(relay_channel& c, const json_value& j) {
-  const std::string text = write_json(j, {.indent = -1});
-  c.send(std::as_bytes(std::span(text.data(), text.size())));
-}
-
-inline json_value receive_control(relay_channel& c, std::vector<std::byte>& buf) {
-  c.receive_at_most(buf, std::size_t{1} << 20);  // refused before allocation when longer
-  if (buf.size() > (std::size_t{1} << 20))
-    LATENTAUDIT_THROW(corrupt_data("relay protocol: a control message of " + std::to_string(buf.size()) +
-                                   " bytes (at most 1 MiB)"));
-  json_value j;
-  try {
-    j = parse_json(std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()),
-                   {.max_depth = 64, .max_bytes = std::size_t{1} << 20});
-  } catch (const error& e) {
-    LATENTAUDIT_THROW(
-        corrupt_data(std::string("relay protocol: a control message is not JSON: ") + e.what()));
-  }
-  if (!j.is_object())
-    LATENTAUDIT_THROW(corrupt_data("relay protocol: a control message is not a JSON object"));
-  return j;
-}
-
-// A stage time (seconds >= 0, finite) from the peer's report.
-inline double control_seconds(const json_value& m, std::string_view key) {
-  const json_value* v = m.find(key);
-  if (v == nullptr || !v->is_number() || !std::isfinite(v->as_number()) || v->as_number() < 0)
-    LATENTAUDIT_THROW(
-        corrupt_data("relay protocol: the peer's report has no valid '" + std::string(key) + "'"));
-  return v->as_number();
-}
-
-// The receiver's greeting: both sides must run the same design (design_hash).
-inline void relay_hello(relay_channel& c, const trial_design& d, std::vector<std::byte>& buf) {
-  send_control(c, json_value::object({{"op", "hello"}, {"design_hash", d.design_hash()}}));
-  const json_value r = receive_control(c, buf);
-  if (const json_value* e = r.find("error"); e != nullptr)
-    throw_invalid("trial_driver::run", "design",
-                  "is refused by the relay peer: " + (e->is_string() ? e->as_string() : write_json(*e)));
-}
-
-// What the relay peer reports of one relay, once checked (check_peer_report).
-struct peer_report {
-  double a_prefill_s = 0, export_s = 0, policy_s = 0, encode_s = 0;
-  std::string sender_fingerprint;
-  json_value policy;
-  std::vector<token_id> message;
-};
-
-// The relay peer's report `m` on `arm` (item `item`), checked as any other input: stage seconds
-// finite, >= 0 and at most a day; the fingerprint a string of at most 1 KiB; the policy an object
-// of depth <= 8 and at most 64 KiB (or absent / null); message tokens only on message arms, at
-// most the arm's budget, each an integer token id below `vocab_size`.
-// Throws corrupt_data naming the field otherwise.
-inline peer_report check_peer_report(const json_value& m, const trial_arm& arm, std::uint64_t item,
-                                     std::int64_t vocab_size) {
-  peer_report out;
-  auto fail = [&](const std::string& what) -> void {
-    LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " + std::to_string(item) +
-                                   ", arm '" + arm.label + "' is invalid: " + what));
-  };
-  if (!m.is_object()) fail("it is not an object");
-  auto seconds = [&](std::string_view key) {
-    const json_value* v = m.find(key);
-    if (v == nullptr || !v->is_number() || !std::isfinite(v->as_number()) || v->as_number() < 0 ||
-        v->as_number() > 86400.0)
-      fail("'" + std::string(key) + "' must be a number of seconds in [0, 86400]");
-    return v->as_number();
-  };
-  out.a_prefill_s = seconds("a_prefill_s");
-  out.export_s = seconds("export_s");
-  out.policy_s = seconds("policy_s");
-  out.encode_s = seconds("encode_s");
-  const json_value* f = m.find("sender_fingerprint");
-  if (f == nullptr || !f->is_string() || f->as_string().size() > 1024)
-    fail("'sender_fingerprint' must be a string of at most 1024 bytes");
-  out.sender_fingerprint = f->as_string();
-  if (const json_value* p = m.find("policy"); p != nullptr && !p->is_null()) {
-    if (!p->is_object()) fail("'policy' must be an object");
-    std::function<int(const json_value&, int)> depth = [&](const json_value& v, int at) {
-      if (at > 8) return at;  // deep enough to refuse: stop descending
-      int d = at;
-      if (v.is_object())
-        for (const auto& [k, x] : v.as_object()) d = std::max(d, depth(x, at + 1));
-      else if (v.is_array())
-        for (const auto& x : v.as_array()) d = std::max(d, depth(x, at + 1));
-      return d;
-    };
-    if (depth(*p, 1) > 8) fail("'policy' is nested deeper than 8 levels");
-    if (write_json(*p, {.indent = -1}).size() > (std::size_t{64} << 10)) fail("'policy' exceeds 64 KiB");
-    out.policy = *p;
-  }
-  const json_value* mt = m.find("message_tokens");
-  if (mt != nullptr && !arm.uses_message()) fail("'message_tokens' on an arm without a message");
-  if (mt != nullptr) {
-    if (!mt->is_array()) fail("'message_tokens' must be an array of token ids");
-    if (mt->as_array().size() > static_cast<std::size_t>(std::max(arm.budget, 0)))
-      fail("'message_tokens' holds " + std::to_string(mt->as_array().size()) +
-           " tokens, above the arm's budget of " + std::to_string(arm.budget));
-    const double vocab = static_cast<double>(vocab_size);
-    for (const auto& x : mt->as_array()) {
-      if (!x.is_number() || !(x.as_number() >= 0) || !(x.as_number() < vocab) ||
-          x.as_number() != std::floor(x.as_number()))
-        fail("'message_tokens' must hold token ids (integers in [0, " + std::to_string(vocab_size) + "))");
-      out.message.push_back(static_cast<token_id>(x.as_number()));
-    }
-  }
-  return out;
 }
 
 // Whether every key and value of `b` is finite (a relay from another process may hold NaN).
@@ -327,7 +216,7 @@ class trial_driver {
     prepare(design, fn);
     const auto t0 = detail::driver_clock::now();
     stats_ = {};
-    if (channel_ != nullptr) detail::relay_hello(*channel_, design, msg_);
+    if (remote_ != nullptr) remote_->begin(design);
     std::uint64_t finished = 0;
     const std::uint64_t total = design.trials();
     const auto units = design.unit_order();
@@ -357,22 +246,21 @@ class trial_driver {
       finished += design.arms.size();
       if (progress) progress(finished, total);
     }
-    if (channel_ != nullptr) detail::send_control(*channel_, json_value::object({{"op", "done"}}));
+    if (remote_ != nullptr) remote_->end();
     stats_.wall_s = detail::seconds_since(t0);
     return stats_;
   }
 
-  /// @brief Sends every relay of later run()s through `channel` to a peer process that serves agent
-  /// A (serve_sender on its own driver, same design and tasks); nullptr (the default): agent A runs
-  /// in this process. Over a channel, records carry transfer_measured_s, and a frame damaged on the
-  /// link is rejected and recorded as relay_error (never imported). The channel must outlive the runs.
-  void set_relay_channel(relay_channel* channel) noexcept { channel_ = channel; }
+  /// @brief Has agent A's half of every relay of later run()s done by `sender`, in another process
+  /// (dist::channel_sender over a tcp or MPI relay channel, whose far end runs dist::serve_sender on
+  /// its own driver, same design and tasks); nullptr (the default): agent A runs in this process.
+  /// From a remote sender, records carry transfer_measured_s, and a report or frame that fails B's
+  /// checks (limits, finite values, the wire's authentication) is recorded as relay_error, never
+  /// imported. The sender must outlive the runs.
+  void set_remote_sender(remote_sender* sender) noexcept { remote_ = sender; }
 
-  /// @brief Whether later runs send their relays through a channel (set_relay_channel).
-  [[nodiscard]] bool relays_over_channel() const noexcept { return channel_ != nullptr; }
-
-  /// @brief The channel later runs relay through (set_relay_channel), nullptr for none.
-  [[nodiscard]] const relay_channel* relay_channel_in_use() const noexcept { return channel_; }
+  /// @brief The remote sender of later runs (set_remote_sender), nullptr when A runs here.
+  [[nodiscard]] const remote_sender* remote_sender_in_use() const noexcept { return remote_; }
 
   /// @brief The key of the relays' wire HMAC tag (trial_design::authenticate) in later runs,
   /// instead of relay_hmac_key(design.seed) — which anyone who knows the design can compute. Both
@@ -394,104 +282,51 @@ class trial_driver {
   /// generating `budget` tokens).
   void set_message_options(message_options o) { message_ = std::move(o); }
 
-  /// @brief Serves as agent A for a driver at the other end of `channel` until it sends "done":
-  /// checks that the two designs agree (design_hash), then for each relay request reads the unit's
-  /// document (once per unit), exports, applies the arm's policy or placebo, encodes, reports its
-  /// stage timings and sends the wire frame. An error in a relay is reported to the receiver
-  /// (which stops with it) and serving goes on.
-  /// @returns the statistics (trials = relays served).
-  /// @throws invalid_argument if the design is invalid or differs from the receiver's (the receiver is
-  ///         told first); link_error if the link fails.
-  driver_stats serve_sender(const trial_design& design, const task_source& tasks, relay_channel& channel) {
-    constexpr std::string_view fn = "trial_driver::serve_sender";
-    if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
-    const auto t0 = detail::driver_clock::now();
+  /// @brief Starts serving as agent A for a driver in another process (dist::serve_sender runs the
+  /// relay protocol around begin_serving, serve_relay and end_serving): checks `design` against the
+  /// engine as run() does and resets the statistics.
+  /// @throws invalid_argument if the design is invalid or has an arm the engine cannot run.
+  void begin_serving(const trial_design& design) {
+    prepare(design, "dist::serve_sender");
     stats_ = {};
-    std::vector<std::byte> buf;
-    {
-      const json_value h = detail::receive_control(channel, buf);
-      const json_value* op = h.find("op");
-      const json_value* hash = h.find("design_hash");
-      const std::string mine = design.design_hash();
-      if (op == nullptr || !op->is_string() || op->as_string() != "hello" || hash == nullptr ||
-          !hash->is_string() || hash->as_string() != mine) {
-        const std::string why = "the receiver's design (hash " +
-                                (hash != nullptr && hash->is_string() ? hash->as_string() : "?") +
-                                ") differs from the relay peer's (hash " + mine +
-                                "): run both with the same options";
-        detail::send_control(channel, json_value::object({{"error", why}}));
-        detail::throw_invalid(fn, "design", why);
-      }
-      try {
-        prepare(design, fn);
-      } catch (const error& e) {
-        detail::send_control(channel, json_value::object({{"error", std::string(e.what())}}));
-        throw;
-      }
-      detail::send_control(channel, json_value::object({{"ok", true}}));
+    serve_t0_ = detail::driver_clock::now();
+    end_read();
+  }
+
+  /// @brief Agent A's half of the trial (item, seed, arm labelled `label`) for a receiver whose next
+  /// free position is `receiver_next`: reads the unit's document (once per unit, and the unit's
+  /// message when its arms need one), exports, applies the arm's policy or placebo and encodes.
+  /// @throws invalid_argument if (item, seed, label) names no trial of `design`; backend errors.
+  sender_half serve_relay(const trial_design& design, const task_source& tasks, std::uint64_t item,
+                          std::uint64_t seed, std::string_view label, position_t receiver_next) {
+    constexpr std::string_view fn = "dist::serve_sender";
+    if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
+    const auto it = std::find_if(design.arms.begin(), design.arms.end(),
+                                 [&](const trial_arm& x) { return x.label == label; });
+    if (it == design.arms.end() || item >= design.items || seed >= design.seeds)
+      detail::throw_invalid(fn, "request",
+                            "names no trial of the design (item " + std::to_string(item) + ", seed " +
+                                std::to_string(seed) + ", arm '" + std::string(label) + "')");
+    const trial_task task = tasks(item, seed);
+    if (reads_on_receiver(*it) && (!serving_read_ || serving_item_ != item || serving_seed_ != seed)) {
+      end_read();
+      serving_read_ = read_document(engine_, task.document, score_window_ >= 0);
+      std::vector<std::size_t> all(design.arms.size());
+      std::iota(all.begin(), all.end(), std::size_t{0});
+      if (const auto mb = message_budget(design, all); mb > 0) write_message(*serving_read_, task, mb);
+      serving_item_ = item;
+      serving_seed_ = seed;
     }
-    std::optional<sender_read<Backend>> a;  // A's read of the current unit's document
-    bool have_unit = false;                 // a holds the read of unit (unit_item, unit_seed)
-    std::uint64_t unit_item = 0, unit_seed = 0;
-    for (;;) {
-      const json_value q = detail::receive_control(channel, buf);
-      const json_value* op = q.find("op");
-      if (op != nullptr && op->is_string() && op->as_string() == "done") break;
-      sent_relay out;
-      std::string failure;
-      try {
-        const auto item = static_cast<std::uint64_t>(q.at("item").as_int64());
-        const auto s = static_cast<std::uint64_t>(q.at("seed").as_int64());
-        const std::string& label = q.at("arm").as_string();
-        const auto next = static_cast<position_t>(q.at("receiver_next").as_int64());
-        const auto it = std::find_if(design.arms.begin(), design.arms.end(),
-                                     [&](const trial_arm& x) { return x.label == label; });
-        if (it == design.arms.end() || item >= design.items || s >= design.seeds)
-          detail::throw_invalid(fn, "request",
-                                "names no trial of the design (item " + std::to_string(item) + ", seed " +
-                                    std::to_string(s) + ", arm '" + label + "')");
-        const trial_task task = tasks(item, s);
-        const bool needs_read = reads_on_receiver(*it);
-        if (needs_read && (!have_unit || unit_item != item || unit_seed != s)) {
-          if (a) close_seq(a->seq);
-          a.reset();
-          have_unit = false;
-          a = read_document(engine_, task.document, score_window_ >= 0);
-          std::vector<std::size_t> all(design.arms.size());
-          std::iota(all.begin(), all.end(), std::size_t{0});
-          if (const auto mb = message_budget(design, all); mb > 0) write_message(*a, task, mb);
-          have_unit = true;
-          unit_item = item;
-          unit_seed = s;
-        }
-        out = send_half(design, tasks, task, *it, a, next);
-      } catch (const error& e) {
-        failure = e.what();
-      }
-      if (!failure.empty()) {
-        detail::send_control(channel, json_value::object({{"error", failure}}));
-        continue;
-      }
-      json_value m = json_value::object();
-      m.set("a_prefill_s", out.a_prefill_s);
-      m.set("export_s", out.export_s);
-      m.set("policy_s", out.policy_s);
-      m.set("encode_s", out.encode_s);
-      m.set("sender_fingerprint", out.sender_fingerprint);
-      m.set("policy", out.policy);
-      m.set("bytes", static_cast<double>(out.frame.size()));
-      if (!out.message.empty()) {  // message arms: the receiver records A's message
-        json_value mt = json_value::array_type{};
-        for (auto x : out.message) mt.push_back(json_value(static_cast<double>(x)));
-        m.set("message_tokens", std::move(mt));
-      }
-      detail::send_control(channel, m);
-      channel.receive_at_most(buf, 16);  // "go": the receiver starts its clock
-      channel.send(out.frame);
-      ++stats_.trials;
-    }
-    if (a) close_seq(a->seq);
-    stats_.wall_s = detail::seconds_since(t0);
+    sender_half out = send_half(design, tasks, task, *it, serving_read_, receiver_next);
+    ++stats_.trials;
+    return out;
+  }
+
+  /// @brief Ends serving: closes A's read of the last unit.
+  /// @returns the statistics since begin_serving (trials = relays served).
+  driver_stats end_serving() {
+    end_read();
+    stats_.wall_s = detail::seconds_since(serve_t0_);
     return stats_;
   }
 
@@ -772,8 +607,8 @@ class trial_driver {
       ref = make_text_reference(out.logits, std::move(out.hidden));
       close_seq(b);
     }
-    bool need_a = false;  // with a relay channel, agent A reads in the peer process
-    for (auto ai : channel_ != nullptr ? std::vector<std::size_t>{} : todo) {
+    bool need_a = false;  // with a remote sender, agent A reads in the peer process
+    for (auto ai : remote_ != nullptr ? std::vector<std::size_t>{} : todo) {
       need_a |= reads_on_receiver(d.arms[ai]);
     }
     std::optional<sender_read<Backend>> a;
@@ -820,28 +655,14 @@ class trial_driver {
     if (a) close_seq(a->seq);
   }
 
-  // What agent A hands the link for one relay: the wire frame, A's stage timings, its engine's
-  // fingerprint and (KV arms) the policy's record; over a real link also the measured crossing time.
-  struct sent_relay {
-    std::vector<std::byte> frame;
-    double a_prefill_s = 0, export_s = 0, policy_s = 0, encode_s = 0;
-    std::string sender_fingerprint;
-    json_value policy;
-    std::optional<double> measured_s;
-    std::vector<token_id> message;  // message arms: the message relayed (at most the arm's budget)
-    std::optional<double>
-        map_cosine;           // kv_mapped: the mapped cache's attention-output cosine (map_screen.hpp)
-    std::string relay_error;  // over a channel: the peer's report or frame failed its checks
-  };
-
   // Agent A's half of a relay, in this process, as the arm's plan says (trial/arm.hpp plan_of):
   // the text, or a cache exported (by B's model, the partner or a named sender) → the policy or a
   // placebo → encoded. `a` is A's read of the unit's document on B's model (the plans whose sender
   // is arm_sender::receiver); receiver_next is B's next free position (for the policy's placement).
-  sent_relay send_half(const trial_design& d, const task_source& tasks, const trial_task& task,
-                       const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
-                       position_t receiver_next) {
-    sent_relay out;
+  sender_half send_half(const trial_design& d, const task_source& tasks, const trial_task& task,
+                        const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
+                        position_t receiver_next) {
+    sender_half out;
     const arm_plan plan = arm.plan();
     const auto& fp = engine_.info().fingerprint;
     const std::span<const std::byte> key =
@@ -974,49 +795,18 @@ class trial_driver {
     return out;
   }
 
-  // Agent A's half over the relay channel: request → A's report → "go" → the frame. The measured
-  // crossing time is B's clock from sending "go" to holding the whole frame (one small message
-  // one way, then the frame one way; A's work is done before "go"): no clock is shared.
-  sent_relay remote_half(const trial_task& task, const trial_arm& arm, position_t receiver_next) {
-    json_value q = json_value::object();
-    q.set("op", "relay");
-    q.set("item", static_cast<double>(task.item));
-    q.set("seed", static_cast<double>(task.seed));
-    q.set("arm", arm.label);
-    q.set("receiver_next", static_cast<double>(receiver_next));
-    detail::send_control(*channel_, q);
-    const json_value m = detail::receive_control(*channel_, msg_);
-    sent_relay out;
-    if (const json_value* e = m.find("error"); e != nullptr)
-      LATENTAUDIT_THROW(
-          backend_error("trial_driver::run: the relay peer (agent A) failed on item " +
-                        std::to_string(task.item) + ", arm '" + arm.label + "' (" + channel_->peer_name() +
-                        "): " + (e->is_string() ? e->as_string().substr(0, 4096) : std::string("?"))));
-    // Everything the peer reports is checked as any other input before a record holds it; an
-    // invalid report becomes the record's relay_error (the frame is still read, to keep the
-    // channel in step, but never decoded).
-    std::string bad;
-    try {
-      validate_report(m, task, arm, out);
-    } catch (const corrupt_data& e) {
-      bad = e.what();
-    }
-    static constexpr std::byte go[] = {std::byte{'g'}, std::byte{'o'}};
-    const auto t0 = detail::driver_clock::now();
-    channel_->send(go);
-    try {
-      channel_->receive_at_most(out.frame, max_frame_bytes(task, arm));
-    } catch (const corrupt_data& e) {  // the channel's own authentication: forged, replayed, reordered
-      if (bad.empty()) bad = e.what();
-    }
-    out.measured_s = detail::seconds_since(t0);
-    if (!bad.empty()) {
-      sent_relay failed;
-      failed.relay_error = channel_->peer_name() + ": " + bad;
-      failed.measured_s = out.measured_s;
-      return failed;
-    }
-    return out;
+  // What B accepts of a remote sender's answer for `arm` on `task` (remote_relay_limits).
+  [[nodiscard]] remote_relay_limits remote_limits(const trial_task& task, const trial_arm& arm) const {
+    remote_relay_limits l{.max_frame_bytes = max_frame_bytes(task, arm),
+                          .vocab_size = engine_.info().vocab_size};
+    if (arm.plan().transform == arm_transform::mapped) l.map_id = map_of(arm.sender)->id;
+    return l;
+  }
+
+  // serve_relay: closes A's read of the unit it holds, if any.
+  void end_read() {
+    if (serving_read_) close_seq(serving_read_->seq);
+    serving_read_.reset();
   }
 
   // The largest frame a relay of `arm` on `task` can be: a KV block of every row A may send
@@ -1041,48 +831,20 @@ class trial_driver {
     if (is_text) {
       const std::uint64_t most = task.relay_text().size() + task.no_relay_prefix.size() + budget;
       if (dec.text.tokens.size() > most)
-        LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() + ": the text relay holds " +
+        LATENTAUDIT_THROW(corrupt_data(remote_->peer_name() + ": the text relay holds " +
                                        std::to_string(dec.text.tokens.size()) + " tokens, more than the " +
                                        std::to_string(most) + " arm '" + arm.label + "' can send"));
       for (const token_id t : dec.text.tokens)
         if (t < 0 || t >= engine_.info().vocab_size)
-          LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() + ": the text relay holds token id " +
+          LATENTAUDIT_THROW(corrupt_data(remote_->peer_name() + ": the text relay holds token id " +
                                          std::to_string(t) + ", outside the vocabulary"));
       return;
     }
     const std::uint64_t rows = task.document.size() + instruction_of(task).size() + budget;
     if (static_cast<std::uint64_t>(dec.kv.n_tokens()) > rows)
-      LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() + ": the KV relay holds " +
+      LATENTAUDIT_THROW(corrupt_data(remote_->peer_name() + ": the KV relay holds " +
                                      std::to_string(dec.kv.n_tokens()) + " rows, more than the " +
                                      std::to_string(rows) + " arm '" + arm.label + "' can send"));
-  }
-
-  // The peer's report of one relay, checked (detail::check_peer_report) into `out`.
-  void validate_report(const json_value& m, const trial_task& task, const trial_arm& arm,
-                       sent_relay& out) const {
-    auto r = detail::check_peer_report(m, arm, task.item, engine_.info().vocab_size);
-    out.a_prefill_s = r.a_prefill_s;
-    out.export_s = r.export_s;
-    out.policy_s = r.policy_s;
-    out.encode_s = r.encode_s;
-    out.sender_fingerprint = std::move(r.sender_fingerprint);
-    out.policy = std::move(r.policy);
-    out.message = std::move(r.message);
-    if (arm.plan().transform == arm_transform::mapped) {  // the peer mapped with this audit's map
-      const std::string& mine = map_of(arm.sender)->id;
-      const json_value* id = out.policy.is_object() ? out.policy.find("map") : nullptr;
-      if (id == nullptr || !id->is_string() || id->as_string() != mine)
-        LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " +
-                                       std::to_string(task.item) + ", arm '" + arm.label +
-                                       "' names another cache map than this audit's " + mine));
-      if (const json_value* c = out.policy.find("map_cosine"); c != nullptr) {
-        if (!c->is_number() || !(c->as_number() >= -1.0 && c->as_number() <= 1.0))
-          LATENTAUDIT_THROW(corrupt_data("relay protocol: the peer's report on item " +
-                                         std::to_string(task.item) + ", arm '" + arm.label +
-                                         "' has a map_cosine outside [-1, 1]"));
-        out.map_cosine = c->as_number();
-      }
-    }
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
@@ -1108,8 +870,9 @@ class trial_driver {
       // process, or in the peer process at the far end of the relay channel (serve_sender); the
       // wire frame reaches the receiver's half either way.
       const position_t receiver_next = engine_.next_position(b.id());
-      sent_relay sent = channel_ == nullptr ? send_half(d, tasks, task, arm, a, receiver_next)
-                                            : remote_half(task, arm, receiver_next);
+      sender_half sent = remote_ == nullptr
+                             ? send_half(d, tasks, task, arm, a, receiver_next)
+                             : remote_->relay(task, arm, receiver_next, remote_limits(task, arm));
       // text: the text payloads, and a message's rows when the message is empty (nothing to relay)
       const bool is_text = plan.text_relay(sent.message.size());
       if (plan.uses_message()) {
@@ -1137,13 +900,13 @@ class trial_driver {
         if (dec->kind != (is_text ? relay_kind::text_tokens : relay_kind::kv))
           LATENTAUDIT_THROW(corrupt_data("decode_relay: the frame carries another kind of relay than arm '" +
                                          arm.label + "' sends"));
-        if (channel_ != nullptr) check_remote_relay(*dec, task, arm, is_text);
-        if (channel_ != nullptr && !is_text && !detail::kv_all_finite(dec->kv))
-          LATENTAUDIT_THROW(corrupt_data(channel_->peer_name() +
+        if (remote_ != nullptr) check_remote_relay(*dec, task, arm, is_text);
+        if (remote_ != nullptr && !is_text && !detail::kv_all_finite(dec->kv))
+          LATENTAUDIT_THROW(corrupt_data(remote_->peer_name() +
                                          ": the KV frame holds a non-finite key or value (NaN or infinity)"));
       } catch (const corrupt_data& e) {
-        if (channel_ == nullptr) throw;  // a frame that never left the process cannot be damaged
-        r.relay_error = e.what();        // damaged on the link: rejected, recorded, never imported
+        if (remote_ == nullptr) throw;  // a frame that never left the process cannot be damaged
+        r.relay_error = e.what();       // damaged on the link: rejected, recorded, never imported
         dec.reset();
       }
       if (dec && is_text) {
@@ -1241,9 +1004,12 @@ class trial_driver {
 
   Backend& engine_;
   Partner* partner_;
-  relay_channel* channel_ = nullptr;  // set_relay_channel: agent A in a peer process
-  message_options message_;           // set_message_options: how A writes its message
-  std::vector<std::byte> msg_;        // control message buffer of the relay channel
+  remote_sender* remote_ = nullptr;  // set_remote_sender: agent A in a peer process
+  // serving as agent A (begin_serving, serve_relay, end_serving): A's read of unit (item, seed)
+  std::optional<sender_read<Backend>> serving_read_;
+  std::uint64_t serving_item_ = 0, serving_seed_ = 0;
+  detail::driver_clock::time_point serve_t0_{};
+  message_options message_;  // set_message_options: how A writes its message
   driver_stats stats_;
   std::array<std::byte, 32> key_{};
   std::vector<std::byte> relay_key_;  // set_relay_key: the wire HMAC key instead of the seed's

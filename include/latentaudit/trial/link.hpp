@@ -77,38 +77,6 @@ class link_error : public error {
   using error::error;
 };
 
-/// @brief A message channel between the process of agent B (the trial driver) and the process of
-/// agent A (its peer, trial_driver::serve_sender): whole messages, in order, each delivered intact
-/// or not at all. Implementations: dist/transport.hpp (tcp, mpi). The relay protocol on top of it
-/// is the driver's (docs/wire-format.md, "Relay over a real link").
-class relay_channel {
- public:
-  relay_channel() = default;
-  relay_channel(const relay_channel&) = delete;
-  relay_channel& operator=(const relay_channel&) = delete;
-  virtual ~relay_channel() = default;
-  /// @brief Sends one message (blocks until it is handed to the link).
-  /// @throws link_error if the link fails or the deadline passes.
-  virtual void send(std::span<const std::byte> message) = 0;
-  /// @brief Receives the next message into `message` (replacing its contents).
-  /// @throws link_error if the link fails, the deadline passes or the message exceeds the limit.
-  virtual void receive(std::vector<std::byte>& message) = 0;
-  /// @brief Receives the next message, refusing one longer than `max_bytes` — before allocating
-  /// it where the transport announces lengths (tcp, mpi); the default receives, then checks.
-  /// @throws link_error naming the peer if the message is longer; as receive otherwise.
-  virtual void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) {
-    receive(message);
-    if (message.size() > max_bytes)
-      LATENTAUDIT_THROW(link_error("relay channel: " + peer_name() + " sent a message of " +
-                                   std::to_string(message.size()) + " bytes, above the " +
-                                   std::to_string(max_bytes) + " expected here"));
-  }
-  /// @brief Who is at the other end, for error messages ("the relay peer at 127.0.0.1:7700").
-  [[nodiscard]] virtual std::string peer_name() const { return "the relay peer"; }
-  /// @brief The transport's name as records and reports show it ("tcp", "mpi").
-  [[nodiscard]] virtual std::string name() const = 0;
-};
-
 }  // namespace latentaudit
 
 #endif  // LATENTAUDIT_TRIAL_LINK_HPP

@@ -87,7 +87,7 @@ struct trial_record {
   /// first run's, which the record keeps (0 on a deterministic backend; meaningful only with repeats).
   std::uint32_t repeat_mismatches = 0;
   std::string link;  ///< link preset used for transfer_s
-  /// Measured seconds of the relay's wire frame crossing a real link (trial_driver::set_relay_channel):
+  /// Measured seconds of the relay's wire frame crossing a real link (trial_driver::set_remote_sender):
   /// the receiver's clock from its "go" message to holding the whole frame (docs/records.md); absent
   /// (not written) when the relay stayed in one process or the arm relays nothing.
   std::optional<double> transfer_measured_s;

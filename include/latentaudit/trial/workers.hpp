@@ -64,13 +64,13 @@ driver_stats run_on_workers(std::span<Driver* const> drivers, const trial_design
                             std::span<const std::size_t> positions = {}, const unit_schedule& source = {}) {
   constexpr std::string_view fn = "run_on_workers";
   if (drivers.empty()) detail::throw_invalid(fn, "drivers", "must hold at least one driver");
-  std::set<const relay_channel*> channels;
+  std::set<const remote_sender*> remotes;
   for (const Driver* d : drivers) {
     if (d == nullptr) detail::throw_invalid(fn, "drivers", "must not hold a null driver");
-    if (d->relays_over_channel() && !channels.insert(d->relay_channel_in_use()).second)
+    if (d->remote_sender_in_use() != nullptr && !remotes.insert(d->remote_sender_in_use()).second)
       detail::throw_invalid(fn, "drivers",
-                            "must not relay two drivers over one channel (one channel is one conversation: "
-                            "give each driver its own)");
+                            "must not relay two drivers through one remote sender (one relay channel is one "
+                            "conversation: give each driver its own)");
   }
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   if (!sink) detail::throw_invalid(fn, "sink", "must be a callable");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the link fitted from measured relays — records that crossed a real link
-// (transfer_measured_s, trial_driver::set_relay_channel) give the frame's measured crossing time
+// (transfer_measured_s, trial_driver::set_remote_sender) give the frame's measured crossing time
 // at its size; least squares of time on bytes gives the link's fixed cost α (intercept) and its
 // bandwidth (1 / slope), with HC3 sandwich intervals. The per-arm table sets the modeled transfer
 // (the records' transfer_s) beside the measured one. `--link measured` makes the cost verdicts use
