@@ -320,11 +320,15 @@ void check_audit_options(std::string_view fn, const audit_options& o);
 /// @param o levels, margins, bootstrap size, seed, threads
 /// @param roles the label of each role ("" = absent)
 /// @param role_warnings the warnings of the resolution (added to the core's warnings)
+/// @param table receives, when given, the unit × arm table the analyses read (every arm's records
+///        grouped by (item, seed)): the report's one table, which cost, the gate, the observational
+///        demonstrations and the decision then read too (their options' `units`)
 /// @returns as analyse_records()
 /// @throws as analyse_records()
 [[nodiscard]] audit_core analyse_records_with_roles(std::span<const trial_record> records,
                                                     const audit_options& o, const arm_roles& roles,
-                                                    std::span<const std::string> role_warnings);
+                                                    std::span<const std::string> role_warnings,
+                                                    unit_records* table = nullptr);
 
 /// @brief Fills out.completeness (per arm, by label, and regime: units, records, missing, relay
 /// errors; the design arms of `o` and the arms seen), out.missing_fields (what a decision check needs and no

@@ -79,7 +79,11 @@ struct cost_options {
   std::size_t bootstrap_replicates = 2000;     ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x636f73745f62656eULL;  ///< bootstrap seed
   /// the items the betting intervals are tuned for (audit_options::horizon; 0 = each sample's size)
-  std::size_t horizon = 0;
+  std::size_t horizon =
+      0;  /// the report's one table (every arm's records grouped by (item, seed) once; build_audit_report
+  /// sets it, for these very records): the analysis reads its arms' columns instead of grouping the
+  /// records again. Null (the default): it groups them itself.
+  const detail::unit_records* units = nullptr;
 };
 
 /// @brief Where on the bandwidth axis the relay saves latency (mean over units).
@@ -241,7 +245,11 @@ struct relay_gate_options {
   std::size_t bootstrap_replicates = 2000;   ///< cluster-bootstrap replicates (item clusters)
   std::uint64_t seed = 0x676174655f6369ULL;  ///< bootstrap seed
   /// the items the betting intervals are tuned for (audit_options::horizon; 0 = each sample's size)
-  std::size_t horizon = 0;
+  std::size_t horizon =
+      0;  /// the report's one table (every arm's records grouped by (item, seed) once; build_audit_report
+  /// sets it, for these very records): the analysis reads its arms' columns instead of grouping the
+  /// records again. Null (the default): it groups them itself.
+  const detail::unit_records* units = nullptr;
 };
 
 /// @brief One logistic model of the gate: P(label | x) = expit(c₀ + Σ cⱼ xⱼ) on raw feature values,

@@ -94,6 +94,10 @@ struct decision_options {
   /// the items the betting limit of "B answers on its own" is tuned for (audit_options::horizon,
   /// `audit --until-decided`; 0 = the sample's size)
   std::size_t horizon = 0;
+  /// the report's one table (every arm's records grouped by (item, seed) once; build_audit_report
+  /// sets it, for these very records): the analysis reads its arms' columns instead of grouping the
+  /// records again. Null (the default): it groups them itself.
+  const detail::unit_records* units = nullptr;
 };
 
 namespace detail {
@@ -112,11 +116,11 @@ struct need_item_diffs {
   std::size_t pairs = 0;  ///< (item, seed) pairs behind them
 };
 
-/// @brief The need-regime item mean differences of `treated` − `control` in `rs` (pairs from
-/// group_records(), the report's one pairing layer).
+/// @brief The need-regime item mean differences of `treated` − `control` in `rs` (pairs from the
+/// report's one table `units` when given, else grouped here: units_of()).
 /// @throws invalid_argument naming "decide" and the (item, seed, arm) if one of them has two records
 need_item_diffs need_item_differences(std::span<const trial_record> rs, std::string_view treated,
-                                      std::string_view control);
+                                      std::string_view control, const unit_records* units = nullptr);
 
 }  // namespace detail
 

@@ -28,6 +28,10 @@
 #include "../trial/record.hpp"
 #include "finding.hpp"
 
+namespace latentaudit::detail {
+struct unit_records;  // report/detail/audit_data.hpp: the report's one table
+}  // namespace latentaudit::detail
+
 namespace latentaudit {
 
 /// @brief Options of observational_analysis().
@@ -60,6 +64,10 @@ struct observational_options {
   /// bootstrap replicate: without a bound a report of 200 000 records spent most of its minute here.
   /// The default keeps the default audit's 450 items whole.
   std::size_t max_items = 450;
+  /// the report's one table (every arm's records grouped by (item, seed) once; build_audit_report
+  /// sets it, for these very records): the analysis reads its arms' columns instead of grouping the
+  /// records again. Null (the default): it groups them itself.
+  const detail::unit_records* units = nullptr;
 };
 
 /// @brief The production-log demonstration.

@@ -30,6 +30,10 @@
 #include "../../config.hpp"
 #include "../../trial/record.hpp"
 
+namespace latentaudit::detail {
+struct unit_records;  // report/detail/audit_data.hpp: the report's one table
+}  // namespace latentaudit::detail
+
 namespace latentaudit {
 
 /// @brief Options of the relay switch.
@@ -119,10 +123,12 @@ struct switch_replay {
 /// @param records the trial records
 /// @param relay,text,no_comm arm labels (resolved by the caller)
 /// @param o the switch options
+/// @param units the report's one table of these records (detail::units_of), or null: grouped here
 /// @throws invalid_argument for bad options or a duplicate (item, seed, arm)
 [[nodiscard]] switch_replay replay_relay_switch(std::span<const trial_record> records, std::string_view relay,
                                                 std::string_view text, std::string_view no_comm,
-                                                const relay_switch_options& o = {});
+                                                const relay_switch_options& o = {},
+                                                const detail::unit_records* units = nullptr);
 
 }  // namespace latentaudit
 

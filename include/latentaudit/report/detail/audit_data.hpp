@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the report's one record-pairing layer — records grouped into (item, seed) units with
-// each arm's record on each unit (group_records(); every analysis of report/ pairs records through
-// it) — and the audit's internal view built on it: the arms, the outcome table, and the
+// each arm's record on each unit (group_records(), once per report: the other analyses read their
+// arms' columns of that one table, select_units()) — and the audit's internal view built on it: the arms, the outcome table, and the
 // paired-contrast, cluster-bootstrap and non-inferiority helpers that report/audit.hpp builds its
 // tables from. Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
@@ -78,6 +78,19 @@ enum class duplicate_error : std::uint8_t {
 ///         when one (item, seed, arm) has two records
 [[nodiscard]] unit_records group_records(std::string_view fn, std::span<const trial_record> records,
                                          std::span<const std::string> arms, duplicate_error on_duplicate);
+
+/// @brief The columns `arms` of `table` (group_records() of the same records over every arm: the
+/// report's one table, built once): exactly what group_records(fn, records, arms, ...) returns — the
+/// units holding a record of one of `arms`, in (item, seed) order; an arm listed twice has records
+/// in its first column only; an arm the table lacks has an empty column — without grouping the
+/// records again. (Duplicates were refused when the table was built.)
+[[nodiscard]] unit_records select_units(const unit_records& table, std::span<const std::string> arms);
+
+/// @brief select_units(*table, arms) when `table` is given (the report's analyses), else
+/// group_records(fn, records, arms, on_duplicate) (an analysis called on its own).
+[[nodiscard]] unit_records units_of(const unit_records* table, std::string_view fn,
+                                    std::span<const trial_record> records, std::span<const std::string> arms,
+                                    duplicate_error on_duplicate);
 
 /// @brief The records as a unit × arm table (group_records() over every arm, first-seen order) with
 /// the outcomes, regimes and item clusters. A unit is one (item, seed); its cluster is the item.

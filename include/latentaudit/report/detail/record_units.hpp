@@ -41,10 +41,11 @@ struct record_unit {
 
 /// @brief Groups `records` into (item, seed) units holding the records of `arms` (in that order),
 /// sorted by (item, seed); units without any requested arm are omitted. The record-pointer view of
-/// group_records(fn, records, arms, duplicate_error::invalid_argument).
+/// units_of(table, fn, records, arms, duplicate_error::invalid_argument): the columns of the
+/// report's one table when `table` is given, else the records grouped here.
 /// @throws invalid_argument naming `fn` and the (item, seed, arm) if one (item, seed, arm) occurs twice
 std::vector<record_unit> group_units(std::string_view fn, std::span<const trial_record> records,
-                                     std::span<const std::string> arms);
+                                     std::span<const std::string> arms, const unit_records* table = nullptr);
 
 /// @brief Whether some record has arm label `arm`.
 [[nodiscard]] bool has_arm(std::span<const trial_record> records, std::string_view arm) noexcept;

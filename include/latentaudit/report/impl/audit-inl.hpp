@@ -349,7 +349,8 @@ LATENTAUDIT_INLINE void audit_cate(const audit_data& d, std::span<const trial_re
 LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const trial_record> records,
                                                                  const audit_options& o,
                                                                  const arm_roles& roles,
-                                                                 std::span<const std::string> role_warnings) {
+                                                                 std::span<const std::string> role_warnings,
+                                                                 unit_records* table) {
   constexpr std::string_view fn = "analyse_records";
   detail::check_audit_options(fn, o);
   const detail::audit_data d = [&] {
@@ -579,6 +580,7 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   const auto control = std::find_if(out.findings.begin(), out.findings.end(),
                                     [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);
+  if (table != nullptr) *table = static_cast<const unit_records&>(d);
   return out;
 }
 

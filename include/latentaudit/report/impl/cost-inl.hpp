@@ -586,7 +586,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
       return all_inconclusive("arm '" + arm + "' is absent from the records");
   }
   const std::string arms[] = {o.relay_arm, o.text_arm};
-  const auto all = detail::group_units(fn, records, arms);
+  const auto all = detail::group_units(fn, records, arms, o.units);
   std::vector<const detail::record_unit*> units;
   std::size_t paired = 0;
   for (const auto& u : all) {
@@ -1089,7 +1089,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
     if (std::find(arms.begin(), arms.end(), label) == arms.end() && detail::has_arm(records, label))
       arms.push_back(label);
   }
-  const auto all = detail::group_units(fn, records, arms);
+  const auto all = detail::group_units(fn, records, arms, o.units);
   const auto units = detail::gate_requests(all, arms.size());
   if (units.empty())
     return give_up("no (item, seed) unit has both '" + o.relay_arm + "' and '" + o.control_arm + "'");

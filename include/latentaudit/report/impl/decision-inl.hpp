@@ -49,9 +49,10 @@ LATENTAUDIT_INLINE std::string finding_ms_text(const finding* f) {
 }
 
 LATENTAUDIT_INLINE need_item_diffs need_item_differences(std::span<const trial_record> rs,
-                                                         std::string_view treated, std::string_view control) {
+                                                         std::string_view treated, std::string_view control,
+                                                         const unit_records* units) {
   const std::string arms[] = {std::string(treated), std::string(control)};
-  const auto t = group_records("decide", rs, arms, duplicate_error::invalid_argument);
+  const auto t = units_of(units, "decide", rs, arms, duplicate_error::invalid_argument);
   // units are ordered by (item, seed): consecutive runs of one item form its cluster
   need_item_diffs out;
   std::optional<std::uint64_t> item;
@@ -122,9 +123,9 @@ LATENTAUDIT_INLINE checklist_item homogeneity_check(std::span<const trial_record
 // need-regime records: whether B answers on its own ("no communication" needs it above one half).
 LATENTAUDIT_INLINE std::optional<double> alone_accuracy_low(std::span<const trial_record> records,
                                                             const std::string& base, double alpha,
-                                                            std::size_t horizon) {
+                                                            std::size_t horizon, const unit_records* units) {
   const std::string arms[] = {base};
-  const auto t = detail::group_records("decide", records, arms, detail::duplicate_error::invalid_argument);
+  const auto t = detail::units_of(units, "decide", records, arms, detail::duplicate_error::invalid_argument);
   std::vector<double> item_acc;
   std::optional<std::uint64_t> item;
   double sum = 0.0, count = 0.0;
@@ -314,7 +315,7 @@ LATENTAUDIT_INLINE checklist_item monitor_check(audit_decision& d, std::span<con
                                                 const std::string& text, const decision_options& o) {
   using arm_pair = std::pair<const std::string&, const std::string&>;
   for (const auto& [t, c] : {arm_pair{relay, base}, arm_pair{relay, text}}) {
-    auto diffs = need_item_differences(records, t, c);
+    auto diffs = need_item_differences(records, t, c, o.units);
     if (diffs.d.empty()) continue;
     monitor_replay m;
     m.contrast = t + " - " + c;
@@ -360,9 +361,10 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
   // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
   // (every record wrong) the task is broken and the verdict stays inconclusive.
-  const std::optional<double> alone_low = vc0 == verdict::no && kv_absent_shown
-                                              ? alone_accuracy_low(records, base, o.monitor.alpha, o.horizon)
-                                              : std::nullopt;
+  const std::optional<double> alone_low =
+      vc0 == verdict::no && kv_absent_shown
+          ? alone_accuracy_low(records, base, o.monitor.alpha, o.horizon, o.units)
+          : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
     d.verdict = "no communication";
     d.policy = {"answer without communication: neither text nor the relay carries information B uses"};
@@ -563,7 +565,7 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   d.checklist.push_back(detail::monitor_check(d, records, relay, base, text, o));
 
   // The relay switch, replayed on the records with a change point (informational).
-  d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options);
+  d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options, o.units);
 
   detail::set_verdict(d, control, dep, drift, homo.passed, v_of(value), v_of(cost), risks, records, base, o);
   detail::add_map_policy(d, risks.maps, records);

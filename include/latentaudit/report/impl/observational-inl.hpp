@@ -180,7 +180,7 @@ LATENTAUDIT_INLINE production_log_result run_production_log(std::string_view fn,
     }
   }
   const std::string arms[] = {o.relay_arm, o.control_arm};
-  const auto all = group_units(fn, records, arms);
+  const auto all = group_units(fn, records, arms, o.units);
   std::vector<const record_unit*> units;
   std::vector<double> doc;
   std::size_t without_doc = 0, paired = 0;
@@ -367,7 +367,7 @@ LATENTAUDIT_INLINE rollout_result run_rollout(std::string_view fn, std::span<con
     }
   }
   const std::string arms[] = {o.relay_arm, r.text_arm};
-  const auto all = group_units(fn, records, arms);
+  const auto all = group_units(fn, records, arms, o.units);
   std::vector<const record_unit*> units;
   std::vector<double> doc;
   std::size_t paired = 0, need_paired = 0;

@@ -34,8 +34,12 @@ namespace latentaudit {
   const std::string kv = label(roles.of(arm_kind::kv_full), "kv_full"),
                     nc = label(roles.of(arm_kind::no_comm), "no_comm"),
                     tx = label(roles.of(arm_kind::text_full), "text_full");
-  r.core = detail::analyse_records_with_roles(records, o, roles, role_warnings);
+  // the report's one table: every arm's records grouped by (item, seed) once, here; every analysis
+  // below reads its arms' columns (options' `units`)
+  detail::unit_records units;
+  r.core = detail::analyse_records_with_roles(records, o, roles, role_warnings, &units);
   observational_options oo;
+  oo.units = &units;
   oo.relay_arm = kv;
   oo.control_arm = nc;
   oo.level = 1.0 - o.alpha;
@@ -47,6 +51,7 @@ namespace latentaudit {
         "skipped: audit_options.demonstrations is false";
   }
   cost_options co;
+  co.units = &units;
   co.relay_arm = kv;
   co.text_arm = tx;
   co.margin = o.equivalence_margin;
@@ -73,6 +78,7 @@ namespace latentaudit {
   }
   r.cost = cost_benefit_analysis(records, co);
   relay_gate_options go;
+  go.units = &units;
   go.relay_arm = kv;
   go.control_arm = nc;
   go.text_arm = tx;
@@ -98,6 +104,7 @@ namespace latentaudit {
   // The observational coverage checks are true by construction: demonstrations, never gating findings.
   r.demonstrations = r.observational.findings;
   decision_options dopt;
+  dopt.units = &units;
   dopt.relay_arm = kv;
   dopt.control_arm = nc;
   dopt.text_arm = tx;

@@ -69,8 +69,8 @@ LATENTAUDIT_INLINE void relay_switch::update(double x_text, double x_none) {
 
 LATENTAUDIT_INLINE switch_replay replay_relay_switch(std::span<const trial_record> records,
                                                      std::string_view relay, std::string_view text,
-                                                     std::string_view no_comm,
-                                                     const relay_switch_options& o) {
+                                                     std::string_view no_comm, const relay_switch_options& o,
+                                                     const detail::unit_records* units) {
   constexpr std::string_view fn = "replay_relay_switch";
   detail::check_relay_switch_options(fn, o);
   switch_replay out;
@@ -86,7 +86,7 @@ LATENTAUDIT_INLINE switch_replay replay_relay_switch(std::span<const trial_recor
       "2/alpha: Ville's inequality, alpha/2 each)",
       o.alpha, o.max_bet, o.window);
   const std::string arms[] = {std::string(relay), std::string(text), std::string(no_comm)};
-  const auto t = detail::group_records(fn, records, arms, detail::duplicate_error::invalid_argument);
+  const auto t = detail::units_of(units, fn, records, arms, detail::duplicate_error::invalid_argument);
   struct item_obs {
     std::uint64_t item;
     std::string regime;

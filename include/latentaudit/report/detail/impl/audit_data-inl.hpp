@@ -76,6 +76,38 @@ namespace latentaudit::detail {
   return t;
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE unit_records select_units(const unit_records& table,
+                                                           std::span<const std::string> arms) {
+  unit_records t;
+  t.arm_label.assign(arms.begin(), arms.end());
+  std::vector<std::size_t> from(arms.size(), unit_records::npos);  // the table's column of each arm
+  for (std::size_t a = 0; a < arms.size(); ++a) {
+    if (std::find(arms.begin(), arms.begin() + static_cast<std::ptrdiff_t>(a), arms[a]) !=
+        arms.begin() + static_cast<std::ptrdiff_t>(a))
+      continue;  // listed before: its records are in the first column
+    from[a] = table.find_label(arms[a]);
+  }
+  const std::size_t na = t.arms();
+  for (std::size_t u = 0; u < table.units(); ++u) {
+    bool any = false;
+    for (std::size_t a = 0; a < na && !any; ++a)
+      any = from[a] != unit_records::npos && table.record(u, from[a]) != unit_records::npos;
+    if (!any) continue;
+    t.unit_item.push_back(table.unit_item[u]);
+    t.unit_seed.push_back(table.unit_seed[u]);
+    for (std::size_t a = 0; a < na; ++a)
+      t.rec.push_back(from[a] == unit_records::npos ? unit_records::npos : table.record(u, from[a]));
+  }
+  return t;
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE unit_records units_of(const unit_records* table, std::string_view fn,
+                                                       std::span<const trial_record> records,
+                                                       std::span<const std::string> arms,
+                                                       duplicate_error on_duplicate) {
+  return table != nullptr ? select_units(*table, arms) : group_records(fn, records, arms, on_duplicate);
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE const char* regime_name(audit_regime r) noexcept {
   return r == audit_regime::need       ? "need"
          : r == audit_regime::no_need  ? "no_need"

@@ -20,8 +20,9 @@ namespace latentaudit::detail {
 
 LATENTAUDIT_INLINE std::vector<record_unit> group_units(std::string_view fn,
                                                         std::span<const trial_record> records,
-                                                        std::span<const std::string> arms) {
-  const auto t = group_records(fn, records, arms, duplicate_error::invalid_argument);
+                                                        std::span<const std::string> arms,
+                                                        const unit_records* table) {
+  const auto t = units_of(table, fn, records, arms, duplicate_error::invalid_argument);
   std::vector<record_unit> out(t.units());
   for (std::size_t u = 0; u < out.size(); ++u) {
     out[u].item = t.unit_item[u];
