@@ -10,8 +10,8 @@
 /// headers. Defining `LATENTAUDIT_COMPILED_LIB` (the CMake target `latentaudit::compiled` does it for
 /// its users) turns the heavy non-template functions — the ones whose bodies instantiate Eigen
 /// decompositions and Boost.Math distributions — into declarations; their definitions in
-/// `<module>/impl/<name>-inl.hpp` are then compiled once, in `src/`, instead of in every
-/// translation unit that includes them (docs/building.md). The same scheme as {fmt}'s
+/// `<module>/impl/<name>-inl.hpp` are then compiled once, one translation unit each (CMakeLists.txt), instead
+/// of in every translation unit that includes them (docs/building.md). The same scheme as {fmt}'s
 /// `FMT_HEADER_ONLY` and spdlog's `SPDLOG_COMPILED_LIB`.
 #if defined(LATENTAUDIT_COMPILED_LIB)
 #define LATENTAUDIT_INLINE

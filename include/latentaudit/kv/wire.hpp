@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
@@ -320,105 +321,52 @@ inline std::vector<std::byte> gather_rows(const kv_block& b) {
 /// @brief Encodes a KV block into a stream.
 /// @returns bytes written.
 /// @throws error if the stream fails.
-inline std::uint64_t encode_relay(const kv_block& b, std::ostream& out, const wire_encode_options& o = {}) {
-  const auto header = detail::kv_header(b, o.quantize);
-  std::vector<std::byte> bitmap, rows;
-  if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
-  if (o.quantize)
-    rows = quantize_payload(b, *o.quantize);
-  else if (b.has_token_mask())
-    rows = detail::gather_rows(b);
-  const std::span<const std::byte> parts[3] = {
-      std::as_bytes(b.positions()), bitmap,
-      (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
-  const auto n = detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s) {
-    out.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
-  });
-  if (!out) LATENTAUDIT_THROW(error("encode_relay: writing to the output stream failed"));
-  return n;
-}
+LATENTAUDIT_INLINE std::uint64_t encode_relay(const kv_block& b, std::ostream& out,
+                                              const wire_encode_options& o = {});
 
 /// @brief Encodes a KV block into `out`, replacing its contents (exactly relay_wire_bytes(b)
 /// bytes) but keeping its capacity, so that encoding repeatedly into the same vector allocates
 /// and page-faults nothing.
 /// @returns bytes written.
 /// @throws invalid_argument on a bad quantization spec.
-inline std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out,
-                                  const wire_encode_options& o = {}) {
-  const auto header = detail::kv_header(b, o.quantize);
-  std::vector<std::byte> bitmap, rows;
-  if (b.has_token_mask()) bitmap = detail::mask_bitmap(b);
-  if (o.quantize)
-    rows = quantize_payload(b, *o.quantize);
-  else if (b.has_token_mask())
-    rows = detail::gather_rows(b);
-  const std::span<const std::byte> parts[3] = {
-      std::as_bytes(b.positions()), bitmap,
-      (o.quantize || b.has_token_mask()) ? std::span<const std::byte>(rows) : b.payload()};
-  const std::size_t total = detail::wire_prefix_bytes + header.size() + parts[0].size() + parts[1].size() +
-                            parts[2].size() + 4 + (o.hmac_key.empty() ? 0 : 32);
-  if (out.capacity() < total) {
-    // a new buffer: appending writes (and faults in) each page once
-    out.clear();
-    out.reserve(total);
-    detail::write_frame(relay_kind::kv, header, parts, o,
-                        [&](std::span<const std::byte> s) { out.insert(out.end(), s.begin(), s.end()); });
-    return out.size();
-  }
-  // a reused buffer: overwrite in place, bulk pieces with streaming stores, copied and
-  // checksummed in one pass
-  out.resize(total);
-  std::byte* w = out.data();
-  const bool bulk = total >= detail::stream_copy_min_bytes;
-  detail::write_frame(relay_kind::kv, header, parts, o, [&](std::span<const std::byte> s, crc32c* crc) {
-    if (bulk && crc != nullptr) {
-      detail::stream_copy_crc32c(*crc, w, s.data(), s.size());
-    } else {
-      if (!s.empty()) std::memcpy(w, s.data(), s.size());
-      if (crc != nullptr) crc->update(s);
-    }
-    w += s.size();
-  });
-  return out.size();
-}
+LATENTAUDIT_INLINE std::uint64_t encode_relay(const kv_block& b, std::vector<std::byte>& out,
+                                              const wire_encode_options& o = {});
 
 /// @brief Encodes a KV block into a byte vector (exactly relay_wire_bytes(b) long).
 /// @throws invalid_argument on a bad quantization spec.
-[[nodiscard]] inline std::vector<std::byte> encode_relay(const kv_block& b,
-                                                         const wire_encode_options& o = {}) {
-  std::vector<std::byte> out;
-  encode_relay(b, out, o);
-  return out;
-}
+[[nodiscard]] LATENTAUDIT_INLINE std::vector<std::byte> encode_relay(const kv_block& b,
+                                                                     const wire_encode_options& o = {});
 
 /// @brief Encodes a text relay into a byte vector.
 /// @throws invalid_argument if UTF-8 text is not valid UTF-8.
-[[nodiscard]] inline std::vector<std::byte> encode_relay(const text_relay& t,
-                                                         const wire_encode_options& o = {});
+[[nodiscard]] LATENTAUDIT_INLINE std::vector<std::byte> encode_relay(const text_relay& t,
+                                                                     const wire_encode_options& o = {});
 
 /// @brief Encodes a text relay into a stream; returns bytes written.
-inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const wire_encode_options& o = {});
+LATENTAUDIT_INLINE std::uint64_t encode_relay(const text_relay& t, std::ostream& out,
+                                              const wire_encode_options& o = {});
 
 /// @brief Decodes one relay from bytes (the whole frame; trailing bytes are an error).
 /// @throws corrupt_data on any malformed field or checksum mismatch; authentication_failed on a
 ///         bad or missing (when required) tag; incompatible_model on a fingerprint mismatch.
-[[nodiscard]] inline decoded_relay decode_relay(std::span<const std::byte> bytes,
-                                                const wire_decode_options& o = {});
+[[nodiscard]] LATENTAUDIT_INLINE decoded_relay decode_relay(std::span<const std::byte> bytes,
+                                                            const wire_decode_options& o = {});
 
 /// @brief Decodes one relay from a stream, reading exactly one frame.
 /// @throws as the byte version; corrupt_data also on a short read.
-[[nodiscard]] inline decoded_relay decode_relay(std::istream& in, const wire_decode_options& o = {});
+[[nodiscard]] LATENTAUDIT_INLINE decoded_relay decode_relay(std::istream& in,
+                                                            const wire_decode_options& o = {});
 
 /// @brief Decodes one relay from bytes into `out`, reusing the payload storage of `out.kv` when
 /// it is large enough and of the same dtype (so that decoding repeatedly into the same object
 /// allocates and page-faults nothing). The result equals that of the returning overload.
 /// @throws as the returning overload; `out` is then reset to an empty relay.
-inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out,
-                         const wire_decode_options& o = {});
+LATENTAUDIT_INLINE void decode_relay(std::span<const std::byte> bytes, decoded_relay& out,
+                                     const wire_decode_options& o = {});
 
 /// @brief Decodes one relay from a stream into `out` (see the byte version).
 /// @throws as the returning stream overload; `out` is then reset to an empty relay.
-inline void decode_relay(std::istream& in, decoded_relay& out, const wire_decode_options& o = {});
+LATENTAUDIT_INLINE void decode_relay(std::istream& in, decoded_relay& out, const wire_decode_options& o = {});
 
 // ---- implementation ------------------------------------------------------------------------------
 
@@ -794,64 +742,10 @@ inline std::span<const std::byte> text_payload(const text_relay& t) {
 
 }  // namespace detail
 
-inline std::vector<std::byte> encode_relay(const text_relay& t, const wire_encode_options& o) {
-  const auto payload = detail::text_payload(t);
-  const auto header = detail::text_header(t);
-  std::vector<std::byte> out;
-  out.reserve(relay_wire_bytes(t, !o.hmac_key.empty()));
-  const std::span<const std::byte> parts[1] = {payload};
-  detail::write_frame(t.as_tokens ? relay_kind::text_tokens : relay_kind::text_utf8, header, parts, o,
-                      [&](std::span<const std::byte> s) { out.insert(out.end(), s.begin(), s.end()); });
-  return out;
-}
-
-inline std::uint64_t encode_relay(const text_relay& t, std::ostream& out, const wire_encode_options& o) {
-  const auto payload = detail::text_payload(t);
-  const auto header = detail::text_header(t);
-  const std::span<const std::byte> parts[1] = {payload};
-  const auto n = detail::write_frame(t.as_tokens ? relay_kind::text_tokens : relay_kind::text_utf8, header,
-                                     parts, o, [&](std::span<const std::byte> s) {
-                                       out.write(reinterpret_cast<const char*>(s.data()),
-                                                 static_cast<std::streamsize>(s.size()));
-                                     });
-  if (!out) LATENTAUDIT_THROW(error("encode_relay: writing to the output stream failed"));
-  return n;
-}
-
-inline void decode_relay(std::span<const std::byte> bytes, decoded_relay& out, const wire_decode_options& o) {
-  try {
-    detail::span_source src{bytes};
-    detail::decode_frame(src, o, out);
-    if (src.pos != bytes.size())
-      detail::wire_corrupt(std::to_string(bytes.size() - src.pos) + " trailing bytes after the frame");
-  } catch (...) {
-    out = decoded_relay{};
-    throw;
-  }
-}
-
-inline void decode_relay(std::istream& in, decoded_relay& out, const wire_decode_options& o) {
-  try {
-    detail::stream_source src{in};
-    detail::decode_frame(src, o, out);
-  } catch (...) {
-    out = decoded_relay{};
-    throw;
-  }
-}
-
-inline decoded_relay decode_relay(std::span<const std::byte> bytes, const wire_decode_options& o) {
-  decoded_relay out;
-  decode_relay(bytes, out, o);
-  return out;
-}
-
-inline decoded_relay decode_relay(std::istream& in, const wire_decode_options& o) {
-  decoded_relay out;
-  decode_relay(in, out, o);
-  return out;
-}
-
 }  // namespace latentaudit
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/wire-inl.hpp"
+#endif
 
 #endif  // LATENTAUDIT_KV_WIRE_HPP

@@ -38,7 +38,6 @@
 #include "../kv/transfer_policy.hpp"
 #include "../kv/wire.hpp"
 #include "design.hpp"
-#include "detail/relay_stage.hpp"
 #include "engine_support.hpp"
 #include "link.hpp"
 #include "message.hpp"
@@ -688,7 +687,7 @@ class trial_driver {
         msg.tokens.insert(msg.tokens.end(), out.message.begin(), out.message.end());
       }
       const auto t = detail::driver_clock::now();
-      out.frame = detail::relay_encode_text(msg, wire_encode_options{.hmac_key = key});
+      out.frame = encode_relay(msg, wire_encode_options{.hmac_key = key});
       out.encode_s = detail::seconds_since(t);
       return out;
     }
@@ -751,17 +750,17 @@ class trial_driver {
         check_export(engine_, donor_block, dn);
         close_seq(da.seq);
         t = detail::driver_clock::now();
-        block = detail::relay_length_matched(donor_block, n, 0);
+        block = length_matched(donor_block, n, 0);
         break;
       }
       case arm_transform::zeros:
-        block = detail::relay_zeroed_placebo(block);
+        block = zeroed_placebo(block);
         break;
       case arm_transform::moments:
-        block = detail::relay_random_placebo(block, ctx.seed, task.item);
+        block = random_placebo(block, ctx.seed, task.item);
         break;
       case arm_transform::policy:
-        tr = detail::relay_apply_policy(arm.policy, block, ctx);
+        tr = arm.policy.apply(block, ctx);
         break;
       case arm_transform::mapped:  // the sender's cache in B's model's shape (checked when imported)
         block = map_of(arm.sender)->apply(block);
@@ -784,10 +783,9 @@ class trial_driver {
     }
     out.policy_s += detail::seconds_since(t);
     t = detail::driver_clock::now();
-    out.frame =
-        detail::relay_encode_kv(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
+    out.frame = encode_relay(block, wire_encode_options{.hmac_key = key, .quantize = arm.wire_quantize});
     out.encode_s = detail::seconds_since(t);
-    out.policy = detail::relay_transfer_json(tr, arm.wire_quantize);
+    out.policy = transfer_record_json(tr, arm.wire_quantize);
     if (plan.transform == arm_transform::mapped) {
       out.policy.set("map", map_of(arm.sender)->id);
       if (out.map_cosine) out.policy.set("map_cosine", *out.map_cosine);
@@ -893,10 +891,10 @@ class trial_driver {
       std::optional<decoded_relay> dec;
       try {
         if (!sent.relay_error.empty()) LATENTAUDIT_THROW(corrupt_data(sent.relay_error));
-        dec = detail::relay_decode(
-            sent.frame, wire_decode_options{.hmac_key = key,
-                                            .require_authentication = d.authenticate,
-                                            .expected_fingerprint = is_text || forced ? nullptr : &fp});
+        dec = decode_relay(sent.frame,
+                           wire_decode_options{.hmac_key = key,
+                                               .require_authentication = d.authenticate,
+                                               .expected_fingerprint = is_text || forced ? nullptr : &fp});
         if (dec->kind != (is_text ? relay_kind::text_tokens : relay_kind::kv))
           LATENTAUDIT_THROW(corrupt_data("decode_relay: the frame carries another kind of relay than arm '" +
                                          arm.label + "' sends"));

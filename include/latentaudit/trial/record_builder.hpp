@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../backend/capabilities.hpp"
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
@@ -102,35 +103,8 @@ namespace latentaudit {
 /// @brief The record's "policy" object for a KV relay: what the transfer policy did (policy,
 /// layers, tokens_in, tokens_kept, bytes_before, bytes_after, noise, placebo, position_mode) and
 /// the wire quantization, if any (docs/records.md).
-[[nodiscard]] inline json_value transfer_record_json(const transfer_record& tr,
-                                                     const std::optional<quantize_spec>& wire_quantization) {
-  json_value j;
-  j.set("policy", tr.policy);
-  json_value layers = json_value::array_type{};
-  for (auto l : tr.layers) layers.push_back(l);
-  j.set("layers", std::move(layers));
-  j.set("tokens_in", static_cast<double>(tr.tokens_in));
-  j.set("tokens_kept", static_cast<double>(tr.tokens_kept));
-  j.set("bytes_before", static_cast<double>(tr.bytes_before));
-  j.set("bytes_after", static_cast<double>(tr.bytes_after));
-  if (!tr.noise.empty()) {
-    json_value nz = json_value::array_type{};
-    for (const auto& n : tr.noise) {
-      json_value o;
-      o.set("sigma", n.sigma_requested);
-      o.set("signal_rms", n.signal_rms);
-      o.set("realized_snr_db",
-            std::isfinite(n.realized_snr_db) ? json_value(n.realized_snr_db) : json_value(nullptr));
-      nz.push_back(std::move(o));
-    }
-    j.set("noise", std::move(nz));
-  }
-  if (tr.placebo) j.set("placebo", std::string(placebo_kind_name(*tr.placebo)));
-  if (wire_quantization)
-    j.set("wire_quantization", std::string(quant_scheme_name(wire_quantization->scheme)));
-  j.set("position_mode", std::string(position_mode_name(tr.mode)));
-  return j;
-}
+[[nodiscard]] LATENTAUDIT_INLINE json_value
+transfer_record_json(const transfer_record& tr, const std::optional<quantize_spec>& wire_quantization);
 
 /// @brief B reading the document as text, at the query: the reference of next_token_kl (its
 /// next-token distribution) and hidden_cosine (its final hidden state).
@@ -249,5 +223,9 @@ inline void note_unavailable(trial_record& r, const std::vector<unavailable_metr
 }
 
 }  // namespace latentaudit
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/record_builder-inl.hpp"
+#endif
 
 #endif  // LATENTAUDIT_TRIAL_RECORD_BUILDER_HPP

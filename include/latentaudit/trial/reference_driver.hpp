@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the trial driver for the reference backend, trial_driver<reference_cpu_backend>; in
-// compiled mode instantiated once in src/ (src/trial/reference_driver.cpp), so the programs that
+// compiled mode instantiated once in src/reference_driver.cpp, so the programs that
 // run trials on the reference backend do not each compile it (docs/building.md).
 #ifndef LATENTAUDIT_TRIAL_REFERENCE_DRIVER_HPP
 #define LATENTAUDIT_TRIAL_REFERENCE_DRIVER_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of backend/reference_cpu.hpp (header-only mode includes this file; compiled mode
-// compiles it once in src/)
+// compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
 #define LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of estimators/difference_in_differences.hpp (header-only mode includes this file;
-// compiled mode compiles it once in src/)
+// compiled mode compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_DIFFERENCE_IN_DIFFERENCES_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_DIFFERENCE_IN_DIFFERENCES_INL_HPP
 

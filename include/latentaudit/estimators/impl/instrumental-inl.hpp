@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of estimators/instrumental.hpp (header-only mode includes this file; compiled mode
-// compiles it once in src/)
+// compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_INSTRUMENTAL_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_INSTRUMENTAL_INL_HPP
 

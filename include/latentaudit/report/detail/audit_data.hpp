@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the report's one record-pairing layer — records grouped into (item, seed) units with
 // each arm's record on each unit (group_records(), once per report: the other analyses read their
-// arms' columns of that one table, select_units()) — and the audit's internal view built on it: the arms, the outcome table, and the
-// paired-contrast, cluster-bootstrap and non-inferiority helpers that report/audit.hpp builds its
-// tables from. Not part of the public API.
+// arms' columns of that one table, select_units()) — and the audit's internal view built on it: the arms, the
+// outcome table, and the paired-contrast, cluster-bootstrap and non-inferiority helpers that report/audit.hpp
+// builds its tables from. Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 #define LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of report/cost.hpp (header-only mode includes this file; compiled mode compiles it
-// once in src/)
+// once in latentaudit::compiled)
 #ifndef LATENTAUDIT_REPORT_IMPL_COST_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_COST_INL_HPP
 

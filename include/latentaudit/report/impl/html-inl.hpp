@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of report/html.hpp (header-only mode includes this file; compiled mode compiles
-// it once in src/)
+// it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP
 

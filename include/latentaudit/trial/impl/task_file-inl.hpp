@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of trial/task_file.hpp (header-only mode includes this file; compiled
-// mode compiles it once in src/trial/task_file.cpp, docs/building.md).
+// mode compiles it once in latentaudit::compiled, docs/building.md).
 #ifndef LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
 #define LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of estimators/detail/bootstrap_intervals.hpp (header-only mode includes this file;
-// compiled mode compiles it once in src/)
+// compiled mode compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_BOOTSTRAP_INTERVALS_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_BOOTSTRAP_INTERVALS_INL_HPP
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of report/analyses/answer_probability.hpp (header-only mode includes this
-// file; compiled mode compiles it once in src/)
+// file; compiled mode compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_ANSWER_PROBABILITY_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_ANSWER_PROBABILITY_INL_HPP
 

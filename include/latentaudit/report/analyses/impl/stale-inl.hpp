@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of report/analyses/stale.hpp (header-only mode includes this file;
-// compiled mode compiles it once in src/)
+// compiled mode compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_STALE_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_STALE_INL_HPP
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of report/detail/record_units.hpp (header-only mode includes this file; compiled
-// mode compiles it once in src/)
+// mode compiles it once in latentaudit::compiled)
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_RECORD_UNITS_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_RECORD_UNITS_INL_HPP
 
