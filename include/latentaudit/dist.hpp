@@ -5,6 +5,7 @@
 #ifndef LATENTAUDIT_DIST_HPP
 #define LATENTAUDIT_DIST_HPP
 
+#include "dist/audit_ranks.hpp"
 #include "dist/relay_auth.hpp"
 #include "dist/relay_protocol.hpp"
 #include "dist/shard.hpp"

@@ -7,6 +7,7 @@
 #include "core.hpp"
 #include "report/analyses/noise.hpp"
 #include "report/audit.hpp"
+#include "report/audit_session.hpp"
 #include "report/cost.hpp"
 #include "report/decision.hpp"
 #include "report/finding.hpp"

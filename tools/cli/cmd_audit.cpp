@@ -6,7 +6,7 @@
 #include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/report.hpp>
-#include <latentaudit/report/until_decided.hpp>
+#include <latentaudit/report/audit_session.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
 #include <latentaudit/version.hpp>
@@ -446,19 +446,11 @@ struct audit_run {
   std::vector<std::unique_ptr<dist::relay_channel>> mpi_links;
   organism_task_options to;
   std::optional<organism_format> fmt;
-  std::optional<record_journal> journal_slot;
-  std::uint64_t skipped = 0;
   /// --until-decided: items per batch (0: the whole design at once) and the most looks
   std::uint64_t batch_items = 0;
   std::size_t looks = 1;
-  std::vector<trial_record> seen;  ///< --until-decided: every record of --out so far
-  /// --until-decided: the design's items of each regime (the tasks', known before any trial)
-  std::map<std::string, std::size_t> regime_items;
   std::vector<std::string> item_regime;  ///< --until-decided: each item's regime (item i = task i)
-  /// --until-decided: the trials scheduled so far, batch by batch (--out/schedule.json)
-  arm_schedule schedule;
-  std::uint64_t progress_base = 0;  ///< --until-decided: trials of the batches before this one
-  json_value stopped;               ///< --until-decided: what the stopping rule did (the summary's)
+  audit_session_result result;           ///< what the library's audit_session ran and found
   /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
   /// drift models changed is refused rather than mixing records of two senders under one label
   json_value drift_senders = json_value::object();
@@ -809,222 +801,12 @@ void open_audit_topology(audit_run& r) {
   if (shard != nullptr) shard->step([] {});
 }
 
-// --jobs N: `first` and N - 1 more drivers, each on the engines make_worker() gives it (their
-// drifted senders added, the message options set, over tcp their own relay conversation), run the
-// design from one shared schedule (run_on_workers, trial/workers.hpp): `positions`, or the units
-// `source` hands out (an MPI rank's); the journal sees one driver's records in its order.
-template <class Driver, class MakeWorker>
-driver_stats run_audit_jobs(unsigned jobs, Driver& first, MakeWorker& make_worker, const message_options& msg,
-                            const std::function<void(Driver&, unsigned)>& link, const trial_design& d,
-                            const typename Driver::task_source& tasks,
-                            const std::function<void(const trial_record&)>& sink,
-                            const std::set<trial_key>& resumed, const progress_callback& progress,
-                            std::span<const std::size_t> positions, const unit_schedule& source = {}) {
-  std::vector<decltype(make_worker())> workers;  // each worker's engines, alive until the run ends
-  std::vector<std::unique_ptr<Driver>> extra;
-  std::vector<Driver*> all{&first};
-  for (unsigned w = 1; w < jobs; ++w) {
-    workers.push_back(make_worker());
-    auto& wk = *workers.back();
-    extra.push_back(std::make_unique<Driver>(wk.engine, wk.partner ? &*wk.partner : nullptr));
-    for (auto& [name, e] : wk.drifted) extra.back()->add_sender(name, e);
-    extra.back()->set_message_options(msg);
-    link(*extra.back(), w);
-    all.push_back(extra.back().get());
-  }
-  return run_on_workers<Driver>(all, d, tasks, sink, resumed, progress, positions, source);
-}
-
-// --until-decided (docs/audit-report.md, "An audit that stops when it has decided"): the library's
-// loop (run_until_decided, report/until_decided.hpp) on this run's drivers. Before each batch
-// --out/schedule.json gets the trials it schedules and the trials of the cells the last look
-// stopped go into `skip` (the drivers' keys not to run); each look reads every record of --out in
-// the order of a one-process run (on a resume the loop ignores records of later batches, so the run
-// stops — and stops each arm — where the first run did); stderr gets each look's verdict, the
-// checks still open and the cells still running. run_positions(p) runs the units at positions p of
-// the design's unit order.
-template <class RunPositions>
-driver_stats run_audit_until_decided(audit_run& r, RunPositions&& run_positions, std::set<trial_key>& skip) {
-  const auto& d = r.d;
-  const auto units = d.unit_order();
-  std::vector<std::vector<std::size_t>> batches(r.looks);
-  for (std::size_t p = 0; p < units.size(); ++p)
-    batches[static_cast<std::size_t>(units[p].first / r.batch_items)].push_back(p);
-  until_decided_plan plan{
-      .batch_items = r.batch_items,
-      .looks = r.looks,
-      .item_regime = {r.item_regime.begin(), r.item_regime.begin() + static_cast<std::ptrdiff_t>(d.items)},
-      .seeds = d.seeds};
-  for (const auto& a : d.arms) plan.arms.push_back(a.label);
-  audit_options look = r.aopt;
-  look.horizon = static_cast<std::size_t>(d.items);
-  look.looks = r.looks;
-  look.regime_horizon = r.regime_items;
-  look.relay_gate = false;
-  look.demonstrations = false;
-  look.design_arms = plan.arms;
-  driver_stats total;
-  // A resume replays the looks, so the schedule grows again from one batch; schedule.json keeps the
-  // first run's (the same trials, by determinism) until the replay passes it, so that a resume cut
-  // during the replay never leaves a schedule shorter than the records it sits beside.
-  const auto schedule_file = r.out / "schedule.json";
-  std::uint64_t on_disk = 0;
-  if (r.args.has("--resume") && std::filesystem::exists(schedule_file)) {
-    try {
-      on_disk = read_arm_schedule(schedule_file, d.items, {plan.arms.begin(), plan.arms.end()}).batches;
-    } catch (const error&) {  // unreadable: rewritten from the first batch on
-    }
-  }
-  std::vector<trial_record> records;  // a look's records, in the order of a one-process run
-  const auto res = latentaudit::run_until_decided(
-      plan, look,
-      [&](std::size_t k, const arm_schedule&) -> const std::vector<trial_record>& {
-        total += run_positions(batches[k]);
-        r.progress_base += batches[k].size() * d.arms.size();
-        records = r.seen;
-        dist::order_as_executed(records, d);
-        return records;
-      },
-      [&](const arm_schedule& schedule, const std::set<arm_cell>& left_out) {
-        if (schedule.batches > on_disk) write_arm_schedule(schedule_file, schedule);
-        const std::size_t k = schedule.batches - 1;
-        for (const std::size_t p : batches[k]) {
-          const auto [item, s] = units[p];
-          for (const auto& a : d.arms)
-            if (left_out.count(arm_cell{r.item_regime[item], a.label}) != 0)
-              skip.insert(trial_key{item, s, a.label});
-        }
-      },
-      [&](std::size_t k, const audit_report& report, std::size_t cells) {
-        if (r.args.has("--quiet")) return;
-        const auto& decision = report.decision;
-        const bool settled = decision_settled(decision);
-        std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
-        for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
-        if (open.empty() && !settled)
-          for (const auto& c : decision.checklist)
-            if (c.passed == verdict::inconclusive && c.name != "monitor")
-              open.append(open.empty() ? "" : ", ").append(c.name);
-        std::fprintf(
-            stderr,
-            "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
-            "(regime, arm) cells run on\n",
-            k, r.looks, static_cast<unsigned long long>(std::min<std::uint64_t>(k * r.batch_items, d.items)),
-            static_cast<unsigned long long>(d.items), decision.verdict.c_str(),
-            settled ? " (settled: stop)" : "", open.empty() ? "" : (" (open: " + open + ")").c_str(),
-            settled ? 0 : cells, r.regime_items.size() * d.arms.size());
-      });
-  r.schedule = res.schedule;
-  r.stopped = json_value::object();
-  r.stopped.set("batch_items", static_cast<double>(r.batch_items));
-  r.stopped.set("looks_planned", static_cast<double>(r.looks));
-  r.stopped.set("looks_taken", static_cast<double>(res.looks_taken));
-  r.stopped.set("items_planned", static_cast<double>(d.items));
-  r.stopped.set("items_run",
-                static_cast<double>(std::min<std::uint64_t>(res.looks_taken * r.batch_items, d.items)));
-  r.stopped.set("trials_planned", static_cast<double>(d.trials()));
-  r.stopped.set("trials_scheduled", static_cast<double>(res.trials_scheduled));
-  r.stopped.set("trials_left_out", static_cast<double>(res.trials_left_out));
-  r.stopped.set("trials_in_records", static_cast<double>(r.seen.size()));
-  r.stopped.set("settled", res.settled);
-  r.stopped.set("decision_at_stop", res.verdict);
-  total.skipped -= res.trials_left_out;  // the drivers skip them as done: they are not a resume's
-  return total;
-}
-
-// The design identity's "options" beyond the task's: the drifted senders' fingerprints, the arms
-// this engine cannot run, and --until-decided's rule (each part of the identity: a resume with
-// other drift models, on another engine or with another stopping rule is refused).
-void add_identity_options(audit_run& r) {
+// The task part of the design's identity (design.json: the organism's task.json and options, or
+// the task file and its scoring) and the options beyond the task's: the drifted senders'
+// fingerprints and the cache maps (each part of the identity: a resume with other drift models or
+// maps is refused). The session adds the engine's part, the arms left out and the stopping rule.
+void set_task_identity(audit_run& r, const task_file_source& source) {
   auto& d = r.d;
-  json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
-  if (!r.drift_senders.as_object().empty()) o.set("drift_senders", r.drift_senders);
-  if (!r.maps.identity.as_object().empty()) o.set("maps", r.maps.identity);
-  if (!r.engine_skipped.empty()) {
-    json_value sk = json_value::object();
-    for (const auto& x : r.engine_skipped) sk.set(x.arm, x.reason);
-    o.set("arms_unavailable_on_engine", std::move(sk));
-  }
-  if (r.batch_items != 0) {
-    json_value u = json_value::object();
-    u.set("batch_items", static_cast<double>(r.batch_items));
-    u.set("looks", static_cast<double>(r.looks));
-    // arms stop one by one once the findings that read them are decided (schedule.json)
-    u.set("arms", "stop when decided");
-    json_value ri = json_value::object();
-    for (const auto& [name, n] : r.regime_items) ri.set(name, static_cast<double>(n));
-    u.set("regime_items", std::move(ri));
-    o.set("until_decided", std::move(u));
-  }
-  if (!o.as_object().empty()) d.identity.options = std::move(o);
-}
-
-// The relay peer (`relay-peer`) or rank 1 of `--relay-transport mpi`: agent A, serving the
-// sender's half of every relay agent B asks for over the link. With --jobs N (tcp) agent A serves
-// the audit's N conversations at once, each on its own thread with its own engines (make_worker's
-// copies, as the audit's workers), the task source behind one lock; the first failure is rethrown
-// once every conversation has ended (the audit stops its workers, whose "done" ends the others).
-template <class Engine, class Partner, class AddSenders, class MakeWorker>
-driver_stats serve_as_agent_a(audit_run& r, Engine& engine, Partner* partner, AddSenders& add_senders,
-                              const message_options& msg_opts, const task_file_source& source,
-                              MakeWorker& make_worker) {
-  const trial_design& d = r.d;
-  const std::size_t n = r.jobs;
-  std::mutex tasks_mu;
-  const auto tasks = [&](std::uint64_t item, std::uint64_t s) {
-    const std::lock_guard<std::mutex> hold(tasks_mu);
-    return source.task(item, s, d.seed);
-  };
-  using driver_type = trial_driver<Engine, Partner>;
-  std::vector<decltype(make_worker())> workers;  // the engines of conversations 1..n-1
-  std::vector<std::unique_ptr<driver_type>> drivers;
-  drivers.push_back(std::make_unique<driver_type>(engine, partner));
-  add_senders(*drivers.back());
-  for (std::size_t w = 1; w < n; ++w) {
-    workers.push_back(make_worker());
-    auto& wk = *workers.back();
-    drivers.push_back(std::make_unique<driver_type>(wk.engine, wk.partner ? &*wk.partner : nullptr));
-    for (auto& [name, e] : wk.drifted) drivers.back()->add_sender(name, e);
-  }
-  for (auto& dr : drivers) r.maps.add_to(*dr);
-  std::vector<dist::relay_channel*> links;
-  for (std::size_t w = 0; w < n; ++w) {
-    drivers[w]->set_message_options(msg_opts);
-    links.push_back(r.serve != nullptr ? &r.serve->channel(w, n, d.design_hash()) : r.mpi_links[w].get());
-    if (r.serve != nullptr) drivers[w]->set_relay_key(r.serve->wire_key(w));
-  }
-  std::vector<driver_stats> stats(n);
-  std::vector<std::exception_ptr> failed(n);
-  auto serve = [&](std::size_t w) {
-    try {
-      stats[w] = dist::serve_sender(*drivers[w], d, tasks, *links[w]);
-    } catch (...) {
-      failed[w] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < n; ++w) threads.emplace_back(serve, w);
-  serve(0);
-  for (auto& t : threads) t.join();
-  for (const auto& e : failed)
-    if (e) std::rethrow_exception(e);
-  driver_stats total;
-  for (const auto& s : stats) total += s;
-  return total;
-}
-
-// The design's identity (design.json: engine, models, tasks, and add_identity_options'), then the
-// design checked: what a resume, a relay peer and every MPI rank must agree on.
-template <class Engine, class Partner>
-void set_design_identity(audit_run& r, const Engine& engine, const Partner* partner, const char* engine_name,
-                         const task_file_source& source) {
-  auto& d = r.d;
-  d.identity.engine = engine_name;
-  d.identity.engine_version = latentaudit::version_string;
-  if constexpr (requires { engine.kernel(); })  // the reference engine's products: one kernel's bits
-    d.identity.engine_version += std::string(" (kernel ") + engine.kernel() + ")";
-  d.identity.model = fingerprint_text(engine.info().fingerprint);
-  d.identity.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
   if (r.fmt) {
     d.identity.task_source = "organism";
     d.identity.task_hash = file_sha256(r.task_dir / "task.json");
@@ -1037,151 +819,125 @@ void set_design_identity(audit_run& r, const Engine& engine, const Partner* part
     tj.set("scoring", task_scoring_name(source.scoring()));
     d.identity.task_options = std::move(tj);
   }
-  add_identity_options(r);
-  d.validate();
+  json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
+  if (!r.drift_senders.as_object().empty()) o.set("drift_senders", r.drift_senders);
+  if (!r.maps.identity.as_object().empty()) o.set("maps", r.maps.identity);
+  if (!o.as_object().empty()) d.identity.options = std::move(o);
 }
 
-// The design on `engine` (and `partner`, for cross_model): arms the engine cannot run are dropped
-// with their reasons, the identity names the engine, the journal opens, the driver runs (or, in a
-// relay peer or MPI rank 1, serves the sender's half).
-template <class Engine, class Partner, class AddSenders, class MakeWorker>
-driver_stats run_audit_on(audit_run& r, text_tokenizer& tokenizer, Engine& engine, Partner* partner,
-                          const char* engine_name, AddSenders&& add_senders, MakeWorker&& make_worker) {
+// --until-decided: one stderr line per look (its verdict, the checks still open, the cells running).
+void print_look(std::size_t k, std::size_t looks, std::uint64_t items, std::uint64_t all_items,
+                const audit_report& report, std::size_t cells, std::size_t cells_all) {
+  const auto& decision = report.decision;
+  const bool settled = decision_settled(decision);
+  std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
+  for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
+  if (open.empty() && !settled)
+    for (const auto& c : decision.checklist)
+      if (c.passed == verdict::inconclusive && c.name != "monitor")
+        open.append(open.empty() ? "" : ", ").append(c.name);
+  std::fprintf(stderr,
+               "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
+               "(regime, arm) cells run on\n",
+               k, looks, static_cast<unsigned long long>(items), static_cast<unsigned long long>(all_items),
+               decision.verdict.c_str(), settled ? " (settled: stop)" : "",
+               open.empty() ? "" : (" (open: " + open + ")").c_str(), cells, cells_all);
+}
+
+// The library's audit_session options of this run: the records directory and its lock, the
+// workers, the stopping rule, the report, and the topology (agent A over tcp or MPI, on either
+// end; a share of a sharded run under mpirun).
+audit_session_options session_options(audit_run& r, const char* engine_name, const message_options& msg,
+                                      progress_meter& meter) {
   auto& args = r.args;
-  auto& shard = r.shard;
-  auto& serve = r.serve;
-  auto& model = r.model;
-  auto& scoring = r.scoring;
-  auto& user_tasks = r.user_tasks;
-  auto& d = r.d;
-  auto& engine_skipped = r.engine_skipped;
-  auto& out = r.out;
-  auto& mpi_relay = r.mpi_relay;
-  auto& mpi_a = r.mpi_a;
-  auto& lock = r.lock;
-  auto& relay = r.relay;
-  auto& mpi_links = r.mpi_links;
-  auto& fmt = r.fmt;
-  auto& journal_slot = r.journal_slot;
-  auto& skipped = r.skipped;
-  auto make_codec = [&](auto& e) -> text_codec { return tokenizer.codec(e, "audit"); };
-  auto cut = restrict_to_engine(d, engine, partner);
-  for (auto& sk : cut.skipped) engine_skipped.push_back(std::move(sk));
-  d = std::move(cut.design);
-  if (fmt && engine.info().vocab_size != fmt->vocab_size)
-    throw usage_error("audit: the task's vocab_size " + std::to_string(fmt->vocab_size) +
+  audit_session_options so;
+  so.out = r.out;
+  so.lock = std::move(r.lock);
+  so.resume = args.has("--resume");
+  so.durable = args.has("--durable");
+  so.trials_only = args.has("--trials-only");
+  so.jobs = r.jobs;
+  so.engine_name = engine_name;
+  so.arms_unavailable = r.engine_skipped;
+  so.messages = msg;
+  so.batch_items = r.batch_items;
+  so.item_regime = r.item_regime;
+  so.report = r.aopt;
+  so.progress = [&meter](std::uint64_t done, std::uint64_t total, std::uint64_t resumed) {
+    meter(done, total, resumed);
+  };
+  const bool quiet = args.has("--quiet");
+  so.on_look = [quiet, &r](std::size_t k, std::size_t looks, std::uint64_t items, const audit_report& look,
+                           std::size_t cells, std::size_t cells_all) {
+    if (!quiet) print_look(k, looks, items, r.d.items, look, cells, cells_all);
+  };
+  so.before_report = [quiet, out = r.out, replicates = r.aopt.bootstrap_replicates](std::size_t records) {
+    if (!quiet)  // the analysis runs for seconds without progress of its own
+      std::fprintf(stderr,
+                   "latentaudit: analysing %zu records (%zu bootstrap replicates) for the report in %s\n",
+                   records, replicates, out.string().c_str());
+  };
+  // report.html's drill-down: the tasks again, read when the report is written rather than held
+  // through the trials (the task source frees each entry once prepared): the organism's generated
+  // anew, a --tasks file read as `report --records` reads it (its SHA-256 checked)
+  so.report_tasks = [&r](const trial_design& d, std::string& note) -> std::shared_ptr<const task_file> {
+    if (r.fmt) return std::make_shared<const task_file>(organism_task_file(*r.fmt, r.to, d.items));
+    if (const json_value* p =
+            d.identity.task_options.is_object() ? d.identity.task_options.find("path") : nullptr;
+        p != nullptr && p->is_string())
+      return dist::read_design_tasks(p->as_string(), d.identity.task_hash, r.out, note);
+    return nullptr;
+  };
+  auto& t = so.topology;
+  t.ranks = r.shard;
+  t.ranks_relay = r.mpi_relay;
+  t.scheme = r.scheme;
+  t.role = r.serve != nullptr || r.mpi_a ? audit_role::agent_a : audit_role::agent_b;
+  if (r.serve != nullptr || r.relay) {  // tcp: the session's links, authenticated, one per worker
+    relay_session* link = r.serve != nullptr ? r.serve : r.relay.get();
+    const std::size_t n = r.jobs;
+    t.channel = [link, n](unsigned w, const trial_design& d) -> dist::relay_channel& {
+      return link->channel(w, n, d.design_hash());
+    };
+    t.relay_key = [link](unsigned w) { return link->wire_key(w); };
+    if (r.relay) t.after_trials = [link] { link->finish(); };
+  } else if (!r.mpi_links.empty()) {  // mpi: a pair of tags per worker
+    t.channel = [&r](unsigned w, const trial_design&) -> dist::relay_channel& { return *r.mpi_links.at(w); };
+  }
+  return so;
+}
+
+// The design on `first`'s engines (and `--jobs - 1` more from make_worker) through the library's
+// audit_session: the tasks' source on the engine's codec, the task identity, then the session
+// (which leaves out the arms the engine cannot run, fixes the engine's identity, opens the journal
+// and runs the trials, or in a relay peer or MPI rank 1 serves the sender's half, and reports).
+template <class Engine, class Partner>
+void run_audit_on(audit_run& r, text_tokenizer& tokenizer, audit_engines<Engine, Partner>& first,
+                  const audit_worker_factory<Engine, Partner>& make_worker, const char* engine_name) {
+  const auto& engine = first.engine;
+  const Partner* partner = first.partner ? &*first.partner : nullptr;
+  if (r.fmt && engine.info().vocab_size != r.fmt->vocab_size)
+    throw usage_error("audit: the task's vocab_size " + std::to_string(r.fmt->vocab_size) +
                       " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
-                      model.string() + "')");
-  text_codec codec = make_codec(engine);
+                      r.model.string() + "')");
+  text_codec codec = tokenizer.codec(first.engine, "audit");
   message_options msg_opts = r.messages.value_or(message_options{});
   msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
   const task_file_source source(
-      std::move(*user_tasks), std::move(codec),
-      {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, scoring);
-  user_tasks.reset();
-  if (!source.has_budget_units()) {  // text_budget arms belong to tasks with budget units (the organism's)
-    for (const auto& a : d.arms)
-      if (a.plan().payload == arm_payload::document_pairs)
-        engine_skipped.push_back({a.label,
-                                  "the tasks have no budget units (budget_cuts, docs/tasks.md): "
-                                  "text_budget arms apply to the organism's recall task"});
-    std::erase_if(d.arms, [](const trial_arm& a) { return a.plan().payload == arm_payload::document_pairs; });
-  }
+      std::move(*r.user_tasks), std::move(codec),
+      {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, r.scoring);
+  r.user_tasks.reset();
   if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
     throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
                       " differs from the model's " + std::to_string(engine.info().vocab_size));
-  set_design_identity(r, engine, partner, engine_name, source);
-  if (mpi_relay) {  // both ranks: the same design; then B opens its journal
-    shard->agree_design(d);
-    shard->step([&] {
-      if (mpi_a) return;
-      dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});
-      journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
-    });
-  }
-  if (serve != nullptr || mpi_a)  // relay-peer or rank 1: agent A serves the sender's half of B's relays
-    return serve_as_agent_a(r, engine, partner, add_senders, msg_opts, source, make_worker);
-  std::set<trial_key> resumed;  // the keys to skip, in every records file of --out
-  if (mpi_relay) {
-    resumed = dist::records_set_keys(dist::records_files(out));
-  } else if (shard != nullptr) {
-    shard->agree_design(d);
-    resumed = shard->open_journal(journal_slot, out, d, args.has("--resume"), args.has("--durable"));
-  } else {
-    dist::prepare_records_set(out, d, args.has("--resume"), {"records.jsonl"});  // a sharded run's files
-    journal_slot.emplace(std::move(*lock), d, args.has("--resume"), args.has("--durable"));
-    resumed = dist::records_set_keys(dist::records_files(out));
-  }
-  auto& journal = *journal_slot;
-  skipped = resumed.size();
-  if (r.batch_items != 0)  // the looks read them (without the policy, which the report never reads)
-    r.seen = dist::read_records_set(dist::records_files(out), {.policy = false});
-  progress_meter meter(args.has("--quiet") || (shard != nullptr && shard->rank() != 0));
-  using engine_type = std::remove_reference_t<decltype(engine)>;
-  using partner_type = std::remove_pointer_t<decltype(partner)>;
-  trial_driver<engine_type, partner_type> driver(engine, partner);
-  add_senders(driver);
-  driver.set_message_options(msg_opts);
-  using driver_type = decltype(driver);
-  // worker w's relay conversation: over tcp its link of the session, over MPI its pair of tags
-  std::deque<dist::channel_sender> remotes;  // agent A at the far end of each worker's channel
-  const std::function<void(driver_type&, unsigned)> link = [&](driver_type& dr, unsigned w) {
-    r.maps.add_to(dr);  // every driver relays kv_mapped arms through the same maps
-    if (relay) {
-      dr.set_remote_sender(&remotes.emplace_back(relay->channel(w, r.jobs, d.design_hash())));
-      dr.set_relay_key(relay->wire_key(w));
-    }
-    if (!mpi_links.empty()) dr.set_remote_sender(&remotes.emplace_back(*mpi_links[w]));
-  };
-  link(driver, 0);
-  const auto tasks = [&](std::uint64_t item, std::uint64_t s) { return source.task(item, s, d.seed); };
-  const auto sink = [&](const trial_record& rec) {
-    journal.append(rec);
-    if (r.batch_items != 0) {
-      r.seen.push_back(rec);
-      r.seen.back().policy = json_value();
-    }
-    if (shard != nullptr) shard->poll();
-  };
-  const auto progress = [&](std::uint64_t done, std::uint64_t total) {
-    meter(r.progress_base + done, total, skipped);
-  };
-  auto go = [&](const unit_schedule& schedule) {
-    return driver.run(d, tasks, sink, resumed, progress, schedule);
-  };
-  // the units at `positions` of the design's unit order (all: empty), on --jobs workers
-  auto run_positions = [&](std::span<const std::size_t> positions) {
-    if (r.jobs > 1)
-      return run_audit_jobs<driver_type>(r.jobs, driver, make_worker, msg_opts, link, d, tasks, sink, resumed,
-                                         progress, positions);
-    std::size_t k = 0;
-    return go(positions.empty() ? unit_schedule{} : unit_schedule([&]() -> std::optional<std::size_t> {
-      if (k == positions.size()) return std::nullopt;
-      return positions[k++];
-    }));
-  };
-  if (r.batch_items != 0) return run_audit_until_decided(r, run_positions, resumed);
-  if (r.jobs > 1 && shard == nullptr) return run_positions({});
-  if (mpi_relay) {  // rank 0: every unit, its relays served by rank 1 (a conversation per worker)
-    try {
-      return r.jobs > 1 ? run_positions({}) : go({});
-    } catch (...) {  // release agent A ("done") so that both ranks agree on this failure
-      for (auto& l : mpi_links) {
-        try {
-          dist::detail::send_control(*l, json_value::object({{"op", "done"}}));
-        } catch (const std::exception&) {
-        }
-      }
-      throw;
-    }
-  }
-  if (shard == nullptr) return go({});
-  // sharded: this rank's units, asked for as its --jobs workers come free
-  return shard->run_trials(d, r.scheme, [&](const unit_schedule& mine) {
-    return r.jobs > 1 ? run_audit_jobs<driver_type>(r.jobs, driver, make_worker, msg_opts, link, d, tasks,
-                                                    sink, resumed, progress, {}, mine)
-                      : go(mine);
+  set_task_identity(r, source);
+  progress_meter meter(r.args.has("--quiet") || (r.shard != nullptr && r.shard->rank() != 0));
+  audit_session session(r.d, session_options(r, engine_name, msg_opts, meter));
+  r.result = session.run(source, first, make_worker, [&](auto& driver) {
+    r.maps.add_to(driver);  // every driver relays kv_mapped arms through the same maps
   });
+  r.d = r.result.design;
+  r.engine_skipped = r.result.arms_unavailable;
 }
 
 // The trials: the tasks' source, the journal and the driver on the engines (and the relay peer's or
@@ -1223,101 +979,75 @@ void shuffle_tasks_for_until_decided(audit_run& r) {
 }
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
-driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner);
+void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner);
 #endif
 
-driver_stats run_audit_trials(audit_run& r) {
-  auto& args = r.args;
-  auto& threads = r.threads;
-  auto& on_llama = r.on_llama;
-  auto& model = r.model;
-  auto& task_dir = r.task_dir;
-  auto& user_tasks = r.user_tasks;
-  auto& partner_arg = r.partner_arg;
+// The reference engine's audit: B's model, the partner where arms need it, the drifted senders;
+// each further --jobs worker copies them (the reference engine's weights are plain data; no
+// sequence is open yet).
+void run_audit_on_reference(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
   auto& d = r.d;
-  auto& drift_dir = r.drift_dir;
-  auto& drift_levels = r.drift_levels;
-  auto& no_need = r.no_need;
-  auto& stale = r.stale;
-  auto& conflict = r.conflict;
-  auto& to = r.to;
-  auto& fmt = r.fmt;
-  auto& drift_senders = r.drift_senders;
+  using engines = audit_engines<reference_cpu_backend>;
+  engines first{reference_cpu_backend::load(r.model, r.threads), std::nullopt, {}};
+  if (wants_partner)
+    first.partner.emplace(reference_cpu_backend::load(model_dir(r.partner_arg, "organism-b"), r.threads));
+  auto& drifted = first.senders;  // the drifted senders, by arm sender
+  for (const auto& a : d.arms)
+    if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
+        std::none_of(drifted.begin(), drifted.end(), [&](const auto& x) { return x.first == a.sender; }))
+      for (const auto& l : r.drift_levels)
+        if (l.steps == a.drift_steps)
+          drifted.emplace_back(a.sender, load_drift_level(r.drift_dir, l, r.threads));
+  // a drifted sender of another cache shape than --model (a drift manifest of another model)
+  // cannot force-import its cache: its arm is left out with the reason
+  std::erase_if(d.arms, [&](const trial_arm& a) {
+    if (a.plan().sender != arm_sender::named || a.needs_partner()) return false;
+    for (const auto& [name, e] : drifted)
+      if (name == a.sender)
+        if (auto why = foreign_shape_reason(a, first.engine.info().fingerprint, e.info().fingerprint)) {
+          r.engine_skipped.push_back({a.label, std::move(*why)});
+          return true;
+        }
+    return false;
+  });
+  attach_audit_maps(r.maps, d, r.args.get("--arms").has_value(), first.engine,
+                    first.partner ? &*first.partner : nullptr, drifted, *r.user_tasks,
+                    tokenizer.codec(first.engine, "audit"));
+  for (const auto& a : d.arms)
+    for (const auto& [name, e] : drifted)
+      if (a.plan().sender == arm_sender::named && a.sender == name)
+        r.drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
+  run_audit_on<reference_cpu_backend, reference_cpu_backend>(
+      r, tokenizer, first, [&first] { return std::make_unique<engines>(first); }, "reference");
+}
 
-  to = organism_task_options{
-      .seed = d.seed, .no_need_fraction = no_need, .stale_fraction = stale, .conflict_fraction = conflict};
-  // One path: the built-in audit writes the organism's items as task lines (organism_task_file) and
-  // reads them through the same task_file_source as a user's --tasks file.
-  if (!user_tasks) {
-    fmt = organism_format::load(task_dir);
-    user_tasks = organism_task_file(*fmt, to, d.items);
+// The trials: the tasks (the organism's written as task lines and read through the same
+// task_file_source as a user's --tasks file), the reach warning, the engines, and the session.
+void run_audit_trials(audit_run& r) {
+  auto& d = r.d;
+  r.to = organism_task_options{.seed = d.seed,
+                               .no_need_fraction = r.no_need,
+                               .stale_fraction = r.stale,
+                               .conflict_fraction = r.conflict};
+  if (!r.user_tasks) {
+    r.fmt = organism_format::load(r.task_dir);
+    r.user_tasks = organism_task_file(*r.fmt, r.to, d.items);
   } else if (r.batch_items != 0) {
     shuffle_tasks_for_until_decided(r);  // the organism's items are drawn from the seed already
   }
   warn_design_reach(r);
   if (r.batch_items != 0)  // the intervals of each regime are tuned for its items in the design
-    for (const auto& t : user_tasks->tasks) {
-      ++r.regime_items[regime_name(t.regime)];
-      r.item_regime.emplace_back(regime_name(t.regime));
-    }
+    for (const auto& t : r.user_tasks->tasks) r.item_regime.emplace_back(regime_name(t.regime));
   // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
-  auto tokenizer = text_tokenizer::from_option(args, "audit");  // --tokenizer F.gguf, vocab-only
+  auto tokenizer = text_tokenizer::from_option(r.args, "audit");  // --tokenizer F.gguf, vocab-only
   const bool wants_partner =
       std::any_of(d.arms.begin(), d.arms.end(), [](const trial_arm& a) { return a.needs_partner(); });
-  driver_stats stats;
-  if (!on_llama) {
-    auto engine = reference_cpu_backend::load(model, threads);
-    std::optional<reference_cpu_backend> partner;
-    if (wants_partner)
-      partner.emplace(reference_cpu_backend::load(model_dir(partner_arg, "organism-b"), threads));
-    std::vector<std::pair<std::string, reference_cpu_backend>> drifted;  // the drifted senders, by arm sender
-    for (const auto& a : d.arms)
-      if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
-          std::none_of(drifted.begin(), drifted.end(), [&](const auto& x) { return x.first == a.sender; }))
-        for (const auto& l : drift_levels)
-          if (l.steps == a.drift_steps)
-            drifted.emplace_back(a.sender, load_drift_level(drift_dir, l, threads));
-    // a drifted sender of another cache shape than --model (a drift manifest of another model)
-    // cannot force-import its cache: its arm is left out with the reason
-    std::erase_if(d.arms, [&](const trial_arm& a) {
-      if (a.plan().sender != arm_sender::named || a.needs_partner()) return false;
-      for (const auto& [name, e] : drifted)
-        if (name == a.sender)
-          if (auto why = foreign_shape_reason(a, engine.info().fingerprint, e.info().fingerprint)) {
-            r.engine_skipped.push_back({a.label, std::move(*why)});
-            return true;
-          }
-      return false;
-    });
-    attach_audit_maps(r.maps, d, args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
-                      drifted, *user_tasks, tokenizer.codec(engine, "audit"));
-    for (const auto& a : d.arms)
-      for (const auto& [name, e] : drifted)
-        if (a.plan().sender == arm_sender::named && a.sender == name)
-          drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
-    // --jobs: each further worker copies the engines (the reference engine's weights are plain data;
-    // no sequence is open yet)
-    struct worker {
-      reference_cpu_backend engine;
-      std::optional<reference_cpu_backend> partner;
-      std::vector<std::pair<std::string, reference_cpu_backend>> drifted;
-    };
-    stats = run_audit_on(
-        r, tokenizer, engine, partner ? &*partner : nullptr, "reference",
-        [&](auto& driver) {
-          for (auto& [name, e] : drifted) driver.add_sender(name, e);
-        },
-        [&] {
-          return std::make_unique<worker>(worker{engine, partner, drifted});
-        });
-  } else {
+  if (!r.on_llama) return run_audit_on_reference(r, tokenizer, wants_partner);
 #if LATENTAUDIT_CLI_LLAMA_CPP
-    stats = run_audit_on_llama_cpp(r, tokenizer, wants_partner);
+  run_audit_on_llama_cpp(r, tokenizer, wants_partner);
 #endif
-  }
-  return stats;
 }
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
@@ -1326,7 +1056,7 @@ driver_stats run_audit_trials(audit_run& r) {
 // model with room for N workers' sequences (4 each, plus the adapter's scratch; each sequence as
 // long as unbatched), shared through a llama_cpp_batch: the workers' prefills and decode steps run
 // together in one llama_decode (backend/llama_cpp_batch.hpp).
-driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
+void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
   const auto& model = r.model;
   const auto& partner_arg = r.partner_arg;
   llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, r.threads))};
@@ -1335,87 +1065,63 @@ driver_stats run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, boo
     lo.n_ctx *= r.jobs;
     lo.n_seq_max = std::min(4 * r.jobs + 1, 256u);
   }
+  const bool with_partner = wants_partner && partner_arg;  // else cross_model is dropped with the reason
+  if (with_partner) require_gguf(*partner_arg, "audit", "--partner");
+  if (!r.batched) {
+    using engines = audit_engines<llama_cpp_backend>;
+    auto load = [&] {  // --jobs: each further worker loads the model (and partner) into its own context
+      auto w = std::make_unique<engines>(engines{llama_cpp_backend::load(model, lo), std::nullopt, {}});
+      if (with_partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+      return w;
+    };
+    auto first = load();
+    attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), first->engine,
+                      first->partner ? &*first->partner : nullptr,
+                      std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks,
+                      tokenizer.codec(first->engine, "audit"));
+    return run_audit_on<llama_cpp_backend, llama_cpp_backend>(r, tokenizer, *first, load, "llama.cpp");
+  }
   auto engine = llama_cpp_backend::load(model, lo);
   std::optional<llama_cpp_backend> partner;
-  if (wants_partner && partner_arg) {  // without --partner, cross_model is dropped with the reason
-    require_gguf(*partner_arg, "audit", "--partner");
-    partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
-  }
+  if (with_partner) partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
   attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
                     std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks,
                     tokenizer.codec(engine, "audit"));
-  if (!r.batched) {
-    struct worker {  // --jobs: each further worker loads the model (and partner) into its own context
-      llama_cpp_backend engine;
-      std::optional<llama_cpp_backend> partner;
-      std::vector<std::pair<std::string, llama_cpp_backend>> drifted;  // none on llama.cpp
-    };
-    return run_audit_on(
-        r, tokenizer, engine, partner ? &*partner : nullptr, "llama.cpp", [](auto&) {},
-        [&] {
-          auto w = std::make_unique<worker>(worker{llama_cpp_backend::load(model, lo), std::nullopt, {}});
-          if (partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
-          return w;
-        });
-  }
   std::vector<llama_cpp_backend*> engines{&engine};
   if (partner) engines.push_back(&*partner);
   llama_cpp_batch batch(std::move(engines));
-  struct worker {  // a seat of the batch: its views of the model (and partner)
-    llama_cpp_seat_engine engine;
-    std::optional<llama_cpp_seat_engine> partner;
-    std::vector<std::pair<std::string, llama_cpp_seat_engine>> drifted;  // none on llama.cpp
-  };
-  auto make = [&] {
+  using seats = audit_engines<llama_cpp_seat_engine>;
+  auto make = [&] {  // a seat of the batch: its views of the model (and partner)
     const std::size_t seat = batch.add_seat();
-    auto w = std::make_unique<worker>(worker{batch.seat_engine(seat, 0), std::nullopt, {}});
+    auto w = std::make_unique<seats>(seats{batch.seat_engine(seat, 0), std::nullopt, {}});
     if (partner) w->partner.emplace(batch.seat_engine(seat, 1));
     return w;
   };
   auto first = make();
-  return run_audit_on(
-      r, tokenizer, first->engine, first->partner ? &*first->partner : nullptr, "llama.cpp", [](auto&) {},
-      make);
+  run_audit_on<llama_cpp_seat_engine, llama_cpp_seat_engine>(r, tokenizer, *first, make, "llama.cpp");
 }
 #endif
 
-// The summary on stdout and the report (rank 0 or the one process).
-int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_clock::time_point t0) {
-  auto& args = r.args;
-  auto& shard = r.shard;
-  auto& serve = r.serve;
-  auto& on_llama = r.on_llama;
-  auto& model = r.model;
-  auto& d = r.d;
-  auto& engine_skipped = r.engine_skipped;
-  auto& aopt = r.aopt;
-  auto& out = r.out;
-  auto& mpi_relay = r.mpi_relay;
-  auto& mpi_a = r.mpi_a;
-  auto& relay = r.relay;
-  auto& journal_slot = r.journal_slot;
-  if (serve != nullptr) return exit_ok;  // relay-peer: no journal, no report
-  if (mpi_a) {  // rank 1 (agent A) ends with rank 0's last agreement: no journal, no report
-    (void)shard->finish(stats);
-    return exit_ok;
-  }
-  if (relay) relay->finish();
-  auto& journal = *journal_slot;
-
+// The summary on stdout (the one process, or rank 0): the design, the trials, the timing, the
+// findings and the decision of the report the session wrote.
+int finish_audit(audit_run& r, std::chrono::steady_clock::time_point t0) {
+  const auto& res = r.result;
+  if (!res.summarises) return exit_ok;  // agent A or a rank > 0: rank 0 (or B) summarises
+  const auto& stats = res.stats;
   json_value j = json_value::object();
-  j.set("out", out.string());
-  j.set("model", model.string());
-  j.set("engine", on_llama ? "llama.cpp" : "reference");
+  j.set("out", r.out.string());
+  j.set("model", r.model.string());
+  j.set("engine", r.on_llama ? "llama.cpp" : "reference");
   {
     json_value ju = json_value::object();  // arms this engine cannot run, and why
-    for (const auto& x : engine_skipped) ju.set(x.arm, x.reason);
+    for (const auto& x : res.arms_unavailable) ju.set(x.arm, x.reason);
     j.set("arms_unavailable", std::move(ju));
   }
-  j.set("design_hash", d.design_hash());
-  j.set("trials_total", d.trials());
+  j.set("design_hash", res.design.design_hash());
+  j.set("trials_total", res.design.trials());
   j.set("trials_run", stats.trials);
   j.set("trials_skipped", stats.skipped);
-  if (r.batch_items != 0) j.set("until_decided", r.stopped);
+  if (r.batch_items != 0) j.set("until_decided", res.until_decided);
   json_value timing = json_value::object();
   timing.set("trials_wall_s", stats.wall_s);
   timing.set("backend_s", stats.backend_s);
@@ -1424,63 +1130,24 @@ int finish_audit(audit_run& r, const driver_stats& stats, std::chrono::steady_cl
   timing.set("journal_s", stats.sink_s);
   timing.set("timing_repeat_runs", stats.repeat_runs);
   timing.set("timing_repeat_mismatches", stats.repeat_mismatches);
-  journal.close();  // cuts the file's zero padding
-  if (mpi_relay) {
-    (void)shard->finish(stats);   // the ranks' last agreement: rank 0 reports alone after it
-  } else if (shard != nullptr) {  // rank 0 reports on every rank's records
-    json_value sj = shard->finish(stats);
-    j.set("trials_run", *sj.find("trials_run"));
-    j.set("shard", std::move(sj));
-    if (shard->rank() != 0) return exit_ok;
+  if (res.shard.is_object()) {  // rank 0 of a sharded run: every rank's trials
+    j.set("trials_run", *res.shard.find("trials_run"));
+    j.set("shard", res.shard);
   }
-  if (!args.has("--trials-only")) {
-    // Every records file of --out, in the order of a one-process run (the report depends on it).
-    // without each record's policy object, which no analysis reads (~0.5 KB a record)
-    auto records = dist::read_records_set(dist::records_files(out), {.policy = false});
-    dist::order_as_executed(records, d);
-    const auto ta = std::chrono::steady_clock::now();
-    for (const auto& a : d.arms) aopt.design_arms.push_back(a.label);  // completeness over the design
-    if (r.batch_items != 0) {  // --until-decided: the intervals as confidence sequences over the budget
-      aopt.horizon = static_cast<std::size_t>(d.items);
-      aopt.looks = r.looks;
-      aopt.regime_horizon = r.regime_items;
-      aopt.schedule = r.schedule;
-    }
-    aopt.engine = on_llama ? "llama.cpp" : "reference";  // report.md's "Unavailable on this engine"
-    for (const auto& x : engine_skipped) aopt.arms_unavailable.emplace_back(x.arm, x.reason);
-    if (!args.has("--quiet"))  // the analysis runs for seconds without progress of its own
-      std::fprintf(stderr,
-                   "latentaudit: analysing %zu records (%zu bootstrap replicates) for the report in %s\n",
-                   records.size(), aopt.bootstrap_replicates, out.string().c_str());
-    // report.html's drill-down: the tasks again, read when the report is written rather than held
-    // through the trials (the task source frees each entry once prepared): the organism's
-    // generated anew, a --tasks file read as `report --records` reads it (its SHA-256 checked)
-    if (r.fmt) {
-      aopt.tasks = std::make_shared<const task_file>(organism_task_file(*r.fmt, r.to, d.items));
-    } else if (const json_value* p =
-                   d.identity.task_options.is_object() ? d.identity.task_options.find("path") : nullptr;
-               p != nullptr && p->is_string()) {
-      aopt.tasks = dist::read_design_tasks(p->as_string(), d.identity.task_hash, out, aopt.tasks_note);
-    }
-    const auto result = run_audit_report(records, aopt, out);
-    // What this engine could not run or measure, and why: the report's engine section and the summary.
-    std::map<std::string, std::string> metrics_missing;
-    for (const auto& r : records)
-      for (const auto& u : r.unavailable) metrics_missing.emplace(u.metric, u.reason);
-    json_value jm = json_value::object();
-    for (const auto& [m, why] : metrics_missing) jm.set(m, why);
+  if (res.report) {
+    json_value jm = json_value::object();  // what this engine could not measure, and why
+    for (const auto& [m, why] : res.metrics_unavailable) jm.set(m, why);
     j.set("metrics_unavailable", std::move(jm));
-    const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
-    timing.set("analysis_s", analysis_s);
-    input_warnings(result, j, args.has("--quiet"));
-    j.set("findings", findings_summary(result));
-    j.set("decision", decision_summary(result));
+    timing.set("analysis_s", res.analysis_s);
+    input_warnings(*res.report, j, r.args.has("--quiet"));
+    j.set("findings", findings_summary(*res.report));
+    j.set("decision", decision_summary(*res.report));
   }
   timing.set("total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   j.set("timing", std::move(timing));
-  if (relay) j.set("relay_transport", relay->transport());
-  if (mpi_relay) j.set("relay_transport", "mpi");
-  print_json(j, args.has("--pretty"));
+  if (r.relay) j.set("relay_transport", r.relay->transport());
+  if (r.mpi_relay) j.set("relay_transport", "mpi");
+  print_json(j, r.args.has("--pretty"));
   return exit_ok;
 }
 
@@ -1513,8 +1180,8 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   read_audit_arms(r);
   read_audit_options(r);
   open_audit_topology(r);
-  const driver_stats stats = run_audit_trials(r);
-  return finish_audit(r, stats, t0);
+  run_audit_trials(r);
+  return finish_audit(r, t0);
 }
 
 int run_audit(std::span<const std::string> raw) {
