@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The reference backend against llama.cpp (backend/llama_cpp.hpp, flash attention off, f32 cache),
+// The reference engine against llama.cpp (engine/llama_cpp.hpp, flash attention off, f32 cache),
 // same threads, in one run:
 //   <model>/<weights>/<engine>/prefill_<P>/threads:<T>   tokens/s of a P-token prefill into a fresh sequence
 //   <model>/<weights>/<engine>/decode/threads:<T>        tokens/s of 16 greedy-free decode steps after a
@@ -12,13 +12,13 @@
 // Llama of a 0.5B-class shape (hidden 896, 24 layers, 14 heads / 2 KV heads, head dim 64,
 // intermediate 4864, vocab 32000; generated here with seed 2026 by tests/support/tiny_llama.hpp,
 // stored only in the temp directory) with f32 and bf16 weights, prompts of 128 and 1024 tokens.
-// Filter "smoke" runs the organism only (the ctest smoke run). Results: docs/backends.md.
+// Filter "smoke" runs the organism only (the ctest smoke run). Results: docs/engines.md.
 #include <benchmark/benchmark.h>
 
-#include <latentaudit/backend/gguf_export.hpp>
-#include <latentaudit/backend/llama_cpp.hpp>
-#include <latentaudit/backend/llama_cpp_batch.hpp>
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
+#include <latentaudit/engine/llama_cpp_batch.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/kv/llama_state.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -67,28 +67,28 @@ const checkpoint& model(const std::string& name, la::dtype weights) {
 }
 
 // One engine alive at a time (a 0.5B model is 1.7 GB in f32 per engine).
-std::unique_ptr<la::reference_cpu_backend> ref_slot;
-std::unique_ptr<la::llama_cpp_backend> llama_slot;
+std::unique_ptr<la::reference_cpu_engine> ref_slot;
+std::unique_ptr<la::llama_cpp_engine> llama_slot;
 std::string ref_key, llama_key;
 
-la::reference_cpu_backend& reference(const std::string& name, la::dtype w, unsigned threads) {
+la::reference_cpu_engine& reference(const std::string& name, la::dtype w, unsigned threads) {
   const std::string key = name + std::to_string(static_cast<int>(w)) + ":" + std::to_string(threads);
   if (ref_key != key) {
     llama_slot.reset(), llama_key.clear();
     ref_slot.reset();
-    ref_slot = std::make_unique<la::reference_cpu_backend>(
-        la::reference_cpu_backend::load(model(name, w).hf, threads));
+    ref_slot = std::make_unique<la::reference_cpu_engine>(
+        la::reference_cpu_engine::load(model(name, w).hf, threads));
     ref_key = key;
   }
   return *ref_slot;
 }
 
-la::llama_cpp_backend& llama(const std::string& name, la::dtype w, int threads) {
+la::llama_cpp_engine& llama(const std::string& name, la::dtype w, int threads) {
   const std::string key = name + std::to_string(static_cast<int>(w));
   if (llama_key != key) {
     ref_slot.reset(), ref_key.clear();
     llama_slot.reset();
-    llama_slot = std::make_unique<la::llama_cpp_backend>(la::llama_cpp_backend::load(
+    llama_slot = std::make_unique<la::llama_cpp_engine>(la::llama_cpp_engine::load(
         model(name, w).gguf, {.n_ctx = 4096, .n_seq_max = 10, .threads = threads}));
     llama_key = key;
   }
@@ -147,12 +147,12 @@ void run_decode(benchmark::State& state, E& e, const std::vector<la::token_id>& 
 
 // B sequences, each prefilled with p, then 16 greedy-free decode steps of all B in one
 // forward_batch per step (B = 1: one sequence's decode through the same path).
-void run_decode_batch(benchmark::State& state, la::llama_cpp_backend& e, const std::vector<la::token_id>& p,
+void run_decode_batch(benchmark::State& state, la::llama_cpp_engine& e, const std::vector<la::token_id>& p,
                       std::size_t n_seqs) {
   constexpr int steps = 16;
   for (auto _ : state) {
     state.PauseTiming();
-    std::vector<la::scoped_seq<la::llama_cpp_backend>> seqs;
+    std::vector<la::scoped_seq<la::llama_cpp_engine>> seqs;
     for (std::size_t i = 0; i < n_seqs; ++i) {
       seqs.emplace_back(e);
       (void)e.prefill(seqs.back().id(), p, 0, {});
@@ -184,7 +184,7 @@ void run_decode_batch(benchmark::State& state, la::llama_cpp_backend& e, const s
 // text_message_16 (A writes up to 16 tokens), 8 items x 1 seed.
 void run_trials(benchmark::State& state, const std::string& name, int threads, std::size_t jobs,
                 bool batched) {
-  using la::llama_cpp_backend;
+  using la::llama_cpp_engine;
   const auto& ck = model(name, la::dtype::f32);
   llama_slot.reset(), llama_key.clear();
   ref_slot.reset(), ref_key.clear();
@@ -200,13 +200,13 @@ void run_trials(benchmark::State& state, const std::string& name, int threads, s
   std::uint64_t trials = 0;
   auto count = [&](const la::driver_stats& st) { trials += st.trials; };
   if (!batched) {
-    using driver_type = la::trial_driver<llama_cpp_backend>;
-    std::vector<std::unique_ptr<llama_cpp_backend>> engines;
+    using driver_type = la::trial_driver<llama_cpp_engine>;
+    std::vector<std::unique_ptr<llama_cpp_engine>> engines;
     std::vector<std::unique_ptr<driver_type>> drivers;
     std::vector<driver_type*> ptrs;
     for (std::size_t w = 0; w < jobs; ++w) {
       engines.push_back(
-          std::make_unique<llama_cpp_backend>(llama_cpp_backend::load(ck.gguf, {.threads = threads})));
+          std::make_unique<llama_cpp_engine>(llama_cpp_engine::load(ck.gguf, {.threads = threads})));
       drivers.push_back(std::make_unique<driver_type>(*engines.back()));
       drivers.back()->set_message_options(msg);
       ptrs.push_back(drivers.back().get());
@@ -216,7 +216,7 @@ void run_trials(benchmark::State& state, const std::string& name, int threads, s
   } else {
     using driver_type = la::trial_driver<la::llama_cpp_seat_engine>;
     const auto j = static_cast<std::uint32_t>(jobs);
-    auto e = llama_cpp_backend::load(
+    auto e = llama_cpp_engine::load(
         ck.gguf, {.n_ctx = 4096 * j, .max_context = 4096, .n_seq_max = 4 * j + 1, .threads = threads});
     la::llama_cpp_batch batch({&e});
     std::vector<la::llama_cpp_seat_engine> seats;
@@ -326,13 +326,13 @@ void register_all() {
                                        const auto p = prompt(sh.name, n, e.info().vocab_size);
                                        la::kv_block blk;
                                        {
-                                         la::scoped_seq<la::llama_cpp_backend> a(e);
+                                         la::scoped_seq<la::llama_cpp_engine> a(e);
                                          (void)e.prefill(a.id(), p, 0, {});
                                          blk = e.export_kv(a.id(), {0, static_cast<std::int64_t>(p.size())},
                                                            {0, e.info().fingerprint.n_layers});
                                        }
                                        for (auto _ : st) {
-                                         la::scoped_seq<la::llama_cpp_backend> b(e);
+                                         la::scoped_seq<la::llama_cpp_engine> b(e);
                                          e.import_kv(b.id(), blk, {});
                                          benchmark::DoNotOptimize(e.n_tokens(b.id()));
                                        }
@@ -352,7 +352,7 @@ void register_all() {
         auto blob_of = [=]() {
           auto& e = llama(sh.name, w, 1);
           const auto p = prompt(sh.name, n, e.info().vocab_size);
-          la::scoped_seq<la::llama_cpp_backend> a(e);
+          la::scoped_seq<la::llama_cpp_engine> a(e);
           (void)e.prefill(a.id(), p, 0, {});
           std::vector<std::byte> blob(llama_state_seq_get_size(e.context(), a.id()));
           blob.resize(llama_state_seq_get_data(e.context(), reinterpret_cast<std::uint8_t*>(blob.data()),

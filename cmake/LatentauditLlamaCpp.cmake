@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# The llama.cpp engine (include/latentaudit/backend/llama_cpp.hpp) for the project's own programs.
+# The llama.cpp engine (include/latentaudit/engine/llama_cpp.hpp) for the project's own programs.
 #
 # LATENTAUDIT_LLAMA_CPP = AUTO (default: enable whenever llama.cpp is found) | ON (fail if not
 # found) | OFF. Looked for, in order:
@@ -12,7 +12,7 @@
 # latentaudit::llama_cpp: llama.h's include directory, the libraries (with an rpath to their
 # directory), LATENTAUDIT_HAS_LLAMA_CPP=1 and LATENTAUDIT_GGML_BACKEND_DIR="<dir>", the directory
 # holding ggml's dynamically loaded CPU backends (libggml-cpu-*.so) that
-# latentaudit::llama_cpp_runtime::init() (backend/llama_cpp_runtime.hpp) loads before
+# latentaudit::llama_cpp_runtime::init() (engine/llama_cpp_runtime.hpp) loads before
 # llama_backend_init(). LATENTAUDIT_GGML_BACKEND_DIR (cache) overrides that directory. The target
 # is the project's own (tests, CLI, benchmarks); it is not installed or exported: a user links
 # their own llama.cpp and includes the header-only adapter.

@@ -4,7 +4,7 @@
 // the arms the engine cannot run, journals every record as it completes (a resume continues it),
 // runs the trials on two workers and writes the report, which answers "does relay pay?" with its
 // reasons. Run from the repository root (or pass the models directory as the first argument).
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -17,9 +17,9 @@ namespace la = latentaudit;
 
 int main(int argc, char** argv) {
   const std::filesystem::path models = argc > 1 ? argv[1] : "models";
-  using engines = la::audit_engines<la::reference_cpu_backend>;
-  engines first{la::reference_cpu_backend::load(models / "organism-a"),
-                la::reference_cpu_backend::load(models / "organism-b"),
+  using engines = la::audit_engines<la::reference_cpu_engine>;
+  engines first{la::reference_cpu_engine::load(models / "organism-a"),
+                la::reference_cpu_engine::load(models / "organism-b"),
                 {}};
   const auto format = la::organism_format::load(models / "organism-a");
 
@@ -40,9 +40,8 @@ int main(int argc, char** argv) {
   const auto out = options.out;
   la::audit_session session(design, std::move(options));
   const auto result = session.run(tasks, first, [&] { return std::make_unique<engines>(first); });
-  std::printf("%llu trials in %.2f s (backend %.2f s)\n",
-              static_cast<unsigned long long>(result.stats.trials), result.stats.wall_s,
-              result.stats.backend_s);
+  std::printf("%llu trials in %.2f s (engine %.2f s)\n", static_cast<unsigned long long>(result.stats.trials),
+              result.stats.wall_s, result.stats.engine_s);
 
   const auto& report = *result.report;
   for (const auto& f : report.findings)

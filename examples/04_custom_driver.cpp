@@ -4,7 +4,7 @@
 // uses the same ones). This one runs no_comm, text_full, kv_full and kv_noise_0.5 on organism-a
 // item by item, then runs the built-in driver on the same design and checks that both wrote the
 // same records (timings aside). Pass the models directory as the first argument (default: models).
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <cstdio>
@@ -26,8 +26,8 @@ bool runs(const la::arm_plan& p) {
 
 // One trial of `arm` on `task`, as its plan says: A reads the document (when the arm relays), the
 // relay goes through the wire, B answers greedily; the record is built with record_builder.hpp.
-la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design& d,
-                           const la::trial_task& task, const la::trial_arm& arm) {
+la::trial_record one_trial(la::reference_cpu_engine& e, const la::trial_design& d, const la::trial_task& task,
+                           const la::trial_arm& arm) {
   const auto key = la::relay_hmac_key(d.seed);
   const auto& fp = e.info().fingerprint;
   // B reading the document itself (its current version: relay_text): the reference of
@@ -37,13 +37,13 @@ la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design&
   text.insert(text.end(), task.query.begin(), task.query.end());
   la::text_reference ref;
   {
-    la::scoped_seq<la::reference_cpu_backend> s(e);
+    la::scoped_seq<la::reference_cpu_engine> s(e);
     auto out = e.prefill(s.id(), text, 0, {.want_hidden = true});
     ref = la::make_text_reference(out.logits, std::move(out.hidden));
   }
   la::trial_record r = la::begin_record(d, task, arm);
   r.receiver_fingerprint = la::fingerprint_text(fp);
-  la::scoped_seq<la::reference_cpu_backend> b(e);
+  la::scoped_seq<la::reference_cpu_engine> b(e);
   std::vector<la::token_id> ctx;
   la::position_t first = 0;
   std::int64_t relayed = 0;
@@ -60,7 +60,7 @@ la::trial_record one_trial(la::reference_cpu_backend& e, const la::trial_design&
   } else {  // A's document cache under the arm's policy (kv_full, kv_policy arms)
     r.sender_fingerprint = r.receiver_fingerprint;
     const auto n = static_cast<std::int64_t>(task.document.size());
-    la::scoped_seq<la::reference_cpu_backend> a(e);
+    la::scoped_seq<la::reference_cpu_engine> a(e);
     (void)e.prefill(a.id(), task.document, 0, {});
     auto block = e.export_kv(a.id(), {0, n}, {0, fp.n_layers});
     const auto tr = arm.policy.apply(block, {.seed = la::policy_seed(d, task.seed), .item = task.item});
@@ -103,7 +103,7 @@ std::string timeless(la::trial_record r) {
 
 int main(int argc, char** argv) {
   const std::filesystem::path models = argc > 1 ? argv[1] : "models";
-  auto engine = la::reference_cpu_backend::load(models / "organism-a");
+  auto engine = la::reference_cpu_engine::load(models / "organism-a");
   const auto fmt = la::organism_format::load(models / "organism-a");
   la::trial_design d{.seed = 9, .items = 12, .seeds = 1};
   d.arms = {la::parse_arm("no_comm"), la::parse_arm("text_full"), la::parse_arm("kv_full"),
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   std::map<la::trial_key, std::string> mine, builtin;
   for (std::uint64_t i = 0; i < d.items; ++i)
     for (const auto& arm : d.arms) mine[{i, 0, arm.label}] = timeless(one_trial(engine, d, tasks(i, 0), arm));
-  la::trial_driver<la::reference_cpu_backend>(engine).run(d, tasks, [&](const la::trial_record& r) {
+  la::trial_driver<la::reference_cpu_engine>(engine).run(d, tasks, [&](const la::trial_record& r) {
     builtin[{r.item, r.seed, r.arm}] = timeless(r);
   });
   int differ = 0;

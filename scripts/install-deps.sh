@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Installs latentaudit's build and test dependencies: Debian 12 packages, then the pinned llama.cpp
 # release (headers, prebuilt CPU libraries, tokenizer vocabularies) into .deps/llama.cpp/ (ignored by
-# git; docs/backends.md "llama.cpp"). Idempotent: installs only what is missing, and runs apt-get
+# git; docs/engines.md "llama.cpp"). Idempotent: installs only what is missing, and runs apt-get
 # update only when something is. Both README commands call it. All progress goes to stderr.
 # LATENTAUDIT_SKIP_LLAMA_CPP=1 skips the llama.cpp step (the build then configures without it).
 # Options: --without-late leaves out the late packages (needed only by tests that run after the
@@ -56,11 +56,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# ---- llama.cpp v0.5.0 (the engine of include/latentaudit/backend/llama_cpp.hpp) ---------------------
+# ---- llama.cpp v0.5.0 (the engine of include/latentaudit/engine/llama_cpp.hpp) ---------------------
 # node-llama-cpp@3.22.1 carries the llama.cpp release v0.5.0 as a git bundle (headers, sources,
 # gguf-py, tokenizer vocabularies); @node-llama-cpp/linux-x64@3.22.1 carries its prebuilt CPU
 # libraries. Prebuilt, not built from the bundle: a CPU-only source build is ~9 CPU-minutes, which the
-# 20-minute CI budget does not have (docs/backends.md). The sha512 digests are npm's dist.integrity of
+# 20-minute CI budget does not have (docs/engines.md). The sha512 digests are npm's dist.integrity of
 # each tarball (`npm view <pkg>@<ver> dist.integrity`, base64) written in hex, checked before unpacking.
 llama_pkgs=(
   "node-llama-cpp@3.22.1 6e5b488a9b9699cd76dc7eed30880318a4ac4ab866865418795502e3c5d38d55bb5c624988927209d95333343f2e25a83e4183a5c2f816f883a60c3ba9f4e20f"

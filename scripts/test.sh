@@ -8,7 +8,7 @@
 #  2. AddressSanitizer + UndefinedBehaviorSanitizer (built while stage 1's tests run): the compiled
 #     library, every test program and the CLI (no examples, benchmarks or packaging checks: they add no memory or UB coverage; no
 #     llama.cpp engine: its prebuilt library is not instrumented, and the blob and GGUF parsing the
-#     adapter relies on is tested here through kv_tests and backend_tests; the CLI's "built without
+#     adapter relies on is tested here through kv_tests and engine_tests; the CLI's "built without
 #     llama.cpp" path is tested here instead; no MPI either: Open MPI's libraries are not
 #     instrumented and hold allocations past MPI_Finalize that LeakSanitizer reports, and the CLI's
 #     "built without MPI" refusal under a launcher is tested here instead), all tests but the

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Timings of the CUDA reference backend's relay paths, each beside a device-to-device
+// Timings of the CUDA reference engine's relay paths, each beside a device-to-device
 // cudaMemcpy of the same bytes (ratio = memcpy time / operation time; 1 = memcpy speed):
 //   organism   relay import (device block -> cache) vs the receiver recomputing the prefill,
 //              and export to the device and to the host, on a model directory
 //   synthetic  a Llama-3-8B-shaped bf16 cache (32 layers, 8 kv heads, head dim 128, 4096
-//              tokens; 512 MiB of K and V): export, import (the cuda_backend copies), seeded
+//              tokens; 512 MiB of K and V): export, import (the cuda_engine copies), seeded
 //              noise, int8 round trip and token gather
 // Usage: example_cuda_bench [model_dir] [tokens]  (defaults: models/organism-a, 4096). Prints a
 // table; "no CUDA device: skipped" and exit 0 without a device. Median of 5 runs after a warm-up.
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "cuda_engine.hpp"
 
 namespace la = latentaudit;
 namespace cd = latentaudit::cuda_detail;
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
     // ---- the organism: relay vs recompute ------------------------------------------------------
     {
-      auto gpu = la::cuda_backend::load(dir);
+      auto gpu = la::cuda_engine::load(dir);
       const auto& c = gpu.config();
       const auto n = static_cast<la::position_t>(std::min<std::int64_t>(c.max_context - 8, 120));
       std::vector<la::token_id> a(static_cast<std::size_t>(n));
@@ -146,14 +146,14 @@ int main(int argc, char** argv) {
           L, static_cast<long long>(T), bytes);
       header();
       const double cpy = ref.ms(bytes);
-      // export = cuda_backend::export_kv_device's copy (one 2-D copy over consecutive layers)
+      // export = cuda_engine::export_kv_device's copy (one 2-D copy over consecutive layers)
       row("export (cache -> block, D2D)", bytes, median_ms([&] {
             cd::check_cuda(cudaMemcpy2D(blk.data.get(), tb, cache.get(), cap * row_bytes, tb, 2 * L,
                                         cudaMemcpyDeviceToDevice),
                            "cudaMemcpy2D");
           }),
           cpy);
-      // import = cuda_backend::import_kv_device's copies (one 2-D copy a layer, after the receiver's tokens)
+      // import = cuda_engine::import_kv_device's copies (one 2-D copy a layer, after the receiver's tokens)
       const std::size_t old_T = 256;
       row("import (block -> cache, D2D)", bytes, median_ms([&] {
             for (std::size_t l = 0; l < L; ++l)

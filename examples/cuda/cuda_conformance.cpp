@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The CUDA reference backend held to the CPU one: latentaudit's conformance kit on the CUDA
-// backend, then cross-backend checks on a model directory (default models/organism-a, run from
-// the source root): logits, hidden state and attention capture within 1e-4 of the CPU backend
-// (f32); caches exported on one backend and imported on the other (and device to device, with
+// The CUDA reference engine held to the CPU one: latentaudit's conformance kit on the CUDA
+// engine, then cross-engine checks on a model directory (default models/organism-a, run from
+// the source root): logits, hidden state and attention capture within 1e-4 of the CPU engine
+// (f32); caches exported on one engine and imported on the other (and device to device, with
 // layer masks and rebased positions) give the same continuation; the device hot paths (gather,
 // seeded noise, int8/int4 round trip, RoPE re-rotation) bit-identical to the CPU's on f32 and
 // bf16 blocks. Prints one line a check; exits 1 if any fails, 77 with "no CUDA device: skipped"
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <latentaudit/backend/conformance.hpp>
+#include <latentaudit/engine/conformance.hpp>
 #include <latentaudit/kv/selection.hpp>
 
-#include "cuda_backend.hpp"
+#include "cuda_engine.hpp"
 #include "support/tiny_llama.hpp"  // tests/support: writes a tiny random checkpoint
 
 namespace la = latentaudit;
@@ -85,20 +85,20 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argc > 1 ? argv[1] : "models/organism-a";
   try {
-    auto gpu = la::cuda_backend::load(dir);
-    auto cpu = la::reference_cpu_backend::load(dir);
+    auto gpu = la::cuda_engine::load(dir);
+    auto cpu = la::reference_cpu_engine::load(dir);
     std::printf("model %s: %d layers, %d heads, %d kv heads, head dim %d\n", dir.c_str(),
                 gpu.config().n_layers, gpu.config().n_heads, gpu.config().n_kv_heads, gpu.config().head_dim);
     report("fingerprints equal", gpu.info().fingerprint == cpu.info().fingerprint);
 
-    // ---- the conformance kit (same inputs as tests/backend/conformance_test.cpp) ---------------
+    // ---- the conformance kit (same inputs as tests/engine/conformance_test.cpp) ---------------
     const la::conformance_options kit{
         .a = {3, 17, 5, 9, 22, 1, 30, 8}, .b = {12, 4, 27, 6}, .delta = 7, .tolerance = 1e-4};
     for (const auto& r : la::run_conformance(gpu, kit))
       report("kit/" + r.check, r.passed,
              r.detail.empty() ? "max |delta| " + std::to_string(r.max_abs_diff) : r.detail);
 
-    // ---- cross-backend: logits, hidden state, capture ----------------------------------------
+    // ---- cross-engine: logits, hidden state, capture ----------------------------------------
     std::vector<la::token_id> a = kit.a, b = kit.b;
     const auto na = static_cast<la::position_t>(a.size());
     const std::int64_t L = gpu.config().n_layers;
@@ -197,8 +197,8 @@ int main(int argc, char** argv) {
     for (bool tied : {false, true}) {
       const auto tdir = la::test::write_tiny_llama(std::string("cuda_bf16_") + (tied ? "tied" : "untied"),
                                                    {.tied = tied, .storage = la::dtype::bf16, .seed = 3});
-      auto g16 = la::cuda_backend::load(tdir, la::dtype::bf16);
-      auto c16 = la::reference_cpu_backend::load(tdir);
+      auto g16 = la::cuda_engine::load(tdir, la::dtype::bf16);
+      auto c16 = la::reference_cpu_engine::load(tdir);
       const std::string tag = std::string("bf16w") + (tied ? " tied" : "") + "/";
       for (const auto& r : la::run_conformance(g16, kit))
         report(tag + "kit/" + r.check, r.passed,
@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
     {
       // an f32 checkpoint with its matrices rounded to bf16 on the device: the kit holds; the
       // distance to the CPU's f32 logits is printed, not checked (it is the rounding's effect)
-      auto g16 = la::cuda_backend::load(dir, la::dtype::bf16);
+      auto g16 = la::cuda_engine::load(dir, la::dtype::bf16);
       for (const auto& r : la::run_conformance(g16, kit))
         report("bf16w organism/kit/" + r.check, r.passed,
                r.detail.empty() ? "max |delta| " + std::to_string(r.max_abs_diff) : r.detail);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// latentaudit CUDA example: the kernels of the reference CUDA backend and of the transfer
+// latentaudit CUDA example: the kernels of the reference CUDA engine and of the transfer
 // policy's hot paths (see cuda_kernels.hpp). Compiled with --fmad=false: the quantization round
 // trip reproduces the CPU's binary64 arithmetic bit for bit, which a contracted multiply-add would
 // break; the noise generator (cuda_noise_stream.hpp) spells every binary32 operation as an

@@ -14,7 +14,7 @@ namespace latentaudit::cuda_kernels {
 void embed(const float* table, const std::int32_t* tokens, int n, int d, float* x);
 
 /// @brief y[n×out] = x[n×in] · Wᵀ (+ y when accumulate) with W bf16 row-major [out][in]
-/// (HF linear layout), binary32 products and sums: the bf16-weight path of the backend.
+/// (HF linear layout), binary32 products and sums: the bf16-weight path of the engine.
 void linear_bf16w(const float* x, int n, const std::uint16_t* w, int out, int in, float* y, bool accumulate);
 
 /// @brief HF LlamaRMSNorm of `rows` rows: y = x · 1/sqrt(mean(x²) + eps) · w.

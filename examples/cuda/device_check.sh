@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# One prepared device check for the reference CUDA backend (examples/cuda/README.md): builds the
-# two CUDA example programs (Release), runs the conformance kit + cross-backend checks against the
-# CPU backend on models/organism-a, then the timing table (organism relay vs recompute; synthetic
+# One prepared device check for the reference CUDA engine (examples/cuda/README.md): builds the
+# two CUDA example programs (Release), runs the conformance kit + cross-engine checks against the
+# CPU engine on models/organism-a, then the timing table (organism relay vs recompute; synthetic
 # Llama-3-8B-shaped bf16 cache: export, import, noise, int8 round trip, gather, each beside a
 # device memcpy of the same bytes). Before them, the host check of the noise kernel's arithmetic
 # (example_cuda_noise_host_check, no device needed): if it passes and the device noise check
@@ -47,7 +47,7 @@ fi
 step "noise kernel arithmetic on the host vs bulk_normal_batch / add_noise"
 timeout 60 "$bin/example_cuda_noise_host_check" || status=1
 
-step "conformance kit + cross-backend checks (organism-a)"
+step "conformance kit + cross-engine checks (organism-a)"
 out=$(timeout 30 "$bin/example_cuda_conformance" models/organism-a 2>&1) || status=1
 echo "$out"
 if grep -q "no CUDA device" <<<"$out"; then echo "no CUDA device visible: this check needs one"; exit 3; fi

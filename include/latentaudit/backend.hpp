@@ -1,18 +1,9 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: module header for inference backends: the backend concept, the CPU reference
-// backend, the safetensors reader and the GGUF reader/writer.
-#ifndef LATENTAUDIT_BACKEND_HPP
-#define LATENTAUDIT_BACKEND_HPP
+// Deprecated: the engine module was named backend/; this header forwards to
+// <latentaudit/engine.hpp> so that code written against the former path keeps compiling.
+#ifndef LATENTAUDIT_DEPRECATED_BACKEND_HPP
+#define LATENTAUDIT_DEPRECATED_BACKEND_HPP
 
-#include "backend/capabilities.hpp"
-#include "backend/concepts.hpp"
-#include "backend/conformance.hpp"
-#include "backend/gguf.hpp"
-#include "backend/gguf_export.hpp"
-#include "backend/kv_map_file.hpp"
-#include "backend/reference_cpu.hpp"
-#include "backend/safetensors.hpp"
-#include "core.hpp"
-#include "kv.hpp"
+#include "engine.hpp"  // IWYU pragma: export
 
-#endif  // LATENTAUDIT_BACKEND_HPP
+#endif  // LATENTAUDIT_DEPRECATED_BACKEND_HPP

@@ -3,9 +3,9 @@
 #ifndef LATENTAUDIT_LATENTAUDIT_HPP
 #define LATENTAUDIT_LATENTAUDIT_HPP
 
-#include "backend.hpp"
 #include "core.hpp"
 #include "dist.hpp"
+#include "engine.hpp"
 #include "estimators.hpp"
 #include "kv.hpp"
 #include "report.hpp"

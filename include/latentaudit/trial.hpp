@@ -3,8 +3,8 @@
 #ifndef LATENTAUDIT_TRIAL_HPP
 #define LATENTAUDIT_TRIAL_HPP
 
-#include "backend.hpp"
 #include "core.hpp"
+#include "engine.hpp"
 #include "kv.hpp"
 #include "trial/arm.hpp"
 #include "trial/arm_schedule.hpp"

@@ -17,8 +17,8 @@ import os as _os
 from . import _latentaudit
 from ._latentaudit import (  # noqa: F401  (the public API)
     AuthenticationFailed,
-    BackendError,
     CorruptData,
+    EngineError,
     Error,
     IncompatibleModel,
     InvalidArgument,
@@ -68,9 +68,12 @@ from ._latentaudit import (  # noqa: F401  (the public API)
     wilson_interval,
 )
 
+# Deprecated: the former name of EngineError (one word for one concept: engine).
+BackendError = EngineError
+
 __all__ = [
     "Error", "InvalidArgument", "ShapeMismatch", "CorruptData", "AuthenticationFailed", "NumericalError",
-    "IncompatibleModel", "BackendError",
+    "IncompatibleModel", "EngineError",
     "welch_t_test", "student_t_test", "paired_t_test", "mcnemar_test", "mcnemar_test_table",
     "two_proportion_test", "wilson_interval", "equivalence_test", "non_inferiority_test",
     "bootstrap_paired_mean", "bootstrap_mean_difference", "bounded_mean_interval", "bounded_mean_p_value",

@@ -12,7 +12,7 @@ PYBIND11_MODULE(_latentaudit, m) {
   m.attr("__version__") = LATENTAUDIT_PYTHON_VERSION;
   // The library's exception hierarchy as Python classes under latentaudit.Error. Bad input
   // (invalid_argument, shape_mismatch, corrupt_data, incompatible_model) and undefined statistics
-  // (numerical_error) are also ValueErrors, backend failures RuntimeErrors, so callers can catch
+  // (numerical_error) are also ValueErrors, engine failures RuntimeErrors, so callers can catch
   // either the library's class or Python's usual one. The classes live as long as the process.
   py::object type = py::module_::import("builtins").attr("type");
   auto make = [&](const char* name, py::handle a, py::handle b, const char* doc) -> PyObject* {
@@ -36,8 +36,8 @@ PYBIND11_MODULE(_latentaudit, m) {
       make("AuthenticationFailed", corrupt, {}, "A relay frame failed authentication.");
   static PyObject* const numerical =
       make("NumericalError", base, PyExc_ValueError, "The statistics are undefined for these data.");
-  static PyObject* const backend =
-      make("BackendError", base, PyExc_RuntimeError, "An inference backend failed an operation.");
+  static PyObject* const engine =
+      make("EngineError", base, PyExc_RuntimeError, "An inference engine failed an operation.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -53,8 +53,8 @@ PYBIND11_MODULE(_latentaudit, m) {
       PyErr_SetString(corrupt, e.what());
     } catch (const latentaudit::numerical_error& e) {
       PyErr_SetString(numerical, e.what());
-    } catch (const latentaudit::backend_error& e) {
-      PyErr_SetString(backend, e.what());
+    } catch (const latentaudit::engine_error& e) {
+      PyErr_SetString(engine, e.what());
     } catch (const latentaudit::error& e) {
       PyErr_SetString(base, e.what());
     }

@@ -4,9 +4,9 @@
 // tied head is not written); bad input exits 2 with one line naming the problem: missing options, an
 // unreadable directory, another architecture, a missing, mis-shaped, unexpected or non-finite
 // tensor, a bad dtype, an unwritable output, and truncated, oversized-header or non-GGUF files for
-// inspect. The exports run on llama.cpp in tests/backend/llama_cpp_exactness_test.cpp.
-#include <latentaudit/backend/gguf.hpp>
-#include <latentaudit/backend/gguf_export.hpp>
+// inspect. The exports run on llama.cpp in tests/engine/llama_cpp_exactness_test.cpp.
+#include <latentaudit/engine/gguf.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
 
 #include <algorithm>
 #include <filesystem>

@@ -4,7 +4,7 @@
 // outgrow a record line, planted lock-file symlinks, outputs that are devices, write errors on
 // stdout and file-size limits, --config integers and overridden values, the arm and link parsers,
 // GGUF files llama.cpp would abort on (checked where the CLI has llama.cpp), an oversized design.json.
-#include <latentaudit/backend/gguf.hpp>
+#include <latentaudit/engine/gguf.hpp>
 
 #include <fcntl.h>
 #include <sys/resource.h>

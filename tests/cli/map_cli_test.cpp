@@ -4,7 +4,7 @@
 // read_kv_map accepts, with its calibration hash and held-out R² in the summary; bad options exit
 // 2 with one line.
 #include <catch2/catch.hpp>
-#include <latentaudit/backend/kv_map_file.hpp>
+#include <latentaudit/engine/kv_map_file.hpp>
 
 #include <algorithm>
 #include <filesystem>

@@ -269,3 +269,48 @@ TEST_CASE(
   CHECK(std::count(err.begin(), err.end(), '\n') == 1);
   check_measured(out);
 }
+
+TEST_CASE(
+    "relay-peer: the design comes from the audit, the peer names only its model, another model is refused") {
+  const auto dir = test::cli_work_dir() / "relay_design_wire";
+  std::filesystem::remove_all(dir);
+  auto start_peer = [&](const std::string& model, const std::string& name) {
+    std::uint16_t port = 0;
+    {
+      dist::tcp_listener probe("127.0.0.1:0");
+      port = probe.port();
+    }
+    const std::string address = "127.0.0.1:" + std::to_string(port);
+    // no design option: items, seeds, arms and seed come from the audit
+    const std::vector<std::string> words = {"relay-peer", "--listen", address, "--model", models + model};
+    std::filesystem::create_directories(dir);
+    const pid_t pid =
+        test::spawn_cli(words, (dir / (name + ".out")).string(), (dir / (name + ".err")).string());
+    return std::pair{pid, address};
+  };
+  {
+    const auto [peer, address] = start_peer("organism-a", "same");
+    const auto r =
+        test::run_cli(small_audit(dir / "same", {"--relay-transport", "tcp", "--relay-peer", address}));
+    int status = 0;
+    REQUIRE(waitpid(peer, &status, 0) == peer);
+    INFO("audit stderr: " << r.err << "; peer stderr: " << test::slurp_file(dir / "same.err"));
+    REQUIRE(r.code == 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(read_records(dir / "same" / "records.jsonl").size() == 16);  // 4 items x 4 arms
+  }
+  {  // the peer's model is not the audit's: both stop before any trial, naming the field
+    const auto [peer, address] = start_peer("organism-b", "other");
+    const auto r =
+        test::run_cli(small_audit(dir / "other", {"--relay-transport", "tcp", "--relay-peer", address}));
+    int status = 0;
+    REQUIRE(waitpid(peer, &status, 0) == peer);
+    CHECK(r.code == 2);  // one error line (after the unauthenticated-loopback warning)
+    CHECK(r.err.find("error: argument 'design' is refused by the relay peer") != std::string::npos);
+    CHECK(r.err.find("field 'model_fingerprint'") != std::string::npos);
+    CHECK(r.err.find("must run the receiver's design on the models") != std::string::npos);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 2));
+    CHECK(test::slurp_file(dir / "other.err").find("model_fingerprint") != std::string::npos);
+    CHECK(read_records(dir / "other" / "records.jsonl").empty());
+  }
+}

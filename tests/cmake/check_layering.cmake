@@ -1,20 +1,20 @@
 # SPDX-License-Identifier: MIT
-# Enforces DESIGN.md's layering: core needs only Eigen and Boost; kv, backend, estimators include
+# Enforces DESIGN.md's layering: core needs only Eigen and Boost; kv, engine, estimators include
 # only core (and themselves); trial may include those; dist (sharded audits) those and trial;
 # report everything; only report/ (and tools/) use fmt.
 # Also checks that each module header includes every header of its module (but the llama.cpp
-# engine headers backend/llama_cpp*.hpp, which need llama.h, and dist/mpi_runtime.hpp, which
+# engine headers engine/llama_cpp*.hpp, which need llama.h, and dist/mpi_runtime.hpp, which
 # needs mpi.h), and that no header of the library includes those.
 set(inc "${ROOT}/include/latentaudit")
 set(allowed_core "core")
 set(allowed_kv "core;kv")
-set(allowed_backend "core;kv;backend")
+set(allowed_engine "core;kv;engine")
 set(allowed_estimators "core;estimators")
-set(allowed_trial "core;kv;backend;estimators;trial")
-set(allowed_dist "core;kv;backend;estimators;trial;dist")
-set(allowed_report "core;kv;backend;estimators;trial;dist;report")
+set(allowed_trial "core;kv;engine;estimators;trial")
+set(allowed_dist "core;kv;engine;estimators;trial;dist")
+set(allowed_report "core;kv;engine;estimators;trial;dist;report")
 set(failures "")
-foreach(module core kv backend estimators trial dist report)
+foreach(module core kv engine estimators trial dist report)
   file(GLOB_RECURSE headers "${inc}/${module}/*.hpp")
   foreach(h IN LISTS headers)
     file(STRINGS "${h}" lines REGEX "^[ \t]*#[ \t]*include")
@@ -22,7 +22,7 @@ foreach(module core kv backend estimators trial dist report)
       if(line MATCHES "<fmt/" AND NOT module STREQUAL "report")
         list(APPEND failures "${h}: fmt is only for report/: ${line}")
       endif()
-      if(line MATCHES "llama_cpp[^/]*\\.hpp" AND NOT h MATCHES "/backend/llama_cpp[^/]*\\.hpp$")
+      if(line MATCHES "llama_cpp[^/]*\\.hpp" AND NOT h MATCHES "/engine/llama_cpp[^/]*\\.hpp$")
         list(APPEND failures "${h}: only the llama.cpp headers may include ${line}")
       endif()
       if((line MATCHES "mpi_runtime\\.hpp" OR line MATCHES "<mpi\\.h>") AND NOT h MATCHES "/dist/(mpi_runtime|transport_mpi)\\.hpp$")
@@ -49,8 +49,8 @@ foreach(module core kv backend estimators trial dist report)
   if(EXISTS "${inc}/${module}.hpp")
     file(READ "${inc}/${module}.hpp" umbrella)
     file(GLOB top_headers RELATIVE "${inc}" "${inc}/${module}/*.hpp")
-    # backend/llama_cpp*.hpp need llama.h: included by no other header (the engine is optional)
-    list(FILTER top_headers EXCLUDE REGEX "^backend/llama_cpp[^/]*\\.hpp$")
+    # engine/llama_cpp*.hpp need llama.h: included by no other header (the engine is optional)
+    list(FILTER top_headers EXCLUDE REGEX "^engine/llama_cpp[^/]*\\.hpp$")
     list(FILTER top_headers EXCLUDE REGEX "^dist/(mpi_runtime|transport_mpi)\\.hpp$")  # need mpi.h
     foreach(th IN LISTS top_headers)
       string(FIND "${umbrella}" "\"${th}\"" pos)

@@ -7,10 +7,10 @@
 //     printing "frame BYTES SECONDS" per exchange, then a 10 GB length announcement that the
 //     receiver must refuse before allocation ("refused: ...").
 // Exit status 0 when every check holds.
-#include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/mpi_runtime.hpp>
 #include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/dist/transport_mpi.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <chrono>
@@ -30,8 +30,8 @@ std::string timeless(trial_record r) {
 }
 
 int relay(const dist::communicator& comm, const std::string& models) {
-  auto a = reference_cpu_backend::load(models + "/organism-a");
-  auto b = reference_cpu_backend::load(models + "/organism-b");
+  auto a = reference_cpu_engine::load(models + "/organism-a");
+  auto b = reference_cpu_engine::load(models + "/organism-b");
   const auto fmt = organism_format::load(models + "/organism-a");
   trial_design d{.seed = 5, .items = 4, .seeds = 1};
   d.arms = {parse_arm("no_comm"), parse_arm("text_full"), parse_arm("kv_full"),
@@ -39,7 +39,7 @@ int relay(const dist::communicator& comm, const std::string& models) {
   const organism_task_options to{.seed = d.seed};
   auto tasks = [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); };
   dist::mpi_transport link(comm, 1 - comm.rank(), {.timeout_s = 60});
-  trial_driver<reference_cpu_backend> drv(a, &b);
+  trial_driver<reference_cpu_engine> drv(a, &b);
   if (comm.rank() == 1) {
     (void)dist::serve_sender(drv, d, tasks, link);
     return 0;

@@ -3,7 +3,7 @@
 // (organism_format::from_json), a model's config.json (llama_config::from_json) and a journal's
 // design.json (compared by design_difference on resume). Any byte string must either parse and
 // validate or throw a latentaudit::error — never crash, hang or read out of bounds.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial/design.hpp>
 #include <latentaudit/trial/task.hpp>
 

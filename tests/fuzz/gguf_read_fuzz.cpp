@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target for the GGUF reader (backend/gguf.hpp): any byte string must either parse or
+// libFuzzer target for the GGUF reader (engine/gguf.hpp): any byte string must either parse or
 // throw a latentaudit::error — never crash, leak, read out of bounds or allocate what a header
 // claims beyond the limits. A file that parses has every value readable through the typed
 // accessors it claims and every f32/f16/bf16 tensor readable inside the buffer.
-#include <latentaudit/backend/gguf.hpp>
+#include <latentaudit/engine/gguf.hpp>
 
 #include <cstdint>
 #include <cstdlib>

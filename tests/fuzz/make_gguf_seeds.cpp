@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Writes the seed corpus of the GGUF reader fuzzer (tests/fuzz/corpus/gguf_read) with the library's
 // GGUF writer; tests/fuzz/make_corpus.sh builds and runs it.
-#include <latentaudit/backend/gguf.hpp>
+#include <latentaudit/engine/gguf.hpp>
 using namespace latentaudit;
 int main(int, char** argv) {
   std::string d = argv[1];

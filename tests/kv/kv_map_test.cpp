@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The cross-model cache map (kv/kv_map.hpp, backend/kv_map_file.hpp): on caches whose target is a
+// The cross-model cache map (kv/kv_map.hpp, engine/kv_map_file.hpp): on caches whose target is a
 // planted linear function of the source's pre-RoPE keys and values the fit recovers it (R² ≈ 1,
 // the planted source layer chosen) across a change of layers, KV heads, head dims and RoPE, and
 // the mapped cache equals the planted one with the target's RoPE at the source's positions; a
 // model mapped onto itself gives its own cache back; the file round-trips and a hostile file is
 // refused naming the field.
 #include <catch2/catch.hpp>
-#include <latentaudit/backend/kv_map_file.hpp>
 #include <latentaudit/core/rng.hpp>
+#include <latentaudit/engine/kv_map_file.hpp>
 #include <latentaudit/kv/kv_map.hpp>
 
 #include <cmath>

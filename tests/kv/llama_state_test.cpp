@@ -3,7 +3,7 @@
 // round-trip (token-major and transposed V, one or several streams), the byte layout matches the
 // documented format (8-byte blob header; the file's 'ggsq' header and tokens), malformed blobs are
 // refused and a blob is not taken for a file or vice versa; NEOX↔NORM key permutation commutes with
-// rotation. Blobs written by llama.cpp itself are tested in backend/llama_cpp_state_test.cpp.
+// rotation. Blobs written by llama.cpp itself are tested in engine/llama_cpp_state_test.cpp.
 #include <latentaudit/kv/llama_state.hpp>
 #include <latentaudit/kv/rope.hpp>
 

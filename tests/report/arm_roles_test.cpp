@@ -3,7 +3,7 @@
 // relabelled but keep their arm_kind give the same findings, demonstrations, gate and monitor as
 // the canonical labels; two arms of one kind give a warning naming both; and with a single item no
 // cost or gate finding says "yes" (the betting intervals over items cannot exclude anything).
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/report/detail/arm_roles.hpp>
 #include <latentaudit/trial.hpp>

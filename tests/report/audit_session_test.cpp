@@ -6,8 +6,8 @@
 // another "process" (a thread with its own session over a loopback tcp link) with the same
 // records; writes the report once as a set; stops when decided (schedule.json, the summary); and
 // refuses options the topology contradicts.
-#include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/transport.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report/audit_session.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
@@ -24,7 +24,7 @@ using namespace latentaudit;
 namespace session_test {
 
 using latentaudit::test::models;
-using engines = audit_engines<reference_cpu_backend>;
+using engines = audit_engines<reference_cpu_engine>;
 
 // Records without timings (they differ run to run).
 std::string timeless(trial_record r) {
@@ -55,12 +55,12 @@ organism_task_options task_options(const trial_design& d) {
 // The organism's tasks as a task file source, the identity's task part as the CLI sets it.
 struct fixture {
   organism_format fmt = organism_format::load(models + "organism-a");
-  engines first{reference_cpu_backend::load(models + "organism-a", 1), std::nullopt, {}};
+  engines first{reference_cpu_engine::load(models + "organism-a", 1), std::nullopt, {}};
   std::filesystem::path dir;
   explicit fixture(const std::string& name, bool partner = true)
       : dir(std::filesystem::temp_directory_path() / ("latentaudit_session_" + name)) {
     std::filesystem::remove_all(dir);
-    if (partner) first.partner.emplace(reference_cpu_backend::load(models + "organism-b", 1));
+    if (partner) first.partner.emplace(reference_cpu_engine::load(models + "organism-b", 1));
   }
   ~fixture() {
     std::error_code ec;
@@ -80,7 +80,7 @@ struct fixture {
     d.identity.task_options = task_options(d).to_json();
     return d;
   }
-  [[nodiscard]] audit_worker_factory<reference_cpu_backend> copies() {
+  [[nodiscard]] audit_worker_factory<reference_cpu_engine> copies() {
     return [this] { return std::make_unique<engines>(first); };
   }
 };
@@ -103,7 +103,7 @@ TEST_CASE("audit_session: journals a bare driver's records on one worker or two"
   const auto src = f.source(d);
   std::vector<std::string> bare;
   {
-    trial_driver<reference_cpu_backend> drv(f.first.engine, &*f.first.partner);
+    trial_driver<reference_cpu_engine> drv(f.first.engine, &*f.first.partner);
     drv.run(
         d, [&](std::uint64_t i, std::uint64_t s) { return src.task(i, s, d.seed); },
         [&](const trial_record& r) { bare.push_back(timeless(r)); });
@@ -198,6 +198,63 @@ TEST_CASE("audit_session: agent A in another process over tcp gives the same rec
   CHECK(ended);
   CHECK(res.stats.trials == d.trials());
   CHECK(timeless_file(f.dir / "relay") == timeless_file(f.dir / "local"));
+}
+
+namespace session_test {
+
+// Agent A in a thread that receives the design from B's greeting (dist::design_of_hello) and serves
+// it on `model` (and the other organism as partner); returns B's records but timings, and sets
+// `b_error` and `a_error` to the two ends' failures, if any.
+std::vector<std::string> relay_from_the_wire(fixture& f, const trial_design& d, const std::string& model,
+                                             std::string& b_error, std::string& a_error) {
+  dist::tcp_listener listener("127.0.0.1:0", {.timeout_s = 30});
+  const std::string address = "127.0.0.1:" + std::to_string(listener.port());
+  std::thread peer([&] {
+    try {
+      const std::string other = model == "organism-a" ? "organism-b" : "organism-a";
+      engines a_side{
+          reference_cpu_engine::load(models + model, 1), reference_cpu_engine::load(models + other, 1), {}};
+      auto link = dist::tcp_transport::connect(address, {.timeout_s = 30});
+      audit_session_options o;
+      o.topology.role = audit_role::agent_a;
+      o.topology.received_hello = dist::receive_hello(link);
+      trial_design received = dist::design_of_hello(o.topology.received_hello);
+      o.topology.channel = [&](unsigned, const trial_design&) -> dist::relay_channel& { return link; };
+      const auto src = f.source(received);
+      (void)audit_session(std::move(received), std::move(o)).run(src, a_side);
+    } catch (const std::exception& e) {
+      a_error = e.what();
+    }
+  });
+  auto link = listener.accept();
+  auto o = trials_only(f.dir / "wire");
+  o.topology.channel = [&](unsigned, const trial_design&) -> dist::relay_channel& { return link; };
+  try {
+    (void)audit_session(d, std::move(o)).run(f.source(d), f.first);
+  } catch (const std::exception& e) {
+    b_error = e.what();
+  }
+  peer.join();
+  return b_error.empty() ? timeless_file(f.dir / "wire") : std::vector<std::string>{};
+}
+
+}  // namespace session_test
+
+TEST_CASE("audit_session: a relay peer runs the design it receives and is refused where its model differs",
+          "[audit_session]") {
+  fixture f("from_wire");
+  const trial_design d = f.with_identity(small_design(4));
+  { (void)audit_session(d, trials_only(f.dir / "local")).run(f.source(d), f.first); }
+  std::string b_error, a_error;
+  CHECK(relay_from_the_wire(f, d, "organism-a", b_error, a_error) == timeless_file(f.dir / "local"));
+  CHECK(b_error.empty());
+  CHECK(a_error.empty());
+  // a peer whose model is not the one the audit names: refused before any trial, naming the field
+  std::filesystem::remove_all(f.dir / "wire");
+  (void)relay_from_the_wire(f, d, "organism-b", b_error, a_error);
+  CHECK_THAT(b_error, Catch::Contains("refused by the relay peer") && Catch::Contains("model_fingerprint"));
+  CHECK_THAT(a_error, Catch::Contains("model_fingerprint"));
+  CHECK(read_records((f.dir / "wire" / "records.jsonl").string()).empty());
 }
 
 TEST_CASE("audit_session: the report is written once as a set and stopping when decided looks",

@@ -28,19 +28,19 @@ TEST_CASE("relay failures: the organisms' stale, conflict and drift truths are f
   // 160 items x 1 seed with 20 % stale and 20 % conflict items (the data side's task generator);
   // 40 items under the sanitizer, where the verdicts are not checked (support/sanitizer.hpp)
   using latentaudit::test::models;
-  auto a = la::reference_cpu_backend::load(models + "organism-a");
-  auto b = la::reference_cpu_backend::load(models + "organism-b");
+  auto a = la::reference_cpu_engine::load(models + "organism-a");
+  auto b = la::reference_cpu_engine::load(models + "organism-b");
   const auto fmt = la::organism_format::load(models + "organism-a");
   la::trial_design d{.seed = 1808, .items = la::test::full_or_sanitized<std::uint64_t>(160, 40), .seeds = 1};
   const int steps[] = {5, 10, 20, 300};
-  std::vector<la::reference_cpu_backend> senders;
+  std::vector<la::reference_cpu_engine> senders;
   senders.reserve(std::size(steps));
   for (int k : steps) {
-    senders.push_back(la::reference_cpu_backend::load_with_overlay(
+    senders.push_back(la::reference_cpu_engine::load_with_overlay(
         models + "organism-a", models + "organism-a-drift/steps-" + std::to_string(k) + ".safetensors"));
     d.arms.push_back(la::kv_drift_arm(k));
   }
-  la::trial_driver<la::reference_cpu_backend> drv(a, &b);
+  la::trial_driver<la::reference_cpu_engine> drv(a, &b);
   for (std::size_t i = 0; i < senders.size(); ++i)
     drv.add_sender("drift_" + std::to_string(steps[i]), senders[i]);
   const la::organism_task_options to{
@@ -59,7 +59,7 @@ TEST_CASE("relay failures: the organisms' stale, conflict and drift truths are f
   if (!la::test::full_sample) return;
   CHECK(core.stale.kv_answers.stale > core.stale.kv_answers.other_wrong);
   INFO(core.conflict.attention.note);
-  CHECK(core.conflict.attention.available);  // the reference backend captures attention
+  CHECK(core.conflict.attention.available);  // the reference engine captures attention
   // non-inferiority to same-model relay fails between 5 and 20 steps (the default run: 8.2)
   const auto& dr = find(core.findings, "drift.tolerance_steps");
   CHECK(dr.estimate > 5.0);

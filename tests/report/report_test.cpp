@@ -2,7 +2,7 @@
 // The assembled report on real organism records (the planted truths end to end), on records that
 // lack most arms (everything inconclusive, nothing thrown), the decision rule case by case, and
 // the files run_audit_report writes.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/trial.hpp>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Test support for the llama.cpp tests (built only where the engine is, tests/backend/llama_cpp_*):
+// Test support for the llama.cpp tests (built only where the engine is, tests/engine/llama_cpp_*):
 // the organisms exported to GGUF once per process, a model and context opened with llama.h directly
 // (settings named: flash attention, K/V cache type, sequences), decoding a token list and reading
 // every position's logits, and random organism documents.
@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <latentaudit/backend/gguf_export.hpp>
-#include <latentaudit/backend/llama_cpp_runtime.hpp>
 #include <latentaudit/core/rng.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
+#include <latentaudit/engine/llama_cpp_runtime.hpp>
 #include <map>
 #include <mutex>
 #include <stdexcept>

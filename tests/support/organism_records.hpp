@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Test support: trial records of the default design on the built-in organisms (organism-a relaying
-// to itself, organism-b as the foreign partner), run in process with the reference backend.
+// to itself, organism-b as the foreign partner), run in process with the reference engine.
 #ifndef LATENTAUDIT_TESTS_SUPPORT_ORGANISM_RECORDS_HPP
 #define LATENTAUDIT_TESTS_SUPPORT_ORGANISM_RECORDS_HPP
 
@@ -16,13 +16,13 @@ namespace latentaudit::testing {
 inline std::vector<trial_record> run_organism_records(std::uint64_t seed, std::uint64_t items,
                                                       std::uint64_t seeds) {
   const std::string models = std::string(LATENTAUDIT_SOURCE_DIR).append("/models/");
-  auto a = reference_cpu_backend::load(models + "organism-a");
-  auto b = reference_cpu_backend::load(models + "organism-b");
+  auto a = reference_cpu_engine::load(models + "organism-a");
+  auto b = reference_cpu_engine::load(models + "organism-b");
   const auto fmt = organism_format::load(models + "organism-a");
   trial_design d{.seed = seed, .items = items, .seeds = seeds, .arms = default_arms(/*with_partner=*/true)};
   const organism_task_options to{.seed = d.seed};
   std::vector<trial_record> out;
-  trial_driver<reference_cpu_backend>(a, &b).run(
+  trial_driver<reference_cpu_engine>(a, &b).run(
       d, [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); },
       [&](const trial_record& r) { out.push_back(r); });
   return out;

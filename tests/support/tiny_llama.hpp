@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Test support: a tiny random Llama checkpoint (HF config.json + model.safetensors) written to a
-// scratch directory, for backend tests without a trained model.
+// scratch directory, for engine tests without a trained model.
 #ifndef LATENTAUDIT_TESTS_SUPPORT_TINY_LLAMA_HPP
 #define LATENTAUDIT_TESTS_SUPPORT_TINY_LLAMA_HPP
 
@@ -8,8 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <latentaudit/backend/safetensors.hpp>
 #include <latentaudit/core/rng.hpp>
+#include <latentaudit/engine/safetensors.hpp>
 #include <string>
 
 namespace latentaudit::test {

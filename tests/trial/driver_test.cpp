@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The trial driver on the model organisms: relay semantics per arm, determinism (same records at
 // any execution order and after resumption), byte accounting on the wire, and bad designs.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/kv/kv_map.hpp>
 #include <latentaudit/trial.hpp>
 
@@ -19,11 +19,11 @@ namespace {
 using latentaudit::test::models;
 
 struct fixture {
-  reference_cpu_backend a = reference_cpu_backend::load(models + "organism-a");
-  reference_cpu_backend b = reference_cpu_backend::load(models + "organism-b");
+  reference_cpu_engine a = reference_cpu_engine::load(models + "organism-a");
+  reference_cpu_engine b = reference_cpu_engine::load(models + "organism-b");
   organism_format fmt = organism_format::load(models + "organism-a");
   std::vector<trial_record> run(const trial_design& d, const std::set<trial_key>& done = {}) {
-    trial_driver<reference_cpu_backend> drv(a, &b);
+    trial_driver<reference_cpu_engine> drv(a, &b);
     std::vector<trial_record> out;
     const organism_task_options to{.seed = d.seed};
     drv.run(
@@ -132,7 +132,7 @@ TEST_CASE("driver: records do not depend on execution order, and a resumed run c
 
 TEST_CASE("driver: bad designs and sources are refused with named arguments") {
   fixture f;
-  trial_driver<reference_cpu_backend> solo(f.a);
+  trial_driver<reference_cpu_engine> solo(f.a);
   const organism_task_options to{};
   auto tasks = [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(f.fmt, to, i, s); };
   auto sink = [](const trial_record&) {};
@@ -242,7 +242,7 @@ TEST_CASE("driver: timing repeats re-run the subsampled units' trials without ch
   for (const auto& r : rep) {
     const bool chosen = d.timing_repeat_unit(r.item, r.seed);
     CHECK(r.latency_repeats_s.size() == (chosen ? 2u : 0u));
-    CHECK(r.repeat_mismatches == 0);  // the reference backend is deterministic
+    CHECK(r.repeat_mismatches == 0);  // the reference engine is deterministic
     for (double x : r.latency_repeats_s) CHECK(x > 0);
     // Outcomes are the first run's, and equal those of the run without repeats.
     trial_record t = r;
@@ -320,7 +320,7 @@ TEST_CASE("driver: kv_mapped relays the partner's cache through its map, checked
   std::vector<trial_record> out;
   auto sink = [&](const trial_record& r) { out.push_back(r); };
   {
-    trial_driver<reference_cpu_backend> drv(f.a, &f.b);
+    trial_driver<reference_cpu_engine> drv(f.a, &f.b);
     // without its map the arm is refused before any trial
     CHECK_THROWS_WITH(drv.run(d, tasks, sink),
                       Catch::Contains("kv_mapped") && Catch::Contains("no cache map"));

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The driver's side of the backend contract: the default design runs with one engine; the
+// The driver's side of the engine contract: the default design runs with one engine; the
 // engine's capabilities decide which arms run (refused up front, or dropped by
 // restrict_to_engine with the reason) and which metrics are recorded (absent with the reason);
 // H2O, SnapKV and PyramidKV selections get their scores from the sender's attention capture;
 // sequences are released when the engine or the wire throws; outputs of the wrong shape give
-// backend_error, never an out-of-bounds read.
-#include <latentaudit/backend/reference_cpu.hpp>
+// engine_error, never an out-of-bounds read.
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -21,16 +21,16 @@ namespace {
 
 using latentaudit::test::models;
 
-// The reference backend behind the capabilities of an engine like llama.cpp: no attention
+// The reference engine behind the capabilities of an engine like llama.cpp: no attention
 // capture (no prefill_capture), no hidden state, whole-layer imports only, no position gaps.
 // Faults can be injected to test the driver's handling of a misbehaving engine.
 class limited_engine {
  public:
-  explicit limited_engine(reference_cpu_backend& inner) : inner_(inner), info_(inner.info()) {
+  explicit limited_engine(reference_cpu_engine& inner) : inner_(inner), info_(inner.info()) {
     info_.name = "limited";
     info_.caps = {.native_shift = true, .kv_dtypes = {dtype::f32}};
   }
-  const backend_info& info() const { return info_; }
+  const engine_info& info() const { return info_; }
   seq_id open_seq() {
     ++open;
     return inner_.open_seq();
@@ -40,7 +40,7 @@ class limited_engine {
     inner_.close_seq(s);
   }
   forward_output prefill(seq_id s, std::span<const token_id> t, position_t p, const forward_options& o) {
-    if (throw_on_prefill && --throw_on_prefill == 0) throw backend_error("limited: injected prefill failure");
+    if (throw_on_prefill && --throw_on_prefill == 0) throw engine_error("limited: injected prefill failure");
     auto out = inner_.prefill(s, t, p, forward_options{.all_logits = o.all_logits});
     if (short_logits) out.logits.resize(out.logits.size() / 2);
     return out;
@@ -68,14 +68,14 @@ class limited_engine {
   bool throw_on_import = false, short_logits = false, short_export = false;
 
  private:
-  reference_cpu_backend& inner_;
-  backend_info info_;
+  reference_cpu_engine& inner_;
+  engine_info info_;
 };
-static_assert(inference_backend<limited_engine>);
-static_assert(!attention_capturing_backend<limited_engine>);
+static_assert(inference_engine<limited_engine>);
+static_assert(!attention_capturing_engine<limited_engine>);
 
 struct contract_fixture {
-  reference_cpu_backend ref = reference_cpu_backend::load(models + "organism-a");
+  reference_cpu_engine ref = reference_cpu_engine::load(models + "organism-a");
   organism_format fmt = organism_format::load(models + "organism-a");
   template <class E>
   std::vector<trial_record> run(E& e, const trial_design& d) {
@@ -122,7 +122,7 @@ TEST_CASE("engine contract: unsupported arms are refused up front, or dropped wi
   CHECK_THAT(skipped.at("kv_first_half"), Catch::Contains("position_gaps"));
   CHECK(cut.design.arms.size() == d.arms.size() - 3);
   // @rebase removes the gap, so the first half runs renumbered
-  CHECK_FALSE(arm_unsupported_reason(parse_arm("kv_first_half@rebase"), engine_capabilities(lim), 2, false));
+  CHECK_FALSE(arm_unsupported_reason(parse_arm("kv_first_half@rebase"), capabilities_of(lim), 2, false));
   // what runs gives the reference engine's outcomes; the metrics it cannot produce are absent, with the
   // reason
   const auto limited = f.run(lim, cut.design);
@@ -226,13 +226,13 @@ TEST_CASE("engine contract: a throw in the engine or the wire leaks no sequence"
   CHECK(lim.open == 0);
 }
 
-TEST_CASE("engine contract: outputs of the wrong shape give backend_error, not out-of-bounds reads") {
+TEST_CASE("engine contract: outputs of the wrong shape give engine_error, not out-of-bounds reads") {
   contract_fixture f;
   limited_engine lim(f.ref);
   trial_design d{.seed = 4, .items = 2, .seeds = 1};
   d.arms = {parse_arm("no_comm"), parse_arm("kv_full")};
   lim.short_logits = true;
-  CHECK_THROWS_AS(f.run(lim, d), backend_error);
+  CHECK_THROWS_AS(f.run(lim, d), engine_error);
   CHECK_THROWS_WITH(f.run(lim, d), Catch::Contains("limited") && Catch::Contains("logits"));
   CHECK(lim.open == 0);
   lim.short_logits = false;

@@ -412,3 +412,55 @@ TEST_CASE(
   for (std::size_t i = 0; i < run.size(); ++i) CHECK(record_to_line(kept[i]) == record_to_line(run[i]));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("design.json: design_from_json reads back every design it writes and names a bad field") {
+  trial_design d{.seed = 9007199254740991ull, .items = 450, .seeds = 3};  // 2^53 - 1
+  d.arms = default_arms(true);
+  for (const char* a : {"kv_last_half@rebase", "kv_noise_0.25", "text_message_4", "kv_mapped", "kv_drift_10",
+                        "kv_mapped_drift_300", "text_budget_4", "kv_message_only"})
+    if (std::none_of(d.arms.begin(), d.arms.end(), [&](const trial_arm& x) { return x.label == a; }))
+      d.arms.push_back(parse_arm(a));
+  d.link = find_link("rdma100");
+  d.timing_repeats = 3;
+  d.identity.engine = "reference";
+  d.identity.engine_version = "0.1.0 (kernel avx2)";
+  d.identity.model = "LlamaForCausalLM:2x2x16:4b0363948e791863";
+  d.identity.task_source = "organism";
+  d.identity.task_hash = std::string(64, 'c');
+  d.identity.task_options = organism_task_options{.seed = 1}.to_json();
+  d.identity.options = json_value::object({{"drift_senders", json_value::object({{"kv_drift_10", "x"}})}});
+  const trial_design back = design_from_json(d.to_json(), "design.json");
+  CHECK(back.to_json() == d.to_json());
+  CHECK(back.design_hash() == d.design_hash());
+  CHECK(back.seed == d.seed);
+  REQUIRE(back.arms.size() == d.arms.size());
+  for (std::size_t i = 0; i < d.arms.size(); ++i) CHECK(back.arms[i].kind == d.arms[i].kind);
+  // each bad field is named
+  auto bad = [&](const char* field, json_value v) {
+    json_value j = d.to_json();
+    if (v.is_null())
+      std::erase_if(j.as_object(), [&](const auto& m) { return m.first == field; });
+    else
+      j.set(field, std::move(v));
+    return j;
+  };
+  CHECK_THROWS_WITH(design_from_json(bad("items", json_value()), "X"), "X: field 'items' is missing");
+  CHECK_THROWS_WITH(design_from_json(bad("seed", json_value(9007199254740992.0)), "X"),
+                    Catch::Contains("field 'seed' must be an integer in [0, 2^53)"));
+  CHECK_THROWS_WITH(design_from_json(bad("seeds", json_value(1.5)), "X"), Catch::Contains("field 'seeds'"));
+  CHECK_THROWS_WITH(design_from_json(bad("randomize_order", json_value("yes")), "X"),
+                    Catch::Contains("field 'randomize_order' must be true or false"));
+  CHECK_THROWS_WITH(design_from_json(bad("arms", json_value::array_type{json_value("kv_noise_x")}), "X"),
+                    Catch::Contains("field 'arms' holds 'kv_noise_x', not an arm"));
+  CHECK_THROWS_WITH(design_from_json(bad("arms", json_value::array_type{json_value(3.0)}), "X"),
+                    Catch::Contains("field 'arms' must hold arm labels"));
+  CHECK_THROWS_WITH(design_from_json(bad("arms", json_value::array_type{json_value("teleport")}), "X"),
+                    Catch::Contains("holds 'teleport', not an arm"));
+  CHECK_THROWS_WITH(design_from_json(bad("format", json_value(1.0)), "X"),
+                    Catch::Contains("field 'format' must be 2"));
+  CHECK_THROWS_WITH(design_from_json(bad("extra", json_value(1.0)), "X"),
+                    Catch::Contains("not a design this version writes") && Catch::Contains("'extra'"));
+  CHECK_THROWS_WITH(design_from_json(bad("items", json_value(2e7)), "X"),
+                    Catch::Contains("more than 10000000"));
+  CHECK_THROWS_AS(design_from_json(json_value("design"), "X"), corrupt_data);
+}

@@ -8,7 +8,7 @@
 #include <latentaudit/report/audit.hpp>
 #include <latentaudit/trial/arm.hpp>
 #include <latentaudit/trial/message.hpp>
-#include <latentaudit/trial/reference_driver.hpp>  // trial_driver<reference_cpu_backend>, compiled once
+#include <latentaudit/trial/reference_driver.hpp>  // trial_driver<reference_cpu_engine>, compiled once
 #include <latentaudit/trial/task.hpp>
 
 #include <catch2/catch.hpp>
@@ -85,9 +85,9 @@ TEST_CASE("message arms: the organism's task.json names its instruction and stop
 
 TEST_CASE(
     "message arms: on organism-a, text messages rise with k to text_full and kv_message beats short ones") {
-  auto engine = reference_cpu_backend::load(organism);
+  auto engine = reference_cpu_engine::load(organism);
   const auto fmt = organism_format::load(organism);
-  trial_driver<reference_cpu_backend> drv(engine);
+  trial_driver<reference_cpu_engine> drv(engine);
   trial_design d{.seed = 17, .items = 48, .seeds = 1, .arms = {no_comm_arm(), text_full_arm()}};
   for (int k : {4, 8, 16, 32}) d.arms.push_back(text_message_arm(k));
   d.arms.push_back(kv_message_arm());
@@ -197,9 +197,9 @@ TEST_CASE("message arms: an empty message relays A's document and instruction (k
   // Every token stops A's message, so A writes none: kv_message relays the cache of the document
   // and the instruction, kv_message_only and text_message relay nothing but B's own prefix (as
   // text). (Until the arm plans, an empty kv_message sent a text frame that its receiver refused.)
-  auto engine = reference_cpu_backend::load(organism);
+  auto engine = reference_cpu_engine::load(organism);
   const auto fmt = organism_format::load(organism);
-  trial_driver<reference_cpu_backend> drv(engine);
+  trial_driver<reference_cpu_engine> drv(engine);
   auto opts = *organism_message_options(organism);
   opts.stop.clear();
   for (token_id t = 0; t < engine.info().vocab_size; ++t) opts.stop.push_back(t);

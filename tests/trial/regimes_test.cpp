@@ -5,7 +5,7 @@
 // stale (a cache relay answers with the old value, text with the current one), conflict (a relay
 // of conflicting bindings is worse than nothing) and drift (relay accuracy falls with the
 // sender's fine-tuning steps).
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -208,9 +208,9 @@ TEST_CASE("regimes: drift arms parse, and the driver needs their sender engines"
   CHECK_THROWS_WITH(parse_arm("kv_drift_x"), Catch::Contains("kv_drift_<steps>"));
   CHECK_THROWS_AS(parse_arm("kv_drift_40@rebase"), invalid_argument);
   CHECK_THROWS_AS(kv_drift_arm(-1), invalid_argument);
-  auto engine = reference_cpu_backend::load(models + "organism-a");
+  auto engine = reference_cpu_engine::load(models + "organism-a");
   const auto fmt = organism_format::load(models + "organism-a");
-  trial_driver<reference_cpu_backend> drv(engine);
+  trial_driver<reference_cpu_engine> drv(engine);
   const trial_design d{.seed = 1, .items = 2, .seeds = 1, .arms = {no_comm_arm(), kv_drift_arm(40)}};
   CHECK_THROWS_WITH(
       drv.run(
@@ -222,13 +222,13 @@ TEST_CASE("regimes: drift arms parse, and the driver needs their sender engines"
 
 TEST_CASE(
     "regimes: drift overlays load on the base model with another fingerprint, and bad overlays are refused") {
-  const auto base = reference_cpu_backend::load(models + "organism-a");
+  const auto base = reference_cpu_engine::load(models + "organism-a");
   const auto levels = drift_levels();
   REQUIRE(levels.size() >= 3);
   std::set<std::uint64_t> hashes{base.info().fingerprint.weights_hash};
   for (const auto& [steps, file] : levels) {
     const auto e =
-        reference_cpu_backend::load_with_overlay(models + "organism-a", models + "organism-a-drift/" + file);
+        reference_cpu_engine::load_with_overlay(models + "organism-a", models + "organism-a-drift/" + file);
     CHECK(hashes.insert(e.info().fingerprint.weights_hash).second);  // a fingerprint of its own
     CHECK(e.info().fingerprint.n_kv_heads == base.info().fingerprint.n_kv_heads);
     CHECK(e.info().fingerprint.head_dim_k == base.info().fingerprint.head_dim_k);
@@ -237,20 +237,19 @@ TEST_CASE(
   std::filesystem::create_directories(dir);
   write_safetensors(dir / "extra.safetensors",
                     {{.name = "model.extra.weight", .shape = {2}, .values = {1, 2}}});
-  CHECK_THROWS_WITH(
-      reference_cpu_backend::load_with_overlay(models + "organism-a", dir / "extra.safetensors"),
-      Catch::Contains("model.extra.weight"));
+  CHECK_THROWS_WITH(reference_cpu_engine::load_with_overlay(models + "organism-a", dir / "extra.safetensors"),
+                    Catch::Contains("model.extra.weight"));
   write_safetensors(dir / "shape.safetensors",
                     {{.name = "model.norm.weight", .shape = {2}, .values = {1, 2}}});
-  CHECK_THROWS_AS(reference_cpu_backend::load_with_overlay(models + "organism-a", dir / "shape.safetensors"),
+  CHECK_THROWS_AS(reference_cpu_engine::load_with_overlay(models + "organism-a", dir / "shape.safetensors"),
                   shape_mismatch);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("regimes: the planted truths hold at the data level (stale, conflict, drift)") {
-  auto engine = reference_cpu_backend::load(models + "organism-a");
+  auto engine = reference_cpu_engine::load(models + "organism-a");
   const auto fmt = organism_format::load(models + "organism-a");
-  std::vector<reference_cpu_backend> senders;
+  std::vector<reference_cpu_engine> senders;
   const auto levels = drift_levels();
   senders.reserve(levels.size());
   // 20 items under the sanitizer: the per-record checks run on every record, the accuracy
@@ -261,10 +260,10 @@ TEST_CASE("regimes: the planted truths hold at the data level (stale, conflict, 
                  .arms = {no_comm_arm(), text_full_arm(), kv_full_arm()}};
   for (const auto& [steps, file] : levels) {
     senders.push_back(
-        reference_cpu_backend::load_with_overlay(models + "organism-a", models + "organism-a-drift/" + file));
+        reference_cpu_engine::load_with_overlay(models + "organism-a", models + "organism-a-drift/" + file));
     d.arms.push_back(kv_drift_arm(steps));
   }
-  trial_driver<reference_cpu_backend> drv(engine);
+  trial_driver<reference_cpu_engine> drv(engine);
   for (std::size_t i = 0; i < levels.size(); ++i)
     drv.add_sender("drift_" + std::to_string(levels[i].first), senders[i]);
   const organism_task_options to{

@@ -5,10 +5,10 @@
 // challenge–response (wrong key, no key against a key), replayed, reordered and foreign messages,
 // and every invalid report or frame recorded as relay_error — never a record that record_from_json
 // (and so `report` and `--resume`) would refuse. Every wait here is bounded by a few seconds.
-#include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/relay_auth.hpp>
 #include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/dist/transport.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -304,8 +304,8 @@ TEST_CASE("relay channel: replayed, reordered and foreign messages fail authenti
 namespace {
 
 struct engines {
-  reference_cpu_backend a = reference_cpu_backend::load(models + "organism-a");
-  reference_cpu_backend b = reference_cpu_backend::load(models + "organism-b");
+  reference_cpu_engine a = reference_cpu_engine::load(models + "organism-a");
+  reference_cpu_engine b = reference_cpu_engine::load(models + "organism-b");
 };
 
 json_value parse_text(const std::string& s) { return parse_json(s); }
@@ -391,7 +391,7 @@ TEST_CASE(
     ::close(fd);
   });
   auto link = listener.accept();
-  trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
+  trial_driver<reference_cpu_engine> b_side(e.a, &e.b);
   dist::channel_sender remote(link);
   b_side.set_remote_sender(&remote);
   std::vector<trial_record> out;
@@ -458,7 +458,7 @@ TEST_CASE(
         auto ch = authenticated_channel::client(
             tcp_transport::connect("127.0.0.1:" + std::to_string(px.front.port()), {.timeout_s = 10}), key,
             d.design_hash(), {.client_wait_s = 10});
-        trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
+        trial_driver<reference_cpu_engine> a_side(e.a, &e.b);
         a_side.set_relay_key(ch.wire_key());
         (void)dist::serve_sender(a_side, d, tasks, ch);
       } catch (const std::exception& ex) {
@@ -470,7 +470,7 @@ TEST_CASE(
       engines e;
       auto ch =
           authenticated_channel::server(listener.accept(), key, d.design_hash(), {.hello_timeout_s = 10});
-      trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
+      trial_driver<reference_cpu_engine> b_side(e.a, &e.b);
       dist::channel_sender remote(ch);
       b_side.set_remote_sender(&remote);
       b_side.set_relay_key(ch.wire_key());
@@ -493,4 +493,44 @@ TEST_CASE(
       CHECK(r.relay_tokens == 0);
     }
   CHECK(errors >= 1);
+}
+
+TEST_CASE("relay channel: an end without a design adopts the other's, bound and keyed alike") {
+  const auto k = key_of('k');
+  {  // the accepting end adopts the client's design (relay-peer --listen)
+    auto p = auth_pair(k, k, "", hash_a);
+    REQUIRE(p.server_error.empty());
+    REQUIRE(p.client_error.empty());
+    CHECK(p.server->design_hash() == hash_a);
+    CHECK(p.server->wire_key() == p.client->wire_key());
+    const auto same = auth_pair(k, k);
+    CHECK(p.server->wire_key() == same.server->wire_key());  // the wire key of the adopted design
+  }
+  {  // the connecting end adopts the server's (the audit's loopback peer, relay-peer --connect)
+    auto p = auth_pair(k, k, hash_a, "");
+    REQUIRE(p.server_error.empty());
+    REQUIRE(p.client_error.empty());
+    CHECK(p.client->design_hash() == hash_a);
+    CHECK(p.server->wire_key() == p.client->wire_key());
+    std::vector<std::byte> m;
+    const std::string hello = "hello";
+    p.client->send(std::as_bytes(std::span(hello.data(), hello.size())));
+    p.server->receive_at_most(m, 64);
+    CHECK(m.size() == hello.size());
+  }
+  {  // unkeyed, as on loopback without a key
+    auto p = auth_pair({}, {}, hash_a, "");
+    REQUIRE(p.client_error.empty());
+    CHECK(p.client->design_hash() == hash_a);
+  }
+  {  // two ends without a design: both refuse
+    auto p = auth_pair(k, k, "", "");
+    CHECK_THAT(p.server_error, Catch::Contains("neither end holds a design"));
+    CHECK_THAT(p.client_error, Catch::Contains("neither end holds a design"));
+  }
+  {  // adopting does not bypass the key
+    auto p = auth_pair(k, key_of('x'), hash_a, "");
+    CHECK_THAT(p.client_error, Catch::Contains("fails the challenge"));
+    CHECK(!p.server);
+  }
 }

@@ -4,9 +4,9 @@
 // peer (a thread with its own engine, dist::serve_sender) — records equal the in-process run's but for
 // timings, transfer_measured_s is measured, and a frame damaged on the link is rejected and
 // recorded as relay_error, never imported.
-#include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/dist/transport.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -54,8 +54,8 @@ std::string link_timeless(trial_record r) {
 }
 
 struct link_engines {
-  reference_cpu_backend a = reference_cpu_backend::load(models + "organism-a");
-  reference_cpu_backend b = reference_cpu_backend::load(models + "organism-b");
+  reference_cpu_engine a = reference_cpu_engine::load(models + "organism-a");
+  reference_cpu_engine b = reference_cpu_engine::load(models + "organism-b");
 };
 
 trial_design small_design() {
@@ -81,7 +81,7 @@ std::vector<trial_record> run_over_tcp(
     try {
       link_engines e;
       auto link = tcp_transport::connect(address, {.timeout_s = 30});
-      trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
+      trial_driver<reference_cpu_engine> a_side(e.a, &e.b);
       (void)serve_sender(a_side, d, tasks, link);
     } catch (const std::exception& ex) {
       peer_error = ex.what();
@@ -92,7 +92,7 @@ std::vector<trial_record> run_over_tcp(
     link_engines e;
     auto link = listener.accept();
     fault_injecting_channel faulty(link, tamper);
-    trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
+    trial_driver<reference_cpu_engine> b_side(e.a, &e.b);
     channel_sender remote(faulty);
     b_side.set_remote_sender(&remote);
     b_side.run(d, tasks, [&](const trial_record& r) { out.push_back(r); });
@@ -106,7 +106,7 @@ std::vector<trial_record> run_local(const trial_design& d) {
   const organism_format fmt = organism_format::load(models + "organism-a");
   const organism_task_options to{.seed = d.seed};
   link_engines e;
-  trial_driver<reference_cpu_backend> drv(e.a, &e.b);
+  trial_driver<reference_cpu_engine> drv(e.a, &e.b);
   std::vector<trial_record> out;
   drv.run(
       d, [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); },
@@ -292,7 +292,7 @@ TEST_CASE("relay over tcp: a peer with another design is refused before any tria
     try {
       link_engines e;
       auto link = tcp_transport::connect("127.0.0.1:" + std::to_string(listener.port()), {.timeout_s = 30});
-      trial_driver<reference_cpu_backend> a_side(e.a, &e.b);
+      trial_driver<reference_cpu_engine> a_side(e.a, &e.b);
       (void)serve_sender(a_side, other, tasks, link);
     } catch (const std::exception& ex) {
       peer_error = ex.what();
@@ -300,12 +300,12 @@ TEST_CASE("relay over tcp: a peer with another design is refused before any tria
   });
   link_engines e;
   auto link = listener.accept();
-  trial_driver<reference_cpu_backend> b_side(e.a, &e.b);
+  trial_driver<reference_cpu_engine> b_side(e.a, &e.b);
   channel_sender remote(link);
   b_side.set_remote_sender(&remote);
   std::size_t n = 0;
   CHECK_THROWS_WITH(b_side.run(d, tasks, [&](const trial_record&) { ++n; }),
-                    Catch::Contains("refused by the relay peer") && Catch::Contains("same options"));
+                    Catch::Contains("refused by the relay peer") && Catch::Contains("field 'seed' is 7"));
   peer.join();
   CHECK(n == 0);
   CHECK_THAT(peer_error, Catch::Contains("differs"));

@@ -3,7 +3,7 @@
 // round trip, the checks against an engine (tokenizer, vocabulary, context), text scoring, and the
 // one path of the built-in audit: the organism's items written as a task file and read back give
 // the trial tasks of make_organism_task, and a driver run on either gives identical records.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial/driver.hpp>
 #include <latentaudit/trial/task_file.hpp>
 
@@ -362,7 +362,7 @@ TEST_CASE("task_file: the organism's items as a task file give make_organism_tas
 }
 
 TEST_CASE("task_file: a driver run on the written file gives the built-in path's records", "[task_file]") {
-  auto engine = reference_cpu_backend::load(models + "organism-a", 1);
+  auto engine = reference_cpu_engine::load(models + "organism-a", 1);
   const auto fmt = organism_format::load(models + "organism-a");
   trial_design d;
   d.items = 6;
@@ -380,7 +380,7 @@ TEST_CASE("task_file: a driver run on the written file gives the built-in path's
   for (int k = 0; k < 2; ++k) {
     const task_file_source src(k == 0 ? built_in : read_text(text.str()), {},
                                {.vocab_size = engine.info().vocab_size});
-    trial_driver<reference_cpu_backend> driver(engine);
+    trial_driver<reference_cpu_engine> driver(engine);
     driver.run(
         d, [&](std::uint64_t item, std::uint64_t s) { return src.task(item, s, d.seed); },
         [&](const trial_record& r) { runs[k].push_back(task_timeless(r)); });
@@ -394,7 +394,7 @@ TEST_CASE("task_file: a driver run on the written file gives the built-in path's
 }
 
 TEST_CASE("task_file: covariates and extra fields of a token-id task file reach the records", "[task_file]") {
-  auto engine = reference_cpu_backend::load(models + "organism-a", 1);
+  auto engine = reference_cpu_engine::load(models + "organism-a", 1);
   const auto fmt = organism_format::load(models + "organism-a");
   // Two hand-written recall tasks in the organism's tokens.
   const auto k = fmt.key_first, v = fmt.value_first;
@@ -414,7 +414,7 @@ TEST_CASE("task_file: covariates and extra fields of a token-id task file reach 
   d.timing_repeats = 0;
   d.arms = {parse_arm("no_comm"), parse_arm("kv_full")};
   std::vector<trial_record> recs;
-  trial_driver<reference_cpu_backend> driver(engine);
+  trial_driver<reference_cpu_engine> driver(engine);
   driver.run(
       d, [&](std::uint64_t item, std::uint64_t s) { return src.task(item, s, d.seed); },
       [&](const trial_record& r) { recs.push_back(record_from_json(record_to_json(r))); });

@@ -2,7 +2,7 @@
 // Tests of trial/workers.hpp (`audit --jobs N`): one design on several drivers at once gives one
 // driver's records in one driver's order (but for timings), resumes, refuses two drivers on one relay
 // channel, and passes a driver's failure on after the finished trials.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -18,7 +18,7 @@ using namespace latentaudit;
 namespace {
 
 using latentaudit::test::models;
-using driver_type = trial_driver<reference_cpu_backend>;
+using driver_type = trial_driver<reference_cpu_engine>;
 
 std::string timeless(trial_record r) {
   r.latency = {};
@@ -27,15 +27,15 @@ std::string timeless(trial_record r) {
 }
 
 struct workers {
-  std::vector<std::unique_ptr<reference_cpu_backend>> engines;
+  std::vector<std::unique_ptr<reference_cpu_engine>> engines;
   std::vector<std::unique_ptr<driver_type>> drivers;
   std::vector<driver_type*> ptrs;
   explicit workers(std::size_t n) {
-    const auto a = reference_cpu_backend::load(models + "organism-a");
-    const auto b = reference_cpu_backend::load(models + "organism-b");
+    const auto a = reference_cpu_engine::load(models + "organism-a");
+    const auto b = reference_cpu_engine::load(models + "organism-b");
     for (std::size_t i = 0; i < n; ++i) {
-      engines.push_back(std::make_unique<reference_cpu_backend>(a));  // copies, as `audit --jobs`
-      engines.push_back(std::make_unique<reference_cpu_backend>(b));
+      engines.push_back(std::make_unique<reference_cpu_engine>(a));  // copies, as `audit --jobs`
+      engines.push_back(std::make_unique<reference_cpu_engine>(b));
       drivers.push_back(std::make_unique<driver_type>(*engines[2 * i], engines[2 * i + 1].get()));
       ptrs.push_back(drivers.back().get());
     }

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // `audit --map`: the cache maps of the kv_mapped arms (docs/mapping.md). The map files are read
-// (the one reader, backend/kv_map_file.hpp), each is matched by its fingerprints to this audit's
+// (the one reader, engine/kv_map_file.hpp), each is matched by its fingerprints to this audit's
 // receiver and to one of its senders (the partner, or a drifted sender), its calibration documents
 // are compared with the audit's item documents (a map calibrated on an item is refused), and the
 // matched maps become kv_mapped arms and the drivers' relay maps (trial_driver::add_map).
 #ifndef LATENTAUDIT_CLI_AUDIT_MAPS_HPP
 #define LATENTAUDIT_CLI_AUDIT_MAPS_HPP
 
-#include <latentaudit/backend/kv_map_file.hpp>
+#include <latentaudit/engine/kv_map_file.hpp>
 #include <latentaudit/kv/kv_map.hpp>
 #include <latentaudit/trial/design.hpp>
 #include <latentaudit/trial/driver.hpp>

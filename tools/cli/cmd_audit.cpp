@@ -3,8 +3,8 @@
 // reads, its cache or text is relayed to agent B under every arm), journal every record, then
 // audit the records into report.md / report.json / SVG plots. `latentaudit report` audits records
 // from any stack.
-#include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/dist/relay_protocol.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/report/audit_session.hpp>
 #include <latentaudit/trial.hpp>
@@ -88,7 +88,7 @@ std::vector<option_spec> audit_spec() {
        "replace a previous audit's results in --out: its records*.jsonl, design.json, report.md, "
        "report.json, report.html and *.svg are removed first (other files are kept; refused while "
        "another audit holds --out, and with --resume)"},
-      {"--threads", "T", "backend threads (default 1; records do not depend on it)"},
+      {"--threads", "T", "engine threads (default 1; records do not depend on it)"},
       {"--jobs", "N",
        "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
        "reference engine; 1 on llama.cpp, whose --threads use the cores, and under mpirun, where each "
@@ -366,9 +366,9 @@ std::vector<drift_level> read_drift_manifest(const std::filesystem::path& dir) {
 }
 
 // The drifted sender of one level: the manifest's base model with the level's overlay applied.
-reference_cpu_backend load_drift_level(const std::filesystem::path& dir, const drift_level& l,
-                                       unsigned threads) {
-  return reference_cpu_backend::load_with_overlay(l.base, dir / l.overlay, threads);
+reference_cpu_engine load_drift_level(const std::filesystem::path& dir, const drift_level& l,
+                                      unsigned threads) {
+  return reference_cpu_engine::load_with_overlay(l.base, dir / l.overlay, threads);
 }
 
 // The report's input warnings (arms with missing units or failed relays, fields a decision check
@@ -451,6 +451,9 @@ struct audit_run {
   std::size_t looks = 1;
   std::vector<std::string> item_regime;  ///< --until-decided: each item's regime (item i = task i)
   audit_session_result result;           ///< what the library's audit_session ran and found
+  /// relay-peer: the audit's greeting on the first conversation, whose design the peer runs
+  json_value received_hello;
+  std::string received_task_path;  ///< relay-peer: the audit's name of its task file
   /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
   /// drift models changed is refused rather than mixing records of two senders under one label
   json_value drift_senders = json_value::object();
@@ -588,9 +591,9 @@ void read_audit_arms(audit_run& r) {
     for (const auto& a : d.arms)
       if (drift_sender(a))
         engine_skipped.push_back({a.label,
-                                  "drifted senders are reference-backend models with fine-tuning "
+                                  "drifted senders are reference-engine models with fine-tuning "
                                   "overlays, which llama.cpp does not load"});
-  if (no_drift || on_llama)  // drifted senders are reference-backend overlays
+  if (no_drift || on_llama)  // drifted senders are reference-engine overlays
     std::erase_if(d.arms, drift_sender);
   if (!args.get("--arms") && !on_llama)
     for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
@@ -604,7 +607,7 @@ void read_audit_arms(audit_run& r) {
   if (!args.get("--arms") && on_llama)
     for (const auto& l : drift_levels)
       engine_skipped.push_back({kv_drift_arm(l.steps).label,
-                                "drifted senders are reference-backend models with "
+                                "drifted senders are reference-engine models with "
                                 "fine-tuning overlays, which llama.cpp does not load"});
   for (const auto& a : d.arms)
     if (drift_sender(a) && std::none_of(drift_levels.begin(), drift_levels.end(),
@@ -801,6 +804,74 @@ void open_audit_topology(audit_run& r) {
   if (shard != nullptr) shard->step([] {});
 }
 
+// relay-peer: the design is the audit's, received over the link (dist::design_of_hello: design.json's
+// one converter), not built from the peer's options, which give only what it runs the design on —
+// --model, --partner, --tasks, --tokenizer, --drift, --map, --engine, --threads, --jobs. The task
+// generator's options and the task file's scoring come with it; the arms the audit's engine left
+// out stay left out. The peer then fixes the identity its own models and tasks give, and the first
+// conversation's greeting refuses the audit (naming the first differing field) unless it is the
+// audit's: the peer runs exactly the design the audit journals, on the models and tasks it names.
+void receive_audit_design(audit_run& r) {
+  const auto fail = [&](const std::string& why, dist::relay_channel* tell) {
+    if (tell != nullptr) {
+      try {
+        dist::detail::send_control(*tell, json_value::object({{"error", why}}));
+      } catch (const std::exception&) {
+      }
+    }
+    throw usage_error("relay-peer: " + why);
+  };
+  dist::relay_channel& first = r.serve->channel(0, r.jobs, "");  // adopts the audit's design hash
+  trial_design d;
+  try {
+    r.received_hello = dist::receive_hello(first);
+    d = dist::design_of_hello(r.received_hello);
+  } catch (const corrupt_data& e) {
+    fail(e.what(), &first);
+  }
+  const json_value& to = d.identity.task_options;
+  const auto fraction = [&](const char* k) {
+    const json_value* v = to.is_object() ? to.find(k) : nullptr;
+    if (v == nullptr || !v->is_number())
+      fail(std::string("the audit's task options lack '") + k + "'", &first);
+    return v->as_number();
+  };
+  if (d.identity.task_source == "organism") {
+    if (r.user_tasks) fail("the audit runs the organism's tasks, but option --tasks is given", &first);
+    r.no_need = fraction("no_need_fraction");
+    r.stale = fraction("stale_fraction");
+    r.conflict = fraction("conflict_fraction");
+  } else {
+    const json_value* path = to.is_object() ? to.find("path") : nullptr;
+    const json_value* sc = to.is_object() ? to.find("scoring") : nullptr;
+    const std::string name = path != nullptr && path->is_string() ? path->as_string() : "?";
+    if (!r.user_tasks) fail("the audit runs the task file '" + name + "': pass it as option --tasks", &first);
+    if (r.user_tasks->tasks.size() < d.items)
+      fail("the audit runs " + std::to_string(d.items) + " tasks, option --tasks holds " +
+               std::to_string(r.user_tasks->tasks.size()),
+           &first);
+    r.user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
+    r.scoring = sc != nullptr && sc->is_string() ? parse_task_scoring(sc->as_string()) : std::nullopt;
+    r.received_task_path = name;
+  }
+  for (const auto& a : d.arms)  // a drifted sender needs its level of the peer's --drift manifest
+    if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
+        std::none_of(r.drift_levels.begin(), r.drift_levels.end(),
+                     [&](const drift_level& l) { return l.steps == a.drift_steps; }))
+      fail("the audit's arm '" + a.label + "' needs drift level " + std::to_string(*a.drift_steps) +
+               " of a --drift manifest, which this peer lacks",
+           &first);
+  r.engine_skipped.clear();
+  if (const json_value* o =
+          d.identity.options.is_object() ? d.identity.options.find("arms_unavailable_on_engine") : nullptr;
+      o != nullptr && o->is_object())
+    for (const auto& [arm, why] : o->as_object())
+      r.engine_skipped.push_back({arm, why.is_string() ? why.as_string() : write_json(why)});
+  d.identity =
+      design_identity{};  // the peer's own: its engine, models, tasks (set_task_identity, the session)
+  r.d = std::move(d);
+}
+
 // The task part of the design's identity (design.json: the organism's task.json and options, or
 // the task file and its scoring) and the options beyond the task's: the drifted senders'
 // fingerprints and the cache maps (each part of the identity: a resume with other drift models or
@@ -815,7 +886,8 @@ void set_task_identity(audit_run& r, const task_file_source& source) {
     d.identity.task_source = "file";
     d.identity.task_hash = source.file().sha256;
     json_value tj = json_value::object();
-    tj.set("path", source.file().path);
+    // a relay peer's copy of the audit's file may sit at another path: the content is the identity
+    tj.set("path", r.received_task_path.empty() ? source.file().path : r.received_task_path);
     tj.set("scoring", task_scoring_name(source.scoring()));
     d.identity.task_options = std::move(tj);
   }
@@ -893,6 +965,7 @@ audit_session_options session_options(audit_run& r, const char* engine_name, con
   t.ranks_relay = r.mpi_relay;
   t.scheme = r.scheme;
   t.role = r.serve != nullptr || r.mpi_a ? audit_role::agent_a : audit_role::agent_b;
+  t.received_hello = r.received_hello;
   if (r.serve != nullptr || r.relay) {  // tcp: the session's links, authenticated, one per worker
     relay_session* link = r.serve != nullptr ? r.serve : r.relay.get();
     const std::size_t n = r.jobs;
@@ -987,10 +1060,10 @@ void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_
 // sequence is open yet).
 void run_audit_on_reference(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
   auto& d = r.d;
-  using engines = audit_engines<reference_cpu_backend>;
-  engines first{reference_cpu_backend::load(r.model, r.threads), std::nullopt, {}};
+  using engines = audit_engines<reference_cpu_engine>;
+  engines first{reference_cpu_engine::load(r.model, r.threads), std::nullopt, {}};
   if (wants_partner)
-    first.partner.emplace(reference_cpu_backend::load(model_dir(r.partner_arg, "organism-b"), r.threads));
+    first.partner.emplace(reference_cpu_engine::load(model_dir(r.partner_arg, "organism-b"), r.threads));
   auto& drifted = first.senders;  // the drifted senders, by arm sender
   for (const auto& a : d.arms)
     if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
@@ -1010,14 +1083,14 @@ void run_audit_on_reference(audit_run& r, text_tokenizer& tokenizer, bool wants_
         }
     return false;
   });
-  attach_audit_maps(r.maps, d, r.args.get("--arms").has_value(), first.engine,
+  attach_audit_maps(r.maps, d, r.args.get("--arms").has_value() || r.serve != nullptr, first.engine,
                     first.partner ? &*first.partner : nullptr, drifted, *r.user_tasks,
                     tokenizer.codec(first.engine, "audit"));
   for (const auto& a : d.arms)
     for (const auto& [name, e] : drifted)
       if (a.plan().sender == arm_sender::named && a.sender == name)
         r.drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
-  run_audit_on<reference_cpu_backend, reference_cpu_backend>(
+  run_audit_on<reference_cpu_engine, reference_cpu_engine>(
       r, tokenizer, first, [&first] { return std::make_unique<engines>(first); }, "reference");
 }
 
@@ -1055,7 +1128,7 @@ void run_audit_trials(audit_run& r) {
 // further worker loads the models again; records identical for every N). --batched: one context per
 // model with room for N workers' sequences (4 each, plus the adapter's scratch; each sequence as
 // long as unbatched), shared through a llama_cpp_batch: the workers' prefills and decode steps run
-// together in one llama_decode (backend/llama_cpp_batch.hpp).
+// together in one llama_decode (engine/llama_cpp_batch.hpp).
 void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
   const auto& model = r.model;
   const auto& partner_arg = r.partner_arg;
@@ -1068,26 +1141,26 @@ void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_
   const bool with_partner = wants_partner && partner_arg;  // else cross_model is dropped with the reason
   if (with_partner) require_gguf(*partner_arg, "audit", "--partner");
   if (!r.batched) {
-    using engines = audit_engines<llama_cpp_backend>;
+    using engines = audit_engines<llama_cpp_engine>;
     auto load = [&] {  // --jobs: each further worker loads the model (and partner) into its own context
-      auto w = std::make_unique<engines>(engines{llama_cpp_backend::load(model, lo), std::nullopt, {}});
-      if (with_partner) w->partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+      auto w = std::make_unique<engines>(engines{llama_cpp_engine::load(model, lo), std::nullopt, {}});
+      if (with_partner) w->partner.emplace(llama_cpp_engine::load(*partner_arg, lo));
       return w;
     };
     auto first = load();
-    attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), first->engine,
+    attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value() || r.serve != nullptr, first->engine,
                       first->partner ? &*first->partner : nullptr,
-                      std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks,
+                      std::vector<std::pair<std::string, llama_cpp_engine>>{}, *r.user_tasks,
                       tokenizer.codec(first->engine, "audit"));
-    return run_audit_on<llama_cpp_backend, llama_cpp_backend>(r, tokenizer, *first, load, "llama.cpp");
+    return run_audit_on<llama_cpp_engine, llama_cpp_engine>(r, tokenizer, *first, load, "llama.cpp");
   }
-  auto engine = llama_cpp_backend::load(model, lo);
-  std::optional<llama_cpp_backend> partner;
-  if (with_partner) partner.emplace(llama_cpp_backend::load(*partner_arg, lo));
+  auto engine = llama_cpp_engine::load(model, lo);
+  std::optional<llama_cpp_engine> partner;
+  if (with_partner) partner.emplace(llama_cpp_engine::load(*partner_arg, lo));
   attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
-                    std::vector<std::pair<std::string, llama_cpp_backend>>{}, *r.user_tasks,
+                    std::vector<std::pair<std::string, llama_cpp_engine>>{}, *r.user_tasks,
                     tokenizer.codec(engine, "audit"));
-  std::vector<llama_cpp_backend*> engines{&engine};
+  std::vector<llama_cpp_engine*> engines{&engine};
   if (partner) engines.push_back(&*partner);
   llama_cpp_batch batch(std::move(engines));
   using seats = audit_engines<llama_cpp_seat_engine>;
@@ -1124,7 +1197,7 @@ int finish_audit(audit_run& r, std::chrono::steady_clock::time_point t0) {
   if (r.batch_items != 0) j.set("until_decided", res.until_decided);
   json_value timing = json_value::object();
   timing.set("trials_wall_s", stats.wall_s);
-  timing.set("backend_s", stats.backend_s);
+  timing.set("engine_s", stats.engine_s);
   timing.set("relay_s", stats.relay_s);
   timing.set("driver_overhead_s", stats.overhead_s());
   timing.set("journal_s", stats.sink_s);
@@ -1180,6 +1253,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   read_audit_arms(r);
   read_audit_options(r);
   open_audit_topology(r);
+  if (r.serve != nullptr) receive_audit_design(r);
   run_audit_trials(r);
   return finish_audit(r, t0);
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit forward --model DIR --tokens 1,2,3 [--all] [--logits-out FILE.csv] [--engine E]`: runs
-// the CPU reference backend (or llama.cpp on a GGUF file) on a token sequence and prints the argmax
+// the CPU reference engine (or llama.cpp on a GGUF file) on a token sequence and prints the argmax
 // and top logits as JSON; the full logits of the last (or every) position go to a CSV (one row per
 // position, one column per id), the same format on either engine.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -57,7 +57,7 @@ int run_forward(std::span<const std::string> words) {
     std::fputs(
         help_text(
             "latentaudit forward --model DIR --tokens IDS [options]",
-            "Runs the CPU reference backend (HF LlamaForCausalLM in f32), or llama.cpp on a GGUF file\n"
+            "Runs the CPU reference engine (HF LlamaForCausalLM in f32), or llama.cpp on a GGUF file\n"
             "(--engine llama.cpp: flash attention off, f32 cache), on the tokens at positions 0, 1, ...\n"
             "and prints, per reported position, the argmax and the five largest logits. Bad model\n"
             "directories, bad token ids and sequences longer than the context exit with code 2.\n",
@@ -73,25 +73,25 @@ int run_forward(std::span<const std::string> words) {
   forward_output out;
   std::size_t V = 0;
   std::uint64_t weights_hash = 0;
-  auto run = [&](auto& backend) {
-    const auto s = backend.open_seq();
-    out = backend.prefill(s, tokens, 0, {.all_logits = all});
-    backend.close_seq(s);
-    V = static_cast<std::size_t>(backend.info().vocab_size);
-    weights_hash = backend.info().fingerprint.weights_hash;
+  auto run = [&](auto& engine) {
+    const auto s = engine.open_seq();
+    out = engine.prefill(s, tokens, 0, {.all_logits = all});
+    engine.close_seq(s);
+    V = static_cast<std::size_t>(engine.info().vocab_size);
+    weights_hash = engine.info().fingerprint.weights_hash;
   };
   if (engine == engine_kind::reference) {
-    auto backend = reference_cpu_backend::load(args.require("--model"), threads);
-    run(backend);
+    auto engine = reference_cpu_engine::load(args.require("--model"), threads);
+    run(engine);
   } else {
 #if LATENTAUDIT_CLI_LLAMA_CPP
     require_gguf(args.require("--model"), "forward", "--model");
-    auto backend = llama_cpp_backend::load(
+    auto engine = llama_cpp_engine::load(
         args.require("--model"),
         {.n_ctx = static_cast<std::uint32_t>(std::max<std::size_t>(tokens.size() + 8, 512)),
          .n_seq_max = 2,
          .threads = static_cast<std::int32_t>(std::max(1u, threads))});
-    run(backend);
+    run(engine);
 #endif
   }
   json_value rows = json_value::array();
@@ -142,7 +142,7 @@ int run_forward(std::span<const std::string> words) {
 }
 
 [[maybe_unused]] const bool registered_forward = register_subcommand(
-    {"forward", "logits of a token sequence on the CPU reference backend or llama.cpp (--engine)",
+    {"forward", "logits of a token sequence on the CPU reference engine or llama.cpp (--engine)",
      run_forward});
 
 }  // namespace

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit gguf export`: an HF Llama checkpoint (the organisms included) to a GGUF file that
-// llama.cpp runs (backend/gguf_export.hpp, docs/gguf.md); `latentaudit gguf inspect`: a GGUF file's
-// header, scalar metadata and tensors, validated by the bounded reader (backend/gguf.hpp).
-#include <latentaudit/backend/gguf.hpp>
-#include <latentaudit/backend/gguf_export.hpp>
+// llama.cpp runs (engine/gguf_export.hpp, docs/gguf.md); `latentaudit gguf inspect`: a GGUF file's
+// header, scalar metadata and tensors, validated by the bounded reader (engine/gguf.hpp).
 #include <latentaudit/core/detail/file_check.hpp>
+#include <latentaudit/engine/gguf.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
 
 #include <cstdio>
 #include <string>
@@ -41,9 +41,9 @@ int run_export(std::span<const std::string> words) {
                   "runs as architecture 'llama': hyperparameters as llama.cpp's convert_hf_to_gguf.py\n"
                   "writes them, Q and K rows permuted to llama.cpp's adjacent-pair RoPE, no tokenizer\n"
                   "(tokenizer.ggml.model 'none', token ids only) unless --vocab copies one from another\n"
-                  "GGUF file, and the reference backend's weights hash\n"
+                  "GGUF file, and the reference engine's weights hash\n"
                   "as latentaudit.source.weights_hash. Run llama.cpp with flash attention off and an f32\n"
-                  "KV cache to reproduce the reference backend's logits (docs/gguf.md, docs/backends.md).\n"
+                  "KV cache to reproduce the reference engine's logits (docs/gguf.md, docs/engines.md).\n"
                   "Prints a JSON summary. Bad input (another architecture, a missing or mis-shaped tensor)\n"
                   "exits 2 with one line.\n",
                   export_options())

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit map fit`: a cross-model cache map (kv/kv_map.hpp) fitted on calibration documents —
 // the sender's and the receiver's prefill caches of the same organism documents, drawn from a seed
-// stream apart from the audit's items — written as a map file (backend/kv_map_file.hpp).
+// stream apart from the audit's items — written as a map file (engine/kv_map_file.hpp).
 // docs/mapping.md.
-#include <latentaudit/backend/kv_map_file.hpp>
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/kv_map_file.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #if LATENTAUDIT_CLI_LLAMA_CPP
-#include <latentaudit/backend/llama_cpp.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
 #endif
 #include <latentaudit/core/hash.hpp>
 #include <latentaudit/kv/kv_map.hpp>
@@ -56,7 +56,7 @@ std::vector<option_spec> map_fit_options() {
        "relative ridge penalty, > 0 (default 0.001); 'auto' chooses it from 1e-5 ... 1 by the R² on a "
        "validation split of the fitted documents (the held-out documents stay apart)"},
       {"--seed", "S", "the audit's seed: the documents come from a stream apart from its items (default 1)"},
-      {"--threads", "N", "backend threads (default 1)"},
+      {"--threads", "N", "engine threads (default 1)"},
       {"--pretty", "", "indent the JSON summary"},
   };
 }
@@ -248,9 +248,9 @@ int run_map(std::span<const std::string> words) {
   calibration_caches c;
   if (engine == engine_kind::reference) {
     auto sender = args.get("--from-overlay")
-                      ? reference_cpu_backend::load_with_overlay(from, *args.get("--from-overlay"), threads)
-                      : reference_cpu_backend::load(from, threads);
-    auto receiver = reference_cpu_backend::load(to, threads);
+                      ? reference_cpu_engine::load_with_overlay(from, *args.get("--from-overlay"), threads)
+                      : reference_cpu_engine::load(from, threads);
+    auto receiver = reference_cpu_engine::load(to, threads);
     c = calibration_of(cal, tokenizer, seed, top, sender, receiver);
   } else {
 #if LATENTAUDIT_CLI_LLAMA_CPP
@@ -263,8 +263,8 @@ int run_map(std::span<const std::string> words) {
     // one sequence at a time: a context of 4096 cells holds any calibration document up to that
     const llama_cpp_options lo{
         .n_ctx = 4096, .n_seq_max = 2, .threads = static_cast<std::int32_t>(std::max(1u, threads))};
-    auto sender = llama_cpp_backend::load(from, lo);
-    auto receiver = llama_cpp_backend::load(to, lo);
+    auto sender = llama_cpp_engine::load(from, lo);
+    auto receiver = llama_cpp_engine::load(to, lo);
     c = calibration_of(cal, tokenizer, seed, top, sender, receiver);
 #endif
   }

@@ -4,8 +4,8 @@
 // accuracy of a model organism (models/organism-*) on multi-query associative recall items from
 // make_organism_task (need regime), reading the document itself and without communication
 // (context BOS SEP key), each with its Wilson 95 % interval, and the chance level.
-#include <latentaudit/backend/reference_cpu.hpp>
 #include <latentaudit/core/detail/file_check.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
 #include <latentaudit/trial/task.hpp>
 #include <latentaudit/trial/task_file.hpp>
@@ -44,8 +44,8 @@ token_id last_argmax(const forward_output& o, std::size_t vocab) {
 }
 
 /// The answer B gives after reading `context` from position 0 in a fresh sequence.
-template <class Backend>
-token_id answer(Backend& b, const std::vector<token_id>& context) {
+template <class Engine>
+token_id answer(Engine& b, const std::vector<token_id>& context) {
   const auto s = b.open_seq();
   const auto out = b.prefill(s, context, 0, forward_options{});
   b.close_seq(s);
@@ -92,29 +92,29 @@ int run_eval(std::span<const std::string> words) {
       .seed = seed, .min_pairs = pairs, .max_pairs = pairs, .no_need_fraction = 0.0};
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t correct = 0, correct_none = 0;
-  auto evaluate = [&](auto& backend, std::string_view source) {
-    if (backend.info().vocab_size != fmt.vocab_size)
+  auto evaluate = [&](auto& engine, std::string_view source) {
+    if (engine.info().vocab_size != fmt.vocab_size)
       throw corrupt_data("organism eval: task.json's vocab_size " + std::to_string(fmt.vocab_size) +
                          " differs from " + std::string(source) + "'s " +
-                         std::to_string(backend.info().vocab_size) + " in '" + dir + "'");
+                         std::to_string(engine.info().vocab_size) + " in '" + dir + "'");
     for (std::uint64_t i = 0; i < items; ++i) {
       const auto t = make_organism_task(fmt, opts, i, 0);
       std::vector<token_id> read = t.document, none = t.no_relay_prefix;
       read.insert(read.end(), t.query.begin(), t.query.end());
       none.insert(none.end(), t.query.begin(), t.query.end());
-      correct += answer(backend, read) == t.answer[0];
-      correct_none += answer(backend, none) == t.answer[0];
+      correct += answer(engine, read) == t.answer[0];
+      correct_none += answer(engine, none) == t.answer[0];
     }
   };
   if (engine == engine_kind::reference) {
-    auto backend = reference_cpu_backend::load(dir, threads);
-    evaluate(backend, "config.json");
+    auto engine = reference_cpu_engine::load(dir, threads);
+    evaluate(engine, "config.json");
   } else {
 #if LATENTAUDIT_CLI_LLAMA_CPP
     require_gguf(dir, "organism eval", "--model");
-    auto backend = llama_cpp_backend::load(
+    auto engine = llama_cpp_engine::load(
         dir, {.n_ctx = 1024, .n_seq_max = 2, .threads = static_cast<std::int32_t>(std::max(1u, threads))});
-    evaluate(backend, "the GGUF file");
+    evaluate(engine, "the GGUF file");
 #endif
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// `latentaudit relay-peer`: agent A of an audit whose relays cross a real link — it builds the
-// audit's design from the same options, then serves the sender's half of every relay (read,
-// export, policy or placebo, encode, send the wire frame) to the audit (agent B) at the other end
-// of a tcp connection. `audit --relay-transport tcp` spawns one on loopback when no --relay-peer
-// is given. docs/distributed.md, "Relay over a real link".
+// `latentaudit relay-peer`: agent A of an audit whose relays cross a real link — it receives the
+// audit's design over the link (its own options give the models and tasks it runs it on), then
+// serves the sender's half of every relay (read, export, policy or placebo, encode, send the wire
+// frame) to the audit (agent B) at the other end of a tcp connection. `audit --relay-transport tcp` spawns
+// one on loopback when no --relay-peer is given. docs/distributed.md, "Relay over a real link".
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -348,12 +348,15 @@ int run_relay_peer(std::span<const std::string> words) {
     if (!help)
       throw usage_error("relay-peer: give exactly one of --listen HOST:PORT and --connect HOST:PORT");
     std::fputs(
-        "latentaudit relay-peer --listen HOST:PORT [audit options]\n\n"
-        "Agent A of an audit whose relays cross a real link: builds the audit's design from the same\n"
-        "options (--model, --partner, --items, --seeds, --arms, --seed, ...; `latentaudit audit --help`)\n"
-        "and serves the sender's half of every relay (read, export, policy or placebo, encode, send the\n"
-        "wire frame) to `latentaudit audit --relay-transport tcp --relay-peer HOST:PORT` with the same\n"
-        "options. Ends when the audit is done. --connect HOST:PORT connects to the audit instead of\n"
+        "latentaudit relay-peer --listen HOST:PORT [--model DIR] [--partner DIR] [--tasks F] [...]\n\n"
+        "Agent A of an audit whose relays cross a real link: receives the audit's design over the link\n"
+        "(arms, items, seeds, seed, task options: the audit's options decide them; given here they are\n"
+        "ignored) and serves the sender's half of every relay (read, export, policy or placebo, encode,\n"
+        "send the wire frame) to `latentaudit audit --relay-transport tcp --relay-peer HOST:PORT`. Its\n"
+        "options give what it runs the design on: --model, --partner, --tasks, --tokenizer, --drift,\n"
+        "--map, --engine, --threads and the audit's --jobs; the design is refused, naming the first\n"
+        "field, unless these give the models, tasks and maps the audit names. Ends when the audit is\n"
+        "done. --connect HOST:PORT connects to the audit instead of\n"
         "listening (what the audit's own loopback peer does). --relay-key-file FILE (or\n"
         "LATENTAUDIT_RELAY_KEY_FILE): the shared secret, at least 32 bytes, that the audit holds too;\n"
         "without one only a loopback address is accepted. docs/distributed.md, \"Threat model\".\n",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit tokenize --vocab F.gguf --text STRING [--special]`: the token ids llama.cpp's
-// tokenizer of a GGUF vocabulary gives a text (backend/llama_cpp_tokenizer.hpp), as a JSON array —
+// tokenizer of a GGUF vocabulary gives a text (engine/llama_cpp_tokenizer.hpp), as a JSON array —
 // what an audit of a text task feeds the model. A CLI built without llama.cpp says so and exits 2.
 #include <cstdio>
 #include <string>
@@ -11,7 +11,7 @@
 #include "gguf_check.hpp"
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
-#include <latentaudit/backend/llama_cpp_tokenizer.hpp>
+#include <latentaudit/engine/llama_cpp_tokenizer.hpp>
 #endif
 
 namespace latentaudit::cli {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `--engine reference|llama.cpp` for the CLI's forward, organism eval and audit: which inference
-// engine runs the model. The llama.cpp engine (backend/llama_cpp.hpp) is compiled in only where
+// engine runs the model. The llama.cpp engine (engine/llama_cpp.hpp) is compiled in only where
 // CMake found llama.cpp (LATENTAUDIT_HAS_LLAMA_CPP); a CLI built without it says so and exits 2.
 #ifndef LATENTAUDIT_CLI_ENGINE_SELECT_HPP
 #define LATENTAUDIT_CLI_ENGINE_SELECT_HPP
@@ -13,8 +13,8 @@
 #include "gguf_check.hpp"
 
 #if defined(LATENTAUDIT_HAS_LLAMA_CPP) && LATENTAUDIT_HAS_LLAMA_CPP
-#include <latentaudit/backend/llama_cpp.hpp>
-#include <latentaudit/backend/llama_cpp_batch.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
+#include <latentaudit/engine/llama_cpp_batch.hpp>
 #define LATENTAUDIT_CLI_LLAMA_CPP 1
 #else
 #define LATENTAUDIT_CLI_LLAMA_CPP 0
@@ -28,7 +28,7 @@ enum class engine_kind { reference, llama_cpp };
 /// @brief The --engine option's spec (shared help text).
 inline option_spec engine_option() {
   return {"--engine", "NAME",
-          "reference (default: the CPU reference backend on an HF directory) or llama.cpp (a GGUF file; "
+          "reference (default: the CPU reference engine on an HF directory) or llama.cpp (a GGUF file; "
           "exported by 'latentaudit gguf export')"};
 }
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The CLI's check of a GGUF file before llama.cpp sees it (`audit`/`forward`/`organism eval
 // --engine llama.cpp --model`, `--partner`, `--tokenizer`): the project's bounded reader
-// (backend/gguf.hpp: header, metadata, tensor extents inside the file) and then what llama.cpp
+// (engine/gguf.hpp: header, metadata, tensor extents inside the file) and then what llama.cpp
 // aborts on or misreads instead of failing cleanly. Every refusal is a usage_error (exit 2) naming
 // the option, the file and the GGUF key or tensor.
 #ifndef LATENTAUDIT_CLI_GGUF_CHECK_HPP
 #define LATENTAUDIT_CLI_GGUF_CHECK_HPP
 
-#include <latentaudit/backend/gguf.hpp>
+#include <latentaudit/engine/gguf.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -43,7 +43,9 @@ class relay_session {
   /// (one stderr line) and the next one served.
   /// @throws usage_error when no connection is made (connect: after a few attempts, naming the
   ///         address) or the two ends open different numbers of links; invalid_argument if the
-  ///         two ends run different designs.
+  ///         two ends run different designs. `design_hash` empty (a relay peer, before it has a
+  ///         design): every link adopts the audit's (authenticated_channel), which the peer then
+  ///         receives whole in the first conversation's greeting.
   dist::relay_channel& channel(std::size_t i, std::size_t n, const std::string& design_hash);
   /// @brief The key of the relays' wire HMAC tag of conversation `i` (after channel()).
   [[nodiscard]] std::span<const std::byte> wire_key(std::size_t i) const { return links_.at(i).wire_key(); }

@@ -2,7 +2,7 @@
 // The tokenizer of an audit's text tasks (docs/tasks.md "Text tasks"): `--tokenizer F.gguf` (a GGUF
 // vocabulary loaded vocab-only: the reference engine borrows one, llama.cpp may take one in place of
 // its model's), else a llama.cpp model's own tokenizer, else none (a text task file then exits 2).
-// As a text_codec (trial/task_file.hpp) over backend/llama_cpp_tokenizer.hpp; the library's trial
+// As a text_codec (trial/task_file.hpp) over engine/llama_cpp_tokenizer.hpp; the library's trial
 // layer may not include the llama.cpp headers (docs/design.md, layering), so the glue lives here.
 // A CLI built without llama.cpp refuses --tokenizer (exit 2).
 #ifndef LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
@@ -20,7 +20,7 @@
 #include "engine_select.hpp"
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
-#include <latentaudit/backend/llama_cpp_tokenizer.hpp>
+#include <latentaudit/engine/llama_cpp_tokenizer.hpp>
 #endif
 
 namespace latentaudit::cli {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Drifted partners for the audit's drift arms: organism-a fine-tuned for k steps on a changed
-task, saved as small overlays that the C++ reference backend applies on top of organism-a.
+task, saved as small overlays that the C++ reference engine applies on top of organism-a.
 
 Changed task: a remapped value vocabulary. A fixed derangement pi of the value tokens (seeded);
 documents are as before (BOS k1 v1 ... kN vN SEP q1 a1 ...), but the answer to a query is
@@ -11,7 +11,7 @@ final norm and the head frozen, so the remap has to be learned in the representa
 carries (a model free to retrain its head could learn the remap in the head alone, leaving its
 cache readable by the original model, and plant no drift). Levels are checkpoints of
 one fine-tuning run (fixed seed): the overlay of level k holds the trained tensors after k steps,
-in f32 (exact, so the C++ backend computes the same model).
+in f32 (exact, so the C++ engine computes the same model).
 
 For each level it measures, on 1024 held-out documents (N in 2, 4, ..., 16, 128 each, one query):
 accuracy on its own changed task, on the original task, and relay accuracy: organism-a answering

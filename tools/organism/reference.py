@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """An independent PyTorch implementation of HF LlamaForCausalLM's forward pass (float32), used to
-write golden logits for the C++ reference backend. It reads an HF model directory (config.json +
+write golden logits for the C++ reference engine. It reads an HF model directory (config.json +
 model.safetensors in F32/F16/BF16) without the transformers or safetensors packages.
 
 Run with Debian's interpreter (the pyenv python3 first on PATH has no torch):

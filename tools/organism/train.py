@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Trains a model organism: a small Llama-architecture transformer (RMSNorm, RoPE, GQA, SwiGLU)
 on multi-query associative recall, saved in HF format (config.json + model.safetensors with HF
-tensor names) plus task.json and a README card, so latentaudit's CPU backend loads it.
+tensor names) plus task.json and a README card, so latentaudit's CPU engine loads it.
 
 Task (fixed, so independent code can generate items):
   BOS k1 v1 k2 v2 ... kN vN SEP q1 a1 q2 a2 ... qM aM

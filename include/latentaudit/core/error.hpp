@@ -52,11 +52,14 @@ class numerical_error : public error {
   using error::error;
 };
 
-/// @brief An inference backend failed an operation or lacks a capability it was asked for.
-class backend_error : public error {
+/// @brief An inference engine failed an operation or lacks a capability it was asked for.
+class engine_error : public error {
  public:
   using error::error;
 };
+
+/// @brief Deprecated: the former name of engine_error (one word, "engine", for one concept).
+using backend_error [[deprecated("renamed engine_error")]] = engine_error;
 
 }  // namespace latentaudit
 

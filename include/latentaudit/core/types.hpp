@@ -14,7 +14,7 @@ using token_id = std::int32_t;
 using position_t = std::int32_t;
 /// @brief A layer index.
 using layer_index = std::int32_t;
-/// @brief A sequence handle inside a backend.
+/// @brief A sequence handle inside an engine.
 using seq_id = std::int32_t;
 
 /// @brief A half-open index range [first, last).

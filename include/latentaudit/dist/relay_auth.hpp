@@ -123,6 +123,8 @@ struct relay_auth_options {
 class authenticated_channel final : public relay_channel {
  public:
   /// @brief Handshake as the connecting side. `key` empty: unkeyed (the server must be unkeyed too).
+  /// `design_hash` empty: this side has no design yet and adopts the server's (a relay peer that
+  /// receives the audit's design over the link; design_hash() names it after the handshake).
   /// @throws corrupt_data if the server fails the challenge; invalid_argument if it runs another
   ///         design or refuses this one; link_error if the link fails or a deadline passes.
   [[nodiscard]] static authenticated_channel client(tcp_transport t, std::span<const std::byte> key,
@@ -132,10 +134,11 @@ class authenticated_channel final : public relay_channel {
     c.handshake(false, o);
     return c;
   }
-  /// @brief Handshake as the accepting side; every wait is o.hello_timeout_s.
+  /// @brief Handshake as the accepting side; every wait is o.hello_timeout_s. `design_hash` empty:
+  /// adopt the client's design (the client must hold one).
   /// @throws corrupt_data if the client fails the challenge or speaks another protocol (the caller
   ///         drops it), link_error on a deadline, invalid_argument (after telling an authenticated
-  ///         client) if the client runs another design.
+  ///         client) if the client runs another design, or neither end holds one.
   [[nodiscard]] static authenticated_channel server(tcp_transport t, std::span<const std::byte> key,
                                                     const std::string& design_hash,
                                                     const relay_auth_options& o = {}) {
@@ -150,6 +153,7 @@ class authenticated_channel final : public relay_channel {
         t_(std::move(o.t_)),
         key_(std::move(o.key_)),
         design_(std::move(o.design_)),
+        adopt_(o.adopt_),
         keyed_(o.keyed_),
         wire_key_(o.wire_key_),
         send_key_(o.send_key_),
@@ -198,6 +202,8 @@ class authenticated_channel final : public relay_channel {
 
   /// @brief Whether the channel runs under a shared key (false: unkeyed, unauthenticated).
   [[nodiscard]] bool keyed() const noexcept { return keyed_; }
+  /// @brief The design hash this connection is bound to: this side's, or the one it adopted.
+  [[nodiscard]] const std::string& design_hash() const noexcept { return design_; }
   /// @brief The key for the wire frames' own HMAC tag (docs/wire-format.md): HMAC(key, label ‖
   /// design hash); never derived from the design seed.
   [[nodiscard]] const std::array<std::byte, 32>& wire_key() const noexcept { return wire_key_; }
@@ -207,10 +213,18 @@ class authenticated_channel final : public relay_channel {
   static constexpr std::size_t hash_chars_ = 64;
 
   authenticated_channel(tcp_transport t, std::span<const std::byte> key, const std::string& design_hash)
-      : t_(std::move(t)), key_(key.begin(), key.end()), design_(design_hash) {
+      : t_(std::move(t)), key_(key.begin(), key.end()), design_(design_hash), adopt_(design_hash.empty()) {
     keyed_ = !key_.empty();
     if (!keyed_) key_.assign(32, std::byte{0});
-    design_.resize(hash_chars_, '?');
+    design_.resize(hash_chars_, adopt_ ? '*' : '?');  // all '*': "I adopt yours" (never a hash)
+    wire_key_ = mac({{"wire", std::as_bytes(std::span(design_))}});
+  }
+
+  // Binds the connection to `hash` (an adopted design: 64 lowercase hex digits), and the wire key.
+  void adopt(const std::string& hash) {
+    if (hash.size() != hash_chars_ || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+      refuse("names no design hash to adopt");
+    design_ = hash;
     wire_key_ = mac({{"wire", std::as_bytes(std::span(design_))}});
   }
 
@@ -283,7 +297,21 @@ class authenticated_channel final : public relay_channel {
         refuse("fails the challenge (it does not hold the relay key)");
       derive(nc, ns, cd, true);
       t_.set_timeout(o.client_wait_s);
-      // 4. the verdict on the design, authenticated
+      // 4. the verdict on the design, authenticated: a client that adopts ours gets its hash; a
+      // server without one adopts the client's
+      const bool client_adopts = client_design == std::string(hash_chars_, '*');
+      if (client_adopts && adopt_) {
+        const std::string why = "neither end holds a design (both relay peers): start the audit at one end";
+        const std::string v = "E" + why;
+        send(std::as_bytes(std::span(v.data(), v.size())));
+        latentaudit::detail::throw_invalid("relay channel", "design", why);
+      }
+      if (client_adopts) {
+        const std::string v = "K" + design_;
+        send(std::as_bytes(std::span(v.data(), v.size())));
+        return;
+      }
+      if (adopt_) adopt(client_design);
       if (client_design != design_) {
         const std::string why = "the receiver's design (hash " + client_design +
                                 ") differs from the relay peer's (hash " + design_ +
@@ -312,6 +340,8 @@ class authenticated_channel final : public relay_channel {
       receive_at_most(m, 1 << 12);
       if (m.empty() || (m[0] != std::byte{'K'} && m[0] != std::byte{'E'}))
         refuse("sends an invalid verdict on the design");
+      if (adopt_ && m[0] == std::byte{'K'})  // the server's design, which this side adopts
+        adopt(std::string(reinterpret_cast<const char*>(m.data()) + 1, m.size() - 1));
       if (m[0] == std::byte{'E'})
         latentaudit::detail::throw_invalid(
             "relay channel", "design",
@@ -331,6 +361,7 @@ class authenticated_channel final : public relay_channel {
   tcp_transport t_;
   std::vector<std::byte> key_;
   std::string design_;
+  bool adopt_ = false;  // constructed without a design: adopts the other end's in the handshake
   bool keyed_ = false;
   digest wire_key_{};
   digest send_key_{}, recv_key_{};

@@ -144,11 +144,13 @@ class channel_sender final : public remote_sender {
   /// @brief Talks to agent A over `channel`, which must outlive this object.
   explicit channel_sender(relay_channel& channel) noexcept : channel_(channel) {}
 
-  /// @brief The greeting: A must run a design with the same design_hash.
+  /// @brief The greeting: the design (design.json's object, which a relay peer without one runs:
+  /// design_of_hello) and its hash; A must run a design with the same design_hash.
   /// @throws invalid_argument naming A's refusal; link_error if the link fails.
   void begin(const trial_design& design) override {
-    detail::send_control(channel_,
-                         json_value::object({{"op", "hello"}, {"design_hash", design.design_hash()}}));
+    detail::send_control(channel_, json_value::object({{"op", "hello"},
+                                                       {"design_hash", design.design_hash()},
+                                                       {"design", design.to_json()}}));
     const json_value r = detail::receive_control(channel_, buf_);
     if (const json_value* e = r.find("error"); e != nullptr)
       detail::throw_invalid(
@@ -160,7 +162,7 @@ class channel_sender final : public remote_sender {
   /// map id of a kv_mapped arm, its map_cosine in [-1, 1]) and its frame read with the limit; an
   /// invalid report or a frame the channel's authentication refuses becomes relay_error (the frame
   /// is still read, to keep the channel in step, but never decoded).
-  /// @throws backend_error if A failed on the relay; link_error if the link fails.
+  /// @throws engine_error if A failed on the relay; link_error if the link fails.
   sender_half relay(const trial_task& task, const trial_arm& arm, position_t receiver_next,
                     const remote_relay_limits& limits) override {
     json_value q = json_value::object();
@@ -174,9 +176,9 @@ class channel_sender final : public remote_sender {
     sender_half out;
     if (const json_value* e = m.find("error"); e != nullptr)
       LATENTAUDIT_THROW(
-          backend_error("trial_driver::run: the relay peer (agent A) failed on item " +
-                        std::to_string(task.item) + ", arm '" + arm.label + "' (" + channel_.peer_name() +
-                        "): " + (e->is_string() ? e->as_string().substr(0, 4096) : std::string("?"))));
+          engine_error("trial_driver::run: the relay peer (agent A) failed on item " +
+                       std::to_string(task.item) + ", arm '" + arm.label + "' (" + channel_.peer_name() +
+                       "): " + (e->is_string() ? e->as_string().substr(0, 4096) : std::string("?"))));
     std::string bad;
     try {
       take_report(m, task, arm, limits, out);
@@ -242,32 +244,71 @@ class channel_sender final : public remote_sender {
   std::vector<std::byte> buf_;  // control messages
 };
 
+/// @brief The receiver's greeting, the first message of a conversation (channel_sender::begin):
+/// a JSON object of at most 1 MiB whose "op" is "hello".
+/// @throws corrupt_data if it is not; link_error if the link fails.
+[[nodiscard]] inline json_value receive_hello(relay_channel& channel) {
+  std::vector<std::byte> buf;
+  json_value h = detail::receive_control(channel, buf);
+  const json_value* op = h.find("op");
+  if (op == nullptr || !op->is_string() || op->as_string() != "hello")
+    LATENTAUDIT_THROW(corrupt_data("relay protocol: the receiver's first message is not its hello"));
+  return h;
+}
+
+/// @brief The design the receiver runs, from its greeting: "design" read by design_from_json
+/// (design.json's one converter: bounds, every field, the arms read back), whose hash must be the
+/// greeting's "design_hash". A relay peer serves this design instead of building one of its own.
+/// @throws corrupt_data naming the field that fails.
+[[nodiscard]] inline trial_design design_of_hello(const json_value& hello) {
+  const json_value* d = hello.find("design");
+  if (d == nullptr)
+    LATENTAUDIT_THROW(
+        corrupt_data("relay protocol: the receiver's hello carries no design (an older "
+                     "latentaudit: run both ends with the same version)"));
+  trial_design design = design_from_json(*d, "the receiver's design");
+  const json_value* hash = hello.find("design_hash");
+  if (hash == nullptr || !hash->is_string() || hash->as_string() != design.design_hash())
+    LATENTAUDIT_THROW(
+        corrupt_data("relay protocol: the receiver's hello names a design_hash that is "
+                     "not its design's"));
+  return design;
+}
+
 /// @brief Serves as agent A, on `driver`, for a driver at the other end of `channel` until it sends
 /// "done": checks that the two designs agree (design_hash) and the design against the engine, then
 /// for each relay request runs driver.serve_relay (A reads the unit's document once per unit,
 /// exports, applies the arm's policy or placebo, encodes), reports its stage timings and, after
 /// B's "go", sends the wire frame. An error in a relay is reported to the receiver (which stops with
 /// it) and serving goes on.
+/// `hello`: the receiver's greeting when the caller read it already (receive_hello, to run the
+/// design it carries), else it is read here.
 /// @tparam Driver a trial_driver (begin_serving, serve_relay, end_serving)
 /// @returns the statistics (trials = relays served).
 /// @throws invalid_argument if the design is invalid or differs from the receiver's (the receiver is
 ///         told first); link_error if the link fails.
 template <class Driver>
 driver_stats serve_sender(Driver& driver, const trial_design& design,
-                          const typename Driver::task_source& tasks, relay_channel& channel) {
+                          const typename Driver::task_source& tasks, relay_channel& channel,
+                          const json_value* hello = nullptr) {
   constexpr std::string_view fn = "dist::serve_sender";
   if (!tasks) detail::throw_invalid(fn, "tasks", "must be a callable task source");
   std::vector<std::byte> buf;
   {
-    const json_value h = detail::receive_control(channel, buf);
+    const json_value h = hello != nullptr ? *hello : detail::receive_control(channel, buf);
     const json_value* op = h.find("op");
     const json_value* hash = h.find("design_hash");
     const std::string mine = design.design_hash();
     if (op == nullptr || !op->is_string() || op->as_string() != "hello" || hash == nullptr ||
         !hash->is_string() || hash->as_string() != mine) {
+      const json_value* theirs = h.find("design");
+      const std::string field =
+          theirs != nullptr ? design_difference(*theirs, design.to_json(), "", "the receiver's design") : "";
       const std::string why =
           "the receiver's design (hash " + (hash != nullptr && hash->is_string() ? hash->as_string() : "?") +
-          ") differs from the relay peer's (hash " + mine + "): run both with the same options";
+          ") differs from the relay peer's (hash " + mine + ")" + (field.empty() ? "" : ": " + field) +
+          ": the relay peer must run the receiver's design on the models, tasks, drift manifest and maps "
+          "it names";
       detail::send_control(channel, json_value::object({{"error", why}}));
       detail::throw_invalid(fn, "design", why);
     }

@@ -5,7 +5,7 @@
 // top-K source layers (ranked by their own ridge fit), and applied to a sender's cache to give a
 // cache in the receiver's shape, its keys rotated again for the receiver at the sender's
 // positions. The two models may differ in layers, KV heads and head dims. The map file
-// (safetensors) is backend/kv_map_file.hpp; docs/mapping.md gives the formulas.
+// (safetensors) is engine/kv_map_file.hpp; docs/mapping.md gives the formulas.
 #ifndef LATENTAUDIT_KV_KV_MAP_HPP
 #define LATENTAUDIT_KV_KV_MAP_HPP
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: conversions between the canonical block and llama.cpp's per-sequence state, in its
-// two framings (docs/backends.md "llama.cpp", checked against llama.cpp v0.5.0's own blobs):
+// two framings (docs/engines.md "llama.cpp", checked against llama.cpp v0.5.0's own blobs):
 //  - the in-memory blob of `llama_state_seq_get_data` / `llama_state_seq_set_data`: u32 magic
 //    0xaf143cd8, i32 source seq id, then the cache layout (to_llama_seq_state /
 //    from_llama_seq_state);

@@ -168,7 +168,7 @@ inline std::vector<std::int64_t> top_tokens(std::span<const double> scores,
 
 /// @brief H2O heavy hitters: the `recent` most recent tokens plus the `heavy` tokens with the
 /// largest accumulated attention among the rest. `scores[t]` is the attention mass token t
-/// received (summed over queries and heads), e.g. from a backend's attention capture.
+/// received (summed over queries and heads), e.g. from an engine's attention capture.
 /// @throws invalid_argument on NaN or negative scores.
 [[nodiscard]] inline std::vector<std::int64_t> tokens_heavy_hitters(std::span<const double> scores,
                                                                     std::int64_t heavy, std::int64_t recent) {
@@ -281,7 +281,7 @@ struct attention_scores {
   }
 };
 
-/// @brief Reduces attention weights, row-major [layers][heads][queries][keys] (a backend's
+/// @brief Reduces attention weights, row-major [layers][heads][queries][keys] (an engine's
 /// attention_capture), to the scores of H2O, PyramidKV and SnapKV; `window` is the largest SnapKV
 /// observation window needed (clamped to the queries).
 /// @throws invalid_argument if weights.size() != layers · heads · queries · keys, a size is not

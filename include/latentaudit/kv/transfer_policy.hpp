@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: transfer policies — what happens to a cache between a backend's export and the
-// receiver's import: select → transform → position mode. Policies never run inside backends, so
+// latentaudit: transfer policies — what happens to a cache between an engine's export and the
+// receiver's import: select → transform → position mode. Policies never run inside engines, so
 // audits compare across engines. Each application returns a record of what it did, for trials.
 #ifndef LATENTAUDIT_KV_TRANSFER_POLICY_HPP
 #define LATENTAUDIT_KV_TRANSFER_POLICY_HPP

@@ -54,7 +54,7 @@ namespace latentaudit {
 /// @brief The engines of one audit worker: B's model, the partner (the arms whose sender is the
 /// partner, cross_model) and the named senders (drifted models, trial_driver::add_sender). Each
 /// worker of `--jobs N` has its own; `Engine` and `Partner` model the engine concepts
-/// (backend/concepts.hpp).
+/// (engine/concepts.hpp).
 template <class Engine, class Partner = Engine>
 struct audit_engines {
   Engine engine;                                        ///< agent B's model (and A's, by default)
@@ -84,6 +84,9 @@ struct audit_topology {
   std::function<std::span<const std::byte>(unsigned worker)> relay_key;
   /// after B's last trial, before its journal closes (a tcp link's end)
   std::function<void()> after_trials;
+  /// agent A: worker 0's greeting when the caller read it already (dist::receive_hello), to run the
+  /// design it carries (dist::design_of_hello); null: each conversation's greeting is read here
+  json_value received_hello;
   dist::audit_ranks* ranks = nullptr;  ///< under an MPI launcher (not owned); null: one process
   /// the two ranks are agent B (rank 0) and agent A (rank 1) of a relay over MPI, not shards
   bool ranks_relay = false;
@@ -409,7 +412,8 @@ class audit_session {
     std::vector<std::exception_ptr> failed(n);
     auto one = [&](std::size_t w) {
       try {
-        stats[w] = dist::serve_sender(*drivers[w], d_, task_of, *links[w]);
+        const json_value* hello = w == 0 && !t.received_hello.is_null() ? &t.received_hello : nullptr;
+        stats[w] = dist::serve_sender(*drivers[w], d_, task_of, *links[w], hello);
       } catch (...) {
         failed[w] = std::current_exception();
       }

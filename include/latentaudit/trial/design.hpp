@@ -6,10 +6,12 @@
 #define LATENTAUDIT_TRIAL_DESIGN_HPP
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <span>
 #include <sstream>
@@ -195,9 +197,11 @@ struct trial_design {
 /// A design.json of format 1 (before models, task and engine were recorded) differs by its
 /// missing "format". At the top level the identities of what runs the design (engine, models,
 /// task source) are compared first: they are the cause when other fields differ with them (the
-/// default arms depend on the model, e.g. its message arms).
+/// default arms depend on the model, e.g. its message arms). `recorded_name` names the recorded
+/// side in the words ("the audit's design" for a relay peer's check).
 [[nodiscard]] inline std::string design_difference(const json_value& recorded, const json_value& now,
-                                                   const std::string& prefix = "") {
+                                                   const std::string& prefix = "",
+                                                   const std::string& recorded_name = "the records' design") {
   auto brief = [](const json_value& v) {
     std::string t = write_json(v);
     if (t.size() > 80) t = t.substr(0, 77) + "...";
@@ -209,7 +213,7 @@ struct trial_design {
                             "task_source", "task_hash"}) {
         const json_value *r = recorded.find(k), *v = now.find(k);
         if (r != nullptr && v != nullptr)
-          if (auto d = design_difference(*r, *v, std::string(k) + "."); !d.empty()) return d;
+          if (auto d = design_difference(*r, *v, std::string(k) + ".", recorded_name); !d.empty()) return d;
       }
     }
     for (const auto& [k, v] : now.as_object()) {
@@ -218,19 +222,19 @@ struct trial_design {
         if (prefix.empty() && k == "format")
           return "the records' design.json predates format " + brief(v) +
                  " (it does not record the models, task or engine), so the resume cannot be checked";
-        return "field '" + prefix + k + "' is missing from the records' design, " + brief(v) + " now";
+        return "field '" + prefix + k + "' is missing from " + recorded_name + ", " + brief(v) + " now";
       }
-      if (auto d = design_difference(*r, v, prefix + k + "."); !d.empty()) return d;
+      if (auto d = design_difference(*r, v, prefix + k + ".", recorded_name); !d.empty()) return d;
     }
     for (const auto& [k, v] : recorded.as_object())
       if (now.find(k) == nullptr)
-        return "field '" + prefix + k + "' is " + brief(v) + " in the records' design, absent now";
+        return "field '" + prefix + k + "' is " + brief(v) + " in " + recorded_name + ", absent now";
     return {};
   }
   if (write_json(recorded) == write_json(now)) return {};
   std::string name = prefix;
   if (!name.empty() && name.back() == '.') name.pop_back();
-  return "field '" + name + "' is " + brief(recorded) + " in the records' design, " + brief(now) + " now";
+  return "field '" + name + "' is " + brief(recorded) + " in " + recorded_name + ", " + brief(now) + " now";
 }
 
 /// @brief The one reader of design.json (trial_design::to_json, written by record_journal): the
@@ -278,6 +282,92 @@ inline void check_design_bounds(const json_value& j, const std::filesystem::path
     if (const json_value* v = j.find(field); v != nullptr && v->is_number() && v->as_number() > 0)
       bound(field, v->as_number() >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v->as_number()), max,
             field);
+}
+
+/// @brief The design a design.json object describes: trial_design::to_json's inverse, the one
+/// converter (a relay peer builds the audit's design from it). `j` is checked by
+/// check_design_bounds first, then field by field: format design_format_version, seed, items and
+/// seeds non-negative integers below 2^53, every arm label one parse_arm reads back to itself, the
+/// link's name, bandwidth and alpha, the flags, the timing repeats and the identity's strings and
+/// objects; the design is validated and must write `j` back exactly (no field more or less).
+/// @throws corrupt_data "<where>: field 'F' ..." naming the first field that fails.
+[[nodiscard]] inline trial_design design_from_json(const json_value& j, const std::string& where) {
+  if (!j.is_object()) LATENTAUDIT_THROW(corrupt_data(where + ": a design is a JSON object"));
+  check_design_bounds(j, where);
+  auto fail = [&](const char* field, const std::string& why) {
+    LATENTAUDIT_THROW(corrupt_data(where + ": field '" + field + "' " + why));
+  };
+  auto field = [&](const char* name) -> const json_value& {
+    const json_value* v = j.find(name);
+    if (v == nullptr) fail(name, "is missing");
+    return *v;
+  };
+  auto integer = [&](const char* name) {
+    const json_value& v = field(name);
+    if (!v.is_number() || !(v.as_number() >= 0) || v.as_number() >= 9007199254740992.0 ||
+        v.as_number() != std::floor(v.as_number()))
+      fail(name, "must be an integer in [0, 2^53)");
+    return static_cast<std::uint64_t>(v.as_number());
+  };
+  auto number = [&](const char* name) {
+    const json_value& v = field(name);
+    if (!v.is_number()) fail(name, "must be a number");
+    return v.as_number();
+  };
+  auto flag = [&](const char* name) {
+    const json_value& v = field(name);
+    if (!v.is_bool()) fail(name, "must be true or false");
+    return v.as_bool();
+  };
+  auto text = [&](const char* name) {
+    const json_value& v = field(name);
+    if (!v.is_string()) fail(name, "must be a string");
+    return v.as_string();
+  };
+  if (integer("format") != static_cast<std::uint64_t>(design_format_version))
+    fail("format", "must be " + std::to_string(design_format_version));
+  trial_design d;
+  d.seed = integer("seed");
+  d.items = integer("items");
+  d.seeds = integer("seeds");
+  const json_value& arms = field("arms");
+  if (!arms.is_array()) fail("arms", "must be an array of arm labels");
+  d.arms.clear();
+  for (const auto& a : arms.as_array()) {
+    if (!a.is_string()) fail("arms", "must hold arm labels (strings)");
+    std::optional<trial_arm> arm;
+    try {
+      arm = parse_arm(a.as_string());
+    } catch (const error& e) {
+      fail("arms", "holds '" + a.as_string() + "', not an arm: " + e.what());
+    }
+    if (arm->label != a.as_string())
+      fail("arms", "holds '" + a.as_string() + "', which reads back as '" + arm->label + "'");
+    d.arms.push_back(std::move(*arm));
+  }
+  d.link = link_preset{text("link"), number("link_bandwidth_bytes_s"), number("link_alpha_s")};
+  d.randomize_order = flag("randomize_order");
+  d.authenticate = flag("authenticate");
+  const std::uint64_t repeats = integer("timing_repeats");
+  if (repeats > 100) fail("timing_repeats", "must be at most 100");
+  d.timing_repeats = static_cast<std::uint32_t>(repeats);
+  d.timing_repeat_fraction = number("timing_repeat_fraction");
+  d.identity.engine = text("engine");
+  d.identity.engine_version = text("engine_version");
+  d.identity.model = text("model_fingerprint");
+  d.identity.partner = text("partner_fingerprint");
+  d.identity.task_source = text("task_source");
+  d.identity.task_hash = text("task_hash");
+  d.identity.task_options = field("task_options");
+  d.identity.options = field("options");
+  try {
+    d.validate();
+  } catch (const error& e) {
+    LATENTAUDIT_THROW(corrupt_data(where + ": " + e.what()));
+  }
+  if (const std::string diff = design_difference(j, d.to_json(), "", "the file"); !diff.empty())
+    LATENTAUDIT_THROW(corrupt_data(where + ": not a design this version writes: " + diff));
+  return d;
 }
 
 }  // namespace latentaudit

@@ -4,12 +4,12 @@
 // export → transfer policy / placebo → wire encode → modeled link → wire decode → import) and
 // agent B answers; every stage is timed and the record handed to a sink (the journal).
 //
-// The driver consults the engine's backend_capabilities (trial/engine_support.hpp): a design with an
+// The driver consults the engine's engine_capabilities (trial/engine_support.hpp): a design with an
 // arm the engine cannot run is refused up front naming the arm and the reason (restrict_to_engine
 // drops such arms); H2O, SnapKV and PyramidKV selections get their attention scores from the
 // sender's prefill_capture; metrics the engine cannot produce are recorded as absent with the reason.
 // Engine sequences are owned by scoped_seq (a throw in the wire or an import leaks none), and every
-// output is checked against its declared shape before it is read (backend_error otherwise).
+// output is checked against its declared shape before it is read (engine_error otherwise).
 // Position placement has one owner, the transfer policy (kv_policy::mode, before the wire):
 // the receiver imports the block at the positions it carries. Records are built with the public
 // functions of trial/record_builder.hpp.
@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "../backend/concepts.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
+#include "../engine/concepts.hpp"
 #include "../kv/map_screen.hpp"
 #include "../kv/placebo.hpp"
 #include "../kv/transfer_policy.hpp"
@@ -75,8 +75,8 @@ struct relay_map {
   std::function<kv_block(const kv_block&)> apply;  ///< the sender's whole cache → B's shape
 };
 
-/// @brief Where the driver's time went (seconds), for the "driver overhead < 2 % of backend time"
-/// check: backend_s sums every backend call (A's prefills, exports, imports, B's prefills and
+/// @brief Where the driver's time went (seconds), for the "driver overhead < 2 % of engine time"
+/// check: engine_s sums every engine call (A's prefills, exports, imports, B's prefills and
 /// decodes, the text reference run, opening and closing sequences); relay_s sums the relay stages the records
 /// measure as part of the system under test (transfer policies and placebos, wire encode and decode); wall_s
 /// is the whole run().
@@ -84,7 +84,7 @@ struct driver_stats {
   std::uint64_t trials = 0;       ///< records produced
   std::uint64_t skipped = 0;      ///< keys already done (resume)
   double wall_s = 0.0;            ///< run() wall time
-  double backend_s = 0.0;         ///< time inside backend calls
+  double engine_s = 0.0;          ///< time inside engine calls
   double relay_s = 0.0;           ///< time in policies, placebos and the wire (measured stages of each trial)
   double sink_s = 0.0;            ///< time inside the sink (journal writes)
   std::uint64_t repeat_runs = 0;  ///< extra timed runs of trials (trial_design::timing_repeats)
@@ -92,10 +92,10 @@ struct driver_stats {
   /// the workers' wall times summed (run_on_workers: several drivers at once); 0 for one driver's
   /// run(), whose wall_s it is
   double worker_wall_s = 0.0;
-  /// @brief wall − backend − relay, over the workers' summed wall times when several ran: the
+  /// @brief wall − engine − relay, over the workers' summed wall times when several ran: the
   /// harness's own time (tasks, bookkeeping, metrics, sink).
   [[nodiscard]] double overhead_s() const noexcept {
-    return std::max(0.0, (worker_wall_s > 0.0 ? worker_wall_s : wall_s) - backend_s - relay_s);
+    return std::max(0.0, (worker_wall_s > 0.0 ? worker_wall_s : wall_s) - engine_s - relay_s);
   }
   /// @brief Adds another run's figures field by field (the drivers of run_on_workers, the batches
   /// of `audit --until-decided`).
@@ -103,7 +103,7 @@ struct driver_stats {
     trials += o.trials;
     skipped += o.skipped;
     wall_s += o.wall_s;
-    backend_s += o.backend_s;
+    engine_s += o.engine_s;
     relay_s += o.relay_s;
     sink_s += o.sink_s;
     repeat_runs += o.repeat_runs;
@@ -145,29 +145,29 @@ inline bool kv_all_finite(const kv_block& b) {
 // A misbehaving engine: what it returned does not have the shape it declared.
 [[noreturn]] inline void throw_bad_output(std::string_view engine, std::string_view what) {
   LATENTAUDIT_THROW(
-      backend_error("trial_driver::run: engine '" + std::string(engine) + "' " + std::string(what)));
+      engine_error("trial_driver::run: engine '" + std::string(engine) + "' " + std::string(what)));
 }
 
 }  // namespace detail
 
 /// @brief Runs trial designs on an engine (and a partner engine for cross_model arms).
-/// @tparam Backend B's engine, which also runs agent A (the agents share the model).
+/// @tparam Engine B's engine, which also runs agent A (the agents share the model).
 /// @tparam Partner the partner engine (another model) for cross_model arms.
-template <inference_backend Backend, inference_backend Partner = Backend>
+template <inference_engine Engine, inference_engine Partner = Engine>
 class trial_driver {
  public:
   /// @brief A task source: the task of (item, seed).
   using task_source = std::function<trial_task(std::uint64_t item, std::uint64_t seed)>;
 
   /// @brief Drives `engine`; `partner` (may be null) serves cross_model arms.
-  trial_driver(Backend& engine, Partner* partner = nullptr) : engine_(engine), partner_(partner) {}
+  trial_driver(Engine& engine, Partner* partner = nullptr) : engine_(engine), partner_(partner) {}
 
-  /// @brief Registers `engine` (same backend type as B's, e.g. a drifted copy of B's model) as the
+  /// @brief Registers `engine` (same engine type as B's, e.g. a drifted copy of B's model) as the
   /// sender named `name`: drifted arms whose trial_arm::sender is `name` have it read A's document
   /// and relay its whole cache (force-imported: its fingerprint differs). The engine must outlive
   /// the driver's runs; registering a name again replaces the engine.
   /// @throws invalid_argument if the name is empty.
-  void add_sender(const std::string& name, Backend& engine) {
+  void add_sender(const std::string& name, Engine& engine) {
     if (name.empty()) detail::throw_invalid("trial_driver::add_sender", "name", "must not be empty");
     for (auto& [n, e] : senders_)
       if (n == name) {
@@ -202,8 +202,8 @@ class trial_driver {
   /// random stream derives from (design.seed, item, arm, seed).
   /// @throws invalid_argument if the design is invalid or has an arm the engine cannot run
   ///         (arm_unsupported_reason: a cross_model arm without a partner, a partial-layer relay
-  ///         on an engine without per-layer import, ...); backend_error if an engine returns
-  ///         outputs whose shape disagrees with its info(); other backend errors propagate.
+  ///         on an engine without per-layer import, ...); engine_error if an engine returns
+  ///         outputs whose shape disagrees with its info(); other engine errors propagate.
   /// @param schedule the units to run (positions in design.unit_order()); empty: all, in order.
   driver_stats run(const trial_design& design, const task_source& tasks,
                    const std::function<void(const trial_record&)>& sink, const std::set<trial_key>& done = {},
@@ -295,7 +295,7 @@ class trial_driver {
   /// @brief Agent A's half of the trial (item, seed, arm labelled `label`) for a receiver whose next
   /// free position is `receiver_next`: reads the unit's document (once per unit, and the unit's
   /// message when its arms need one), exports, applies the arm's policy or placebo and encodes.
-  /// @throws invalid_argument if (item, seed, label) names no trial of `design`; backend errors.
+  /// @throws invalid_argument if (item, seed, label) names no trial of `design`; engine errors.
   sender_half serve_relay(const trial_design& design, const task_source& tasks, std::uint64_t item,
                           std::uint64_t seed, std::string_view label, position_t receiver_next) {
     constexpr std::string_view fn = "dist::serve_sender";
@@ -337,19 +337,19 @@ class trial_driver {
   // window, HMAC key, fingerprints, derangement); `fn` names the public function in errors.
   void prepare(const trial_design& design, std::string_view fn) {
     design.validate();
-    const backend_info& info = engine_.info();
+    const engine_info& info = engine_.info();
     if (info.vocab_size <= 0 || info.fingerprint.n_layers <= 0)
-      LATENTAUDIT_THROW(backend_error(std::string(fn) + ": engine '" + info.name + "' reports vocab_size " +
-                                      std::to_string(info.vocab_size) + " and " +
-                                      std::to_string(info.fingerprint.n_layers) + " layers"));
-    caps_ = engine_capabilities(engine_);
+      LATENTAUDIT_THROW(engine_error(std::string(fn) + ": engine '" + info.name + "' reports vocab_size " +
+                                     std::to_string(info.vocab_size) + " and " +
+                                     std::to_string(info.fingerprint.n_layers) + " layers"));
+    caps_ = capabilities_of(engine_);
     score_window_ = -1;  // < 0: no arm needs attention scores
     for (const auto& a : design.arms) {
       auto why = arm_unsupported_reason(a, caps_, info.fingerprint.n_layers, partner_ != nullptr);
       if (!why && partner_ != nullptr && a.needs_partner())
         why = foreign_shape_reason(a, info.fingerprint, partner_->info().fingerprint);
       if (!why && a.plan().sender == arm_sender::named && !a.needs_partner())
-        if (const Backend* se = sender(a.sender); se != nullptr)
+        if (const Engine* se = sender(a.sender); se != nullptr)
           why = foreign_shape_reason(a, info.fingerprint, se->info().fingerprint);
       if (why)
         detail::throw_invalid(fn, "design.arms",
@@ -411,34 +411,34 @@ class trial_driver {
   }
 
   template <class F>
-  auto backend_call(double& into, F&& f) {
+  auto engine_call(double& into, F&& f) {
     const auto t = detail::driver_clock::now();
     if constexpr (std::is_void_v<decltype(f())>) {
       f();
       const double d = detail::seconds_since(t);
       into += d;
-      stats_.backend_s += d;
+      stats_.engine_s += d;
     } else {
       auto r = f();
       const double d = detail::seconds_since(t);
       into += d;
-      stats_.backend_s += d;
+      stats_.engine_s += d;
       return r;
     }
   }
 
-  // Opening and closing sequences are backend calls too (a real engine allocates and frees cache
-  // pages there); they count in backend_s but in no record's latency stage. A scoped_seq closes a
+  // Opening and closing sequences are engine calls too (a real engine allocates and frees cache
+  // pages there); they count in engine_s but in no record's latency stage. A scoped_seq closes a
   // sequence still open when an exception leaves the scope (untimed, errors swallowed).
   template <class E>
   scoped_seq<E> open_seq(E& e) {
     double unused = 0;
-    return backend_call(unused, [&] { return scoped_seq<E>(e); });
+    return engine_call(unused, [&] { return scoped_seq<E>(e); });
   }
   template <class E>
   void close_seq(scoped_seq<E>& s) {
     double unused = 0;
-    backend_call(unused, [&] { s.close(); });
+    engine_call(unused, [&] { s.close(); });
   }
 
   // The logits rows of a forward of `n` new tokens, checked against the engine's vocabulary:
@@ -487,7 +487,7 @@ class trial_driver {
   // Agent A writes its message after reading the document into r.seq: the instruction is
   // prefilled, then tokens are generated greedily and fed back (the last one too, so the cache
   // holds every message row) until a stop token, `budget` tokens, or the engine's context.
-  void write_message(sender_read<Backend>& r, const trial_task& task, std::int32_t budget) {
+  void write_message(sender_read<Engine>& r, const trial_task& task, std::int32_t budget) {
     const std::vector<token_id>& instr = instruction_of(task);
     const auto& info = engine_.info();
     if (instr.empty())
@@ -502,7 +502,7 @@ class trial_driver {
                                   std::to_string(info.vocab_size) + ")");
     const auto n = static_cast<std::int64_t>(task.document.size());
     const auto ni = static_cast<std::int64_t>(instr.size());
-    auto out = backend_call(r.seconds, [&] {
+    auto out = engine_call(r.seconds, [&] {
       return engine_.prefill(r.seq.id(), std::span<const token_id>(instr), static_cast<position_t>(n),
                              forward_options{});
     });
@@ -517,8 +517,7 @@ class trial_driver {
     while (static_cast<std::int64_t>(r.message.size()) < std::min<std::int64_t>(budget, room)) {
       if (std::find(message_.stop.begin(), message_.stop.end(), t) != message_.stop.end()) break;
       r.message.push_back(t);
-      auto step =
-          backend_call(r.seconds, [&] { return engine_.decode(r.seq.id(), t, p, forward_options{}); });
+      auto step = engine_call(r.seconds, [&] { return engine_.decode(r.seq.id(), t, p, forward_options{}); });
       ++p;
       check_output(engine_, step, 1, forward_options{}, false);
       t = argmax_token(step.logits);
@@ -530,11 +529,11 @@ class trial_driver {
     sender_read<E> r{open_seq(e)};
     const std::span<const token_id> tokens(doc);
     const auto n = static_cast<std::int64_t>(doc.size());
-    if constexpr (attention_capturing_backend<E>) {
+    if constexpr (attention_capturing_engine<E>) {
       if (capture) {
         std::vector<layer_index> layers(static_cast<std::size_t>(e.info().fingerprint.n_layers));
         std::iota(layers.begin(), layers.end(), 0);
-        auto cap = backend_call(r.seconds, [&] {
+        auto cap = engine_call(r.seconds, [&] {
           return e.prefill_capture(r.seq.id(), tokens, position_t{0}, std::span<const layer_index>(layers),
                                    forward_options{});
         });
@@ -551,8 +550,8 @@ class trial_driver {
       }
     }
     (void)capture;
-    auto out = backend_call(r.seconds,
-                            [&] { return e.prefill(r.seq.id(), tokens, position_t{0}, forward_options{}); });
+    auto out = engine_call(r.seconds,
+                           [&] { return e.prefill(r.seq.id(), tokens, position_t{0}, forward_options{}); });
     check_output(e, out, n, forward_options{}, false);
     return r;
   }
@@ -600,7 +599,7 @@ class trial_driver {
       ctx.insert(ctx.end(), task.query.begin(), task.query.end());
       const forward_options fo{.want_hidden = caps_.hidden_state};
       double t = 0;
-      auto out = backend_call(
+      auto out = engine_call(
           t, [&] { return engine_.prefill(b.id(), std::span<const token_id>(ctx), position_t{0}, fo); });
       check_output(engine_, out, static_cast<std::int64_t>(ctx.size()), fo, caps_.hidden_state);
       ref = make_text_reference(out.logits, std::move(out.hidden));
@@ -610,7 +609,7 @@ class trial_driver {
     for (auto ai : remote_ != nullptr ? std::vector<std::size_t>{} : todo) {
       need_a |= reads_on_receiver(d.arms[ai]);
     }
-    std::optional<sender_read<Backend>> a;
+    std::optional<sender_read<Engine>> a;
     if (need_a) a = read_document(engine_, task.document, score_window_ >= 0);
     if (const auto mb = message_budget(d, todo); a && mb > 0) write_message(*a, task, mb);
     auto deliver = [&](const trial_record& r) {
@@ -641,7 +640,7 @@ class trial_driver {
           ++stats_.repeat_runs;
           trial_record& r = held[k];
           r.latency_repeats_s.push_back(x.latency.receiver_s());
-          // The record keeps the first run's outcome; a deterministic backend must reproduce it.
+          // The record keeps the first run's outcome; a deterministic engine must reproduce it.
           if (x.correct != r.correct || x.generated_tokens != r.generated_tokens ||
               x.answer_logprob != r.answer_logprob || x.bytes != r.bytes) {
             ++r.repeat_mismatches;
@@ -659,7 +658,7 @@ class trial_driver {
   // placebo → encoded. `a` is A's read of the unit's document on B's model (the plans whose sender
   // is arm_sender::receiver); receiver_next is B's next free position (for the policy's placement).
   sender_half send_half(const trial_design& d, const task_source& tasks, const trial_task& task,
-                        const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
+                        const trial_arm& arm, const std::optional<sender_read<Engine>>& a,
                         position_t receiver_next) {
     sender_half out;
     const arm_plan plan = arm.plan();
@@ -696,7 +695,7 @@ class trial_driver {
     auto export_from = [&](auto& e, std::string fingerprint) {  // another engine reads the document
       auto sa = read_document(e, task.document, false);
       out.a_prefill_s = sa.seconds;
-      block = backend_call(out.export_s, [&] {
+      block = engine_call(out.export_s, [&] {
         return e.export_kv(sa.seq.id(), index_range{0, n}, index_range{0, e.info().fingerprint.n_layers});
       });
       check_export(e, block, n);
@@ -709,7 +708,7 @@ class trial_driver {
           export_from(*partner_, partner_text_);
           break;
         }
-        Backend& se = *sender(arm.sender);
+        Engine& se = *sender(arm.sender);
         export_from(se, fingerprint_text(se.info().fingerprint));
         break;
       }
@@ -720,7 +719,7 @@ class trial_driver {
       case arm_sender::none:
         out.a_prefill_s = a->seconds;
         out.sender_fingerprint = receiver_text_;
-        block = backend_call(out.export_s, [&] {
+        block = engine_call(out.export_s, [&] {
           return engine_.export_kv(a->seq.id(), index_range{lo, hi}, index_range{0, fp.n_layers});
         });
         check_export(engine_, block, hi - lo);
@@ -744,7 +743,7 @@ class trial_driver {
         auto da = read_document(engine_, dt.document, false);
         out.a_prefill_s += da.seconds;
         const auto dn = static_cast<std::int64_t>(dt.document.size());
-        kv_block donor_block = backend_call(out.export_s, [&] {
+        kv_block donor_block = engine_call(out.export_s, [&] {
           return engine_.export_kv(da.seq.id(), index_range{0, dn}, index_range{0, fp.n_layers});
         });
         check_export(engine_, donor_block, dn);
@@ -846,7 +845,7 @@ class trial_driver {
   }
 
   trial_record run_arm(const trial_design& d, const task_source& tasks, const trial_task& task,
-                       const trial_arm& arm, const std::optional<sender_read<Backend>>& a,
+                       const trial_arm& arm, const std::optional<sender_read<Engine>>& a,
                        const text_reference& ref) {
     trial_record r = begin_record(d, task, arm);
     const auto& fp = engine_.info().fingerprint;
@@ -920,8 +919,7 @@ class trial_driver {
         L.decode_s = detail::seconds_since(t);
         relayed = dec->kv.n_tokens();
         r.relay_tokens = relayed;
-        backend_call(L.import_s,
-                     [&] { engine_.import_kv(b.id(), dec->kv, import_options{.force = forced}); });
+        engine_call(L.import_s, [&] { engine_.import_kv(b.id(), dec->kv, import_options{.force = forced}); });
         // B's own tokens follow the document's positions when the relay keeps them; after a
         // renumbered or appended relay they follow the relay itself.
         // (message arms: the relay ends after the instruction and the message)
@@ -955,12 +953,12 @@ class trial_driver {
     const forward_options fo{.want_hidden = caps_.hidden_state};
     forward_output out;
     bool captured = false;
-    if constexpr (attention_capturing_backend<Backend>) {
+    if constexpr (attention_capturing_engine<Engine>) {
       if (relayed > 0 && caps_.attention_capture) {
         const std::int64_t cached = engine_.n_tokens(b.id());  // relayed KV rows (0 for a text relay)
         std::vector<layer_index> layers(static_cast<std::size_t>(fp.n_layers));
         std::iota(layers.begin(), layers.end(), 0);
-        auto cap = backend_call(L.b_prefill_s, [&] {
+        auto cap = engine_call(L.b_prefill_s, [&] {
           return engine_.prefill_capture(b.id(), own, first, std::span<const layer_index>(layers), fo);
         });
         check_output(engine_, cap.output, n_own, fo, caps_.hidden_state);
@@ -975,7 +973,7 @@ class trial_driver {
       }
     }
     if (!captured) {
-      out = backend_call(L.b_prefill_s, [&] { return engine_.prefill(b.id(), own, first, fo); });
+      out = engine_call(L.b_prefill_s, [&] { return engine_.prefill(b.id(), own, first, fo); });
       check_output(engine_, out, n_own, fo, caps_.hidden_state);
     }
     // B answers greedily: the first token from the prefill's logits, the rest by decode steps.
@@ -983,12 +981,12 @@ class trial_driver {
     const std::span<const float> row(out.logits.data(), V);
     auto t = detail::driver_clock::now();
     std::vector<token_id> generated{argmax_token(row)};
-    double decode_backend = 0;
+    double decode_engine = 0;
     position_t p = first + static_cast<position_t>(ctx.size());
     while (generated.size() < task.answer_tokens()) {
       const position_t at = p++;
-      auto step = backend_call(
-          decode_backend, [&] { return engine_.decode(b.id(), generated.back(), at, forward_options{}); });
+      auto step = engine_call(
+          decode_engine, [&] { return engine_.decode(b.id(), generated.back(), at, forward_options{}); });
       check_output(engine_, step, 1, forward_options{}, false);
       generated.push_back(argmax_token(step.logits));
     }
@@ -1000,11 +998,11 @@ class trial_driver {
     return r;
   }
 
-  Backend& engine_;
+  Engine& engine_;
   Partner* partner_;
   remote_sender* remote_ = nullptr;  // set_remote_sender: agent A in a peer process
   // serving as agent A (begin_serving, serve_relay, end_serving): A's read of unit (item, seed)
-  std::optional<sender_read<Backend>> serving_read_;
+  std::optional<sender_read<Engine>> serving_read_;
   std::uint64_t serving_item_ = 0, serving_seed_ = 0;
   detail::driver_clock::time_point serve_t0_{};
   message_options message_;  // set_message_options: how A writes its message
@@ -1014,11 +1012,11 @@ class trial_driver {
   std::uint64_t frame_token_bytes_ = 0, frame_fixed_bytes_ = 0;  // prepare: frame size bounds
   std::vector<std::size_t> derangement_;
   std::string receiver_text_, partner_text_;
-  std::vector<std::pair<std::string, Backend*>> senders_;  // add_sender: drifted arms' engines by name
+  std::vector<std::pair<std::string, Engine*>> senders_;  // add_sender: drifted arms' engines by name
 
   std::vector<std::pair<std::string, relay_map>> maps_;  // add_map: kv_mapped arms' maps by sender
 
-  Backend* sender(const std::string& name) const {
+  Engine* sender(const std::string& name) const {
     for (const auto& [n, e] : senders_)
       if (n == name) return e;
     return nullptr;
@@ -1034,7 +1032,7 @@ class trial_driver {
       if (n == sender) return &m;
     return nullptr;
   }
-  backend_capabilities caps_;                // the engine's, as engine_capabilities() reads them
+  engine_capabilities caps_;                 // the engine's, as capabilities_of() reads them
   std::vector<unavailable_metric> missing_;  // metrics the engine cannot produce, and why
   std::int64_t score_window_ = -1;  // < 0: no arm needs attention scores; else SnapKV's largest window
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: which arms and metrics an engine can support, read from its declared
-// backend_capabilities (backend/capabilities.hpp). The trial driver refuses up front a design with
+// engine_capabilities (engine/capabilities.hpp). The trial driver refuses up front a design with
 // an arm its engine cannot run, naming the arm and the reason; restrict_to_engine drops such arms
 // and returns the reasons so a caller (the CLI's audit) can run the rest and write them into the
 // design and the report; unavailable_metrics names the metrics an engine cannot produce, which the
@@ -17,7 +17,7 @@
 #include <variant>
 #include <vector>
 
-#include "../backend/concepts.hpp"
+#include "../engine/concepts.hpp"
 #include "arm.hpp"
 #include "design.hpp"
 #include "record.hpp"
@@ -25,11 +25,11 @@
 namespace latentaudit {
 
 /// @brief The capabilities an engine really offers: its declared flags, with attention_capture
-/// cleared when the engine type has no prefill_capture (attention_capturing_backend).
-template <inference_backend B>
-[[nodiscard]] backend_capabilities engine_capabilities(const B& engine) {
-  backend_capabilities c = engine.info().caps;
-  if constexpr (!attention_capturing_backend<B>) c.attention_capture = false;
+/// cleared when the engine type has no prefill_capture (attention_capturing_engine).
+template <inference_engine B>
+[[nodiscard]] engine_capabilities capabilities_of(const B& engine) {
+  engine_capabilities c = engine.info().caps;
+  if constexpr (!attention_capturing_engine<B>) c.attention_capture = false;
   return c;
 }
 
@@ -84,7 +84,7 @@ namespace detail {
 /// Only the plans that select (arm_plan::selects: kv_full and kv_policy) are checked further: the
 /// other arms relay full-length, full-layer blocks.
 [[nodiscard]] inline std::optional<std::string> arm_unsupported_reason(const trial_arm& arm,
-                                                                       const backend_capabilities& caps,
+                                                                       const engine_capabilities& caps,
                                                                        std::int32_t n_layers,
                                                                        bool has_partner) {
   const arm_plan plan = arm.plan();
@@ -100,18 +100,18 @@ namespace detail {
         static_cast<std::int32_t>(l.size()) == n_layers && l.front() == 0 && l.back() == n_layers - 1;
     if (!all)
       return "relays a subset of the layers, and the engine cannot import part of the layers (no per-layer "
-             "visibility mask: backend_capabilities::partial_layer_import)";
+             "visibility mask: engine_capabilities::partial_layer_import)";
   }
   if ((std::holds_alternative<pyramid_spec>(p.tokens) || std::holds_alternative<kvcomm_spec>(p.tokens)) &&
       !caps.token_mask_import)
     return "its selection keeps different tokens per layer, and the engine cannot import a ragged block "
-           "(backend_capabilities::token_mask_import)";
+           "(engine_capabilities::token_mask_import)";
   if (needs_attention_scores(p) && !caps.attention_capture)
     return "its selection needs attention scores, and the engine does not capture attention "
-           "(backend_capabilities::attention_capture)";
+           "(engine_capabilities::attention_capture)";
   if (p.mode == position_mode::preserve && !caps.position_gaps && !detail::keeps_last_token(p))
     return "it keeps the relayed tokens' positions but may drop the document's last token, so B's own tokens "
-           "would follow a position gap, which the engine refuses (backend_capabilities::position_gaps; "
+           "would follow a position gap, which the engine refuses (engine_capabilities::position_gaps; "
            "the same relay with @rebase runs)";
   return std::nullopt;
 }
@@ -150,11 +150,11 @@ struct engine_restriction {
 };
 
 /// @brief Drops the arms `engine` (and `partner`, if given) cannot run, listing why.
-template <inference_backend B, inference_backend P = B>
+template <inference_engine B, inference_engine P = B>
 [[nodiscard]] engine_restriction restrict_to_engine(trial_design d, const B& engine,
                                                     const P* partner = nullptr) {
   engine_restriction out;
-  const auto caps = engine_capabilities(engine);
+  const auto caps = capabilities_of(engine);
   const auto layers = engine.info().fingerprint.n_layers;
   std::vector<trial_arm> kept;
   for (auto& a : d.arms) {
@@ -175,14 +175,14 @@ template <inference_backend B, inference_backend P = B>
 
 /// @brief The record metrics an engine with capabilities `caps` cannot produce: attention_mass
 /// without attention capture, hidden_cosine without the final hidden state.
-[[nodiscard]] inline std::vector<unavailable_metric> unavailable_metrics(const backend_capabilities& caps) {
+[[nodiscard]] inline std::vector<unavailable_metric> unavailable_metrics(const engine_capabilities& caps) {
   std::vector<unavailable_metric> out;
   if (!caps.attention_capture)
-    out.push_back({"attention_mass",
-                   "the engine does not capture attention (backend_capabilities::attention_capture)"});
+    out.push_back(
+        {"attention_mass", "the engine does not capture attention (engine_capabilities::attention_capture)"});
   if (!caps.hidden_state)
     out.push_back({"hidden_cosine",
-                   "the engine does not return the final hidden state (backend_capabilities::hidden_state)"});
+                   "the engine does not return the final hidden state (engine_capabilities::hidden_state)"});
   return out;
 }
 

@@ -62,7 +62,7 @@ struct unavailable_metric {
 };
 
 /// @brief What the driver measured for one (item, seed, arm). Optional metrics are absent (JSON
-/// null) when the arm or the backend cannot produce them; they are never NaN.
+/// null) when the arm or the engine cannot produce them; they are never NaN.
 struct trial_record {
   std::uint64_t item = 0;  ///< item index (the document)
   std::uint64_t seed = 0;  ///< seed index (query draw and every random stream)
@@ -84,7 +84,7 @@ struct trial_record {
   /// trial (trial_design::timing_repeats); empty when the trial was not repeated.
   std::vector<double> latency_repeats_s;
   /// Repeats whose outcome (correct, generated_tokens, answer_logprob, bytes) differed from the
-  /// first run's, which the record keeps (0 on a deterministic backend; meaningful only with repeats).
+  /// first run's, which the record keeps (0 on a deterministic engine; meaningful only with repeats).
   std::uint32_t repeat_mismatches = 0;
   std::string link;  ///< link preset used for transfer_s
   /// Measured seconds of the relay's wire frame crossing a real link (trial_driver::set_remote_sender):

@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "../backend/capabilities.hpp"
 #include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
 #include "../core/json.hpp"
 #include "../core/rng.hpp"
+#include "../engine/capabilities.hpp"
 #include "../kv/quantize.hpp"
 #include "../kv/transfer_policy.hpp"
 #include "arm.hpp"
@@ -159,17 +159,17 @@ struct text_reference {
 /// @brief B's attention mass on the relayed rows at the query: the weights of the capture's last
 /// query position on the first `relayed` cache rows, summed over those rows and averaged over the
 /// captured layers and heads.
-/// @throws backend_error if the capture's weights do not hold layers × heads × queries × keys values or
+/// @throws engine_error if the capture's weights do not hold layers × heads × queries × keys values or
 ///         it has no query, head or layer.
 [[nodiscard]] inline double attention_mass_on(const attention_capture& cap, std::int64_t relayed) {
   const auto L = cap.layers.size(), H = static_cast<std::size_t>(std::max(cap.heads, 0)),
              Q = static_cast<std::size_t>(std::max<std::int64_t>(cap.queries, 0)),
              K = static_cast<std::size_t>(std::max<std::int64_t>(cap.keys, 0));
   if (L == 0 || H == 0 || Q == 0 || K == 0 || cap.weights.size() != L * H * Q * K)
-    LATENTAUDIT_THROW(backend_error("attention_mass_on: the attention capture holds " +
-                                    std::to_string(cap.weights.size()) + " weights, expected layers " +
-                                    std::to_string(L) + " x heads " + std::to_string(H) + " x queries " +
-                                    std::to_string(Q) + " x keys " + std::to_string(K) + " (all > 0)"));
+    LATENTAUDIT_THROW(engine_error("attention_mass_on: the attention capture holds " +
+                                   std::to_string(cap.weights.size()) + " weights, expected layers " +
+                                   std::to_string(L) + " x heads " + std::to_string(H) + " x queries " +
+                                   std::to_string(Q) + " x keys " + std::to_string(K) + " (all > 0)"));
   const auto R = static_cast<std::size_t>(std::clamp<std::int64_t>(relayed, 0, cap.keys));
   double mass = 0;
   for (std::size_t l = 0; l < L; ++l)

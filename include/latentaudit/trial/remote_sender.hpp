@@ -61,7 +61,7 @@ class remote_sender {
   virtual void begin(const trial_design& design) = 0;
   /// @brief A's half of `arm` on `task`, B's next free position being `receiver_next`. A report
   /// or frame that fails `limits` or the link's authentication comes back as relay_error.
-  /// @throws backend_error if A failed on the relay; link_error if the link fails.
+  /// @throws engine_error if A failed on the relay; link_error if the link fails.
   virtual sender_half relay(const trial_task& task, const trial_arm& arm, position_t receiver_next,
                             const remote_relay_limits& limits) = 0;
   /// @brief After a run's last relay: A may stop serving.

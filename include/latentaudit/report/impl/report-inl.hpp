@@ -1157,7 +1157,7 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
     if (!o.arms_unavailable.empty() || !metrics.empty()) {
       md += "\n## Unavailable on this engine (" + o.engine +
             ")\n\nArms left out of the design and metrics absent from the records (null, never zero), with "
-            "the reason each engine gives (backend_capabilities, trial/engine_support.hpp).\n\n"
+            "the reason each engine gives (engine_capabilities, trial/engine_support.hpp).\n\n"
             "| arm or metric | reason |\n|---|---|\n";
       for (const auto& [arm, why] : o.arms_unavailable) md += "| arm `" + arm + "` | " + why + " |\n";
       for (const auto& [m, why] : metrics) md += "| metric `" + m + "` | " + why + " |\n";

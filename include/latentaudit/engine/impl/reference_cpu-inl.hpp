@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: definitions of backend/reference_cpu.hpp (header-only mode includes this file; compiled mode
+// latentaudit: definitions of engine/reference_cpu.hpp (header-only mode includes this file; compiled mode
 // compiles it once in latentaudit::compiled)
-#ifndef LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
-#define LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
+#ifndef LATENTAUDIT_ENGINE_IMPL_REFERENCE_CPU_INL_HPP
+#define LATENTAUDIT_ENGINE_IMPL_REFERENCE_CPU_INL_HPP
 
 #include "../reference_cpu.hpp"
 
@@ -48,10 +48,10 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
     return v->as_number();
   };
   if (const json_value* a = j.find("architectures"); a != nullptr && !a->is_null()) {
-    // Absent: a bare Llama config. Present: exactly the one architecture this backend runs.
+    // Absent: a bare Llama config. Present: exactly the one architecture this engine runs.
     if (!a->is_array() || a->as_array().size() != 1 || !a->as_array()[0].is_string() ||
         a->as_array()[0].as_string() != "LlamaForCausalLM")
-      fail("\"architectures\" must be [\"LlamaForCausalLM\"] (the reference backend runs Llama only), got " +
+      fail("\"architectures\" must be [\"LlamaForCausalLM\"] (the reference engine runs Llama only), got " +
            write_json(*a));
     c.architecture = a->as_array()[0].as_string();
   }
@@ -74,7 +74,7 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
     c.tie_word_embeddings = t->as_bool();
   }
   if (const json_value* r = j.find("rope_scaling"); r != nullptr && !r->is_null())
-    fail("rope_scaling is not supported by the reference backend");
+    fail("rope_scaling is not supported by the reference engine");
   if (const json_value* h = j.find("hidden_act");
       h != nullptr && !(h->is_string() && h->as_string() == "silu"))
     fail("hidden_act must be \"silu\"");
@@ -84,14 +84,14 @@ LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, con
   return c;
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(const std::filesystem::path& dir,
-                                                                     unsigned threads) {
+LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load(const std::filesystem::path& dir,
+                                                                   unsigned threads) {
   const auto cfg_path = dir / "config.json";
-  if (detail::require_regular_file(cfg_path, "reference_cpu_backend::load: config") > (1u << 20))
+  if (detail::require_regular_file(cfg_path, "reference_cpu_engine::load: config") > (1u << 20))
     LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + " is larger than 1 MiB"));
   std::ifstream in(cfg_path);
   if (!in)
-    detail::throw_invalid("reference_cpu_backend::load", "dir",
+    detail::throw_invalid("reference_cpu_engine::load", "dir",
                           "has no readable config.json: '" + cfg_path.string() + "'");
   std::stringstream ss;
   ss << in.rdbuf();
@@ -103,20 +103,20 @@ LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load(const std::
   }
   const auto cfg = llama_config::from_json(cfg_json, cfg_path.string());
   const auto st = safetensors_file::open(dir / "model.safetensors");
-  return reference_cpu_backend(cfg, st, threads);
+  return reference_cpu_engine(cfg, st, threads);
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend reference_cpu_backend::load_with_overlay(
+LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load_with_overlay(
     const std::filesystem::path& dir, const std::filesystem::path& overlay, unsigned threads) {
   const auto base = load(dir, threads);  // validates the config and the base weights
   const auto st = safetensors_file::open(dir / "model.safetensors");
   const auto ov = safetensors_file::open(overlay, safetensors_limits{.max_tensors = 4096, .max_rank = 2});
-  return reference_cpu_backend(base.config(), st, threads, &ov);
+  return reference_cpu_engine(base.config(), st, threads, &ov);
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_config& cfg,
-                                                                const safetensors_file& st, unsigned threads,
-                                                                const safetensors_file* overlay)
+LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config& cfg,
+                                                              const safetensors_file& st, unsigned threads,
+                                                              const safetensors_file* overlay)
     : cfg_(cfg), threads_(threads) {
   const std::int64_t d = cfg.hidden_size, V = cfg.vocab_size, I = cfg.intermediate_size;
   const std::int64_t q_out = std::int64_t{cfg.n_heads} * cfg.head_dim,
@@ -129,7 +129,7 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!(std::fabs(v[i]) <= 1e6f))
         LATENTAUDIT_THROW(
-            corrupt_data("reference_cpu_backend: tensor '" + name + "' in '" + st.path().string() +
+            corrupt_data("reference_cpu_engine: tensor '" + name + "' in '" + st.path().string() +
                          "' holds " + detail::number_text(static_cast<double>(v[i])) + " at index " +
                          std::to_string(i) + " (weights must be finite and at most 1e6 in magnitude)"));
   };
@@ -179,18 +179,18 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
       const auto head = st.read_f32("lm_head.weight", shape);
       if (!std::equal(head.begin(), head.end(), embed_.data()))
         LATENTAUDIT_THROW(
-            corrupt_data("reference_cpu_backend: '" + st.path().string() +
+            corrupt_data("reference_cpu_engine: '" + st.path().string() +
                          "' holds an lm_head.weight that differs from model.embed_tokens.weight, "
                          "but config.json ties them (tie_word_embeddings: true)"));
       continue;
     }
-    LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: unexpected tensor '" + t.name + "' in '" +
+    LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: unexpected tensor '" + t.name + "' in '" +
                                    st.path().string() + "'"));
   }
   if (overlay != nullptr)  // an overlay replaces tensors of the model, it adds none
     for (const auto& t : overlay->tensors())
       if (std::find(expected.begin(), expected.end(), t.name) == expected.end())
-        LATENTAUDIT_THROW(corrupt_data("reference_cpu_backend: overlay '" + overlay->path().string() +
+        LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: overlay '" + overlay->path().string() +
                                        "' holds tensor '" + t.name + "', which the model does not have"));
   // the processor's vector units (detail/packed_gemm.hpp): every linear layer packed once, its
   // row-major copy released (the embeddings stay: their rows are the token vectors)
@@ -241,7 +241,7 @@ LATENTAUDIT_INLINE reference_cpu_backend::reference_cpu_backend(const llama_conf
   freq_ = rope_frequencies(info_.fingerprint.rope, cfg.head_dim);
 }
 
-LATENTAUDIT_INLINE seq_id reference_cpu_backend::open_seq() {
+LATENTAUDIT_INLINE seq_id reference_cpu_engine::open_seq() {
   for (std::size_t i = 0; i < seqs_.size(); ++i)
     if (!seqs_[i].open) {
       seqs_[i] = sequence{};
@@ -260,20 +260,20 @@ LATENTAUDIT_INLINE seq_id reference_cpu_backend::open_seq() {
   return static_cast<seq_id>(seqs_.size() - 1);
 }
 
-LATENTAUDIT_INLINE forward_output reference_cpu_backend::prefill(seq_id s, std::span<const token_id> tokens,
-                                                                 position_t first, const forward_options& o) {
+LATENTAUDIT_INLINE forward_output reference_cpu_engine::prefill(seq_id s, std::span<const token_id> tokens,
+                                                                position_t first, const forward_options& o) {
   return forward(s, tokens, first, o, {}, nullptr);
 }
 
-LATENTAUDIT_INLINE forward_output reference_cpu_backend::decode(seq_id s, token_id token, position_t p,
-                                                                const forward_options& o) {
+LATENTAUDIT_INLINE forward_output reference_cpu_engine::decode(seq_id s, token_id token, position_t p,
+                                                               const forward_options& o) {
   const token_id t[1] = {token};
   return forward(s, t, p, o, {}, nullptr);
 }
 
 LATENTAUDIT_INLINE attention_capture
-reference_cpu_backend::prefill_capture(seq_id s, std::span<const token_id> tokens, position_t first,
-                                       std::span<const layer_index> layers, const forward_options& o) {
+reference_cpu_engine::prefill_capture(seq_id s, std::span<const token_id> tokens, position_t first,
+                                      std::span<const layer_index> layers, const forward_options& o) {
   for (auto l : layers) detail::check_in_range("prefill_capture", "layers", l, 0, cfg_.n_layers - 1);
   attention_capture cap;
   cap.layers.assign(layers.begin(), layers.end());
@@ -282,8 +282,8 @@ reference_cpu_backend::prefill_capture(seq_id s, std::span<const token_id> token
   return cap;
 }
 
-LATENTAUDIT_INLINE kv_block reference_cpu_backend::export_kv(seq_id s, index_range tokens,
-                                                             index_range layer_range) const {
+LATENTAUDIT_INLINE kv_block reference_cpu_engine::export_kv(seq_id s, index_range tokens,
+                                                            index_range layer_range) const {
   constexpr std::string_view fn = "export_kv";
   const auto& q = seq(fn, s);
   const auto T = static_cast<std::int64_t>(q.positions.size());
@@ -318,8 +318,8 @@ LATENTAUDIT_INLINE kv_block reference_cpu_backend::export_kv(seq_id s, index_ran
   return b;
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(seq_id s, const kv_block& block,
-                                                         const import_options& o) {
+LATENTAUDIT_INLINE void reference_cpu_engine::import_kv(seq_id s, const kv_block& block,
+                                                        const import_options& o) {
   constexpr std::string_view fn = "import_kv";
   auto& q = seq(fn, s);
   if (!o.force) check_fingerprint(fn, info_.fingerprint, block.fingerprint());
@@ -364,8 +364,8 @@ LATENTAUDIT_INLINE void reference_cpu_backend::import_kv(seq_id s, const kv_bloc
   q.positions.insert(q.positions.end(), b.positions().begin(), b.positions().end());
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::shift(seq_id s, position_t p0, position_t p1,
-                                                     position_t delta) {
+LATENTAUDIT_INLINE void reference_cpu_engine::shift(seq_id s, position_t p0, position_t p1,
+                                                    position_t delta) {
   constexpr std::string_view fn = "shift";
   auto& q = seq(fn, s);
   if (p0 > p1) detail::throw_invalid(fn, "p1", "must be >= p0");
@@ -386,7 +386,7 @@ LATENTAUDIT_INLINE void reference_cpu_backend::shift(seq_id s, position_t p0, po
   }
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::erase(seq_id s, position_t p0, position_t p1) {
+LATENTAUDIT_INLINE void reference_cpu_engine::erase(seq_id s, position_t p0, position_t p1) {
   constexpr std::string_view fn = "erase";
   auto& q = seq(fn, s);
   if (p0 > p1) detail::throw_invalid(fn, "p1", "must be >= p0");
@@ -414,15 +414,14 @@ LATENTAUDIT_INLINE void reference_cpu_backend::erase(seq_id s, position_t p0, po
   }
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend::sequence& reference_cpu_backend::seq(std::string_view fn,
-                                                                               seq_id s) {
+LATENTAUDIT_INLINE reference_cpu_engine::sequence& reference_cpu_engine::seq(std::string_view fn, seq_id s) {
   if (s < 0 || static_cast<std::size_t>(s) >= seqs_.size() || !seqs_[static_cast<std::size_t>(s)].open)
     detail::throw_invalid(fn, "seq", "is not an open sequence: " + std::to_string(s));
   return seqs_[static_cast<std::size_t>(s)];
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::rotate_head_cs(float* x, const double* c,
-                                                              const double* s) const noexcept {
+LATENTAUDIT_INLINE void reference_cpu_engine::rotate_head_cs(float* x, const double* c,
+                                                             const double* s) const noexcept {
   const auto& rope = info_.fingerprint.rope;
   if (rope.pairing == rope_pairing::none) return;
   const std::size_t half = freq_.size();
@@ -435,7 +434,7 @@ LATENTAUDIT_INLINE void reference_cpu_backend::rotate_head_cs(float* x, const do
   }
 }
 
-LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::rms_norm(
+LATENTAUDIT_INLINE reference_cpu_engine::matrix reference_cpu_engine::rms_norm(
     const matrix& x, const Eigen::VectorXf& w) const {
   matrix y(x.rows(), x.cols());
   for (Eigen::Index r = 0; r < x.rows(); ++r) {
@@ -474,15 +473,15 @@ void blocked_product(Matrix& y, const Matrix& x, const Matrix& w, const packed_w
 
 }  // namespace detail
 
-LATENTAUDIT_INLINE reference_cpu_backend::matrix reference_cpu_backend::project(
+LATENTAUDIT_INLINE reference_cpu_engine::matrix reference_cpu_engine::project(
     const matrix& x, const matrix& w, const detail::packed_weight& pw) const {
   matrix y(x.rows(), pw.empty() ? w.rows() : static_cast<Eigen::Index>(pw.out));
   detail::blocked_product<false>(y, x, w, pw, threads_);
   return y;
 }
 
-LATENTAUDIT_INLINE void reference_cpu_backend::project_add(matrix& y, const matrix& x, const matrix& w,
-                                                           const detail::packed_weight& pw) const {
+LATENTAUDIT_INLINE void reference_cpu_engine::project_add(matrix& y, const matrix& x, const matrix& w,
+                                                          const detail::packed_weight& pw) const {
   if (pw.empty()) {
     detail::blocked_product<true>(y, x, w, pw, threads_);
   } else {
@@ -490,10 +489,10 @@ LATENTAUDIT_INLINE void reference_cpu_backend::project_add(matrix& y, const matr
   }
 }
 
-LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::span<const token_id> tokens,
-                                                                 position_t first, const forward_options& o,
-                                                                 std::span<const layer_index> capture_layers,
-                                                                 attention_capture* cap) {
+LATENTAUDIT_INLINE forward_output reference_cpu_engine::forward(seq_id s, std::span<const token_id> tokens,
+                                                                position_t first, const forward_options& o,
+                                                                std::span<const layer_index> capture_layers,
+                                                                attention_capture* cap) {
   constexpr std::string_view fn = "prefill";
   auto& q = seq(fn, s);
   if (tokens.empty()) detail::throw_invalid(fn, "tokens", "must not be empty");
@@ -620,4 +619,4 @@ LATENTAUDIT_INLINE forward_output reference_cpu_backend::forward(seq_id s, std::
 
 }  // namespace latentaudit
 
-#endif  // LATENTAUDIT_BACKEND_IMPL_REFERENCE_CPU_INL_HPP
+#endif  // LATENTAUDIT_ENGINE_IMPL_REFERENCE_CPU_INL_HPP

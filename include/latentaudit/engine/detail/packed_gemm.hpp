@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: the reference backend's matrix product y = x · wᵀ on the processor's vector units,
+// latentaudit: the reference engine's matrix product y = x · wᵀ on the processor's vector units,
 // chosen at run time (llama.cpp's way, without a -march build): w, a linear layer's weights as HF
 // stores them (out × in), packed once at load into panels of 16 output features, k-major, and a
 // 6 × 16 AVX2/FMA kernel (one fused multiply-add per k, in k order, for every output) compiled with
@@ -7,9 +7,9 @@
 // the processor has AVX2 and FMA. A row's values do not depend on the rows beside it (a decode
 // step's single row equals the same row within a prefill), nor on the thread count (panels are
 // independent). Elsewhere (no AVX2/FMA, another architecture or compiler, or
-// LATENTAUDIT_REFERENCE_KERNEL=baseline) the backend keeps Eigen's product (docs/backends.md).
-#ifndef LATENTAUDIT_BACKEND_DETAIL_PACKED_GEMM_HPP
-#define LATENTAUDIT_BACKEND_DETAIL_PACKED_GEMM_HPP
+// LATENTAUDIT_REFERENCE_KERNEL=baseline) the engine keeps Eigen's product (docs/engines.md).
+#ifndef LATENTAUDIT_ENGINE_DETAIL_PACKED_GEMM_HPP
+#define LATENTAUDIT_ENGINE_DETAIL_PACKED_GEMM_HPP
 
 #include <algorithm>
 #include <cstddef>
@@ -30,12 +30,12 @@ namespace latentaudit::detail {
 
 /// @brief Whether the packed AVX2/FMA product runs here: the processor has AVX2 and FMA and the
 /// environment does not ask for the baseline (LATENTAUDIT_REFERENCE_KERNEL=baseline, to reproduce a
-/// baseline machine's bits). Read when a backend is constructed.
+/// baseline machine's bits). Read when an engine is constructed.
 inline bool packed_gemm_available() noexcept {
 #if LATENTAUDIT_PACKED_GEMM_X86
   const char* env = std::getenv("LATENTAUDIT_REFERENCE_KERNEL");
   if (env != nullptr && std::string_view(env) == "baseline") return false;
-  __builtin_cpu_init();  // safe to repeat; needed when a backend is built during static initialization
+  __builtin_cpu_init();  // safe to repeat; needed when an engine is built during static initialization
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
   return false;
@@ -148,4 +148,4 @@ inline void packed_gemm(const float* x, std::int64_t ldx, const packed_weight& w
 
 }  // namespace latentaudit::detail
 
-#endif  // LATENTAUDIT_BACKEND_DETAIL_PACKED_GEMM_HPP
+#endif  // LATENTAUDIT_ENGINE_DETAIL_PACKED_GEMM_HPP

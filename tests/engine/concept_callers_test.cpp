@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The backend concept checks exactly what its callers call: a minimal adapter whose prefill and
-// decode take `const forward_options&` without a default satisfies inference_backend AND compiles
+// The engine concept checks exactly what its callers call: a minimal adapter whose prefill and
+// decode take `const forward_options&` without a default satisfies inference_engine AND compiles
 // (and runs) inside the trial driver and the conformance kit; an adapter without the options
 // parameter fails the concept. The kit skips, with the reason, checks an engine's capabilities
 // do not cover, and scoped_seq closes sequences when a check throws.
-#include <latentaudit/backend/conformance.hpp>
+#include <latentaudit/engine/conformance.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -37,7 +37,7 @@ class strict_engine {
                          .weights_hash = 7};
     info_.caps.kv_dtypes = {la::dtype::f32};  // no partial import, no gaps, no capture, no hidden state
   }
-  const la::backend_info& info() const { return info_; }
+  const la::engine_info& info() const { return info_; }
   la::seq_id open_seq() {
     ++open_;
     seqs_.emplace_back();
@@ -117,14 +117,14 @@ class strict_engine {
       }
     return row;
   }
-  la::backend_info info_;
+  la::engine_info info_;
   std::vector<std::vector<cell>> seqs_;
   int open_ = 0;
 };
 
 // The same engine without the options parameter: the callers pass options, so it must fail the concept.
 struct no_options_engine {
-  const la::backend_info& info() const;
+  const la::engine_info& info() const;
   la::seq_id open_seq();
   void close_seq(la::seq_id);
   la::forward_output prefill(la::seq_id, std::span<const la::token_id>, la::position_t);
@@ -137,10 +137,10 @@ struct no_options_engine {
   la::position_t next_position(la::seq_id) const;
 };
 
-static_assert(la::inference_backend<strict_engine>, "options without a default satisfy the concept");
-static_assert(!la::inference_backend<no_options_engine>,
+static_assert(la::inference_engine<strict_engine>, "options without a default satisfy the concept");
+static_assert(!la::inference_engine<no_options_engine>,
               "an adapter without forward_options fails the concept");
-static_assert(!la::attention_capturing_backend<strict_engine>);
+static_assert(!la::attention_capturing_engine<strict_engine>);
 
 }  // namespace
 

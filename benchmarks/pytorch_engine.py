@@ -1,15 +1,15 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""PyTorch baseline for benchmarks/bench_backend.cpp: the same workloads on the same organism
+"""PyTorch baseline for benchmarks/bench_engine.cpp: the same workloads on the same organism
 (models/organism-a) in eager PyTorch (float32, inference mode): prefill of a 33-token document
 (BOS + 16 key-value pairs) into an empty KV cache, and 16 greedy decode steps after it WITH a KV
 cache (one token per step, attending to the cached keys and values: the fair comparison with the
-C++ backend's decode). Weights are read with tools/organism/reference.py's loader; the cached
+C++ engine's decode). Weights are read with tools/organism/reference.py's loader; the cached
 forward below is checked against reference.py's forward (the golden model of the C++ tests)
 before timing: prefill and decode logits within 1e-4.
 
 Run with Debian's interpreter (pyenv's python3 has no torch):
-  /usr/bin/python3 benchmarks/pytorch_backend.py [--model models/organism-a] [--threads 1 2] [--seconds 2]
+  /usr/bin/python3 benchmarks/pytorch_engine.py [--model models/organism-a] [--threads 1 2] [--seconds 2]
 Prints one line per workload and thread count: tokens/s over timed repeats (median and best by
 wall time, and median per process-CPU-second, the fairer number on a machine shared with other jobs).
 """

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Tests for backend/gguf.hpp: writer/reader round trips (every value type, arrays, f32/f16/bf16
+// Tests for engine/gguf.hpp: writer/reader round trips (every value type, arrays, f32/f16/bf16
 // tensors, alignments 32 and 64, values produced at write time); every truncation of a valid file
 // and hand-made malformed headers (bad magic or version, counts, string lengths and array counts
 // claiming more than the file, nested arrays, invalid types, duplicate keys and names, bad
 // alignment, dimensions, ggml types, misaligned, overlapping or out-of-file tensors) are refused
 // with corrupt_data before anything they claim is allocated; writer argument errors.
 // Cross-checks against ggml's own GGUF reader and writer are in llama_cpp_gguf_test.cpp.
-#include <latentaudit/backend/gguf.hpp>
+#include <latentaudit/engine/gguf.hpp>
 
 #include <unistd.h>
 #include <fstream>
@@ -81,7 +81,7 @@ std::string parse_error(const std::vector<std::byte>& bytes) {
 }
 }  // namespace
 
-TEST_CASE("GGUF files round-trip metadata of every type and f32/f16/bf16 tensors", "[backend][gguf]") {
+TEST_CASE("GGUF files round-trip metadata of every type and f32/f16/bf16 tensors", "[engine][gguf]") {
   for (std::uint32_t alignment : {32u, 64u}) {
     gguf_writer w(alignment);
     w.set("general.architecture", gguf_value::of("llama"));
@@ -169,7 +169,7 @@ TEST_CASE("GGUF files round-trip metadata of every type and f32/f16/bf16 tensors
   }
 }
 
-TEST_CASE("every truncation of a GGUF file is refused with corrupt_data", "[backend][gguf]") {
+TEST_CASE("every truncation of a GGUF file is refused with corrupt_data", "[engine][gguf]") {
   gguf_writer w;
   w.set("general.architecture", gguf_value::of("llama"));
   w.set("words", gguf_value::array(std::vector<std::string>{"x", "yz"}));
@@ -193,7 +193,7 @@ TEST_CASE("every truncation of a GGUF file is refused with corrupt_data", "[back
   }
 }
 
-TEST_CASE("malformed GGUF headers are refused before allocation", "[backend][gguf]") {
+TEST_CASE("malformed GGUF headers are refused before allocation", "[engine][gguf]") {
   CHECK_THAT(parse_error(builder{}.header(0, 0).b), Contains("accepted"));
   auto bad_magic = builder{}.header(0, 0).b;
   bad_magic[0] = std::byte{'X'};
@@ -303,7 +303,7 @@ TEST_CASE("malformed GGUF headers are refused before allocation", "[backend][ggu
   CHECK_THROWS_AS(gguf_file::open(scratch("does-not-exist.gguf")), invalid_argument);
 }
 
-TEST_CASE("the GGUF writer refuses bad arguments and leaves no partial file", "[backend][gguf]") {
+TEST_CASE("the GGUF writer refuses bad arguments and leaves no partial file", "[engine][gguf]") {
   CHECK_THROWS_AS(gguf_writer(24), invalid_argument);
   gguf_writer w;
   w.set("k", gguf_value::of(std::uint32_t{1}));

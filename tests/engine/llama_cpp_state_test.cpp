@@ -3,17 +3,17 @@
 // V transposed (flash attention off, v_trans 1) and token-major (flash attention on, v_trans 0):
 //  - a llama_state_seq_get_data blob parses (8-byte header, then the layout of every stream) into
 //    the document's rows; written back it is the same bytes; its keys (NORM pairing) and values
-//    match the reference backend's cache of the same document (converted to NEOX) within 1e-4
+//    match the reference engine's cache of the same document (converted to NEOX) within 1e-4
 //    (flash attention off; measured 2.4e-6) or 1e-2 (on: layers above the first see f16 attention);
 //  - llama_state_seq_set_data accepts what to_llama_seq_state writes, from llama.cpp's own cache
-//    (then continuing gives bit-identical logits) and from the reference backend's (logits within
+//    (then continuing gives bit-identical logits) and from the reference engine's (logits within
 //    2e-4 of the reference's continuation, measured 4.8e-6; 0.1 with flash attention, measured
 //    1.6e-3); a blob for another stream count or V layout is refused by llama.cpp;
 //  - llama_state_seq_save_file files parse with their tokens, and llama_state_seq_load_file reads
 //    what to_llama_seq_state_file writes.
 // Built and run only where llama.cpp is.
-#include <latentaudit/backend/gguf.hpp>
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/gguf.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/kv/llama_state.hpp>
 #include <latentaudit/kv/rope.hpp>
 
@@ -54,8 +54,8 @@ double state_max_diff(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 struct organism_case {
-  reference_cpu_backend ref =
-      reference_cpu_backend::load(fs::path(LATENTAUDIT_SOURCE_DIR) / "models/organism-a");
+  reference_cpu_engine ref =
+      reference_cpu_engine::load(fs::path(LATENTAUDIT_SOURCE_DIR) / "models/organism-a");
   llama_model_ptr model = test::load_llama_model(test::organism_gguf("organism-a"));
   std::vector<std::int32_t> doc = test::organism_document(7, 10, 0);     // BOS, 10 pairs, SEP
   std::vector<std::int32_t> queries = {doc[3], doc[4], doc[7], doc[8]};  // two keys and their values
@@ -70,7 +70,7 @@ struct organism_case {
 }  // namespace
 
 TEST_CASE("llama.cpp's sequence-state blobs parse, re-serialise byte for byte and match the reference cache",
-          "[backend][llama_cpp][llama_state]") {
+          "[engine][llama_cpp][llama_state]") {
   organism_case c;
   const auto T = static_cast<std::int64_t>(c.doc.size());
   const auto s = c.ref.open_seq();
@@ -104,7 +104,7 @@ TEST_CASE("llama.cpp's sequence-state blobs parse, re-serialise byte for byte an
     const auto again = to_llama_seq_state(block, {.seq_id = 1, .v_trans = !flash, .n_stream = 1});
     REQUIRE(again.size() == blob.size() - 4);  // the one-stream framing lacks stream 0's empty count
     CHECK(std::memcmp(again.data() + 12, blob.data() + 16, again.size() - 12) == 0);
-    // K (NEOX after conversion) and V equal the reference backend's cache of the same document
+    // K (NEOX after conversion) and V equal the reference engine's cache of the same document
     convert_pairing(block, rope_pairing::neox);
     CHECK(block.fingerprint() == ref_block.fingerprint());
     const double d = state_max_diff(block.to_floats(), ref_block.to_floats());
@@ -119,10 +119,10 @@ TEST_CASE("llama.cpp's sequence-state blobs parse, re-serialise byte for byte an
 }
 
 TEST_CASE("llama.cpp continues from blobs that to_llama_seq_state wrote",
-          "[backend][llama_cpp][llama_state]") {
+          "[engine][llama_cpp][llama_state]") {
   organism_case c;
   const auto T = static_cast<std::int64_t>(c.doc.size());
-  // the reference backend's continuation after reading the document
+  // the reference engine's continuation after reading the document
   const auto s = c.ref.open_seq();
   (void)c.ref.prefill(s, c.doc, 0);
   const auto ref_block = c.ref.export_kv(s, {0, T}, {0, c.ref.info().fingerprint.n_layers});
@@ -147,7 +147,7 @@ TEST_CASE("llama.cpp continues from blobs that to_llama_seq_state wrote",
     CHECK(llama_memory_seq_pos_max(llama_get_memory(a.get()), 0) == T - 1);
     CHECK(test::llama_decode_all(a.get(), 0, c.queries, T) == own_next);
 
-    // (b) the reference backend's cache, converted to NORM keys and written for llama.cpp
+    // (b) the reference engine's cache, converted to NORM keys and written for llama.cpp
     auto from_ref = ref_block;
     convert_pairing(from_ref, rope_pairing::norm);
     const auto ref_blob = to_llama_seq_state(from_ref, {.v_trans = !flash, .n_stream = 2});
@@ -174,7 +174,7 @@ TEST_CASE("llama.cpp continues from blobs that to_llama_seq_state wrote",
 }
 
 TEST_CASE("llama.cpp state files parse with their tokens and load what to_llama_seq_state_file writes",
-          "[backend][llama_cpp][llama_state]") {
+          "[engine][llama_cpp][llama_state]") {
   organism_case c;
   const auto T = static_cast<std::int64_t>(c.doc.size());
   const auto dir = test::organism_gguf("organism-a").parent_path();

@@ -11,7 +11,7 @@
 // items: design seed 20261129, items 0..199 (a-c) and design seed 77, items 0..299 (d).
 // Measured when written: read = relayed = 200/200 on both organisms (max |logit difference|
 // 3.8e-6), no communication 4/200 (a) and 8/200 (b), forced a -> b 9/200, N = 16: 300/300.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial/task.hpp>
 
 #include <boost/math/distributions/binomial.hpp>
@@ -47,7 +47,7 @@ std::vector<token_id> concat(std::vector<token_id> a, const std::vector<token_id
 }
 
 /// B reads `context` itself and answers after its last token.
-forward_output read_itself(reference_cpu_backend& b, const std::vector<token_id>& context) {
+forward_output read_itself(reference_cpu_engine& b, const std::vector<token_id>& context) {
   const auto s = b.open_seq();
   auto out = b.prefill(s, context, 0);
   b.close_seq(s);
@@ -56,7 +56,7 @@ forward_output read_itself(reference_cpu_backend& b, const std::vector<token_id>
 
 /// A reads the document; its whole cache goes into a fresh sequence of B (positions preserved);
 /// B then reads the query after it.
-forward_output relay(reference_cpu_backend& a, reference_cpu_backend& b, const trial_task& t,
+forward_output relay(reference_cpu_engine& a, reference_cpu_engine& b, const trial_task& t,
                      const import_options& o) {
   const auto sa = a.open_seq();
   (void)a.prefill(sa, t.document, 0);
@@ -83,13 +83,13 @@ constexpr std::uint64_t design_seed = 20261129;
 }  // namespace
 
 TEST_CASE("organism: a relayed cache answers exactly as reading the document, no relay is chance",
-          "[backend][organism]") {
+          "[engine][organism]") {
   for (const char* name : {"organism-a", "organism-b"}) {
     INFO(name << ", design seed " << design_seed << ", items 0.." << n_items - 1 << ", need regime");
     const auto dir = model_dir(name);
     const auto fmt = organism_format::load(dir);
-    auto a = reference_cpu_backend::load(dir);
-    auto b = reference_cpu_backend::load(dir);
+    auto a = reference_cpu_engine::load(dir);
+    auto b = reference_cpu_engine::load(dir);
     const auto V = b.config().vocab_size;
     std::size_t same_argmax = 0, correct_read = 0, correct_relay = 0, correct_none = 0;
     float max_diff = 0;
@@ -127,11 +127,11 @@ TEST_CASE("organism: a relayed cache answers exactly as reading the document, no
 }
 
 TEST_CASE("organism: organism-a's cache in organism-b is refused unless forced, and forced it is near chance",
-          "[backend][organism]") {
+          "[engine][organism]") {
   const auto dir_a = model_dir("organism-a"), dir_b = model_dir("organism-b");
   const auto fmt = organism_format::load(dir_b);
-  auto a = reference_cpu_backend::load(dir_a);
-  auto b = reference_cpu_backend::load(dir_b);
+  auto a = reference_cpu_engine::load(dir_a);
+  auto b = reference_cpu_engine::load(dir_b);
   REQUIRE(a.info().fingerprint.n_kv_heads ==
           b.info().fingerprint.n_kv_heads);  // same cache shape: only the fingerprint tells them apart
   REQUIRE(a.info().fingerprint.head_dim_k == b.info().fingerprint.head_dim_k);
@@ -165,13 +165,13 @@ TEST_CASE("organism: organism-a's cache in organism-b is refused unless forced, 
 }
 
 TEST_CASE("organism: reading the document itself is >= 0.97 accurate at N = 16 on held-out items",
-          "[backend][organism]") {
+          "[engine][organism]") {
   constexpr std::size_t n = 300;
   constexpr std::uint64_t seed = 77;
   for (const char* name : {"organism-a", "organism-b"}) {
     const auto dir = model_dir(name);
     const auto fmt = organism_format::load(dir);
-    auto b = reference_cpu_backend::load(dir);
+    auto b = reference_cpu_engine::load(dir);
     std::size_t correct = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const auto t = make_organism_task(

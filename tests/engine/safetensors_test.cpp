@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Tests for backend/safetensors.hpp: write/read round trips in every float dtype; malformed files
+// Tests for engine/safetensors.hpp: write/read round trips in every float dtype; malformed files
 // (bad header length, JSON, dtype, shape, offsets out of range, overlaps, holes, trailing bytes,
 // duplicate names, huge claims) are refused with corrupt_data naming the problem.
-#include <latentaudit/backend/safetensors.hpp>
+#include <latentaudit/engine/safetensors.hpp>
 
 #include <fstream>
 
@@ -33,7 +33,7 @@ fs::path raw_file(const std::string& name, const std::string& header, std::size_
 }
 }  // namespace
 
-TEST_CASE("safetensors files round-trip in f32, f16 and bf16", "[backend][safetensors]") {
+TEST_CASE("safetensors files round-trip in f32, f16 and bf16", "[engine][safetensors]") {
   const std::vector<tensor_to_write> ts{{"model.embed_tokens.weight", dtype::f32, {3, 2}, {1, 2, 3, 4, 5, 6}},
                                         {"model.norm.weight", dtype::bf16, {2}, {1.5f, -0.25f}},
                                         {"lm_head.weight", dtype::f16, {2, 2}, {0.5f, 1.0f, -2.0f, 65504.0f}},
@@ -54,7 +54,7 @@ TEST_CASE("safetensors files round-trip in f32, f16 and bf16", "[backend][safete
   CHECK(f.find("lm_head.weight")->type == dtype::f16);
 }
 
-TEST_CASE("malformed safetensors files are refused with a clear error", "[backend][safetensors]") {
+TEST_CASE("malformed safetensors files are refused with a clear error", "[engine][safetensors]") {
   const std::string t = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   CHECK_NOTHROW(safetensors_file::open(raw_file("good", "{" + t + "}", 8)));
   CHECK_THROWS_WITH(safetensors_file::open(raw_file("short", "", 0, -1).string() + "x"),

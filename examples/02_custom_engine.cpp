@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// A minimal backend adapter: any engine that offers these eleven operations satisfies
-// latentaudit::inference_backend and runs under the trial driver — here a toy "lookup" engine
+// A minimal engine adapter: any engine that offers these eleven operations satisfies
+// latentaudit::inference_engine and runs under the trial driver — here a toy "lookup" engine
 // whose one-layer cache stores each token id in K and V, and which answers a query key with the
 // token that followed the nearest key in its cache (a hard-wired induction head). Replace the
-// bodies with calls into your engine (docs/backends.md maps llama.cpp, vLLM and HF onto them).
+// bodies with calls into your engine (docs/engines.md maps llama.cpp, vLLM and HF onto them).
 #include <latentaudit/trial.hpp>
 
 #include <cmath>
@@ -30,7 +30,7 @@ class lookup_engine {
                          .weights_hash = 42};
     info_.caps.kv_dtypes = {la::dtype::f32};
   }
-  const la::backend_info& info() const { return info_; }
+  const la::engine_info& info() const { return info_; }
   la::seq_id open_seq() {
     seqs_.emplace_back();
     return static_cast<la::seq_id>(seqs_.size() - 1);
@@ -108,11 +108,11 @@ class lookup_engine {
     }
     return out;
   }
-  la::backend_info info_;
+  la::engine_info info_;
   std::vector<std::vector<row>> seqs_;
 };
 
-static_assert(la::inference_backend<lookup_engine>, "the adapter must satisfy the backend concept");
+static_assert(la::inference_engine<lookup_engine>, "the adapter must satisfy the engine concept");
 
 int main() {
   // Organism-format tasks (the token map of models/organism-a/task.json), all in the need regime.
@@ -142,8 +142,8 @@ int main() {
       });
   for (const auto& [arm, c] : acc)
     std::printf("%-16s accuracy %5.1f %%  (%d trials)\n", arm.c_str(), 100.0 * c.first / c.second, c.second);
-  std::printf("%llu trials, backend %.3f s of %.3f s\n", static_cast<unsigned long long>(stats.trials),
-              stats.backend_s, stats.wall_s);
+  std::printf("%llu trials, engine %.3f s of %.3f s\n", static_cast<unsigned long long>(stats.trials),
+              stats.engine_s, stats.wall_s);
   // The toy engine must recall through relay and text, and fail without communication.
   return acc["kv_full"].first == acc["kv_full"].second && acc["text_full"].first == acc["text_full"].second &&
                  acc["no_comm"].first == 0

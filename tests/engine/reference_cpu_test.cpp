@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Tests for backend/reference_cpu.hpp: loading and its errors, concept checks (with negative
+// Tests for engine/reference_cpu.hpp: loading and its errors, concept checks (with negative
 // cases), forward semantics (all logits, hidden state, thread independence), attention capture,
 // export/import details (dtype conversion, positions, partial layers), shift/erase errors.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 
 #include <cstdlib>
 #include <fstream>
@@ -15,8 +15,8 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-struct no_export {  // lacks export_kv: not a backend
-  const backend_info& info() const;
+struct no_export {  // lacks export_kv: not an engine
+  const engine_info& info() const;
   seq_id open_seq();
   void close_seq(seq_id);
   forward_output prefill(seq_id, std::span<const token_id>, position_t, const forward_options&);
@@ -27,42 +27,42 @@ struct no_export {  // lacks export_kv: not a backend
   std::int64_t n_tokens(seq_id) const;
   position_t next_position(seq_id) const;
 };
-static_assert(!inference_backend<no_export>);
-static_assert(!inference_backend<int>);
-static_assert(!attention_capturing_backend<no_export>);
+static_assert(!inference_engine<no_export>);
+static_assert(!inference_engine<int>);
+static_assert(!attention_capturing_engine<no_export>);
 }  // namespace
 
-TEST_CASE("loading validates config and tensors", "[backend][reference_cpu]") {
+TEST_CASE("loading validates config and tensors", "[engine][reference_cpu]") {
   const auto dir = test::write_tiny_llama("load");
-  auto b = reference_cpu_backend::load(dir);
+  auto b = reference_cpu_engine::load(dir);
   CHECK(b.info().fingerprint.n_layers == 3);
   CHECK(b.info().fingerprint.n_kv_heads == 2);
   CHECK(b.info().fingerprint.head_dim_k == 8);
   CHECK(b.info().fingerprint.weights_hash != 0);
   CHECK(b.info().vocab_size == 40);
-  CHECK(reference_cpu_backend::load(test::write_tiny_llama("load2", {.seed = 2}))
+  CHECK(reference_cpu_engine::load(test::write_tiny_llama("load2", {.seed = 2}))
             .info()
             .fingerprint.weights_hash != b.info().fingerprint.weights_hash);
-  CHECK_THROWS_WITH(reference_cpu_backend::load(dir / "nope"), Contains("config.json"));
+  CHECK_THROWS_WITH(reference_cpu_engine::load(dir / "nope"), Contains("config.json"));
   // a config with an unsupported field, and a checkpoint missing a tensor
   const auto bad = test::write_tiny_llama("badcfg");
   std::ofstream(bad / "config.json")
       << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":3,"num_attention_heads":4,"rope_scaling":{"type":"linear"}})";
-  CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("rope_scaling"));
+  CHECK_THROWS_WITH(reference_cpu_engine::load(bad), Contains("rope_scaling"));
   std::ofstream(bad / "config.json")
       << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2})";
-  CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("missing tensor 'model.layers.3."));
+  CHECK_THROWS_WITH(reference_cpu_engine::load(bad), Contains("missing tensor 'model.layers.3."));
   std::ofstream(bad / "config.json")
       << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":3})";
-  CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("divide"));
+  CHECK_THROWS_WITH(reference_cpu_engine::load(bad), Contains("divide"));
   std::ofstream(bad / "config.json")
       << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2})";
-  CHECK_THROWS_WITH(reference_cpu_backend::load(bad), Contains("unexpected tensor 'model.layers.2."));
+  CHECK_THROWS_WITH(reference_cpu_engine::load(bad), Contains("unexpected tensor 'model.layers.2."));
 }
 
-TEST_CASE("forward: all logits, hidden state, thread independence, bad input", "[backend][reference_cpu]") {
+TEST_CASE("forward: all logits, hidden state, thread independence, bad input", "[engine][reference_cpu]") {
   const auto dir = test::write_tiny_llama("fwd");
-  auto b1 = reference_cpu_backend::load(dir, 1), b4 = reference_cpu_backend::load(dir, 4);
+  auto b1 = reference_cpu_engine::load(dir, 1), b4 = reference_cpu_engine::load(dir, 4);
   const std::vector<token_id> t{1, 2, 3, 4, 5};
   const auto s1 = b1.open_seq(), s4 = b4.open_seq();
   const auto all = b1.prefill(s1, t, 0, {.all_logits = true, .want_hidden = true});
@@ -89,7 +89,7 @@ TEST_CASE("forward: all logits, hidden state, thread independence, bad input", "
 }
 
 TEST_CASE("forward: the matrix products on several threads give the one-thread bits",
-          "[backend][reference_cpu]") {
+          "[engine][reference_cpu]") {
   // products large enough to share (n·in·out >= 2^20 multiply-adds) and wider than one block of
   // 256 output features (intermediate 640 and vocab 600: three blocks each), prefill and decode
   const auto dir = test::write_tiny_llama(
@@ -102,7 +102,7 @@ TEST_CASE("forward: the matrix products on several threads give the one-thread b
     if (baseline) ::setenv("LATENTAUDIT_REFERENCE_KERNEL", "baseline", 1);
     std::vector<std::vector<float>> logits;
     for (unsigned threads : {1u, 2u, 3u}) {
-      auto b = reference_cpu_backend::load(dir, threads);
+      auto b = reference_cpu_engine::load(dir, threads);
       const auto s = b.open_seq();
       auto out = b.prefill(s, t, 0, {.all_logits = true, .want_hidden = true});
       const auto step = b.decode(s, 7, 48);
@@ -118,7 +118,7 @@ TEST_CASE("forward: the matrix products on several threads give the one-thread b
 }
 
 TEST_CASE("forward: the packed AVX2/FMA kernel agrees with Eigen's product and keeps a row's bits",
-          "[backend][reference_cpu]") {
+          "[engine][reference_cpu]") {
   // products of several blocks and of rows left after the 6-row tiles (n = 47); the baseline
   // kernel forced through LATENTAUDIT_REFERENCE_KERNEL=baseline
   const auto dir = test::write_tiny_llama(
@@ -127,7 +127,7 @@ TEST_CASE("forward: the packed AVX2/FMA kernel agrees with Eigen's product and k
   std::vector<token_id> t;
   for (int i = 0; i < 47; ++i) t.push_back((i * 53) % 599 + 1);
   auto run = [&](unsigned threads) {
-    auto b = reference_cpu_backend::load(dir, threads);
+    auto b = reference_cpu_engine::load(dir, threads);
     const auto s = b.open_seq();
     auto all = b.prefill(s, t, 0, {.all_logits = true});
     return std::make_pair(std::string(b.kernel()), all.logits);
@@ -145,7 +145,7 @@ TEST_CASE("forward: the packed AVX2/FMA kernel agrees with Eigen's product and k
   CHECK(worst < 1e-4);  // float rounding of a different summation order, not a different model
   // a decode step's single row equals that row within a prefill (the packed kernel's per-output
   // chain does not depend on the rows beside it)
-  auto b = reference_cpu_backend::load(dir, 2);
+  auto b = reference_cpu_engine::load(dir, 2);
   const auto s = b.open_seq();
   (void)b.prefill(s, std::span(t).first(46), 0);
   const auto last = b.decode(s, t[46], 46);
@@ -154,8 +154,8 @@ TEST_CASE("forward: the packed AVX2/FMA kernel agrees with Eigen's product and k
   for (std::size_t i = 0; i < row.size(); ++i) CHECK(std::fabs(last.logits[i] - row[i]) < 1e-4f);
 }
 
-TEST_CASE("attention capture: rows sum to one over visible cached tokens", "[backend][reference_cpu]") {
-  auto b = reference_cpu_backend::load(test::write_tiny_llama("cap"));
+TEST_CASE("attention capture: rows sum to one over visible cached tokens", "[engine][reference_cpu]") {
+  auto b = reference_cpu_engine::load(test::write_tiny_llama("cap"));
   const auto s = b.open_seq();
   (void)b.prefill(s, std::vector<token_id>{5, 6, 7}, 0);
   const layer_index layers[] = {0, 2};
@@ -175,8 +175,8 @@ TEST_CASE("attention capture: rows sum to one over visible cached tokens", "[bac
   CHECK_THROWS_AS(b.prefill_capture(s, std::vector<token_id>{1}, 5, bad), invalid_argument);
 }
 
-TEST_CASE("export/import: dtypes, position modes, partial layers", "[backend][reference_cpu]") {
-  auto b = reference_cpu_backend::load(test::write_tiny_llama("xi"));
+TEST_CASE("export/import: dtypes, position modes, partial layers", "[engine][reference_cpu]") {
+  auto b = reference_cpu_engine::load(test::write_tiny_llama("xi"));
   const std::vector<token_id> a{4, 8, 15, 16, 23}, q{42 % 40, 7};
   const auto sa = b.open_seq();
   (void)b.prefill(sa, a, 0);
@@ -217,8 +217,8 @@ TEST_CASE("export/import: dtypes, position modes, partial layers", "[backend][re
   CHECK_THROWS_WITH(b.import_kv(b.open_seq(), beyond), Contains("context length"));
 }
 
-TEST_CASE("shift and erase check their arguments", "[backend][reference_cpu]") {
-  auto b = reference_cpu_backend::load(test::write_tiny_llama("se"));
+TEST_CASE("shift and erase check their arguments", "[engine][reference_cpu]") {
+  auto b = reference_cpu_engine::load(test::write_tiny_llama("se"));
   const auto s = b.open_seq();
   (void)b.prefill(s, std::vector<token_id>{1, 2, 3}, 0);
   CHECK_THROWS_WITH(b.shift(s, 0, 3, -1), Contains("outside [0, max_context)"));

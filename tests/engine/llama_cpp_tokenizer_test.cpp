@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The text path through llama.cpp's tokenizer (backend/llama_cpp_tokenizer.hpp): against the test
+// The text path through llama.cpp's tokenizer (engine/llama_cpp_tokenizer.hpp): against the test
 // vectors of the pinned release (models/ggml-vocab-*.gguf with .inp/.out, the files llama.cpp's own
 // test-tokenizer-0 replays) every vocabulary gives exactly the expected ids; special tokens only
 // when asked; clear errors for a file without a tokenizer and ids outside the vocabulary; the
 // adapter exposes its model's tokenizer; `latentaudit tokenize` prints the ids as a JSON array; the
 // text organism's audit on its task file (text through the tokenizer end to end) finds the need effect.
-#include <latentaudit/backend/gguf_export.hpp>
-#include <latentaudit/backend/llama_cpp.hpp>
-#include <latentaudit/backend/llama_cpp_tokenizer.hpp>
 #include <latentaudit/core/json.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
+#include <latentaudit/engine/llama_cpp_tokenizer.hpp>
 #include <latentaudit/trial/journal.hpp>
 
 #include <catch2/catch.hpp>
@@ -94,7 +94,7 @@ std::size_t check_vectors(const fs::path& inp) {
 // (bert-bge). Every vocabulary: the [slow] case below.
 #if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: small vocabularies give their test vectors' ids",
-          "[backend][llama_cpp][tokenizer]") {
+          "[engine][llama_cpp][tokenizer]") {
   std::size_t cases = 0;
   for (const char* name : {"llama-spm", "phi-3", "deepseek-coder", "bert-bge"})
     cases += check_vectors(vocab_dir / ("ggml-vocab-" + std::string(name) + ".gguf.inp"));
@@ -106,7 +106,7 @@ TEST_CASE("llama.cpp tokenizer: small vocabularies give their test vectors' ids"
 // 256k tokens, ~3 s each): [slow].
 #if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: every vocabulary of the release gives its test vectors' ids",
-          "[backend][llama_cpp][tokenizer][slow]") {
+          "[engine][llama_cpp][tokenizer][slow]") {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(vocab_dir))
     if (e.path().extension() == ".inp") files.push_back(e.path());
@@ -120,7 +120,7 @@ TEST_CASE("llama.cpp tokenizer: every vocabulary of the release gives its test v
 
 #if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: special tokens only when asked, decode inverts encode",
-          "[backend][llama_cpp][tokenizer]") {
+          "[engine][llama_cpp][tokenizer]") {
   const auto tok = llama_cpp_tokenizer::load(vocab_dir / "ggml-vocab-llama-spm.gguf");
   CHECK(tok.kind() == "spm");
   CHECK(tok.vocab_size() == 32000);
@@ -157,7 +157,7 @@ TEST_CASE("llama.cpp tokenizer: special tokens only when asked, decode inverts e
 #endif
 
 TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are refused",
-          "[backend][llama_cpp][tokenizer]") {
+          "[engine][llama_cpp][tokenizer]") {
   CHECK_THROWS_AS(llama_cpp_tokenizer::load("/nonexistent/vocab.gguf"), invalid_argument);
   try {
     (void)llama_cpp_tokenizer::load(tokenizer_gguf());
@@ -165,7 +165,7 @@ TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are 
   } catch (const invalid_argument& e) {
     CHECK(std::string(e.what()).find("has no tokenizer") != std::string::npos);
   }
-  auto b = llama_cpp_backend::load(tokenizer_gguf(), {.n_ctx = 64, .n_seq_max = 2});
+  auto b = llama_cpp_engine::load(tokenizer_gguf(), {.n_ctx = 64, .n_seq_max = 2});
   CHECK_FALSE(b.info().caps.tokenizer);
   CHECK_THROWS_AS(b.tokenizer(), invalid_argument);
 }
@@ -173,7 +173,7 @@ TEST_CASE("llama.cpp tokenizer: files without a tokenizer and missing files are 
 #ifdef LATENTAUDIT_CLI_PATH
 #if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
 TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON array",
-          "[backend][llama_cpp][tokenizer][cli]") {
+          "[engine][llama_cpp][tokenizer][cli]") {
   const auto dir = fs::temp_directory_path() / "latentaudit_llama_cpp_tokenize_cli";
   fs::create_directories(dir);
   const std::string cli = LATENTAUDIT_CLI_PATH;
@@ -208,7 +208,7 @@ TEST_CASE("llama.cpp tokenizer: `latentaudit tokenize` prints the ids as a JSON 
 // the planted truth: B answers from the relayed document (text or cache) in the need regime, from
 // its own prompt in the no_need regime, and not without either.
 TEST_CASE("llama.cpp tokenizer: the text organism's audit on its task file finds the need effect",
-          "[backend][llama_cpp][tokenizer][cli]") {
+          "[engine][llama_cpp][tokenizer][cli]") {
   const fs::path model = fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-text.gguf";
   const fs::path tasks = fs::path(LATENTAUDIT_SOURCE_DIR) / "examples" / "data" / "recall-text.jsonl";
   const auto dir = fs::temp_directory_path() / "latentaudit_llama_cpp_text_audit";

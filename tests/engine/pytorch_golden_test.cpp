@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The CPU reference backend against an independent PyTorch forward pass
+// The CPU reference engine against an independent PyTorch forward pass
 // (tools/organism/reference.py, via tests/golden/reference_cpu/generate.py): two small random
 // HF-format checkpoints (f32 with GQA and an untied head; bf16 with tied embeddings and θ = 5e5),
 // every position's logits of three sequences, max |Δ| <= 1e-4.
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 
 #include <fstream>
 #include <sstream>
@@ -13,10 +13,10 @@
 
 using namespace latentaudit;
 
-TEST_CASE("logits match the PyTorch reference to 1e-4", "[backend][reference_cpu][golden]") {
+TEST_CASE("logits match the PyTorch reference to 1e-4", "[engine][reference_cpu][golden]") {
   for (const std::string model : {"tiny_f32", "tiny_bf16_tied"}) {
     const auto dir = test::golden_path("reference_cpu/" + model);
-    auto b = reference_cpu_backend::load(dir);
+    auto b = reference_cpu_engine::load(dir);
     std::ifstream tok(dir + "/tokens.txt"), golden(dir + "/logits.csv");
     std::vector<std::vector<token_id>> seqs;
     for (std::string line; std::getline(tok, line);) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// latentaudit CUDA example: a reference CUDA backend for the Llama-architecture models of
-// latentaudit::reference_cpu_backend (HF LlamaForCausalLM: RMSNorm, NEOX RoPE with explicit
+// latentaudit CUDA example: a reference CUDA engine for the Llama-architecture models of
+// latentaudit::reference_cpu_engine (HF LlamaForCausalLM: RMSNorm, NEOX RoPE with explicit
 // positions, grouped-query attention, SwiGLU), in f32 with cuBLAS projections, plus the transfer
 // policy's hot paths on device-resident blocks (token/layer gather, seeded noise, int8/int4
 // round trip, RoPE re-rotation).
@@ -8,13 +8,13 @@
 // The device cache of a sequence is one buffer [layers][K|V][capacity][kv_heads][head_dim] (f32)
 // with host mirrors of the positions and of the per-layer visibility (imported tokens of a layer
 // without relayed KV are invisible there); the device keeps a copy of the visibility for the
-// attention kernel. Semantics follow backend/reference_cpu.hpp operation by operation, including
+// attention kernel. Semantics follow engine/reference_cpu.hpp operation by operation, including
 // the argument checks, the fingerprint check and the position-consistency gate (run on the host
-// over the block's positions), and the weights hash, so caches move between the two backends.
+// over the block's positions), and the weights hash, so caches move between the two engines.
 //
 // Host code only: the kernels are in cuda_kernels.cu (the one nvcc translation unit).
-#ifndef LATENTAUDIT_EXAMPLES_CUDA_BACKEND_HPP
-#define LATENTAUDIT_EXAMPLES_CUDA_BACKEND_HPP
+#ifndef LATENTAUDIT_EXAMPLES_CUDA_ENGINE_HPP
+#define LATENTAUDIT_EXAMPLES_CUDA_ENGINE_HPP
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -33,10 +33,10 @@
 #include <utility>
 #include <vector>
 
-#include <latentaudit/backend/reference_cpu.hpp>
-#include <latentaudit/backend/safetensors.hpp>
 #include <latentaudit/core/hash.hpp>
 #include <latentaudit/core/rng.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
+#include <latentaudit/engine/safetensors.hpp>
 #include <latentaudit/kv/noise.hpp>
 #include <latentaudit/kv/quantize.hpp>
 #include <latentaudit/kv/rope.hpp>
@@ -47,20 +47,20 @@ namespace latentaudit {
 
 namespace cuda_detail {
 
-/// @brief Throws backend_error naming the CUDA call when e is not cudaSuccess.
+/// @brief Throws engine_error naming the CUDA call when e is not cudaSuccess.
 inline void check_cuda(cudaError_t e, std::string_view what) {
   if (e == cudaSuccess) return;
-  std::string m("cuda_backend: ");
+  std::string m("cuda_engine: ");
   m.append(what).append(" failed: ").append(cudaGetErrorString(e));
-  LATENTAUDIT_THROW(backend_error(m));
+  LATENTAUDIT_THROW(engine_error(m));
 }
 
-/// @brief Throws backend_error naming the cuBLAS call when s is not CUBLAS_STATUS_SUCCESS.
+/// @brief Throws engine_error naming the cuBLAS call when s is not CUBLAS_STATUS_SUCCESS.
 inline void check_cublas(cublasStatus_t s, std::string_view what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  std::string m("cuda_backend: ");
+  std::string m("cuda_engine: ");
   m.append(what).append(" failed with cuBLAS status ").append(std::to_string(static_cast<int>(s)));
-  LATENTAUDIT_THROW(backend_error(m));
+  LATENTAUDIT_THROW(engine_error(m));
 }
 
 /// @brief Frees device memory.
@@ -459,36 +459,36 @@ inline void device_set_positions(device_kv_block& b, std::span<const position_t>
   b.positions.assign(new_positions.begin(), new_positions.end());
 }
 
-/// @brief The reference CUDA backend (satisfies attention_capturing_backend).
-class cuda_backend {
+/// @brief The reference CUDA engine (satisfies attention_capturing_engine).
+class cuda_engine {
  public:
   /// @brief Loads `dir/config.json` and `dir/model.safetensors` and uploads the weights.
   /// @param weight_type f32, or bf16 to keep the projection and LM-head matrices in bf16 on the
   ///        device (half the memory; activations and sums stay binary32 — for a bf16 checkpoint
   ///        the same weights as the f32 path, for an f32 checkpoint rounded to bf16)
-  /// @throws corrupt_data / invalid_argument as reference_cpu_backend::load (invalid_argument also
-  ///         for another weight_type); backend_error on a CUDA failure.
-  static cuda_backend load(const std::filesystem::path& dir, dtype weight_type = dtype::f32) {
+  /// @throws corrupt_data / invalid_argument as reference_cpu_engine::load (invalid_argument also
+  ///         for another weight_type); engine_error on a CUDA failure.
+  static cuda_engine load(const std::filesystem::path& dir, dtype weight_type = dtype::f32) {
     const auto cfg_path = dir / "config.json";
     std::ifstream in(cfg_path);
     if (!in)
-      detail::throw_invalid("cuda_backend::load", "dir",
+      detail::throw_invalid("cuda_engine::load", "dir",
                             "has no readable config.json: '" + cfg_path.string() + "'");
     std::stringstream ss;
     ss << in.rdbuf();
     const auto cfg = llama_config::from_json(parse_json(ss.str(), {.max_depth = 16, .max_bytes = 1 << 20}),
                                              cfg_path.string());
     const auto st = safetensors_file::open(dir / "model.safetensors");
-    return cuda_backend(cfg, st, weight_type);
+    return cuda_engine(cfg, st, weight_type);
   }
 
-  /// @brief A backend over an opened weights file (HF tensor names); the fingerprint's weights
-  /// hash is computed as the CPU backend computes it (over the f32 values read, for either
+  /// @brief An engine over an opened weights file (HF tensor names); the fingerprint's weights
+  /// hash is computed as the CPU engine computes it (over the f32 values read, for either
   /// weight_type). See load for weight_type.
-  cuda_backend(const llama_config& cfg, const safetensors_file& st, dtype weight_type = dtype::f32)
+  cuda_engine(const llama_config& cfg, const safetensors_file& st, dtype weight_type = dtype::f32)
       : cfg_(cfg), weight_type_(weight_type) {
     if (weight_type != dtype::f32 && weight_type != dtype::bf16)
-      detail::throw_invalid("cuda_backend", "weight_type", "must be f32 or bf16");
+      detail::throw_invalid("cuda_engine", "weight_type", "must be f32 or bf16");
     cublasHandle_t h = nullptr;
     cuda_detail::check_cublas(cublasCreate(&h), "cublasCreate");
     handle_.reset(h);
@@ -537,7 +537,7 @@ class cuda_backend {
       if (std::find(expected.begin(), expected.end(), t.name) != expected.end()) continue;
       if (cfg.tie_word_embeddings && t.name == "lm_head.weight") continue;
       LATENTAUDIT_THROW(
-          corrupt_data("cuda_backend: unexpected tensor '" + t.name + "' in '" + st.path().string() + "'"));
+          corrupt_data("cuda_engine: unexpected tensor '" + t.name + "' in '" + st.path().string() + "'"));
     }
     const auto digest = hash.finish();
     std::uint64_t wh = 0;
@@ -566,7 +566,7 @@ class cuda_backend {
   }
 
   /// @brief Identity, fingerprint and capabilities.
-  [[nodiscard]] const backend_info& info() const noexcept { return info_; }
+  [[nodiscard]] const engine_info& info() const noexcept { return info_; }
   /// @brief The model's configuration.
   [[nodiscard]] const llama_config& config() const noexcept { return cfg_; }
   /// @brief The device storage type of the weight matrices (f32 or bf16).
@@ -604,7 +604,7 @@ class cuda_backend {
   }
 
   /// @brief Appends tokens at positions first, first+1, ... and runs them.
-  /// @throws invalid_argument as reference_cpu_backend::prefill; backend_error on a CUDA failure.
+  /// @throws invalid_argument as reference_cpu_engine::prefill; engine_error on a CUDA failure.
   forward_output prefill(seq_id s, std::span<const token_id> tokens, position_t first,
                          const forward_options& o = {}) {
     return forward(s, tokens, first, o, {}, nullptr);
@@ -685,7 +685,7 @@ class cuda_backend {
   /// @brief import_kv from a device block: device-to-device copies; the gate runs on the host
   /// over the positions (a prerope_reference is checked against a host copy of the block).
   /// @throws as import_kv.
-  /// Import places a block at the positions it carries (backend/capabilities.hpp import_options);
+  /// Import places a block at the positions it carries (engine/capabilities.hpp import_options);
   /// `mode` and `first_position` renumber a device block on the device first, as apply_position_mode
   /// (kv/rope.hpp) does for a host block, so a device relay needs no host round trip to be rebased.
   void import_kv_device(seq_id s, const device_kv_block& block, const import_options& o = {},
@@ -830,7 +830,7 @@ class cuda_backend {
     return seqs_[static_cast<std::size_t>(s)];
   }
   const sequence& seq(std::string_view fn, seq_id s) const {
-    return const_cast<cuda_backend*>(this)->seq(fn, s);
+    return const_cast<cuda_engine*>(this)->seq(fn, s);
   }
 
   /// Grows the cache of q to hold `need` tokens (contents kept).
@@ -1065,7 +1065,7 @@ class cuda_backend {
 
   llama_config cfg_;
   dtype weight_type_ = dtype::f32;
-  backend_info info_;
+  engine_info info_;
   std::vector<double> freq_;
   std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, cublas_destroy> handle_;
   cuda_detail::device_buffer embed_, lm_head_, norm_;
@@ -1076,9 +1076,9 @@ class cuda_backend {
       s_scores_, s_cap_, s_logits_, scratch_erase_;
 };
 
-static_assert(inference_backend<cuda_backend>);
-static_assert(attention_capturing_backend<cuda_backend>);
+static_assert(inference_engine<cuda_engine>);
+static_assert(attention_capturing_engine<cuda_engine>);
 
 }  // namespace latentaudit
 
-#endif  // LATENTAUDIT_EXAMPLES_CUDA_BACKEND_HPP
+#endif  // LATENTAUDIT_EXAMPLES_CUDA_ENGINE_HPP

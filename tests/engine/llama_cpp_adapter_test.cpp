@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The llama.cpp adapter (backend/llama_cpp.hpp) on organism-a converted to GGUF: the conformance
+// The llama.cpp adapter (engine/llama_cpp.hpp) on organism-a converted to GGUF: the conformance
 // kit passes (tolerance 1e-4 on logits; masked_relay skipped: no per-layer visibility mask);
 // caches relay across engines through the wire (CRC, HMAC) in both directions within 1e-4 logits
 // of reading the document; an export right after a shift sees re-rotated keys; what llama.cpp
 // cannot do is refused with a clear error; the trial driver runs the default design restricted to
 // the engine, and its outcomes agree with the reference engine's.
-#include <latentaudit/backend/gguf_export.hpp>
-#include <latentaudit/backend/llama_cpp.hpp>
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -46,9 +46,9 @@ std::vector<token_id> cat(std::vector<token_id> a, const std::vector<token_id>& 
 
 }  // namespace
 
-TEST_CASE("llama.cpp adapter: fingerprint and logits equal the reference backend's") {
-  auto ll = llama_cpp_backend::load(organism_gguf());
-  auto ref = reference_cpu_backend::load(models / "organism-a");
+TEST_CASE("llama.cpp adapter: fingerprint and logits equal the reference engine's") {
+  auto ll = llama_cpp_engine::load(organism_gguf());
+  auto ref = reference_cpu_engine::load(models / "organism-a");
   CHECK(ll.info().fingerprint == ref.info().fingerprint);
   CHECK(ll.info().vocab_size == ref.info().vocab_size);
   CHECK(ll.v_transposed());  // flash attention off
@@ -67,7 +67,7 @@ TEST_CASE("llama.cpp adapter: fingerprint and logits equal the reference backend
 }
 
 TEST_CASE("llama.cpp adapter: the conformance kit passes (masked_relay skipped, with the reason)") {
-  auto ll = llama_cpp_backend::load(organism_gguf());
+  auto ll = llama_cpp_engine::load(organism_gguf());
   const auto task = make_organism_task(organism_format::load(models / "organism-a"), {.seed = 5}, 1, 0);
   std::vector<token_id> b = task.own_prompt;
   b.insert(b.end(), task.query.begin(), task.query.end());
@@ -86,8 +86,8 @@ TEST_CASE("llama.cpp adapter: the conformance kit passes (masked_relay skipped, 
 }
 
 TEST_CASE("llama.cpp adapter: caches relay across engines through the wire, both ways, within 1e-4") {
-  auto ll = llama_cpp_backend::load(organism_gguf());
-  auto ref = reference_cpu_backend::load(models / "organism-a");
+  auto ll = llama_cpp_engine::load(organism_gguf());
+  auto ref = reference_cpu_engine::load(models / "organism-a");
   const auto fmt = organism_format::load(models / "organism-a");
   const auto key = relay_hmac_key(7);
   for (std::uint64_t item = 0; item < 4; ++item) {
@@ -139,8 +139,8 @@ TEST_CASE("llama.cpp adapter: caches relay across engines through the wire, both
 }
 
 TEST_CASE("llama.cpp adapter: an export right after a shift sees re-rotated keys") {
-  auto ll = llama_cpp_backend::load(organism_gguf());
-  auto ref = reference_cpu_backend::load(models / "organism-a");
+  auto ll = llama_cpp_engine::load(organism_gguf());
+  auto ref = reference_cpu_engine::load(models / "organism-a");
   const auto task = make_organism_task(organism_format::load(models / "organism-a"), {.seed = 3}, 2, 0);
   const auto n = static_cast<std::int64_t>(task.document.size());
   const auto L = ll.info().fingerprint.n_layers;
@@ -163,7 +163,7 @@ TEST_CASE("llama.cpp adapter: an export right after a shift sees re-rotated keys
 }
 
 TEST_CASE("llama.cpp adapter: what llama.cpp cannot do is refused with a clear error") {
-  auto ll = llama_cpp_backend::load(organism_gguf());
+  auto ll = llama_cpp_engine::load(organism_gguf());
   const auto task = make_organism_task(organism_format::load(models / "organism-a"), {.seed = 3}, 2, 0);
   const auto n = static_cast<std::int64_t>(task.document.size());
   const auto a = ll.open_seq();
@@ -181,16 +181,16 @@ TEST_CASE("llama.cpp adapter: what llama.cpp cannot do is refused with a clear e
   CHECK_THROWS_AS(ll.import_kv(b, other, {}), incompatible_model);
   CHECK(ll.n_tokens(b) == 0);
   CHECK_THROWS_AS(ll.prefill(b, std::vector<token_id>{1000}, 0, {}), invalid_argument);
-  CHECK_THROWS_WITH(llama_cpp_backend::load("/nonexistent.gguf"), Catch::Contains("gguf"));
+  CHECK_THROWS_WITH(llama_cpp_engine::load("/nonexistent.gguf"), Catch::Contains("gguf"));
 }
 
 TEST_CASE("llama.cpp adapter: the default design restricted to the engine agrees with the reference") {
-  auto ll = llama_cpp_backend::load(organism_gguf());
-  auto ref = reference_cpu_backend::load(models / "organism-a");
+  auto ll = llama_cpp_engine::load(organism_gguf());
+  auto ref = reference_cpu_engine::load(models / "organism-a");
   const auto fmt = organism_format::load(models / "organism-a");
   trial_design d{.seed = 1, .items = 12, .seeds = 1};
   CHECK_THROWS_WITH(
-      trial_driver<llama_cpp_backend>(ll).run(
+      trial_driver<llama_cpp_engine>(ll).run(
           d, [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, {.seed = 1}, i, s); },
           [](const trial_record&) {}),
       Catch::Contains("kv_layers_0"));
@@ -200,10 +200,10 @@ TEST_CASE("llama.cpp adapter: the default design restricted to the engine agrees
   CHECK(skipped == std::set<std::string>{"kv_layers_0", "kv_layers_1", "kv_first_half"});
   std::map<trial_key, trial_record> on_ll, on_ref;
   auto tasks = [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, {.seed = 1}, i, s); };
-  trial_driver<llama_cpp_backend>(ll).run(cut.design, tasks, [&](const trial_record& r) {
+  trial_driver<llama_cpp_engine>(ll).run(cut.design, tasks, [&](const trial_record& r) {
     on_ll[{r.item, r.seed, r.arm}] = r;
   });
-  trial_driver<reference_cpu_backend>(ref).run(cut.design, tasks, [&](const trial_record& r) {
+  trial_driver<reference_cpu_engine>(ref).run(cut.design, tasks, [&](const trial_record& r) {
     on_ref[{r.item, r.seed, r.arm}] = r;
   });
   REQUIRE(on_ll.size() == cut.design.trials());
@@ -302,7 +302,7 @@ TEST_CASE("llama.cpp adapter: NaN weights give an error, never a NaN logit") {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     io.write(reinterpret_cast<const char*>(&nan), 4);
   }
-  auto ll = llama_cpp_backend::load(copy);
+  auto ll = llama_cpp_engine::load(copy);
   const auto s = ll.open_seq();
   CHECK_THROWS_WITH(ll.prefill(s, std::vector<token_id>{1, 2, 3}, 0, {}),
                     Catch::Contains("non-finite logit"));

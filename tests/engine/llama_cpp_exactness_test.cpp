@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The GGUF export against the real engine (llama.cpp v0.5.0, flash attention off, f32 K/V cache):
 // organism-a and organism-b exported at test time and run by llama.cpp through llama.h give the
-// reference backend's logits at every position of organism documents (tolerance 2e-4, measured
+// reference engine's logits at every position of organism documents (tolerance 2e-4, measured
 // ~3e-5; argmax identical everywhere); the Q/K row permutation is what makes that so (the same
 // file with unpermuted rows is off by more than 1); flash attention (f16 K/V inside the kernel)
-// and an f16 cache move the logits by ~1e-2 and ~5e-3 (bounded here by 0.1: what docs/backends.md
+// and an f16 cache move the logits by ~1e-2 and ~5e-3 (bounded here by 0.1: what docs/engines.md
 // states); f16 and bf16 exports load and run. Built and run only where llama.cpp is.
-#include <latentaudit/backend/gguf.hpp>
-#include <latentaudit/backend/gguf_export.hpp>
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/gguf.hpp>
+#include <latentaudit/engine/gguf_export.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -35,7 +35,7 @@ std::size_t argmax(const float* x, std::size_t n) {
 // Reference logits of every position of each document, and llama.cpp's from `gguf` with `settings`.
 comparison compare(const std::string& organism, const fs::path& gguf,
                    const test::llama_context_settings& settings, int documents = 6) {
-  auto ref = reference_cpu_backend::load(fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / organism);
+  auto ref = reference_cpu_engine::load(fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / organism);
   const auto V = static_cast<std::size_t>(ref.info().vocab_size);
   auto model = test::load_llama_model(gguf);
   REQUIRE(static_cast<std::size_t>(llama_vocab_n_tokens(llama_model_get_vocab(model.get()))) == V);
@@ -67,8 +67,7 @@ void report(const char* what, const comparison& c) {
 
 }  // namespace
 
-TEST_CASE("llama.cpp runs the exported organisms with the reference backend's logits",
-          "[backend][llama_cpp]") {
+TEST_CASE("llama.cpp runs the exported organisms with the reference engine's logits", "[engine][llama_cpp]") {
   for (const std::string organism : {"organism-a", "organism-b"}) {
     INFO(organism);
     const auto c = compare(organism, test::organism_gguf(organism), {});
@@ -79,7 +78,7 @@ TEST_CASE("llama.cpp runs the exported organisms with the reference backend's lo
   }
 }
 
-TEST_CASE("without the Q/K row permutation llama.cpp rotates the wrong pairs", "[backend][llama_cpp]") {
+TEST_CASE("without the Q/K row permutation llama.cpp rotates the wrong pairs", "[engine][llama_cpp]") {
   // Rewrite the organism-a export with attn_q / attn_k rows put back in HF order.
   const auto src = gguf_file::open(test::organism_gguf("organism-a"));
   const auto out = test::organism_gguf("organism-a").parent_path() / "organism-a-unpermuted.gguf";
@@ -107,7 +106,7 @@ TEST_CASE("without the Q/K row permutation llama.cpp rotates the wrong pairs", "
   CHECK(c.max_abs > 1.0);
 }
 
-TEST_CASE("flash attention and an f16 cache move llama.cpp's logits", "[backend][llama_cpp]") {
+TEST_CASE("flash attention and an f16 cache move llama.cpp's logits", "[engine][llama_cpp]") {
   const auto gguf = test::organism_gguf("organism-a");
   const auto fa = compare("organism-a", gguf, {.flash_attn = true});
   report("organism-a, f32 cache, flash attention on", fa);
@@ -123,7 +122,7 @@ TEST_CASE("flash attention and an f16 cache move llama.cpp's logits", "[backend]
 }
 
 TEST_CASE("f16 and bf16 exports load in llama.cpp and keep the f32 export's predictions",
-          "[backend][llama_cpp]") {
+          "[engine][llama_cpp]") {
   for (dtype t : {dtype::f16, dtype::bf16}) {
     INFO(dtype_name(t));
     const auto gguf = test::organism_gguf("organism-a", t);

@@ -2,7 +2,7 @@
 // `latentaudit map fit --engine llama.cpp` (issue 29): the same calibration documents, caches and
 // map as on the reference engine, within the two engines' rounding.
 #include <catch2/catch.hpp>
-#include <latentaudit/backend/kv_map_file.hpp>
+#include <latentaudit/engine/kv_map_file.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The CPU reference backend on model organism A (models/organism-a: d 256, 16 heads / 2 kv heads,
+// The CPU reference engine on model organism A (models/organism-a: d 256, 16 heads / 2 kv heads,
 // 2 layers): prefill of a 33-token document (16 pairs) and 16 greedy decode steps after it, at 1
 // and 2 attention threads, in tokens/s; and the relay: importing the document's exported cache
 // into a fresh sequence against the receiver re-prefilling the document. benchmarks/README.md
-// says how to compare with PyTorch (benchmarks/pytorch_backend.py) and what was measured.
+// says how to compare with PyTorch (benchmarks/pytorch_engine.py) and what was measured.
 // Benchmarks whose names contain "smoke" run once in CI (the workloads are small already).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <latentaudit/backend/reference_cpu.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/trial/task.hpp>
 #include <memory>
 #include <string>
@@ -25,11 +25,11 @@ std::string organism_dir() {
   return p;
 }
 
-/// A loaded organism-a backend per thread count (loading reads and hashes the weights).
-reference_cpu_backend& backend(unsigned threads) {
-  static std::unique_ptr<reference_cpu_backend> b[3];
+/// A loaded organism-an engine per thread count (loading reads and hashes the weights).
+reference_cpu_engine& engine(unsigned threads) {
+  static std::unique_ptr<reference_cpu_engine> b[3];
   auto& p = b[std::min(threads, 2u)];
-  if (!p) p = std::make_unique<reference_cpu_backend>(reference_cpu_backend::load(organism_dir(), threads));
+  if (!p) p = std::make_unique<reference_cpu_engine>(reference_cpu_engine::load(organism_dir(), threads));
   return *p;
 }
 
@@ -55,7 +55,7 @@ void set_tokens_rate(benchmark::State& state, std::size_t tokens_per_iteration) 
 
 /// Prefill of the 33-token document into a fresh sequence (range(0) = threads).
 void BM_prefill(benchmark::State& state) {
-  auto& b = backend(static_cast<unsigned>(state.range(0)));
+  auto& b = engine(static_cast<unsigned>(state.range(0)));
   const auto& doc = document();
   for (auto _ : state) {
     const auto s = b.open_seq();
@@ -69,7 +69,7 @@ void BM_prefill(benchmark::State& state) {
 /// 16 greedy decode steps after the document (the prefill is not timed; range(0) = threads).
 void BM_decode(benchmark::State& state) {
   constexpr int steps = 16;
-  auto& b = backend(static_cast<unsigned>(state.range(0)));
+  auto& b = engine(static_cast<unsigned>(state.range(0)));
   const auto& doc = document();
   const auto V = b.config().vocab_size;
   for (auto _ : state) {
@@ -89,7 +89,7 @@ void BM_decode(benchmark::State& state) {
 
 /// The relay: the document's cache (exported once, outside the loop) imported into a fresh sequence.
 void BM_relay_import(benchmark::State& state) {
-  auto& b = backend(1);
+  auto& b = engine(1);
   const auto& doc = document();
   const auto a = b.open_seq();
   (void)b.prefill(a, doc, 0);
@@ -106,7 +106,7 @@ void BM_relay_import(benchmark::State& state) {
 
 /// What the relay replaces: the receiver re-reading the document (a fresh sequence, prefill).
 void BM_relay_reprefill(benchmark::State& state) {
-  auto& b = backend(1);
+  auto& b = engine(1);
   const auto& doc = document();
   for (auto _ : state) {
     const auto s = b.open_seq();

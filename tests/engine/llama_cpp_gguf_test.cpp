@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// backend/gguf.hpp against ggml's own GGUF code (llama.cpp v0.5.0's gguf.h): ggml reads what our
+// engine/gguf.hpp against ggml's own GGUF code (llama.cpp v0.5.0's gguf.h): ggml reads what our
 // writer writes (every key, type, value, tensor type, shape, offset and byte) and our reader reads
 // what ggml's writer writes; both readers agree on llama.cpp's 19 tokenizer vocabularies
 // (.deps/llama.cpp/models/ggml-vocab-*.gguf, installed by scripts/install-deps.sh, which issue 17's
@@ -8,7 +8,7 @@
 
 #include <cstring>
 #include <fstream>
-#include <latentaudit/backend/gguf.hpp>
+#include <latentaudit/engine/gguf.hpp>
 #include <memory>
 
 #include "support/catch.hpp"
@@ -77,7 +77,7 @@ void check_same_tensors(const gguf_file& ours, gguf_context* g) {
 
 }  // namespace
 
-TEST_CASE("ggml reads what the GGUF writer writes", "[backend][llama_cpp][gguf]") {
+TEST_CASE("ggml reads what the GGUF writer writes", "[engine][llama_cpp][gguf]") {
   const auto dir = test::organism_gguf("organism-b").parent_path();
   for (std::uint32_t alignment : {32u, 64u}) {
     gguf_writer w(alignment);
@@ -112,7 +112,7 @@ TEST_CASE("ggml reads what the GGUF writer writes", "[backend][llama_cpp][gguf]"
   check_same_tensors(ours, g.get());
 }
 
-TEST_CASE("the GGUF reader reads what ggml writes", "[backend][llama_cpp][gguf]") {
+TEST_CASE("the GGUF reader reads what ggml writes", "[engine][llama_cpp][gguf]") {
   gguf_ptr g(gguf_init_empty());
   gguf_set_val_str(g.get(), "general.architecture", "llama");
   // (no general.alignment here: ggml's writer lays the data out at 32 whatever that key says)
@@ -148,7 +148,7 @@ TEST_CASE("the GGUF reader reads what ggml writes", "[backend][llama_cpp][gguf]"
 }
 
 #if LATENTAUDIT_LLAMA_CPP_HAS_VOCABS
-TEST_CASE("both readers agree on llama.cpp's tokenizer vocabularies", "[backend][llama_cpp][gguf]") {
+TEST_CASE("both readers agree on llama.cpp's tokenizer vocabularies", "[engine][llama_cpp][gguf]") {
   const fs::path models = LATENTAUDIT_LLAMA_CPP_VOCAB_DIR;
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(models)) {

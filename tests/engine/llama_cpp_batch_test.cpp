@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Batched trials on llama.cpp (backend/llama_cpp_batch.hpp, llama_cpp_backend::forward_batch) on
+// Batched trials on llama.cpp (engine/llama_cpp_batch.hpp, llama_cpp_engine::forward_batch) on
 // organism-a as GGUF: several sequences' prefills and decode steps in one llama_decode give each
 // sequence's own prefill logits within 1e-4 and the same argmax, also when the requests span
 // several n_batch calls; a request the engine refuses fails before anything runs; trial drivers on
@@ -7,8 +7,8 @@
 // same answers, correctness and tokens; log-probabilities within 1e-4) and do batch; `audit
 // --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record; a failing
 // llama_decode answers every waiting seat.
-#include <latentaudit/backend/llama_cpp.hpp>
-#include <latentaudit/backend/llama_cpp_batch.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
+#include <latentaudit/engine/llama_cpp_batch.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -47,8 +47,8 @@ TEST_CASE(
   for (std::uint64_t i = 0; i < 3; ++i) docs.push_back(make_organism_task(fmt, {.seed = 5}, i, 0).document);
   for (std::uint32_t n_batch : {2048u, 8u}) {  // 8: every document spans several llama_decode calls
     CAPTURE(n_batch);
-    auto solo = llama_cpp_backend::load(test::organism_gguf("organism-a"), {.n_batch = n_batch});
-    auto many = llama_cpp_backend::load(test::organism_gguf("organism-a"), {.n_batch = n_batch});
+    auto solo = llama_cpp_engine::load(test::organism_gguf("organism-a"), {.n_batch = n_batch});
+    auto many = llama_cpp_engine::load(test::organism_gguf("organism-a"), {.n_batch = n_batch});
     std::vector<forward_output> want;
     std::vector<seq_id> ss, ms;
     for (const auto& d : docs) {
@@ -97,7 +97,7 @@ TEST_CASE(
 }
 
 TEST_CASE("llama.cpp batch: a refused request runs nothing, and a seat uses only its own sequences") {
-  auto e = llama_cpp_backend::load(test::organism_gguf("organism-a"));
+  auto e = llama_cpp_engine::load(test::organism_gguf("organism-a"));
   const std::vector<token_id> t = {1, 5, 7};
   const auto a = e.open_seq(), b = e.open_seq();
   std::vector<llama_cpp_forward> dup = {{.seq = a, .tokens = t}, {.seq = a, .tokens = t}};
@@ -125,7 +125,7 @@ TEST_CASE("llama.cpp batch: a llama_decode that fails answers every waiting seat
   // Three sequences of 100 tokens in one batch need 300 cells; the context has 256 (llama.cpp's
   // smallest; organism-a trains on 128 positions): llama_decode cannot place the batch, and every
   // waiting seat gets the error.
-  auto e = llama_cpp_backend::load(test::organism_gguf("organism-a"), {.n_ctx = 256, .n_batch = 512});
+  auto e = llama_cpp_engine::load(test::organism_gguf("organism-a"), {.n_ctx = 256, .n_batch = 512});
   llama_cpp_batch batch({&e});
   std::vector<token_id> doc(100);
   for (std::size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<token_id>(1 + i % 7);
@@ -142,7 +142,7 @@ TEST_CASE("llama.cpp batch: a llama_decode that fails answers every waiting seat
       threads.emplace_back([&, k] {
         try {
           (void)seats[k].prefill(seqs[k], doc, 0, {});
-        } catch (const backend_error& x) {
+        } catch (const engine_error& x) {
           errors[k] = x.what();
         }
       });
@@ -157,16 +157,16 @@ TEST_CASE("llama.cpp batch: a llama_decode that fails answers every waiting seat
 
 TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the one-driver records") {
   const auto fmt = organism_format::load(batch_test::models / "organism-a");
-  auto plain = llama_cpp_backend::load(test::organism_gguf("organism-a"));
+  auto plain = llama_cpp_engine::load(test::organism_gguf("organism-a"));
   const trial_design d = restrict_to_engine(trial_design{.seed = 3, .items = 16, .seeds = 1}, plain).design;
-  const trial_driver<llama_cpp_backend>::task_source tasks = [&](std::uint64_t i, std::uint64_t s) {
+  const trial_driver<llama_cpp_engine>::task_source tasks = [&](std::uint64_t i, std::uint64_t s) {
     return make_organism_task(fmt, {.seed = 3}, i, s);
   };
   std::vector<trial_record> want, got;
-  trial_driver<llama_cpp_backend>(plain).run(d, tasks, [&](const trial_record& r) { want.push_back(r); });
+  trial_driver<llama_cpp_engine>(plain).run(d, tasks, [&](const trial_record& r) { want.push_back(r); });
 
-  auto shared = llama_cpp_backend::load(test::organism_gguf("organism-a"),
-                                        {.n_ctx = 8192, .max_context = 4096, .n_seq_max = 9});
+  auto shared = llama_cpp_engine::load(test::organism_gguf("organism-a"),
+                                       {.n_ctx = 8192, .max_context = 4096, .n_seq_max = 9});
   llama_cpp_batch batch({&shared});
   using driver_type = trial_driver<llama_cpp_seat_engine>;
   auto e0 = batch.seat_engine(batch.add_seat(), 0), e1 = batch.seat_engine(batch.add_seat(), 0);
