@@ -44,9 +44,26 @@ TEST_CASE("audit --tasks without stale, conflict or drift items: 'relay (unverif
                     tasks = (dir / "t.jsonl").string();
   (void)ok_json({"organism", "tasks", "--model", model, "--out", tasks, "--items", "200", "--seed", "4",
                  "--stale-fraction", "0", "--conflict-fraction", "0"});
-  const auto j = ok_json({"audit", "--model", model, "--tasks", tasks, "--seeds", "1", "--arms",
-                          "no_comm,text_full,kv_full", "--partner", "none", "--drift", "none",
-                          "--timing-repeats", "0", "--out", (dir / "o").string(), "--quiet"});
+  const auto j = ok_json({"audit",
+                          "--model",
+                          model,
+                          "--tasks",
+                          tasks,
+                          "--seeds",
+                          "1",
+                          "--arms",
+                          "no_comm,text_full,kv_full",
+                          "--partner",
+                          "none",
+                          "--drift",
+                          "none",
+                          "--timing-repeats",
+                          "0",
+                          "--bootstrap",
+                          "200",
+                          "--out",
+                          (dir / "o").string(),
+                          "--quiet"});
   const auto& d = *j.find("decision");
   INFO(la::write_json(d));
   CHECK(d.find("verdict")->as_string() == "relay (unverified)");
@@ -62,10 +79,10 @@ TEST_CASE("audit --tasks without stale, conflict or drift items: 'relay (unverif
   CHECK(md.find("**Not a relay verdict:**") != std::string::npos);
   // report.html's drill-down shows the queries and accepted answers of the task file (token tasks:
   // their ids), from `audit` and from `report --records DIR` (the file design.json names)
-  for (const auto& html :
-       {la::test::slurp_file(dir / "o" / "report.html"),
-        (ok_json({"report", "--records", (dir / "o").string(), "--out", (dir / "r").string(), "--quiet"}),
-         la::test::slurp_file(dir / "r" / "report.html"))}) {
+  for (const auto& html : {la::test::slurp_file(dir / "o" / "report.html"),
+                           (ok_json({"report", "--records", (dir / "o").string(), "--out",
+                                     (dir / "r").string(), "--bootstrap", "200", "--quiet"}),
+                            la::test::slurp_file(dir / "r" / "report.html"))}) {
     CHECK(html.find("<th>query text</th><th>accepted answers</th>") != std::string::npos);
     CHECK(html.find("<td>tokens ") != std::string::npos);
     CHECK(html.find("come from the task file") != std::string::npos);
@@ -76,7 +93,8 @@ TEST_CASE("audit --tasks without stale, conflict or drift items: 'relay (unverif
     std::ofstream f(tasks, std::ios::trunc);
     f << lines.substr(0, lines.rfind('\n', lines.size() - 2) + 1);  // the last task line removed
   }
-  (void)ok_json({"report", "--records", (dir / "o").string(), "--out", (dir / "r").string(), "--quiet"});
+  (void)ok_json({"report", "--records", (dir / "o").string(), "--out", (dir / "r").string(), "--bootstrap",
+                 "200", "--quiet"});
   const auto changed = la::test::slurp_file(dir / "r" / "report.html");
   CHECK(changed.find("<th>query text</th>") == std::string::npos);
   CHECK(changed.find("has changed since the audit (SHA-256 differs)") != std::string::npos);

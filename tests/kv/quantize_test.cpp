@@ -182,6 +182,9 @@ TEST_CASE("every integer kernel path equals quantize -> dequantize bit for bit",
                              .weights_hash = 5};
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (dtype type : {dtype::bf16, dtype::f32, dtype::f16}) {
+    // without bf16 conversion (kernels 3) only a bf16 cache takes another path than kernels 0 (the
+    // conversion instruction is used for bf16 stores alone): f32 and f16 would repeat kernels 0
+    if (kernels == 3 && type != dtype::bf16) continue;
     INFO("dtype " << dtype_name(type));
     auto base = test::random_block(75, type, 21, fp);
     for (std::int64_t tok = 0; tok < 75; ++tok) {

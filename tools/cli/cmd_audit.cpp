@@ -465,7 +465,7 @@ struct audit_run {
 // "Several queries") — a repeat, not more evidence. One line on stderr (not with --quiet).
 void warn_single_query_seeds(const audit_run& r) {
   if (!r.user_tasks || r.d.seeds <= 1 || r.args.has("--quiet")) return;
-  if (r.shard != nullptr && r.shard->rank() != 0) return;
+  if ((r.shard != nullptr && r.shard->rank() != 0) || r.serve != nullptr) return;  // the audit warns
   const auto& tasks = r.user_tasks->tasks;
   if (!std::all_of(tasks.begin(), tasks.end(), [](const auto& t) { return t.queries.size() <= 1; })) return;
   std::fprintf(stderr,
@@ -1020,7 +1020,9 @@ void run_audit_on(audit_run& r, text_tokenizer& tokenizer, audit_engines<Engine,
 // warning naming the counts and the options that change them (issue 28: "audit warns before any
 // trial when the design cannot reach the margin").
 void warn_design_reach(const audit_run& r) {
-  if (r.args.has("--quiet") || (r.shard != nullptr && r.shard->rank() != 0) || !r.user_tasks) return;
+  if (r.args.has("--quiet") || (r.shard != nullptr && r.shard->rank() != 0) || !r.user_tasks ||
+      r.serve != nullptr)  // a relay peer: the audit warns
+    return;
   const auto need =
       static_cast<std::size_t>(std::count_if(r.user_tasks->tasks.begin(), r.user_tasks->tasks.end(),
                                              [](const auto& t) { return t.regime == task_regime::need; }));

@@ -373,7 +373,7 @@ class audit_session {
   std::set<trial_key> open_records(std::optional<record_journal>& journal) {
     auto& t = o_.topology;
     const bool holds_dir = t.ranks == nullptr || t.ranks->rank() == 0;
-    if (holds_dir && !o_.lock) o_.lock.emplace(o_.out, "--out");
+    if (holds_dir && !o_.lock) o_.lock.emplace(o_.out, "audit records directory");
     if (t.ranks_relay) {  // both ranks: the same design; then B opens its journal
       t.ranks->agree_design(d_);
       t.ranks->step([&] {
