@@ -13,10 +13,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
