@@ -75,6 +75,17 @@ TEST_CASE("audit --resume refuses another design before running, naming the fiel
   std::filesystem::remove(dir / "design.json");
   test::expect_one_line_error(test::run_cli(audit_args(dir, {"--resume"})), "no design.json");
   std::filesystem::remove_all(dir);
+  // The largest seed is the largest design.json holds exactly (a relay peer reads it back); 2^53
+  // would share its hash with 2^53 + 1 and is refused before a trial.
+  const auto top =
+      test::ok_json(audit_args(dir, {"--seed", "9007199254740991", "--arms", "no_comm,kv_full"}));
+  CHECK(test::slurp_file(dir / "design.json").find("\"seed\": 9007199254740991") != std::string::npos);
+  CHECK(top.at("trials_run").as_number() == 8);
+  std::filesystem::remove_all(dir);
+  test::expect_one_line_error(test::run_cli(audit_args(dir, {"--seed", "9007199254740992"})),
+                              "option --seed must lie in [0, 9007199254740991]");
+  CHECK(!std::filesystem::exists(dir / "records.jsonl"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("audit --resume refuses a drifted sender that changed under the same arm label", "[cli]") {

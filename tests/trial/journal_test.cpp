@@ -448,6 +448,13 @@ TEST_CASE("design.json: design_from_json reads back every design it writes and n
   CHECK_THROWS_WITH(design_from_json(bad("seed", json_value(9007199254740992.0)), "X"),
                     Catch::Contains("field 'seed' must be an integer in [0, 2^53)"));
   CHECK_THROWS_WITH(design_from_json(bad("seeds", json_value(1.5)), "X"), Catch::Contains("field 'seeds'"));
+  // the largest seed a design takes is the largest design.json reads back; 2^53 is refused before
+  // it could share a hash with 2^53 + 1
+  trial_design top = d;
+  top.seed = max_exact_seed - 1;
+  CHECK(design_from_json(top.to_json(), "X").seed == max_exact_seed - 1);
+  top.seed = max_exact_seed;
+  CHECK_THROWS_WITH(top.validate(), Catch::Contains("seed") && Catch::Contains("2^53"));
   CHECK_THROWS_WITH(design_from_json(bad("randomize_order", json_value("yes")), "X"),
                     Catch::Contains("field 'randomize_order' must be true or false"));
   CHECK_THROWS_WITH(design_from_json(bad("arms", json_value::array_type{json_value("kv_noise_x")}), "X"),

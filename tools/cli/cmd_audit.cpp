@@ -96,7 +96,7 @@ std::vector<option_spec> audit_spec() {
        "llama.cpp with --jobs N >= 2: the workers share one context per model and their prefills and "
        "decode steps run together in one llama_decode (faster decoding; log-probabilities then equal "
        "the unbatched run's up to float rounding, not bit for bit)"},
-      {"--seed", "S", "master seed (default 1): tasks, execution order, every random stream"},
+      {"--seed", "S", "master seed in [0, 2^53) (default 1): tasks, execution order, every random stream"},
       {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
       {"--stale-fraction", "P",
        "share of stale items: A's cache is of an older version of the document, text relays the current "
@@ -525,7 +525,7 @@ void read_audit_tasks(audit_run& r) {
   partner_arg = args.get("--partner");
   no_partner = partner_arg && *partner_arg == "none";
   if (!no_partner) d.arms = default_arms(/*with_partner=*/true);  // cross_model with the partner engine
-  d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53));
+  d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, max_exact_seed - 1));
   if (args.get("--max-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --max-items applies to --until-decided (else --items sets the items)");
   if (args.get("--max-items") && args.get("--items"))
@@ -1366,7 +1366,8 @@ int run_report(std::span<const std::string> words) {
   const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
-  auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
+  auto aopt =
+      report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, max_exact_seed - 1)));
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");

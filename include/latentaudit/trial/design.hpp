@@ -60,6 +60,11 @@ struct design_identity {
 /// version 1, which held neither models, task nor engine).
 inline constexpr int design_format_version = 2;
 
+/// The first seed a design refuses: design.json writes the seed as a JSON number (a double), exact
+/// below 2^53, so every seed it holds reads back as itself and two designs never share a hash by
+/// rounding.
+inline constexpr std::uint64_t max_exact_seed = std::uint64_t{1} << 53;
+
 /// @brief What to run: items × seeds × arms.
 struct trial_design {
   std::uint64_t seed = 1;                        ///< master seed: tasks, execution order, every random stream
@@ -80,10 +85,14 @@ struct trial_design {
   design_identity identity;
 
   /// @brief Checks the design.
-  /// @throws invalid_argument on zero items or seeds, no arms, duplicate labels, an arm that needs
-  ///         more items than the design has (arm_plan::min_items), or a bad link.
+  /// @throws invalid_argument on a seed of 2^53 or more (design.json writes it as a JSON number,
+  ///         exact below 2^53 only: larger seeds would share a design hash), zero items or seeds, no
+  ///         arms, duplicate labels, an arm that needs more items than the design has
+  ///         (arm_plan::min_items), or a bad link.
   void validate() const {
     constexpr std::string_view fn = "trial_design::validate";
+    if (seed >= max_exact_seed)
+      detail::throw_invalid(fn, "seed", "must be below 2^53 (design.json holds it exactly)");
     if (items == 0) detail::throw_invalid(fn, "items", "must be at least 1");
     if (seeds == 0 || seeds > 0xFFFFFFFFull) detail::throw_invalid(fn, "seeds", "must be in [1, 2^32 - 1]");
     if (arms.empty()) detail::throw_invalid(fn, "arms", "must hold at least one arm");
