@@ -162,6 +162,13 @@ TEST_CASE("audit_session: a resume skips what it holds and refuses another desig
   o2.resume = true;
   CHECK_THROWS_AS(audit_session(other, std::move(o2)).run(f.source(other), f.first), error);
   CHECK(timeless_file(f.dir) == first_run);  // nothing mixed
+  // a session runs once: its lock went to the first run's journal
+  auto o3 = trials_only(f.dir);
+  o3.resume = true;
+  audit_session once(d, std::move(o3));
+  CHECK(once.run(src, f.first).stats.trials == 0);
+  CHECK_THROWS_WITH(once.run(src, f.first), Catch::Contains("a session runs once"));
+  CHECK(timeless_file(f.dir) == first_run);
 }
 
 TEST_CASE("audit_session: agent A in another process over tcp gives the same records", "[audit_session]") {

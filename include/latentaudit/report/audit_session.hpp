@@ -188,6 +188,8 @@ class audit_session {
   /// @brief Runs the audit on `first`'s engines (and `--jobs - 1` more from `make_worker`), the tasks
   /// from `tasks`; `configure(driver)` is called on every driver (e.g. to add cache maps). Returns
   /// what it ran and, where this process summarises, the report (also written to `out`).
+  /// @throws invalid_argument on a second call: a session runs once (its lock went to the journal and
+  ///         its design is restricted); another run, a resume included, is another session.
   /// @throws error subclasses: a resume of another design, a journal or engine failure, a
   ///         relay peer's failure (named), a look's analysis failure.
   template <class Engine, class Partner, class Configure>
@@ -195,6 +197,10 @@ class audit_session {
                            const std::type_identity_t<audit_worker_factory<Engine, Partner>>& make_worker,
                            Configure&& configure) {
     using driver_type = trial_driver<Engine, Partner>;
+    if (ran_)
+      detail::throw_invalid("audit_session::run", "run",
+                            "a session runs once: make another session for another run or a resume");
+    ran_ = true;
     audit_session_result res;
     restrict(first, tasks);
     res.arms_unavailable = o_.arms_unavailable;
@@ -529,6 +535,7 @@ class audit_session {
   trial_design d_;
   audit_session_options o_;
   arm_schedule schedule_;  // stop when decided: the trials each batch scheduled
+  bool ran_ = false;       // run() was called (a session runs once)
 };
 
 }  // namespace latentaudit
