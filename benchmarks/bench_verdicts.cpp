@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -519,32 +520,32 @@ double upper_quantile(std::vector<double> b, double alpha) {
 bool order_statistic_rejects(const std::vector<double>& x, double m0, double alpha,
                              const sorted_uniform_draws& u, bool phan) {
   const std::size_t n = x.size();
+  if (u.n() != n) throw std::invalid_argument("order_statistic_rejects: draws of another sample size");
   std::vector<double> z(n);
   for (std::size_t i = 0; i < n; ++i) z[i] = -x[i];
   std::sort(z.begin(), z.end());
   double total = 0.0;
   for (double v : z) total += v;
   const double lo = -1.0, hi = 1.0;
+  // vertex k = (lo × k, hi × (n − k)) sums to s(k), falling with k; from `first` on the vertices lie
+  // in the set, and the first of them induces the most (m falls with k); an edge (k₁, k₂) crosses
+  // the plane Σ y = Σ z where k₁ < first ≤ k₂
+  const auto s = [&](std::size_t k) { return static_cast<double>(k) * lo + static_cast<double>(n - k) * hi; };
+  std::size_t first = 0;
+  while (first < n && s(first) > total) ++first;
   std::vector<double> b(u.draws());
   for (std::size_t m = 0; m < u.draws(); ++m) {
     const double* p = u.at(m);
     double best = hi * (1.0 - p[n]);
     for (std::size_t i = 0; i < n; ++i) best += z[i] * (p[i + 1] - p[i]);
     if (phan) {
-      for (std::size_t k1 = 0; k1 <= n; ++k1) {
-        const double s1 = static_cast<double>(k1) * lo + static_cast<double>(n - k1) * hi;
-        if (s1 <= total) {  // the vertex itself lies in the set; later vertices induce less
-          best = std::max(best, lo * p[k1] + hi * (1.0 - p[k1]));
-          break;
-        }
-        for (std::size_t k2 = k1 + 1; k2 <= n; ++k2) {
-          const double s2 = static_cast<double>(k2) * lo + static_cast<double>(n - k2) * hi;
-          if (s2 > total) continue;
+      best = std::max(best, lo * p[first] + hi * (1.0 - p[first]));
+      for (std::size_t k1 = 0; k1 < first; ++k1)
+        for (std::size_t k2 = first; k2 <= n; ++k2) {
           const double t = (total - static_cast<double>(k1) * lo - static_cast<double>(n - k2) * hi) /
                            static_cast<double>(k2 - k1);
           best = std::max(best, lo * p[k1] + t * (p[k2] - p[k1]) + hi * (1.0 - p[k2]));
         }
-      }
     }
     b[m] = best;
   }

@@ -1366,8 +1366,7 @@ int run_report(std::span<const std::string> words) {
   const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
-  auto aopt =
-      report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, max_exact_seed - 1)));
+  auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");
