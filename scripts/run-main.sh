@@ -8,26 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --without-late  # the late packages (PyTorch) only serve tests
-# the compiler of scripts/test.sh (clang++ when installed, else CXX or c++), so both share build/release
-cxx=${CXX:-}
-if [ -z "$cxx" ]; then
-  if command -v clang++ >/dev/null; then cxx=clang++; else cxx=c++; fi
-fi
-# Configure (its output kept in build/release/configure.log, shown if it fails) and build with the
-# build tool's progress lines visible: the first build compiles the library and the CLI, 6-9
-# minutes on 2 cores (README.md); later runs rebuild only what changed, seconds.
-mkdir -p build/release
+# Configure build/release exactly as scripts/test.sh does (scripts/configure-release.sh: one
+# configuration, so CI tests what this job builds), then build the CLI with the build tool's progress
+# lines visible: the first build compiles the library and the CLI, 6-9 minutes on 2 cores
+# (README.md); later runs rebuild only what changed, seconds.
 if [ -f build/release/tools/cli/latentaudit ]; then
   echo "# building the latentaudit CLI in build/release (only what changed since the last build: seconds, unless the library's headers changed)" >&2
 else
   echo "# building the latentaudit CLI in build/release: first build, about 6-9 minutes on 2 cores" \
     "(configure, then the compiled library and the CLI; progress below)" >&2
 fi
-if ! CXX=$cxx cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON \
-  >build/release/configure.log 2>&1; then
-  cat build/release/configure.log >&2
-  exit 1
-fi
+bash scripts/configure-release.sh
 cmake --build build/release -j "$(nproc)" --target latentaudit_cli >&2
 cli=build/release/tools/cli/latentaudit
 out=audit-out

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds everything and runs the whole test suite in two stages (docs/building.md), both with
-# clang++ when it is installed (CXX=g++ bash scripts/test.sh for GCC):
+# Builds everything and runs the whole test suite in two stages (docs/building.md): the release
+# stage with clang++ when it is installed (CXX names another), the sanitizer stage with g++
+# (SANITIZER_CXX names another), so both compilers build the library, the tests and the CLI:
 #  1. release, -Werror: the formatting check, the compiled library, tests, CLI, examples, benchmark
 #     smoke runs, header self-sufficiency, layering, the header-only consumer projects, the fuzzer;
 #     every test, the long ("slow") ones included.
@@ -31,14 +32,15 @@ late_install=$!
 generator() {
   if [ ! -f "$1/CMakeCache.txt" ] && command -v ninja >/dev/null; then echo Ninja; fi
 }
-# The compiler: clang++ (installed by install-deps.sh) unless CXX names another. clang's front end
-# compiles this template-heavy code ~35 % faster than GCC 12 (docs/building.md, "Fourth wave"), which
-# is what keeps the cold run inside its budget; GCC still compiles every header with its warnings as
-# errors in the consumer projects (packaging/*). CXX applies to new build directories only: an
-# existing one keeps the compiler it was configured with.
-cxx=${CXX:-}
-if [ -z "$cxx" ]; then
-  if command -v clang++ >/dev/null; then cxx=clang++; else cxx=c++; fi
+# The compilers: the release stage (scripts/configure-release.sh, shared with scripts/run-main.sh)
+# uses clang++ unless CXX names another: its front end compiles this template-heavy code ~35 % faster
+# than GCC 12 (docs/building.md), which keeps the cold run inside its budget. The sanitizer stage uses
+# g++ (SANITIZER_CXX names another): so CI builds the library, every test program and the CLI with
+# both compilers, each with its warnings as errors, at no extra build. An existing build directory
+# keeps the compiler it was configured with.
+asan_cxx=${SANITIZER_CXX:-}
+if [ -z "$asan_cxx" ]; then
+  if command -v g++ >/dev/null; then asan_cxx=g++; else asan_cxx=${CXX:-c++}; fi
 fi
 launcher=()
 if command -v ccache >/dev/null && [ "${CCACHE_DISABLE:-0}" != 1 ]; then
@@ -49,9 +51,7 @@ echo "== formatting (clang-format, .clang-format) =="
 bash scripts/check-format.sh
 
 echo "== release build (-Werror) =="
-gen=$(generator build/release)
-CXX=$cxx cmake ${gen:+-G "$gen"} -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DLATENTAUDIT_WERROR=ON \
-      -DLATENTAUDIT_BUILD_BENCHMARKS=ON -DLATENTAUDIT_UNITY_BUILD=ON -DLATENTAUDIT_PYTHON=ON "${launcher[@]}" >/dev/null
+bash scripts/configure-release.sh  # the configuration scripts/run-main.sh builds too
 cmake --build build/release -j "$jobs"
 echo "release build: $((SECONDS - start)) s"
 
@@ -63,7 +63,7 @@ echo "release build: $((SECONDS - start)) s"
 # test at -O1): their optimizer passes over Catch2's expansions were 55 % of this build's test
 # compile time, and the sanitizers check the same code (docs/building.md).
 gen=$(generator build/asan)
-CXX=$cxx cmake ${gen:+-G "$gen"} -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
+CXX=$asan_cxx cmake ${gen:+-G "$gen"} -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
       -DLATENTAUDIT_WERROR=ON -DLATENTAUDIT_SANITIZE=ON -DLATENTAUDIT_TEST_PACKAGING=OFF \
       -DLATENTAUDIT_FUZZ=OFF -DLATENTAUDIT_BUILD_EXAMPLES=OFF -DLATENTAUDIT_BUILD_BENCHMARKS=OFF \
       -DLATENTAUDIT_LLAMA_CPP=OFF -DLATENTAUDIT_MPI=OFF -DLATENTAUDIT_PYTHON=OFF -DLATENTAUDIT_UNITY_BUILD=ON \

@@ -25,6 +25,7 @@
 
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "tokenizer_select.hpp"
 
 namespace latentaudit::cli {
 namespace {
