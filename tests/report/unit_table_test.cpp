@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -89,4 +90,48 @@ TEST_CASE("unit table: analyses reading the report's table equal the same analys
     CHECK(c1.findings[i].estimate == c2.findings[i].estimate);
     CHECK(c1.findings[i].n == c2.findings[i].n);
   }
+}
+
+TEST_CASE(
+    "unit table: the observational demonstrations' item cap reads its own subsample, not the table (seed "
+    "2909)",
+    "[report][unit_table]") {
+  // Issue 51: with more items than observational_options::max_items the demonstrations kept the
+  // first items' records but indexed the report's table, built over all records, reading past the
+  // subsample (SIGSEGV from ~800 items of the CLI's default cap 450). A cap of 6 items on the
+  // simulated design reproduces the shape: the shared table must give what grouping the kept
+  // records alone gives.
+  auto d = la::test::decision_base_design();
+  const auto recs = la::test::simulate_relay_failure(d, 2909);
+  la::detail::unit_records table;
+  std::vector<std::string> warnings;
+  const auto roles = la::detail::resolve_arm_roles(recs, warnings);
+  (void)la::detail::analyse_records_with_roles(recs, la::test::decision_mc_options(), roles, warnings,
+                                               &table);
+  REQUIRE(table.record_count == recs.size());
+  la::observational_options own{.bootstrap_replicates = 100, .max_items = 6};
+  la::observational_options shared = own;
+  shared.units = &table;
+  const auto a = la::observational_analysis(recs, own);
+  const auto b = la::observational_analysis(recs, shared);
+  REQUIRE(a.log.units > 0u);
+  CHECK(a.log.units == b.log.units);
+  REQUIRE(a.findings.size() == b.findings.size());
+  std::size_t estimated = 0;
+  for (std::size_t i = 0; i < a.findings.size(); ++i) {
+    INFO(a.findings[i].id);
+    CHECK(a.findings[i].id == b.findings[i].id);
+    CHECK(a.findings[i].answer == b.findings[i].answer);
+    const double x = a.findings[i].estimate, y = b.findings[i].estimate;
+    CHECK(((std::isnan(x) && std::isnan(y)) || x == y));
+    CHECK(a.findings[i].n == b.findings[i].n);
+    estimated += std::isnan(x) ? 0 : 1;
+  }
+  CHECK(estimated > 0u);  // the production log's findings are estimated on the 6 items
+  // a table read over records it was not built from is refused, never indexed
+  const std::vector<la::trial_record> fewer(recs.begin(),
+                                            recs.begin() + static_cast<std::ptrdiff_t>(recs.size() / 2));
+  la::cost_options co;
+  co.units = &table;
+  CHECK_THROWS_AS(la::cost_benefit_analysis(fewer, co), la::invalid_argument);
 }

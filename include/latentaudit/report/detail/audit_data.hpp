@@ -42,6 +42,9 @@ struct unit_records {
   std::vector<std::uint64_t> unit_item;  ///< per unit
   std::vector<std::uint64_t> unit_seed;  ///< per unit
   std::vector<std::size_t> rec;          ///< [unit · arms + arm]: record index, or npos
+  /// how many records the indices refer to (the span group_records() read): a reader of the table
+  /// checks that its records are that span (units_of()), so a table is never read over other records
+  std::size_t record_count = 0;
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);  ///< "no record"
 
   /// @brief Number of arms.

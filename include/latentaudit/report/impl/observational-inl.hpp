@@ -538,6 +538,9 @@ LATENTAUDIT_INLINE observational_result observational_analysis(std::span<const t
       for (const auto& r : records)
         if (r.item <= last) kept.push_back(r);
       used = kept;
+      // The report's table indexes `records`, not this subsample: the demonstrations group the kept
+      // records themselves (bounded by max_items). Reading the table here indexed past `kept`.
+      o.units = nullptr;
       arm_notes.push_back(
           fmt::format("the demonstrations read the first {} of {} items (items 0..{} in id order; "
                       "observational_options::max_items)",

@@ -32,6 +32,7 @@ namespace latentaudit::detail {
                                                             duplicate_error on_duplicate) {
   unit_records t;
   t.arm_label.assign(arms.begin(), arms.end());
+  t.record_count = records.size();
   std::unordered_map<std::string_view, std::uint32_t> column;
   for (std::size_t a = 0; a < arms.size(); ++a) column.try_emplace(arms[a], static_cast<std::uint32_t>(a));
   std::vector<std::uint32_t> col(records.size());
@@ -80,6 +81,7 @@ namespace latentaudit::detail {
                                                            std::span<const std::string> arms) {
   unit_records t;
   t.arm_label.assign(arms.begin(), arms.end());
+  t.record_count = table.record_count;
   std::vector<std::size_t> from(arms.size(), unit_records::npos);  // the table's column of each arm
   for (std::size_t a = 0; a < arms.size(); ++a) {
     if (std::find(arms.begin(), arms.begin() + static_cast<std::ptrdiff_t>(a), arms[a]) !=
@@ -105,6 +107,13 @@ namespace latentaudit::detail {
                                                        std::span<const trial_record> records,
                                                        std::span<const std::string> arms,
                                                        duplicate_error on_duplicate) {
+  if (table != nullptr && table->record_count != records.size()) {
+    // an internal misuse, never data: a table read over records it was not built from would index
+    // past them (the >450-item report's SIGSEGV, issue 51)
+    throw_invalid(fn, "units",
+                  fmt::format("the report's table was built over {} records, not these {}",
+                              table->record_count, records.size()));
+  }
   return table != nullptr ? select_units(*table, arms) : group_records(fn, records, arms, on_duplicate);
 }
 
