@@ -30,4 +30,4 @@ if [ -e "$out" ]; then
 fi
 echo "# latentaudit $("$cli" --version): audit of KV relay vs text on models/organism-a (partner organism-b)" >&2
 "$cli" audit --model models/organism-a --partner models/organism-b --out "$out" --pretty "$@"
-echo "# report: $out/report.md, findings: $out/report.json, plots: $out/*.svg, records: $out/records.jsonl" >&2
+echo "# report: open $out/report.html in a browser (the same findings: $out/report.md, $out/report.json; plots: $out/*.svg; records: $out/records.jsonl)" >&2

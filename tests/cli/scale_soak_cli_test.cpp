@@ -72,6 +72,8 @@ std::size_t check_intervals(const la::json_value& v, const std::string& path) {
 }
 
 std::vector<std::string> audit_args(const soak_case& c, const fs::path& out) {
+  // --until-decided spends alpha over its looks: its cost bootstrap needs the default replicates
+  const std::string bootstrap = c.until_decided ? "2000" : "200";
   std::vector<std::string> a = {"audit",
                                 "--model",
                                 la::test::models + "organism-a",
@@ -90,7 +92,7 @@ std::vector<std::string> audit_args(const soak_case& c, const fs::path& out) {
                                 "--timing-repeats",
                                 "0",
                                 "--bootstrap",
-                                "200",
+                                bootstrap,
                                 "--out",
                                 out.string(),
                                 "--quiet"};
