@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <sstream>
 
 #if defined(__unix__)
 #include <sys/stat.h>
@@ -69,7 +70,7 @@ TEST_CASE("journal: records round-trip through their JSON line") {
   CHECK(back.covariate_value("pairs") == 16.0);
   // Records from other stacks: only item, seed, arm, correct are required.
   const auto minimal = record_from_json(parse_json(R"({"item": 1, "seed": 0, "arm": "text", "correct": 1})"));
-  CHECK(minimal.arm_kind == "text");
+  CHECK(minimal.arm_kind.empty());                  // "text" names no arm: no kind (the report warns)
   CHECK_FALSE(minimal.answer_logprob.has_value());  // not measured: null, never probability 1
   CHECK(record_to_line(minimal).find("\"answer_logprob\":null") != std::string::npos);
   CHECK_THROWS_WITH(record_from_json(parse_json(
@@ -93,6 +94,41 @@ TEST_CASE("journal: records round-trip through their JSON line") {
   twice.covariates.push_back({"pairs", 3});  // a line with a repeated key would not read back
   CHECK_THROWS_WITH(record_to_line(twice),
                     Catch::Contains("record.covariates") && Catch::Contains("'pairs' repeats"));
+}
+
+TEST_CASE("records: a file without arm_kind is classified by its labels, through the reader", "[records]") {
+  // docs/records.md: arm_kind is optional; the reader resolves it once from the label (issue 53).
+  const auto dir = fresh_dir("labels");
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "records.jsonl";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << R"({"item":0,"seed":0,"arm":"kv_noise_0.5","correct":1})" << '\n'
+      << R"({"item":0,"seed":0,"arm":"text_budget_4","correct":0})" << '\n'
+      << R"({"item":0,"seed":0,"arm":"kv_drift_300","correct":1})" << '\n'
+      << R"({"item":0,"seed":0,"arm":"kv_last_half@rebase","correct":1})" << '\n'
+      << R"({"item":0,"seed":0,"arm":"no_comm","correct":0})" << '\n'
+      << R"({"item":0,"seed":0,"arm":"kv_ful","correct":1})" << '\n'
+      << R"({"item":0,"seed":0,"arm":"mine","arm_kind":"text_full","correct":1})" << '\n';
+  }
+  const auto rs = read_records(path);
+  REQUIRE(rs.size() == 7u);
+  CHECK(rs[0].arm_kind == "kv_policy");
+  CHECK(rs[1].arm_kind == "text_budget");
+  CHECK(rs[2].arm_kind == "drifted");
+  CHECK(rs[3].arm_kind == "kv_policy");  // a placed whole cache is a policy
+  CHECK(rs[4].arm_kind == "no_comm");
+  CHECK(rs[5].arm_kind.empty());         // names no arm: no kind
+  CHECK(rs[6].arm_kind == "text_full");  // a field that is set wins over the label
+  // the kind the reader resolved is the one every classification reads
+  CHECK(record_arm_kind(rs[0].arm_kind, rs[0].arm) == arm_kind::kv_policy);
+  CHECK_FALSE(record_arm_kind(rs[5].arm_kind, rs[5].arm).has_value());
+  // a stream (the same reader, line by line) reads the same kinds
+  std::istringstream in(R"({"item":0,"seed":0,"arm":"kv_noise_0.5","correct":1})");
+  std::string line;
+  std::getline(in, line);
+  CHECK(record_from_json(parse_json(line), "stream:1").arm_kind == "kv_policy");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("journal: append, resume after a torn line, refuse duplicates and other designs") {

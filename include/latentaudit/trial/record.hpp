@@ -18,6 +18,7 @@
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "../core/types.hpp"
+#include "arm.hpp"
 
 namespace latentaudit {
 
@@ -322,7 +323,10 @@ namespace detail {
 }
 
 /// @brief Reads a record from its JSON object. Required: `item`, `seed`, `arm`, `correct`; every
-/// other field is optional (records from other stacks) and defaults as in trial_record.
+/// other field is optional (records from other stacks) and defaults as in trial_record. An absent
+/// (or empty) `arm_kind` is resolved here, once, to the kind of the arm the label names
+/// (record_arm_kind: `kv_noise_0.5` reads as `kv_policy`), and stays empty when the label names no
+/// arm.
 /// @throws corrupt_data naming `where` and the field if a field is missing or has the wrong type.
 [[nodiscard]] inline trial_record record_from_json(const json_value& j, std::string_view where = "record") {
   auto fail = [&](std::string_view field, std::string_view what) -> void {
@@ -367,7 +371,11 @@ namespace detail {
   r.arm = text("arm", true);
   if (r.arm.empty()) fail("arm", "must not be empty");
   r.arm_kind = text("arm_kind", false);
-  if (r.arm_kind.empty()) r.arm_kind = r.arm;
+  // The kind is resolved once, here: a record without arm_kind (docs/records.md allows it) gets the
+  // kind of the arm its label names ("kv_noise_0.5" is kv_policy), or none when the label names no
+  // arm (record_arm_kind; the report then warns that the arm plays no role).
+  if (r.arm_kind.empty())
+    if (const auto k = record_arm_kind({}, r.arm)) r.arm_kind = std::string(arm_kind_name(*k));
   r.regime = text("regime", false);
   const double c = number("correct", true, 0.0);
   if (c != 0.0 && c != 1.0) fail("correct", "must be true/false or 0/1");
