@@ -13,6 +13,7 @@
 #include "engine/kv_map_file.hpp"
 #include "engine/reference_cpu.hpp"
 #include "engine/safetensors.hpp"
+#include "engine/tokenizer_json.hpp"
 #include "kv.hpp"
 
 #endif  // LATENTAUDIT_ENGINE_HPP

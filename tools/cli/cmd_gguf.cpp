@@ -23,7 +23,8 @@ std::vector<option_spec> export_options() {
       {"--name", "NAME", "general.name in the file; default the model directory's name"},
       {"--vocab", "FILE",
        "copy the tokenizer (every tokenizer.* key) of this GGUF file, e.g. one of llama.cpp's "
-       "ggml-vocab-*.gguf; its token count must equal the checkpoint's vocab_size (default: no tokenizer)"},
+       "ggml-vocab-*.gguf; its token count must equal the checkpoint's vocab_size (default: the folder's "
+       "tokenizer.json as a 'llama' vocabulary when it has one, else no tokenizer)"},
       common_option("--pretty")};
 }
 
@@ -39,9 +40,10 @@ int run_export(std::span<const std::string> words) {
                   "Converts an HF Llama checkpoint (LlamaForCausalLM: GQA, tied or untied embeddings, no\n"
                   "biases or rope scaling; the model organisms included) into a GGUF file that llama.cpp\n"
                   "runs as architecture 'llama': hyperparameters as llama.cpp's convert_hf_to_gguf.py\n"
-                  "writes them, Q and K rows permuted to llama.cpp's adjacent-pair RoPE, no tokenizer\n"
-                  "(tokenizer.ggml.model 'none', token ids only) unless --vocab copies one from another\n"
-                  "GGUF file, and the reference engine's weights hash\n"
+                  "writes them, Q and K rows permuted to llama.cpp's adjacent-pair RoPE, the folder's\n"
+                  "tokenizer.json as a 'llama' vocabulary (else tokenizer.ggml.model 'none', token ids\n"
+                  "only) unless --vocab copies one from another GGUF file, and the reference engine's\n"
+                  "weights hash\n"
                   "as latentaudit.source.weights_hash. Run llama.cpp with flash attention off and an f32\n"
                   "KV cache to reproduce the reference engine's logits (docs/gguf.md, docs/engines.md).\n"
                   "Prints a JSON summary. Bad input (another architecture, a missing or mis-shaped tensor)\n"
@@ -70,7 +72,7 @@ int run_export(std::span<const std::string> words) {
   j.set("kv_heads", s.config.n_kv_heads);
   j.set("head_dim", s.config.head_dim);
   j.set("tied_embeddings", s.config.tie_word_embeddings);
-  if (const auto v = args.get("--vocab")) j.set("tokenizer_from", *v);
+  if (!s.tokenizer.empty()) j.set("tokenizer_from", s.tokenizer);  // --vocab, or the folder's tokenizer.json
   j.set("weights_hash", std::to_string(s.weights_hash));  // decimal text: u64 exceeds a JSON double
   print_json(j, args.has("--pretty"));
   return exit_ok;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit tokenize --vocab F.gguf --text STRING [--special]`: the token ids llama.cpp's
-// tokenizer of a GGUF vocabulary gives a text (engine/llama_cpp_tokenizer.hpp), as a JSON array —
+// tokenizer of a GGUF vocabulary gives a text (engine/llama_cpp_tokenizer.hpp), or `--model DIR` those
+// of an HF tokenizer.json (engine/tokenizer_json.hpp, no llama.cpp needed), as a JSON array —
 // what an audit of a text task feeds the model. A CLI built without llama.cpp says so and exits 2.
+#include <latentaudit/engine/tokenizer_json.hpp>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,7 +23,10 @@ namespace {
 std::vector<option_spec> tokenize_options() {
   return {{"--vocab", "FILE",
            "GGUF file whose tokenizer to use (loaded vocab-only: a model exported with --vocab, or one of "
-           "llama.cpp's ggml-vocab-*.gguf) (required)"},
+           "llama.cpp's ggml-vocab-*.gguf); or"},
+          {"--model", "DIR",
+           "HF model folder (or tokenizer.json file) whose tokenizer.json to use (engine/tokenizer_json.hpp, "
+           "no llama.cpp needed); one of --vocab and --model is required"},
           {"--text", "STRING", "the text to tokenize (required; may be empty: --text \"\")"},
           {"--special", "",
            "add the vocabulary's BOS/EOS and parse special-token text such as <s> (default: neither)"},
@@ -32,23 +38,40 @@ int run_tokenize(std::span<const std::string> words) {
   const auto args = arguments::parse(words, specs, "tokenize");
   if (args.help()) {
     std::fputs(
-        help_text("latentaudit tokenize --vocab F.gguf --text STRING [--special]",
+        help_text("latentaudit tokenize (--vocab F.gguf | --model DIR) --text STRING [--special]",
                   "Prints the token ids of STRING under the GGUF file's tokenizer (llama.cpp,\n"
                   "vocab-only load) as a JSON array: no BOS or other special token is added, and\n"
                   "special-token text is tokenized as plain text, unless --special. These are the ids\n"
-                  "an audit of a text task (audit --tasks) feeds the model for a text field. Needs a\n"
-                  "latentaudit built with llama.cpp (else exit 2). A file without a tokenizer\n"
-                  "(tokenizer.ggml.model 'none') exits 2.\n",
+                  "an audit of a text task (audit --tasks) feeds the model for a text field. --vocab\n"
+                  "needs a latentaudit built with llama.cpp (else exit 2); --model reads an HF\n"
+                  "tokenizer.json itself. A file without a tokenizer (tokenizer.ggml.model 'none')\n"
+                  "or a malformed or unsupported tokenizer.json exits 2.\n",
                   specs)
             .c_str(),
         stdout);
     return exit_ok;
   }
-  const std::string vocab = args.require("--vocab");
   // The empty text is a text (llama.cpp tokenizes it to [], or to [BOS] with --special).
   const auto text_arg = args.get("--text");
   if (!text_arg) throw usage_error("tokenize: missing required option --text");
   [[maybe_unused]] const std::string& text = *text_arg;  // unused without llama.cpp
+  if (const auto model = args.get("--model")) {          // an HF tokenizer.json: the library's own reader
+    if (args.get("--vocab")) throw usage_error("tokenize: give --vocab or --model, not both");
+    const auto tok = tokenizer_json::load(*model);
+    const auto ids = tok.encode(text, args.has("--special"));
+    json_value a = json_value::array();
+    for (const auto id : ids) a.push_back(static_cast<std::int64_t>(id));
+    if (!args.has("--decode")) {
+      print_json(a, false);
+      return exit_ok;
+    }
+    json_value j = json_value::object();
+    j.set("ids", std::move(a));
+    j.set("text", tok.decode(ids, args.has("--special")));
+    print_json(j, false);
+    return exit_ok;
+  }
+  const std::string vocab = args.require("--vocab");
 #if LATENTAUDIT_CLI_LLAMA_CPP
   check_gguf_for_llama(vocab, "tokenize", "--vocab", true);  // before llama.cpp parses it
   const auto tok = llama_cpp_tokenizer::load(vocab);

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 // The tokenizer of an audit's text tasks (docs/tasks.md "Text tasks"): `--tokenizer F.gguf` (a GGUF
 // vocabulary loaded vocab-only: the reference engine borrows one, llama.cpp may take one in place of
-// its model's), else a llama.cpp model's own tokenizer, else none (a text task file then exits 2).
+// its model's) or an HF tokenizer.json (engine/tokenizer_json.hpp), else the reference engine's
+// --model folder's tokenizer.json, else a llama.cpp model's own tokenizer, else none (a text task
+// file then exits 2).
 // As a text_codec (trial/task_file.hpp) over engine/llama_cpp_tokenizer.hpp; the library's trial
 // layer may not include the llama.cpp headers (docs/design.md, layering), so the glue lives here.
-// A CLI built without llama.cpp refuses --tokenizer (exit 2).
+// A CLI built without llama.cpp refuses a GGUF --tokenizer (exit 2); tokenizer.json needs no llama.cpp.
 #ifndef LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
 #define LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
 
+#include <latentaudit/engine/tokenizer_json.hpp>
 #include <latentaudit/trial/task_file.hpp>
+
+#include <filesystem>
 
 #include <cstdint>
 #include <optional>
@@ -28,9 +33,32 @@ namespace latentaudit::cli {
 /// @brief The --tokenizer option's spec (shared help text).
 inline option_spec tokenizer_option() {
   return {"--tokenizer", "FILE",
-          "GGUF file whose tokenizer (llama.cpp, loaded vocab-only; e.g. a ggml-vocab-*.gguf) tokenizes the "
+          "GGUF file whose tokenizer (llama.cpp, loaded vocab-only; e.g. a ggml-vocab-*.gguf), or an HF "
+          "tokenizer.json (or its folder; engine/tokenizer_json.hpp, no llama.cpp needed), tokenizes the "
           "text fields of --tasks and detokenizes answers; default: the --engine llama.cpp model's own, "
-          "none on the reference engine"};
+          "the --model folder's tokenizer.json on the reference engine, else none"};
+}
+
+/// @brief Whether `p` names an HF tokenizer: a tokenizer.json file (any *.json) or a folder holding one.
+inline bool is_hf_tokenizer(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) return std::filesystem::is_regular_file(p / "tokenizer.json", ec);
+  return p.extension() == ".json";
+}
+
+/// @brief A text_codec over a tokenizer.json reader: encode without special tokens; decode the ids up
+/// to the first EOS, dropping special tokens; `bos` is the tokenizer's BOS when it adds one, else −1.
+/// The tokenizer must outlive the codec.
+[[nodiscard]] inline text_codec make_text_codec(const tokenizer_json& t) {
+  text_codec c;
+  c.encode = [&t](std::string_view s) { return t.encode(s); };
+  c.decode = [&t](std::span<const token_id> ids) {
+    std::size_t n = 0;
+    while (n < ids.size() && ids[n] != t.eos()) ++n;
+    return t.decode(ids.first(n));
+  };
+  c.bos = t.add_bos() ? t.bos() : -1;
+  return c;
 }
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
@@ -61,8 +89,19 @@ class text_tokenizer {
   static text_tokenizer from_option(const arguments& args, std::string_view command) {
     text_tokenizer t;
     const auto path = args.get("--tokenizer");
-    if (!path) return t;
+    if (!path) {  // the reference engine's HF folder with a tokenizer.json
+      const auto model = args.get("--model");
+      if (model && std::filesystem::is_directory(*model) && is_hf_tokenizer(*model)) {
+        t.path_ = *model;
+        t.json_.emplace(tokenizer_json::load(*model));
+      }
+      return t;
+    }
     t.path_ = *path;
+    if (is_hf_tokenizer(*path)) {
+      t.json_.emplace(tokenizer_json::load(*path));
+      return t;
+    }
 #if LATENTAUDIT_CLI_LLAMA_CPP
     check_gguf_for_llama(*path, command, "--tokenizer", true);  // before llama.cpp parses it
     t.tok_.emplace(llama_cpp_tokenizer::load(*path));
@@ -81,6 +120,13 @@ class text_tokenizer {
   /// @throws usage_error when the --tokenizer vocabulary's size differs from the engine's.
   template <class Engine>
   [[nodiscard]] text_codec codec(const Engine& engine, std::string_view command) {
+    if (json_) {
+      if (json_->vocab_size() != engine.info().vocab_size)
+        throw usage_error(std::string(command) + ": tokenizer '" + path_ + "' has " +
+                          std::to_string(json_->vocab_size()) + " tokens, but the model's vocabulary has " +
+                          std::to_string(engine.info().vocab_size));
+      return make_text_codec(*json_);
+    }
 #if LATENTAUDIT_CLI_LLAMA_CPP
     if (tok_) {
       if (tok_->vocab_size() != engine.info().vocab_size)
@@ -103,6 +149,7 @@ class text_tokenizer {
 
  private:
   std::string path_;
+  std::optional<tokenizer_json> json_;  // an HF tokenizer.json (no llama.cpp needed)
 #if LATENTAUDIT_CLI_LLAMA_CPP
   std::optional<llama_cpp_tokenizer> tok_;
   std::optional<llama_cpp_tokenizer> own_;

@@ -12,7 +12,9 @@
 //    rope.dimension_count (head_dim), rope.freq_base, attention.layer_norm_rms_epsilon;
 //  - tokenizer.ggml.model "none": token ids only, no tokenizer (llama.cpp requires the key, and
 //    with "none" sizes its vocabulary from llama.vocab_size); or, with options.vocab, every
-//    tokenizer.* key of another GGUF file (a real tokenizer of the same vocabulary size);
+//    tokenizer.* key of another GGUF file (a real tokenizer of the same vocabulary size); or, when
+//    the checkpoint's folder holds a tokenizer.json, its vocabulary as a "llama" (SentencePiece)
+//    tokenizer (tokenizer_gguf_keys);
 //  - latentaudit.source.architecture (the HF architecture) and latentaudit.source.weights_hash
 //    (u64): the reference engine's fingerprint hash of the source weights (engine_info::
 //    fingerprint.weights_hash of reference_cpu_engine::load on the same directory), so an engine
@@ -36,6 +38,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "../core/detail/check.hpp"
@@ -47,6 +50,7 @@
 #include "gguf.hpp"
 #include "reference_cpu.hpp"
 #include "safetensors.hpp"
+#include "tokenizer_json.hpp"
 
 namespace latentaudit {
 
@@ -58,7 +62,52 @@ struct gguf_export_options {
   /// ggml-vocab-*.gguf): the model then carries a real tokenizer instead of tokenizer.ggml.model
   /// "none". Its token count must equal the checkpoint's vocab_size. Empty: no tokenizer.
   std::filesystem::path vocab;
+  /// Without `vocab`: when the checkpoint's folder holds a tokenizer.json (engine/tokenizer_json.hpp
+  /// reads it), write it as a SentencePiece ("llama") vocabulary: tokens, scores (−rank of the merge
+  /// that makes each token, so llama.cpp's highest-score-first merging follows the merge ranks),
+  /// token types, BOS/EOS/unk ids, add_bos_token and add_space_prefix. false: no tokenizer.
+  bool hf_tokenizer = true;
 };
+
+/// @brief The GGUF `tokenizer.*` keys of a tokenizer.json vocabulary, for llama.cpp's SentencePiece
+/// ("llama") tokenizer: the same pieces (▁ for spaces), scores −(merge rank) so that its
+/// highest-score-first bigram merging follows the BPE merge order (pieces no merge makes score 0),
+/// token types (normal, unknown, control for special added tokens, user-defined, byte), BOS, EOS and
+/// unk ids, add_bos_token, add_eos_token false, add_space_prefix. How far llama.cpp then tokenizes
+/// as the reader does is measured (docs/real-models.md), not assumed.
+[[nodiscard]] inline std::vector<std::pair<std::string, gguf_value>> tokenizer_gguf_keys(
+    const tokenizer_json& t) {
+  std::vector<float> scores(t.pieces().size(), 0.0f);
+  std::vector<bool> made(t.pieces().size(), false);
+  // the token a merge makes: the first (lowest-rank) merge giving a token sets its score
+  std::unordered_map<std::string, token_id> ids;
+  for (std::size_t i = 0; i < t.pieces().size(); ++i) ids.emplace(t.pieces()[i], static_cast<token_id>(i));
+  for (std::size_t r = 0; r < t.merges().size(); ++r) {
+    const auto [a, b] = t.merges()[r];
+    const auto it =
+        ids.find(t.pieces()[static_cast<std::size_t>(a)] + t.pieces()[static_cast<std::size_t>(b)]);
+    if (it == ids.end() || made[static_cast<std::size_t>(it->second)]) continue;
+    made[static_cast<std::size_t>(it->second)] = true;
+    scores[static_cast<std::size_t>(it->second)] = -static_cast<float>(r);
+  }
+  std::vector<std::int32_t> types;
+  for (const auto k : t.kinds()) types.push_back(static_cast<std::int32_t>(k));
+  std::vector<std::pair<std::string, gguf_value>> keys;
+  keys.emplace_back("tokenizer.ggml.model", gguf_value::of("llama"));
+  keys.emplace_back("tokenizer.ggml.tokens", gguf_value::array(t.pieces()));
+  keys.emplace_back("tokenizer.ggml.scores", gguf_value::array(std::span<const float>(scores)));
+  keys.emplace_back("tokenizer.ggml.token_type", gguf_value::array(std::span<const std::int32_t>(types)));
+  if (t.bos() >= 0)
+    keys.emplace_back("tokenizer.ggml.bos_token_id", gguf_value::of(static_cast<std::uint32_t>(t.bos())));
+  if (t.eos() >= 0)
+    keys.emplace_back("tokenizer.ggml.eos_token_id", gguf_value::of(static_cast<std::uint32_t>(t.eos())));
+  if (t.unk() >= 0)
+    keys.emplace_back("tokenizer.ggml.unknown_token_id", gguf_value::of(static_cast<std::uint32_t>(t.unk())));
+  keys.emplace_back("tokenizer.ggml.add_bos_token", gguf_value::of(t.add_bos()));
+  keys.emplace_back("tokenizer.ggml.add_eos_token", gguf_value::of(false));
+  keys.emplace_back("tokenizer.ggml.add_space_prefix", gguf_value::of(t.prepends_space()));
+  return keys;
+}
 
 /// @brief What export_llama_gguf wrote.
 struct gguf_export_summary {
@@ -66,6 +115,7 @@ struct gguf_export_summary {
   std::size_t tensors = 0;         ///< tensors written
   std::uint64_t file_bytes = 0;    ///< size of the GGUF file
   std::uint64_t weights_hash = 0;  ///< the reference engine's fingerprint hash of the source weights
+  std::string tokenizer;  ///< where the vocabulary came from: "tokenizer.json", the --vocab file, or ""
 };
 
 /// @brief Permutes the rows of a Q or K projection ([n_heads × head_dim] rows of `cols` values,
@@ -137,6 +187,18 @@ struct gguf_export_summary {
           corrupt_data("gguf export: vocab '" + o.vocab.string() + "' has " + std::to_string(toks->size()) +
                        " tokens, but config.json's vocab_size is " + std::to_string(c.vocab_size)));
   }
+  if (o.vocab.empty() && o.hf_tokenizer && std::filesystem::is_regular_file(model_dir / "tokenizer.json")) {
+    const auto t = tokenizer_json::load(model_dir);
+    if (t.vocab_size() != c.vocab_size)
+      LATENTAUDIT_THROW(corrupt_data("gguf export: '" + (model_dir / "tokenizer.json").string() + "' has " +
+                                     std::to_string(t.vocab_size()) +
+                                     " tokens, but config.json's vocab_size is " +
+                                     std::to_string(c.vocab_size)));
+    tokenizer_keys = tokenizer_gguf_keys(t);
+    summary.tokenizer = "tokenizer.json";
+  } else if (!o.vocab.empty()) {
+    summary.tokenizer = o.vocab.string();
+  }
   summary.config = c;
   const auto st_path = model_dir / "model.safetensors";
   (void)detail::require_regular_file(st_path, "gguf export: weights");
@@ -150,7 +212,11 @@ struct gguf_export_summary {
     int permute_heads = 0;  // > 0: Q/K rows permuted with this many heads
   };
   std::vector<source_tensor> plan;
-  plan.push_back({"model.embed_tokens.weight", "token_embd.weight", {V, d}});
+  // Tied embeddings stored only as lm_head.weight (TinyStories-656K): that matrix is token_embd, as
+  // the reference engine reads it (hashed as model.embed_tokens.weight, as the engine hashes it).
+  const bool head_only = c.tie_word_embeddings && st.find("model.embed_tokens.weight") == nullptr &&
+                         st.find("lm_head.weight") != nullptr;
+  plan.push_back({head_only ? "lm_head.weight" : "model.embed_tokens.weight", "token_embd.weight", {V, d}});
   for (std::int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".", b = "blk." + std::to_string(l) + ".";
     plan.push_back({p + "input_layernorm.weight", b + "attn_norm.weight", {d}});
@@ -172,7 +238,7 @@ struct gguf_export_summary {
     bool known = false;
     for (const auto& s : plan) known = known || s.hf == t.name;
     if (known) continue;
-    if (c.tie_word_embeddings && t.name == "lm_head.weight") {
+    if (c.tie_word_embeddings && t.name == "lm_head.weight") {  // a tied copy beside embed_tokens
       const std::int64_t shape[] = {V, d};
       if (st.read_f32("lm_head.weight", shape) != st.read_f32("model.embed_tokens.weight", shape))
         LATENTAUDIT_THROW(
@@ -198,7 +264,8 @@ struct gguf_export_summary {
     sha256 hash;
     for (const auto& s : plan) {
       const auto v = read(s);
-      hash.update(std::as_bytes(std::span(s.hf.data(), s.hf.size())));
+      const std::string h = s.gguf == "token_embd.weight" ? "model.embed_tokens.weight" : s.hf;
+      hash.update(std::as_bytes(std::span(h.data(), h.size())));
       hash.update(std::as_bytes(std::span(v)));
     }
     const auto digest = hash.finish();

@@ -19,6 +19,7 @@
 #define LATENTAUDIT_ENGINE_LLAMA_CPP_TOKENIZER_HPP
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <span>
@@ -101,18 +102,27 @@ class llama_cpp_tokenizer {
   /// @brief Token ids of `text`. Without `special`: no BOS/EOS added and special-token text
   /// tokenized as plain text; with it: the vocabulary's BOS/EOS rules and special-token parsing.
   /// @throws invalid_argument if the text is longer than llama.cpp accepts (2^31 − 1 bytes) or does
-  ///         not tokenize.
+  ///         not tokenize (llama.cpp's error, e.g. a SentencePiece vocabulary without the <0xNN>
+  ///         pieces its byte fallback needs, is caught and named).
   [[nodiscard]] std::vector<token_id> encode(std::string_view text, bool special = false) const {
     constexpr std::string_view fn = "llama_cpp_tokenizer::encode";
     const auto len = checked_length(fn, text.size());
     if (len == 0 && !special) return {};
     std::vector<llama_token> out(text.size() + 8);
-    int32_t n = llama_tokenize(vocab(), text.data(), len, out.data(), static_cast<int32_t>(out.size()),
-                               special, special);
-    if (n < 0 && n != std::numeric_limits<int32_t>::min()) {
-      out.resize(static_cast<std::size_t>(-static_cast<std::int64_t>(n)));
+    int32_t n = 0;
+    try {  // llama.cpp's SentencePiece byte fallback throws std::out_of_range when a character is
+           // outside the vocabulary and the vocabulary has no <0xNN> piece for its bytes
       n = llama_tokenize(vocab(), text.data(), len, out.data(), static_cast<int32_t>(out.size()), special,
                          special);
+      if (n < 0 && n != std::numeric_limits<int32_t>::min()) {
+        out.resize(static_cast<std::size_t>(-static_cast<std::int64_t>(n)));
+        n = llama_tokenize(vocab(), text.data(), len, out.data(), static_cast<int32_t>(out.size()), special,
+                           special);
+      }
+    } catch (const std::exception& e) {
+      detail::throw_invalid(fn, "text",
+                            std::string("does not tokenize: llama.cpp failed (") + e.what() +
+                                "; a character outside the vocabulary without byte-fallback pieces?)");
     }
     if (n < 0)
       detail::throw_invalid(fn, "text",

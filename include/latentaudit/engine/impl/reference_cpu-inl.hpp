@@ -133,13 +133,16 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
                          "' holds " + detail::number_text(static_cast<double>(v[i])) + " at index " +
                          std::to_string(i) + " (weights must be finite and at most 1e6 in magnitude)"));
   };
-  auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols) {
+  // `hashed`: the name the fingerprint hashes (the stored name unless given)
+  auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols,
+                 const std::string& hashed = {}) {
     expected.push_back(name);
     const std::int64_t shape[] = {rows, cols};
     auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
                                                                   : st.read_f32(name, shape);
     check_values(name, v);
-    hash.update(std::as_bytes(std::span(name.data(), name.size())));
+    const std::string& h = hashed.empty() ? name : hashed;
+    hash.update(std::as_bytes(std::span(h.data(), h.size())));
     hash.update(std::as_bytes(std::span(v)));
     return matrix(Eigen::Map<matrix>(v.data(), rows, cols));
   };
@@ -153,7 +156,12 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
     hash.update(std::as_bytes(std::span(v)));
     return Eigen::VectorXf(Eigen::Map<Eigen::VectorXf>(v.data(), n));
   };
-  embed_ = mat("model.embed_tokens.weight", V, d);
+  // Tied embeddings: HF checkpoints store the shared matrix as model.embed_tokens.weight, but some
+  // (raincandy-u/TinyStories-656K) store only lm_head.weight; either name serves as the one matrix,
+  // hashed as model.embed_tokens.weight so both layouts of one model have one fingerprint.
+  const bool head_only = cfg.tie_word_embeddings && st.find("model.embed_tokens.weight") == nullptr &&
+                         st.find("lm_head.weight") != nullptr;
+  embed_ = mat(head_only ? "lm_head.weight" : "model.embed_tokens.weight", V, d, "model.embed_tokens.weight");
   for (std::int32_t l = 0; l < cfg.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     layer_weights w;
@@ -172,7 +180,7 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   if (!cfg.tie_word_embeddings) lm_head_ = mat("lm_head.weight", V, d);
   for (const auto& t : st.tensors()) {
     if (std::find(expected.begin(), expected.end(), t.name) != expected.end()) continue;
-    if (cfg.tie_word_embeddings && t.name == "lm_head.weight") {
+    if (cfg.tie_word_embeddings && t.name == "lm_head.weight" && !head_only) {
       // Some exports keep the tied copy: accepted when it is that copy, refused when it differs
       // (a model that needs its own head would be run with the wrong one).
       const std::int64_t shape[] = {V, d};

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// The real pretrained models on llama.cpp (docs/real-models.md): TinyStories-656K exported to GGUF
+// (with its tokenizer.json vocabulary) gives the reference engine's logits, and llama.cpp's tokenizer
+// of the export gives the tokenizer.json reader's ids on a few hundred texts, including characters
+// outside the vocabulary. [real_models] tests skip by name without the models folder
+// (tests/support/real_models.hpp). Conversions go to a scratch directory, never into the tree.
+#include <latentaudit/engine/gguf_export.hpp>
+#include <latentaudit/engine/llama_cpp.hpp>
+#include <latentaudit/engine/llama_cpp_tokenizer.hpp>
+#include <latentaudit/engine/reference_cpu.hpp>
+#include <latentaudit/engine/tokenizer_json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "support/catch.hpp"
+#include "support/real_models.hpp"
+
+using namespace latentaudit;
+
+namespace {
+
+/// tinystories-656k exported to GGUF (f32, its tokenizer.json vocabulary) in a scratch directory.
+std::filesystem::path export_656k(const test::real_models& m) {
+  static const std::filesystem::path out = [&] {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("latentaudit_real_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto p = dir / "tinystories-656k.gguf";
+    const auto s = export_llama_gguf(m.tinystories656k(), p);
+    CHECK(s.tokenizer == "tokenizer.json");
+    return p;
+  }();
+  return out;
+}
+
+/// A few hundred texts: story sentences, spacing and punctuation variants, and characters outside
+/// the 656K vocabulary (accents, emoji, CJK, control bytes, tabs).
+std::vector<std::string> tokenizer_texts() {
+  const std::vector<std::string> base = {
+      "Once upon a time, there was a little girl named Lily.",
+      "She loved to play outside in the sun.",
+      "One day, Tom went to the park with his dog Max.",
+      "\"Can I have the ball?\" asked Sue. Her mom said, \"Yes, you can!\"",
+      "The big, red car went vroom! It was very fast.",
+      "Lily had a dog. The dog was named Max. At the park, Lily threw the ball to",
+      "They were happy and played all day.\nThe end.",
+      "Ben and Mia found a shiny rock. It was 3 years old... or 100?",
+      "<|start_story|>Once upon a time<|end_story|>",
+      "  two leading spaces, and  double  spaces ",
+      "UPPER CASE and MiXeD cAsE words",
+      "numbers 0123456789 and symbols #$%&*+/=@[]^_`{|}~",
+      "",
+      " ",
+      "a",
+      " Max",
+      "Max",
+  };
+  const std::vector<std::string> odd = {"caf\xC3\xA9",
+                                        "na\xC3\xAFve r\xC3\xA9sum\xC3\xA9",
+                                        "\xF0\x9F\x98\x80",
+                                        "\xF0\x9F\x90\xB6 dog \xF0\x9F\x90\xB1",
+                                        "\xE4\xB8\x96\xE7\x95\x8C",
+                                        "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E text",
+                                        "tab\there",
+                                        "bell\x07 and \x01\x02\x1f",
+                                        "\xC2\xA0nbsp",
+                                        "\xE2\x80\x94"
+                                        "dash\xE2\x80\x94"};
+  std::vector<std::string> out = base;
+  for (const auto& o : odd) out.push_back(o);
+  // combinations: every base sentence with every odd piece before, inside and after
+  for (std::size_t i = 0; i < base.size(); ++i)
+    for (std::size_t j = 0; j < odd.size(); ++j) {
+      const auto& b = base[i];
+      const auto& o = odd[j];
+      switch ((i + j) % 3) {
+        case 0:
+          out.push_back(o + " " + b);
+          break;
+        case 1:
+          out.push_back(b.substr(0, b.size() / 2) + o + b.substr(b.size() / 2));
+          break;
+        default:
+          out.push_back(b + o);
+          break;
+      }
+    }
+  // sentence pairs joined by a space, a newline and nothing
+  for (std::size_t i = 0; i < base.size(); ++i)
+    for (std::size_t j = i + 1; j < base.size(); ++j)
+      out.push_back(base[i] + (j % 2 ? " " : "\n") + base[j]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("real models: tinystories-656k's GGUF export runs in llama.cpp with the reference engine's logits",
+          "[llama_cpp][real_models]") {
+  LATENTAUDIT_REAL_MODELS_OR_SKIP(m);
+  const auto gguf = export_656k(m);
+  auto ref = reference_cpu_engine::load(m.tinystories656k());
+  auto llm = llama_cpp_engine::load(gguf, {.n_ctx = 512, .n_seq_max = 2});
+  CHECK(llm.info().vocab_size == 2048);
+  CHECK(llm.info().fingerprint.weights_hash == ref.info().fingerprint.weights_hash);
+  const auto tok = tokenizer_json::load(m.tinystories656k());
+  double worst = 0, scale = 0;
+  std::size_t rows = 0;
+  for (const char* text : {"Once upon a time, there was a little girl named Lily. She had a dog named Max.",
+                           "One day, Tom went to the park. He saw a big tree and a bird."}) {
+    const auto ids = tok.encode(text, true);
+    const auto a = ref.open_seq();
+    const auto b = llm.open_seq();
+    const auto x = ref.prefill(a, ids, 0, {.all_logits = true}).logits;
+    const auto y = llm.prefill(b, ids, 0, {.all_logits = true}).logits;
+    ref.close_seq(a);
+    llm.close_seq(b);
+    REQUIRE(x.size() == y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
+      scale = std::max(scale, std::fabs(static_cast<double>(x[i])));
+    }
+    rows += ids.size();
+  }
+  WARN("tinystories-656k reference vs llama.cpp: max |delta logit| "
+       << worst << " over " << rows << " positions x 2048, logit scale " << scale);
+  CHECK(worst <= 1e-3);
+}
+
+TEST_CASE("real models: the tokenizer.json reader and llama.cpp's tokenizer of the export agree",
+          "[llama_cpp][real_models][tokenizer]") {
+  LATENTAUDIT_REAL_MODELS_OR_SKIP(m);
+  const auto gguf = export_656k(m);
+  const auto reader = tokenizer_json::load(m.tinystories656k());
+  const auto llm = llama_cpp_tokenizer::load(gguf);
+  REQUIRE(llm.vocab_size() == reader.vocab_size());
+  const auto texts = tokenizer_texts();
+  std::size_t in_vocab = 0, in_agree = 0, out_vocab = 0, out_agree = 0, llama_errors = 0;
+  std::string first_disagreement;  // the first text the two tokenize differently (or llama.cpp refuses)
+  for (const auto& t : texts) {
+    const auto mine = reader.encode(t);
+    std::vector<token_id> theirs;
+    bool failed = false;
+    try {
+      theirs = llm.encode(t);
+    } catch (const std::exception& e) {
+      failed = true;
+      ++llama_errors;
+      if (first_disagreement.empty()) first_disagreement = "'" + t + "': llama.cpp: " + e.what();
+    }
+    const bool same = !failed && mine == theirs;
+    // outside the vocabulary: a character the reader turns into <unk> (no <0xNN> pieces in this vocabulary)
+    const bool outside = std::find(mine.begin(), mine.end(), reader.unk()) != mine.end();
+    (outside ? out_vocab : in_vocab)++;
+    (outside ? out_agree : in_agree) += same ? 1 : 0;
+    if (!outside && !t.empty() && t[0] != ' ') CHECK(reader.decode(mine) == t);  // round trip
+    if (!same && !failed && first_disagreement.empty()) {
+      first_disagreement = "'" + t + "': reader";
+      for (auto i : mine) first_disagreement += " " + std::to_string(i);
+      first_disagreement += " | llama.cpp";
+      for (auto i : theirs) first_disagreement += " " + std::to_string(i);
+    }
+  }
+  WARN("656K tokenizer, reader vs llama.cpp: "
+       << in_agree << " / " << in_vocab << " texts inside the vocabulary agree, " << out_agree << " / "
+       << out_vocab << " with characters outside it (llama.cpp errors: " << llama_errors
+       << "); first disagreement: " << first_disagreement);
+  CHECK(texts.size() >= 200);
+  CHECK(in_agree == in_vocab);
+  CHECK(in_vocab >= 50);
+  // outside the vocabulary llama.cpp's SentencePiece byte fallback fails (measured: every such text),
+  // named as invalid_argument; the reader gives <unk> as tokenizers does (docs/real-models.md)
+  CHECK(llama_errors == out_vocab - out_agree);
+}
