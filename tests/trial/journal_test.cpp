@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -129,6 +130,58 @@ TEST_CASE("records: a file without arm_kind is classified by its labels, through
   std::getline(in, line);
   CHECK(record_from_json(parse_json(line), "stream:1").arm_kind == "kv_policy");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("records: the lint names unknown fields and arms once, with the closest name", "[records]") {
+  CHECK(record_field_names().size() == 46u);
+  CHECK(closest_record_field("bytse") == "bytes");
+  CHECK(closest_record_field("export_sec") == "export_s");
+  CHECK(closest_record_field("bytes").empty());  // a field: no hint
+  CHECK(closest_record_field("frobnicate").empty());
+  CHECK(closest_arm_name("kv_ful") == "kv_full");
+  CHECK(closest_arm_name("kv_nosie_0.5") == "kv_noise_0.5");
+  CHECK(closest_arm_name("kv_ful@rebase") == "kv_full@rebase");
+  CHECK(closest_arm_name("mine").empty());
+  std::vector<std::string> seen;
+  record_lint lint([&](const std::string& s) { seen.push_back(s); });
+  {
+    const record_lint_scope scope(lint);
+    for (int line = 1; line <= 3; ++line)
+      (void)record_from_json(parse_json(R"({"item":)" + std::to_string(line) +
+                                        R"(,"seed":0,"arm":"kv_ful","correct":1,"bytse":1})"),
+                             "f:" + std::to_string(line));
+    (void)record_from_json(parse_json(R"({"item":1,"seed":0,"arm":"x","arm_kind":"kv_polcy","correct":1})"),
+                           "f:4");
+    CHECK_THROWS_WITH(
+        record_from_json(parse_json(R"({"item":1,"seed":0,"arm":"no_comm","correct":1,"regime":"need"})"),
+                         "f:5"),
+        Catch::Contains("f:5: the arms of (item 1, seed 0) disagree on the regime") &&
+            Catch::Contains("at f:1 says ''"));
+  }
+  REQUIRE(seen.size() == 3u);  // once per field, once per label
+  CHECK(seen[0] ==
+        "f:1: unknown record field 'bytse' (did you mean 'bytes'?); it is ignored (docs/records.md lists "
+        "the fields)");
+  CHECK(seen[1].find(
+            "f:1: arm 'kv_ful' has no arm_kind and its label names no arm (did you mean 'kv_full'?)") == 0);
+  CHECK(seen[2].find("f:4: arm 'x': arm_kind 'kv_polcy' names no arm kind (did you mean 'kv_policy'?)") == 0);
+  CHECK(lint.warnings() == seen);
+  // no scope: no lint
+  (void)record_from_json(parse_json(R"({"item":9,"seed":0,"arm":"kv_ful","correct":1,"zzz":1})"), "f:6");
+  CHECK(lint.warnings().size() == 3u);
+}
+
+TEST_CASE("records: record_field_names are docs/record.schema.json's properties", "[records]") {
+  std::ifstream in(std::string(LATENTAUDIT_SOURCE_DIR) + "/docs/record.schema.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto schema = parse_json(text.str());
+  std::vector<std::string> props;
+  for (const auto& [name, value] : schema.at("properties").as_object()) props.push_back(name);
+  std::vector<std::string> known(record_field_names().begin(), record_field_names().end());
+  std::sort(props.begin(), props.end());
+  std::sort(known.begin(), known.end());
+  CHECK(props == known);
 }
 
 TEST_CASE("journal: append, resume after a torn line, refuse duplicates and other designs") {

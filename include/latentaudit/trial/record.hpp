@@ -6,9 +6,15 @@
 #define LATENTAUDIT_TRIAL_RECORD_HPP
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -322,12 +328,250 @@ namespace detail {
                     {.max_depth = 1024, .max_bytes = std::size_t{1} << 30});
 }
 
+/// @brief Every top-level field a record may hold, in the order of docs/records.md: the
+/// properties of docs/record.schema.json and the fields record_from_json reads. A field outside it
+/// is read as nothing (record_lint warns about it).
+[[nodiscard]] inline std::span<const std::string_view> record_field_names() noexcept {
+  static constexpr std::string_view names[] = {"item",
+                                               "seed",
+                                               "arm",
+                                               "arm_kind",
+                                               "regime",
+                                               "correct",
+                                               "answer_logprob",
+                                               "generated_tokens",
+                                               "bytes",
+                                               "relay_tokens",
+                                               "a_prefill_s",
+                                               "export_s",
+                                               "policy_s",
+                                               "encode_s",
+                                               "transfer_s",
+                                               "transfer_measured_s",
+                                               "decode_s",
+                                               "import_s",
+                                               "b_prefill_s",
+                                               "b_decode_s",
+                                               "latency_repeats_s",
+                                               "repeat_mismatches",
+                                               "link",
+                                               "relay_error",
+                                               "attention_mass",
+                                               "hidden_cosine",
+                                               "next_token_kl",
+                                               "noise_sigma",
+                                               "budget",
+                                               "stale_answer",
+                                               "drift_steps",
+                                               "covariates",
+                                               "covariate_labels",
+                                               "task_id",
+                                               "query_index",
+                                               "answer_text",
+                                               "message_tokens",
+                                               "message",
+                                               "message_length",
+                                               "task_fields",
+                                               "sender_fingerprint",
+                                               "receiver_fingerprint",
+                                               "map",
+                                               "map_cosine",
+                                               "policy",
+                                               "unavailable"};
+  return names;
+}
+
+namespace detail {
+// Levenshtein distance of a and b (insertions, deletions, substitutions).
+[[nodiscard]] inline std::size_t record_edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0U : 1U)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate nearest to `word`: within edit distance 2 (3 for words of 10 characters or more),
+// the first on a tie; "" when none is that close.
+template <class Range>
+[[nodiscard]] std::string closest_word(std::string_view word, const Range& candidates) {
+  std::string best;
+  std::size_t best_distance = word.size() >= 10 ? 4 : 3;
+  for (const auto& c : candidates)
+    if (const auto d = record_edit_distance(word, c); d > 0 && d < best_distance) {
+      best_distance = d;
+      best = std::string(c);
+    }
+  return best;
+}
+}  // namespace detail
+
+/// @brief The known record field (record_field_names) closest to `name` by edit distance — within
+/// 2 edits (3 for names of 10 characters or more), the first in record_field_names' order on a tie
+/// — for a "did you mean" hint (`bytse` → `bytes`, `export_sec` → `export_s`); "" when none is that
+/// close or `name` is itself a field.
+[[nodiscard]] inline std::string closest_record_field(std::string_view name) {
+  return detail::closest_word(name, record_field_names());
+}
+
+/// @brief The arm name closest to `label` by edit distance (`kv_ful` → `kv_full`,
+/// `kv_nosie_0.5` → `kv_noise_0.5`): among the fixed arm names and each parameterised family
+/// (text_budget_, kv_noise_, kv_layers_, ...) with the label's own parameters; a position mode
+/// (`@rebase`) is kept. "" when none is within 2 edits (3 from 10 characters) or `label` already
+/// parses (parse_arm).
+[[nodiscard]] inline std::string closest_arm_name(std::string_view label) {
+  const auto at = label.find('@');
+  const std::string_view base = label.substr(0, at);
+  const std::string mode = at == std::string_view::npos ? std::string() : std::string(label.substr(at));
+  std::vector<std::string> candidates = {"no_comm",      "text_full",       "kv_full",  "kv_first_half",
+                                         "kv_last_half", "kv_int8",         "kv_int4",  "kv_fp8",
+                                         "deranged",     "zeroed",          "random",   "cross_model",
+                                         "kv_message",   "kv_message_only", "kv_mapped"};
+  // the label's parameters: from its first digit on ("kv_nosie_0.5" -> "0.5")
+  const auto digit = base.find_first_of("0123456789");
+  const std::string tail = digit == std::string_view::npos ? std::string() : std::string(base.substr(digit));
+  for (const char* family : {"text_budget_", "kv_noise_", "kv_layers_", "kv_sinks_", "kv_drift_",
+                             "text_message_", "kv_message_", "kv_message_only_", "kv_mapped_drift_"})
+    if (!tail.empty()) candidates.push_back(family + tail);
+  std::string best = detail::closest_word(base, candidates);
+  if (best.empty()) return best;
+  best += mode;
+  try {
+    (void)parse_arm(best);
+  } catch (const invalid_argument&) {
+    return {};
+  }
+  return best;
+}
+
+/// @brief What a front end learns about records of another stack while they are read: each
+/// unknown field (once per distinct name, with the first file:line holding it and the closest
+/// known field), each arm whose label names no arm and that carries no arm_kind, or whose arm_kind
+/// names no kind (once per distinct label, with the closest name), and (item, seed) units whose
+/// arms disagree on the regime (refused, naming both file:lines). Warnings go to the sink as they
+/// arise and are kept in warnings(). Thread-safe. record_from_json reports to the lint that a
+/// record_lint_scope installed, if any (the CLI installs one for a run; a library caller gets no
+/// warnings unless it does).
+class record_lint {
+ public:
+  /// @brief A function that receives each warning line as it arises (e.g. prints it on stderr).
+  using sink = std::function<void(const std::string&)>;
+
+  /// @brief A lint sending its warnings to `on_warning` (none: kept in warnings() only).
+  explicit record_lint(sink on_warning = {}) : sink_(std::move(on_warning)) {}
+
+  /// @brief Checks one record `r` read from the JSON object `j` at `where` (file:line).
+  /// @throws corrupt_data naming `where` and the earlier record's file:line when r's unit already
+  ///         has a record of another regime.
+  void check(const json_value& j, const trial_record& r, std::string_view where) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string regime_hint;  // an unknown field that is likely a misspelled 'regime'
+    if (j.is_object())
+      for (const auto& [name, value] : j.as_object()) {
+        const auto known = record_field_names();
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        const std::string near = closest_record_field(name);
+        if (near == "regime") regime_hint = name;
+        if (!fields_.insert(name).second) continue;
+        warn(std::string(where) + ": unknown record field '" + name + "'" +
+             (near.empty() ? std::string() : " (did you mean '" + near + "'?)") +
+             "; it is ignored (docs/records.md lists the fields)");
+      }
+    check_arm(r, where);
+    check_regime(r, where, regime_hint);
+  }
+
+  /// @brief Every warning so far, in the order they arose.
+  [[nodiscard]] std::vector<std::string> warnings() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return warnings_;
+  }
+
+ private:
+  struct unit_regime {
+    std::string regime, arm, where;
+  };
+  mutable std::mutex mutex_;
+  sink sink_;
+  std::vector<std::string> warnings_;
+  std::set<std::string, std::less<>> fields_, arms_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, unit_regime> units_;
+
+  void warn(std::string line) {
+    if (sink_) sink_(line);
+    warnings_.push_back(std::move(line));
+  }
+  void check_arm(const trial_record& r, std::string_view where) {
+    const bool no_kind = r.arm_kind.empty();  // the reader found no kind in the label either
+    if (!no_kind && parse_arm_kind(r.arm_kind)) return;
+    if (arms_.find(r.arm) != arms_.end()) return;
+    arms_.insert(r.arm);
+    if (no_kind) {
+      const std::string near = closest_arm_name(r.arm);
+      warn(std::string(where) + ": arm '" + r.arm + "' has no arm_kind and its label names no arm" +
+           (near.empty() ? std::string() : " (did you mean '" + near + "'?)") +
+           "; it plays no role in the report (docs/records.md, arm_kind)");
+      return;
+    }
+    std::vector<std::string_view> kinds;
+    for (const arm_kind k : all_arm_kinds) kinds.push_back(arm_kind_name(k));
+    const std::string near = detail::closest_word(r.arm_kind, kinds);
+    warn(std::string(where) + ": arm '" + r.arm + "': arm_kind '" + r.arm_kind + "' names no arm kind" +
+         (near.empty() ? std::string() : " (did you mean '" + near + "'?)") +
+         "; it plays no role in the report (docs/records.md, arm_kind)");
+  }
+  void check_regime(const trial_record& r, std::string_view where, const std::string& hint) {
+    const auto [it, fresh] =
+        units_.try_emplace({r.item, r.seed}, unit_regime{r.regime, r.arm, std::string(where)});
+    if (fresh || it->second.regime == r.regime) return;
+    const auto& first = it->second;
+    LATENTAUDIT_THROW(corrupt_data(
+        std::string(where) + ": the arms of (item " + std::to_string(r.item) + ", seed " +
+        std::to_string(r.seed) + ") disagree on the regime: arm '" + r.arm + "' says '" + r.regime +
+        "', arm '" + first.arm + "' at " + first.where + " says '" + first.regime + "'" +
+        (hint.empty() ? std::string() : " (this record's field '" + hint + "' is not 'regime')")));
+  }
+};
+
+namespace detail {
+// The lint record_from_json reports to (record_lint_scope), or null.
+[[nodiscard]] inline std::atomic<record_lint*>& installed_record_lint() noexcept {
+  static std::atomic<record_lint*> lint{nullptr};
+  return lint;
+}
+}  // namespace detail
+
+/// @brief While alive, every record_from_json (and so read_records) in the process reports the
+/// records it reads to `lint`; the lint installed before is restored on destruction.
+class record_lint_scope {
+ public:
+  /// @brief Installs `lint` (which must outlive this scope).
+  explicit record_lint_scope(record_lint& lint) noexcept
+      : previous_(detail::installed_record_lint().exchange(&lint)) {}
+  ~record_lint_scope() { detail::installed_record_lint().store(previous_); }
+  record_lint_scope(const record_lint_scope&) = delete;             ///< not copyable
+  record_lint_scope& operator=(const record_lint_scope&) = delete;  ///< not copyable
+
+ private:
+  record_lint* previous_;
+};
+
 /// @brief Reads a record from its JSON object. Required: `item`, `seed`, `arm`, `correct`; every
 /// other field is optional (records from other stacks) and defaults as in trial_record. An absent
 /// (or empty) `arm_kind` is resolved here, once, to the kind of the arm the label names
 /// (record_arm_kind: `kv_noise_0.5` reads as `kv_policy`), and stays empty when the label names no
-/// arm.
-/// @throws corrupt_data naming `where` and the field if a field is missing or has the wrong type.
+/// arm. When a record_lint_scope is alive the record is reported to its lint (unknown fields,
+/// arms of no kind, a unit's regimes that disagree).
+/// @throws corrupt_data naming `where` and the field if a field is missing or has the wrong type,
+///         or (with a lint installed) naming `where` and the earlier line if the unit's arms
+///         disagree on the regime.
 [[nodiscard]] inline trial_record record_from_json(const json_value& j, std::string_view where = "record") {
   auto fail = [&](std::string_view field, std::string_view what) -> void {
     LATENTAUDIT_THROW(corrupt_data("record_from_json: " + std::string(where) + ": field '" +
@@ -495,6 +739,7 @@ namespace detail {
       r.unavailable.push_back({metric, why.as_string()});
     }
   }
+  if (record_lint* lint = detail::installed_record_lint().load()) lint->check(j, r, where);
   return r;
 }
 
