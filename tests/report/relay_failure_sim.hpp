@@ -12,7 +12,9 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace latentaudit::test {
@@ -49,6 +51,9 @@ struct relay_failure_design {
   /// the arm whose wrong records drop_wrong_kv drops (issue 29: "kv_mapped", a map whose failed
   /// relays go missing)
   std::string drop_arm = "kv_full";
+  /// Issue 52: a dropped record takes its whole (item, seed) unit with it — every arm's record (a
+  /// stack that loses the unit when its relay fails: a timeout, a crash of B)
+  bool drop_unit = false;
   /// Issue 28 (the answer-probability endpoint): when > 0 every record carries answer_logprob =
   /// log p with p = expit(logit(arm accuracy) + item shift + logprob_sd · z), z ~ N(0, 1) per record
   /// from its own stream (seed + 2), so the outcomes above are drawn exactly as without it; 0: the
@@ -154,11 +159,15 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
     std::mt19937_64 gd(seed + 1);
     std::vector<trial_record> kept;
     kept.reserve(out.size());
+    std::set<std::pair<std::uint64_t, std::uint64_t>> lost;  // drop_unit: the units dropped
     for (auto& r : out) {
       const bool drop = r.arm == d.drop_arm && !r.correct &&
                         (d.drop_regime.empty() || r.regime == d.drop_regime) && u(gd) < d.drop_wrong_kv;
+      if (drop && d.drop_unit) lost.emplace(r.item, r.seed);
       if (!drop) kept.push_back(std::move(r));
     }
+    if (d.drop_unit)
+      std::erase_if(kept, [&](const trial_record& r) { return lost.count({r.item, r.seed}) != 0; });
     out = std::move(kept);
   }
   return out;

@@ -1329,6 +1329,40 @@ std::vector<std::string> design_warnings(const std::filesystem::path& records_pa
   return out;
 }
 
+// The design is the denominator (docs/audit-report.md "Missing records"): design.json's items x seeds
+// are the units the report counts, so a unit a stack lost in every arm is missing and bounded; each
+// item's regime from the design's task file when it was read. A design.json that cannot be read
+// leaves the units uncounted (design_warnings says why); one listing more than 4 x the records +
+// 1024 units is not this set's design (a warning).
+void design_units_of(const std::filesystem::path& path, std::size_t records, audit_options& aopt) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  json_value d;
+  try {
+    d = read_design_json(path);
+  } catch (const error&) {
+    return;
+  }
+  const json_value* items = d.find("items");
+  const json_value* seeds = d.find("seeds");
+  if (items == nullptr || seeds == nullptr || !items->is_number() || !seeds->is_number() ||
+      !(items->as_number() >= 1) || !(seeds->as_number() >= 1))
+    return;
+  const double units = items->as_number() * seeds->as_number();
+  if (units > 4.0 * static_cast<double>(records) + 1024.0) {
+    std::fprintf(
+        stderr,
+        "latentaudit: warning: %s lists %.0f (item, seed) units, more than 4 x the %zu records + 1024: "
+        "the records are not counted against it\n",
+        path.string().c_str(), units, records);
+    return;
+  }
+  aopt.design_items = static_cast<std::uint64_t>(items->as_number());
+  aopt.design_seeds = static_cast<std::uint64_t>(seeds->as_number());
+  if (aopt.tasks != nullptr && aopt.tasks->tasks.size() >= aopt.design_items)
+    for (const auto& t : aopt.tasks->tasks) aopt.design_item_regime.emplace_back(regime_name(t.regime));
+}
+
 // --records names a file or a directory that exists: anything else is refused in the CLI's words
 // before --out is locked (or created).
 void check_records_arg(const std::filesystem::path& records) {
@@ -1379,6 +1413,7 @@ int run_report(std::span<const std::string> words) {
   aopt.regime_horizon = input.regime_horizon;
   aopt.schedule = input.schedule;
   aopt.tasks = dist::read_design_tasks(input, records_arg, aopt.tasks_note);
+  if (records_dir && aopt.horizon == 0) design_units_of(records_arg / "design.json", records.size(), aopt);
   const auto warnings = design_warnings(records_path, records);
   if (!args.has("--quiet"))
     for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());

@@ -126,6 +126,17 @@ struct audit_options {
   /// the arms of the design (design.json "arms"): completeness counts each of them on every
   /// (item, seed) unit; empty: the arms seen in the records
   std::vector<std::string> design_arms = {};
+  /// the design's items (design.json "items"; with `design_seeds`): "the design is the denominator"
+  /// — every (item, seed) unit of items × seeds that lacks a record in some arm, including a unit
+  /// lacking every arm (a stack that lost it with its failed relay), is missing and bounded as
+  /// missing records are (worst case; docs/audit-report.md "Missing records"), counted in
+  /// completeness and input_warnings. 0 (no design): units missing in every arm cannot be seen, and
+  /// unequal seeds per item get a warning naming the items. Read only for a whole design (horizon 0).
+  std::uint64_t design_items = 0;
+  std::uint64_t design_seeds = 0;  ///< the design's seeds per item (design.json "seeds"); 0: none
+  /// each design item's regime (item i = entry i: the task file's), for the items no record holds;
+  /// empty: such an item is counted as a need item (the regime every check that lets relay through reads)
+  std::vector<std::string> design_item_regime = {};
   /// the engine that ran the trials ("reference", "llama.cpp"): run_audit_report writes report.md's
   /// "Unavailable on this engine" section for it, with `arms_unavailable` and the records'
   /// `unavailable` metrics; empty: no section
@@ -271,6 +282,14 @@ struct audit_core {
   /// one line per missing field and per arm with missing units or failed relays: what a caller prints
   /// on stderr and in its summary (a subset of the situations `warnings` describes)
   std::vector<std::string> input_warnings;
+  /// sentences report.md puts under the decision's heading: what the decision cannot see (units
+  /// missing in every arm, without a design) and whose mean it decides (items and requests, with
+  /// unequal seeds per item); report.json completeness.headline
+  std::vector<std::string> headline;
+  /// (item, seed) units of the design no record holds in any arm (bounded as missing in every arm);
+  /// 0 without a design (audit_options::design_items)
+  std::size_t design_units_absent = 0;
+  bool design_given = false;          ///< the units were counted against a design (design_items/seeds)
   std::size_t n_records = 0;          ///< records read
   std::size_t n_items = 0;            ///< distinct items
   std::size_t n_seeds = 0;            ///< distinct seeds
@@ -336,6 +355,16 @@ void check_audit_options(std::string_view fn, const audit_options& o);
 /// relays).
 void audit_completeness(const audit_data& d, std::span<const trial_record> records, const audit_options& o,
                         audit_core& out);
+
+/// @brief Fills out.design_given, out.design_units_absent and their input_warnings and headline: with a
+/// design (audit_options::design_items/design_seeds), the units it lists that no record holds; without
+/// one, the items with fewer seeds than the most any item holds and the items with fewer records than
+/// their regime's mode (each warning naming them), and the headline that units missing in every arm
+/// cannot be seen.
+void design_completeness(const audit_data& d, const audit_options& o, audit_core& out);
+
+/// @brief The first ten of `items`, comma-separated, then "and k more".
+[[nodiscard]] std::string item_list(std::span<const std::uint64_t> items);
 
 /// @brief Level in percent, as text ("95").
 [[nodiscard]] std::string percent(double level);

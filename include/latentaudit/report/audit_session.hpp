@@ -520,6 +520,12 @@ class audit_session {
       aopt.looks = looks();
       aopt.regime_horizon = regime_items();
       aopt.schedule = schedule_;
+    } else if (static_cast<long double>(d_.items) * static_cast<long double>(d_.seeds) <=
+               4.0L * static_cast<long double>(records.size()) + 1024.0L) {
+      // the design is the denominator: a unit no record holds is missing in every arm (bounded)
+      aopt.design_items = d_.items;
+      aopt.design_seeds = d_.seeds;
+      if (o_.item_regime.size() >= d_.items) aopt.design_item_regime = o_.item_regime;
     }
     aopt.engine = o_.engine_name;  // report.md's "Unavailable on this engine"
     for (const auto& x : o_.arms_unavailable) aopt.arms_unavailable.emplace_back(x.arm, x.reason);

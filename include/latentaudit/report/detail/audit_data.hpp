@@ -120,6 +120,14 @@ struct audit_data : unit_records {
   /// per regime (audit_regime's order): the items of that regime in the design
   /// (audit_options::regime_horizon), 0 = `horizon`
   std::array<std::size_t, 5> regime_horizon{};
+  /// units of the design (design_grid) that no record holds in any arm, added to the table with
+  /// every arm missing (bounded as missing records are); 0 without a design
+  std::size_t design_units_absent = 0;
+  /// items of the design no record holds at all (each of its units among design_units_absent)
+  std::size_t design_items_absent = 0;
+  /// of those, the items whose regime neither a record nor design_grid::item_regime gives: counted
+  /// as need items (the regime every check that lets relay through reads)
+  std::size_t design_items_regime_assumed = 0;
 
   /// @brief The items a betting interval over items of regime `g` is tuned for (0: its own size).
   [[nodiscard]] std::size_t horizon_of(audit_regime g) const noexcept {
@@ -147,13 +155,35 @@ struct audit_data : unit_records {
 /// @brief The regime string of a regime code ("need", "no_need", "stale", "conflict", "unknown").
 [[nodiscard]] const char* regime_name(audit_regime r) noexcept;
 
+/// @brief The units a design lists (design.json: items 0..items−1 × seeds 0..seeds−1, every arm on
+/// every unit): "the design is the denominator" (docs/audit-report.md, "Missing records").
+struct design_grid {
+  std::uint64_t items = 0;  ///< the design's items (0: no design given)
+  std::uint64_t seeds = 0;  ///< the design's seeds per item (0: no design given)
+  /// each design item's regime (item i = entry i; e.g. the task file's), read for an item no record
+  /// holds; empty or short: such an item is counted in the need regime
+  std::span<const std::string> item_regime = {};
+  /// @brief Whether a design is given.
+  [[nodiscard]] bool given() const noexcept { return items > 0 && seeds > 0; }
+};
+
 /// @brief Builds the unit × arm table, validating the records; a cell `schedule` left out of a
-/// unit's item is marked audit_data::not_run rather than missing.
-/// @throws invalid_argument for no records; corrupt_data for a duplicate (item, seed, arm), an arm
+/// unit's item is marked audit_data::not_run rather than missing. With a `design`, every (item,
+/// seed) unit of the design that no record holds (a stack that lost the whole unit with its failed
+/// relay) is a unit of the table with every arm missing (audit_data::design_units_absent): its
+/// regime is its item's (from the item's other records, else design.item_regime, else need), and
+/// every paired finding bounds it as it bounds a missing record (worst case).
+/// @throws invalid_argument for no records, or a design of more than 4 × records + 1024 units (the
+///         records are not of that design); corrupt_data for a duplicate (item, seed, arm), an arm
 ///         with two arm_kinds, arms of one unit with different regimes, a non-finite field, or a
 ///         record of a trial the schedule left out
 [[nodiscard]] audit_data build_audit_data(std::string_view fn, std::span<const trial_record> records,
-                                          const arm_schedule& schedule = {});
+                                          const arm_schedule& schedule = {}, const design_grid& design = {});
+
+/// @brief Adds to `d` (built from the records, before the schedule is applied) the units of
+/// `design` no record holds, every arm missing, keeping the units sorted by (item, seed).
+/// @throws invalid_argument as build_audit_data() for a design too large for the records
+void add_design_units(std::string_view fn, audit_data& d, const design_grid& design, std::size_t records);
 
 /// @brief The pairs of one contrast: treated (the mean of one or more arms) minus control, on the
 /// units where every arm involved is present and the unit filter holds.

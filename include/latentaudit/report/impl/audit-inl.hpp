@@ -43,10 +43,90 @@ LATENTAUDIT_INLINE void check_audit_options(std::string_view fn, const audit_opt
         fn, "options.looks",
         "needs (B + 1)·alpha/(2·looks) >= 1 (the cost bootstrap's limits at alpha/(2·looks)), got " +
             number_text(o.looks) + " looks with B = " + number_text(o.bootstrap_replicates));
+  if ((o.design_items == 0) != (o.design_seeds == 0))
+    throw_invalid(fn, "options.design_items",
+                  "and options.design_seeds are given together (the design's units) or both 0, got " +
+                      number_text(o.design_items) + " and " + number_text(o.design_seeds));
   if (!o.schedule.empty() && o.horizon == 0)
     throw_invalid(
         fn, "options.schedule",
         "applies to an audit looked at while it grows: it needs options.horizon (the design's items)");
+}
+
+LATENTAUDIT_INLINE std::string item_list(std::span<const std::uint64_t> items) {
+  std::string s;
+  for (std::size_t k = 0; k < items.size() && k < 10; ++k)
+    s += fmt::format("{}{}", k == 0 ? "" : ", ", items[k]);
+  if (items.size() > 10) s += fmt::format(" and {} more", items.size() - 10);
+  return s;
+}
+
+LATENTAUDIT_INLINE void design_completeness(const audit_data& d, const audit_options& o, audit_core& out) {
+  out.design_given = o.horizon == 0 && o.design_items > 0 && o.design_seeds > 0;
+  out.design_units_absent = d.design_units_absent;
+  if (out.design_given) {
+    if (d.design_units_absent == 0) return;
+    std::vector<std::uint64_t> items;  // the items of the absent units
+    for (std::size_t u = 0; u < d.units(); ++u) {
+      bool none = true;
+      for (std::size_t a = 0; a < d.arms() && none; ++a) none = d.record(u, a) == audit_data::npos;
+      if (none && (items.empty() || items.back() != d.unit_item[u])) items.push_back(d.unit_item[u]);
+    }
+    out.input_warnings.push_back(fmt::format(
+        "{} (item, seed) unit(s) of the design ({} items x {} seeds) hold no record in any arm (items {}{}): "
+        "each is missing in every arm, and every finding that reads them is decided on worst-case bounds{}",
+        d.design_units_absent, o.design_items, o.design_seeds, item_list(items),
+        d.design_items_absent > 0 ? fmt::format("; {} item(s) hold no record at all", d.design_items_absent)
+                                  : std::string(),
+        d.design_items_regime_assumed > 0
+            ? fmt::format(" ({} of them of no known regime, counted as need items)",
+                          d.design_items_regime_assumed)
+            : std::string()));
+    out.headline.push_back(fmt::format(
+        "{} unit(s) of the design hold no record in any arm: they count as missing in every arm, and the "
+        "decision rests on their worst-case bounds.",
+        d.design_units_absent));
+    return;
+  }
+  // No design: a unit missing in every arm cannot be seen. What the records show of it: unequal
+  // seeds per item, and items with fewer records than their regime's mode.
+  std::map<std::uint64_t, std::size_t> seeds_of, records_of;
+  std::map<std::uint64_t, audit_regime> regime_of;
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    ++seeds_of[d.unit_item[u]];
+    regime_of.try_emplace(d.unit_item[u], d.unit_regime[u]);
+    for (std::size_t a = 0; a < d.arms(); ++a)
+      records_of[d.unit_item[u]] += d.record(u, a) != audit_data::npos;
+  }
+  std::size_t most = 0;
+  for (const auto& [i, k] : seeds_of) most = std::max(most, k);
+  std::vector<std::uint64_t> fewer_seeds;
+  for (const auto& [i, k] : seeds_of)
+    if (k < most) fewer_seeds.push_back(i);
+  if (!fewer_seeds.empty())
+    out.input_warnings.push_back(
+        fmt::format("seeds per item are unequal: {} item(s) hold fewer (item, seed) units than the most any "
+                    "item holds ({}): "
+                    "items {}; without a design the units they lack cannot be counted as missing",
+                    fewer_seeds.size(), most, item_list(fewer_seeds)));
+  std::map<audit_regime, std::map<std::size_t, std::size_t>> per_regime;  // regime -> records -> items
+  for (const auto& [i, k] : records_of) ++per_regime[regime_of[i]][k];
+  for (const auto& [g, counts] : per_regime) {
+    std::size_t mode = 0, best = 0;
+    for (const auto& [k, n] : counts)
+      if (n > best) best = n, mode = k;
+    std::vector<std::uint64_t> below;
+    for (const auto& [i, k] : records_of)
+      if (regime_of[i] == g && k < mode) below.push_back(i);
+    if (!below.empty())
+      out.input_warnings.push_back(fmt::format(
+          "{} {} item(s) hold fewer records than the regime's mode ({} records an item): items {}",
+          below.size(), regime_name(g), mode, item_list(below)));
+  }
+  out.headline.push_back(
+      "No design lists the units: a unit missing in every arm (a stack that lost it with its failed relay) "
+      "cannot be seen, so the decision counts only the units some record holds (give the design: "
+      "design.json beside the records, or audit_options::design_items and design_seeds).");
 }
 
 LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const trial_record> records,
@@ -101,6 +181,7 @@ LATENTAUDIT_INLINE void audit_completeness(const audit_data& d, std::span<const 
           fmt::format("arm '{}': {} failed relay(s) (relay_error; counted as the arm's outcome: {})", arm,
                       total_errors, where));
   }
+  design_completeness(d, o, out);
   // The fields the decision's checks read (docs/records.md "What each analysis needs").
   std::size_t no_regime = 0, relays = 0, no_fp = 0, no_rfp = 0, timed = 0, relay_bytes = 0;
   std::vector<char> relay(records.size(), 1);  // per record, from its arm's kind (classified once)
@@ -354,7 +435,10 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   constexpr std::string_view fn = "analyse_records";
   detail::check_audit_options(fn, o);
   const detail::audit_data d = [&] {
-    auto t = detail::build_audit_data(fn, records, o.schedule);
+    const detail::design_grid grid{.items = o.horizon == 0 ? o.design_items : 0,
+                                   .seeds = o.horizon == 0 ? o.design_seeds : 0,
+                                   .item_regime = o.design_item_regime};
+    auto t = detail::build_audit_data(fn, records, o.schedule, grid);
     if (o.horizon != 0 && o.horizon < t.items.size())
       detail::throw_invalid(fn, "options.horizon",
                             "must be 0 or at least the records' " + std::to_string(t.items.size()) +

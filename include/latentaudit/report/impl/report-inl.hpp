@@ -392,6 +392,11 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
     comp.set("arms", std::move(rows));
     comp.set("missing_fields", detail::strings_json(r.core.missing_fields));
     comp.set("warnings", detail::strings_json(r.core.input_warnings));
+    // the design is the denominator: the units it lists that no record holds (null: no design given)
+    comp.set("design_units_absent", r.core.design_given
+                                        ? json_value(static_cast<double>(r.core.design_units_absent))
+                                        : json_value());
+    comp.set("headline", detail::strings_json(r.core.headline));
     j.set("completeness", std::move(comp));
   }
   json_value arms = json_value::array_type{};
@@ -930,7 +935,11 @@ namespace detail {
          " were not tested or stayed inconclusive (`decision.relay_allowed` is false).");
     line("");
   }
-  line(r.decision.summary);
+  for (const auto& h : r.core.headline) {
+    line("**" + detail::md_escape(h) + "**");
+    line("");
+  }
+  line(detail::md_escape(r.decision.summary));
   line("");
   if (!r.core.input_warnings.empty()) {
     line("**Input:**");

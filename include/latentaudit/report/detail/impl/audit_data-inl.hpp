@@ -127,7 +127,8 @@ namespace latentaudit::detail {
 
 [[nodiscard]] LATENTAUDIT_INLINE audit_data build_audit_data(std::string_view fn,
                                                              std::span<const trial_record> records,
-                                                             const arm_schedule& schedule) {
+                                                             const arm_schedule& schedule,
+                                                             const design_grid& design) {
   if (records.empty()) throw_invalid(fn, "records", "must hold at least one record, got none");
   audit_data d;
   std::vector<std::string> labels;  // first-seen order
@@ -190,6 +191,7 @@ namespace latentaudit::detail {
       d.y[u * na + a] = r.correct ? 1 : 0;
     }
   }
+  if (design.given()) add_design_units(fn, d, design, records.size());
   if (!schedule.empty()) {
     for (std::size_t u = 0; u < d.units(); ++u) {
       const std::string regime(regime_name(d.unit_regime[u]));
@@ -216,6 +218,79 @@ namespace latentaudit::detail {
   std::sort(d.seeds.begin(), d.seeds.end());
   d.seeds.erase(std::unique(d.seeds.begin(), d.seeds.end()), d.seeds.end());
   return d;
+}
+
+LATENTAUDIT_INLINE void add_design_units(std::string_view fn, audit_data& d, const design_grid& design,
+                                         std::size_t records) {
+  const long double listed = static_cast<long double>(design.items) * static_cast<long double>(design.seeds);
+  if (listed > 4.0L * static_cast<long double>(records) + 1024.0L)
+    throw_invalid(
+        fn, "options.design_items",
+        fmt::format("the design lists {} x {} units, more than 4 x the {} records + 1024: the records "
+                    "are not of this design",
+                    design.items, design.seeds, records));
+  const std::size_t na = d.arms();
+  std::unordered_map<std::uint64_t, audit_regime> item_regime;  // each recorded item's regime
+  for (std::size_t u = 0; u < d.units(); ++u) item_regime.try_emplace(d.unit_item[u], d.unit_regime[u]);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> absent;
+  std::size_t u = 0;  // units are sorted by (item, seed): one merge pass
+  for (std::uint64_t i = 0; i < design.items; ++i) {
+    const bool recorded = item_regime.count(i) != 0;
+    if (!recorded) {
+      ++d.design_items_absent;
+      if (i >= design.item_regime.size() || regime_code(design.item_regime[i]) == audit_regime::unknown)
+        ++d.design_items_regime_assumed;
+    }
+    for (std::uint64_t s = 0; s < design.seeds; ++s) {
+      while (u < d.units() && (d.unit_item[u] < i || (d.unit_item[u] == i && d.unit_seed[u] < s))) ++u;
+      if (u < d.units() && d.unit_item[u] == i && d.unit_seed[u] == s) continue;
+      absent.emplace_back(i, s);
+    }
+  }
+  if (absent.empty()) return;
+  d.design_units_absent = absent.size();
+  auto regime_of = [&](std::uint64_t i) {
+    if (const auto it = item_regime.find(i); it != item_regime.end()) return it->second;
+    const auto g = i < design.item_regime.size() ? regime_code(design.item_regime[i]) : audit_regime::unknown;
+    return g == audit_regime::unknown ? audit_regime::need : g;
+  };
+  const std::size_t n = d.units() + absent.size();
+  std::vector<std::uint64_t> item, seed;
+  std::vector<std::size_t> rec;
+  std::vector<std::int8_t> y;
+  std::vector<audit_regime> regime;
+  item.reserve(n);
+  seed.reserve(n);
+  rec.reserve(n * na);
+  y.reserve(n * na);
+  regime.reserve(n);
+  std::size_t k = 0;
+  for (std::size_t v = 0; v < d.units() || k < absent.size();) {
+    const bool take_absent =
+        k < absent.size() && (v >= d.units() || absent[k] < std::pair{d.unit_item[v], d.unit_seed[v]});
+    if (take_absent) {
+      item.push_back(absent[k].first);
+      seed.push_back(absent[k].second);
+      rec.insert(rec.end(), na, unit_records::npos);
+      y.insert(y.end(), na, std::int8_t{-1});
+      regime.push_back(regime_of(absent[k].first));
+      ++k;
+    } else {
+      item.push_back(d.unit_item[v]);
+      seed.push_back(d.unit_seed[v]);
+      rec.insert(rec.end(), d.rec.begin() + static_cast<std::ptrdiff_t>(v * na),
+                 d.rec.begin() + static_cast<std::ptrdiff_t>((v + 1) * na));
+      y.insert(y.end(), d.y.begin() + static_cast<std::ptrdiff_t>(v * na),
+               d.y.begin() + static_cast<std::ptrdiff_t>((v + 1) * na));
+      regime.push_back(d.unit_regime[v]);
+      ++v;
+    }
+  }
+  d.unit_item = std::move(item);
+  d.unit_seed = std::move(seed);
+  d.rec = std::move(rec);
+  d.y = std::move(y);
+  d.unit_regime = std::move(regime);
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE contrast_view view_of_items(std::span<const double> items, double alpha,
