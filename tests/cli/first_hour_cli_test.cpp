@@ -256,3 +256,80 @@ TEST_CASE("cli: qa_to_tasks.py writes no_need, stale and conflict items that aud
 }
 
 #endif  // LATENTAUDIT_CLI_PATH
+
+TEST_CASE("cli: a mistyped command gets 'did you mean', and -h is --help everywhere", "[cli][first_hour]") {
+  expect_one_line_error(run_cli({"reprot"}), "unknown command 'reprot' (did you mean 'report'?)");
+  expect_one_line_error(run_cli({"adit", "--items", "3"}), "unknown command 'adit' (did you mean 'audit'?)");
+  const auto far = run_cli({"frobnicate"});
+  expect_one_line_error(far, "unknown command 'frobnicate'");
+  CHECK(far.err.find("did you mean") == std::string::npos);
+  // -h is --help for every command: those that parse options and those that dispatch on a word
+  for (const std::vector<std::string> words : {std::vector<std::string>{"audit", "-h"},
+                                               {"report", "-h"},
+                                               {"plan", "-h"},
+                                               {"estimate", "-h"},
+                                               {"power", "-h"},
+                                               {"kv", "-h"},
+                                               {"-h"}}) {
+    const auto h = run_cli(words);
+    INFO(words.front() << ": " << h.err);
+    CHECK(h.code == 0);
+    CHECK(h.out.rfind("usage: ", 0) == 0);
+    CHECK(h.err.empty());
+  }
+  CHECK(run_cli({"audit", "-h"}).out == run_cli({"audit", "--help"}).out);
+}
+
+TEST_CASE("cli: records from another stack: unknown fields and arms warn once with the closest name",
+          "[cli][first_hour]") {
+  const auto dir = fh_dir("fh_foreign_records");
+  fs::create_directories(dir);
+  const auto file = dir / "records.jsonl";
+  {
+    std::ofstream f(file);
+    for (int item = 0; item < 6; ++item)
+      for (const char* arm : {"no_comm", "text_full", "kv_ful", "kv_noise_0.5"})
+        f << R"({"item":)" << item << R"(,"seed":0,"arm":")" << arm << R"(","correct":)" << (item % 2)
+          << R"(,"regime":"need","bytse":10,"export_sec":0.1})" << '\n';
+  }
+  const auto r = run_cli({"report", "--records", file.string(), "--out", (dir / "out").string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  auto count = [&](const std::string& s) {
+    std::size_t n = 0;
+    for (auto at = r.err.find(s); at != std::string::npos; at = r.err.find(s, at + 1)) ++n;
+    return n;
+  };
+  // one line per distinct field and label, naming the first file:line and the closest name
+  CHECK(count("unknown record field 'bytse' (did you mean 'bytes'?)") == 1);
+  CHECK(count("unknown record field 'export_sec' (did you mean 'export_s'?)") == 1);
+  CHECK(r.err.find(file.string() + ":1: unknown record field 'bytse'") != std::string::npos);
+  CHECK(count("arm 'kv_ful' has no arm_kind and its label names no arm (did you mean 'kv_full'?)") == 1);
+  CHECK(count("kv_noise_0.5") == 0);  // a label that names an arm is its kind
+  // --quiet silences them
+  const auto q = run_cli({"report", "--records", file.string(), "--out", (dir / "out").string(), "--quiet"});
+  CHECK(q.code == 0);
+  CHECK(q.err.find("unknown record field") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: a unit whose arms disagree on the regime is refused naming both file:lines",
+          "[cli][first_hour]") {
+  const auto dir = fh_dir("fh_regime_typo");
+  fs::create_directories(dir);
+  const auto file = dir / "records.jsonl";
+  std::ofstream(file) << R"({"item":1,"seed":0,"arm":"no_comm","correct":0,"regime":"need"})" << '\n'
+                      << R"({"item":1,"seed":0,"arm":"kv_full","correct":1,"regmie":"need"})" << '\n';
+  const auto r = run_cli({"report", "--records", file.string(), "--out", (dir / "out").string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("unknown record field 'regmie' (did you mean 'regime'?)") != std::string::npos);
+  CHECK(r.err.find("latentaudit: error: " + file.string() +
+                   ":2: the arms of (item 1, seed 0) disagree on the regime: arm 'kv_full' says '', arm "
+                   "'no_comm' at " +
+                   file.string() + ":1 says 'need' (this record's field 'regmie' is not 'regime')") !=
+        std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 2);  // the warning and the error
+  fs::remove_all(dir);
+}

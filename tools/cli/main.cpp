@@ -2,6 +2,7 @@
 // The latentaudit command-line tool: dispatches to the registered subcommands (cmd_*.cpp) and
 // turns every failure into an exit code and ONE line on stderr (docs/cli.md).
 #include <latentaudit/core/error.hpp>
+#include <latentaudit/trial/record.hpp>
 #include <latentaudit/version.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,6 +109,41 @@ int fail(int code, const std::string& what) {
   return code;
 }
 
+// The command name nearest to `word` for a "did you mean" hint: within 2 edits (a swapped pair
+// of letters is 2: "reprot" -> "report"), or a command that starts with `word` (3 letters or more);
+// "" when none is that close.
+std::string closest_command(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& n : names)
+    if (const auto d = edit_distance(word, n); d < best_distance) {
+      best_distance = d;
+      best = n;
+    }
+  if (best.empty() && word.size() >= 3)
+    for (const auto& n : names)
+      if (n.rfind(word, 0) == 0) return n;
+  return best;
+}
+
+// Runs command `c` on `words` with `-h` read as `--help` (every command, whether it parses its
+// options with `arguments` or dispatches on its first word) and a record lint installed: records
+// read from files (report, audit's resume) warn once per unknown field and arm of no kind on stderr
+// (unless --quiet), and a unit whose arms disagree on the regime is refused naming file:line.
+int run_command(const subcommand& c, std::span<const std::string> words) {
+  std::vector<std::string> w(words.begin(), words.end());
+  for (auto& x : w)
+    if (x == "-h") x = "--help";
+  const bool quiet = std::find(w.begin(), w.end(), "--quiet") != w.end();
+  record_lint lint([quiet](const std::string& line) {
+    if (quiet) return;
+    const std::string out = "latentaudit: warning: " + one_line(cli_words(line)) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stderr);
+  });
+  const record_lint_scope scope(lint);
+  return c.run(w);
+}
+
 int dispatch(const std::vector<std::string>& args) {
   if (args.empty()) throw usage_error("missing command (try 'latentaudit --help')");
   const std::string& first = args.front();
@@ -119,11 +156,17 @@ int dispatch(const std::vector<std::string>& args) {
     return exit_ok;
   }
   for (const auto& c : subcommands()) {
-    if (c.name == first) return c.run(std::span<const std::string>(args).subspan(1));
+    if (c.name == first) return run_command(c, std::span<const std::string>(args).subspan(1));
   }
   if (first.rfind("-", 0) == 0)
     throw usage_error("unknown option '" + first + "' (try 'latentaudit --help')");
-  throw usage_error("unknown command '" + first + "' (try 'latentaudit --help')");
+  std::vector<std::string> names;
+  for (const auto& c : subcommands()) names.push_back(c.name);
+  std::sort(names.begin(), names.end());
+  const std::string near = closest_command(first, names);
+  throw usage_error("unknown command '" + first + "'" +
+                    (near.empty() ? std::string() : " (did you mean '" + near + "'?)") +
+                    " (try 'latentaudit --help')");
 }
 
 }  // namespace

@@ -1,9 +1,0 @@
-// SPDX-License-Identifier: MIT
-// Deprecated: the engine module was named backend/; this header forwards to
-// <latentaudit/engine/capabilities.hpp> so that code written against the former path keeps compiling.
-#ifndef LATENTAUDIT_DEPRECATED_BACKEND_CAPABILITIES_HPP
-#define LATENTAUDIT_DEPRECATED_BACKEND_CAPABILITIES_HPP
-
-#include "../engine/capabilities.hpp"  // IWYU pragma: export
-
-#endif  // LATENTAUDIT_DEPRECATED_BACKEND_CAPABILITIES_HPP

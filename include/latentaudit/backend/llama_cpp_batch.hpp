@@ -1,9 +1,0 @@
-// SPDX-License-Identifier: MIT
-// Deprecated: the engine module was named backend/; this header forwards to
-// <latentaudit/engine/llama_cpp_batch.hpp> so that code written against the former path keeps compiling.
-#ifndef LATENTAUDIT_DEPRECATED_BACKEND_LLAMA_CPP_BATCH_HPP
-#define LATENTAUDIT_DEPRECATED_BACKEND_LLAMA_CPP_BATCH_HPP
-
-#include "../engine/llama_cpp_batch.hpp"  // IWYU pragma: export
-
-#endif  // LATENTAUDIT_DEPRECATED_BACKEND_LLAMA_CPP_BATCH_HPP
