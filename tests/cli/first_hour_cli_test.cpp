@@ -333,3 +333,29 @@ TEST_CASE("cli: a unit whose arms disagree on the regime is refused naming both 
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 2);  // the warning and the error
   fs::remove_all(dir);
 }
+
+TEST_CASE(
+    "cli: records with only the minimum fields: the decision's summary names the missing regime as the cause",
+    "[cli][first_hour]") {
+  const auto dir = fh_dir("fh_minimum_records");
+  fs::create_directories(dir);
+  const auto file = dir / "records.jsonl";
+  {
+    std::ofstream f(file);
+    for (int item = 0; item < 8; ++item)
+      for (const char* arm : {"no_comm", "text_full", "kv_full"})
+        f << R"({"item":)" << item << R"(,"seed":0,"arm":")" << arm << R"(","correct":)"
+          << (std::string(arm) == "no_comm" ? 0 : 1) << "}\n";
+  }
+  const auto r = run_cli({"report", "--records", file.string(), "--out", (dir / "out").string(), "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto report = parse_json(latentaudit::test::slurp_file(dir / "out" / "report.json"));
+  const std::string summary = report.at("decision").at("summary").as_string();
+  const auto cause = summary.find("The decision needs 'regime'");
+  const auto control = summary.find("positive control failed");
+  CHECK(cause != std::string::npos);
+  CHECK(cause < control);  // the cause comes before the positive control it explains
+  CHECK(summary.find("because of the missing field, not because of the task") != std::string::npos);
+  fs::remove_all(dir);
+}

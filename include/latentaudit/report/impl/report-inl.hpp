@@ -125,7 +125,13 @@ namespace latentaudit {
         list);
     const bool no_regime = std::find(r.core.missing_fields.begin(), r.core.missing_fields.end(), "regime") !=
                            r.core.missing_fields.end();
-    r.decision.summary = no_regime ? why + " " + r.decision.summary : r.decision.summary + " " + why;
+    // Without 'regime' the positive control that follows fails for the field, not the task: said first.
+    const std::string regime_why =
+        " The decision needs 'regime' (need, no_need, stale or conflict) on every record and no record "
+        "has it: no need-regime finding can be estimated, so the positive control and every check after "
+        "it are inconclusive because of the missing field, not because of the task.";
+    r.decision.summary =
+        no_regime ? why + regime_why + " " + r.decision.summary : r.decision.summary + " " + why;
   }
   return r;
 }
