@@ -327,9 +327,12 @@ def write_tasks(task, path, items, no_need_share, seed):
             pairs = list(zip(ks, vs))
             ask = int(rng.integers(0, n))
             rec = {"id": f"recall-text-{i:04d}", "document": task.text(pairs)}
+            # the fields are tokenized as the text they form together (docs/tasks.md): the prompt
+            # and the query continue the document after a space, so each word is its trained
+            # "▁word" token; the answer follows the query after lm-eval's delimiter (a space)
             if regime == "no_need":
-                rec["prompt"] = task.text([pairs[j] for j in rng.permutation(n).tolist()])
-            rec.update({"query": task.query_text(pairs[ask][0]), "answers": [VALUE_WORDS[pairs[ask][1]]],
+                rec["prompt"] = " " + task.text([pairs[j] for j in rng.permutation(n).tolist()])
+            rec.update({"query": " " + task.query_text(pairs[ask][0]), "answers": [VALUE_WORDS[pairs[ask][1]]],
                         "regime": regime, "covariates": {"pairs": n, "needed_position": ask}})
             f.write(json.dumps(rec) + "\n")
             counts[regime] += 1

@@ -992,6 +992,20 @@ class trial_driver {
     }
     L.b_decode_s = detail::seconds_since(t);
     record_answer(r, task, row, generated, out.hidden, ref);  // also stale_answer
+    if (!task.continuation.empty()) {
+      // The continuation, teacher-forced after the query: B's answer leaves the cache first.
+      const position_t after = first + static_cast<position_t>(ctx.size());
+      if (p > after) engine_call(decode_engine, [&] { engine_.erase(b.id(), after, p); });
+      std::vector<float> rows(row.begin(), row.end());  // row i predicts continuation[i]
+      if (task.continuation.size() > 1) {
+        const std::span<const token_id> head(task.continuation.data(), task.continuation.size() - 1);
+        const forward_options all{.all_logits = true};
+        auto cont = engine_call(decode_engine, [&] { return engine_.prefill(b.id(), head, after, all); });
+        check_output(engine_, cont, static_cast<std::int64_t>(head.size()), all, false);
+        rows.insert(rows.end(), cont.logits.begin(), cont.logits.end());
+      }
+      record_continuation(r, task.continuation, rows, V);
+    }
     for (const auto& m : missing_)  // without a relay there is no attention mass to miss
       if (relayed > 0 || m.metric != "attention_mass") note_unavailable(r, {m});
     close_seq(b);

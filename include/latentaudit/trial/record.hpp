@@ -82,7 +82,13 @@ struct trial_record {
   /// it was not measured (regex-scored tasks, records from stacks that do not write it): the
   /// answer-probability findings leave such records out and never read them as probability 1
   std::optional<double> answer_logprob;
-  std::int64_t generated_tokens = 0;  ///< tokens B generated
+  /// The task's continuation (trial_task::continuation, docs/tasks.md): B's teacher-forced
+  /// log-likelihood of it after the query, summed over its tokens (nats, ≤ 0); its token count; and
+  /// exp(mean per-token log-probability), in [0, 1]. Absent (not written) when the task has none.
+  std::optional<double> continuation_logprob;
+  std::optional<std::int64_t> continuation_tokens;  ///< tokens of the continuation (> 0), with it
+  std::optional<double> continuation_prob;          ///< exp(continuation_logprob / continuation_tokens)
+  std::int64_t generated_tokens = 0;                ///< tokens B generated
   std::uint64_t bytes =
       0;  ///< relay size on the wire (LARL frame, same framing for text and KV); 0 without relay
   std::int64_t relay_tokens = 0;  ///< tokens relayed (text tokens, or KV rows after the policy)
@@ -187,6 +193,16 @@ namespace detail {
   key("correct");
   out.append(r.correct ? "true" : "false");
   opt("answer_logprob", r.answer_logprob);
+  if (r.continuation_logprob) {  // absent unless the task has a continuation
+    if (!(*r.continuation_logprob <= 0) || !r.continuation_tokens || *r.continuation_tokens <= 0 ||
+        !r.continuation_prob || !(*r.continuation_prob >= 0 && *r.continuation_prob <= 1))
+      throw_invalid(
+          fn, "record.continuation_logprob",
+          "needs continuation_logprob <= 0, continuation_tokens > 0 and continuation_prob in [0, 1]");
+    num("continuation_logprob", *r.continuation_logprob);
+    num("continuation_tokens", static_cast<double>(*r.continuation_tokens));
+    num("continuation_prob", *r.continuation_prob);
+  }
   num("generated_tokens", static_cast<double>(r.generated_tokens));
   num("bytes", static_cast<double>(r.bytes));
   num("relay_tokens", static_cast<double>(r.relay_tokens));
@@ -339,6 +355,9 @@ namespace detail {
                                                "regime",
                                                "correct",
                                                "answer_logprob",
+                                               "continuation_logprob",
+                                               "continuation_tokens",
+                                               "continuation_prob",
                                                "generated_tokens",
                                                "bytes",
                                                "relay_tokens",
@@ -475,8 +494,7 @@ class record_lint {
     std::string regime_hint;  // an unknown field that is likely a misspelled 'regime'
     if (j.is_object())
       for (const auto& [name, value] : j.as_object()) {
-        const auto known = record_field_names();
-        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        if (known_.count(name) != 0) continue;
         const std::string near = closest_record_field(name);
         if (near == "regime") regime_hint = name;
         if (!fields_.insert(name).second) continue;
@@ -502,6 +520,8 @@ class record_lint {
   sink sink_;
   std::vector<std::string> warnings_;
   std::set<std::string, std::less<>> fields_, arms_;
+  const std::set<std::string_view, std::less<>> known_{record_field_names().begin(),
+                                                       record_field_names().end()};
   std::map<std::pair<std::uint64_t, std::uint64_t>, unit_regime> units_;
 
   void warn(std::string line) {
@@ -528,9 +548,12 @@ class record_lint {
          "; it plays no role in the report (docs/records.md, arm_kind)");
   }
   void check_regime(const trial_record& r, std::string_view where, const std::string& hint) {
-    const auto [it, fresh] =
-        units_.try_emplace({r.item, r.seed}, unit_regime{r.regime, r.arm, std::string(where)});
-    if (fresh || it->second.regime == r.regime) return;
+    const auto it = units_.find({r.item, r.seed});  // the unit's first record is kept, once
+    if (it == units_.end()) {
+      units_.emplace(std::pair{r.item, r.seed}, unit_regime{r.regime, r.arm, std::string(where)});
+      return;
+    }
+    if (it->second.regime == r.regime) return;
     const auto& first = it->second;
     LATENTAUDIT_THROW(corrupt_data(
         std::string(where) + ": the arms of (item " + std::to_string(r.item) + ", seed " +
@@ -626,6 +649,17 @@ class record_lint_scope {
   r.correct = c == 1.0;
   r.answer_logprob = opt("answer_logprob");
   if (r.answer_logprob && *r.answer_logprob > 0.0) fail("answer_logprob", "must be <= 0 (a log-probability)");
+  r.continuation_logprob = opt("continuation_logprob");
+  if (r.continuation_logprob) {  // the three together
+    if (*r.continuation_logprob > 0.0) fail("continuation_logprob", "must be <= 0 (a log-probability)");
+    const auto n = opt("continuation_tokens");
+    if (!n || !(*n >= 1 && *n <= 1e9) || *n != std::floor(*n))
+      fail("continuation_tokens", "must be a positive integer with continuation_logprob");
+    r.continuation_tokens = static_cast<std::int64_t>(*n);
+    r.continuation_prob = opt("continuation_prob");
+    if (!r.continuation_prob || !(*r.continuation_prob >= 0.0 && *r.continuation_prob <= 1.0))
+      fail("continuation_prob", "must be in [0, 1] with continuation_logprob");
+  }
   r.generated_tokens = static_cast<std::int64_t>(count("generated_tokens", false));
   r.bytes = count("bytes", false);
   r.relay_tokens = static_cast<std::int64_t>(count("relay_tokens", false));

@@ -8,6 +8,7 @@
 //   text_reference          B reading the document as text: the reference distribution and hidden
 //                           state of next_token_kl and hidden_cosine
 //   record_answer           correct, answer_logprob, generated_tokens, next_token_kl, hidden_cosine
+//   record_continuation     continuation_logprob, continuation_tokens, continuation_prob
 //                           from B's logits at the query, its greedy answer and the text reference
 //   attention_mass_on       the attention mass of B's last query position on the relayed rows
 //   note_unavailable        the metrics an engine cannot produce, absent with the reason
@@ -210,6 +211,34 @@ inline void record_answer(trial_record& r, const trial_task& task, std::span<con
   r.stale_answer = stale_answer_of(task, generated);
   r.next_token_kl = next_token_kl(ref, first_row);
   r.hidden_cosine = hidden_cosine(hidden, ref);
+}
+
+/// @brief Fills continuation_logprob (the sum over i of log softmax(rows[i])[continuation[i]]),
+/// continuation_tokens and continuation_prob = exp(mean) of `r`; `rows` holds one row of `vocab`
+/// logits per continuation token, row i being B's logits before continuation[i].
+/// @throws invalid_argument if the sizes disagree or a token is outside the vocabulary.
+inline void record_continuation(trial_record& r, std::span<const token_id> continuation,
+                                std::span<const float> rows, std::size_t vocab) {
+  constexpr std::string_view fn = "record_continuation";
+  if (continuation.empty() || vocab == 0 || rows.size() != continuation.size() * vocab)
+    detail::throw_invalid(fn, "rows",
+                          "must hold one row of " + std::to_string(vocab) +
+                              " logits per continuation token (" + std::to_string(continuation.size()) +
+                              "), got " + std::to_string(rows.size()));
+  double sum = 0;
+  for (std::size_t i = 0; i < continuation.size(); ++i) {
+    const auto c = continuation[i];
+    if (c < 0 || static_cast<std::size_t>(c) >= vocab)
+      detail::throw_invalid(
+          fn, "continuation",
+          "holds token " + std::to_string(c) + ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    const auto row = rows.subspan(i * vocab, vocab);
+    sum += std::min(0.0, static_cast<double>(row[static_cast<std::size_t>(c)]) - log_sum_exp(row));
+  }
+  const auto n = static_cast<std::int64_t>(continuation.size());
+  r.continuation_logprob = sum;
+  r.continuation_tokens = n;
+  r.continuation_prob = std::clamp(std::exp(sum / static_cast<double>(n)), 0.0, 1.0);
 }
 
 /// @brief Records `metrics` as unavailable on `r` (skipping any the record does carry), so a

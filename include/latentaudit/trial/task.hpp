@@ -93,6 +93,10 @@ struct trial_task {
   /// stale: the answer under the version A's cache was built from (the stale value); empty otherwise.
   /// The driver records whether B's answer equals it (trial_record::stale_answer).
   std::vector<token_id> stale_answer;
+  /// A continuation B is teacher-forced on after the query (tokens of the text that follows the
+  /// query, docs/tasks.md): its log-likelihood is recorded as continuation_logprob,
+  /// continuation_tokens and continuation_prob. Empty = none (nothing is recorded).
+  std::vector<token_id> continuation;
   std::int32_t pairs = 0;                   ///< key-value pairs in the document (0 if not an organism task)
   std::vector<covariate> covariates;        ///< doc_tokens, pairs, needed_position, ...
   std::vector<covariate_label> labels;      ///< label covariates (task files), by name

@@ -54,12 +54,14 @@ enum class task_scoring : std::uint8_t {
   normalized,   ///< equal after normalization (lower case, punctuation and a/an/the dropped, spaces folded)
   contains,     ///< the normalized answer contains a normalized accepted answer
   regex,        ///< an accepted answer is an RE2 regex that matches somewhere in the answer (needs RE2)
+  first_word,   ///< B's first word, ASCII punctuation stripped from its ends, equals an accepted answer
+  word_prefix,  ///< B's normalized answer begins with a normalized accepted answer, at a word boundary
 };
 
-/// @brief "token_exact", "exact", "normalized", "contains" or "regex".
+/// @brief "token_exact", "exact", "normalized", "contains", "regex", "first_word" or "word_prefix".
 [[nodiscard]] LATENTAUDIT_INLINE const char* task_scoring_name(task_scoring s) noexcept;
 
-/// @brief The scoring named `name`, or nothing.
+/// @brief The scoring named `name` (also "first-word", "word-prefix"), or nothing.
 [[nodiscard]] LATENTAUDIT_INLINE std::optional<task_scoring> parse_task_scoring(
     std::string_view name) noexcept;
 
@@ -100,7 +102,10 @@ struct task_entry {
   std::vector<covariate> covariates;       ///< numeric `covariates`
   std::vector<covariate_label> labels;     ///< label `covariates`
   std::vector<std::int64_t> budget_cuts;   ///< `budget_cuts` (token documents only)
-  json_value extra;                        ///< every other field (object), kept for the records
+  /// `continuation` / `continuation_tokens`: text whose teacher-forced log-likelihood after the
+  /// query B's records carry (continuation_logprob, _tokens, _prob; every query of the task)
+  task_text continuation;
+  json_value extra;  ///< every other field (object), kept for the records
 };
 
 /// @brief The optional header line of a task file: {"latentaudit_tasks": 1, "scoring": ...,
@@ -213,7 +218,7 @@ class task_file_source {
 
  private:
   struct prepared_query {
-    std::vector<token_id> query, stale_answer;
+    std::vector<token_id> query, stale_answer, continuation;
     std::vector<std::vector<token_id>> answers;                   // token form (empty under regex)
     std::vector<std::string> answer_texts;                        // text form (text scoring)
     std::vector<std::function<bool(std::string_view)>> patterns;  // compiled (regex scoring)

@@ -36,14 +36,21 @@ LATENTAUDIT_INLINE const char* task_scoring_name(task_scoring s) noexcept {
       return "contains";
     case task_scoring::regex:
       return "regex";
+    case task_scoring::first_word:
+      return "first_word";
+    case task_scoring::word_prefix:
+      return "word_prefix";
   }
   return "token_exact";
 }
 
 LATENTAUDIT_INLINE std::optional<task_scoring> parse_task_scoring(std::string_view name) noexcept {
-  for (auto s : {task_scoring::token_exact, task_scoring::exact, task_scoring::normalized,
-                 task_scoring::contains, task_scoring::regex})
+  for (auto s :
+       {task_scoring::token_exact, task_scoring::exact, task_scoring::normalized, task_scoring::contains,
+        task_scoring::regex, task_scoring::first_word, task_scoring::word_prefix})
     if (name == task_scoring_name(s)) return s;
+  if (name == "first-word") return task_scoring::first_word;
+  if (name == "word-prefix") return task_scoring::word_prefix;
   return std::nullopt;
 }
 
@@ -75,6 +82,34 @@ LATENTAUDIT_INLINE std::string normalize_answer(std::string_view text) {
 
 namespace detail {
 
+// The first whitespace-separated word of `text` with ASCII punctuation stripped from both its ends
+// (first_word scoring: "Max. Max was" -> "Max"); a text of whitespace and punctuation gives "".
+inline std::string first_word_of(std::string_view text) {
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+  auto punct = [](char c) {
+    return static_cast<unsigned char>(c) < 0x80 && std::ispunct(static_cast<unsigned char>(c));
+  };
+  std::size_t b = 0;
+  while (b < text.size() && ws(text[b])) ++b;
+  std::size_t e = b;
+  while (e < text.size() && !ws(text[e])) ++e;
+  while (b < e && punct(text[b])) ++b;
+  while (e > b && punct(text[e - 1])) --e;
+  return std::string(text.substr(b, e - b));
+}
+
+// `text` without whitespace and ASCII punctuation at its ends (an accepted answer under first_word).
+inline std::string strip_word_edges(std::string_view text) {
+  auto edge = [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x80 && (std::ispunct(u) || std::isspace(u));
+  };
+  std::size_t b = 0, e = text.size();
+  while (b < e && edge(text[b])) ++b;
+  while (e > b && edge(text[e - 1])) --e;
+  return std::string(text.substr(b, e - b));
+}
+
 // "<file>:<line>:<field>: <message>" as corrupt_data.
 [[noreturn]] inline void task_error(const std::string& file, std::uint64_t line, std::string_view field,
                                     std::string_view what) {
@@ -89,7 +124,7 @@ inline bool has_control(std::string_view s) {
 
 // The fields of a task line that latentaudit reads; every other member is carried as `extra`.
 inline bool task_field_known(std::string_view k) {
-  static constexpr std::array<std::string_view, 19> known = {"id",
+  static constexpr std::array<std::string_view, 21> known = {"id",
                                                              "document",
                                                              "document_tokens",
                                                              "text_document",
@@ -107,6 +142,8 @@ inline bool task_field_known(std::string_view k) {
                                                              "instruction",
                                                              "instruction_tokens",
                                                              "budget_cuts",
+                                                             "continuation",
+                                                             "continuation_tokens",
                                                              "latentaudit_tasks"};
   return std::find(known.begin(), known.end(), k) != known.end();
 }
@@ -273,7 +310,8 @@ LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::strin
         if (k == "latentaudit_tasks") continue;
         if (k == "scoring") {
           if (!v.is_string() || !parse_task_scoring(v.as_string()))
-            rd.fail(k, "must be one of token_exact, exact, normalized, contains, regex");
+            rd.fail(
+                k, "must be one of token_exact, exact, normalized, contains, regex, first_word, word_prefix");
           f.header.scoring = parse_task_scoring(v.as_string());
         } else if (k == "bos") {
           const auto x = rd.ids(json_value(json_value::array_type{v}), "bos");
@@ -317,6 +355,9 @@ LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::strin
     t.text_document = rd.text_or_tokens(j, "text_document");
     t.prompt = rd.text_or_tokens(j, "prompt");
     t.instruction = rd.text_or_tokens(j, "instruction");
+    t.continuation = rd.text_or_tokens(j, "continuation");
+    if (t.continuation.text && t.continuation.text->empty())
+      rd.fail("continuation", "is empty (leave it out instead)");
     if (const json_value* r = j.find("regime"); r != nullptr && !r->is_null()) {
       const std::string rs = r->is_string() ? r->as_string() : std::string();
       bool found = false;
@@ -464,6 +505,7 @@ LATENTAUDIT_INLINE std::string task_entry_line(const task_entry& t) {
   if (!t.covariates.empty() || !t.labels.empty())
     j.set("covariates", detail::covariates_json(t.covariates, t.labels));
   detail::put_text(j, "instruction", t.instruction);
+  detail::put_text(j, "continuation", t.continuation);
   if (!t.budget_cuts.empty()) {
     json_value a = json_value::array_type{};
     for (auto x : t.budget_cuts) a.push_back(static_cast<double>(x));
@@ -548,6 +590,75 @@ LATENTAUDIT_INLINE task_file organism_task_file(const organism_format& f, const 
   return out;
 }
 
+namespace detail {
+
+// Length of the common prefix of two token sequences.
+inline std::size_t common_prefix(const std::vector<token_id>& a, const std::vector<token_id>& b) {
+  std::size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  return k;
+}
+
+// A task's text fields tokenized as the text they form together (docs/tasks.md, "Text at field
+// boundaries"): the document begins the text, the prompt and each query continue it. A field ends
+// where the joint tokenization stops agreeing with the tokenization of the text up to the field's
+// end (their common prefix): a token that a tokenizer merges across a boundary goes to the later
+// field. Shared fields (document, prompt) end at the earliest such point over the task's queries.
+struct joint_text {
+  std::vector<token_id> document;              // A's document (without BOS)
+  std::vector<token_id> prompt;                // B's own prompt (may be empty)
+  std::vector<std::vector<token_id>> queries;  // each query, continuing document + prompt
+  std::vector<std::string> contexts;           // document + prompt + query i (its trailing space moved out)
+  std::vector<std::vector<token_id>> context_tokens;  // encode(contexts[i])
+  std::vector<std::string> moved;                     // query i's trailing whitespace (lm-eval)
+};
+
+// The joint tokenization of `doc`, `prompt` and each of `queries` through `encode`. A query's
+// trailing whitespace is moved out of B's context to the front of what is scored after it, as
+// lm-eval-harness's _encode_pair does.
+inline joint_text split_joint_text(const std::function<std::vector<token_id>(std::string_view)>& encode,
+                                   const std::string& doc, const std::string& prompt,
+                                   const std::vector<std::string>& queries) {
+  joint_text j;
+  const auto doc_alone = encode(doc);
+  const auto doc_prompt = prompt.empty() ? doc_alone : encode(doc + prompt);
+  std::size_t doc_end = doc_alone.size(), prompt_end = doc_prompt.size();
+  for (const auto& q : queries) {
+    const auto keep = q.find_last_not_of(" \t\r\n\v\f");
+    const std::size_t cut = keep == std::string::npos ? q.size() : keep + 1;
+    j.moved.push_back(q.substr(cut));
+    j.contexts.push_back(doc + prompt + q.substr(0, cut));
+    j.context_tokens.push_back(encode(j.contexts.back()));
+    doc_end = std::min(doc_end, common_prefix(doc_alone, j.context_tokens.back()));
+    prompt_end = std::min(prompt_end, common_prefix(doc_prompt, j.context_tokens.back()));
+  }
+  prompt_end = std::max(prompt_end, doc_end);
+  const auto& first = j.context_tokens.front();
+  j.document.assign(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(doc_end));
+  j.prompt.assign(first.begin() + static_cast<std::ptrdiff_t>(doc_end),
+                  first.begin() + static_cast<std::ptrdiff_t>(std::min(prompt_end, first.size())));
+  for (const auto& c : j.context_tokens)
+    j.queries.emplace_back(c.begin() + static_cast<std::ptrdiff_t>(std::min(prompt_end, c.size())), c.end());
+  return j;
+}
+
+// The tokens of `target` (an answer, stale value or continuation) scored after context `i` of `j`:
+// lm-eval's target delimiter (a space, unless the query ended in whitespace, which was moved here,
+// or the target begins with whitespace) joins them, and the target's tokens are those of the joint
+// text past the context's (lm-eval's _encode_pair: whole[len(context_enc):]).
+inline std::vector<token_id> joint_target(
+    const std::function<std::vector<token_id>(std::string_view)>& encode, const joint_text& j, std::size_t i,
+    const std::string& target) {
+  const bool space_first = !target.empty() && std::isspace(static_cast<unsigned char>(target.front()));
+  const std::string delim = !j.moved[i].empty() ? j.moved[i] : space_first ? std::string() : std::string(" ");
+  const auto whole = encode(j.contexts[i] + delim + target);
+  const std::size_t n = j.context_tokens[i].size();
+  if (whole.size() <= n) return {};
+  return {whole.begin() + static_cast<std::ptrdiff_t>(n), whole.end()};
+}
+
+}  // namespace detail
+
 LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec codec,
                                                       task_engine_limits limits,
                                                       std::optional<task_scoring> scoring)
@@ -596,6 +707,31 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
                                       ", outside the engine's vocabulary [0, " + std::to_string(V) + ")");
       return t.tokens;
     };
+    auto checked = [&](std::vector<token_id> ids, const std::string& field) {
+      has_text_ = true;
+      for (auto x : ids)
+        if (x < 0 || x >= V)
+          fail(field, "the tokenizer returned id " + std::to_string(x) + " outside the vocabulary [0, " +
+                          std::to_string(V) + ")");
+      return ids;
+    };
+    // Text fields as the text they form together (docs/tasks.md, "Text at field boundaries"): a
+    // text document, a text prompt (or none) and text queries, on an engine with a tokenizer.
+    std::optional<detail::joint_text> jt;
+    if (codec_ && e.document.is_text() && (e.prompt.empty() || e.prompt.is_text()) &&
+        std::all_of(e.queries.begin(), e.queries.end(),
+                    [](const task_query& q) { return q.query.is_text(); })) {
+      std::vector<std::string> texts;
+      for (const auto& q : e.queries) texts.push_back(*q.query.text);
+      jt = detail::split_joint_text(codec_.encode, *e.document.text, e.prompt.text.value_or(""), texts);
+    }
+    // A target scored after query qi: its tokens as the continuation of the query's text (joint),
+    // else as given or encoded on its own.
+    auto target_of = [&](const task_text& t, std::size_t qi, const std::string& field) {
+      if (jt && t.text && !t.text->empty())
+        return checked(detail::joint_target(codec_.encode, *jt, qi, *t.text), field);
+      return tokens_of(t, field);
+    };
     prepared_task p;
     trial_task& s = p.shared;
     s.item = i;
@@ -604,7 +740,7 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
     s.extra = e.extra;
     s.covariates = e.covariates;
     s.labels = e.labels;
-    s.document = tokens_of(e.document, "document");
+    s.document = jt ? checked(jt->document, "document") : tokens_of(e.document, "document");
     if (e.document.is_text() && bos >= 0) s.document.insert(s.document.begin(), bos);
     if (s.document.empty()) fail("document", "is empty after tokenization");
     if (std::none_of(s.covariates.begin(), s.covariates.end(),
@@ -614,10 +750,23 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
       s.covariates.push_back({"doc_tokens", static_cast<double>(s.document.size())});  // A's document length
     if (!e.text_document.empty()) {
       s.text_document = tokens_of(e.text_document, "text_document");
+      if (jt && e.text_document.is_text()) {  // ends where it stops agreeing with each joint text
+        std::size_t end = s.text_document.size();
+        for (const auto& c : jt->contexts)
+          end = std::min(end, detail::common_prefix(
+                                  s.text_document,
+                                  codec_.encode(*e.text_document.text + c.substr(e.document.text->size()))));
+        s.text_document.resize(end);
+      }
       if (e.text_document.is_text() && bos >= 0) s.text_document.insert(s.text_document.begin(), bos);
     }
-    s.own_prompt = tokens_of(e.prompt, "prompt");
+    s.own_prompt = jt ? checked(jt->prompt, "prompt") : tokens_of(e.prompt, "prompt");
     s.instruction = tokens_of(e.instruction, "instruction");
+    if (jt && e.instruction.is_text()) {  // A writes after document + instruction: its continuation
+      const auto whole = codec_.encode(*e.document.text + *e.instruction.text);
+      const auto n = std::min(whole.size(), jt->document.size());
+      s.instruction = checked({whole.begin() + static_cast<std::ptrdiff_t>(n), whole.end()}, "instruction");
+    }
     if (bos >= 0) s.no_relay_prefix = {bos};
     if (!e.budget_cuts.empty()) {
       if (e.document.is_text() || e.text_document.is_text())
@@ -633,9 +782,13 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
       const task_query& q = e.queries[qi];
       const std::string pre = e.queries.size() == 1 ? std::string() : "queries[" + std::to_string(qi) + "].";
       prepared_query pq;
-      pq.query = tokens_of(q.query, pre + "query");
+      pq.query = jt ? checked(jt->queries[qi], pre + "query") : tokens_of(q.query, pre + "query");
       if (pq.query.empty()) fail(pre + "query", "is empty after tokenization");
-      pq.stale_answer = tokens_of(q.stale_answer, pre + "stale_answer");
+      pq.stale_answer = target_of(q.stale_answer, qi, pre + "stale_answer");
+      if (!e.continuation.empty()) {
+        pq.continuation = target_of(e.continuation, qi, "continuation");
+        if (pq.continuation.empty()) fail("continuation", "is empty after tokenization");
+      }
       pq.covariates = q.covariates;
       pq.labels = q.labels;
       for (std::size_t ai = 0; ai < q.answers.size(); ++ai) {
@@ -658,7 +811,7 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
         std::vector<token_id> ids;
         if (a.text) {
           has_text_ = true;
-          ids = codec_.encode(*a.text);
+          ids = jt ? detail::joint_target(codec_.encode, *jt, qi, *a.text) : codec_.encode(*a.text);
           if (ids.empty()) fail(af, "is empty after tokenization");
         } else {
           ids = a.tokens;
@@ -685,8 +838,11 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
     if (limits.max_context > 0) {
       const std::size_t gen =
           s.max_answer_tokens > 0 ? static_cast<std::size_t>(s.max_answer_tokens) : longest_answer;
-      std::size_t longest_query = 0;
-      for (const auto& pq : p.queries) longest_query = std::max(longest_query, pq.query.size());
+      std::size_t longest_query = 0;  // with the longer of B's answer and the continuation
+      for (const auto& pq : p.queries)
+        longest_query =
+            std::max(longest_query,
+                     pq.query.size() + (pq.continuation.size() > gen ? pq.continuation.size() - gen : 0));
       const std::size_t doc = std::max(s.document.size(), s.relay_text().size());
       const std::size_t need = doc + s.own_prompt.size() + longest_query + gen;
       if (need > static_cast<std::size_t>(limits.max_context))
@@ -723,6 +879,7 @@ LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::ui
   t.query_index = static_cast<std::int32_t>(qi);
   t.query = q.query;
   t.stale_answer = q.stale_answer;
+  t.continuation = q.continuation;
   t.covariates.insert(t.covariates.end(), q.covariates.begin(), q.covariates.end());
   t.labels.insert(t.labels.end(), q.labels.begin(), q.labels.end());
   if (!q.answers.empty()) {
@@ -733,9 +890,13 @@ LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::ui
     const auto mode = scoring_;
     const auto decode = codec_.decode;
     auto accepted = q.answer_texts;
-    if (mode == task_scoring::normalized || mode == task_scoring::contains)
+    const bool folds = mode == task_scoring::normalized || mode == task_scoring::contains ||
+                       mode == task_scoring::word_prefix;
+    if (folds)
       for (auto& a : accepted) a = normalize_answer(a);
-    t.score = [mode, decode, accepted, patterns = q.patterns](std::span<const token_id> generated) {
+    if (mode == task_scoring::first_word)  // the answer itself, its ends' whitespace and punctuation stripped
+      for (auto& a : accepted) a = detail::strip_word_edges(a);
+    t.score = [mode, folds, decode, accepted, patterns = q.patterns](std::span<const token_id> generated) {
       answer_check c;
       std::string text = decode(generated);
       if (mode != task_scoring::regex) {  // B's answer: its first line, trimmed
@@ -745,8 +906,9 @@ LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::ui
         const auto e = text.find_last_not_of(" \t\r");
         text = b == std::string::npos ? std::string() : text.substr(b, e - b + 1);
       }
-      const std::string norm =
-          mode == task_scoring::normalized || mode == task_scoring::contains ? normalize_answer(text) : text;
+      const std::string norm = folds                              ? normalize_answer(text)
+                               : mode == task_scoring::first_word ? detail::first_word_of(text)
+                                                                  : text;
       for (std::size_t k = 0; k < accepted.size(); ++k) {
         const std::string& a = accepted[k];
         switch (mode) {
@@ -756,6 +918,13 @@ LATENTAUDIT_INLINE trial_task task_file_source::task(std::uint64_t item, std::ui
             break;
           case task_scoring::contains:
             c.correct = !a.empty() && norm.find(a) != std::string::npos;
+            break;
+          case task_scoring::first_word:
+            c.correct = !a.empty() && norm == a;
+            break;
+          case task_scoring::word_prefix:  // whole words: "max" begins "max max was", not "maxine"
+            c.correct =
+                !a.empty() && norm.starts_with(a) && (norm.size() == a.size() || norm[a.size()] == ' ');
             break;
           case task_scoring::regex:
             c.correct = patterns[k](text);
