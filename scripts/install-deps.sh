@@ -21,6 +21,7 @@ esac
 late_packages=(
   python3-torch              # the PyTorch relay example and its test (examples/python, docs/python.md)
   python3-pandas             # read_records(as_frame=True) and its test (docs/python.md; optional to users)
+  python3-venv               # the test that pip-installs the module into a venv (python/tests/test_pip_install.py)
 )
 packages=(
   cmake make ninja-build g++ pkg-config

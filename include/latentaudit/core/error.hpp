@@ -58,9 +58,6 @@ class engine_error : public error {
   using error::error;
 };
 
-/// @brief Deprecated: the former name of engine_error (one word, "engine", for one concept).
-using backend_error [[deprecated("renamed engine_error")]] = engine_error;
-
 }  // namespace latentaudit
 
 #endif  // LATENTAUDIT_CORE_ERROR_HPP

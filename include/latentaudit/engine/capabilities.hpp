@@ -39,9 +39,6 @@ struct engine_capabilities {
   bool tokenizer = false;
 };
 
-/// @brief Deprecated: the former name of engine_capabilities (one word, "engine", for one concept).
-using backend_capabilities [[deprecated("renamed engine_capabilities")]] = engine_capabilities;
-
 /// @brief Identity and limits of an engine.
 struct engine_info {
   std::string name;               ///< e.g. "reference_cpu"
@@ -51,9 +48,6 @@ struct engine_info {
   std::int64_t max_context = 0;   ///< largest position + 1
   engine_capabilities caps;       ///< optional abilities
 };
-
-/// @brief Deprecated: the former name of engine_info (one word, "engine", for one concept).
-using backend_info [[deprecated("renamed engine_info")]] = engine_info;
 
 /// @brief Options of prefill and decode.
 struct forward_options {

@@ -70,14 +70,6 @@ concept attention_capturing_engine = inference_engine<B> &&
   { b.prefill_capture(s, tokens, p, layers, fo) } -> std::same_as<attention_capture>;
 };
 
-/// @brief Deprecated: the former names of inference_engine and attention_capturing_engine (one
-/// word, "engine", for one concept; a concept cannot carry [[deprecated]]).
-template <class B>
-concept inference_backend = inference_engine<B>;
-/// @copydoc inference_backend
-template <class B>
-concept attention_capturing_backend = attention_capturing_engine<B>;
-
 /// @brief An open sequence of an engine that closes itself: the owner of a seq_id between
 /// open_seq and close_seq, so a throw in between (a wire error, a refused import) does not leak
 /// the engine's sequence. close() closes it and lets close_seq's errors propagate; the destructor

@@ -122,10 +122,11 @@ class llama_cpp_engine {
     (void)llama_cpp_init();
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    detail::llama_cpp_reset_reason();
     llama_model* model = llama_model_load_from_file(gguf.string().c_str(), mp);
     if (model == nullptr)
-      LATENTAUDIT_THROW(engine_error(std::string(fn) + ": llama.cpp cannot load '" + gguf.string() +
-                                     "' (set LATENTAUDIT_LLAMA_LOG=1 for its log)"));
+      LATENTAUDIT_THROW(engine_error(std::string(fn) + ": llama.cpp cannot load " +
+                                     detail::llama_cpp_failure_text(gguf.string())));
     llama_context* ctx = llama_init_from_model(model, llama_cpp_context_params(o));
     if (ctx == nullptr) {
       llama_model_free(model);
@@ -673,9 +674,6 @@ class llama_cpp_engine {
 };
 
 static_assert(inference_engine<llama_cpp_engine>);
-
-/// @brief Deprecated: the former name of llama_cpp_engine (one word, "engine", for one concept).
-using llama_cpp_backend [[deprecated("renamed llama_cpp_engine")]] = llama_cpp_engine;
 
 }  // namespace latentaudit
 

@@ -200,9 +200,6 @@ class reference_cpu_engine {
 static_assert(inference_engine<reference_cpu_engine>);
 static_assert(attention_capturing_engine<reference_cpu_engine>);
 
-/// @brief Deprecated: the former name of reference_cpu_engine (one word, "engine", for one concept).
-using reference_cpu_backend [[deprecated("renamed reference_cpu_engine")]] = reference_cpu_engine;
-
 }  // namespace latentaudit
 
 #ifndef LATENTAUDIT_COMPILED_LIB
