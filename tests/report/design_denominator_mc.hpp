@@ -56,6 +56,31 @@ inline decision_scenario vanished_units_power_scenario(std::size_t need_items, s
   return s;
 }
 
+/// The estimand scenario: 150 need items x 5 seeds (the even items) where kv_full loses 7.2 points
+/// against text_full (0.95 exact) and 150 need items x 1 seed (the odd items) where kv_full = text_full;
+/// complete records. Mean over items −3.6 points, mean over requests −6.0: any relay verdict is an
+/// error. With `power`, kv_full = text_full on every item (relay allowed is the power).
+inline decision_scenario estimand_scenario(bool power, std::uint64_t seed) {
+  decision_scenario s{
+      .name = power ? std::string("unequal seeds, kv as good as text (150 need items x 5 seeds, 150 "
+                                  "x 1 seed, power)")
+                    : std::string("items with more queries lose more (150 need items x 5 seeds at "
+                                  "-7.2 points, 150 x 1 seed at 0)"),
+      .seed = seed};
+  s.design = decision_base_design();
+  s.design.regime_items = {300, 150, 60, 60};
+  s.design.seeds = 5;
+  s.design.odd_item_seeds = 1;
+  const double sd = s.design.item_sd;
+  s.design.need_text = sim_p_for_accuracy(0.95, sd);
+  s.design.need_kv = power ? s.design.need_text : sim_p_for_accuracy(0.95 - 0.072, sd);
+  s.design.odd_item_need_kv = s.design.need_text;
+  s.condition = power ? "fresh caches" : "";
+  s.finding_id = "need.kv_noninferior_to_text";
+  s.finding_error = verdict::yes;
+  return s;
+}
+
 /// The design of a simulated data set: its items (all regimes), seeds and each item's regime
 /// (relay_failure_sim numbers the items regime by regime: need, no_need, stale, conflict).
 inline void give_design(const relay_failure_design& d, audit_options& o) {

@@ -7,6 +7,7 @@
 // docs/audit-report.md ("The design is the denominator", "Whose mean a check decides").
 #include <catch2/catch.hpp>
 
+#include <latentaudit/estimators/betting.hpp>
 #include <latentaudit/report/report.hpp>
 
 #include <algorithm>
@@ -136,4 +137,62 @@ TEST_CASE("design denominator: Monte Carlo, units lost with their failed relay a
     const auto m = la::test::run_design_mc(s, 100, true);
     std::printf("%s: %s\n", s.name.c_str(), la::test::decision_mc_line(s, m).c_str());
   }
+}
+
+TEST_CASE("estimand: unequal seeds put the mean over requests beside the mean over items (seed 5204)",
+          "[report][estimand]") {
+  const auto s = la::test::estimand_scenario(false, 5204);
+  const auto recs = la::test::simulate_relay_failure(s.design, s.seed);
+  const auto rep = la::build_audit_report(recs, la::test::decision_mc_options());
+  const la::paired_effect* e = nullptr;
+  for (const auto& x : rep.core.effects)
+    if (x.id == "need:kv_full-text_full") e = &x;
+  REQUIRE(e != nullptr);
+  CHECK(e->unequal_seeds);
+  CHECK(e->request_estimate < e->estimate);  // the loss sits on the items with more seeds
+  CHECK(std::isfinite(e->request_noninferiority_p));
+  CHECK(any_contains(rep.core.headline, "mean over requests"));
+  for (const auto& f : rep.findings)
+    if (f.id == "need.kv_noninferior_to_text")
+      CHECK(f.detail.find("mean over requests") != std::string::npos);
+  // equal seeds: no request-weighted claim, nothing changes
+  auto eq = la::test::estimand_scenario(true, 5205);
+  eq.design.odd_item_seeds = 0;
+  const auto r2 = la::build_audit_report(la::test::simulate_relay_failure(eq.design, eq.seed),
+                                         la::test::decision_mc_options());
+  for (const auto& x : r2.core.effects) CHECK_FALSE(x.unequal_seeds);
+  CHECK_FALSE(any_contains(r2.core.headline, "mean over requests"));
+}
+
+TEST_CASE("estimand: request_noninferiority_p equals the item test with equal counts", "[report][estimand]") {
+  const std::vector<double> d = {0.0, -0.2, 0.1, 0.0, 0.3, -0.1, 0.0, 0.2, 0.0, 0.1};
+  const std::vector<double> n(d.size(), 3.0);
+  const double item = la::bounded_mean_p_value_above(d, -1.0, 1.0, -0.05, 0.05, 0.9, 0);
+  CHECK(std::abs(la::detail::request_noninferiority_p(d, n, 0.05, 0.05, 0) - item) < 1e-9);
+}
+
+namespace {
+
+void estimand_mc(bool power, std::uint64_t seed, std::size_t reps) {
+  const auto s = la::test::estimand_scenario(power, seed);
+  const auto m = la::test::run_design_mc(s, reps, false);
+  const double r = m.rate(m.allowed_unhandled);
+  std::printf("%s: %s (MC se %.4f)\n", s.name.c_str(), la::test::decision_mc_line(s, m).c_str(),
+              la::test::mc_se(r, reps));
+  if (!power) CHECK(r <= 0.05 + 3.0 * la::test::mc_se(0.05, reps));
+}
+
+}  // namespace
+
+TEST_CASE("estimand: Monte Carlo, items with more queries lose more (short)", "[report][estimand][mc]") {
+  // 20 replicates (seed 52050000 + r): relay allowed at most 0.05 + 3 MC se (0.148)
+  estimand_mc(false, 52050000, 20);
+}
+
+TEST_CASE("estimand: Monte Carlo, items with more queries lose more, and its power",
+          "[report][estimand][mc][slow]") {
+  // 100 replicates (seed 52050000 + r): relay allowed at most 0.05 + 3 MC se (0.115); the power
+  // scenario (kv_full = text_full, the same unequal seeds; seed 52060000 + r) is printed
+  estimand_mc(false, 52050000, 100);
+  estimand_mc(true, 52060000, 100);
 }

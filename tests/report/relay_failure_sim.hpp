@@ -54,6 +54,9 @@ struct relay_failure_design {
   /// Issue 52: a dropped record takes its whole (item, seed) unit with it — every arm's record (a
   /// stack that loses the unit when its relay fails: a timeout, a crash of B)
   bool drop_unit = false;
+  /// Issue 52: the need-regime kv_full accuracy of the odd items (< 0: need_kv), with odd_item_seeds
+  /// the items with more queries losing more
+  double odd_item_need_kv = -1.0;
   /// Issue 28 (the answer-probability endpoint): when > 0 every record carries answer_logprob =
   /// log p with p = expit(logit(arm accuracy) + item shift + logprob_sd · z), z ~ N(0, 1) per record
   /// from its own stream (seed + 2), so the outcomes above are drawn exactly as without it; 0: the
@@ -123,10 +126,11 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
           return &out.back();
         };
         const bool need = regime == "need";
-        const double kv = need                   ? d.need_kv
-                          : regime == "stale"    ? d.stale_kv
-                          : regime == "conflict" ? d.conflict_kv
-                                                 : d.no_need_kv;
+        const double kv = need && item % 2 == 1 && d.odd_item_need_kv >= 0.0 ? d.odd_item_need_kv
+                          : need                                             ? d.need_kv
+                          : regime == "stale"                                ? d.stale_kv
+                          : regime == "conflict"                             ? d.conflict_kv
+                                                                             : d.no_need_kv;
         const double tx = need                   ? d.need_text
                           : regime == "stale"    ? d.stale_text
                           : regime == "conflict" ? d.conflict_text

@@ -233,6 +233,17 @@ struct paired_effect {
   /// worst-case bounds when units of the regime lack one of the arms (missing.units = 0: complete);
   /// the findings then hold a verdict only if it holds under both bounds
   detail::missing_bounds missing;
+  /// the (item, seed) pairs behind each entry of item_diffs: an item's requests
+  std::vector<double> item_pairs;
+  /// the items hold unequal numbers of pairs (observed, or under the worst-case imputation): the mean
+  /// over items and the mean over requests (items weighted by their pairs) can differ
+  bool unequal_seeds = false;
+  /// the mean over requests Σ n_g·D_g / Σ n_g (the mean over pairs; equal to `estimate` with equal seeds)
+  double request_estimate = std::numeric_limits<double>::quiet_NaN();
+  /// with unequal_seeds: the one-sided betting p of "the mean over requests loses by the margin or
+  /// more" (detail::request_noninferiority_p; the largest of the observed pairs' and the `low`
+  /// imputation's); NaN with equal seeds
+  double request_noninferiority_p = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// @brief One arm on the bytes/accuracy plane (need regime).

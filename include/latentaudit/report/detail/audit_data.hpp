@@ -282,6 +282,9 @@ struct missing_bounds {
   /// the item mean differences under `low` (ascending item; empty when no unit was imputed): the
   /// least favourable view for a lower limit, which noninferiority_p() reads
   std::vector<double> low_items;
+  /// the units behind each entry of low_items (complete and imputed): the weights of the mean over
+  /// requests under `low` (request_noninferiority_p)
+  std::vector<double> low_counts;
   /// @brief Whether any unit was imputed.
   [[nodiscard]] bool any() const noexcept { return units > 0; }
 };
@@ -301,6 +304,22 @@ struct missing_bounds {
 [[nodiscard]] double noninferiority_p(std::span<const double> items, const missing_bounds& mb, double margin,
                                       double alpha, std::size_t horizon);
 
+/// @brief One-sided betting p-value of "the mean over requests loses by `margin` or more": the
+/// estimand a deployment serves, items weighted by their requests (their (item, seed) units), θ_R =
+/// E[n_g·D_g] / E[n_g]. H: θ_R ≤ −margin ⟺ E[X_g] ≤ 0 with X_g = n_g·(D_g + margin)/n_max, a bounded
+/// observation per item (in [min(0, margin − 1), 1 + margin]), tested by bounded_mean_p_value_above
+/// at 0 (bets tuned for `alpha`, items in ascending id order): valid at every number of items for
+/// items drawn with their request counts, whatever the link between an item's count and its
+/// difference. Equal counts give the item-mean test's p exactly. NaN without items.
+/// @param item_means the item mean differences D_g (each in [−1, 1])
+/// @param counts each item's units n_g (> 0; same length)
+/// @param margin the margin, in (0, 1)
+/// @param alpha the level the bets are tuned for
+/// @param horizon the items the bets are tuned for (0 = the sample's size)
+[[nodiscard]] double request_noninferiority_p(std::span<const double> item_means,
+                                              std::span<const double> counts, double margin, double alpha,
+                                              std::size_t horizon);
+
 /// @brief missing_bounds of mean(treated arms) − control over the units with keep(u) (the units
 /// collect_pairs() would consider, complete or not), at one-sided level α per limit, the bets tuned
 /// for `horizon` items (audit_data::horizon_of the kept units' regime).
@@ -309,13 +328,14 @@ template <class Keep>
                                                     std::size_t control, const Keep& keep, double alpha,
                                                     std::size_t horizon) {
   missing_bounds b;
-  std::vector<double> lo, hi;  // item means under the two imputations
+  std::vector<double> lo, hi, counts;  // item means under the two imputations, units per item
   double slo = 0, shi = 0, n = 0;
   std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
   auto flush = [&] {
     if (n > 0) {
       lo.push_back(slo / n);
       hi.push_back(shi / n);
+      counts.push_back(n);
     }
     slo = shi = n = 0;
   };
@@ -350,6 +370,7 @@ template <class Keep>
     b.low = view_of_items(lo, alpha, horizon);
     b.high = view_of_items(hi, alpha, horizon);
     b.low_items = std::move(lo);
+    b.low_counts = std::move(counts);
   }
   return b;
 }

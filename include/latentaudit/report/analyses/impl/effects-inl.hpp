@@ -78,6 +78,25 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     e.p_value = vi.p_value;
     e.missing = mb;
     e.item_diffs = items;
+    e.item_pairs = p.cluster_count;
+    {  // whose mean: items, and requests (items weighted by their pairs) when the counts differ
+      double num = 0, den = 0;
+      for (std::size_t g = 0; g < items.size(); ++g) num += p.cluster_sum[g], den += p.cluster_count[g];
+      e.request_estimate = den > 0 ? num / den : audit_nan;
+      auto unequal = [](std::span<const double> c) {
+        return !c.empty() && std::any_of(c.begin(), c.end(), [&](double x) { return x != c.front(); });
+      };
+      e.unequal_seeds = unequal(e.item_pairs) || (mb.any() && unequal(mb.low_counts));
+      if (e.unequal_seeds && !items.empty()) {
+        e.request_noninferiority_p =
+            detail::request_noninferiority_p(items, e.item_pairs, o.equivalence_margin, o.alpha, horizon);
+        if (mb.any() && !mb.low_items.empty())
+          e.request_noninferiority_p =
+              std::max(e.request_noninferiority_p,
+                       detail::request_noninferiority_p(mb.low_items, mb.low_counts, o.equivalence_margin,
+                                                        o.alpha, horizon));
+      }
+    }
     if (mb.any()) e.p_value = std::max({e.p_value, mb.low.p_value, mb.high.p_value});
     const auto ci = detail::cluster_bootstrap_interval(p, level, B, o.seed, o.threads);
     if (ci.point_mass || !std::isfinite(ci.low) || !std::isfinite(ci.high)) {
@@ -380,6 +399,34 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                      detail::number_text(mm), verdict_text, e->method),
          std::move(why), complete);
   };
+  // Whose mean a check decides (issue 52): with unequal seeds per item the mean over items and the
+  // mean over requests (items weighted by their pairs) can differ beyond the margin, so a claim that
+  // relay loses less than the margin must hold for both (the stricter): the value finding's "yes"
+  // (`value`) and the no-need finding's absence "no" need the request-weighted p at most α too, and
+  // the risk family reads the larger p.
+  bool request_note = false;
+  auto request_weighted = [&](finding& f, const paired_effect& e, bool value) {
+    if (!e.unequal_seeds) return;
+    const double pr = e.request_noninferiority_p;
+    const bool shown = pr <= o.alpha;
+    f.detail += fmt::format(
+        "; seeds per item are unequal: mean over requests (items weighted by their seeds) {} points, "
+        "one-sided "
+        "p of a loss of {} points or more over requests {:.3g}{}",
+        pct(e.request_estimate), pct(mm), pr, shown ? "" : " (not shown within the margin over requests)");
+    f.method +=
+        "; with unequal seeds per item decided on the mean over items and the mean over requests (the "
+        "stricter)";
+    if (!value && std::isfinite(f.noninferiority_p)) f.noninferiority_p = std::max(f.noninferiority_p, pr);
+    const verdict absent_claim = value ? verdict::yes : verdict::no;
+    if (f.answer == absent_claim && !shown) f.answer = verdict::inconclusive;
+    if (!request_note) {
+      out.headline.push_back(
+          "Seeds per item are unequal: the value and no-need harm checks decide both the mean over items and "
+          "the mean over requests (items weighted by their seeds), the stricter.");
+      request_note = true;
+    }
+  };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");
   beats_finding("need.text_beats_no_comm", txl, ncl, true);
@@ -405,6 +452,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                        : complete == verdict::no ? "inferiority shown (upper limit below −margin)"
                                                  : "neither non-inferiority nor inferiority shown"),
            complete);
+      request_weighted(out.findings.back(), *e, true);
     }
   }
   {
@@ -468,6 +516,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
       // the decision's risk family reads the one-sided p of "relay costs the margin or more here"
       out.findings.back().noninferiority_p = detail::noninferiority_p(
           e->item_diffs, e->missing, mm, o.alpha, d.horizon_of(detail::regime_code(e->regime)));
+      request_weighted(out.findings.back(), *e, false);
     }
   }
 }

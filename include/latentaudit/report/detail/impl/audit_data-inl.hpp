@@ -313,6 +313,18 @@ LATENTAUDIT_INLINE void add_design_units(std::string_view fn, audit_data& d, con
   return p;
 }
 
+[[nodiscard]] LATENTAUDIT_INLINE double request_noninferiority_p(std::span<const double> item_means,
+                                                                 std::span<const double> counts,
+                                                                 double margin, double alpha,
+                                                                 std::size_t horizon) {
+  if (item_means.empty() || counts.size() != item_means.size())
+    return std::numeric_limits<double>::quiet_NaN();
+  const double n_max = *std::max_element(counts.begin(), counts.end());
+  std::vector<double> x(item_means.size());
+  for (std::size_t g = 0; g < x.size(); ++g) x[g] = counts[g] * (item_means[g] + margin) / n_max;
+  return bounded_mean_p_value_above(x, std::min(0.0, margin - 1.0), 1.0 + margin, 0.0, alpha, 0.9, horizon);
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE double pairs_p_value(const paired_units& p) {
   if (p.pairs() == 0) return std::numeric_limits<double>::quiet_NaN();
   if (p.single_arm) return mcnemar_test(p.table, {.if_degenerate = on_degenerate::flag}).exact_p_value;
