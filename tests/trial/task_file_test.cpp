@@ -282,8 +282,8 @@ TEST_CASE("task_file: text tasks through a codec, scored exact, normalized, cont
   CHECK(t.document.size() == 1 + std::string("Paris is in France.").size());
   CHECK(t.no_relay_prefix == std::vector<token_id>{0});
   CHECK(t.own_prompt == ids("Q: "));
-  CHECK(t.answer == ids("The Paris"));
-  CHECK(t.answer_tokens() == std::string("paris, france").size() + 4);  // the longest answer + 4
+  CHECK(t.answer == ids(" The Paris"));  // the query's continuation after lm-eval's delimiter (a space)
+  CHECK(t.answer_tokens() == std::string(" paris, france").size() + 4);  // the longest answer + 4
   CHECK(t.labels.size() == 1);
   CHECK(t.id == "a");
   CHECK(t.extra.find("row") != nullptr);

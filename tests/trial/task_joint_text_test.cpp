@@ -17,7 +17,7 @@ using namespace latentaudit;
 
 namespace {
 
-task_file read_text(const std::string& s) {
+task_file joint_read(const std::string& s) {
   std::istringstream in(s);
   return read_task_stream(in, "t.jsonl");
 }
@@ -25,7 +25,7 @@ task_file read_text(const std::string& s) {
 // Byte ids + 2 (BOS 0) with a SentencePiece-like dummy prefix: encode(s) tokenizes " " + s, so a
 // field encoded on its own starts with an extra space. ".A" is one token (258), merging across
 // the boundary of "x." and "A...".
-text_codec dummy_prefix_codec() {
+text_codec joint_toy_codec() {
   text_codec c;
   c.encode = [](std::string_view s) {
     const std::string t = " " + std::string(s);
@@ -53,13 +53,13 @@ text_codec dummy_prefix_codec() {
   return c;
 }
 
-std::vector<token_id> bytes(std::string_view s) {
+std::vector<token_id> joint_bytes(std::string_view s) {
   std::vector<token_id> v;
   for (unsigned char ch : s) v.push_back(static_cast<token_id>(ch) + 2);
   return v;
 }
 
-std::vector<token_id> cat(std::vector<token_id> a, const std::vector<token_id>& b) {
+std::vector<token_id> joint_cat(std::vector<token_id> a, const std::vector<token_id>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -67,67 +67,69 @@ std::vector<token_id> cat(std::vector<token_id> a, const std::vector<token_id>& 
 }  // namespace
 
 TEST_CASE("task_file: text fields are tokenized as the text they form together", "[task_file][joint_text]") {
-  const auto codec = dummy_prefix_codec();
+  const auto codec = joint_toy_codec();
   // On its own, " Max" gets the dummy prefix (two spaces); in the joint text it does not.
-  CHECK(codec.encode(" Max") == bytes("  Max"));
+  CHECK(codec.encode(" Max") == joint_bytes("  Max"));
   const task_file_source src(
-      read_text(
+      joint_read(
           R"({"id": "a", "document": "her dog, Max.", "prompt": " Then", "query": " she threw the ball to",)"
           R"( "answers": ["Max"], "stale_answer": "Rex", "continuation": "Max. Max ran."})"),
       codec, {.vocab_size = 300});
   const auto t = src.task(0, 0, 1);
-  CHECK(t.document == cat({0}, bytes(" her dog, Max.")));  // BOS, then the document as it begins a text
-  CHECK(t.own_prompt == bytes(" Then"));                   // no dummy prefix inside the text
-  CHECK(t.query == bytes(" she threw the ball to"));
-  CHECK(t.answer == bytes(" Max"));  // lm-eval's target delimiter, a space
-  CHECK(t.stale_answer == bytes(" Rex"));
-  CHECK(t.continuation == bytes(" Max. Max ran."));
+  CHECK(t.document ==
+        joint_cat({0}, joint_bytes(" her dog, Max.")));  // BOS, then the document as it begins a text
+  CHECK(t.own_prompt == joint_bytes(" Then"));           // no dummy prefix inside the text
+  CHECK(t.query == joint_bytes(" she threw the ball to"));
+  CHECK(t.answer == joint_bytes(" Max"));  // lm-eval's target delimiter, a space
+  CHECK(t.stale_answer == joint_bytes(" Rex"));
+  CHECK(t.continuation == joint_bytes(" Max. Max ran."));
   // The whole context is the joint text's tokens after BOS.
-  CHECK(cat(cat(t.document, t.own_prompt), t.query) ==
-        cat({0}, codec.encode("her dog, Max. Then she threw the ball to")));
+  CHECK(joint_cat(joint_cat(t.document, t.own_prompt), t.query) ==
+        joint_cat({0}, codec.encode("her dog, Max. Then she threw the ball to")));
 }
 
 TEST_CASE("task_file: the target delimiter and the query's trailing whitespace follow lm-eval",
           "[task_file][joint_text]") {
-  const auto codec = dummy_prefix_codec();
+  const auto codec = joint_toy_codec();
   // A query that ends in whitespace: the whitespace moves to the front of the answer (lm-eval's
   // _encode_pair), and no second space is added.
-  const task_file_source a(read_text(R"({"id": "a", "document": "d", "query": " q: ", "answers": ["x"]})"),
+  const task_file_source a(joint_read(R"({"id": "a", "document": "d", "query": " q: ", "answers": ["x"]})"),
                            codec, {.vocab_size = 300});
-  CHECK(a.task(0, 0, 1).query == bytes(" q:"));
-  CHECK(a.task(0, 0, 1).answer == bytes(" x"));
+  CHECK(a.task(0, 0, 1).query == joint_bytes(" q:"));
+  CHECK(a.task(0, 0, 1).answer == joint_bytes(" x"));
   // An answer that begins with whitespace keeps it, without the delimiter.
-  const task_file_source b(read_text(R"({"id": "a", "document": "d", "query": " q:", "answers": ["\nx"]})"),
+  const task_file_source b(joint_read(R"({"id": "a", "document": "d", "query": " q:", "answers": ["\nx"]})"),
                            codec, {.vocab_size = 300});
-  CHECK(b.task(0, 0, 1).answer == bytes("\nx"));
+  CHECK(b.task(0, 0, 1).answer == joint_bytes("\nx"));
 }
 
 TEST_CASE("task_file: a token merged across a field boundary goes to the later field",
           "[task_file][joint_text]") {
-  const auto codec = dummy_prefix_codec();
+  const auto codec = joint_toy_codec();
   // "x." + "A b": the joint text holds ".A" (258); the document keeps "x", the query gets ".A b".
-  const task_file_source src(read_text(R"({"id": "a", "document": "x.", "query": "A b", "answers": ["c"]})"),
+  const task_file_source src(joint_read(R"({"id": "a", "document": "x.", "query": "A b", "answers": ["c"]})"),
                              codec, {.vocab_size = 300});
   const auto t = src.task(0, 0, 1);
-  CHECK(t.document == cat({0}, bytes(" x")));
-  CHECK(t.query == cat({258}, bytes(" b")));
-  CHECK(cat(t.document, t.query) == cat({0}, codec.encode("x.A b")));
+  CHECK(t.document == joint_cat({0}, joint_bytes(" x")));
+  CHECK(t.query == joint_cat({258}, joint_bytes(" b")));
+  CHECK(joint_cat(t.document, t.query) == joint_cat({0}, codec.encode("x.A b")));
   // Several queries: the document ends where every query's joint text agrees.
   const task_file_source many(
-      read_text(R"({"id": "a", "document": "x.", "queries": [{"query": " y", "answers": ["c"]},)"
-                R"( {"query": "A", "answers": ["c"]}]})"),
+      joint_read(R"({"id": "a", "document": "x.", "queries": [{"query": " y", "answers": ["c"]},)"
+                 R"( {"query": "A", "answers": ["c"]}]})"),
       codec, {.vocab_size = 300});
   for (std::uint64_t s = 0; s < 8; ++s) {
     const auto u = many.task(0, s, 1);
-    CHECK(u.document == cat({0}, bytes(" x")));
-    CHECK(cat(u.document, u.query) == cat({0}, codec.encode(*u.query_index == 0 ? "x. y" : "x.A")));
+    CHECK(u.document == joint_cat({0}, joint_bytes(" x")));
+    CHECK(joint_cat(u.document, u.query) ==
+          joint_cat({0}, codec.encode(*u.query_index == 0 ? "x. y" : "x.A")));
   }
 }
 
 TEST_CASE("task_file: token-id fields are unchanged by the joint rule", "[task_file][joint_text]") {
   const task_file_source src(
-      read_text(R"({"id": "a", "document_tokens": [0, 5, 6], "prompt_tokens": [7], "query_tokens": [1, 5],)"
-                R"( "answers": [[6]], "continuation_tokens": [6, 7]})"),
+      joint_read(R"({"id": "a", "document_tokens": [0, 5, 6], "prompt_tokens": [7], "query_tokens": [1, 5],)"
+                 R"( "answers": [[6]], "continuation_tokens": [6, 7]})"),
       {}, {.vocab_size = 10});
   const auto t = src.task(0, 0, 1);
   CHECK(t.document == std::vector<token_id>{0, 5, 6});
@@ -138,12 +140,12 @@ TEST_CASE("task_file: token-id fields are unchanged by the joint rule", "[task_f
 }
 
 TEST_CASE("task_file: first_word and word_prefix accept 'Max. Max was' for 'Max'", "[task_file][scoring]") {
-  const auto codec = dummy_prefix_codec();
+  const auto codec = joint_toy_codec();
   const std::string line =
       R"({"id": "a", "document": "d", "query": " q", "answers": ["Max", "the red ball"]})";
   auto score = [&](task_scoring m, const std::string& generated) {
-    const task_file_source src(read_text(line), codec, {.vocab_size = 300}, m);
-    return src.task(0, 0, 1).check_answer(bytes(generated)).correct;
+    const task_file_source src(joint_read(line), codec, {.vocab_size = 300}, m);
+    return src.task(0, 0, 1).check_answer(joint_bytes(generated)).correct;
   };
   CHECK(parse_task_scoring("first-word") == task_scoring::first_word);
   CHECK(parse_task_scoring("word_prefix") == task_scoring::word_prefix);
