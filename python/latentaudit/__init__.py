@@ -25,48 +25,22 @@ from ._latentaudit import (  # noqa: F401  (the public API)
     NumericalError,
     ShapeMismatch,
     __version__,
-    aipw,
-    betting_items_for_margin,
-    bootstrap_mean_difference,
-    bootstrap_paired_mean,
-    bounded_mean_interval,
-    bounded_mean_p_value,
-    clustered_paired_difference,
-    did_2x2_regression,
-    did_twfe,
-    equivalence_test,
-    evalue_odds_ratio,
-    evalue_risk_ratio,
-    evalue_smd,
-    event_study,
-    ipw,
     kv,
-    mcnemar_power,
-    multiple_test,
-    mcnemar_sample_size,
-    mcnemar_test,
-    mcnemar_test_table,
-    nearest_neighbor_matching,
-    non_inferiority_test,
-    ols,
-    p_adjust,
-    paired_subgroup_effects,
-    rosenbaum_critical_gamma,
-    rosenbaum_signed_rank,
-    run_betting_sequential,
-    run_sequential,
-    paired_t_test,
-    student_t_test,
-    subgroup_effects,
-    t_test_mde,
-    t_test_power,
-    t_test_sample_size,
-    two_proportion_test,
-    two_stage_least_squares,
-    wald_estimator,
-    welch_t_test,
-    wilson_interval,
 )
+from . import _api
+from . import _docs
+
+# The estimators: the extension's functions behind one checking layer (_api.wrap: arguments named in
+# TypeErrors, pandas aligned by index, paired tests' degenerate data flagged by default), with the
+# numpydoc docstrings of _docs.py.
+_ESTIMATORS = ['aipw', 'betting_items_for_margin', 'bootstrap_mean_difference', 'bootstrap_paired_mean', 'bounded_mean_interval', 'bounded_mean_p_value', 'clustered_paired_difference', 'did_2x2_regression', 'did_twfe', 'equivalence_test', 'evalue_odds_ratio', 'evalue_risk_ratio', 'evalue_smd', 'event_study', 'ipw', 'mcnemar_power', 'multiple_test', 'mcnemar_sample_size', 'mcnemar_test', 'mcnemar_test_table', 'nearest_neighbor_matching', 'non_inferiority_test', 'ols', 'p_adjust', 'paired_subgroup_effects', 'rosenbaum_critical_gamma', 'rosenbaum_signed_rank', 'run_betting_sequential', 'run_sequential', 'paired_t_test', 'student_t_test', 'subgroup_effects', 't_test_mde', 't_test_power', 't_test_sample_size', 'two_proportion_test', 'two_stage_least_squares', 'wald_estimator', 'welch_t_test', 'wilson_interval']
+for _name in _ESTIMATORS:
+    globals()[_name] = _api.wrap(_name, _docs.function_doc(_name, getattr(_latentaudit, _name)))
+del _name
+
+# The result classes: reprs that lead with the estimate and its interval; numpydoc docstrings.
+_api.install_reprs()
+_docs.install_class_docs()
 
 # Deprecated: the former name of EngineError (one word for one concept: engine).
 BackendError = EngineError
@@ -87,48 +61,166 @@ __all__ = [
 ]
 
 
-def _frame(rows):
+def read_records(path, as_frame=False):
+    """Read trial records as ``latentaudit report --records PATH`` reads them.
+
+    Every record is parsed and checked by the C++ reader (docs/records.md) and returned in its
+    canonical form, every field present with its default filled in. The Python objects are built
+    in C++ straight from the records (no JSON text round trip in Python); with ``as_frame`` the
+    columns are built directly, one list per field.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A records.jsonl file, or an audit directory (its records.jsonl and records.<rank>.jsonl,
+        ordered as executed when its design.json says how).
+    as_frame : bool, default False
+        Return a pandas DataFrame (one row per record) instead of a list of dicts.
+
+    Returns
+    -------
+    list of dict or pandas.DataFrame
+        The records, in the reader's order.
+
+    Raises
+    ------
+    CorruptData
+        A malformed record (a ValueError); the message names the file, line and field.
+    ImportError
+        ``as_frame=True`` without pandas.
+
+    Examples
+    --------
+    >>> import latentaudit as la
+    >>> with la.RecordWriter(tmp / "records.jsonl") as w:
+    ...     _ = w.write({"item": 0, "seed": 0, "arm": "text_full", "correct": True})
+    >>> recs = la.read_records(tmp / "records.jsonl")
+    >>> recs[0]["arm"], recs[0]["correct"]
+    ('text_full', True)
+    """
+    path = _os.fspath(path)
+    if isinstance(path, bytes):
+        path = _os.fsdecode(path)
+    if not as_frame:
+        return _latentaudit._read_records(path, False)
     try:
         import pandas
     except ImportError as e:  # pandas is optional (Debian's python3-pandas)
         raise ImportError("read_records(as_frame=True) needs pandas (Debian: python3-pandas)") from e
-    return pandas.DataFrame.from_records(rows)
+    return pandas.DataFrame(_latentaudit._read_records(path, True))
 
 
-def read_records(path, as_frame=False):
-    """Reads trial records as ``latentaudit report --records PATH`` does.
+_FIELDS = frozenset(_latentaudit._record_field_names())
 
-    ``path``: a records.jsonl file, or an audit directory (its records.jsonl and
-    records.<rank>.jsonl, ordered as executed when its design.json says how). Every record is
-    parsed and checked by the C++ reader (docs/records.md) and returned in its canonical form: a
-    dict with every field of the record, defaults filled in. ``as_frame=True`` returns a pandas
-    DataFrame (one row per record) instead of a list of dicts.
 
-    Raises CorruptData (a ValueError) naming the file, line and field of a malformed record.
-    """
-    rows = [_json.loads(line) for line in _latentaudit._read_record_lines(_os.fspath(path))]
-    return _frame(rows) if as_frame else rows
+def _plain_value(v, where, field, nan):
+    """A record value as plain JSON-able Python: numpy scalars and arrays converted, NaN refused
+    (``nan="refuse"``) or read as absent (``nan="null"``: a DataFrame's missing cell)."""
+    import numpy
+    if v is None:
+        return None
+    if isinstance(v, (numpy.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (numpy.integer, int)):
+        return int(v)
+    if isinstance(v, (numpy.floating, float)):
+        v = float(v)
+        if v != v or v in (float("inf"), float("-inf")):
+            if nan == "null" and v != v:
+                return None
+            raise CorruptData("%s: field '%s' is %r; a record holds finite numbers (write None, JSON null, for "
+                              "a metric that is absent)" % (where, field, v))
+        return v
+    if isinstance(v, numpy.ndarray):
+        v = v.tolist()
+    if isinstance(v, dict):
+        return {str(k): _plain_value(x, where, "%s.%s" % (field, k), nan) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain_value(x, where, "%s[%d]" % (field, i), nan) for i, x in enumerate(v)]
+    try:
+        import pandas
+        if v is pandas.NA or v is pandas.NaT:
+            return None
+    except ImportError:
+        pass
+    return v
+
+
+def _plain_record(record, where, nan="refuse"):
+    """`record` (a dict, or a row as a pandas Series) checked for unknown fields and made plain."""
+    if hasattr(record, "to_dict") and not isinstance(record, dict):
+        record = record.to_dict()
+    if not isinstance(record, dict):
+        raise TypeError("%s: a record must be a dict, got %s" % (where, type(record).__name__))
+    out = {}
+    for k, v in record.items():
+        if k not in _FIELDS:
+            close = _latentaudit._closest_record_field(str(k))
+            raise CorruptData("%s: unknown field '%s'%s (docs/records.md lists a record's fields)"
+                              % (where, k, " (did you mean '%s'?)" % close if close else ""))
+        out[k] = _plain_value(v, where, k, nan)
+    return out
+
+
+def _records_of(records):
+    """Records given to report(): a pandas DataFrame (one row each; NaN cells absent) or dicts."""
+    if hasattr(records, "to_dict") and hasattr(records, "columns"):
+        rows = records.to_dict("records")
+        return [_plain_record(r, "records row %d" % i, nan="null") for i, r in enumerate(rows)]
+    return [_plain_record(r, "records[%d]" % i) for i, r in enumerate(records)]
 
 
 class RecordWriter:
-    """Writes trial records to a records.jsonl file, one JSON line each, validating every record.
+    """Write trial records to a records.jsonl file, one JSON line each, validating every record.
 
-    Each record (a dict with at least item, seed, arm, correct; docs/records.md) is parsed by the
-    C++ record parser (``record_from_json``) before anything is written, and written in the canonical
-    form the C++ journal writes (``record_to_line``), so ``read_records`` and ``report`` read it
-    back unchanged. As the journal: a (item, seed, arm) key is written once; each line is flushed
-    when ``write`` returns (and fsync'ed when ``durable``); a file that already holds records is
-    refused unless ``append=True``, which keeps them (their keys count as written). The parent
-    directory is created if missing.
+    Each record (a dict with at least item, seed, arm, correct; docs/records.md) is checked before
+    anything is written: a field name outside the record's fields (the C++ record_field_names, the
+    properties of docs/record.schema.json) is refused with the closest known name (``regmie`` ->
+    "did you mean 'regime'?"), numpy scalars (``np.int64``, ``np.float64``, ``np.bool_``) and arrays
+    are taken as their Python values, NaN or infinity is refused naming the field, and the C++
+    record parser (``record_from_json``) checks types. The record is written in the canonical form
+    the C++ journal writes (``record_to_line``), so ``read_records`` and ``report`` read it back
+    unchanged. As the journal: a (item, seed, arm) key is written once; each line is flushed when
+    ``write`` returns (and fsync'ed when ``durable``); a file that already holds records is refused
+    unless ``append=True``, which keeps them. The parent directory is created if missing.
 
-        with latentaudit.RecordWriter("out/records.jsonl") as w:
-            w.write({"item": 0, "seed": 0, "arm": "text_full", "correct": True})
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The records file.
+    append : bool, default False
+        Keep the records the file already holds (their keys count as written).
+    durable : bool, default False
+        fsync the file after every record.
+
+    Attributes
+    ----------
+    path : str
+        The records file.
+    written : int
+        Records written by this writer.
+
+    Raises
+    ------
+    InvalidArgument
+        The file already holds records and ``append`` is False.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import latentaudit as la
+    >>> with la.RecordWriter(tmp / "w.jsonl") as w:
+    ...     rec = w.write({"item": np.int64(0), "seed": 0, "arm": "kv_full", "correct": np.bool_(True),
+    ...                    "regime": "need"})
+    >>> rec["item"], rec["correct"]
+    (0, True)
     """
 
     def __init__(self, path, append=False, durable=False):
         self.path = _os.fspath(path)
         self.durable = durable
         self._keys = set()
+        self._attempts = 0
         parent = _os.path.dirname(self.path)
         if parent:  # created if missing, as the journal's directory
             _os.makedirs(parent, exist_ok=True)
@@ -137,8 +229,7 @@ class RecordWriter:
             raise InvalidArgument(
                 "RecordWriter: path '%s' already holds records: pass append=True, or choose a new file" % self.path)
         if exists:
-            for line in _latentaudit._read_record_lines(self.path):
-                r = _json.loads(line)
+            for r in _latentaudit._read_records(self.path, False):
                 self._keys.add((r["item"], r["seed"], r["arm"]))
             with open(self.path, "rb") as f:  # a file not ending in a newline gets one first
                 f.seek(-1, _os.SEEK_END)
@@ -151,19 +242,38 @@ class RecordWriter:
         self.written = 0
 
     def write(self, record):
-        """Validates ``record`` (a dict) and appends it; returns the canonical dict written.
+        """Validate `record` and append it; return the canonical dict written.
 
-        Raises CorruptData (a ValueError) if a field is missing or has the wrong type (the
-        message names the field), InvalidArgument if its key was already written or the writer is
-        closed, TypeError if the record is not JSON-serializable.
+        Parameters
+        ----------
+        record : dict
+            One trial record (docs/records.md).
+
+        Returns
+        -------
+        dict
+            The record as written: every field, defaults filled in.
+
+        Raises
+        ------
+        CorruptData
+            An unknown field (with "did you mean"), a missing field, a value of the wrong type, NaN
+            or infinity; the message names the record's number (1 for the first ``write`` call)
+            and the field.
+        InvalidArgument
+            The record's (item, seed, arm) was already written, or the writer is closed.
+        TypeError
+            ``record`` is not a dict.
         """
         if self._file is None:
             raise InvalidArgument("RecordWriter.write: the writer is closed")
-        text = _json.dumps(record, allow_nan=False)
-        line, item, seed, arm = _latentaudit._canonical_record(text, "record %d" % self.written)
+        self._attempts += 1
+        where = "RecordWriter.write: record %d" % self._attempts
+        text = _json.dumps(_plain_record(record, where), allow_nan=False)
+        line, item, seed, arm = _latentaudit._canonical_record(text, where)
         key = (item, seed, arm)
         if key in self._keys:
-            raise InvalidArgument("RecordWriter.write: key (item %d, seed %d, arm %s) is already written" % key)
+            raise InvalidArgument("%s: key (item %d, seed %d, arm %s) is already written" % ((where,) + key))
         self._file.write(line + "\n")
         self._file.flush()
         if self.durable:
@@ -190,13 +300,54 @@ def report(records, out=None, margin=0.05, alpha=0.05, bootstrap=2000, seed=1, l
            prefill_tokens_per_s=None, link=None, threads=0):
     """The audit report of trial records: report.json's object as a dict.
 
-    ``records``: a path (records.jsonl or an audit directory, read as ``latentaudit report
-    --records`` reads it) or an iterable of record dicts. With ``out`` (a directory), report.md,
-    report.json and the SVG plots are written there exactly as ``latentaudit report --out`` writes
-    them (the same library call, run_audit_report). The options are the CLI's: ``margin`` (--margin,
-    in (0, 1)), ``alpha`` (--alpha, in (0, 0.5)), ``bootstrap`` (--bootstrap, in [100, 1e6]),
-    ``seed`` (--seed), ``latency_slo_ms``, ``prefill_tokens_per_s``, ``link="measured"``. The
-    result does not depend on ``threads`` (0: every core).
+    The same library call as ``latentaudit report`` (run_audit_report), with the CLI's options.
+
+    Parameters
+    ----------
+    records : str, os.PathLike, iterable of dict, or pandas.DataFrame
+        A path (records.jsonl or an audit directory, read as ``latentaudit report --records``
+        reads it), record dicts, or a DataFrame of records (one row each, as
+        ``read_records(as_frame=True)`` returns; a NaN cell is an absent value).
+    out : str or os.PathLike, optional
+        A directory: report.md, report.json and the SVG plots are written there as
+        ``latentaudit report --out`` writes them. None: nothing is written.
+    margin : float, default 0.05
+        Equivalence and non-inferiority margin (--margin), in (0, 1).
+    alpha : float, default 0.05
+        Significance level (--alpha), in (0, 0.5).
+    bootstrap : int, default 2000
+        Bootstrap replicates (--bootstrap), in [100, 1e6].
+    seed : int, default 1
+        Seed of the bootstrap (--seed).
+    latency_slo_ms : float, optional
+        Latency objective in milliseconds.
+    prefill_tokens_per_s : float, optional
+        Receiver prefill throughput for the cost model.
+    link : {None, 'measured'}
+        'measured': the records' transfer times as measured.
+    threads : int, default 0
+        Worker threads (0: every core); the result does not depend on it.
+
+    Returns
+    -------
+    dict
+        report.json's object (decision, findings, tables).
+
+    Raises
+    ------
+    InvalidArgument
+        An option outside its range, or no records.
+    CorruptData
+        A malformed record; an unknown field is named with the closest known one.
+
+    Examples
+    --------
+    >>> import latentaudit as la
+    >>> rows = [{"item": i, "seed": 0, "arm": arm, "regime": "need", "correct": arm != "no_comm"}
+    ...         for i in range(20) for arm in ("no_comm", "text_full", "kv_full")]
+    >>> rep = la.report(rows, bootstrap=200)
+    >>> 'decision' in rep and 'findings' in rep
+    True
     """
     if not (0 < margin < 1):
         raise InvalidArgument("report: margin must lie in (0, 1), got %r" % (margin,))
@@ -215,7 +366,7 @@ def report(records, out=None, margin=0.05, alpha=0.05, bootstrap=2000, seed=1, l
         if isinstance(path, bytes):
             path = _os.fsdecode(path)
     else:
-        path, lines = None, [_json.dumps(r, allow_nan=False) for r in records]
+        path, lines = None, [_json.dumps(r, allow_nan=False) for r in _records_of(records)]
     if out is not None:
         out = _os.fspath(out)
         _os.makedirs(out, exist_ok=True)

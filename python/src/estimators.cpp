@@ -21,7 +21,9 @@ using namespace pybind11::literals;
 
 // ---- enum names (the C++ enumerators) ------------------------------------------------------------
 constexpr std::pair<std::string_view, on_degenerate> degenerate_names[] = {
-    {"throw_error", on_degenerate::throw_error}, {"flag", on_degenerate::flag}};
+    {"throw_error", on_degenerate::throw_error},
+    {"flag", on_degenerate::flag},
+    {"raise", on_degenerate::throw_error}};
 constexpr std::pair<std::string_view, estimate_status> status_names[] = {
     {"ok", estimate_status::ok},
     {"degenerate", estimate_status::degenerate},
@@ -184,6 +186,25 @@ design_matrix design_of(const py::object& x, std::size_t n, bool intercept, std:
   return b.build();
 }
 
+// Why an estimate's status is not ok, in words ("" when it is): the statistic left undefined and
+// the cause, by the estimator that made it.
+std::string effect_reason(const effect_estimate& e) {
+  if (e.status == estimate_status::ok) return "";
+  const std::string& m = e.method;
+  if (e.status == estimate_status::failed)
+    return "the computation failed (e.g. the standard error overflowed): the estimate and its interval are "
+           "undefined (NaN)";
+  if (m == "welch" || m == "student" || m == "paired_t")
+    return std::string(m == "paired_t" ? "the paired differences are" : "the data are") +
+           " essentially constant (standard error 0): the t statistic, p-value and interval are undefined "
+           "(NaN)";
+  if (m.rfind("mcnemar", 0) == 0)
+    return "no discordant pairs: the chi-square statistic is undefined (NaN); the exact p-value is 1";
+  if (m.find("newcombe") != std::string::npos || e.estimand == "risk_difference")
+    return "all outcomes are equal (pooled variance 0): the z statistic and its p-value are undefined (NaN)";
+  return "the data are degenerate for " + m + ": the statistic is undefined (NaN)";
+}
+
 // ---- result classes ---------------------------------------------------------------------------------
 // The result classes of the tests, intervals, bootstrap, betting and matching estimators.
 void bind_test_results(py::module_& m) {
@@ -199,10 +220,15 @@ void bind_test_results(py::module_& m) {
       .field("df", &effect_estimate::df)
       .field("statistic", &effect_estimate::statistic)
       .field("p_value", &effect_estimate::p_value)
-      .field("n_treated", &effect_estimate::n_treated)
-      .field("n_control", &effect_estimate::n_control)
+      // A paired estimate has n_pairs observations in each arm: the CLI's counts (n_treated =
+      // n_control = n_pairs), not the C++ aggregate's zeros.
+      .computed("n_treated",
+                [](const effect_estimate& e) { return e.n_treated == 0 ? e.n_pairs : e.n_treated; })
+      .computed("n_control",
+                [](const effect_estimate& e) { return e.n_control == 0 ? e.n_pairs : e.n_control; })
       .field("n_pairs", &effect_estimate::n_pairs)
       .computed("status", [](const effect_estimate& e) { return choice_name(e.status, status_names); })
+      .computed("status_reason", &effect_reason)
       .finish();
   result_class<paired_binary_table>(m, "PairedBinaryTable", "The 2x2 table of paired binary outcomes.")
       .field("both", &paired_binary_table::both)
@@ -221,6 +247,12 @@ void bind_test_results(py::module_& m) {
       .field("phi", &mcnemar_result::phi)
       .field("effect", &mcnemar_result::effect)
       .computed("status", [](const mcnemar_result& r) { return choice_name(r.status, status_names); })
+      .computed("status_reason",
+                [](const mcnemar_result& r) -> std::string {
+                  if (r.status == estimate_status::ok) return "";
+                  return "no discordant pairs (b + c = 0): the chi-square statistics are undefined (NaN); "
+                         "the exact p-value is 1 and the difference 0";
+                })
       .finish();
   result_class<proportion_interval>(m, "ProportionInterval", "A proportion with its confidence interval.")
       .field("estimate", &proportion_interval::estimate)
@@ -497,8 +529,8 @@ void bind_model_results(py::module_& m) {
 namespace {
 
 // The t_power_options of the Python arguments (t_test_power, t_test_sample_size, minimum effects).
-t_power_options power_options(std::string_view fn, const std::string& design, const std::string& sides, double alpha,
-                              double sd, bool strict, double allocation_ratio) {
+t_power_options power_options(std::string_view fn, const std::string& design, const std::string& sides,
+                              double alpha, double sd, bool strict, double allocation_ratio) {
   return t_power_options{.design = parse_choice(fn, "design", design, power_design_names),
                          .sides = parse_choice(fn, "sides", sides, sides_names),
                          .alpha = alpha,
@@ -937,8 +969,8 @@ void bind_multiplicity_and_power(py::module_& m) {
       "Adjusted p-values (R's p.adjust: none, bonferroni, holm, hochberg, BH, BY).");
   m.def(
       "t_test_power",
-      [](double n, double delta, const std::string& design, const std::string& sides,
-                      double alpha, double sd, bool strict, double allocation_ratio) {
+      [](double n, double delta, const std::string& design, const std::string& sides, double alpha, double sd,
+         bool strict, double allocation_ratio) {
         return t_test_power(
             n, delta, power_options("t_test_power", design, sides, alpha, sd, strict, allocation_ratio));
       },
@@ -946,8 +978,8 @@ void bind_multiplicity_and_power(py::module_& m) {
       "sd"_a = 1.0, "strict"_a = false, "allocation_ratio"_a = 1.0, "Power of a t test (R's power.t.test).");
   m.def(
       "t_test_sample_size",
-      [](double delta, double power, const std::string& design, const std::string& sides,
-                      double alpha, double sd, bool strict, double allocation_ratio) {
+      [](double delta, double power, const std::string& design, const std::string& sides, double alpha,
+         double sd, bool strict, double allocation_ratio) {
         return t_test_sample_size(
             delta, power,
             power_options("t_test_sample_size", design, sides, alpha, sd, strict, allocation_ratio));
@@ -1081,8 +1113,8 @@ void bind_multiple_testing_mde_sensitivity(py::module_& m) {
       "if_degenerate"_a = "throw_error", "Adjusted p-values and rejections for a family of hypotheses.");
   m.def(
       "t_test_mde",
-      [](double n, double power, const std::string& design, const std::string& sides,
-                      double alpha, double sd, bool strict, double allocation_ratio) {
+      [](double n, double power, const std::string& design, const std::string& sides, double alpha, double sd,
+         bool strict, double allocation_ratio) {
         return t_test_mde(n, power,
                           power_options("t_test_mde", design, sides, alpha, sd, strict, allocation_ratio));
       },

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 // latentaudit Python module: records (the C++ reader and record parser), the audit report (the
 // library call `latentaudit report` makes) and the KV policies on arrays.
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -50,9 +54,263 @@ std::vector<trial_record> records_of_path(const std::filesystem::path& path, aud
   return std::move(in.records);
 }
 
+// Interned Python keys: one str object per distinct object key, shared by every record.
+class key_cache {
+ public:
+  py::str get(std::string_view k) {
+    for (const auto& [name, obj] : keys_)
+      if (name == k) return obj;
+    keys_.emplace_back(std::string(k), py::str(k.data(), k.size()));
+    return keys_.back().second;
+  }
+
+ private:
+  std::vector<std::pair<std::string, py::str>> keys_;
+};
+
+// The Python objects of a canonical record line (record_to_line's JSON), built straight from its
+// text as json.loads would (a number with a fraction or exponent a float, else an int; objects
+// dicts in member order), without an intermediate tree: read_records' hot loop.
+class line_reader {
+ public:
+  line_reader(std::string_view text, key_cache& keys) : s_(text), keys_(keys) {}
+
+  py::object value() {
+    skip();
+    if (i_ >= s_.size()) fail();
+    switch (s_[i_]) {
+      case '{':
+        return object();
+      case '[':
+        return array();
+      case '"':
+        return py::str(string());
+      case 't':
+        return word("true", py::bool_(true));
+      case 'f':
+        return word("false", py::bool_(false));
+      case 'n':
+        return word("null", py::none());
+      default:
+        return number();
+    }
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    throw corrupt_data("read_records: malformed canonical record line at offset " + std::to_string(i_));
+  }
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    skip();
+    if (i_ >= s_.size() || s_[i_] != c) fail();
+    ++i_;
+  }
+  py::object word(std::string_view w, py::object v) {
+    if (s_.substr(i_, w.size()) != w) fail();
+    i_ += w.size();
+    return v;
+  }
+  py::object number() {
+    const std::size_t b = i_;
+    bool real = false;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) != 0 || s_[i_] == '-' ||
+                              s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E')) {
+      real = real || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E';
+      ++i_;
+    }
+    if (i_ == b) fail();
+    const std::string t(s_.substr(b, i_ - b));
+    if (real) return py::float_(std::strtod(t.c_str(), nullptr));
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(t.c_str(), &end, 10);
+    if (errno == 0 && end == t.c_str() + t.size()) return py::int_(x);
+    return py::reinterpret_steal<py::object>(PyLong_FromString(t.c_str(), nullptr, 10));
+  }
+  static void utf8(std::string& out, std::uint32_t cp) {
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  std::uint32_t hex4() {
+    if (i_ + 4 > s_.size()) fail();
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = s_[i_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9')
+        v |= static_cast<std::uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= static_cast<std::uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= static_cast<std::uint32_t>(c - 'A' + 10);
+      else
+        fail();
+    }
+    return v;
+  }
+  std::string string() {
+    ++i_;  // the opening quote
+    std::string out;
+    while (true) {
+      const std::size_t b = i_;
+      while (i_ < s_.size() && s_[i_] != '"' && s_[i_] != '\\') ++i_;
+      out.append(s_.substr(b, i_ - b));
+      if (i_ >= s_.size()) fail();
+      if (s_[i_++] == '"') return out;
+      if (i_ >= s_.size()) fail();
+      const char e = s_[i_++];
+      switch (e) {
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'u': {
+          std::uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp < 0xDC00 && s_.substr(i_, 2) == "\\u") {
+            i_ += 2;
+            const std::uint32_t lo = hex4();
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          utf8(out, cp);
+          break;
+        }
+        default:
+          out.push_back(e);
+      }
+    }
+  }
+  py::object array() {
+    ++i_;
+    py::list out;
+    skip();
+    if (i_ < s_.size() && s_[i_] == ']') return (++i_, std::move(out));
+    while (true) {
+      out.append(value());
+      skip();
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      expect(']');
+      return std::move(out);
+    }
+  }
+  py::object object() {
+    ++i_;
+    py::dict out;
+    skip();
+    if (i_ < s_.size() && s_[i_] == '}') return (++i_, std::move(out));
+    while (true) {
+      skip();
+      if (i_ >= s_.size() || s_[i_] != '"') fail();
+      const std::size_t b = i_ + 1;
+      std::size_t e = b;
+      while (e < s_.size() && s_[e] != '"' && s_[e] != '\\') ++e;
+      py::str key;
+      if (e < s_.size() && s_[e] == '"') {  // a plain key: interned
+        key = keys_.get(s_.substr(b, e - b));
+        i_ = e + 1;
+      } else {
+        key = py::str(string());
+      }
+      expect(':');
+      out[key] = value();
+      skip();
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return std::move(out);
+    }
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+  key_cache& keys_;
+};
+
 }  // namespace
 
 void bind_records(py::module_& m) {
+  m.def(
+      "_read_records",
+      [](const std::string& path, bool columns) -> py::object {
+        // Read, canonicalise and parse back without the GIL; only the Python objects are built with it.
+        std::vector<std::string> lines;
+        {
+          py::gil_scoped_release unlocked;
+          const auto records = dist::read_records_input(path).records;
+          lines.reserve(records.size());
+          for (const auto& r : records) lines.push_back(record_to_line(r));
+        }
+        key_cache keys;
+        if (!columns) {
+          py::list rows(lines.size());
+          for (std::size_t i = 0; i < lines.size(); ++i) rows[i] = line_reader(lines[i], keys).value();
+          return std::move(rows);
+        }
+        // Columns: every top-level field, in first-seen order, one list per field (None where a
+        // record lacks it, as pandas fills a missing key).
+        // Keys are interned (key_cache), so a column is found by the key object's identity.
+        std::vector<std::pair<py::object, py::list>> cols;
+        auto column = [&](py::handle key) -> py::list& {
+          for (auto& [k, c] : cols)
+            if (k.ptr() == key.ptr()) return c;
+          py::list c(lines.size());
+          for (std::size_t i = 0; i < lines.size(); ++i) c[i] = py::none();
+          cols.emplace_back(py::reinterpret_borrow<py::object>(key), std::move(c));
+          return cols.back().second;
+        };
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+          const py::dict row = line_reader(lines[i], keys).value();
+          for (auto [k, x] : row) column(k)[i] = x;
+        }
+        py::dict out;
+        for (auto& [k, c] : cols) out[k] = std::move(c);
+        return std::move(out);
+      },
+      "path"_a, "columns"_a = false,
+      "Records of a file or audit directory (read_records_input) in canonical form: a list of dicts, "
+      "or with columns a dict of one list per field.");
+  m.def(
+      "_record_field_names",
+      [] {
+        std::vector<std::string> out;
+        for (const auto n : record_field_names()) out.emplace_back(n);
+        return out;
+      },
+      "Every top-level field a record may hold (record_field_names), in docs/records.md's order.");
+  m.def(
+      "_closest_record_field", [](const std::string& name) { return closest_record_field(name); }, "name"_a,
+      "The known record field closest to name (closest_record_field), \"\" when none is close.");
   m.def(
       "_read_record_lines",
       [](const std::string& path) {
@@ -242,7 +500,8 @@ py::tuple block_arrays(kv_block block, const py::object& like) {
   py::dtype dt = block.type() == dtype::f32   ? py::dtype::of<float>()
                  : block.type() == dtype::f16 ? py::dtype("float16")
                                               : py::dtype::of<std::uint16_t>();
-  if (block.type() == dtype::bf16 && !like.is_none()) dt = py::array(like).dtype();  // ml_dtypes bfloat16 stays
+  if (block.type() == dtype::bf16 && !like.is_none())
+    dt = py::array(like).dtype();  // ml_dtypes bfloat16 stays
   py::array_t<position_t> p(T);
   std::copy(block.positions().begin(), block.positions().end(), p.mutable_data());
   const std::vector<py::ssize_t> k_shape{L, T, H, block.head_dim_k()}, v_shape{L, T, H, block.head_dim_v()};
@@ -389,9 +648,10 @@ void bind_kv_transforms(py::module_& m) {
       },
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "seed"_a = 0, "item"_a = 0,
       "The moment-matched random placebo (per layer, part and head), the C++ arm's stream: (k, v).");
-  m.def("random_derangement", &random_derangement, "n"_a, "seed"_a,
-        "The pairing placebo's assignment (another item's cache): item i receives the cache of item result[i] "
-        "(never i).");
+  m.def(
+      "random_derangement", &random_derangement, "n"_a, "seed"_a,
+      "The pairing placebo's assignment (another item's cache): item i receives the cache of item result[i] "
+      "(never i).");
   m.def(
       "set_positions",
       [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
