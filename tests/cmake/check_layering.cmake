@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Enforces DESIGN.md's layering: core needs only Eigen and Boost; kv, engine, estimators include
 # only core (and themselves); trial may include those; dist (sharded audits) those and trial;
-# report everything; only report/ (and tools/) use fmt.
+# serve (what a serving stack includes at run time) those and trial; report everything; only
+# report/ (and tools/) use fmt.
 # Also checks that each module header includes every header of its module (but the llama.cpp
 # engine headers engine/llama_cpp*.hpp, which need llama.h, and dist/mpi_runtime.hpp, which
 # needs mpi.h), and that no header of the library includes those.
@@ -12,9 +13,10 @@ set(allowed_engine "core;kv;engine")
 set(allowed_estimators "core;estimators")
 set(allowed_trial "core;kv;engine;estimators;trial")
 set(allowed_dist "core;kv;engine;estimators;trial;dist")
-set(allowed_report "core;kv;engine;estimators;trial;dist;report")
+set(allowed_serve "core;kv;engine;estimators;trial;serve")
+set(allowed_report "core;kv;engine;estimators;trial;dist;serve;report")
 set(failures "")
-foreach(module core kv engine estimators trial dist report)
+foreach(module core kv engine estimators trial dist serve report)
   file(GLOB_RECURSE headers "${inc}/${module}/*.hpp")
   foreach(h IN LISTS headers)
     file(STRINGS "${h}" lines REGEX "^[ \t]*#[ \t]*include")

@@ -14,7 +14,9 @@
 // relay off — at any time, over an unbounded stream, whatever the order was chosen to be (fixed
 // before the outcomes) — with probability ≤ α. The windowed bet forgets the good past, so the
 // capital grows soon after a change point (it stays near 1 while relay is better: the bet is 0).
-// Validation by simulation: docs/audit-report.md "Relay switch". Not part of the public API.
+// Validation by simulation: docs/audit-report.md "Relay switch". The bettor and the switch are the
+// public relay_monitor's (serve/relay_monitor.hpp: one owner of the betting math); the replay here
+// is not part of the public API.
 #ifndef LATENTAUDIT_REPORT_ANALYSES_RELAY_SWITCH_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_RELAY_SWITCH_HPP
 
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "../../config.hpp"
+#include "../../serve/relay_monitor.hpp"
 #include "../../trial/record.hpp"
 
 namespace latentaudit::detail {
@@ -36,63 +39,48 @@ struct unit_records;  // report/detail/audit_data.hpp: the report's one table
 
 namespace latentaudit {
 
-/// @brief Options of the relay switch.
-struct relay_switch_options {
-  double alpha = 0.05;      ///< P(relay ever switched off | H₀) ≤ alpha; in (0, 1)
-  std::size_t window = 20;  ///< observations behind each bet, ≥ 2
-  double max_bet = 0.5;     ///< largest bet, in (0, 0.5]
-};
-
-namespace detail {
-/// @brief Checks relay_switch_options, naming `fn`.
-/// @throws invalid_argument for alpha outside (0, 1), window < 2 or max_bet outside (0, 0.5]
-void check_relay_switch_options(std::string_view fn, const relay_switch_options& o);
-}  // namespace detail
-
-/// @brief One one-sided bettor "relay is worse than the fallback" (capital Π(1 − λ x)).
-class worse_bettor {
- public:
-  /// @brief A bettor with capital 1.
-  /// @throws invalid_argument for bad options
-  explicit worse_bettor(const relay_switch_options& o = {});
-  /// @brief Adds one observation x ∈ [−1, 1] (relay − fallback) and updates the capital.
-  /// @throws invalid_argument for x outside [−1, 1] or not finite
-  void update(double x);
-  /// @brief log of the current capital.
-  [[nodiscard]] double log_capital() const noexcept { return log_k_; }
-  /// @brief The bet the next observation will be met with.
-  [[nodiscard]] double next_bet() const noexcept;
-
- private:
-  relay_switch_options o_;
-  std::deque<double> recent_;
-  double log_k_ = 0.0;
-};
-
-/// @brief The online switch: relay is on until either bettor (vs text, vs no communication) reaches
-/// capital 2/α.
+/// @brief The online switch of the replay: relay is on until either bettor (vs text, vs no
+/// communication) reaches capital 2/α — the public relay_monitor (serve/relay_monitor.hpp) on the
+/// correctness endpoint against both fallbacks, fed one item's mean differences at a time.
 class relay_switch {
  public:
+  /// @brief A switch with both capitals at 1.
+  /// @param o the bettors' options
   /// @throws invalid_argument for bad options
   explicit relay_switch(const relay_switch_options& o = {});
   /// @brief Adds one item: x_text = relay − text, x_none = relay − no_comm (each in [−1, 1]).
+  /// @param x_text the item's mean difference against text
+  /// @param x_none the item's mean difference against no communication
+  /// @throws invalid_argument for a difference outside [−1, 1] or not finite
   void update(double x_text, double x_none);
   /// @brief Whether relay is still on.
+  /// @returns true until a capital crossed 2/α
   [[nodiscard]] bool on() const noexcept { return !off_at_.has_value(); }
   /// @brief The item (1-based) at which relay was turned off, if it was.
+  /// @returns the item, or nothing
   [[nodiscard]] std::optional<std::size_t> off_at() const noexcept { return off_at_; }
   /// @brief Which fallback triggered it: "text" or "no_comm" ("" while on).
+  /// @returns the fallback's name
   [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
   /// @brief The bettor against text.
-  [[nodiscard]] const worse_bettor& vs_text() const noexcept { return text_; }
+  /// @returns it
+  [[nodiscard]] const worse_bettor& vs_text() const {
+    return monitor_.bettor(relay_fallback::text, relay_endpoint::correct);
+  }
   /// @brief The bettor against no communication.
-  [[nodiscard]] const worse_bettor& vs_none() const noexcept { return none_; }
+  /// @returns it
+  [[nodiscard]] const worse_bettor& vs_none() const {
+    return monitor_.bettor(relay_fallback::no_comm, relay_endpoint::correct);
+  }
   /// @brief Items seen.
+  /// @returns the count
   [[nodiscard]] std::size_t n() const noexcept { return n_; }
+  /// @brief The public monitor the switch runs on.
+  /// @returns it
+  [[nodiscard]] const relay_monitor& monitor() const noexcept { return monitor_; }
 
  private:
-  relay_switch_options o_;
-  worse_bettor text_, none_;
+  relay_monitor monitor_;
   std::size_t n_ = 0;
   std::optional<std::size_t> off_at_;
   std::string reason_;

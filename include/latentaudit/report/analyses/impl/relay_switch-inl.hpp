@@ -18,52 +18,17 @@
 
 namespace latentaudit {
 
-namespace detail {
-LATENTAUDIT_INLINE void check_relay_switch_options(std::string_view fn, const relay_switch_options& o) {
-  check_open_unit(fn, "alpha", o.alpha);
-  if (o.window < 2) throw_invalid(fn, "window", "must be at least 2, got " + number_text(o.window));
-  if (!(o.max_bet > 0.0 && o.max_bet <= 0.5))
-    throw_invalid(fn, "max_bet", "must lie in (0, 0.5], got " + number_text(o.max_bet));
-}
-}  // namespace detail
-
-LATENTAUDIT_INLINE worse_bettor::worse_bettor(const relay_switch_options& o) : o_(o) {
-  detail::check_relay_switch_options("worse_bettor", o_);
-}
-
-LATENTAUDIT_INLINE double worse_bettor::next_bet() const noexcept {
-  if (recent_.empty()) return 0.0;
-  double s = 0.0;
-  for (double v : recent_) s += v;
-  const double m = s / static_cast<double>(recent_.size());
-  if (!(m < 0.0)) return 0.0;
-  double ss = 0.0;
-  for (double v : recent_) ss += (v - m) * (v - m);
-  const double var = ss / static_cast<double>(recent_.size());
-  return std::clamp(-m / (var + m * m), 0.0, o_.max_bet);
-}
-
-LATENTAUDIT_INLINE void worse_bettor::update(double x) {
-  if (!(x >= -1.0 && x <= 1.0))
-    LATENTAUDIT_THROW(invalid_argument("worse_bettor::update: x = " + detail::number_text(x) +
-                                       " is outside [-1, 1] or not finite"));
-  const double lambda = next_bet();
-  log_k_ += std::log1p(-lambda * x);
-  recent_.push_back(x);
-  if (recent_.size() > o_.window) recent_.pop_front();
-}
-
-LATENTAUDIT_INLINE relay_switch::relay_switch(const relay_switch_options& o) : o_(o), text_(o), none_(o) {}
+LATENTAUDIT_INLINE relay_switch::relay_switch(const relay_switch_options& o)
+    : monitor_(relay_monitor_options{.bets = o}) {}
 
 LATENTAUDIT_INLINE void relay_switch::update(double x_text, double x_none) {
-  text_.update(x_text);
-  none_.update(x_none);
+  const bool was_on = monitor_.on();
+  monitor_.observe_difference(relay_fallback::text, relay_endpoint::correct, x_text);
+  monitor_.observe_difference(relay_fallback::no_comm, relay_endpoint::correct, x_none);
   ++n_;
-  if (off_at_) return;
-  const double stop = std::log(2.0 / o_.alpha);
-  if (text_.log_capital() >= stop || none_.log_capital() >= stop) {
+  if (was_on && !monitor_.on()) {
     off_at_ = n_;
-    reason_ = text_.log_capital() >= stop ? "text" : "no_comm";
+    reason_ = std::string(relay_fallback_name(monitor_.off()->fallback));
   }
 }
 
