@@ -578,6 +578,7 @@ class record_lint_scope {
   /// @brief Installs `lint` (which must outlive this scope).
   explicit record_lint_scope(record_lint& lint) noexcept
       : previous_(detail::installed_record_lint().exchange(&lint)) {}
+  /// @brief Restores the lint installed before this scope (or none).
   ~record_lint_scope() { detail::installed_record_lint().store(previous_); }
   record_lint_scope(const record_lint_scope&) = delete;             ///< not copyable
   record_lint_scope& operator=(const record_lint_scope&) = delete;  ///< not copyable
