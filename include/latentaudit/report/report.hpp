@@ -19,6 +19,7 @@
 #include "audit.hpp"
 #include "cost.hpp"
 #include "decision.hpp"
+#include "detail/markdown_text.hpp"
 #include "finding.hpp"
 #include "observational.hpp"
 #include "svg.hpp"
@@ -55,6 +56,7 @@ json_value jnum(double x);
 /// @brief The strings as a JSON array.
 json_value strings_json(std::span<const std::string> v);
 json_value jopt(const std::optional<double>& x);
+/// @brief Text from records, tasks or options as inert Markdown (markdown_text, its one owner).
 std::string md_escape(std::string s);
 json_value estimate_json(const effect_estimate& e);
 std::string estimate_md(const effect_estimate& e);

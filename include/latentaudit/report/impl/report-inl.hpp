@@ -161,29 +161,8 @@ LATENTAUDIT_INLINE json_value jopt(const std::optional<double>& x) {
 }
 
 LATENTAUDIT_INLINE std::string md_escape(std::string s) {
-  // Markdown table cells: '|' would split the cell, '`', '*', '_' open spans, '<' and '>' would
-  // embed HTML, and control bytes (newline, NUL, ...) would break the row: each is escaped or
-  // written as \xNN text.
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else if (u < 0x20 || u == 0x7F) {
-      static constexpr char hex[] = "0123456789ABCDEF";
-      out += "\\x";
-      out.push_back(hex[u >> 4]);
-      out.push_back(hex[u & 0xF]);
-    } else {
-      if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out.push_back('\\');
-      out.push_back(c);
-    }
-  }
-  return out;
+  // every text from records, tasks or options goes through the one escaping (markdown_text.hpp)
+  return markdown_text(s);
 }
 
 LATENTAUDIT_INLINE json_value estimate_json(const effect_estimate& e) {
@@ -736,16 +715,17 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
   line("![end-to-end latency breakdown](latency.svg)");
   line("");
   if (!r.cost.missing.empty()) {
-    line("Not run (" + r.cost.missing + ").");
+    line("Not run (" + detail::md_escape(r.cost.missing) + ").");
   } else {
     const auto& S = r.cost.sensitivity;
     line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
-         " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) + "): " + S.statement + ".");
+         " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) +
+         "): " + detail::md_escape(S.statement) + ".");
     line("");
     line(
         "Method: receiver latency with the transfer time recomputed per link from the bytes; "
         "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
-        S.timing_note + ".");
+        detail::md_escape(S.timing_note) + ".");
     line("");
     line(
         "| link | saved latency per request | extra bytes | SLO met kv / text | break-even bandwidth | "
@@ -753,7 +733,7 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
     line("|---|---|---|---|---|---|---|---|");
     for (const auto& l : r.cost.links)
       line(fmt::format(
-          "| {} | {} [{}, {}] | {} | {} | {} ({}) | {} | {} | {} |", l.link.name,
+          "| {} | {} [{}, {}] | {} | {} | {} ({}) | {} | {} | {} |", detail::md_escape(l.link.name),
           detail::seconds_text(l.saved_s.estimate), detail::seconds_text(l.saved_s.ci_low),
           detail::seconds_text(l.saved_s.ci_high), detail::bytes_text(l.extra_bytes.estimate),
           l.slo_met_relay ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
@@ -772,12 +752,12 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
     line("| model | KV bytes/token | prefill throughput | break-even bandwidth |");
     line("|---|---|---|---|");
     for (const auto& p : r.cost.projection)
-      line(fmt::format("| {} | {} | {:.3g} tokens/s | {:.3g} GB/s |", p.model.name,
+      line(fmt::format("| {} | {} | {:.3g} tokens/s | {:.3g} GB/s |", detail::md_escape(p.model.name),
                        detail::bytes_text(p.kv_bytes_per_token), p.prefill_tokens_per_s,
                        p.break_even_bandwidth_bytes_s / 1e9));
   }
   if (!r.cost.notes.empty()) line("");
-  for (const auto& n : r.cost.notes) line("- " + n);
+  for (const auto& n : r.cost.notes) line("- " + detail::md_escape(n));
   line("");
   return m;
 }
@@ -812,7 +792,7 @@ LATENTAUDIT_INLINE std::string link_fit_markdown(const audit_report& r) {
                                                           : std::string("not positive"),
                        F.bandwidth_low ? gbs(F.bandwidth_low) : std::string("0"), gbs(F.bandwidth_high)));
     } else {
-      line("No fit: " + F.missing + ".");
+      line("No fit: " + detail::md_escape(F.missing) + ".");
     }
     line("");
     line("| arm | relays | rejected | mean frame | modeled transfer | measured (mean / median) | fitted |");
@@ -835,7 +815,8 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
   line("## Per-request relay gate");
   line("");
   if (!r.gate.missing.empty()) {
-    line("Not fitted (" + r.gate.missing + ")." + (r.gate.population.empty() ? "" : " " + r.gate.population));
+    line("Not fitted (" + detail::md_escape(r.gate.missing) + ")." +
+         (r.gate.population.empty() ? "" : " " + detail::md_escape(r.gate.population)));
   } else {
     auto logistic_text = [](const relay_gate_logistic& m) {
       if (m.constant) return fmt::format("{}", *m.constant);
@@ -848,26 +829,26 @@ LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
         fmt::format("P(helps) = {}; P(hurts) = {}; relay when P(helps) − P(hurts) > {}{}",
                     logistic_text(r.gate.model.helps), logistic_text(r.gate.model.hurts), r.gate.model.cost,
                     r.gate.model.penalized ? " (ridge fallback: a plain fit separated)" : "");
-    line(r.gate.population);
+    line(detail::md_escape(r.gate.population));
     line("");
     line(
         "Gain gate on pre-transfer features: it relays when the predicted accuracy gain over the fallback '" +
-        r.gate.fallback +
+        detail::md_escape(r.gate.fallback) +
         "', P(relay right, fallback wrong) − P(relay wrong, fallback right), exceeds the cost; cross-fitted "
         "over " +
         std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
         " folds; every item held out once); deployable model "
-        "fitted on every item: `" +
-        eq + "`.");
+        "fitted on every item: " +
+        markdown_code(eq) + ".");
     line("");
-    for (const auto& d : r.gate.excluded_features) line("- never a feature: " + d);
-    for (const auto& d : r.gate.dropped_features) line("- dropped feature " + d);
+    for (const auto& d : r.gate.excluded_features) line("- never a feature: " + detail::md_escape(d));
+    for (const auto& d : r.gate.dropped_features) line("- dropped feature " + detail::md_escape(d));
     line("");
     line("| policy | accuracy [CI] | bytes per request [CI] | relay rate |");
     line("|---|---|---|---|");
     for (const auto& p : r.gate.policies)
       if (p.available)
-        line(fmt::format("| {} | {} | {} | {}% |", p.name, detail::estimate_md(p.accuracy),
+        line(fmt::format("| {} | {} | {} | {}% |", detail::md_escape(p.name), detail::estimate_md(p.accuracy),
                          detail::estimate_md(p.bytes), pct(p.relay_rate)));
     line("");
     line(
@@ -990,17 +971,19 @@ namespace detail {
   line("| id | for relay | verdict | estimate | interval | interval is | detectable | n | method |");
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& f : r.findings)
-    line(fmt::format("| `{}` | {} | {} | {} | [{}, {}] | {} | {} | {} | [{}](report.html#{}) |", f.id,
-                     relay_polarity_name(finding_polarity(f)), verdict_name(f.answer),
-                     detail::finding_value(f, f.estimate), detail::finding_value(f, f.ci_low),
-                     detail::finding_value(f, f.ci_high), finding_interval_label(f, r.options.alpha),
-                     std::isfinite(f.minimum_detectable_effect)
-                         ? detail::finding_value(f, f.minimum_detectable_effect)
-                         : std::string("–"),
-                     f.n, finding_method_short(f), finding_anchor(f.id)));
+    line(fmt::format(
+        "| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | [{}](report.html#{}) |", detail::markdown_code(f.id),
+        relay_polarity_name(finding_polarity(f)), verdict_name(f.answer),
+        detail::finding_value(f, f.estimate), detail::finding_value(f, f.ci_low),
+        detail::finding_value(f, f.ci_high), finding_interval_label(f, r.options.alpha),
+        std::isfinite(f.minimum_detectable_effect) ? detail::finding_value(f, f.minimum_detectable_effect)
+                                                   : std::string("–"),
+        f.n, detail::md_escape(finding_method_short(f)), finding_anchor(f.id)));
   line("");
   for (const auto& f : r.findings)
-    if (!f.detail.empty()) line("- `" + f.id + "`: " + finding_statement(f) + " " + f.detail);
+    if (!f.detail.empty())
+      line("- " + detail::markdown_code(f.id) + ": " +
+           detail::md_escape(finding_statement(f) + " " + f.detail));
   line("");
   line("## Accuracy by arm");
   line("");
@@ -1062,14 +1045,15 @@ namespace detail {
   const auto& nz = r.core.noise;
   const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
   line(nz.curve.size() < 2
-           ? "No noise arms were run (or none pairs with kv_full). " + nz.method
+           ? "No noise arms were run (or none pairs with kv\\_full). " + detail::md_escape(nz.method)
            : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): "
                          "{}, CI [{}, {}] ({}% of replicates never reach it; \"beyond\": "
                          "beyond the tested range). Largest σ shown non-inferior "
                          "(conservative): {}. {}",
                          pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), beyond(nz.ci_low),
                          beyond(nz.ci_high), pct(nz.unbounded_fraction),
-                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none", nz.method));
+                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none",
+                         detail::md_escape(nz.method)));
   line("");
   line("| σ | n | items | accuracy % | CI % | difference vs kv_full | CI | fitted | non-inferior |");
   line("|---|---|---|---|---|---|---|---|---|");
@@ -1107,16 +1091,17 @@ namespace detail {
     line("| demonstration | outcome | estimate | CI | n | method |");
     line("|---|---|---|---|---|---|");
     for (const auto& f : r.demonstrations)
-      line(fmt::format("| `{}` | {} | {} | [{}, {}] | {} | {} |", f.id, verdict_name(f.answer),
-                       num(f.estimate), num(f.ci_low), num(f.ci_high), f.n, detail::md_escape(f.method)));
+      line(fmt::format("| {} | {} | {} | [{}, {}] | {} | {} |", detail::markdown_code(f.id),
+                       verdict_name(f.answer), num(f.estimate), num(f.ci_low), num(f.ci_high), f.n,
+                       detail::md_escape(f.method)));
     line("");
     for (const auto& f : r.demonstrations)
-      if (!f.detail.empty()) line("- `" + f.id + "`: " + f.detail);
+      if (!f.detail.empty()) line("- " + detail::markdown_code(f.id) + ": " + detail::md_escape(f.detail));
     line("");
   }
   const auto& L = r.observational.log;
   if (!L.missing.empty()) {
-    line("Production log: not run (" + L.missing + ").");
+    line("Production log: not run (" + detail::md_escape(L.missing) + ").");
   } else {
     line(
         fmt::format("Production log: a scheduler relayed {} of {} units, mostly long documents and need "
@@ -1133,13 +1118,13 @@ namespace detail {
   line("");
   const auto& R = r.observational.rollout;
   if (!R.missing.empty()) {
-    line("Rollout: not run (" + R.missing + ").");
+    line("Rollout: not run (" + detail::md_escape(R.missing) + ").");
   } else {
     std::string drift;
     for (double a : R.period_text_accuracy) drift += (drift.empty() ? "" : ", ") + pct(a) + "%";
     line(fmt::format(
         "Rollout over {} periods with drifting difficulty (accuracy of {} per period: {}). Truth (ATT) {}.",
-        R.periods, R.text_arm, drift, detail::estimate_md(R.truth)));
+        R.periods, detail::md_escape(R.text_arm), drift, detail::estimate_md(R.truth)));
     line("");
     line("| method | estimate [CI] |");
     line("|---|---|");
@@ -1174,8 +1159,10 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
             ")\n\nArms left out of the design and metrics absent from the records (null, never zero), with "
             "the reason each engine gives (engine_capabilities, trial/engine_support.hpp).\n\n"
             "| arm or metric | reason |\n|---|---|\n";
-      for (const auto& [arm, why] : o.arms_unavailable) md += "| arm `" + arm + "` | " + why + " |\n";
-      for (const auto& [m, why] : metrics) md += "| metric `" + m + "` | " + why + " |\n";
+      for (const auto& [arm, why] : o.arms_unavailable)
+        md += "| arm " + detail::markdown_code(arm) + " | " + detail::md_escape(why) + " |\n";
+      for (const auto& [m, why] : metrics)
+        md += "| metric " + detail::markdown_code(m) + " | " + detail::md_escape(why) + " |\n";
     }
   }
   html_options ho;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "../../finding.hpp"
+#include "../markdown_text.hpp"
 
 namespace latentaudit::detail {
 
@@ -20,26 +21,8 @@ namespace {
 // NaN-safe number formatting for the report (never "nan").
 inline std::string fr_num(double x) { return std::isfinite(x) ? fmt::format("{:.3f}", x) : "–"; }
 inline std::string fr_pts(double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : "–"; }
-// Markdown text from labels and sentences: the characters that would split a table cell, open a
-// span or embed HTML are backslash-escaped, so the raw file reads "x >= 1", not "x &gt;= 1" (a '>'
-// inside a line opens nothing; '<' and '&' could open a tag or an entity); control bytes become spaces.
-inline std::string fr_md(std::string_view t) {
-  std::string out;
-  for (char c : t) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '<' || c == '&')
-      out.append("\\").push_back(c);
-    else if (c == '>')
-      out.push_back(c);
-    else if (u < 0x20 || u == 0x7F)
-      out += ' ';
-    else {
-      if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out.push_back('\\');
-      out.push_back(c);
-    }
-  }
-  return out;
-}
+// Markdown text from labels and sentences: the one escaping of report.md (markdown_text.hpp).
+inline std::string fr_md(std::string_view t) { return markdown_text(t); }
 }  // namespace
 
 LATENTAUDIT_INLINE json_value answers_json(const stale_answer_counts& a) {
