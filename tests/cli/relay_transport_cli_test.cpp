@@ -118,6 +118,7 @@ std::string write_key(const std::filesystem::path& dir, const std::string& name,
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
   std::ofstream(p, std::ios::binary) << std::string(n, c);
+  std::filesystem::permissions(p, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   return p.string();
 }
 

@@ -4,17 +4,21 @@
 // (balanced tags for every element the page emits, void elements, raw-text script/style, quoted
 // attributes, every & an entity, no raw < in text); it holds every finding id of report.json and
 // the decision with its relay_allowed field, loads nothing from the network, and escapes every text.
-// Also: what each verdict means for relay (polarity), the interval labels, and the report.md fixes
-// of issue 31 (polarity column, labelled intervals, sorted accuracy table, links to report.html).
+// Also: what each verdict means for relay (polarity), the interval labels, the report.md fixes of
+// issue 31 (polarity column, labelled intervals, sorted accuracy table, links to report.html), and
+// issue 49's: the items side by side (every arm's answer text, correctness and probability, the
+// filters, the row cap), numbers in percentage points, ids that wrap only at dots, the policy count.
 #include <latentaudit/report.hpp>
 #include <latentaudit/report/detail/failure_report.hpp>
 #include <latentaudit/report/html.hpp>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -39,6 +43,7 @@ std::vector<trial_record> html_records() {
   d.items_per_regime = 40;
   d.with_drift = true;
   d.drift_steps = {50, 200};
+  d.logprob_sd = 0.5;  // the answer's probability in the side-by-side cells
   auto recs = test::simulate_relay_failure(d, 31);
   std::vector<trial_record> extra;
   for (auto& r : recs) {
@@ -70,10 +75,22 @@ const built& html_report() {
     x.records = html_records();
     x.report = build_audit_report(x.records, {.bootstrap_replicates = 200, .seed = 5});
     x.svgs = report_svgs(x.report, x.records);
-    x.html = report_html(x.report, x.records, x.svgs, {.max_task_rows = 15});
+    x.html = report_html(x.report, x.records, x.svgs);
     return x;
   }();
   return b;
+}
+
+/// `s` without its tags (the text a browser shows, entities left as written).
+std::string strip_tags(const std::string& s) {
+  std::string out;
+  bool in_tag = false;
+  for (char c : s) {
+    if (c == '<') in_tag = true;
+    if (!in_tag) out.push_back(c);
+    if (c == '>') in_tag = false;
+  }
+  return out;
 }
 
 std::size_t count(const std::string& s, const std::string& what) {
@@ -186,8 +203,12 @@ TEST_CASE("report.html: well-formed, every finding and the decision, nothing fro
   for (std::size_t i = 0; i < j.at("findings").size(); ++i) {
     const std::string id = j.at("findings").as_array()[i].at("id").as_string();
     INFO(id);
-    CHECK(h.find("<code>" + detail::html_escape(id) + "</code>") != std::string::npos);
-    CHECK(h.find("id=\"" + finding_anchor(id) + "\"") != std::string::npos);
+    const auto row = h.find("id=\"" + finding_anchor(id) + "\"");
+    REQUIRE(row != std::string::npos);
+    const auto code = h.find("<code class=\"fid\">", row);
+    REQUIRE(code != std::string::npos);
+    const auto code_end = h.find("</code>", code);
+    CHECK(strip_tags(h.substr(code, code_end - code)) == detail::html_escape(id));
   }
   CHECK(h.find("Decision: " + detail::html_escape(b.report.decision.verdict)) != std::string::npos);
   CHECK(h.find(std::string("<code>decision.relay_allowed</code> = <code>") +
@@ -213,7 +234,7 @@ TEST_CASE("report.html: well-formed, every finding and the decision, nothing fro
 
 TEST_CASE("report.html: a hostile arm label and answer text are escaped", "[report][html]") {
   const auto& h = html_report().html;
-  CHECK(count(h, "<script") == 1);  // the page's own sorter only
+  CHECK(count(h, "<script") == 1);  // the page's own sorter and filters only
   CHECK(h.find("alert(") != std::string::npos);
   CHECK(h.find("<script>alert") == std::string::npos);
   CHECK(h.find("<b>bold") == std::string::npos);
@@ -296,39 +317,210 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
   CHECK(finding_statement(with("cost.relay_pays_on_nvlink4", verdict::no)).find("nvlink4") !=
         std::string::npos);
   CHECK(finding_anchor("message.kv_vs_text_message.k8 <x>") == "f-message.kv_vs_text_message.k8__x_");
-  CHECK_THROWS_AS(report_html(b.report, b.records, b.svgs, {.max_task_rows = 0}), invalid_argument);
+  CHECK_THROWS_AS(report_html(b.report, b.records, b.svgs, {.max_item_rows = 0}), invalid_argument);
+  CHECK_THROWS_AS(report_html(b.report, b.records, b.svgs, {.max_answer_bytes = 0}), invalid_argument);
 }
 
-TEST_CASE("report.html: a drill-down per regime and arm to the tasks with B's answer", "[report][html]") {
+/// The rows of the side-by-side table of page `h`: each <tr data-r=...>...</tr>.
+std::vector<std::string> drill_rows(const std::string& h) {
+  std::vector<std::string> rows;
+  const auto at = h.find("<table id=\"dd\"");
+  const auto end = h.find("</table>", at);
+  for (auto p = h.find("<tr data-r=", at); p < end; p = h.find("<tr data-r=", p + 1))
+    rows.push_back(h.substr(p, h.find("</tr>", p) - p));
+  return rows;
+}
+
+TEST_CASE("report.html: items side by side, every arm with B's answer, correctness and probability",
+          "[report][html]") {
   const auto& b = html_report();
   const auto& h = b.html;
-  for (const char* regime : {"need", "no_need", "stale", "conflict"})
-    for (const char* arm : {"no_comm", "text_full", "kv_full"}) {
-      INFO(regime << " " << arm);
-      const std::string anchor = std::string("t-") + regime + "-" + arm;
-      CHECK(h.find("<details id=\"" + anchor + "\">") != std::string::npos);
-      CHECK(h.find("href=\"#" + anchor + "\"") != std::string::npos);  // from the accuracy table
-    }
-  // wrong answers first: the first row of need · kv_full is a wrong one, and 15 rows at most
-  const auto at = h.find("<details id=\"t-need-kv_full\">");
-  const auto end = h.find("</details>", at);
-  const std::string group = h.substr(at, end - at);
-  CHECK(group.find("<td class=\"bad\">no</td>") < group.find("<td class=\"ok\">yes</td>"));
-  CHECK(count(group, "<tr>") == 1 + 15);
-  CHECK(group.find("more trials not shown") != std::string::npos);
-  CHECK(group.find("task-") != std::string::npos);
-  CHECK(group.find("<th>B&#39;s answer</th>") != std::string::npos);
-  // records without task ids or answers (built-in tasks, token scoring): those columns are left out
-  // and the page says so
+  REQUIRE(h.find("<table id=\"dd\"") != std::string::npos);
+  // one column per arm, the reference arms first; the hostile label escaped
+  std::set<std::string> arms;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> units;
+  for (const auto& r : b.records) arms.insert(r.arm), units.insert({r.item, r.seed});
+  const auto head = h.substr(h.find("<table id=\"dd\""),
+                             h.find("</thead>", h.find("<table id=\"dd\"")) - h.find("<table id=\"dd\""));
+  CHECK(count(head, "<th class=\"arm\">") == arms.size());
+  CHECK(head.find(
+            "<th class=\"arm\">no_comm</th><th class=\"arm\">text_full</th><th class=\"arm\">kv_full</th>") !=
+        std::string::npos);
+  CHECK(head.find(detail::html_escape(hostile_arm)) != std::string::npos);
+  // one row per (item, seed) (320 here, under the default cap of 400), each with a cell per arm
+  const auto rows = drill_rows(h);
+  CHECK(rows.size() == units.size());
+  CHECK(h.find(std::to_string(units.size()) + " of ") == std::string::npos);  // nothing left out
+  // the row of need item 3, seed 0: every arm's correctness, probability and answer text
+  const trial_record* kv = nullptr;
+  for (const auto& r : b.records)
+    if (r.item == 3 && r.seed == 0 && r.arm == "kv_full") kv = &r;
+  REQUIRE(kv != nullptr);
+  REQUIRE(kv->answer_logprob);
+  std::string row;
+  for (const auto& r : rows)
+    if (r.find("<td class=\"n\">3</td><td class=\"n\">0</td>") != std::string::npos) row = r;
+  REQUIRE(!row.empty());
+  CHECK(row.rfind("<tr data-r=\"" + kv->regime + "\">", 0) == 0);
+  CHECK(count(row, "<td class=\"y\"") + count(row, "<td class=\"x\"") == arms.size());
+  const double prob = std::exp(*kv->answer_logprob);
+  const std::string pct = prob < 0.001 ? "&lt;0.1%" : fmt::format("{:.1f}%", 100.0 * prob);
+  CHECK(row.find(std::string(kv->correct ? "✓ " : "✗ ") + pct + "<br><q>" +
+                 detail::html_escape(*kv->answer_text) + "</q>") != std::string::npos);
+  for (const auto& r : b.records)  // every arm's answer text of this unit
+    if (r.item == 3 && r.seed == 0 && r.answer_text)
+      CHECK(row.find("<q>" + detail::html_escape(*r.answer_text) + "</q>") != std::string::npos);
+  CHECK(row.find("task-3") != std::string::npos);
+  // filter controls: regime (every regime embedded), arms (one box per column), correctness, search
+  for (const char* id : {"id=\"dd-filters\"", "id=\"dd-regime\"", "id=\"dd-correct\"", "id=\"dd-q\"",
+                         "type=\"search\"", "id=\"dd-count\"", "data-set=\"all\"", "data-set=\"roles\""})
+    CHECK(h.find(id) != std::string::npos);
+  for (const char* rg : {"need", "no_need", "stale", "conflict"})
+    CHECK(h.find(std::string("<option value=\"") + rg + "\">") != std::string::npos);
+  for (const char* v : {"any", "disagree", "wrong", "allwrong", "right"})
+    CHECK(h.find(std::string("<option value=\"") + v + "\">") != std::string::npos);
+  CHECK(count(h, "<input type=\"checkbox\" checked=\"checked\" data-col=") == arms.size());
+  CHECK(h.find("getElementById(\"dd\")") != std::string::npos);  // the filter script
+  // the accuracy table's arms set the filters and jump to the table
+  CHECK(h.find("href=\"#tasks\" data-regime=\"need\" data-arm=\"kv_full\"") != std::string::npos);
+  // the old per (regime, arm) lists are gone
+  CHECK(h.find("<details id=\"t-") == std::string::npos);
+}
+
+TEST_CASE("report.html: the side-by-side table is capped, disagreeing rows first, and says what it left out",
+          "[report][html]") {
+  const auto& b = html_report();
+  std::set<std::pair<std::uint64_t, std::uint64_t>> units;
+  for (const auto& r : b.records) units.insert({r.item, r.seed});
+  const auto h = report_html(b.report, b.records, b.svgs, {.max_item_rows = 50, .max_answer_bytes = 20});
+  CHECK(html_problem(h).empty());
+  const auto rows = drill_rows(h);
+  CHECK(rows.size() == 50);
+  CHECK(h.find("50 of " + std::to_string(units.size()) + " rows are embedded") != std::string::npos);
+  CHECK(h.find(std::to_string(units.size() - 50) + " left out") != std::string::npos);
+  CHECK(h.find("the filters work on the rows embedded") != std::string::npos);
+  for (const auto& r : rows) {  // more than 50 units disagree: every embedded row is one of them
+    CHECK(r.find("<td class=\"y\"") != std::string::npos);
+    CHECK(r.find("<td class=\"x\"") != std::string::npos);
+  }
+  CHECK(h.size() < b.html.size());
+  // a long answer is clipped in the cell and whole in the tooltip
+  const bool clipped =
+      h.find("<q>&lt;/td&gt;&lt;script&gt;alert(2…</q>") != std::string::npos &&
+      h.find("title=\"&lt;/td&gt;&lt;script&gt;alert(2)&lt;/script&gt; &quot;quoted&quot;") !=
+          std::string::npos;
+  CHECK((clipped || h.find("alert(2") == std::string::npos));  // item 3 may be left out
+  CHECK(h.find("http://") == std::string::npos);
+  CHECK(h.find("https://") == std::string::npos);
+  // records without task ids, answers or probabilities (built-in tasks, token scoring)
   auto bare = b.records;
-  for (auto& r : bare) r.task_id.clear(), r.query_index.reset(), r.answer_text.reset();
+  for (auto& r : bare)
+    r.task_id.clear(), r.query_index.reset(), r.answer_text.reset(), r.answer_logprob.reset();
   const auto h2 = report_html(b.report, bare, b.svgs);
   CHECK(html_problem(h2).empty());
-  CHECK(h2.find("<th>B&#39;s answer</th>") == std::string::npos);
+  CHECK(h2.find("<q>") == std::string::npos);
   CHECK(h2.find("<th>task</th>") == std::string::npos);
   CHECK(h2.find("carry no answer text") != std::string::npos);
   CHECK(h2.find("carry no task id") != std::string::npos);
-  CHECK(h2.size() < h.size());
+  CHECK(h2.find("(not in these records)") != std::string::npos);
+  CHECK(h2.size() < b.html.size());
+}
+
+TEST_CASE("report.html and report.md: numbers in percentage points with fixed precision", "[report][html]") {
+  using detail::finding_interval_text;
+  using detail::finding_magnitude_text;
+  using detail::finding_value;
+  CHECK(detail::points_text(0.982) == "+98.2 pts");
+  CHECK(detail::points_text(-1.0) == "-100.0 pts");
+  CHECK(detail::points_text(-0.0001) == "0.0 pts");
+  CHECK(detail::points_text(std::nan("")) == "–");
+  CHECK(detail::points_interval_text(0.951, 0.997) == "[95.1, 99.7] pts");
+  CHECK(detail::points_interval_text(-1.0, -0.8897) == "[-100.0, -89.0] pts");
+  CHECK(detail::p_value_text(0.007937) == "0.008");
+  CHECK(detail::p_value_text(0.0002) == "<0.001");
+  CHECK(detail::p_value_text(1.0) == "1.000");
+  finding f;
+  f.id = "need.kv_beats_no_comm";
+  CHECK(finding_value(f, 0.982) == "+98.2 pts");
+  CHECK(finding_interval_text(f, 0.951, 0.997) == "[95.1, 99.7] pts");
+  CHECK(finding_magnitude_text(f, 0.123) == "12.3 pts");
+  f.id = "cost.relay_pays_on_pcie4";
+  CHECK(finding_value(f, 1.08e-3) == "1.08 ms");
+  CHECK(finding_interval_text(f, 1.08e-3, 2.3e-3) == "[1.08, 2.30] ms");
+  f.id = "noise.tolerance_sigma";
+  CHECK(finding_value(f, 0.75) == "0.75 σ");
+  f.id = "drift.tolerance_steps";
+  CHECK(finding_value(f, 300.0) == "300 steps");
+  f.id = "mapped.retention";
+  CHECK(finding_value(f, 0.932) == "93.2%");
+  // the page: every paired finding's estimate and interval in points, every p-value fixed
+  const auto& b = html_report();
+  const auto& h = b.html;
+  const std::regex pts_est("^[+-]?[0-9]+\\.[0-9] pts$|^–$");
+  const std::regex pts_iv("^\\[(-?[0-9]+\\.[0-9]|–), (-?[0-9]+\\.[0-9]|–)\\] pts$");
+  std::size_t checked = 0;
+  for (const auto& g : b.report.findings) {
+    if (g.id.rfind("need.", 0) != 0 && g.id.rfind("stale.", 0) != 0 && g.id.rfind("conflict.", 0) != 0)
+      continue;
+    INFO(g.id);
+    const auto row = h.find("id=\"" + finding_anchor(g.id) + "\"");
+    REQUIRE(row != std::string::npos);
+    const std::string tr = h.substr(row, h.find("</tr>", row) - row);
+    CHECK(std::regex_search(finding_value(g, g.estimate), pts_est));
+    CHECK(tr.find(">" + finding_value(g, g.estimate) + "</td>") != std::string::npos);
+    CHECK(std::regex_match(finding_interval_text(g, g.ci_low, g.ci_high), pts_iv));
+    CHECK(tr.find(finding_interval_text(g, g.ci_low, g.ci_high)) != std::string::npos);
+    ++checked;
+  }
+  CHECK(checked >= 8);
+  // the paired-effects table: estimate, both intervals in points, p-values with three decimals
+  const auto eff = h.find("<section id=\"effects\">");
+  const std::string effects = h.substr(eff, h.find("</section>", eff) - eff);
+  for (const auto& e : b.report.core.effects) {
+    INFO(e.id);
+    CHECK(effects.find(">" + detail::points_text(e.estimate) + "</td>") != std::string::npos);
+    CHECK(effects.find(">" + detail::points_interval_text(e.verdict_low, e.verdict_high) + "</td>") !=
+          std::string::npos);
+  }
+  const std::regex bare_fraction(">-?0\\.[0-9]{4,}</td>");  // e.g. 0.007937: none left
+  CHECK_FALSE(std::regex_search(effects, bare_fraction));
+  // finding ids wrap only after a dot: no break-all, each part on one line
+  CHECK(h.find("break-all") == std::string::npos);
+  CHECK(h.find("code.fid>span{white-space:nowrap}") != std::string::npos);
+  CHECK(h.find("<span>need.</span><wbr><span>kv_beats_no_comm</span>") != std::string::npos);
+}
+
+TEST_CASE("report.html: the serving policy's heading counts the rules it shows", "[report][html]") {
+  const auto& b = html_report();
+  auto r = b.report;
+  r.decision.verdict = "relay with conditions";
+  r.decision.relay_allowed = true;
+  r.decision.policy = {
+      "relay only between identical model fingerprints (drift.tolerance_steps)",
+      "relay only where B needs A (no_need.kv_changes_accuracy)",
+      "relay only fresh caches (stale.kv_worse_than_text)",
+      "do not relay on conflict "
+      "(conflict.kv_worse_than_no_comm)",
+      "send text from sender cc: cache map m1 is not shown non-inferior (mapped.retention no)"};
+  r.decision.checklist = {
+      {.name = "no_need_harm",
+       .passed = verdict::no,
+       .reason = "x",
+       .findings = {"no_need.kv_changes_accuracy"}},
+      {.name = "freshness", .passed = verdict::no, .reason = "x", .findings = {"stale.kv_worse_than_text"}},
+      {.name = "conflict",
+       .passed = verdict::no,
+       .reason = "x",
+       .findings = {"conflict.kv_worse_than_no_comm"}},
+      {.name = "drift", .passed = verdict::yes, .reason = "x", .findings = {"drift.tolerance_steps"}}};
+  const auto h = report_html(r, b.records, b.svgs);
+  CHECK(html_problem(h).empty());
+  CHECK(h.find("Serving policy: 5 rules, 3 of them conditions (a risk shown present)") != std::string::npos);
+  const auto ol = h.find("<ol class=\"policy\">");
+  REQUIRE(ol != std::string::npos);
+  const std::string list = h.substr(ol, h.find("</ol>", ol) - ol);
+  CHECK(count(list, "<li>") == 5);
+  CHECK(count(list, "condition</span>") == 3);
 }
 
 TEST_CASE("report.html: the drill-down shows each trial's query and accepted answers from the task file",
@@ -356,7 +548,7 @@ TEST_CASE("report.html: the drill-down shows each trial's query and accepted ans
     }
     tf.tasks.push_back(std::move(t));
   }
-  html_options o{.max_task_rows = 100000};
+  html_options o{.max_item_rows = 100000};
   o.tasks = &tf;
   const auto h = report_html(b.report, b.records, b.svgs, o);
   CHECK(html_problem(h).empty());

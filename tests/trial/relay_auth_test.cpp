@@ -220,8 +220,15 @@ TEST_CASE("relay channel: mutual challenge-response, wrong key, no key against a
     CHECK(!p.server);
   }
   {
-    auto p = auth_pair(k, {});  // no key against a key
-    CHECK_THAT(p.server_error, Catch::Contains("has no relay key"));
+    auto p = auth_pair(k, {});  // no key against a key: both ends name that cause
+    CHECK_THAT(p.server_error, Catch::Contains("has no relay key, but this end has one"));
+    CHECK_THAT(p.client_error, Catch::Contains("has a relay key, but this end has none"));
+    CHECK(!p.client);
+  }
+  {
+    auto p = auth_pair({}, k);  // a key against no key: the same, the other way round
+    CHECK_THAT(p.server_error, Catch::Contains("has a relay key, but this end has none"));
+    CHECK_THAT(p.client_error, Catch::Contains("has no relay key, but this end has one"));
     CHECK(!p.client);
   }
   {
@@ -533,4 +540,43 @@ TEST_CASE("relay channel: an end without a design adopts the other's, bound and 
     CHECK_THAT(p.client_error, Catch::Contains("fails the challenge"));
     CHECK(!p.server);
   }
+}
+
+TEST_CASE("tcp transport: a trickled message is cut off after idle_s, a steady one passes") {
+  tcp_listener listener("127.0.0.1:0", {.timeout_s = 10, .idle_s = 0.3});
+  const std::string address = "127.0.0.1:" + std::to_string(listener.port());
+  std::thread c([&] {
+    auto t = tcp_transport::connect(address, {.timeout_s = 10});
+    const int fd = t.native_handle();
+    const std::uint64_t n = 4;
+    // a steady message: its 4 bytes 0.1 s apart
+    (void)::send(fd, &n, 8, MSG_NOSIGNAL);
+    for (int i = 0; i < 4; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      (void)::send(fd, "x", 1, MSG_NOSIGNAL);
+    }
+    // a trickled one: its prefix, one byte, then a pause past idle_s
+    (void)::send(fd, &n, 8, MSG_NOSIGNAL);
+    (void)::send(fd, "y", 1, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  });
+  auto s = listener.accept();
+  std::vector<std::byte> m;
+  s.receive_at_most(m, 16);
+  CHECK(m.size() == 4);
+  const auto t0 = clock_type::now();
+  CHECK_THROWS_AS(s.receive_at_most(m, 16), link_error);
+  const double took = std::chrono::duration<double>(clock_type::now() - t0).count();
+  CHECK(took < 1.5);  // the idle limit, not the 10 s message deadline
+  c.join();
+}
+
+TEST_CASE("relay protocol: a greeting's design larger than the peer serves is refused before it is built") {
+  json_value d = json_value::object();
+  d.set("items", 10000000.0);
+  d.set("seeds", 100000.0);
+  d.set("arms", json_value(json_value::array_type{json_value("no_comm"), json_value("kv_full")}));
+  json_value hello = json_value::object({{"op", "hello"}, {"design", d}});
+  CHECK_THROWS_WITH(design_of_hello(hello), Catch::Contains("10000000 items x 100000 seeds x 2 arms") &&
+                                                Catch::Contains("more than a relay peer serves"));
 }

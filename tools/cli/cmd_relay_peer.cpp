@@ -38,13 +38,16 @@ constexpr double cli_link_timeout_s = 600.0;
 // Connection attempts (0.1, 0.2, 0.4, 0.8, 1, 1, 1 s apart: about 5 s against a closed port).
 constexpr int cli_connect_attempts = 8;
 constexpr double cli_connect_attempt_s = 5.0;
+// Seconds the bytes of one message may pause once it has begun (a peer trickling a message).
+constexpr double cli_idle_s = 60.0;
 // Seconds an accepted client has for each handshake message before it is dropped.
 constexpr double cli_hello_timeout_s = 5.0;
 
 dist::transport_options cli_transport() {
   return {.timeout_s = cli_link_timeout_s,
           .connect_attempts = cli_connect_attempts,
-          .connect_attempt_s = cli_connect_attempt_s};
+          .connect_attempt_s = cli_connect_attempt_s,
+          .idle_s = cli_idle_s};
 }
 
 // Whether every address `host` resolves to is a loopback one (127.0.0.0/8, ::1).

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <span>
@@ -86,8 +87,25 @@ inline constexpr std::size_t relay_key_max_bytes = 4096;
   return key;
 }
 
-/// @brief Reads a relay key file (a regular file; see read_relay_key_fd).
-/// @throws invalid_argument naming `what` and the path.
+/// @brief Why a key file of status `st` must not be used, as ssh refuses a private key (empty:
+/// it may): owned by another user than this process's, or readable or writable by its group or
+/// others (any of the bits 077). The text names the mode in octal and the fix.
+[[nodiscard]] inline std::string key_file_mode_problem(const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (st.st_uid != ::geteuid())
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(::geteuid()) + "): a relay key must be the user's own file (mode 0600)";
+  if ((st.st_mode & 077) != 0)
+    return std::string("has mode ") + mode +
+           ": a relay key must not be readable or writable by group or others (anyone who reads it can "
+           "pose as either end); run chmod 600 on it";
+  return {};
+}
+
+/// @brief Reads a relay key file: a regular file of the user's own, mode 0600 or stricter
+/// (key_file_mode_problem; then read_relay_key_fd).
+/// @throws invalid_argument naming `what` and the path (and the mode, for a key others may read).
 [[nodiscard]] inline std::vector<std::byte> read_relay_key_file(const std::string& path,
                                                                 std::string_view what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -98,6 +116,10 @@ inline constexpr std::size_t relay_key_max_bytes = 4096;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     LATENTAUDIT_THROW(invalid_argument(std::string(what) + ": '" + path + "' is not a regular file"));
+  }
+  if (const auto why = key_file_mode_problem(st); !why.empty()) {
+    ::close(fd);
+    LATENTAUDIT_THROW(invalid_argument(std::string(what) + ": '" + path + "' " + why));
   }
   try {
     auto k = read_relay_key_fd(fd, std::string(what) + ": '" + path + "'", true);
@@ -272,14 +294,26 @@ class authenticated_channel final : public relay_channel {
       if (h.size() != 8 + 1 + 32 + extra || std::memcmp(h.data(), magic_, 8) != 0)
         refuse("does not speak the latentaudit relay protocol (version 1)");
       if (h[8] != flag)
-        refuse(keyed_ ? "has no relay key, but this side has one (--relay-key-file)"
-                      : "has a relay key, but this side has none (--relay-key-file)");
+        refuse(
+            keyed_
+                ? "has no relay key, but this end has one (--relay-key-file): give both ends the same key"
+                : "has a relay key, but this end has none (--relay-key-file): give both ends the same key");
     };
     const auto dh = std::as_bytes(std::span(design_));
     if (server) {
       t_.set_timeout(o.hello_timeout_s);
       // 1. the client's nonce and its design hash
       t_.receive_at_most(m, 8 + 1 + 32 + hash_chars_);
+      if (m.size() == 8 + 1 + 32 + hash_chars_ && std::memcmp(m.data(), magic_, 8) == 0 && m[8] != flag) {
+        // one end keyed, the other not: answer with this end's hello (its key flag, no proof) so the
+        // client names that cause too, not "the peer closed the link"
+        auto reply = hello_of(my_nonce);
+        reply.resize(reply.size() + 32);
+        try {
+          t_.send(reply);
+        } catch (const error&) {  // the refusal below names the cause on this end either way
+        }
+      }
       check_hello(m, hash_chars_);
       nc.assign(m.begin() + 9, m.begin() + 41);
       std::string client_design(reinterpret_cast<const char*>(m.data()) + 41, hash_chars_);

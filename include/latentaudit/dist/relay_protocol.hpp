@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <span>
@@ -256,9 +257,39 @@ class channel_sender final : public remote_sender {
   return h;
 }
 
-/// @brief The design the receiver runs, from its greeting: "design" read by design_from_json
-/// (design.json's one converter: bounds, every field, the arms read back), whose hash must be the
-/// greeting's "design_hash". A relay peer serves this design instead of building one of its own.
+/// @brief The most trials (items x seeds x arms) a design received in a greeting may declare: a
+/// relay peer sizes its unit schedule by the design, so a larger one is refused before anything
+/// is allocated (an audit of that size would need terabytes for its own journal and report).
+inline constexpr long double max_relay_design_trials = 1e8L;
+
+/// @brief Refuses a greeting's design whose items x seeds x arms exceed max_relay_design_trials,
+/// read from its JSON fields before design_from_json builds anything.
+/// @throws corrupt_data naming the three sizes, their product and the limit.
+inline void check_hello_design_size(const json_value& d) {
+  if (!d.is_object()) return;  // design_from_json names it
+  auto size_of = [&](const char* field) -> long double {
+    const json_value* v = d.find(field);
+    if (v == nullptr) return 1;
+    if (v->is_array()) return static_cast<long double>(v->as_array().size());
+    return v->is_number() && v->as_number() >= 1 ? static_cast<long double>(v->as_number()) : 1;
+  };
+  const long double items = size_of("items"), seeds = size_of("seeds"), arms = size_of("arms");
+  const long double trials = items * seeds * arms;
+  if (!(trials <= max_relay_design_trials)) {
+    char msg[320];
+    std::snprintf(
+        msg, sizeof msg,
+        "relay protocol: the receiver's design declares %.0Lf items x %.0Lf seeds x %.0Lf arms = "
+        "%.4Lg trials, more than a relay peer serves (%.0Lg, docs/distributed.md \"Bounded input\")",
+        items, seeds, arms, trials, max_relay_design_trials);
+    LATENTAUDIT_THROW(corrupt_data(msg));
+  }
+}
+
+/// @brief The design the receiver runs, from its greeting: its size checked first
+/// (check_hello_design_size), then "design" read by design_from_json (design.json's one converter:
+/// bounds, every field, the arms read back), whose hash must be the greeting's "design_hash". A
+/// relay peer serves this design instead of building one of its own.
 /// @throws corrupt_data naming the field that fails.
 [[nodiscard]] inline trial_design design_of_hello(const json_value& hello) {
   const json_value* d = hello.find("design");
@@ -266,6 +297,7 @@ class channel_sender final : public remote_sender {
     LATENTAUDIT_THROW(
         corrupt_data("relay protocol: the receiver's hello carries no design (an older "
                      "latentaudit: run both ends with the same version)"));
+  check_hello_design_size(*d);
   trial_design design = design_from_json(*d, "the receiver's design");
   const json_value* hash = hello.find("design_hash");
   if (hash == nullptr || !hash->is_string() || hash->as_string() != design.design_hash())

@@ -80,6 +80,9 @@ struct transport_options {
   /// attempt waits at most connect_attempt_s, with 0.1, 0.2, 0.4, ... (at most 1) s between them.
   int connect_attempts = 0;
   double connect_attempt_s = 5.0;  ///< deadline of one connection attempt (> 0)
+  /// Longest pause (seconds) between the bytes of one message once its first byte has moved: a
+  /// peer that trickles a message is cut off after it, not only at timeout_s (0: no such limit).
+  double idle_s = 0.0;
 };
 
 /// @brief "HOST:PORT" split into host and port.
@@ -225,8 +228,11 @@ class tcp_transport final : public relay_channel {
     const std::uint64_t n = message.size();
     std::byte prefix[8];
     std::memcpy(prefix, &n, 8);
+    in_message_ = false;
     write_all(std::span<const std::byte>(prefix, 8), deadline);
+    in_message_ = true;  // the prefix moved: the message's bytes may not pause past idle_s
     write_all(message, deadline);
+    in_message_ = false;
   }
 
   void receive(std::vector<std::byte>& message) override { receive_at_most(message, opt_.max_message_bytes); }
@@ -234,7 +240,9 @@ class tcp_transport final : public relay_channel {
   void receive_at_most(std::vector<std::byte>& message, std::uint64_t max_bytes) override {
     const auto deadline = detail::deadline_after(opt_.timeout_s);
     std::byte prefix[8];
+    in_message_ = false;
     read_all(std::span<std::byte>(prefix, 8), deadline);
+    in_message_ = true;
     std::uint64_t n = 0;
     std::memcpy(&n, prefix, 8);
     const std::uint64_t limit = std::min(max_bytes, opt_.max_message_bytes);
@@ -244,6 +252,7 @@ class tcp_transport final : public relay_channel {
                          " for this message; refused before allocation");
     message.resize(static_cast<std::size_t>(n));
     read_all(message, deadline);
+    in_message_ = false;
   }
 
   [[nodiscard]] std::string peer_name() const override { return peer_; }
@@ -286,6 +295,8 @@ class tcp_transport final : public relay_channel {
   static void check_options(const transport_options& o) {
     if (!(o.timeout_s > 0) || !(o.timeout_s < 1e9))
       latentaudit::detail::throw_invalid("tcp_transport", "options.timeout_s", "must be in (0, 1e9) seconds");
+    if (!(o.idle_s >= 0) || !(o.idle_s < 1e9))
+      latentaudit::detail::throw_invalid("tcp_transport", "options.idle_s", "must be in [0, 1e9) seconds");
     if (!(o.connect_attempt_s > 0) || !(o.connect_attempt_s < 1e9) || o.connect_attempts < 0)
       latentaudit::detail::throw_invalid("tcp_transport", "options.connect_attempt_s",
                                          "must be in (0, 1e9) seconds, with connect_attempts >= 0");
@@ -319,14 +330,25 @@ class tcp_transport final : public relay_channel {
     }
   }
 
+  // The deadline of the next wait: the message's, or sooner once `off` bytes of it have moved and
+  // options.idle_s is set (a trickling peer). `off` counts this call's bytes; a length prefix
+  // and its message are one message (moved_ is kept across the two calls).
+  [[nodiscard]] detail::transport_clock::time_point idle_deadline(
+      detail::transport_clock::time_point deadline, std::size_t off) const {
+    if (!(opt_.idle_s > 0) || (off == 0 && !in_message_)) return deadline;
+    return std::min(deadline, moved_ + std::chrono::duration_cast<detail::transport_clock::duration>(
+                                           std::chrono::duration<double>(opt_.idle_s)));
+  }
+
   void write_all(std::span<const std::byte> b, detail::transport_clock::time_point deadline) {
     if (fd_.get() < 0) detail::throw_link("tcp transport: send on a closed link");
     std::size_t off = 0;
     while (off < b.size()) {
-      detail::wait_fd(fd_.get(), POLLOUT, deadline, "sending");
+      detail::wait_fd(fd_.get(), POLLOUT, idle_deadline(deadline, off), "sending");
       const ssize_t w = ::send(fd_.get(), b.data() + off, b.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w > 0) {
         off += static_cast<std::size_t>(w);
+        moved_ = detail::transport_clock::now();
       } else if (w < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
         detail::throw_link(std::string("tcp transport: send failed: ") + std::strerror(errno));
       }
@@ -337,10 +359,11 @@ class tcp_transport final : public relay_channel {
     if (fd_.get() < 0) detail::throw_link("tcp transport: receive on a closed link");
     std::size_t off = 0;
     while (off < b.size()) {
-      detail::wait_fd(fd_.get(), POLLIN, deadline, "receiving");
+      detail::wait_fd(fd_.get(), POLLIN, idle_deadline(deadline, off), "receiving");
       const ssize_t r = ::recv(fd_.get(), b.data() + off, b.size() - off, MSG_DONTWAIT);
       if (r > 0) {
         off += static_cast<std::size_t>(r);
+        moved_ = detail::transport_clock::now();
       } else if (r == 0) {
         detail::throw_link("tcp transport: the peer closed the link after " + std::to_string(off) + " of " +
                            std::to_string(b.size()) + " bytes");
@@ -352,6 +375,8 @@ class tcp_transport final : public relay_channel {
 
   detail::socket_fd fd_;
   transport_options opt_;
+  detail::transport_clock::time_point moved_{};  // when the last byte of the current message moved
+  bool in_message_ = false;                      // a message's length prefix has moved
   std::string peer_ = "the relay peer";
 };
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: report.html — the audit report as one self-contained page written beside report.md:
 // the decision and its policy first, findings with what each verdict means for relay, labelled
-// intervals, sortable tables, the plots inline, and a drill-down per arm and regime to the tasks
-// with B's answer. Inline CSS and SVG, one small inline script (table sorting; the page reads the
-// same with scripts off), nothing loaded from the network, every text HTML-escaped.
+// intervals in percentage points, sortable tables, the plots inline, and a side-by-side drill-down:
+// per (item, seed) every arm's answer (B's answer text, correct, the answer's probability),
+// filterable by regime, arm, correctness and a text search. Inline CSS and SVG, one small inline
+// script (table sorting and the filters; the page reads the same with scripts off, every row
+// shown), nothing loaded from the network, every text HTML-escaped.
 #ifndef LATENTAUDIT_REPORT_HTML_HPP
 #define LATENTAUDIT_REPORT_HTML_HPP
 
@@ -82,9 +84,14 @@ enum class relay_polarity {
 
 /// @brief Options of report_html().
 struct html_options {
-  /// most task rows shown per (arm, regime) in the drill-down (wrong answers first, then by item
-  /// and seed); the rest are counted and left to records.jsonl
-  std::size_t max_task_rows = 25;
+  /// most rows of the side-by-side drill-down embedded in the page, one row per (item, seed) with
+  /// every arm's answer: the units where the arms disagree on correctness first, then by regime,
+  /// item and seed; the rest are counted in a note and left to records.jsonl (the page's filters
+  /// work on the rows embedded)
+  std::size_t max_item_rows = 400;
+  /// most bytes of one answer text shown in a cell (cut at a UTF-8 boundary, "…"; the whole text,
+  /// up to 1000 bytes, in the cell's tooltip)
+  std::size_t max_answer_bytes = 60;
   /// Markdown appended to the page's "More" section as preformatted text, after the relay-failure,
   /// message, link and gate sections that report.html shows as report.md writes them
   /// (run_audit_report passes report.md's "Unavailable on this engine" section)
@@ -99,12 +106,12 @@ struct html_options {
 /// @brief report.html: one self-contained HTML5 page for `r` built from `records` (the records the
 /// report was built from), with the plots `svgs` (report_svgs(r, records)) inline.
 /// @param r the report
-/// @param records its records (the drill-down reads task_id, query_index, answer_text, correct,
-/// stale_answer and relay_error)
+/// @param records its records (the drill-down reads item, seed, regime, arm, arm_kind, task_id,
+/// query_index, answer_text, answer_logprob, correct, stale_answer and relay_error)
 /// @param svgs pairs (file name, SVG document) to inline, in order
 /// @param o options
 /// @returns the page (UTF-8)
-/// @throws invalid_argument naming report_html if o.max_task_rows is 0.
+/// @throws invalid_argument naming report_html if o.max_item_rows or o.max_answer_bytes is 0.
 [[nodiscard]] LATENTAUDIT_INLINE std::string report_html(
     const audit_report& r, std::span<const trial_record> records,
     std::span<const std::pair<std::string, std::string>> svgs, const html_options& o = {});
@@ -117,12 +124,49 @@ namespace detail {
 /// @returns the escaped text
 [[nodiscard]] LATENTAUDIT_INLINE std::string html_escape(std::string_view s);
 
-/// @brief A finding's value as report.md and report.html print it: 4 significant digits, "–" when
-/// not finite, and the cost findings (seconds) in milliseconds ("1.08 ms").
+/// @brief A difference of accuracies (or of probabilities) in percentage points, signed, one
+/// decimal: 0.982 → "+98.2 pts", −1 → "-100.0 pts", 0 → "0.0 pts"; "–" when not finite.
+/// @param x the difference as a fraction
+/// @returns the text
+[[nodiscard]] LATENTAUDIT_INLINE std::string points_text(double x);
+
+/// @brief An interval of differences in percentage points, one decimal, the unit once:
+/// (0.951, 0.997) → "[95.1, 99.7] pts"; a limit that is not finite is "–".
+/// @param lo lower limit (fraction)
+/// @param hi upper limit (fraction)
+/// @returns the text
+[[nodiscard]] LATENTAUDIT_INLINE std::string points_interval_text(double lo, double hi);
+
+/// @brief A p-value with fixed precision: three decimals ("0.008", "1.000"), "<0.001" below
+/// 0.001, "–" when not finite.
+/// @param p the p-value
+/// @returns the text
+[[nodiscard]] LATENTAUDIT_INLINE std::string p_value_text(double p);
+
+/// @brief A finding's estimate as report.md and report.html print it, with its unit and fixed
+/// precision, by its id: accuracy and probability differences in signed percentage points ("+98.2
+/// pts"), cost findings (seconds) in milliseconds ("1.08 ms"), noise.tolerance_sigma in σ ("0.75
+/// σ"), drift.tolerance_steps in steps ("300 steps"), a cache map's retention (a ratio) in percent
+/// ("93.2%"); "–" when not finite.
 /// @param f the finding (its id decides the unit)
-/// @param x its estimate or an interval limit
+/// @param x its estimate (an interval limit: finding_interval_text)
 /// @returns the text
 [[nodiscard]] LATENTAUDIT_INLINE std::string finding_value(const finding& f, double x);
+
+/// @brief A finding's interval in the unit of finding_value, the unit once: "[95.1, 99.7] pts",
+/// "[1.08, 2.30] ms", "[0.50, 1.00] σ".
+/// @param f the finding (its id decides the unit)
+/// @param lo lower limit
+/// @param hi upper limit
+/// @returns the text
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_interval_text(const finding& f, double lo, double hi);
+
+/// @brief A magnitude in the unit of finding_value, unsigned (the minimum detectable effect:
+/// "12.3 pts"); "–" when not finite.
+/// @param f the finding (its id decides the unit)
+/// @param x the magnitude
+/// @returns the text
+[[nodiscard]] LATENTAUDIT_INLINE std::string finding_magnitude_text(const finding& f, double x);
 
 /// @brief The order of regimes in the tables: need, no_need, stale, conflict, then others.
 /// @param r a regime name

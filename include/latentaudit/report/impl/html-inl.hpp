@@ -160,10 +160,91 @@ struct finding_text_row {
   return html_starts_with(id, "cost.");
 }
 
-[[nodiscard]] LATENTAUDIT_INLINE std::string finding_value(const finding& f, double x) {
+/// @brief `x` with `decimals` fixed decimals, "-0.0" printed as "0.0".
+[[nodiscard]] inline std::string fixed_text(double x, int decimals, bool sign = false) {
+  std::string s = sign ? fmt::format("{:+.{}f}", x, decimals) : fmt::format("{:.{}f}", x, decimals);
+  const bool zero = s.find_first_not_of("+-0.") == std::string::npos;
+  if (zero && (s.front() == '-' || s.front() == '+')) s.erase(0, 1);
+  return s;
+}
+
+LATENTAUDIT_INLINE std::string points_text(double x) {
+  return std::isfinite(x) ? fixed_text(100.0 * x, 1, true) + " pts" : std::string("–");
+}
+
+LATENTAUDIT_INLINE std::string points_interval_text(double lo, double hi) {
+  const auto one = [](double v) { return std::isfinite(v) ? fixed_text(100.0 * v, 1) : std::string("–"); };
+  return "[" + one(lo) + ", " + one(hi) + "] pts";
+}
+
+LATENTAUDIT_INLINE std::string p_value_text(double p) {
+  if (!std::isfinite(p)) return "–";
+  return p < 0.001 ? std::string("<0.001") : fmt::format("{:.3f}", p);
+}
+
+/// @brief The unit of a finding's numbers.
+enum class finding_unit { points, ms, sigma, steps, ratio };
+
+/// @brief The unit of finding `id` (finding_value).
+[[nodiscard]] inline finding_unit finding_unit_of(std::string_view id) noexcept {
+  if (finding_in_seconds(id)) return finding_unit::ms;
+  if (id == "noise.tolerance_sigma") return finding_unit::sigma;
+  if (id == "drift.tolerance_steps") return finding_unit::steps;
+  if (id.ends_with(".retention")) return finding_unit::ratio;
+  return finding_unit::points;
+}
+
+/// @brief `x` in `u` without the unit (fixed precision); signed when `sign` (points only).
+[[nodiscard]] inline std::string finding_number(finding_unit u, double x, bool sign) {
   if (!std::isfinite(x)) return "–";
-  if (finding_in_seconds(f.id)) return fmt::format("{:.3g} ms", 1e3 * x);
-  return fmt::format("{:.4g}", x);
+  switch (u) {
+    case finding_unit::ms:
+      return fixed_text(1e3 * x, 2);
+    case finding_unit::sigma:
+      return fixed_text(x, 2);
+    case finding_unit::steps:
+      return fixed_text(x, 0);
+    case finding_unit::ratio:
+      return fixed_text(100.0 * x, 1);
+    case finding_unit::points:
+      break;
+  }
+  return fixed_text(100.0 * x, 1, sign);
+}
+
+/// @brief The unit's suffix: " pts", " ms", " σ", " steps", "%".
+[[nodiscard]] inline std::string_view finding_unit_suffix(finding_unit u) noexcept {
+  switch (u) {
+    case finding_unit::ms:
+      return " ms";
+    case finding_unit::sigma:
+      return " σ";
+    case finding_unit::steps:
+      return " steps";
+    case finding_unit::ratio:
+      return "%";
+    case finding_unit::points:
+      break;
+  }
+  return " pts";
+}
+
+LATENTAUDIT_INLINE std::string finding_value(const finding& f, double x) {
+  if (!std::isfinite(x)) return "–";
+  const auto u = finding_unit_of(f.id);
+  return finding_number(u, x, true) + std::string(finding_unit_suffix(u));
+}
+
+LATENTAUDIT_INLINE std::string finding_interval_text(const finding& f, double lo, double hi) {
+  const auto u = finding_unit_of(f.id);
+  return "[" + finding_number(u, lo, false) + ", " + finding_number(u, hi, false) + "]" +
+         std::string(finding_unit_suffix(u));
+}
+
+LATENTAUDIT_INLINE std::string finding_magnitude_text(const finding& f, double x) {
+  if (!std::isfinite(x)) return "–";
+  const auto u = finding_unit_of(f.id);
+  return finding_number(u, x, false) + std::string(finding_unit_suffix(u));
 }
 
 /// @brief At most `max_bytes` of `s`, cut at a UTF-8 character boundary, with "…" when cut.
@@ -216,9 +297,20 @@ struct finding_text_row {
   return out;
 }
 
-/// @brief The anchor of the drill-down of (regime, arm).
-[[nodiscard]] inline std::string task_anchor(std::string_view regime, std::string_view arm) {
-  return "t-" + html_anchor_part(regime) + "-" + html_anchor_part(arm);
+/// @brief A finding id as HTML that wraps only after a '.': each part up to and including a dot
+/// is a <span> the style sheet keeps on one line (code.fid>span: nowrap), with <wbr> between them,
+/// so "need:kv_full-no_comm" never breaks at its hyphen and a long message id breaks only at dots.
+[[nodiscard]] inline std::string html_id_breakable(std::string_view id) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < id.size()) {
+    const auto dot = id.find('.', start);
+    const std::size_t end = dot == std::string_view::npos ? id.size() : dot + 1;
+    if (start > 0) out += "<wbr>";
+    out += "<span>" + html_escape(id.substr(start, end - start)) + "</span>";
+    start = end;
+  }
+  return out;
 }
 
 /// @brief An SVG document for inlining in HTML: the XML declaration and the xmlns attribute
@@ -246,7 +338,7 @@ h3{font-size:1.05em;margin:1.2em 0 .4em}
 .decision.allowed{border-color:#009E73;background:#f2fbf7}.decision.blocked{border-color:#D55E00;background:#fff7f2}
 .verdict{font-size:1.6em;font-weight:700;margin:0}
 .gate code{font-size:1.05em;padding:1px 6px;border-radius:4px;background:#eee}
-ul.policy li{margin:.2em 0}
+ol.policy li{margin:.2em 0}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.92em}
 th,td{border:1px solid #d5d5d5;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}
@@ -257,7 +349,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .b-supports{background:#d7f0e6;color:#00573f}.b-against{background:#fbe1d3;color:#8a3400}
 .b-not-shown{background:#ececec;color:#444}.b-context{background:#dcebf7;color:#004a75}
 .lbl{color:#555;font-size:.85em}
-#findings td:first-child code{font-size:.85em;word-break:break-all}#findings td:nth-child(4){min-width:18em}
+code.fid{font-size:.85em;overflow-wrap:normal;word-break:normal}code.fid>span{white-space:nowrap}#findings td:nth-child(4){min-width:18em}
 .iv{white-space:nowrap}
 details{margin:.2em 0}summary{cursor:pointer;color:#0b5394}
 details.method p{margin:.3em 0;max-width:60em}
@@ -265,11 +357,19 @@ pre{white-space:pre-wrap;background:#f7f7f7;border:1px solid #e3e3e3;padding:8px
 svg{max-width:100%;height:auto;display:block;margin:.4em 0}
 .ok{color:#00573f;font-weight:600}.bad{color:#8a3400;font-weight:600}
 .note{color:#555;font-size:.9em}
+.filters{margin:.5em 0;display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center}
+.filters fieldset{border:1px solid #ddd;border-radius:6px;padding:2px 8px;margin:0;font-size:.88em}
+.filters label.arm{white-space:nowrap;margin-right:6px}
+.dd-wrap{overflow:auto;max-height:80vh;border:1px solid #e3e3e3}
+table.dd{margin:0;font-size:.85em}table.dd th{position:sticky;top:0;z-index:1}
+table.dd th.arm{white-space:nowrap}table.dd td{white-space:nowrap}
+table.dd td.y{background:#e8f6ef}table.dd td.x{background:#fcebe2}
+table.dd q{quotes:none;white-space:normal;display:inline-block;max-width:14em;color:#333}
 )css";
 
 /// @brief The inline table sorter: click (or Enter on) a header of a table.sortable; a cell's
 /// data-v attribute, else its text, is the key (numbers numerically). Without scripts the tables
-/// keep the order the report gives them.
+/// keep the order the report gives them. Then the drill-down's filters (drill_filter_script).
 inline constexpr std::string_view html_sort_script = R"js(
 (function(){
 function key(c){if(!c)return "";var v=c.getAttribute("data-v");if(v===null)v=c.textContent.trim();
@@ -288,6 +388,40 @@ h.addEventListener("click",go);
 h.addEventListener("keydown",function(e){if(e.key==="Enter"||e.key===" "){e.preventDefault();go();}});
 })(hs[i],i);})(ts[t]);
 })();
+)js";
+
+/// @brief The drill-down's filters: shows the controls, hides the arm columns unticked and the rows
+/// outside the regime, the correctness choice (among the arms shown) or the search text (in the
+/// cells shown); an arm's link in the accuracy table sets regime and arms. Without scripts every
+/// row and column is shown and the controls stay hidden.
+inline constexpr std::string_view html_filter_script = R"js(
+(function(){
+var t=document.getElementById("dd"),f=document.getElementById("dd-filters");if(!t||!f)return;f.hidden=false;
+var rg=document.getElementById("dd-regime"),cr=document.getElementById("dd-correct"),
+q=document.getElementById("dd-q"),cnt=document.getElementById("dd-count"),
+boxes=f.querySelectorAll("input[data-col]"),first=Number(t.getAttribute("data-first"));
+function apply(){var show=[],i,c;
+for(i=0;i<boxes.length;i++)show[Number(boxes[i].getAttribute("data-col"))]=boxes[i].checked;
+var hs=t.tHead.rows[0].cells;for(c=first;c<hs.length;c++)hs[c].hidden=!show[c];
+var want=rg.value,cm=cr.value,text=q.value.trim().toLowerCase(),rows=t.tBodies[0].rows,n=0;
+for(i=0;i<rows.length;i++){var row=rows[i],cs=row.cells,y=0,x=0,s="";
+for(c=0;c<cs.length;c++){var on=c<first||show[c];if(c>=first)cs[c].hidden=!on;if(!on)continue;
+s+=" "+cs[c].textContent+" "+(cs[c].title||"");
+if(c>=first){if(cs[c].className==="y")y++;else if(cs[c].className==="x")x++;}}
+var ok=(!want||row.getAttribute("data-r")===want)&&(cm==="any"||(cm==="disagree"&&x>0&&y>0)||
+(cm==="wrong"&&x>0)||(cm==="allwrong"&&x>0&&y===0)||(cm==="right"&&y>0&&x===0))&&
+(!text||s.toLowerCase().indexOf(text)>=0);
+row.hidden=!ok;if(ok)n++;}
+cnt.textContent=n+" of "+rows.length+" rows shown";}
+f.addEventListener("input",apply);f.addEventListener("change",apply);
+function pick(keep){for(var j=0;j<boxes.length;j++)boxes[j].checked=keep(boxes[j]);apply();}
+var bs=f.querySelectorAll("button[data-set]"),ls=document.querySelectorAll("a[data-arm]"),k;
+for(k=0;k<bs.length;k++)bs[k].addEventListener("click",function(e){var m=e.currentTarget.getAttribute("data-set");
+pick(function(b){return m==="all"||b.hasAttribute("data-role");});});
+for(k=0;k<ls.length;k++)ls[k].addEventListener("click",function(e){var a=e.currentTarget,arm=a.getAttribute("data-arm");
+rg.value=a.getAttribute("data-regime");if(rg.selectedIndex<0)rg.value="";
+pick(function(b){return b.value===arm||b.hasAttribute("data-role");});});
+apply();})();
 )js";
 
 /// @brief Builds the page.
@@ -404,10 +538,29 @@ LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
   }
   p.el("p", D.summary);
   if (!D.policy.empty()) {
-    p.el("h3", "Serving policy");
-    p.open("ul", "class=\"policy\"");
-    for (const auto& rule : D.policy) p.el("li", rule);
-    p.close("ul");
+    // a rule is a condition when it names a finding of a risk check shown present
+    const auto is_condition = [&](const std::string& rule) {
+      for (const auto& ck : D.checklist)
+        if (ck.passed == verdict::no && (ck.name == "no_need_harm" || ck.name == "freshness" ||
+                                         ck.name == "conflict" || ck.name == "drift"))
+          for (const auto& id : ck.findings)
+            if (!id.empty() && rule.find(id) != std::string::npos) return true;
+      return false;
+    };
+    std::size_t conditions = 0;
+    for (const auto& rule : D.policy) conditions += is_condition(rule) ? 1 : 0;
+    p.el("h3", fmt::format("Serving policy: {} rule{}{}", D.policy.size(), D.policy.size() == 1 ? "" : "s",
+                           conditions == 0 ? std::string()
+                                           : fmt::format(", {} of them condition{} (a risk shown present)",
+                                                         conditions, conditions == 1 ? "" : "s")));
+    p.open("ol", "class=\"policy\"");
+    for (const auto& rule : D.policy) {
+      p.open("li");
+      p.text(rule);
+      if (is_condition(rule)) p.raw(" <span class=\"badge b-against\">condition</span>");
+      p.close("li");
+    }
+    p.close("ol");
   }
   if (!D.link.empty()) p.el("p", "Cost check link: " + D.link + ".", "class=\"note\"");
   p.close("div");
@@ -454,8 +607,8 @@ LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
       p.raw("<tr>");
       p.td(mo.contrast);
       p.tdn(mo.result.n);
-      p.tdn(num(mo.result.mean), mo.result.mean);
-      p.td(mo.result.ready ? html_interval(mo.result.ci_low, mo.result.ci_high) : "not ready");
+      p.tdn(points_text(mo.result.mean), mo.result.mean);
+      p.td(mo.result.ready ? points_interval_text(mo.result.ci_low, mo.result.ci_high) : "not ready");
       p.td(mo.stop_at ? std::to_string(*mo.stop_at) : "never");
       p.raw("</tr>\n");
     }
@@ -488,20 +641,20 @@ LATENTAUDIT_INLINE void html_section_findings(html_report_context& c) {
   for (const auto& f : r.findings) {
     const auto pol = finding_polarity(f);
     p.open("tr", fmt::format("id=\"{}\"", finding_anchor(f.id)));
-    p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
+    p.raw("<td><code class=\"fid\">" + html_id_breakable(f.id) + "</code></td>");
     p.raw(fmt::format("<td data-v=\"{}\">{}</td>", relay_polarity_name(pol), polarity_badge(pol)));
     p.td(verdict_name(f.answer));
     p.td(finding_statement(f));
     p.tdn(finding_value(f, f.estimate), f.estimate);
     p.open("td", std::isfinite(f.ci_low) ? fmt::format("data-v=\"{:.17g}\"", f.ci_low) : std::string());
     p.raw("<span class=\"iv\">");
-    p.text("[" + finding_value(f, f.ci_low) + ", " + finding_value(f, f.ci_high) + "]");
+    p.text(finding_interval_text(f, f.ci_low, f.ci_high));
     p.raw("</span>");
     p.raw("<br><span class=\"lbl\">");
     p.text(finding_interval_label(f, alpha));
     p.raw("</span>");
     p.close("td");
-    p.tdn(finding_value(f, f.minimum_detectable_effect), f.minimum_detectable_effect);
+    p.tdn(finding_magnitude_text(f, f.minimum_detectable_effect), f.minimum_detectable_effect);
     p.tdn(f.n);
     p.open("td");
     p.raw("<details class=\"method\"><summary>");
@@ -540,12 +693,12 @@ LATENTAUDIT_INLINE void html_section_effects(html_report_context& c) {
       p.td(e.regime);
       p.tdn(e.n_pairs);
       p.tdn(e.n_clusters);
-      p.tdn(num(e.estimate), e.estimate);
-      p.tdn(html_interval(e.ci_low, e.ci_high), e.ci_low);
-      p.tdn(html_interval(e.verdict_low, e.verdict_high), e.verdict_low);
-      p.tdn(num(e.p_value), e.p_value);
+      p.tdn(points_text(e.estimate), e.estimate);
+      p.tdn(points_interval_text(e.ci_low, e.ci_high), e.ci_low);
+      p.tdn(points_interval_text(e.verdict_low, e.verdict_high), e.verdict_low);
+      p.tdn(p_value_text(e.p_value), e.p_value);
       if (e.in_holm_family)
-        p.tdn(num(e.p_holm), e.p_holm);
+        p.tdn(p_value_text(e.p_holm), e.p_holm);
       else
         p.td(e.in_decision_sequence ? "decision sequence" : "not in family");
       p.raw("</tr>\n");
@@ -561,10 +714,10 @@ LATENTAUDIT_INLINE void html_section_effects(html_report_context& c) {
       p.td(c.variable);
       p.td(c.level);
       p.tdn(c.n);
-      p.tdn(num(c.estimate), c.estimate);
-      p.tdn(html_interval(c.ci_low, c.ci_high), c.ci_low);
-      p.tdn(num(c.p_value), c.p_value);
-      p.tdn(num(c.p_adjusted), c.p_adjusted);
+      p.tdn(points_text(c.estimate), c.estimate);
+      p.tdn(points_interval_text(c.ci_low, c.ci_high), c.ci_low);
+      p.tdn(p_value_text(c.p_value), c.p_value);
+      p.tdn(p_value_text(c.p_adjusted), c.p_adjusted);
       p.raw("</tr>\n");
     }
     p.end_table();
@@ -589,7 +742,8 @@ LATENTAUDIT_INLINE void html_section_accuracy(html_report_context& c) {
   p.el("h2", "Accuracy by arm");
   p.el("p",
        "Sorted by regime, then arm. CI: item-clustered " + level +
-           " interval. The arm links to its tasks. Click a header to sort.",
+           " interval. An arm links to the items side by side, filtered to its regime, itself and no_comm, "
+           "text_full and kv_full. Click a header to sort.",
        "class=\"note\"");
   p.head({"regime", "arm", "n", "accuracy %", level + " CI % (item-clustered)", "mean bytes", "receiver µs",
           "attention on relay", "hidden cosine vs text", "KL vs text"});
@@ -605,8 +759,10 @@ LATENTAUDIT_INLINE void html_section_accuracy(html_report_context& c) {
     p.text(a->regime);
     p.close("td");
     p.open("td");
-    if (groups.count({regime_rank(a->regime), a->regime, a->arm}))
-      p.el("a", a->arm, "href=\"#" + task_anchor(a->regime, a->arm) + "\"");
+    if (groups.count({regime_rank(a->regime), a->regime, a->arm}))  // sets the drill-down's filters
+      p.el("a", a->arm,
+           "href=\"#tasks\" data-regime=\"" + html_escape(a->regime) + "\" data-arm=\"" +
+               html_escape(a->arm) + "\"");
     else
       p.text(a->arm);
     p.close("td");
@@ -624,19 +780,153 @@ LATENTAUDIT_INLINE void html_section_accuracy(html_report_context& c) {
   p.close("section");
 }
 
-// report_html's section: the drill-down: the tasks of each regime and arm.
+/// @brief One row of the side-by-side drill-down: a unit (item, seed), its regime, and per column
+/// (arm) the index of its record (npos where the arm has no record on the unit).
+struct drill_unit {
+  std::uint64_t item = 0;          ///< item
+  std::uint64_t seed = 0;          ///< seed
+  std::string regime;              ///< the records' regime ("unknown" when empty)
+  std::vector<std::size_t> cells;  ///< per column, the record index or npos
+  bool disagree = false;           ///< some arm right and some wrong on this unit
+};
+
+/// @brief The drill-down's columns: the arms of `records`, no_comm, text_full and kv_full first (by
+/// arm_kind, else by label), then by label.
+[[nodiscard]] inline std::vector<std::string> drill_arms(std::span<const trial_record> records) {
+  std::map<std::string, int> rank;
+  for (const auto& rec : records) {
+    const std::string_view k = rec.arm_kind.empty() ? std::string_view(rec.arm) : rec.arm_kind;
+    const int r = k == "no_comm" ? 0 : k == "text_full" ? 1 : k == "kv_full" ? 2 : 3;
+    auto [it, fresh] = rank.emplace(rec.arm, r);
+    if (!fresh) it->second = std::min(it->second, r);
+  }
+  std::vector<std::pair<int, std::string>> v;
+  for (const auto& [arm, r] : rank) v.emplace_back(r, arm);
+  std::sort(v.begin(), v.end());
+  std::vector<std::string> arms;
+  for (auto& [r, arm] : v) arms.push_back(std::move(arm));
+  return arms;
+}
+
+/// @brief Every unit of `records` with its record per column of `arms`, in (regime rank, regime,
+/// item, seed) order.
+[[nodiscard]] inline std::vector<drill_unit> drill_units(std::span<const trial_record> records,
+                                                         std::span<const std::string> arms) {
+  std::map<std::string_view, std::size_t> col;
+  for (std::size_t k = 0; k < arms.size(); ++k) col.emplace(arms[k], k);
+  std::map<std::pair<std::uint64_t, std::uint64_t>, drill_unit> by_unit;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& rec = records[i];
+    auto& u = by_unit[{rec.item, rec.seed}];
+    if (u.cells.empty()) {
+      u.item = rec.item;
+      u.seed = rec.seed;
+      u.regime = rec.regime.empty() ? std::string("unknown") : rec.regime;
+      u.cells.assign(arms.size(), std::string::npos);
+    }
+    u.cells[col.at(rec.arm)] = i;
+  }
+  std::vector<drill_unit> units;
+  units.reserve(by_unit.size());
+  for (auto& [key, u] : by_unit) {
+    bool right = false, wrong = false;
+    for (auto i : u.cells)
+      if (i != std::string::npos) (records[i].correct ? right : wrong) = true;
+    u.disagree = right && wrong;
+    units.push_back(std::move(u));
+  }
+  std::stable_sort(units.begin(), units.end(), [](const drill_unit& a, const drill_unit& b) {
+    return std::tuple(regime_rank(a.regime), std::string_view(a.regime), a.item, a.seed) <
+           std::tuple(regime_rank(b.regime), std::string_view(b.regime), b.item, b.seed);
+  });
+  return units;
+}
+
+/// @brief The units embedded in the page: all when at most `max` of them, else `max`, those where
+/// the arms disagree first, kept in the order of `units`.
+[[nodiscard]] inline std::vector<const drill_unit*> drill_embedded(const std::vector<drill_unit>& units,
+                                                                   std::size_t max) {
+  std::vector<const drill_unit*> out;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& u : units)
+      if (out.size() < max && u.disagree == (pass == 0)) out.push_back(&u);
+  std::sort(out.begin(), out.end());  // pointers into `units`: its order
+  return out;
+}
+
+/// @brief One arm's cell of a drill-down row: ✓ or ✗, the probability B gives the reference
+/// answer (exp(answer_logprob)), B's answer text (clipped; the whole in the tooltip), the stale
+/// value and a relay error; class "y" (right) or "x" (wrong), sorted by the probability.
+[[nodiscard]] inline std::string drill_cell(const trial_record& rec, const html_options& o) {
+  const std::optional<double> prob = rec.answer_logprob && std::isfinite(*rec.answer_logprob)
+                                         ? std::optional(std::exp(*rec.answer_logprob))
+                                         : std::nullopt;
+  std::string s = fmt::format("<td class=\"{}\" data-v=\"{}\"", rec.correct ? "y" : "x",
+                              prob ? fmt::format("{:.4f}", *prob) : std::string(rec.correct ? "1" : "0"));
+  if (rec.answer_text && rec.answer_text->size() > o.max_answer_bytes)
+    s += " title=\"" + html_escape(html_clip(*rec.answer_text, 1000)) + "\"";
+  s += rec.correct ? ">✓" : ">✗";
+  if (prob) s += *prob < 0.001 ? std::string(" &lt;0.1%") : " " + fixed_text(100.0 * *prob, 1) + "%";
+  if (rec.answer_text) s += "<br><q>" + html_escape(html_clip(*rec.answer_text, o.max_answer_bytes)) + "</q>";
+  if (rec.stale_answer && *rec.stale_answer) s += "<br><span class=\"lbl\">stale value</span>";
+  if (rec.relay_error)
+    s += "<br><span class=\"bad\" title=\"" + html_escape(html_clip(*rec.relay_error, 300)) +
+         "\">relay failed</span>";
+  return s + "</td>";
+}
+
+/// @brief The drill-down's filter controls (hidden until the script shows them): regime, the arms
+/// shown, correctness among the arms shown, and a text search.
+LATENTAUDIT_INLINE void drill_filters(html_page& p, std::span<const std::string> arms,
+                                      std::span<const std::string> regimes, std::size_t first,
+                                      std::size_t rows) {
+  p.raw("<div id=\"dd-filters\" class=\"filters\" hidden=\"hidden\">\n");
+  p.raw("<label>regime <select id=\"dd-regime\"><option value=\"\">all</option>");
+  for (const auto& rg : regimes)
+    p.raw("<option value=\"" + html_escape(rg) + "\">" + html_escape(rg) + "</option>");
+  p.raw("</select></label>\n");
+  p.raw(
+      "<label>correct <select id=\"dd-correct\"><option value=\"any\">any</option>"
+      "<option value=\"disagree\">shown arms disagree</option><option value=\"wrong\">some shown arm "
+      "wrong</option><option value=\"allwrong\">every shown arm wrong</option><option value=\"right\">every "
+      "shown arm right</option></select></label>\n");
+  p.raw(
+      "<label>search <input id=\"dd-q\" type=\"search\" placeholder=\"answer, item, task, query\" "
+      "size=\"28\"></label>\n");
+  p.raw(fmt::format("<span id=\"dd-count\" class=\"note\">{} rows</span>\n", rows));
+  p.raw("<fieldset><legend>arms shown</legend>");
+  p.raw(
+      "<button type=\"button\" data-set=\"all\">all</button> <button type=\"button\" "
+      "data-set=\"roles\">no_comm, text_full, kv_full</button> ");
+  for (std::size_t k = 0; k < arms.size(); ++k) {
+    const bool role = k < 3 && (arms[k] == "no_comm" || arms[k] == "text_full" || arms[k] == "kv_full");
+    p.raw(
+        fmt::format("<label class=\"arm\"><input type=\"checkbox\" checked=\"checked\" data-col=\"{}\"{} "
+                    "value=\"{}\">{}</label> ",
+                    first + k, role ? " data-role=\"1\"" : "", html_escape(arms[k]), html_escape(arms[k])));
+  }
+  p.raw("</fieldset>\n</div>\n");
+}
+
+// report_html's section: the side-by-side drill-down: per (item, seed) every arm's answer.
 LATENTAUDIT_INLINE void html_section_tasks(html_report_context& c) {
   auto& p = c.p;
   const std::span<const trial_record> records = c.records;
   const html_options& o = c.o;
-  const auto& groups = c.groups;
-  bool any_answer = false, any_task = false;
+  bool any_answer = false, any_task = false, any_prob = false;
   std::size_t unmatched = 0;  // records the task file has no line or query for
   for (const auto& rec : records) {
     any_answer = any_answer || rec.answer_text.has_value();
     any_task = any_task || !rec.task_id.empty();
+    any_prob = any_prob || rec.answer_logprob.has_value();
     if (o.tasks != nullptr && task_query_of(*o.tasks, rec) == nullptr) ++unmatched;
   }
+  const auto arms = drill_arms(records);
+  const auto units = drill_units(records, arms);
+  const auto shown = drill_embedded(units, o.max_item_rows);
+  std::vector<std::string> regimes;
+  for (const auto* u : shown)
+    if (std::find(regimes.begin(), regimes.end(), u->regime) == regimes.end()) regimes.push_back(u->regime);
   std::string tasks_text;
   if (o.tasks != nullptr) {
     tasks_text = fmt::format(" The query and the accepted answers come from the task file {} (line = item).",
@@ -650,78 +940,59 @@ LATENTAUDIT_INLINE void html_section_tasks(html_report_context& c) {
     tasks_text = " The query and the accepted answers are in the task file, not in the records" +
                  (o.tasks_note.empty() ? std::string(".") : ": " + o.tasks_note + ".");
   }
+  std::size_t left_disagree = 0;
+  for (const auto& u : units) left_disagree += u.disagree ? 1 : 0;
+  for (const auto* u : shown) left_disagree -= u->disagree ? 1 : 0;
   p.open("section", "id=\"tasks\"");
-  p.el("h2", "Tasks by regime and arm");
+  p.el("h2", "Items side by side");
   p.el("p",
        fmt::format(
-           "Per regime and arm, its trials: wrong answers first, then by item and seed; at most {} rows "
-           "each (records.jsonl holds every one). The records carry the item, the seed, the task id "
-           "and query index (task files), correctness, B's answer as scored (text scoring only) and "
-           "the relay error.{}{}{}",
-           o.max_task_rows, tasks_text, any_task ? "" : " These records carry no task id (built-in tasks).",
-           any_answer ? "" : " These records carry no answer text (token scoring)."),
+           "One row per item and seed, one column per arm: ✓ or ✗ (B's answer correct), the probability B "
+           "gives the reference answer (exp(answer_logprob)){}{}. Filter by regime, by the arms shown, by "
+           "correctness among the arms shown and by text; click a header to sort (an arm by the "
+           "probability).{}{}{}",
+           any_prob ? "" : " (not in these records)",
+           any_answer ? ", and B's answer as scored" : "; these records carry no answer text (token scoring)",
+           tasks_text, any_task ? "" : " These records carry no task id (built-in tasks).",
+           units.size() > shown.size()
+               ? fmt::format(" {} of {} rows are embedded (the rows where the arms disagree first); {} left "
+                             "out ({} of them with disagreeing arms): records.jsonl holds every trial, and "
+                             "the filters work on the rows embedded.",
+                             shown.size(), units.size(), units.size() - shown.size(), left_disagree)
+               : std::string()),
        "class=\"note\"");
-  for (const auto& [key, idx] : groups) {
-    const auto& [rank, regime, arm] = key;
-    (void)rank;
-    std::size_t wrong = 0;
-    for (auto i : idx) wrong += records[i].correct ? 0 : 1;
-    auto order = idx;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const auto& x = records[a];
-      const auto& y = records[b];
-      return std::tuple(x.correct, x.item, x.seed) < std::tuple(y.correct, y.item, y.seed);
-    });
-    p.open("details", fmt::format("id=\"{}\"", task_anchor(regime, arm)));
-    p.open("summary");
-    p.text(fmt::format(
-        "{} · {}: {} trials, {} wrong ({}% correct)", regime, arm, idx.size(), wrong,
-        pct(idx.empty() ? 0.0 : static_cast<double>(idx.size() - wrong) / static_cast<double>(idx.size()))));
-    p.close("summary");
-    // the optional columns this group's records carry
-    bool has_task = false, has_query = false, has_answer = false, has_stale = false, has_error = false;
-    for (auto i : idx) {
-      const auto& rec = records[i];
-      has_task = has_task || !rec.task_id.empty();
-      has_query = has_query || rec.query_index.has_value();
-      has_answer = has_answer || rec.answer_text.has_value();
-      has_stale = has_stale || rec.stale_answer.has_value();
-      has_error = has_error || rec.relay_error.has_value();
-    }
-    p.raw("<table class=\"sortable\"><thead><tr><th>item</th><th>seed</th>");
-    if (has_task) p.raw("<th>task</th>");
-    if (has_query) p.raw("<th>query</th>");
-    if (o.tasks != nullptr) p.raw("<th>query text</th><th>accepted answers</th>");
-    p.raw("<th>correct</th>");
-    if (has_answer) p.raw("<th>B&#39;s answer</th>");
-    if (has_stale) p.raw("<th>stale value given</th>");
-    if (has_error) p.raw("<th>relay error</th>");
-    p.raw("</tr></thead>\n<tbody>\n");
-    const std::size_t shown = std::min(order.size(), o.max_task_rows);
-    for (std::size_t k = 0; k < shown; ++k) {
-      const auto& rec = records[order[k]];
-      p.raw(fmt::format("<tr><td>{}</td><td>{}</td>", rec.item, rec.seed));
-      if (has_task) p.raw("<td>" + html_escape(rec.task_id.empty() ? "–" : rec.task_id) + "</td>");
-      if (has_query) p.raw("<td>" + (rec.query_index ? std::to_string(*rec.query_index) : "–") + "</td>");
-      if (o.tasks != nullptr) {
-        const auto* q = task_query_of(*o.tasks, rec);
-        p.raw("<td>" + html_escape(q ? task_text_shown(q->query) : std::string("–")) + "</td><td>" +
-              html_escape(q ? task_answers_shown(*q) : std::string("–")) + "</td>");
+  std::size_t first = 3 + (any_task ? 1 : 0) + (o.tasks != nullptr ? 2 : 0);
+  drill_filters(p, arms, regimes, first, shown.size());
+  p.raw(
+      fmt::format("<div class=\"dd-wrap\"><table id=\"dd\" class=\"sortable dd\" data-first=\"{}\">", first));
+  p.raw("<thead><tr><th>item</th><th>seed</th><th>regime</th>");
+  if (any_task) p.raw("<th>task</th>");
+  if (o.tasks != nullptr) p.raw("<th>query text</th><th>accepted answers</th>");
+  for (const auto& arm : arms) p.raw("<th class=\"arm\">" + html_escape(arm) + "</th>");
+  p.raw("</tr></thead>\n<tbody>\n");
+  for (const auto* u : shown) {
+    const trial_record* any = nullptr;  // the unit's record whose task id and query are shown
+    for (auto i : u->cells) {
+      if (i == std::string::npos) continue;
+      if (any == nullptr) any = &records[i];
+      if (o.tasks == nullptr || task_query_of(*o.tasks, records[i]) != nullptr) {
+        any = &records[i];
+        break;
       }
-      p.raw(rec.correct ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>");
-      if (has_answer)
-        p.raw("<td>" + html_escape(rec.answer_text ? *rec.answer_text : std::string("–")) + "</td>");
-      if (has_stale)
-        p.raw(std::string("<td>") + (rec.stale_answer ? (*rec.stale_answer ? "yes" : "no") : "–") + "</td>");
-      if (has_error)
-        p.raw("<td>" + html_escape(rec.relay_error ? *rec.relay_error : std::string("–")) + "</td>");
-      p.raw("</tr>\n");
     }
-    p.end_table();
-    if (order.size() > shown)
-      p.el("p", fmt::format("{} more trials not shown.", order.size() - shown), "class=\"note\"");
-    p.close("details");
+    p.raw(fmt::format("<tr data-r=\"{0}\"><td class=\"n\">{1}</td><td class=\"n\">{2}</td><td>{0}</td>",
+                      html_escape(u->regime), u->item, u->seed));
+    if (any_task) p.raw("<td>" + html_escape(any->task_id.empty() ? "–" : any->task_id) + "</td>");
+    if (o.tasks != nullptr) {
+      const auto* q = task_query_of(*o.tasks, *any);
+      p.raw("<td>" + html_escape(q ? task_text_shown(q->query) : std::string("–")) + "</td><td>" +
+            html_escape(q ? task_answers_shown(*q) : std::string("–")) + "</td>");
+    }
+    for (auto i : u->cells)
+      p.raw(i == std::string::npos ? std::string("<td>–</td>") : drill_cell(records[i], o));
+    p.raw("</tr>\n");
   }
+  p.raw("</tbody></table></div>\n");
   p.close("section");
 }
 
@@ -755,9 +1026,9 @@ LATENTAUDIT_INLINE void html_section_noise(html_report_context& c) {
       p.tdn(q.items);
       p.tdn(pct(q.accuracy), q.accuracy);
       p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
-      p.tdn(num(q.diff_vs_kv_full), q.diff_vs_kv_full);
-      p.tdn(html_interval(q.diff_ci_low, q.diff_ci_high), q.diff_ci_low);
-      p.tdn(num(q.fitted_diff), q.fitted_diff);
+      p.tdn(points_text(q.diff_vs_kv_full), q.diff_vs_kv_full);
+      p.tdn(points_interval_text(q.diff_ci_low, q.diff_ci_high), q.diff_ci_low);
+      p.tdn(points_text(q.fitted_diff), q.fitted_diff);
       p.td(q.noninferior ? "yes" : "no");
       p.raw("</tr>\n");
     }
@@ -857,10 +1128,10 @@ LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
     p.head({"demonstration", "outcome", "estimate", level + " CI", "n", "method"});
     for (const auto& f : r.demonstrations) {
       p.raw("<tr>");
-      p.raw("<td><code>" + html_escape(f.id) + "</code></td>");
+      p.raw("<td><code class=\"fid\">" + html_id_breakable(f.id) + "</code></td>");
       p.td(verdict_name(f.answer));
-      p.tdn(num(f.estimate), f.estimate);
-      p.tdn(html_interval(f.ci_low, f.ci_high), f.ci_low);
+      p.tdn(points_text(f.estimate), f.estimate);
+      p.tdn(points_interval_text(f.ci_low, f.ci_high), f.ci_low);
       p.tdn(f.n);
       p.open("td");
       p.raw("<details class=\"method\"><summary>method</summary>");
@@ -953,7 +1224,9 @@ LATENTAUDIT_INLINE std::string finding_anchor(std::string_view id) {
 LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<const trial_record> records,
                                            std::span<const std::pair<std::string, std::string>> svgs,
                                            const html_options& o) {
-  if (o.max_task_rows == 0) detail::throw_invalid("report_html", "o.max_task_rows", "must be at least 1");
+  if (o.max_item_rows == 0) detail::throw_invalid("report_html", "o.max_item_rows", "must be at least 1");
+  if (o.max_answer_bytes == 0)
+    detail::throw_invalid("report_html", "o.max_answer_bytes", "must be at least 1");
   using detail::html_escape;
   using detail::num;
   using detail::pct;
@@ -990,7 +1263,8 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
       "<nav class=\"note\">Sections: <a href=\"#decision\">Decision</a> · <a href=\"#findings\">Findings</a> "
       "· "
       "<a href=\"#effects\">Paired effects</a> · <a href=\"#accuracy\">Accuracy by arm</a> · <a "
-      "href=\"#tasks\">Tasks</a> · <a href=\"#noise\">Noise</a> · <a href=\"#frontier\">Frontier</a> · <a "
+      "href=\"#tasks\">Items side by side</a> · <a href=\"#noise\">Noise</a> · <a "
+      "href=\"#frontier\">Frontier</a> · <a "
       "href=\"#cost\">Cost</a> · <a href=\"#more\">More</a></nav>\n");
 
   // the drill-down groups: (regime, arm) → record indices
@@ -1019,6 +1293,7 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
   detail::html_section_more(c);
   p.raw("</main>\n<script>");
   p.raw(detail::html_sort_script);
+  p.raw(detail::html_filter_script);
   p.raw("</script>\n</body>\n</html>\n");
   return p.take();
 }
