@@ -69,6 +69,6 @@ TEST_CASE("llama.cpp story tasks: the continuation endpoint, kv_full = text_full
   CHECK(r.max_kv_text_answer <= 1e-3);
   CHECK(r.max_kv_text_continuation <= 1e-3);
   CHECK(static_cast<double>(r.in_context_equal) >= 0.95 * static_cast<double>(r.units));
-  CHECK(r.leading_dummy == 0);
+  CHECK(r.answer_joint == r.units);            // the answer as the joint text continues
   CHECK(r.mean_prob_text > r.mean_prob_none);  // the document raises the continuation's probability
 }

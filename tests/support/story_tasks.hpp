@@ -34,7 +34,7 @@ struct story_audit_result {
   double max_kv_text_answer = 0;        ///< the largest |kv_full − text_full| on answer_logprob
   double max_kv_text_continuation = 0;  ///< the largest |kv_full − text_full| on continuation_prob
   double mean_prob_text = 0, mean_prob_none = 0;  ///< mean continuation_prob, text_full and no_comm
-  std::size_t leading_dummy = 0;  ///< answers whose first token is the tokenizer's encoding of a lone " "
+  std::size_t answer_joint = 0;  ///< units whose answer tokens are the joint text's past the context
 };
 
 /// Audits the story tasks on `engine` (arms no_comm, text_full, kv_full, deranged; one seed) with
@@ -62,7 +62,6 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec) {
   double sum_text = 0, sum_none = 0;
   for (const auto& [k, r] : by)
     if (r.continuation_prob && *r.continuation_prob >= 0 && *r.continuation_prob <= 1) ++out.prob_in_range;
-  const auto space = codec.encode(" ");
   for (std::uint64_t i = 0; i < d.items; ++i) {
     ++out.units;
     const auto& text = by.at({i, "text_full"});
@@ -81,8 +80,10 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec) {
     ids.insert(ids.begin(), codec.bos);
     const auto whole = codec.encode(context + " " + *e.queries[0].answers[0].text);
     const auto t = src.task(i, 0, d.seed);
-    if (!space.empty() && t.answer.front() == space.back()) ++out.leading_dummy;
     if (whole.size() < ids.size()) continue;
+    if (std::equal(t.answer.begin(), t.answer.end(),
+                   whole.begin() + static_cast<std::ptrdiff_t>(ids.size() - 1), whole.end()))
+      ++out.answer_joint;
     const token_id next = whole[ids.size() - 1];
     auto seq = engine.open_seq();
     const auto o = engine.prefill(seq, ids, 0, forward_options{});

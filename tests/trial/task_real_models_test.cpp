@@ -37,6 +37,6 @@ TEST_CASE(
   CHECK(r.max_kv_text_answer <= 1e-3);
   CHECK(r.max_kv_text_continuation <= 1e-3);
   CHECK(static_cast<double>(r.in_context_equal) >= 0.95 * static_cast<double>(r.units));
-  CHECK(r.leading_dummy == 0);
+  CHECK(r.answer_joint == r.units);  // the answer as the joint text continues
   CHECK(r.mean_prob_text > r.mean_prob_none);
 }
