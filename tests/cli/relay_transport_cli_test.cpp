@@ -138,6 +138,15 @@ TEST_CASE("audit --relay-transport tcp: keys, loopback-only without one, bounded
   ::unsetenv("LATENTAUDIT_RELAY_KEY_FILE");
   test::expect_one_line_error(test::run_cli(small_audit(dir / "a", {"--relay-key-file", key})),
                               "--relay-key-file needs --relay-transport tcp");
+  // a key file its group or others may read is refused as ssh refuses a private key, naming its mode
+  const auto open_key = write_key(dir, "open.key", 40);
+  std::filesystem::permissions(open_key,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                   std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  const auto open_run =
+      test::run_cli(small_audit(dir / "a", {"--relay-transport", "tcp", "--relay-key-file", open_key}));
+  test::expect_one_line_error(open_run, "has mode 0644");
+  CHECK(open_run.err.find("open.key") != std::string::npos);
   // no key: a non-loopback address is refused
   test::expect_one_line_error(
       test::run_cli(small_audit(dir / "a", {"--relay-transport", "tcp", "--relay-peer", "192.0.2.1:7700"})),

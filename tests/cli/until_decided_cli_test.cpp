@@ -277,3 +277,27 @@ TEST_CASE("audit --until-decided on a task file: the tasks run in a permutation 
         std::string::npos);
   fs::remove_all(base);
 }
+
+TEST_CASE("audit --until-decided --resume: a schedule.json that contradicts the journal exits 2 naming both",
+          "[cli][until_decided]") {
+  const auto out = la::test::cli_work_dir() / "until_decided_contradiction";
+  fs::remove_all(out);
+  REQUIRE(run_cli(stopped_audit(out)).code == 0);
+  const auto records_before = read_text(out / "records.jsonl");
+  // well-formed, but it says kv_full never ran on the need items, which the journal holds
+  auto s = read_json(out / "schedule.json");
+  la::json_value cell = la::json_value::object();
+  cell.set("regime", "need");
+  cell.set("arm", "kv_full");
+  cell.set("ran", la::json_value::array());
+  la::json_value partial = la::json_value::array();
+  partial.push_back(std::move(cell));
+  s.set("partial", std::move(partial));
+  std::ofstream(out / "schedule.json", std::ios::trunc) << la::write_json(s) << "\n";
+  auto again = stopped_audit(out);
+  again.emplace_back("--resume");
+  const auto r = run_cli(again);
+  la::test::expect_one_line_error(r, "schedule.json' contradicts");
+  CHECK(r.err.find("records.jsonl") != std::string::npos);
+  CHECK(read_text(out / "records.jsonl") == records_before);
+}

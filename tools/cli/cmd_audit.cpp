@@ -25,6 +25,7 @@
 #include "audit_shard.hpp"
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "output_guard.hpp"
 #include "relay_session.hpp"
 #include "tokenizer_select.hpp"
 
@@ -42,6 +43,7 @@ std::vector<option_spec> audit_spec() {
       {"--partner", "DIR",
        "the heterogeneous partner for cross_model; default models/organism-b; 'none' drops cross_model"},
       engine_option(),
+      verbose_option(),
       {"--task", "FILE",
        "the organism's task.json (default: the --model directory's; required with --engine llama.cpp, "
        "whose --model and --partner are GGUF files)"},
@@ -1224,6 +1226,21 @@ int finish_audit(audit_run& r, std::chrono::steady_clock::time_point t0) {
   return exit_ok;
 }
 
+// --out never replaces an input (output_guard.hpp): not inside a model, partner or drift folder,
+// and none of the files the audit writes there is a task, tokenizer, map or config file it reads.
+void refuse_audit_out_over_inputs(const audit_run& r) {
+  const auto& args = r.args;
+  guarded_inputs inputs{{"--model", r.model}};
+  if (!r.no_partner)
+    inputs.push_back({"--partner", r.on_llama ? std::filesystem::path(r.partner_arg.value_or(""))
+                                              : model_dir(r.partner_arg, "organism-b")});
+  if (!r.drift_dir.empty()) inputs.push_back({"--drift", r.drift_dir});
+  for (const char* o : {"--task", "--tasks", "--tokenizer", "--config"})
+    if (const auto p = args.get(o)) inputs.push_back({o, *p});
+  if (const auto m = args.get("--map"); m && *m != "none") add_listed_inputs(inputs, "--map", *m);
+  refuse_output_dir_over_inputs("audit", "--out", r.out, audit_output_names(), inputs);
+}
+
 int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
   const auto specs = audit_spec();
   std::vector<std::string> overridden;
@@ -1252,6 +1269,7 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
   read_audit_tasks(r);
   read_audit_arms(r);
   read_audit_options(r);
+  if (r.serve == nullptr) refuse_audit_out_over_inputs(r);
   open_audit_topology(r);
   if (r.serve != nullptr) receive_audit_design(r);
   run_audit_trials(r);
@@ -1401,6 +1419,7 @@ int run_report(std::span<const std::string> words) {
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
   auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
+  refuse_output_dir_over_inputs("report", "--out", out, report_output_names(), {{"--records", records_path}});
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");

@@ -13,6 +13,7 @@
 
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "output_guard.hpp"
 
 namespace latentaudit::cli {
 namespace {
@@ -23,6 +24,7 @@ std::vector<option_spec> forward_options_spec() {
        "HF model directory with config.json and model.safetensors; a GGUF file with --engine llama.cpp "
        "(required)"},
       engine_option(),
+      verbose_option(),
       {"--tokens", "IDS", "comma-separated token ids, e.g. 0,5,41 (required)"},
       {"--all", "", "report every position (default: the last)"},
       {"--logits-out", "FILE",
@@ -66,6 +68,8 @@ int run_forward(std::span<const std::string> words) {
         stdout);
     return exit_ok;
   }
+  if (const auto path = args.get("--logits-out"))
+    refuse_output_over_inputs("forward", "--logits-out", *path, {{"--model", args.require("--model")}});
   const auto tokens = parse_tokens(args.require("--tokens"));
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
   const auto engine = parse_engine(args, "forward");

@@ -11,21 +11,21 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "output_guard.hpp"
 
 namespace latentaudit::cli {
 namespace {
 
 std::vector<option_spec> export_options() {
-  return {
-      {"--model", "DIR", "HF Llama checkpoint directory: config.json and model.safetensors (required)"},
-      {"--out", "FILE", "GGUF file to write (replaced whole, or not written on error) (required)"},
-      {"--dtype", "T", "storage of the 2-D weights: f32, f16 or bf16 (1-D norms stay f32); default f32"},
-      {"--name", "NAME", "general.name in the file; default the model directory's name"},
-      {"--vocab", "FILE",
-       "copy the tokenizer (every tokenizer.* key) of this GGUF file, e.g. one of llama.cpp's "
-       "ggml-vocab-*.gguf; its token count must equal the checkpoint's vocab_size (default: the folder's "
-       "tokenizer.json as a 'llama' vocabulary when it has one, else no tokenizer)"},
-      common_option("--pretty")};
+  return {{"--model", "DIR", "HF Llama checkpoint directory: config.json and model.safetensors (required)"},
+          {"--out", "FILE", "GGUF file to write (replaced whole, or not written on error) (required)"},
+          {"--dtype", "T", "storage of the 2-D weights: f32, f16 or bf16 (1-D norms stay f32); default f32"},
+          {"--name", "NAME", "general.name in the file; default the model directory's name"},
+          {"--vocab", "FILE",
+           "copy the tokenizer (every tokenizer.* key) of this GGUF file, e.g. one of llama.cpp's "
+           "ggml-vocab-*.gguf; its token count must equal the checkpoint's vocab_size (default: the folder's "
+           "tokenizer.json as a 'llama' vocabulary when it has one, else no tokenizer)"},
+          common_option("--pretty")};
 }
 
 std::vector<option_spec> gguf_inspect_options() {
@@ -56,6 +56,8 @@ int run_export(std::span<const std::string> words) {
   const std::string model = args.require("--model");
   const std::string out = args.require("--out");
   detail::require_output_file(out, "--out");  // before the conversion, not after it
+  refuse_output_over_inputs("gguf export", "--out", out,
+                            {{"--model", model}, {"--vocab", args.get("--vocab").value_or("")}});
   const auto type = *parse_dtype(args.choice("--dtype", "f32", {"f32", "f16", "bf16"}));
   const auto s = export_llama_gguf(
       model, out,
@@ -73,7 +75,7 @@ int run_export(std::span<const std::string> words) {
   j.set("head_dim", s.config.head_dim);
   j.set("tied_embeddings", s.config.tie_word_embeddings);
   if (!s.tokenizer.empty()) j.set("tokenizer_from", s.tokenizer);  // --vocab, or the folder's tokenizer.json
-  j.set("weights_hash", std::to_string(s.weights_hash));  // decimal text: u64 exceeds a JSON double
+  j.set("weights_hash", std::to_string(s.weights_hash));           // decimal text: u64 exceeds a JSON double
   print_json(j, args.has("--pretty"));
   return exit_ok;
 }

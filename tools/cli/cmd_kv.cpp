@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "cli.hpp"
+#include "output_guard.hpp"
 
 namespace latentaudit::cli {
 namespace {
@@ -162,6 +163,8 @@ int run_make_example(std::span<const std::string> words) {
     return exit_ok;
   }
   const std::string out = args.require("--out");
+  refuse_output_over_inputs("kv make-example", "--out", out,
+                            {{"--key-file", args.get("--key-file").value_or("")}});
   const auto tokens = static_cast<std::int64_t>(args.integer("--tokens", 16, 1, 4096));
   const auto type = *parse_dtype(args.choice("--dtype", "bf16", {"f32", "f16", "bf16"}));
   const auto seed = args.integer("--seed", 0, 0, UINT64_MAX);

@@ -25,6 +25,7 @@
 
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "output_guard.hpp"
 #include "tokenizer_select.hpp"
 
 namespace latentaudit::cli {
@@ -37,6 +38,7 @@ constexpr std::uint64_t calibration_stream = 0x4D4150;
 std::vector<option_spec> map_fit_options() {
   return {
       engine_option(),
+      verbose_option(),
       {"--from", "DIR|FILE", "the sender's model (reference: a directory; llama.cpp: a GGUF file)"},
       {"--from-overlay", "FILE",
        "the sender's weights replaced by this safetensors file's (reference engine; a drifted sender: "
@@ -234,6 +236,10 @@ int run_map(std::span<const std::string> words) {
   }
   const std::filesystem::path from = args.require("--from"), to = args.require("--to"),
                               out = args.require("--out");
+  guarded_inputs inputs{{"--from", from}, {"--to", to}};
+  for (const char* o : {"--from-overlay", "--tasks", "--task", "--tokenizer"})
+    if (const auto p = args.get(o)) inputs.push_back({o, *p});
+  refuse_output_over_inputs("map fit", "--out", out, inputs);
   const auto top = static_cast<std::size_t>(args.integer("--top-layers", 2, 1, 4096));
   const bool auto_ridge = args.get("--ridge") == std::optional<std::string>("auto");
   double ridge = auto_ridge ? 1e-3 : args.number("--ridge", 1e-3);

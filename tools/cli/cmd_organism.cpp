@@ -16,6 +16,7 @@
 
 #include "cli.hpp"
 #include "engine_select.hpp"
+#include "output_guard.hpp"
 
 namespace latentaudit::cli {
 namespace {
@@ -26,6 +27,7 @@ const std::vector<option_spec>& eval_options() {
        "model organism directory with config.json, model.safetensors and task.json; a GGUF file with "
        "--engine llama.cpp (required)"},
       engine_option(),
+      verbose_option(),
       {"--task", "FILE",
        "the organism's task.json (default: DIR/task.json; required with --engine llama.cpp)"},
       {"--pairs", "N", "key-value pairs per document, in [1, the model's max_pairs]; default max_pairs"},
@@ -193,6 +195,10 @@ int run_tasks(std::span<const std::string> words) {
     if (!std::filesystem::exists(task_dir / "task.json"))
       task_dir = std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / "organism-a";
   }
+  refuse_output_over_inputs(
+      "organism tasks", "--out", out,
+      {args.get("--task") ? guarded_input{"--task", *args.get("--task")}
+                          : guarded_input{args.get("--model") ? "--model" : "the organism", task_dir}});
   const auto fmt = organism_format::load(task_dir);
   const auto items = args.integer("--items", 450, 1, 10000000);
   organism_task_options o;

@@ -32,11 +32,22 @@ inline option_spec engine_option() {
           "exported by 'latentaudit gguf export')"};
 }
 
+/// @brief The --verbose option's spec: llama.cpp's own log lines on stderr.
+inline option_spec verbose_option() {
+  return {"--verbose", "",
+          "show llama.cpp's own log lines on stderr (default: hidden; a load failure's one error line "
+          "still names the file and llama.cpp's reason)"};
+}
+
 /// @brief Whether this CLI was built with the llama.cpp engine.
 constexpr bool have_llama_cpp() noexcept { return LATENTAUDIT_CLI_LLAMA_CPP != 0; }
 
-/// @brief Reads --engine. @throws usage_error on another name, or llama.cpp in a CLI built without it.
+/// @brief Reads --engine (and --verbose, which llama.cpp's logger reads before its first load).
+/// @throws usage_error on another name, or llama.cpp in a CLI built without it.
 inline engine_kind parse_engine(const arguments& args, std::string_view command) {
+#if LATENTAUDIT_CLI_LLAMA_CPP
+  if (args.has("--verbose")) (void)llama_cpp_init({.log = true});
+#endif
   const std::string e = args.get("--engine").value_or("reference");
   if (e == "reference") return engine_kind::reference;
   if (e == "llama.cpp" || e == "llama_cpp") {

@@ -468,12 +468,31 @@ class audit_session {
     // cut during the replay never leaves a schedule shorter than the records it sits beside.
     const auto schedule_file = o_.out / "schedule.json";
     std::uint64_t on_disk = 0;
+    std::optional<arm_schedule> disk;  // a resume's schedule.json, checked against the replay
     if (o_.resume && std::filesystem::exists(schedule_file)) {
       try {
-        on_disk = read_arm_schedule(schedule_file, d_.items, {plan.arms.begin(), plan.arms.end()}).batches;
+        disk = read_arm_schedule(schedule_file, d_.items, {plan.arms.begin(), plan.arms.end()});
+        on_disk = disk->batches;
       } catch (const error&) {  // unreadable: rewritten from the first batch on
       }
     }
+    // The journal decides: the replay rebuilds each batch's schedule from records.jsonl; a
+    // schedule.json that says otherwise (another batch size, a cell run or left out elsewhere,
+    // more batches than the run scheduled) is a contradiction, refused naming both files.
+    const auto contradiction = [&](const std::string& why) {
+      LATENTAUDIT_THROW(invalid_argument("audit --resume: '" + schedule_file.string() + "' contradicts '" +
+                                         (o_.out / "records.jsonl").string() + "': " + why +
+                                         " (remove schedule.json to rebuild it from the journal)"));
+    };
+    const auto check_disk = [&](const arm_schedule& replay) {
+      if (!disk || replay.batches > disk->batches) return;
+      if (disk->batch_items != replay.batch_items)
+        contradiction("its batches hold " + std::to_string(disk->batch_items) + " items, the journal's " +
+                      std::to_string(replay.batch_items));
+      if (arm_schedule_prefix(*disk, replay.batches).partial != replay.partial)
+        contradiction("batch " + std::to_string(replay.batches) +
+                      " leaves out other (regime, arm) cells than the journal's records decide");
+    };
     std::vector<trial_record> records;  // a look's records, in the order of a one-process run
     const std::size_t cells_all = regime_items().size() * d_.arms.size();
     const auto res = latentaudit::run_until_decided(
@@ -486,6 +505,7 @@ class audit_session {
           return records;
         },
         [&](const arm_schedule& schedule, const std::set<arm_cell>& left_out) {
+          check_disk(schedule);
           if (schedule.batches > on_disk) write_arm_schedule(schedule_file, schedule);
           const std::size_t k = schedule.batches - 1;
           for (const std::size_t p : batches[k]) {
@@ -500,6 +520,9 @@ class audit_session {
             o_.on_look(k, nlooks, std::min<std::uint64_t>(k * o_.batch_items, d_.items), report,
                        decision_settled(report.decision) ? 0 : cells, cells_all);
         });
+    if (disk && disk->batches > res.schedule.batches)
+      contradiction("it schedules " + std::to_string(disk->batches) +
+                    " batches, the journal's run stops after " + std::to_string(res.schedule.batches));
     schedule_ = res.schedule;
     summary = detail::until_decided_summary(res, o_.batch_items, nlooks, d_, seen.size());
     total.skipped -= res.trials_left_out;  // the drivers skip them as done: they are not a resume's

@@ -9,6 +9,7 @@
 #ifndef LATENTAUDIT_TRIAL_ARM_SCHEDULE_HPP
 #define LATENTAUDIT_TRIAL_ARM_SCHEDULE_HPP
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <filesystem>
@@ -159,6 +160,23 @@ struct arm_schedule {
       bad(at, "lists its cell twice");
   }
   return s;
+}
+
+/// @brief The schedule `s` as it stood after its first `n` batches (n <= s.batches): every range cut
+/// at n, a cell that ran in all n batches no longer listed. A resume compares a schedule.json with
+/// the journal's replay through it (audit_session).
+[[nodiscard]] inline arm_schedule arm_schedule_prefix(const arm_schedule& s, std::uint64_t n) {
+  arm_schedule out;
+  out.batch_items = s.batch_items;
+  out.batches = std::min(n, s.batches);
+  for (const auto& [cell, ranges] : s.partial) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> cut;
+    for (const auto& [from, to] : ranges)
+      if (from < out.batches) cut.emplace_back(from, std::min(to, out.batches));
+    const bool everywhere = cut.size() == 1 && cut[0].first == 0 && cut[0].second == out.batches;
+    if (!everywhere) out.partial.emplace(cell, std::move(cut));
+  }
+  return out;
 }
 
 /// @brief The one reader of schedule.json (written by write_arm_schedule): at most 4 MiB and 8
