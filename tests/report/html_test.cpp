@@ -484,6 +484,22 @@ TEST_CASE("report.html and report.md: numbers in percentage points with fixed pr
   }
   const std::regex bare_fraction(">-?0\\.[0-9]{4,}</td>");  // e.g. 0.007937: none left
   CHECK_FALSE(std::regex_search(effects, bare_fraction));
+  // report.md: the findings, the paired effects and the monitors in points too (report.json keeps fractions)
+  const auto md = report_markdown(b.report);
+  for (const auto& g : b.report.findings) {
+    INFO(g.id);
+    CHECK(md.find("| " + finding_value(g, g.estimate) + " | " +
+                  finding_interval_text(g, g.ci_low, g.ci_high) + " | ") != std::string::npos);
+  }
+  for (const auto& e : b.report.core.effects) {
+    INFO(e.id);
+    CHECK(md.find(" | " + detail::points_text(e.estimate) + " | " +
+                  detail::points_interval_text(e.ci_low, e.ci_high) + " | " +
+                  detail::points_interval_text(e.verdict_low, e.verdict_high) + " | " +
+                  detail::p_value_text(e.p_value) + " | ") != std::string::npos);
+  }
+  const auto j = report_json(b.report);
+  CHECK(j.at("effects").as_array()[0].at("estimate").as_number() == b.report.core.effects[0].estimate);
   // finding ids wrap only after a dot: no break-all, each part on one line
   CHECK(h.find("break-all") == std::string::npos);
   CHECK(h.find("code.fid>span{white-space:nowrap}") != std::string::npos);

@@ -949,9 +949,9 @@ namespace detail {
     line("|---|---|---|---|---|");
     for (const auto& mo : r.decision.monitors)
       line(fmt::format(
-          "| {} | {} | {} | {} | {} |", detail::md_escape(mo.contrast), mo.result.n, num(mo.result.mean),
-          mo.result.ready ? fmt::format("[{}, {}]", num(mo.result.ci_low), num(mo.result.ci_high))
-                          : "not ready",
+          "| {} | {} | {} | {} | {} |", detail::md_escape(mo.contrast), mo.result.n,
+          detail::points_text(mo.result.mean),
+          mo.result.ready ? detail::points_interval_text(mo.result.ci_low, mo.result.ci_high) : "not ready",
           mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
     line("");
   }
@@ -971,14 +971,13 @@ namespace detail {
   line("| id | for relay | verdict | estimate | interval | interval is | detectable | n | method |");
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& f : r.findings)
-    line(fmt::format(
-        "| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | [{}](report.html#{}) |", detail::markdown_code(f.id),
-        relay_polarity_name(finding_polarity(f)), verdict_name(f.answer),
-        detail::finding_value(f, f.estimate), detail::finding_value(f, f.ci_low),
-        detail::finding_value(f, f.ci_high), finding_interval_label(f, r.options.alpha),
-        std::isfinite(f.minimum_detectable_effect) ? detail::finding_value(f, f.minimum_detectable_effect)
-                                                   : std::string("–"),
-        f.n, detail::md_escape(finding_method_short(f)), finding_anchor(f.id)));
+    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | [{}](report.html#{}) |",
+                     detail::markdown_code(f.id), relay_polarity_name(finding_polarity(f)),
+                     verdict_name(f.answer), detail::finding_value(f, f.estimate),
+                     detail::finding_interval_text(f, f.ci_low, f.ci_high),
+                     finding_interval_label(f, r.options.alpha),
+                     detail::finding_magnitude_text(f, f.minimum_detectable_effect), f.n,
+                     detail::md_escape(finding_method_short(f)), finding_anchor(f.id)));
   line("");
   for (const auto& f : r.findings)
     if (!f.detail.empty())
@@ -1020,12 +1019,13 @@ namespace detail {
   line("|---|---|---|---|---|---|---|---|");
   for (const auto* es : {&r.core.effects, &r.core.decomposition})
     for (const auto& e : *es)
-      line(fmt::format("| {} | {} | {} | {} | [{}, {}] | [{}, {}] | {} | {} |", detail::md_escape(e.id),
-                       e.n_pairs, e.n_clusters, num(e.estimate), num(e.ci_low), num(e.ci_high),
-                       num(e.verdict_low), num(e.verdict_high), num(e.p_value),
-                       e.in_holm_family         ? num(e.p_holm)
-                       : e.in_decision_sequence ? std::string("decision sequence")
-                                                : std::string("not in family")));
+      line(fmt::format(
+          "| {} | {} | {} | {} | {} | {} | {} | {} |", detail::md_escape(e.id), e.n_pairs, e.n_clusters,
+          detail::points_text(e.estimate), detail::points_interval_text(e.ci_low, e.ci_high),
+          detail::points_interval_text(e.verdict_low, e.verdict_high), detail::p_value_text(e.p_value),
+          e.in_holm_family         ? detail::p_value_text(e.p_holm)
+          : e.in_decision_sequence ? std::string("decision sequence")
+                                   : std::string("not in family")));
   line("");
   line("## Effects by regime and covariate (CATE)");
   line("");
@@ -1034,9 +1034,10 @@ namespace detail {
       100.0 * (1.0 - r.options.alpha)));
   line("|---|---|---|---|---|---|---|---|");
   for (const auto& c : r.core.cate)
-    line(fmt::format("| {} | {} | {} | {} | {} | [{}, {}] | {} | {} |", detail::md_escape(c.arm_pair),
-                     detail::md_escape(c.variable), detail::md_escape(c.level), c.n, num(c.estimate),
-                     num(c.ci_low), num(c.ci_high), num(c.p_value), num(c.p_adjusted)));
+    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", detail::md_escape(c.arm_pair),
+                     detail::md_escape(c.variable), detail::md_escape(c.level), c.n,
+                     detail::points_text(c.estimate), detail::points_interval_text(c.ci_low, c.ci_high),
+                     detail::p_value_text(c.p_value), detail::p_value_text(c.p_adjusted)));
   line("");
   line("## Noise dose-response");
   line("");
@@ -1058,10 +1059,10 @@ namespace detail {
   line("| σ | n | items | accuracy % | CI % | difference vs kv_full | CI | fitted | non-inferior |");
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& p : nz.curve)
-    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | [{}, {}] | {} | {} |", num(p.sigma), p.n, p.items,
-                     pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), num(p.diff_vs_kv_full),
-                     num(p.diff_ci_low), num(p.diff_ci_high), num(p.fitted_diff),
-                     p.noninferior ? "yes" : "no"));
+    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} |", num(p.sigma), p.n, p.items,
+                     pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), detail::points_text(p.diff_vs_kv_full),
+                     detail::points_interval_text(p.diff_ci_low, p.diff_ci_high),
+                     detail::points_text(p.fitted_diff), p.noninferior ? "yes" : "no"));
   line("");
   m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
   m += detail::messages_markdown(r.core.messages, r.options.equivalence_margin);
@@ -1091,9 +1092,9 @@ namespace detail {
     line("| demonstration | outcome | estimate | CI | n | method |");
     line("|---|---|---|---|---|---|");
     for (const auto& f : r.demonstrations)
-      line(fmt::format("| {} | {} | {} | [{}, {}] | {} | {} |", detail::markdown_code(f.id),
-                       verdict_name(f.answer), num(f.estimate), num(f.ci_low), num(f.ci_high), f.n,
-                       detail::md_escape(f.method)));
+      line(fmt::format("| {} | {} | {} | {} | {} | {} |", detail::markdown_code(f.id), verdict_name(f.answer),
+                       detail::points_text(f.estimate), detail::points_interval_text(f.ci_low, f.ci_high),
+                       f.n, detail::md_escape(f.method)));
     line("");
     for (const auto& f : r.demonstrations)
       if (!f.detail.empty()) line("- " + detail::markdown_code(f.id) + ": " + detail::md_escape(f.detail));
