@@ -155,9 +155,14 @@ def _plain_record(record, where, nan="refuse"):
     out = {}
     for k, v in record.items():
         if k not in _FIELDS:
+            # A misspelt field is refused; another field of the caller's own is kept out of the
+            # record (the C++ reader reads it as nothing) with a warning.
             close = _latentaudit._closest_record_field(str(k))
-            raise CorruptData("%s: unknown field '%s'%s (docs/records.md lists a record's fields)"
-                              % (where, k, " (did you mean '%s'?)" % close if close else ""))
+            if close:
+                raise CorruptData("%s: unknown field '%s' (did you mean '%s'?)" % (where, k, close))
+            import warnings
+            warnings.warn("%s: field '%s' is not a record field (docs/records.md); it is not written" % (where, k),
+                          stacklevel=3)
         out[k] = _plain_value(v, where, k, nan)
     return out
 
@@ -177,7 +182,8 @@ class RecordWriter:
     anything is written: a field name outside the record's fields (the C++ record_field_names, the
     properties of docs/record.schema.json) is refused with the closest known name (``regmie`` ->
     "did you mean 'regime'?"), numpy scalars (``np.int64``, ``np.float64``, ``np.bool_``) and arrays
-    are taken as their Python values, NaN or infinity is refused naming the field, and the C++
+    are taken as their Python values, NaN or infinity is refused naming the field (a field far from
+    every known name is not written, with a warning), and the C++
     record parser (``record_from_json``) checks types. The record is written in the canonical form
     the C++ journal writes (``record_to_line``), so ``read_records`` and ``report`` read it back
     unchanged. As the journal: a (item, seed, arm) key is written once; each line is flushed when

@@ -219,8 +219,11 @@ def _eg(idx):
 
 
 def _degenerate(fn, value):
+    if not isinstance(value, str):
+        raise TypeError("%s: if_degenerate must be a string ('flag' or 'raise'), got %s" % (fn, _short(value)))
     if value not in ("flag", "raise", "throw_error"):
-        raise TypeError("%s: if_degenerate must be 'flag' or 'raise', got %s" % (fn, _short(value)))
+        raise _latentaudit.InvalidArgument("%s: if_degenerate must be one of flag, raise, throw_error, got '%s'"
+                                           % (fn, value))
     return value
 
 

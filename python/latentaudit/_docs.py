@@ -74,6 +74,12 @@ _PARAMS = {
     "gamma": ("float", "Sensitivity parameter: the odds of treatment within a pair may differ by this "
               "factor (>= 1)."),
     "weights": ("array_like of float or None", "Regression weights (WLS); None: OLS."),
+    "alpha_lower": ("float", "Error allowed below the interval."),
+    "alpha_upper": ("float", "Error allowed above the interval."),
+    "horizon": ("int", "Planned largest number of observations (0: n); > n makes the result valid over "
+                "repeated looks."),
+    "margin": ("float", "The target half-width of the interval."),
+    "sample_variance": ("bool", "Use the sample (n - 1) variance."),
 }
 
 _RETURN_DOCS = {
@@ -407,5 +413,6 @@ def install_class_docs():
         if ex:
             out.append(ex)
         else:
-            out += [">>> sorted(la.%s._fields)[:1] == sorted(la._latentaudit.%s._fields)[:1]" % (n, n), "True"]
+            out += [">>> la._latentaudit.%s._fields  # the attributes, in order; to_dict() has the same keys" % n,
+                    repr(cls._fields)]
         cls.__doc__ = "\n".join(out) + "\n"
