@@ -42,11 +42,11 @@ struct llama_cpp_runtime_options {
   /// definition (where CMake found llama.cpp), else ggml's own search (the executable's directory,
   /// then the working directory).
   std::string backend_dir;
-  /// Forward every llama.cpp and ggml log line to stderr. Off by default: llama.cpp logs every
-  /// model load at length, and the library reports failures by exception; its warnings and errors
-  /// are still shown (each distinct one once per process, "latentaudit: llama.cpp: ..." on
-  /// stderr: e.g. a GGUF whose special token ids it replaced). The environment variable
-  /// LATENTAUDIT_LLAMA_LOG=1 turns it on as well.
+  /// Forward every llama.cpp and ggml log line to stderr (the CLI's --verbose). Off by default:
+  /// llama.cpp logs every model load at length, and the library reports failures by exception,
+  /// whose message names the file and the reason llama.cpp gave (its first error line, kept by
+  /// the logger: detail::llama_cpp_last_reason). The environment variable LATENTAUDIT_LLAMA_LOG=1
+  /// turns it on as well.
   bool log = false;
 };
 
@@ -58,27 +58,47 @@ struct llama_cpp_runtime_info {
 };
 
 namespace detail {
-// The default logger: llama.cpp's warnings and errors (and their continuation lines) to stderr,
-// each distinct message once per process; its information and debug lines dropped.
-inline void llama_cpp_warnings_log(ggml_log_level level, const char* text, void*) {
-  static std::mutex m;
-  static std::set<std::string> seen;
-  static std::string pending;  // the message being assembled from CONT pieces
-  static bool shown = false;   // whether the message in progress is a warning or an error
-  const std::lock_guard<std::mutex> lock(m);
+// The reason llama.cpp gave for the last failure on this thread: its first error message since
+// llama_cpp_reset_reason() (a model load logs the cause first, then "failed to load model").
+inline std::string& llama_cpp_reason() {
+  thread_local std::string reason;
+  return reason;
+}
+
+/// @brief Forgets the reason llama.cpp gave last on this thread (call before a load).
+inline void llama_cpp_reset_reason() { llama_cpp_reason().clear(); }
+
+/// @brief The first error message llama.cpp logged on this thread since llama_cpp_reset_reason(),
+/// one line without its trailing newline ("" when it logged none).
+[[nodiscard]] inline std::string llama_cpp_last_reason() { return llama_cpp_reason(); }
+
+// The logger: llama.cpp's and ggml's lines are dropped (`verbose` null) or written to stderr as
+// they come (`verbose` non-null); either way the first error message on each thread since
+// llama_cpp_reset_reason is kept as the reason a failure names.
+inline void llama_cpp_warnings_log(ggml_log_level level, const char* text, void* verbose) {
+  thread_local std::string pending;    // the error message being assembled from CONT pieces
+  thread_local bool in_error = false;  // whether the message in progress is an error
+  if (verbose != nullptr && text != nullptr) std::fputs(text, stderr);
   auto flush = [] {
     while (!pending.empty() && (pending.back() == '\n' || pending.back() == ' ')) pending.pop_back();
-    if (!pending.empty() && seen.size() < 1000 && seen.insert(pending).second)
-      std::fprintf(stderr, "latentaudit: llama.cpp: %s\n", pending.c_str());
+    for (auto& c : pending)
+      if (c == '\n' || c == '\r') c = ' ';
+    if (!pending.empty() && llama_cpp_reason().empty()) llama_cpp_reason() = pending.substr(0, 1000);
     pending.clear();
   };
   if (level != GGML_LOG_LEVEL_CONT) {
     flush();
-    shown = level == GGML_LOG_LEVEL_WARN || level == GGML_LOG_LEVEL_ERROR;
+    in_error = level == GGML_LOG_LEVEL_ERROR;
   }
-  if (!shown || text == nullptr) return;
-  pending += text;
+  if (!in_error || text == nullptr) return;
+  if (pending.size() < 4096) pending += text;
   if (!pending.empty() && pending.back() == '\n') flush();
+}
+
+/// @brief "'<file>': <llama.cpp's reason>" for a failure on `file`, or "'<file>'" when it gave none.
+[[nodiscard]] inline std::string llama_cpp_failure_text(const std::string& file) {
+  const std::string why = llama_cpp_last_reason();
+  return "'" + file + "'" + (why.empty() ? std::string() : ": " + why);
 }
 }  // namespace detail
 
@@ -92,8 +112,9 @@ inline const llama_cpp_runtime_info& llama_cpp_init(const llama_cpp_runtime_opti
   std::call_once(once, [&] {
     const char* env_log = std::getenv("LATENTAUDIT_LLAMA_LOG");
     const bool log = options.log || (env_log != nullptr && env_log[0] != '\0' && env_log[0] != '0');
-    // llama_log_set installs the callback for ggml too; nullptr restores llama.cpp's stderr logger.
-    llama_log_set(log ? nullptr : &detail::llama_cpp_warnings_log, nullptr);
+    // llama_log_set installs the callback for ggml too; its user data says whether to show the lines
+    static int show = 1;
+    llama_log_set(&detail::llama_cpp_warnings_log, log ? &show : nullptr);
     std::string dir = options.backend_dir;
     if (dir.empty())
       if (const char* env = std::getenv("LATENTAUDIT_GGML_BACKEND_DIR")) dir = env;

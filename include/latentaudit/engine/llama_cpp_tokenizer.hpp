@@ -61,10 +61,11 @@ class llama_cpp_tokenizer {
     llama_model_params mp = llama_model_default_params();
     mp.vocab_only = true;
     mp.n_gpu_layers = 0;
+    detail::llama_cpp_reset_reason();
     llama_model* model = llama_model_load_from_file(gguf.string().c_str(), mp);
     if (model == nullptr)
-      LATENTAUDIT_THROW(engine_error(std::string(fn) + ": llama.cpp cannot load the vocabulary of '" +
-                                     gguf.string() + "' (set LATENTAUDIT_LLAMA_LOG=1 for its log)"));
+      LATENTAUDIT_THROW(engine_error(std::string(fn) + ": llama.cpp cannot load the vocabulary of " +
+                                     detail::llama_cpp_failure_text(gguf.string())));
     llama_cpp_tokenizer t(model, true);
     if (!llama_cpp_has_tokenizer(model))
       detail::throw_invalid(
