@@ -42,8 +42,6 @@ del _name
 _api.install_reprs()
 _docs.install_class_docs()
 
-# Deprecated: the former name of EngineError (one word for one concept: engine).
-BackendError = EngineError
 
 __all__ = [
     "Error", "InvalidArgument", "ShapeMismatch", "CorruptData", "AuthenticationFailed", "NumericalError",

@@ -192,6 +192,7 @@ def test_cli_reads_python_frames(cli, tmp_path):
     k, v = cache(np.float16)
     key = b"0123456789abcdef"
     (tmp_path / "key").write_bytes(key)
+    (tmp_path / "key").chmod(0o600)  # a relay key is the user's own, mode 0600 (the CLI refuses 0644)
     (tmp_path / "relay.bin").write_bytes(kv.encode_relay(k, v, key=key, quantize="int4", group_size=16))
     j = cli("kv", "inspect", tmp_path / "relay.bin", "--key-file", tmp_path / "key", "--require-auth")
     assert j["authenticated"] and j["quantization"] == "int4" and j["tokens"] == 12 and j["dtype"] == "f16"

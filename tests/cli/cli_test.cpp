@@ -483,8 +483,8 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
   const auto one_obs = write_file("one.csv", "id,z,y\na,1,2\nb,0,1\nc,0,3\n");
   const auto constant = write_file("constant.csv", "id,z,y\na,1,2\nb,0,2\nc,1,2\nd,0,2\n");
   const auto bad_records = write_file("records.jsonl",
-                                      "{\"item\": 0, \"seed\": 0, \"arm\": \"kv\", \"correct\": "
-                                      "1}\n{\"item\": 1, \"seed\": 0, \"arm\": \"kv\"}\n");
+                                      "{\"item\": 0, \"seed\": 0, \"arm\": \"kv_full\", \"correct\": "
+                                      "1}\n{\"item\": 1, \"seed\": 0, \"arm\": \"kv_full\"}\n");
   const auto unpaired = write_file("unpaired.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nc,0,1\n");
   const auto twice = write_file("twice.csv", "id,z,y\na,1,2\na,0,1\nb,1,3\nb,1,4\nb,0,1\n");
   const auto missing_id = write_file("missing_id.csv", "id,z,y\na,1,2\na,0,1\n,1,3\nb,0,1\n");

@@ -264,13 +264,10 @@ TEST_CASE("cli: a mistyped command gets 'did you mean', and -h is --help everywh
   expect_one_line_error(far, "unknown command 'frobnicate'");
   CHECK(far.err.find("did you mean") == std::string::npos);
   // -h is --help for every command: those that parse options and those that dispatch on a word
-  for (const auto& words : std::vector<std::vector<std::string>>{{"audit", "-h"},
-                                                                 {"report", "-h"},
-                                                                 {"plan", "-h"},
-                                                                 {"estimate", "-h"},
-                                                                 {"power", "-h"},
-                                                                 {"kv", "-h"},
-                                                                 {"-h"}}) {
+  const std::vector<std::vector<std::string>> help_words = {
+      {"audit", "-h"}, {"report", "-h"}, {"plan", "-h"}, {"estimate", "-h"},
+      {"power", "-h"}, {"kv", "-h"},     {"-h"}};
+  for (const auto& words : help_words) {
     const auto h = run_cli(words);
     INFO(words.front() << ": " << h.err);
     CHECK(h.code == 0);

@@ -14,6 +14,11 @@ using test::run_cli;
 namespace {
 std::string path(const std::string& name) { return (test::cli_work_dir() / name).string(); }
 void write(const std::string& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+/// A key file as the relay's rule wants it: the user's own, mode 0600.
+void write_key(const std::string& p, const std::string& s) {
+  write(p, s);
+  std::filesystem::permissions(p, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
 }  // namespace
 
 TEST_CASE("kv make-example writes a relay that kv inspect and the library agree on", "[cli][kv]") {
@@ -42,9 +47,16 @@ TEST_CASE("kv make-example writes a relay that kv inspect and the library agree 
 
 TEST_CASE("kv inspect authenticates with --key-file and refuses bad relays", "[cli][kv]") {
   const auto key = path("key"), other = path("other"), f = path("auth.lakv");
-  write(key, "correct horse");
-  write(other, "battery staple");
+  write_key(key, "correct horse");
+  write_key(other, "battery staple");
   REQUIRE(run_cli({"kv", "make-example", "--out", f, "--key-file", key}).code == 0);
+  // a key file others may read is refused, naming its mode (the relay's rule, as ssh's)
+  const auto open_key = path("open_key");
+  write(open_key, "correct horse");
+  std::filesystem::permissions(open_key,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                   std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  expect_one_line_error(run_cli({"kv", "inspect", f, "--key-file", open_key}), "has mode 0644");
   const auto ok = run_cli({"kv", "inspect", f, "--key-file", key, "--require-auth"});
   REQUIRE(ok.code == 0);
   CHECK(parse_json(ok.out).at("authenticated").as_bool());

@@ -231,8 +231,10 @@ TEST_CASE("sharded audit: N = 1, 2, 3 ranks give the one-process records and rep
       text += record_to_line(ref_records.at({r.item, r.seed, r.arm})) + "\n";
     std::ofstream(f, std::ios::binary | std::ios::trunc) << text;
   }
-  const auto a = test::run_cli({"report", "--records", (one / "records.jsonl").string(), "--out",
-                                (base / "report_one").string(), "--bootstrap", "200", "--quiet"});
+  // both as audit directories: `report` reads design.json beside the records (the design's units are
+  // the report's denominator), so a bare records file would give another completeness section
+  const auto a = test::run_cli({"report", "--records", one.string(), "--out", (base / "report_one").string(),
+                                "--bootstrap", "200", "--quiet"});
   const auto b = test::run_cli({"report", "--records", dir.string(), "--out", (base / "report_set").string(),
                                 "--bootstrap", "200", "--quiet"});
   INFO(a.err << b.err);

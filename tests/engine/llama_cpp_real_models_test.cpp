@@ -89,8 +89,7 @@ std::vector<std::string> tokenizer_texts() {
     }
   // sentence pairs joined by a space, a newline and nothing
   for (std::size_t i = 0; i < base.size(); ++i)
-    for (std::size_t j = i + 1; j < base.size(); ++j)
-      out.push_back(base[i] + (j % 2 ? " " : "\n") + base[j]);
+    for (std::size_t j = i + 1; j < base.size(); ++j) out.push_back(base[i] + (j % 2 ? " " : "\n") + base[j]);
   return out;
 }
 

@@ -645,7 +645,7 @@ TEST_CASE(
   audit_decision d;
   d.policy = {"relay only fresh caches (cache_age_versions >= 1 & <tag>)"};
   const auto policy = detail::decision_policy_markdown(d);
-  CHECK(policy.find("- relay only fresh caches (cache\\_age\\_versions >= 1 \\& \\<tag>)") !=
+  CHECK(policy.find("- relay only fresh caches \\(cache\\_age\\_versions >= 1 \\& &lt;tag>\\)") !=
         std::string::npos);
   CHECK(policy.find("&gt;") == std::string::npos);
   CHECK(policy.find("&amp;") == std::string::npos);

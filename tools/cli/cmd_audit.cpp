@@ -52,7 +52,8 @@ std::vector<option_spec> audit_spec() {
        "items = the file's tasks"},
       tokenizer_option(),
       {"--scoring", "MODE",
-       "how answers of --tasks are scored: token_exact, exact, normalized, contains or regex (default: the "
+       "how answers of --tasks are scored: token_exact, exact, normalized, contains, regex, first_word or "
+       "word_prefix (default: the "
        "file's header, else token_exact for token answers and exact for text)"},
       {"--items", "N", "documents (default 450; with --tasks: the first N tasks, default all)"},
       {"--seeds", "K", "queries (and random streams) per document (default 3)"},
@@ -510,9 +511,10 @@ void read_audit_tasks(audit_run& r) {
   const auto scoring_of = [](const arguments& a, const std::string& sc) {
     const auto s = parse_task_scoring(sc);
     if (!s)
-      throw usage_error(
-          a.command() +
-          ": option --scoring must be token_exact, exact, normalized, contains or regex, got '" + sc + "'");
+      throw usage_error(a.command() +
+                        ": option --scoring must be token_exact, exact, normalized, contains, regex, "
+                        "first_word or word_prefix, got '" +
+                        sc + "'");
     return *s;
   };
   scoring = args.parsed("--scoring", scoring_of);

@@ -3,6 +3,7 @@
 // [--key-file K]`: look inside a relay (docs/wire-format.md), or write a small valid one to try.
 #include <latentaudit/core/detail/file_check.hpp>
 #include <latentaudit/core/rng.hpp>
+#include <latentaudit/dist/relay_auth.hpp>
 #include <latentaudit/kv/rope.hpp>
 #include <latentaudit/kv/wire.hpp>
 
@@ -12,6 +13,8 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+
+#include <sys/stat.h>
 
 #include "cli.hpp"
 #include "output_guard.hpp"
@@ -51,6 +54,11 @@ std::vector<std::byte> read_key(const std::string& path) {
     throw usage_error(std::string("kv: ") + e.what());
   }
   if (size > (std::uint64_t{1} << 20)) throw usage_error("kv: key file '" + path + "' is larger than 1 MiB");
+  // the relay's rule for key files (as ssh's for private keys): the user's own, mode 0600 or stricter
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw usage_error("kv: cannot open key file '" + path + "'");
+  if (const auto why = dist::key_file_mode_problem(st); !why.empty())
+    throw usage_error("kv: --key-file '" + path + "' " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw usage_error("kv: cannot open key file '" + path + "'");
   const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -13,8 +13,9 @@
 
 namespace latentaudit::detail {
 
-/// @brief `t` as inert Markdown text (CommonMark and GitHub's dialect), readable as written: '<',
-/// '>' and '&' become the entities &lt; &gt; &amp; (so no raw tag survives); the characters that
+/// @brief `t` as inert Markdown text (CommonMark and GitHub's dialect), readable as written: '<'
+/// becomes the entity &lt; (so no raw tag survives, not even as a substring), '&' is backslash-escaped
+/// (no entity begins), a leading '>' too (no block quote); the characters that
 /// open links, images, emphasis, code spans or split a table cell (`[ ] ( ) ! * _ ` | \ ~`) are
 /// backslash-escaped; the ':' of a "scheme://" and the '.' after "www" are escaped, so no bare URL
 /// becomes a link; control bytes (newline, NUL, DEL) become the text \xNN.
@@ -29,9 +30,9 @@ namespace latentaudit::detail {
     if (c == '<') {
       out += "&lt;";
     } else if (c == '>') {
-      out += "&gt;";
+      out += i == 0 ? "\\>" : ">";  // a '>' opens a block quote only at the start; elsewhere it is text
     } else if (c == '&') {
-      out += "&amp;";
+      out += "\\&";  // escaped, it cannot begin an entity; "x >= 1 & y" stays readable in the raw file
     } else if (u < 0x20 || u == 0x7F) {
       static constexpr char hex[] = "0123456789ABCDEF";
       out += "\\x";

@@ -265,6 +265,38 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   }
 }
 
+// Whose mean a check decides (issue 52): with unequal seeds per item the mean over items and the
+// mean over requests (items weighted by their pairs) can differ beyond the margin, so a claim that
+// relay loses less than the margin must hold for both (the stricter): the value finding's "yes"
+// (`value`) and the no-need finding's absence "no" need the request-weighted p at most α too, and
+// the risk family reads the larger p. The headline says so once (`noted`).
+LATENTAUDIT_INLINE void apply_request_weighted(finding& f, const paired_effect& e, bool value,
+                                               const audit_options& o, std::vector<std::string>& headline,
+                                               bool& noted) {
+  if (!e.unequal_seeds) return;
+  const double mm = o.equivalence_margin;
+  auto pct = [](double x) { return fmt::format("{:.1f}", 100.0 * x); };
+  const double pr = e.request_noninferiority_p;
+  const bool shown = pr <= o.alpha;
+  f.detail += fmt::format(
+      "; seeds per item are unequal: mean over requests (items weighted by their seeds) {} points, "
+      "one-sided "
+      "p of a loss of {} points or more over requests {:.3g}{}",
+      pct(e.request_estimate), pct(mm), pr, shown ? "" : " (not shown within the margin over requests)");
+  f.method +=
+      "; with unequal seeds per item decided on the mean over items and the mean over requests (the "
+      "stricter)";
+  if (!value && std::isfinite(f.noninferiority_p)) f.noninferiority_p = std::max(f.noninferiority_p, pr);
+  const verdict absent_claim = value ? verdict::yes : verdict::no;
+  if (f.answer == absent_claim && !shown) f.answer = verdict::inconclusive;
+  if (!noted) {
+    headline.push_back(
+        "Seeds per item are unequal: the value and no-need harm checks decide both the mean over items and "
+        "the mean over requests (items weighted by their seeds), the stricter.");
+    noted = true;
+  }
+}
+
 LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_index& r,
                                               const audit_options& o, audit_core& out) {
   const double level_tost = 1.0 - 2.0 * o.alpha;
@@ -399,33 +431,9 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                      detail::number_text(mm), verdict_text, e->method),
          std::move(why), complete);
   };
-  // Whose mean a check decides (issue 52): with unequal seeds per item the mean over items and the
-  // mean over requests (items weighted by their pairs) can differ beyond the margin, so a claim that
-  // relay loses less than the margin must hold for both (the stricter): the value finding's "yes"
-  // (`value`) and the no-need finding's absence "no" need the request-weighted p at most α too, and
-  // the risk family reads the larger p.
   bool request_note = false;
   auto request_weighted = [&](finding& f, const paired_effect& e, bool value) {
-    if (!e.unequal_seeds) return;
-    const double pr = e.request_noninferiority_p;
-    const bool shown = pr <= o.alpha;
-    f.detail += fmt::format(
-        "; seeds per item are unequal: mean over requests (items weighted by their seeds) {} points, "
-        "one-sided "
-        "p of a loss of {} points or more over requests {:.3g}{}",
-        pct(e.request_estimate), pct(mm), pr, shown ? "" : " (not shown within the margin over requests)");
-    f.method +=
-        "; with unequal seeds per item decided on the mean over items and the mean over requests (the "
-        "stricter)";
-    if (!value && std::isfinite(f.noninferiority_p)) f.noninferiority_p = std::max(f.noninferiority_p, pr);
-    const verdict absent_claim = value ? verdict::yes : verdict::no;
-    if (f.answer == absent_claim && !shown) f.answer = verdict::inconclusive;
-    if (!request_note) {
-      out.headline.push_back(
-          "Seeds per item are unequal: the value and no-need harm checks decide both the mean over items and "
-          "the mean over requests (items weighted by their seeds), the stricter.");
-      request_note = true;
-    }
+    apply_request_weighted(f, e, value, o, out.headline, request_note);
   };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");

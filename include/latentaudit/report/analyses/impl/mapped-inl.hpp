@@ -4,6 +4,7 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_MAPPED_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_MAPPED_INL_HPP
 
+#include "../../detail/markdown_text.hpp"
 #include "../mapped.hpp"
 
 #include <algorithm>
@@ -256,9 +257,9 @@ LATENTAUDIT_INLINE std::string mapped_markdown(const mapped_analysis& m, double 
     return t + fmt::format(" ({} items)", x.items);
   };
   for (const auto& c : m.arms)
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", c.arm, c.map.empty() ? "–" : c.map,
-                     cell(c.beats_unmapped), cell(c.vs_same_model), cell(c.mapped_benefit),
-                     ratio(c.retention), screen(c.screen));
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_code(c.arm),
+                     c.map.empty() ? std::string("–") : markdown_code(c.map), cell(c.beats_unmapped),
+                     cell(c.vs_same_model), cell(c.mapped_benefit), ratio(c.retention), screen(c.screen));
 
   s += "\n";
   return s;

@@ -4,6 +4,7 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
 
+#include "../../detail/markdown_text.hpp"
 #include "../message.hpp"
 
 #include <algorithm>
@@ -126,8 +127,8 @@ LATENTAUDIT_INLINE std::string messages_markdown(const message_analysis& m, doub
   s += "| k | regime | mean length | text\\_message − no\\_comm | kv\\_message − text\\_message | Holm p | "
        "kv\\_message\\_only − text\\_message |\n|---|---|---|---|---|---|---|\n";
   for (const auto& c : m.contrasts)
-    s += fmt::format("| {} | {} | {:.1f} | {} | {} | {} | {} |\n", c.k, c.regime, c.mean_message_length,
-                     cell(c.text_vs_no_comm), cell(c.kv_vs_text),
+    s += fmt::format("| {} | {} | {:.1f} | {} | {} | {} | {} |\n", c.k, markdown_text(c.regime),
+                     c.mean_message_length, cell(c.text_vs_no_comm), cell(c.kv_vs_text),
                      std::isfinite(c.kv_vs_text.p_holm) ? fmt::format("{:.3g}", c.kv_vs_text.p_holm) : "–",
                      cell(c.kv_only_vs_text));
   s += "\n";
