@@ -4,6 +4,7 @@
 #ifndef LATENTAUDIT_TOOLS_CLI_CLI_HPP
 #define LATENTAUDIT_TOOLS_CLI_CLI_HPP
 
+#include <latentaudit/core/detail/edit_distance.hpp>
 #include <latentaudit/core/json.hpp>
 #include <latentaudit/estimators/effect_estimate.hpp>
 
@@ -87,21 +88,7 @@ inline bool is_common_option(std::string_view name) {
   }
 }
 
-/// @brief The Levenshtein distance between `a` and `b` (insertions, deletions, substitutions).
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0U : 1U)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
+using latentaudit::detail::edit_distance;  // core/detail/edit_distance.hpp: one implementation
 
 /// @brief The option of `specs` (or --help) nearest to `word` within edit distance 2, for a
 /// "did you mean" hint; the first in `specs` order on a tie; empty when none is that close.

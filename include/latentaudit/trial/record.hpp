@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
+#include "../core/detail/edit_distance.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "../core/types.hpp"
@@ -401,22 +402,6 @@ namespace detail {
 }
 
 namespace detail {
-// Levenshtein distance of a and b (insertions, deletions, substitutions).
-[[nodiscard]] inline std::size_t record_edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0U : 1U)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // The candidate nearest to `word`: within edit distance 2 (3 for words of 10 characters or more),
 // the first on a tie; "" when none is that close.
 template <class Range>
@@ -424,7 +409,7 @@ template <class Range>
   std::string best;
   std::size_t best_distance = word.size() >= 10 ? 4 : 3;
   for (const auto& c : candidates)
-    if (const auto d = record_edit_distance(word, c); d > 0 && d < best_distance) {
+    if (const auto d = edit_distance(word, c); d > 0 && d < best_distance) {
       best_distance = d;
       best = std::string(c);
     }
