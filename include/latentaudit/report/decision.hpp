@@ -18,6 +18,7 @@
 
 #include "../config.hpp"
 #include "../estimators/sequential.hpp"
+#include "../serve/relay_policy.hpp"
 #include "../trial/record.hpp"
 #include "analyses/relay_switch.hpp"
 #include "finding.hpp"
@@ -65,6 +66,14 @@ struct audit_decision {
   /// the serving policy, one rule a line (e.g. "relay only fresh caches: fall back to text when the
   /// cache is older than the document"); empty when inconclusive
   std::vector<std::string> policy;
+  /// the policy as data (report.json `decision.rules`, docs/policy.schema.json): rules over request
+  /// features in evaluation order (the first whose conditions hold fires; relay_policy evaluates
+  /// them); each names its line in `policy` (rule.line) and the check and finding it rests on.
+  /// Written with its line in one place (detail::add_policy_line): every line has a rule.
+  std::vector<policy_rule> rules;
+  /// `rules` replayed on the audit's own requests (replay_relay_policy): the policy's accuracy and
+  /// relay share (report.json `decision.policy_replay`)
+  policy_replay replay;
   /// positive_control, dependency, homogeneity, value, cost, no_need_harm, freshness, conflict,
   /// drift, cross_model, monitor
   std::vector<checklist_item> checklist;

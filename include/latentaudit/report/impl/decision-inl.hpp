@@ -308,6 +308,80 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
   return {std::move(nh), std::move(fresh), std::move(confl), std::move(dr), std::move(cm), std::move(mc)};
 }
 
+// One owner of the serving policy: a policy line and its rules (report.json decision.rules,
+// docs/policy.schema.json) are written together, here, and each rule names its line. A rule's rank
+// orders the rules for evaluation (finish_rules): 0 verdict-wide, 1 no-need, 2 freshness,
+// 3 conflict, 4 cache maps, 5 fingerprints, 6 relay.
+LATENTAUDIT_INLINE void add_policy_line(audit_decision& d, std::string text, std::vector<policy_rule> rules) {
+  for (auto& r : rules) {
+    r.line = d.policy.size();
+    d.rules.push_back(std::move(r));
+  }
+  d.policy.push_back(std::move(text));
+}
+
+// A rule of rank `rank`: when every condition of `when` holds, `action`; it rests on checklist item
+// `check` and finding `finding` (its interval is filled in by finish_rules).
+LATENTAUDIT_INLINE policy_rule policy_rule_of(int rank, std::vector<policy_condition> when,
+                                              relay_action action, std::string check, std::string finding,
+                                              std::string map = {}) {
+  policy_rule r;
+  r.rank = rank;
+  r.when = std::move(when);
+  r.action = action;
+  r.check = std::move(check);
+  r.finding = std::move(finding);
+  r.map = std::move(map);
+  return r;
+}
+
+// The fingerprint rule's two halves: a sender of another fingerprint sends text (resting on the
+// drift check when drift was shown, else on homogeneity and its cross_model placebo) ...
+LATENTAUDIT_INLINE policy_rule fingerprint_rule(bool drift_shown) {
+  return policy_rule_of(5, {{"sender_fingerprint", "!=", json_value(), "receiver_fingerprint"}},
+                        relay_action::text, drift_shown ? "drift" : "homogeneity",
+                        drift_shown ? "drift.tolerance_steps" : "need.cross_model_beats_no_comm");
+}
+
+// ... and every request no rule before it stopped is relayed (value: relay not less accurate than text).
+LATENTAUDIT_INLINE policy_rule relay_rule() {
+  return policy_rule_of(6, {}, relay_action::relay, "value", "need.kv_noninferior_to_text");
+}
+
+// The finding behind a risk check (the "do not gate" rule rests on the first unverified check).
+LATENTAUDIT_INLINE std::string risk_finding_id(std::string_view check) {
+  if (check == "no_need_harm") return "no_need.kv_changes_accuracy";
+  if (check == "freshness") return "stale.kv_worse_than_text";
+  if (check == "conflict") return "conflict.kv_worse_than_no_comm";
+  if (check == "drift") return "drift.tolerance_steps";
+  return "need.cross_model_beats_no_comm";
+}
+
+// decide's last step on the policy: the rules in evaluation order (stable by rank), each with its
+// line's text and its finding's interval and verdict; then replayed on the audit's own requests
+// (replay_relay_policy: the policy's accuracy and relay share). Records without a feature a rule
+// reads leave the replay empty with the reason.
+LATENTAUDIT_INLINE void finish_rules(audit_decision& d, std::span<const finding> findings,
+                                     std::span<const trial_record> records) {
+  std::stable_sort(d.rules.begin(), d.rules.end(),
+                   [](const policy_rule& a, const policy_rule& b) { return a.rank < b.rank; });
+  for (auto& r : d.rules) {
+    r.text = d.policy.at(r.line);
+    if (const finding* f = find_finding(findings, r.finding)) {
+      r.estimate = f->estimate;
+      r.lo = f->ci_low;
+      r.hi = f->ci_high;
+      r.verdict = verdict_name(f->answer);
+    }
+  }
+  try {
+    d.replay = replay_relay_policy(relay_policy(d.rules, d.verdict, d.relay_allowed), records);
+  } catch (const invalid_argument& e) {
+    d.replay = {};
+    d.replay.note = std::string("not replayed: ") + e.what();
+  }
+}
+
 // decide's replay of the online item-level monitors on relay - base and relay - text (into
 // d.monitors) and its checklist item.
 LATENTAUDIT_INLINE checklist_item monitor_check(audit_decision& d, std::span<const trial_record> records,
@@ -367,7 +441,9 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
           : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
     d.verdict = "no communication";
-    d.policy = {"answer without communication: neither text nor the relay carries information B uses"};
+    add_policy_line(d, "answer without communication: neither text nor the relay carries information B uses",
+                    {policy_rule_of(0, {}, relay_action::no_communication, "positive_control",
+                                    "need.text_beats_no_comm")});
     d.summary = fmt::format(
         "Text relay, which carries A's whole document, is shown not to help B by {:.1f} points or more in "
         "the "
@@ -384,24 +460,32 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
   } else if (vd == verdict::no) {
     // The positive control passed, so B does need A's information; the relay carries none of it.
     d.verdict = "text";
-    d.policy = {"send A's document as text"};
+    add_policy_line(d, "send A's document as text",
+                    {policy_rule_of(0, {}, relay_action::text, "dependency",
+                                    dep != nullptr ? dep->id : std::string("need.kv_beats_no_comm"))});
     d.summary =
         "Text relay carries A's information (positive control) but the KV relay shows no benefit over no "
         "communication (a benefit of the margin or more is excluded).";
   } else if (vd == verdict::yes && vh == verdict::yes && vv == verdict::yes && vc == verdict::yes) {
-    std::vector<std::string> conditions;
+    std::vector<std::pair<std::string, policy_rule>> conditions;  // each line with its rule
     if (nh.passed == verdict::no)
-      conditions.push_back(
+      conditions.emplace_back(
           "relay only where B needs A's information (relaying where B needs nothing lowers accuracy: "
-          "no_need.kv_changes_accuracy)");
+          "no_need.kv_changes_accuracy)",
+          policy_rule_of(1, {{"needs_document", "==", false, {}}}, relay_action::no_communication,
+                         "no_need_harm", "no_need.kv_changes_accuracy"));
     if (fresh.passed == verdict::no)
-      conditions.push_back(
+      conditions.emplace_back(
           "relay only fresh caches: fall back to text when the cache is older than the document version "
-          "(cache_age_versions >= 1; stale.kv_worse_than_text)");
+          "(cache_age_versions >= 1; stale.kv_worse_than_text)",
+          policy_rule_of(2, {{"cache_age_versions", ">=", 1, {}}}, relay_action::text, "freshness",
+                         "stale.kv_worse_than_text"));
     if (confl.passed == verdict::no)
-      conditions.push_back(
+      conditions.emplace_back(
           "do not relay when B's own prompt already binds the document's keys (prompt_overlap > 0): answer "
-          "without the relay (conflict.kv_worse_than_no_comm)");
+          "without the relay (conflict.kv_worse_than_no_comm)",
+          policy_rule_of(3, {{"prompt_overlap", ">", 0, {}}}, relay_action::no_communication, "conflict",
+                         "conflict.kv_worse_than_no_comm"));
     // Every relay policy restricts relay to identical fingerprints: the checks behind it ran between
     // identical models, and it is why drift and cross_model need no place in the risk family. With
     // drift shown present the rule carries its tolerance (and counts as a condition).
@@ -425,10 +509,12 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
     if (!d.unverified.empty()) {
       // A risk not shown either way never passes: the verdict says so and lets no traffic through.
       d.verdict = "relay (unverified)";
-      d.policy = conditions;
-      d.policy.insert(d.policy.begin(), fingerprints);
-      d.policy.push_back("do not gate relay traffic on this audit until the unverified checks are tested: " +
-                         untested);
+      add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
+      for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
+      add_policy_line(
+          d, "do not gate relay traffic on this audit until the unverified checks are tested: " + untested,
+          {policy_rule_of(0, {}, relay_action::text, d.unverified.front(),
+                          risk_finding_id(d.unverified.front()))});
       d.summary = fmt::format(
           "Relay is not shown safe: the risk check(s) {} were not tested or stayed inconclusive, so no "
           "verdict "
@@ -439,19 +525,23 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
     } else if (n_shown == 0) {
       d.verdict = "relay";
       d.relay_allowed = true;
-      d.policy = {"relay A's cache to B", fingerprints};
+      add_policy_line(d, "relay A's cache to B", {relay_rule()});
+      add_policy_line(d, fingerprints, {fingerprint_rule(false)});
       d.summary = base_text + " Every risk check is shown absent.";
     } else {
       d.verdict = "relay with conditions";
       d.relay_allowed = true;
-      d.policy = conditions;
-      d.policy.insert(d.policy.begin(), fingerprints);
+      add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
+      for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
       d.summary = base_text +
                   fmt::format(" But relay does not pay everywhere: {} condition(s) (the policy).", n_shown);
     }
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
     d.verdict = "text";
-    d.policy = {"send A's document as text"};
+    add_policy_line(
+        d, "send A's document as text",
+        {policy_rule_of(0, {}, relay_action::text, vv == verdict::no ? "value" : "cost",
+                        vv == verdict::no ? "need.kv_noninferior_to_text" : "cost.relay_pays_on_" + d.link)});
     d.summary = vv == verdict::no
                     ? "Relay is less accurate than text beyond the margin (inferiority shown)."
                     : "Relay is not less accurate than text but does not pay on " + d.link + ".";
@@ -471,25 +561,39 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   bool any = false;
   for (const auto& c : maps) {
     const std::string arm = c.name.substr(4);
-    std::string sender, map;
+    std::string sender, map, receiver;
     for (const auto& r : records) {
       if (r.arm != arm) continue;
       if (sender.empty()) sender = r.sender_fingerprint;
       if (map.empty()) map = r.map;
-      if (!sender.empty() && !map.empty()) break;
+      if (receiver.empty()) receiver = r.receiver_fingerprint;
+      if (!sender.empty() && !map.empty() && !receiver.empty()) break;
     }
+    // its rule: that sender's requests (to that receiver, the stack holding the map) through the map,
+    // else text; a map without an id in the records cannot be named, so that sender sends text
+    std::vector<policy_condition> when = {{"sender_fingerprint", "==", sender, {}}};
+    const bool through_map = c.passed == verdict::yes && !map.empty();
+    if (through_map && !receiver.empty()) when.push_back({"receiver_fingerprint", "==", receiver, {}});
+    if (through_map) when.push_back({"maps", "contains", map, {}});
+    policy_rule rule =
+        policy_rule_of(4, std::move(when), through_map ? relay_action::relay_through_map : relay_action::text,
+                       c.name, c.findings.front(), through_map ? map : std::string());
     const std::string who =
         sender.empty() ? "the sender of arm " + arm : "sender " + sender + " (arm " + arm + ")";
     const std::string through = map.empty() ? "the cache map of arm " + arm : "cache map " + map;
     if (c.passed == verdict::yes) {
       any = true;
-      d.policy.push_back("relay the cache of " + who + " only through " + through +
-                         ": its mapped cache is shown non-inferior to same-model relay (" +
-                         c.findings.front() + ")");
+      add_policy_line(d,
+                      "relay the cache of " + who + " only through " + through +
+                          ": its mapped cache is shown non-inferior to same-model relay (" +
+                          c.findings.front() + ")",
+                      {std::move(rule)});
     } else {
-      d.policy.push_back("send text from " + who + ": " + through +
-                         " is not shown non-inferior to same-model relay (" + c.findings.front() + " " +
-                         verdict_name(c.passed) + ")");
+      add_policy_line(d,
+                      "send text from " + who + ": " + through +
+                          " is not shown non-inferior to same-model relay (" + c.findings.front() + " " +
+                          verdict_name(c.passed) + ")",
+                      {std::move(rule)});
     }
   }
   if (!any) return;
@@ -588,6 +692,7 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
       c.findings = family;
     if (c.name == "drift") c.findings = {"drift.tolerance_steps"};
   }
+  detail::finish_rules(d, findings, records);
   return d;
 }
 

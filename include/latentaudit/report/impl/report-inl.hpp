@@ -195,6 +195,23 @@ LATENTAUDIT_INLINE json_value decision_json(const audit_report& r) {
     json_value pol = json_value::array_type{};
     for (const auto& p : r.decision.policy) pol.push_back(p);
     dec.set("policy", std::move(pol));
+    // the policy as data (docs/policy.schema.json): each rule with its line, and their replay
+    json_value rules = json_value::array_type{};
+    for (std::size_t i = 0; i < r.decision.rules.size(); ++i) rules.push_back(policy_rule_json(r.decision.rules[i], i));
+    dec.set("rules", std::move(rules));
+    const policy_replay& pr = r.decision.replay;
+    json_value rep;
+    rep.set("requests", pr.requests);
+    rep.set("resolved", pr.resolved);
+    rep.set("relayed", pr.relayed);
+    rep.set("correct", pr.correct);
+    rep.set("accuracy", detail::number_or_null(pr.accuracy));
+    rep.set("relay_share", detail::number_or_null(pr.relay_share));
+    json_value by_rule = json_value::array_type{};
+    for (const std::size_t n : pr.by_rule) by_rule.push_back(n);
+    rep.set("by_rule", std::move(by_rule));
+    rep.set("note", pr.note.empty() ? json_value() : json_value(pr.note));
+    dec.set("policy_replay", std::move(rep));
     dec.set("relay_switch", detail::relay_switch_json(r.decision.relay_switch));
   }
   json_value cl = json_value::array_type{};
