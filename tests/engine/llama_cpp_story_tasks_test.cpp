@@ -5,6 +5,7 @@
 // by name without the models folder (tests/support/real_models.hpp).
 #include <latentaudit/engine/llama_cpp.hpp>
 #include <latentaudit/engine/llama_cpp_tokenizer.hpp>
+#include <latentaudit/engine/tokenizer_json.hpp>
 
 #include "support/catch.hpp"
 #include "support/real_models.hpp"
@@ -71,4 +72,109 @@ TEST_CASE("llama.cpp story tasks: the continuation endpoint, kv_full = text_full
   CHECK(static_cast<double>(r.in_context_equal) >= 0.95 * static_cast<double>(r.units));
   CHECK(r.answer_joint == r.units);            // the answer as the joint text continues
   CHECK(r.mean_prob_text > r.mean_prob_none);  // the document raises the continuation's probability
+}
+
+namespace {
+
+// Every text a task's fields form (each field, and the joint texts B reads and is scored on).
+std::vector<std::string> story_texts(const task_entry& e) {
+  std::vector<std::string> out;
+  const auto add = [&](const task_text& t) {
+    if (t.text) out.push_back(*t.text);
+  };
+  add(e.document);
+  add(e.text_document);
+  add(e.prompt);
+  add(e.continuation);
+  add(e.instruction);
+  const std::string prompt = e.prompt.text ? *e.prompt.text : std::string();
+  for (const auto& q : e.queries) {
+    add(q.query);
+    add(q.stale_answer);
+    for (const auto& a : q.answers) {
+      add(a);
+      out.push_back(*e.document.text + prompt + *q.query.text + " " + *a.text);
+    }
+    out.push_back(*e.document.text + prompt + *q.query.text + " " + *e.continuation.text);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("story task generator: every text inside both real vocabularies, deterministic from its seed",
+          "[engine][llama_cpp][real_models][story_generator]") {
+  LATENTAUDIT_REAL_MODELS_OR_SKIP(m);
+  const auto path = test::generate_story_tasks("vocab.jsonl", "--tasks 300 --seed 7");
+  const auto again = test::generate_story_tasks("vocab-again.jsonl", "--tasks 300 --seed 7");
+  if (!path || !again) {
+    WARN("SKIPPED(python3): no /usr/bin/python3, tools/tasks/story_tasks.py not run");
+    return;
+  }
+  const auto file = read_task_file(*path);
+  CHECK(file.sha256 == read_task_file(*again).sha256);  // a function of the options alone
+  REQUIRE(file.tasks.size() == 300);
+  std::map<task_regime, int> regimes;
+  for (const auto& e : file.tasks) ++regimes[e.regime];
+  CHECK(regimes[task_regime::need] == 150);  // the default shares: 0.2 no_need, 0.15 stale and conflict
+  CHECK(regimes[task_regime::no_need] == 60);
+  CHECK(regimes[task_regime::stale] == 45);
+  CHECK(regimes[task_regime::conflict] == 45);
+  // stories260K: 512 SentencePiece pieces without byte pieces (a character outside them is <unk>,
+  // id 0); TinyStories-656K: BPE whose byte fallback has no <0xNN> pieces (the reader emits unk).
+  const auto spm = llama_cpp_tokenizer::load(m.stories260k());
+  const auto bpe = tokenizer_json::load(m.tinystories656k());
+  std::size_t texts = 0, spm_ok = 0, bpe_ok = 0;
+  for (const auto& e : file.tasks)
+    for (const auto& t : story_texts(e)) {
+      ++texts;
+      const auto a = spm.encode(t), b = bpe.encode(t);
+      const bool a_ok = std::count(a.begin(), a.end(), 0) == 0 && spm.decode(a) == t;
+      const bool b_ok = std::count(b.begin(), b.end(), bpe.unk()) == 0 && bpe.decode(b) == t;
+      if (!a_ok) UNSCOPED_INFO("stories260K: " << t);
+      if (!b_ok) UNSCOPED_INFO("TinyStories-656K: " << t);
+      spm_ok += a_ok ? 1 : 0;
+      bpe_ok += b_ok ? 1 : 0;
+    }
+  CHECK(texts >= 6 * file.tasks.size());  // each field and the two joint texts of each task
+  // The loader splits every task on both vocabularies: each answer, stale answer and continuation
+  // keeps tokens past the query's (the 656K BPE merges a word with its following space).
+  text_codec bpe_codec;
+  bpe_codec.encode = [&bpe](std::string_view s) { return bpe.encode(s); };
+  bpe_codec.decode = [&bpe](std::span<const token_id> ids) { return bpe.decode(ids); };
+  bpe_codec.bos = bpe.bos();
+  CHECK_NOTHROW(task_file_source(read_task_file(*path), llama_codec(spm), {.vocab_size = 512}));
+  CHECK_NOTHROW(task_file_source(read_task_file(*path), bpe_codec, {.vocab_size = 2048}));
+  CHECK(spm_ok == texts);
+  CHECK(bpe_ok == texts);
+}
+
+TEST_CASE("held-out generated story tasks on stories260K: continuation_prob, kv_full = text_full, in-context",
+          "[engine][llama_cpp][real_models][story_generator]") {
+  LATENTAUDIT_REAL_MODELS_OR_SKIP(m);
+  // A seed no test or doc uses elsewhere: tasks nobody tuned anything on (need and no_need only:
+  // the text arms relay A's document, so kv_full and text_full read the same tokens).
+  const auto path = test::generate_story_tasks(
+      "heldout.jsonl", "--tasks 32 --seed 50123 --no-need-share 0.25 --stale-share 0 --conflict-share 0");
+  if (!path) {
+    WARN("SKIPPED(python3): no /usr/bin/python3, tools/tasks/story_tasks.py not run");
+    return;
+  }
+  auto engine = llama_cpp_engine::load(m.stories260k(), {.n_ctx = 1024, .max_context = 512, .n_seq_max = 6});
+  const auto tok = engine.tokenizer();
+  const auto r = test::audit_story_tasks(engine, llama_codec(tok), *path);
+  WARN("stories260K held-out generated tasks: in-context "
+       << r.in_context_equal << "/" << r.units << " (max |diff| " << r.max_in_context_diff
+       << "), max |kv-text| answer_logprob " << r.max_kv_text_answer << ", continuation_prob "
+       << r.max_kv_text_continuation << "; mean continuation_prob text_full " << r.mean_prob_text
+       << ", no_comm " << r.mean_prob_none << ", deranged " << r.mean_prob_deranged);
+  CHECK(r.units == 32);
+  CHECK(r.records == 4 * r.units);
+  CHECK(r.prob_in_range == r.records);
+  CHECK(r.max_kv_text_answer <= 1e-3);
+  CHECK(r.max_kv_text_continuation <= 1e-3);
+  CHECK(static_cast<double>(r.in_context_equal) >= 0.95 * static_cast<double>(r.units));
+  CHECK(r.answer_joint == r.units);
+  CHECK(r.mean_prob_text > r.mean_prob_none);      // the document raises the continuation's probability
+  CHECK(r.mean_prob_deranged < r.mean_prob_text);  // another story's cache does not
 }

@@ -13,9 +13,14 @@
 #include <latentaudit/trial/driver.hpp>
 #include <latentaudit/trial/task_file.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,14 +39,33 @@ struct story_audit_result {
   double max_kv_text_answer = 0;        ///< the largest |kv_full − text_full| on answer_logprob
   double max_kv_text_continuation = 0;  ///< the largest |kv_full − text_full| on continuation_prob
   double mean_prob_text = 0, mean_prob_none = 0;  ///< mean continuation_prob, text_full and no_comm
+  double mean_prob_deranged = 0;                  ///< mean continuation_prob, deranged (another item's cache)
   std::size_t answer_joint = 0;  ///< units whose answer tokens are the joint text's past the context
 };
 
-/// Audits the story tasks on `engine` (arms no_comm, text_full, kv_full, deranged; one seed) with
-/// `codec`, and measures the acceptance checks.
+/// Runs the story task generator (tools/tasks/story_tasks.py) with `options` into a file under the
+/// temp dir named `name`, and returns its path; nullopt when /usr/bin/python3 is absent (the caller
+/// then skips by name). @throws std::runtime_error when the generator fails.
+inline std::optional<std::string> generate_story_tasks(const std::string& name, const std::string& options) {
+  if (!std::filesystem::exists("/usr/bin/python3")) return std::nullopt;
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("latentaudit_stories_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto out = (dir / name).string();
+  const std::string script =
+      (std::filesystem::path(LATENTAUDIT_SOURCE_DIR) / "tools" / "tasks" / "story_tasks.py").string();
+  const std::string cmd = "/usr/bin/python3 '" + script + "' '" + out + "' " + options;
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("story_tasks.py failed: " + cmd);
+  return out;
+}
+
+/// Audits the story tasks of `path` (default: the golden file; text tasks of the need or no_need
+/// regime: A's document is what the text arms relay) on `engine` (arms no_comm, text_full,
+/// kv_full, deranged; one seed) with `codec`, and measures the acceptance checks.
 template <class Engine>
-story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec) {
-  const auto file = read_task_file(golden_path("real_models/story_tasks.jsonl"));
+story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec, std::string path = {}) {
+  if (path.empty()) path = golden_path("real_models/story_tasks.jsonl");
+  const auto file = read_task_file(path);
   const std::vector<task_entry> entries = file.tasks;  // the source frees its entries
   const task_file_source src(file, codec, {.vocab_size = engine.info().vocab_size});
   trial_design d;
@@ -59,7 +83,7 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec) {
       });
   story_audit_result out;
   out.records = by.size();
-  double sum_text = 0, sum_none = 0;
+  double sum_text = 0, sum_none = 0, sum_deranged = 0;
   for (const auto& [k, r] : by)
     if (r.continuation_prob && *r.continuation_prob >= 0 && *r.continuation_prob <= 1) ++out.prob_in_range;
   for (std::uint64_t i = 0; i < d.items; ++i) {
@@ -73,9 +97,11 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec) {
         std::max(out.max_kv_text_continuation, std::abs(*kv.continuation_prob - *text.continuation_prob));
     sum_text += *text.continuation_prob;
     sum_none += *none.continuation_prob;
+    sum_deranged += *by.at({i, "deranged"}).continuation_prob;
     // The in-context value, from the texts alone.
     const auto& e = entries[static_cast<std::size_t>(i)];
-    const std::string context = *e.document.text + *e.queries[0].query.text;
+    const std::string context =
+        *e.document.text + (e.prompt.text ? *e.prompt.text : std::string()) + *e.queries[0].query.text;
     std::vector<token_id> ids = codec.encode(context);
     ids.insert(ids.begin(), codec.bos);
     const auto whole = codec.encode(context + " " + *e.queries[0].answers[0].text);
@@ -100,6 +126,7 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec) {
   }
   out.mean_prob_text = sum_text / static_cast<double>(d.items);
   out.mean_prob_none = sum_none / static_cast<double>(d.items);
+  out.mean_prob_deranged = sum_deranged / static_cast<double>(d.items);
   return out;
 }
 

@@ -33,6 +33,24 @@ std::vector<option_spec> tokenize_options() {
           {"--decode", "", "print {\"ids\": [...], \"text\": detokenized ids} instead of the array"}};
 }
 
+// Prints the ids of `text` under `tok` (either tokenizer: tokenizer_json or llama_cpp_tokenizer, the
+// same encode/decode calls) as a JSON array, or with `decode` as {"ids": [...], "text": ...}.
+template <class Tokenizer>
+int print_tokens(const Tokenizer& tok, const std::string& text, bool special, bool decode) {
+  const auto ids = tok.encode(text, special);
+  json_value a = json_value::array();
+  for (const auto id : ids) a.push_back(static_cast<std::int64_t>(id));
+  if (!decode) {
+    print_json(a, false);
+    return exit_ok;
+  }
+  json_value j = json_value::object();
+  j.set("ids", std::move(a));
+  j.set("text", tok.decode(ids, special));
+  print_json(j, false);
+  return exit_ok;
+}
+
 int run_tokenize(std::span<const std::string> words) {
   const auto specs = tokenize_options();
   const auto args = arguments::parse(words, specs, "tokenize");
@@ -54,40 +72,15 @@ int run_tokenize(std::span<const std::string> words) {
   // The empty text is a text (llama.cpp tokenizes it to [], or to [BOS] with --special).
   const auto text_arg = args.get("--text");
   if (!text_arg) throw usage_error("tokenize: missing required option --text");
-  [[maybe_unused]] const std::string& text = *text_arg;  // unused without llama.cpp
-  if (const auto model = args.get("--model")) {          // an HF tokenizer.json: the library's own reader
+  const std::string& text = *text_arg;
+  if (const auto model = args.get("--model")) {  // an HF tokenizer.json: the library's own reader
     if (args.get("--vocab")) throw usage_error("tokenize: give --vocab or --model, not both");
-    const auto tok = tokenizer_json::load(*model);
-    const auto ids = tok.encode(text, args.has("--special"));
-    json_value a = json_value::array();
-    for (const auto id : ids) a.push_back(static_cast<std::int64_t>(id));
-    if (!args.has("--decode")) {
-      print_json(a, false);
-      return exit_ok;
-    }
-    json_value j = json_value::object();
-    j.set("ids", std::move(a));
-    j.set("text", tok.decode(ids, args.has("--special")));
-    print_json(j, false);
-    return exit_ok;
+    return print_tokens(tokenizer_json::load(*model), text, args.has("--special"), args.has("--decode"));
   }
   const std::string vocab = args.require("--vocab");
 #if LATENTAUDIT_CLI_LLAMA_CPP
   check_gguf_for_llama(vocab, "tokenize", "--vocab", true);  // before llama.cpp parses it
-  const auto tok = llama_cpp_tokenizer::load(vocab);
-  const bool special = args.has("--special");
-  const auto ids = tok.encode(text, special);
-  json_value a = json_value::array();
-  for (const auto id : ids) a.push_back(static_cast<std::int64_t>(id));
-  if (!args.has("--decode")) {
-    print_json(a, false);
-    return exit_ok;
-  }
-  json_value j = json_value::object();
-  j.set("ids", std::move(a));
-  j.set("text", tok.decode(ids, special));
-  print_json(j, false);
-  return exit_ok;
+  return print_tokens(llama_cpp_tokenizer::load(vocab), text, args.has("--special"), args.has("--decode"));
 #else
   throw usage_error(
       "tokenize: this latentaudit was built without llama.cpp, whose tokenizers it uses (run "
