@@ -5,7 +5,8 @@
 # (SANITIZER_CXX names another), so both compilers build the library, the tests and the CLI:
 #  1. release, -Werror: the formatting check, the compiled library, tests, CLI, examples, benchmark
 #     smoke runs, header self-sufficiency, layering, the header-only consumer projects, the fuzzer;
-#     every test, the long ("slow") ones included.
+#     every test but the long Monte Carlo validations (label "slow_<module>": each has a short twin
+#     in the suite over the same code path); `--long` runs those too (docs/building.md).
 #  2. AddressSanitizer + UndefinedBehaviorSanitizer (built while stage 1's tests run): the compiled
 #     library, every test program and the CLI (no examples, benchmarks or packaging checks: they add no memory or UB coverage; no
 #     llama.cpp engine: its prebuilt library is not instrumented, and the blob and GGUF parsing the
@@ -17,6 +18,18 @@
 # ccache is used when present (its cache lives outside the clone); the budget holds without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+long=0
+for arg in "$@"; do
+  case "$arg" in
+    --long) long=1 ;;
+    -h|--help)
+      echo "usage: bash scripts/test.sh [--long]"
+      echo "  builds everything with -Werror, runs the suite (release), then again under ASan+UBSan;"
+      echo "  --long also runs the long Monte Carlo validations (ctest label slow_<module>) in the release stage"
+      exit 0 ;;
+    *) echo "scripts/test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
 bash scripts/install-deps.sh --without-late
 jobs=$(nproc)
 start=$SECONDS
@@ -78,7 +91,9 @@ if ! wait "$late_install"; then
   echo "installing the late packages failed (scripts/install-deps.sh --late-only)" >&2
   exit 1
 fi
-ctest --test-dir build/release --output-on-failure -j "$jobs"
+release_filter=(-LE slow)
+if [ "$long" = 1 ]; then release_filter=(); fi
+ctest --test-dir build/release --output-on-failure -j "$jobs" "${release_filter[@]}"
 echo "release stage: $((SECONDS - start)) s"
 
 echo "== AddressSanitizer + UBSan build =="
