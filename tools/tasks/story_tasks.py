@@ -30,10 +30,15 @@ import sys
 
 GIRLS = ["Lily", "Sue", "Mia", "Anna", "Lucy", "Amy", "Zoe", "Sara", "Emma", "Jane"]
 BOYS = ["Tom", "Ben", "Tim", "Sam", "Jack", "Max", "Bob", "Joe", "Leo", "Jim"]
-PETS = {"cat": ["Kitty", "Fluffy", "Coco", "Milo"], "dog": ["Buddy", "Spot", "Rex", "Bella"],
+PETS = {"cat": ["Kitty", "Fluffy", "Coco", "Milo"], "dog": ["Buddy", "Lucky", "Rex", "Bella"],
         "bird": ["Tweety", "Sunny", "Pip", "Rosie"], "bunny": ["Hoppy", "Daisy", "Snowy", "Bun"]}
-PLACES = ["park", "garden", "beach", "forest", "lake", "farm", "hill", "zoo"]
-TOYS = ["ball", "kite", "doll", "car", "drum", "boat"]
+# Words that keep tokens of their own after the query on the 656K BPE, which merges a word with
+# the space after it ("the\u2581", "to\u2581"): after such a word the answer's tokens past the
+# query's (lm-eval's split, docs/tasks.md) can be none ("park", "ball", "doll", "car", "boat" after
+# "at the" / "with his"; "Spot" and "Max" after "to" are). tests/engine/llama_cpp_story_tasks_test.cpp
+# loads generated tasks on both vocabularies.
+PLACES = ["beach", "lake", "zoo", "river", "school", "woods", "field", "castle"]
+TOYS = ["kite", "teddy", "robot", "puzzle", "yoyo"]
 COLOURS = ["red", "blue", "green", "yellow", "pink", "big"]
 FACTS = ["pet_name", "place", "toy"]
 REGIMES = ["need", "no_need", "stale", "conflict"]
@@ -51,19 +56,18 @@ def story(child, pet, pet_name, place, colour, toy):
 
 
 def cloze(fact, child, pet_name, place, toy):
-    """(query, answer, continuation) for one planted fact: the continuation is the story's next
-    sentence, starting with the answer. The query never ends with "the", "her" or "his": the
-    656K BPE merges a word with the space after it ("the▁", "his▁"), and after such a word
-    the answer's tokens past the query's (lm-eval's split, docs/tasks.md) can be none at all."""
+    """(query, answer, continuation) for one planted fact: the answer is the fact's word (so B's
+    answer_logprob, its first token's, is the fact's), and the continuation is the story's next
+    sentence, starting with it."""
     pronoun = "her" if child in GIRLS else "his"
     if fact == "pet_name":
         return (f" At the {place}, {child} threw the {toy} to", pet_name,
                 f"{pet_name}. {pet_name} ran fast and caught the {toy}. {child} was very happy.")
     if fact == "place":
-        return (f" {child} and {pet_name} played all day at", f"the {place}",
-                f"the {place}. When the sun went down, {child} and {pet_name} went home.")
-    return (f" At the {place}, {child} played with", f"{pronoun} {toy}",
-            f"{pronoun} {toy}. {pet_name} wanted to play with the {toy} too. {child} shared the {toy} with {pet_name}.")
+        return (f" {child} and {pet_name} played all day at the", place,
+                f"{place}. When the sun went down, {child} and {pet_name} went home.")
+    return (f" At the {place}, {child} played with {pronoun}", toy,
+            f"{toy}. {pet_name} wanted to play with the {toy} too. {child} shared the {toy} with {pet_name}.")
 
 
 def facts(rng):
