@@ -16,6 +16,7 @@
 #include "latentaudit/core/rng.hpp"
 #include "latentaudit/report/report.hpp"
 #include "report/decision_mc.hpp"
+#include "report/likelihood_mc.hpp"
 #include "report/relay_failure_sim.hpp"
 #include "support/findings.hpp"
 
@@ -23,7 +24,8 @@ namespace la = latentaudit;
 
 namespace {
 
-la::trial_record rec(std::uint64_t item, const std::string& arm, bool correct, std::optional<double> p) {
+la::trial_record rec(std::uint64_t item, const std::string& arm, bool correct, std::optional<double> p,
+                     std::optional<double> cont = std::nullopt) {
   la::trial_record r;
   r.item = item;
   r.seed = 0;
@@ -31,6 +33,11 @@ la::trial_record rec(std::uint64_t item, const std::string& arm, bool correct, s
   r.regime = "need";
   r.correct = correct;
   if (p) r.answer_logprob = std::log(*p);
+  if (cont) {
+    r.continuation_prob = *cont;
+    r.continuation_tokens = 3;
+    r.continuation_logprob = 3.0 * std::log(*cont);
+  }
   r.receiver_fingerprint = "aa";
   if (arm != "no_comm") r.sender_fingerprint = "aa";
   return r;
@@ -207,4 +214,97 @@ TEST_CASE("answer probability: size and power by Monte Carlo on clustered record
                "seed 28070000, "
             << reps << " reps): probability finding yes " << pw.yes << "\n";
   CHECK(pw.yes <= prob);
+}
+
+TEST_CASE(
+    "continuation probability: the answer probability's findings on continuation_prob, only where "
+    "records carry it (issue 50 item 3)",
+    "[report][continuation_probability]") {
+  // 80 items: continuation_prob known per arm, so the estimate is their mean difference; the answer
+  // probability planted the other way round (its findings must not leak into these)
+  std::vector<la::trial_record> rs;
+  double sum = 0.0;
+  for (std::uint64_t i = 0; i < 80; ++i) {
+    const double ck = 0.4 + 0.004 * static_cast<double>(i), cn = 0.2 + 0.001 * static_cast<double>(i);
+    sum += ck - cn;
+    rs.push_back(rec(i, "no_comm", false, 0.5, cn));
+    rs.push_back(rec(i, "text_full", true, 0.99, 0.45));
+    rs.push_back(rec(i, "kv_full", true, 0.5, ck));
+  }
+  const auto core = la::analyse_records(rs, la::test::fast_options());
+  const auto& f = la::test::find(core.findings, "need.kv_raises_continuation_probability");
+  CHECK(f.estimate == Approx(sum / 80.0).epsilon(1e-12));
+  CHECK(f.n == 80);
+  CHECK(f.answer == la::verdict::yes);
+  CHECK(f.ci_low <= f.estimate);
+  CHECK(f.estimate <= f.ci_high);
+  CHECK(f.method.find("continuation_prob") != std::string::npos);
+  CHECK(f.method.find("Holm over the 3 continuation-probability findings") != std::string::npos);
+  CHECK(f.detail.find("P(continuation)") != std::string::npos);
+  // the answer probability did not move: its finding is not "yes"
+  CHECK(la::test::find(core.findings, "need.kv_raises_answer_probability").answer != la::verdict::yes);
+  const auto& ni = la::test::find(core.findings, "need.kv_continuation_noninferior_to_text");
+  CHECK(ni.answer == la::verdict::yes);  // kv 0.4-0.72 against text 0.45: not lower by 5 points
+  const auto& pairing = la::test::find(core.findings, "need.pairing_raises_continuation_probability");
+  CHECK(pairing.answer == la::verdict::inconclusive);
+  CHECK(pairing.n == 0);
+  // a kv record without continuation_prob: bounded, named by its field
+  auto gap = rs;
+  gap[2].continuation_prob.reset();
+  gap[2].continuation_logprob.reset();
+  gap[2].continuation_tokens.reset();
+  const auto g = la::analyse_records(gap, la::test::fast_options());
+  const auto& fg = la::test::find(g.findings, "need.kv_raises_continuation_probability");
+  CHECK(fg.n == 79);
+  CHECK(fg.detail.find("1 need-regime unit(s) lack a record or its continuation_prob") != std::string::npos);
+  CHECK(fg.ci_low <= f.ci_low);
+  // records that carry no continuation (tasks without one): no continuation finding at all
+  auto none = rs;
+  for (auto& r : none) {
+    r.continuation_prob.reset();
+    r.continuation_logprob.reset();
+    r.continuation_tokens.reset();
+  }
+  const auto n = la::analyse_records(none, la::test::fast_options());
+  for (const auto& x : n.findings) CHECK(x.id.find("continuation") == std::string::npos);
+}
+
+namespace {
+
+// Prints and returns one likelihood cell's counts.
+la::test::likelihood_counts run_cell(const la::test::likelihood_cell& c, std::size_t reps) {
+  const auto m = la::test::run_likelihood_cell(c, reps);
+  std::cout << "likelihood MC: " << c.name << " (" << c.design.regime_items.front() << " items x "
+            << c.design.seeds << " seeds, seed " << c.seed << ", " << reps << " reps): " << c.finding
+            << " yes " << m.rate(m.finding_yes) << ", accuracy yes " << m.rate(m.accuracy_yes)
+            << ", dependency yes " << m.rate(m.dependency_yes) << ", dependency no "
+            << m.rate(m.dependency_no) << ", dependency no beside a likelihood yes " << m.rate(m.says_none)
+            << "\n";
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "likelihood endpoints: size and power of the continuation findings and of the dependency check "
+    "(short Monte Carlo; benchmarks/bench_verdicts likelihood_table is the long one)",
+    "[report][continuation_probability][decision]") {
+  // 60 items x 2 seeds, 80 data sets a cell (about 3 s): the size claims are checked against alpha
+  // + 2 MC s.e. (0.05 + 2 sqrt(0.05 * 0.95 / 80) = 0.099); the long run (400 data sets) is in the docs.
+  constexpr std::size_t reps = 80;
+  const double bound = 0.05 + 2.0 * std::sqrt(0.05 * 0.95 / reps);
+  for (const auto& c : la::test::likelihood_cells(60)) {
+    const auto m = run_cell(c, reps);
+    CHECK(m.says_none == 0);  // never "relay carries none" beside a likelihood "yes"
+    if (c.null) {
+      CHECK(m.rate(m.finding_yes) <= bound);
+      if (c.finding == "need.kv_carries_information") CHECK(m.rate(m.dependency_yes) <= bound);
+    } else if (c.finding == "need.kv_carries_information") {
+      // accuracy unchanged: the dependency check rests on the likelihood step
+      CHECK(m.rate(m.dependency_yes) >= 0.6);
+      CHECK(m.rate(m.dependency_yes) > m.rate(m.accuracy_yes));
+    } else {
+      CHECK(m.rate(m.finding_yes) >= 0.6);
+    }
+  }
 }

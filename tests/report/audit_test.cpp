@@ -210,7 +210,9 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
   }
 
   SECTION("findings: every planted verdict") {
-    REQUIRE(c.findings.size() == 16);  // 13 accuracy findings and the 3 of the answer-probability endpoint
+    // 13 accuracy findings, the 3 of the answer-probability endpoint and the dependency check's union
+    // (need.kv_carries_information; no continuation finding: the records carry no continuation_prob)
+    REQUIRE(c.findings.size() == 17);
     const char* ids[] = {"need.text_beats_no_comm",
                          "need.kv_beats_no_comm",
                          "need.kv_noninferior_to_text",
@@ -228,6 +230,7 @@ TEST_CASE("audit recovers every planted truth", "[report][audit]") {
                          "need.kv_answer_probability_noninferior_to_text",
                          "need.pairing_raises_answer_probability"};
     for (std::size_t i = 0; i < 16; ++i) CHECK(c.findings[i].id == ids[i]);
+    CHECK(c.findings[16].id == "need.kv_carries_information");
     for (const auto& f : c.findings) INFO(f.id << ": " << la::verdict_name(f.answer) << " — " << f.detail);
     CHECK(find(c, "need.text_beats_no_comm").answer == la::verdict::yes);  // the positive control
     const auto& beats = find(c, "need.kv_beats_no_comm");
@@ -378,7 +381,7 @@ TEST_CASE("audit: absent arms give inconclusive findings with n = 0, missing uni
   });
   REQUIRE(dropped == 10);
   const auto c = la::analyse_records(records);
-  REQUIRE(c.findings.size() == 16);
+  REQUIRE(c.findings.size() == 17);
   for (const char* id :
        {"need.deranged_beats_no_comm", "need.cross_model_beats_no_comm", "noise.tolerance_sigma"}) {
     const auto& f = find(c, id);
@@ -408,7 +411,7 @@ TEST_CASE("audit: a stack with only some arms or no regime still yields every fi
   std::erase_if(records,
                 [](const la::trial_record& r) { return r.arm != "no_comm" && r.arm != "text_full"; });
   const auto c = la::analyse_records(records, {.bootstrap_replicates = 199});
-  REQUIRE(c.findings.size() == 16);
+  REQUIRE(c.findings.size() == 17);
   for (const auto& f : c.findings) {
     INFO(f.id);
     if (f.id == "need.text_beats_no_comm") {  // the positive control holds both its arms (10 items:

@@ -592,3 +592,60 @@ TEST_CASE("run_until_decided: a plan without items or whose looks do not cover t
   CHECK_THROWS_WITH(la::run_until_decided(bad, la::audit_options{}, never, quiet, look),
                     Catch::Contains("plan.item_regime"));
 }
+
+TEST_CASE(
+    "decision: the answer probability shows the relay's effect and accuracy does not - the decision "
+    "never says the relay carries none of A's information (issue 52 item 2)",
+    "[report][decision][likelihood]") {
+  // 200 items: kv_full and no_comm right on the same items (accuracy difference exactly 0: a benefit
+  // of the margin is excluded), text_full always right; the probability of the reference answer
+  // rises from about 0.2 to about 0.6 with the relay.
+  std::vector<la::trial_record> rs;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const double jitter = 0.001 * static_cast<double>(i % 50);
+    for (const char* arm : {"no_comm", "text_full", "kv_full"}) {
+      la::trial_record r;
+      r.item = i;
+      r.arm = r.arm_kind = arm;
+      r.regime = "need";
+      const std::string a = arm;
+      r.correct = a == "text_full" || i % 2 == 0;
+      r.answer_logprob = std::log(a == "no_comm" ? 0.2 + jitter : a == "kv_full" ? 0.6 + jitter : 0.95);
+      r.receiver_fingerprint = "aa";
+      if (a != "no_comm") r.sender_fingerprint = "aa";
+      rs.push_back(std::move(r));
+    }
+  }
+  const auto rep = la::build_audit_report(rs, la::test::decision_mc_options());
+  for (const auto& c : rep.decision.checklist)
+    INFO(c.name << ": " << la::verdict_name(c.passed) << " " << c.reason);
+  INFO(rep.decision.summary);
+  CHECK(find(rep.findings, "need.kv_beats_no_comm").answer == la::verdict::no);  // accuracy: absence shown
+  CHECK(find(rep.findings, "need.kv_raises_answer_probability").answer == la::verdict::yes);
+  const auto& carries = find(rep.findings, "need.kv_carries_information");
+  CHECK(carries.answer == la::verdict::yes);
+  CHECK(carries.method.find("answer probability at 0.025") != std::string::npos);
+  const auto dep = std::find_if(rep.decision.checklist.begin(), rep.decision.checklist.end(),
+                                [](const la::checklist_item& c) { return c.name == "dependency"; });
+  REQUIRE(dep != rep.decision.checklist.end());
+  CHECK(dep->passed == la::verdict::yes);
+  CHECK(contains(dep->findings, "need.kv_raises_answer_probability"));
+  CHECK(rep.decision.summary.find("no benefit over no communication") == std::string::npos);
+  CHECK(rep.decision.verdict != "no communication");
+  // relay does carry information, but loses 50 accuracy points to text: text, for that reason
+  CHECK(rep.decision.verdict == "text");
+  CHECK(rep.decision.summary.find("less accurate than text") != std::string::npos);
+
+  // decide() on findings without need.kv_carries_information (an older report's): accuracy's "no"
+  // beside a likelihood "yes" leaves the dependency check open, never "no"
+  std::vector<la::finding> older;
+  for (const auto& f : rep.findings)
+    if (f.id != "need.kv_carries_information") older.push_back(f);
+  const auto d = la::decide(older, rs, {});
+  const auto dep2 = std::find_if(d.checklist.begin(), d.checklist.end(),
+                                 [](const la::checklist_item& c) { return c.name == "dependency"; });
+  REQUIRE(dep2 != d.checklist.end());
+  CHECK(dep2->passed == la::verdict::inconclusive);
+  CHECK(dep2->reason.find("likelihood finding") != std::string::npos);
+  CHECK(d.summary.find("no benefit over no communication") == std::string::npos);
+}

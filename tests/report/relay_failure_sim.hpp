@@ -62,6 +62,14 @@ struct relay_failure_design {
   /// from its own stream (seed + 2), so the outcomes above are drawn exactly as without it; 0: the
   /// records carry no answer_logprob (null)
   double logprob_sd = 0.0;
+  /// Issue 50 (the continuation endpoint): when > 0 every record carries continuation_prob =
+  /// expit(logit(arm accuracy) + item shift + continuation_sd · z), z per record from its own
+  /// stream (seed + 3), with continuation_tokens = 4 and continuation_logprob = 4 log p; 0: none
+  double continuation_sd = 0.0;
+  /// Issue 52: the planted accuracy behind need-regime kv_full's likelihoods (answer_logprob and
+  /// continuation_prob) when >= 0 — the likelihood moves while accuracy (need_kv) does not; < 0:
+  /// need_kv's
+  double need_kv_likelihood = -1.0;
   /// Issue 29: when >= 0, a kv_mapped arm (a foreign sender's cache through a cache map, sender
   /// fingerprint "cc", map "m1") planted at this need-regime accuracy (kv_full's elsewhere); drawn
   /// after every other arm of a unit, so the records above are unchanged; < 0: no kv_mapped arm
@@ -77,6 +85,7 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
   std::normal_distribution<double> z(0.0, 1.0);
   std::mt19937_64 gp(seed + 2);  // answer_logprob's own stream: the outcomes draw as without it
   std::normal_distribution<double> zp(0.0, 1.0);
+  std::mt19937_64 gc(seed + 3);  // continuation_prob's own stream
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<trial_record> out;
   const char* regimes[] = {"need", "no_need", "stale", "conflict"};
@@ -108,9 +117,16 @@ inline std::vector<trial_record> simulate_relay_failure(const relay_failure_desi
                           {"own_tokens", regime == "no_need" || regime == "conflict" ? doc : 4.0},
                           {"cache_age_versions", regime == "stale" ? 1.0 : 0.0},
                           {"prompt_overlap", regime == "no_need" || regime == "conflict" ? 1.0 : 0.0}};
-          if (d.logprob_sd > 0.0) {
-            const double l = p <= 0.0 ? -30.0 : p >= 1.0 ? 30.0 : sim_logit(p);
+          const double pl =
+              regime == "need" && kind == "kv_full" && d.need_kv_likelihood >= 0.0 ? d.need_kv_likelihood : p;
+          const double l = pl <= 0.0 ? -30.0 : pl >= 1.0 ? 30.0 : sim_logit(pl);
+          if (d.logprob_sd > 0.0)
             r.answer_logprob = std::min(0.0, std::log(sim_expit(l + shift + d.logprob_sd * zp(gp))));
+          if (d.continuation_sd > 0.0) {
+            const double pc = sim_expit(l + shift + d.continuation_sd * zp(gc));
+            r.continuation_prob = pc;
+            r.continuation_tokens = 4;
+            r.continuation_logprob = std::min(0.0, 4.0 * std::log(pc));
           }
           r.receiver_fingerprint = "aa";
           if (kind != "no_comm") r.sender_fingerprint = "aa";

@@ -658,9 +658,16 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
     out.findings.push_back(std::move(f));
   for (auto& f : mapped_findings(out.mapped, o.alpha, o.equivalence_margin))
     out.findings.push_back(std::move(f));
-  // the second endpoint: the probability of the reference answer (report/analyses/answer_probability.hpp)
+  // the likelihood endpoints (report/analyses/answer_probability.hpp): the probability of the
+  // reference answer, and of the task's continuation where the records carry it
   for (auto& f : detail::answer_probability_findings(d, records, roles_at, o.alpha, o.equivalence_margin))
     out.findings.push_back(std::move(f));
+  for (auto& f :
+       detail::continuation_probability_findings(d, records, roles_at, o.alpha, o.equivalence_margin))
+    out.findings.push_back(std::move(f));
+  // the decision's dependency check: accuracy, then the likelihood endpoints, each in its own
+  // alpha-spending step
+  out.findings.push_back(detail::carries_information_finding(d, records, roles_at, out.findings, o.alpha));
   const auto control = std::find_if(out.findings.begin(), out.findings.end(),
                                     [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);

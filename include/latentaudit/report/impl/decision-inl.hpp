@@ -18,6 +18,7 @@
 
 #include "../../estimators/betting.hpp"
 #include "../../estimators/multiplicity.hpp"
+#include "../analyses/answer_probability.hpp"
 #include "../detail/arm_roles.hpp"
 #include "../detail/audit_data.hpp"
 #include "../detail/record_units.hpp"
@@ -421,17 +422,21 @@ LATENTAUDIT_INLINE checklist_item monitor_check(audit_decision& d, std::span<con
 
 // decide's verdict, policy and summary from its checks, read in the decision's order: positive
 // control, dependency, homogeneity, value, cost, then the risks.
-LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, const finding* dep,
-                                    const finding* drift, verdict vh, verdict vv, verdict vc,
-                                    const risk_checklist& risks, std::span<const trial_record> records,
-                                    const std::string& base, const decision_options& o) {
+// `vd` is the dependency check's verdict; `likelihood_shown`: a likelihood finding shows the relay
+// raising a probability (the verdict never says the relay carries none of A's information then).
+LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, const finding* dep, verdict vd,
+                                    bool likelihood_shown, const finding* drift, verdict vh, verdict vv,
+                                    verdict vc, const risk_checklist& risks,
+                                    std::span<const trial_record> records, const std::string& base,
+                                    const decision_options& o) {
   auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
   const checklist_item& nh = risks.no_need_harm;
   const checklist_item& fresh = risks.freshness;
   const checklist_item& confl = risks.conflict;
   const checklist_item& dr = risks.drift;
-  const verdict vc0 = v_of(control), vd = v_of(dep);
-  const bool kv_absent_shown = dep != nullptr && std::isfinite(dep->ci_high) && dep->ci_high < o.margin;
+  const verdict vc0 = v_of(control);
+  const bool kv_absent_shown =
+      !likelihood_shown && dep != nullptr && std::isfinite(dep->ci_high) && dep->ci_high < o.margin;
   // "no communication" also needs B to answer most need-regime requests on its own (no_comm's
   // item-clustered accuracy, betting lower limit at alpha/2, above one half): when nothing answers
   // (every record wrong) the task is broken and the verdict stays inconclusive.
@@ -465,7 +470,11 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
                                     dep != nullptr ? dep->id : std::string("need.kv_beats_no_comm"))});
     d.summary =
         "Text relay carries A's information (positive control) but the KV relay shows no benefit over no "
-        "communication (a benefit of the margin or more is excluded).";
+        "communication (a benefit of the margin or more is excluded";
+    d.summary += dep != nullptr && dep->id == "need.kv_carries_information" &&
+                         dep->method.find("no likelihood endpoint measured") == std::string::npos
+                     ? " in accuracy, and no likelihood endpoint shows a rise)."
+                     : ").";
   } else if (vd == verdict::yes && vh == verdict::yes && vv == verdict::yes && vc == verdict::yes) {
     std::vector<std::pair<std::string, policy_rule>> conditions;  // each line with its rule
     if (nh.passed == verdict::no)
@@ -533,8 +542,10 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
       d.relay_allowed = true;
       add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
       for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
-      d.summary = base_text +
-                  fmt::format(" But relay does not pay everywhere: {} condition(s) (the policy).", n_shown);
+      d.summary = base_text + fmt::format(
+                                  " But relay does not pay everywhere: {} risk(s) shown present became "
+                                  "conditions; the policy lists them with the fingerprint rule ({} lines).",
+                                  n_shown, d.policy.size());
     }
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
     d.verdict = "text";
@@ -614,7 +625,19 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   audit_decision d;
   d.link = detail::cost_link_of(records, o.link);
   const auto* control = detail::find_finding(findings, "need.text_beats_no_comm");
-  const auto* dep = detail::find_finding(findings, "need.kv_beats_no_comm");
+  // The dependency check: need.kv_carries_information (accuracy, then the likelihood endpoints, each
+  // in its own alpha-spending step) where the audit wrote it, else accuracy alone.
+  const auto* dep_accuracy = detail::find_finding(findings, "need.kv_beats_no_comm");
+  const auto* carries = detail::find_finding(findings, "need.kv_carries_information");
+  const auto* dep = carries != nullptr ? carries : dep_accuracy;
+  std::vector<std::string> dependency_ids = {"need.kv_beats_no_comm"};
+  if (carries != nullptr) dependency_ids.push_back(carries->id);
+  bool likelihood_shown = false;  // a likelihood finding shows the relay raising a probability
+  for (const auto* e : detail::likelihood_endpoints)
+    if (const auto* f = detail::find_finding(findings, e->raises_id)) {
+      dependency_ids.emplace_back(e->raises_id);
+      likelihood_shown = likelihood_shown || f->answer == verdict::yes;
+    }
   const auto* cross = detail::find_finding(findings, "need.cross_model_beats_no_comm");
   const auto* value = detail::find_finding(findings, "need.kv_noninferior_to_text");
   const auto* cost = detail::find_finding(findings, "cost.relay_pays_on_" + d.link);
@@ -627,9 +650,18 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   d.checklist.push_back({"positive_control", v_of(control),
                          "text relay beats no communication in the need regime (the task needs A): " +
                              detail::finding_text(control)});
+  // Never "relay carries none of A's information" while a likelihood finding shows it.
+  const verdict vd = v_of(dep) == verdict::no && likelihood_shown ? verdict::inconclusive : v_of(dep);
   d.checklist.push_back(
-      {"dependency", v_of(dep),
-       "B needs A's information (need regime, kv_full vs no_comm): " + detail::finding_text(dep)});
+      {"dependency", vd,
+       "the relay carries A's information (need regime, kv_full vs no_comm" +
+           std::string(carries != nullptr ? ", need.kv_carries_information" : "") +
+           "): " + detail::finding_text(dep) +
+           (carries != nullptr ? " - " + carries->detail
+            : vd != v_of(dep)
+                ? std::string(" - but a likelihood finding shows the relay raising a probability: not shown "
+                              "either way")
+                : std::string())});
   checklist_item homo = detail::homogeneity_with_placebo(records, cross);
   d.checklist.push_back(homo);
   d.checklist.push_back({"value", v_of(value),
@@ -671,7 +703,8 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   // The relay switch, replayed on the records with a change point (informational).
   d.relay_switch = replay_relay_switch(records, relay, text, base, o.switch_options, o.units);
 
-  detail::set_verdict(d, control, dep, drift, homo.passed, v_of(value), v_of(cost), risks, records, base, o);
+  detail::set_verdict(d, control, dep, vd, likelihood_shown, drift, homo.passed, v_of(value), v_of(cost),
+                      risks, records, base, o);
   detail::add_map_policy(d, risks.maps, records);
   // What each check reads (arm_cells_to_run): the findings above; the risk family's three checks
   // read each other's p-values through Holm.
@@ -681,7 +714,7 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   for (auto& c : d.checklist) {
     if (c.name == "positive_control") c.findings = {"need.text_beats_no_comm"};
     if (c.name == "dependency") {
-      c.findings = {"need.kv_beats_no_comm"};
+      c.findings = dependency_ids;
       c.reads = {{"need", base}};  // "no communication": B answers on its own (no_comm's accuracy)
     }
     if (c.name == "homogeneity" || c.name == "cross_model") c.findings = {"need.cross_model_beats_no_comm"};

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "../../core/error.hpp"
+#include "../analyses/answer_probability.hpp"
 #include "../analyses/effects.hpp"
 #include "../detail/failure_report.hpp"
 #include "../report.hpp"
@@ -63,84 +64,111 @@ LATENTAUDIT_INLINE std::string html_escape(std::string_view s) {
 
 /// @brief What a finding asks, and its plain statement for yes and for no.
 struct finding_text_row {
-  std::string prefix;         ///< id, or id prefix ending in '.' or '_'
-  int polarity_yes;           ///< +1: yes supports relay; −1: yes is against; 0: context
-  std::string_view question;  ///< what it asks (inconclusive: "Not shown: <question>")
-  std::string_view yes;       ///< the statement for "yes"
-  std::string_view no;        ///< the statement for "no"
+  std::string prefix;    ///< id, or id prefix ending in '.' or '_'
+  int polarity_yes;      ///< +1: yes supports relay; −1: yes is against; 0: context
+  std::string question;  ///< what it asks (inconclusive: "Not shown: <question>")
+  std::string yes;       ///< the statement for "yes"
+  std::string no;        ///< the statement for "no"
 };
+
+/// @brief The three rows of a likelihood endpoint's findings (raises, non-inferior to text,
+/// pairing), written from its description (report/analyses/answer_probability.hpp), so every
+/// likelihood family has the same statements.
+[[nodiscard]] inline std::vector<finding_text_row> likelihood_text_rows(
+    const detail::likelihood_endpoint& e) {
+  return {
+      {std::string(e.raises_id), 1, fmt::format("does KV relay raise {} ({})?", e.what, e.ordinal),
+       fmt::format("KV relay raises {} ({}).", e.what, e.ordinal),
+       fmt::format("KV relay's gain in {} over no communication is below the margin.", e.noun)},
+      {std::string(e.noninferior_id), 1,
+       fmt::format("is KV relay's {} within the margin of text relay's ({})?", e.noun, e.ordinal),
+       fmt::format("KV relay's {} is not lower than text relay's by the margin ({}).", e.noun, e.ordinal),
+       fmt::format("KV relay's {} is lower than text relay's by more than the margin.", e.noun)},
+      {std::string(e.pairing_id), 1,
+       fmt::format("does the right item's cache raise the {} over another item's?", e.noun),
+       fmt::format("The right item's cache raises the {} over another item's (pairing, {}).", e.noun,
+                   e.ordinal),
+       fmt::format("The right item's cache does not raise the {} over another item's by the margin.",
+                   e.noun)},
+  };
+}
 
 /// @brief The statements of docs/audit-report.md's findings, in id order (a placebo's finding id
 /// from the effects analysis that writes it: need_beats_no_comm_id).
 [[nodiscard]] inline const std::vector<finding_text_row>& finding_texts() {
-  static const std::vector<finding_text_row> rows = {
-      {"need.text_beats_no_comm", 1, "does text relay beat no communication (the positive control)?",
-       "Text relay beats no communication: the need regime tests dependency (positive control passed).",
-       "Text relay does not beat no communication by the margin: the need regime tests nothing."},
-      {"need.kv_beats_no_comm", 1, "does KV relay beat no communication in the need regime?",
-       "KV relay beats no communication in the need regime.",
-       "KV relay's benefit over no communication is below the margin."},
-      {"need.kv_noninferior_to_text", 1, "is KV relay within the margin of text relay, or better?",
-       "KV relay is not worse than text relay by the margin.",
-       "KV relay is worse than text relay by more than the margin."},
-      {"need.kv_equivalent_to_text", 1, "are KV relay and text relay equivalent within the margin?",
-       "KV relay and text relay are equivalent within the margin.",
-       "KV relay and text relay differ by more than the margin (the estimate's sign says which way)."},
-      {need_beats_no_comm_id(pairing_placebo_kind()), -1, "does another item's cache help?",
-       "Another item's cache helps: part of the relay effect is not about this item's document.",
-       "Another item's cache does not help: the effect needs the right cache."},
-      {need_beats_no_comm_id(arm_kind::zeroed), -1, "does a zeroed cache help?",
-       "A zeroed cache helps: part of the effect is the cache's presence, not its content.",
-       "A zeroed cache does not help."},
-      {need_beats_no_comm_id(arm_kind::cross_model), -1, "does a foreign model's cache help?",
-       "A foreign model's cache helps: B reads a cache from another model (homogeneity fails).",
-       "A foreign model's cache does not help: the benefit needs identical models."},
-      {"need.kv_raises_answer_probability", 1,
-       "does KV relay raise the probability B gives the reference answer (second endpoint)?",
-       "KV relay raises the probability B gives the reference answer (second endpoint).",
-       "KV relay's gain in answer probability over no communication is below the margin."},
-      {"need.kv_answer_probability_noninferior_to_text", 1,
-       "is KV relay's answer probability within the margin of text relay's (second endpoint)?",
-       "KV relay's answer probability is not lower than text relay's by the margin (second endpoint).",
-       "KV relay's answer probability is lower than text relay's by more than the margin."},
-      {"need.pairing_raises_answer_probability", 1,
-       "does the right item's cache raise the answer probability over another item's?",
-       "The right item's cache raises the answer probability over another item's (pairing, second endpoint).",
-       "The right item's cache does not raise the answer probability over another item's by the margin."},
-      {"no_need.kv_changes_accuracy", -1, "does KV relay change accuracy where B does not need A?",
-       "KV relay changes accuracy where B does not need A (the estimate's sign says which way).",
-       "KV relay leaves accuracy unchanged (within the margin) where B does not need A."},
-      {"noise.tolerance_sigma", 0, "where does relay noise cost more than the margin?",
-       "The noise level σ at which relay loses the margin is located within the tested range.",
-       "The noise tolerance σ is not located."},
-      {"stale.kv_worse_than_text", -1, "is a stale cache worse than the current text?",
-       "A stale cache is worse than the current text: relay only fresh caches.",
-       "A stale cache is not worse than the current text by the margin."},
-      {"stale.kv_gives_stale_answer", -1, "does a stale cache make B give the old value?",
-       "With a stale cache B gives the old value more often than every other wrong value together.",
-       "B does not favour the stale value by the margin."},
-      {"conflict.kv_worse_than_no_comm", -1, "is a conflicting cache worse than no communication?",
-       "A cache that contradicts B's prompt is worse than no communication.",
-       "A conflicting cache is not worse than no communication by the margin."},
-      {"drift.tolerance_steps", -1,
-       "after how many fine-tuning steps of the sender does relay lose the margin?",
-       "A drifted sender loses non-inferiority at a located number of steps: relay only between identical "
-       "models.",
-       "Every tested drift step is non-inferior to same-model relay."},
-      {"message.kv_vs_text_message.", 1, "does A's cache beat A's text message?",
-       "A's cache beats A's text message (this message length and regime).",
-       "A's cache does not beat A's text message by the margin."},
-      {"cost.relay_pays_on_", 1, "does relaying the cache save receiver latency on this link, accuracy kept?",
-       "Relaying the cache pays on this link: receiver latency saved, accuracy non-inferior.",
-       "Relaying the cache does not pay on this link."},
-      {"cost.relay_pays", 1, "does relaying the cache pay on the links shown?", "Relaying the cache pays.",
-       "Relaying the cache does not pay."},
-      {"gate.matches_always_relay", 1,
-       "does the per-request gate keep always-relay's accuracy while skipping "
-       "relays?",
-       "The per-request gate keeps always-relay's accuracy and skips some relays.",
-       "The per-request gate loses accuracy against always relaying, or skips too few requests."},
-  };
+  static const std::vector<finding_text_row> rows = [] {
+    std::vector<finding_text_row> r = {
+        {"need.text_beats_no_comm", 1, "does text relay beat no communication (the positive control)?",
+         "Text relay beats no communication: the need regime tests dependency (positive control passed).",
+         "Text relay does not beat no communication by the margin: the need regime tests nothing."},
+        {"need.kv_beats_no_comm", 1, "does KV relay beat no communication in the need regime?",
+         "KV relay beats no communication in the need regime.",
+         "KV relay's benefit over no communication is below the margin."},
+        {"need.kv_carries_information", 1,
+         "does KV relay carry A's information (accuracy, or a likelihood endpoint: the dependency check)?",
+         "KV relay carries A's information: it raises accuracy or the probability of the reference answer or "
+         "continuation (the dependency check).",
+         "KV relay's benefit in accuracy is below the margin and no likelihood endpoint shows a rise."},
+        {"need.kv_noninferior_to_text", 1, "is KV relay within the margin of text relay, or better?",
+         "KV relay is not worse than text relay by the margin.",
+         "KV relay is worse than text relay by more than the margin."},
+        {"need.kv_equivalent_to_text", 1, "are KV relay and text relay equivalent within the margin?",
+         "KV relay and text relay are equivalent within the margin.",
+         "KV relay and text relay differ by more than the margin (the estimate's sign says which way)."},
+        {need_beats_no_comm_id(pairing_placebo_kind()), -1, "does another item's cache help?",
+         "Another item's cache helps: part of the relay effect is not about this item's document.",
+         "Another item's cache does not help: the effect needs the right cache."},
+        {need_beats_no_comm_id(arm_kind::zeroed), -1, "does a zeroed cache help?",
+         "A zeroed cache helps: part of the effect is the cache's presence, not its content.",
+         "A zeroed cache does not help."},
+        {need_beats_no_comm_id(arm_kind::cross_model), -1, "does a foreign model's cache help?",
+         "A foreign model's cache helps: B reads a cache from another model (homogeneity fails).",
+         "A foreign model's cache does not help: the benefit needs identical models."},
+        {"no_need.kv_changes_accuracy", -1, "does KV relay change accuracy where B does not need A?",
+         "KV relay changes accuracy where B does not need A (the estimate's sign says which way).",
+         "KV relay leaves accuracy unchanged (within the margin) where B does not need A."},
+        {"noise.tolerance_sigma", 0, "where does relay noise cost more than the margin?",
+         "The noise level σ at which relay loses the margin is located within the tested range.",
+         "The noise tolerance σ is not located."},
+        {"stale.kv_worse_than_text", -1, "is a stale cache worse than the current text?",
+         "A stale cache is worse than the current text: relay only fresh caches.",
+         "A stale cache is not worse than the current text by the margin."},
+        {"stale.kv_gives_stale_answer", -1, "does a stale cache make B give the old value?",
+         "With a stale cache B gives the old value more often than every other wrong value together.",
+         "B does not favour the stale value by the margin."},
+        {"conflict.kv_worse_than_no_comm", -1, "is a conflicting cache worse than no communication?",
+         "A cache that contradicts B's prompt is worse than no communication.",
+         "A conflicting cache is not worse than no communication by the margin."},
+        {"drift.tolerance_steps", -1,
+         "after how many fine-tuning steps of the sender does relay lose the margin?",
+         "A drifted sender loses non-inferiority at a located number of steps: relay only between identical "
+         "models.",
+         "Every tested drift step is non-inferior to same-model relay."},
+        {"message.kv_vs_text_message.", 1, "does A's cache beat A's text message?",
+         "A's cache beats A's text message (this message length and regime).",
+         "A's cache does not beat A's text message by the margin."},
+        {"cost.relay_pays_on_", 1,
+         "does relaying the cache save receiver latency on this link, accuracy kept?",
+         "Relaying the cache pays on this link: receiver latency saved, accuracy non-inferior.",
+         "Relaying the cache does not pay on this link."},
+        {"cost.relay_pays", 1, "does relaying the cache pay on the links shown?", "Relaying the cache pays.",
+         "Relaying the cache does not pay."},
+        {"gate.matches_always_relay", 1,
+         "does the per-request gate keep always-relay's accuracy while skipping "
+         "relays?",
+         "The per-request gate keeps always-relay's accuracy and skips some relays.",
+         "The per-request gate loses accuracy against always relaying, or skips too few requests."},
+    };
+    // the likelihood endpoints' rows, after the accuracy findings they stand beside
+    const auto at = std::find_if(r.begin(), r.end(), [](const finding_text_row& t) {
+      return t.prefix == "no_need.kv_changes_accuracy";
+    });
+    std::vector<finding_text_row> lik;
+    for (const auto* e : detail::likelihood_endpoints)
+      for (auto& t : likelihood_text_rows(*e)) lik.push_back(std::move(t));
+    r.insert(at, lik.begin(), lik.end());
+    return r;
+  }();
   return rows;
 }
 
