@@ -30,13 +30,13 @@ import sys
 
 GIRLS = ["Lily", "Sue", "Mia", "Anna", "Lucy", "Amy", "Zoe", "Sara", "Emma", "Jane"]
 BOYS = ["Tom", "Ben", "Tim", "Sam", "Jack", "Max", "Bob", "Joe", "Leo", "Jim"]
-PETS = {"cat": ["Kitty", "Fluffy", "Coco", "Milo"], "dog": ["Buddy", "Lucky", "Rex", "Bella"],
+PETS = {"cat": ["Coco", "Milo", "Luna", "Ginger"], "dog": ["Buddy", "Lucky", "Toby", "Bella"],
         "bird": ["Tweety", "Sunny", "Pip", "Rosie"], "bunny": ["Hoppy", "Daisy", "Snowy", "Bun"]}
 # Words that keep tokens of their own after the query on the 656K BPE, which merges a word with
 # the space after it ("the\u2581", "to\u2581"): after such a word the answer's tokens past the
 # query's (lm-eval's split, docs/tasks.md) can be none ("park", "ball", "doll", "car", "boat" after
-# "at the" / "with his"; "Spot" and "Max" after "to" are). tests/engine/llama_cpp_story_tasks_test.cpp
-# loads generated tasks on both vocabularies.
+# "at the" / "with his"; "Kitty", "Fluffy", "Rex" after "cat named" / "dog named" are).
+# tests/engine/llama_cpp_story_tasks_test.cpp loads generated tasks on both vocabularies.
 PLACES = ["beach", "lake", "zoo", "river", "school", "woods", "field", "castle"]
 TOYS = ["kite", "teddy", "robot", "puzzle", "yoyo"]
 COLOURS = ["red", "blue", "green", "yellow", "pink", "big"]
@@ -55,18 +55,21 @@ def story(child, pet, pet_name, place, colour, toy):
             f"{child} and {pet_name} went to the {place}.")
 
 
-def cloze(fact, child, pet_name, place, toy):
-    """(query, answer, continuation) for one planted fact: the answer is the fact's word (so B's
-    answer_logprob, its first token's, is the fact's), and the continuation is the story's next
+def cloze(f, fact):
+    """(query, answer, continuation) for one planted fact of the story with facts `f`. The query
+    repeats the words that led to the fact in the story ("had a cat named" -> "loved her cat
+    named"), so a model that copies from its context can answer; the answer is the fact's word (so
+    B's answer_logprob, its first token's, is the fact's), and the continuation is the story's next
     sentence, starting with it."""
+    child, pet, pet_name, place, toy = f["child"], f["pet"], f["pet_name"], f["place"], f["toy"]
     pronoun = "her" if child in GIRLS else "his"
     if fact == "pet_name":
-        return (f" At the {place}, {child} threw the {toy} to", pet_name,
+        return (f" {child} loved {pronoun} {pet} named", pet_name,
                 f"{pet_name}. {pet_name} ran fast and caught the {toy}. {child} was very happy.")
     if fact == "place":
-        return (f" {child} and {pet_name} played all day at the", place,
+        return (f" The next day, {child} and {pet_name} went to the", place,
                 f"{place}. When the sun went down, {child} and {pet_name} went home.")
-    return (f" At the {place}, {child} played with {pronoun}", toy,
+    return (f" {child} played with {pronoun} {f['colour']}", toy,
             f"{toy}. {pet_name} wanted to play with the {toy} too. {child} shared the {toy} with {pet_name}.")
 
 
@@ -88,7 +91,7 @@ def other_version(rng, f, fact):
 
 def value_of(f, fact):
     """The answer to `fact` under facts `f` (as cloze writes it)."""
-    return cloze(fact, f["child"], f["pet_name"], f["place"], f["toy"])[1]
+    return cloze(f, fact)[1]
 
 
 def text_of(f):
@@ -111,7 +114,7 @@ def task(i, regime, rng, prefix):
     """One task line."""
     f = facts(rng)
     fact = FACTS[i % len(FACTS)]
-    query, answer, continuation = cloze(fact, f["child"], f["pet_name"], f["place"], f["toy"])
+    query, answer, continuation = cloze(f, fact)
     t = {"id": f"{prefix}{i:05d}", "document": text_of(f), "query": query, "answers": [answer],
          "continuation": continuation, "regime": regime, "instruction": INSTRUCTION}
     if regime == "no_need":
