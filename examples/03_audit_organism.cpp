@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The whole audit in one program, as one library call: agents A and B share model organism-a
-// (organism-b is the heterogeneous partner); an audit_session (report/audit_session.hpp) leaves out
+// (organism-b is the heterogeneous partner); an audit_session (runner/audit_session.hpp) leaves out
 // the arms the engine cannot run, journals every record as it completes (a resume continues it),
 // runs the trials on two workers and writes the report, which answers "does relay pay?" with its
 // reasons. Run from the repository root (or pass the models directory as the first argument).
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
+#include <latentaudit/runner.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <cstdio>

@@ -9,6 +9,7 @@
 #include "estimators.hpp"
 #include "kv.hpp"
 #include "report.hpp"
+#include "runner.hpp"
 #include "serve.hpp"
 #include "trial.hpp"
 

@@ -7,7 +7,6 @@
 #include "core.hpp"
 #include "report/analyses/noise.hpp"
 #include "report/audit.hpp"
-#include "report/audit_session.hpp"
 #include "report/cost.hpp"
 #include "report/decision.hpp"
 #include "report/finding.hpp"

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Enforces DESIGN.md's layering: core needs only Eigen and Boost; kv, engine, estimators include
 # only core (and themselves); trial may include those; dist (sharded audits) those and trial;
-# serve (what a serving stack includes at run time) those and trial; report everything; only
-# report/ (and tools/) use fmt.
+# serve (what a serving stack includes at run time) those and trial; report those, trial and serve
+# but not dist (a report is built from records, without the driver's relay links: no socket header
+# reaches <latentaudit/report.hpp>); runner (the audit_session: workers, journal, topology) everything;
+# only report/ and runner/ (and tools/) use fmt. Socket headers only in dist/.
 # Also checks that each module header includes every header of its module (but the llama.cpp
 # engine headers engine/llama_cpp*.hpp, which need llama.h, and dist/mpi_runtime.hpp, which
 # needs mpi.h), and that no header of the library includes those.
@@ -14,15 +16,19 @@ set(allowed_estimators "core;estimators")
 set(allowed_trial "core;kv;engine;estimators;trial")
 set(allowed_dist "core;kv;engine;estimators;trial;dist")
 set(allowed_serve "core;kv;engine;estimators;trial;serve")
-set(allowed_report "core;kv;engine;estimators;trial;dist;serve;report")
+set(allowed_report "core;kv;engine;estimators;trial;serve;report")
+set(allowed_runner "core;kv;engine;estimators;trial;dist;serve;report;runner")
 set(failures "")
-foreach(module core kv engine estimators trial dist serve report)
+foreach(module core kv engine estimators trial dist serve report runner)
   file(GLOB_RECURSE headers "${inc}/${module}/*.hpp")
   foreach(h IN LISTS headers)
     file(STRINGS "${h}" lines REGEX "^[ \t]*#[ \t]*include")
     foreach(line IN LISTS lines)
-      if(line MATCHES "<fmt/" AND NOT module STREQUAL "report")
-        list(APPEND failures "${h}: fmt is only for report/: ${line}")
+      if(line MATCHES "<fmt/" AND NOT module MATCHES "^(report|runner)$")
+        list(APPEND failures "${h}: fmt is only for report/ and runner/: ${line}")
+      endif()
+      if(line MATCHES "<(sys/socket|netinet/[a-z_]+|arpa/inet|netdb|sys/un|poll)\\.h>" AND NOT module STREQUAL "dist")
+        list(APPEND failures "${h}: socket headers are only for dist/: ${line}")
       endif()
       if(line MATCHES "llama_cpp[^/]*\\.hpp" AND NOT h MATCHES "/engine/llama_cpp[^/]*\\.hpp$")
         list(APPEND failures "${h}: only the llama.cpp headers may include ${line}")

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The audit as a library call (report/audit_session.hpp): on the organisms, a session journals the
+// The audit as a library call (runner/audit_session.hpp): on the organisms, a session journals the
 // records a bare trial driver produces (but timings), on one worker or two; fixes the engine's part
 // of the identity and leaves out, with reasons, the arms the engine or tasks cannot run; refuses a
 // resume of another design and skips what a resume of the same one already holds; runs agent A in
@@ -8,7 +8,7 @@
 // refuses options the topology contradicts.
 #include <latentaudit/dist/transport.hpp>
 #include <latentaudit/engine/reference_cpu.hpp>
-#include <latentaudit/report/audit_session.hpp>
+#include <latentaudit/runner/audit_session.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
 

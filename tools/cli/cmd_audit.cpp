@@ -6,7 +6,7 @@
 #include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
-#include <latentaudit/report/audit_session.hpp>
+#include <latentaudit/runner/audit_session.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
 #include <latentaudit/version.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the processes of an audit under an MPI launcher, as the library's audit_session
-// (report/audit_session.hpp) sees them — a share of a sharded audit, or the two ends of a relay
+// (runner/audit_session.hpp) sees them — a share of a sharded audit, or the two ends of a relay
 // over MPI. The interface has no MPI types; the CLI implements it over MPI (tools/cli/
 // audit_shard.hpp), a test in one process. docs/distributed.md.
 #ifndef LATENTAUDIT_DIST_AUDIT_RANKS_HPP

@@ -7,9 +7,11 @@
 // dist::relay_channel — tcp or MPI —, on either end; a share of a sharded run under an MPI
 // launcher, through dist::audit_ranks), the stopping rule (run_until_decided, schedule.json) and the
 // report, written once as one set. `latentaudit audit` and `latentaudit relay-peer` parse their
-// options, load the engines and call it. docs/design.md "The path of one trial".
-#ifndef LATENTAUDIT_REPORT_AUDIT_SESSION_HPP
-#define LATENTAUDIT_REPORT_AUDIT_SESSION_HPP
+// options, load the engines and call it. docs/design.md "The path of one trial". It lives in the
+// runner module, apart from report/: the report builds from records alone, without the driver,
+// the workers or the sockets of a relay link (<latentaudit/report.hpp> includes no dist/ header).
+#ifndef LATENTAUDIT_RUNNER_AUDIT_SESSION_HPP
+#define LATENTAUDIT_RUNNER_AUDIT_SESSION_HPP
 
 #include <algorithm>
 #include <chrono>
@@ -46,8 +48,8 @@
 #include "../trial/task_file.hpp"
 #include "../trial/workers.hpp"
 #include "../version.hpp"
-#include "report.hpp"
-#include "until_decided.hpp"
+#include "../report/report.hpp"
+#include "../report/until_decided.hpp"
 
 namespace latentaudit {
 
@@ -569,4 +571,4 @@ class audit_session {
 
 }  // namespace latentaudit
 
-#endif  // LATENTAUDIT_REPORT_AUDIT_SESSION_HPP
+#endif  // LATENTAUDIT_RUNNER_AUDIT_SESSION_HPP
