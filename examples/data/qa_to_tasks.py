@@ -13,7 +13,11 @@
 #   --conflict-from COL   rows with a non-empty COL are conflict: A reads COL, a version that
 #                         contradicts the context, and B's own prompt holds the context; the answers
 #                         are the context's (B should keep its own)
+# The fields are one text (docs/tasks.md, "Text at field boundaries": the document, B's prompt and
+# the query are tokenized as their concatenation), so each later field starts with --separator
+# (default a newline): "...the Atlantic Ocean.\nWhich ocean does the Amazon reach?\nAnswer:".
 # usage: qa_to_tasks.py QA.csv TASKS.jsonl [--scoring normalized] [--prompt TEXT] [--cue TEXT]
+#        [--separator TEXT]
 #        [--no-need-share P] [--stale-from COL [--stale-answer-from COL]] [--conflict-from COL]
 import argparse, csv, json, math, sys
 
@@ -23,6 +27,8 @@ ap.add_argument("--scoring", default="normalized",
                 choices=["exact", "normalized", "contains", "regex"])
 ap.add_argument("--prompt", default="", help="B's own context before the question")
 ap.add_argument("--cue", default="\nAnswer:", help="appended to the question; B answers after it")
+ap.add_argument("--separator", default="\n",
+                help="starts B's prompt and the query, which follow the document in one text (default a newline)")
 ap.add_argument("--no-need-share", type=float, default=0.0, metavar="P",
                 help="share in [0, 1] of the need rows whose B prompt also holds the context (no_need)")
 ap.add_argument("--stale-from", metavar="COL", help="column: an older version of the context (stale)")
@@ -48,8 +54,8 @@ def value(x):
 
 
 def prompt_with(context):
-    """B's own prompt holding the context (and --prompt after it, when given)."""
-    return context + ("\n" + a.prompt if a.prompt else "")
+    """B's own prompt holding the context (and --prompt after it, when given), after the separator."""
+    return a.separator + context + ("\n" + a.prompt if a.prompt else "")
 
 
 with open(a.csv, newline="", encoding="utf-8") as f, open(a.out, "w", encoding="utf-8") as out:
@@ -68,10 +74,10 @@ with open(a.csv, newline="", encoding="utf-8") as f, open(a.out, "w", encoding="
                      % (a.csv, line, a.stale_from, a.conflict_from))
         context = row.pop("context")
         task = {"id": row.pop("id"), "document": context,
-                "query": row.pop("question") + a.cue,
+                "query": a.separator + row.pop("question") + a.cue,
                 "answers": [s.strip() for s in row.pop("answers").split("|") if s.strip()]}
         if a.prompt:
-            task["prompt"] = a.prompt
+            task["prompt"] = a.separator + a.prompt
         if old:
             task["document"], task["text_document"] = old, context
             if old_answer:

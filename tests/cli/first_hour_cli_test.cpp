@@ -232,9 +232,9 @@ TEST_CASE("cli: qa_to_tasks.py writes no_need, stale and conflict items that aud
   CHECK(lines[2].at("text_document").as_string() == "fly dark ant west");
   CHECK(lines[2].at("stale_answer").as_string() == "east");
   CHECK(regime(3) == "conflict");
-  CHECK(lines[3].at("prompt").as_string() == "water soft fly dark");
+  CHECK(lines[3].at("prompt").as_string() == "\nwater soft fly dark");  // after the separator
   CHECK(regime(4) == "no_need");  // the second of three need rows at share 0.5
-  CHECK(lines[4].at("prompt").as_string() == "ant west mouse light");
+  CHECK(lines[4].at("prompt").as_string() == "\nant west mouse light");
   CHECK(regime(5) == "need");
   CHECK(lines[2].at("covariates").find("old") == nullptr);
   // audit --tasks accepts it: on llama.cpp's text organism the trials run; in a CLI without

@@ -67,7 +67,9 @@ namespace latentaudit {
 
 /// @brief Options of llama_cpp_engine::load.
 struct llama_cpp_options {
-  std::uint32_t n_ctx = 4096;     ///< cache cells shared by all sequences (kv_unified)
+  /// Cache cells shared by all sequences (kv_unified); 0 (the default): sized from the model,
+  /// llama_cpp_context_cells(n_ctx_train, n_seq_max)
+  std::uint32_t n_ctx = 0;
   std::uint32_t max_context = 0;  ///< the longest sequence (info().max_context); 0: n_ctx
   std::uint32_t n_seq_max = 8;    ///< llama sequences: n_seq_max − 1 usable, one scratch
   std::uint32_t n_batch = 2048;   ///< tokens per llama_decode call (longer prefills are split)
@@ -75,6 +77,20 @@ struct llama_cpp_options {
   dtype cache_type = dtype::f32;  ///< K and V cache type: f32 (exact), f16 or bf16
   bool flash_attention = false;   ///< flash attention (casts K/V to f16: ~1e-2 off the reference)
 };
+
+/// @brief The cache cells of a context sized from the model (llama_cpp_options::n_ctx 0): room for
+/// every sequence at the model's trained length at once (n_seq_max × n_ctx_train; a sequence's
+/// positions are capped at n_ctx_train, info().max_context), at most max(n_ctx_train, 4096) cells
+/// per 4 usable sequences (4096 cells for the default 8 sequences, as before; the batched audit's
+/// 4 sequences per worker get 4096 each), and at least n_ctx_train.
+[[nodiscard]] constexpr std::uint32_t llama_cpp_context_cells(std::uint32_t n_ctx_train,
+                                                              std::uint32_t n_seq_max) noexcept {
+  const std::uint64_t train = n_ctx_train == 0 ? 4096 : n_ctx_train;
+  const std::uint64_t all = train * std::max<std::uint64_t>(n_seq_max, 1);
+  const std::uint64_t cap = std::max<std::uint64_t>(train, 4096) *
+                            std::max<std::uint64_t>(1, (std::max<std::uint64_t>(n_seq_max, 1) - 1) / 4);
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>({all, std::max(cap, train), 0xFFFFFFFFull}));
+}
 
 /// @brief Context parameters for exact relays: flash attention disabled, K and V cache of the given
 /// type, one unified cache stream, no embeddings.
@@ -127,7 +143,13 @@ class llama_cpp_engine {
     if (model == nullptr)
       LATENTAUDIT_THROW(engine_error(std::string(fn) + ": llama.cpp cannot load " +
                                      detail::llama_cpp_failure_text(gguf.string())));
-    llama_context* ctx = llama_init_from_model(model, llama_cpp_context_params(o));
+    llama_cpp_options sized = o;  // n_ctx 0: from the model's trained context
+    if (sized.n_ctx == 0)
+      sized.n_ctx = llama_cpp_context_cells(
+          static_cast<std::uint32_t>(std::max(0, llama_model_n_ctx_train(model))), o.n_seq_max);
+    detail::llama_cpp_creating_unified_context() = true;  // its n_ctx_seq comparison is a false alarm
+    llama_context* ctx = llama_init_from_model(model, llama_cpp_context_params(sized));
+    detail::llama_cpp_creating_unified_context() = false;
     if (ctx == nullptr) {
       llama_model_free(model);
       LATENTAUDIT_THROW(

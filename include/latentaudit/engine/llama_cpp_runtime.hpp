@@ -26,6 +26,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include <ggml-backend.h>
 #include <llama.h>
@@ -72,12 +73,33 @@ inline void llama_cpp_reset_reason() { llama_cpp_reason().clear(); }
 /// one line without its trailing newline ("" when it logged none).
 [[nodiscard]] inline std::string llama_cpp_last_reason() { return llama_cpp_reason(); }
 
+/// @brief Whether this thread is creating a context with one unified cache for several sequences
+/// (llama_cpp_engine::load sets it around llama_init_from_model).
+inline bool& llama_cpp_creating_unified_context() {
+  thread_local bool on = false;
+  return on;
+}
+
+/// @brief Whether `text` is llama.cpp's comparison of n_ctx_seq with n_ctx_train ("n_ctx_seq (4096)
+/// > n_ctx_train (512) -- possible training context overflow", or "<" ... "not be utilized"). With
+/// a unified cache llama.cpp sets n_ctx_seq to the cells all sequences share, not one sequence's
+/// length: the adapter caps each sequence's positions at n_ctx_train (info().max_context) and sizes
+/// the cells for several sequences (llama_cpp_context_cells), so the comparison is a false alarm.
+[[nodiscard]] inline bool llama_cpp_is_shared_cells_warning(std::string_view text) noexcept {
+  return text.find("n_ctx_seq (") != std::string_view::npos &&
+         text.find("n_ctx_train (") != std::string_view::npos;
+}
+
 // The logger: llama.cpp's and ggml's lines are dropped (`verbose` null) or written to stderr as
 // they come (`verbose` non-null); either way the first error message on each thread since
-// llama_cpp_reset_reason is kept as the reason a failure names.
+// llama_cpp_reset_reason is kept as the reason a failure names. The n_ctx_seq / n_ctx_train
+// comparison of a context the adapter creates is dropped even when verbose (a false alarm there:
+// llama_cpp_is_shared_cells_warning).
 inline void llama_cpp_warnings_log(ggml_log_level level, const char* text, void* verbose) {
   thread_local std::string pending;    // the error message being assembled from CONT pieces
   thread_local bool in_error = false;  // whether the message in progress is an error
+  if (text != nullptr && llama_cpp_creating_unified_context() && llama_cpp_is_shared_cells_warning(text))
+    return;
   if (verbose != nullptr && text != nullptr) std::fputs(text, stderr);
   auto flush = [] {
     while (!pending.empty() && (pending.back() == '\n' || pending.back() == ' ')) pending.pop_back();
