@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the seed corpora of the relay decoder fuzzer (with the CLI) and of the GGUF reader
-# fuzzer (run from the repo root):
+# Regenerates the seed corpora of the fuzzers that are not hand-written (run from the repo root):
+# the relay decoder (with the CLI), the GGUF reader, safetensors / cache maps, task files,
+# tokenizer.json and schedule.json.
 #   bash tests/fuzz/make_corpus.sh build/release/tools/cli/latentaudit
 set -euo pipefail
 cli=${1:?path to the latentaudit binary}
@@ -34,3 +35,57 @@ for flag in (0, 1):
     open(f'{d}/server_reply_flag{flag}', 'wb').write(frame(reply) + frame(b'K'))
 open(f'{d}/huge_length', 'wb').write(struct.pack('<Q', 2**64 - 1) + b'LARELAY1')
 PY
+# Safetensors and cache-map seeds (tests/fuzz/safetensors_fuzz.cpp): the library's writers
+mkdir -p tests/fuzz/corpus/safetensors
+seeds=$(mktemp)
+g++ -std=c++20 -I include -I /usr/include/eigen3 tests/fuzz/make_file_seeds.cpp -o "$seeds"
+"$seeds" tests/fuzz/corpus/safetensors
+rm -f "$seeds"
+# Task-file seeds (tests/fuzz/task_file_fuzz.cpp): the first lines of the example task files (a
+# header, token-id and text tasks, several queries, covariates, a continuation)
+mkdir -p tests/fuzz/corpus/task_file
+head -n 3 examples/data/recall-text.jsonl > tests/fuzz/corpus/task_file/recall_text.jsonl
+head -n 3 examples/python/organism-a-tasks.jsonl > tests/fuzz/corpus/task_file/organism_tokens.jsonl
+head -n 3 tests/golden/real_models/story_tasks.jsonl > tests/fuzz/corpus/task_file/story_continuation.jsonl
+# tokenizer.json seeds (tests/fuzz/tokenizer_json_fuzz.cpp): two miniature Llama-style BPE
+# tokenizers, Llama-2's normalizer sequence with byte fallback and a Metaspace pre-tokenizer with
+# "a b" merges, added and special tokens
+mkdir -p tests/fuzz/corpus/tokenizer_json
+/usr/bin/python3 - <<'PY'
+import json
+d = 'tests/fuzz/corpus/tokenizer_json'
+vocab = {'<unk>': 0, '<s>': 1, '</s>': 2, '\u2581': 3, 'a': 4, 'b': 5, 'M': 6, 'x': 7,
+         '\u2581a': 8, 'ab': 9, '\u2581ab': 10, 'Ma': 11, 'Max': 12, '<0x41>': 13, '<0xC3>': 14}
+added = [{'id': 0, 'content': '<unk>', 'special': True, 'normalized': False, 'lstrip': False,
+          'rstrip': False, 'single_word': False},
+         {'id': 1, 'content': '<s>', 'special': True, 'normalized': False, 'lstrip': False,
+          'rstrip': False, 'single_word': False},
+         {'id': 2, 'content': '</s>', 'special': True, 'normalized': False, 'lstrip': False,
+          'rstrip': False, 'single_word': False}]
+llama2 = {'version': '1.0', 'added_tokens': added,
+          'normalizer': {'type': 'Sequence', 'normalizers': [
+              {'type': 'Prepend', 'prepend': '\u2581'},
+              {'type': 'Replace', 'pattern': {'String': ' '}, 'content': '\u2581'}]},
+          'pre_tokenizer': None,
+          'post_processor': {'type': 'TemplateProcessing',
+                             'single': [{'SpecialToken': {'id': '<s>', 'type_id': 0}},
+                                        {'Sequence': {'id': 'A', 'type_id': 0}}],
+                             'pair': [], 'special_tokens': {'<s>': {'id': '<s>', 'ids': [1], 'tokens': ['<s>']}}},
+          'decoder': None,
+          'model': {'type': 'BPE', 'dropout': None, 'unk_token': '<unk>', 'fuse_unk': True,
+                    'byte_fallback': True, 'vocab': vocab,
+                    'merges': ['\u2581 a', 'a b', '\u2581 ab', 'M a', 'Ma x']}}
+open(f'{d}/llama2_style.json', 'w').write(json.dumps(llama2, ensure_ascii=False))
+meta = dict(llama2)
+meta['normalizer'] = None
+meta['pre_tokenizer'] = {'type': 'Metaspace', 'replacement': '\u2581', 'prepend_scheme': 'first',
+                         'split': False}
+meta['model'] = dict(llama2['model'], byte_fallback=False,
+                     merges=[['\u2581', 'a'], ['a', 'b'], ['\u2581', 'ab']])
+open(f'{d}/metaspace_pairs.json', 'w').write(json.dumps(meta, ensure_ascii=False))
+PY
+# schedule.json seeds (tests/fuzz/schedule_fuzz.cpp): an empty schedule and one that left cells out
+mkdir -p tests/fuzz/corpus/schedule
+printf '{"batch_items":0,"batches":0,"partial":[]}\n' > tests/fuzz/corpus/schedule/empty.json
+printf '{"batch_items":2,"batches":3,"partial":[{"regime":"need","arm":"kv_full","ran":[[0,1],[2,3]]},{"regime":"no_need","arm":"text_full","ran":[]}]}\n' \
+  > tests/fuzz/corpus/schedule/partial.json
