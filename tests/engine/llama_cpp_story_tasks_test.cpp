@@ -6,6 +6,9 @@
 #include <latentaudit/engine/llama_cpp.hpp>
 #include <latentaudit/engine/llama_cpp_tokenizer.hpp>
 #include <latentaudit/engine/tokenizer_json.hpp>
+#include <latentaudit/report.hpp>
+
+#include <fmt/format.h>
 
 #include "support/catch.hpp"
 #include "support/real_models.hpp"
@@ -177,4 +180,15 @@ TEST_CASE("held-out generated story tasks on stories260K: continuation_prob, kv_
   CHECK(r.answer_joint == r.units);
   CHECK(r.mean_prob_text > r.mean_prob_none);      // the document raises the continuation's probability
   CHECK(r.mean_prob_deranged < r.mean_prob_text);  // another story's cache does not
+  // report.html's drill-down shows the real text (issue 50 item 6): B's answer and the
+  // continuation's probability in kv_full's cell
+  REQUIRE(r.first_kv.answer_text);
+  REQUIRE(r.first_kv.continuation_prob);
+  const auto report = build_audit_report(r.all, {.bootstrap_replicates = 200, .seed = 1});
+  const std::string html = report_html(report, r.all, {});
+  const double cp = *r.first_kv.continuation_prob;
+  CHECK(html.find("<q>" + detail::html_escape(*r.first_kv.answer_text) +
+                  "</q><br><span class=\"lbl\">continuation</span> " +
+                  (cp < 0.001 ? std::string("&lt;0.1%") : fmt::format("{:.1f}%", 100.0 * cp))) !=
+        std::string::npos);
 }

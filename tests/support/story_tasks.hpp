@@ -40,7 +40,9 @@ struct story_audit_result {
   double max_kv_text_continuation = 0;  ///< the largest |kv_full − text_full| on continuation_prob
   double mean_prob_text = 0, mean_prob_none = 0;  ///< mean continuation_prob, text_full and no_comm
   double mean_prob_deranged = 0;                  ///< mean continuation_prob, deranged (another item's cache)
-  std::size_t answer_joint = 0;  ///< units whose answer tokens are the joint text's past the context
+  std::size_t answer_joint = 0;   ///< units whose answer tokens are the joint text's past the context
+  trial_record first_kv;          ///< the kv_full record of item 0 (B's answer, its probabilities)
+  std::vector<trial_record> all;  ///< every record, in (item, arm) order
 };
 
 /// Runs the story task generator (tools/tasks/story_tasks.py) with `options` into a file under the
@@ -83,6 +85,8 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec, st
       });
   story_audit_result out;
   out.records = by.size();
+  out.first_kv = by.at({0, "kv_full"});
+  for (const auto& [k, r] : by) out.all.push_back(r);
   double sum_text = 0, sum_none = 0, sum_deranged = 0;
   for (const auto& [k, r] : by)
     if (r.continuation_prob && *r.continuation_prob >= 0 && *r.continuation_prob <= 1) ++out.prob_in_range;
