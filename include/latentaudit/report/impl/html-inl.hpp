@@ -883,7 +883,8 @@ struct drill_unit {
 }
 
 /// @brief One arm's cell of a drill-down row: ✓ or ✗, the probability B gives the reference
-/// answer (exp(answer_logprob)), B's answer text (clipped; the whole in the tooltip), the stale
+/// answer (exp(answer_logprob)), B's answer text (clipped; the whole in the tooltip), the
+/// probability of the task's continuation (continuation_prob, when the task has one), the stale
 /// value and a relay error; class "y" (right) or "x" (wrong), sorted by the probability.
 [[nodiscard]] inline std::string drill_cell(const trial_record& rec, const html_options& o) {
   const std::optional<double> prob = rec.answer_logprob && std::isfinite(*rec.answer_logprob)
@@ -896,6 +897,10 @@ struct drill_unit {
   s += rec.correct ? ">✓" : ">✗";
   if (prob) s += *prob < 0.001 ? std::string(" &lt;0.1%") : " " + fixed_text(100.0 * *prob, 1) + "%";
   if (rec.answer_text) s += "<br><q>" + html_escape(html_clip(*rec.answer_text, o.max_answer_bytes)) + "</q>";
+  if (rec.continuation_prob && std::isfinite(*rec.continuation_prob))
+    s += "<br><span class=\"lbl\">continuation</span> " +
+         (*rec.continuation_prob < 0.001 ? std::string("&lt;0.1%")
+                                         : fixed_text(100.0 * *rec.continuation_prob, 1) + "%");
   if (rec.stale_answer && *rec.stale_answer) s += "<br><span class=\"lbl\">stale value</span>";
   if (rec.relay_error)
     s += "<br><span class=\"bad\" title=\"" + html_escape(html_clip(*rec.relay_error, 300)) +
