@@ -7,6 +7,10 @@
 
 namespace py = pybind11;
 
+namespace latentaudit::python {
+void bind_relay_policy(py::module_& m);  // relay_policy.cpp: la.RelayPolicy's evaluator
+}  // namespace latentaudit::python
+
 PYBIND11_MODULE(_latentaudit, m) {
   m.doc() = "latentaudit: causal audits of KV-cache relay between LLM agents (C++ core)";
   m.attr("__version__") = LATENTAUDIT_PYTHON_VERSION;
@@ -61,6 +65,7 @@ PYBIND11_MODULE(_latentaudit, m) {
   });
   latentaudit::python::bind_estimators(m);
   latentaudit::python::bind_records(m);
+  latentaudit::python::bind_relay_policy(m);
   auto kv = m.def_submodule("kv", "KV transfer policies on arrays");
   latentaudit::python::bind_kv(kv);
 }
