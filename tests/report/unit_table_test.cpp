@@ -135,3 +135,49 @@ TEST_CASE(
   co.units = &table;
   CHECK_THROWS_AS(la::cost_benefit_analysis(fewer, co), la::invalid_argument);
 }
+
+TEST_CASE(
+    "clustered_mean: bit for bit bootstrap_clustered's mean, without expanding each replicate "
+    "(seed 5101)",
+    "[report][unit_table][clustered_mean]") {
+  // Clusters of unequal size (1 to 5 members) in shuffled order and non-integer values: the
+  // cluster-ordered sums must reproduce gather_sum's four-accumulator order exactly.
+  auto g = la::make_stream({.seed = 5101, .item = 0, .arm = 0, .replicate = 0});
+  std::vector<double> values;
+  std::vector<std::size_t> clusters;
+  for (std::size_t c = 0; c < 300; ++c) {
+    const std::size_t m = 1 + la::uniform_index(g, 5u);
+    for (std::size_t k = 0; k < m; ++k) {
+      values.push_back(la::uniform01(g) * 3.7 - 1.1);
+      clusters.push_back(7 * c + 3);
+    }
+  }
+  for (std::size_t i = values.size(); i > 1; --i) {  // shuffle: members of a cluster far apart
+    const std::size_t j = la::uniform_index(g, static_cast<std::uint32_t>(i));
+    std::swap(values[i - 1], values[j]);
+    std::swap(clusters[i - 1], clusters[j]);
+  }
+  const la::detail::clustered_mean_options o{.level = 0.9, .replicates = 400, .seed = 17};
+  auto same_as_reference = [&](const std::vector<double>& x) {
+    const auto fast = la::detail::clustered_mean(x, clusters, o);
+    const auto ref = la::bootstrap_clustered(
+        x, clusters, [](const la::resample_view& v) { return v.mean(); },
+        la::bootstrap_options{.replicates = o.replicates,
+                              .level = o.level,
+                              .method = la::bootstrap_ci_method::percentile,
+                              .seed = o.seed,
+                              .if_degenerate = la::on_degenerate::flag});
+    CHECK(fast.std_error == ref.effect.std_error);
+    CHECK(fast.ci_low == ref.effect.ci_low);
+    CHECK(fast.ci_high == ref.effect.ci_high);
+    CHECK(fast.status == ref.effect.status);
+    CHECK(fast.ci_low < fast.estimate);
+    CHECK(fast.estimate < fast.ci_high);
+  };
+  same_as_reference(values);                 // fractions: the per-draw accumulation order
+  std::vector<double> whole(values.size());  // 0/1 and byte counts: the clusters' exact sums
+  for (std::size_t i = 0; i < values.size(); ++i) whole[i] = values[i] > 0.4 ? 1.0 : 0.0;
+  same_as_reference(whole);
+  for (std::size_t i = 0; i < values.size(); ++i) whole[i] = std::floor(values[i] * 40000.0);
+  same_as_reference(whole);
+}

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,92 @@ namespace latentaudit {
 
 /// @brief The longest line read_records accepts (bytes, without the newline).
 inline constexpr std::size_t max_record_line_bytes = std::size_t{1} << 20;
+
+namespace detail {
+/// @brief The (item, seed, arm) keys read_records has seen: arms interned to small ids (a records
+/// file has few distinct arm labels) and the keys in an open-addressing
+/// table of 24-byte slots (linear probing, at most 3/4 full).
+class record_key_set {
+ public:
+  /// @brief Adds the key; false when it was already there.
+  bool insert(std::uint64_t item, std::uint64_t seed, const std::string& arm) {
+    if (last_ == 0 || arm != last_label_) {  // consecutive records mostly repeat a few arms
+      const auto [it, fresh] = arms_.try_emplace(arm, static_cast<std::uint32_t>(arms_.size() + 1));
+      (void)fresh;
+      last_ = it->second;
+      last_label_ = arm;
+    }
+    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    if (!place(slots_, slot{item, seed, last_})) return false;
+    ++size_;
+    return true;
+  }
+
+ private:
+  struct slot {
+    std::uint64_t item = 0, seed = 0;
+    std::uint32_t arm = 0;  // arm id + 1; 0 = empty
+  };
+  static std::uint64_t hash(const slot& k) noexcept {
+    std::uint64_t h =
+        (k.item * 0x9E3779B97F4A7C15ull) ^ ((k.seed + 0x632BE59BD9B4E019ull) * 0xD6E8FEB86659FD93ull);
+    h ^= std::uint64_t{k.arm} * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+    h *= 0x94D049BB133111EBull;
+    return h ^ (h >> 29);
+  }
+  static bool place(std::vector<slot>& table, const slot& k) noexcept {
+    const std::size_t mask = table.size() - 1;
+    for (std::size_t i = hash(k) & mask;; i = (i + 1) & mask) {
+      slot& s = table[i];
+      if (s.arm == 0) {
+        s = k;
+        return true;
+      }
+      if (s.arm == k.arm && s.item == k.item && s.seed == k.seed) return false;
+    }
+  }
+  void grow() {
+    std::vector<slot> bigger(slots_.empty() ? std::size_t{1024} : slots_.size() * 2);
+    for (const auto& s : slots_)
+      if (s.arm != 0) (void)place(bigger, s);
+    slots_.swap(bigger);
+  }
+  std::unordered_map<std::string, std::uint32_t> arms_;  // arm label -> id + 1
+  std::string last_label_;
+  std::uint32_t last_ = 0;
+  std::vector<slot> slots_;
+  std::size_t size_ = 0;
+};
+/// @brief Reserves `out` for the lines of `path` that can hold a record (at least 40 bytes, the
+/// shortest record line, and a '{'); nothing when the file cannot be read or the memory is refused
+/// (the reader then grows the vector as it goes).
+inline void reserve_records(std::vector<trial_record>& out, const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(std::size_t{1} << 20);
+  std::size_t lines = 0, length = 0;
+  bool brace = false;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    for (std::size_t i = 0; i < got; ++i) {
+      if (buf[i] == '\n') {
+        lines += brace && length >= 40 ? 1 : 0;
+        length = 0;
+        brace = false;
+      } else {
+        ++length;
+        brace = brace || buf[i] == '{';
+      }
+    }
+  }
+  lines += brace && length >= 40 ? 1 : 0;
+  try {
+    out.reserve(lines);
+  } catch (const std::exception&) {  // bad_alloc or length_error: no hint
+  }
+}
+}  // namespace detail
 
 /// @brief What read_records keeps of each record (every field is checked either way).
 struct record_read_options {
@@ -70,8 +157,12 @@ struct record_read_options {
   (void)detail::require_regular_file(path, "read_records: records file");
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(corrupt_data("read_records: cannot open '" + path.string() + "'"));
+  // The result is reserved once from a first pass over the file (its lines that can hold a record):
+  // a growing vector would move every record about twice and hold its old and new buffers at once
+  // (1.5x the records' memory at the peak). A hint only: the reading below never relies on it.
   std::vector<trial_record> out;
-  std::set<trial_key> seen;
+  detail::reserve_records(out, path);
+  detail::record_key_set seen;  // (item, seed, arm id): 24 bytes a record, not a tree node and a string
   std::size_t line_no = 0;
   std::uint64_t offset = 0;      // bytes consumed
   std::uint64_t line_start = 0;  // offset of the current line's first byte
@@ -89,7 +180,7 @@ struct record_read_options {
     }
     trial_record r = record_from_json(j, where);
     if (!options.policy) r.policy = json_value();
-    if (!seen.insert(trial_key{r.item, r.seed, r.arm}).second)
+    if (!seen.insert(r.item, r.seed, r.arm))
       LATENTAUDIT_THROW(corrupt_data("read_records: " + where + ": key (item " + std::to_string(r.item) +
                                      ", seed " + std::to_string(r.seed) + ", arm " + r.arm +
                                      ") appears twice"));

@@ -53,6 +53,15 @@ LATENTAUDIT_INLINE std::vector<record_unit> group_units(std::string_view fn,
   return uniform01(g);
 }
 
+// The interval fields of clustered_mean from its bootstrap.
+[[nodiscard]] inline effect_estimate finish_clustered_mean(effect_estimate e, const bootstrap_result& b) {
+  e.std_error = b.effect.std_error;
+  e.ci_low = b.effect.ci_low;
+  e.ci_high = b.effect.ci_high;
+  e.status = b.effect.status;
+  return e;
+}
+
 [[nodiscard]] LATENTAUDIT_INLINE effect_estimate clustered_mean(std::span<const double> values,
                                                                 std::span<const std::size_t> clusters,
                                                                 const clustered_mean_options& o) {
@@ -81,18 +90,58 @@ LATENTAUDIT_INLINE std::vector<record_unit> group_units(std::string_view fn,
     e.status = estimate_status::degenerate;
     return e;
   }
-  const auto b = bootstrap_clustered(
-      values, clusters, [](const resample_view& v) { return v.mean(); },
-      bootstrap_options{.replicates = o.replicates,
-                        .level = o.level,
-                        .method = bootstrap_ci_method::percentile,
-                        .seed = o.seed,
-                        .if_degenerate = on_degenerate::flag});
-  e.std_error = b.effect.std_error;
-  e.ci_low = b.effect.ci_low;
-  e.ci_high = b.effect.ci_high;
-  e.status = b.effect.status;
-  return e;
+  // bootstrap_clustered(values, clusters, mean) without expanding each replicate's clusters into
+  // an index list: the values are laid out cluster after cluster once, and a replicate sums the
+  // drawn clusters' runs in gather_sum's order (four accumulators by draw position), so every
+  // replicate, and the interval, is bit for bit bootstrap_clustered's.
+  constexpr std::string_view fn = "bootstrap_clustered";
+  const bootstrap_options bo{.replicates = o.replicates,
+                             .level = o.level,
+                             .method = bootstrap_ci_method::percentile,
+                             .seed = o.seed,
+                             .if_degenerate = on_degenerate::flag};
+  check_bootstrap_options(fn, bo);
+  check_arm(fn, "x", values);
+  const auto layout = make_cluster_layout(fn, clusters, {}, 1);
+  std::vector<double> by_cluster(values.size());
+  for (std::size_t i = 0; i < by_cluster.size(); ++i) by_cluster[i] = values[layout.members[0][i]];
+  const auto& off = layout.offset[0];
+  // Whole numbers whose absolute sum stays below 2^53 (accuracies, bytes) add exactly in any order:
+  // a replicate is then the sum of its clusters' sums, the same double as gather_sum's.
+  double abs_sum = 0;
+  bool whole = true;
+  for (const double v : values) {
+    whole = whole && v == std::floor(v);
+    abs_sum += std::fabs(v);
+  }
+  if (whole && abs_sum < 0x1p53) {
+    std::vector<double> cluster_sum(layout.clusters, 0.0);
+    for (std::uint32_t g = 0; g < layout.clusters; ++g)
+      for (std::uint32_t i = off[g]; i < off[g + 1]; ++i) cluster_sum[g] += by_cluster[i];
+    auto eval_whole = [&](const bootstrap_workspace& ws) {
+      double sum = 0;
+      std::size_t n = 0;
+      for (const auto g : ws.draws[0]) {
+        sum += cluster_sum[g];
+        n += off[g + 1] - off[g];
+      }
+      return estimate_and_variance{n == 0 ? effect_estimate::nan : sum / static_cast<double>(n),
+                                   effect_estimate::nan};
+    };
+    return finish_clustered_mean(e, run_bootstrap(fn, bootstrap_design{{layout.clusters}, {0}}, eval_whole,
+                                                  false, bo, bootstrap_base(bo, "statistic")));
+  }
+  auto eval = [&](const bootstrap_workspace& ws) {
+    double a[4] = {0, 0, 0, 0};
+    std::size_t j = 0;
+    for (const auto g : ws.draws[0])
+      for (std::uint32_t i = off[g], end = off[g + 1]; i < end; ++i, ++j) a[j % 4] += by_cluster[i];
+    const double mean =
+        j == 0 ? effect_estimate::nan : ((a[0] + a[1]) + (a[2] + a[3])) / static_cast<double>(j);
+    return estimate_and_variance{mean, effect_estimate::nan};
+  };
+  return finish_clustered_mean(e, run_bootstrap(fn, bootstrap_design{{layout.clusters}, {0}}, eval, false, bo,
+                                                bootstrap_base(bo, "statistic")));
 }
 
 LATENTAUDIT_INLINE std::string estimate_text(const effect_estimate& e) {
