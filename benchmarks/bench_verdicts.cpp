@@ -34,6 +34,13 @@
 // the rate of a verdict that lets relay traffic through without the condition that handles the
 // risk (the claim: at most alpha = 0.05), the power (relay allowed with the condition), the rate of
 // the finding's error and the verdicts seen; and the power scenario (every risk easy to show).
+//
+// "verdicts/likelihood_table" (issues 50 and 52) prints the table of docs/audit-report.md
+// "Likelihood endpoints in the dependency check": for each cell of tests/report/likelihood_mc.hpp
+// at 30 and 60 need items × 2 seeds, the "yes" rate of the cell's finding (the continuation
+// findings' size and power; need.kv_carries_information's), of the accuracy finding, and the rates
+// of the decision's dependency check "yes" (relay carries A's information) and "no" (carries none),
+// and "no" beside a likelihood "yes" (never allowed).
 #include <latentaudit/estimators/betting.hpp>
 
 #include <benchmark/benchmark.h>
@@ -50,6 +57,7 @@
 #include <vector>
 
 #include "report/decision_mc.hpp"
+#include "report/likelihood_mc.hpp"
 #include "report/mapped_mc.hpp"
 #include "report/relay_failure_mc.hpp"
 #include "support/clustered_binary_sim.hpp"
@@ -430,6 +438,33 @@ void BM_retention_table(benchmark::State& state) {
   for (auto _ : state) retention_table(reps, print);
 }
 
+/// The likelihood endpoints' Monte Carlo (tests/report/likelihood_mc.hpp) as a markdown table.
+void likelihood_table(std::size_t reps, bool print) {
+  if (print)
+    std::printf(
+        "\n| cell | items x seeds | seed | reps | finding | finding yes (MC se) | accuracy yes | dependency "
+        "yes | "
+        "dependency no | no beside a likelihood yes |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t items : {30, 60}) {
+    for (const auto& c : sim::likelihood_cells(items)) {
+      const auto m = sim::run_likelihood_cell(c, reps);
+      if (!print) continue;
+      const double y = m.rate(m.finding_yes);
+      std::printf("| %s | %zu x %zu | %llu | %zu | %s | %.4f (%.4f) | %.4f | %.4f | %.4f | %zu |\n",
+                  c.name.c_str(), c.design.regime_items.front(), c.design.seeds,
+                  static_cast<unsigned long long>(c.seed), m.reps, c.finding.c_str(), y,
+                  std::sqrt(y * (1 - y) / static_cast<double>(m.reps)), m.rate(m.accuracy_yes),
+                  m.rate(m.dependency_yes), m.rate(m.dependency_no), m.says_none);
+    }
+  }
+}
+
+void BM_likelihood_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) likelihood_table(reps, print);
+}
+
 void BM_decision_table(benchmark::State& state) {
   const auto reps = static_cast<std::size_t>(state.range(0));
   const bool print = state.range(1) != 0;
@@ -704,6 +739,12 @@ BENCHMARK(BM_decision_table)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+BENCHMARK(BM_likelihood_table)
+    ->Name("verdicts/likelihood_table")
+    ->Args({400, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 BENCHMARK(BM_stopped_decision_table)
     ->Name("verdicts/stopped_decision_table")
     ->Args({200, 1})
@@ -730,6 +771,11 @@ BENCHMARK(BM_truncation_table)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision_table)
     ->Name("verdicts/decision_table/smoke")
+    ->Args({1, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_likelihood_table)
+    ->Name("verdicts/likelihood_table/smoke")
     ->Args({1, 0})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -51,6 +51,12 @@ TEST_CASE("decision: every risk shown gives a relay verdict with a condition per
   CHECK(policy.find("fresh caches") != std::string::npos);
   CHECK(policy.find("prompt_overlap") != std::string::npos);
   CHECK(policy.find("identical model fingerprints") != std::string::npos);
+  // the summary counts the risks shown present, not the policy's lines (the fingerprint rule is a
+  // line of every relay policy; here, with drift shown, one of the conditions)
+  CHECK(r.decision.summary.find("condition(s) (the policy)") == std::string::npos);
+  CHECK(r.decision.summary.find(
+            "3 risk(s) shown present became conditions of the policy (the fingerprint rule") !=
+        std::string::npos);
   const auto js = la::report_json(r);
   CHECK(js.find("decision")->find("relay_allowed")->as_bool());
   CHECK(js.find("decision")->find("unverified")->as_array().empty());

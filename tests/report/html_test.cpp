@@ -311,8 +311,17 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
             .rfind("95% bootstrap CI", 0) == 0);
   CHECK(finding_interval_label(with("noise.tolerance_sigma", verdict::yes), 0.05) ==
         "95% CI (test inversion over items)");
-  CHECK(finding_interval_label(with("gate.matches_always_relay", verdict::yes), 0.1) ==
+  CHECK(finding_interval_label(with("gate.not_worse_than_always_relay", verdict::yes), 0.1) ==
         "80% interval (betting over items)");
+  // issue 52 item 5: a gate that relays every request (gate.saves_relays "no") is context, not bad
+  // news; a gate shown worse than always-relay is
+  CHECK(finding_polarity(with("gate.saves_relays", verdict::no)) == relay_polarity::context);
+  CHECK(finding_polarity(with("gate.not_worse_than_always_relay", verdict::no)) == relay_polarity::against);
+  CHECK(finding_polarity(with("gate.not_worse_than_always_relay", verdict::yes)) == relay_polarity::supports);
+  CHECK(finding_polarity(with("need.kv_raises_continuation_probability", verdict::yes)) ==
+        relay_polarity::supports);
+  CHECK(finding_statement(with("need.kv_continuation_noninferior_to_text", verdict::no))
+            .find("continuation probability") != std::string::npos);
   CHECK(finding_statement(with("stale.kv_worse_than_text", verdict::yes)).find("fresh") != std::string::npos);
   CHECK(finding_statement(with("cost.relay_pays_on_nvlink4", verdict::no)).find("nvlink4") !=
         std::string::npos);

@@ -18,6 +18,7 @@
 #include "latentaudit/report/decision.hpp"
 #include "latentaudit/report/report.hpp"
 #include "report/relay_failure_sim.hpp"
+#include "support/findings.hpp"
 
 namespace la = latentaudit;
 using la::test::relay_failure_design;

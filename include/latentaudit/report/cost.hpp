@@ -329,11 +329,21 @@ struct [[nodiscard]] relay_gate_result {
   std::vector<policy_value> policies;  ///< gate, always_relay, never_relay, always_text
   /// gate − always-relay correctness, mean of item means, betting verdict interval (α per side)
   effect_estimate accuracy_vs_always_relay;
-  effect_estimate skip_share;     ///< share of requests the gate does not relay, betting over items
-  effect_estimate bytes_saved;    ///< mean of always-relay − gate bytes (held out), cluster bootstrap
-  std::string missing;            ///< what was missing ("" when the gate was fitted)
-  std::vector<finding> findings;  ///< gate.matches_always_relay
+  effect_estimate skip_share;   ///< share of requests the gate does not relay, betting over items
+  effect_estimate bytes_saved;  ///< mean of always-relay − gate bytes (held out), cluster bootstrap
+  std::string missing;          ///< what was missing ("" when the gate was fitted)
+  /// gate.not_worse_than_always_relay and gate.saves_relays (one claim each)
+  std::vector<finding> findings;
 };
+
+namespace detail {
+/// @brief The gate's accuracy finding id: yes = the gate keeps always-relay's accuracy (within the
+/// margin), no = it loses more than the margin.
+inline constexpr const char* gate_accuracy_id = "gate.not_worse_than_always_relay";
+/// @brief The gate's saving finding id: yes = it skips a share of relays and saves bytes, no = it
+/// relays nearly every request (saves next to nothing).
+inline constexpr const char* gate_saves_id = "gate.saves_relays";
+}  // namespace detail
 
 /// @brief Fits and cross-fits a per-request relay gate.
 ///
@@ -358,11 +368,13 @@ struct [[nodiscard]] relay_gate_result {
 /// selected standardized features (falling back to an L2-penalized fit when the plain fit separates),
 /// and exactly 0 or 1 when its label has one class among the training units (relay never hurts: the
 /// gate relays wherever P(helps) > cost); `model` is the same procedure on every item, coefficients
-/// on the raw scale. Finding "gate.matches_always_relay", on the betting verdict intervals over items
-/// (α per side): yes if the gate − always-relay accuracy has lower limit > −margin, the share of
-/// requests not relayed has lower limit > 0 and skipping saves bytes (mean relay − control bytes >
-/// 0); no if that accuracy difference has upper limit < −margin or the skip share has upper limit <
-/// skip_margin; inconclusive otherwise, and always with fewer than min_held_out_items held-out items.
+/// on the raw scale. Two findings, one claim each, on the betting verdict intervals over items (α
+/// per side): "gate.not_worse_than_always_relay" — yes if the gate − always-relay accuracy has lower
+/// limit > −margin, no if its upper limit < −margin (inferiority shown); "gate.saves_relays" — yes if
+/// the share of requests not relayed has lower limit > 0 and skipping saves bytes (mean relay −
+/// control bytes > 0), no if its upper limit < skip_margin (the gate relays nearly every request:
+/// where relay never hurts, the right gate, not a failure); each inconclusive otherwise, and always
+/// with fewer than min_held_out_items held-out items.
 /// @param records trial records
 /// @param options arms, folds, cost, margins, ridge, alpha, level, bootstrap
 /// @returns the model, the population, the policy values and the finding (inconclusive with n = 0

@@ -1043,6 +1043,69 @@ LATENTAUDIT_INLINE double gate_held_out(relay_gate_result& out, std::span<const 
   return skip_bytes;
 }
 
+// The gate's two findings, one claim each (issue 52 item 5): whether the gate keeps always-relay's
+// accuracy (gate.not_worse_than_always_relay) and whether it skips relays at all
+// (gate.saves_relays). One finding used to carry both, and its "no" read as a failing gate where
+// relay never hurts and the gate rightly relays every request.
+LATENTAUDIT_INLINE void add_gate_findings(relay_gate_result& out, const relay_gate_options& o,
+                                          const std::string& method, double rate, double skip_bytes) {
+  const auto& a = out.accuracy_vs_always_relay;
+  const auto& s = out.skip_share;
+  const bool enough = out.held_out_items >= o.min_held_out_items;
+  const std::string too_few =
+      enough ? std::string()
+             : fmt::format("; inconclusive: {} held-out items, at least {} are needed for a verdict",
+                           out.held_out_items, o.min_held_out_items);
+  const std::string base = fmt::format(
+      "cross-fitted over {} items ({} folds): the gate (relay when the predicted gain over '{}' exceeds "
+      "{:.3g}) relays {:.0f} % of {} held-out requests, accuracy vs always-relay {} (margin {:.3g}), share "
+      "not relayed {}, bytes saved per request {} [{}, {}]",
+      out.held_out_items, out.folds, out.fallback, o.cost, 100 * rate, out.held_out_units,
+      detail::estimate_text(a), o.margin, detail::estimate_text(s),
+      detail::bytes_text(out.bytes_saved.estimate), detail::bytes_text(out.bytes_saved.ci_low),
+      detail::bytes_text(out.bytes_saved.ci_high));
+  verdict va = verdict::inconclusive, vs = verdict::inconclusive;
+  if (enough) {
+    va = a.ci_low > -o.margin ? verdict::yes : a.ci_high < -o.margin ? verdict::no : verdict::inconclusive;
+    vs = s.ci_low > 0 && skip_bytes > 0 ? verdict::yes
+         : s.ci_high < o.skip_margin    ? verdict::no
+                                        : verdict::inconclusive;
+  }
+  const char* a_says = va == verdict::yes  ? ": the gate keeps always-relay's accuracy within the margin"
+                       : va == verdict::no ? ": the gate loses more than the margin against always relaying"
+                                           : "";
+  const char* s_says =
+      vs == verdict::yes ? ": the gate skips a share of the relays and saves bytes"
+      : vs == verdict::no
+          ? ": the gate relays nearly every request, so it saves next to nothing (where relay never "
+            "hurts this is the right gate, not a failing one)"
+          : "";
+  out.findings.push_back(finding{
+      .id = gate_accuracy_id,
+      .answer = va,
+      .estimate = a.estimate,
+      .ci_low = a.ci_low,
+      .ci_high = a.ci_high,
+      .method = method + fmt::format("; yes: accuracy gate − always-relay lower limit > −{:.3g} "
+                                     "(non-inferiority); no: its upper limit < −{:.3g} (inferiority shown)",
+                                     o.margin, o.margin),
+      .n = out.held_out_units,
+      .detail = base + a_says + too_few});
+  out.findings.push_back(finding{
+      .id = gate_saves_id,
+      .answer = vs,
+      .estimate = s.estimate,
+      .ci_low = s.ci_low,
+      .ci_high = s.ci_high,
+      .method =
+          method + fmt::format("; yes: share not relayed lower limit > 0 and skipping saves bytes (mean "
+                               "relay − fallback bytes > 0); no: its upper limit < {:.3g} (the gate "
+                               "relays nearly every request)",
+                               o.skip_margin),
+      .n = out.held_out_units,
+      .detail = base + s_says + too_few});
+}
+
 }  // namespace detail
 
 LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record> records,
@@ -1065,7 +1128,6 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       "attention_mass, hidden_cosine, next_token_kl: measured after the import, not known before the "
       "transfer",
       "needed_position, pairs: properties of the task's answer and construction, not of the request"};
-  const std::string id = "gate.matches_always_relay";
   const std::string method = fmt::format(
       "gain gate: relay when P(helps | x) − P(hurts | x) > cost {:.3g} (two logistic models on features "
       "known before the transfer; fallback '{}'), cross-fitted over items ({} folds by item); held-out "
@@ -1074,7 +1136,8 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       o.cost, o.control_arm, o.folds, o.margin, o.alpha, o.min_held_out_items);
   auto give_up = [&](std::string why) {
     out.missing = why;
-    out.findings.push_back(detail::inconclusive_finding(id, method, std::move(why)));
+    for (const char* id : {detail::gate_accuracy_id, detail::gate_saves_id})
+      out.findings.push_back(detail::inconclusive_finding(id, method, why));
     return out;
   };
   for (const auto& arm : {o.relay_arm, o.control_arm}) {
@@ -1152,34 +1215,7 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
   out.held_out_units = n;
   const double skip_bytes = detail::gate_held_out(out, units, relay, o);
   const double rate = static_cast<double>(std::count(relay.begin(), relay.end(), 1)) / static_cast<double>(n);
-  const auto& a = out.accuracy_vs_always_relay;
-  const auto& s = out.skip_share;
-  verdict v = verdict::inconclusive;
-  std::string why;
-  if (out.held_out_items < o.min_held_out_items) {
-    why = fmt::format("; inconclusive: {} held-out items, at least {} are needed for a verdict",
-                      out.held_out_items, o.min_held_out_items);
-  } else if (a.ci_low > -o.margin && s.ci_low > 0 && skip_bytes > 0) {
-    v = verdict::yes;
-  } else if (a.ci_high < -o.margin || s.ci_high < o.skip_margin) {
-    v = verdict::no;
-  }
-  out.findings.push_back(finding{
-      .id = id,
-      .answer = v,
-      .estimate = a.estimate,
-      .ci_low = a.ci_low,
-      .ci_high = a.ci_high,
-      .method = method,
-      .n = n,
-      .detail = fmt::format(
-          "cross-fitted over {} items ({} folds): the gate (relay when the predicted gain over '{}' exceeds "
-          "{:.3g}) relays {:.0f} % of {} held-out requests, accuracy vs always-relay {} (margin {:.3g}), "
-          "share "
-          "not relayed {}, bytes saved per request {} [{}, {}]{}",
-          out.held_out_items, folds, o.control_arm, o.cost, 100 * rate, n, detail::estimate_text(a), o.margin,
-          detail::estimate_text(s), detail::bytes_text(out.bytes_saved.estimate),
-          detail::bytes_text(out.bytes_saved.ci_low), detail::bytes_text(out.bytes_saved.ci_high), why)});
+  detail::add_gate_findings(out, o, method, rate, skip_bytes);
   return out;
 }
 

@@ -542,10 +542,14 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
       d.relay_allowed = true;
       add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
       for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
-      d.summary = base_text + fmt::format(
-                                  " But relay does not pay everywhere: {} risk(s) shown present became "
-                                  "conditions; the policy lists them with the fingerprint rule ({} lines).",
-                                  n_shown, d.policy.size());
+      d.summary =
+          base_text + fmt::format(
+                          " But relay does not pay everywhere: {} risk(s) shown present became conditions of "
+                          "the policy{}.",
+                          n_shown,
+                          dr.passed == verdict::no
+                              ? " (the fingerprint rule, with its drift tolerance, among them)"
+                              : ", beside the fingerprint rule every relay policy has");
     }
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
     d.verdict = "text";

@@ -153,11 +153,15 @@ struct finding_text_row {
          "Relaying the cache does not pay on this link."},
         {"cost.relay_pays", 1, "does relaying the cache pay on the links shown?", "Relaying the cache pays.",
          "Relaying the cache does not pay."},
-        {"gate.matches_always_relay", 1,
-         "does the per-request gate keep always-relay's accuracy while skipping "
-         "relays?",
-         "The per-request gate keeps always-relay's accuracy and skips some relays.",
-         "The per-request gate loses accuracy against always relaying, or skips too few requests."},
+        {"gate.not_worse_than_always_relay", 1,
+         "is the per-request gate's accuracy within the margin of always relaying?",
+         "The per-request gate keeps always-relay's accuracy (within the margin).",
+         "The per-request gate loses more than the margin against always relaying."},
+        {"gate.saves_relays", 0, "does the per-request gate skip a share of the relays (and save bytes)?",
+         "The per-request gate skips a share of the relays and saves bytes.",
+         "The per-request gate relays nearly every request: it saves next to nothing (where relay never "
+         "hurts, "
+         "that is the right gate)."},
     };
     // the likelihood endpoints' rows, after the accuracy findings they stand beside
     const auto at = std::find_if(r.begin(), r.end(), [](const finding_text_row& t) {
