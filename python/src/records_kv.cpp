@@ -18,6 +18,7 @@
 #include <latentaudit/dist/shard.hpp>
 #include <latentaudit/kv.hpp>
 #include <latentaudit/report/report.hpp>
+#include <latentaudit/runner/report_input.hpp>
 #include <latentaudit/trial/design.hpp>
 #include <latentaudit/trial/journal.hpp>
 #include <latentaudit/trial/record.hpp>
@@ -36,21 +37,15 @@ trial_record record_of_text(std::string_view text, std::string_view where) {
   return record_from_json(j, where);
 }
 
-// The records of a path as `latentaudit report --records PATH` reads them (dist::read_records_input,
-// the CLI's one reader of a records file or audit directory); `o` gets the design's arms, an audit
-// stopped when decided its rule (horizon, looks, the regimes' items and the arms' schedule: the
-// intervals as confidence sequences, a trial never scheduled not a missing record) and, as the
-// CLI's, the task file design.json names (dist::read_design_tasks).
+// The records of a path as `latentaudit report --records PATH` reads them (read_report_input, the
+// library's one path from a records file or audit directory to a report's records and options): the
+// design's arms, an audit stopped when decided (its rule and schedule), the task file design.json
+// names and, for a directory, the design as the denominator. Where the records disagree with the
+// design beside them, a Python UserWarning each (the CLI's stderr warnings).
 std::vector<trial_record> records_of_path(const std::filesystem::path& path, audit_options& o) {
-  auto in = dist::read_records_input(path);
-  o.design_arms = std::move(in.design_arms);
-  if (in.horizon != 0) {
-    o.horizon = in.horizon;
-    o.looks = in.looks;
-    o.regime_horizon = in.regime_horizon;
-    o.schedule = in.schedule;
-  }
-  o.tasks = dist::read_design_tasks(in, path, o.tasks_note);
+  auto in = read_report_input(path, o);
+  for (const auto& w : in.design_warnings)
+    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw py::error_already_set();
   return std::move(in.records);
 }
 

@@ -171,3 +171,29 @@ def test_report_of_a_stopped_audit_equals_the_cli(cli, tmp_path):
     assert rep["options"]["schedule"]["batches"] == 2
     assert all(c["missing"] == 0 for c in rep["completeness"]["arms"])
     assert any(c["not_scheduled"] > 0 for c in rep["completeness"]["arms"])
+
+
+def test_report_of_a_directory_counts_the_design_as_the_cli_does(cli, tmp_path):
+    # The design is the denominator: units a stack lost in every arm are missing and bounded when the
+    # report knows the design (design.json beside the records). report(DIR) reads it through the same
+    # library path as `latentaudit report --records DIR` (read_report_input), so both count the lost
+    # units and give the same report; records outside the design are a UserWarning each.
+    models = os.path.join(os.path.dirname(__file__), "..", "..", "models", "organism-a")
+    out = tmp_path / "audit"
+    cli("audit", "--model", models, "--partner", "none", "--drift", "none", "--items", 12, "--seeds", 2,
+        "--arms", "no_comm,text_full,kv_full", "--out", out, "--quiet")
+    path = out / "records.jsonl"
+    lines = path.read_text().splitlines()
+    kept = [ln for ln in lines if (json.loads(ln)["item"], json.loads(ln)["seed"]) not in {(3, 0), (5, 1)}]
+    assert len(kept) == len(lines) - 6
+    path.write_text("\n".join(kept) + "\n")
+    rep = la.report(out)
+    assert rep["completeness"]["design_units_absent"] == 2
+    cli("report", "--records", out, "--out", tmp_path / "cli", "--quiet")
+    assert rep == json.loads((tmp_path / "cli" / "report.json").read_text())
+    # a record outside the design beside it: the CLI's warning, as a Python warning
+    outside = json.loads(kept[0])
+    outside["item"] = 99
+    path.write_text("\n".join(kept + [json.dumps(outside)]) + "\n")
+    with pytest.warns(UserWarning, match="outside the design"):
+        la.report(out)

@@ -7,6 +7,7 @@
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/runner/audit_session.hpp>
+#include <latentaudit/runner/report_input.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
 #include <latentaudit/version.hpp>
@@ -1285,104 +1286,6 @@ int run_audit(std::span<const std::string> raw) {
   return shard->run([&] { return run_audit_body(raw, shard.get()); });
 }
 
-// Where the records disagree with the design.json beside them (if there is one): keys outside
-// the design, another model, partner or link than it names. Each is one line (a warning: records
-// from any stack may sit beside any file).
-std::vector<std::string> design_warnings(const std::filesystem::path& records_path,
-                                         const std::vector<trial_record>& records) {
-  const auto dir =
-      records_path.parent_path().empty() ? std::filesystem::path(".") : records_path.parent_path();
-  const auto path = dir / "design.json";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return {};
-  std::vector<std::string> out;
-  json_value d;
-  try {
-    d = read_design_json(path);
-  } catch (const error& e) {
-    return {path.string() +
-            " beside the records cannot be read, so they are not checked against it: " + e.what()};
-  }
-  const std::string beside = " (" + path.string() + ")";
-  auto number = [&](const char* key) -> std::optional<double> {
-    const json_value* v = d.find(key);
-    return v != nullptr && v->is_number() ? std::optional<double>(v->as_number()) : std::nullopt;
-  };
-  auto text = [&](const char* key) -> std::string {
-    const json_value* v = d.find(key);
-    return v != nullptr && v->is_string() ? v->as_string() : std::string();
-  };
-  std::set<std::string> arms;
-  if (const json_value* a = d.find("arms"); a != nullptr && a->is_array())
-    for (const auto& x : a->as_array())
-      if (x.is_string()) arms.insert(x.as_string());
-  const auto items = number("items"), seeds = number("seeds");
-  const std::string model = text("model_fingerprint"), partner = text("partner_fingerprint"),
-                    link = text("link");
-  std::size_t outside = 0, other_model = 0, other_partner = 0, other_link = 0;
-  std::string first_outside;
-  for (const auto& r : records) {
-    const bool out_of = (items && static_cast<double>(r.item) >= *items) ||
-                        (seeds && static_cast<double>(r.seed) >= *seeds) ||
-                        (!arms.empty() && !arms.count(r.arm));
-    if (out_of && outside++ == 0)
-      first_outside =
-          "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
-    if (!model.empty() && !r.receiver_fingerprint.empty() && r.receiver_fingerprint != model) ++other_model;
-    if (!partner.empty() && r.arm_kind == arm_kind_name(arm_kind::cross_model) &&
-        !r.sender_fingerprint.empty() && r.sender_fingerprint != partner)
-      ++other_partner;
-    if (!link.empty() && !r.link.empty() && r.link != link) ++other_link;
-  }
-  if (outside > 0)
-    out.push_back(std::to_string(outside) + " record(s) lie outside the design beside them" + beside +
-                  ", first " + first_outside);
-  if (other_model > 0)
-    out.push_back(std::to_string(other_model) + " record(s) ran another model than the design's " + model +
-                  beside);
-  if (other_partner > 0)
-    out.push_back(std::to_string(other_partner) +
-                  " cross_model record(s) ran another partner than the design's " + partner + beside);
-  if (other_link > 0)
-    out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link +
-                  beside);
-  return out;
-}
-
-// The design is the denominator (docs/audit-report.md "Missing records"): design.json's items x seeds
-// are the units the report counts, so a unit a stack lost in every arm is missing and bounded; each
-// item's regime from the design's task file when it was read. A design.json that cannot be read
-// leaves the units uncounted (design_warnings says why); one listing more than 4 x the records +
-// 1024 units is not this set's design (a warning).
-void design_units_of(const std::filesystem::path& path, std::size_t records, audit_options& aopt) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return;
-  json_value d;
-  try {
-    d = read_design_json(path);
-  } catch (const error&) {
-    return;
-  }
-  const json_value* items = d.find("items");
-  const json_value* seeds = d.find("seeds");
-  if (items == nullptr || seeds == nullptr || !items->is_number() || !seeds->is_number() ||
-      !(items->as_number() >= 1) || !(seeds->as_number() >= 1))
-    return;
-  const double units = items->as_number() * seeds->as_number();
-  if (units > 4.0 * static_cast<double>(records) + 1024.0) {
-    std::fprintf(
-        stderr,
-        "latentaudit: warning: %s lists %.0f (item, seed) units, more than 4 x the %zu records + 1024: "
-        "the records are not counted against it\n",
-        path.string().c_str(), units, records);
-    return;
-  }
-  aopt.design_items = static_cast<std::uint64_t>(items->as_number());
-  aopt.design_seeds = static_cast<std::uint64_t>(seeds->as_number());
-  if (aopt.tasks != nullptr && aopt.tasks->tasks.size() >= aopt.design_items)
-    for (const auto& t : aopt.tasks->tasks) aopt.design_item_regime.emplace_back(regime_name(t.regime));
-}
-
 // --records names a file or a directory that exists: anything else is refused in the CLI's words
 // before --out is locked (or created).
 void check_records_arg(const std::filesystem::path& records) {
@@ -1415,8 +1318,8 @@ int run_report(std::span<const std::string> words) {
   const std::filesystem::path records_arg = args.require("--records");
   check_records_arg(records_arg);
   std::error_code dir_ec;
-  const bool records_dir = std::filesystem::is_directory(records_arg, dir_ec);
-  const std::filesystem::path records_path = records_dir ? records_arg / "records.jsonl" : records_arg;
+  const std::filesystem::path records_path =
+      std::filesystem::is_directory(records_arg, dir_ec) ? records_arg / "records.jsonl" : records_arg;
   const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
                    : records_path.parent_path().empty() ? "."
                                                         : records_path.parent_path();
@@ -1425,17 +1328,13 @@ int run_report(std::span<const std::string> words) {
   // One writer per directory: a report into a directory that a running audit holds is refused
   // (it would replace the report files the audit is about to write, and read a growing journal).
   directory_lock lock(out, "--out");
-  auto input = dist::read_records_input(records_arg, {.policy = false});  // no analysis reads the policy
-  auto& records = input.records;
+  // The records and what the directory's design.json / schedule.json say (the library's one path,
+  // Python's report(path) too): the design's arms, a stopped audit's rule, its task file, the design
+  // as the denominator, and where the records disagree with it.
+  auto input = read_report_input(records_arg, aopt);
+  const auto& records = input.records;
   if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
-  aopt.design_arms = std::move(input.design_arms);
-  aopt.horizon = input.horizon;  // a stopped audit: its intervals tuned for the design, as the audit's
-  aopt.looks = input.looks;
-  aopt.regime_horizon = input.regime_horizon;
-  aopt.schedule = input.schedule;
-  aopt.tasks = dist::read_design_tasks(input, records_arg, aopt.tasks_note);
-  if (records_dir && aopt.horizon == 0) design_units_of(records_arg / "design.json", records.size(), aopt);
-  const auto warnings = design_warnings(records_path, records);
+  const auto& warnings = input.design_warnings;
   if (!args.has("--quiet"))
     for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());
   const auto t0 = std::chrono::steady_clock::now();
