@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit audit`: the main job — run the paired trial design on the model organisms (agent A
 // reads, its cache or text is relayed to agent B under every arm), journal every record, then
-// audit the records into report.md / report.json / SVG plots. `latentaudit report` audits records
-// from any stack.
+// audit the records into report.md / report.json / SVG plots (`latentaudit report`, which audits
+// records from any stack, is cmd_report.cpp; the options they share, report_options.hpp).
 #include <latentaudit/dist/relay_protocol.hpp>
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
@@ -28,6 +28,7 @@
 #include "engine_select.hpp"
 #include "output_guard.hpp"
 #include "relay_session.hpp"
+#include "report_options.hpp"
 #include "tokenizer_select.hpp"
 
 #ifndef LATENTAUDIT_DEFAULT_MODELS
@@ -38,7 +39,7 @@ namespace latentaudit::cli {
 namespace {
 
 std::vector<option_spec> audit_spec() {
-  return {
+  std::vector<option_spec> specs = {
       {"--model", "DIR",
        "the agents' model (HF dir + task.json); default models/organism-a (then the source tree's)"},
       {"--partner", "DIR",
@@ -123,46 +124,22 @@ std::vector<option_spec> audit_spec() {
       {"--config", "FILE",
        "JSON object with any of these options as keys (without --), e.g. {\"items\": 100, \"arms\": "
        "\"no_comm,kv_full\"}; command-line options win"},
-      {"--margin", "M",
-       "equivalence / non-inferiority margin as a fraction of accuracy, in (0, 1) (default 0.05: 5 "
-       "percentage points)"},
-      {"--alpha", "A", "family-wise level (default 0.05)"},
-      {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
-      {"--latency-slo-ms", "MS", "receiver latency SLO for the cost findings (default: none evaluated)"},
-      {"--prefill-tokens-per-s", "T",
-       "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
-      {"--trials-only", "", "run and journal the trials, skip the report"},
-      {"--durable", "", "fsync after every record (survives power loss, slower)"},
-      {"--shard-schedule", "S",
-       "under mpirun: how units are shared among ranks: interleaved (default: rank r runs units r, r+N, "
-       "...), dynamic (rank 0 hands out the next unit on request) or block (records never depend on it; "
-       "docs/distributed.md)"},
-      {"--quiet", "", "no progress on stderr"},
-      common_option("--pretty"),
   };
-}
-
-std::vector<option_spec> report_spec() {
-  return {
-      {"--records", "PATH",
-       "records.jsonl from any stack (required): one JSON record per line, docs/records.md; or an audit "
-       "directory, whose records.jsonl and records.<rank>.jsonl (a sharded run's) are read as one set"},
-      {"--out", "DIR", "output directory (default: the records' directory)"},
-      {"--margin", "M",
-       "equivalence / non-inferiority margin as a fraction of accuracy, in (0, 1) (default 0.05: 5 "
-       "percentage points)"},
-      {"--alpha", "A", "family-wise level (default 0.05)"},
-      {"--bootstrap", "B", "bootstrap replicates (default 2000)"},
-      {"--latency-slo-ms", "MS", "receiver latency SLO for the cost findings (default: none evaluated)"},
-      {"--prefill-tokens-per-s", "T",
-       "receiver prefill throughput for the cost projection (default: a table at 2e3, 1e4, 5e4)"},
-      {"--seed", "S", "bootstrap seed (default 1)"},
-      {"--link", "measured",
-       "the cost verdicts use the link fitted from the records' transfer_measured_s (relays over a real "
-       "link) instead of the records' modeled link"},
-      {"--quiet", "", "no warnings on stderr (records that disagree with the design.json beside them)"},
-      common_option("--pretty"),
-  };
+  const auto shared = report_option_specs();  // the report's options, as `report` takes them
+  specs.insert(specs.end(), shared.begin(), shared.end());
+  specs.insert(
+      specs.end(),
+      {
+          {"--trials-only", "", "run and journal the trials, skip the report"},
+          {"--durable", "", "fsync after every record (survives power loss, slower)"},
+          {"--shard-schedule", "S",
+           "under mpirun: how units are shared among ranks: interleaved (default: rank r runs units r, r+N, "
+           "...), dynamic (rank 0 hands out the next unit on request) or block (records never depend on it; "
+           "docs/distributed.md)"},
+          {"--quiet", "", "no progress on stderr"},
+          common_option("--pretty"),
+      });
+  return specs;
 }
 
 // Command-line words plus --config entries (command line wins). Keys are option names without
@@ -375,41 +352,6 @@ reference_cpu_engine load_drift_level(const std::filesystem::path& dir, const dr
 
 // The report's input warnings (arms with missing units or failed relays, fields a decision check
 // needs and the records lack): one line each on stderr (unless --quiet) and in the stdout summary.
-void input_warnings(const audit_report& r, json_value& summary, bool quiet) {
-  json_value w = json_value::array_type{};
-  for (const auto& s : r.core.input_warnings) {
-    if (!quiet) std::fprintf(stderr, "latentaudit: warning: %s\n", s.c_str());
-    w.push_back(s);
-  }
-  summary.set("input_warnings", std::move(w));
-}
-
-audit_options report_options(const arguments& args, std::uint64_t seed) {
-  audit_options o;
-  o.equivalence_margin = args.number("--margin", 0.05);
-  o.noninferiority_margin = o.equivalence_margin;
-  if (!(o.equivalence_margin > 0 && o.equivalence_margin < 1))
-    throw usage_error(args.command() + ": option --margin must lie in (0, 1), got " +
-                      detail::number_text(o.equivalence_margin));
-  o.alpha = args.alpha();
-  o.bootstrap_replicates = static_cast<std::size_t>(args.integer("--bootstrap", 2000, 100, 1000000));
-  if (args.get("--latency-slo-ms")) {
-    const double ms = args.number("--latency-slo-ms", 0.0);
-    if (!(ms > 0)) throw usage_error(args.command() + ": option --latency-slo-ms must be > 0");
-    o.latency_slo_s = ms * 1e-3;
-  }
-  if (args.get("--prefill-tokens-per-s")) {
-    const double t = args.number("--prefill-tokens-per-s", 0.0);
-    if (!(t > 0)) throw usage_error(args.command() + ": option --prefill-tokens-per-s must be > 0");
-    o.prefill_tokens_per_s = t;
-  }
-  o.seed = seed;
-  o.threads = 0;  // the bootstraps use every core; results do not depend on it
-  o.link_measured = args.get("--link") == std::optional<std::string>("measured");
-  if (args.command() == "report" && args.get("--link") && !o.link_measured)
-    throw usage_error("report: option --link must be 'measured', got '" + *args.get("--link") + "'");
-  return o;
-}
 
 // The state of one `audit` (or `relay-peer`) run, stage by stage: the options, the design, the
 // topology (journal, relay links) and what the run leaves for the summary.
@@ -1286,78 +1228,9 @@ int run_audit(std::span<const std::string> raw) {
   return shard->run([&] { return run_audit_body(raw, shard.get()); });
 }
 
-// --records names a file or a directory that exists: anything else is refused in the CLI's words
-// before --out is locked (or created).
-void check_records_arg(const std::filesystem::path& records) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(records, ec);
-  if (st.type() == std::filesystem::file_type::not_found)
-    throw usage_error("report: cannot open --records '" + records.string() + "': no such file or directory");
-  if (ec) throw usage_error("report: cannot open --records '" + records.string() + "': " + ec.message());
-  if (st.type() != std::filesystem::file_type::regular && st.type() != std::filesystem::file_type::directory)
-    throw usage_error("report: --records '" + records.string() + "' is " + detail::file_kind_text(st) +
-                      ", not a records file or an audit directory");
-}
-
-int run_report(std::span<const std::string> words) {
-  const auto specs = report_spec();
-  const auto args = arguments::parse(words, specs, "report");
-  if (args.help()) {
-    std::fputs(
-        help_text(
-            "latentaudit report --records FILE.jsonl [--out DIR] [options]",
-            "Audits trial records from any stack (one JSON object per line with at least item, seed,\n"
-            "arm, correct; docs/records.md) exactly as `audit` does: report.md, report.json (findings)\n"
-            "and SVG plots in --out. Analyses whose arms are missing report 'inconclusive'.\n",
-            specs)
-            .c_str(),
-        stdout);
-    return exit_ok;
-  }
-  // A file, or an audit directory: its records.jsonl and records.<rank>.jsonl (a sharded run's).
-  const std::filesystem::path records_arg = args.require("--records");
-  check_records_arg(records_arg);
-  std::error_code dir_ec;
-  const std::filesystem::path records_path =
-      std::filesystem::is_directory(records_arg, dir_ec) ? records_arg / "records.jsonl" : records_arg;
-  const auto out = args.get("--out")                    ? std::filesystem::path(*args.get("--out"))
-                   : records_path.parent_path().empty() ? "."
-                                                        : records_path.parent_path();
-  auto aopt = report_options(args, static_cast<std::uint64_t>(args.integer("--seed", 1, 0, 1ll << 53)));
-  refuse_output_dir_over_inputs("report", "--out", out, report_output_names(), {{"--records", records_path}});
-  // One writer per directory: a report into a directory that a running audit holds is refused
-  // (it would replace the report files the audit is about to write, and read a growing journal).
-  directory_lock lock(out, "--out");
-  // The records and what the directory's design.json / schedule.json say (the library's one path,
-  // Python's report(path) too): the design's arms, a stopped audit's rule, its task file, the design
-  // as the denominator, and where the records disagree with it.
-  auto input = read_report_input(records_arg, aopt);
-  const auto& records = input.records;
-  if (records.empty()) throw usage_error("report: '" + records_arg.string() + "' holds no records");
-  const auto& warnings = input.design_warnings;
-  if (!args.has("--quiet"))
-    for (const auto& w : warnings) std::fprintf(stderr, "latentaudit: warning: %s\n", w.c_str());
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto result = run_audit_report(records, aopt, out);
-  json_value j = json_value::object();
-  j.set("out", out.string());
-  j.set("records", records.size());
-  json_value wj = json_value::array_type{};
-  for (const auto& w : warnings) wj.push_back(w);
-  j.set("design_warnings", std::move(wj));
-  input_warnings(result, j, args.has("--quiet"));
-  j.set("findings", findings_summary(result));
-  j.set("decision", decision_summary(result));
-  j.set("analysis_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  print_json(j, args.has("--pretty"));
-  return exit_ok;
-}
-
 [[maybe_unused]] const bool registered_audit = register_subcommand(
     {"audit", "run the relay audit on the model organisms: trials, journal, report (the main job)",
      run_audit});
-[[maybe_unused]] const bool registered_report = register_subcommand(
-    {"report", "audit trial records (records.jsonl) from any stack into report.md/json + SVG", run_report});
 
 }  // namespace
 
