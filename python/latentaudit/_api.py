@@ -36,6 +36,11 @@ _FLAG_BY_DEFAULT = {"mcnemar_test", "mcnemar_test_table", "paired_t_test", "boot
                     "paired_subgroup_effects"}
 # Integer arguments that may be negative (all others are counts, sizes, seeds: >= 0).
 _SIGNED_INTS = {"first", "last"}
+# Scale arguments whose square the estimators form: bounded so that it stays finite.
+_SIGMAS = {"sigma", "sigma_floor", "tau"}
+_MAX_SIGMA = 1e154
+# Worker threads: 0 (all cores) to this many.
+_MAX_THREADS = 1024
 
 
 def _split_top(text, sep=","):
@@ -120,13 +125,16 @@ def _float_array(fn, name, value):
             raise _missing_error(fn, name, "label %r" % (label,))
         value = value.to_numpy(dtype=_np.float64, na_value=_np.nan) if value.dtype != object else value.to_numpy()
     if isinstance(value, _np.ndarray) and value.dtype.kind in "fiub":
-        return value
+        return _checked_array(fn, name, value)
     try:
         arr = _np.asarray(value)
     except (TypeError, ValueError) as e:
         raise TypeError("%s: %s must be an array of numbers (%s)" % (fn, name, e)) from None
+    if arr.dtype.kind == "c":
+        raise TypeError("%s: %s must hold real numbers, got a complex array (dtype %s): pass its .real or abs()"
+                        % (fn, name, arr.dtype))
     if arr.dtype.kind in "fiub":
-        return arr
+        return _checked_array(fn, name, arr)
     flat = arr.ravel()
     for i, v in enumerate(flat):
         if _is_missing(v):
@@ -136,13 +144,46 @@ def _float_array(fn, name, value):
     return arr.astype(_np.float64)
 
 
+# Broadcast views (a zero stride) are read in place by the checks; the extension needs each value once
+# in memory, so one larger than this many elements is refused instead of materialised.
+_MAX_BROADCAST = 1 << 24
+
+
+def _checked_array(fn, name, arr):
+    """`arr` (a real numeric ndarray) with its values checked: finite (NaN and inf refused, naming the
+    argument and the first position), and a broadcast view no larger than _MAX_BROADCAST elements.
+    Nothing is copied: min and max reduce the view where it lies."""
+    if arr.size > _MAX_BROADCAST and any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape)):
+        raise _latentaudit.InvalidArgument(
+            "%s: %s is a broadcast view (a zero stride) of %d elements, which the function would copy in full "
+            "(%d bytes); pass at most %d broadcast elements, or the array itself"
+            % (fn, name, arr.size, 8 * arr.size, _MAX_BROADCAST))
+    if arr.dtype.kind == "f" and arr.size and not (_math.isfinite(arr.min()) and _math.isfinite(arr.max())):
+        pos = _np.unravel_index(int(_np.argmax(~_np.isfinite(arr))), arr.shape)
+        where = pos[0] if len(pos) == 1 else tuple(int(p) for p in pos)
+        raise _latentaudit.InvalidArgument("%s: %s must be finite, got %r at position %s"
+                                           % (fn, name, float(arr[pos]), where))
+    return arr
+
+
+def _float_array_missing(fn, name, value):
+    """_float_array where NaN marks a missing value (allow_missing=True): only inf is refused."""
+    arr = _np.asarray(value, dtype=_np.float64) if not isinstance(value, _np.ndarray) else value
+    if arr.dtype.kind == "c":
+        raise TypeError("%s: %s must hold real numbers, got a complex array (dtype %s)" % (fn, name, arr.dtype))
+    if arr.dtype.kind == "f" and _np.isinf(arr).any():
+        raise _latentaudit.InvalidArgument("%s: %s must be finite or NaN (missing), got inf" % (fn, name))
+    return arr
+
+
 def _short(v):
     r = repr(v)
     return "%s %s" % (type(v).__name__, r if len(r) <= 40 else r[:37] + "...")
 
 
-def _check_scalar(fn, name, ann, value):
-    """`value` checked against the pybind11 annotation `ann`; returns the value to pass."""
+def _check_scalar(fn, name, ann, value, nonfinite_default=False):
+    """`value` checked against the pybind11 annotation `ann`; returns the value to pass. A float must be
+    finite unless its default is not (NaN meaning "not given")."""
     optional = ann.startswith("Optional[")
     base = ann[9:-1] if optional else ann
     if value is None and optional:
@@ -150,7 +191,13 @@ def _check_scalar(fn, name, ann, value):
     if base == "float":
         if isinstance(value, (bool, _np.bool_)) or not isinstance(value, _numbers.Real):
             raise TypeError("%s: %s must be a number, got %s" % (fn, name, _short(value)))
-        return float(value)
+        value = float(value)
+        if not _math.isfinite(value) and not nonfinite_default:
+            raise _latentaudit.InvalidArgument("%s: %s must be finite, got %r" % (fn, name, value))
+        if name in _SIGMAS and abs(value) > _MAX_SIGMA:
+            raise _latentaudit.InvalidArgument("%s: %s must lie in [-1e154, 1e154] (its square finite), got %r"
+                                               % (fn, name, value))
+        return value
     if base == "int":
         if isinstance(value, (bool, _np.bool_)):
             raise TypeError("%s: %s must be an integer, got %s" % (fn, name, _short(value)))
@@ -163,6 +210,9 @@ def _check_scalar(fn, name, ann, value):
         value = int(value)
         if value < 0 and name not in _SIGNED_INTS:
             raise TypeError("%s: %s must be a non-negative integer, got %d" % (fn, name, value))
+        if name == "threads" and value > _MAX_THREADS:
+            raise _latentaudit.InvalidArgument("%s: threads must lie in [0, %d] (0 = all cores), got %d"
+                                               % (fn, _MAX_THREADS, value))
         return value
     if base == "bool":
         if not isinstance(value, (bool, _np.bool_)):
@@ -241,6 +291,7 @@ def wrap(name, doc=None):
     anns = {p[0]: p[1] for p in params}
     order = [p[0] for p in params]
     array_like = [n for n in order if anns[n].startswith("numpy.ndarray") or anns[n] == "object"]
+    nonfinite = {p[0] for p in params if isinstance(p[2], float) and not _math.isfinite(p[2])}
 
     def function(*args, **kwargs):
         for k in kwargs:
@@ -263,16 +314,15 @@ def wrap(name, doc=None):
                 values["if_degenerate"] = "throw_error"
         if paired:
             _align(name, values, array_like)
+        missing_ok = values.get("allow_missing") is True  # NaN marks a missing p-value there
         for n in order:
             ann, v = anns[n], values[n]
-            if ann.startswith("numpy.ndarray[numpy.float64]"):
-                values[n] = _float_array(name, n, v)
-            elif ann.startswith("numpy.ndarray"):
-                values[n] = _float_array(name, n, v) if v is not None else v
+            if ann.startswith("numpy.ndarray") and (v is not None or ann.startswith("numpy.ndarray[numpy.float64]")):
+                values[n] = _float_array(name, n, v) if not missing_ok else _float_array_missing(name, n, v)
             elif ann == "object":
                 values[n] = _labels(name, n, v)
             else:
-                values[n] = _check_scalar(name, n, ann, v)
+                values[n] = _check_scalar(name, n, ann, v, n in nonfinite)
         return cfn(**values)
 
     function.__name__ = function.__qualname__ = name

@@ -329,6 +329,9 @@ void bind_records(py::module_& m) {
       [](const py::object& lines, const py::object& path, const py::object& out, double margin, double alpha,
          std::size_t bootstrap, std::uint64_t seed, std::optional<double> latency_slo_s,
          std::optional<double> prefill_tokens_per_s, bool link_measured, unsigned threads) {
+        if (threads > 1024)
+          throw invalid_argument("report: threads must lie in [0, 1024] (0 = all cores), got " +
+                                 std::to_string(threads));
         audit_options o;
         o.equivalence_margin = margin;
         o.noninferiority_margin = margin;
@@ -408,6 +411,45 @@ dtype element_type(const py::array& a, bool bf16, std::string_view fn, std::stri
                          " must be float32, float16 or bfloat16, got " + dt_name);
 }
 
+// Token positions from Python: integers (a TypeError naming `name` for floats, complex or objects)
+// in [0, 2^31 - 1], the range of position_t, checked before the conversion (never wrapped).
+std::vector<position_t> positions_of(const py::object& value, std::string_view fn, std::string_view name) {
+  const auto a = py::array::ensure(value);
+  if (!a) throw py::type_error(std::string(fn) + ": " + std::string(name) + " must be an array of integers");
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u' && !(a.size() == 0 && kind == 'f'))
+    throw py::type_error(std::string(fn) + ": " + std::string(name) + " must hold integers, got dtype " +
+                         py::cast<std::string>(a.dtype().attr("name")));
+  if (a.ndim() != 1)
+    throw shape_mismatch(std::string(fn) + ": " + std::string(name) + " must be 1-dimensional, got " +
+                         std::to_string(a.ndim()) + " dimensions");
+  const auto wide = py::array_t<std::int64_t, py::array::forcecast>::ensure(a);  // exact for int64/uint32
+  if (kind == 'u' && a.dtype().itemsize() == 8) {  // uint64 above 2^63 would wrap in int64
+    const auto u = py::array_t<std::uint64_t, py::array::forcecast>::ensure(a);
+    for (py::ssize_t t = 0; t < u.shape(0); ++t)
+      if (u.at(t) > static_cast<std::uint64_t>(std::numeric_limits<position_t>::max()))
+        throw invalid_argument(std::string(fn) + ": " + std::string(name) + "[" + std::to_string(t) +
+                               "] must lie in [0, 2^31 - 1], got " + std::to_string(u.at(t)));
+  }
+  std::vector<position_t> out(static_cast<std::size_t>(wide.shape(0)));
+  for (py::ssize_t t = 0; t < wide.shape(0); ++t) {
+    const std::int64_t x = wide.at(t);
+    if (x < 0 || x > std::numeric_limits<position_t>::max())
+      throw invalid_argument(std::string(fn) + ": " + std::string(name) + "[" + std::to_string(t) +
+                             "] must lie in [0, 2^31 - 1], got " + std::to_string(x));
+    out[static_cast<std::size_t>(t)] = static_cast<position_t>(x);
+  }
+  return out;
+}
+
+// Worker threads of the KV functions: 0 (all cores) to 1024, as the estimators' `threads`.
+unsigned threads_of(std::int64_t threads, std::string_view fn) {
+  if (threads < 0 || threads > 1024)
+    throw invalid_argument(std::string(fn) + ": threads must lie in [0, 1024] (0 = all cores), got " +
+                           std::to_string(threads));
+  return static_cast<unsigned>(threads);
+}
+
 // What the Python caller gives: K and V [layers][tokens][kv_heads][head_dim], positions, RoPE.
 struct block_input {
   py::array k, v;
@@ -476,11 +518,11 @@ kv_block make_block(const block_input& in, std::string_view fn) {
     copy(vc, true);
   }
   if (!in.positions.is_none()) {
-    const auto p = py::array_t<position_t, py::array::c_style | py::array::forcecast>::ensure(in.positions);
-    if (!p || p.ndim() != 1 || p.shape(0) != T)
+    const auto p = positions_of(in.positions, fn, "positions");
+    if (static_cast<std::int64_t>(p.size()) != T)
       throw shape_mismatch(std::string(fn) + ": positions must be 1-dimensional with one entry per token (" +
                            std::to_string(T) + ")");
-    std::copy(p.data(), p.data() + T, b.positions().begin());
+    std::copy(p.begin(), p.end(), b.positions().begin());
   }
   return b;
 }
@@ -540,6 +582,10 @@ index_range band_of(const py::object& band, std::string_view fn, std::string_vie
     throw invalid_argument(std::string(fn) + ": " + std::string(name) + " must be (first, last)");
   r.first = t[0].cast<std::int64_t>();
   if (!t[1].is_none()) r.last = t[1].cast<std::int64_t>();
+  if (r.first < 0 || r.last <= r.first)
+    throw invalid_argument(std::string(fn) + ": " + std::string(name) +
+                           " must be (first, last) with 0 <= first < last (last None: to the end), got (" +
+                           std::to_string(r.first) + ", " + std::to_string(r.last) + ")");
   return r;
 }
 
@@ -563,8 +609,13 @@ void bind_kv_transforms(py::module_& m) {
       [](K k, K v, double sigma, py::object positions, std::string pairing, double theta,
          std::int32_t rotary_dims, py::object layers, std::int32_t n_layers, bool bf16,
          const std::string& scale, const std::string& part, const py::object& layer_band,
-         const py::object& token_band, std::uint64_t seed, std::uint64_t item, unsigned threads) {
+         const py::object& token_band, std::uint64_t seed, std::uint64_t item, std::int64_t threads) {
         constexpr std::string_view fn = "add_noise";
+        if (!std::isfinite(sigma) ||
+            (scale == "snr_db" ? std::fabs(sigma) > 1000.0 : !(sigma >= 0 && sigma <= 1e6)))
+          throw invalid_argument(std::string(fn) + ": sigma must be finite and lie in " +
+                                 (scale == "snr_db" ? "[-1000, 1000] dB" : "[0, 1e6] (relative to the RMS)") +
+                                 ", got " + detail::number_text(sigma));
         auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
                                      std::move(layers), n_layers, bf16),
                             fn);
@@ -576,7 +627,7 @@ void bind_kv_transforms(py::module_& m) {
         s.tokens = band_of(token_band, fn, "token_band");
         s.seed = seed;
         s.item = item;
-        s.threads = threads;
+        s.threads = threads_of(threads, fn);
         noise_record r;
         {
           py::gil_scoped_release unlocked;
@@ -597,7 +648,7 @@ void bind_kv_transforms(py::module_& m) {
       "quantize_roundtrip",
       [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
          py::object layers, std::int32_t n_layers, bool bf16, const std::string& scheme,
-         std::int32_t group_size, bool keys_per_channel, unsigned threads) {
+         std::int32_t group_size, bool keys_per_channel, std::int64_t threads) {
         constexpr std::string_view fn = "quantize_roundtrip";
         auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
                                      std::move(layers), n_layers, bf16),
@@ -608,7 +659,7 @@ void bind_kv_transforms(py::module_& m) {
         quantize_record r;
         {
           py::gil_scoped_release unlocked;
-          r = quantize_roundtrip(b, s, threads);
+          r = quantize_roundtrip(b, s, threads_of(threads, fn));
         }
         const auto arrays = block_arrays(std::move(b), k);
         py::dict rec("scheme"_a = std::string(quant_scheme_name(r.scheme)), "group_size"_a = r.group_size,
@@ -650,14 +701,13 @@ void bind_kv_transforms(py::module_& m) {
   m.def(
       "set_positions",
       [](K k, K v, py::object positions, std::string pairing, double theta, std::int32_t rotary_dims,
-         py::object layers, std::int32_t n_layers, bool bf16,
-         const py::array_t<position_t, py::array::c_style | py::array::forcecast>& to) {
+         py::object layers, std::int32_t n_layers, bool bf16, const py::object& to) {
         constexpr std::string_view fn = "set_positions";
+        const auto new_positions = positions_of(to, fn, "new_positions");
         auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
                                      std::move(layers), n_layers, bf16),
                             fn);
-        if (to.ndim() != 1) throw shape_mismatch(std::string(fn) + ": new_positions must be 1-dimensional");
-        set_positions(b, std::span<const position_t>(to.data(), static_cast<std::size_t>(to.shape(0))));
+        set_positions(b, new_positions);
         return block_arrays(std::move(b), k);
       },
       "k"_a, "v"_a, py::kw_only(), LATENTAUDIT_PY_BLOCK_ARGS, "new_positions"_a,
@@ -725,8 +775,16 @@ void bind_kv_selection(py::module_& m) {
       "layer: then absent tokens are masked): a dict of k, v, positions, layers, token_mask "
       "([layers][tokens] "
       "0/1, None when every layer keeps every token).");
-  m.def("tokens_sinks_window", &tokens_sinks_window, "n"_a, "sinks"_a, "window"_a,
-        "StreamingLLM: the first `sinks` and the last `window` of n tokens.");
+  m.def(
+      "tokens_sinks_window",
+      [](std::int64_t n, std::int64_t sinks, std::int64_t window) {
+        // n bounded by the positions' range before any work
+        if (n < 0 || n > std::numeric_limits<position_t>::max())
+          throw invalid_argument("tokens_sinks_window: n must lie in [0, 2^31 - 1] (token positions), got " +
+                                 std::to_string(n));
+        return tokens_sinks_window(n, sinks, window);
+      },
+      "n"_a, "sinks"_a, "window"_a, "StreamingLLM: the first `sinks` and the last `window` of n tokens.");
   m.def(
       "tokens_heavy_hitters",
       [](const f64_array& scores, std::int64_t heavy, std::int64_t recent) {

@@ -148,9 +148,10 @@ struct kv_selection {
                                                                    std::int64_t window) {
   detail::check_in_range("tokens_sinks_window", "sinks", sinks, 0, std::int64_t{1} << 40);
   detail::check_in_range("tokens_sinks_window", "window", window, 0, std::int64_t{1} << 40);
-  std::vector<std::int64_t> out;
-  for (std::int64_t t = 0; t < n; ++t)
-    if (t < sinks || t >= n - window) out.push_back(t);
+  std::vector<std::int64_t> out;  // [0, sinks) then [n - window, n), ascending, each token once
+  const std::int64_t head = std::clamp<std::int64_t>(sinks, 0, std::max<std::int64_t>(n, 0));
+  for (std::int64_t t = 0; t < head; ++t) out.push_back(t);
+  for (std::int64_t t = std::max(head, n - window); t < n; ++t) out.push_back(t);
   return out;
 }
 
