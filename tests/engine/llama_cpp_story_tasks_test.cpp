@@ -105,24 +105,51 @@ std::vector<std::string> story_texts(const task_entry& e) {
 
 }  // namespace
 
-TEST_CASE("story task generator: every text inside both real vocabularies, deterministic from its seed",
-          "[engine][llama_cpp][real_models][story_generator]") {
-  LATENTAUDIT_REAL_MODELS_OR_SKIP(m);
-  const auto path = test::generate_story_tasks("vocab.jsonl", "--tasks 300 --seed 7");
-  const auto again = test::generate_story_tasks("vocab-again.jsonl", "--tasks 300 --seed 7");
-  if (!path || !again) {
+TEST_CASE("story task generator: a function of its options, the regime shares, the fields of a task",
+          "[engine][llama_cpp][story_generator]") {
+  const auto path = test::generate_story_tasks("shares.jsonl", "--tasks 300 --seed 7");
+  const auto again = test::generate_story_tasks("shares-again.jsonl", "--tasks 300 --seed 7");
+  const auto other = test::generate_story_tasks("shares-other.jsonl", "--tasks 300 --seed 8");
+  if (!path || !again || !other) {
     WARN("SKIPPED(python3): no /usr/bin/python3, tools/tasks/story_tasks.py not run");
     return;
   }
   const auto file = read_task_file(*path);
   CHECK(file.sha256 == read_task_file(*again).sha256);  // a function of the options alone
+  CHECK(file.sha256 != read_task_file(*other).sha256);
   REQUIRE(file.tasks.size() == 300);
+  CHECK(file.header.scoring == task_scoring::word_prefix);
   std::map<task_regime, int> regimes;
-  for (const auto& e : file.tasks) ++regimes[e.regime];
+  for (const auto& e : file.tasks) {
+    ++regimes[e.regime];
+    CHECK(e.continuation.text);  // every task continues its story
+    CHECK(e.instruction.text);
+    REQUIRE(e.queries.size() == 1);
+    // the continuation starts with the answer; a stale task's old value differs from it
+    CHECK(e.continuation.text->rfind(*e.queries[0].answers[0].text, 0) == 0);
+    CHECK(e.text_document.text.has_value() == (e.regime == task_regime::stale));
+    CHECK(e.prompt.text.has_value() ==
+          (e.regime == task_regime::no_need || e.regime == task_regime::conflict));
+    if (e.regime == task_regime::stale)
+      CHECK(*e.queries[0].stale_answer.text != *e.queries[0].answers[0].text);
+    if (e.regime == task_regime::no_need) CHECK(*e.prompt.text == " " + *e.document.text);
+    if (e.regime == task_regime::conflict) CHECK(*e.prompt.text != " " + *e.document.text);
+  }
   CHECK(regimes[task_regime::need] == 150);  // the default shares: 0.2 no_need, 0.15 stale and conflict
   CHECK(regimes[task_regime::no_need] == 60);
   CHECK(regimes[task_regime::stale] == 45);
   CHECK(regimes[task_regime::conflict] == 45);
+}
+
+TEST_CASE("story task generator: every text inside both real vocabularies, every task loads on both",
+          "[engine][llama_cpp][real_models][story_generator]") {
+  LATENTAUDIT_REAL_MODELS_OR_SKIP(m);
+  const auto path = test::generate_story_tasks("vocab.jsonl", "--tasks 300 --seed 7");
+  if (!path) {
+    WARN("SKIPPED(python3): no /usr/bin/python3, tools/tasks/story_tasks.py not run");
+    return;
+  }
+  const auto file = read_task_file(*path);
   // stories260K: 512 SentencePiece pieces without byte pieces (a character outside them is <unk>,
   // id 0); TinyStories-656K: BPE whose byte fallback has no <0xNN> pieces (the reader emits unk).
   const auto spm = llama_cpp_tokenizer::load(m.stories260k());
