@@ -6,7 +6,7 @@
 // through its map, a stale cache (cache_age_versions 1) gets text, a fresh cache between identical
 // fingerprints without prompt overlap is relayed, organism-b's sender gets text, each naming its
 // rule; every audit request sent through `--requests` reproduces report.json's policy_replay;
-// malformed input exits 2 naming the field.
+// `latentaudit diff` reads the rules; malformed input exits 2 naming the field.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -187,6 +187,33 @@ TEST_CASE(
           Approx(static_cast<double>(relayed) / static_cast<double>(ds.size())).epsilon(1e-12));
     CHECK(relayed > 0);
     CHECK(relayed < ds.size());
+  }
+
+  SECTION("diff reads the rules: a changed action is a removed and an added rule") {
+    const auto same = la::test::ok_json({"diff", report, report, "--json"});
+    CHECK(same.at("rules").at("removed").as_array().empty());
+    CHECK(same.at("rules").at("added").as_array().empty());
+    la::json_value edited = doc;
+    la::json_value dec = doc.at("decision");
+    la::json_value rs = dec.at("rules");
+    REQUIRE(rs.as_array()[0].at("rests_on").at("check").as_string() == "freshness");
+    rs.as_array()[0].set("action", "relay");
+    dec.set("rules", std::move(rs));
+    edited.set("decision", std::move(dec));
+    const auto after = base / "relay_stale.json";
+    write_text(after, la::write_json(edited));
+    const auto d = la::test::ok_json({"diff", report, after.string(), "--json"});
+    REQUIRE(d.at("rules").at("removed").as_array().size() == 1);
+    CHECK(d.at("rules").at("removed").at(0).as_string() == "cache_age_versions >= 1 -> text");
+    CHECK(d.at("rules").at("added").at(0).as_string() == "cache_age_versions >= 1 -> relay");
+    rs = edited.at("decision").at("rules");
+    rs.as_array()[1].set("action", "teleport");
+    dec = edited.at("decision");
+    dec.set("rules", std::move(rs));
+    edited.set("decision", std::move(dec));
+    write_text(after, la::write_json(edited));
+    la::test::expect_one_line_error(la::test::run_cli({"diff", report, after.string()}),
+                                    "field 'decision.rules[1].action' is an unknown action 'teleport'");
   }
 
   SECTION("bad input exits 2 naming the option, file, line or field") {

@@ -5,6 +5,7 @@
 // when relay_allowed went from true to false (the before/after gate of a pull request), else 0.
 #include <latentaudit/core/data_table.hpp>
 #include <latentaudit/core/json.hpp>
+#include <latentaudit/serve/relay_policy.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -29,7 +30,8 @@ std::vector<option_spec> diff_options() {
 
 const char* diff_description =
     "Compares two audits' report.json (or their directories): the decision (relay_allowed, verdict),\n"
-    "each check of the decision's checklist, the policy lines, findings whose verdict flipped,\n"
+    "each check of the decision's checklist, the policy lines and their rules (decision.rules as\n"
+    "'when -> action'), findings whose verdict flipped,\n"
     "appeared or disappeared, and findings whose estimate moved outside the other report's interval.\n"
     "Exit 1 when relay_allowed went from true to false (a gate for a pull request), 0 otherwise\n"
     "(also when nothing changed), 2 for unreadable or malformed input.\n";
@@ -44,6 +46,9 @@ struct report_view {
   std::string verdict;
   std::map<std::string, std::string> checks;  // check -> passed ("yes", "no", ...)
   std::vector<std::string> policy;
+  /// decision.rules (read by relay_policy, the one reader) as "when -> action": what a scheduler
+  /// does, without the prose; empty for a report.json written before the rules existed
+  std::vector<std::string> rules;
   struct finding_view {
     std::string verdict;
     double estimate = NAN, ci_low = NAN, ci_high = NAN;
@@ -67,6 +72,16 @@ const json_value& member(const json_value& o, const std::string& path, const std
 double number_or_nan(const json_value& o, const char* key) {
   const json_value* v = o.find(key);
   return v != nullptr && v->kind() == json_kind::number ? v->as_number() : NAN;
+}
+
+/// A rule as "feature op value and ... -> action [map]" ("always -> relay" without conditions).
+std::string rule_signature(const policy_rule& r) {
+  std::string out;
+  for (const auto& c : r.when)
+    out += (out.empty() ? "" : " and ") + c.feature + " " + c.op + " " +
+           (c.other.empty() ? write_json(c.value) : c.other);
+  out = (out.empty() ? "always" : out) + " -> " + std::string(relay_action_name(r.action));
+  return r.map.empty() ? out : out + " " + r.map;
 }
 
 report_view read_report(std::string path) {
@@ -100,6 +115,17 @@ report_view read_report(std::string path) {
     for (const auto& line : pl->as_array()) {
       if (line.kind() != json_kind::string) malformed(path, "decision.policy", "must hold strings");
       r.policy.push_back(line.as_string());
+    }
+  }
+  if (d.find("rules") != nullptr) {
+    try {
+      const relay_policy policy = relay_policy::from_json(doc);
+      for (const auto& rule : policy.rules()) r.rules.push_back(rule_signature(rule));
+    } catch (const latentaudit::invalid_argument& e) {
+      std::string what = e.what();
+      const std::string lib = "relay_policy: argument ";
+      if (what.rfind(lib, 0) == 0) what = "field " + what.substr(lib.size());
+      throw usage_error("diff: " + path + ": " + what);
     }
   }
   for (const auto& f : member(doc, path, "", "findings", json_kind::array, "an array").as_array()) {
@@ -160,6 +186,16 @@ json_value compare(const report_view& a, const report_view& b) {
   policy.set("removed", std::move(removed));
   policy.set("added", std::move(added));
   out.set("policy", std::move(policy));
+  json_value rules_removed = json_value::array(), rules_added = json_value::array();
+  const std::set<std::string> ra(a.rules.begin(), a.rules.end()), rb(b.rules.begin(), b.rules.end());
+  for (const auto& l : a.rules)
+    if (!rb.count(l)) rules_removed.push_back(l);
+  for (const auto& l : b.rules)
+    if (!ra.count(l)) rules_added.push_back(l);
+  json_value rules = json_value::object();
+  rules.set("removed", std::move(rules_removed));
+  rules.set("added", std::move(rules_added));
+  out.set("rules", std::move(rules));
   json_value flipped = json_value::array(), moved = json_value::array(), gone = json_value::array(),
              fresh = json_value::array();
   for (const auto& [id, fa] : a.findings) {
@@ -225,6 +261,9 @@ void print_text(const report_view& a, const report_view& b, const json_value& d)
   const auto& pol = d.at("policy");
   print_section("policy lines removed", pol.at("removed"), [](const json_value& l) { return l.as_string(); });
   print_section("policy lines added", pol.at("added"), [](const json_value& l) { return l.as_string(); });
+  const auto& rules = d.at("rules");
+  print_section("rules removed", rules.at("removed"), [](const json_value& l) { return l.as_string(); });
+  print_section("rules added", rules.at("added"), [](const json_value& l) { return l.as_string(); });
   const auto& f = d.at("findings");
   print_section("findings whose verdict flipped", f.at("flipped"), [](const json_value& x) {
     return x.at("id").as_string() + ": " + x.at("before").as_string() + " -> " + x.at("after").as_string();
