@@ -197,7 +197,8 @@ LATENTAUDIT_INLINE json_value decision_json(const audit_report& r) {
     dec.set("policy", std::move(pol));
     // the policy as data (docs/policy.schema.json): each rule with its line, and their replay
     json_value rules = json_value::array_type{};
-    for (std::size_t i = 0; i < r.decision.rules.size(); ++i) rules.push_back(policy_rule_json(r.decision.rules[i], i));
+    for (std::size_t i = 0; i < r.decision.rules.size(); ++i)
+      rules.push_back(policy_rule_json(r.decision.rules[i], i));
     dec.set("rules", std::move(rules));
     const policy_replay& pr = r.decision.replay;
     json_value rep;
