@@ -49,10 +49,14 @@ enum class relay_action {
 /// @brief The JSON name of an action ("relay", "relay_through_map", "text", "no_communication").
 [[nodiscard]] constexpr std::string_view relay_action_name(relay_action a) noexcept {
   switch (a) {
-    case relay_action::relay: return "relay";
-    case relay_action::relay_through_map: return "relay_through_map";
-    case relay_action::text: return "text";
-    case relay_action::no_communication: return "no_communication";
+    case relay_action::relay:
+      return "relay";
+    case relay_action::relay_through_map:
+      return "relay_through_map";
+    case relay_action::text:
+      return "text";
+    case relay_action::no_communication:
+      return "no_communication";
   }
   return "text";
 }
@@ -62,9 +66,9 @@ enum class policy_feature_kind { string, number, boolean, string_list };
 
 /// @brief One request feature a rule may read: its name, kind and meaning.
 struct policy_feature_spec {
-  std::string_view name;       ///< the JSON key of the request and of a condition's `feature`
-  policy_feature_kind kind;    ///< its value's kind
-  std::string_view meaning;    ///< one line for the docs and error messages
+  std::string_view name;     ///< the JSON key of the request and of a condition's `feature`
+  policy_feature_kind kind;  ///< its value's kind
+  std::string_view meaning;  ///< one line for the docs and error messages
 };
 
 /// @brief Every feature a rule may read (a request with another key is refused).
@@ -110,9 +114,9 @@ struct policy_condition {
 struct policy_rule {
   std::size_t line = 0;  ///< index of its prose line in decision.policy (several rules may share one)
   std::string text;      ///< that prose line
-  std::vector<policy_condition> when;         ///< all must hold; empty = always
-  relay_action action = relay_action::text;   ///< what the stack does
-  std::string map;                            ///< relay_through_map: the cache map's id ("" otherwise)
+  std::vector<policy_condition> when;        ///< all must hold; empty = always
+  relay_action action = relay_action::text;  ///< what the stack does
+  std::string map;                           ///< relay_through_map: the cache map's id ("" otherwise)
   std::string check;    ///< the checklist item the rule rests on (freshness, map_<arm>, value, ...)
   std::string finding;  ///< the finding behind that check ("" when none was computed)
   double estimate = std::numeric_limits<double>::quiet_NaN();  ///< the finding's estimate (NaN: none)
@@ -175,10 +179,14 @@ inline std::string unknown_feature_text(std::string_view name) {
 
 inline std::string_view feature_kind_text(policy_feature_kind k) noexcept {
   switch (k) {
-    case policy_feature_kind::string: return "a string";
-    case policy_feature_kind::number: return "a number";
-    case policy_feature_kind::boolean: return "a boolean";
-    case policy_feature_kind::string_list: return "an array of strings";
+    case policy_feature_kind::string:
+      return "a string";
+    case policy_feature_kind::number:
+      return "a number";
+    case policy_feature_kind::boolean:
+      return "a boolean";
+    case policy_feature_kind::string_list:
+      return "an array of strings";
   }
   return "a value";
 }
@@ -217,7 +225,8 @@ inline void check_feature_value(std::string_view fn, const std::string& where, c
                        (f.kind == policy_feature_kind::string_list && v.is_array());
   if (!kind_ok)
     throw_invalid(fn, where,
-                  "must be " + std::string(feature_kind_text(f.kind)) + ", got " + std::string(json_kind_name(v.kind())));
+                  "must be " + std::string(feature_kind_text(f.kind)) + ", got " +
+                      std::string(json_kind_name(v.kind())));
   if (v.is_string() && v.as_string().size() > policy_max_string)
     throw_invalid(fn, where, "is longer than " + number_text(policy_max_string) + " bytes");
   if (v.is_array()) {
@@ -233,7 +242,8 @@ inline void check_feature_value(std::string_view fn, const std::string& where, c
     throw_invalid(fn, where, "must lie in [0, 1], got " + number_text(x));
   if (f.name == "cache_age_versions" && !(x >= 0.0 && x <= json_max_exact_integer && std::trunc(x) == x))
     throw_invalid(fn, where, "must be an integer >= 0, got " + number_text(x));
-  if (!(x >= 0.0 && std::isfinite(x))) throw_invalid(fn, where, "must be a finite number >= 0, got " + number_text(x));
+  if (!(x >= 0.0 && std::isfinite(x)))
+    throw_invalid(fn, where, "must be a finite number >= 0, got " + number_text(x));
 }
 
 // Checks one condition (feature known, operator fits its kind, value of its kind), naming `where`.
@@ -243,10 +253,12 @@ inline void check_condition(std::string_view fn, const std::string& where, const
   const bool any = c.op == "==" || c.op == "!=";
   const bool order = c.op == ">=" || c.op == ">" || c.op == "<=" || c.op == "<";
   if (!any && !order && c.op != "contains")
-    throw_invalid(fn, where + ".op", "is an unknown operator '" + c.op + "' (==, !=, >=, >, <=, <, contains)");
+    throw_invalid(fn, where + ".op",
+                  "is an unknown operator '" + c.op + "' (==, !=, >=, >, <=, <, contains)");
   if (f->kind == policy_feature_kind::string_list) {
     if (c.op != "contains")
-      throw_invalid(fn, where + ".op", "must be 'contains' for the feature " + c.feature + ", got '" + c.op + "'");
+      throw_invalid(fn, where + ".op",
+                    "must be 'contains' for the feature " + c.feature + ", got '" + c.op + "'");
     if (!c.value.is_string()) throw_invalid(fn, where + ".value", "must be a map id (a string)");
     return;
   }
@@ -258,7 +270,8 @@ inline void check_condition(std::string_view fn, const std::string& where, const
     const policy_feature_spec* g = policy_feature(c.other);
     if (g == nullptr) throw_invalid(fn, where + ".other", unknown_feature_text(c.other));
     if (g->kind != f->kind)
-      throw_invalid(fn, where + ".other", "must be a feature of the kind of " + c.feature + ", got " + c.other);
+      throw_invalid(fn, where + ".other",
+                    "must be a feature of the kind of " + c.feature + ", got " + c.other);
     if (!c.value.is_null()) throw_invalid(fn, where + ".value", "must be null (or absent) with 'other'");
     return;
   }
@@ -301,8 +314,9 @@ inline bool condition_holds(const policy_condition& c, const relay_request& r, s
 [[nodiscard]] inline relay_request parse_relay_request(const json_value& request) {
   constexpr std::string_view fn = "relay_policy";
   if (!request.is_object())
-    detail::throw_invalid(fn, "request", "must be a JSON object of features, got " +
-                                             std::string(json_kind_name(request.kind())));
+    detail::throw_invalid(
+        fn, "request",
+        "must be a JSON object of features, got " + std::string(json_kind_name(request.kind())));
   relay_request r;
   for (const auto& [key, v] : request.as_object()) {
     const policy_feature_spec* f = detail::policy_feature(key);
@@ -335,8 +349,9 @@ inline bool condition_holds(const policy_condition& c, const relay_request& r, s
   j.set("text", r.text);
   json_value when = json_value::array();
   for (const auto& c : r.when)
-    when.push_back(c.other.empty() ? json_value::object({{"feature", c.feature}, {"op", c.op}, {"value", c.value}})
-                                   : json_value::object({{"feature", c.feature}, {"op", c.op}, {"other", c.other}}));
+    when.push_back(c.other.empty()
+                       ? json_value::object({{"feature", c.feature}, {"op", c.op}, {"value", c.value}})
+                       : json_value::object({{"feature", c.feature}, {"op", c.op}, {"other", c.other}}));
   j.set("when", std::move(when));
   j.set("action", relay_action_name(r.action));
   j.set("map", r.action == relay_action::relay_through_map ? json_value(r.map) : json_value());
@@ -381,14 +396,17 @@ inline void policy_known_keys(const json_value& o, std::span<const std::string_v
                               const std::string& where) {
   for (const auto& m : o.as_object())
     if (std::find(keys.begin(), keys.end(), m.first) == keys.end())
-      throw_invalid("relay_policy", where + "." + m.first, "is not a field of the policy schema (docs/policy.schema.json)");
+      throw_invalid("relay_policy", where + "." + m.first,
+                    "is not a field of the policy schema (docs/policy.schema.json)");
 }
 
 // The `rests_on` object of a rule.
 inline void parse_rests_on(policy_rule& r, const json_value& j, const std::string& where) {
   const json_value* on = j.find("rests_on");
-  if (on == nullptr || !on->is_object()) throw_invalid("relay_policy", where + ".rests_on", "must be an object");
-  static constexpr std::array<std::string_view, 6> keys = {"check", "finding", "estimate", "lo", "hi", "verdict"};
+  if (on == nullptr || !on->is_object())
+    throw_invalid("relay_policy", where + ".rests_on", "must be an object");
+  static constexpr std::array<std::string_view, 6> keys = {"check", "finding", "estimate",
+                                                           "lo",    "hi",      "verdict"};
   policy_known_keys(*on, keys, where + ".rests_on");
   r.check = policy_string(*on, "check", where + ".rests_on");
   r.finding = policy_string(*on, "finding", where + ".rests_on", true);
@@ -404,26 +422,33 @@ inline void parse_rests_on(policy_rule& r, const json_value& j, const std::strin
 inline policy_rule parse_policy_rule(const json_value& j, std::size_t i) {
   const std::string where = "decision.rules[" + number_text(i) + "]";
   if (!j.is_object()) throw_invalid("relay_policy", where, "must be an object");
-  static constexpr std::array<std::string_view, 7> keys = {"index", "line", "text", "when", "action", "map", "rests_on"};
+  static constexpr std::array<std::string_view, 7> keys = {"index",  "line", "text",    "when",
+                                                           "action", "map",  "rests_on"};
   policy_known_keys(j, keys, where);
   policy_rule r;
   const double line = policy_number(j, "line", where), index = policy_number(j, "index", where);
   if (!(line >= 0 && line < 1e6 && std::trunc(line) == line))
     throw_invalid("relay_policy", where + ".line", "must be an integer >= 0");
-  if (index != static_cast<double>(i)) throw_invalid("relay_policy", where + ".index", "must equal " + number_text(i));
+  if (index != static_cast<double>(i))
+    throw_invalid("relay_policy", where + ".index", "must equal " + number_text(i));
   r.line = static_cast<std::size_t>(line);
   r.text = policy_string(j, "text", where);
   const std::string action = policy_string(j, "action", where);
-  if (action == "relay") r.action = relay_action::relay;
-  else if (action == "relay_through_map") r.action = relay_action::relay_through_map;
-  else if (action == "text") r.action = relay_action::text;
-  else if (action == "no_communication") r.action = relay_action::no_communication;
+  if (action == "relay")
+    r.action = relay_action::relay;
+  else if (action == "relay_through_map")
+    r.action = relay_action::relay_through_map;
+  else if (action == "text")
+    r.action = relay_action::text;
+  else if (action == "no_communication")
+    r.action = relay_action::no_communication;
   else
     throw_invalid("relay_policy", where + ".action",
                   "is an unknown action '" + action + "' (relay, relay_through_map, text, no_communication)");
   r.map = policy_string(j, "map", where, true);
   if ((r.action == relay_action::relay_through_map) != !r.map.empty())
-    throw_invalid("relay_policy", where + ".map", "must be a map id exactly when the action is relay_through_map");
+    throw_invalid("relay_policy", where + ".map",
+                  "must be a map id exactly when the action is relay_through_map");
   const json_value* when = j.find("when");
   if (when == nullptr || !when->is_array() || when->size() > policy_max_when)
     throw_invalid("relay_policy", where + ".when", "must be an array of at most 64 conditions");
@@ -467,8 +492,8 @@ class relay_policy {
       : rules_(std::move(rules)), verdict_(std::move(verdict)), relay_allowed_(relay_allowed) {
     for (std::size_t i = 0; i < rules_.size(); ++i)
       for (std::size_t k = 0; k < rules_[i].when.size(); ++k)
-        detail::check_condition("relay_policy", "rules[" + detail::number_text(i) + "].when[" +
-                                                    detail::number_text(k) + "]",
+        detail::check_condition("relay_policy",
+                                "rules[" + detail::number_text(i) + "].when[" + detail::number_text(k) + "]",
                                 rules_[i].when[k]);
   }
 
@@ -479,7 +504,8 @@ class relay_policy {
   [[nodiscard]] static relay_policy from_json(const json_value& report) {
     if (!report.is_object()) detail::throw_invalid("relay_policy", "report", "must be a JSON object");
     const json_value* d = report.find("decision");
-    if (d == nullptr || !d->is_object()) detail::throw_invalid("relay_policy", "decision", "must be an object");
+    if (d == nullptr || !d->is_object())
+      detail::throw_invalid("relay_policy", "decision", "must be an object");
     const json_value* rules = d->find("rules");
     if (rules == nullptr || !rules->is_array())
       detail::throw_invalid("relay_policy", "decision.rules",
@@ -524,9 +550,11 @@ class relay_policy {
         continue;
       return {rule.action, rule.map, i, rule.text, rule.check};
     }
-    return {relay_action::text, {}, std::nullopt,
-            "no rule fired (the policy has " + detail::number_text(rules_.size()) +
-                " rules; verdict " + (verdict_.empty() ? std::string("unknown") : verdict_) +
+    return {relay_action::text,
+            {},
+            std::nullopt,
+            "no rule fired (the policy has " + detail::number_text(rules_.size()) + " rules; verdict " +
+                (verdict_.empty() ? std::string("unknown") : verdict_) +
                 "): send text, which relays no cache",
             {}};
   }
@@ -534,7 +562,9 @@ class relay_policy {
   /// @brief decide() of a request given as JSON (parse_relay_request, strict).
   /// @param request the request object
   /// @throws invalid_argument naming `request.<key>` (parse_relay_request, decide)
-  [[nodiscard]] relay_choice decide(const json_value& request) const { return decide(parse_relay_request(request)); }
+  [[nodiscard]] relay_choice decide(const json_value& request) const {
+    return decide(parse_relay_request(request));
+  }
 
   /// @brief The rules, in evaluation order.
   [[nodiscard]] const std::vector<policy_rule>& rules() const noexcept { return rules_; }
@@ -555,7 +585,8 @@ class relay_policy {
 /// and stale: true; no_need and conflict: false; absent otherwise), link, and `maps` as given.
 /// @param r the record of the request's relay arm (kv_full, a drifted or a cross_model sender)
 /// @param maps the map ids the stack holds for this sender
-[[nodiscard]] inline relay_request request_of_record(const trial_record& r, std::vector<std::string> maps = {}) {
+[[nodiscard]] inline relay_request request_of_record(const trial_record& r,
+                                                     std::vector<std::string> maps = {}) {
   relay_request q;
   if (!r.sender_fingerprint.empty()) q.sender_fingerprint = r.sender_fingerprint;
   if (!r.receiver_fingerprint.empty()) q.receiver_fingerprint = r.receiver_fingerprint;
@@ -608,13 +639,17 @@ class relay_policy {
       if (c.rule) ++out.by_rule[*c.rule];
       const trial_record* answer = nullptr;
       switch (c.action) {
-        case relay_action::relay: answer = s; break;
+        case relay_action::relay:
+          answer = s;
+          break;
         case relay_action::relay_through_map:
           answer = of_kind("kv_mapped", [&](const trial_record& m) {
             return m.map == c.map && m.sender_fingerprint == s->sender_fingerprint;
           });
           break;
-        case relay_action::text: answer = of_kind("text_full", [](const trial_record&) { return true; }); break;
+        case relay_action::text:
+          answer = of_kind("text_full", [](const trial_record&) { return true; });
+          break;
         case relay_action::no_communication:
           answer = of_kind("no_comm", [](const trial_record&) { return true; });
           break;
@@ -626,7 +661,8 @@ class relay_policy {
     }
   }
   if (out.resolved > 0) out.accuracy = static_cast<double>(out.correct) / static_cast<double>(out.resolved);
-  if (out.requests > 0) out.relay_share = static_cast<double>(out.relayed) / static_cast<double>(out.requests);
+  if (out.requests > 0)
+    out.relay_share = static_cast<double>(out.relayed) / static_cast<double>(out.requests);
   return out;
 }
 
