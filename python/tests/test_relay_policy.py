@@ -115,3 +115,77 @@ def test_same_answers_as_the_cli(tmp_path):
         assert (py["action"], py["map"], py["rule"], py["line"], py["check"]) == \
             (c["action"], c["map"], c["rule"], c["line"], c["check"])
     assert {c["action"] for c in got} == {"text", "no_communication", "relay_through_map", "relay"}
+
+
+# docs/policy.schema.json, checked with a small validator of the keywords it uses (no jsonschema
+# package needed) on the rules and the replay of a real audit (the reduced main-job design of
+# tests/cli/policy_cli_test.cpp: 200 items x 1 seed, the drift-300 sender and organism-b with maps).
+with open(os.path.join(os.environ.get("LATENTAUDIT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")),
+                       "docs", "policy.schema.json")) as _f:
+    SCHEMA = json.load(_f)
+
+
+def schema_errors(x, s=SCHEMA, path="$"):
+    known = {"$schema", "$id", "$ref", "$defs", "title", "description", "type", "required", "properties",
+             "additionalProperties", "items", "enum", "minimum", "maximum", "maxLength", "maxItems", "oneOf"}
+    assert not set(s) - known, set(s) - known
+    if "$ref" in s:
+        return schema_errors(x, {**SCHEMA["$defs"][s["$ref"][8:]], **{k: v for k, v in s.items() if k != "$ref"}},
+                             path)
+    kinds = {"null": lambda v: v is None, "boolean": lambda v: isinstance(v, bool),
+             "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+             "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+             "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
+             "object": lambda v: isinstance(v, dict)}
+    if "type" in s and not any(kinds[t](x) for t in (s["type"] if isinstance(s["type"], list) else [s["type"]])):
+        return [path + ": type"]
+    out = []
+    if "enum" in s and not any(x == e and type(x) is type(e) or (x is None and e is None) for e in s["enum"]):
+        out.append(path + ": enum")
+    if kinds["number"](x) and ("minimum" in s and x < s["minimum"] or "maximum" in s and x > s["maximum"]):
+        out.append(path + ": range")
+    if isinstance(x, str) and len(x) > s.get("maxLength", len(x)):
+        out.append(path + ": maxLength")
+    if isinstance(x, list):
+        if len(x) > s.get("maxItems", len(x)):
+            out.append(path + ": maxItems")
+        for i, e in enumerate(x):
+            out += schema_errors(e, s.get("items", {}), "%s[%d]" % (path, i))
+    if isinstance(x, dict):
+        out += [path + "." + k + ": required" for k in s.get("required", []) if k not in x]
+        for k, v in x.items():
+            if k in s.get("properties", {}):
+                out += schema_errors(v, s["properties"][k], path + "." + k)
+            elif s.get("additionalProperties", True) is False:
+                out.append(path + "." + k + ": additionalProperties")
+    if "oneOf" in s and sum(not schema_errors(x, sub, path) for sub in s["oneOf"]) != 1:
+        out.append(path + ": oneOf")
+    return out
+
+
+def test_schema_and_a_real_audit(tmp_path):
+    cli = os.environ.get("LATENTAUDIT_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the latentaudit CLI is not built here (LATENTAUDIT_CLI unset)")
+    assert schema_errors(REPORT["decision"]["rules"]) == []
+    bad = json.loads(json.dumps(REPORT["decision"]["rules"]))
+    bad[0]["action"] = "teleport"
+    bad[1]["when"][0]["feature"] = "colour"
+    assert schema_errors(bad) == ["$[0].action: enum", "$[1].when[0].feature: enum"]
+    models = os.path.join(os.environ.get("LATENTAUDIT_SOURCE_DIR", ""), "models")
+    subprocess.run([cli, "audit", "--model", os.path.join(models, "organism-a"), "--partner",
+                    os.path.join(models, "organism-b"), "--items", "200", "--seeds", "1", "--margin", "0.1",
+                    "--bootstrap", "200", "--arms",
+                    "no_comm,text_full,kv_full,cross_model,kv_drift_300,kv_mapped,kv_mapped_drift_300",
+                    "--no-need-fraction", "0.25", "--stale-fraction", "0.15", "--conflict-fraction", "0.15",
+                    "--out", str(tmp_path / "audit"), "--quiet"], check=True, capture_output=True)
+    report = json.loads((tmp_path / "audit" / "report.json").read_text())
+    d = report["decision"]
+    assert d["verdict"] == "relay with conditions"
+    assert schema_errors(d["rules"]) == []
+    assert schema_errors(d["policy_replay"], {"$ref": "#/$defs/replay"}) == []
+    assert {r["line"] for r in d["rules"]} == set(range(len(d["policy"])))  # every line has its rule
+    p = la.RelayPolicy(tmp_path / "audit")
+    assert p.rules == d["rules"]
+    actions = {r["action"] for r in d["rules"]}
+    assert actions == {"text", "no_communication", "relay_through_map", "relay"}
