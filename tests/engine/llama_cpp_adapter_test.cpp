@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/captured_stderr.hpp"
 #include "support/llama_cpp_engine.hpp"
 
 #include <sys/wait.h>
@@ -311,29 +312,20 @@ TEST_CASE("llama.cpp adapter: NaN weights give an error, never a NaN logit") {
 
 TEST_CASE(
     "llama.cpp adapter: llama.cpp's lines stay off stderr unless verbose, its first error is the reason") {
-  std::fflush(stderr);
-  const int saved = ::dup(2);
-  std::FILE* tmp = std::tmpfile();
-  REQUIRE(tmp != nullptr);
-  ::dup2(::fileno(tmp), 2);
   using detail::llama_cpp_warnings_log;
-  detail::llama_cpp_reset_reason();
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_INFO, "llama_model_loader: loaded meta data\n", nullptr);
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_WARN, "load: special token 9 (test case) replaced", nullptr);
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_CONT, " by token 2\n", nullptr);
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_DEBUG, "a debug line\n", nullptr);
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_ERROR, "llama_model_load: error loading model:", nullptr);
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_CONT, " tensor 'x' is out of bounds\n", nullptr);
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_ERROR, "llama_model_load_from_file: failed to load model\n", nullptr);
-  int verbose = 1;  // --verbose: every line as it comes
-  llama_cpp_warnings_log(GGML_LOG_LEVEL_INFO, "shown when verbose\n", &verbose);
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::rewind(tmp);
-  std::string got;
-  for (int c; (c = std::fgetc(tmp)) != EOF;) got.push_back(static_cast<char>(c));
-  std::fclose(tmp);
+  const std::string got = test::captured_stderr([&] {
+    detail::llama_cpp_reset_reason();
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_INFO, "llama_model_loader: loaded meta data\n", nullptr);
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_WARN, "load: special token 9 (test case) replaced", nullptr);
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_CONT, " by token 2\n", nullptr);
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_DEBUG, "a debug line\n", nullptr);
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_ERROR, "llama_model_load: error loading model:", nullptr);
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_CONT, " tensor 'x' is out of bounds\n", nullptr);
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_ERROR, "llama_model_load_from_file: failed to load model\n",
+                           nullptr);
+    int verbose = 1;  // --verbose: every line as it comes
+    llama_cpp_warnings_log(GGML_LOG_LEVEL_INFO, "shown when verbose\n", &verbose);
+  });
   CHECK(got == "shown when verbose\n");
   CHECK(detail::llama_cpp_last_reason() ==
         "llama_model_load: error loading model: tensor 'x' is out of bounds");

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 
+#include "support/captured_stderr.hpp"
 #include "support/catch.hpp"
 #include "support/real_models.hpp"
 
@@ -19,24 +20,7 @@ using namespace latentaudit;
 
 namespace {
 
-// Runs `f` with stderr sent to a temporary file and returns what was written there.
-template <class F>
-std::string captured_stderr(F&& f) {
-  std::fflush(stderr);
-  const int saved = ::dup(2);
-  std::FILE* tmp = std::tmpfile();
-  REQUIRE(tmp != nullptr);
-  ::dup2(::fileno(tmp), 2);
-  f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::rewind(tmp);
-  std::string got;
-  for (int c; (c = std::fgetc(tmp)) != EOF;) got.push_back(static_cast<char>(c));
-  std::fclose(tmp);
-  return got;
-}
+using test::captured_stderr;
 
 }  // namespace
 
