@@ -42,6 +42,9 @@ del _name
 # The result classes: reprs that lead with the estimate and its interval; numpydoc docstrings.
 _api.install_reprs()
 _docs.install_class_docs()
+# latentaudit.kv: numpydoc docstrings on thin wrappers of the extension's functions (_kv_docs.py).
+from . import _kv_docs  # noqa: E402
+_kv_docs.install(kv)
 
 
 __all__ = [

@@ -49,3 +49,30 @@ def test_examples_run(tmp_path):
             ran += len(test.examples)
     assert ran > 100
     assert runner.failures == 0
+
+
+def kv_functions():
+    return [getattr(la.kv, n) for n in sorted(dir(la.kv)) if not n.startswith("_") and callable(getattr(la.kv, n))]
+
+
+@pytest.mark.parametrize("fn", kv_functions(), ids=lambda f: f.__name__)
+def test_kv_function_has_numpydoc_sections_and_documents_every_parameter(fn):
+    doc = inspect.cleandoc(fn.__doc__)
+    for s in SECTIONS:
+        assert s in doc, (fn.__name__, s)
+    params = inspect.signature(fn).parameters
+    assert params, fn.__name__  # the extension's signature, not (*args, **kwargs)
+    for p in params:
+        assert "\n%s : " % p in doc, (fn.__name__, p)
+
+
+def test_kv_examples_run():
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    ran = 0
+    for fn in kv_functions():
+        for test in finder.find(fn, fn.__name__, globs={"la": la}):
+            runner.run(test)
+            ran += len(test.examples)
+    assert ran >= 2 * len(kv_functions())
+    assert runner.failures == 0
