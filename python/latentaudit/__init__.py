@@ -30,6 +30,7 @@ from ._latentaudit import (  # noqa: F401  (the public API)
 from . import _api
 from . import _docs
 from ._relay_policy import RelayPolicy  # noqa: F401  (the serving policy's evaluator)
+from ._relay_monitor import RelayMonitor  # noqa: F401  (the always-valid relay switch)
 
 # The estimators: the extension's functions behind one checking layer (_api.wrap: arguments named in
 # TypeErrors, pandas aligned by index, paired tests' degenerate data flagged by default), with the
@@ -59,7 +60,7 @@ __all__ = [
     "subgroup_effects", "paired_subgroup_effects", "multiple_test", "t_test_mde", "evalue_risk_ratio",
     "evalue_odds_ratio", "evalue_smd", "rosenbaum_signed_rank", "rosenbaum_critical_gamma",
     "run_sequential", "run_betting_sequential",
-    "read_records", "RecordWriter", "report", "kv", "RelayPolicy",
+    "read_records", "RecordWriter", "report", "kv", "RelayPolicy", "RelayMonitor",
 ]
 
 

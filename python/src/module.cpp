@@ -9,6 +9,8 @@ namespace py = pybind11;
 
 namespace latentaudit::python {
 void bind_relay_policy(py::module_& m);  // relay_policy.cpp: la.RelayPolicy's evaluator
+// relay_monitor.cpp: la.RelayMonitor's always-valid switch
+void bind_relay_monitor(py::module_& m);
 }  // namespace latentaudit::python
 
 PYBIND11_MODULE(_latentaudit, m) {
@@ -66,6 +68,7 @@ PYBIND11_MODULE(_latentaudit, m) {
   latentaudit::python::bind_estimators(m);
   latentaudit::python::bind_records(m);
   latentaudit::python::bind_relay_policy(m);
+  latentaudit::python::bind_relay_monitor(m);
   auto kv = m.def_submodule("kv", "KV transfer policies on arrays");
   latentaudit::python::bind_kv(kv);
 }
