@@ -35,6 +35,12 @@
 // risk (the claim: at most alpha = 0.05), the power (relay allowed with the condition), the rate of
 // the finding's error and the verdicts seen; and the power scenario (every risk easy to show).
 //
+// "verdicts/mcnemar_table" (issue 52 item 3) prints the table of docs/estimators/findings.md
+// "Superiority at one seed per item": on truncation_table's cells at one seed per item (margin cells
+// moved to the superiority null T − C = 0, same heterogeneity), the one-sided 0.05 rejection rates
+// of the betting tests the "beats" findings use, the paired t, exact conditional and mid-p McNemar,
+// with MC s.e. and the tests whose size exceeds α + 2 s.e. (cell i seeded 5200 + i).
+//
 // "verdicts/likelihood_table" (issues 50 and 52) prints the table of docs/audit-report.md
 // "Likelihood endpoints in the dependency check": for each cell of tests/report/likelihood_mc.hpp
 // at 30 and 60 need items × 2 seeds, the "yes" rate of the cell's finding (the continuation
@@ -42,9 +48,11 @@
 // of the decision's dependency check "yes" (relay carries A's information) and "no" (carries none),
 // and "no" beside a likelihood "yes" (never allowed).
 #include <latentaudit/estimators/betting.hpp>
+#include <latentaudit/estimators/paired_binary.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/students_t.hpp>
 
 #include <algorithm>
@@ -587,19 +595,19 @@ bool order_statistic_rejects(const std::vector<double>& x, double m0, double alp
   return upper_quantile(std::move(b), alpha) < -m0;
 }
 
-/// Prints the table: rejection rates of one-sided 0.05 tests at c ∈ {0.5, 0.75, 0.9, 0.95, 0.99}
-/// and of the paired t, on size cells (at the non-inferiority margin) and power cells, `reps`
-/// replicates per cell (seed 777 each), and the items all-concordant data need for
-/// non-inferiority at the margin 0.05; then the same for Gaffke's and Phan et al.'s order-statistic
-/// bounds (20 000 and 4000 draws of sorted uniforms per item count, seed 2906).
-void truncation_table(std::size_t reps, bool print) {
-  const double cs[] = {0.5, 0.75, 0.9, 0.95, 0.99};
-  struct cell {
-    std::string name;
-    sim::paired_binary_design d;
-    double m0;  // the null mean on [−1, 1]
-  };
-  std::vector<cell> cells;
+/// One cell of truncation_table (and of mcnemar_table, which reads the same cells at one seed per
+/// item): the design and the null mean on [−1, 1] its rejection rate is measured against.
+struct power_size_cell {
+  std::string name;
+  sim::paired_binary_design d;
+  double m0;  // the null mean on [−1, 1]
+};
+
+/// The size and power cells of truncation_table (the one owner of their definitions): size at the
+/// non-inferiority margin (T − C = −δ) over K ∈ {20, 50} × S ∈ {1, 3} × three heterogeneities ×
+/// {text at ceiling, both ways}, then the power cells.
+std::vector<power_size_cell> truncation_cells() {
+  std::vector<power_size_cell> cells;
   for (double conc : {0.0, 20.0, 2.0})
     for (std::size_t k : {20u, 50u})
       for (std::size_t sd : {1u, 3u}) {
@@ -633,6 +641,17 @@ void truncation_table(std::size_t reps, bool print) {
     d.uniforms = sim::unit_uniforms::common;
     cells.push_back({"power, NI, kv = text = 0.9 common", d, -delta});
   }
+  return cells;
+}
+
+/// Prints the table: rejection rates of one-sided 0.05 tests at c ∈ {0.5, 0.75, 0.9, 0.95, 0.99}
+/// and of the paired t, on size cells (at the non-inferiority margin) and power cells, `reps`
+/// replicates per cell (seed 777 each), and the items all-concordant data need for
+/// non-inferiority at the margin 0.05; then the same for Gaffke's and Phan et al.'s order-statistic
+/// bounds (20 000 and 4000 draws of sorted uniforms per item count, seed 2906).
+void truncation_table(std::size_t reps, bool print) {
+  const double cs[] = {0.5, 0.75, 0.9, 0.95, 0.99};
+  const auto cells = truncation_cells();
   if (print)
     std::printf(
         "\n| cell | K | S | a+b | t | c = 0.5 | c = 0.75 | c = 0.9 | c = 0.95 | c = 0.99 | Gaffke | Phan, T "
@@ -695,6 +714,132 @@ void BM_truncation_table(benchmark::State& state) {
   const auto reps = static_cast<std::size_t>(state.range(0));
   const bool print = state.range(1) != 0;
   for (auto _ : state) truncation_table(reps, print);
+}
+
+// ---- Superiority at one seed per item: betting against exact McNemar (issue 52 item 3) ----
+
+/// One-sided p-values of exact conditional McNemar for "P(T = 1, C = 0) ≤ P(T = 0, C = 1)" from the
+/// discordant counts b (treated only) and c (control only): exact P(X ≥ b) and mid-p P(X > b) +
+/// P(X = b) / 2, X ~ Binomial(b + c, 1/2). With one pair per item and items drawn independently,
+/// the pairs are independent and identically distributed whatever the items' heterogeneity, so the
+/// exact test has size at most α for the population mean T − C = P(b) − P(c) = 0 at every K
+/// (conditionally on b + c, b ~ Binomial(b + c, 1/2) under the null); mid-p is not guaranteed.
+struct mcnemar_one_sided {
+  double exact = 1.0, mid = 0.5;
+};
+mcnemar_one_sided mcnemar_p(std::size_t b, std::size_t c) {
+  const std::size_t n = b + c;
+  if (n == 0) return {};
+  const boost::math::binomial_distribution<double> bin(static_cast<double>(n), 0.5);
+  const double eq = boost::math::pdf(bin, static_cast<double>(b));
+  const double gt = b == n ? 0.0 : boost::math::cdf(boost::math::complement(bin, static_cast<double>(b)));
+  return {std::min(1.0, gt + eq), gt + 0.5 * eq};
+}
+
+/// The cells of mcnemar_table: truncation_cells() at one seed per item. A margin cell (size of
+/// non-inferiority at T − C = −δ) becomes the superiority null of the same heterogeneity and unit
+/// coupling by setting the control's mean to the treated's (T − C = 0); the non-inferiority power
+/// cells (kv = text) are superiority nulls already; the +30-point cells stay power cells; and two
+/// +10-point power cells at K = 200 are added (about the t's 80 %-power design at one seed).
+std::vector<power_size_cell> mcnemar_cells() {
+  std::vector<power_size_cell> out;
+  for (auto c : truncation_cells()) {
+    if (c.m0 < 0.0 && c.name.rfind("size", 0) == 0 && c.d.seeds != 1) continue;  // the same cell at S = 1
+    c.d.seeds = 1;
+    if (c.m0 < 0.0) {
+      c.d.control.mean = c.d.treated.mean;
+      c.m0 = 0.0;
+      char name[96];
+      std::snprintf(name, sizeof name, "size, T = C = %.2f, %s", c.d.treated.mean,
+                    c.d.uniforms == sim::unit_uniforms::common ? "common uniforms" : "both ways");
+      c.name = name;
+    }
+    out.push_back(c);
+  }
+  for (double conc : {2.0, 20.0}) {
+    sim::paired_binary_design d{.items = 200, .seeds = 1};
+    d.control = {0.7, conc};
+    d.treated = {0.8, conc};
+    out.push_back({"power, +10 points", d, 0.0});
+  }
+  return out;
+}
+
+/// Prints the table of docs/estimators/findings.md "Superiority at one seed per item": per cell of
+/// mcnemar_cells(), `reps` replicates (cell i: std::mt19937_64 seeded 5200 + i), the one-sided
+/// α = 0.05 rejection rates of "T − C ≤ 0" by the betting lower limit at c = 0.9 (the fixed-sequence
+/// steps need.text_beats_no_comm / need.kv_beats_no_comm: verdict lower limit > 0), the betting
+/// two-sided p < α with a positive estimate (the Holm-family "beats" findings, at a family of one),
+/// the paired t, exact conditional McNemar and mid-p McNemar, each with its binomial MC s.e.; size
+/// rows name every test whose rate exceeds α + 2 sqrt(α (1 − α) / R). Every replicate with b > c
+/// checks 2 × the one-sided exact p against mcnemar_test's two-sided exact p.
+void mcnemar_table(std::size_t reps, bool print) {
+  constexpr double alpha = 0.05;
+  constexpr std::uint64_t seed0 = 5200;
+  const auto cells = mcnemar_cells();
+  const double se_alpha = std::sqrt(alpha * (1.0 - alpha) / static_cast<double>(reps));
+  if (print) {
+    std::printf(
+        "\n# Superiority at one seed per item, one-sided alpha = %.2f, %zu replicates per cell, cell i "
+        "seeded %llu + i;\n# size bound alpha + 2 MC se = %.4f\n",
+        alpha, reps, static_cast<unsigned long long>(seed0), alpha + 2.0 * se_alpha);
+    std::printf(
+        "\n| cell | K | a+b | T - C | seed | t | betting L > 0 (seq.) | betting p2 < a (Holm, m = 1) | exact "
+        "McNemar | mid-p McNemar | exact / betting L | above a + 2 se |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  }
+  constexpr const char* names[] = {"t", "betting L", "betting p2", "exact", "mid-p"};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& c = cells[i];
+    std::mt19937_64 g(seed0 + i);
+    std::size_t rej[5] = {};
+    for (std::size_t r = 0; r < reps; ++r) {
+      const auto x = sim::simulate_item_differences(c.d, g);
+      std::size_t b = 0, cc = 0;
+      double mean = 0.0;
+      std::vector<double> y(x.size());
+      for (std::size_t k = 0; k < x.size(); ++k) {
+        b += x[k] > 0.5 ? 1 : 0;
+        cc += x[k] < -0.5 ? 1 : 0;
+        mean += x[k] / static_cast<double>(x.size());
+        y[k] = (x[k] + 1.0) / 2.0;
+      }
+      const auto p = mcnemar_p(b, cc);
+      if (b > cc) {  // the library's two-sided exact p is 2 × the one-sided one here
+        const double two =
+            mcnemar_test(paired_binary_table{.treated_only = b, .control_only = cc, .neither = 1})
+                .exact_p_value;
+        if (std::abs(two - std::min(1.0, 2.0 * p.exact)) > 1e-9)
+          throw std::logic_error("mcnemar_table: one-sided exact p disagrees with mcnemar_test");
+      }
+      rej[0] += t_rejects(x, 0.0, alpha) ? 1 : 0;
+      rej[1] += betting_rejects(y, 0.5, alpha, 0.9) ? 1 : 0;
+      rej[2] += bounded_mean_p_value(x, -1.0, 1.0, 0.0, alpha) < alpha && mean > 0.0 ? 1 : 0;
+      rej[3] += p.exact <= alpha ? 1 : 0;
+      rej[4] += p.mid <= alpha ? 1 : 0;
+    }
+    if (!print) continue;
+    std::printf("| %s | %zu | %g | %+.2f | %llu |", c.name.c_str(), c.d.items, c.d.treated.concentration,
+                c.d.truth(), static_cast<unsigned long long>(seed0 + i));
+    for (auto k : rej) std::printf(" %.4f (%.4f) |", rate(k, reps), se(k, reps));
+    const bool size_cell = c.d.truth() <= c.m0;
+    std::string over;
+    if (size_cell)
+      for (std::size_t k = 0; k < 5; ++k)
+        if (rate(rej[k], reps) > alpha + 2.0 * se_alpha)
+          over += (over.empty() ? "" : ", ") + std::string(names[k]);
+    if (rej[1] > 0)
+      std::printf(" %.2f |", static_cast<double>(rej[3]) / static_cast<double>(rej[1]));
+    else
+      std::printf(" — |");
+    std::printf(" %s |\n", size_cell ? (over.empty() ? "none" : over.c_str()) : "(power cell)");
+  }
+}
+
+void BM_mcnemar_table(benchmark::State& state) {
+  const auto reps = static_cast<std::size_t>(state.range(0));
+  const bool print = state.range(1) != 0;
+  for (auto _ : state) mcnemar_table(reps, print);
 }
 
 /// One clustered_paired_difference (interval and p-value) on K items × S seeds.
@@ -763,7 +908,18 @@ BENCHMARK(BM_truncation_table)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+BENCHMARK(BM_mcnemar_table)
+    ->Name("verdicts/mcnemar_table")
+    ->Args({40000, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 // Smoke variants (tiny; CI runs these once).
+BENCHMARK(BM_mcnemar_table)
+    ->Name("verdicts/mcnemar_table/smoke")
+    ->Args({20, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_truncation_table)
     ->Name("verdicts/truncation_table/smoke")
     ->Args({2, 0})
