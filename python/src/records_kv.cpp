@@ -497,13 +497,14 @@ kv_block make_block(const block_input& in, std::string_view fn) {
                             .rotary_dims = in.rotary_dims};
   kv_block b(std::move(fp), std::move(layers), T, type);
   const std::size_t es = dtype_size(type);
-  // C-contiguous views (a copy only where the caller's arrays are not already contiguous).
-  const py::array kc = py::array::ensure(in.k, py::array::c_style);
-  const py::array vc = py::array::ensure(in.v, py::array::c_style);
+  // One copy into the block, layer by layer: a C-contiguous input by memcpy, any other (strided,
+  // broadcast) by numpy.copyto into a view of the block's layer, never through an intermediate
+  // contiguous copy of the whole input.
+  const py::object copyto = py::module_::import("numpy").attr("copyto");
+  const py::capsule no_owner(&b, [](void*) {});  // the views below do not own the block's memory
   for (std::size_t i = 0; i < L; ++i) {
-    const auto copy = [&](const py::array& c, bool value) {
+    const auto copy = [&](const py::array& src, bool value) {
       const std::size_t n = (value ? b.v_elements() : b.k_elements()) * es;
-      const auto* src = static_cast<const std::byte*>(c.data()) + i * n;
       std::byte* out = nullptr;
       if (type == dtype::f32)
         out = reinterpret_cast<std::byte*>(value ? b.v<float>(i).data() : b.k<float>(i).data());
@@ -512,10 +513,17 @@ kv_block make_block(const block_input& in, std::string_view fn) {
       if (type == dtype::bf16)
         out = reinterpret_cast<std::byte*>(value ? b.v<Eigen::bfloat16>(i).data()
                                                  : b.k<Eigen::bfloat16>(i).data());
-      std::memcpy(out, src, n);
+      if (src.flags() & py::array::c_style) {
+        std::memcpy(out, static_cast<const std::byte*>(src.data()) + i * n, n);
+        return;
+      }
+      const auto H = src.shape(2), D = src.shape(3), e = static_cast<py::ssize_t>(es);
+      py::array dst(src.dtype(), std::vector<py::ssize_t>{src.shape(1), H, D},
+                    std::vector<py::ssize_t>{H * D * e, D * e, e}, out, no_owner);
+      copyto(dst, src[py::int_(i)]);
     };
-    copy(kc, false);
-    copy(vc, true);
+    copy(in.k, false);
+    copy(in.v, true);
   }
   if (!in.positions.is_none()) {
     const auto p = positions_of(in.positions, fn, "positions");

@@ -100,3 +100,15 @@ def test_a_large_broadcast_view_is_refused_before_any_copy():
     assert la.welch_t_test(np.concatenate([small, [2.0]]), [1.0, 2.0, 3.0]).n_treated == 51
     strided = np.arange(20.0)[::2]  # a plain strided view: converted as it is
     assert la.welch_t_test(strided, [1.0, 2.0, 3.0]).n_treated == 10
+
+
+def test_strided_and_broadcast_kv_inputs_are_read_in_place():
+    # K and V go into the block in one copy: a strided or broadcast input through numpy.copyto into
+    # the block's layers (no intermediate contiguous copy), with the same result as a contiguous one
+    k, v = cache(layers=3, tokens=5, heads=2, dim=8)
+    k_strided = np.ascontiguousarray(k.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    assert not k_strided.flags.c_contiguous
+    assert kv.encode_relay(k_strided, v) == kv.encode_relay(k, v)
+    b = np.broadcast_to(np.float32(1.5), k.shape)
+    d = kv.decode_relay(kv.encode_relay(b, b))
+    assert d["k"].shape == k.shape and bool((d["k"] == 1.5).all()) and bool((d["v"] == 1.5).all())
