@@ -770,7 +770,8 @@ std::vector<power_size_cell> mcnemar_cells() {
 /// α = 0.05 rejection rates of "T − C ≤ 0" by the betting lower limit at c = 0.9 (the fixed-sequence
 /// steps need.text_beats_no_comm / need.kv_beats_no_comm: verdict lower limit > 0), the betting
 /// two-sided p < α with a positive estimate (the Holm-family "beats" findings, at a family of one),
-/// the paired t, exact conditional McNemar and mid-p McNemar, each with its binomial MC s.e.; size
+/// the paired t, exact conditional McNemar and mid-p McNemar (one-sided), and mcnemar_test's two-sided
+/// exact p < α with b > c (the Holm-family analogue), each with its binomial MC s.e.; size
 /// rows name every test whose rate exceeds α + 2 sqrt(α (1 − α) / R). Every replicate with b > c
 /// checks 2 × the one-sided exact p against mcnemar_test's two-sided exact p.
 void mcnemar_table(std::size_t reps, bool print) {
@@ -785,14 +786,15 @@ void mcnemar_table(std::size_t reps, bool print) {
         alpha, reps, static_cast<unsigned long long>(seed0), alpha + 2.0 * se_alpha);
     std::printf(
         "\n| cell | K | a+b | T - C | seed | t | betting L > 0 (seq.) | betting p2 < a (Holm, m = 1) | exact "
-        "McNemar | mid-p McNemar | exact / betting L | above a + 2 se |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        "McNemar | mid-p McNemar | exact McNemar p2 < a (Holm, m = 1) | exact / betting L | above a + 2 se "
+        "|\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   }
-  constexpr const char* names[] = {"t", "betting L", "betting p2", "exact", "mid-p"};
+  constexpr const char* names[] = {"t", "betting L", "betting p2", "exact", "mid-p", "exact p2"};
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     std::mt19937_64 g(seed0 + i);
-    std::size_t rej[5] = {};
+    std::size_t rej[6] = {};
     for (std::size_t r = 0; r < reps; ++r) {
       const auto x = sim::simulate_item_differences(c.d, g);
       std::size_t b = 0, cc = 0;
@@ -811,6 +813,7 @@ void mcnemar_table(std::size_t reps, bool print) {
                 .exact_p_value;
         if (std::abs(two - std::min(1.0, 2.0 * p.exact)) > 1e-9)
           throw std::logic_error("mcnemar_table: one-sided exact p disagrees with mcnemar_test");
+        rej[5] += two < alpha ? 1 : 0;
       }
       rej[0] += t_rejects(x, 0.0, alpha) ? 1 : 0;
       rej[1] += betting_rejects(y, 0.5, alpha, 0.9) ? 1 : 0;
@@ -825,7 +828,7 @@ void mcnemar_table(std::size_t reps, bool print) {
     const bool size_cell = c.d.truth() <= c.m0;
     std::string over;
     if (size_cell)
-      for (std::size_t k = 0; k < 5; ++k)
+      for (std::size_t k = 0; k < 6; ++k)
         if (rate(rej[k], reps) > alpha + 2.0 * se_alpha)
           over += (over.empty() ? "" : ", ") + std::string(names[k]);
     if (rej[1] > 0)
