@@ -287,7 +287,7 @@ la::test::likelihood_counts run_cell(const la::test::likelihood_cell& c, std::si
 
 TEST_CASE(
     "likelihood endpoints: size and power of the continuation findings and of the dependency check "
-    "(short Monte Carlo; benchmarks/bench_verdicts likelihood_table is the long one)",
+    "(short Monte Carlo, benchmarks/bench_verdicts likelihood_table is the long one)",
     "[report][continuation_probability][decision]") {
   // 60 items x 2 seeds, 80 data sets a cell (about 3 s): the size claims are checked against alpha
   // + 2 MC s.e. (0.05 + 2 sqrt(0.05 * 0.95 / 80) = 0.099); the long run (400 data sets) is in the docs.
