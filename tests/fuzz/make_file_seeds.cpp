@@ -13,13 +13,15 @@
 int main(int, char** argv) {
   using namespace latentaudit;
   const std::string d = argv[1];
-  write_safetensors(d + "/tiny_model.safetensors",
-                    {{.name = "model.embed_tokens.weight", .type = dtype::f32, .shape = {3, 2},
-                      .values = {1, 2, 3, 4, 5, 6}},
-                     {.name = "model.norm.weight", .type = dtype::bf16, .shape = {2}, .values = {1, -1}},
-                     {.name = "lm_head.weight", .type = dtype::f16, .shape = {3, 2},
-                      .values = {0.5f, 1, 2, 3, 4, 5}}},
-                    {{"format", "pt"}});
+  write_safetensors(
+      d + "/tiny_model.safetensors",
+      {{.name = "model.embed_tokens.weight",
+        .type = dtype::f32,
+        .shape = {3, 2},
+        .values = {1, 2, 3, 4, 5, 6}},
+       {.name = "model.norm.weight", .type = dtype::bf16, .shape = {2}, .values = {1, -1}},
+       {.name = "lm_head.weight", .type = dtype::f16, .shape = {3, 2}, .values = {0.5f, 1, 2, 3, 4, 5}}},
+      {{"format", "pt"}});
   model_fingerprint f{.architecture = "LlamaForCausalLM",
                       .n_layers = 1,
                       .n_heads = 1,

@@ -25,9 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
   try {
-    const auto st = safetensors_file::open(file, {.max_header_bytes = std::uint64_t{1} << 20,
-                                                  .max_tensors = 4096,
-                                                  .max_rank = 8});
+    const auto st = safetensors_file::open(
+        file, {.max_header_bytes = std::uint64_t{1} << 20, .max_tensors = 4096, .max_rank = 8});
     for (const auto& t : st.tensors()) {
       if (t.end < t.begin || t.end - t.begin > size) std::abort();  // ranges inside the file
       try {
