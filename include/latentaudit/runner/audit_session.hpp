@@ -39,6 +39,8 @@
 #include "../dist/relay_protocol.hpp"
 #include "../dist/shard.hpp"
 #include "../dist/transport.hpp"
+#include "../report/report.hpp"
+#include "../report/until_decided.hpp"
 #include "../trial/arm_schedule.hpp"
 #include "../trial/design.hpp"
 #include "../trial/driver.hpp"
@@ -48,8 +50,6 @@
 #include "../trial/task_file.hpp"
 #include "../trial/workers.hpp"
 #include "../version.hpp"
-#include "../report/report.hpp"
-#include "../report/until_decided.hpp"
 
 namespace latentaudit {
 

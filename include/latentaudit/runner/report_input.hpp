@@ -52,8 +52,8 @@ inline std::optional<json_value> design_beside(const std::filesystem::path& reco
   try {
     return read_design_json(path);
   } catch (const error& e) {
-    warnings.push_back(path.string() + " beside the records cannot be read, so they are not checked against it: " +
-                       e.what());
+    warnings.push_back(path.string() +
+                       " beside the records cannot be read, so they are not checked against it: " + e.what());
     return std::nullopt;
   }
 }
@@ -74,31 +74,36 @@ inline void add_design_warnings(const json_value& d, const std::filesystem::path
     for (const auto& x : a->as_array())
       if (x.is_string()) arms.insert(x.as_string());
   const auto items = number("items"), seeds = number("seeds");
-  const std::string model = text("model_fingerprint"), partner = text("partner_fingerprint"), link = text("link");
+  const std::string model = text("model_fingerprint"), partner = text("partner_fingerprint"),
+                    link = text("link");
   std::size_t outside = 0, other_model = 0, other_partner = 0, other_link = 0;
   std::string first_outside;
   for (const auto& r : records) {
     const bool out_of = (items && static_cast<double>(r.item) >= *items) ||
-                        (seeds && static_cast<double>(r.seed) >= *seeds) || (!arms.empty() && !arms.count(r.arm));
+                        (seeds && static_cast<double>(r.seed) >= *seeds) ||
+                        (!arms.empty() && !arms.count(r.arm));
     if (out_of && outside++ == 0)
-      first_outside = "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
+      first_outside =
+          "(item " + std::to_string(r.item) + ", seed " + std::to_string(r.seed) + ", arm " + r.arm + ")";
     if (!model.empty() && !r.receiver_fingerprint.empty() && r.receiver_fingerprint != model) ++other_model;
-    if (!partner.empty() && r.arm_kind == arm_kind_name(arm_kind::cross_model) && !r.sender_fingerprint.empty() &&
-        r.sender_fingerprint != partner)
+    if (!partner.empty() && r.arm_kind == arm_kind_name(arm_kind::cross_model) &&
+        !r.sender_fingerprint.empty() && r.sender_fingerprint != partner)
       ++other_partner;
     if (!link.empty() && !r.link.empty() && r.link != link) ++other_link;
   }
   const std::string beside = " (" + path.string() + ")";
   if (outside > 0)
-    out.push_back(std::to_string(outside) + " record(s) lie outside the design beside them" + beside + ", first " +
-                  first_outside);
+    out.push_back(std::to_string(outside) + " record(s) lie outside the design beside them" + beside +
+                  ", first " + first_outside);
   if (other_model > 0)
-    out.push_back(std::to_string(other_model) + " record(s) ran another model than the design's " + model + beside);
+    out.push_back(std::to_string(other_model) + " record(s) ran another model than the design's " + model +
+                  beside);
   if (other_partner > 0)
-    out.push_back(std::to_string(other_partner) + " cross_model record(s) ran another partner than the design's " +
-                  partner + beside);
+    out.push_back(std::to_string(other_partner) +
+                  " cross_model record(s) ran another partner than the design's " + partner + beside);
   if (other_link > 0)
-    out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link + beside);
+    out.push_back(std::to_string(other_link) + " record(s) used another link than the design's " + link +
+                  beside);
 }
 
 // The design as the denominator: design.json's items × seeds are the units the report counts; each
