@@ -89,3 +89,23 @@ mkdir -p tests/fuzz/corpus/schedule
 printf '{"batch_items":0,"batches":0,"partial":[]}\n' > tests/fuzz/corpus/schedule/empty.json
 printf '{"batch_items":2,"batches":3,"partial":[{"regime":"need","arm":"kv_full","ran":[[0,1],[2,3]]},{"regime":"no_need","arm":"text_full","ran":[]}]}\n' \
   > tests/fuzz/corpus/schedule/partial.json
+# Table seeds (tests/fuzz/data_table_fuzz.cpp): the example trial table's first rows, quoting, JSONL
+mkdir -p tests/fuzz/corpus/data_table
+head -n 12 examples/data/relay_trial.csv > tests/fuzz/corpus/data_table/relay_trial.csv
+printf 'a,"b ""q""",c\n1,2.5e3,"x,y"\n-0,nan,\n' > tests/fuzz/corpus/data_table/quoted.csv
+printf '{"item": 1, "kv_relay": 0, "correct": true, "latency_ms": 313.7}\n{"item": 1, "kv_relay": 1, "correct": false, "latency_ms": 188.1}\n' \
+  > tests/fuzz/corpus/data_table/rows.jsonl
+# Relay-policy seeds (tests/fuzz/relay_policy_fuzz.cpp): the decision object (six rules: freshness,
+# overlap, two maps, fingerprints, relay) of an audit whose verdict is "relay with conditions"
+# (tests/cli/policy_cli_test.cpp's design), with the CLI given as the first argument
+mkdir -p tests/fuzz/corpus/relay_policy
+seed_audit=$(mktemp -d)
+"$cli" audit --model models/organism-a --partner models/organism-b --items 200 --seeds 1 --margin 0.1 \
+  --bootstrap 200 --arms no_comm,text_full,kv_full,cross_model,kv_drift_300,kv_mapped,kv_mapped_drift_300 \
+  --no-need-fraction 0.25 --stale-fraction 0.15 --conflict-fraction 0.15 --out "$seed_audit/a" --quiet >/dev/null
+/usr/bin/python3 - "$seed_audit/a/report.json" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+json.dump({"decision": rep["decision"]}, open('tests/fuzz/corpus/relay_policy/relay_with_conditions.json', 'w'))
+PY
+rm -rf "$seed_audit"
