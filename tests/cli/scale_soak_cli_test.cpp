@@ -5,9 +5,10 @@
 // past the subsample's end (SIGSEGV from ~800 items) — and its report.json keeps its invariants:
 // the record count equals records.jsonl's lines and the design's units × arms, every estimate lies
 // in its interval, every verdict is one of the three. The short sizes run in both stages (the
-// sanitizer stage checks them for memory and UB findings), and the issue's reproducer (1000 items)
-// runs in the release stage of every CI run; the long soak (up to 5000 items, seeds 1-5, arm
-// subsets, --until-decided with and without a resume) is [slow]: `scripts/test.sh --long`.
+// sanitizer stage checks them for memory and UB findings); 449 x 2, 450 x 3 with placebos, 451 x 3
+// stopped when decided with a resume, and the issue's reproducer (1000 items) run in the release stage
+// of every CI run; the long soak (800 x 5, 5000 items, 451 x 4, 1000 x 2 stopped when decided) is
+// [slow]: `scripts/test.sh --long`.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -134,21 +135,23 @@ TEST_CASE("audit at small and cap-crossing sizes: exit 0 and the report's invari
   run_case({1, 1, "no_comm,kv_full,text_full"}, "i1");
   run_case({2, 5, "no_comm,kv_full,text_full"}, "i2s5");
   run_case({451, 1, "no_comm,kv_full"}, "i451");
-  // The issue's reproducer (SIGSEGV before the fix), release stage only: under the sanitizers the
-  // 451-item case above runs the same code path past the demonstrations' cap.
-  if (!la::test::sanitized) run_case({1000, 1, "no_comm,kv_full,text_full"}, "i1000_ci");
+  // Release stage only (under the sanitizers the 451-item case above runs the same code path past
+  // the demonstrations' cap): both sides of the cap with several seeds and the placebos, the stopping
+  // rule with a resume across the cap, and the issue's reproducer (SIGSEGV before the fix).
+  if (!la::test::sanitized) {
+    run_case({449, 2, "no_comm,kv_full,text_full"}, "i449_ci");
+    run_case({450, 3, "no_comm,kv_full,text_full,deranged,zeroed"}, "i450_ci");
+    run_case({451, 3, "no_comm,kv_full,text_full,deranged,zeroed", true}, "i451_until_ci");
+    run_case({1000, 1, "no_comm,kv_full,text_full"}, "i1000_ci");
+  }
 }
 
 TEST_CASE("soak: the audit at 449-5000 items, seeds 1-5, arm subsets, until-decided and resume",
           "[cli][soak][slow]") {
   using scale_soak_test::run_case;
   const std::string three = "no_comm,kv_full,text_full";
-  const std::string placebo = "no_comm,kv_full,text_full,deranged,zeroed";
-  run_case({449, 2, three}, "i449");
-  run_case({450, 3, placebo}, "i450");
   run_case({451, 4, "no_comm,kv_full"}, "i451s4");
   run_case({800, 5, "kv_full,text_full"}, "i800s5");
   run_case({5000, 1, three}, "i5000");
-  run_case({451, 3, placebo, true}, "i451_until");
   run_case({1000, 2, three, true}, "i1000_until");
 }
