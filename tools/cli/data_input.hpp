@@ -28,6 +28,14 @@ struct paired_arms {
   std::string layout;           ///< "long" (--pair) or "wide" (--outcome-treated/--outcome-control)
 };
 
+/// @brief The options of a paired (or two-arm) estimate on a table: --data, --outcome, --treatment,
+/// --pair (long layout), --outcome-treated / --outcome-control (wide layout), --level.
+inline std::vector<option_spec> paired_options() {
+  return {common_option("--data"), common_option("--outcome"),         common_option("--treatment"),
+          common_option("--pair"), common_option("--outcome-treated"), common_option("--outcome-control"),
+          common_option("--level")};
+}
+
 /// @brief Reads --data. The path must be a regular file (a directory, FIFO or device is refused
 /// before it is opened), and a file whose table could not fit in half of this machine's memory is
 /// refused before it is parsed (an estimate from its size and cell count).

@@ -37,12 +37,6 @@ std::vector<option_spec> two_sample_options() {
           common_option("--level")};
 }
 
-std::vector<option_spec> paired_options() {
-  return {common_option("--data"), common_option("--outcome"),         common_option("--treatment"),
-          common_option("--pair"), common_option("--outcome-treated"), common_option("--outcome-control"),
-          common_option("--level")};
-}
-
 [[maybe_unused]] const bool reg_welch = register_estimate_method({
     "welch",
     "Welch two-sample t test (unequal variances), R t.test(y1, y0)",

@@ -70,12 +70,6 @@ json_value run_newcombe(const arguments& args) {
   return j;
 }
 
-std::vector<option_spec> paired_options() {
-  return {common_option("--data"), common_option("--outcome"),         common_option("--treatment"),
-          common_option("--pair"), common_option("--outcome-treated"), common_option("--outcome-control"),
-          common_option("--level")};
-}
-
 [[maybe_unused]] const bool reg_mcnemar = register_estimate_method({
     "mcnemar",
     "McNemar's test for paired 0/1 outcomes (exact and both chi-square p-values) + Newcombe interval",
