@@ -18,10 +18,7 @@ namespace fs = std::filesystem;
 
 namespace diff_cli_test {
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
+using latentaudit::test::write_text;
 
 /// report.json of `doc` with the decision's relay_allowed set, every checklist item passed but
 /// `failed_check` (none when empty).

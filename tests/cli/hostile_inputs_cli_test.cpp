@@ -40,9 +40,7 @@ using latentaudit::test::model_path;
 fs::path hostile_work(const std::string& name) {
   return latentaudit::test::cli_work_dir() / ("hostile_" + name);
 }
-void write_text(const fs::path& p, const std::string& s) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
-}
+using latentaudit::test::write_text;
 std::string task_line(const std::string& id, const std::string& answer) {
   json_value j = json_value::object();
   j.set("id", id);

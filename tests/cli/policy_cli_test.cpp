@@ -26,10 +26,7 @@ namespace fs = std::filesystem;
 
 namespace policy_cli_test {
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
+using latentaudit::test::write_text;
 
 std::string request(const std::string& sender, const std::string& receiver, int age, double overlap,
                     const std::vector<std::string>& maps, bool needs_document = true) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Test support shared by the test files of several modules: where the organisms live, the message
-// of an expected exception, a JSON number that may be null. One definition each, so that the test
-// files of a program can be compiled together (CI's unity build, docs/building.md).
+// of an expected exception, a JSON number that may be null, a text file written. One definition each, so that
+// the test files of a program can be compiled together (CI's unity build, docs/building.md).
 #ifndef LATENTAUDIT_TESTS_SUPPORT_COMMON_HPP
 #define LATENTAUDIT_TESTS_SUPPORT_COMMON_HPP
 
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace latentaudit::test {
@@ -35,6 +36,11 @@ std::string message_of(F&& f) {
 inline double num(const json_value& j, const char* key) {
   const auto& v = j.at(key);
   return v.is_null() ? std::nan("") : v.as_number();
+}
+
+/// Writes `text` to `p` (created or truncated), byte for byte.
+inline void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
 
 }  // namespace latentaudit::test
