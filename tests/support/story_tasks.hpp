@@ -4,9 +4,14 @@
 // acceptance checks of issue 50 items 2-3 (docs/tasks.md "Text at field boundaries"):
 //  - every record carries continuation_prob in [0, 1];
 //  - kv_full equals text_full on continuation_prob and answer_logprob (the largest differences);
-//  - text_full's answer_logprob equals the in-context value: after BOS + encode(document + query),
-//    the log-probability of the next token of encode(document + query + " " + answer), computed
-//    here on a fresh sequence, independently of the task loader.
+//  - text_full's answer_logprob equals the in-context value: the log-probability of the answer's
+//    first token of whole = encode(document + query + " " + answer) after BOS + whole's first k
+//    tokens, computed here on a fresh sequence, independently of the task loader. k is lm-eval's
+//    split, the length of encode(document + query), when that is a prefix of whole; when the
+//    tokenizer merged a token across the query's end (a trailing-space BPE: `green▁`), k is where
+//    whole stops agreeing with encode(document + query + " ") (the boundary token in B's context),
+//    or with encode(document + query) if that agrees further (docs/tasks.md, "Text at field
+//    boundaries").
 #ifndef LATENTAUDIT_TESTS_SUPPORT_STORY_TASKS_HPP
 #define LATENTAUDIT_TESTS_SUPPORT_STORY_TASKS_HPP
 
@@ -40,7 +45,9 @@ struct story_audit_result {
   double max_kv_text_continuation = 0;  ///< the largest |kv_full − text_full| on continuation_prob
   double mean_prob_text = 0, mean_prob_none = 0;  ///< mean continuation_prob, text_full and no_comm
   double mean_prob_deranged = 0;                  ///< mean continuation_prob, deranged (another item's cache)
-  std::size_t answer_joint = 0;   ///< units whose answer tokens are the joint text's past the context
+  std::size_t answer_joint = 0;  ///< units whose answer tokens are the joint text's past the context
+  std::size_t boundary_to_context =
+      0;                          ///< units where a token merged across the query's end went to B's context
   trial_record first_kv;          ///< the kv_full record of item 0 (B's answer, its probabilities)
   std::vector<trial_record> all;  ///< every record, in (item, arm) order
 };
@@ -106,15 +113,26 @@ story_audit_result audit_story_tasks(Engine& engine, const text_codec& codec, st
     const auto& e = entries[static_cast<std::size_t>(i)];
     const std::string context =
         *e.document.text + (e.prompt.text ? *e.prompt.text : std::string()) + *e.queries[0].query.text;
-    std::vector<token_id> ids = codec.encode(context);
-    ids.insert(ids.begin(), codec.bos);
+    const auto ctx = codec.encode(context);
     const auto whole = codec.encode(context + " " + *e.queries[0].answers[0].text);
+    auto agree = [](const std::vector<token_id>& a, const std::vector<token_id>& b) {
+      return static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first -
+                                      a.begin());
+    };
+    std::size_t k = agree(ctx, whole);
+    if (k < ctx.size()) {
+      const std::size_t kept = k;
+      k = std::max(k, agree(codec.encode(context + " "), whole));
+      if (k > kept) ++out.boundary_to_context;
+    }
     const auto t = src.task(i, 0, d.seed);
-    if (whole.size() < ids.size()) continue;
-    if (std::equal(t.answer.begin(), t.answer.end(),
-                   whole.begin() + static_cast<std::ptrdiff_t>(ids.size() - 1), whole.end()))
+    if (whole.size() <= k) continue;
+    std::vector<token_id> ids(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(k));
+    ids.insert(ids.begin(), codec.bos);
+    if (std::equal(t.answer.begin(), t.answer.end(), whole.begin() + static_cast<std::ptrdiff_t>(k),
+                   whole.end()))
       ++out.answer_joint;
-    const token_id next = whole[ids.size() - 1];
+    const token_id next = whole[k];
     auto seq = engine.open_seq();
     const auto o = engine.prefill(seq, ids, 0, forward_options{});
     engine.close_seq(seq);

@@ -184,3 +184,79 @@ TEST_CASE("records: the continuation endpoint is written and read back, and boun
                                               R"("continuation_prob":1.5})")),
                   corrupt_data);
 }
+
+namespace {
+
+// Byte ids + 2 (BOS 0) like a BPE that attaches the space after a word to the word: "o " is one
+// token (259), as the TinyStories-656K BPE's `to▁`, `green▁`; with `spans`, "o M" is one token
+// (260), a merge that also takes the target's first character.
+text_codec trailing_space_codec(bool spans) {
+  text_codec c;
+  c.encode = [spans](std::string_view s) {
+    std::vector<token_id> v;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (spans && s.substr(i, 3) == "o M") {
+        v.push_back(260);
+        i += 2;
+      } else if (s.substr(i, 2) == "o ") {
+        v.push_back(259);
+        ++i;
+      } else {
+        v.push_back(static_cast<token_id>(static_cast<unsigned char>(s[i])) + 2);
+      }
+    }
+    return v;
+  };
+  c.decode = [](std::span<const token_id> ids) {
+    std::string s;
+    for (auto x : ids)
+      s += x == 259   ? std::string("o ")
+           : x == 260 ? std::string("o M")
+                      : std::string(1, static_cast<char>(x - 2));
+    return s;
+  };
+  c.bos = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("task_file: a token merged across the query's end and the target's delimiter goes to B's context",
+          "[task_file][joint_text]") {
+  const std::string line =
+      R"({"id": "a", "document": "a dog.", "query": " ball to", "answers": ["Max", "Rex"],)"
+      R"( "stale_answer": "Sam", "continuation": "Max ran."})";
+  // lm-eval's split would give B "... t" `o` and the answer `o ` `M` `a` `x` past the context's
+  // length, a token that is not the text's: B's context takes the boundary token `o ` instead.
+  const auto codec = trailing_space_codec(false);
+  const task_file_source src(joint_read(line), codec, {.vocab_size = 300});
+  const auto t = src.task(0, 0, 1);
+  CHECK(t.document == joint_cat({0}, joint_bytes("a dog.")));
+  CHECK(t.query == joint_cat(joint_bytes(" ball t"), {259}));
+  CHECK(t.answer == joint_bytes("Max"));
+  CHECK(t.other_answers == std::vector<std::vector<token_id>>{joint_bytes("Rex")});
+  CHECK(t.stale_answer == joint_bytes("Sam"));
+  CHECK(t.continuation == joint_bytes("Max ran."));
+  // B's context and the answer are the joint text's tokens, split where no token is cut.
+  CHECK(joint_cat(joint_cat(joint_cat(t.document, t.own_prompt), t.query), t.answer) ==
+        joint_cat({0}, codec.encode("a dog. ball to Max")));
+  // A query that ends in the delimiter itself: the same split (the space is moved, then merged).
+  const task_file_source moved(joint_read(R"({"id": "a", "document": "a dog.", "query": " ball to ",)"
+                                          R"( "answers": ["Max"]})"),
+                               codec, {.vocab_size = 300});
+  CHECK(moved.task(0, 0, 1).query == t.query);
+  CHECK(moved.task(0, 0, 1).answer == t.answer);
+  // A merge that also takes the answer's first character ("o M"): the boundary token stays with the
+  // targets that hold it (B's context ends before it, shared by every target of the query).
+  const auto spans = trailing_space_codec(true);
+  const task_file_source s2(joint_read(line), spans, {.vocab_size = 300});
+  const auto u = s2.task(0, 0, 1);
+  CHECK(u.query == joint_bytes(" ball t"));
+  CHECK(u.answer == joint_cat({260}, joint_bytes("ax")));
+  CHECK(u.other_answers == std::vector<std::vector<token_id>>{joint_cat({259}, joint_bytes("Rex"))});
+  CHECK(u.continuation == joint_cat({260}, joint_bytes("ax ran.")));
+  // A codec that keeps the boundary gives lm-eval's split, as before (the delimiter to the target).
+  const task_file_source kept(joint_read(line), joint_toy_codec(), {.vocab_size = 300});
+  CHECK(kept.task(0, 0, 1).query == joint_bytes(" ball to"));
+  CHECK(kept.task(0, 0, 1).answer == joint_bytes(" Max"));
+}

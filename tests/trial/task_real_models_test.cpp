@@ -29,14 +29,17 @@ TEST_CASE(
   const auto r = test::audit_story_tasks(engine, codec);
   WARN("TinyStories-656K story tasks: in-context "
        << r.in_context_equal << "/" << r.units << " (max |diff| " << r.max_in_context_diff
-       << "), max |kv-text| answer_logprob " << r.max_kv_text_answer << ", continuation_prob "
-       << r.max_kv_text_continuation << "; mean continuation_prob text_full " << r.mean_prob_text
-       << ", no_comm " << r.mean_prob_none);
+       << "), boundary token in B's context on " << r.boundary_to_context << ", max |kv-text| answer_logprob "
+       << r.max_kv_text_answer << ", continuation_prob " << r.max_kv_text_continuation
+       << "; mean continuation_prob text_full " << r.mean_prob_text << ", no_comm " << r.mean_prob_none);
   CHECK(r.records == 4 * r.units);
   CHECK(r.prob_in_range == r.records);
   CHECK(r.max_kv_text_answer <= 1e-3);
   CHECK(r.max_kv_text_continuation <= 1e-3);
   CHECK(static_cast<double>(r.in_context_equal) >= 0.95 * static_cast<double>(r.units));
   CHECK(r.answer_joint == r.units);  // the answer as the joint text continues
+  // The 656K BPE attaches the space after a word to the word (`named▁`, `green▁`): B's context takes
+  // that boundary token, and the answer starts at the fact's own first token.
+  CHECK(r.boundary_to_context > 0);
   CHECK(r.mean_prob_text > r.mean_prob_none);
 }

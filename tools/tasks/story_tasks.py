@@ -35,7 +35,9 @@ PETS = {"cat": ["Coco", "Milo", "Luna", "Ginger"], "dog": ["Buddy", "Lucky", "To
 # Words that keep tokens of their own after the query on the 656K BPE, which merges a word with
 # the space after it ("the\u2581", "to\u2581"): after such a word the answer's tokens past the
 # query's (lm-eval's split, docs/tasks.md) can be none ("park", "ball", "doll", "car", "boat" after
-# "at the" / "with his"; "Kitty", "Fluffy", "Rex" after "cat named" / "dog named" are).
+# "at the" / "with his"; "Kitty", "Fluffy", "Rex" after "cat named" / "dog named" are). The loader
+# now moves such a boundary token into B's context (docs/tasks.md, "Text at field boundaries"), but
+# the lists stay as they are so the generated tasks, and the audits run on them, do not change.
 # tests/engine/llama_cpp_story_tasks_test.cpp loads generated tasks on both vocabularies.
 PLACES = ["beach", "lake", "zoo", "river", "school", "woods", "field", "castle"]
 TOYS = ["kite", "teddy", "robot", "puzzle", "yoyo"]

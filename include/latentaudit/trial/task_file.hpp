@@ -185,6 +185,11 @@ class task_file_source {
   /// @param scoring the `--scoring` option (wins over the header); default: the header's, else
   ///        token_exact when every answer is token ids, exact otherwise.
   /// Each task gets the covariate doc_tokens (A's document length in tokens) unless it names one.
+  /// Text fields are tokenized as the text they form together (docs/tasks.md, "Text at field
+  /// boundaries"): each target scored after a query (answers, stale_answer, continuation) follows
+  /// lm-eval's target delimiter and split, except that a token the tokenizer merges across the
+  /// query's end and the delimiter (a trailing-space BPE's `green▁`) goes to B's query, so the
+  /// target starts at its own first token.
   /// @throws corrupt_data "<file>:<line>:<field>: <message>": a text field without a tokenizer
   ///         (empty codec), a token id outside [0, vocab_size), an empty document or query, a
   ///         document (with prompt, query and answer) longer than the context, a text answer under

@@ -611,6 +611,7 @@ struct joint_text {
   std::vector<std::string> contexts;           // document + prompt + query i (its trailing space moved out)
   std::vector<std::vector<token_id>> context_tokens;  // encode(contexts[i])
   std::vector<std::string> moved;                     // query i's trailing whitespace (lm-eval)
+  std::vector<std::size_t> query_begin;               // where query i starts in context_tokens[i]
 };
 
 // The joint tokenization of `doc`, `prompt` and each of `queries` through `encode`. A query's
@@ -637,24 +638,67 @@ inline joint_text split_joint_text(const std::function<std::vector<token_id>(std
   j.document.assign(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(doc_end));
   j.prompt.assign(first.begin() + static_cast<std::ptrdiff_t>(doc_end),
                   first.begin() + static_cast<std::ptrdiff_t>(std::min(prompt_end, first.size())));
-  for (const auto& c : j.context_tokens)
-    j.queries.emplace_back(c.begin() + static_cast<std::ptrdiff_t>(std::min(prompt_end, c.size())), c.end());
+  for (const auto& c : j.context_tokens) {
+    j.query_begin.push_back(std::min(prompt_end, c.size()));
+    j.queries.emplace_back(c.begin() + static_cast<std::ptrdiff_t>(j.query_begin.back()), c.end());
+  }
   return j;
 }
 
-// The tokens of `target` (an answer, stale value or continuation) scored after context `i` of `j`:
-// lm-eval's target delimiter (a space, unless the query ended in whitespace, which was moved here,
-// or the target begins with whitespace) joins them, and the target's tokens are those of the joint
-// text past the context's (lm-eval's _encode_pair: whole[len(context_enc):]).
-inline std::vector<token_id> joint_target(
-    const std::function<std::vector<token_id>(std::string_view)>& encode, const joint_text& j, std::size_t i,
-    const std::string& target) {
+// lm-eval's target delimiter between context `i` of `j` and `target`: the query's trailing
+// whitespace when it had some (moved here), else a space unless the target begins with whitespace.
+inline std::string joint_delimiter(const joint_text& j, std::size_t i, const std::string& target) {
   const bool space_first = !target.empty() && std::isspace(static_cast<unsigned char>(target.front()));
-  const std::string delim = !j.moved[i].empty() ? j.moved[i] : space_first ? std::string() : std::string(" ");
-  const auto whole = encode(j.contexts[i] + delim + target);
-  const std::size_t n = j.context_tokens[i].size();
-  if (whole.size() <= n) return {};
-  return {whole.begin() + static_cast<std::ptrdiff_t>(n), whole.end()};
+  return !j.moved[i].empty() ? j.moved[i] : space_first ? std::string() : std::string(" ");
+}
+
+// Query i of `j` and what is scored after it (answers, stale value, continuation: `targets`, text),
+// split on the joint tokenization of context + delimiter + target (docs/tasks.md, "Text at field
+// boundaries"):
+//  - when the context's own tokens begin every target's joint text (the tokenizer keeps the
+//    boundary, the usual case), lm-eval's split: the query is j.queries[i] and each target's tokens
+//    are the joint text's past the context's (_encode_pair: whole[len(context_enc):]);
+//  - when a tokenizer merges a token across the boundary (a BPE that attaches the space after a
+//    word to the word: "green" is `gre` `en` alone, `green▁` before "puzzle"), lm-eval's split
+//    would cut the joint text inside a token. B's context then ends where every target's joint text
+//    stops agreeing with the tokens of the text up to the target's first character (context +
+//    delimiter: the boundary token `green▁` moves into B's context, the answer starts at `pu`), or
+//    with the context's own tokens if they agree further; each target is the rest of its joint
+//    text. A boundary token that also holds the target's characters stays with the target.
+// Falls back to lm-eval's split if the boundary would reach into the document or prompt (B's query
+// would lose all its tokens or the shared fields would differ).
+struct joint_split {
+  std::vector<token_id> query;                 // B's query tokens
+  std::vector<std::vector<token_id>> targets;  // each target's tokens, in the order given
+};
+
+inline joint_split split_joint_targets(const std::function<std::vector<token_id>(std::string_view)>& encode,
+                                       const joint_text& j, std::size_t i,
+                                       const std::vector<std::string>& targets) {
+  const auto& ctx = j.context_tokens[i];
+  const std::size_t n = ctx.size(), begin = j.query_begin[i];
+  std::vector<std::vector<token_id>> whole;
+  std::size_t k = n;           // B's context: the first k tokens of every target's joint text
+  std::size_t least_kept = n;  // the shortest agreement of a joint text with the context's tokens
+  for (const auto& t : targets) {
+    const std::string upto = j.contexts[i] + joint_delimiter(j, i, t);
+    whole.push_back(encode(upto + t));
+    const std::size_t kept = common_prefix(ctx, whole.back());
+    least_kept = std::min(least_kept, kept);
+    if (kept < n) k = std::min(k, std::max(kept, common_prefix(encode(upto), whole.back())));
+  }
+  for (const auto& w : whole) k = std::min(k, common_prefix(whole.front(), w));
+  joint_split out;
+  const bool lm_eval = least_kept == n || least_kept < begin || k <= begin;
+  if (lm_eval) k = n;
+  out.query = lm_eval ? j.queries[i]
+                      : std::vector<token_id>(whole.front().begin() + static_cast<std::ptrdiff_t>(begin),
+                                              whole.front().begin() + static_cast<std::ptrdiff_t>(k));
+  for (const auto& w : whole)
+    out.targets.push_back(w.size() <= k
+                              ? std::vector<token_id>()
+                              : std::vector<token_id>(w.begin() + static_cast<std::ptrdiff_t>(k), w.end()));
+  return out;
 }
 
 }  // namespace detail
@@ -725,11 +769,14 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
       for (const auto& q : e.queries) texts.push_back(*q.query.text);
       jt = detail::split_joint_text(codec_.encode, *e.document.text, e.prompt.text.value_or(""), texts);
     }
-    // A target scored after query qi: its tokens as the continuation of the query's text (joint),
-    // else as given or encoded on its own.
-    auto target_of = [&](const task_text& t, std::size_t qi, const std::string& field) {
-      if (jt && t.text && !t.text->empty())
-        return checked(detail::joint_target(codec_.encode, *jt, qi, *t.text), field);
+    // Query qi and what is scored after it (its text answers, stale value, continuation) split on
+    // their joint tokenization (detail::split_joint_targets); `split` then hands out the targets'
+    // tokens in that order. A target that is not joint text is given as ids or encoded on its own.
+    detail::joint_split split;
+    std::size_t next_target = 0;
+    auto joint = [&](const task_text& t) { return jt && t.text && !t.text->empty(); };
+    auto target_of = [&](const task_text& t, const std::string& field) {
+      if (joint(t)) return checked(std::move(split.targets[next_target++]), field);
       return tokens_of(t, field);
     };
     prepared_task p;
@@ -782,13 +829,18 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
       const task_query& q = e.queries[qi];
       const std::string pre = e.queries.size() == 1 ? std::string() : "queries[" + std::to_string(qi) + "].";
       prepared_query pq;
-      pq.query = jt ? checked(jt->queries[qi], pre + "query") : tokens_of(q.query, pre + "query");
-      if (pq.query.empty()) fail(pre + "query", "is empty after tokenization");
-      pq.stale_answer = target_of(q.stale_answer, qi, pre + "stale_answer");
-      if (!e.continuation.empty()) {
-        pq.continuation = target_of(e.continuation, qi, "continuation");
-        if (pq.continuation.empty()) fail("continuation", "is empty after tokenization");
+      if (jt) {
+        std::vector<std::string> targets;
+        if (scoring_ != task_scoring::regex)
+          for (const auto& a : q.answers)
+            if (joint(a)) targets.push_back(*a.text);
+        if (joint(q.stale_answer)) targets.push_back(*q.stale_answer.text);
+        if (joint(e.continuation)) targets.push_back(*e.continuation.text);
+        split = detail::split_joint_targets(codec_.encode, *jt, qi, targets);
+        next_target = 0;
       }
+      pq.query = jt ? checked(std::move(split.query), pre + "query") : tokens_of(q.query, pre + "query");
+      if (pq.query.empty()) fail(pre + "query", "is empty after tokenization");
       pq.covariates = q.covariates;
       pq.labels = q.labels;
       for (std::size_t ai = 0; ai < q.answers.size(); ++ai) {
@@ -811,7 +863,7 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
         std::vector<token_id> ids;
         if (a.text) {
           has_text_ = true;
-          ids = jt ? detail::joint_target(codec_.encode, *jt, qi, *a.text) : codec_.encode(*a.text);
+          ids = joint(a) ? std::move(split.targets[next_target++]) : codec_.encode(*a.text);
           if (ids.empty()) fail(af, "is empty after tokenization");
         } else {
           ids = a.tokens;
@@ -823,6 +875,11 @@ LATENTAUDIT_INLINE task_file_source::task_file_source(task_file f, text_codec co
         if (text_scoring) pq.answer_texts.push_back(a.text ? *a.text : codec_.decode(ids));
         longest_answer = std::max(longest_answer, ids.size());
         pq.answers.push_back(std::move(ids));
+      }
+      pq.stale_answer = target_of(q.stale_answer, pre + "stale_answer");
+      if (!e.continuation.empty()) {
+        pq.continuation = target_of(e.continuation, "continuation");
+        if (pq.continuation.empty()) fail("continuation", "is empty after tokenization");
       }
       p.queries.push_back(std::move(pq));
     }
