@@ -10,9 +10,12 @@
 #include "engine/conformance.hpp"
 #include "engine/gguf.hpp"
 #include "engine/gguf_export.hpp"
+#include "engine/gguf_import.hpp"
 #include "engine/kv_map_file.hpp"
+#include "engine/llama_config.hpp"
 #include "engine/reference_cpu.hpp"
 #include "engine/safetensors.hpp"
+#include "engine/spm_tokenizer.hpp"
 #include "engine/tokenizer_json.hpp"
 #include "kv.hpp"
 

@@ -4,7 +4,9 @@
 // HF's rotate_half (NEOX) convention, grouped-query attention (query head h reads kv head
 // h / (n_heads / n_kv_heads)), post_attention_layernorm, SwiGLU MLP down(silu(gate(x)) * up(x));
 // final norm; lm_head or tied embeddings. It reads HF `config.json` + `model.safetensors`
-// (f32, f16, bf16) with HF tensor names, so real HF Llama-family checkpoints load.
+// (f32, f16, bf16) with HF tensor names, so real HF Llama-family checkpoints load, or a Llama GGUF
+// file (f32, f16, bf16; engine/gguf_import.hpp: llama.cpp's names and Q/K row order mapped back
+// to HF's).
 //
 // Caches hold post-RoPE keys with explicit positions. A token attends to every cached token
 // before it in cache order (and itself) that is visible in its layer: imported tokens of layers
@@ -16,40 +18,35 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "../core/json.hpp"
 #include "../kv/kv_block.hpp"
 #include "capabilities.hpp"
 #include "concepts.hpp"
 #include "detail/packed_gemm.hpp"
+#include "llama_config.hpp"
 #include "safetensors.hpp"
 
 namespace latentaudit {
 
-/// @brief The fields of an HF Llama `config.json` the reference engine uses.
-struct llama_config {
-  std::string architecture = "LlamaForCausalLM";  ///< first entry of "architectures"
-  std::int32_t vocab_size = 0;                    ///< "vocab_size"
-  std::int32_t hidden_size = 0;                   ///< "hidden_size"
-  std::int32_t intermediate_size = 0;             ///< "intermediate_size"
-  std::int32_t n_layers = 0;                      ///< "num_hidden_layers"
-  std::int32_t n_heads = 0;                       ///< "num_attention_heads"
-  std::int32_t n_kv_heads = 0;                    ///< "num_key_value_heads" (default n_heads)
-  std::int32_t head_dim = 0;                      ///< "head_dim" (default hidden_size / n_heads)
-  float rms_norm_eps = 1e-6f;                     ///< "rms_norm_eps"
-  float rope_theta = 10000.0f;                    ///< "rope_theta"
-  std::int64_t max_context = 2048;                ///< "max_position_embeddings"
-  bool tie_word_embeddings = false;               ///< "tie_word_embeddings"
+namespace detail {
 
-  /// @brief Reads and validates a config.json object.
-  /// @throws corrupt_data naming the field (missing, wrong type, out of range, unsupported
-  ///         rope_scaling, hidden_act other than silu).
-  static llama_config from_json(const json_value& j, const std::string& where = "config.json");
+/// @brief The tensors the reference engine's constructor reads, by HF name: a safetensors file,
+/// or a GGUF file through gguf_import.hpp.
+struct reference_weights {
+  std::string path;                ///< the file errors name
+  std::vector<std::string> names;  ///< every tensor the file holds, by HF name
+  /// whether the file holds a tensor
+  std::function<bool(const std::string&)> has;
+  /// a tensor as f32 of the row-major shape given (throws when missing or of another shape)
+  std::function<std::vector<float>(const std::string&, std::span<const std::int64_t>)> read;
 };
+
+}  // namespace detail
 
 /// @brief The CPU reference engine (satisfies attention_capturing_engine).
 class reference_cpu_engine {
@@ -57,18 +54,21 @@ class reference_cpu_engine {
   /// @brief Row-major f32 matrix ([out][in] as HF stores linear weights).
   using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-  /// @brief Loads `dir/config.json` and `dir/model.safetensors`.
+  /// @brief Loads a model: `path/config.json` and `path/model.safetensors` when `path` is a
+  /// directory (an HF checkpoint), else `path` as a Llama GGUF file (engine/gguf_import.hpp: its
+  /// llama.* keys as the configuration, its f32, f16 or bf16 tensors mapped to HF names and layout).
   /// @param threads worker threads (0 = all cores) for attention, used by forwards whose attention
   ///        work (new tokens × cached tokens × heads × head_dim) reaches 2^18, and for the matrix
   ///        products (projections, MLP, logits) whose work reaches 2^20 multiply-adds, computed in
   ///        fixed blocks of 256 output features; results do not depend on it
-  /// @throws corrupt_data on a bad config, a missing, unexpected or mis-shaped tensor;
+  /// @throws corrupt_data on a bad config, a missing, unexpected or mis-shaped tensor, a GGUF file
+  ///         that is malformed, not a Llama or quantized (naming the file and the key or tensor);
   ///         invalid_argument if the directory or files cannot be opened.
-  static reference_cpu_engine load(const std::filesystem::path& dir, unsigned threads = 1);
+  static reference_cpu_engine load(const std::filesystem::path& path, unsigned threads = 1);
 
-  /// @brief Loads `dir` as load() does, then replaces the tensors named in the safetensors file
-  /// `overlay` by the overlay's (same names and shapes; f32, f16 or bf16): a fine-tuned copy of the
-  /// model shipped as only the tensors the fine-tuning changed (models/organism-a-drift). The
+  /// @brief Loads `dir` (an HF directory or a GGUF file) as load() does, then replaces the tensors named in
+  /// the safetensors file `overlay` by the overlay's (same names and shapes; f32, f16 or bf16): a fine-tuned
+  /// copy of the model shipped as only the tensors the fine-tuning changed (models/organism-a-drift). The
   /// fingerprint hashes the weights used, so it differs from the base model's.
   /// @throws as load(); corrupt_data if the overlay holds a tensor the model does not have, or one
   ///         whose values are not finite; shape_mismatch if an overlay tensor's shape differs.
@@ -78,6 +78,11 @@ class reference_cpu_engine {
   /// @brief An engine over an opened weights file (tensor names as HF's LlamaForCausalLM).
   /// `overlay` (may be null): tensors read from it instead of `st` when it holds them (load_with_overlay).
   reference_cpu_engine(const llama_config& cfg, const safetensors_file& st, unsigned threads = 1,
+                       const safetensors_file* overlay = nullptr);
+
+  /// @brief An engine over weights by HF name (a safetensors file, a GGUF import); `overlay` as
+  /// in the constructor above.
+  reference_cpu_engine(const llama_config& cfg, const detail::reference_weights& st, unsigned threads = 1,
                        const safetensors_file* overlay = nullptr);
 
   /// @brief Identity, fingerprint and capabilities.

@@ -18,74 +18,45 @@
 #include "../../core/hash.hpp"
 #include "../../core/parallel.hpp"
 #include "../../kv/rope.hpp"
+#include "../gguf_import.hpp"
 
 namespace latentaudit {
 
-LATENTAUDIT_INLINE llama_config llama_config::from_json(const json_value& j, const std::string& where) {
-  auto fail = [&](const std::string& what) -> void {
-    LATENTAUDIT_THROW(corrupt_data("llama_config: " + where + ": " + what));
+namespace detail {
+
+/// The tensors of a safetensors file as reference_weights.
+inline reference_weights safetensors_weights(const safetensors_file& st) {
+  reference_weights w;
+  w.path = st.path().string();
+  for (const auto& t : st.tensors()) w.names.push_back(t.name);
+  w.has = [&st](const std::string& name) { return st.find(name) != nullptr; };
+  w.read = [&st](const std::string& name, std::span<const std::int64_t> shape) {
+    return st.read_f32(name, shape);
   };
-  if (!j.is_object()) fail("not a JSON object");
-  llama_config c;
-  auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi, bool required,
-                     std::int64_t fallback) -> std::int64_t {
-    const json_value* v = j.find(key);
-    if (v == nullptr || v->is_null()) {
-      if (required) fail(std::string("missing \"") + key + "\"");
-      return fallback;
-    }
-    if (!v->is_number() || v->as_number() != std::floor(v->as_number()) ||
-        v->as_number() < static_cast<double>(lo) || v->as_number() > static_cast<double>(hi))
-      fail(std::string("\"") + key + "\" must be an integer in [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "]");
-    return static_cast<std::int64_t>(v->as_number());
-  };
-  auto number = [&](const char* key, double fallback) -> double {
-    const json_value* v = j.find(key);
-    if (v == nullptr || v->is_null()) return fallback;
-    if (!v->is_number() || !(v->as_number() > 0))
-      fail(std::string("\"") + key + "\" must be a positive number");
-    return v->as_number();
-  };
-  if (const json_value* a = j.find("architectures"); a != nullptr && !a->is_null()) {
-    // Absent: a bare Llama config. Present: exactly the one architecture this engine runs.
-    if (!a->is_array() || a->as_array().size() != 1 || !a->as_array()[0].is_string() ||
-        a->as_array()[0].as_string() != "LlamaForCausalLM")
-      fail("\"architectures\" must be [\"LlamaForCausalLM\"] (the reference engine runs Llama only), got " +
-           write_json(*a));
-    c.architecture = a->as_array()[0].as_string();
-  }
-  c.vocab_size = static_cast<std::int32_t>(integer("vocab_size", 1, 1 << 24, true, 0));
-  c.hidden_size = static_cast<std::int32_t>(integer("hidden_size", 1, 1 << 16, true, 0));
-  c.intermediate_size = static_cast<std::int32_t>(integer("intermediate_size", 1, 1 << 18, true, 0));
-  c.n_layers = static_cast<std::int32_t>(integer("num_hidden_layers", 1, 1024, true, 0));
-  c.n_heads = static_cast<std::int32_t>(integer("num_attention_heads", 1, 1024, true, 0));
-  c.n_kv_heads = static_cast<std::int32_t>(integer("num_key_value_heads", 1, 1024, false, c.n_heads));
-  if (c.n_heads % c.n_kv_heads != 0) fail("num_key_value_heads must divide num_attention_heads");
-  c.head_dim = static_cast<std::int32_t>(integer("head_dim", 2, 4096, false, c.hidden_size / c.n_heads));
-  if (c.head_dim % 2 != 0) fail("head_dim must be even for RoPE");
-  if (j.find("head_dim") == nullptr && c.hidden_size % c.n_heads != 0)
-    fail("hidden_size must be a multiple of num_attention_heads");
-  c.rms_norm_eps = static_cast<float>(number("rms_norm_eps", 1e-6));
-  c.rope_theta = static_cast<float>(number("rope_theta", 10000.0));
-  c.max_context = integer("max_position_embeddings", 1, std::int64_t{1} << 31, false, 2048);
-  if (const json_value* t = j.find("tie_word_embeddings"); t != nullptr && !t->is_null()) {
-    if (!t->is_bool()) fail("\"tie_word_embeddings\" must be a boolean");
-    c.tie_word_embeddings = t->as_bool();
-  }
-  if (const json_value* r = j.find("rope_scaling"); r != nullptr && !r->is_null())
-    fail("rope_scaling is not supported by the reference engine");
-  if (const json_value* h = j.find("hidden_act");
-      h != nullptr && !(h->is_string() && h->as_string() == "silu"))
-    fail("hidden_act must be \"silu\"");
-  for (const char* key : {"attention_bias", "mlp_bias"})
-    if (const json_value* b = j.find(key); b != nullptr && b->is_bool() && b->as_bool())
-      fail(std::string(key) + " is not supported");
-  return c;
+  return w;
 }
 
-LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load(const std::filesystem::path& dir,
-                                                                   unsigned threads) {
+/// The tensors of a GGUF import as reference_weights (HF names, Q/K rows un-permuted).
+inline reference_weights gguf_weights(const gguf_llama_import& g) {
+  reference_weights w;
+  w.path = g.file().name();
+  w.names = g.hf_names();
+  w.has = [&g](const std::string& name) { return g.has(name); };
+  w.read = [&g](const std::string& name, std::span<const std::int64_t> shape) {
+    return g.read_f32(name, shape);
+  };
+  return w;
+}
+
+/// Whether `path` names a model directory (an HF checkpoint) rather than a GGUF file: anything but
+/// a regular file (a missing path then fails as a directory without config.json, as before GGUF).
+inline bool is_model_directory(const std::filesystem::path& path) {
+  std::error_code ec;
+  return !std::filesystem::is_regular_file(path, ec);
+}
+
+/// `dir/config.json`, read and validated.
+inline llama_config read_hf_config(const std::filesystem::path& dir) {
   const auto cfg_path = dir / "config.json";
   if (detail::require_regular_file(cfg_path, "reference_cpu_engine::load: config") > (1u << 20))
     LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + " is larger than 1 MiB"));
@@ -101,21 +72,49 @@ LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load(const std::fi
   } catch (const error& e) {
     LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + ": " + e.what()));
   }
-  const auto cfg = llama_config::from_json(cfg_json, cfg_path.string());
-  const auto st = safetensors_file::open(dir / "model.safetensors");
+  return llama_config::from_json(cfg_json, cfg_path.string());
+}
+
+/// A GGUF model file (a regular file: is_model_directory is false).
+inline gguf_llama_import open_gguf_model(const std::filesystem::path& path) {
+  return gguf_llama_import::open(path);
+}
+
+}  // namespace detail
+
+LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load(const std::filesystem::path& path,
+                                                                   unsigned threads) {
+  if (!detail::is_model_directory(path)) {  // a GGUF file (engine/gguf_import.hpp)
+    const auto g = detail::open_gguf_model(path);
+    return reference_cpu_engine(g.config(), detail::gguf_weights(g), threads);
+  }
+  const auto cfg = detail::read_hf_config(path);
+  const auto st = safetensors_file::open(path / "model.safetensors");
   return reference_cpu_engine(cfg, st, threads);
 }
 
 LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load_with_overlay(
     const std::filesystem::path& dir, const std::filesystem::path& overlay, unsigned threads) {
+  const safetensors_limits limits{.max_tensors = 4096, .max_rank = 2};
+  if (!detail::is_model_directory(dir)) {  // a GGUF file's tensors, by their HF names
+    const auto g = detail::open_gguf_model(dir);
+    const auto ov = safetensors_file::open(overlay, limits);
+    return reference_cpu_engine(g.config(), detail::gguf_weights(g), threads, &ov);
+  }
   const auto base = load(dir, threads);  // validates the config and the base weights
   const auto st = safetensors_file::open(dir / "model.safetensors");
-  const auto ov = safetensors_file::open(overlay, safetensors_limits{.max_tensors = 4096, .max_rank = 2});
+  const auto ov = safetensors_file::open(overlay, limits);
   return reference_cpu_engine(base.config(), st, threads, &ov);
 }
 
 LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config& cfg,
                                                               const safetensors_file& st, unsigned threads,
+                                                              const safetensors_file* overlay)
+    : reference_cpu_engine(cfg, detail::safetensors_weights(st), threads, overlay) {}
+
+LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config& cfg,
+                                                              const detail::reference_weights& st,
+                                                              unsigned threads,
                                                               const safetensors_file* overlay)
     : cfg_(cfg), threads_(threads) {
   const std::int64_t d = cfg.hidden_size, V = cfg.vocab_size, I = cfg.intermediate_size;
@@ -128,10 +127,10 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   auto check_values = [&](const std::string& name, std::span<const float> v) {
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!(std::fabs(v[i]) <= 1e6f))
-        LATENTAUDIT_THROW(
-            corrupt_data("reference_cpu_engine: tensor '" + name + "' in '" + st.path().string() +
-                         "' holds " + detail::number_text(static_cast<double>(v[i])) + " at index " +
-                         std::to_string(i) + " (weights must be finite and at most 1e6 in magnitude)"));
+        LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: tensor '" + name + "' in '" + st.path +
+                                       "' holds " + detail::number_text(static_cast<double>(v[i])) +
+                                       " at index " + std::to_string(i) +
+                                       " (weights must be finite and at most 1e6 in magnitude)"));
   };
   // `hashed`: the name the fingerprint hashes (the stored name unless given)
   auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols,
@@ -139,7 +138,7 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
     expected.push_back(name);
     const std::int64_t shape[] = {rows, cols};
     auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
-                                                                  : st.read_f32(name, shape);
+                                                                  : st.read(name, shape);
     check_values(name, v);
     const std::string& h = hashed.empty() ? name : hashed;
     hash.update(std::as_bytes(std::span(h.data(), h.size())));
@@ -150,7 +149,7 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
     expected.push_back(name);
     const std::int64_t shape[] = {n};
     auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
-                                                                  : st.read_f32(name, shape);
+                                                                  : st.read(name, shape);
     check_values(name, v);
     hash.update(std::as_bytes(std::span(name.data(), name.size())));
     hash.update(std::as_bytes(std::span(v)));
@@ -159,8 +158,8 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   // Tied embeddings: HF checkpoints store the shared matrix as model.embed_tokens.weight, but some
   // (raincandy-u/TinyStories-656K) store only lm_head.weight; either name serves as the one matrix,
   // hashed as model.embed_tokens.weight so both layouts of one model have one fingerprint.
-  const bool head_only = cfg.tie_word_embeddings && st.find("model.embed_tokens.weight") == nullptr &&
-                         st.find("lm_head.weight") != nullptr;
+  const bool head_only =
+      cfg.tie_word_embeddings && !st.has("model.embed_tokens.weight") && st.has("lm_head.weight");
   embed_ = mat(head_only ? "lm_head.weight" : "model.embed_tokens.weight", V, d, "model.embed_tokens.weight");
   for (std::int32_t l = 0; l < cfg.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
@@ -178,22 +177,22 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   }
   norm_ = vec("model.norm.weight", d);
   if (!cfg.tie_word_embeddings) lm_head_ = mat("lm_head.weight", V, d);
-  for (const auto& t : st.tensors()) {
-    if (std::find(expected.begin(), expected.end(), t.name) != expected.end()) continue;
-    if (cfg.tie_word_embeddings && t.name == "lm_head.weight" && !head_only) {
+  for (const auto& t_name : st.names) {
+    if (std::find(expected.begin(), expected.end(), t_name) != expected.end()) continue;
+    if (cfg.tie_word_embeddings && t_name == "lm_head.weight" && !head_only) {
       // Some exports keep the tied copy: accepted when it is that copy, refused when it differs
       // (a model that needs its own head would be run with the wrong one).
       const std::int64_t shape[] = {V, d};
-      const auto head = st.read_f32("lm_head.weight", shape);
+      const auto head = st.read("lm_head.weight", shape);
       if (!std::equal(head.begin(), head.end(), embed_.data()))
         LATENTAUDIT_THROW(
-            corrupt_data("reference_cpu_engine: '" + st.path().string() +
+            corrupt_data("reference_cpu_engine: '" + st.path +
                          "' holds an lm_head.weight that differs from model.embed_tokens.weight, "
                          "but config.json ties them (tie_word_embeddings: true)"));
       continue;
     }
-    LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: unexpected tensor '" + t.name + "' in '" +
-                                   st.path().string() + "'"));
+    LATENTAUDIT_THROW(
+        corrupt_data("reference_cpu_engine: unexpected tensor '" + t_name + "' in '" + st.path + "'"));
   }
   if (overlay != nullptr)  // an overlay replaces tensors of the model, it adds none
     for (const auto& t : overlay->tensors())
