@@ -12,16 +12,43 @@
 # Writes OUT/tasks.jsonl, OUT/stories260k/ and OUT/tinystories656k/ (report.html, report.md,
 # report.json, plots, records.jsonl each), OUT/summary-*.json and OUT/timing.txt.
 #
-# usage: scripts/run-real.sh [OUT]         (default real-out; the previous one is replaced)
+# --drift adds the drift and map arms on TinyStories-656K (docs/real-models.md, "Drift and maps"):
+# drifted siblings fine-tuned from its weights for DRIFT_LEVELS steps on story text
+# (tools/tasks/story_tasks.py stories under their own seed, none of them an audit document) by
+# tools/real/finetune_drift.py (Debian's /usr/bin/python3 with python3-torch; CPU, float32, fixed
+# seed, 1 thread), a cache map per level from the sibling to the model (`latentaudit map fit` on 200
+# calibration stories apart from the audit's), then the audit of the 656K on the story tasks with
+# the arms no_comm, text_full, kv_full, deranged, kv_drift_<k> and kv_mapped_drift_<k>, into
+# OUT/tinystories656k-drift/, with OUT/drift.json (the fine-tuning's manifest and measurements) and
+# OUT/map-<k>.json (each map's summary). The overlays and maps are generated weights: they are
+# written to a scratch folder removed on exit, or kept in DRIFT_OUT when it is set (never commit
+# them). --drift-only runs only this part (the story tasks are generated as usual).
+#
+# usage: scripts/run-real.sh [--drift | --drift-only] [OUT]  (default OUT real-out; replaced)
 # environment:
 #   LATENTAUDIT_MODELS  the models folder (default ../shared/models from the project's root)
 #   TASKS=1000 SEED=1   story tasks generated, and the generator's and the audit's seed
 #   JOBS=2              audit workers (--jobs)
 #   BOOTSTRAP=2000      bootstrap replicates of the report
 #   CLI=...             a built latentaudit (default build/release/tools/cli/latentaudit, built if absent)
-# Extra arguments after OUT go to both `latentaudit audit` runs.
+#   DRIFT_LEVELS=30,100,300  fine-tuning steps of the drifted siblings (--drift)
+#   DRIFT_OUT=DIR       keep the siblings' overlays, drift.json and the maps in DIR (--drift)
+# Extra arguments after OUT go to every `latentaudit audit` run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+drift=0
+main=1
+case "${1:-}" in
+--drift)
+  drift=1
+  shift
+  ;;
+--drift-only)
+  drift=1
+  main=0
+  shift
+  ;;
+esac
 out=${1:-real-out}
 [ $# -gt 0 ] && shift
 models=${LATENTAUDIT_MODELS:-../shared/models}
@@ -82,6 +109,58 @@ EOF
   tail -2 "$out/timing.txt" >&2
 }
 extra=("$@")
+
+if [ "$drift" = 1 ]; then
+  # Drifted siblings of the 656K, a map per level, and the audit of their arms (above).
+  levels=${DRIFT_LEVELS:-30,100,300}
+  dd=${DRIFT_OUT:-$scratch/drift-656k}
+  mkdir -p "$dd"
+  t0=$(date +%s.%N)
+  /usr/bin/python3 tools/real/finetune_drift.py --base "$m656" --out "$dd" --levels "$levels" \
+    --seed "$seed" --exclude "$out/tasks.jsonl" --threads 1 >"$out/finetune.log"
+  cp "$dd/drift.json" "$out/drift.json"
+  t1=$(date +%s.%N)
+  # Calibration stories for the maps: need tasks of another generator seed, none of whose documents
+  # is an audit document (the audit refuses a map calibrated on its items).
+  python3 tools/tasks/story_tasks.py "$scratch/calibration-all.jsonl" --tasks 260 --seed $((seed + 7000)) \
+    --no-need-share 0 --stale-share 0 --conflict-share 0 --id-prefix calibration-
+  python3 - "$out/tasks.jsonl" "$scratch/calibration-all.jsonl" "$scratch/calibration.jsonl" <<'EOF'
+import json, sys
+audit = set()
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    audit.update(t[k] for k in ("document", "text_document") if k in t)
+lines = [l for l in open(sys.argv[2]) if "latentaudit_tasks" in l or json.loads(l)["document"] not in audit]
+open(sys.argv[3], "w").writelines(lines[:201])  # the header and 200 tasks
+EOF
+  maps=()
+  darms="no_comm,text_full,kv_full,deranged"
+  for k in ${levels//,/ }; do
+    "$cli" map fit --from "$m656" --from-overlay "$dd/steps-$k.safetensors" --to "$m656" \
+      --tasks "$scratch/calibration.jsonl" --tokenizer "$m656" --calibration 200 --seed "$seed" \
+      --out "$dd/map-$k.safetensors" >"$out/map-$k.json"
+    maps+=("$dd/map-$k.safetensors")
+    darms+=",kv_drift_$k,kv_mapped_drift_$k"
+  done
+  t2=$(date +%s.%N)
+  python3 - "$t0" "$t1" "$t2" "$levels" >>"$out/timing.txt" <<'EOF'
+import sys
+t0, t1, t2 = map(float, sys.argv[1:4])
+print("drift siblings (steps %s): fine-tuning and its measurements %.1f s, %d maps %.1f s"
+      % (sys.argv[4], t1 - t0, len(sys.argv[4].split(",")), t2 - t1))
+EOF
+  tail -1 "$out/timing.txt" >&2
+  map_list=$(
+    IFS=,
+    echo "${maps[*]}"
+  )
+  saved=("${common[@]}")
+  common=(--tasks "$out/tasks.jsonl" --seeds 1 --seed "$seed" --jobs "$jobs" --bootstrap "$bootstrap"
+    --partner none --drift "$dd" --map "$map_list" --timing-repeats 0 --quiet)
+  run tinystories656k-drift --model "$m656" --arms "$darms"
+  common=("${saved[@]}")
+fi
+[ "$main" = 1 ] || exit 0
 
 run stories260k --engine llama.cpp --model "$m260" --arms "$arms"
 run tinystories656k --model "$m656" --arms "$arms,kv_first_half,kv_layers_0,kv_layers_1"
