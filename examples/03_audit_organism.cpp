@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   for (const auto& f : report.findings)
     std::printf("%-36s %-12s %+.3f [%+.3f, %+.3f]\n", f.id.c_str(), la::verdict_name(f.answer), f.estimate,
                 f.ci_low, f.ci_high);
-  std::printf("decision: %s\nreport: %s\n", report.decision.verdict.c_str(), (out / "report.md").c_str());
+  std::printf("decision: %s\nreport: %s\n", la::decision_verdict_name(report.decision.verdict),
+              (out / "report.md").c_str());
   std::filesystem::remove_all(out);
   return report.findings.empty() ? 1 : 0;
 }

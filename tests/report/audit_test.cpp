@@ -796,8 +796,10 @@ TEST_CASE("audit: positive control — every record wrong gates every need and n
   auto fs = c.findings;
   la::apply_positive_control(fs, &control);
   for (std::size_t i = 0; i < fs.size(); ++i) CHECK(fs[i].detail == c.findings[i].detail);
-  la::finding yes_control{.id = "need.text_beats_no_comm", .answer = la::verdict::yes};
-  std::vector<la::finding> kept{{.id = "need.kv_beats_no_comm", .answer = la::verdict::yes}};
+  const la::finding yes_control =
+      la::make_finding({la::finding_kind::need_text_beats_no_comm}, la::verdict::yes);
+  std::vector<la::finding> kept{
+      la::make_finding({la::finding_kind::need_kv_beats_no_comm}, la::verdict::yes)};
   la::apply_positive_control(kept, &yes_control);
   CHECK(kept[0].answer == la::verdict::yes);
   la::apply_positive_control(kept, nullptr);  // absent control: not "yes"

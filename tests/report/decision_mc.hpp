@@ -120,9 +120,9 @@ inline void count_decision(const decision_scenario& s, const audit_decision& d, 
   if (forbidden) handled = false;
   if (d.relay_allowed && forbidden) ++out.forbidden_lines;
   if (d.relay_allowed) ++(handled ? out.allowed_handled : out.allowed_unhandled);
-  out.unverified += d.verdict == "relay (unverified)" ? 1 : 0;
-  ++out.verdicts[d.verdict];
-  out.relay_family += d.verdict.rfind("relay", 0) == 0 ? 1 : 0;
+  out.unverified += d.verdict == latentaudit::decision_verdict::relay_unverified ? 1 : 0;
+  ++out.verdicts[latentaudit::decision_verdict_name(d.verdict)];
+  out.relay_family += latentaudit::is_relay_verdict(d.verdict) ? 1 : 0;
 }
 
 /// Runs `reps` replicates of scenario `s`.

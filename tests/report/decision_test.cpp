@@ -43,7 +43,7 @@ TEST_CASE("decision: every risk shown gives a relay verdict with a condition per
   INFO(r.decision.summary);
   for (const auto& c : r.decision.checklist)
     INFO(c.name << ": " << la::verdict_name(c.passed) << " " << c.reason);
-  CHECK(r.decision.verdict == "relay with conditions");
+  CHECK(r.decision.verdict == la::decision_verdict::relay_with_conditions);
   CHECK(r.decision.relay_allowed);
   CHECK(r.decision.unverified.empty());
   std::string policy;
@@ -70,7 +70,7 @@ TEST_CASE(
   const auto recs = simulate_relay_failure(d, 2511);
   const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
   INFO(r.decision.summary);
-  CHECK(r.decision.verdict == "relay (unverified)");
+  CHECK(r.decision.verdict == la::decision_verdict::relay_unverified);
   CHECK_FALSE(r.decision.relay_allowed);
   CHECK(r.decision.unverified == std::vector<std::string>{"freshness", "conflict", "drift"});
   CHECK(r.decision.summary.find("freshness, conflict, drift") != std::string::npos);
@@ -228,7 +228,7 @@ TEST_CASE("decision: records with only item, seed, arm and correct name the miss
   for (const auto& w : r.core.input_warnings)
     regime_line |= w.rfind("records lack 'regime' (90 of 90)", 0) == 0;
   CHECK(regime_line);
-  CHECK(r.decision.verdict == "inconclusive");
+  CHECK(r.decision.verdict == la::decision_verdict::inconclusive);
   INFO(r.decision.summary);
   CHECK(r.decision.summary.rfind("The records lack the field(s) 'regime'", 0) == 0);
   const auto md = la::report_markdown(r);
@@ -236,10 +236,14 @@ TEST_CASE("decision: records with only item, seed, arm and correct name the miss
 }
 
 TEST_CASE("findings: the noise tolerance is gated by the positive control", "[report][decision]") {
+  // the catalog gates by kind (finding_kind_info::gated)
   std::vector<la::finding> fs = {
-      {.id = "need.text_beats_no_comm", .answer = la::verdict::inconclusive, .n = 10},
-      {.id = "noise.tolerance_sigma", .answer = la::verdict::yes, .estimate = 0.5, .n = 10},
-      {.id = "drift.tolerance_steps", .answer = la::verdict::no, .estimate = 1, .n = 10}};
+      la::make_finding({la::finding_kind::need_text_beats_no_comm}),
+      la::make_finding({la::finding_kind::noise_tolerance_sigma}, la::verdict::yes),
+      la::make_finding({la::finding_kind::drift_tolerance_steps}, la::verdict::no)};
+  for (auto& f : fs) f.n = 10;
+  fs[1].estimate = 0.5;
+  fs[2].estimate = 1;
   la::apply_positive_control(fs, &fs[0]);
   CHECK(fs[1].answer == la::verdict::inconclusive);
   CHECK(fs[1].detail.rfind(la::positive_control_reason, 0) == 0);
@@ -294,12 +298,12 @@ TEST_CASE("decision: the risk family's absence claims are adjusted by Holm (issu
   };
   // Holm at 0.05: 0.001 x 3, 0.02 x 2, 0.04 x 1 all <= 0.05: every absence stands, plain relay
   auto d = decide_with(0.001, 0.02, 0.04, false);
-  CHECK(d.verdict == "relay");
+  CHECK(d.verdict == la::decision_verdict::relay);
   CHECK(d.relay_allowed);
   CHECK(d.policy.at(1).find("identical model fingerprints") != std::string::npos);
   // each shown at alpha alone (p < 0.05) but the smallest times 3 exceeds it: none stands
   d = decide_with(0.02, 0.03, 0.04, false);
-  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.verdict == la::decision_verdict::relay_unverified);
   CHECK_FALSE(d.relay_allowed);
   CHECK(d.unverified == std::vector<std::string>{"no_need_harm", "freshness", "conflict"});
   CHECK(check_of(d, "no_need_harm").reason.find("absence is not shown after Holm over the 3 claims") !=
@@ -307,13 +311,13 @@ TEST_CASE("decision: the risk family's absence claims are adjusted by Holm (issu
   // a risk shown present (its p near 1) still counts in the family: 0.001 x 3 stands, then
   // 0.03 x 2 > 0.05 fails
   d = decide_with(0.03, 0.9, 0.001, true);
-  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.verdict == la::decision_verdict::relay_unverified);
   CHECK(d.unverified == std::vector<std::string>{"no_need_harm"});
   CHECK(check_of(d, "freshness").passed == la::verdict::no);
   CHECK(check_of(d, "conflict").passed == la::verdict::yes);
   // 0.001 x 3 and 0.01 x 2 stand; the present one adds its condition
   d = decide_with(0.01, 0.9, 0.001, true);
-  CHECK(d.verdict == "relay with conditions");
+  CHECK(d.verdict == la::decision_verdict::relay_with_conditions);
   CHECK(d.relay_allowed);
   CHECK(d.policy.front().find("identical model fingerprints") != std::string::npos);
   CHECK(d.policy.at(1).find("fresh caches") != std::string::npos);
@@ -637,9 +641,9 @@ TEST_CASE(
   CHECK(dep->passed == la::verdict::yes);
   CHECK(contains(dep->findings, "need.kv_raises_answer_probability"));
   CHECK(rep.decision.summary.find("no benefit over no communication") == std::string::npos);
-  CHECK(rep.decision.verdict != "no communication");
+  CHECK(rep.decision.verdict != la::decision_verdict::no_communication);
   // relay does carry information, but loses 50 accuracy points to text: text, for that reason
-  CHECK(rep.decision.verdict == "text");
+  CHECK(rep.decision.verdict == la::decision_verdict::text);
   CHECK(rep.decision.summary.find("less accurate than text") != std::string::npos);
 
   // decide() on findings without need.kv_carries_information (an older report's): accuracy's "no"

@@ -210,7 +210,8 @@ TEST_CASE("report.html: well-formed, every finding and the decision, nothing fro
     const auto code_end = h.find("</code>", code);
     CHECK(strip_tags(h.substr(code, code_end - code)) == detail::html_escape(id));
   }
-  CHECK(h.find("Decision: " + detail::html_escape(b.report.decision.verdict)) != std::string::npos);
+  CHECK(h.find(std::string("Decision: ") +
+               detail::html_escape(decision_verdict_name(b.report.decision.verdict))) != std::string::npos);
   CHECK(h.find(std::string("<code>decision.relay_allowed</code> = <code>") +
                (b.report.decision.relay_allowed ? "true" : "false") + "</code>") != std::string::npos);
   CHECK(h.find("Decision:") < h.find("id=\"findings\""));  // the decision first
@@ -267,7 +268,7 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
     const auto label = finding_interval_label(f, b.report.options.alpha);
     INFO(f.id << ": " << label << " | " << f.method);
     CHECK(label.find("see method") == std::string::npos);
-    // every finding id has its plain statement and direction (report/impl/html-inl.hpp finding_texts)
+    // every finding id has its plain statement and direction (the catalog's row: finding_catalog.hpp)
     CHECK(finding_statement(f).rfind(f.id + ":", 0) != 0);
     if (label.find("verdict interval") != std::string::npos)
       CHECK(f.method.find("90% verdict interval") != std::string::npos);
@@ -277,54 +278,70 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
     if (label.find("betting") != std::string::npos) CHECK(f.method.find("betting") != std::string::npos);
   }
   // the polarity flips with the finding: a stale loss is bad news for relay, a need benefit good news
-  const auto with = [](std::string id, verdict v, double est = 0.1) {
-    finding f;
-    f.id = std::move(id);
-    f.answer = v;
+  const auto with = [](finding_key key, verdict v, double est = 0.1) {
+    finding f = make_finding(std::move(key), v);
     f.estimate = est;
     return f;
   };
-  CHECK(finding_polarity(with("stale.kv_worse_than_text", verdict::yes, -0.5)) == relay_polarity::against);
-  CHECK(finding_polarity(with("stale.kv_worse_than_text", verdict::no)) == relay_polarity::supports);
-  CHECK(finding_polarity(with("need.kv_beats_no_comm", verdict::yes)) == relay_polarity::supports);
-  CHECK(finding_polarity(with("need.kv_beats_no_comm", verdict::no)) == relay_polarity::against);
-  CHECK(finding_polarity(with("need.kv_beats_no_comm", verdict::inconclusive)) == relay_polarity::not_shown);
-  CHECK(finding_polarity(with("conflict.kv_worse_than_no_comm", verdict::yes)) == relay_polarity::against);
-  CHECK(finding_polarity(with("drift.tolerance_steps", verdict::yes)) == relay_polarity::against);
-  CHECK(finding_polarity(with("no_need.kv_changes_accuracy", verdict::yes, -0.2)) == relay_polarity::against);
-  CHECK(finding_polarity(with("no_need.kv_changes_accuracy", verdict::no)) == relay_polarity::supports);
-  CHECK(finding_polarity(with("need.kv_equivalent_to_text", verdict::no, -0.2)) == relay_polarity::against);
-  CHECK(finding_polarity(with("need.kv_equivalent_to_text", verdict::no, 0.2)) == relay_polarity::supports);
-  CHECK(finding_polarity(with("cost.relay_pays_on_pcie4", verdict::yes)) == relay_polarity::supports);
-  CHECK(finding_polarity(with("message.kv_vs_text_message.k8.need", verdict::no)) == relay_polarity::against);
-  CHECK(finding_polarity(with("noise.tolerance_sigma", verdict::yes)) == relay_polarity::context);
-  CHECK(finding_polarity(with("need.kv_raises_answer_probability", verdict::yes)) ==
-        relay_polarity::supports);
-  CHECK(finding_polarity(with("need.pairing_raises_answer_probability", verdict::no)) ==
+  CHECK(finding_polarity(with({finding_kind::stale_kv_worse_than_text}, verdict::yes, -0.5)) ==
         relay_polarity::against);
-  CHECK(finding_statement(with("need.kv_answer_probability_noninferior_to_text", verdict::yes))
+  CHECK(finding_polarity(with({finding_kind::stale_kv_worse_than_text}, verdict::no)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with({finding_kind::need_kv_beats_no_comm}, verdict::yes)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with({finding_kind::need_kv_beats_no_comm}, verdict::no)) ==
+        relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::need_kv_beats_no_comm}, verdict::inconclusive)) ==
+        relay_polarity::not_shown);
+  CHECK(finding_polarity(with({finding_kind::conflict_kv_worse_than_no_comm}, verdict::yes)) ==
+        relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::drift_tolerance_steps}, verdict::yes)) ==
+        relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::no_need_kv_changes_accuracy}, verdict::yes, -0.2)) ==
+        relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::no_need_kv_changes_accuracy}, verdict::no)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with({finding_kind::need_kv_equivalent_to_text}, verdict::no, -0.2)) ==
+        relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::need_kv_equivalent_to_text}, verdict::no, 0.2)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with({finding_kind::cost_relay_pays_on_link, {.link = "pcie4"}}, verdict::yes)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with({finding_kind::message_kv_vs_text_message, {.budget = 8, .regime = "need"}},
+                              verdict::no)) == relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::noise_tolerance_sigma}, verdict::yes)) ==
+        relay_polarity::context);
+  CHECK(finding_polarity(with({finding_kind::need_kv_raises_answer_probability}, verdict::yes)) ==
+        relay_polarity::supports);
+  CHECK(finding_polarity(with({finding_kind::need_pairing_raises_answer_probability}, verdict::no)) ==
+        relay_polarity::against);
+  CHECK(finding_statement(with({finding_kind::need_kv_answer_probability_noninferior_to_text}, verdict::yes))
             .find("answer probability") != std::string::npos);
-  CHECK(finding_polarity(with("something.new", verdict::yes)) == relay_polarity::context);
-  CHECK(finding_interval_label(with("need.kv_beats_no_comm", verdict::yes), 0.05) ==
+  CHECK(finding_polarity(with({}, verdict::yes)) == relay_polarity::context);
+  CHECK(finding_interval_label(with({finding_kind::need_kv_beats_no_comm}, verdict::yes), 0.05) ==
         "90% verdict interval (betting over items)");
-  CHECK(finding_interval_label(with("cost.relay_pays_on_pcie4", verdict::yes), 0.05)
+  CHECK(finding_interval_label(with({finding_kind::cost_relay_pays_on_link, {.link = "pcie4"}}, verdict::yes),
+                               0.05)
             .rfind("95% bootstrap CI", 0) == 0);
-  CHECK(finding_interval_label(with("noise.tolerance_sigma", verdict::yes), 0.05) ==
+  CHECK(finding_interval_label(with({finding_kind::noise_tolerance_sigma}, verdict::yes), 0.05) ==
         "95% CI (test inversion over items)");
-  CHECK(finding_interval_label(with("gate.not_worse_than_always_relay", verdict::yes), 0.1) ==
+  CHECK(finding_interval_label(with({finding_kind::gate_not_worse_than_always_relay}, verdict::yes), 0.1) ==
         "80% interval (betting over items)");
   // issue 52 item 5: a gate that relays every request (gate.saves_relays "no") is context, not bad
   // news; a gate shown worse than always-relay is
-  CHECK(finding_polarity(with("gate.saves_relays", verdict::no)) == relay_polarity::context);
-  CHECK(finding_polarity(with("gate.not_worse_than_always_relay", verdict::no)) == relay_polarity::against);
-  CHECK(finding_polarity(with("gate.not_worse_than_always_relay", verdict::yes)) == relay_polarity::supports);
-  CHECK(finding_polarity(with("need.kv_raises_continuation_probability", verdict::yes)) ==
+  CHECK(finding_polarity(with({finding_kind::gate_saves_relays}, verdict::no)) == relay_polarity::context);
+  CHECK(finding_polarity(with({finding_kind::gate_not_worse_than_always_relay}, verdict::no)) ==
+        relay_polarity::against);
+  CHECK(finding_polarity(with({finding_kind::gate_not_worse_than_always_relay}, verdict::yes)) ==
         relay_polarity::supports);
-  CHECK(finding_statement(with("need.kv_continuation_noninferior_to_text", verdict::no))
+  CHECK(finding_polarity(with({finding_kind::need_kv_raises_continuation_probability}, verdict::yes)) ==
+        relay_polarity::supports);
+  CHECK(finding_statement(with({finding_kind::need_kv_continuation_noninferior_to_text}, verdict::no))
             .find("continuation probability") != std::string::npos);
-  CHECK(finding_statement(with("stale.kv_worse_than_text", verdict::yes)).find("fresh") != std::string::npos);
-  CHECK(finding_statement(with("cost.relay_pays_on_nvlink4", verdict::no)).find("nvlink4") !=
+  CHECK(finding_statement(with({finding_kind::stale_kv_worse_than_text}, verdict::yes)).find("fresh") !=
         std::string::npos);
+  CHECK(finding_statement(with({finding_kind::cost_relay_pays_on_link, {.link = "nvlink4"}}, verdict::no))
+            .find("nvlink4") != std::string::npos);
   CHECK(finding_anchor("message.kv_vs_text_message.k8 <x>") == "f-message.kv_vs_text_message.k8__x_");
   CHECK_THROWS_AS(report_html(b.report, b.records, b.svgs, {.max_item_rows = 0}), invalid_argument);
   CHECK_THROWS_AS(report_html(b.report, b.records, b.svgs, {.max_answer_bytes = 0}), invalid_argument);
@@ -448,19 +465,18 @@ TEST_CASE("report.html and report.md: numbers in percentage points with fixed pr
   CHECK(detail::p_value_text(0.007937) == "0.008");
   CHECK(detail::p_value_text(0.0002) == "<0.001");
   CHECK(detail::p_value_text(1.0) == "1.000");
-  finding f;
-  f.id = "need.kv_beats_no_comm";
+  finding f = make_finding({finding_kind::need_kv_beats_no_comm});
   CHECK(finding_value(f, 0.982) == "+98.2 pts");
   CHECK(finding_interval_text(f, 0.951, 0.997) == "[95.1, 99.7] pts");
   CHECK(finding_magnitude_text(f, 0.123) == "12.3 pts");
-  f.id = "cost.relay_pays_on_pcie4";
+  f = make_finding({finding_kind::cost_relay_pays_on_link, {.link = "pcie4"}});
   CHECK(finding_value(f, 1.08e-3) == "1.08 ms");
   CHECK(finding_interval_text(f, 1.08e-3, 2.3e-3) == "[1.08, 2.30] ms");
-  f.id = "noise.tolerance_sigma";
+  f = make_finding({finding_kind::noise_tolerance_sigma});
   CHECK(finding_value(f, 0.75) == "0.75 σ");
-  f.id = "drift.tolerance_steps";
+  f = make_finding({finding_kind::drift_tolerance_steps});
   CHECK(finding_value(f, 300.0) == "300 steps");
-  f.id = "mapped.retention";
+  f = make_finding({finding_kind::mapped_retention});
   CHECK(finding_value(f, 0.932) == "93.2%");
   // the page: every paired finding's estimate and interval in points, every p-value fixed
   const auto& b = html_report();
@@ -518,7 +534,7 @@ TEST_CASE("report.html and report.md: numbers in percentage points with fixed pr
 TEST_CASE("report.html: the serving policy's heading counts the rules it shows", "[report][html]") {
   const auto& b = html_report();
   auto r = b.report;
-  r.decision.verdict = "relay with conditions";
+  r.decision.verdict = decision_verdict::relay_with_conditions;
   r.decision.relay_allowed = true;
   r.decision.policy = {
       "relay only between identical model fingerprints (drift.tolerance_steps)",

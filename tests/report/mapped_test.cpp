@@ -64,7 +64,7 @@ TEST_CASE("mapped: a map as good as same-model relay is shown, named, and relays
   CHECK(ret.reads.size() == 3u);
   // the decision: relay with conditions, and this sender's cache only through its map
   const auto& dec = rep.decision;
-  INFO(dec.verdict);
+  INFO(la::decision_verdict_name(dec.verdict));
   CHECK(dec.relay_allowed);
   CHECK(map_checklist_item(dec, "map_kv_mapped").passed == la::verdict::yes);
   CHECK(map_policy_has(dec, "relay the cache of sender cc (arm kv_mapped) only through cache map m1"));

@@ -135,7 +135,7 @@ TEST_CASE("decision: relay with conditions, a policy per shown failure, no nan",
   auto o = fast_options();
   const auto r = la::build_audit_report(recs, o);
   INFO(r.decision.summary);
-  CHECK(r.decision.verdict == "relay with conditions");
+  CHECK(r.decision.verdict == la::decision_verdict::relay_with_conditions);
   std::string policy;
   for (const auto& p : r.decision.policy) policy += p + "\n";
   INFO(policy);
@@ -188,15 +188,15 @@ TEST_CASE("decision: verdict vocabulary text / no communication", "[report][rela
     alone.push_back(
         {.item = i, .seed = 0, .arm = "no_comm", .arm_kind = "no_comm", .regime = "need", .correct = true});
   const auto d = la::decide(fs, alone);
-  CHECK(d.verdict == "no communication");
+  CHECK(d.verdict == la::decision_verdict::no_communication);
   CHECK_FALSE(d.policy.empty());
   CHECK(d.summary.find("nan") == std::string::npos);
   for (auto& r : alone) r.correct = false;
-  CHECK(la::decide(fs, alone).verdict == "inconclusive");
-  CHECK(la::decide(fs, none).verdict == "inconclusive");
+  CHECK(la::decide(fs, alone).verdict == la::decision_verdict::inconclusive);
+  CHECK(la::decide(fs, none).verdict == la::decision_verdict::inconclusive);
   fs = {f("need.text_beats_no_comm", la::verdict::yes, 0.9, 0.85, 0.95),
         f("need.kv_beats_no_comm", la::verdict::no, 0.0, -0.02, 0.02)};
-  CHECK(la::decide(fs, none).verdict == "text");
+  CHECK(la::decide(fs, none).verdict == la::decision_verdict::text);
 }
 
 TEST_CASE("relay switch: stays on under a null stream, turns off after a change (seed 1806)",

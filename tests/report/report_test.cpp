@@ -95,7 +95,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   if (test::full_sample) {
     CHECK(f.at("noise.tolerance_sigma")->estimate > 0.25);
     CHECK(f.at("noise.tolerance_sigma")->estimate <= 1.5);
-    CHECK(r.decision.verdict != "no communication needed");
+    CHECK(std::string(latentaudit::decision_verdict_name(r.decision.verdict)) != "no communication needed");
   }
   CHECK(r.decision.checklist.size() == 11);
   REQUIRE_FALSE(r.decision.monitors.empty());
@@ -148,7 +148,7 @@ TEST_CASE("report: records with two arms only give inconclusive findings, never 
     CHECK(f.at(id)->answer == verdict::inconclusive);
     CHECK(f.at(id)->n == 0);
   }
-  CHECK(r.decision.verdict == "inconclusive");
+  CHECK(r.decision.verdict == latentaudit::decision_verdict::inconclusive);
   for (const auto& [name, svg] : report_svgs(r, recs)) check_report_svg(svg);
 }
 
@@ -212,7 +212,7 @@ TEST_CASE("decision: the checklist rule") {
   const trial_record kv = same_model_kv();
   const std::vector<trial_record> same{kv};
   const auto relay = decide(make(verdict::yes, verdict::yes, verdict::yes), same);
-  CHECK(relay.verdict == "relay");
+  CHECK(relay.verdict == latentaudit::decision_verdict::relay);
   CHECK(relay.relay_allowed);
   CHECK(relay.unverified.empty());
   CHECK(relay.checklist.size() == 11);
@@ -224,7 +224,7 @@ TEST_CASE("decision: the checklist rule") {
   // "relay (unverified)", which lets no traffic through and names them
   const auto untested =
       decide(decision_findings(verdict::yes, verdict::yes, verdict::yes, verdict::yes, false), same);
-  CHECK(untested.verdict == "relay (unverified)");
+  CHECK(untested.verdict == latentaudit::decision_verdict::relay_unverified);
   CHECK_FALSE(untested.relay_allowed);
   CHECK(untested.unverified ==
         std::vector<std::string>{"no_need_harm", "freshness", "conflict", "drift", "cross_model"});
@@ -232,14 +232,18 @@ TEST_CASE("decision: the checklist rule") {
   CHECK(check_named(untested, "freshness").reason.find("not tested") != std::string::npos);
   CHECK(untested.summary.find("freshness, conflict, drift") != std::string::npos);
   // Dependency "no" while text beats no_comm: B needs A's information and only text carries it.
-  CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict == "text");
-  CHECK(decide(make(verdict::yes, verdict::no, verdict::yes), same).verdict == "text");
-  CHECK(decide(make(verdict::yes, verdict::yes, verdict::no), same).verdict == "text");
-  CHECK(decide(make(verdict::yes, verdict::inconclusive, verdict::yes), same).verdict == "inconclusive");
+  CHECK(decide(make(verdict::no, verdict::yes, verdict::yes), same).verdict ==
+        latentaudit::decision_verdict::text);
+  CHECK(decide(make(verdict::yes, verdict::no, verdict::yes), same).verdict ==
+        latentaudit::decision_verdict::text);
+  CHECK(decide(make(verdict::yes, verdict::yes, verdict::no), same).verdict ==
+        latentaudit::decision_verdict::text);
+  CHECK(decide(make(verdict::yes, verdict::inconclusive, verdict::yes), same).verdict ==
+        latentaudit::decision_verdict::inconclusive);
   auto other = kv;
   other.sender_fingerprint = "m:2";  // a same-model arm relaying a foreign cache breaks homogeneity
   const auto d = decide(make(verdict::yes, verdict::yes, verdict::yes), std::vector<trial_record>{other});
-  CHECK(d.verdict == "inconclusive");
+  CHECK(d.verdict == latentaudit::decision_verdict::inconclusive);
   CHECK(check_named(d, "homogeneity").passed == verdict::no);
   // The cost check follows the records' link.
   auto fast = kv;
@@ -249,11 +253,11 @@ TEST_CASE("decision: the checklist rule") {
             .passed == verdict::inconclusive);
   CHECK(decide(make(verdict::yes, verdict::yes, verdict::yes), std::vector<trial_record>{fast},
                {.link = "pcie4"})
-            .verdict == "relay");
+            .verdict == latentaudit::decision_verdict::relay);
   // The value check reads the non-inferiority finding, not the equivalence one.
   auto fs = make(verdict::yes, verdict::yes, verdict::yes);
   fs.push_back(fnd("need.kv_equivalent_to_text", verdict::no, 0.3, 0.2, 0.4));
-  CHECK(decide(fs, same).verdict == "relay");
+  CHECK(decide(fs, same).verdict == latentaudit::decision_verdict::relay);
 }
 
 TEST_CASE("decision: the positive control gates the verdict") {
@@ -262,7 +266,7 @@ TEST_CASE("decision: the positive control gates the verdict") {
     // Even with dependency "no" (which alone used to mean "no communication needed").
     for (const verdict dep : {verdict::yes, verdict::no}) {
       const auto d = decide(decision_findings(dep, verdict::yes, verdict::yes, control), same);
-      CHECK(d.verdict == "inconclusive");
+      CHECK(d.verdict == latentaudit::decision_verdict::inconclusive);
       CHECK(d.summary.rfind(positive_control_reason, 0) == 0);
       CHECK(check_named(d, "positive_control").passed == control);
     }
@@ -270,7 +274,7 @@ TEST_CASE("decision: the positive control gates the verdict") {
   // An absent control is not "yes".
   auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   fs.erase(fs.begin());
-  CHECK(decide(fs, same).verdict == "inconclusive");
+  CHECK(decide(fs, same).verdict == latentaudit::decision_verdict::inconclusive);
   CHECK_FALSE(decide(fs, same).relay_allowed);
 }
 
@@ -297,7 +301,7 @@ TEST_CASE("decision: the truth table of the risk checks (docs/audit-report.md \"
     auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
     set_finding(fs, r.present);
     auto d = decide(fs, same);
-    CHECK(d.verdict == "relay with conditions");
+    CHECK(d.verdict == latentaudit::decision_verdict::relay_with_conditions);
     CHECK(d.relay_allowed);
     CHECK(check_named(d, r.check).passed == verdict::no);
     for (const verdict v : {verdict::inconclusive}) {
@@ -306,14 +310,14 @@ TEST_CASE("decision: the truth table of the risk checks (docs/audit-report.md \"
       f.answer = v;
       set_finding(g, f);
       d = decide(g, same);
-      CHECK(d.verdict == "relay (unverified)");
+      CHECK(d.verdict == latentaudit::decision_verdict::relay_unverified);
       CHECK_FALSE(d.relay_allowed);
       CHECK(d.unverified == std::vector<std::string>{r.check});
       CHECK(d.summary.find(r.check) != std::string::npos);
       // not tested at all (the finding absent, or n = 0): the same
       std::erase_if(g, [&](const finding& x) { return x.id == r.id; });
       d = decide(g, same);
-      CHECK(d.verdict == "relay (unverified)");
+      CHECK(d.verdict == latentaudit::decision_verdict::relay_unverified);
       CHECK(d.unverified == std::vector<std::string>{r.check});
     }
   }
@@ -321,18 +325,18 @@ TEST_CASE("decision: the truth table of the risk checks (docs/audit-report.md \"
   auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::inconclusive, 0.03, -0.01, 0.07));
   auto d = decide(fs, same);
-  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.verdict == latentaudit::decision_verdict::relay_unverified);
   CHECK(d.unverified == std::vector<std::string>{"cross_model"});
   set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::yes, 0.3, 0.2, 0.4));
   d = decide(fs, same);
-  CHECK(d.verdict == "inconclusive");
+  CHECK(d.verdict == latentaudit::decision_verdict::inconclusive);
   CHECK_FALSE(d.relay_allowed);
   // a shown condition and an unverified risk together: unverified, the condition kept in the policy
   fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   set_finding(fs, fnd("stale.kv_worse_than_text", verdict::yes, -0.5, -0.6, -0.4));
   set_finding(fs, fnd("conflict.kv_worse_than_no_comm", verdict::inconclusive, -0.02, -0.08, 0.03));
   d = decide(fs, same);
-  CHECK(d.verdict == "relay (unverified)");
+  CHECK(d.verdict == latentaudit::decision_verdict::relay_unverified);
   CHECK(d.unverified == std::vector<std::string>{"conflict"});
   CHECK(d.policy.front().find("identical model fingerprints") != std::string::npos);
   CHECK(d.policy.at(1).find("fresh caches") != std::string::npos);
@@ -361,8 +365,8 @@ TEST_CASE(
     CHECK(x.detail.rfind(positive_control_reason, 0) == 0);
   }
   for (const auto& x : r.cost.findings) CHECK(x.answer == verdict::inconclusive);
-  CHECK(r.decision.verdict == "inconclusive");
-  CHECK(r.decision.verdict != "no communication needed");
+  CHECK(r.decision.verdict == latentaudit::decision_verdict::inconclusive);
+  CHECK(std::string(latentaudit::decision_verdict_name(r.decision.verdict)) != "no communication needed");
   CHECK(r.decision.summary.rfind(positive_control_reason, 0) == 0);
 }
 
@@ -390,7 +394,7 @@ TEST_CASE("decision: kv_full better than text_full by 0.3 relays (non-inferiorit
   INFO(r.decision.summary);
   // relay, not text; the synthetic records test no stale, conflict, drift or cross-model risk, so
   // the relay is unverified and names them
-  CHECK(r.decision.verdict == "relay (unverified)");
+  CHECK(r.decision.verdict == latentaudit::decision_verdict::relay_unverified);
   CHECK_FALSE(r.decision.relay_allowed);
   for (const char* c : {"freshness", "conflict", "drift"})
     CHECK(std::find(r.decision.unverified.begin(), r.decision.unverified.end(), c) !=
@@ -403,7 +407,7 @@ TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") 
   auto fs = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   set_finding(fs, fnd("no_need.kv_changes_accuracy", verdict::yes, -0.1, -0.15, -0.05));
   auto d = decide(fs, same);
-  CHECK(d.verdict == "relay with conditions");
+  CHECK(d.verdict == latentaudit::decision_verdict::relay_with_conditions);
   REQUIRE(d.policy.size() == 2);  // every relay policy starts with the fingerprint rule
   CHECK(d.policy[0].find("identical model fingerprints") != std::string::npos);
   CHECK(d.policy[1].find("relay only where B needs A's information") != std::string::npos);
@@ -415,18 +419,18 @@ TEST_CASE("decision: no-need harm, cross-model homogeneity, missing intervals") 
   };
   set_finding(fs,
               with_p(fnd("no_need.kv_changes_accuracy", verdict::yes, 0.1, 0.05, 0.15)));  // a gain: relay
-  CHECK(decide(fs, same).verdict == "relay");
+  CHECK(decide(fs, same).verdict == latentaudit::decision_verdict::relay);
   set_finding(fs, with_p(fnd("no_need.kv_changes_accuracy", verdict::no, 0.0, -0.02, 0.02)));
   d = decide(fs, same);
-  CHECK(d.verdict == "relay");
+  CHECK(d.verdict == latentaudit::decision_verdict::relay);
   CHECK(check_named(d, "no_need_harm").passed == verdict::yes);
   // A foreign model's cache helps: homogeneity fails (the header's rule).
   set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::yes, 0.3, 0.2, 0.4));
   d = decide(fs, same);
   CHECK(check_named(d, "homogeneity").passed == verdict::no);
-  CHECK(d.verdict == "inconclusive");
+  CHECK(d.verdict == latentaudit::decision_verdict::inconclusive);
   set_finding(fs, fnd("need.cross_model_beats_no_comm", verdict::inconclusive, 0.3, 0.2, 0.4));
-  CHECK(decide(fs, same).verdict == "relay (unverified)");
+  CHECK(decide(fs, same).verdict == latentaudit::decision_verdict::relay_unverified);
   // A finding without an interval: "no interval", never "[nan, nan]".
   auto nan = decision_findings(verdict::yes, verdict::yes, verdict::yes);
   nan[1].ci_low = nan[1].ci_high = std::nan("");

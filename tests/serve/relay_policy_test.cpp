@@ -31,7 +31,7 @@ namespace relay_policy_test {
 // written to report.json read back (relay_policy::from_json) equal the decision's.
 void check_lines_and_rules(const la::audit_report& r) {
   const auto& d = r.decision;
-  INFO("verdict " << d.verdict);
+  INFO("verdict " << la::decision_verdict_name(d.verdict));
   for (std::size_t i = 0; i < d.policy.size(); ++i) {
     bool has = false;
     for (const auto& rule : d.rules) has = has || rule.line == i;
@@ -54,7 +54,7 @@ void check_lines_and_rules(const la::audit_report& r) {
   const auto js = la::report_json(r);
   const auto p = la::relay_policy::from_json(js);
   REQUIRE(p.rules().size() == d.rules.size());
-  CHECK(p.verdict() == d.verdict);
+  CHECK(p.verdict() == la::decision_verdict_name(d.verdict));
   CHECK(p.relay_allowed() == d.relay_allowed);
   for (std::size_t i = 0; i < d.rules.size(); ++i) {
     const auto &a = p.rules()[i], &b = d.rules[i];
@@ -130,7 +130,7 @@ tally replay_by_hand(const la::relay_policy& p, const std::vector<la::trial_reco
 void check_replay(const la::audit_report& r, const std::vector<la::trial_record>& recs) {
   const auto js = la::report_json(r);
   const auto& rep = js.at("decision").at("policy_replay");
-  INFO("verdict " << r.decision.verdict << "; replay " << la::write_json(rep));
+  INFO("verdict " << la::decision_verdict_name(r.decision.verdict) << "; replay " << la::write_json(rep));
   REQUIRE(rep.at("note").is_null());
   const auto p = la::relay_policy::from_json(js);
   const tally t = replay_by_hand(p, recs);
@@ -180,7 +180,7 @@ TEST_CASE(
   d.mapped_need = 0.99;
   const auto recs = la::test::simulate_relay_failure(d, 5401);
   const auto r = la::build_audit_report(recs, la::test::decision_mc_options());
-  CHECK(r.decision.verdict == "relay with conditions");
+  CHECK(r.decision.verdict == la::decision_verdict::relay_with_conditions);
   check_lines_and_rules(r);
   check_replay(r, recs);
   // its rules in evaluation order: freshness, conflict, the map, fingerprints, relay
@@ -214,7 +214,7 @@ TEST_CASE(
   u.with_stale = u.with_conflict = u.with_drift = false;
   const auto urecs = la::test::simulate_relay_failure(u, 5402);
   const auto ur = la::build_audit_report(urecs, la::test::decision_mc_options());
-  CHECK(ur.decision.verdict == "relay (unverified)");
+  CHECK(ur.decision.verdict == la::decision_verdict::relay_unverified);
   check_lines_and_rules(ur);
   check_replay(ur, urecs);
   REQUIRE_FALSE(ur.decision.rules.empty());
@@ -228,16 +228,17 @@ TEST_CASE(
   t.with_cross_model = false;
   const auto trecs = la::test::simulate_relay_failure(t, 5402);
   const auto tr = la::build_audit_report(trecs, la::test::decision_mc_options());
-  CHECK(tr.decision.verdict == "text");
+  CHECK(tr.decision.verdict == la::decision_verdict::text);
   check_lines_and_rules(tr);
   REQUIRE(tr.decision.rules.size() == 1);
   CHECK(tr.decision.rules.front().check == "value");
   std::vector<la::finding> none;
   const auto inc = la::decide(none, trecs);
-  CHECK(inc.verdict == "inconclusive");
+  CHECK(inc.verdict == la::decision_verdict::inconclusive);
   CHECK(inc.policy.empty());
   CHECK(inc.rules.empty());
-  const auto c = la::relay_policy(inc.rules, inc.verdict).decide(la::relay_request{});
+  const auto c =
+      la::relay_policy(inc.rules, la::decision_verdict_name(inc.verdict)).decide(la::relay_request{});
   CHECK_FALSE(c.rule.has_value());
   CHECK(c.action == la::relay_action::text);
 }

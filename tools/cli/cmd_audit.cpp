@@ -857,7 +857,7 @@ void print_look(std::size_t k, std::size_t looks, std::uint64_t items, std::uint
                "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
                "(regime, arm) cells run on\n",
                k, looks, static_cast<unsigned long long>(items), static_cast<unsigned long long>(all_items),
-               decision.verdict.c_str(), settled ? " (settled: stop)" : "",
+               decision_verdict_name(decision.verdict), settled ? " (settled: stop)" : "",
                open.empty() ? "" : (" (open: " + open + ")").c_str(), cells, cells_all);
 }
 

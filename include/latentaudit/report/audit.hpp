@@ -322,9 +322,11 @@ struct audit_core {
 [[nodiscard]] audit_core analyse_records(std::span<const trial_record> records, const audit_options& o = {});
 
 /// @brief The positive-control gate: unless `control` (need.text_beats_no_comm) is "yes", every
-/// need.*, no_need.*, cost.*, stale.*, conflict.*, drift.*, noise.*, message.* and mapped.* finding of
-/// `findings` other than the control itself becomes "inconclusive"; its estimate and interval stay, its
-/// detail starts with positive_control_reason and keeps the verdict it would have had. Idempotent.
+/// finding of `findings` whose kind the catalog gates (finding_kind_info::gated: the need.*, no_need.*,
+/// cost.*, stale.*, conflict.*, drift.*, noise.*, message.* and mapped.* kinds other than the control
+/// itself; a finding of kind finding_kind::unknown is not gated) becomes "inconclusive"; its estimate
+/// and interval stay, its detail starts with positive_control_reason and keeps the verdict it would
+/// have had. Idempotent.
 /// @param findings the findings to gate (in place)
 /// @param control the positive-control finding (nullptr: absent, i.e. not "yes")
 void apply_positive_control(std::span<finding> findings, const finding* control);

@@ -179,8 +179,8 @@ struct [[nodiscard]] cost_benefit_result {
   std::vector<finding> findings;
 };
 
-/// @brief Finding id of a link: "cost.relay_pays_on_" + the name with every character other than
-/// [A-Za-z0-9_] replaced by '_'.
+/// @brief Finding id of a link: finding_id(finding_kind::cost_relay_pays_on_link) with the link's
+/// name (every character other than [A-Za-z0-9_] replaced by '_').
 [[nodiscard]] std::string cost_finding_id(std::string_view link_name);
 
 /// @brief Cost-benefit of the KV relay against the text relay in the need regime.
@@ -336,15 +336,6 @@ struct [[nodiscard]] relay_gate_result {
   std::vector<finding> findings;
 };
 
-namespace detail {
-/// @brief The gate's accuracy finding id: yes = the gate keeps always-relay's accuracy (within the
-/// margin), no = it loses more than the margin.
-inline constexpr const char* gate_accuracy_id = "gate.not_worse_than_always_relay";
-/// @brief The gate's saving finding id: yes = it skips a share of relays and saves bytes, no = it
-/// relays nearly every request (saves next to nothing).
-inline constexpr const char* gate_saves_id = "gate.saves_relays";
-}  // namespace detail
-
 /// @brief Fits and cross-fits a per-request relay gate.
 ///
 /// Population (requests): (item, seed) units with relay and control records (every regime), plus one
@@ -369,8 +360,8 @@ inline constexpr const char* gate_saves_id = "gate.saves_relays";
 /// and exactly 0 or 1 when its label has one class among the training units (relay never hurts: the
 /// gate relays wherever P(helps) > cost); `model` is the same procedure on every item, coefficients
 /// on the raw scale. Two findings, one claim each, on the betting verdict intervals over items (α
-/// per side): "gate.not_worse_than_always_relay" — yes if the gate − always-relay accuracy has lower
-/// limit > −margin, no if its upper limit < −margin (inferiority shown); "gate.saves_relays" — yes if
+/// per side): gate.not_worse_than_always_relay — yes if the gate − always-relay accuracy has lower
+/// limit > −margin, no if its upper limit < −margin (inferiority shown); gate.saves_relays — yes if
 /// the share of requests not relayed has lower limit > 0 and skipping saves bytes (mean relay −
 /// control bytes > 0), no if its upper limit < skip_margin (the gate relays nearly every request:
 /// where relay never hurts, the right gate, not a failure); each inconclusive otherwise, and always

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <span>
@@ -25,16 +26,57 @@
 
 namespace latentaudit {
 
+/// @brief The decision's verdict (truth table: docs/audit-report.md "Decision").
+enum class decision_verdict : std::uint8_t {
+  inconclusive,           ///< "inconclusive": a check the verdict needs is not shown
+  relay,                  ///< "relay": every check shown, every risk shown absent
+  relay_with_conditions,  ///< "relay with conditions": risks shown present became policy conditions
+  relay_unverified,       ///< "relay (unverified)": a risk check not shown either way
+  text,                   ///< "text": the relay carries nothing, is less accurate, or does not pay
+  no_communication        ///< "no communication": neither text nor the relay carries what B uses
+};
+
+/// @brief The verdict as report.json, report.md and report.html write it ("relay with conditions", ...).
+[[nodiscard]] constexpr const char* decision_verdict_name(decision_verdict v) noexcept {
+  switch (v) {
+    case decision_verdict::relay:
+      return "relay";
+    case decision_verdict::relay_with_conditions:
+      return "relay with conditions";
+    case decision_verdict::relay_unverified:
+      return "relay (unverified)";
+    case decision_verdict::text:
+      return "text";
+    case decision_verdict::no_communication:
+      return "no communication";
+    case decision_verdict::inconclusive:
+      break;
+  }
+  return "inconclusive";
+}
+
+/// @brief Whether `v` is one of the relay verdicts ("relay", "relay with conditions", "relay
+/// (unverified)"; only the first two allow relaying: audit_decision::relay_allowed).
+[[nodiscard]] constexpr bool is_relay_verdict(decision_verdict v) noexcept {
+  return v == decision_verdict::relay || v == decision_verdict::relay_with_conditions ||
+         v == decision_verdict::relay_unverified;
+}
+
 /// @brief One item of the decision checklist.
 struct checklist_item {
   std::string name;                        ///< positive_control, dependency, ..., monitor (decide())
   verdict passed = verdict::inconclusive;  ///< yes = the check supports relaying
   std::string reason;                      ///< one sentence with the numbers behind it
-  /// the findings the check reads (their ids; the risk family's three for each of its checks)
+  /// the findings the check reads, by id (report.json): those of `kinds` — a kind the catalog reads
+  /// only where present (finding_kind_info::read_when_present) by the findings of that kind, the
+  /// others whether or not computed; the risk family's for each of its checks
   std::vector<std::string> findings = {};
   /// cells the check reads directly, not through a finding (dependency: the control arm's need
   /// records, whose accuracy "no communication" reads)
   std::vector<arm_cell> reads = {};
+  /// the kinds of finding the check reads, in catalog order (finding_kinds_read_by(name): the catalog
+  /// rows that name this check)
+  std::vector<finding_kind> kinds = {};
 };
 
 /// @brief The sequential monitor replayed on the audit's own need-regime data, at the item level:
@@ -52,9 +94,9 @@ struct monitor_replay {
 
 /// @brief The decision with its reasons.
 struct audit_decision {
-  /// "relay", "relay with conditions", "relay (unverified)", "text", "no communication" or
-  /// "inconclusive" (truth table: docs/audit-report.md "Decision")
-  std::string verdict;
+  /// relay, relay with conditions, relay (unverified), text, no communication or inconclusive
+  /// (decision_verdict_name writes it; truth table: docs/audit-report.md "Decision")
+  decision_verdict verdict = decision_verdict::inconclusive;
   /// true exactly when the verdict is "relay" or "relay with conditions": every check the relay
   /// depends on is shown (its risks shown absent, or shown present and turned into a policy
   /// condition). The one field a pipeline gates relay traffic on.
@@ -112,6 +154,10 @@ struct decision_options {
 namespace detail {
 
 const finding* find_finding(std::span<const finding> fs, std::string_view id);
+
+/// @brief The finding of kind `k` with parameters `p` among `fs` (by its id, finding_id(k, p), so a
+/// finding built by hand from that id answers too), or null.
+const finding* find_finding(std::span<const finding> fs, finding_kind k, const finding_params& p = {});
 
 std::string finding_text(const finding* f);
 
@@ -189,8 +235,9 @@ need_item_diffs need_item_differences(std::span<const trial_record> rs, std::str
 /// (unverified)" (a risk check not yet shown) go on to the next batch. docs/audit-report.md "An
 /// audit that stops when it has decided".
 [[nodiscard]] inline bool decision_settled(const audit_decision& d) noexcept {
-  if (d.verdict == "text" || d.verdict == "no communication") return true;
-  if (d.verdict != "relay" && d.verdict != "relay with conditions") return false;
+  if (d.verdict == decision_verdict::text || d.verdict == decision_verdict::no_communication) return true;
+  if (d.verdict != decision_verdict::relay && d.verdict != decision_verdict::relay_with_conditions)
+    return false;
   return std::none_of(d.checklist.begin(), d.checklist.end(), [](const checklist_item& c) {
     return c.name.rfind("map_", 0) == 0 && c.passed == verdict::inconclusive;
   });

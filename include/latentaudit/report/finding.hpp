@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: one machine-readable finding of the audit — the unit a CI pipeline gates on
-// (report.json "findings"; ids listed in docs/audit-report.md).
+// (report.json "findings"; its kind and id from the catalog, finding_catalog.hpp; ids listed in
+// docs/audit-report.md).
 #ifndef LATENTAUDIT_REPORT_FINDING_HPP
 #define LATENTAUDIT_REPORT_FINDING_HPP
 
@@ -11,11 +12,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../core/json.hpp"
 #include "../estimators/betting_power.hpp"
 #include "../trial/arm_schedule.hpp"
+#include "finding_catalog.hpp"
 
 namespace latentaudit {
 
@@ -27,10 +30,10 @@ enum class verdict { yes, no, inconclusive };
   return v == verdict::yes ? "yes" : v == verdict::no ? "no" : "inconclusive";
 }
 
-/// @brief One finding: an id from docs/audit-report.md, its verdict, the estimate with its
-/// interval, the method that produced it, the number of units it rests on, and a sentence.
+/// @brief One finding: its kind with its parameters (`key`) and the id they produce, its verdict, the
+/// estimate with its interval, the method that produced it, the number of units it rests on, and a sentence.
 struct finding {
-  std::string id;                          ///< e.g. "need.kv_beats_no_comm"
+  std::string id;                          ///< key.id() (make_finding), e.g. need.kv_beats_no_comm
   verdict answer = verdict::inconclusive;  ///< the verdict
   double estimate = 0.0;                   ///< point estimate (NaN only when not estimable; written as null)
   double ci_low = 0.0;                     ///< lower limit
@@ -57,10 +60,23 @@ struct finding {
   /// empty where the finding does not say (the rule then keeps every cell running while it is
   /// undecided)
   std::vector<arm_cell> reads = {};
+  /// its kind (the catalog row that owns its statements, gate and checks) and parameters; `id` is
+  /// key.id(). finding_kind::unknown for a finding built by hand from an id alone (not in report.json)
+  finding_key key = {};
 };
 
-/// @brief The reason every finding downstream of a failed positive control (need.text_beats_no_comm
-/// not "yes") gives, and the decision's summary then starts with.
+/// @brief A finding of kind `key` (its id key.id()) with verdict `answer`; the analyses fill in the rest.
+[[nodiscard]] inline finding make_finding(finding_key key, verdict answer = verdict::inconclusive) {
+  finding f;
+  f.id = key.id();
+  f.answer = answer;
+  f.key = std::move(key);
+  return f;
+}
+
+/// @brief The reason every finding the positive control gates (finding_kind_info::gated) gives
+/// when the control (finding_kind::need_text_beats_no_comm) is not "yes", and the decision's summary
+/// then starts with.
 inline constexpr std::string_view positive_control_reason =
     "positive control failed: text relay does not beat no communication in the need regime";
 

@@ -157,7 +157,7 @@ struct [[nodiscard]] observational_result {
 namespace detail {
 
 /// @brief "Does the interval of `e` cover `truth`" as a finding.
-finding coverage_finding(std::string id, const effect_estimate& e, const effect_estimate& truth,
+finding coverage_finding(finding_key key, const effect_estimate& e, const effect_estimate& truth,
                          std::string method, std::size_t n, std::string_view what,
                          std::string_view truth_name, const std::string& why_missing);
 

@@ -21,6 +21,7 @@
 #include "decision.hpp"
 #include "detail/markdown_text.hpp"
 #include "finding.hpp"
+#include "finding_catalog.hpp"
 #include "observational.hpp"
 #include "svg.hpp"
 

@@ -100,7 +100,7 @@ until_decided_result run_until_decided(const until_decided_plan& plan, audit_opt
       if (r.item < end) records.push_back(r);
     look.schedule = out.schedule;
     const auto report = build_audit_report(records, look);
-    out.verdict = report.decision.verdict;
+    out.verdict = decision_verdict_name(report.decision.verdict);
     out.settled = decision_settled(report.decision);
     to_run = arm_cells_to_run(report.findings, report.decision);
     std::size_t running = 0;

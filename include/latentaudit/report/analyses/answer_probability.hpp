@@ -58,16 +58,16 @@ enum class likelihood_field { answer_logprob, continuation_prob, correct };
 /// ids and the words its findings, report.html's statements and the decision use (one owner of the
 /// endpoint's words: likelihood_findings and report.html's finding table both read it).
 struct likelihood_endpoint {
-  likelihood_field field;           ///< the record field behind the probability
-  std::string_view field_name;      ///< "answer_logprob" / "continuation_prob"
-  std::string_view noun;            ///< "answer probability" / "continuation probability"
-  std::string_view what;            ///< "the probability B gives the reference answer"
-  std::string_view symbol;          ///< "P(reference answer)" / "P(continuation)"
-  std::string_view ordinal;         ///< "second endpoint" / "third endpoint"
-  std::string_view measure;         ///< the method's words for the value, e.g. "exp(answer_logprob) (...)"
-  std::string_view raises_id;       ///< kv_full − no_comm, claim mean > 0 (the dependency's)
-  std::string_view noninferior_id;  ///< kv_full − text_full, claim mean > −m (the value's)
-  std::string_view pairing_id;      ///< kv_full − deranged, claim mean > 0 (the pairing's)
+  likelihood_field field;       ///< the record field behind the probability
+  std::string_view field_name;  ///< "answer_logprob" / "continuation_prob"
+  std::string_view noun;        ///< "answer probability" / "continuation probability"
+  std::string_view what;        ///< "the probability B gives the reference answer"
+  std::string_view symbol;      ///< "P(reference answer)" / "P(continuation)"
+  std::string_view ordinal;     ///< "second endpoint" / "third endpoint"
+  std::string_view measure;     ///< the method's words for the value, e.g. "exp(answer_logprob) (...)"
+  finding_kind raises;          ///< kv_full − no_comm, claim mean > 0 (the dependency's)
+  finding_kind noninferior;     ///< kv_full − text_full, claim mean > −m (the value's)
+  finding_kind pairing;         ///< kv_full − deranged, claim mean > 0 (the pairing's)
 };
 
 /// @brief The answer probability exp(answer_logprob) (docs/audit-report.md "Answer probability").
@@ -79,9 +79,9 @@ inline constexpr likelihood_endpoint answer_probability_endpoint{
     "P(reference answer)",
     "second endpoint",
     "exp(answer_logprob) (the probability of the reference answer's first token)",
-    "need.kv_raises_answer_probability",
-    "need.kv_answer_probability_noninferior_to_text",
-    "need.pairing_raises_answer_probability"};
+    finding_kind::need_kv_raises_answer_probability,
+    finding_kind::need_kv_answer_probability_noninferior_to_text,
+    finding_kind::need_pairing_raises_answer_probability};
 
 /// @brief The continuation probability continuation_prob (docs/audit-report.md "Continuation
 /// probability"): present only where records carry it.
@@ -94,9 +94,9 @@ inline constexpr likelihood_endpoint continuation_probability_endpoint{
     "third endpoint",
     "continuation_prob = exp(continuation_logprob / continuation_tokens) (the per-token probability of "
     "the task's continuation, teacher-forced after the query)",
-    "need.kv_raises_continuation_probability",
-    "need.kv_continuation_noninferior_to_text",
-    "need.pairing_raises_continuation_probability"};
+    finding_kind::need_kv_raises_continuation_probability,
+    finding_kind::need_kv_continuation_noninferior_to_text,
+    finding_kind::need_pairing_raises_continuation_probability};
 
 /// @brief The likelihood endpoints, in the order the decision's dependency check spends α on them.
 inline constexpr std::array<const likelihood_endpoint*, 2> likelihood_endpoints{

@@ -34,11 +34,13 @@ struct role_index {
   std::size_t cross_model = audit_data::npos;      ///< placebo: a foreign model's cache
 };
 
-/// @brief The id of the finding "the role of kind `k` beats no communication" in the need regime
-/// ("need.<kind>_beats_no_comm"; audit_effect_findings writes those of the placebos and cross_model,
-/// report.html reads their statements by it).
-[[nodiscard]] inline std::string need_beats_no_comm_id(arm_kind k) {
-  return "need." + std::string(arm_kind_name(k)) + "_beats_no_comm";
+/// @brief The key of the finding "the role of kind `k` beats no communication" in the need regime:
+/// the catalog's row whose pattern is need.<arm>_beats_no_comm with subject `k` (audit_effect_findings
+/// writes those of the placebos and cross_model); finding_kind::unknown when the catalog has none.
+[[nodiscard]] inline finding_key need_beats_no_comm_key(arm_kind k) {
+  for (const auto& row : finding_catalog())
+    if (row.pattern == "need.<arm>_beats_no_comm" && row.subject == k) return {row.kind};
+  return {};
 }
 
 /// @brief The arm index in `d` of each role `roles` names (audit_data::npos for a role no arm plays).
@@ -62,8 +64,8 @@ void audit_paired_effects(const audit_data& d, const role_index& r, const audit_
 /// @brief The effect findings from out.effects, appended to out.findings in the documented order:
 /// need.text_beats_no_comm, need.kv_beats_no_comm, need.kv_noninferior_to_text,
 /// need.kv_equivalent_to_text, the pairing placebo's, need.zeroed_beats_no_comm and
-/// need.cross_model_beats_no_comm (need_beats_no_comm_id), no_need.kv_changes_accuracy (inconclusive with n =
-/// 0 when the contrast is missing). The positive-control gate is applied by the caller.
+/// need.cross_model_beats_no_comm (need_beats_no_comm_key), no_need.kv_changes_accuracy (inconclusive with n
+/// = 0 when the contrast is missing). The positive-control gate is applied by the caller.
 /// @param d the unit × arm table (for the role labels)
 /// @param r the arm index of each role
 /// @param o α and the margins

@@ -12,8 +12,8 @@
 //                                               a ratio of paired item means with the test-inversion
 //                                               interval of bounded_ratio_interval; "yes" when its
 //                                               lower limit reaches the retention gate (0.90)
-// (<sender> is left out for the partner's map: "mapped.retention"; a drifted sender's is
-// "mapped.drift_300.retention".) Rules: docs/audit-report.md "Relay through a cache map".
+// (<sender> is left out for the partner's map: mapped.retention; a drifted sender's is
+// mapped.drift_300.retention.) Rules: docs/audit-report.md "Relay through a cache map".
 // Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_ANALYSES_MAPPED_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_MAPPED_HPP
@@ -57,7 +57,7 @@ struct mapped_contrast {
   std::string sender;              ///< its sender ("partner", "drift_300", ...)
   std::string unmapped;            ///< the same sender's unmapped arm ("" when absent)
   std::string map;                 ///< the map id its records name (policy "map"; "" when none does)
-  std::string prefix;              ///< its findings' id prefix: "mapped." or "mapped.<sender>."
+  finding_params params;           ///< its findings' parameters: the sender ("" for the partner)
   regime_contrast beats_unmapped;  ///< kv_mapped − unmapped (Holm over the mapped family)
   regime_contrast vs_same_model;   ///< kv_mapped − kv_full
   regime_contrast mapped_benefit;  ///< kv_mapped − no_comm (descriptive)

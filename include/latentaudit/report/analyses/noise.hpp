@@ -155,9 +155,9 @@ namespace detail {
 /// a curve without levels gives the inconclusive n = 0 finding with detail `missing`.
 /// @param nt the analysis
 /// @param o its options (margin, level and the dose name for the text)
-/// @param id the finding id
+/// @param key the finding's kind (its id: key.id())
 /// @param missing the detail when there is no level
-[[nodiscard]] finding tolerance_finding(const noise_tolerance& nt, const noise_options& o, std::string id,
+[[nodiscard]] finding tolerance_finding(const noise_tolerance& nt, const noise_options& o, finding_key key,
                                         std::string missing);
 
 /// @brief An arm of a dose-response and its dose (noise σ, drift steps).

@@ -114,10 +114,10 @@ void fill_regime_contrast(regime_contrast& c, std::span<const double> item_diffs
 void holm_over(std::span<regime_contrast* const> family);
 
 /// @brief The inconclusive finding, n = 0 and NaN numbers, of an analysis that could not run.
-/// @param id the finding id
+/// @param key the finding's kind and parameters (its id: key.id())
 /// @param why what was missing (the detail)
 /// @param reads the cells it would read (finding::reads)
-[[nodiscard]] finding not_estimable_finding(std::string id, std::string why,
+[[nodiscard]] finding not_estimable_finding(finding_key key, std::string why,
                                             std::vector<arm_cell> reads = {});
 
 /// @brief The cells contrast `c` reads: its treated and control arms in its regime.
@@ -127,7 +127,7 @@ void holm_over(std::span<regime_contrast* const> family);
 /// conflict.kv_worse_than_no_comm): its verdict interval, pairs, method "<regime> regime, <id>:
 /// <method>; Holm over the relay-failure family", the risk family's noninferiority_p at `margin`
 /// and the minimum detectable effect.
-[[nodiscard]] finding risk_finding(std::string id, verdict v, const regime_contrast& c,
+[[nodiscard]] finding risk_finding(finding_key key, verdict v, const regime_contrast& c,
                                    std::string_view regime, std::string why, double margin, double alpha);
 
 }  // namespace detail

@@ -90,7 +90,7 @@ std::pair<double, double> mean_sd(std::span<const double> x);
 [[nodiscard]] bool has_interval(const effect_estimate& e) noexcept;
 
 /// @brief An inconclusive finding with n = 0 and NaN numbers (written as null).
-[[nodiscard]] finding inconclusive_finding(std::string id, std::string method, std::string why);
+[[nodiscard]] finding inconclusive_finding(finding_key key, std::string method, std::string why);
 
 /// @brief Checks a confidence level and a bootstrap replicate count for the analyses.
 void check_level_replicates(std::string_view fn, double level, std::size_t replicates);

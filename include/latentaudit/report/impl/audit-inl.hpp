@@ -668,8 +668,9 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   // the decision's dependency check: accuracy, then the likelihood endpoints, each in its own
   // alpha-spending step
   out.findings.push_back(detail::carries_information_finding(d, records, roles_at, out.findings, o.alpha));
-  const auto control = std::find_if(out.findings.begin(), out.findings.end(),
-                                    [](const finding& f) { return f.id == "need.text_beats_no_comm"; });
+  const auto control = std::find_if(out.findings.begin(), out.findings.end(), [](const finding& f) {
+    return f.key.kind == finding_kind::need_text_beats_no_comm;
+  });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);
   if (table != nullptr) *table = static_cast<const unit_records&>(d);
   return out;
@@ -677,15 +678,13 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
 
 LATENTAUDIT_INLINE void apply_positive_control(std::span<finding> findings, const finding* control) {
   if (control != nullptr && control->answer == verdict::yes) return;
-  const std::string why = fmt::format("{} (need.text_beats_no_comm is {})", positive_control_reason,
-                                      control == nullptr ? "absent" : verdict_name(control->answer));
+  const std::string why =
+      fmt::format("{} ({} is {})", positive_control_reason, finding_id(finding_kind::need_text_beats_no_comm),
+                  control == nullptr ? "absent" : verdict_name(control->answer));
   for (auto& f : findings) {
-    if (&f == control || f.id == "need.text_beats_no_comm") continue;
-    const bool downstream =
-        f.id.rfind("need.", 0) == 0 || f.id.rfind("no_need.", 0) == 0 || f.id.rfind("cost.", 0) == 0 ||
-        f.id.rfind("stale.", 0) == 0 || f.id.rfind("conflict.", 0) == 0 || f.id.rfind("drift.", 0) == 0 ||
-        f.id.rfind("noise.", 0) == 0 || f.id.rfind("message.", 0) == 0 || f.id.rfind("mapped.", 0) == 0;
-    if (!downstream || f.detail.rfind(positive_control_reason, 0) == 0) continue;
+    // the catalog says which findings the control gates (finding_kind_info::gated; never itself)
+    if (&f == control || !finding_info(f.key.kind).gated) continue;
+    if (f.detail.rfind(positive_control_reason, 0) == 0) continue;
     f.detail = fmt::format("{}; without the gate this finding would read {}: {}", why, verdict_name(f.answer),
                            f.detail);
     f.answer = verdict::inconclusive;

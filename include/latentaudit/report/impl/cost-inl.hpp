@@ -26,12 +26,7 @@
 namespace latentaudit {
 
 LATENTAUDIT_INLINE std::string cost_finding_id(std::string_view link_name) {
-  std::string id = "cost.relay_pays_on_";
-  for (char c : link_name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    id.push_back(ok ? c : '_');
-  }
-  return id;
+  return finding_id(finding_kind::cost_relay_pays_on_link, {.link = std::string(link_name)});
 }
 
 LATENTAUDIT_INLINE double relay_gate_logistic::probability(std::span<const double> x) const {
@@ -568,7 +563,10 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
       "need regime, paired per (item, seed): text − relay receiver latency with transfer recomputed for the "
       "link, cluster bootstrap (item) percentile; accuracy relay − text: betting over items, " +
       fmt::format("one-sided {:.3g} per side", o.alpha) + "; " + timing_note;
-  const std::string statement_id = "cost.relay_pays";
+  const finding_key statement_key{finding_kind::cost_relay_pays};
+  auto link_key = [](const std::string& link) {
+    return finding_key{finding_kind::cost_relay_pays_on_link, {.link = link}};
+  };
   const std::vector<arm_cell> cost_reads{{"need", o.relay_arm}, {"need", o.text_arm}};
   auto all_inconclusive = [&](const std::string& why) {
     out.missing = why;
@@ -576,8 +574,8 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
     out.sensitivity.repeated_records = pool_relay.records + pool_text.records;
     out.sensitivity.run_to_run_cv_relay = cv_relay;
     out.sensitivity.run_to_run_cv_text = cv_text;
-    out.findings.push_back(detail::inconclusive_finding(statement_id, method_base, why));
-    out.findings.push_back(detail::inconclusive_finding(cost_finding_id(out.primary_link), method_base, why));
+    out.findings.push_back(detail::inconclusive_finding(statement_key, method_base, why));
+    out.findings.push_back(detail::inconclusive_finding(link_key(out.primary_link), method_base, why));
     for (auto& f : out.findings) f.reads = cost_reads;
     return out;
   };
@@ -632,7 +630,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
   for (const auto& c : out.links) agree = agree && c.pays == out.links.front().pays;
   S.pays = agree ? out.links.front().pays : verdict::inconclusive;
   S.statement = detail::cost_statement(S, out.links, acc_e, o.margin);
-  out.findings.push_back(finding{.id = statement_id,
+  out.findings.push_back(finding{.id = statement_key.id(),
                                  .answer = S.pays,
                                  .estimate = S.saved_without_transfer_s.estimate,
                                  .ci_low = S.saved_without_transfer_s.ci_low,
@@ -641,7 +639,8 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
                                                          "the links' common verdict, else inconclusive",
                                  .n = n,
                                  .detail = S.statement,
-                                 .reads = cost_reads});
+                                 .reads = cost_reads,
+                                 .key = statement_key});
   for (auto& c : out.links) {
     c.reported = c.link.name == out.primary_link || c.pays != S.pays;
     if (!c.reported) continue;
@@ -651,7 +650,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
                                                    100 * *c.slo_met_relay, 100 * *c.slo_met_text)
                                      : std::string();
     out.findings.push_back(finding{
-        .id = cost_finding_id(c.link.name),
+        .id = link_key(c.link.name).id(),
         .answer = c.pays,
         .estimate = c.saved_s.estimate,
         .ci_low = c.saved_s.ci_low,
@@ -666,7 +665,8 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
                                   ? std::string(" (as the statement)")
                                   : std::string(" (differs from the statement: ") + verdict_name(c.pays) +
                                         " here, " + verdict_name(S.pays) + " overall)"),
-        .reads = cost_reads});
+        .reads = cost_reads,
+        .key = link_key(c.link.name)});
   }
   return out;
 }
@@ -1081,7 +1081,7 @@ LATENTAUDIT_INLINE void add_gate_findings(relay_gate_result& out, const relay_ga
             "hurts this is the right gate, not a failing one)"
           : "";
   out.findings.push_back(finding{
-      .id = gate_accuracy_id,
+      .id = finding_id(finding_kind::gate_not_worse_than_always_relay),
       .answer = va,
       .estimate = a.estimate,
       .ci_low = a.ci_low,
@@ -1090,9 +1090,10 @@ LATENTAUDIT_INLINE void add_gate_findings(relay_gate_result& out, const relay_ga
                                      "(non-inferiority); no: its upper limit < −{:.3g} (inferiority shown)",
                                      o.margin, o.margin),
       .n = out.held_out_units,
-      .detail = base + a_says + too_few});
+      .detail = base + a_says + too_few,
+      .key = {finding_kind::gate_not_worse_than_always_relay}});
   out.findings.push_back(finding{
-      .id = gate_saves_id,
+      .id = finding_id(finding_kind::gate_saves_relays),
       .answer = vs,
       .estimate = s.estimate,
       .ci_low = s.ci_low,
@@ -1103,7 +1104,8 @@ LATENTAUDIT_INLINE void add_gate_findings(relay_gate_result& out, const relay_ga
                                "relays nearly every request)",
                                o.skip_margin),
       .n = out.held_out_units,
-      .detail = base + s_says + too_few});
+      .detail = base + s_says + too_few,
+      .key = {finding_kind::gate_saves_relays}});
 }
 
 }  // namespace detail
@@ -1136,8 +1138,9 @@ LATENTAUDIT_INLINE relay_gate_result fit_relay_gate(std::span<const trial_record
       o.cost, o.control_arm, o.folds, o.margin, o.alpha, o.min_held_out_items);
   auto give_up = [&](std::string why) {
     out.missing = why;
-    for (const char* id : {detail::gate_accuracy_id, detail::gate_saves_id})
-      out.findings.push_back(detail::inconclusive_finding(id, method, why));
+    for (const finding_kind k :
+         {finding_kind::gate_not_worse_than_always_relay, finding_kind::gate_saves_relays})
+      out.findings.push_back(detail::inconclusive_finding({k}, method, why));
     return out;
   };
   for (const auto& arm : {o.relay_arm, o.control_arm}) {

@@ -33,6 +33,11 @@ LATENTAUDIT_INLINE const finding* find_finding(std::span<const finding> fs, std:
   return nullptr;
 }
 
+LATENTAUDIT_INLINE const finding* find_finding(std::span<const finding> fs, finding_kind k,
+                                               const finding_params& p) {
+  return find_finding(fs, finding_id(k, p));
+}
+
 LATENTAUDIT_INLINE std::string finding_text(const finding* f) {
   if (f == nullptr) return "not computed";
   if (!std::isfinite(f->estimate)) return fmt::format("{} (n = {})", verdict_name(f->answer), f->n);
@@ -214,9 +219,9 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
   else if (harm != nullptr && harm->answer == verdict::no)
     nh.passed = verdict::yes;
   // The relay-failure checks: a shown failure ("yes" on the finding) is a condition on relaying.
-  auto failure_check = [&](const char* name, const char* id, const finding* f, const char* shown,
+  auto failure_check = [&](const char* name, finding_kind kind, const finding* f, const char* shown,
                            const char* excluded) {
-    checklist_item c{name, verdict::inconclusive, std::string(id) + ": " + finding_text(f)};
+    checklist_item c{name, verdict::inconclusive, finding_id(kind) + ": " + finding_text(f)};
     if (f != nullptr && f->answer == verdict::yes) {
       c.passed = verdict::no;
       c.reason += std::string(" - ") + shown;
@@ -231,11 +236,11 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
     return c;
   };
   auto fresh = failure_check(
-      "freshness", "stale.kv_worse_than_text", stale,
+      "freshness", finding_kind::stale_kv_worse_than_text, stale,
       "a stale cache (older than the document) loses to the current text: relay only fresh caches",
       "a stale cache's loss against the current text is excluded within the margin");
   auto confl =
-      failure_check("conflict", "conflict.kv_worse_than_no_comm", conflict,
+      failure_check("conflict", finding_kind::conflict_kv_worse_than_no_comm, conflict,
                     "a cache that contradicts B's own prompt loses to no communication: do not relay it",
                     "a conflicting cache's loss against no communication is excluded within the margin");
   checklist_item dr{"drift", verdict::inconclusive,
@@ -256,9 +261,10 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
   }
   // cross_model: the relay's benefit is shown to need identical models when a foreign model's cache
   // is shown not to help; a foreign cache that helps fails homogeneity (above).
-  checklist_item cm{
-      "cross_model", verdict::inconclusive,
-      "a foreign model's cache does not help (need.cross_model_beats_no_comm): " + finding_text(cross)};
+  checklist_item cm{"cross_model", verdict::inconclusive,
+                    "a foreign model's cache does not help (" +
+                        finding_id(finding_kind::need_cross_model_beats_no_comm) +
+                        "): " + finding_text(cross)};
   if (cross != nullptr && cross->answer == verdict::no) {
     cm.passed = verdict::yes;
   } else if (cross != nullptr && cross->answer == verdict::yes) {
@@ -341,21 +347,23 @@ LATENTAUDIT_INLINE policy_rule policy_rule_of(int rank, std::vector<policy_condi
 LATENTAUDIT_INLINE policy_rule fingerprint_rule(bool drift_shown) {
   return policy_rule_of(5, {{"sender_fingerprint", "!=", json_value(), "receiver_fingerprint"}},
                         relay_action::text, drift_shown ? "drift" : "homogeneity",
-                        drift_shown ? "drift.tolerance_steps" : "need.cross_model_beats_no_comm");
+                        finding_id(drift_shown ? finding_kind::drift_tolerance_steps
+                                               : finding_kind::need_cross_model_beats_no_comm));
 }
 
 // ... and every request no rule before it stopped is relayed (value: relay not less accurate than text).
 LATENTAUDIT_INLINE policy_rule relay_rule() {
-  return policy_rule_of(6, {}, relay_action::relay, "value", "need.kv_noninferior_to_text");
+  return policy_rule_of(6, {}, relay_action::relay, "value",
+                        finding_id(finding_kind::need_kv_noninferior_to_text));
 }
 
-// The finding behind a risk check (the "do not gate" rule rests on the first unverified check).
+// The finding behind a risk check (the "do not gate" rule rests on the first unverified check):
+// the first catalog row that names the check.
 LATENTAUDIT_INLINE std::string risk_finding_id(std::string_view check) {
-  if (check == "no_need_harm") return "no_need.kv_changes_accuracy";
-  if (check == "freshness") return "stale.kv_worse_than_text";
-  if (check == "conflict") return "conflict.kv_worse_than_no_comm";
-  if (check == "drift") return "drift.tolerance_steps";
-  return "need.cross_model_beats_no_comm";
+  for (const auto& row : finding_catalog())
+    for (const auto c : row.checks)
+      if (c == check) return finding_id(row.kind);
+  return {};
 }
 
 // decide's last step on the policy: the rules in evaluation order (stable by rank), each with its
@@ -376,7 +384,8 @@ LATENTAUDIT_INLINE void finish_rules(audit_decision& d, std::span<const finding>
     }
   }
   try {
-    d.replay = replay_relay_policy(relay_policy(d.rules, d.verdict, d.relay_allowed), records);
+    d.replay = replay_relay_policy(relay_policy(d.rules, decision_verdict_name(d.verdict), d.relay_allowed),
+                                   records);
   } catch (const invalid_argument& e) {
     d.replay = {};
     d.replay.note = std::string("not replayed: ") + e.what();
@@ -445,33 +454,35 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
           ? alone_accuracy_low(records, base, o.monitor.alpha, o.horizon, o.units)
           : std::nullopt;
   if (vc0 == verdict::no && kv_absent_shown && alone_low && *alone_low > 0.5) {
-    d.verdict = "no communication";
+    d.verdict = decision_verdict::no_communication;
     add_policy_line(d, "answer without communication: neither text nor the relay carries information B uses",
                     {policy_rule_of(0, {}, relay_action::no_communication, "positive_control",
-                                    "need.text_beats_no_comm")});
+                                    finding_id(finding_kind::need_text_beats_no_comm))});
     d.summary = fmt::format(
         "Text relay, which carries A's whole document, is shown not to help B by {:.1f} points or more in "
-        "the "
-        "need regime (need.text_beats_no_comm: {}), and neither does the KV relay (need.kv_beats_no_comm: "
-        "{}), and B answers the need-regime requests on its own (no_comm accuracy lower limit {:.3f}): the "
-        "requests do not need A's information.",
-        100.0 * o.margin, finding_text(control), finding_text(dep), *alone_low);
+        "the need regime ({}: {}), and neither does the KV relay ({}: {}), and B answers the need-regime "
+        "requests on its own (no_comm accuracy lower limit {:.3f}): the requests do not need A's "
+        "information.",
+        100.0 * o.margin, finding_id(finding_kind::need_text_beats_no_comm), finding_text(control),
+        finding_id(finding_kind::need_kv_beats_no_comm), finding_text(dep), *alone_low);
   } else if (vc0 != verdict::yes) {
-    d.verdict = "inconclusive";
+    d.verdict = decision_verdict::inconclusive;
     d.summary =
-        std::string(positive_control_reason) + " (need.text_beats_no_comm: " + finding_text(control) +
+        std::string(positive_control_reason) + " (" + finding_id(finding_kind::need_text_beats_no_comm) +
+        ": " + finding_text(control) +
         "), so the need regime does not test whether B needs A's information: fix the task or collect "
         "more items before reading any other check.";
   } else if (vd == verdict::no) {
     // The positive control passed, so B does need A's information; the relay carries none of it.
-    d.verdict = "text";
-    add_policy_line(d, "send A's document as text",
-                    {policy_rule_of(0, {}, relay_action::text, "dependency",
-                                    dep != nullptr ? dep->id : std::string("need.kv_beats_no_comm"))});
+    d.verdict = decision_verdict::text;
+    add_policy_line(
+        d, "send A's document as text",
+        {policy_rule_of(0, {}, relay_action::text, "dependency",
+                        dep != nullptr ? dep->id : finding_id(finding_kind::need_kv_beats_no_comm))});
     d.summary =
         "Text relay carries A's information (positive control) but the KV relay shows no benefit over no "
         "communication (a benefit of the margin or more is excluded";
-    d.summary += dep != nullptr && dep->id == "need.kv_carries_information" &&
+    d.summary += dep != nullptr && dep->id == finding_id(finding_kind::need_kv_carries_information) &&
                          dep->method.find("no likelihood endpoint measured") == std::string::npos
                      ? " in accuracy, and no likelihood endpoint shows a rise)."
                      : ").";
@@ -479,22 +490,24 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
     std::vector<std::pair<std::string, policy_rule>> conditions;  // each line with its rule
     if (nh.passed == verdict::no)
       conditions.emplace_back(
-          "relay only where B needs A's information (relaying where B needs nothing lowers accuracy: "
-          "no_need.kv_changes_accuracy)",
+          "relay only where B needs A's information (relaying where B needs nothing lowers accuracy: " +
+              finding_id(finding_kind::no_need_kv_changes_accuracy) + ")",
           policy_rule_of(1, {{"needs_document", "==", false, {}}}, relay_action::no_communication,
-                         "no_need_harm", "no_need.kv_changes_accuracy"));
+                         "no_need_harm", finding_id(finding_kind::no_need_kv_changes_accuracy)));
     if (fresh.passed == verdict::no)
       conditions.emplace_back(
           "relay only fresh caches: fall back to text when the cache is older than the document version "
-          "(cache_age_versions >= 1; stale.kv_worse_than_text)",
+          "(cache_age_versions >= 1; " +
+              finding_id(finding_kind::stale_kv_worse_than_text) + ")",
           policy_rule_of(2, {{"cache_age_versions", ">=", 1, {}}}, relay_action::text, "freshness",
-                         "stale.kv_worse_than_text"));
+                         finding_id(finding_kind::stale_kv_worse_than_text)));
     if (confl.passed == verdict::no)
       conditions.emplace_back(
           "do not relay when B's own prompt already binds the document's keys (prompt_overlap > 0): answer "
-          "without the relay (conflict.kv_worse_than_no_comm)",
+          "without the relay (" +
+              finding_id(finding_kind::conflict_kv_worse_than_no_comm) + ")",
           policy_rule_of(3, {{"prompt_overlap", ">", 0, {}}}, relay_action::no_communication, "conflict",
-                         "conflict.kv_worse_than_no_comm"));
+                         finding_id(finding_kind::conflict_kv_worse_than_no_comm)));
     // Every relay policy restricts relay to identical fingerprints: the checks behind it ran between
     // identical models, and it is why drift and cross_model need no place in the risk family. With
     // drift shown present the rule carries its tolerance (and counts as a condition).
@@ -502,8 +515,8 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
         dr.passed == verdict::no
             ? fmt::format(
                   "relay only between identical model fingerprints: a sender fine-tuned about {:.3g} steps "
-                  "apart loses non-inferiority to same-model relay (drift.tolerance_steps)",
-                  drift->estimate)
+                  "apart loses non-inferiority to same-model relay ({})",
+                  drift->estimate, finding_id(finding_kind::drift_tolerance_steps))
             : std::string(
                   "relay only between identical model fingerprints (sender = receiver): the audit "
                   "shows the relay's value between identical models only");
@@ -517,7 +530,7 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
         d.link + " (cost).";
     if (!d.unverified.empty()) {
       // A risk not shown either way never passes: the verdict says so and lets no traffic through.
-      d.verdict = "relay (unverified)";
+      d.verdict = decision_verdict::relay_unverified;
       add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
       for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
       add_policy_line(
@@ -532,13 +545,13 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
           n_shown == 0 ? std::string()
                        : fmt::format(" {} risk(s) shown present became conditions (the policy).", n_shown));
     } else if (n_shown == 0) {
-      d.verdict = "relay";
+      d.verdict = decision_verdict::relay;
       d.relay_allowed = true;
       add_policy_line(d, "relay A's cache to B", {relay_rule()});
       add_policy_line(d, fingerprints, {fingerprint_rule(false)});
       d.summary = base_text + " Every risk check is shown absent.";
     } else {
-      d.verdict = "relay with conditions";
+      d.verdict = decision_verdict::relay_with_conditions;
       d.relay_allowed = true;
       add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
       for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
@@ -552,16 +565,17 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
                               : ", beside the fingerprint rule every relay policy has");
     }
   } else if (vd == verdict::yes && (vv == verdict::no || vc == verdict::no)) {
-    d.verdict = "text";
-    add_policy_line(
-        d, "send A's document as text",
-        {policy_rule_of(0, {}, relay_action::text, vv == verdict::no ? "value" : "cost",
-                        vv == verdict::no ? "need.kv_noninferior_to_text" : "cost.relay_pays_on_" + d.link)});
+    d.verdict = decision_verdict::text;
+    add_policy_line(d, "send A's document as text",
+                    {policy_rule_of(0, {}, relay_action::text, vv == verdict::no ? "value" : "cost",
+                                    vv == verdict::no ? finding_id(finding_kind::need_kv_noninferior_to_text)
+                                                      : finding_id(finding_kind::cost_relay_pays_on_link,
+                                                                   {.link = d.link}))});
     d.summary = vv == verdict::no
                     ? "Relay is less accurate than text beyond the margin (inferiority shown)."
                     : "Relay is not less accurate than text but does not pay on " + d.link + ".";
   } else {
-    d.verdict = "inconclusive";
+    d.verdict = decision_verdict::inconclusive;
     d.summary =
         "At least one check is inconclusive: collect more items or seeds (see the power of each finding).";
   }
@@ -572,7 +586,7 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
 // sender sends text — naming the sender's fingerprint and the map id its records carry.
 LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checklist_item> maps,
                                        std::span<const trial_record> records) {
-  if (maps.empty() || d.verdict.rfind("relay", 0) != 0) return;
+  if (maps.empty() || !is_relay_verdict(d.verdict)) return;
   bool any = false;
   for (const auto& c : maps) {
     const std::string arm = c.name.substr(4);
@@ -628,27 +642,25 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   detail::check_relay_switch_options("decide", o.switch_options);
   audit_decision d;
   d.link = detail::cost_link_of(records, o.link);
-  const auto* control = detail::find_finding(findings, "need.text_beats_no_comm");
+  auto of = [&](finding_kind k, const finding_params& p = {}) {
+    return detail::find_finding(findings, k, p);
+  };
+  const auto* control = of(finding_kind::need_text_beats_no_comm);
   // The dependency check: need.kv_carries_information (accuracy, then the likelihood endpoints, each
   // in its own alpha-spending step) where the audit wrote it, else accuracy alone.
-  const auto* dep_accuracy = detail::find_finding(findings, "need.kv_beats_no_comm");
-  const auto* carries = detail::find_finding(findings, "need.kv_carries_information");
+  const auto* dep_accuracy = of(finding_kind::need_kv_beats_no_comm);
+  const auto* carries = of(finding_kind::need_kv_carries_information);
   const auto* dep = carries != nullptr ? carries : dep_accuracy;
-  std::vector<std::string> dependency_ids = {"need.kv_beats_no_comm"};
-  if (carries != nullptr) dependency_ids.push_back(carries->id);
   bool likelihood_shown = false;  // a likelihood finding shows the relay raising a probability
   for (const auto* e : detail::likelihood_endpoints)
-    if (const auto* f = detail::find_finding(findings, e->raises_id)) {
-      dependency_ids.emplace_back(e->raises_id);
-      likelihood_shown = likelihood_shown || f->answer == verdict::yes;
-    }
-  const auto* cross = detail::find_finding(findings, "need.cross_model_beats_no_comm");
-  const auto* value = detail::find_finding(findings, "need.kv_noninferior_to_text");
-  const auto* cost = detail::find_finding(findings, "cost.relay_pays_on_" + d.link);
-  const auto* harm = detail::find_finding(findings, "no_need.kv_changes_accuracy");
-  const auto* stale = detail::find_finding(findings, "stale.kv_worse_than_text");
-  const auto* conflict = detail::find_finding(findings, "conflict.kv_worse_than_no_comm");
-  const auto* drift = detail::find_finding(findings, "drift.tolerance_steps");
+    if (const auto* f = of(e->raises)) likelihood_shown = likelihood_shown || f->answer == verdict::yes;
+  const auto* cross = of(finding_kind::need_cross_model_beats_no_comm);
+  const auto* value = of(finding_kind::need_kv_noninferior_to_text);
+  const auto* cost = of(finding_kind::cost_relay_pays_on_link, {.link = d.link});
+  const auto* harm = of(finding_kind::no_need_kv_changes_accuracy);
+  const auto* stale = of(finding_kind::stale_kv_worse_than_text);
+  const auto* conflict = of(finding_kind::conflict_kv_worse_than_no_comm);
+  const auto* drift = of(finding_kind::drift_tolerance_steps);
   auto v_of = [](const finding* f) { return f == nullptr ? verdict::inconclusive : f->answer; };
 
   d.checklist.push_back({"positive_control", v_of(control),
@@ -659,8 +671,7 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   d.checklist.push_back(
       {"dependency", vd,
        "the relay carries A's information (need regime, kv_full vs no_comm" +
-           std::string(carries != nullptr ? ", need.kv_carries_information" : "") +
-           "): " + detail::finding_text(dep) +
+           (carries != nullptr ? ", " + carries->id : std::string()) + "): " + detail::finding_text(dep) +
            (carries != nullptr ? " - " + carries->detail
             : vd != v_of(dep)
                 ? std::string(" - but a likelihood finding shows the relay raising a probability: not shown "
@@ -675,7 +686,7 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
                          "relay saves receiver latency on " + d.link + ": " + detail::finding_ms_text(cost)});
   std::vector<const finding*> maps;  // the cache maps' non-inferiority (report/analyses/mapped.hpp)
   for (const auto& f : findings)
-    if (f.id.rfind("mapped.", 0) == 0 && f.id.ends_with(".noninferior_to_same_model")) maps.push_back(&f);
+    if (f.key.kind == finding_kind::mapped_noninferior_to_same_model) maps.push_back(&f);
   auto risks = detail::risk_checks(harm, stale, conflict, drift, cross, maps, o.alpha);
   const checklist_item& nh = risks.no_need_harm;
   const checklist_item& fresh = risks.freshness;
@@ -710,24 +721,24 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
   detail::set_verdict(d, control, dep, vd, likelihood_shown, drift, homo.passed, v_of(value), v_of(cost),
                       risks, records, base, o);
   detail::add_map_policy(d, risks.maps, records);
-  // What each check reads (arm_cells_to_run): the findings above; the risk family's three checks
-  // read each other's p-values through Holm.
-  std::vector<std::string> family = {"no_need.kv_changes_accuracy", "stale.kv_worse_than_text",
-                                     "conflict.kv_worse_than_no_comm"};
-  for (const finding* f : maps) family.push_back(f->id);
+  // What each check reads (arm_cells_to_run): the kinds the catalog says it reads
+  // (finding_kinds_read_by; the risk family's checks read each other's p-values through Holm), by
+  // their ids: a kind read only where present by its findings', the others (the cost check's on the
+  // decision's link) whether or not they were computed.
   for (auto& c : d.checklist) {
-    if (c.name == "positive_control") c.findings = {"need.text_beats_no_comm"};
-    if (c.name == "dependency") {
-      c.findings = dependency_ids;
-      c.reads = {{"need", base}};  // "no communication": B answers on its own (no_comm's accuracy)
+    if (c.name == "monitor") continue;
+    c.kinds = finding_kinds_read_by(c.name);
+    c.findings.clear();
+    for (const finding_kind k : c.kinds) {
+      if (!finding_info(k).read_when_present) {
+        c.findings.push_back(finding_id(k, {.link = d.link}));
+        continue;
+      }
+      for (const auto& f : findings)
+        if (f.key.kind == k || (f.key.kind == finding_kind::unknown && f.id == finding_id(k)))
+          c.findings.push_back(f.id);
     }
-    if (c.name == "homogeneity" || c.name == "cross_model") c.findings = {"need.cross_model_beats_no_comm"};
-    if (c.name == "value") c.findings = {"need.kv_noninferior_to_text"};
-    if (c.name == "cost") c.findings = {"cost.relay_pays_on_" + d.link};
-    if (c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict" ||
-        c.name.rfind("map_", 0) == 0)
-      c.findings = family;
-    if (c.name == "drift") c.findings = {"drift.tolerance_steps"};
+    if (c.name == "dependency") c.reads = {{"need", base}};  // "no communication": no_comm's accuracy
   }
   detail::finish_rules(d, findings, records);
   return d;
@@ -740,7 +751,7 @@ LATENTAUDIT_INLINE std::set<arm_cell> arm_cells_to_run(std::span<const finding> 
   auto add = [&](const std::vector<arm_cell>& cells) { run.insert(cells.begin(), cells.end()); };
   for (const auto& f : findings)
     if (f.answer == verdict::inconclusive) add(f.reads);
-  const bool open_path = d.verdict == "inconclusive";  // the decision's path itself is still open
+  const bool open_path = d.verdict == decision_verdict::inconclusive;  // the path itself is still open
   for (const auto& c : d.checklist) {
     if (c.name == "monitor" || (!open_path && c.passed != verdict::inconclusive)) continue;
     add(c.reads);

@@ -62,136 +62,6 @@ LATENTAUDIT_INLINE std::string html_escape(std::string_view s) {
   return s.substr(0, p.size()) == p;
 }
 
-/// @brief What a finding asks, and its plain statement for yes and for no.
-struct finding_text_row {
-  std::string prefix;    ///< id, or id prefix ending in '.' or '_'
-  int polarity_yes;      ///< +1: yes supports relay; −1: yes is against; 0: context
-  std::string question;  ///< what it asks (inconclusive: "Not shown: <question>")
-  std::string yes;       ///< the statement for "yes"
-  std::string no;        ///< the statement for "no"
-};
-
-/// @brief The three rows of a likelihood endpoint's findings (raises, non-inferior to text,
-/// pairing), written from its description (report/analyses/answer_probability.hpp), so every
-/// likelihood family has the same statements.
-[[nodiscard]] inline std::vector<finding_text_row> likelihood_text_rows(
-    const detail::likelihood_endpoint& e) {
-  return {
-      {std::string(e.raises_id), 1, fmt::format("does KV relay raise {} ({})?", e.what, e.ordinal),
-       fmt::format("KV relay raises {} ({}).", e.what, e.ordinal),
-       fmt::format("KV relay's gain in {} over no communication is below the margin.", e.noun)},
-      {std::string(e.noninferior_id), 1,
-       fmt::format("is KV relay's {} within the margin of text relay's ({})?", e.noun, e.ordinal),
-       fmt::format("KV relay's {} is not lower than text relay's by the margin ({}).", e.noun, e.ordinal),
-       fmt::format("KV relay's {} is lower than text relay's by more than the margin.", e.noun)},
-      {std::string(e.pairing_id), 1,
-       fmt::format("does the right item's cache raise the {} over another item's?", e.noun),
-       fmt::format("The right item's cache raises the {} over another item's (pairing, {}).", e.noun,
-                   e.ordinal),
-       fmt::format("The right item's cache does not raise the {} over another item's by the margin.",
-                   e.noun)},
-  };
-}
-
-/// @brief The statements of docs/audit-report.md's findings, in id order (a placebo's finding id
-/// from the effects analysis that writes it: need_beats_no_comm_id).
-[[nodiscard]] inline const std::vector<finding_text_row>& finding_texts() {
-  static const std::vector<finding_text_row> rows = [] {
-    std::vector<finding_text_row> r = {
-        {"need.text_beats_no_comm", 1, "does text relay beat no communication (the positive control)?",
-         "Text relay beats no communication: the need regime tests dependency (positive control passed).",
-         "Text relay does not beat no communication by the margin: the need regime tests nothing."},
-        {"need.kv_beats_no_comm", 1, "does KV relay beat no communication in the need regime?",
-         "KV relay beats no communication in the need regime.",
-         "KV relay's benefit over no communication is below the margin."},
-        {"need.kv_carries_information", 1,
-         "does KV relay carry A's information (accuracy, or a likelihood endpoint: the dependency check)?",
-         "KV relay carries A's information: it raises accuracy or the probability of the reference answer or "
-         "continuation (the dependency check).",
-         "KV relay's benefit in accuracy is below the margin and no likelihood endpoint shows a rise."},
-        {"need.kv_noninferior_to_text", 1, "is KV relay within the margin of text relay, or better?",
-         "KV relay is not worse than text relay by the margin.",
-         "KV relay is worse than text relay by more than the margin."},
-        {"need.kv_equivalent_to_text", 1, "are KV relay and text relay equivalent within the margin?",
-         "KV relay and text relay are equivalent within the margin.",
-         "KV relay and text relay differ by more than the margin (the estimate's sign says which way)."},
-        {need_beats_no_comm_id(pairing_placebo_kind()), -1, "does another item's cache help?",
-         "Another item's cache helps: part of the relay effect is not about this item's document.",
-         "Another item's cache does not help: the effect needs the right cache."},
-        {need_beats_no_comm_id(arm_kind::zeroed), -1, "does a zeroed cache help?",
-         "A zeroed cache helps: part of the effect is the cache's presence, not its content.",
-         "A zeroed cache does not help."},
-        {need_beats_no_comm_id(arm_kind::cross_model), -1, "does a foreign model's cache help?",
-         "A foreign model's cache helps: B reads a cache from another model (homogeneity fails).",
-         "A foreign model's cache does not help: the benefit needs identical models."},
-        {"no_need.kv_changes_accuracy", -1, "does KV relay change accuracy where B does not need A?",
-         "KV relay changes accuracy where B does not need A (the estimate's sign says which way).",
-         "KV relay leaves accuracy unchanged (within the margin) where B does not need A."},
-        {"noise.tolerance_sigma", 0, "where does relay noise cost more than the margin?",
-         "The noise level σ at which relay loses the margin is located within the tested range.",
-         "The noise tolerance σ is not located."},
-        {"stale.kv_worse_than_text", -1, "is a stale cache worse than the current text?",
-         "A stale cache is worse than the current text: relay only fresh caches.",
-         "A stale cache is not worse than the current text by the margin."},
-        {"stale.kv_gives_stale_answer", -1, "does a stale cache make B give the old value?",
-         "With a stale cache B gives the old value more often than every other wrong value together.",
-         "B does not favour the stale value by the margin."},
-        {"conflict.kv_worse_than_no_comm", -1, "is a conflicting cache worse than no communication?",
-         "A cache that contradicts B's prompt is worse than no communication.",
-         "A conflicting cache is not worse than no communication by the margin."},
-        {"drift.tolerance_steps", -1,
-         "after how many fine-tuning steps of the sender does relay lose the margin?",
-         "A drifted sender loses non-inferiority at a located number of steps: relay only between identical "
-         "models.",
-         "Every tested drift step is non-inferior to same-model relay."},
-        {"message.kv_vs_text_message.", 1, "does A's cache beat A's text message?",
-         "A's cache beats A's text message (this message length and regime).",
-         "A's cache does not beat A's text message by the margin."},
-        {"cost.relay_pays_on_", 1,
-         "does relaying the cache save receiver latency on this link, accuracy kept?",
-         "Relaying the cache pays on this link: receiver latency saved, accuracy non-inferior.",
-         "Relaying the cache does not pay on this link."},
-        {"cost.relay_pays", 1, "does relaying the cache pay on the links shown?", "Relaying the cache pays.",
-         "Relaying the cache does not pay."},
-        {"gate.not_worse_than_always_relay", 1,
-         "is the per-request gate's accuracy within the margin of always relaying?",
-         "The per-request gate keeps always-relay's accuracy (within the margin).",
-         "The per-request gate loses more than the margin against always relaying."},
-        {"gate.saves_relays", 0, "does the per-request gate skip a share of the relays (and save bytes)?",
-         "The per-request gate skips a share of the relays and saves bytes.",
-         "The per-request gate relays nearly every request: it saves next to nothing (where relay never "
-         "hurts, "
-         "that is the right gate)."},
-    };
-    // the likelihood endpoints' rows, after the accuracy findings they stand beside
-    const auto at = std::find_if(r.begin(), r.end(), [](const finding_text_row& t) {
-      return t.prefix == "no_need.kv_changes_accuracy";
-    });
-    std::vector<finding_text_row> lik;
-    for (const auto* e : detail::likelihood_endpoints)
-      for (auto& t : likelihood_text_rows(*e)) lik.push_back(std::move(t));
-    r.insert(at, lik.begin(), lik.end());
-    return r;
-  }();
-  return rows;
-}
-
-/// @brief The row of `id` (exact ids first, then prefixes), or null.
-[[nodiscard]] inline const finding_text_row* finding_text_of(std::string_view id) {
-  for (const auto& t : finding_texts())
-    if (id == t.prefix) return &t;
-  for (const auto& t : finding_texts()) {
-    const char last = t.prefix.empty() ? ' ' : t.prefix.back();
-    if ((last == '.' || last == '_') && html_starts_with(id, t.prefix)) return &t;
-  }
-  return nullptr;
-}
-
-/// @brief "cost.*" findings hold seconds: shown in ms.
-[[nodiscard]] inline bool finding_in_seconds(std::string_view id) noexcept {
-  return html_starts_with(id, "cost.");
-}
-
 /// @brief `x` with `decimals` fixed decimals, "-0.0" printed as "0.0".
 [[nodiscard]] inline std::string fixed_text(double x, int decimals, bool sign = false) {
   std::string s = sign ? fmt::format("{:+.{}f}", x, decimals) : fmt::format("{:.{}f}", x, decimals);
@@ -212,18 +82,6 @@ LATENTAUDIT_INLINE std::string points_interval_text(double lo, double hi) {
 LATENTAUDIT_INLINE std::string p_value_text(double p) {
   if (!std::isfinite(p)) return "–";
   return p < 0.001 ? std::string("<0.001") : fmt::format("{:.3f}", p);
-}
-
-/// @brief The unit of a finding's numbers.
-enum class finding_unit { points, ms, sigma, steps, ratio };
-
-/// @brief The unit of finding `id` (finding_value).
-[[nodiscard]] inline finding_unit finding_unit_of(std::string_view id) noexcept {
-  if (finding_in_seconds(id)) return finding_unit::ms;
-  if (id == "noise.tolerance_sigma") return finding_unit::sigma;
-  if (id == "drift.tolerance_steps") return finding_unit::steps;
-  if (id.ends_with(".retention")) return finding_unit::ratio;
-  return finding_unit::points;
 }
 
 /// @brief `x` in `u` without the unit (fixed precision); signed when `sign` (points only).
@@ -263,19 +121,19 @@ enum class finding_unit { points, ms, sigma, steps, ratio };
 
 LATENTAUDIT_INLINE std::string finding_value(const finding& f, double x) {
   if (!std::isfinite(x)) return "–";
-  const auto u = finding_unit_of(f.id);
+  const auto u = finding_info(f.key.kind).unit;
   return finding_number(u, x, true) + std::string(finding_unit_suffix(u));
 }
 
 LATENTAUDIT_INLINE std::string finding_interval_text(const finding& f, double lo, double hi) {
-  const auto u = finding_unit_of(f.id);
+  const auto u = finding_info(f.key.kind).unit;
   return "[" + finding_number(u, lo, false) + ", " + finding_number(u, hi, false) + "]" +
          std::string(finding_unit_suffix(u));
 }
 
 LATENTAUDIT_INLINE std::string finding_magnitude_text(const finding& f, double x) {
   if (!std::isfinite(x)) return "–";
-  const auto u = finding_unit_of(f.id);
+  const auto u = finding_info(f.key.kind).unit;
   return finding_number(u, x, false) + std::string(finding_unit_suffix(u));
 }
 
@@ -550,7 +408,7 @@ LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
   p.open("section", "id=\"decision\"");
   p.open("div", D.relay_allowed ? "class=\"decision allowed\"" : "class=\"decision blocked\"");
   p.open("p", "class=\"verdict\"");
-  p.text("Decision: " + D.verdict);
+  p.text(std::string("Decision: ") + decision_verdict_name(D.verdict));
   p.close("p");
   p.open("p", "class=\"gate\"");
   p.raw("Relay gate field <code>decision.relay_allowed</code> = ");
@@ -558,7 +416,7 @@ LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
   p.text(D.relay_allowed ? " — a pipeline may let relay traffic through."
                          : " — a pipeline must not let relay traffic through.");
   p.close("p");
-  if (!D.relay_allowed && D.verdict.rfind("relay", 0) == 0) {
+  if (!D.relay_allowed && is_relay_verdict(D.verdict)) {
     std::string list;
     for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
     p.el("p", "Not a relay verdict: the risk check(s) " + list + " were not tested or stayed inconclusive.",
@@ -1115,8 +973,9 @@ LATENTAUDIT_INLINE void html_section_cost(html_report_context& c) {
     p.el("p", "Not run (" + r.cost.missing + ").");
   } else {
     const auto& S = r.cost.sensitivity;
-    p.el("p", "KV relay against text relay, need regime, " + std::to_string(S.items) +
-                  " items. Statement (cost.relay_pays: " + verdict_name(S.pays) + "): " + S.statement + ".");
+    p.el("p", "KV relay against text relay, need regime, " + std::to_string(S.items) + " items. Statement (" +
+                  finding_id(finding_kind::cost_relay_pays) + ": " + verdict_name(S.pays) +
+                  "): " + S.statement + ".");
     p.el("p", "Timing: " + S.timing_note + ".", "class=\"note\"");
     p.head({"link", "receiver latency saved per request (ms)", level + " bootstrap CI (ms)", "extra bytes",
             "SLO met kv / text", "break-even bandwidth", "relay pays"});
@@ -1198,60 +1057,59 @@ LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
 
 LATENTAUDIT_INLINE relay_polarity finding_polarity(const finding& f) noexcept {
   if (f.answer == verdict::inconclusive) return relay_polarity::not_shown;
-  const auto* t = detail::finding_text_of(f.id);
-  if (t == nullptr || t->polarity_yes == 0) return relay_polarity::context;
   const bool yes = f.answer == verdict::yes;
-  if (f.id == "need.kv_equivalent_to_text" && !yes)  // differs beyond the margin: the sign decides
-    return std::isfinite(f.estimate) && f.estimate > 0 ? relay_polarity::supports : relay_polarity::against;
-  if (f.id == "no_need.kv_changes_accuracy" && yes)  // a gain where B needs nothing is no harm
-    return std::isfinite(f.estimate) && f.estimate < 0 ? relay_polarity::against : relay_polarity::context;
-  const bool good = (t->polarity_yes > 0) == yes;
-  return good ? relay_polarity::supports : relay_polarity::against;
+  switch (finding_info(f.key.kind).polarity) {
+    case finding_polarity::yes_supports:
+      return yes ? relay_polarity::supports : relay_polarity::against;
+    case finding_polarity::yes_against:
+      return yes ? relay_polarity::against : relay_polarity::supports;
+    case finding_polarity::no_by_sign:  // differs beyond the margin: the sign decides
+      if (yes) return relay_polarity::supports;
+      return std::isfinite(f.estimate) && f.estimate > 0 ? relay_polarity::supports : relay_polarity::against;
+    case finding_polarity::yes_against_if_lost:  // a gain where B needs nothing is no harm
+      if (!yes) return relay_polarity::supports;
+      return std::isfinite(f.estimate) && f.estimate < 0 ? relay_polarity::against : relay_polarity::context;
+    case finding_polarity::context:
+      break;
+  }
+  return relay_polarity::context;
 }
 
 LATENTAUDIT_INLINE std::string finding_statement(const finding& f) {
-  const auto* t = detail::finding_text_of(f.id);
-  if (t == nullptr) return f.id + ": " + verdict_name(f.answer) + ".";
-  std::string s = f.answer == verdict::yes  ? std::string(t->yes)
-                  : f.answer == verdict::no ? std::string(t->no)
-                                            : "Not shown either way: " + std::string(t->question);
-  if (detail::html_starts_with(f.id, "cost.relay_pays_on_"))
-    s += " (link " + f.id.substr(std::string_view("cost.relay_pays_on_").size()) + ")";
-  if (detail::html_starts_with(f.id, "message.kv_vs_text_message."))
-    s += " (" + f.id.substr(std::string_view("message.kv_vs_text_message.").size()) + ")";
+  const finding_kind_info& row = finding_info(f.key.kind);
+  if (row.question.empty()) return f.id + ": " + verdict_name(f.answer) + ".";
+  std::string s = f.answer == verdict::yes  ? std::string(row.yes)
+                  : f.answer == verdict::no ? std::string(row.no)
+                                            : "Not shown either way: " + std::string(row.question);
+  // the parameters the id carries, in words
+  if (f.key.kind == finding_kind::cost_relay_pays_on_link)
+    s += " (link " + finding_link_part(f.key.params.link) + ")";
+  if (f.key.kind == finding_kind::message_kv_vs_text_message && f.key.params.budget > 0)
+    s += fmt::format(" (k{}.{})", f.key.params.budget, f.key.params.regime);
   return s;
 }
 
 LATENTAUDIT_INLINE std::string finding_interval_label(const finding& f, double alpha) {
   const auto pc = [](double level) { return fmt::format("{:g}%", 100.0 * level); };
-  const std::string_view id = f.id;
-  if (detail::html_starts_with(id, "need.") || detail::html_starts_with(id, "no_need.") ||
-      detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict.") ||
-      detail::html_starts_with(id, "message.") || detail::html_starts_with(id, "mapped."))
-    return pc(1.0 - 2.0 * alpha) + " verdict interval (betting over items)";
-  if (detail::html_starts_with(id, "gate.")) return pc(1.0 - 2.0 * alpha) + " interval (betting over items)";
-  if (detail::html_starts_with(id, "cost.")) return pc(1.0 - alpha) + " bootstrap CI (receiver ms saved)";
-  if (detail::html_starts_with(id, "noise.") || detail::html_starts_with(id, "drift."))
-    return pc(1.0 - alpha) + " CI (test inversion over items)";
+  switch (finding_info(f.key.kind).interval) {
+    case finding_interval::verdict_betting:
+      return pc(1.0 - 2.0 * alpha) + " verdict interval (betting over items)";
+    case finding_interval::betting:
+      return pc(1.0 - 2.0 * alpha) + " interval (betting over items)";
+    case finding_interval::bootstrap_ms:
+      return pc(1.0 - alpha) + " bootstrap CI (receiver ms saved)";
+    case finding_interval::test_inversion:
+      return pc(1.0 - alpha) + " CI (test inversion over items)";
+    case finding_interval::other:
+      break;
+  }
   return "interval (see method)";
 }
 
 LATENTAUDIT_INLINE std::string finding_method_short(const finding& f) {
-  const std::string_view id = f.id;
   if (f.method.rfind("not estimable", 0) == 0) return "not estimable";
-  if (detail::html_starts_with(id, "need.") || detail::html_starts_with(id, "no_need."))
-    return "paired, betting over items";
-  if (detail::html_starts_with(id, "stale.") || detail::html_starts_with(id, "conflict."))
-    return "paired, betting over items, Holm (relay-failure family)";
-  if (detail::html_starts_with(id, "message.")) return "paired, betting over items, Holm (message family)";
-  if (detail::html_starts_with(id, "mapped."))
-    return f.id.ends_with(".retention") ? "ratio of paired item means, test inversion"
-                                        : "paired, betting over items (cache map)";
-  if (detail::html_starts_with(id, "noise.") || detail::html_starts_with(id, "drift."))
-    return "isotonic fit, test inversion";
-  if (detail::html_starts_with(id, "cost.")) return "receiver latency per link, cluster bootstrap";
-  if (detail::html_starts_with(id, "gate.")) return "cross-fitted gate, betting over items";
-  return "see method";
+  const std::string_view m = finding_info(f.key.kind).method_short;
+  return m.empty() ? std::string("see method") : std::string(m);
 }
 
 LATENTAUDIT_INLINE std::string finding_anchor(std::string_view id) {
@@ -1277,7 +1135,7 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
       "script-src 'unsafe-inline'; img-src data:\">\n");
   p.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-  p.el("title", "latentaudit report: " + r.decision.verdict);
+  p.el("title", std::string("latentaudit report: ") + decision_verdict_name(r.decision.verdict));
   p.raw("<style>");
   p.raw(detail::html_css);
   p.raw("</style>\n</head>\n<body>\n<main>\n");

@@ -34,21 +34,21 @@ namespace latentaudit {
 
 namespace detail {
 
-LATENTAUDIT_INLINE finding coverage_finding(std::string id, const effect_estimate& e,
+LATENTAUDIT_INLINE finding coverage_finding(finding_key key, const effect_estimate& e,
                                             const effect_estimate& truth, std::string method, std::size_t n,
                                             std::string_view what, std::string_view truth_name,
                                             const std::string& why_missing) {
-  if (!why_missing.empty()) return inconclusive_finding(std::move(id), std::move(method), why_missing);
+  if (!why_missing.empty()) return inconclusive_finding(std::move(key), std::move(method), why_missing);
   if (!std::isfinite(truth.estimate)) {
-    return inconclusive_finding(std::move(id), std::move(method),
+    return inconclusive_finding(std::move(key), std::move(method),
                                 std::string(truth_name) + " is not estimable");
   }
   if (!has_interval(e)) {
-    return inconclusive_finding(std::move(id), std::move(method),
+    return inconclusive_finding(std::move(key), std::move(method),
                                 std::string(what) + " has no interval on this log (see notes)");
   }
   const bool covers = e.ci_low <= truth.estimate && truth.estimate <= e.ci_high;
-  finding f{.id = std::move(id),
+  finding f{.id = key.id(),
             .answer = covers ? verdict::yes : verdict::no,
             .estimate = e.estimate,
             .ci_low = e.ci_low,
@@ -56,7 +56,8 @@ LATENTAUDIT_INLINE finding coverage_finding(std::string id, const effect_estimat
             .method = std::move(method),
             .n = n,
             .detail = fmt::format("{} {} {} the {} {:.3g}", what, estimate_text(e),
-                                  covers ? "covers" : "does not cover", truth_name, truth.estimate)};
+                                  covers ? "covers" : "does not cover", truth_name, truth.estimate),
+            .key = std::move(key)};
   return f;
 }
 
@@ -555,27 +556,27 @@ LATENTAUDIT_INLINE observational_result observational_analysis(std::span<const t
   const auto& L = out.log;
   const std::string& lm = L.missing;
   out.findings.push_back(
-      detail::coverage_finding("log.naive_covers_randomized", L.naive, L.randomized,
+      detail::coverage_finding({finding_kind::log_naive_covers_randomized}, L.naive, L.randomized,
                                "production log: difference in means (OLS, CR1 by item, t(G-1)) vs "
                                "randomized ATE",
                                L.units, "the naive difference", "randomized ATE", lm));
   out.findings.push_back(detail::coverage_finding(
-      "log.matching_covers_randomized", L.matching, L.randomized,
+      {finding_kind::log_matching_covers_randomized}, L.matching, L.randomized,
       "production log: nearest-neighbour matching ATE (exact on need; percentile cluster bootstrap over "
       "items) vs randomized ATE",
       L.units, "the matching ATE", "randomized ATE", lm));
   out.findings.push_back(
-      detail::coverage_finding("log.aipw_covers_randomized", L.aipw, L.randomized,
+      detail::coverage_finding({finding_kind::log_aipw_covers_randomized}, L.aipw, L.randomized,
                                "production log: AIPW ATE (logistic propensity, OLS outcome models; "
                                "percentile cluster bootstrap over items) vs randomized ATE",
                                L.units, "the AIPW ATE", "randomized ATE", lm));
   const auto& R = out.rollout;
   out.findings.push_back(detail::coverage_finding(
-      "rollout.before_after_covers_truth", R.before_after, R.truth,
+      {finding_kind::rollout_before_after_covers_truth}, R.before_after, R.truth,
       "rollout: group-1 post minus pre (OLS, CR1 by item, t(G-1)) vs randomized post-period effect", R.units,
       "the before/after difference", "randomized post-period effect", R.missing));
   out.findings.push_back(detail::coverage_finding(
-      "rollout.did_covers_truth", R.did, R.truth,
+      {finding_kind::rollout_did_covers_truth}, R.did, R.truth,
       "rollout: 2x2 DiD regression (CR1 by item, t(G-1)) vs randomized post-period effect", R.units,
       "the DiD estimate", "randomized post-period effect", R.missing));
   return out;

@@ -96,7 +96,7 @@ namespace latentaudit {
   // The positive-control gate of the core findings covers the cost findings too.
   const finding* control = nullptr;
   for (const auto& f : r.core.findings)
-    if (f.id == "need.text_beats_no_comm") control = &f;
+    if (f.key.kind == finding_kind::need_text_beats_no_comm) control = &f;
   apply_positive_control(r.cost.findings, control);
   r.findings = r.core.findings;
   for (auto* fs : {&r.cost.findings, &r.gate.findings})
@@ -186,7 +186,7 @@ namespace detail {
 // report.json's "decision" object.
 LATENTAUDIT_INLINE json_value decision_json(const audit_report& r) {
   json_value dec;
-  dec.set("verdict", r.decision.verdict);
+  dec.set("verdict", decision_verdict_name(r.decision.verdict));
   dec.set("relay_allowed", r.decision.relay_allowed);
   dec.set("unverified", detail::strings_json(r.decision.unverified));
   dec.set("link", r.decision.link);
@@ -737,8 +737,8 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
   } else {
     const auto& S = r.cost.sensitivity;
     line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
-         " items. **Statement** (`cost.relay_pays`: " + verdict_name(S.pays) +
-         "): " + detail::md_escape(S.statement) + ".");
+         " items. **Statement** (`" + finding_id(finding_kind::cost_relay_pays) +
+         "`: " + verdict_name(S.pays) + "): " + detail::md_escape(S.statement) + ".");
     line("");
     line(
         "Method: receiver latency with the transfer time recomputed per link from the bytes; "
@@ -931,9 +931,9 @@ namespace detail {
                   pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
   line("");
   if (r.options.horizon != 0) line(detail::stopped_when_decided_note(r));
-  line("## Decision: **" + r.decision.verdict + "**");
+  line(std::string("## Decision: **") + decision_verdict_name(r.decision.verdict) + "**");
   line("");
-  if (!r.decision.relay_allowed && r.decision.verdict.rfind("relay", 0) == 0) {
+  if (!r.decision.relay_allowed && is_relay_verdict(r.decision.verdict)) {
     std::string list;
     for (const auto& c : r.decision.unverified) list.append(list.empty() ? "" : ", ").append(c);
     line("**Not a relay verdict:** the risk check(s) " + list +
@@ -1241,7 +1241,7 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
 
 [[nodiscard]] LATENTAUDIT_INLINE json_value decision_summary(const audit_report& r) {
   json_value j;
-  j.set("verdict", r.decision.verdict);
+  j.set("verdict", decision_verdict_name(r.decision.verdict));
   j.set("relay_allowed", r.decision.relay_allowed);
   j.set("unverified", detail::strings_json(r.decision.unverified));
   j.set("link", r.decision.link);

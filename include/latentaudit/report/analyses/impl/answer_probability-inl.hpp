@@ -121,7 +121,7 @@ LATENTAUDIT_INLINE std::vector<finding> likelihood_findings(const likelihood_end
                                                             const role_index& r, double alpha,
                                                             double margin) {
   struct spec {
-    std::string_view id;
+    finding_kind kind;
     std::size_t treated, control;
     std::string_view treated_role;
     std::string_view control_role;
@@ -130,19 +130,18 @@ LATENTAUDIT_INLINE std::vector<finding> likelihood_findings(const likelihood_end
     std::string what;  // the question, in words
   };
   const spec specs[] = {
-      {e.raises_id, r.kv_full, r.no_comm, "kv_full", "no_comm", 0.0, margin,
+      {e.raises, r.kv_full, r.no_comm, "kv_full", "no_comm", 0.0, margin,
        fmt::format("the relay raises {} (dependency, {})", e.what, e.ordinal)},
-      {e.noninferior_id, r.kv_full, r.text_full, "kv_full", "text_full", -margin, -margin,
+      {e.noninferior, r.kv_full, r.text_full, "kv_full", "text_full", -margin, -margin,
        fmt::format("the relay's {} is not lower than text's by the margin (value, {})", e.noun, e.ordinal)},
-      {e.pairing_id, r.kv_full, r.pairing_placebo, "kv_full", arm_kind_name(pairing_placebo_kind()), 0.0,
-       margin,
+      {e.pairing, r.kv_full, r.pairing_placebo, "kv_full", arm_kind_name(pairing_placebo_kind()), 0.0, margin,
        fmt::format("the right item's cache raises the {} over another item's (pairing, {})", e.noun,
                    e.ordinal)},
   };
   std::vector<probability_contrast> cs;
   for (const auto& s : specs)
-    cs.push_back(probability_contrast_of(d, records, s.treated, s.control, std::string(s.id), s.theta0, alpha,
-                                         e.field));
+    cs.push_back(probability_contrast_of(d, records, s.treated, s.control, finding_id(s.kind), s.theta0,
+                                         alpha, e.field));
   // Holm over the endpoint's family (the contrasts with items)
   std::vector<double> p;
   std::vector<std::size_t> in;
@@ -162,14 +161,14 @@ LATENTAUDIT_INLINE std::vector<finding> likelihood_findings(const likelihood_end
                                 {"need", c.control.empty() ? std::string(s.control_role) : c.control}};
     if (c.treated.empty() || c.control.empty()) {
       out.push_back(not_estimable_finding(
-          std::string(s.id),
+          {s.kind},
           fmt::format("no {} arm in the records", c.treated.empty() ? s.treated_role : s.control_role),
           std::move(reads)));
       continue;
     }
     if (c.n_items == 0) {
       out.push_back(not_estimable_finding(
-          std::string(s.id),
+          {s.kind},
           fmt::format("no need-regime unit holds {} for both {} and {} (the records do not measure "
                       "it: null or absent)",
                       e.field_name, c.treated, c.control),
@@ -194,7 +193,7 @@ LATENTAUDIT_INLINE std::vector<finding> likelihood_findings(const likelihood_end
           "; {} need-regime unit(s) lack a record or its {}: decided on the worst-case bounds (a "
           "missing {} probability 0 and {} 1, and the reverse)",
           c.imputed, e.field_name, c.treated, c.control);
-    out.push_back({.id = std::string(s.id),
+    out.push_back({.id = finding_id(s.kind),
                    .answer = v,
                    .estimate = c.estimate,
                    .ci_low = c.verdict_low,
@@ -208,7 +207,8 @@ LATENTAUDIT_INLINE std::vector<finding> likelihood_findings(const likelihood_end
                                          alpha, s.no_below),
                    .n = c.n_pairs,
                    .detail = std::move(why),
-                   .reads = std::move(reads)});
+                   .reads = std::move(reads),
+                   .key = {s.kind}});
     detail::set_minimum_detectable(out.back(), c.items);
   }
   return out;
@@ -228,8 +228,9 @@ LATENTAUDIT_INLINE std::vector<finding> continuation_probability_findings(
   return likelihood_findings(continuation_probability_endpoint, d, records, r, alpha, margin);
 }
 
-// The finding `id` among `fs`, or null.
-inline const finding* likelihood_finding_by_id(std::span<const finding> fs, std::string_view id) {
+// The finding of kind `k` (no parameters) among `fs`, or null.
+inline const finding* likelihood_finding_of(std::span<const finding> fs, finding_kind k) {
+  const std::string id = finding_id(k);
   for (const auto& f : fs)
     if (f.id == id) return &f;
   return nullptr;
@@ -263,11 +264,12 @@ LATENTAUDIT_INLINE std::vector<carries_step> carries_steps(const audit_data& d,
     s.shown = s.p <= level && (field != likelihood_field::correct || own_yes);
     steps.push_back(std::move(s));
   };
-  step("accuracy", "need.kv_beats_no_comm", likelihood_field::correct, measured.empty() ? alpha : alpha / 2.0,
+  const std::string acc_id = finding_id(finding_kind::need_kv_beats_no_comm);
+  step("accuracy", acc_id, likelihood_field::correct, measured.empty() ? alpha : alpha / 2.0,
        acc.answer == verdict::yes);
   for (const auto* e : measured) {
-    const finding* f = likelihood_finding_by_id(findings, e->raises_id);
-    step(std::string(e->noun), std::string(e->raises_id), e->field, a_lik,
+    const finding* f = likelihood_finding_of(findings, e->raises);
+    step(std::string(e->noun), finding_id(e->raises), e->field, a_lik,
          f != nullptr && f->answer == verdict::yes);
   }
   return steps;
@@ -277,16 +279,18 @@ LATENTAUDIT_INLINE finding carries_information_finding(const audit_data& d,
                                                        std::span<const trial_record> records,
                                                        const role_index& r, std::span<const finding> findings,
                                                        double alpha) {
-  const std::string id = "need.kv_carries_information";
-  const finding* acc = likelihood_finding_by_id(findings, "need.kv_beats_no_comm");
+  const finding_key key{finding_kind::need_kv_carries_information};
+  const std::string acc_id = finding_id(finding_kind::need_kv_beats_no_comm);
+  const finding* acc = likelihood_finding_of(findings, finding_kind::need_kv_beats_no_comm);
   if (acc == nullptr || acc->n == 0 || r.kv_full == audit_data::npos || r.no_comm == audit_data::npos)
     return not_estimable_finding(
-        id, acc == nullptr ? std::string("need.kv_beats_no_comm is absent") : acc->detail,
+        key, acc == nullptr ? acc_id + " is absent" : acc->detail,
         {{"need", r.kv_full == audit_data::npos ? "kv_full" : d.arm_label[r.kv_full]},
          {"need", r.no_comm == audit_data::npos ? "no_comm" : d.arm_label[r.no_comm]}});
   const auto steps = carries_steps(d, records, r, findings, *acc, alpha);
   finding f = *acc;
-  f.id = id;
+  f.id = key.id();
+  f.key = key;
   f.noninferiority_p = std::numeric_limits<double>::quiet_NaN();
   const bool any_shown =
       std::any_of(steps.begin(), steps.end(), [](const carries_step& s) { return s.shown; });
@@ -307,12 +311,11 @@ LATENTAUDIT_INLINE finding carries_information_finding(const audit_data& d,
       "the relay carries A's information: kv_full − no_comm > 0 on accuracy or on a likelihood endpoint the "
       "records measure, each in its own alpha-spending step (Bonferroni over the steps: {}); each step a "
       "one-sided betting p over items, worst-case bounds for missing records{}; yes: a step shows its rise "
-      "(the accuracy step also needs need.kv_beats_no_comm yes); no: need.kv_beats_no_comm no and no "
-      "likelihood finding shows a rise; the estimate and its {}% verdict interval are "
-      "need.kv_beats_no_comm's "
-      "(accuracy)",
-      split, alone ? " (no likelihood endpoint measured: need.kv_beats_no_comm's verdict at full alpha)" : "",
-      fmt::format("{:g}", 100.0 * (1.0 - 2.0 * alpha)));
+      "(the accuracy step also needs {} yes); no: {} no and no likelihood finding shows a rise; the "
+      "estimate and its {}% verdict interval are {}'s (accuracy)",
+      split,
+      alone ? " (no likelihood endpoint measured: " + acc_id + "'s verdict at full alpha)" : std::string(),
+      acc_id, acc_id, fmt::format("{:g}", 100.0 * (1.0 - 2.0 * alpha)), acc_id);
   std::string why = parts + ": ";
   if (f.answer == verdict::yes) {
     why += "the relay carries A's information";

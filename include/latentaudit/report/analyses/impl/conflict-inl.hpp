@@ -113,7 +113,7 @@ LATENTAUDIT_INLINE conflict_analysis audit_conflict(const audit_data& d,
 }  // namespace detail
 
 LATENTAUDIT_INLINE finding conflict_worse_finding(const conflict_analysis& c, double alpha, double margin) {
-  const std::string id = "conflict.kv_worse_than_no_comm";
+  const finding_key id{finding_kind::conflict_kv_worse_than_no_comm};
   const auto& k = c.kv_vs_no_comm;
   if (c.units == 0)
     return detail::not_estimable_finding(

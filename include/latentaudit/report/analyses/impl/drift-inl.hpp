@@ -107,7 +107,7 @@ LATENTAUDIT_INLINE drift_analysis audit_drift(const audit_data& d, std::span<con
 
 LATENTAUDIT_INLINE finding drift_tolerance_finding(const drift_analysis& a, const noise_options& o) {
   auto f = detail::tolerance_finding(
-      a.tolerance, o, "drift.tolerance_steps",
+      a.tolerance, o, {finding_kind::drift_tolerance_steps},
       "no drift arm (arm_kind 'drifted', or a label kv_drift_<k>) paired with kv_full in the need regime");
   // "no" (absence shown within the tested range): not located, and fixed-sequence testing shows
   // every tested drift step non-inferior to same-model relay (noise_tolerance::sigma_noninferior is

@@ -313,8 +313,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   // ---- findings ----
   // Every effect finding decides on the 1 − 2α betting verdict interval [L, U] (reported as its
   // ci_low / ci_high) and the Holm-adjusted betting p-value; docs/audit-report.md "Findings".
-  auto absent = [&](std::string id, std::string why, std::vector<arm_cell> reads) {
-    out.findings.push_back({.id = std::move(id),
+  auto absent = [&](finding_key key, std::string why, std::vector<arm_cell> reads) {
+    out.findings.push_back({.id = key.id(),
                             .answer = verdict::inconclusive,
                             .estimate = audit_nan,
                             .ci_low = audit_nan,
@@ -322,7 +322,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                             .method = "not estimable",
                             .n = 0,
                             .detail = std::move(why),
-                            .reads = std::move(reads)});
+                            .reads = std::move(reads),
+                            .key = std::move(key)});
   };
   auto pct = [](double x) { return fmt::format("{:.1f}", 100.0 * x); };
   const double mm = o.equivalence_margin;
@@ -331,7 +332,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
     return fmt::format("{}% verdict interval {} to {}", vlevel, pct(e.verdict_low), pct(e.verdict_high));
   };
   // Looks the contrast up; absent: an inconclusive finding with n = 0 and nullptr.
-  auto lookup = [&](const std::string& id, const std::string& regime, const std::string& treated,
+  auto lookup = [&](const finding_key& id, const std::string& regime, const std::string& treated,
                     const std::string& control) -> const paired_effect* {
     const std::string eid = regime + ":" + treated + "-" + control;
     const std::size_t i = effect_index(eid);
@@ -357,7 +358,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
     const verdict vh = rule(rule_view{hi.estimate, hi.verdict_low, hi.verdict_high, e.p_holm});
     return v == vl && v == vh ? v : verdict::inconclusive;
   };
-  auto push = [&](std::string id, verdict v, const paired_effect& e, std::string method, std::string why,
+  auto push = [&](finding_key id, verdict v, const paired_effect& e, std::string method, std::string why,
                   verdict complete) {
     double lo = e.verdict_low, hi = e.verdict_high;
     if (e.missing.any()) {
@@ -376,7 +377,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
           "; missing records: decided on the worst-case bounds (the verdict must hold with every missing "
           "treated outcome wrong and control right, and with the reverse)";
     }
-    out.findings.push_back({.id = std::move(id),
+    out.findings.push_back({.id = id.id(),
                             .answer = v,
                             .estimate = e.estimate,
                             .ci_low = lo,
@@ -384,14 +385,15 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                             .method = std::move(method),
                             .n = e.n_pairs,
                             .detail = std::move(why),
-                            .reads = {{e.regime, e.treated}, {e.regime, e.control}}});
+                            .reads = {{e.regime, e.treated}, {e.regime, e.control}},
+                            .key = std::move(id)});
     detail::set_minimum_detectable(out.findings.back(), e.item_diffs);
   };
   // "beats": yes = shown greater than 0; no = U < m (a benefit of m or more excluded). A step of the
   // decision's fixed sequence (`sequence`: the positive control, dependency) is shown by its verdict
   // lower limit L > 0 (one-sided α: full α, the sequence gate of apply_positive_control and decide()
   // keeps the familywise error); any other "beats" finding by Holm p < α with a positive estimate.
-  auto beats_finding = [&](std::string id, const std::string& treated, const std::string& control,
+  auto beats_finding = [&](finding_key id, const std::string& treated, const std::string& control,
                            bool sequence) {
     const auto* e = lookup(id, "need", treated, control);
     if (e == nullptr) return;
@@ -437,10 +439,10 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   };
   const std::string kvl = role_label(kv_full, "kv_full"), ncl = role_label(no_comm, "no_comm"),
                     txl = role_label(text_full, "text_full");
-  beats_finding("need.text_beats_no_comm", txl, ncl, true);
-  beats_finding("need.kv_beats_no_comm", kvl, ncl, true);
+  beats_finding({finding_kind::need_text_beats_no_comm}, txl, ncl, true);
+  beats_finding({finding_kind::need_kv_beats_no_comm}, kvl, ncl, true);
   {
-    const std::string id = "need.kv_noninferior_to_text";
+    const finding_key id{finding_kind::need_kv_noninferior_to_text};
     if (const auto* e = lookup(id, "need", kvl, txl)) {
       auto rule = [&](const rule_view& x) {
         return x.low > -mm ? verdict::yes : x.high < -mm ? verdict::no : verdict::inconclusive;
@@ -464,7 +466,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
     }
   }
   {
-    const std::string id = "need.kv_equivalent_to_text";
+    const finding_key id{finding_kind::need_kv_equivalent_to_text};
     if (const auto* e = lookup(id, "need", kvl, txl)) {
       auto rule = [&](const rule_view& x) {
         return x.low > -mm && x.high < mm     ? verdict::yes
@@ -491,9 +493,9 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
   for (const auto& [index, kind] :
        {std::pair{r.pairing_placebo, pairing_placebo_kind()}, std::pair{r.zeroed, arm_kind::zeroed},
         std::pair{r.cross_model, arm_kind::cross_model}})
-    beats_finding(need_beats_no_comm_id(kind), role_label(index, arm_kind_name(kind)), ncl, false);
+    beats_finding(need_beats_no_comm_key(kind), role_label(index, arm_kind_name(kind)), ncl, false);
   {
-    const std::string id = "no_need.kv_changes_accuracy";
+    const finding_key id{finding_kind::no_need_kv_changes_accuracy};
     if (const auto* e = lookup(id, "no_need", kvl, ncl)) {
       // yes: a change shown, with its sign, under every view; no: the interval inside ±margin
       auto rule = [&](const rule_view& x) {

@@ -150,8 +150,7 @@ LATENTAUDIT_INLINE mapped_analysis audit_mapped(const audit_data& d, std::span<c
     c.arm = d.arm_label[a];
     const auto& la = d.label_arms[a];  // the sender and its unmapped arm come from the label
     c.sender = la && la->kind == arm_kind::kv_mapped ? la->sender : std::string();
-    c.prefix =
-        c.sender.empty() || c.sender == partner_sender ? std::string("mapped.") : "mapped." + c.sender + ".";
+    c.params.sender = c.sender.empty() || c.sender == partner_sender ? std::string() : c.sender;
     std::size_t unmapped = audit_data::npos;
     if (la)
       if (const auto u = unmapped_arm_label(*la)) {
@@ -276,7 +275,7 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
     // beats_unmapped: the map helps over relaying the same sender's cache as it is
     {
       const auto& c = mc.beats_unmapped;
-      const std::string id = mc.prefix + "beats_unmapped";
+      const finding_key id{finding_kind::mapped_beats_unmapped, mc.params};
       if (!c.estimable()) {
         out.push_back(detail::not_estimable_finding(
             id,
@@ -287,7 +286,7 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
         const verdict v = detail::beats_verdict(c, alpha, margin);
         const std::string pts = detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high);
         out.push_back(
-            {.id = id,
+            {.id = id.id(),
              .answer = v,
              .estimate = c.estimate,
              .ci_low = c.verdict_low,
@@ -307,14 +306,15 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
                      : fmt::format("neither a gain from the cache map{} over {} unmapped nor its absence is "
                                    "shown: {} (Holm p = {:.3g})",
                                    of_map, mc.unmapped, pts, c.p_holm),
-             .reads = detail::contrast_reads(c)});
+             .reads = detail::contrast_reads(c),
+             .key = id});
         detail::set_minimum_detectable(out.back(), c.items);
       }
     }
     // noninferior_to_same_model: what the decision's map path reads
     {
       const auto& c = mc.vs_same_model;
-      const std::string id = mc.prefix + "noninferior_to_same_model";
+      const finding_key id{finding_kind::mapped_noninferior_to_same_model, mc.params};
       if (!c.estimable()) {
         out.push_back(detail::not_estimable_finding(
             id, fmt::format("no need-regime pair of {} and kv_full", mc.arm), detail::contrast_reads(c)));
@@ -324,7 +324,7 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
                                                      : verdict::inconclusive;
         const std::string pts = detail::contrast_points(c.estimate, c.verdict_low, c.verdict_high);
         out.push_back(
-            {.id = id,
+            {.id = id.id(),
              .answer = v,
              .estimate = c.estimate,
              .ci_low = c.verdict_low,
@@ -338,14 +338,15 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
                                    : v == verdict::no ? "the mapped cache is inferior to same-model relay"
                                                       : "neither non-inferiority nor inferiority shown"),
              .noninferiority_p = detail::noninferiority_p(c.items, c.missing, margin, alpha, c.horizon),
-             .reads = detail::contrast_reads(c)});
+             .reads = detail::contrast_reads(c),
+             .key = id});
         detail::set_minimum_detectable(out.back(), c.items);
       }
     }
     // retention: the share of same-model relay's benefit the map keeps
     {
       const auto& r = mc.retention;
-      const std::string id = mc.prefix + "retention";
+      const finding_key id{finding_kind::mapped_retention, mc.params};
       std::vector<arm_cell> reads = {
           {"need", mc.arm}, {"need", mc.vs_same_model.control}, {"need", mc.mapped_benefit.control}};
       if (mc.retention_items == 0) {
@@ -385,7 +386,7 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
             std::isfinite(r.low) ? "" : " (unbounded: same-model relay's benefit is not shown away from 0)");
       }
       out.push_back(
-          {.id = id,
+          {.id = id.id(),
            .answer = v,
            .estimate = r.estimate,
            .ci_low = r.low,
@@ -397,7 +398,8 @@ LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m
                                  mc.arm, mc.retention_items, alpha, m.gate),
            .n = mc.retention_items,
            .detail = std::move(why),
-           .reads = std::move(reads)});
+           .reads = std::move(reads),
+           .key = id});
     }
   }
   return out;

@@ -140,7 +140,7 @@ LATENTAUDIT_INLINE std::string messages_markdown(const message_analysis& m, doub
 LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis& m, double alpha,
                                                          double margin) {
   std::vector<finding> out;
-  const std::string base = "message.kv_vs_text_message";
+  const finding_key base{finding_kind::message_kv_vs_text_message};  // no budget: the family's bare id
   if (m.contrasts.empty() && m.kv_message.empty() && m.kv_message_only.empty()) return out;  // no message arm
   if (m.contrasts.empty())
     return {detail::not_estimable_finding(base, "no text_message_<k> arm in the records")};
@@ -148,7 +148,8 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
   const std::string lvl = fmt::format("{:g}", 100.0 * (1.0 - 2.0 * alpha));
   for (const auto& mc : m.contrasts) {
     const auto& c = mc.kv_vs_text;
-    const std::string id = fmt::format("{}.k{}.{}", base, mc.k, mc.regime);
+    const finding_key id{finding_kind::message_kv_vs_text_message,
+                         {.budget = static_cast<std::size_t>(mc.k), .regime = mc.regime}};
     if (!c.estimable()) {
       out.push_back(detail::not_estimable_finding(
           id,
@@ -177,7 +178,7 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
           "(within {:.1f} points) is shown: {} (Holm p = {:.3g})",
           mc.regime, mc.k, 100.0 * margin, pts, c.p_holm);
     out.push_back(
-        {.id = id,
+        {.id = id.id(),
          .answer = v,
          .estimate = c.estimate,
          .ci_low = c.verdict_low,
@@ -185,7 +186,8 @@ LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis&
          .method = mc.regime + " regime, " + c.id + ": " + c.method + "; Holm over the message family",
          .n = c.n_pairs,
          .detail = why,
-         .reads = detail::contrast_reads(c)});
+         .reads = detail::contrast_reads(c),
+         .key = id});
     detail::set_minimum_detectable(out.back(), c.items);
   }
   return out;

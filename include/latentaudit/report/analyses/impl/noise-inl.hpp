@@ -420,38 +420,40 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
 }
 
 LATENTAUDIT_INLINE finding noise_tolerance_finding(const noise_tolerance& nt, const noise_options& o) {
-  return detail::tolerance_finding(nt, o, "noise.tolerance_sigma",
+  return detail::tolerance_finding(nt, o, {finding_kind::noise_tolerance_sigma},
                                    "no kv_noise_* arm paired with kv_full in the need regime");
 }
 
 namespace detail {
 
 LATENTAUDIT_INLINE finding tolerance_finding(const noise_tolerance& nt, const noise_options& o,
-                                             std::string id, std::string missing) {
+                                             finding_key key, std::string missing) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto sig3 = [](double x) { return fmt::format("{:.3g}", x); };
   const double inf = std::numeric_limits<double>::infinity();
   if (nt.curve.size() < 2) {
-    return {.id = std::move(id),
+    return {.id = key.id(),
             .answer = verdict::inconclusive,
             .estimate = nan,
             .ci_low = nan,
             .ci_high = nan,
             .method = "not estimable",
             .n = 0,
-            .detail = std::move(missing)};
+            .detail = std::move(missing),
+            .key = std::move(key)};
   }
   auto num = [&](const std::optional<double>& x) { return x ? sig3(*x) : std::string("beyond"); };
   const std::string pts = fmt::format("{:.1f}", 100.0 * o.margin);
   const std::string lvl = number_text(100.0 * (1.0 - o.alpha));
   const std::string& dose = o.dose;
   const double top = nt.curve.back().sigma;
-  finding f{.id = std::move(id),
+  finding f{.id = key.id(),
             .estimate = nt.tolerance_sigma.value_or(inf),
             .ci_low = nt.ci_low.value_or(inf),
             .ci_high = nt.ci_high.value_or(inf),
             .method = nt.method,
-            .n = nt.curve.front().n};
+            .n = nt.curve.front().n,
+            .key = std::move(key)};
   for (const auto& p : nt.curve) f.reads.push_back({"need", p.arm});  // the curve is the need regime's
   const bool located = nt.tolerance_sigma && nt.ci_low && nt.ci_high;
   f.answer = located ? verdict::yes : verdict::inconclusive;

@@ -157,10 +157,10 @@ LATENTAUDIT_INLINE void holm_over(std::span<regime_contrast* const> family) {
 }
 
 /// @brief The inconclusive finding of an analysis that could not run.
-LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why,
+LATENTAUDIT_INLINE finding not_estimable_finding(finding_key key, std::string why,
                                                  std::vector<arm_cell> reads) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  return {.id = std::move(id),
+  return {.id = key.id(),
           .answer = verdict::inconclusive,
           .estimate = nan,
           .ci_low = nan,
@@ -168,17 +168,18 @@ LATENTAUDIT_INLINE finding not_estimable_finding(std::string id, std::string why
           .method = "not estimable",
           .n = 0,
           .detail = std::move(why),
-          .reads = std::move(reads)};
+          .reads = std::move(reads),
+          .key = std::move(key)};
 }
 
 LATENTAUDIT_INLINE std::vector<arm_cell> contrast_reads(const regime_contrast& c) {
   return {{c.regime, c.treated}, {c.regime, c.control}};
 }
 
-LATENTAUDIT_INLINE finding risk_finding(std::string id, verdict v, const regime_contrast& c,
+LATENTAUDIT_INLINE finding risk_finding(finding_key key, verdict v, const regime_contrast& c,
                                         std::string_view regime, std::string why, double margin,
                                         double alpha) {
-  finding f{.id = std::move(id),
+  finding f{.id = key.id(),
             .answer = v,
             .estimate = c.estimate,
             .ci_low = c.verdict_low,
@@ -188,7 +189,8 @@ LATENTAUDIT_INLINE finding risk_finding(std::string id, verdict v, const regime_
             .n = c.n_pairs,
             .detail = std::move(why),
             .noninferiority_p = noninferiority_p(c.items, c.missing, margin, alpha, c.horizon),
-            .reads = contrast_reads(c)};
+            .reads = contrast_reads(c),
+            .key = std::move(key)};
   set_minimum_detectable(f, c.items);
   return f;
 }

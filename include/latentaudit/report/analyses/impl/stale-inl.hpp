@@ -85,9 +85,9 @@ LATENTAUDIT_INLINE stale_analysis audit_stale(const audit_data& d, std::span<con
   // An absent regime is no warning: the findings say "not tested" (older records have no stale regime).
   if (s.units > 0 && s.kv_answers.unclassified > 0) {
     warnings.push_back(fmt::format(
-        "stale analysis: {} of {} kv_full stale-regime records carry no stale_answer; left out of "
-        "stale.kv_gives_stale_answer",
-        s.kv_answers.unclassified, s.kv_answers.unclassified + s.kv_answers.classified));
+        "stale analysis: {} of {} kv_full stale-regime records carry no stale_answer; left out of {}",
+        s.kv_answers.unclassified, s.kv_answers.unclassified + s.kv_answers.classified,
+        finding_id(finding_kind::stale_kv_gives_stale_answer)));
   }
   return s;
 }
@@ -95,7 +95,7 @@ LATENTAUDIT_INLINE stale_analysis audit_stale(const audit_data& d, std::span<con
 }  // namespace detail
 
 LATENTAUDIT_INLINE finding stale_worse_finding(const stale_analysis& s, double alpha, double margin) {
-  const std::string id = "stale.kv_worse_than_text";
+  const finding_key id{finding_kind::stale_kv_worse_than_text};
   const auto& c = s.kv_vs_text;
   if (s.units == 0)
     return detail::not_estimable_finding(
@@ -126,7 +126,7 @@ LATENTAUDIT_INLINE finding stale_worse_finding(const stale_analysis& s, double a
 }
 
 LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double alpha, double margin) {
-  const std::string id = "stale.kv_gives_stale_answer";
+  const finding_key id{finding_kind::stale_kv_gives_stale_answer};
   const auto& c = s.stale_excess;
   const auto& k = s.kv_answers;
   std::vector<arm_cell> reads{{"stale", k.arm.empty() ? std::string("kv_full") : k.arm}};
@@ -169,7 +169,7 @@ LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double 
   else
     why = fmt::format("not shown either way: stale minus other wrong {} (Holm p = {:.3g}); {}", sc, c.p_holm,
                       shares);
-  finding f{.id = id,
+  finding f{.id = id.id(),
             .answer = v,
             .estimate = c.estimate,
             .ci_low = c.verdict_low,
@@ -177,7 +177,8 @@ LATENTAUDIT_INLINE finding stale_answer_finding(const stale_analysis& s, double 
             .method = c.method + "; Holm over the relay-failure family",
             .n = k.classified,
             .detail = why,
-            .reads = std::move(reads)};
+            .reads = std::move(reads),
+            .key = id};
   detail::set_minimum_detectable(f, c.items);
   return f;
 }

@@ -160,17 +160,18 @@ LATENTAUDIT_INLINE std::pair<double, double> mean_sd(std::span<const double> x) 
   return std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high);
 }
 
-[[nodiscard]] LATENTAUDIT_INLINE finding inconclusive_finding(std::string id, std::string method,
+[[nodiscard]] LATENTAUDIT_INLINE finding inconclusive_finding(finding_key key, std::string method,
                                                               std::string why) {
   constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  return finding{.id = std::move(id),
+  return finding{.id = key.id(),
                  .answer = verdict::inconclusive,
                  .estimate = nan,
                  .ci_low = nan,
                  .ci_high = nan,
                  .method = std::move(method),
                  .n = 0,
-                 .detail = std::move(why)};
+                 .detail = std::move(why),
+                 .key = std::move(key)};
 }
 
 LATENTAUDIT_INLINE void check_level_replicates(std::string_view fn, double level, std::size_t replicates) {
