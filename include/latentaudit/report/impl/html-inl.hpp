@@ -400,6 +400,72 @@ struct html_report_context {
   }
 };
 
+// report_html's table of the policy's rules (report.json decision.rules) and their replay on the
+// audit's own requests (decision.policy_replay), as report.md's decision_rules_markdown; nothing
+// without rules.
+LATENTAUDIT_INLINE void html_decision_rules(html_report_context& c) {
+  auto& p = c.p;
+  const audit_report& r = c.r;
+  const auto& rules = r.decision.rules;
+  if (rules.empty()) return;
+  const policy_replay& pr = r.decision.replay;
+  p.open("h3", "id=\"policy-rules\"");
+  p.text(fmt::format("Serving policy as rules: {} rule{}", rules.size(), rules.size() == 1 ? "" : "s"));
+  p.close("h3");
+  p.raw(
+      "<p class=\"note\">report.json <code>decision.rules</code>: a serving stack evaluates them in order "
+      "with <code>relay_policy</code> (C++), <code>la.RelayPolicy</code> (Python) or <code>latentaudit "
+      "policy</code>; the first rule whose conditions all hold fires. Each rests on a check of the "
+      "checklist and the finding behind it (its interval as in the findings table).</p>\n");
+  p.head({"order", "condition", "action", "rests on", "finding", "estimate [interval]", "verdict",
+          "replayed requests"},
+         false);
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const policy_rule& u = rules[i];
+    std::string when;
+    for (const auto& k : u.when)
+      when += (when.empty() ? "" : " and ") + k.feature + " " + k.op + " " +
+              (k.other.empty() ? write_json(k.value) : k.other);
+    const finding* f = nullptr;
+    for (const auto& g : r.findings)
+      if (!u.finding.empty() && g.id == u.finding) f = &g;
+    p.raw("<tr>");
+    p.tdn(i);
+    if (when.empty())
+      p.td("always");
+    else
+      p.raw("<td><code>" + html_escape(when) + "</code></td>");
+    p.td(std::string(relay_action_name(u.action)) + (u.map.empty() ? "" : " " + u.map));
+    p.td(u.check);
+    if (u.finding.empty())
+      p.td("–");
+    else if (f != nullptr)
+      p.raw("<td><a href=\"#" + finding_anchor(u.finding) + "\"><code>" + html_escape(u.finding) +
+            "</code></a></td>");
+    else
+      p.raw("<td><code>" + html_escape(u.finding) + "</code></td>");
+    p.td(!std::isfinite(u.estimate) ? std::string("–")
+         : f != nullptr ? finding_value(*f, u.estimate) + " " + finding_interval_text(*f, u.lo, u.hi)
+                        : num(u.estimate) + " " + html_interval(u.lo, u.hi));
+    p.td(u.verdict.empty() ? std::string("–") : u.verdict);
+    if (i < pr.by_rule.size() && pr.note.empty())
+      p.tdn(pr.by_rule[i]);
+    else
+      p.td("–");
+    p.raw("</tr>\n");
+  }
+  p.end_table();
+  p.el("p",
+       pr.note.empty()
+           ? fmt::format(
+                 "Policy replay on the audit's own requests (one per (item, seed) unit and sender arm, "
+                 "answered by the record of the arm the rules choose): {} requests, {} relayed (relay "
+                 "share {}), accuracy {} ({} of {} resolved requests correct).",
+                 pr.requests, pr.relayed, num(pr.relay_share), num(pr.accuracy), pr.correct, pr.resolved)
+           : "Policy replay: not replayed (" + pr.note + ").",
+       "class=\"note\"");
+}
+
 // report_html's section: the decision, its checklist and policy.
 LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
   auto& p = c.p;
@@ -454,6 +520,7 @@ LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
   }
   if (!D.link.empty()) p.el("p", "Cost check link: " + D.link + ".", "class=\"note\"");
   p.close("div");
+  html_decision_rules(c);
   if (!r.core.input_warnings.empty()) {
     p.el("h3", "Input");
     p.open("ul");

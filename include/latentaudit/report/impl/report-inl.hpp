@@ -915,6 +915,51 @@ namespace detail {
   return m;
 }
 
+// report.md's table of the policy's rules (report.json decision.rules) and their replay on the
+// audit's own requests (decision.policy_replay); empty without rules. One row a rule, in evaluation
+// order: its conditions, action, the check and finding it rests on with that finding's interval,
+// and the requests of the replay it decided. The finding's value and interval are written as the
+// findings table writes them when the report holds it, else as numbers.
+[[nodiscard]] LATENTAUDIT_INLINE std::string decision_rules_markdown(const audit_report& r) {
+  const auto& rules = r.decision.rules;
+  if (rules.empty()) return {};
+  const policy_replay& pr = r.decision.replay;
+  std::string m =
+      "Rules (report.json `decision.rules`; a serving stack evaluates them in order with `relay_policy`, "
+      "and the first rule whose conditions all hold fires; docs/serving.md):\n\n"
+      "| order | condition | action | rests on | finding | estimate [interval] | verdict | replayed requests "
+      "|\n|---|---|---|---|---|---|---|---|\n";
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const policy_rule& u = rules[i];
+    std::string when;
+    for (const auto& c : u.when)
+      when += (when.empty() ? "" : " and ") + c.feature + " " + c.op + " " +
+              (c.other.empty() ? write_json(c.value) : c.other);
+    const finding* f = nullptr;
+    for (const auto& g : r.findings)
+      if (!u.finding.empty() && g.id == u.finding) f = &g;
+    const std::string value =
+        !std::isfinite(u.estimate) ? std::string("–")
+        : f != nullptr ? finding_value(*f, u.estimate) + " " + finding_interval_text(*f, u.lo, u.hi)
+                       : fmt::format("{} [{}, {}]", num(u.estimate), num(u.lo), num(u.hi));
+    m += fmt::format("| {} | {} | {}{} | {} | {} | {} | {} | {} |\n", i,
+                     when.empty() ? std::string("always") : markdown_code(when), relay_action_name(u.action),
+                     u.map.empty() ? std::string() : " " + markdown_code(u.map), md_escape(u.check),
+                     u.finding.empty() ? std::string("–") : markdown_code(u.finding), value,
+                     u.verdict.empty() ? std::string("–") : u.verdict,
+                     i < pr.by_rule.size() && pr.note.empty() ? std::to_string(pr.by_rule[i]) : "–");
+  }
+  if (!pr.note.empty())
+    m += "\nPolicy replay: not replayed (" + md_escape(pr.note) + ").\n\n";
+  else
+    m += fmt::format(
+        "\nPolicy replay on the audit's own requests (one per (item, seed) unit and sender arm, answered "
+        "by the record of the arm the rules choose): {} requests, {} relayed (relay share {}), accuracy {} "
+        "({} of {} resolved requests correct).\n\n",
+        pr.requests, pr.relayed, num(pr.relay_share), num(pr.accuracy), pr.correct, pr.resolved);
+  return m;
+}
+
 }  // namespace detail
 
 [[nodiscard]] LATENTAUDIT_INLINE std::string report_markdown(const audit_report& r) {
@@ -953,6 +998,7 @@ namespace detail {
     line("");
   }
   m += detail::decision_policy_markdown(r.decision);
+  m += detail::decision_rules_markdown(r);
   line("| check | passed | reason |");
   line("|---|---|---|");
   for (const auto& c : r.decision.checklist)
