@@ -7,6 +7,7 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 #define LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -380,6 +381,111 @@ template <class Keep>
 /// differences (several treated arms averaged), which equals McNemar's for one arm. 1 without
 /// discordant pairs; NaN without pairs.
 [[nodiscard]] double pairs_p_value(const paired_units& p);
+
+/// @brief Exact conditional McNemar on one view of a contrast whose items each hold exactly one
+/// (item, seed) pair (one treated arm): the test the superiority ("beats") findings decide on there
+/// (docs/estimators/findings.md). With one pair per item the items' pairs (T, C) are i.i.d. whatever
+/// the item heterogeneity, Δ = P(T = 1, C = 0) − P(T = 0, C = 1), and given the b + c discordant
+/// pairs b ~ Binomial(b + c, π) with Δ = q·(2π − 1), q = P(discordant): "Δ ≤ 0" is "π ≤ 1/2", and
+/// the test is exact at every number of items.
+struct exact_view {
+  std::size_t up = 0;    ///< b: discordant pairs with treated right and control wrong
+  std::size_t down = 0;  ///< c: discordant pairs with control right and treated wrong
+  /// one-sided exact p of "Δ ≤ 0": P(X ≥ b), X ~ Binomial(b + c, 1/2); 1 when b = 0
+  double p_above = std::numeric_limits<double>::quiet_NaN();
+  /// two-sided exact p of "Δ = 0" (mcnemar_test's exact_p_value); 1 without discordant pairs
+  double p_two = std::numeric_limits<double>::quiet_NaN();
+  /// the α lower confidence limit of Δ that inverts the one-sided test (exact_lower_limit())
+  double lower = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// @brief The lower confidence limit at one-sided level α that inverts exact McNemar, so that a
+/// "yes" (p_above ≤ α) never sits beside a lower limit below 0 and an undecided test never beside
+/// one above 0: max(0, betting_low) when p_above ≤ α; else min(betting_low, 2π_L − 1), π_L the
+/// one-sided Clopper–Pearson lower limit of π at α (0 when b = 0). Valid at level α for every Δ:
+/// for Δ ≥ 0 it exceeds Δ only where the betting limit does; for Δ < 0 only where π_L > π (since
+/// Δ = q(2π − 1) ≥ 2π − 1 for q ≤ 1), an event of probability at most α that contains every
+/// rejection. Monotone in b (up) and c (down), so the worst-case imputation bounds it.
+/// @param b discordant pairs treated right, control wrong
+/// @param c discordant pairs control right, treated wrong
+/// @param alpha one-sided level, in (0, 0.5)
+/// @param betting_low the betting verdict lower limit of the same view (α one-sided)
+[[nodiscard]] double exact_lower_limit(std::size_t b, std::size_t c, double alpha, double betting_low);
+
+/// @brief exact_view of b and c discordant pairs (p-values and exact_lower_limit()).
+/// @param b discordant pairs treated right, control wrong
+/// @param c discordant pairs control right, treated wrong
+/// @param alpha one-sided level, in (0, 0.5)
+/// @param betting_low the betting verdict lower limit of the same view
+[[nodiscard]] exact_view exact_view_of(std::size_t b, std::size_t c, double alpha, double betting_low);
+
+/// @brief Exact McNemar over the views of a paired contrast (the observed pairs and, with missing
+/// units, both worst-case imputations of missing_outcome_bounds()): `applies` only when the
+/// contrast has one treated arm and every item of the kept units holds exactly one scheduled unit
+/// (one seed per item, counting units whose records are missing), so each view is one pair per
+/// item. Several seeds per item (the pairs of an item are dependent: conditional McNemar on them is
+/// not valid for Δ) or an average of treated arms (the sign test on the non-zero differences tests
+/// P(D > 0) = P(D < 0), not a zero mean) leave `applies` false: the betting view decides there.
+struct exact_superiority {
+  bool applies = false;  ///< one treated arm, one unit per item: the exact test decides
+  bool missing = false;  ///< some kept unit lacks the treated or the control record
+  exact_view observed;   ///< the complete pairs
+  exact_view low;        ///< missing treated wrong, missing control right (set when `missing`)
+  exact_view high;       ///< missing treated right, missing control wrong (set when `missing`)
+  /// @brief The largest one-sided p over the views (NaN unless `applies`).
+  [[nodiscard]] double p_above() const noexcept {
+    if (!applies) return std::numeric_limits<double>::quiet_NaN();
+    return missing ? std::max({observed.p_above, low.p_above, high.p_above}) : observed.p_above;
+  }
+  /// @brief The largest two-sided p over the views (NaN unless `applies`).
+  [[nodiscard]] double p_two() const noexcept {
+    if (!applies) return std::numeric_limits<double>::quiet_NaN();
+    return missing ? std::max({observed.p_two, low.p_two, high.p_two}) : observed.p_two;
+  }
+};
+
+/// @brief exact_superiority of mean(treated arms) − control over the units with keep(u) (the units
+/// missing_outcome_bounds() reads), at one-sided level α; `betting` and `mb` are the same
+/// contrast's betting view and worst-case bounds, whose verdict lower limits exact_lower_limit()
+/// reads.
+template <class Keep>
+[[nodiscard]] exact_superiority exact_superiority_of(const audit_data& d,
+                                                     std::span<const std::size_t> treated,
+                                                     std::size_t control, const Keep& keep, double alpha,
+                                                     const contrast_view& betting, const missing_bounds& mb) {
+  exact_superiority r;
+  if (treated.size() != 1) return r;
+  const std::size_t a = treated[0];
+  std::size_t b = 0, c = 0, bl = 0, cl = 0, bh = 0, ch = 0, units = 0, missing = 0;
+  std::uint32_t last = std::numeric_limits<std::uint32_t>::max();
+  for (std::size_t u = 0; u < d.units(); ++u) {
+    if (!keep(u) || !d.scheduled(u, control) || !d.scheduled(u, a)) continue;
+    if (d.unit_cluster[u] == last) return r;  // a second unit of one item: several seeds per item
+    last = d.unit_cluster[u];                 // units are sorted by item
+    ++units;
+    const int t = d.outcome(u, a), k = d.outcome(u, control);
+    if (t >= 0 && k >= 0) {
+      b += t == 1 && k == 0 ? 1 : 0;
+      c += t == 0 && k == 1 ? 1 : 0;
+    } else {
+      ++missing;
+    }
+    const int tl = t < 0 ? 0 : t, kl = k < 0 ? 1 : k, th = t < 0 ? 1 : t, kh = k < 0 ? 0 : k;
+    bl += tl == 1 && kl == 0 ? 1 : 0;
+    cl += tl == 0 && kl == 1 ? 1 : 0;
+    bh += th == 1 && kh == 0 ? 1 : 0;
+    ch += th == 0 && kh == 1 ? 1 : 0;
+  }
+  if (units == 0 || units == missing) return r;
+  r.applies = true;
+  r.missing = missing > 0;
+  r.observed = exact_view_of(b, c, alpha, betting.verdict_low);
+  if (r.missing) {
+    r.low = exact_view_of(bl, cl, alpha, mb.any() ? mb.low.verdict_low : betting.verdict_low);
+    r.high = exact_view_of(bh, ch, alpha, mb.any() ? mb.high.verdict_low : betting.verdict_low);
+  }
+  return r;
+}
 
 /// @brief Per-item mean paired differences of `p` (cluster_sum / cluster_count, ascending item),
 /// each in [−1, 1]: the observations of the betting interval and p-value over items (equal to

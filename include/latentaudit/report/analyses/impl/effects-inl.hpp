@@ -142,6 +142,7 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       {random, kv_full, "random", "kv_full", false, false},
   };
   std::vector<std::string> effect_ci_text;  // parallel to out.effects
+  std::vector<bool> effect_exact;           // parallel to out.effects: p by exact McNemar
   std::vector<std::string> skipped;
   for (auto rg : {audit_regime::need, audit_regime::no_need}) {
     const std::string rname = detail::regime_name(rg);
@@ -164,6 +165,21 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       e.in_holm_family = sp.holm && !e.in_decision_sequence;
       effect_ci_text.push_back(fill_effect(
           e, p, detail::missing_outcome_bounds(d, t, sp.control, in_regime(rg), o.alpha, d.horizon_of(rg))));
+      // Need-regime contrasts whose p is a superiority test (the Holm family and the sequence steps):
+      // exact conditional McNemar where each item holds one pair (docs/estimators/findings.md); the
+      // two-sided p, the largest over the worst-case imputations, enters Holm.
+      bool exact = false;
+      if (rg == audit_regime::need && (sp.holm || sp.chain)) {
+        const auto ex = detail::exact_superiority_of(
+            d, t, sp.control, in_regime(rg), o.alpha,
+            {.estimate = e.estimate, .verdict_low = e.verdict_low, .verdict_high = e.verdict_high},
+            e.missing);
+        if (ex.applies) {
+          e.p_value = ex.p_two();
+          exact = true;
+        }
+      }
+      effect_exact.push_back(exact);
       out.effects.push_back(std::move(e));
     }
   }
@@ -187,7 +203,10 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
     for (std::size_t i = 0; i < out.effects.size(); ++i) {
       auto& e = out.effects[i];
       e.method = fmt::format(
-          "mean over items of the item mean paired difference; {}; {}; {}", effect_ci_text[i], verdict_text,
+          "mean over items of the item mean paired difference; {}; {}{}; {}", effect_ci_text[i], verdict_text,
+          effect_exact[i] ? std::string(" — one pair per item here, so p is exact conditional McNemar's "
+                                        "two-sided p instead (the largest over the worst-case imputations)")
+                          : std::string(),
           e.in_decision_sequence
               ? std::string(
                     "a step of the decision's fixed sequence (full alpha once the steps before it are "
@@ -342,27 +361,44 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            {{regime, treated}, {regime, control}});
     return nullptr;
   };
-  // A verdict rule on one view (estimate, verdict limits) with the effect's Holm p.
+  // A verdict rule on one view (estimate, verdict limits) with the effect's Holm p; p_exact: the
+  // view's one-sided exact McNemar p where the exact test decides (NaN elsewhere).
   struct rule_view {
     double estimate, low, high, p_holm;
+    double p_exact = audit_nan;
+  };
+  // The views a rule must agree on: the observed pairs, and with missing records both worst-case
+  // imputations (detail::missing_bounds).
+  auto views_of = [&](const paired_effect& e) {
+    std::vector<rule_view> vs{{e.estimate, e.verdict_low, e.verdict_high, e.p_holm}};
+    if (e.missing.any()) {
+      const auto& lo = e.missing.low;
+      const auto& hi = e.missing.high;
+      vs.push_back({lo.estimate, lo.verdict_low, lo.verdict_high, e.p_holm});
+      vs.push_back({hi.estimate, hi.verdict_low, hi.verdict_high, e.p_holm});
+    }
+    return vs;
   };
   // Under missing records the rule must give the same verdict on the observed pairs and on both
-  // worst-case imputations (detail::missing_bounds), else the finding is inconclusive; the finding's
-  // interval is then the union of the observed verdict interval and the bounds' outer limits.
-  auto decide_with_bounds = [&](const paired_effect& e, const auto& rule) {
-    const verdict v = rule(rule_view{e.estimate, e.verdict_low, e.verdict_high, e.p_holm});
-    if (!e.missing.any()) return v;
-    const auto& lo = e.missing.low;
-    const auto& hi = e.missing.high;
-    const verdict vl = rule(rule_view{lo.estimate, lo.verdict_low, lo.verdict_high, e.p_holm});
-    const verdict vh = rule(rule_view{hi.estimate, hi.verdict_low, hi.verdict_high, e.p_holm});
-    return v == vl && v == vh ? v : verdict::inconclusive;
+  // worst-case imputations, else the finding is inconclusive; the finding's interval is then the
+  // union of the observed verdict interval and the bounds' outer limits.
+  auto decide_views = [&](std::span<const rule_view> vs, const auto& rule) {
+    const verdict v = rule(vs[0]);
+    for (const auto& x : vs.subspan(1))
+      if (rule(x) != v) return verdict::inconclusive;
+    return v;
   };
+  auto decide_with_bounds = [&](const paired_effect& e, const auto& rule) {
+    const auto vs = views_of(e);
+    return decide_views(vs, rule);
+  };
+  // `views`: the views the verdict was decided on, when their limits are not the effect's betting
+  // verdict limits (the exact test's lower limits)
   auto push = [&](finding_key id, verdict v, const paired_effect& e, std::string method, std::string why,
-                  verdict complete) {
-    double lo = e.verdict_low, hi = e.verdict_high;
+                  verdict complete, std::span<const rule_view> views = {}) {
+    double lo = views.empty() ? e.verdict_low : views[0].low, hi = e.verdict_high;
     if (e.missing.any()) {
-      lo = std::min(lo, e.missing.low.verdict_low);
+      lo = std::min(lo, views.size() > 1 ? views[1].low : e.missing.low.verdict_low);
       hi = std::max(hi, e.missing.high.verdict_high);
       why += fmt::format(
           "; {} unit(s) lack a record of {} or {} (missing or failed relays not recorded): worst-case bounds "
@@ -397,41 +433,86 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                            bool sequence) {
     const auto* e = lookup(id, "need", treated, control);
     if (e == nullptr) return;
+    // One pair per item (one seed per item, one treated arm): exact conditional McNemar decides
+    // "yes" (the sequence steps: its one-sided p at α; the Holm members: its two-sided p, already in
+    // e->p_holm), and the lower limit is the one that inverts it (detail::exact_lower_limit), so the
+    // interval and the verdict agree; the upper limit, and "no", stay the betting ones.
+    std::vector<rule_view> views = views_of(*e);
+    const std::size_t ta = d.find_label(e->treated), ca = d.find_label(e->control);
+    const std::size_t tarm[] = {ta};
+    const auto ex =
+        ta == audit_data::npos || ca == audit_data::npos
+            ? detail::exact_superiority{}
+            : detail::exact_superiority_of(
+                  d, tarm, ca, [&d](std::size_t u) { return d.unit_regime[u] == audit_regime::need; },
+                  o.alpha,
+                  {.estimate = e->estimate, .verdict_low = e->verdict_low, .verdict_high = e->verdict_high},
+                  e->missing);
+    const bool exact = ex.applies && ex.missing == e->missing.any();
+    if (exact) {
+      const detail::exact_view* ev[] = {&ex.observed, &ex.low, &ex.high};
+      for (std::size_t k = 0; k < views.size(); ++k) {
+        views[k].low = ev[k]->lower;
+        views[k].p_exact = ev[k]->p_above;
+      }
+    }
     auto shown = [&](const rule_view& x) {
-      return sequence ? x.low > 0.0 : x.p_holm < o.alpha && x.estimate > 0;
+      if (!sequence) return x.p_holm < o.alpha && x.estimate > 0;
+      return exact ? x.p_exact <= o.alpha : x.low > 0.0;
     };
     auto rule = [&](const rule_view& x) {
       return shown(x) ? verdict::yes : x.high < mm ? verdict::no : verdict::inconclusive;
     };
-    const verdict complete = rule({e->estimate, e->verdict_low, e->verdict_high, e->p_holm});
-    const verdict v = decide_with_bounds(*e, rule);
+    const verdict complete = rule(views[0]);
+    const verdict v = decide_views(views, rule);
     const std::string p_text =
-        sequence ? std::string("a step of the decision's fixed sequence (full alpha, one-sided)")
+        sequence ? (exact ? fmt::format("a step of the decision's fixed sequence (full alpha, one-sided "
+                                        "exact McNemar p = {:.3g}, {} vs {} discordant pairs)",
+                                        ex.observed.p_above, ex.observed.up, ex.observed.down)
+                          : std::string("a step of the decision's fixed sequence (full alpha, one-sided)"))
                  : fmt::format("Holm p = {:.3g}", e->p_holm);
+    const std::string vtext =
+        fmt::format("{}% verdict interval {} to {}", vlevel, pct(views[0].low), pct(e->verdict_high));
     std::string why;
     if (complete == verdict::yes) {
-      why = fmt::format("{} beats {} by {} points ({}), {}", e->treated, e->control, pct(e->estimate),
-                        vci(*e), p_text);
+      why = fmt::format("{} beats {} by {} points ({}), {}", e->treated, e->control, pct(e->estimate), vtext,
+                        p_text);
     } else if (complete == verdict::no) {
       why = fmt::format(
           "absence shown: a benefit of {} points or more is excluded (difference {} points, {} below {}), {}",
-          pct(mm), pct(e->estimate), vci(*e), pct(mm), p_text);
+          pct(mm), pct(e->estimate), vtext, pct(mm), p_text);
     } else {
       const bool negative = sequence ? e->verdict_high < 0.0 : e->p_holm < o.alpha;
       why = fmt::format("difference {} points, {}{}; a benefit of {} points or more is not excluded ({})",
                         pct(e->estimate), p_text,
-                        negative ? " (significant, negative)" : " (not significant)", pct(mm), vci(*e));
+                        negative ? " (significant, negative)" : " (not significant)", pct(mm), vtext);
     }
     const std::string yes_rule =
-        sequence ? fmt::format(
-                       "yes: verdict lower limit > 0 (one-sided {}: a step of the decision's fixed "
-                       "sequence, tested at full alpha once the steps before it are shown)",
+        sequence ? (exact ? fmt::format("yes: one-sided exact conditional McNemar p <= {} (one pair per "
+                                        "item; a step of the decision's fixed sequence, tested at full "
+                                        "alpha once the steps before it are shown)",
+                                        detail::number_text(o.alpha))
+                          : fmt::format("yes: verdict lower limit > 0 (one-sided {}: a step of the "
+                                        "decision's fixed sequence, tested at full alpha once the steps "
+                                        "before it are shown)",
+                                        detail::number_text(o.alpha)))
+        : exact  ? fmt::format(
+                       "yes: Holm p < {} and estimate > 0, p exact conditional McNemar's two-sided "
+                        "(one pair per item)",
                        detail::number_text(o.alpha))
-                 : fmt::format("yes: Holm p < {} and estimate > 0", detail::number_text(o.alpha));
+                : fmt::format("yes: Holm p < {} and estimate > 0", detail::number_text(o.alpha));
+    const std::string interval_text =
+        exact ? fmt::format(
+                    "interval: lower limit inverts one-sided exact McNemar at {} (max(0, betting "
+                    "lower limit) where it rejects, else min(betting lower limit, 2 pi_L - 1), "
+                    "pi_L the Clopper-Pearson lower limit of the discordant share), upper limit "
+                    "{}",
+                    detail::number_text(o.alpha), verdict_text)
+              : fmt::format("interval: {}", verdict_text);
     push(std::move(id), v, *e,
-         fmt::format("{}; no: verdict upper limit < margin {}; interval: {}; {}", yes_rule,
-                     detail::number_text(mm), verdict_text, e->method),
-         std::move(why), complete);
+         fmt::format("{}; no: verdict upper limit < margin {}; {}; {}", yes_rule, detail::number_text(mm),
+                     interval_text, e->method),
+         std::move(why), complete, views);
   };
   bool request_note = false;
   auto request_weighted = [&](finding& f, const paired_effect& e, bool value) {

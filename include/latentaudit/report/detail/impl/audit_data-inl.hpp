@@ -7,11 +7,13 @@
 #include "../audit_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
+#include <boost/math/distributions/binomial.hpp>
 
 #include "../../../core/detail/check.hpp"
 #include "../../../estimators/bootstrap.hpp"
@@ -329,6 +331,34 @@ LATENTAUDIT_INLINE void add_design_units(std::string_view fn, audit_data& d, con
   if (p.pairs() == 0) return std::numeric_limits<double>::quiet_NaN();
   if (p.single_arm) return mcnemar_test(p.table, {.if_degenerate = on_degenerate::flag}).exact_p_value;
   return binomial_half_two_sided_p(p.positive, p.positive + p.negative);
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE double exact_lower_limit(std::size_t b, std::size_t c, double alpha,
+                                                          double betting_low) {
+  const std::size_t n = b + c;
+  double p_above = 1.0, pi_low = 0.0;
+  if (b > 0) {
+    const boost::math::binomial_distribution<double, math_policy> half(static_cast<double>(n), 0.5);
+    p_above = boost::math::cdf(boost::math::complement(half, static_cast<double>(b - 1)));
+    pi_low = boost::math::binomial_distribution<double, math_policy>::find_lower_bound_on_p(
+        static_cast<double>(n), static_cast<double>(b), alpha);
+  }
+  if (p_above <= alpha) return std::isfinite(betting_low) ? std::max(0.0, betting_low) : 0.0;
+  const double conditional = std::min(2.0 * pi_low - 1.0, 0.0);
+  return std::isfinite(betting_low) ? std::min(betting_low, conditional) : conditional;
+}
+
+[[nodiscard]] LATENTAUDIT_INLINE exact_view exact_view_of(std::size_t b, std::size_t c, double alpha,
+                                                          double betting_low) {
+  exact_view v{.up = b, .down = c};
+  v.p_above = 1.0;
+  if (b > 0) {
+    const boost::math::binomial_distribution<double, math_policy> half(static_cast<double>(b + c), 0.5);
+    v.p_above = boost::math::cdf(boost::math::complement(half, static_cast<double>(b - 1)));
+  }
+  v.p_two = binomial_half_two_sided_p(b, b + c);
+  v.lower = exact_lower_limit(b, c, alpha, betting_low);
+  return v;
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE std::vector<double> item_differences(const paired_units& p) {
