@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit tokenize --vocab F.gguf --text STRING [--special]`: the token ids llama.cpp's
 // tokenizer of a GGUF vocabulary gives a text (engine/llama_cpp_tokenizer.hpp), or `--model DIR` those
-// of an HF tokenizer.json (engine/tokenizer_json.hpp, no llama.cpp needed), as a JSON array —
+// of an HF tokenizer.json (engine/tokenizer_json.hpp) or, `--model F.gguf`, of a GGUF file's
+// SentencePiece vocabulary (engine/spm_tokenizer.hpp; both without llama.cpp), as a JSON array —
 // what an audit of a text task feeds the model. A CLI built without llama.cpp says so and exits 2.
+#include <latentaudit/engine/spm_tokenizer.hpp>
 #include <latentaudit/engine/tokenizer_json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,16 +24,18 @@ namespace latentaudit::cli {
 namespace {
 
 std::vector<option_spec> tokenize_options() {
-  return {{"--vocab", "FILE",
-           "GGUF file whose tokenizer to use (loaded vocab-only: a model exported with --vocab, or one of "
-           "llama.cpp's ggml-vocab-*.gguf); or"},
-          {"--model", "DIR",
-           "HF model folder (or tokenizer.json file) whose tokenizer.json to use (engine/tokenizer_json.hpp, "
-           "no llama.cpp needed); one of --vocab and --model is required"},
-          {"--text", "STRING", "the text to tokenize (required; may be empty: --text \"\")"},
-          {"--special", "",
-           "add the vocabulary's BOS/EOS and parse special-token text such as <s> (default: neither)"},
-          {"--decode", "", "print {\"ids\": [...], \"text\": detokenized ids} instead of the array"}};
+  return {
+      {"--vocab", "FILE",
+       "GGUF file whose tokenizer to use (loaded vocab-only: a model exported with --vocab, or one of "
+       "llama.cpp's ggml-vocab-*.gguf); or"},
+      {"--model", "DIR",
+       "HF model folder (or tokenizer.json file) whose tokenizer.json to use (engine/tokenizer_json.hpp), "
+       "or a GGUF file whose SentencePiece vocabulary to use (engine/spm_tokenizer.hpp), as the reference "
+       "engine does; no llama.cpp needed; one of --vocab and --model is required"},
+      {"--text", "STRING", "the text to tokenize (required; may be empty: --text \"\")"},
+      {"--special", "",
+       "add the vocabulary's BOS/EOS and parse special-token text such as <s> (default: neither)"},
+      {"--decode", "", "print {\"ids\": [...], \"text\": detokenized ids} instead of the array"}};
 }
 
 // Prints the ids of `text` under `tok` (either tokenizer: tokenizer_json or llama_cpp_tokenizer, the
@@ -51,19 +56,23 @@ int print_tokens(const Tokenizer& tok, const std::string& text, bool special, bo
   return exit_ok;
 }
 
+// Whether `p` names a tokenizer.json (any *.json file) rather than a GGUF file.
+bool is_json_file(const std::filesystem::path& p) { return p.extension() == ".json"; }
+
 int run_tokenize(std::span<const std::string> words) {
   const auto specs = tokenize_options();
   const auto args = arguments::parse(words, specs, "tokenize");
   if (args.help()) {
     std::fputs(
-        help_text("latentaudit tokenize (--vocab F.gguf | --model DIR) --text STRING [--special]",
+        help_text("latentaudit tokenize (--vocab F.gguf | --model DIR|F.gguf) --text STRING [--special]",
                   "Prints the token ids of STRING under the GGUF file's tokenizer (llama.cpp,\n"
                   "vocab-only load) as a JSON array: no BOS or other special token is added, and\n"
                   "special-token text is tokenized as plain text, unless --special. These are the ids\n"
                   "an audit of a text task (audit --tasks) feeds the model for a text field. --vocab\n"
                   "needs a latentaudit built with llama.cpp (else exit 2); --model reads an HF\n"
-                  "tokenizer.json itself. A file without a tokenizer (tokenizer.ggml.model 'none')\n"
-                  "or a malformed or unsupported tokenizer.json exits 2.\n",
+                  "tokenizer.json, or a GGUF file's SentencePiece vocabulary, itself (as the reference\n"
+                  "engine tokenizes). A file without a tokenizer (tokenizer.ggml.model 'none') or a\n"
+                  "malformed or unsupported tokenizer.json or vocabulary exits 2.\n",
                   specs)
             .c_str(),
         stdout);
@@ -75,6 +84,9 @@ int run_tokenize(std::span<const std::string> words) {
   const std::string& text = *text_arg;
   if (const auto model = args.get("--model")) {  // an HF tokenizer.json: the library's own reader
     if (args.get("--vocab")) throw usage_error("tokenize: give --vocab or --model, not both");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(*model, ec) && !is_json_file(*model))  // a GGUF file
+      return print_tokens(spm_tokenizer::load(*model), text, args.has("--special"), args.has("--decode"));
     return print_tokens(tokenizer_json::load(*model), text, args.has("--special"), args.has("--decode"));
   }
   const std::string vocab = args.require("--vocab");

@@ -28,8 +28,8 @@ enum class engine_kind { reference, llama_cpp };
 /// @brief The --engine option's spec (shared help text).
 inline option_spec engine_option() {
   return {"--engine", "NAME",
-          "reference (default: the CPU reference engine on an HF directory) or llama.cpp (a GGUF file; "
-          "exported by 'latentaudit gguf export')"};
+          "reference (default: the CPU reference engine on an HF directory, or on a Llama GGUF file of f32, "
+          "f16 or bf16 tensors) or llama.cpp (a GGUF file; exported by 'latentaudit gguf export')"};
 }
 
 /// @brief The --verbose option's spec: llama.cpp's own log lines on stderr.

@@ -2,14 +2,19 @@
 // The tokenizer of an audit's text tasks (docs/tasks.md "Text tasks"): `--tokenizer F.gguf` (a GGUF
 // vocabulary loaded vocab-only: the reference engine borrows one, llama.cpp may take one in place of
 // its model's) or an HF tokenizer.json (engine/tokenizer_json.hpp), else the reference engine's
-// --model folder's tokenizer.json, else a llama.cpp model's own tokenizer, else none (a text task
-// file then exits 2).
+// --model folder's tokenizer.json, or the SentencePiece vocabulary of its --model GGUF file
+// (engine/spm_tokenizer.hpp, no llama.cpp needed), else a llama.cpp model's own tokenizer, else none
+// (a text task file then exits 2). A CLI built without llama.cpp reads a GGUF --tokenizer's
+// SentencePiece vocabulary with engine/spm_tokenizer.hpp too.
 // As a text_codec (trial/task_file.hpp) over engine/llama_cpp_tokenizer.hpp; the library's trial
 // layer may not include the llama.cpp headers (docs/design.md, layering), so the glue lives here.
-// A CLI built without llama.cpp refuses a GGUF --tokenizer (exit 2); tokenizer.json needs no llama.cpp.
+// A CLI built without llama.cpp refuses a GGUF --tokenizer of another kind (exit 2); tokenizer.json
+// needs no llama.cpp.
 #ifndef LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
 #define LATENTAUDIT_CLI_TOKENIZER_SELECT_HPP
 
+#include <latentaudit/engine/gguf.hpp>
+#include <latentaudit/engine/spm_tokenizer.hpp>
 #include <latentaudit/engine/tokenizer_json.hpp>
 #include <latentaudit/trial/task_file.hpp>
 
@@ -36,7 +41,8 @@ inline option_spec tokenizer_option() {
           "GGUF file whose tokenizer (llama.cpp, loaded vocab-only; e.g. a ggml-vocab-*.gguf), or an HF "
           "tokenizer.json (or its folder; engine/tokenizer_json.hpp, no llama.cpp needed), tokenizes the "
           "text fields of --tasks and detokenizes answers; default: the --engine llama.cpp model's own, "
-          "the --model folder's tokenizer.json on the reference engine, else none"};
+          "the --model folder's tokenizer.json or the --model GGUF file's SentencePiece vocabulary on the "
+          "reference engine, else none"};
 }
 
 /// @brief Whether `p` names an HF tokenizer: a tokenizer.json file (any *.json) or a folder holding one.
@@ -59,6 +65,30 @@ inline bool is_hf_tokenizer(const std::filesystem::path& p) {
   };
   c.bos = t.add_bos() ? t.bos() : -1;
   return c;
+}
+
+/// @brief A text_codec over a GGUF SentencePiece vocabulary (engine/spm_tokenizer.hpp), as the
+/// tokenizer.json one: encode without special tokens; decode up to the first EOS, dropping special
+/// tokens; `bos` when the vocabulary adds one, else −1. The tokenizer must outlive the codec.
+[[nodiscard]] inline text_codec make_text_codec(const spm_tokenizer& t) {
+  text_codec c;
+  c.encode = [&t](std::string_view s) { return t.encode(s); };
+  c.decode = [&t](std::span<const token_id> ids) {
+    std::size_t n = 0;
+    while (n < ids.size() && ids[n] != t.eos()) ++n;
+    return t.decode(ids.first(n));
+  };
+  c.bos = t.add_bos() ? t.bos() : -1;
+  return c;
+}
+
+/// @brief The tokenizer.ggml.model of a GGUF file ("llama", "gpt2", "none", ...; "" without the
+/// key), read with the bounded reader. @throws latentaudit::error if the file is malformed.
+[[nodiscard]] inline std::string gguf_tokenizer_model(const std::filesystem::path& p) {
+  const auto f = gguf_file::open(p);
+  const gguf_value* m = f.find("tokenizer.ggml.model");
+  return m != nullptr && !m->is_array() && m->type() == gguf_value_type::string ? m->as_string()
+                                                                                : std::string();
 }
 
 #if LATENTAUDIT_CLI_LLAMA_CPP
@@ -94,6 +124,10 @@ class text_tokenizer {
       if (model && std::filesystem::is_directory(*model) && is_hf_tokenizer(*model)) {
         t.path_ = *model;
         t.json_.emplace(tokenizer_json::load(*model));
+      } else if (model && args.get("--engine").value_or("reference") == "reference" &&
+                 std::filesystem::is_regular_file(*model) && gguf_tokenizer_model(*model) == "llama") {
+        t.path_ = *model;  // the reference engine's GGUF model: its SentencePiece vocabulary
+        t.spm_.emplace(spm_tokenizer::load(*model));
       }
       return t;
     }
@@ -102,6 +136,12 @@ class text_tokenizer {
       t.json_.emplace(tokenizer_json::load(*path));
       return t;
     }
+#if !LATENTAUDIT_CLI_LLAMA_CPP
+    if (std::filesystem::is_regular_file(*path) && gguf_tokenizer_model(*path) == "llama") {
+      t.spm_.emplace(spm_tokenizer::load(*path));  // no llama.cpp: the library's own reader
+      return t;
+    }
+#endif
 #if LATENTAUDIT_CLI_LLAMA_CPP
     check_gguf_for_llama(*path, command, "--tokenizer", true);  // before llama.cpp parses it
     t.tok_.emplace(llama_cpp_tokenizer::load(*path));
@@ -127,6 +167,13 @@ class text_tokenizer {
                           std::to_string(engine.info().vocab_size));
       return make_text_codec(*json_);
     }
+    if (spm_) {
+      if (spm_->vocab_size() != engine.info().vocab_size)
+        throw usage_error(std::string(command) + ": tokenizer '" + path_ + "' has " +
+                          std::to_string(spm_->vocab_size()) + " tokens, but the model's vocabulary has " +
+                          std::to_string(engine.info().vocab_size));
+      return make_text_codec(*spm_);
+    }
 #if LATENTAUDIT_CLI_LLAMA_CPP
     if (tok_) {
       if (tok_->vocab_size() != engine.info().vocab_size)
@@ -150,6 +197,7 @@ class text_tokenizer {
  private:
   std::string path_;
   std::optional<tokenizer_json> json_;  // an HF tokenizer.json (no llama.cpp needed)
+  std::optional<spm_tokenizer> spm_;    // a GGUF SentencePiece vocabulary (no llama.cpp needed)
 #if LATENTAUDIT_CLI_LLAMA_CPP
   std::optional<llama_cpp_tokenizer> tok_;
   std::optional<llama_cpp_tokenizer> own_;
