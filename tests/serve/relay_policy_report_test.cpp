@@ -50,7 +50,8 @@ TEST_CASE("report.md and report.html: the decision's rules and the policy replay
                       (when.empty() ? "always" : la::detail::markdown_code(when)) + " | " +
                       std::string(la::relay_action_name(u.action));
     if (!u.map.empty()) row += " " + la::detail::markdown_code(u.map);
-    row += " | " + u.check + " | " + (u.finding.empty() ? "–" : la::detail::markdown_code(u.finding)) + " | ";
+    row += " | " + la::detail::md_escape(u.check) + " | " +
+           (u.finding.empty() ? "–" : la::detail::markdown_code(u.finding)) + " | ";
     INFO("rule " << i << ": " << row);
     CHECK(md.find(row) != std::string::npos);
     // the replay's count of this rule ends the row
