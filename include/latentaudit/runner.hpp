@@ -10,7 +10,10 @@
 #include "core.hpp"
 #include "dist.hpp"
 #include "report.hpp"
+#include "runner/audit_maps.hpp"
 #include "runner/audit_session.hpp"
+#include "runner/audit_spec.hpp"
+#include "runner/drift_manifest.hpp"
 #include "runner/report_input.hpp"
 #include "trial.hpp"
 

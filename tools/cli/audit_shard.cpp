@@ -163,8 +163,7 @@ class unit_dispenser {
   void post(int status) {
     const std::byte b{static_cast<unsigned char>(status)};
     c_.send(std::span(&b, 1), 0, tag_request);
-    dist::detail::check_mpi(MPI_Irecv(&reply_, 1, MPI_INT64_T, 0, tag_reply, c_.native(), &req_),
-                            "MPI_Irecv");
+    dist::check_mpi(MPI_Irecv(&reply_, 1, MPI_INT64_T, 0, tag_reply, c_.native(), &req_), "MPI_Irecv");
     pending_ = true;
   }
 

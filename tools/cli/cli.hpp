@@ -4,7 +4,7 @@
 #ifndef LATENTAUDIT_TOOLS_CLI_CLI_HPP
 #define LATENTAUDIT_TOOLS_CLI_CLI_HPP
 
-#include <latentaudit/core/detail/edit_distance.hpp>
+#include <latentaudit/core/edit_distance.hpp>
 #include <latentaudit/core/json.hpp>
 #include <latentaudit/estimators/effect_estimate.hpp>
 
@@ -88,7 +88,7 @@ inline bool is_common_option(std::string_view name) {
   }
 }
 
-using latentaudit::detail::edit_distance;  // core/detail/edit_distance.hpp: one implementation
+using latentaudit::edit_distance;  // core/edit_distance.hpp: one implementation
 
 /// @brief The option of `specs` (or --help) nearest to `word` within edit distance 2, for a
 /// "did you mean" hint; the first in `specs` order on a tie; empty when none is that close.

@@ -7,6 +7,7 @@
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
 #include <latentaudit/runner/audit_session.hpp>
+#include <latentaudit/runner/audit_spec.hpp>
 #include <latentaudit/runner/report_input.hpp>
 #include <latentaudit/trial.hpp>
 #include <latentaudit/trial/task_file.hpp>
@@ -22,6 +23,7 @@
 
 #include <unistd.h>
 
+#include "audit_config.hpp"
 #include "audit_maps.hpp"
 #include "audit_shard.hpp"
 #include "cli.hpp"
@@ -38,7 +40,7 @@
 namespace latentaudit::cli {
 namespace {
 
-std::vector<option_spec> audit_spec() {
+std::vector<option_spec> audit_option_specs() {
   std::vector<option_spec> specs = {
       {"--model", "DIR",
        "the agents' model (HF dir + task.json); default models/organism-a (then the source tree's)"},
@@ -142,134 +144,11 @@ std::vector<option_spec> audit_spec() {
   return specs;
 }
 
-// Command-line words plus --config entries (command line wins). Keys are option names without
-// "--": a flag takes true or false, any other option a string or a number; "help" and "config"
-// are refused.
-std::vector<std::string> with_config(std::span<const std::string> words,
-                                     const std::vector<option_spec>& specs,
-                                     std::vector<std::string>* overridden = nullptr,
-                                     std::string* config_where = nullptr) {
-  std::vector<std::string> out(words.begin(), words.end());
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    std::string path;
-    if (words[i] == "--config" && i + 1 < words.size())
-      path = words[i + 1];
-    else if (words[i].rfind("--config=", 0) == 0)
-      path = words[i].substr(9);
-    else
-      continue;
-    const std::string where = "audit: --config file '" + path + "'";
-    std::uint64_t size = 0;
-    try {
-      size = detail::require_regular_file(path, "--config file");
-    } catch (const error& e) {
-      throw usage_error(std::string("audit: ") + e.what());
-    }
-    if (size > (std::uint64_t{1} << 20)) throw usage_error(where + " is larger than 1 MiB");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw usage_error("audit: cannot read --config file '" + path + "'");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    json_value j;
-    try {
-      j = parse_json(ss.str(), {.max_depth = 4, .max_bytes = 1 << 20});
-    } catch (const error& e) {
-      throw usage_error(where + ": " + e.what());
-    }
-    if (!j.is_object()) throw usage_error(where + " must hold a JSON object");
-    for (const auto& [k, v] : j.as_object()) {
-      const std::string opt = "--" + k;
-      if (k == "config") throw usage_error(where + " may not name another config");
-      if (k == "help") throw usage_error(where + ": key 'help' is not an option a config can set");
-      const auto spec =
-          std::find_if(specs.begin(), specs.end(), [&](const option_spec& s) { return s.name == opt; });
-      if (spec == specs.end()) throw usage_error(where + ": unknown key '" + k + "' (no option " + opt + ")");
-      const bool flag = spec->metavar.empty();
-      // The value is checked even where the command line overrides it (a broken config is refused
-      // whichever of its keys is in force).
-      std::string word;
-      if (flag) {
-        if (!v.is_bool())
-          throw usage_error(where + ": key '" + k + "' is a flag and takes true or false, got " +
-                            write_json(v));
-        if (v.as_bool()) word = opt;
-      } else if (v.is_string()) {
-        if (v.as_string().find('\0') != std::string::npos)
-          throw usage_error(where + ": key '" + k + "' holds a NUL character");
-        word = opt + "=" + v.as_string();
-      } else if (v.is_number()) {
-        // An integral value as an integer ({"bootstrap": 1000000} is 1000000, not 1e+06).
-        const double x = v.as_number();
-        std::string text;
-        if (std::trunc(x) == x && std::fabs(x) <= json_max_exact_integer)
-          text = x < 0 ? "-" + std::to_string(static_cast<std::uint64_t>(-x))
-                       : std::to_string(static_cast<std::uint64_t>(x));
-        else
-          text = detail::number_text(x);
-        word = opt + "=" + text;
-      } else {
-        throw usage_error(where + ": key '" + k + "' must be a string or a number (option " + opt + " " +
-                          spec->metavar + ")");
-      }
-      bool given = false;
-      for (const auto& w : words) given |= w == opt || w.rfind(opt + "=", 0) == 0;
-      if (given) {
-        if (overridden != nullptr && !word.empty()) overridden->push_back(word);
-        if (config_where != nullptr) *config_where = where + " (overridden on the command line)";
-        continue;
-      }
-      if (!word.empty()) out.push_back(word);
-    }
-  }
-  return out;
-}
-
-// Progress on stderr: a carriage-return line on a terminal, else a line every 10 %.
-class progress_meter {
- public:
-  explicit progress_meter(bool quiet)
-      : quiet_(quiet), tty_(::isatty(2) == 1), t0_(std::chrono::steady_clock::now()) {}
-  void operator()(std::uint64_t done, std::uint64_t total, std::uint64_t skipped) {
-    if (quiet_ || total == 0) return;
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const int decile = static_cast<int>(10 * done / total);
-    const bool last = done == total;
-    if (tty_ ? (el - last_ < 0.1 && !last) : (decile == decile_ && !last)) return;
-    last_ = el;
-    decile_ = decile;
-    const double rate = done > skipped && el > 0 ? static_cast<double>(done - skipped) / el : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
-    std::fprintf(stderr, "%saudit: %llu/%llu trials (%.0f%%), %.0f trials/s, ETA %.0f s%s", tty_ ? "\r" : "",
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                 100.0 * static_cast<double>(done) / static_cast<double>(total), rate, eta,
-                 tty_ && !last ? "" : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  bool quiet_, tty_;
-  std::chrono::steady_clock::time_point t0_;
-  double last_ = -1;
-  int decile_ = -1;
-};
-
 std::filesystem::path model_dir(const std::optional<std::string>& given, const char* name) {
   if (given) return *given;
   const std::filesystem::path local = std::filesystem::path("models") / name;
   if (std::filesystem::exists(local / "config.json")) return local;
   return std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / name;
-}
-
-// The SHA-256 of a (small) file, 64 hex digits: the task definition's content hash.
-std::string file_sha256(const std::filesystem::path& p) {
-  if (detail::require_regular_file(p, "task file") > (std::uint64_t{1} << 24))
-    throw usage_error("audit: task file '" + p.string() + "' is larger than 16 MiB");
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (!in && !in.eof()) throw usage_error("audit: cannot read task file '" + p.string() + "'");
-  const std::string text = ss.str();
-  return to_hex(sha256::of(std::as_bytes(std::span(text))));
 }
 
 // The design's size, checked before anything is allocated: the execution order holds 16 bytes
@@ -295,66 +174,9 @@ void check_design_size(const trial_design& d, bool trials_only) {
   }
 }
 
-// One level of a drift manifest (models/organism-a-drift/drift.json): the sender's fine-tuning
-// steps and its overlay file (the tensors the fine-tuning changed, applied on the manifest's base).
-struct drift_level {
-  std::int32_t steps = 0;
-  std::string overlay;
-  std::filesystem::path base;  // the manifest's base model directory (its `base`, under the manifest's)
-};
-
-// Reads DIR/drift.json: {"base": "<dir of the base model, relative to DIR>", "levels": [{"steps": k,
-// "overlay": "<file in DIR>"}, ...], ...}; at most 64 levels, steps distinct integers in [0, 1e9],
-// overlay a plain file name. Exit 2 naming the file and field otherwise. The one reader of drift.json.
-std::vector<drift_level> read_drift_manifest(const std::filesystem::path& dir) {
-  const auto path = dir / "drift.json";
-  const std::string where = "audit: --drift manifest '" + path.string() + "'";
-  json_value j;
-  try {
-    if (detail::require_regular_file(path, "--drift manifest") > (std::uint64_t{1} << 20))
-      throw usage_error(where + " is larger than 1 MiB");
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    j = parse_json(ss.str(), {.max_depth = 8, .max_bytes = std::size_t{1} << 20});
-  } catch (const error& e) {
-    throw usage_error(where + ": " + e.what());
-  }
-  const json_value* base = j.is_object() ? j.find("base") : nullptr;
-  if (base == nullptr || !base->is_string() || base->as_string().empty())
-    throw usage_error(where + ": field 'base' must be a non-empty string");
-  const json_value* levels = j.find("levels");
-  if (levels == nullptr || !levels->is_array() || levels->as_array().size() > 64)
-    throw usage_error(where + ": field 'levels' must be an array of at most 64 levels");
-  std::vector<drift_level> out;
-  for (const auto& l : levels->as_array()) {
-    const json_value* st = l.is_object() ? l.find("steps") : nullptr;
-    const json_value* ov = l.is_object() ? l.find("overlay") : nullptr;
-    if (st == nullptr || !st->is_number() || st->as_number() < 0 || st->as_number() > 1e9 ||
-        st->as_number() != std::floor(st->as_number()))
-      throw usage_error(where + ": field 'levels[].steps' must be an integer in [0, 1e9]");
-    if (ov == nullptr || !ov->is_string() || ov->as_string().empty() ||
-        ov->as_string().find_first_of("/\\") != std::string::npos || ov->as_string().rfind("..", 0) == 0)
-      throw usage_error(where + ": field 'levels[].overlay' must be a file name in the manifest's directory");
-    const auto steps = static_cast<std::int32_t>(st->as_number());
-    for (const auto& o : out)
-      if (o.steps == steps) throw usage_error(where + ": level steps " + std::to_string(steps) + " repeats");
-    out.push_back({steps, ov->as_string(), dir / base->as_string()});
-  }
-  return out;
-}
-
-// The drifted sender of one level: the manifest's base model with the level's overlay applied.
-reference_cpu_engine load_drift_level(const std::filesystem::path& dir, const drift_level& l,
-                                      unsigned threads) {
-  return reference_cpu_engine::load_with_overlay(l.base, dir / l.overlay, threads);
-}
-
-// The report's input warnings (arms with missing units or failed relays, fields a decision check
-// needs and the records lack): one line each on stderr (unless --quiet) and in the stdout summary.
-
-// The state of one `audit` (or `relay-peer`) run, stage by stage: the options, the design, the
-// topology (journal, relay links) and what the run leaves for the summary.
+// The state of one `audit` (or `relay-peer`) run: the options, the spec they declare (the library
+// builds the design from it: runner/audit_spec.hpp), the topology and what the run leaves for the
+// summary.
 struct audit_run {
   arguments& args;
   std::span<const std::string> raw;
@@ -365,20 +187,11 @@ struct audit_run {
   bool batched = false;  ///< --batched: llama.cpp workers share a context, forwards batched
   bool on_llama = false;
   std::filesystem::path model;
-  std::filesystem::path task_dir;
-  std::optional<std::string> tasks_arg;
-  std::optional<task_scoring> scoring;
-  std::optional<task_file> user_tasks;
   std::optional<std::string> partner_arg;
   bool no_partner = false;
-  trial_design d;
-  std::filesystem::path drift_dir;
-  std::vector<drift_level> drift_levels;
-  std::vector<skipped_arm> engine_skipped;
-  std::optional<message_options> messages;
-  double no_need = 0.3;
-  double stale = 0.1;
-  double conflict = 0.1;
+  audit_spec spec;  ///< the audit, declared: the options field by field
+  std::optional<task_file> user_tasks;
+  std::optional<organism_format> fmt;
   audit_options aopt;
   std::filesystem::path out;
   dist::shard_schedule scheme = dist::shard_schedule::interleaved;
@@ -388,27 +201,16 @@ struct audit_run {
   std::unique_ptr<relay_session> relay;
   /// --relay-transport mpi: the conversations with the other rank, one per --jobs worker
   std::vector<std::unique_ptr<dist::relay_channel>> mpi_links;
-  organism_task_options to;
-  std::optional<organism_format> fmt;
-  /// --until-decided: items per batch (0: the whole design at once) and the most looks
-  std::uint64_t batch_items = 0;
-  std::size_t looks = 1;
-  std::vector<std::string> item_regime;  ///< --until-decided: each item's regime (item i = task i)
-  audit_session_result result;           ///< what the library's audit_session ran and found
+  audit_session_result result;  ///< what the library's audit_session ran and found
   /// relay-peer: the audit's greeting on the first conversation, whose design the peer runs
   json_value received_hello;
-  std::string received_task_path;  ///< relay-peer: the audit's name of its task file
-  /// the drifted senders' fingerprints by arm label: part of the identity, so a resume after the
-  /// drift models changed is refused rather than mixing records of two senders under one label
-  json_value drift_senders = json_value::object();
-  audit_maps maps;  ///< --map: the kv_mapped arms' cache maps (audit_maps.hpp)
 };
 
 // --seeds K > 1 on a task file whose tasks each hold one query: every seed of an item asks the
 // same query, so the K trials per item differ only in their random streams (docs/tasks.md,
 // "Several queries") — a repeat, not more evidence. One line on stderr (not with --quiet).
 void warn_single_query_seeds(const audit_run& r) {
-  if (!r.user_tasks || r.d.seeds <= 1 || r.args.has("--quiet")) return;
+  if (!r.user_tasks || r.spec.seeds <= 1 || r.args.has("--quiet")) return;
   if ((r.shard != nullptr && r.shard->rank() != 0) || r.serve != nullptr) return;  // the audit warns
   const auto& tasks = r.user_tasks->tasks;
   if (!std::all_of(tasks.begin(), tasks.end(), [](const auto& t) { return t.queries.size() <= 1; })) return;
@@ -416,211 +218,178 @@ void warn_single_query_seeds(const audit_run& r) {
                "latentaudit: warning: --seeds %llu with tasks of one query each: the %llu trials of an item "
                "ask the same query and differ only in their random streams (pass --seeds 1, or give the "
                "tasks several \"queries\", docs/tasks.md)\n",
-               static_cast<unsigned long long>(r.d.seeds), static_cast<unsigned long long>(r.d.seeds));
+               static_cast<unsigned long long>(r.spec.seeds), static_cast<unsigned long long>(r.spec.seeds));
 }
 
-// The model, the tasks and the design's size (options --model, --task, --tasks, --scoring,
-// --partner, --seed, --items, --seeds).
+task_scoring scoring_of(const arguments& a, const std::string& sc) {
+  const auto s = parse_task_scoring(sc);
+  if (!s)
+    throw usage_error(a.command() +
+                      ": option --scoring must be token_exact, exact, normalized, contains, regex, "
+                      "first_word or word_prefix, got '" +
+                      sc + "'");
+  return *s;
+}
+
+// The model, the tasks and the design's size (options --model, --engine, --task, --tasks,
+// --scoring, --partner, --seed, --items, --seeds): spec.engine, tasks, organism_dir, scoring,
+// with_partner, seed, items, seeds.
 void read_audit_tasks(audit_run& r) {
   auto& args = r.args;
-  auto& threads = r.threads;
-  auto& on_llama = r.on_llama;
-  auto& model = r.model;
-  auto& task_dir = r.task_dir;
-  auto& tasks_arg = r.tasks_arg;
-  auto& scoring = r.scoring;
-  auto& user_tasks = r.user_tasks;
-  auto& partner_arg = r.partner_arg;
-  auto& no_partner = r.no_partner;
-  auto& d = r.d;
-  threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
-  const auto engine_kind_ = parse_engine(args, "audit");
-  on_llama = engine_kind_ == engine_kind::llama_cpp;
-  if (on_llama && !args.get("--model"))
+  auto& s = r.spec;
+  r.threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
+  r.on_llama = parse_engine(args, "audit") == engine_kind::llama_cpp;
+  s.engine = r.on_llama ? "llama.cpp" : "reference";
+  if (r.on_llama && !args.get("--model"))
     throw usage_error("audit: --engine llama.cpp needs --model FILE.gguf");
-  model = on_llama ? std::filesystem::path(args.require("--model"))
-                   : model_dir(args.get("--model"), "organism-a");
-  if (on_llama) require_gguf(model, "audit", "--model");
-  task_dir = model;
+  r.model = r.on_llama ? std::filesystem::path(args.require("--model"))
+                       : model_dir(args.get("--model"), "organism-a");
+  if (r.on_llama) require_gguf(r.model, "audit", "--model");
+  s.organism_dir = r.model;
   if (auto task = args.get("--task")) {
     const std::filesystem::path tp = *task;
     if (tp.filename() != "task.json")
       throw usage_error("audit: option --task must name an organism's task.json, got '" + *task + "'");
-    task_dir = tp.parent_path().empty() ? std::filesystem::path(".") : tp.parent_path();
-  } else if (on_llama && !args.get("--tasks")) {
+    s.organism_dir = tp.parent_path().empty() ? std::filesystem::path(".") : tp.parent_path();
+  } else if (r.on_llama && !args.get("--tasks")) {
     throw usage_error("audit: --engine llama.cpp needs --task (the organism's task.json) or --tasks");
   }
-  tasks_arg = args.get("--tasks");
-  const auto scoring_of = [](const arguments& a, const std::string& sc) {
-    const auto s = parse_task_scoring(sc);
-    if (!s)
-      throw usage_error(a.command() +
-                        ": option --scoring must be token_exact, exact, normalized, contains, regex, "
-                        "first_word or word_prefix, got '" +
-                        sc + "'");
-    return *s;
-  };
-  scoring = args.parsed("--scoring", scoring_of);
-  if (scoring && !tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
+  const auto tasks_arg = args.get("--tasks");
+  s.tasks = tasks_arg ? audit_task_source::file : audit_task_source::organism;
+  s.scoring = args.parsed("--scoring", scoring_of);
+  if (s.scoring && !tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
   if (tasks_arg)
     for (const char* o : {"--no-need-fraction", "--stale-fraction", "--conflict-fraction", "--task"})
       if (args.get(o))
         throw usage_error(std::string("audit: option ") + o +
                           " shapes the organism's built-in tasks and does not apply with --tasks");
   // The tasks, read and checked before any trial runs (file:line:field errors exit 2).
-  if (tasks_arg) user_tasks = read_task_file(*tasks_arg);
-  partner_arg = args.get("--partner");
-  no_partner = partner_arg && *partner_arg == "none";
-  if (!no_partner) d.arms = default_arms(/*with_partner=*/true);  // cross_model with the partner engine
-  d.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, max_exact_seed - 1));
+  if (tasks_arg) r.user_tasks = read_task_file(*tasks_arg);
+  r.partner_arg = args.get("--partner");
+  r.no_partner = r.partner_arg && *r.partner_arg == "none";
+  s.with_partner = !r.no_partner;  // cross_model with the partner engine
+  s.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, max_exact_seed - 1));
   if (args.get("--max-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --max-items applies to --until-decided (else --items sets the items)");
   if (args.get("--max-items") && args.get("--items"))
     throw usage_error("audit: options --items and --max-items set the same budget: give one of them");
   const std::string items_opt = args.get("--max-items") ? "--max-items" : "--items";
-  d.items = static_cast<std::uint64_t>(args.integer(items_opt, 450, 1, 10000000));
-  if (user_tasks) {
-    if (user_tasks->tasks.empty())
+  s.items = static_cast<std::uint64_t>(args.integer(items_opt, 450, 1, 10000000));
+  if (r.user_tasks) {
+    if (r.user_tasks->tasks.empty())
       throw usage_error("audit: --tasks file '" + *tasks_arg + "' holds no tasks");
-    const auto n = static_cast<std::uint64_t>(user_tasks->tasks.size());
-    if (args.get(items_opt) && d.items > n)
-      throw usage_error("audit: option " + items_opt + " is " + std::to_string(d.items) + ", but '" +
+    const auto n = static_cast<std::uint64_t>(r.user_tasks->tasks.size());
+    if (args.get(items_opt) && s.items > n)
+      throw usage_error("audit: option " + items_opt + " is " + std::to_string(s.items) + ", but '" +
                         *tasks_arg + "' holds " + std::to_string(n) + " tasks");
-    if (!args.get(items_opt)) d.items = n;
-    user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
+    if (!args.get(items_opt)) s.items = n;
+    r.user_tasks->tasks.resize(static_cast<std::size_t>(s.items));
   }
-  d.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
+  s.seeds = static_cast<std::uint64_t>(args.integer("--seeds", 3, 1, 100000));
   warn_single_query_seeds(r);
 }
 
-// The arms (--arms, --drift, the organism's messages), the link and the timing repeats.
+std::vector<trial_arm> arms_of(const arguments& a, const std::string& list) {
+  std::vector<trial_arm> out;
+  for (std::size_t i = 0; i <= list.size();) {
+    const std::size_t j = std::min(list.find(',', i), list.size());
+    try {
+      out.push_back(parse_arm(std::string_view(list).substr(i, j - i)));
+    } catch (const error& e) {
+      throw usage_error(a.command() + ": option --arms: " + e.what());
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+link_preset link_of(const arguments& a, const std::string& name) {
+  try {
+    return find_link(name == "measured" ? "pcie4" : name);  // measured: the report's fitted link
+  } catch (const error& e) {
+    throw usage_error(a.command() + ": option --link: " + e.what());
+  }
+}
+
+// The parts of the spec a relay peer takes from its own options too: the drift manifest (--drift:
+// one kv_drift_<steps> arm per level; default models/organism-a-drift), the organism's messages
+// (task.json `recite`) and the cache maps (--map; default models/maps).
+void read_audit_senders(audit_run& r) {
+  auto& s = r.spec;
+  const auto drift_arg = r.args.get("--drift");
+  const bool no_drift = drift_arg && *drift_arg == "none";
+  const auto drift_dir = no_drift ? std::filesystem::path() : model_dir(drift_arg, "organism-a-drift");
+  try {
+    if (!no_drift && (drift_arg || std::filesystem::exists(drift_dir / "drift.json")))
+      s.drift = read_drift_manifest(drift_dir);
+  } catch (const error& e) {
+    throw usage_error(std::string("audit: --") + e.what());  // "audit: --drift manifest '...': ..."
+  }
+  if (no_drift && s.arms)  // --drift none drops the drift arms --arms names
+    std::erase_if(*s.arms, [](const trial_arm& a) {
+      return a.plan().sender == arm_sender::named && a.sender != partner_sender;
+    });
+  s.drift_overlays = !r.on_llama;  // drifted senders are reference-engine overlays
+  if (std::filesystem::exists(s.organism_dir / "task.json"))
+    s.messages = organism_message_options(s.organism_dir);
+  const std::filesystem::path local_maps = std::filesystem::path("models") / "maps";
+  s.maps = audit_maps_of_option(r.args, std::filesystem::exists(local_maps)
+                                            ? local_maps
+                                            : std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / "maps");
+}
+
+// The arms (--arms, --drift, --map, the organism's messages), the link and the timing repeats;
+// the arms are resolved once here (audit_design_arms) so a bad one exits before any model loads.
 void read_audit_arms(audit_run& r) {
   auto& args = r.args;
-  auto& serve = r.serve;
-  auto& on_llama = r.on_llama;
-  auto& task_dir = r.task_dir;
-  auto& no_partner = r.no_partner;
-  auto& d = r.d;
-  auto& drift_dir = r.drift_dir;
-  auto& drift_levels = r.drift_levels;
-  auto& engine_skipped = r.engine_skipped;
-  auto& messages = r.messages;
-  const auto arms_of = [](const arguments& a, const std::string& list) {
-    std::vector<trial_arm> out;
-    std::size_t i = 0;
-    while (i <= list.size()) {
-      const std::size_t j = std::min(list.find(',', i), list.size());
-      try {
-        out.push_back(parse_arm(std::string_view(list).substr(i, j - i)));
-      } catch (const error& e) {
-        throw usage_error(a.command() + ": option --arms: " + e.what());
-      }
-      i = j + 1;
-    }
-    return out;
-  };
-  if (auto arms = args.parsed("--arms", arms_of)) d.arms = std::move(*arms);
-  if (no_partner) std::erase_if(d.arms, [](const trial_arm& a) { return a.needs_partner(); });
-  // Drifted senders: one kv_drift_<steps> arm per level of the drift manifest (added to the default
-  // arms; named in --arms, each must be a level of the manifest).
-  const auto drift_arg = args.get("--drift");
-  const bool no_drift = drift_arg && *drift_arg == "none";
-  drift_dir = no_drift ? std::filesystem::path() : model_dir(drift_arg, "organism-a-drift");
-  if (!no_drift && (drift_arg || std::filesystem::exists(drift_dir / "drift.json")))
-    drift_levels = read_drift_manifest(drift_dir);
-  // arms this engine cannot run, and why (design and report)
-  const auto drift_sender = [](const trial_arm& a) {  // a drifted sender reads A's document
-    return a.plan().sender == arm_sender::named && a.sender != partner_sender;
-  };
-  if (on_llama)
-    for (const auto& a : d.arms)
-      if (drift_sender(a))
-        engine_skipped.push_back({a.label,
-                                  "drifted senders are reference-engine models with fine-tuning "
-                                  "overlays, which llama.cpp does not load"});
-  if (no_drift || on_llama)  // drifted senders are reference-engine overlays
-    std::erase_if(d.arms, drift_sender);
-  if (!args.get("--arms") && !on_llama)
-    for (const auto& l : drift_levels) d.arms.push_back(kv_drift_arm(l.steps));
-  // Messages: an organism trained to recite (task.json `recite`) writes A's messages; the default
-  // arms then include text_message_{4,8,16,32}, kv_message and kv_message_only.
-  if (std::filesystem::exists(task_dir / "task.json")) messages = organism_message_options(task_dir);
-  if (!args.get("--arms") && messages)
-    for (const char* n : {"text_message_4", "text_message_8", "text_message_16", "text_message_32",
-                          "kv_message", "kv_message_only"})
-      d.arms.push_back(parse_arm(n));
-  if (!args.get("--arms") && on_llama)
-    for (const auto& l : drift_levels)
-      engine_skipped.push_back({kv_drift_arm(l.steps).label,
-                                "drifted senders are reference-engine models with "
-                                "fine-tuning overlays, which llama.cpp does not load"});
-  for (const auto& a : d.arms)
-    if (drift_sender(a) && std::none_of(drift_levels.begin(), drift_levels.end(),
-                                        [&](const drift_level& l) { return l.steps == a.drift_steps; }))
-      throw usage_error("audit: arm '" + a.label + "' needs drift level " + std::to_string(*a.drift_steps) +
-                        (drift_levels.empty()
-                             ? std::string(", but no --drift manifest is loaded")
-                             : " in '" + (drift_dir / "drift.json").string() + "', which lacks it"));
-  const auto link_of = [](const arguments& a, const std::string& name) {
-    try {
-      return find_link(name == "measured" ? "pcie4" : name);  // measured: the report's fitted link
-    } catch (const error& e) {
-      throw usage_error(a.command() + ": option --link: " + e.what());
-    }
-  };
-  // the kv_mapped arms' maps: matched to the engines once they are loaded (attach_audit_maps)
-  const std::filesystem::path local_maps = std::filesystem::path("models") / "maps";
-  r.maps = read_audit_maps(args, std::filesystem::exists(local_maps)
-                                     ? local_maps
-                                     : std::filesystem::path(LATENTAUDIT_DEFAULT_MODELS) / "maps");
+  auto& s = r.spec;
+  s.arms = args.parsed("--arms", arms_of);
+  read_audit_senders(r);
   const std::string link_name = args.get("--link").value_or("pcie4");
-  d.link = args.parsed("--link", link_of).value_or(find_link("pcie4"));
-  if (link_name == "measured" && !args.get("--relay-transport") && serve == nullptr)
+  s.link = args.parsed("--link", link_of).value_or(find_link("pcie4"));
+  if (link_name == "measured" && !args.get("--relay-transport") && r.serve == nullptr)
     throw usage_error(
         "audit: option --link measured needs --relay-transport (the link is fitted from "
         "the relays' measured transfer)");
-  d.timing_repeats = static_cast<std::uint32_t>(args.integer("--timing-repeats", 3, 0, 100));
-  d.timing_repeat_fraction = args.number("--timing-repeat-fraction", 0.1);
-  if (!(d.timing_repeat_fraction >= 0 && d.timing_repeat_fraction <= 1))
+  s.timing_repeats = static_cast<std::uint32_t>(args.integer("--timing-repeats", 3, 0, 100));
+  s.timing_repeat_fraction = args.number("--timing-repeat-fraction", 0.1);
+  if (!(s.timing_repeat_fraction >= 0 && s.timing_repeat_fraction <= 1))
     throw usage_error("audit: option --timing-repeat-fraction must lie in [0, 1]");
-  d.validate();
+  (void)audit_design_arms(s);
 }
 
-// The regime fractions, the report's options, --out and the shard schedule.
+double fraction_option(const arguments& args, const char* name, double fallback) {
+  const double x = args.number(name, fallback);
+  if (!(x >= 0 && x <= 1)) throw usage_error(std::string("audit: option ") + name + " must lie in [0, 1]");
+  return x;
+}
+
+// The regime fractions, the report's options, --out, the shard schedule, the workers and the
+// stopping rule's batches.
 void read_audit_options(audit_run& r) {
   auto& args = r.args;
-  auto& d = r.d;
-  auto& no_need = r.no_need;
-  auto& stale = r.stale;
-  auto& conflict = r.conflict;
-  auto& aopt = r.aopt;
-  auto& out = r.out;
-  auto& scheme = r.scheme;
-  no_need = args.number("--no-need-fraction", 0.3);
-  if (!(no_need >= 0 && no_need <= 1))
-    throw usage_error("audit: option --no-need-fraction must lie in [0, 1]");
-  stale = args.number("--stale-fraction", 0.1);
-  conflict = args.number("--conflict-fraction", 0.1);
-  if (!(stale >= 0 && stale <= 1)) throw usage_error("audit: option --stale-fraction must lie in [0, 1]");
-  if (!(conflict >= 0 && conflict <= 1))
-    throw usage_error("audit: option --conflict-fraction must lie in [0, 1]");
-  if (!(no_need + stale + conflict <= 1 + 1e-12))
+  auto& s = r.spec;
+  auto& o = s.organism_tasks;
+  o.no_need_fraction = fraction_option(args, "--no-need-fraction", 0.3);
+  o.stale_fraction = fraction_option(args, "--stale-fraction", 0.1);
+  o.conflict_fraction = fraction_option(args, "--conflict-fraction", 0.1);
+  if (!(o.no_need_fraction + o.stale_fraction + o.conflict_fraction <= 1 + 1e-12))
     throw usage_error(
         "audit: options --no-need-fraction + --stale-fraction + --conflict-fraction must sum to at "
         "most 1, got " +
-        detail::number_text(no_need + stale + conflict));
-  aopt = report_options(args, d.seed);
-  out = args.get("--out").value_or("audit-out");
-  check_design_size(d, args.has("--trials-only"));
+        number_text(o.no_need_fraction + o.stale_fraction + o.conflict_fraction));
+  r.aopt = report_options(args, s.seed);
+  r.out = args.get("--out").value_or("audit-out");
+  check_design_size(audit_design_arms(s).design, args.has("--trials-only"));
   const auto schedule_of = [](const arguments& a, const std::string& name) {
-    const auto s = dist::parse_schedule(name);
-    if (!s)
+    const auto sc = dist::parse_schedule(name);
+    if (!sc)
       throw usage_error(a.command() +
                         ": option --shard-schedule must be interleaved, dynamic or block, got '" + name +
                         "'");
-    return *s;
+    return *sc;
   };
-  scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
+  r.scheme = args.parsed("--shard-schedule", schedule_of).value_or(dist::shard_schedule::interleaved);
   // --jobs: by default the cores (up to 8) on the reference engine, whose weights each worker
   // copies (the organisms: a few MB); 1 on llama.cpp, whose --threads already use the cores (with
   // --batched its workers share one context: run_audit_on_llama_cpp); 1 where the topology runs
@@ -636,25 +405,24 @@ void read_audit_options(audit_run& r) {
   if (r.batched && (r.serve != nullptr || args.get("--relay-transport")))
     throw usage_error(
         "audit: option --batched runs the trials in one process: it excludes --relay-transport");
-  // --until-decided: batches of items, a look at the decision after each (run_audit_until_decided)
+  // --until-decided: batches of items, a look at the decision after each (spec.batch_items)
   if (args.get("--batch-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --batch-items applies to --until-decided");
-  if (args.has("--until-decided")) {
-    if (elsewhere)
-      throw usage_error(
-          "audit: option --until-decided runs in one process: it excludes --relay-transport and mpirun");
-    const auto fallback = static_cast<std::int64_t>(std::max<std::uint64_t>(10, (d.items + 9) / 10));
-    r.batch_items = static_cast<std::uint64_t>(args.integer("--batch-items", fallback, 1, 10000000));
-    r.batch_items = std::min(r.batch_items, d.items);
-    r.looks = static_cast<std::size_t>((d.items + r.batch_items - 1) / r.batch_items);
-    if ((static_cast<double>(aopt.bootstrap_replicates) + 1.0) * aopt.alpha /
-            (2.0 * static_cast<double>(r.looks)) <
-        1.0)
-      throw usage_error(
-          "audit: --until-decided takes " + std::to_string(r.looks) +
-          " looks; the cost bootstrap at alpha/looks needs (--bootstrap + 1)·alpha/(2·looks) >= 1: "
-          "raise --batch-items or --bootstrap");
-  }
+  if (!args.has("--until-decided")) return;
+  if (elsewhere)
+    throw usage_error(
+        "audit: option --until-decided runs in one process: it excludes --relay-transport and mpirun");
+  const auto fallback = static_cast<std::int64_t>(std::max<std::uint64_t>(10, (s.items + 9) / 10));
+  s.batch_items =
+      std::min(static_cast<std::uint64_t>(args.integer("--batch-items", fallback, 1, 10000000)), s.items);
+  const std::size_t looks = static_cast<std::size_t>((s.items + s.batch_items - 1) / s.batch_items);
+  if ((static_cast<double>(r.aopt.bootstrap_replicates) + 1.0) * r.aopt.alpha /
+          (2.0 * static_cast<double>(looks)) <
+      1.0)
+    throw usage_error(
+        "audit: --until-decided takes " + std::to_string(looks) +
+        " looks; the cost bootstrap at alpha/looks needs (--bootstrap + 1)·alpha/(2·looks) >= 1: "
+        "raise --batch-items or --bootstrap");
 }
 
 // --out under its lock (held by the caller, so no other audit or report writes there): --force
@@ -701,22 +469,14 @@ void prepare_out_dir(const arguments& args, const std::filesystem::path& out, co
 // The topology: the --out lock, the relay links (tcp peer, MPI relay) and the shards' first step.
 void open_audit_topology(audit_run& r) {
   auto& args = r.args;
-  auto& raw = r.raw;
-  auto& shard = r.shard;
-  auto& serve = r.serve;
-  auto& out = r.out;
-  auto& mpi_relay = r.mpi_relay;
-  auto& mpi_a = r.mpi_a;
-  auto& lock = r.lock;
-  auto& relay = r.relay;
-  auto& mpi_links = r.mpi_links;
+  auto* shard = r.shard;
   // One writer per --out: taken before anything else, held until this function returns (the
   // journal and the report), released by the kernel if the process dies. In a sharded audit rank
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
   // --relay-transport mpi (docs/distributed.md): under `mpirun -np 2` rank 0 is agent B (the
   // audit: journal, report) and rank 1 agent A (dist::serve_sender), linked by dist::mpi_transport.
-  mpi_relay = serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
-  if (mpi_relay) {
+  r.mpi_relay = r.serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
+  if (r.mpi_relay) {
     if (args.get("--relay-peer"))
       throw usage_error("audit: option --relay-peer applies to --relay-transport tcp, not mpi");
     if (shard == nullptr || shard->size() != 2)
@@ -725,16 +485,16 @@ void open_audit_topology(audit_run& r) {
           "got " +
           (shard == nullptr ? std::string("one process") : std::to_string(shard->size()) + " ranks"));
   }
-  mpi_a = mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
-  if (serve == nullptr && !mpi_a && (shard == nullptr || shard->rank() == 0)) {
-    lock.emplace(out, "--out");
-    prepare_out_dir(args, out, shard);
+  r.mpi_a = r.mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
+  if (r.serve == nullptr && !r.mpi_a && (shard == nullptr || shard->rank() == 0)) {
+    r.lock.emplace(r.out, "--out");
+    prepare_out_dir(args, r.out, shard);
   }
   // --jobs: workers in this process, each with its own engines (under mpirun: on each rank, its
   // workers sharing the rank's units). Over a relay link each worker holds its own conversation
   // with agent A (tcp: relay_session opens --jobs links; mpi: a pair of tags each), which agent A
   // serves on its own thread and engines; over MPI the two ranks' threads then call MPI at once.
-  if (r.jobs > 1 && mpi_relay && !shard->concurrent_threads())
+  if (r.jobs > 1 && r.mpi_relay && !shard->concurrent_threads())
     throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
                       " over --relay-transport mpi needs an MPI that lets threads call it at once "
                       "(MPI_THREAD_MULTIPLE); this MPI does not: pass --jobs 1 or use --relay-transport tcp");
@@ -743,128 +503,80 @@ void open_audit_topology(audit_run& r) {
                       " under mpirun needs an MPI that lets threads call it one at a time "
                       "(MPI_THREAD_SERIALIZED); this MPI does not: pass --jobs 1");
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
-  relay = serve == nullptr && !mpi_relay ? relay_session::for_audit(args, raw) : nullptr;
-  if (mpi_relay)
-    for (unsigned w = 0; w < r.jobs; ++w) mpi_links.push_back(shard->relay_link(1 - shard->rank(), 600.0, w));
+  r.relay = r.serve == nullptr && !r.mpi_relay ? relay_session::for_audit(args, r.raw) : nullptr;
+  if (r.mpi_relay)
+    for (unsigned w = 0; w < r.jobs; ++w)
+      r.mpi_links.push_back(shard->relay_link(1 - shard->rank(), 600.0, w));
   if (shard != nullptr) shard->step([] {});
 }
 
 // relay-peer: the design is the audit's, received over the link (dist::design_of_hello: design.json's
-// one converter), not built from the peer's options, which give only what it runs the design on —
-// --model, --partner, --tasks, --tokenizer, --drift, --map, --engine, --threads, --jobs. The task
-// generator's options and the task file's scoring come with it; the arms the audit's engine left
-// out stay left out. The peer then fixes the identity its own models and tasks give, and the first
-// conversation's greeting refuses the audit (naming the first differing field) unless it is the
-// audit's: the peer runs exactly the design the audit journals, on the models and tasks it names.
+// one converter) and turned into the spec (audit_spec_of_design: arms, items, seeds, seed, task
+// options, the arms the audit's engine left out), not built from the peer's options, which give only
+// what it runs the design on — --model, --partner, --tasks, --tokenizer, --drift, --map, --engine,
+// --threads, --jobs. The peer's build then fixes the identity its own models and tasks give, and the
+// first conversation's greeting refuses the audit (naming the first differing field) unless it is
+// the audit's: the peer runs exactly the design the audit journals, on the models and tasks it names.
 void receive_audit_design(audit_run& r) {
-  const auto fail = [&](const std::string& why, dist::relay_channel* tell) {
-    if (tell != nullptr) {
-      try {
-        dist::detail::send_control(*tell, json_value::object({{"error", why}}));
-      } catch (const std::exception&) {
-      }
+  dist::relay_channel& first = r.serve->channel(0, r.jobs, "");  // adopts the audit's design hash
+  const auto fail = [&](const std::string& why) {
+    try {
+      dist::send_refusal(first, why);
+    } catch (const std::exception&) {
     }
     throw usage_error("relay-peer: " + why);
   };
-  dist::relay_channel& first = r.serve->channel(0, r.jobs, "");  // adopts the audit's design hash
-  trial_design d;
+  audit_spec s;
   try {
     r.received_hello = dist::receive_hello(first);
-    d = dist::design_of_hello(r.received_hello);
+    s = audit_spec_of_design(dist::design_of_hello(r.received_hello));
   } catch (const corrupt_data& e) {
-    fail(e.what(), &first);
+    fail(e.what());
   }
-  const json_value& to = d.identity.task_options;
-  const auto fraction = [&](const char* k) {
-    const json_value* v = to.is_object() ? to.find(k) : nullptr;
-    if (v == nullptr || !v->is_number())
-      fail(std::string("the audit's task options lack '") + k + "'", &first);
-    return v->as_number();
-  };
-  if (d.identity.task_source == "organism") {
-    if (r.user_tasks) fail("the audit runs the organism's tasks, but option --tasks is given", &first);
-    r.no_need = fraction("no_need_fraction");
-    r.stale = fraction("stale_fraction");
-    r.conflict = fraction("conflict_fraction");
-  } else {
-    const json_value* path = to.is_object() ? to.find("path") : nullptr;
-    const json_value* sc = to.is_object() ? to.find("scoring") : nullptr;
-    const std::string name = path != nullptr && path->is_string() ? path->as_string() : "?";
-    if (!r.user_tasks) fail("the audit runs the task file '" + name + "': pass it as option --tasks", &first);
-    if (r.user_tasks->tasks.size() < d.items)
-      fail("the audit runs " + std::to_string(d.items) + " tasks, option --tasks holds " +
-               std::to_string(r.user_tasks->tasks.size()),
-           &first);
-    r.user_tasks->tasks.resize(static_cast<std::size_t>(d.items));
-    r.scoring = sc != nullptr && sc->is_string() ? parse_task_scoring(sc->as_string()) : std::nullopt;
-    r.received_task_path = name;
+  if (s.tasks == audit_task_source::organism && r.user_tasks)
+    fail("the audit runs the organism's tasks, but option --tasks is given");
+  if (s.tasks == audit_task_source::file) {
+    if (!r.user_tasks)
+      fail("the audit runs the task file '" + s.task_file_name + "': pass it as option --tasks");
+    if (r.user_tasks->tasks.size() < s.items)
+      fail("the audit runs " + std::to_string(s.items) + " tasks, option --tasks holds " +
+           std::to_string(r.user_tasks->tasks.size()));
+    r.user_tasks->tasks.resize(static_cast<std::size_t>(s.items));
   }
-  for (const auto& a : d.arms)  // a drifted sender needs its level of the peer's --drift manifest
-    if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
-        std::none_of(r.drift_levels.begin(), r.drift_levels.end(),
-                     [&](const drift_level& l) { return l.steps == a.drift_steps; }))
-      fail("the audit's arm '" + a.label + "' needs drift level " + std::to_string(*a.drift_steps) +
-               " of a --drift manifest, which this peer lacks",
-           &first);
-  r.engine_skipped.clear();
-  if (const json_value* o =
-          d.identity.options.is_object() ? d.identity.options.find("arms_unavailable_on_engine") : nullptr;
-      o != nullptr && o->is_object())
-    for (const auto& [arm, why] : o->as_object())
-      r.engine_skipped.push_back({arm, why.is_string() ? why.as_string() : write_json(why)});
-  d.identity =
-      design_identity{};  // the peer's own: its engine, models, tasks (set_task_identity, the session)
-  r.d = std::move(d);
+  // what the peer runs the design on: its engine, organism, drifted senders, messages and maps
+  s.engine = r.spec.engine;
+  s.organism_dir = r.spec.organism_dir;
+  s.drift = std::move(r.spec.drift);
+  s.drift_overlays = r.spec.drift_overlays;
+  s.messages = std::move(r.spec.messages);
+  s.maps = std::move(r.spec.maps);
+  try {
+    (void)audit_design_arms(s);  // e.g. a drifted sender's level that the peer's --drift lacks
+  } catch (const invalid_argument& e) {
+    fail(std::string("the audit's design does not run here: ") + e.what());
+  }
+  r.spec = std::move(s);
 }
 
-// The task part of the design's identity (design.json: the organism's task.json and options, or
-// the task file and its scoring) and the options beyond the task's: the drifted senders'
-// fingerprints and the cache maps (each part of the identity: a resume with other drift models or
-// maps is refused). The session adds the engine's part, the arms left out and the stopping rule.
-void set_task_identity(audit_run& r, const task_file_source& source) {
-  auto& d = r.d;
-  if (r.fmt) {
-    d.identity.task_source = "organism";
-    d.identity.task_hash = file_sha256(r.task_dir / "task.json");
-    d.identity.task_options = r.to.to_json();
-  } else {
-    d.identity.task_source = "file";
-    d.identity.task_hash = source.file().sha256;
-    json_value tj = json_value::object();
-    // a relay peer's copy of the audit's file may sit at another path: the content is the identity
-    tj.set("path", r.received_task_path.empty() ? source.file().path : r.received_task_path);
-    tj.set("scoring", task_scoring_name(source.scoring()));
-    d.identity.task_options = std::move(tj);
-  }
-  json_value o = d.identity.options.is_object() ? d.identity.options : json_value::object();
-  if (!r.drift_senders.as_object().empty()) o.set("drift_senders", r.drift_senders);
-  if (!r.maps.identity.as_object().empty()) o.set("maps", r.maps.identity);
-  if (!o.as_object().empty()) d.identity.options = std::move(o);
-}
-
-// --until-decided: one stderr line per look (its verdict, the checks still open, the cells running).
-void print_look(std::size_t k, std::size_t looks, std::uint64_t items, std::uint64_t all_items,
-                const audit_report& report, std::size_t cells, std::size_t cells_all) {
-  const auto& decision = report.decision;
-  const bool settled = decision_settled(decision);
-  std::string open;  // the checks still open: the risks not yet shown, or what keeps it inconclusive
-  for (const auto& c : decision.unverified) open.append(open.empty() ? "" : ", ").append(c);
-  if (open.empty() && !settled)
-    for (const auto& c : decision.checklist)
-      if (c.passed == verdict::inconclusive && c.name != "monitor")
-        open.append(open.empty() ? "" : ", ").append(c.name);
-  std::fprintf(stderr,
-               "latentaudit: --until-decided: look %zu of %zu after %llu of %llu items: %s%s%s; %zu of %zu "
-               "(regime, arm) cells run on\n",
-               k, looks, static_cast<unsigned long long>(items), static_cast<unsigned long long>(all_items),
-               decision_verdict_name(decision.verdict), settled ? " (settled: stop)" : "",
-               open.empty() ? "" : (" (open: " + open + ")").c_str(), cells, cells_all);
+// report.html's drill-down: the tasks again, read when the report is written rather than held
+// through the trials (the task source frees each entry once prepared): the organism's generated
+// anew, a --tasks file read as `report --records` reads it (its SHA-256 checked)
+std::shared_ptr<const task_file> report_tasks(const audit_run& r, const trial_design& d, std::string& note) {
+  if (r.fmt)
+    return std::make_shared<const task_file>(
+        organism_task_file(*r.fmt, r.spec.organism_task_options_of(), d.items));
+  if (const json_value* p =
+          d.identity.task_options.is_object() ? d.identity.task_options.find("path") : nullptr;
+      p != nullptr && p->is_string())
+    return dist::read_design_tasks(p->as_string(), d.identity.task_hash, r.out, note);
+  return nullptr;
 }
 
 // The library's audit_session options of this run: the records directory and its lock, the
-// workers, the stopping rule, the report, and the topology (agent A over tcp or MPI, on either
-// end; a share of a sharded run under mpirun).
-audit_session_options session_options(audit_run& r, const char* engine_name, const message_options& msg,
+// workers, the report, and the topology (agent A over tcp or MPI, on either end; a share of a
+// sharded run under mpirun). The design itself is the spec's (audit_session(spec, ...)).
+audit_session_options session_options(audit_run& r,
+                                      std::function<std::string(std::span<const token_id>)> detokenize,
                                       progress_meter& meter) {
   auto& args = r.args;
   audit_session_options so;
@@ -874,11 +586,7 @@ audit_session_options session_options(audit_run& r, const char* engine_name, con
   so.durable = args.has("--durable");
   so.trials_only = args.has("--trials-only");
   so.jobs = r.jobs;
-  so.engine_name = engine_name;
-  so.arms_unavailable = r.engine_skipped;
-  so.messages = msg;
-  so.batch_items = r.batch_items;
-  so.item_regime = r.item_regime;
+  so.messages.detokenize = std::move(detokenize);  // the records' message text (null without a tokenizer)
   so.report = r.aopt;
   so.progress = [&meter](std::uint64_t done, std::uint64_t total, std::uint64_t resumed) {
     meter(done, total, resumed);
@@ -886,7 +594,7 @@ audit_session_options session_options(audit_run& r, const char* engine_name, con
   const bool quiet = args.has("--quiet");
   so.on_look = [quiet, &r](std::size_t k, std::size_t looks, std::uint64_t items, const audit_report& look,
                            std::size_t cells, std::size_t cells_all) {
-    if (!quiet) print_look(k, looks, items, r.d.items, look, cells, cells_all);
+    if (!quiet) print_look(k, looks, items, r.spec.items, look, cells, cells_all);
   };
   so.before_report = [quiet, out = r.out, replicates = r.aopt.bootstrap_replicates](std::size_t records) {
     if (!quiet)  // the analysis runs for seconds without progress of its own
@@ -894,17 +602,7 @@ audit_session_options session_options(audit_run& r, const char* engine_name, con
                    "latentaudit: analysing %zu records (%zu bootstrap replicates) for the report in %s\n",
                    records, replicates, out.string().c_str());
   };
-  // report.html's drill-down: the tasks again, read when the report is written rather than held
-  // through the trials (the task source frees each entry once prepared): the organism's generated
-  // anew, a --tasks file read as `report --records` reads it (its SHA-256 checked)
-  so.report_tasks = [&r](const trial_design& d, std::string& note) -> std::shared_ptr<const task_file> {
-    if (r.fmt) return std::make_shared<const task_file>(organism_task_file(*r.fmt, r.to, d.items));
-    if (const json_value* p =
-            d.identity.task_options.is_object() ? d.identity.task_options.find("path") : nullptr;
-        p != nullptr && p->is_string())
-      return dist::read_design_tasks(p->as_string(), d.identity.task_hash, r.out, note);
-    return nullptr;
-  };
+  so.report_tasks = [&r](const trial_design& d, std::string& note) { return report_tasks(r, d, note); };
   auto& t = so.topology;
   t.ranks = r.shard;
   t.ranks_relay = r.mpi_relay;
@@ -925,13 +623,13 @@ audit_session_options session_options(audit_run& r, const char* engine_name, con
   return so;
 }
 
-// The design on `first`'s engines (and `--jobs - 1` more from make_worker) through the library's
-// audit_session: the tasks' source on the engine's codec, the task identity, then the session
-// (which leaves out the arms the engine cannot run, fixes the engine's identity, opens the journal
-// and runs the trials, or in a relay peer or MPI rank 1 serves the sender's half, and reports).
+// The spec on `first`'s engines (and `--jobs - 1` more from make_worker) through the library's
+// audit_session: the tasks' source on the engine's codec, then the session (which builds the design
+// and its identity from the spec — build_audit_design —, opens the journal and runs the trials, or in
+// a relay peer or MPI rank 1 serves the sender's half, and reports).
 template <class Engine, class Partner>
 void run_audit_on(audit_run& r, text_tokenizer& tokenizer, audit_engines<Engine, Partner>& first,
-                  const audit_worker_factory<Engine, Partner>& make_worker, const char* engine_name) {
+                  const audit_worker_factory<Engine, Partner>& make_worker) {
   const auto& engine = first.engine;
   const Partner* partner = first.partner ? &*first.partner : nullptr;
   if (r.fmt && engine.info().vocab_size != r.fmt->vocab_size)
@@ -939,27 +637,19 @@ void run_audit_on(audit_run& r, text_tokenizer& tokenizer, audit_engines<Engine,
                       " differs from the model's " + std::to_string(engine.info().vocab_size) + " ('" +
                       r.model.string() + "')");
   text_codec codec = tokenizer.codec(first.engine, "audit");
-  message_options msg_opts = r.messages.value_or(message_options{});
-  msg_opts.detokenize = codec.decode;  // the records' message text (null without a tokenizer)
+  auto detokenize = codec.decode;
   const task_file_source source(
       std::move(*r.user_tasks), std::move(codec),
-      {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, r.scoring);
+      {.vocab_size = engine.info().vocab_size, .max_context = engine.info().max_context}, r.spec.scoring);
   r.user_tasks.reset();
   if (partner != nullptr && partner->info().vocab_size != engine.info().vocab_size)
     throw usage_error("audit: the partner's vocab_size " + std::to_string(partner->info().vocab_size) +
                       " differs from the model's " + std::to_string(engine.info().vocab_size));
-  set_task_identity(r, source);
   progress_meter meter(r.args.has("--quiet") || (r.shard != nullptr && r.shard->rank() != 0));
-  audit_session session(r.d, session_options(r, engine_name, msg_opts, meter));
-  r.result = session.run(source, first, make_worker, [&](auto& driver) {
-    r.maps.add_to(driver);  // every driver relays kv_mapped arms through the same maps
-  });
-  r.d = r.result.design;
-  r.engine_skipped = r.result.arms_unavailable;
+  audit_session session(r.spec, session_options(r, std::move(detokenize), meter));
+  r.result = session.run(source, first, make_worker);
 }
 
-// The trials: the tasks' source, the journal and the driver on the engines (and the relay peer's or
-// rank 1's sender half).
 // Before any trial: a design whose need regime has fewer items than the verdict interval needs to
 // show anything inside --margin (betting_items_for_margin: even with every item concordant) gets a
 // warning naming the counts and the options that change them (issue 28: "audit warns before any
@@ -977,8 +667,8 @@ void warn_design_reach(const audit_run& r) {
                "latentaudit: warning: the design has %zu need-regime items; at --margin %s and --alpha %s "
                "non-inferiority (need.kv_noninferior_to_text) and absence (\"no\") verdicts need at least "
                "%zu, even when every item agrees: they will be inconclusive (raise --items, or --margin)\n",
-               need, detail::number_text(r.aopt.equivalence_margin).c_str(),
-               detail::number_text(r.aopt.alpha).c_str(), least);
+               need, number_text(r.aopt.equivalence_margin).c_str(), number_text(r.aopt.alpha).c_str(),
+               least);
 }
 
 // --until-decided on a task file: its tasks run in a permutation drawn from the seed (stream
@@ -989,7 +679,7 @@ void warn_design_reach(const audit_run& r) {
 // --records`), and a resume rewrites the same bytes (or is refused when the tasks changed).
 void shuffle_tasks_for_until_decided(audit_run& r) {
   auto& tasks = r.user_tasks->tasks;
-  auto g = make_stream({r.d.seed, 0, 0x5EF, 0});
+  auto g = make_stream({r.spec.seed, 0, 0x5EF, 0});
   for (std::size_t i = tasks.size(); i > 1; --i)
     std::swap(tasks[i - 1],
               tasks[std::min<std::size_t>(i - 1, uniform_index(g, static_cast<std::uint32_t>(i)))]);
@@ -1002,68 +692,41 @@ void shuffle_tasks_for_until_decided(audit_run& r) {
 void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_partner);
 #endif
 
-// The reference engine's audit: B's model, the partner where arms need it, the drifted senders;
-// each further --jobs worker copies them (the reference engine's weights are plain data; no
-// sequence is open yet).
+// The reference engine's audit: B's model, the partner where arms need it, the drifted senders the
+// spec's arms name (audit_drift_senders: the manifest's base model with the level's overlay); each
+// further --jobs worker copies them (the reference engine's weights are plain data; no sequence is
+// open yet).
 void run_audit_on_reference(audit_run& r, text_tokenizer& tokenizer, bool wants_partner) {
-  auto& d = r.d;
   using engines = audit_engines<reference_cpu_engine>;
   engines first{reference_cpu_engine::load(r.model, r.threads), std::nullopt, {}};
   if (wants_partner)
     first.partner.emplace(reference_cpu_engine::load(model_dir(r.partner_arg, "organism-b"), r.threads));
-  auto& drifted = first.senders;  // the drifted senders, by arm sender
-  for (const auto& a : d.arms)
-    if (a.plan().sender == arm_sender::named && a.sender != partner_sender &&
-        std::none_of(drifted.begin(), drifted.end(), [&](const auto& x) { return x.first == a.sender; }))
-      for (const auto& l : r.drift_levels)
-        if (l.steps == a.drift_steps)
-          drifted.emplace_back(a.sender, load_drift_level(r.drift_dir, l, r.threads));
-  // a drifted sender of another cache shape than --model (a drift manifest of another model)
-  // cannot force-import its cache: its arm is left out with the reason
-  std::erase_if(d.arms, [&](const trial_arm& a) {
-    if (a.plan().sender != arm_sender::named || a.needs_partner()) return false;
-    for (const auto& [name, e] : drifted)
-      if (name == a.sender)
-        if (auto why = foreign_shape_reason(a, first.engine.info().fingerprint, e.info().fingerprint)) {
-          r.engine_skipped.push_back({a.label, std::move(*why)});
-          return true;
-        }
-    return false;
-  });
-  attach_audit_maps(r.maps, d, r.args.get("--arms").has_value() || r.serve != nullptr, first.engine,
-                    first.partner ? &*first.partner : nullptr, drifted, *r.user_tasks,
-                    tokenizer.codec(first.engine, "audit"));
-  for (const auto& a : d.arms)
-    for (const auto& [name, e] : drifted)
-      if (a.plan().sender == arm_sender::named && a.sender == name)
-        r.drift_senders.set(a.label, fingerprint_text(e.info().fingerprint));
+  for (const auto& [sender, level] : audit_drift_senders(r.spec, audit_design_arms(r.spec).design))
+    first.senders.emplace_back(sender, reference_cpu_engine::load_with_overlay(
+                                           level.base, r.spec.drift->overlay_path(level), r.threads));
   run_audit_on<reference_cpu_engine, reference_cpu_engine>(
-      r, tokenizer, first, [&first] { return std::make_unique<engines>(first); }, "reference");
+      r, tokenizer, first, [&first] { return std::make_unique<engines>(first); });
 }
 
 // The trials: the tasks (the organism's written as task lines and read through the same
 // task_file_source as a user's --tasks file), the reach warning, the engines, and the session.
 void run_audit_trials(audit_run& r) {
-  auto& d = r.d;
-  r.to = organism_task_options{.seed = d.seed,
-                               .no_need_fraction = r.no_need,
-                               .stale_fraction = r.stale,
-                               .conflict_fraction = r.conflict};
   if (!r.user_tasks) {
-    r.fmt = organism_format::load(r.task_dir);
-    r.user_tasks = organism_task_file(*r.fmt, r.to, d.items);
-  } else if (r.batch_items != 0) {
+    r.fmt = organism_format::load(r.spec.organism_dir);
+    r.user_tasks = organism_task_file(*r.fmt, r.spec.organism_task_options_of(), r.spec.items);
+  } else if (r.spec.batch_items != 0) {
     shuffle_tasks_for_until_decided(r);  // the organism's items are drawn from the seed already
   }
   warn_design_reach(r);
-  if (r.batch_items != 0)  // the intervals of each regime are tuned for its items in the design
-    for (const auto& t : r.user_tasks->tasks) r.item_regime.emplace_back(regime_name(t.regime));
+  if (r.spec.batch_items != 0)  // the intervals of each regime are tuned for its items in the design
+    for (const auto& t : r.user_tasks->tasks) r.spec.item_regime.emplace_back(regime_name(t.regime));
   // The engine's tokenizer as a text_codec (trial/task_file.hpp) for text task files
   // (tokenizer_select.hpp): --tokenizer F.gguf (vocab-only), else a llama.cpp model's own
   // vocabulary, else empty; a text task without one exits 2 naming the file, line and field.
   auto tokenizer = text_tokenizer::from_option(r.args, "audit");  // --tokenizer F.gguf, vocab-only
+  const auto arms = audit_design_arms(r.spec).design.arms;
   const bool wants_partner =
-      std::any_of(d.arms.begin(), d.arms.end(), [](const trial_arm& a) { return a.needs_partner(); });
+      std::any_of(arms.begin(), arms.end(), [](const trial_arm& a) { return a.needs_partner(); });
   if (!r.on_llama) return run_audit_on_reference(r, tokenizer, wants_partner);
 #if LATENTAUDIT_CLI_LLAMA_CPP
   run_audit_on_llama_cpp(r, tokenizer, wants_partner);
@@ -1095,18 +758,11 @@ void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_
       return w;
     };
     auto first = load();
-    attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value() || r.serve != nullptr, first->engine,
-                      first->partner ? &*first->partner : nullptr,
-                      std::vector<std::pair<std::string, llama_cpp_engine>>{}, *r.user_tasks,
-                      tokenizer.codec(first->engine, "audit"));
-    return run_audit_on<llama_cpp_engine, llama_cpp_engine>(r, tokenizer, *first, load, "llama.cpp");
+    return run_audit_on<llama_cpp_engine, llama_cpp_engine>(r, tokenizer, *first, load);
   }
   auto engine = llama_cpp_engine::load(model, lo);
   std::optional<llama_cpp_engine> partner;
   if (with_partner) partner.emplace(llama_cpp_engine::load(*partner_arg, lo));
-  attach_audit_maps(r.maps, r.d, r.args.get("--arms").has_value(), engine, partner ? &*partner : nullptr,
-                    std::vector<std::pair<std::string, llama_cpp_engine>>{}, *r.user_tasks,
-                    tokenizer.codec(engine, "audit"));
   std::vector<llama_cpp_engine*> engines{&engine};
   if (partner) engines.push_back(&*partner);
   llama_cpp_batch batch(std::move(engines));
@@ -1118,7 +774,7 @@ void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_
     return w;
   };
   auto first = make();
-  run_audit_on<llama_cpp_seat_engine, llama_cpp_seat_engine>(r, tokenizer, *first, make, "llama.cpp");
+  run_audit_on<llama_cpp_seat_engine, llama_cpp_seat_engine>(r, tokenizer, *first, make);
 }
 #endif
 
@@ -1141,7 +797,7 @@ int finish_audit(audit_run& r, std::chrono::steady_clock::time_point t0) {
   j.set("trials_total", res.design.trials());
   j.set("trials_run", stats.trials);
   j.set("trials_skipped", stats.skipped);
-  if (r.batch_items != 0) j.set("until_decided", res.until_decided);
+  if (r.spec.batch_items != 0) j.set("until_decided", res.until_decided);
   json_value timing = json_value::object();
   timing.set("trials_wall_s", stats.wall_s);
   timing.set("engine_s", stats.engine_s);
@@ -1179,7 +835,7 @@ void refuse_audit_out_over_inputs(const audit_run& r) {
   if (!r.no_partner)
     inputs.push_back({"--partner", r.on_llama ? std::filesystem::path(r.partner_arg.value_or(""))
                                               : model_dir(r.partner_arg, "organism-b")});
-  if (!r.drift_dir.empty()) inputs.push_back({"--drift", r.drift_dir});
+  if (r.spec.drift) inputs.push_back({"--drift", r.spec.drift->dir});
   for (const char* o : {"--task", "--tasks", "--tokenizer", "--config"})
     if (const auto p = args.get(o)) inputs.push_back({o, *p});
   if (const auto m = args.get("--map"); m && *m != "none") add_listed_inputs(inputs, "--map", *m);
@@ -1187,7 +843,7 @@ void refuse_audit_out_over_inputs(const audit_run& r) {
 }
 
 int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
-  const auto specs = audit_spec();
+  const auto specs = audit_option_specs();
   std::vector<std::string> overridden;
   std::string overridden_where;
   const auto words = with_config(raw, specs, &overridden, &overridden_where);

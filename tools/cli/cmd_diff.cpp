@@ -92,7 +92,7 @@ report_view read_report(std::string path) {
   r.path = path;
   json_value doc;
   try {
-    doc = parse_json(detail::read_whole_file(path, diff_max_bytes, "diff"));
+    doc = parse_json(read_whole_file(path, diff_max_bytes, "diff"));
   } catch (const corrupt_data& e) {
     throw usage_error("diff: " + path + ": not a JSON document (" + std::string(e.what()) + ")");
   }

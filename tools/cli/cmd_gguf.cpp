@@ -2,7 +2,7 @@
 // `latentaudit gguf export`: an HF Llama checkpoint (the organisms included) to a GGUF file that
 // llama.cpp runs (engine/gguf_export.hpp, docs/gguf.md); `latentaudit gguf inspect`: a GGUF file's
 // header, scalar metadata and tensors, validated by the bounded reader (engine/gguf.hpp).
-#include <latentaudit/core/detail/file_check.hpp>
+#include <latentaudit/core/file_check.hpp>
 #include <latentaudit/engine/gguf.hpp>
 #include <latentaudit/engine/gguf_export.hpp>
 
@@ -55,7 +55,7 @@ int run_export(std::span<const std::string> words) {
   }
   const std::string model = args.require("--model");
   const std::string out = args.require("--out");
-  detail::require_output_file(out, "--out");  // before the conversion, not after it
+  require_output_file(out, "--out");  // before the conversion, not after it
   refuse_output_over_inputs("gguf export", "--out", out,
                             {{"--model", model}, {"--vocab", args.get("--vocab").value_or("")}});
   const auto type = *parse_dtype(args.choice("--dtype", "f32", {"f32", "f16", "bf16"}));

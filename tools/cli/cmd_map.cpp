@@ -245,7 +245,7 @@ int run_map(std::span<const std::string> words) {
   double ridge = auto_ridge ? 1e-3 : args.number("--ridge", 1e-3);
   if (!(ridge > 0.0) || !std::isfinite(ridge))
     throw usage_error("map fit: option --ridge must be a positive number or 'auto', got " +
-                      detail::number_text(ridge));
+                      number_text(ridge));
   const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, INT64_MAX));
   const auto threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
   const auto t0 = std::chrono::steady_clock::now();

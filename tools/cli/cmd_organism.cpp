@@ -4,7 +4,7 @@
 // accuracy of a model organism (models/organism-*) on multi-query associative recall items from
 // make_organism_task (need regime), reading the document itself and without communication
 // (context BOS SEP key), each with its Wilson 95 % interval, and the chance level.
-#include <latentaudit/core/detail/file_check.hpp>
+#include <latentaudit/core/file_check.hpp>
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
 #include <latentaudit/trial/task.hpp>
@@ -180,7 +180,7 @@ int run_tasks(std::span<const std::string> words) {
     return exit_ok;
   }
   const std::filesystem::path out = args.require("--out");
-  detail::require_output_file(out, "--out");
+  require_output_file(out, "--out");
   std::filesystem::path task_dir;
   if (auto task = args.get("--task")) {
     const std::filesystem::path tp = *task;

@@ -126,7 +126,7 @@ int run_policy(std::span<const std::string> words) {
   const std::string file = args.require("--requests");
   std::string text;
   try {
-    text = detail::read_whole_file(file, policy_requests_max_bytes, "policy");
+    text = read_whole_file(file, policy_requests_max_bytes, "policy");
   } catch (const latentaudit::error& e) {
     throw usage_error("policy: --requests: " + std::string(e.what()));
   }

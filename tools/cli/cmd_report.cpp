@@ -52,7 +52,7 @@ void check_records_arg(const std::filesystem::path& records) {
     throw usage_error("report: cannot open --records '" + records.string() + "': no such file or directory");
   if (ec) throw usage_error("report: cannot open --records '" + records.string() + "': " + ec.message());
   if (st.type() != std::filesystem::file_type::regular && st.type() != std::filesystem::file_type::directory)
-    throw usage_error("report: --records '" + records.string() + "' is " + detail::file_kind_text(st) +
+    throw usage_error("report: --records '" + records.string() + "' is " + file_kind_text(st) +
                       ", not a records file or an audit directory");
 }
 

@@ -2,9 +2,9 @@
 // latentaudit CLI: data loading helpers (see data_input.hpp).
 #include "data_input.hpp"
 
-#include <latentaudit/core/detail/check.hpp>
-#include <latentaudit/core/detail/file_check.hpp>
 #include <latentaudit/core/error.hpp>
+#include <latentaudit/core/file_check.hpp>
+#include <latentaudit/core/number_text.hpp>
 
 #include <unistd.h>
 
@@ -49,7 +49,7 @@ void check_table_memory(const std::string& path, std::uint64_t size) {
 
 data_table load_table(const arguments& args) {
   const std::string path = args.require("--data");
-  const std::uint64_t size = detail::require_regular_file(path, "--data file");
+  const std::uint64_t size = require_regular_file(path, "--data file");
   if (size == 0) throw corrupt_data(path + ": empty file (no header, no rows)");
   if (size <= (std::uint64_t{1} << 30)) check_table_memory(path, size);
   data_table t = read_data_table(path);
@@ -61,7 +61,7 @@ data_table load_table(const arguments& args) {
       const data_cell& c = t.cell(r, name);
       if (c.kind == cell_kind::number && std::isfinite(c.number) && std::fabs(c.number) > 1e150)
         t.cell_error(r, name,
-                     "value " + detail::number_text(c.number) +
+                     "value " + number_text(c.number) +
                          " is too large for the statistics (its square overflows); rescale the column "
                          "to |x| <= 1e150");
     }
@@ -72,8 +72,7 @@ std::vector<double> treatment_codes(const data_table& t, const std::string& colu
   std::vector<double> z = t.numeric_column(column);
   for (std::size_t r = 0; r < z.size(); ++r) {
     if (z[r] != 0.0 && z[r] != 1.0) {
-      t.cell_error(r, column,
-                   "treatment must be coded 0 (control) or 1 (treated), got " + detail::number_text(z[r]));
+      t.cell_error(r, column, "treatment must be coded 0 (control) or 1 (treated), got " + number_text(z[r]));
     }
   }
   return z;
@@ -83,7 +82,7 @@ void check_binary_column(const data_table& t, const std::string& column, const s
                          const std::string& what) {
   for (std::size_t r = 0; r < values.size(); ++r) {
     if (values[r] != 0.0 && values[r] != 1.0) {
-      t.cell_error(r, column, "expected " + what + " 0 or 1, got " + detail::number_text(values[r]));
+      t.cell_error(r, column, "expected " + what + " 0 or 1, got " + number_text(values[r]));
     }
   }
 }
@@ -196,8 +195,8 @@ paired_arms load_pairs(const arguments& args, bool binary_outcome) {
 }
 
 std::vector<double> read_number_file(const std::string& path, const std::string& option) {
-  (void)detail::require_regular_file(path, option + " file");
-  const std::string text = detail::read_whole_file(path, std::size_t{1} << 30, option);
+  (void)require_regular_file(path, option + " file");
+  const std::string text = read_whole_file(path, std::size_t{1} << 30, option);
   std::vector<double> out;
   std::size_t pos = 0, line = 0;
   bool seen = false;  // a non-blank line was read
@@ -209,15 +208,14 @@ std::vector<double> read_number_file(const std::string& path, const std::string&
     pos = nl + 1;
     if (!ln.empty() && ln.back() == '\r') ln.pop_back();
     if (ln.find_first_not_of(" \t") == std::string::npos) continue;
-    const data_cell c = detail::classify_csv_cell(ln);
+    const data_cell c = classify_csv_cell(ln);
     const bool first = !seen;
     seen = true;
     if (c.kind == cell_kind::text && first) continue;  // header
     if (c.kind != cell_kind::number)
-      detail::throw_at_line(path, line, "expected one number per line, got '" + ln.substr(0, 40) + "'");
+      throw_at_line(path, line, "expected one number per line, got '" + ln.substr(0, 40) + "'");
     if (!std::isfinite(c.number))
-      detail::throw_at_line(path, line,
-                            "non-finite value '" + ln.substr(0, 40) + "', expected a finite number");
+      throw_at_line(path, line, "non-finite value '" + ln.substr(0, 40) + "', expected a finite number");
     out.push_back(c.number);
   }
   if (out.empty()) throw corrupt_data(path + ": no numbers (" + option + " expects one number per line)");

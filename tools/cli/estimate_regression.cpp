@@ -118,7 +118,7 @@ std::vector<long long> periods_of(const data_table& t, const std::string& col) {
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i] != std::floor(v[i]) || std::fabs(v[i]) > 9.0e15) {
-      t.cell_error(i, col, "expected an integer period, got " + detail::number_text(v[i]));
+      t.cell_error(i, col, "expected an integer period, got " + number_text(v[i]));
     }
     out.push_back(static_cast<long long>(v[i]));
   }

@@ -180,7 +180,7 @@ inline void check_model_layout(const gguf_file& f, std::uintmax_t file_size, con
         refuse(key_text(arch + suffix) + " must be an f32 number");
       }
       if (!(std::isfinite(x) && x > 0 && x < 1))
-        refuse(key_text(arch + suffix) + " is " + latentaudit::detail::number_text(x) +
+        refuse(key_text(arch + suffix) + " is " + latentaudit::number_text(x) +
                ", not a finite number in (0, 1)");
     }
   if (f.tensors().empty()) refuse("holds no tensors (a vocabulary, not a model)");

@@ -41,7 +41,7 @@ inline audit_options report_options(const arguments& args, std::uint64_t seed) {
   o.noninferiority_margin = o.equivalence_margin;
   if (!(o.equivalence_margin > 0 && o.equivalence_margin < 1))
     throw usage_error(args.command() + ": option --margin must lie in (0, 1), got " +
-                      detail::number_text(o.equivalence_margin));
+                      number_text(o.equivalence_margin));
   o.alpha = args.alpha();
   o.bootstrap_replicates = static_cast<std::size_t>(args.integer("--bootstrap", 2000, 100, 1000000));
   if (args.get("--latency-slo-ms")) {

@@ -228,9 +228,11 @@ struct data_table_builder {
   static constexpr std::size_t npos = data_table::npos;
 };
 
-/// @brief Classifies CSV cell text: empty → missing; a number (leading/trailing blanks and a
-/// leading '+' allowed; "nan", "inf", "infinity" in any case give non-finite numbers; overflow
-/// gives ±inf) → number; anything else → text.
+}  // namespace detail
+
+/// @brief Classifies CSV cell text (public: the CLI's one-number-per-line files use it too): empty → missing;
+/// a number (leading/trailing blanks and a leading '+' allowed; "nan", "inf", "infinity" in any case give
+/// non-finite numbers; overflow gives ±inf) → number; anything else → text.
 [[nodiscard]] inline data_cell classify_csv_cell(std::string text) {
   data_cell c;
   std::string_view s(text);
@@ -266,14 +268,20 @@ struct data_table_builder {
   return c;
 }
 
-/// @brief Throws corrupt_data "<source>, line L: what".
+/// @brief Throws corrupt_data "<source>, line L: what" (the data readers' error of one line).
+/// @param source the file's name, as errors show it
+/// @param line the 1-based line
+/// @param what what is wrong there
 [[noreturn]] inline void throw_at_line(std::string_view source, std::size_t line, std::string_view what) {
   std::string m(source);
   m.append(", line ").append(std::to_string(line)).append(": ").append(what);
   LATENTAUDIT_THROW(corrupt_data(m));
 }
 
-/// @brief Reads a whole file into a string.
+/// @brief Reads a whole file into a string, after checking that it is a regular file.
+/// @param path the file
+/// @param max_bytes the most bytes it may hold
+/// @param fn the caller's name, which starts every message
 /// @throws invalid_argument if it cannot be opened; corrupt_data if it exceeds max_bytes.
 [[nodiscard]] inline std::string read_whole_file(const std::string& path, std::size_t max_bytes,
                                                  std::string_view fn) {
@@ -303,6 +311,12 @@ struct data_table_builder {
     LATENTAUDIT_THROW(corrupt_data(std::string(fn) + ": failed to read data file '" + path + "'"));
   return text;
 }
+
+namespace detail {
+
+using latentaudit::classify_csv_cell;  // public above: the readers' internal spelling
+using latentaudit::read_whole_file;
+using latentaudit::throw_at_line;
 
 /// @brief Splits CSV text into records of fields (RFC 4180: ',' separators, '"' quoting with
 /// '""' as an escaped quote, quoted fields may hold separators and line breaks; LF, CRLF or CR end

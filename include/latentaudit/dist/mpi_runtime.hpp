@@ -48,10 +48,21 @@ inline std::string mpi_error_text(int code) {
   return std::string(text, static_cast<std::size_t>(len > 0 ? len : 0));
 }
 
-// Throws mpi_error "<what>: <MPI's text>" unless rc is MPI_SUCCESS.
+}  // namespace detail
+
+/// @brief Checks an MPI call's return code, for code that calls MPI itself beside this runtime (e.g.
+/// the CLI's sharded audit): `check_mpi(MPI_Irecv(...), "MPI_Irecv")`.
+/// @param rc the call's return code
+/// @param what the call's name, which starts the message
+/// @throws mpi_error "<what> failed: <MPI's text of rc>" unless rc is MPI_SUCCESS.
 inline void check_mpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) LATENTAUDIT_THROW(mpi_error(std::string(what) + " failed: " + mpi_error_text(rc)));
+  if (rc != MPI_SUCCESS)
+    LATENTAUDIT_THROW(mpi_error(std::string(what) + " failed: " + detail::mpi_error_text(rc)));
 }
+
+namespace detail {
+
+using dist::check_mpi;  // the runtime's internal spelling
 
 // A count as MPI's int. @throws mpi_error above INT_MAX.
 inline int mpi_count(std::size_t n, const char* what) {

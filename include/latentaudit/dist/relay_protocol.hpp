@@ -135,6 +135,15 @@ inline peer_report check_peer_report(const json_value& m, const trial_arm& arm, 
 
 }  // namespace detail
 
+/// @brief Agent A's refusal of the conversation on `channel`: the control message {"error": why},
+/// which agent B's next receive raises as the peer's error naming `why` (docs/wire-format.md,
+/// "Relay over a real link"). A relay peer that cannot run the design it received says why before
+/// it ends (dist::serve_sender does the same for a design that differs from its own).
+/// @throws link_error if the channel fails.
+inline void send_refusal(relay_channel& channel, const std::string& why) {
+  detail::send_control(channel, json_value::object({{"error", why}}));
+}
+
 /// @brief Agent B's end of the relay protocol: a remote_sender whose agent A is at the far end of
 /// `channel` (running serve_sender). Per relay: B's request → A's report → "go" → the frame. The
 /// measured crossing time is B's clock from sending "go" to holding the whole frame (one small

@@ -50,19 +50,9 @@
 #include "../trial/task_file.hpp"
 #include "../trial/workers.hpp"
 #include "../version.hpp"
+#include "audit_spec.hpp"
 
 namespace latentaudit {
-
-/// @brief The engines of one audit worker: B's model, the partner (the arms whose sender is the
-/// partner, cross_model) and the named senders (drifted models, trial_driver::add_sender). Each
-/// worker of `--jobs N` has its own; `Engine` and `Partner` model the engine concepts
-/// (engine/concepts.hpp).
-template <class Engine, class Partner = Engine>
-struct audit_engines {
-  Engine engine;                                        ///< agent B's model (and A's, by default)
-  std::optional<Partner> partner;                       ///< the partner model, where arms need it
-  std::vector<std::pair<std::string, Engine>> senders;  ///< named senders, by arm sender name
-};
 
 /// @brief Makes the engines of one more worker (`--jobs N`: called N - 1 times before any trial).
 template <class Engine, class Partner = Engine>
@@ -174,6 +164,28 @@ class audit_session {
   ///         one process; agent A keeps no journal).
   explicit audit_session(trial_design design, audit_session_options options = {})
       : d_(std::move(design)), o_(std::move(options)) {
+    check_options();
+  }
+
+  /// @brief The session of the audit `spec` declares under `options`: run() builds its design on the
+  /// engines (build_audit_design: the design, its whole identity, the arms left out, the matched
+  /// cache maps every driver relays through). The spec's engine name, stopping rule (batch_items,
+  /// item_regime) and messages (`options.messages.detokenize` kept) replace the options'.
+  /// @throws invalid_argument naming the spec's field (audit_design_arms) or as the other constructor.
+  explicit audit_session(audit_spec spec, audit_session_options options = {})
+      : d_(audit_design_arms(spec).design), o_(std::move(options)) {
+    o_.engine_name = spec.engine;
+    o_.batch_items = spec.batch_items;
+    o_.item_regime = spec.item_regime;
+    message_options m = spec.messages.value_or(message_options{});
+    if (!m.detokenize) m.detokenize = o_.messages.detokenize;
+    o_.messages = std::move(m);
+    spec_ = std::move(spec);
+    check_options();
+  }
+
+ private:
+  void check_options() const {
     constexpr std::string_view fn = "audit_session";
     const auto& t = o_.topology;
     if (o_.jobs == 0) detail::throw_invalid(fn, "options.jobs", "must be >= 1");
@@ -187,6 +199,7 @@ class audit_session {
       detail::throw_invalid(fn, "options.topology.ranks", "a relay over MPI needs its ranks");
   }
 
+ public:
   /// @brief Runs the audit on `first`'s engines (and `--jobs - 1` more from `make_worker`), the tasks
   /// from `tasks`; `configure(driver)` is called on every driver (e.g. to add cache maps). Returns
   /// what it ran and, where this process summarises, the report (also written to `out`).
@@ -214,6 +227,7 @@ class audit_session {
       drivers.push_back(std::make_unique<driver_type>(e.engine, e.partner ? &*e.partner : nullptr));
       for (auto& [name, s] : e.senders) drivers.back()->add_sender(name, s);
       drivers.back()->set_message_options(o_.messages);
+      maps_.add_to(*drivers.back());  // the spec's matched cache maps (kv_mapped arms)
       configure(*drivers.back());
     };
     add_driver(first);
@@ -324,44 +338,15 @@ class audit_session {
   // names the engine, its models, the arms left out and the stopping rule; the design is checked.
   template <class Engine, class Partner>
   void restrict(const audit_engines<Engine, Partner>& first, const task_file_source& tasks) {
-    const Partner* partner = first.partner ? &*first.partner : nullptr;
-    auto cut = restrict_to_engine(d_, first.engine, partner);
-    for (auto& sk : cut.skipped) o_.arms_unavailable.push_back(std::move(sk));
-    d_ = std::move(cut.design);
-    if (!tasks.has_budget_units()) {  // text_budget arms belong to tasks with budget units (the organism's)
-      for (const auto& a : d_.arms)
-        if (a.plan().payload == arm_payload::document_pairs)
-          o_.arms_unavailable.push_back({a.label,
-                                         "the tasks have no budget units (budget_cuts, docs/tasks.md): "
-                                         "text_budget arms apply to the organism's recall task"});
-      std::erase_if(d_.arms,
-                    [](const trial_arm& a) { return a.plan().payload == arm_payload::document_pairs; });
+    if (spec_) {  // the one builder: the design, its whole identity, the arms left out, the maps
+      audit_design built = build_audit_design(*spec_, first, tasks);
+      d_ = std::move(built.design);
+      o_.arms_unavailable = std::move(built.arms_unavailable);
+      maps_ = std::move(built.maps);
+      return;
     }
-    auto& id = d_.identity;
-    id.engine = o_.engine_name;
-    id.engine_version = latentaudit::version_string;
-    if constexpr (requires { first.engine.kernel(); })  // the reference engine's products: one kernel's bits
-      id.engine_version += std::string(" (kernel ") + first.engine.kernel() + ")";
-    id.model = fingerprint_text(first.engine.info().fingerprint);
-    id.partner = partner != nullptr ? fingerprint_text(partner->info().fingerprint) : std::string();
-    json_value o = id.options.is_object() ? id.options : json_value::object();
-    if (!o_.arms_unavailable.empty()) {
-      json_value sk = json_value::object();
-      for (const auto& x : o_.arms_unavailable) sk.set(x.arm, x.reason);
-      o.set("arms_unavailable_on_engine", std::move(sk));
-    }
-    if (o_.batch_items != 0) {
-      json_value u = json_value::object();
-      u.set("batch_items", static_cast<double>(o_.batch_items));
-      u.set("looks", static_cast<double>(looks()));
-      u.set("arms", "stop when decided");  // arms stop one by one once their findings are decided
-      json_value ri = json_value::object();
-      for (const auto& [name, k] : regime_items()) ri.set(name, static_cast<double>(k));
-      u.set("regime_items", std::move(ri));
-      o.set("until_decided", std::move(u));
-    }
-    if (!o.as_object().empty()) id.options = std::move(o);
-    d_.validate();
+    detail::restrict_audit_design(d_, o_.arms_unavailable, first, tasks, o_.engine_name, o_.batch_items,
+                                  o_.item_regime);
   }
 
   [[nodiscard]] std::size_t looks() const noexcept {
@@ -565,8 +550,10 @@ class audit_session {
 
   trial_design d_;
   audit_session_options o_;
-  arm_schedule schedule_;  // stop when decided: the trials each batch scheduled
-  bool ran_ = false;       // run() was called (a session runs once)
+  std::optional<audit_spec> spec_;  // the spec the design is built from (the spec constructor)
+  audit_matched_maps maps_;         // its matched cache maps
+  arm_schedule schedule_;           // stop when decided: the trials each batch scheduled
+  bool ran_ = false;                // run() was called (a session runs once)
 };
 
 }  // namespace latentaudit

@@ -15,22 +15,11 @@
 
 #include "../../config.hpp"
 #include "../error.hpp"
+#include "../number_text.hpp"
 
 namespace latentaudit::detail {
 
-/// @brief Shortest round-trip decimal text of a double ("nan", "inf" for non-finite values).
-inline std::string number_text(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[32];
-  auto res = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, res.ptr);
-}
-
-/// @brief Decimal text of an integer.
-template <class Int>
-requires std::is_integral_v<Int>
-inline std::string number_text(Int x) { return std::to_string(x); }
+using latentaudit::number_text;  // core/number_text.hpp (public)
 
 /// @brief Builds "function: argument 'name' expected" + details.
 inline std::string arg_message(std::string_view function, std::string_view name, std::string_view what) {
