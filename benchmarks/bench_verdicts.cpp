@@ -38,8 +38,10 @@
 // "verdicts/mcnemar_table" (issue 52 item 3) prints the table of docs/estimators/findings.md
 // "Superiority at one seed per item": on truncation_table's cells at one seed per item (margin cells
 // moved to the superiority null T − C = 0, same heterogeneity), the one-sided 0.05 rejection rates
-// of the betting tests the "beats" findings use, the paired t, exact conditional and mid-p McNemar,
-// with MC s.e. and the tests whose size exceeds α + 2 s.e. (cell i seeded 5200 + i).
+// of the betting tests the "beats" findings used before, the paired t, exact conditional and mid-p
+// McNemar, and the test each "beats" finding now uses there (the library's detail::exact_view_of:
+// exact McNemar, one-sided for the sequence steps, two-sided for the Holm members), with MC s.e.
+// and the tests whose size exceeds α + 2 s.e. (cell i seeded 5200 + i).
 //
 // "verdicts/likelihood_table" (issues 50 and 52) prints the table of docs/audit-report.md
 // "Likelihood endpoints in the dependency check": for each cell of tests/report/likelihood_mc.hpp
@@ -49,6 +51,7 @@
 // and "no" beside a likelihood "yes" (never allowed).
 #include <latentaudit/estimators/betting.hpp>
 #include <latentaudit/estimators/paired_binary.hpp>
+#include <latentaudit/report/detail/audit_data.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -59,9 +62,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/decision_mc.hpp"
@@ -786,15 +791,16 @@ void mcnemar_table(std::size_t reps, bool print) {
         alpha, reps, static_cast<unsigned long long>(seed0), alpha + 2.0 * se_alpha);
     std::printf(
         "\n| cell | K | a+b | T - C | seed | t | betting L > 0 (seq.) | betting p2 < a (Holm, m = 1) | exact "
-        "McNemar | mid-p McNemar | exact McNemar p2 < a (Holm, m = 1) | exact / betting L | above a + 2 se "
-        "|\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        "McNemar | mid-p McNemar | exact McNemar p2 < a (Holm, m = 1) | finding's test, seq. | finding's "
+        "test, Holm m = 1 | exact / betting L | finding seq. / t | above a + 2 se |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   }
-  constexpr const char* names[] = {"t", "betting L", "betting p2", "exact", "mid-p", "exact p2"};
+  constexpr const char* names[] = {"t",     "betting L", "betting p2",   "exact",
+                                   "mid-p", "exact p2",  "finding seq.", "finding Holm"};
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     std::mt19937_64 g(seed0 + i);
-    std::size_t rej[6] = {};
+    std::size_t rej[8] = {};
     for (std::size_t r = 0; r < reps; ++r) {
       const auto x = sim::simulate_item_differences(c.d, g);
       std::size_t b = 0, cc = 0;
@@ -820,6 +826,12 @@ void mcnemar_table(std::size_t reps, bool print) {
       rej[2] += bounded_mean_p_value(x, -1.0, 1.0, 0.0, alpha) < alpha && mean > 0.0 ? 1 : 0;
       rej[3] += p.exact <= alpha ? 1 : 0;
       rej[4] += p.mid <= alpha ? 1 : 0;
+      // the rule the report's findings now use here (one pair per item): the library's exact view
+      // (report/detail/audit_data.hpp), as audit_effect_findings reads it — a sequence step's "yes"
+      // is its one-sided p <= alpha, a Holm member's its two-sided p < alpha (family of one) with b > c
+      const auto v = detail::exact_view_of(b, cc, alpha, std::numeric_limits<double>::quiet_NaN());
+      rej[6] += v.p_above <= alpha ? 1 : 0;
+      rej[7] += v.p_two < alpha && b > cc ? 1 : 0;
     }
     if (!print) continue;
     std::printf("| %s | %zu | %g | %+.2f | %llu |", c.name.c_str(), c.d.items, c.d.treated.concentration,
@@ -828,13 +840,15 @@ void mcnemar_table(std::size_t reps, bool print) {
     const bool size_cell = c.d.truth() <= c.m0;
     std::string over;
     if (size_cell)
-      for (std::size_t k = 0; k < 6; ++k)
+      for (std::size_t k = 0; k < 8; ++k)
         if (rate(rej[k], reps) > alpha + 2.0 * se_alpha)
           over += (over.empty() ? "" : ", ") + std::string(names[k]);
-    if (rej[1] > 0)
-      std::printf(" %.2f |", static_cast<double>(rej[3]) / static_cast<double>(rej[1]));
-    else
-      std::printf(" — |");
+    for (const auto& [num, den] : {std::pair{rej[3], rej[1]}, std::pair{rej[6], rej[0]}}) {
+      if (den > 0)
+        std::printf(" %.2f |", static_cast<double>(num) / static_cast<double>(den));
+      else
+        std::printf(" — |");
+    }
     std::printf(" %s |\n", size_cell ? (over.empty() ? "none" : over.c_str()) : "(power cell)");
   }
 }
