@@ -284,6 +284,68 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   }
 }
 
+// A verdict rule on one view of a paired effect (estimate, verdict limits) with the effect's Holm
+// p; p_exact: the view's one-sided exact McNemar p where the exact test decides (NaN elsewhere).
+struct effect_rule_view {
+  double estimate, low, high, p_holm;
+  double p_exact = audit_nan;
+};
+
+// The views a finding's rule must agree on: the observed pairs, and with missing records both
+// worst-case imputations (detail::missing_bounds).
+LATENTAUDIT_INLINE std::vector<effect_rule_view> effect_views(const paired_effect& e) {
+  std::vector<effect_rule_view> vs{{e.estimate, e.verdict_low, e.verdict_high, e.p_holm}};
+  if (e.missing.any()) {
+    const auto& lo = e.missing.low;
+    const auto& hi = e.missing.high;
+    vs.push_back({lo.estimate, lo.verdict_low, lo.verdict_high, e.p_holm});
+    vs.push_back({hi.estimate, hi.verdict_low, hi.verdict_high, e.p_holm});
+  }
+  return vs;
+}
+
+// The exact McNemar views of a need-regime "beats" contrast (detail::exact_superiority_of over the
+// effect's two arms; `applies` false when an arm is not in the table).
+LATENTAUDIT_INLINE exact_superiority beats_exact(const audit_data& d, const paired_effect& e, double alpha) {
+  const std::size_t ta = d.find_label(e.treated), ca = d.find_label(e.control);
+  if (ta == audit_data::npos || ca == audit_data::npos) return {};
+  const std::size_t tarm[] = {ta};
+  return exact_superiority_of(
+      d, tarm, ca, [&d](std::size_t u) { return d.unit_regime[u] == audit_regime::need; }, alpha,
+      {.estimate = e.estimate, .verdict_low = e.verdict_low, .verdict_high = e.verdict_high}, e.missing);
+}
+
+// The rule and interval parts of a "beats" finding's method: which test decides its "yes"
+// (`exact`: exact conditional McNemar at one pair per item; else the betting view), its "no" and
+// where its interval's limits come from.
+LATENTAUDIT_INLINE std::string beats_rule_text(bool sequence, bool exact, const audit_options& o,
+                                               std::string_view verdict_text) {
+  const std::string a = number_text(o.alpha);
+  const std::string yes =
+      sequence
+          ? (exact ? fmt::format("yes: one-sided exact conditional McNemar p <= {} (one pair per item; a "
+                                 "step of the decision's fixed sequence, tested at full alpha once the "
+                                 "steps before it are shown)",
+                                 a)
+                   : fmt::format("yes: verdict lower limit > 0 (one-sided {}: a step of the decision's "
+                                 "fixed sequence, tested at full alpha once the steps before it are shown)",
+                                 a))
+      : exact ? fmt::format(
+                    "yes: Holm p < {} and estimate > 0, p exact conditional McNemar's two-sided (one pair "
+                    "per item)",
+                    a)
+              : fmt::format("yes: Holm p < {} and estimate > 0", a);
+  const std::string interval =
+      exact ? fmt::format(
+                  "interval: lower limit inverts one-sided exact McNemar at {} (max(0, betting lower limit) "
+                  "where it rejects, else min(betting lower limit, 2 pi_L - 1), pi_L the Clopper-Pearson "
+                  "lower limit of the discordant share), upper limit {}",
+                  a, verdict_text)
+            : fmt::format("interval: {}", verdict_text);
+  return fmt::format("{}; no: verdict upper limit < margin {}; {}", yes, number_text(o.equivalence_margin),
+                     interval);
+}
+
 // Whose mean a check decides (issue 52): with unequal seeds per item the mean over items and the
 // mean over requests (items weighted by their pairs) can differ beyond the margin, so a claim that
 // relay loses less than the margin must hold for both (the stricter): the value finding's "yes"
@@ -361,24 +423,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            {{regime, treated}, {regime, control}});
     return nullptr;
   };
-  // A verdict rule on one view (estimate, verdict limits) with the effect's Holm p; p_exact: the
-  // view's one-sided exact McNemar p where the exact test decides (NaN elsewhere).
-  struct rule_view {
-    double estimate, low, high, p_holm;
-    double p_exact = audit_nan;
-  };
-  // The views a rule must agree on: the observed pairs, and with missing records both worst-case
-  // imputations (detail::missing_bounds).
-  auto views_of = [&](const paired_effect& e) {
-    std::vector<rule_view> vs{{e.estimate, e.verdict_low, e.verdict_high, e.p_holm}};
-    if (e.missing.any()) {
-      const auto& lo = e.missing.low;
-      const auto& hi = e.missing.high;
-      vs.push_back({lo.estimate, lo.verdict_low, lo.verdict_high, e.p_holm});
-      vs.push_back({hi.estimate, hi.verdict_low, hi.verdict_high, e.p_holm});
-    }
-    return vs;
-  };
+  using rule_view = effect_rule_view;
   // Under missing records the rule must give the same verdict on the observed pairs and on both
   // worst-case imputations, else the finding is inconclusive; the finding's interval is then the
   // union of the observed verdict interval and the bounds' outer limits.
@@ -389,7 +434,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
     return v;
   };
   auto decide_with_bounds = [&](const paired_effect& e, const auto& rule) {
-    const auto vs = views_of(e);
+    const auto vs = effect_views(e);
     return decide_views(vs, rule);
   };
   // `views`: the views the verdict was decided on, when their limits are not the effect's betting
@@ -437,17 +482,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
     // "yes" (the sequence steps: its one-sided p at α; the Holm members: its two-sided p, already in
     // e->p_holm), and the lower limit is the one that inverts it (detail::exact_lower_limit), so the
     // interval and the verdict agree; the upper limit, and "no", stay the betting ones.
-    std::vector<rule_view> views = views_of(*e);
-    const std::size_t ta = d.find_label(e->treated), ca = d.find_label(e->control);
-    const std::size_t tarm[] = {ta};
-    const auto ex =
-        ta == audit_data::npos || ca == audit_data::npos
-            ? detail::exact_superiority{}
-            : detail::exact_superiority_of(
-                  d, tarm, ca, [&d](std::size_t u) { return d.unit_regime[u] == audit_regime::need; },
-                  o.alpha,
-                  {.estimate = e->estimate, .verdict_low = e->verdict_low, .verdict_high = e->verdict_high},
-                  e->missing);
+    std::vector<rule_view> views = effect_views(*e);
+    const auto ex = beats_exact(d, *e, o.alpha);
     const bool exact = ex.applies && ex.missing == e->missing.any();
     if (exact) {
       const detail::exact_view* ev[] = {&ex.observed, &ex.low, &ex.high};
@@ -487,32 +523,9 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                         pct(e->estimate), p_text,
                         negative ? " (significant, negative)" : " (not significant)", pct(mm), vtext);
     }
-    const std::string yes_rule =
-        sequence ? (exact ? fmt::format("yes: one-sided exact conditional McNemar p <= {} (one pair per "
-                                        "item; a step of the decision's fixed sequence, tested at full "
-                                        "alpha once the steps before it are shown)",
-                                        detail::number_text(o.alpha))
-                          : fmt::format("yes: verdict lower limit > 0 (one-sided {}: a step of the "
-                                        "decision's fixed sequence, tested at full alpha once the steps "
-                                        "before it are shown)",
-                                        detail::number_text(o.alpha)))
-        : exact  ? fmt::format(
-                       "yes: Holm p < {} and estimate > 0, p exact conditional McNemar's two-sided "
-                        "(one pair per item)",
-                       detail::number_text(o.alpha))
-                : fmt::format("yes: Holm p < {} and estimate > 0", detail::number_text(o.alpha));
-    const std::string interval_text =
-        exact ? fmt::format(
-                    "interval: lower limit inverts one-sided exact McNemar at {} (max(0, betting "
-                    "lower limit) where it rejects, else min(betting lower limit, 2 pi_L - 1), "
-                    "pi_L the Clopper-Pearson lower limit of the discordant share), upper limit "
-                    "{}",
-                    detail::number_text(o.alpha), verdict_text)
-              : fmt::format("interval: {}", verdict_text);
     push(std::move(id), v, *e,
-         fmt::format("{}; no: verdict upper limit < margin {}; {}; {}", yes_rule, detail::number_text(mm),
-                     interval_text, e->method),
-         std::move(why), complete, views);
+         fmt::format("{}; {}", beats_rule_text(sequence, exact, o, verdict_text), e->method), std::move(why),
+         complete, views);
   };
   bool request_note = false;
   auto request_weighted = [&](finding& f, const paired_effect& e, bool value) {
