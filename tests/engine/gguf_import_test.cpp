@@ -247,6 +247,7 @@ TEST_CASE("gguf import: altered files are refused naming the file and the key or
       {"missing_tensor", {.drop = {"blk.1.ffn_up.weight"}}, {"blk.1.ffn_up.weight", "missing"}},
       {"no_embd", {.drop = {"token_embd.weight"}}, {"token_embd.weight"}},
       {"bias", {.extra = {{"blk.0.attn_q.bias", {32}}}}, {"unexpected tensor", "blk.0.attn_q.bias"}},
+      {"twice", {.extra = {{"model.norm.weight", {32}}}}, {"output_norm.weight", "both"}},
       {"shape", {.reshape = {{"blk.2.ffn_gate.weight", {32, 48}}}}, {"blk.2.ffn_gate.weight", "shape"}},
   };
   for (const auto& c : cases) {

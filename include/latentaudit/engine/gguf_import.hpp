@@ -236,7 +236,12 @@ class gguf_llama_import {
                                        "(quantized weights are not supported)"));
       }
       auto hf = hf_name_of_gguf_tensor(t.name);
-      names_.emplace_back(hf ? std::move(*hf) : t.name, t.name);  // an unknown name stays as it is
+      std::string name = hf ? std::move(*hf) : t.name;  // an unknown name stays as it is
+      for (const auto& [h, g] : names_)
+        if (h == name)
+          LATENTAUDIT_THROW(corrupt_data("gguf import: '" + file_.name() + "': tensors '" + g + "' and '" +
+                                         t.name + "' are both '" + name + "'"));
+      names_.emplace_back(std::move(name), t.name);
     }
   }
 
