@@ -10,6 +10,7 @@
 #include "report/cost.hpp"
 #include "report/decision.hpp"
 #include "report/finding.hpp"
+#include "report/finding_catalog.hpp"
 #include "report/html.hpp"
 #include "report/observational.hpp"
 #include "report/report.hpp"
