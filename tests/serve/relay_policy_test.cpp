@@ -208,6 +208,23 @@ TEST_CASE(
   CHECK(via.check == "map_kv_mapped");
   q.sender_fingerprint = "dd";  // a sender with neither its fingerprint nor a map
   CHECK(p.decide(q).action == la::relay_action::text);
+  // the receiver scope: two copies of a model the audit never measured get text, not the last
+  // rule's relay (the value, risk and cost checks say nothing about that receiver)
+  q.maps = std::vector<std::string>{};
+  q.sender_fingerprint = q.receiver_fingerprint = "zz";
+  const auto unaudited = p.decide(q);
+  CHECK(unaudited.action == la::relay_action::text);
+  CHECK(unaudited.check == "homogeneity");
+  CHECK(r.decision.policy.front().find(
+            "only into the receiver the audit measured (receiver_fingerprint aa)") != std::string::npos);
+  // records without receiver fingerprints cannot show homogeneity, so no relay policy (and no
+  // unscoped relay rule) is written from them
+  auto bare = recs;
+  for (auto& rec : bare) rec.receiver_fingerprint.clear();
+  const auto br = la::build_audit_report(bare, la::test::decision_mc_options());
+  check_lines_and_rules(br);
+  CHECK_FALSE(br.decision.relay_allowed);
+  for (const auto& rule : br.decision.rules) CHECK(rule.action != la::relay_action::relay);
 
   // relay (unverified): no failure regimes; its "do not gate" rule comes first and sends text
   auto u = la::test::decision_base_design();

@@ -351,6 +351,37 @@ LATENTAUDIT_INLINE policy_rule fingerprint_rule(bool drift_shown) {
                                                : finding_kind::need_cross_model_beats_no_comm));
 }
 
+// The receivers the audit measured: every non-empty receiver_fingerprint of its records (sorted). A
+// relay rule lets traffic through only into one of them: the value, risk and cost checks say
+// nothing about a receiver they never ran on.
+LATENTAUDIT_INLINE std::vector<std::string> audited_receivers(std::span<const trial_record> records) {
+  std::set<std::string_view> seen;
+  for (const auto& r : records)
+    if (!r.receiver_fingerprint.empty()) seen.insert(r.receiver_fingerprint);
+  return {seen.begin(), seen.end()};
+}
+
+// The scope rule beside the fingerprint rule: a request into a receiver the audit did not measure
+// (receiver_fingerprint none of `receivers`) sends text. `receivers` is never empty where a relay
+// policy is written: a relay verdict needs the homogeneity check's "yes", which needs records carrying
+// sender and receiver fingerprints (homogeneity_check; records without them leave it inconclusive).
+LATENTAUDIT_INLINE std::vector<policy_rule> receiver_scope_rules(const std::vector<std::string>& receivers) {
+  if (receivers.empty()) return {};
+  std::vector<policy_condition> when;
+  for (const auto& fp : receivers) when.push_back({"receiver_fingerprint", "!=", fp, {}});
+  return {policy_rule_of(5, std::move(when), relay_action::text, "homogeneity", {})};
+}
+
+// The policy line's words for that scope.
+LATENTAUDIT_INLINE std::string receiver_scope_text(const std::vector<std::string>& receivers) {
+  if (receivers.empty()) return {};
+  if (receivers.size() == 1)
+    return "; only into the receiver the audit measured (receiver_fingerprint " + receivers.front() +
+           "): any other receiver gets text";
+  return "; only into the " + std::to_string(receivers.size()) +
+         " receivers the audit measured: any other receiver gets text";
+}
+
 // ... and every request no rule before it stopped is relayed (value: relay not less accurate than text).
 LATENTAUDIT_INLINE policy_rule relay_rule() {
   return policy_rule_of(6, {}, relay_action::relay, "value",
@@ -520,6 +551,23 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
             : std::string(
                   "relay only between identical model fingerprints (sender = receiver): the audit "
                   "shows the relay's value between identical models only");
+    // a cache map shown non-inferior adds its own rule (add_map_policy): the line says so here, where
+    // it is written, rather than being patched later by matching its words
+    const bool map_shown = std::any_of(risks.maps.begin(), risks.maps.end(),
+                                       [](const checklist_item& c) { return c.passed == verdict::yes; });
+    const std::vector<std::string> receivers = audited_receivers(records);
+    const std::string scoped =
+        fingerprints +
+        (map_shown ? "; a foreign sender's cache only through a cache map shown non-inferior (below)" : "") +
+        receiver_scope_text(receivers);
+    // the fingerprint line's rules: a receiver the audit did not measure, a sender of another
+    // fingerprint, then (where relay passes) everything else is relayed
+    const auto fingerprint_rules = [&](bool drift_shown, bool with_relay) {
+      std::vector<policy_rule> rules = receiver_scope_rules(receivers);
+      rules.push_back(fingerprint_rule(drift_shown));
+      if (with_relay) rules.push_back(relay_rule());
+      return rules;
+    };
     const std::size_t n_shown =
         conditions.size() + (dr.passed == verdict::no ? 1 : 0);  // risks shown present
     std::string untested;
@@ -531,7 +579,7 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
     if (!d.unverified.empty()) {
       // A risk not shown either way never passes: the verdict says so and lets no traffic through.
       d.verdict = decision_verdict::relay_unverified;
-      add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
+      add_policy_line(d, scoped, fingerprint_rules(dr.passed == verdict::no, true));
       for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
       add_policy_line(
           d, "do not gate relay traffic on this audit until the unverified checks are tested: " + untested,
@@ -548,12 +596,12 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
       d.verdict = decision_verdict::relay;
       d.relay_allowed = true;
       add_policy_line(d, "relay A's cache to B", {relay_rule()});
-      add_policy_line(d, fingerprints, {fingerprint_rule(false)});
+      add_policy_line(d, scoped, fingerprint_rules(false, false));
       d.summary = base_text + " Every risk check is shown absent.";
     } else {
       d.verdict = decision_verdict::relay_with_conditions;
       d.relay_allowed = true;
-      add_policy_line(d, fingerprints, {fingerprint_rule(dr.passed == verdict::no), relay_rule()});
+      add_policy_line(d, scoped, fingerprint_rules(dr.passed == verdict::no, true));
       for (const auto& [line, rule] : conditions) add_policy_line(d, line, {rule});
       d.summary =
           base_text + fmt::format(
@@ -587,7 +635,6 @@ LATENTAUDIT_INLINE void set_verdict(audit_decision& d, const finding* control, c
 LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checklist_item> maps,
                                        std::span<const trial_record> records) {
   if (maps.empty() || !is_relay_verdict(d.verdict)) return;
-  bool any = false;
   for (const auto& c : maps) {
     const std::string arm = c.name.substr(4);
     std::string sender, map, receiver;
@@ -611,7 +658,6 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
         sender.empty() ? "the sender of arm " + arm : "sender " + sender + " (arm " + arm + ")";
     const std::string through = map.empty() ? "the cache map of arm " + arm : "cache map " + map;
     if (c.passed == verdict::yes) {
-      any = true;
       add_policy_line(d,
                       "relay the cache of " + who + " only through " + through +
                           ": its mapped cache is shown non-inferior to same-model relay (" +
@@ -625,10 +671,6 @@ LATENTAUDIT_INLINE void add_map_policy(audit_decision& d, std::span<const checkl
                       {std::move(rule)});
     }
   }
-  if (!any) return;
-  for (auto& line : d.policy)
-    if (line.rfind("relay only between identical model fingerprints", 0) == 0)
-      line += "; a foreign sender's cache only through a cache map shown non-inferior (below)";
 }
 
 }  // namespace detail
