@@ -33,10 +33,10 @@ inline std::span<const double> vec(const f64_array& a, std::string_view fn, std:
   return {a.data(), static_cast<std::size_t>(a.shape(0))};
 }
 
-/// `e` parsed from its name among `choices`; invalid_argument listing them otherwise.
-template <class E, std::size_t N>
-E parse_choice(std::string_view fn, std::string_view arg, std::string_view name,
-               const std::pair<std::string_view, E> (&choices)[N]) {
+/// `e` parsed from its name among `choices` (a C array or std::array of {name, value} pairs);
+/// invalid_argument listing them otherwise.
+template <class Choices>
+auto parse_choice(std::string_view fn, std::string_view arg, std::string_view name, const Choices& choices) {
   std::string list;
   for (const auto& [n, v] : choices) {
     if (n == name) return v;

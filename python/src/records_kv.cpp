@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // latentaudit Python module: records (the C++ reader and record parser), the audit report (the
 // library call `latentaudit report` makes) and the KV policies on arrays.
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -385,10 +386,12 @@ constexpr std::pair<std::string_view, noise_scale> noise_scale_names[] = {
     {"snr_db", noise_scale::snr_db}};
 constexpr std::pair<std::string_view, kv_part> part_names[] = {
     {"keys", kv_part::keys}, {"values", kv_part::values}, {"both", kv_part::both}};
-constexpr std::pair<std::string_view, quant_scheme> scheme_names[] = {{"int8", quant_scheme::int8},
-                                                                      {"int4", quant_scheme::int4},
-                                                                      {"fp8_e4m3", quant_scheme::fp8_e4m3},
-                                                                      {"fp8_e5m2", quant_scheme::fp8_e5m2}};
+// The names of kv/quantize.hpp's one scheme table (all_quant_schemes, quant_scheme_name).
+constexpr auto scheme_names = [] {
+  std::array<std::pair<std::string_view, quant_scheme>, all_quant_schemes.size()> t{};
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = {quant_scheme_name(all_quant_schemes[i]), all_quant_schemes[i]};
+  return t;
+}();
 constexpr std::pair<std::string_view, position_mode> position_mode_names[] = {
     {"preserve", position_mode::preserve},
     {"rebase_contiguous", position_mode::rebase_contiguous},

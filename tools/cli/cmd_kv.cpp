@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `latentaudit kv inspect FILE [--key-file K]` and `latentaudit kv make-example --out FILE
 // [--key-file K]`: look inside a relay (docs/wire-format.md), or write a small valid one to try.
-#include <latentaudit/core/detail/file_check.hpp>
+#include <latentaudit/core/file_check.hpp>
 #include <latentaudit/core/rng.hpp>
 #include <latentaudit/dist/relay_auth.hpp>
 #include <latentaudit/kv/rope.hpp>
@@ -48,8 +48,7 @@ const std::vector<option_spec>& example_options() {
 std::vector<std::byte> read_key(const std::string& path) {
   std::uint64_t size = 0;
   try {
-    size =
-        detail::require_regular_file(path, "--key-file");  // a directory, FIFO or /dev/zero: refused unopened
+    size = require_regular_file(path, "--key-file");  // a directory, FIFO or /dev/zero: refused unopened
   } catch (const error& e) {
     throw usage_error(std::string("kv: ") + e.what());
   }
@@ -87,7 +86,7 @@ int run_kv_inspect(std::span<const std::string> words) {
     const std::string file = words[0];
     const auto args = arguments::parse(words.subspan(1), kv_inspect_options(), "kv inspect");
     try {
-      (void)detail::require_regular_file(file, "relay file");
+      (void)require_regular_file(file, "relay file");
     } catch (const error& e) {
       throw usage_error(std::string("kv inspect: ") + e.what());
     }
@@ -194,19 +193,16 @@ int run_make_example(std::span<const std::string> words) {
         for (std::int32_t h = 0; h < 2; ++h)
           for (std::int32_t d = 0; d < 16; ++d)
             b.set(i, v != 0, t, h, d, static_cast<float>(standard_normal(g)));
-  const auto scheme = args.choice("--quantize", "none", {"none", "int8", "int4", "fp8_e4m3", "fp8_e5m2"});
+  std::vector<std::string> schemes = {"none"};
+  for (const quant_scheme q : all_quant_schemes) schemes.emplace_back(quant_scheme_name(q));
+  const auto scheme = args.choice("--quantize", "none", schemes);
   wire_encode_options opts{.hmac_key = key};
-  if (scheme != "none") {
-    const quant_scheme q = scheme == "int8"       ? quant_scheme::int8
-                           : scheme == "int4"     ? quant_scheme::int4
-                           : scheme == "fp8_e4m3" ? quant_scheme::fp8_e4m3
-                                                  : quant_scheme::fp8_e5m2;
-    opts.quantize = quantize_spec{.scheme = q, .group_size = 16};
-  }
+  if (scheme != "none")
+    opts.quantize = quantize_spec{.scheme = *quant_scheme_from_name(scheme), .group_size = 16};
   // To a temporary renamed over --out when complete: a full disk or a file-size limit leaves no
   // partial relay; a device or directory at --out is refused, never replaced.
-  detail::require_output_file(out, "--out");
-  const auto tmp = detail::output_temp_path(out);
+  require_output_file(out, "--out");
+  const auto tmp = output_temp_path(out);
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   if (!f) throw usage_error("kv make-example: cannot write '" + out + "'");
   const auto n = encode_relay(b, f, opts);

@@ -12,11 +12,13 @@
 #define LATENTAUDIT_KV_QUANTIZE_HPP
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -60,6 +62,18 @@ enum class quant_scheme : std::uint8_t {
       return "fp8_e5m2";
   }
   return "unknown";
+}
+
+/// @brief Every scheme, in the enum's order: the one table the CLI (`kv`'s --quantize), the Python
+/// binding and the wire read scheme names from (with quant_scheme_name and quant_scheme_from_name).
+inline constexpr std::array<quant_scheme, 4> all_quant_schemes = {
+    quant_scheme::int8, quant_scheme::int4, quant_scheme::fp8_e4m3, quant_scheme::fp8_e5m2};
+
+/// @brief The scheme named `name` (a quant_scheme_name of all_quant_schemes), or nullopt.
+[[nodiscard]] constexpr std::optional<quant_scheme> quant_scheme_from_name(std::string_view name) noexcept {
+  for (const quant_scheme q : all_quant_schemes)
+    if (quant_scheme_name(q) == name) return q;
+  return std::nullopt;
 }
 
 /// @brief A round trip to perform.
