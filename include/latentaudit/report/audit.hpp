@@ -213,10 +213,17 @@ struct paired_effect {
   double ci_low = 0.0;
   double ci_high = 0.0;  ///< upper limit of the descriptive interval
   /// verdict interval: betting over items (estimators/betting.hpp), α per side (1 − 2α, 90 % at
-  /// α = 0.05); the findings decide on it. Never of zero width.
+  /// α = 0.05); the findings decide on it, except a need-regime superiority finding at one (item,
+  /// seed) unit per item and one treated arm, which decides on exact conditional McNemar and reports
+  /// a lower limit inverting it (the finding's ci_low; docs/estimators/findings.md). Never of zero
+  /// width.
   double verdict_low = 0.0;
   double verdict_high = 0.0;  ///< upper limit of the verdict interval
-  double p_value = 0.0;       ///< betting p-value over items of "mean item difference = 0"
+  /// p-value of "mean item difference = 0": for a need-regime superiority contrast (Holm family or
+  /// decision sequence) at one unit per item and one treated arm, exact conditional McNemar's
+  /// (two-sided; the largest over the worst-case imputations of missing records); else the betting
+  /// p-value over items
+  double p_value = 0.0;
   /// Holm-adjusted over the family (effects: every contrast with in_holm_family; decomposition:
   /// its own contrasts); NaN outside the family
   double p_holm = 0.0;
