@@ -20,6 +20,7 @@
 
 #include <filesystem>
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,25 +53,13 @@ inline bool is_hf_tokenizer(const std::filesystem::path& p) {
   return p.extension() == ".json";
 }
 
-/// @brief A text_codec over a tokenizer.json reader: encode without special tokens; decode the ids up
-/// to the first EOS, dropping special tokens; `bos` is the tokenizer's BOS when it adds one, else −1.
-/// The tokenizer must outlive the codec.
-[[nodiscard]] inline text_codec make_text_codec(const tokenizer_json& t) {
-  text_codec c;
-  c.encode = [&t](std::string_view s) { return t.encode(s); };
-  c.decode = [&t](std::span<const token_id> ids) {
-    std::size_t n = 0;
-    while (n < ids.size() && ids[n] != t.eos()) ++n;
-    return t.decode(ids.first(n));
-  };
-  c.bos = t.add_bos() ? t.bos() : -1;
-  return c;
-}
-
-/// @brief A text_codec over a GGUF SentencePiece vocabulary (engine/spm_tokenizer.hpp), as the
-/// tokenizer.json one: encode without special tokens; decode up to the first EOS, dropping special
-/// tokens; `bos` when the vocabulary adds one, else −1. The tokenizer must outlive the codec.
-[[nodiscard]] inline text_codec make_text_codec(const spm_tokenizer& t) {
+/// @brief A text_codec over one of the library's tokenizers (a tokenizer.json reader,
+/// engine/tokenizer_json.hpp, or a GGUF SentencePiece vocabulary, engine/spm_tokenizer.hpp): encode
+/// without special tokens; decode the ids up to the first EOS, dropping special tokens; `bos` is the
+/// tokenizer's BOS when it adds one, else −1. The tokenizer must outlive the codec.
+template <class Tokenizer>
+requires std::same_as<Tokenizer, tokenizer_json> || std::same_as<Tokenizer, spm_tokenizer>
+[[nodiscard]] text_codec make_text_codec(const Tokenizer& t) {
   text_codec c;
   c.encode = [&t](std::string_view s) { return t.encode(s); };
   c.decode = [&t](std::span<const token_id> ids) {

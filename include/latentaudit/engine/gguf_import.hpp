@@ -83,23 +83,7 @@ namespace latentaudit {
 /// @throws invalid_argument if the sizes disagree or head_dim is odd.
 [[nodiscard]] inline std::vector<float> unpermute_rope_rows(std::span<const float> w, std::int64_t n_heads,
                                                             std::int64_t head_dim, std::int64_t cols) {
-  constexpr std::string_view fn = "unpermute_rope_rows";
-  if (n_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 || cols <= 0)
-    detail::throw_invalid(fn, "shape", "needs positive n_heads and cols and a positive even head_dim");
-  detail::check_same_size(fn, "w", w.size(), "n_heads * head_dim * cols",
-                          static_cast<std::size_t>(n_heads * head_dim * cols));
-  std::vector<float> out(w.size());
-  const auto c = static_cast<std::size_t>(cols);
-  const std::int64_t half = head_dim / 2;
-  for (std::int64_t h = 0; h < n_heads; ++h)
-    for (std::int64_t i = 0; i < half; ++i)
-      for (std::int64_t j = 0; j < 2; ++j) {
-        const auto from = static_cast<std::size_t>(h * head_dim + 2 * i + j);
-        const auto to = static_cast<std::size_t>(h * head_dim + j * half + i);
-        std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(from * c), c,
-                    out.begin() + static_cast<std::ptrdiff_t>(to * c));
-      }
-  return out;
+  return detail::move_rope_rows("unpermute_rope_rows", w, n_heads, head_dim, cols, false);
 }
 
 /// @brief The reference engine's configuration of a Llama GGUF file (see the file comment).

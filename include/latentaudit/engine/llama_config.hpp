@@ -5,10 +5,16 @@
 #ifndef LATENTAUDIT_ENGINE_LLAMA_CONFIG_HPP
 #define LATENTAUDIT_ENGINE_LLAMA_CONFIG_HPP
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 
@@ -98,6 +104,36 @@ inline llama_config llama_config::from_json(const json_value& j, const std::stri
       fail(std::string(key) + " is not supported");
   return c;
 }
+
+namespace detail {
+/// @brief The rows of a Q or K projection ([n_heads · head_dim] rows of `cols` values, row-major)
+/// moved between HF's half-split rotary layout and llama.cpp's adjacent pairs: within each head, row
+/// j·head_dim/2 + i of the half-split layout is row 2i + j of the adjacent one. `to_adjacent`: HF →
+/// llama.cpp (permute_rope_rows, gguf_export.hpp), else llama.cpp → HF (unpermute_rope_rows,
+/// gguf_import.hpp). `fn` names the caller in errors.
+/// @throws invalid_argument if the sizes disagree or head_dim is odd.
+[[nodiscard]] inline std::vector<float> move_rope_rows(std::string_view fn, std::span<const float> w,
+                                                       std::int64_t n_heads, std::int64_t head_dim,
+                                                       std::int64_t cols, bool to_adjacent) {
+  if (n_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 || cols <= 0)
+    throw_invalid(fn, "shape", "needs positive n_heads and cols and a positive even head_dim");
+  check_same_size(fn, "w", w.size(), "n_heads * head_dim * cols",
+                  static_cast<std::size_t>(n_heads * head_dim * cols));
+  std::vector<float> out(w.size());
+  const auto c = static_cast<std::size_t>(cols);
+  const std::int64_t half = head_dim / 2;
+  for (std::int64_t h = 0; h < n_heads; ++h)
+    for (std::int64_t i = 0; i < half; ++i)
+      for (std::int64_t j = 0; j < 2; ++j) {
+        const auto split = static_cast<std::size_t>(h * head_dim + j * half + i);
+        const auto adjacent = static_cast<std::size_t>(h * head_dim + 2 * i + j);
+        const std::size_t from = to_adjacent ? split : adjacent, to = to_adjacent ? adjacent : split;
+        std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(from * c), c,
+                    out.begin() + static_cast<std::ptrdiff_t>(to * c));
+      }
+  return out;
+}
+}  // namespace detail
 
 }  // namespace latentaudit
 
