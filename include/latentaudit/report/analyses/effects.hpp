@@ -13,6 +13,7 @@
 #include "../../config.hpp"
 #include "../detail/arm_roles.hpp"
 #include "../detail/audit_data.hpp"
+#include "../finding_catalog.hpp"
 
 namespace latentaudit {
 // Declared in report/audit.hpp, which defines them before it includes the definitions here (the
