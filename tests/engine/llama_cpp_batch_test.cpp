@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -176,10 +177,15 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
   (void)run_on_workers<driver_type>(drivers, d, seat_tasks, [&](const trial_record& r) { got.push_back(r); });
   REQUIRE(got.size() == want.size());
   double worst = 0;
+  std::set<std::uint64_t> flipped_items;  // A's greedy message at a rounding tie (see the CLI case)
   for (std::size_t i = 0; i < want.size(); ++i) {
     CAPTURE(want[i].item, want[i].arm);
     CHECK(got[i].item == want[i].item);
     CHECK(got[i].arm == want[i].arm);
+    if (got[i].message_tokens != want[i].message_tokens || got[i].message != want[i].message) {
+      flipped_items.insert(want[i].item);
+      continue;
+    }
     CHECK(got[i].correct == want[i].correct);
     CHECK(got[i].generated_tokens == want[i].generated_tokens);
     CHECK(got[i].bytes == want[i].bytes);
@@ -188,6 +194,8 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
       worst = std::max(worst, std::fabs(*got[i].answer_logprob - *want[i].answer_logprob));
   }
   CHECK(worst <= 1e-4);
+  CAPTURE(flipped_items);
+  CHECK(flipped_items.size() <= 1);  // of 16 items; none here
   const auto c = batch.stats();
   CHECK(c.forwards > 0);
   CHECK(c.batched > 0);  // the two drivers' forwards met in one llama_decode
@@ -219,12 +227,32 @@ TEST_CASE(
   const auto one = run(1), two = run(2);
   REQUIRE(one.size() == two.size());
   REQUIRE_FALSE(one.empty());
+  // Batching changes float rounding (ggml's reduction order, the cells a sequence occupies): every
+  // record keeps its answer, tokens and bytes, and answer_logprob moves by rounding only (2.8e-5 at
+  // most on 60 items x 24 arms; 4.4e-5 over 30 batched runs of this design under load). The one
+  // discrete amplifier is A's greedy message: where two tokens' logits tie within rounding, the
+  // batched run may write another message, and B's answer_logprob then moves by far more than
+  // rounding. Such an item is counted, shown, and must stay rare; its other fields are not compared.
+  const auto text = [](const json_value& r, const char* k) {
+    const auto* v = r.find(k);
+    return v == nullptr ? std::string("absent") : write_json(*v);
+  };
+  std::set<std::string> flipped_items;
   for (std::size_t i = 0; i < one.size(); ++i) {
-    for (const char* k : {"item", "seed", "arm", "correct", "generated_tokens", "bytes", "relay_tokens"})
-      CHECK(write_json(one[i].at(k)) == write_json(two[i].at(k)));
+    CAPTURE(i, text(one[i], "item"), text(one[i], "arm"));
+    for (const char* k : {"item", "seed", "arm"}) REQUIRE(text(one[i], k) == text(two[i], k));
+    if (text(one[i], "message_tokens") != text(two[i], "message_tokens") ||
+        text(one[i], "message") != text(two[i], "message")) {
+      flipped_items.insert(text(one[i], "item"));
+      continue;
+    }
+    for (const char* k : {"correct", "generated_tokens", "bytes", "relay_tokens"})
+      CHECK(text(one[i], k) == text(two[i], k));
     CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <=
           1e-4);
   }
+  CAPTURE(flipped_items);
+  CHECK(flipped_items.size() <= 1);  // of 20 items; none in 30 runs here
   // --batched needs llama.cpp and --jobs 2 or more, and runs in one process: one line, exit 2
   const std::string llama = " --engine llama.cpp --model " + test::organism_gguf("organism-a").string() +
                             " --task " + (batch_test::models / "organism-a" / "task.json").string();

@@ -15,7 +15,8 @@
 //
 // What batching changes: a request's logits equal its own prefill's up to float rounding (the
 // reduction order of a larger batch, and the cache cells other sequences occupy); the tokens chosen
-// and every answer equal the unbatched run's on the organisms (tests/engine/llama_cpp_batch_test.cpp).
+// and every answer equal the unbatched run's on the organisms (tests/engine/llama_cpp_batch_test.cpp),
+// except where a greedy choice ties within rounding: A's message may then differ (docs/engines.md).
 // A forward the engine refuses (a position gap, a closed sequence) fails alone, before the batch
 // runs; a failing llama_decode fails every request of its call, each with its own copy of the error.
 #ifndef LATENTAUDIT_ENGINE_LLAMA_CPP_BATCH_HPP
