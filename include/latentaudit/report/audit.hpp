@@ -198,7 +198,7 @@ struct arm_summary {
 
 /// @brief One paired contrast treated − control within a regime.
 struct paired_effect {
-  std::string id;              ///< "<regime>:<treated>-<control>", e.g. "need:kv_full-no_comm"
+  std::string id;              ///< "<regime>:<treated>-<control>" (the need regime's kv_full against no_comm, say)
   std::string treated;         ///< treated arm label ("{zeroed,random}" for an average of arms)
   std::string control;         ///< control arm label
   std::string regime;          ///< "need" or "no_need"

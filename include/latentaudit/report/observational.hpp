@@ -114,9 +114,8 @@ struct rollout_result {
 struct [[nodiscard]] observational_result {
   production_log_result log;  ///< the production log
   rollout_result rollout;     ///< the rollout
-  /// log.naive_covers_randomized, log.matching_covers_randomized, log.aipw_covers_randomized,
-  /// rollout.before_after_covers_truth, rollout.did_covers_truth: demonstrations, true by
-  /// construction (the report's `demonstrations`, never its gating `findings`)
+  /// The demonstration kinds (finding_kind::log_*_covers_randomized and rollout_*_covers_truth;
+  /// their ids in finding_catalog.hpp): true by construction (the report's `demonstrations`, never its gating `findings`)
   std::vector<finding> findings;
 };
 
@@ -137,8 +136,8 @@ struct [[nodiscard]] observational_result {
 /// item_uniform(seed, item, 3) < ½. Outcome: the relay arm for group-1 units in periods ≥ P/2, the
 /// text arm otherwise. Truth: the randomized effect over the post periods (every post-period unit;
 /// rollout_result::truth says why not group 1 alone); estimates: before/after (OLS, CR1 by item)
-/// and 2 × 2 DiD (CR1 by item), plus DiD with period effects (reported, no finding). Findings
-/// "rollout.before_after_covers_truth", "rollout.did_covers_truth".
+/// and 2 × 2 DiD (CR1 by item), plus DiD with period effects (reported, no finding). Findings of
+/// the kinds finding_kind::rollout_before_after_covers_truth and rollout_did_covers_truth.
 ///
 /// The findings are teaching demonstrations, true by construction (the log is simulated from the
 /// randomized records): build_audit_report keeps them in audit_report::demonstrations, out of
