@@ -6,7 +6,6 @@
 #include "config.hpp"
 #include "core/data_table.hpp"
 #include "core/detail/check.hpp"
-#include "core/detail/edit_distance.hpp"
 #include "core/dtype.hpp"
 #include "core/edit_distance.hpp"
 #include "core/error.hpp"

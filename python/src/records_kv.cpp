@@ -626,7 +626,7 @@ void bind_kv_transforms(py::module_& m) {
             (scale == "snr_db" ? std::fabs(sigma) > 1000.0 : !(sigma >= 0 && sigma <= 1e6)))
           throw invalid_argument(std::string(fn) + ": sigma must be finite and lie in " +
                                  (scale == "snr_db" ? "[-1000, 1000] dB" : "[0, 1e6] (relative to the RMS)") +
-                                 ", got " + detail::number_text(sigma));
+                                 ", got " + latentaudit::number_text(sigma));
         auto b = make_block(input_of(k, v, std::move(positions), std::move(pairing), theta, rotary_dims,
                                      std::move(layers), n_layers, bf16),
                             fn);

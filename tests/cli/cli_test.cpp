@@ -90,8 +90,8 @@ const std::vector<double> y_control = {2.0, 4.1, 1.0, 3.3, 2.9, 2.5, 3.0};
 std::string two_arm_csv() {
   std::string s = "id,z,y\n";
   for (std::size_t i = 0; i < y_treated.size(); ++i) {
-    s += cat("p", std::to_string(i), ",1,", latentaudit::detail::number_text(y_treated[i]), "\n");
-    s += cat("p", std::to_string(i), ",0,", latentaudit::detail::number_text(y_control[i]), "\n");
+    s += cat("p", std::to_string(i), ",1,", latentaudit::number_text(y_treated[i]), "\n");
+    s += cat("p", std::to_string(i), ",0,", latentaudit::number_text(y_control[i]), "\n");
   }
   return s;
 }
@@ -101,9 +101,9 @@ std::string two_arm_jsonl() {
   std::string s;
   for (std::size_t i = 0; i < y_treated.size(); ++i) {
     s += cat("{\"id\": \"p", std::to_string(i),
-             "\", \"z\": true, \"y\": ", latentaudit::detail::number_text(y_treated[i]), "}\n");
+             "\", \"z\": true, \"y\": ", latentaudit::number_text(y_treated[i]), "}\n");
     s += cat("{\"id\": \"p", std::to_string(i),
-             "\", \"z\": false, \"y\": ", latentaudit::detail::number_text(y_control[i]), "}\n");
+             "\", \"z\": false, \"y\": ", latentaudit::number_text(y_control[i]), "}\n");
   }
   return s;
 }
@@ -112,8 +112,8 @@ std::string two_arm_jsonl() {
 std::string wide_csv() {
   std::string s = "pair,after,before\n";
   for (std::size_t i = 0; i < y_treated.size(); ++i) {
-    s += cat(std::to_string(i), ",", latentaudit::detail::number_text(y_treated[i]), ",",
-             latentaudit::detail::number_text(y_control[i]), "\n");
+    s += cat(std::to_string(i), ",", latentaudit::number_text(y_treated[i]), ",",
+             latentaudit::number_text(y_control[i]), "\n");
   }
   return s;
 }
@@ -125,8 +125,8 @@ const std::vector<double> b_control = {1, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 0, 0, 1}
 std::string long_csv(const std::vector<double>& t, const std::vector<double>& c) {
   std::string s = "item,arm,ok\n";
   for (std::size_t i = 0; i < t.size(); ++i) {
-    s += cat("i", std::to_string(i), ",0,", latentaudit::detail::number_text(c[i]), "\n");
-    s += cat("i", std::to_string(i), ",1,", latentaudit::detail::number_text(t[i]), "\n");
+    s += cat("i", std::to_string(i), ",0,", latentaudit::number_text(c[i]), "\n");
+    s += cat("i", std::to_string(i), ",1,", latentaudit::number_text(t[i]), "\n");
   }
   return s;
 }
@@ -179,10 +179,10 @@ TEST_CASE("cli: estimate paired, long and wide layouts, equal the library", "[cl
   // Row order of a long file does not matter: pairs are matched by id.
   std::string shuffled = "id,z,y\n";
   for (std::size_t i = y_treated.size(); i-- > 0;) {
-    shuffled += cat("p", std::to_string(i), ",0,", latentaudit::detail::number_text(y_control[i]), "\n");
+    shuffled += cat("p", std::to_string(i), ",0,", latentaudit::number_text(y_control[i]), "\n");
   }
   for (std::size_t i = 0; i < y_treated.size(); ++i) {
-    shuffled += cat("p", std::to_string(i), ",1,", latentaudit::detail::number_text(y_treated[i]), "\n");
+    shuffled += cat("p", std::to_string(i), ",1,", latentaudit::number_text(y_treated[i]), "\n");
   }
   check_same(run_json({"estimate", "paired", "--data", write_file("shuffled.csv", shuffled), "--outcome", "y",
                        "--treatment", "z", "--pair", "id", "--level", "0.8"}),
@@ -293,7 +293,7 @@ void check_bootstrap(const json_value& j, const latentaudit::bootstrap_result& r
 /// Writes numbers one per line, with a header line.
 std::string number_file(const std::string& name, const std::vector<double>& xs) {
   std::string s = "value\n";
-  for (double x : xs) s += cat(latentaudit::detail::number_text(x), "\n");
+  for (double x : xs) s += cat(latentaudit::number_text(x), "\n");
   return write_file(name, s);
 }
 
@@ -367,7 +367,7 @@ TEST_CASE("cli: interval from saved replicates equals bootstrap_interval", "[cli
   for (double y : y_control) influence.push_back(-(y - m0));
   const auto inf = number_file("inf.txt", influence);
   const latentaudit::bootstrap_replicates in{.t0 = t0, .replicates = full.replicates, .influence = influence};
-  const std::string t0_text = latentaudit::detail::number_text(t0);
+  const std::string t0_text = latentaudit::number_text(t0);
   for (const char* method : {"percentile", "basic", "normal", "bca"}) {
     for (const char* conv : {"boot", "scipy"}) {
       INFO(method << " " << conv);

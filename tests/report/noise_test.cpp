@@ -45,8 +45,7 @@ simulated simulate(std::size_t items, std::size_t seeds, std::uint64_t seed, dou
   std::mt19937_64 g(seed);
   auto uniform = [&] { return static_cast<double>(g() >> 11) * 0x1.0p-53; };
   simulated s;
-  for (double sg : kSigmas)
-    s.levels.push_back({.arm = "kv_noise_" + la::detail::number_text(sg), .sigma = sg});
+  for (double sg : kSigmas) s.levels.push_back({.arm = "kv_noise_" + la::number_text(sg), .sigma = sg});
   std::vector<double> sums;
   for (std::size_t i = 0; i < items; ++i) {
     double p = 0.6 + 0.4 * uniform(), c = 0.5 + uniform();

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "detail/check.hpp"
-#include "detail/file_check.hpp"
 #include "error.hpp"
+#include "file_check.hpp"
 #include "json.hpp"
 
 namespace latentaudit {
@@ -314,10 +314,6 @@ struct data_table_builder {
 
 namespace detail {
 
-using latentaudit::classify_csv_cell;  // public above: the readers' internal spelling
-using latentaudit::read_whole_file;
-using latentaudit::throw_at_line;
-
 /// @brief Splits CSV text into records of fields (RFC 4180: ',' separators, '"' quoting with
 /// '""' as an escaped quote, quoted fields may hold separators and line breaks; LF, CRLF or CR end
 /// a record). Each record carries the 1-based line where it starts. Blank lines are skipped.
@@ -403,7 +399,7 @@ struct csv_record {
 
 /// @brief Parses CSV text with a header row into a table (RFC 4180 quoting).
 ///
-/// Cells are classified by detail::classify_csv_cell: empty → missing, numeric text → number
+/// Cells are classified by classify_csv_cell: empty → missing, numeric text → number
 /// (quoted numbers too), anything else → text. Blank lines are skipped; a UTF-8 BOM is ignored.
 /// @param text the CSV text
 /// @param source name used in messages (the file path)
@@ -414,8 +410,8 @@ struct csv_record {
 [[nodiscard]] inline data_table parse_csv(std::string_view text, const std::string& source,
                                           const data_table_options& options = {}) {
   if (text.size() > options.max_bytes) {
-    detail::throw_at_line(source, 1,
-                          "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
+    throw_at_line(source, 1,
+                  "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
   }
   auto records = detail::split_csv(text, source, options.max_columns);
   if (records.empty()) LATENTAUDIT_THROW(corrupt_data(source + ": empty file (expected a header row)"));
@@ -425,23 +421,23 @@ struct csv_record {
   for (std::size_t k = 0; k < header.fields.size(); ++k) {
     const std::string& name = header.fields[k];
     if (name.empty())
-      detail::throw_at_line(source, header.line,
-                            "column " + std::to_string(k + 1) + " of the header has an empty name");
+      throw_at_line(source, header.line,
+                    "column " + std::to_string(k + 1) + " of the header has an empty name");
     if (b.find(name) != detail::data_table_builder::npos)
-      detail::throw_at_line(source, header.line, "duplicate column name '" + name + "' in the header");
+      throw_at_line(source, header.line, "duplicate column name '" + name + "' in the header");
     b.add(name);
   }
   const std::size_t ncol = header.fields.size();
   for (std::size_t r = 1; r < records.size(); ++r) {
     auto& rec = records[r];
     if (rec.fields.size() != ncol) {
-      detail::throw_at_line(source, rec.line,
-                            "ragged row: " + std::to_string(rec.fields.size()) +
-                                (rec.fields.size() == 1 ? " field" : " fields") + ", but the header has " +
-                                std::to_string(ncol));
+      throw_at_line(source, rec.line,
+                    "ragged row: " + std::to_string(rec.fields.size()) +
+                        (rec.fields.size() == 1 ? " field" : " fields") + ", but the header has " +
+                        std::to_string(ncol));
     }
     for (std::size_t k = 0; k < ncol; ++k) {
-      data_cell c = detail::classify_csv_cell(std::move(rec.fields[k]));
+      data_cell c = classify_csv_cell(std::move(rec.fields[k]));
       b.col(k).cells.push_back(std::move(c));
     }
     b.lines().push_back(rec.line);
@@ -463,8 +459,8 @@ struct csv_record {
 [[nodiscard]] inline data_table parse_jsonl(std::string_view text, const std::string& source,
                                             const data_table_options& options = {}) {
   if (text.size() > options.max_bytes) {
-    detail::throw_at_line(source, 1,
-                          "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
+    throw_at_line(source, 1,
+                  "input of " + std::to_string(text.size()) + " bytes exceeds the limit max_bytes");
   }
   data_table t(source);
   detail::data_table_builder b{t};
@@ -483,19 +479,18 @@ struct csv_record {
     } catch (const corrupt_data& e) {
       std::string what = e.what();
       if (what.rfind("parse_json: ", 0) == 0) what.erase(0, 12);
-      detail::throw_at_line(source, line, "invalid JSON: " + what);
+      throw_at_line(source, line, "invalid JSON: " + what);
     }
     if (!v.is_object())
-      detail::throw_at_line(source, line,
-                            "expected a JSON object, got " + std::string(json_kind_name(v.kind())));
+      throw_at_line(source, line, "expected a JSON object, got " + std::string(json_kind_name(v.kind())));
     const std::size_t row = t.rows();
     for (auto& [key, value] : v.as_object()) {
       std::size_t k = b.find(key);
       if (k == detail::data_table_builder::npos) {
-        if (key.empty()) detail::throw_at_line(source, line, "empty key");
+        if (key.empty()) throw_at_line(source, line, "empty key");
         if (t.columns() >= options.max_columns)
-          detail::throw_at_line(source, line,
-                                "more than the limit of " + std::to_string(options.max_columns) + " columns");
+          throw_at_line(source, line,
+                        "more than the limit of " + std::to_string(options.max_columns) + " columns");
         k = b.add(key);
         b.col(k).cells.resize(row);  // missing in earlier rows
       }
@@ -520,10 +515,10 @@ struct csv_record {
           break;
         case json_kind::array:
         case json_kind::object:
-          detail::throw_at_line(source, line,
-                                "key '" + key + "' holds " +
-                                    std::string(value.is_array() ? "an array" : "an object") +
-                                    ", expected a number, boolean, string or null");
+          throw_at_line(source, line,
+                        "key '" + key + "' holds " +
+                            std::string(value.is_array() ? "an array" : "an object") +
+                            ", expected a number, boolean, string or null");
       }
       b.col(k).cells.push_back(std::move(c));
     }
@@ -537,12 +532,12 @@ struct csv_record {
 
 /// @brief Reads a CSV file. @throws invalid_argument if it cannot be opened; corrupt_data as parse_csv.
 [[nodiscard]] inline data_table read_csv(const std::string& path, const data_table_options& options = {}) {
-  return parse_csv(detail::read_whole_file(path, options.max_bytes, "read_csv"), path, options);
+  return parse_csv(read_whole_file(path, options.max_bytes, "read_csv"), path, options);
 }
 
 /// @brief Reads a JSONL file. @throws invalid_argument if it cannot be opened; corrupt_data as parse_jsonl.
 [[nodiscard]] inline data_table read_jsonl(const std::string& path, const data_table_options& options = {}) {
-  return parse_jsonl(detail::read_whole_file(path, options.max_bytes, "read_jsonl"), path, options);
+  return parse_jsonl(read_whole_file(path, options.max_bytes, "read_jsonl"), path, options);
 }
 
 /// @brief Reads a table, choosing the format by extension: ".csv" → CSV; ".jsonl", ".ndjson" → JSONL.

@@ -124,7 +124,7 @@ class json_value {
     const double x = as_number();
     if (!(std::fabs(x) <= json_max_exact_integer) || std::trunc(x) != x) {
       detail::throw_invalid("json_value::as_int64", "value",
-                            "must be an integer of magnitude at most 2^53, got " + detail::number_text(x));
+                            "must be an integer of magnitude at most 2^53, got " + number_text(x));
     }
     return static_cast<std::int64_t>(x);
   }

@@ -62,8 +62,6 @@ inline void check_mpi(int rc, const char* what) {
 
 namespace detail {
 
-using dist::check_mpi;  // the runtime's internal spelling
-
 // A count as MPI's int. @throws mpi_error above INT_MAX.
 inline int mpi_count(std::size_t n, const char* what) {
   if (n > static_cast<std::size_t>(INT_MAX))
@@ -97,9 +95,9 @@ class communicator {
   explicit communicator(MPI_Comm comm = MPI_COMM_WORLD) : comm_(comm) {
     if (!mpi_active())
       LATENTAUDIT_THROW(mpi_error("communicator: MPI is not initialised (dist::mpi_runtime)"));
-    detail::check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    detail::check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
-    detail::check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   }
 
   /// @brief This process's rank in [0, size()).
@@ -113,7 +111,7 @@ class communicator {
   /// tests) instead of spinning: ranks that finish early leave the cores to the others.
   void polite_barrier() const {
     MPI_Request req = MPI_REQUEST_NULL;
-    detail::check_mpi(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier");
+    check_mpi(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier");
     wait(req, "MPI_Ibarrier");
   }
 
@@ -121,7 +119,7 @@ class communicator {
   static void wait(MPI_Request& req, const char* what, MPI_Status* status = MPI_STATUS_IGNORE) {
     for (;;) {
       int done = 0;
-      detail::check_mpi(MPI_Test(&req, &done, status), what);
+      check_mpi(MPI_Test(&req, &done, status), what);
       if (done != 0) return;
       std::this_thread::sleep_for(polite_poll_interval);
     }
@@ -130,27 +128,26 @@ class communicator {
   /// @brief Broadcasts bytes from `root`: on the other ranks `bytes` is replaced by root's.
   void broadcast(std::vector<std::byte>& bytes, int root) const {
     std::uint64_t n = bytes.size();
-    detail::check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_), "MPI_Bcast (length)");
+    check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_), "MPI_Bcast (length)");
     if (rank_ != root) bytes.assign(static_cast<std::size_t>(n), std::byte{0});
     if (n > 0)
-      detail::check_mpi(
-          MPI_Bcast(bytes.data(), detail::mpi_count(bytes.size(), "broadcast"), MPI_BYTE, root, comm_),
-          "MPI_Bcast");
+      check_mpi(MPI_Bcast(bytes.data(), detail::mpi_count(bytes.size(), "broadcast"), MPI_BYTE, root, comm_),
+                "MPI_Bcast");
   }
 
   /// @brief Broadcasts a string from `root`: on the other ranks `s` is replaced by root's.
   void broadcast(std::string& s, int root) const {
     std::uint64_t n = s.size();
-    detail::check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_), "MPI_Bcast (length)");
+    check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm_), "MPI_Bcast (length)");
     if (rank_ != root) s.assign(static_cast<std::size_t>(n), '\0');
     if (n > 0)
-      detail::check_mpi(MPI_Bcast(s.data(), detail::mpi_count(s.size(), "broadcast"), MPI_CHAR, root, comm_),
-                        "MPI_Bcast");
+      check_mpi(MPI_Bcast(s.data(), detail::mpi_count(s.size(), "broadcast"), MPI_CHAR, root, comm_),
+                "MPI_Bcast");
   }
 
   /// @brief Broadcasts one integer from `root`; returns root's value on every rank.
   [[nodiscard]] std::int64_t broadcast(std::int64_t v, int root) const {
-    detail::check_mpi(MPI_Bcast(&v, 1, MPI_INT64_T, root, comm_), "MPI_Bcast");
+    check_mpi(MPI_Bcast(&v, 1, MPI_INT64_T, root, comm_), "MPI_Bcast");
     return v;
   }
 
@@ -159,7 +156,7 @@ class communicator {
   [[nodiscard]] std::vector<std::string> allgather(const std::string& s) const {
     const int n = detail::mpi_count(s.size(), "allgather");
     std::vector<int> lens(static_cast<std::size_t>(size_)), offs(static_cast<std::size_t>(size_));
-    detail::check_mpi(MPI_Allgather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_), "MPI_Allgather");
+    check_mpi(MPI_Allgather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_), "MPI_Allgather");
     std::size_t total = 0;
     for (std::size_t i = 0; i < lens.size(); ++i) {
       offs[i] = detail::mpi_count(total, "allgather");
@@ -167,9 +164,8 @@ class communicator {
     }
     std::string all(total, '\0');
     (void)detail::mpi_count(total, "allgather");
-    detail::check_mpi(
-        MPI_Allgatherv(s.data(), n, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm_),
-        "MPI_Allgatherv");
+    check_mpi(MPI_Allgatherv(s.data(), n, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm_),
+              "MPI_Allgatherv");
     std::vector<std::string> out;
     out.reserve(lens.size());
     for (std::size_t i = 0; i < lens.size(); ++i)
@@ -180,29 +176,28 @@ class communicator {
   /// @brief Every rank's value, in rank order, on every rank.
   [[nodiscard]] std::vector<double> allgather(double v) const {
     std::vector<double> out(static_cast<std::size_t>(size_));
-    detail::check_mpi(MPI_Allgather(&v, 1, MPI_DOUBLE, out.data(), 1, MPI_DOUBLE, comm_), "MPI_Allgather");
+    check_mpi(MPI_Allgather(&v, 1, MPI_DOUBLE, out.data(), 1, MPI_DOUBLE, comm_), "MPI_Allgather");
     return out;
   }
 
   /// @brief The minimum of `v` over the ranks, on every rank.
   [[nodiscard]] std::int64_t allreduce_min(std::int64_t v) const {
     std::int64_t out = 0;
-    detail::check_mpi(MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_MIN, comm_), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_MIN, comm_), "MPI_Allreduce");
     return out;
   }
 
   /// @brief The sum of `v` over the ranks, on every rank.
   [[nodiscard]] std::int64_t allreduce_sum(std::int64_t v) const {
     std::int64_t out = 0;
-    detail::check_mpi(MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
     return out;
   }
 
   /// @brief Sends bytes to `dest` with `tag` (blocking, standard mode).
   void send(std::span<const std::byte> bytes, int dest, int tag) const {
-    detail::check_mpi(
-        MPI_Send(bytes.data(), detail::mpi_count(bytes.size(), "send"), MPI_BYTE, dest, tag, comm_),
-        "MPI_Send");
+    check_mpi(MPI_Send(bytes.data(), detail::mpi_count(bytes.size(), "send"), MPI_BYTE, dest, tag, comm_),
+              "MPI_Send");
   }
 
   /// @brief A received message: its bytes and the source and tag it came with.
@@ -218,7 +213,7 @@ class communicator {
     MPI_Status st{};
     for (;;) {
       int flag = 0;
-      detail::check_mpi(MPI_Iprobe(source, tag, comm_, &flag, &st), "MPI_Iprobe");
+      check_mpi(MPI_Iprobe(source, tag, comm_, &flag, &st), "MPI_Iprobe");
       if (flag != 0) break;
       std::this_thread::sleep_for(polite_poll_interval);
     }
@@ -229,7 +224,7 @@ class communicator {
   [[nodiscard]] std::optional<message> try_receive(int source, int tag) const {
     MPI_Status st{};
     int flag = 0;
-    detail::check_mpi(MPI_Iprobe(source, tag, comm_, &flag, &st), "MPI_Iprobe");
+    check_mpi(MPI_Iprobe(source, tag, comm_, &flag, &st), "MPI_Iprobe");
     if (flag == 0) return std::nullopt;
     return receive_probed(st);
   }
@@ -237,13 +232,12 @@ class communicator {
  private:
   message receive_probed(const MPI_Status& st) const {
     int n = 0;
-    detail::check_mpi(MPI_Get_count(&st, MPI_BYTE, &n), "MPI_Get_count");
+    check_mpi(MPI_Get_count(&st, MPI_BYTE, &n), "MPI_Get_count");
     message m;
     m.bytes.resize(static_cast<std::size_t>(n));
     m.source = st.MPI_SOURCE;
     m.tag = st.MPI_TAG;
-    detail::check_mpi(MPI_Recv(m.bytes.data(), n, MPI_BYTE, m.source, m.tag, comm_, MPI_STATUS_IGNORE),
-                      "MPI_Recv");
+    check_mpi(MPI_Recv(m.bytes.data(), n, MPI_BYTE, m.source, m.tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
     return m;
   }
 
@@ -268,15 +262,15 @@ class mpi_runtime {
     MPI_Finalized(&fin);
     if (fin != 0) LATENTAUDIT_THROW(mpi_error("mpi_runtime: MPI was already finalised in this process"));
     if (init == 0) {
-      detail::check_mpi(MPI_Init_thread(nullptr, nullptr, thread_level, &provided_), "MPI_Init_thread");
+      check_mpi(MPI_Init_thread(nullptr, nullptr, thread_level, &provided_), "MPI_Init_thread");
       owner_ = true;
     } else {
-      detail::check_mpi(MPI_Query_thread(&provided_), "MPI_Query_thread");
+      check_mpi(MPI_Query_thread(&provided_), "MPI_Query_thread");
     }
     if (provided_ < required)
       LATENTAUDIT_THROW(mpi_error("mpi_runtime: MPI provides thread level " + std::to_string(provided_) +
                                   ", less than the " + std::to_string(required) + " required"));
-    detail::check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   }
   mpi_runtime(const mpi_runtime&) = delete;
   mpi_runtime& operator=(const mpi_runtime&) = delete;

@@ -388,7 +388,7 @@ inline void read_until_decided(const json_value& dj, const std::filesystem::path
     if (v == nullptr || !v->is_number()) bad(field, "must be a number");
     const double x = v->as_number();
     if (!(x >= 1 && x <= most && std::floor(x) == x))
-      bad(field, "must be an integer in [1, " + latentaudit::detail::number_text(most) + "]");
+      bad(field, "must be an integer in [1, " + latentaudit::number_text(most) + "]");
     return static_cast<std::size_t>(x);
   };
   if (!u->is_object()) bad("options.until_decided", "must be an object");

@@ -85,8 +85,7 @@ template <inference_engine B>
     r.max_abs_diff = detail::max_abs_diff(got, want);
     r.passed = r.max_abs_diff <= o.tolerance;
     if (!r.passed)
-      r.detail = "max |delta logit| " + detail::number_text(r.max_abs_diff) + " > " +
-                 detail::number_text(o.tolerance);
+      r.detail = "max |delta logit| " + number_text(r.max_abs_diff) + " > " + number_text(o.tolerance);
     out.push_back(std::move(r));
   };
   // reference: A + B in one prefill (B's rows are the last nb rows)

@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 
 namespace latentaudit {
 
@@ -747,7 +747,7 @@ class gguf_writer {
   ///         the wrong number of values; whatever a producer throws (the partial file is removed).
   void write(const std::filesystem::path& path) {
     constexpr std::string_view fn = "gguf_writer::write";
-    detail::require_output_file(path, "gguf_writer::write: path");
+    require_output_file(path, "gguf_writer::write: path");
     std::filesystem::path tmp = path;
     tmp += ".partial";
     try {

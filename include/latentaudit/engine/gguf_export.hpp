@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/hash.hpp"
 #include "../core/json.hpp"
 #include "gguf.hpp"
@@ -140,7 +140,7 @@ struct gguf_export_summary {
   constexpr std::string_view fn = "export_llama_gguf";
   if (!is_floating(o.type)) detail::throw_invalid(fn, "type", "must be f32, f16 or bf16");
   const auto cfg_path = model_dir / "config.json";
-  if (detail::require_regular_file(cfg_path, "gguf export: config") > (1u << 20))
+  if (require_regular_file(cfg_path, "gguf export: config") > (1u << 20))
     LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + " is larger than 1 MiB"));
   std::ifstream cfg_in(cfg_path);
   std::stringstream ss;
@@ -156,7 +156,7 @@ struct gguf_export_summary {
   // The tokenizer to copy, checked before any weight is read.
   std::vector<std::pair<std::string, gguf_value>> tokenizer_keys;
   if (!o.vocab.empty()) {
-    (void)detail::require_regular_file(o.vocab, "gguf export: vocab");
+    (void)require_regular_file(o.vocab, "gguf export: vocab");
     const auto vf = gguf_file::open(o.vocab);
     for (const auto& [key, v] : vf.metadata())
       if (key.rfind("tokenizer.", 0) == 0) tokenizer_keys.emplace_back(key, v);
@@ -185,7 +185,7 @@ struct gguf_export_summary {
   }
   summary.config = c;
   const auto st_path = model_dir / "model.safetensors";
-  (void)detail::require_regular_file(st_path, "gguf export: weights");
+  (void)require_regular_file(st_path, "gguf export: weights");
   const auto st = safetensors_file::open(st_path);
 
   const std::int64_t d = c.hidden_size, V = c.vocab_size, I = c.intermediate_size, hd = c.head_dim;

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 
 namespace latentaudit {
@@ -67,9 +67,8 @@ class safetensors_file {
       const auto st = std::filesystem::status(path, ec);
       if (!ec && st.type() != std::filesystem::file_type::not_found &&
           st.type() != std::filesystem::file_type::regular)
-        detail::throw_invalid(
-            "safetensors_file::open", "path",
-            "'" + path.string() + "' is " + detail::file_kind_text(st) + ", not a regular file");
+        detail::throw_invalid("safetensors_file::open", "path",
+                              "'" + path.string() + "' is " + file_kind_text(st) + ", not a regular file");
     }
     std::ifstream in(path, std::ios::binary);
     if (!in)

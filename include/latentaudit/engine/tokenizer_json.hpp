@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 #include "../core/types.hpp"
 

@@ -193,8 +193,8 @@ inline void check_design_samples(std::string_view fn, t_test_design design, std:
   detail::check_finite(fn, "bounds.high", bounds.high);
   if (!(bounds.low < bounds.high)) {
     detail::throw_invalid(fn, "bounds",
-                          "must satisfy low < high, got low " + detail::number_text(bounds.low) +
-                              " and high " + detail::number_text(bounds.high));
+                          "must satisfy low < high, got low " + number_text(bounds.low) + " and high " +
+                              number_text(bounds.high));
   }
   detail::check_design_samples(fn, options.design, treated, control);
   equivalence_result r;

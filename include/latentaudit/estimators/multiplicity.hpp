@@ -110,9 +110,9 @@ struct p_adjust_options {
       continue;
     }
     if (!(p[i] >= 0.0 && p[i] <= 1.0)) {
-      detail::throw_invalid(fn, "p",
-                            "must hold p-values in [0, 1], got " + detail::number_text(p[i]) + " at index " +
-                                std::to_string(i));
+      detail::throw_invalid(
+          fn, "p",
+          "must hold p-values in [0, 1], got " + number_text(p[i]) + " at index " + std::to_string(i));
     }
     present.push_back(i);
   }
@@ -243,9 +243,9 @@ inline void check_multiple_test_options(std::string_view fn, const multiple_test
       }
       ++n_missing;
     } else if (!(p_values[i] >= 0.0 && p_values[i] <= 1.0)) {
-      detail::throw_invalid(fn, "p_values",
-                            "must hold p-values in [0, 1], got " + detail::number_text(p_values[i]) +
-                                " at index " + std::to_string(i));
+      detail::throw_invalid(
+          fn, "p_values",
+          "must hold p-values in [0, 1], got " + number_text(p_values[i]) + " at index " + std::to_string(i));
     }
   }
   const std::size_t k = p_values.size() - n_missing;
@@ -285,9 +285,9 @@ inline void check_multiple_test_options(std::string_view fn, const multiple_test
       continue;
     }
     if (!(e.p_value >= 0.0 && e.p_value <= 1.0)) {
-      detail::throw_invalid(fn, "estimates",
-                            "must carry p-values in [0, 1], got " + detail::number_text(e.p_value) +
-                                " at index " + std::to_string(i));
+      detail::throw_invalid(
+          fn, "estimates",
+          "must carry p-values in [0, 1], got " + number_text(e.p_value) + " at index " + std::to_string(i));
     }
     p[i] = e.p_value;
   }

@@ -87,7 +87,6 @@ struct model_fingerprint {
     if (!out.empty()) out += ", ";
     out.append(field).append(" ").append(x).append(" vs ").append(y);
   };
-  using detail::number_text;
   add("architecture", a.architecture, b.architecture);
   add("n_layers", number_text(a.n_layers), number_text(b.n_layers));
   add("n_heads", number_text(a.n_heads), number_text(b.n_heads));

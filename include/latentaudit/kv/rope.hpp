@@ -255,7 +255,7 @@ struct position_gate_report {
       if (rel > o.phase_tolerance)
         fail(t, "keys of token " + std::to_string(t) + " do not carry the phases of position " +
                     std::to_string(pos[static_cast<std::size_t>(t)]) + " (relative error " +
-                    detail::number_text(rel) + ")");
+                    number_text(rel) + ")");
     }
   }
   return r;

@@ -314,8 +314,7 @@ struct attention_scores {
         for (std::size_t k = 0; k < K; ++k) {
           const double x = w[k];
           if (!(x >= 0) || !std::isfinite(x))
-            detail::throw_invalid(fn, "weights",
-                                  "must be finite and non-negative, got " + detail::number_text(x));
+            detail::throw_invalid(fn, "weights", "must be finite and non-negative, got " + number_text(x));
           lt[k] += x;
           if (wa != nullptr) wa[k] += x;
         }

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "../config.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 
 namespace latentaudit {
@@ -56,8 +56,7 @@ struct drift_manifest {
   const auto fail = [&](const std::string& why) { LATENTAUDIT_THROW(invalid_argument(where + ": " + why)); };
   json_value j;
   try {
-    if (detail::require_regular_file(path, "drift manifest") > (std::uint64_t{1} << 20))
-      fail("is larger than 1 MiB");
+    if (require_regular_file(path, "drift manifest") > (std::uint64_t{1} << 20)) fail("is larger than 1 MiB");
     std::ifstream in(path, std::ios::binary);
     std::ostringstream ss;
     ss << in.rdbuf();

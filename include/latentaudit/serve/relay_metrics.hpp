@@ -130,7 +130,7 @@ class relay_metrics {
   void add_latency_saved(double seconds) {
     if (!(seconds >= 0.0) || !std::isfinite(seconds))
       detail::throw_invalid("relay_metrics::add_latency_saved", "seconds",
-                            "must be finite and >= 0, got " + detail::number_text(seconds));
+                            "must be finite and >= 0, got " + number_text(seconds));
     std::lock_guard<std::mutex> g(mu_);
     latency_saved_ += seconds;
   }

@@ -70,7 +70,7 @@ class worse_bettor {
   /// @throws invalid_argument for x outside [−1, 1] or not finite
   void update(double x) {
     if (!(x >= -1.0 && x <= 1.0))
-      LATENTAUDIT_THROW(invalid_argument("worse_bettor::update: x = " + detail::number_text(x) +
+      LATENTAUDIT_THROW(invalid_argument("worse_bettor::update: x = " + number_text(x) +
                                          " is outside [-1, 1] or not finite"));
     const double lambda = next_bet();
     log_k_ += std::log1p(-lambda * x);
@@ -219,7 +219,7 @@ class relay_monitor {
                                 std::string(relay_endpoint_name(e)) + ") is not configured");
     if (!(x >= -1.0 && x <= 1.0))
       detail::throw_invalid("relay_monitor::observe_difference", "x",
-                            "must lie in [-1, 1], got " + detail::number_text(x));
+                            "must lie in [-1, 1], got " + number_text(x));
     ++pairs_;
     step(f, e, x, request_id);
   }
@@ -270,9 +270,9 @@ class relay_monitor {
            "conditional expectation, the monitor ever turns relay off - at any time, over an unbounded "
            "stream - "
            "with probability <= " +
-           detail::number_text(o_.bets.alpha) + " (" + std::to_string(streams_) +
+           number_text(o_.bets.alpha) + " (" + std::to_string(streams_) +
            " one-sided betting capitals prod(1 - lambda x) with predictable bets in [0, " +
-           detail::number_text(o_.bets.max_bet) + "] from the last " + std::to_string(o_.bets.window) +
+           number_text(o_.bets.max_bet) + "] from the last " + std::to_string(o_.bets.window) +
            " observations, each stopped at " + std::to_string(streams_) + "/alpha: Ville's inequality)";
   }
 
@@ -301,10 +301,9 @@ class relay_monitor {
     ev.reason = "relay turned off after " + std::to_string(pairs_) + " sampled pairs" +
                 (request_id ? " (request " + std::to_string(*request_id) + ")" : std::string()) +
                 ": relay is worse than " + std::string(relay_fallback_name(f)) + " on " +
-                std::string(relay_endpoint_name(e)) + " (log capital " + detail::number_text(ev.log_capital) +
-                " >= log(" + std::to_string(streams_) + "/alpha) = " + detail::number_text(log_threshold_) +
-                "; the chance of this under no change is <= alpha = " + detail::number_text(o_.bets.alpha) +
-                ")";
+                std::string(relay_endpoint_name(e)) + " (log capital " + number_text(ev.log_capital) +
+                " >= log(" + std::to_string(streams_) + "/alpha) = " + number_text(log_threshold_) +
+                "; the chance of this under no change is <= alpha = " + number_text(o_.bets.alpha) + ")";
     off_ = std::move(ev);
   }
 

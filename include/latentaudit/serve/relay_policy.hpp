@@ -31,7 +31,7 @@
 
 #include "../core/data_table.hpp"
 #include "../core/detail/check.hpp"
-#include "../core/detail/edit_distance.hpp"
+#include "../core/edit_distance.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "../trial/record.hpp"
@@ -492,8 +492,7 @@ class relay_policy {
       : rules_(std::move(rules)), verdict_(std::move(verdict)), relay_allowed_(relay_allowed) {
     for (std::size_t i = 0; i < rules_.size(); ++i)
       for (std::size_t k = 0; k < rules_[i].when.size(); ++k)
-        detail::check_condition("relay_policy",
-                                "rules[" + detail::number_text(i) + "].when[" + detail::number_text(k) + "]",
+        detail::check_condition("relay_policy", "rules[" + number_text(i) + "].when[" + number_text(k) + "]",
                                 rules_[i].when[k]);
   }
 
@@ -527,7 +526,7 @@ class relay_policy {
   /// @throws invalid_argument naming the file when it cannot be read, or the field (from_json);
   ///         corrupt_data when it is not JSON or over the limit
   [[nodiscard]] static relay_policy load(const std::string& path) {
-    const std::string text = detail::read_whole_file(path, std::size_t{256} << 20, "relay_policy");
+    const std::string text = read_whole_file(path, std::size_t{256} << 20, "relay_policy");
     json_value doc;
     try {
       doc = parse_json(text);
@@ -553,7 +552,7 @@ class relay_policy {
     return {relay_action::text,
             {},
             std::nullopt,
-            "no rule fired (the policy has " + detail::number_text(rules_.size()) + " rules; verdict " +
+            "no rule fired (the policy has " + number_text(rules_.size()) + " rules; verdict " +
                 (verdict_.empty() ? std::string("unknown") : verdict_) +
                 "): send text, which relays no cache",
             {}};

@@ -364,7 +364,7 @@ struct trial_arm {
   detail::check_finite("kv_noise_arm", "sigma", sigma);
   detail::check_nonnegative("kv_noise_arm", "sigma", sigma);
   return kv_policy_arm(
-      kv_policy{.label = "kv_noise_" + detail::number_text(sigma),
+      kv_policy{.label = "kv_noise_" + number_text(sigma),
                 .transforms = {noise_spec{.sigma = sigma, .scale = noise_scale::rms_layer}}});
 }
 /// @brief Placebo arms.

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 
 namespace latentaudit {
@@ -186,7 +186,7 @@ struct arm_schedule {
 [[nodiscard]] inline arm_schedule read_arm_schedule(const std::filesystem::path& p, std::uint64_t items,
                                                     const std::set<std::string>& arms) {
   constexpr std::size_t most = std::size_t{4} << 20;
-  if (detail::require_regular_file(p, "schedule file") > most)
+  if (require_regular_file(p, "schedule file") > most)
     LATENTAUDIT_THROW(corrupt_data(p.string() + " is larger than 4 MiB"));
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
+#include "../core/file_check.hpp"
 #include "../core/hash.hpp"
 #include "../core/json.hpp"
 #include "../core/rng.hpp"
@@ -252,7 +252,7 @@ struct trial_design {
 /// @throws invalid_argument if it is not a regular file; corrupt_data naming it if it is larger
 ///         than 1 MiB, cannot be read or parsed, or is not a JSON object.
 [[nodiscard]] inline json_value read_design_json(const std::filesystem::path& p) {
-  if (detail::require_regular_file(p, "design file") > (std::uint64_t{1} << 20))
+  if (require_regular_file(p, "design file") > (std::uint64_t{1} << 20))
     LATENTAUDIT_THROW(corrupt_data(p.string() + " is larger than 1 MiB"));
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;

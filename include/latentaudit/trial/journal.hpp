@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 #include "design.hpp"
 #include "record.hpp"
@@ -154,7 +154,7 @@ struct record_read_options {
 [[nodiscard]] inline std::vector<trial_record> read_records(const std::filesystem::path& path,
                                                             std::uint64_t* torn_tail = nullptr,
                                                             const record_read_options& options = {}) {
-  (void)detail::require_regular_file(path, "read_records: records file");
+  (void)require_regular_file(path, "read_records: records file");
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(corrupt_data("read_records: cannot open '" + path.string() + "'"));
   // The result is reserved once from a first pass over the file (its lines that can hold a record):
@@ -248,7 +248,7 @@ class directory_lock {
   explicit directory_lock(const std::filesystem::path& dir, std::string_view what = "journal directory",
                           std::string_view lock_name = file_name)
       : dir_(dir) {
-    detail::require_output_directory(dir, what);
+    require_output_directory(dir, what);
 #ifdef LATENTAUDIT_JOURNAL_POSIX
     const auto lock_path = dir / std::string(lock_name);
     // O_NOFOLLOW: a planted symbolic link is refused, never written through (the pid would
@@ -396,7 +396,7 @@ class record_journal {
     std::error_code ec;
     const bool present =
         std::filesystem::symlink_status(path_, ec).type() != std::filesystem::file_type::not_found;
-    const std::uint64_t size = present ? detail::require_regular_file(path_, "records file") : 0;
+    const std::uint64_t size = present ? require_regular_file(path_, "records file") : 0;
     const bool exists = size > 0;
     if (exists) data_end_ = nonzero_end(path_);  // a file of zero padding only holds no records
     const bool holds = data_end_ > 0;

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 #include "../core/types.hpp"
 #include "task.hpp"

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/edit_distance.hpp"
+#include "../core/edit_distance.hpp"
 #include "../core/error.hpp"
 #include "../core/json.hpp"
 #include "../core/types.hpp"

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "../core/detail/check.hpp"
-#include "../core/detail/file_check.hpp"
 #include "../core/error.hpp"
+#include "../core/file_check.hpp"
 #include "../core/json.hpp"
 #include "../core/rng.hpp"
 #include "../core/types.hpp"
@@ -183,7 +183,7 @@ struct organism_format {
     const auto path = dir / "task.json";
     std::uint64_t size = 0;
     try {
-      size = detail::require_regular_file(path, "organism_format::load: task file");
+      size = require_regular_file(path, "organism_format::load: task file");
     } catch (const invalid_argument& e) {
       LATENTAUDIT_THROW(corrupt_data(e.what()));
     }
@@ -283,11 +283,11 @@ struct organism_task_options {
                                                      {"conflict_fraction", conflict_fraction}};
     for (const auto& [name, x] : shares)
       if (!(x >= 0.0 && x <= 1.0))
-        detail::throw_invalid(fn, name, "must be in [0, 1], got " + detail::number_text(x));
+        detail::throw_invalid(fn, name, "must be in [0, 1], got " + number_text(x));
     if (!(no_need_fraction + stale_fraction + conflict_fraction <= 1.0 + 1e-12))
-      detail::throw_invalid(fn, "no_need_fraction + stale_fraction + conflict_fraction",
-                            "must be at most 1, got " +
-                                detail::number_text(no_need_fraction + stale_fraction + conflict_fraction));
+      detail::throw_invalid(
+          fn, "no_need_fraction + stale_fraction + conflict_fraction",
+          "must be at most 1, got " + number_text(no_need_fraction + stale_fraction + conflict_fraction));
     if (f.value_count < 2) detail::throw_invalid(fn, "format.value_count", "must be at least 2");
   }
 

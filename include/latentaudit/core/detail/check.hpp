@@ -19,8 +19,6 @@
 
 namespace latentaudit::detail {
 
-using latentaudit::number_text;  // core/number_text.hpp (public)
-
 /// @brief Builds "function: argument 'name' expected" + details.
 inline std::string arg_message(std::string_view function, std::string_view name, std::string_view what) {
   std::string m;

@@ -58,7 +58,7 @@ inline bool is_model_directory(const std::filesystem::path& path) {
 /// `dir/config.json`, read and validated.
 inline llama_config read_hf_config(const std::filesystem::path& dir) {
   const auto cfg_path = dir / "config.json";
-  if (detail::require_regular_file(cfg_path, "reference_cpu_engine::load: config") > (1u << 20))
+  if (require_regular_file(cfg_path, "reference_cpu_engine::load: config") > (1u << 20))
     LATENTAUDIT_THROW(corrupt_data("llama_config: " + cfg_path.string() + " is larger than 1 MiB"));
   std::ifstream in(cfg_path);
   if (!in)
@@ -128,8 +128,8 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!(std::fabs(v[i]) <= 1e6f))
         LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: tensor '" + name + "' in '" + st.path +
-                                       "' holds " + detail::number_text(static_cast<double>(v[i])) +
-                                       " at index " + std::to_string(i) +
+                                       "' holds " + number_text(static_cast<double>(v[i])) + " at index " +
+                                       std::to_string(i) +
                                        " (weights must be finite and at most 1e6 in magnitude)"));
   };
   // `hashed`: the name the fingerprint hashes (the stored name unless given)

@@ -45,7 +45,7 @@ LATENTAUDIT_INLINE tokenizer_json tokenizer_json::load(const std::filesystem::pa
   std::error_code ec;
   const bool dir = std::filesystem::is_directory(path, ec);
   const auto file = dir ? path / "tokenizer.json" : path;
-  const auto size = detail::require_regular_file(file, "tokenizer.json");
+  const auto size = require_regular_file(file, "tokenizer.json");
   if (size > limits.max_file_bytes)
     LATENTAUDIT_THROW(corrupt_data("tokenizer.json '" + file.string() + "' is " + std::to_string(size) +
                                    " bytes, above the limit of " + std::to_string(limits.max_file_bytes)));

@@ -275,8 +275,8 @@ namespace latentaudit {
   if (options.method != bootstrap_ci_method::normal &&
       (static_cast<double>(b) + 1.0) * ((1.0 - options.level) / 2.0) < 1.0) {
     detail::throw_invalid(fn, "replicates",
-                          "is too small for level " + detail::number_text(options.level) +
-                              ": needs (replicates + 1)(1 - level)/2 >= 1, got " + detail::number_text(b));
+                          "is too small for level " + number_text(options.level) +
+                              ": needs (replicates + 1)(1 - level)/2 >= 1, got " + number_text(b));
   }
   if (options.method == bootstrap_ci_method::bca) {
     detail::check_min_size(fn, "influence", input.influence.size(), 2);
@@ -296,7 +296,7 @@ namespace latentaudit {
       if (std::isnan(input.replicate_variances[r]) || input.replicate_variances[r] < 0) {
         detail::throw_invalid(fn, "replicate_variances",
                               "must hold non-negative values, got " +
-                                  detail::number_text(input.replicate_variances[r]) + " at index " +
+                                  number_text(input.replicate_variances[r]) + " at index " +
                                   std::to_string(r));
       }
     }

@@ -197,7 +197,7 @@ namespace latentaudit {
   const bool degenerate = treated.successes + control.successes == 0 ||
                           treated.successes + control.successes == treated.trials + control.trials;
   if (degenerate && options.if_degenerate != on_degenerate::flag) {
-    detail::throw_numerical(fn, "all outcomes are equal (pooled proportion " + detail::number_text(pooled) +
+    detail::throw_numerical(fn, "all outcomes are equal (pooled proportion " + number_text(pooled) +
                                     "); the z statistic is undefined");
   }
   const double z = detail::two_sided_z(options.level);

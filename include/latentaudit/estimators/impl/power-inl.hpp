@@ -108,11 +108,11 @@ namespace latentaudit {
   detail::check_finite(fn, "delta", delta);
   detail::check_target_power(fn, power, options.alpha);
   if (options.sides == power_sides::one_sided ? !(delta > 0.0) : delta == 0.0) {
-    detail::throw_invalid(fn, "delta",
-                          options.sides == power_sides::one_sided
-                              ? "must be > 0 for a one-sided test (the alternative is delta > 0), got " +
-                                    detail::number_text(delta)
-                              : std::string("must be non-zero, got 0"));
+    detail::throw_invalid(
+        fn, "delta",
+        options.sides == power_sides::one_sided
+            ? "must be > 0 for a one-sided test (the alternative is delta > 0), got " + number_text(delta)
+            : std::string("must be non-zero, got 0"));
   }
   return detail::guarded_math(fn, [&] {
     const auto f = [&](double n) { return detail::t_power_raw(n, delta, options) - power; };
@@ -239,13 +239,12 @@ namespace latentaudit {
   if (options.method == mcnemar_power_method::exact) {
     if (!(n >= 1.0 && n <= 9007199254740992.0) || n != std::floor(n)) {
       detail::throw_invalid(
-          fn, "n",
-          "must be a whole number of pairs >= 1 for the exact method, got " + detail::number_text(n));
+          fn, "n", "must be a whole number of pairs >= 1 for the exact method, got " + number_text(n));
     }
     if (n > static_cast<double>(options.max_n)) {  // the rejection table holds one double per m <= n
       detail::throw_invalid(fn, "n",
                             "must not exceed options.max_n = " + std::to_string(options.max_n) +
-                                " for the exact method, got " + detail::number_text(n));
+                                " for the exact method, got " + number_text(n));
     }
   } else {
     detail::check_positive(fn, "n", n);
@@ -267,7 +266,7 @@ mcnemar_sample_size(double p10, double p01, double power, const mcnemar_power_op
   detail::check_target_power(fn, power, options.alpha);
   if (p10 == p01)
     detail::throw_invalid(fn, "p10",
-                          "must differ from p01 (no effect to detect), both are " + detail::number_text(p10));
+                          "must differ from p01 (no effect to detect), both are " + number_text(p10));
   return detail::guarded_math(fn, [&] {
     sample_size_result r;
     r.target_power = power;

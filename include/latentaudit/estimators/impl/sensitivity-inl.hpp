@@ -192,7 +192,7 @@ LATENTAUDIT_INLINE rosenbaum_bound rosenbaum_signed_rank(std::span<const double>
                                                          const rosenbaum_options& options) {
   constexpr std::string_view fn = "rosenbaum_signed_rank";
   if (!(gamma >= 1.0) || !std::isfinite(gamma)) {
-    detail::throw_invalid(fn, "gamma", "must be >= 1 and finite, got " + detail::number_text(gamma));
+    detail::throw_invalid(fn, "gamma", "must be >= 1 and finite, got " + number_text(gamma));
   }
   const auto s = detail::prepare_signed_rank(fn, treated, control, options);
   return detail::evaluate_bound(s, gamma, options.exact);
@@ -204,7 +204,7 @@ LATENTAUDIT_INLINE rosenbaum_critical_result rosenbaum_critical_gamma(std::span<
                                                                       const rosenbaum_options& options) {
   constexpr std::string_view fn = "rosenbaum_critical_gamma";
   if (!(alpha > 0.0 && alpha < 0.5)) {
-    detail::throw_invalid(fn, "alpha", "must lie in (0, 0.5), got " + detail::number_text(alpha));
+    detail::throw_invalid(fn, "alpha", "must lie in (0, 0.5), got " + number_text(alpha));
   }
   const auto s = detail::prepare_signed_rank(fn, treated, control, options);
   rosenbaum_critical_result r;

@@ -569,7 +569,7 @@ LATENTAUDIT_INLINE logistic_fit logistic_regression(const Eigen::Ref<const Eigen
     std::string m;
     if (extreme > 0) {
       m = "fitted probabilities numerically 0 or 1 for " + std::to_string(extreme) + " units (within " +
-          detail::number_text(options.separation_tolerance) +
+          number_text(options.separation_tolerance) +
           "): perfect or quasi-complete separation, the maximum-likelihood coefficients diverge";
     } else {
       m = "IRLS did not converge in " + std::to_string(options.max_iterations) + " iterations";

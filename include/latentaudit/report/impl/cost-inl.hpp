@@ -35,7 +35,7 @@ LATENTAUDIT_INLINE double relay_gate_logistic::probability(std::span<const doubl
   detail::check_finite(fn, "x", x);
   if (constant) {
     if (!(*constant == 0.0 || *constant == 1.0))
-      detail::throw_invalid(fn, "constant", "must be 0 or 1, got " + detail::number_text(*constant));
+      detail::throw_invalid(fn, "constant", "must be 0 or 1, got " + number_text(*constant));
     if (!features.empty() || !coefficients.empty())
       detail::throw_invalid(fn, "constant", "a constant model has no features and no coefficients");
     return *constant;
@@ -69,8 +69,7 @@ LATENTAUDIT_INLINE double relay_gate_model::gain(std::span<const double> x) cons
 
 LATENTAUDIT_INLINE bool relay_gate_model::relays(std::span<const double> x) const {
   if (!std::isfinite(cost))
-    detail::throw_invalid("relay_gate_model::relays", "cost",
-                          "must be finite, got " + detail::number_text(cost));
+    detail::throw_invalid("relay_gate_model::relays", "cost", "must be finite, got " + number_text(cost));
   return gain(x) > cost;
 }
 
@@ -655,7 +654,7 @@ LATENTAUDIT_INLINE cost_benefit_result cost_benefit_analysis(std::span<const tri
         .estimate = c.saved_s.estimate,
         .ci_low = c.saved_s.ci_low,
         .ci_high = c.saved_s.ci_high,
-        .method = method_base + "; accuracy non-inferiority margin " + detail::number_text(o.margin),
+        .method = method_base + "; accuracy non-inferiority margin " + number_text(o.margin),
         .n = n,
         .detail = fmt::format("on {} the relay saves {} [{}, {}] of receiver latency, moves {} more{}{}",
                               c.link.name, detail::seconds_text(c.saved_s.estimate),

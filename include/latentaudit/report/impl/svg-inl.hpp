@@ -489,9 +489,9 @@ LATENTAUDIT_INLINE std::string band_plot(std::span<const band_series> series, co
     detail::check_finite(fn, "vband.first", vband->first);
     detail::check_finite(fn, "vband.second", vband->second);
     if (vband->first > vband->second) {
-      detail::throw_invalid(fn, "vband",
-                            "must have first <= second, got " + detail::number_text(vband->first) + " > " +
-                                detail::number_text(vband->second));
+      detail::throw_invalid(
+          fn, "vband",
+          "must have first <= second, got " + number_text(vband->first) + " > " + number_text(vband->second));
     }
     if (o.log_x) detail::check_log_positive(fn, "vband.first", vband->first);
   }
@@ -724,7 +724,7 @@ LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bar
       detail::check_plot_value(fn, arg, i, "value", segs[i].value);
       if (segs[i].value < 0.0) {
         detail::throw_invalid(fn, arg + "[" + std::to_string(i) + "].value",
-                              "must be >= 0, got " + detail::number_text(segs[i].value));
+                              "must be >= 0, got " + number_text(segs[i].value));
       }
     }
   }

@@ -16,8 +16,8 @@
 #include <sstream>
 
 #include "../../core/detail/check.hpp"
-#include "../../core/detail/file_check.hpp"
 #include "../../core/error.hpp"
+#include "../../core/file_check.hpp"
 #include "../../core/hash.hpp"
 #include "../detail/answer_regex.hpp"
 #include "../task_file.hpp"
@@ -442,7 +442,7 @@ LATENTAUDIT_INLINE task_file read_task_stream(std::istream& in, const std::strin
 
 LATENTAUDIT_INLINE task_file read_task_file(const std::filesystem::path& path,
                                             const task_file_limits& limits) {
-  (void)detail::require_regular_file(path, "task file");
+  (void)require_regular_file(path, "task file");
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(invalid_argument("cannot open task file '" + path.string() + "'"));
   return read_task_stream(in, path.string(), limits);
@@ -529,8 +529,8 @@ LATENTAUDIT_INLINE std::string task_header_line(const task_file_header& h) {
 LATENTAUDIT_INLINE void write_task_file(const std::filesystem::path& path, const task_file& f) {
   // To a temporary renamed over `path` when complete: a full disk or a file-size limit (EFBIG)
   // leaves the old file or none, never a partial one.
-  detail::require_output_file(path, "task file");
-  const auto tmp = detail::output_temp_path(path);
+  require_output_file(path, "task file");
+  const auto tmp = output_temp_path(path);
   std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -41,7 +41,7 @@ LATENTAUDIT_INLINE std::string effect_verdict_text(const audit_options& o) {
   return fmt::format(
       "{}% verdict interval: betting over items (one-sided {} per side; Waudby-Smith & Ramdas "
       "2024); p: betting over items of mean item difference = 0",
-      detail::percent(1.0 - 2.0 * o.alpha), detail::number_text(o.alpha));
+      detail::percent(1.0 - 2.0 * o.alpha), number_text(o.alpha));
 }
 
 LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_index& r, const audit_options& o,
@@ -546,8 +546,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
       push(id, v, *e,
            fmt::format("non-inferiority by the one-sided {} bound: yes if verdict lower limit > -{}, no if "
                        "verdict upper limit < -{}; interval: {}",
-                       detail::number_text(o.alpha), detail::number_text(mm), detail::number_text(mm),
-                       verdict_text),
+                       number_text(o.alpha), number_text(mm), number_text(mm), verdict_text),
            fmt::format("{} − {} = {} points ({}), margin {} points: {}", kvl, txl, pct(e->estimate), vci(*e),
                        pct(mm),
                        complete == verdict::yes
@@ -573,7 +572,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            fmt::format(
                "TOST by interval inclusion: yes if the verdict interval lies inside ±{}, no if it lies "
                "entirely outside; interval: {}",
-               detail::number_text(mm), verdict_text),
+               number_text(mm), verdict_text),
            fmt::format("{} − {} = {} points ({}), margin ±{} points: {}", kvl, txl, pct(e->estimate), vci(*e),
                        pct(mm),
                        complete == verdict::yes ? "equivalent"
@@ -615,7 +614,7 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
       }
       push(id, v, *e,
            fmt::format("yes: Holm p < {} (either sign); no: verdict interval inside ±{}; interval: {}; {}",
-                       detail::number_text(o.alpha), detail::number_text(mm), verdict_text, e->method),
+                       number_text(o.alpha), number_text(mm), verdict_text, e->method),
            std::move(why), complete);
       // the decision's risk family reads the one-sided p of "relay costs the margin or more here"
       out.findings.back().noninferiority_p = detail::noninferiority_p(

@@ -65,7 +65,7 @@ LATENTAUDIT_INLINE std::optional<double> first_crossing(std::span<const double> 
   if (sigma.size() != f.size())
     LATENTAUDIT_THROW(shape_mismatch(std::string(fn) + ": sigma and f differ in length"));
   if (!(threshold < 0.0))
-    detail::throw_invalid(fn, "threshold", "must be negative, got " + detail::number_text(threshold));
+    detail::throw_invalid(fn, "threshold", "must be negative, got " + number_text(threshold));
   double s0 = 0.0, f0 = 0.0;  // the curve starts at (0, 0), above the threshold
   for (std::size_t k = 0; k < f.size(); ++k) {
     if (f[k] <= threshold) return s0 + (f0 - threshold) / (f0 - f[k]) * (sigma[k] - s0);
@@ -199,9 +199,8 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
   const std::size_t B = o.bootstrap_replicates;
   if (B < 2 || B > std::numeric_limits<std::uint32_t>::max() ||
       (static_cast<double>(B) + 1.0) * o.alpha / 2.0 < 1.0) {
-    detail::throw_invalid(
-        fn, "options.bootstrap_replicates",
-        "must lie in [2, 4294967295] with (B + 1)·alpha/2 >= 1, got " + detail::number_text(B));
+    detail::throw_invalid(fn, "options.bootstrap_replicates",
+                          "must lie in [2, 4294967295] with (B + 1)·alpha/2 >= 1, got " + number_text(B));
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double level = 1.0 - o.alpha;
@@ -327,7 +326,7 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
   const std::string band_text = fmt::format(
       "the crossings of the per-level betting limits at alpha/(2K) = {} per side (Bonferroni over K = {} "
       "levels and both sides)",
-      detail::number_text(o.alpha / (2.0 * static_cast<double>(K))), K);
+      number_text(o.alpha / (2.0 * static_cast<double>(K))), K);
   if (G >= 2) {
     constexpr double none = -1.0;  // a replicate whose fit never reaches −margin
     auto statistic = [&](const resample_view& v) {
@@ -378,7 +377,7 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
       ci_text = fmt::format(
           "{}% CI: {} (the cluster bootstrap is a point mass: every replicate equals the "
           "estimate)",
-          detail::number_text(100.0 * level), band_text);
+          number_text(100.0 * level), band_text);
     } else {
       const auto ti = detail::noise_test_inversion(sigma, D, m, o.alpha);
       if (ti.low_in_range) nt.ci_low = ti.low;
@@ -390,8 +389,8 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
       }
       if (nt.ci_low && nt.ci_high && *nt.ci_low == *nt.ci_high) {
         betting_band();  // zero width (no item variation where it matters)
-        ci_text = fmt::format("{}% CI: {} (the test inversion has zero width)",
-                              detail::number_text(100.0 * level), band_text);
+        ci_text = fmt::format("{}% CI: {} (the test inversion has zero width)", number_text(100.0 * level),
+                              band_text);
       } else {
         ci_text = fmt::format(
             "{}% CI: test inversion over {} items - the {} where 'the curve through (0, 0) and the level "
@@ -400,14 +399,13 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
             "upper limit beyond the tested range when the largest level is not shown below -{}; widened to "
             "hold the estimate. Cluster bootstrap (B = {}, seed {}) for the share of replicates that never "
             "reach the margin",
-            detail::number_text(100.0 * level), G, o.dose, detail::number_text(m), G - 1,
-            detail::number_text(m), B, o.seed);
+            number_text(100.0 * level), G, o.dose, number_text(m), G - 1, number_text(m), B, o.seed);
       }
     }
   } else {
     betting_band();
-    ci_text = fmt::format("{}% CI: {} (fewer than 2 items: no bootstrap)", detail::number_text(100.0 * level),
-                          band_text);
+    ci_text =
+        fmt::format("{}% CI: {} (fewer than 2 items: no bootstrap)", number_text(100.0 * level), band_text);
   }
   nt.method = fmt::format(
       "need regime, paired with kv_full; per {0}: mean over items of the item-mean difference arm - "
@@ -415,7 +413,7 @@ LATENTAUDIT_INLINE noise_tolerance estimate_noise_tolerance(std::span<const nois
       "items) through (0, 0), linear between levels; tolerance {0} = first {0} where the fit reaches "
       "-{1} (beyond the tested range when it never does); {2}; conservative: largest {0} shown "
       "non-inferior by fixed-sequence betting tests over items (lower limit, one-sided {3}, > -{1})",
-      o.dose, detail::number_text(m), ci_text, detail::number_text(o.alpha));
+      o.dose, number_text(m), ci_text, number_text(o.alpha));
   return nt;
 }
 
