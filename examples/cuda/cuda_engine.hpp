@@ -557,7 +557,6 @@ class cuda_engine {
     info_.max_context = cfg.max_context;
     info_.caps = {.attention_capture = true,
                   .hidden_state = true,
-                  .native_shift = true,
                   .partial_layer_import = true,
                   .token_mask_import = true,
                   .position_gaps = true,

@@ -28,7 +28,7 @@ class limited_engine {
  public:
   explicit limited_engine(reference_cpu_engine& inner) : inner_(inner), info_(inner.info()) {
     info_.name = "limited";
-    info_.caps = {.native_shift = true, .kv_dtypes = {dtype::f32}};
+    info_.caps = {.kv_dtypes = {dtype::f32}};
   }
   const engine_info& info() const { return info_; }
   seq_id open_seq() {

@@ -24,7 +24,6 @@ struct engine_capabilities {
   bool attention_capture = false;     ///< prefill_capture returns attention weights (attention_mass metric;
                                       ///< H2O, SnapKV and PyramidKV selections)
   bool hidden_state = false;          ///< forward outputs can include the final hidden state (hidden_cosine)
-  bool native_shift = false;          ///< shift re-rotates keys inside the engine (not emulated)
   bool partial_layer_import = false;  ///< import_kv accepts blocks with a subset of layers / a layer mask
                                       ///< (a per-layer visibility mask: kv_layers_* arms, masked relays)
   bool token_mask_import = false;     ///< import_kv accepts ragged (token-masked) blocks

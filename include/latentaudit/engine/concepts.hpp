@@ -21,8 +21,10 @@
 //   erase(s, p0, p1)                   remove tokens with positions in [p0, p1)
 //   n_tokens(s), next_position(s)      cache size; one past the largest position
 //
-// The concept checks exactly the expressions its callers use: the trial driver and the
-// conformance kit always pass every argument (prefill and decode with a forward_options,
+// The concept checks exactly the expressions its callers use: the trial driver (trial/driver.hpp)
+// and the conformance kit (engine/conformance.hpp; shift is called there only, to check that it
+// re-rotates keys: the driver never moves tokens, and an engine that cannot shift cannot pass the
+// kit). Both always pass every argument (prefill and decode with a forward_options,
 // import_kv with an import_options, token lists as std::span<const token_id>), so an adapter
 // whose options parameter has no default satisfies the concept and compiles in both, and one
 // that lacks the four-argument form fails the concept (tests/engine/concept_callers_test.cpp).

@@ -27,7 +27,7 @@
 //                          (one decode on its scratch sequence, then removed) before any export, so
 //                          an export right after a shift sees rotated keys
 // Declared capabilities: no attention capture, no hidden state, no partial-layer or token-mask
-// import, no position gaps, native shift, f32/f16/bf16 blobs, a tokenizer when the GGUF has one
+// import, no position gaps, f32/f16/bf16 blobs, a tokenizer when the GGUF has one
 // (tokenizer()). Blobs carry the context's V
 // transposition (flash attention), cache type and stream count: the adapter reads them from a probe
 // of its own context at construction and writes imports the same way; it needs a single stream
@@ -573,7 +573,6 @@ class llama_cpp_engine {
     info_.max_context = std::min<std::int64_t>(llama_model_n_ctx_train(model_), llama_n_ctx(ctx_));
     info_.caps = {.attention_capture = false,
                   .hidden_state = false,
-                  .native_shift = true,
                   .partial_layer_import = false,
                   .token_mask_import = false,
                   .position_gaps = false,

@@ -240,7 +240,6 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   info_.max_context = cfg.max_context;
   info_.caps = {.attention_capture = true,
                 .hidden_state = true,
-                .native_shift = true,
                 .partial_layer_import = true,
                 .token_mask_import = true,
                 .position_gaps = true,
