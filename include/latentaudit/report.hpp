@@ -14,6 +14,7 @@
 #include "report/html.hpp"
 #include "report/observational.hpp"
 #include "report/report.hpp"
+#include "report/report_model.hpp"
 #include "report/svg.hpp"
 #include "report/until_decided.hpp"
 

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// One model of the report (report/report_model.hpp, issue 53 item 3): each cell type in each writer
+// (Markdown, HTML, JSON), the escaping of data text (| in Markdown, <&> in HTML), prose written into
+// Markdown as it is and without its backslash escapes elsewhere, empty tables and sections, and a
+// row with the wrong number of cells.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "latentaudit/report/report_model.hpp"
+
+using namespace latentaudit;
+
+namespace {
+
+const double nan_v = std::numeric_limits<double>::quiet_NaN();
+
+number_format pts() { return {.spec = "{:+.1f}", .scale = 100.0}; }
+
+// One row with every kind of cell.
+report_table every_kind() {
+  report_table t;
+  t.columns = {{"label"},
+               {"code"},
+               {"number", "points", true},
+               {"interval", "points", true},
+               {"estimate [interval]", "", true},
+               {"verdict"},
+               {"missing", "", true},
+               {"blank"}};
+  t.rows.push_back({report_cell::label("a|b <c> & d_e"),
+                    report_cell::code_id("need.kv_beats_no_comm", "f-need"),
+                    report_cell::number(0.125, pts()), report_cell::interval(nan_v, -0.05, 0.1, {}, pts()),
+                    report_cell::interval(0.5, 0.25, 0.75, {.spec = "{:.2f}"}, {.spec = "{:.2f}"}, " pts"),
+                    report_cell::of_verdict(verdict::no), report_cell::none(), report_cell::blank()});
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("format_number: spec, scale, unit, automatic units, signless zero, infinities") {
+  CHECK(format_number(0.1234, pts()) == "+12.3");
+  CHECK(format_number(0.473, {.spec = "{:.1f}", .scale = 100.0, .unit = "%"}) == "47.3%");
+  CHECK(format_number(8.72e-16, {.spec = "{:.3g}"}) == "8.72e-16");
+  CHECK(format_number(177, {.spec = "{}"}) == "177");
+  CHECK(format_number(nan_v, pts()) == "–");
+  CHECK(format_number(std::numeric_limits<double>::infinity(), {.infinities = true}) == "∞");
+  CHECK(format_number(nan_v, {.infinities = true}) == "−∞");
+  CHECK(format_number(-0.0001, {.spec = "{:+.1f}", .scale = 100.0}) == "-0.0");
+  CHECK(format_number(-0.0001, {.spec = "{:+.1f}", .scale = 100.0, .unsigned_zero = true}) == "0.0");
+  CHECK(format_number(602e-6, {.automatic = number_format::auto_unit::seconds}) == "602 µs");
+  CHECK(format_number(0.0123, {.automatic = number_format::auto_unit::seconds}) == "12.3 ms");
+  CHECK(format_number(9840, {.automatic = number_format::auto_unit::bytes}) == "9.84 kB");
+  CHECK(format_number(12, {.automatic = number_format::auto_unit::bytes}) == "12 B");
+}
+
+TEST_CASE("markdown_of(table): every cell kind, data escaped, prose as it is") {
+  const std::string md = markdown_of(every_kind());
+  CHECK(md ==
+        "| label | code | number | interval | estimate [interval] | verdict | missing | blank |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| a\\|b &lt;c> \\& d\\_e | `need.kv_beats_no_comm` | +12.5 | [-5.0, +10.0] | 0.50 [0.25, 0.75] pts "
+        "| no | "
+        "– | |\n\n");
+  report_table t;
+  t.columns = {{"kv\\_full − no\\_comm"}};
+  t.rows.push_back({report_cell::of_text({report_span::prose("see "), report_span::code("a`b"),
+                                          report_span::strong("bold"), report_span::prose(" "),
+                                          report_span::link("method", "f-x")})});
+  t.caption = {report_span::prose("Caption (kv\\_full)")};
+  t.notes.push_back({report_span::data("note [x](y)")});
+  CHECK(markdown_of(t) ==
+        "Caption (kv\\_full)\n\n| kv\\_full − no\\_comm |\n|---|\n| see a\\`b**bold** "
+        "[method](report.html#f-x) "
+        "|\n\nnote \\[x\\]\\(y\\)\n\n");
+}
+
+TEST_CASE("markdown_of: empty table and empty section") {
+  report_table t;
+  t.columns = {{"a"}, {"b"}};
+  CHECK(markdown_of(t) == "| a | b |\n|---|---|\n\n");
+  report_section s{.id = "s", .title = "Title", .level = 2, .blocks = {}};
+  CHECK(markdown_of(s) == "## Title\n\n");
+}
+
+TEST_CASE("markdown_of(section): paragraphs, lists, figures and tables in order, a blank line after each") {
+  report_section s{.id = "x", .title = "When relay does not pay", .level = 2, .blocks = {}};
+  s.blocks.emplace_back(
+      report_paragraph{{report_span::prose("Margin 5.0 points; "), report_span::data("a_b")}});
+  s.blocks.emplace_back(
+      report_list{{{report_span::prose("never a feature: "), report_span::data("regime")}}});
+  s.blocks.emplace_back(report_list{});
+  s.blocks.emplace_back(report_figure{"drift_response.svg", "drift dose-response"});
+  report_table t;
+  t.columns = {{"k"}};
+  t.rows.push_back({report_cell::number(4, {.spec = "{}"})});
+  s.blocks.emplace_back(std::move(t));
+  CHECK(markdown_of(s) ==
+        "## When relay does not pay\n\nMargin 5.0 points; a\\_b\n\n- never a feature: regime\n\n\n"
+        "![drift dose-response](drift_response.svg)\n\n| k |\n|---|\n| 4 |\n\n");
+}
+
+TEST_CASE("html_of(table): every cell kind, data escaped, numeric cells carry their value") {
+  const std::string h = html_of(every_kind());
+  CHECK(h.rfind("<table class=\"sortable\"><thead><tr><th>label</th>", 0) == 0);
+  CHECK(h.find("<th title=\"unit: points\">number</th>") != std::string::npos);
+  CHECK(h.find("<td>a|b &lt;c&gt; &amp; d_e</td>") != std::string::npos);
+  CHECK(h.find("<td><a href=\"#f-need\"><code>need.kv_beats_no_comm</code></a></td>") != std::string::npos);
+  CHECK(h.find("<td class=\"n\" data-v=\"0.125\">+12.5</td>") != std::string::npos);
+  CHECK(h.find("<td class=\"n\" data-v=\"-0.050000000000000003\">[-5.0, +10.0]</td>") != std::string::npos);
+  CHECK(h.find("<td class=\"n\" data-v=\"0.5\">0.50 [0.25, 0.75] pts</td>") != std::string::npos);
+  CHECK(h.find("<td>no</td>") != std::string::npos);
+  CHECK(h.find("<td class=\"n\">–</td><td></td></tr>") != std::string::npos);
+  CHECK(h.find("<script") == std::string::npos);
+  report_table t;
+  t.columns = {{"kv\\_full &"}};
+  t.sortable = false;
+  t.rows.push_back({report_cell::of_text({report_span::prose("kv\\_full "), report_span::code("<x>"),
+                                          report_span::strong("b\\*"), report_span::link("m", "f-<a>")})});
+  t.caption = {report_span::data("cap <b>")};
+  t.notes.push_back({report_span::prose("(a) \\[b\\]")});
+  const std::string g = html_of(t);
+  CHECK(g ==
+        "<table><caption>cap &lt;b&gt;</caption><thead><tr><th>kv_full &amp;</th></tr></thead>\n<tbody>\n"
+        "<tr><td>kv_full <code>&lt;x&gt;</code><strong>b*</strong><a href=\"#f-&lt;a&gt;\">m</a></td></tr>\n"
+        "</tbody></table>\n<p class=\"note\">(a) [b]</p>\n");
+}
+
+TEST_CASE("html_of: empty table, section with its blocks, figures by the writer or a note") {
+  report_table t;
+  t.columns = {{"a"}};
+  CHECK(html_of(t) ==
+        "<table class=\"sortable\"><thead><tr><th>a</th></tr></thead>\n<tbody>\n</tbody></table>\n");
+  report_section s{.id = "gate", .title = "Per-request relay gate", .level = 2, .blocks = {}};
+  CHECK(html_of(s) == "<section id=\"gate\"><h2>Per-request relay gate</h2>\n</section>\n");
+  s.blocks.emplace_back(report_paragraph{{report_span::data("x < y")}, true});
+  s.blocks.emplace_back(report_list{});
+  s.blocks.emplace_back(report_list{{{report_span::prose("one")}}});
+  s.blocks.emplace_back(report_figure{"drift_response.svg", "drift"});
+  CHECK(html_of(s) ==
+        "<section id=\"gate\"><h2>Per-request relay gate</h2>\n<p class=\"note\">x &lt; "
+        "y</p>\n<ul>\n<li>one</li>\n"
+        "</ul>\n<p class=\"note\">Figure: drift (drift_response.svg, beside this page).</p>\n</section>\n");
+  const std::string with =
+      html_of(s, [](const report_figure& f) { return "<figure id=\"" + f.file + "\"></figure>\n"; });
+  CHECK(with.find("<figure id=\"drift_response.svg\"></figure>\n</section>") != std::string::npos);
+}
+
+TEST_CASE("json_of: numbers, intervals, verdicts, ids and plain text") {
+  const json_value j = json_of(every_kind());
+  const auto& row = j.at("rows").at(0);
+  CHECK(row.at(0).as_string() == "a|b <c> & d_e");
+  CHECK(row.at(1).as_string() == "need.kv_beats_no_comm");
+  CHECK(row.at(2).as_number() == 0.125);
+  CHECK(row.at(3).at("estimate").is_null());
+  CHECK(row.at(3).at("low").as_number() == -0.05);
+  CHECK(row.at(4).at("unit").as_string() == " pts");
+  CHECK(row.at(5).as_string() == "no");
+  CHECK(row.at(6).is_null());
+  CHECK(row.at(7).is_null());
+  CHECK(j.at("columns").at(2).at("unit").as_string() == "points");
+  report_table t;
+  t.columns = {{"kv\\_full"}};
+  CHECK(json_of(t).at("columns").at(0).at("header").as_string() == "kv_full");
+  CHECK(json_of(t).at("rows").size() == 0);
+}
+
+TEST_CASE("writers refuse a row with the wrong number of cells") {
+  report_table t;
+  t.columns = {{"a"}, {"b"}};
+  t.rows.push_back({report_cell::blank()});
+  CHECK_THROWS_AS(markdown_of(t), invalid_argument);
+  CHECK_THROWS_AS(html_of(t), invalid_argument);
+}
