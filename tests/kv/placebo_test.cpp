@@ -78,3 +78,11 @@ TEST_CASE("length matching cuts or cycles and re-rotates to contiguous positions
   CHECK(shorter.n_tokens() == 2);
   CHECK_THROWS_AS(length_matched(kv_block(donor.fingerprint(), {0}, 0, dtype::f32), 2), invalid_argument);
 }
+
+TEST_CASE("cache_placebo makes the placebos of the cache itself, and refuses the other-item placebo",
+          "[kv][placebo]") {
+  const auto real = test::random_block(9, dtype::f32, 14);
+  CHECK(cache_placebo(placebo_kind::zeroed, real, 3, 2) == zeroed_placebo(real));
+  CHECK(cache_placebo(placebo_kind::random, real, 3, 2) == random_placebo(real, 3, 2));
+  CHECK_THROWS_AS(cache_placebo(placebo_kind::deranged, real, 3, 2), invalid_argument);
+}

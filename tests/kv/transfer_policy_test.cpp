@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Tests for kv/transfer_policy.hpp: the default policy is the identity, composition order,
-// records (layers, tokens, bytes, σ, quantization, placebo, positions), missing scores.
+// records (layers, tokens, bytes, σ, dropout, positions), missing scores. Quantization is the
+// wire's (wire_test.cpp) and a placebo the arm plan's (placebo_test.cpp, trial/arm_plan_test.cpp).
 #include <latentaudit/kv/transfer_policy.hpp>
 
 #include "support/catch.hpp"
@@ -21,11 +22,11 @@ TEST_CASE("the default policy relays the block unchanged", "[kv][transfer_policy
 
 TEST_CASE("select, transform and place are composed and recorded", "[kv][transfer_policy]") {
   const auto base = test::random_block(10, dtype::f32, 2);
-  const kv_policy p{.label = "sinks+int8+noise",
+  const kv_policy p{.label = "sinks+noise+zero",
                     .layers = {1, 3},
                     .tokens = sinks_window_spec{.sinks = 2, .window = 3},
                     .transforms = {noise_spec{.sigma = 0.1, .scale = noise_scale::rms_layer},
-                                   quantize_spec{.scheme = quant_scheme::int8, .group_size = 5}},
+                                   zero_spec{.part = kv_part::values, .tokens = {0, 1}}},
                     .mode = position_mode::append_after};
   auto b = base;
   const auto rec = p.apply(b, {.seed = 9, .item = 4, .receiver_next = 30});
@@ -34,9 +35,11 @@ TEST_CASE("select, transform and place are composed and recorded", "[kv][transfe
   CHECK(rec.tokens_kept == 5);
   CHECK(rec.noise.size() == 1);
   CHECK(rec.noise[0].sigma_applied_rms > 0);
-  REQUIRE(rec.quantization.has_value());
   CHECK(rec.bytes_after < rec.bytes_before);
-  CHECK(rec.bytes_after == rec.quantization->quantized_bytes + 5 * 4);
+  CHECK(rec.bytes_after == b.content_bytes());
+  for (std::int32_t h = 0; h < b.n_kv_heads(); ++h)  // the zero step after the noise: token 0's V
+    for (std::int32_t d = 0; d < b.head_dim_v(); ++d) CHECK(b.get(0, true, 0, h, d) == 0.0f);
+  CHECK(b.get(0, false, 0, 0, 0) != 0.0f);
   CHECK(b.positions()[0] == 30);
   CHECK(rec.first_position == 30);
   // reproducible from (seed, item)
@@ -45,12 +48,10 @@ TEST_CASE("select, transform and place are composed and recorded", "[kv][transfe
   CHECK(c == b);
 }
 
-TEST_CASE("placebo transforms and dropout are recorded", "[kv][transfer_policy]") {
+TEST_CASE("dropout is recorded; a policy substitutes no placebo", "[kv][transfer_policy]") {
   auto b = test::random_block(8, dtype::f32, 3);
-  const auto rec =
-      kv_policy{.label = "zeroed", .transforms = {placebo_spec{placebo_kind::zeroed}}}.apply(b, {});
-  REQUIRE(rec.placebo.has_value());
-  CHECK(*rec.placebo == placebo_kind::zeroed);
+  const auto rec = kv_policy{.label = "zero_all", .transforms = {zero_spec{}}}.apply(b, {});
+  CHECK_FALSE(rec.placebo.has_value());  // the trial driver records the arm plan's placebo
   for (float x : b.to_floats()) CHECK(x == 0.0f);
   auto c = test::random_block(50, dtype::f32, 3);
   const auto d = kv_policy{.transforms = {dropout_spec{0.3}}}.apply(c, {.seed = 1});

@@ -242,6 +242,32 @@ TEST_CASE("a quantized relay with an invalid scale is refused even with a valid 
   CHECK_THROWS_WITH(decode_relay(bytes), Contains("scale"));
 }
 
+TEST_CASE("the wire reads the quantization schemes from the one table (all_quant_schemes)", "[kv][wire]") {
+  const auto b = test::random_block(3, dtype::f32, 33);
+  for (const quant_scheme q : all_quant_schemes) {  // every scheme of the table is carried under its id
+    INFO(quant_scheme_name(q));
+    const auto d = decode_relay(encode_relay(b, {.quantize = quantize_spec{.scheme = q, .group_size = 8}}));
+    REQUIRE(d.quantization.has_value());
+    CHECK(d.quantization->scheme == q);
+  }
+  // an id past the table is refused, naming the table's schemes; the encoding is the first header
+  // byte where an int8 frame and an fp8_e4m3 frame of the same block differ
+  const auto i8 = encode_relay(b, {.quantize = quantize_spec{.scheme = quant_scheme::int8, .group_size = 8}});
+  auto f8 = encode_relay(b, {.quantize = quantize_spec{.scheme = quant_scheme::fp8_e4m3}});
+  std::size_t at = 20;
+  while (at < f8.size() && i8[at] == f8[at]) ++at;
+  REQUIRE(std::to_integer<int>(f8[at]) == static_cast<int>(quant_scheme::fp8_e4m3));
+  f8[at] = static_cast<std::byte>(all_quant_schemes.size() + 1);
+  const std::uint32_t c = crc32c::of(std::span(f8).subspan(0, f8.size() - 4));
+  std::memcpy(f8.data() + f8.size() - 4, &c, 4);
+  CHECK_THROWS_WITH(
+      decode_relay(f8),
+      Contains("'encoding' is 5") && Contains("0 (raw), 1 (int8), 2 (int4), 3 (fp8_e4m3) or 4 (fp8_e5m2)"));
+  auto q = b;  // the spec check reads the same table
+  CHECK_THROWS_WITH(quantize_roundtrip(q, {.scheme = static_cast<quant_scheme>(9)}),
+                    Contains("must be int8, int4, fp8_e4m3 or fp8_e5m2"));
+}
+
 TEST_CASE("encode and decode into caller-owned buffers equal the returning forms", "[kv][wire]") {
   std::vector<std::byte> bytes(3, std::byte{0x55});  // stale contents are replaced
   decoded_relay d;

@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "support/kv_fixtures.hpp"
+
 using namespace latentaudit;
 
 TEST_CASE("arm plans: one plan per kind, with the family, sender and payload each kind runs") {
@@ -29,7 +31,9 @@ TEST_CASE("arm plans: one plan per kind, with the family, sender and payload eac
           (p.family == arm_family::kv || p.family == arm_family::placebo || p.family == arm_family::foreign));
     // a foreign cache is force-imported, unless a map puts it in B's shape (then its fingerprint is checked)
     CHECK(p.forced_import == (p.family == arm_family::foreign && p.transform != arm_transform::mapped));
-    CHECK(placebo_of(p.transform).has_value() == (p.family == arm_family::placebo));
+    CHECK(p.placebo.has_value() == (p.family == arm_family::placebo));
+    CHECK(p.placebo.has_value() ==
+          (p.transform == arm_transform::other_item || p.transform == arm_transform::placebo));
     CHECK((p.transform == arm_transform::none) == !p.relays_kv());
     CHECK((p.transform == arm_transform::mapped) == (k == arm_kind::kv_mapped));
   }
@@ -40,11 +44,28 @@ TEST_CASE("arm plans: one plan per kind, with the family, sender and payload eac
   CHECK(plan_of(arm_kind::drifted).sender == arm_sender::named);
   CHECK(plan_of(arm_kind::kv_message_only).payload == arm_payload::message_rows);
   CHECK(plan_of(arm_kind::kv_message).payload == arm_payload::message_cache);
-  CHECK(placebo_of(plan_of(arm_kind::zeroed).transform) == placebo_kind::zeroed);
-  CHECK(placebo_of(plan_of(arm_kind::random).transform) == placebo_kind::random);
-  // a placebo's record names the arm kind it stands for (the records' policy.placebo)
-  for (const arm_kind k : all_arm_kinds)
-    if (const auto pk = placebo_of(plan_of(k).transform)) CHECK(placebo_kind_name(*pk) == arm_kind_name(k));
+  CHECK(plan_of(arm_kind::zeroed).placebo == placebo_kind::zeroed);
+  CHECK(plan_of(arm_kind::random).placebo == placebo_kind::random);
+  CHECK(plan_of(pairing_placebo_kind()).placebo == placebo_kind::deranged);
+  // a placebo's record names the arm kind it stands for (the records' policy.placebo), and a placebo
+  // made from A's cache is made by the one dispatch the driver calls (cache_placebo): same shape and
+  // positions, other values, reproducible from (seed, item)
+  const kv_block real = test::random_block(6, dtype::f32, 5);
+  for (const arm_kind k : all_arm_kinds) {
+    const arm_plan p = plan_of(k);
+    if (!p.placebo) continue;
+    INFO(arm_kind_name(k));
+    CHECK(placebo_kind_name(*p.placebo) == arm_kind_name(k));
+    if (p.transform != arm_transform::placebo) {
+      CHECK_THROWS_AS(cache_placebo(*p.placebo, real, 1, 0), invalid_argument);
+      continue;
+    }
+    const kv_block c = cache_placebo(*p.placebo, real, 1, 0);
+    CHECK(c.n_tokens() == real.n_tokens());
+    CHECK(std::equal(c.positions().begin(), c.positions().end(), real.positions().begin()));
+    CHECK_FALSE(c == real);
+    CHECK(cache_placebo(*p.placebo, real, 1, 0) == c);
+  }
   // the roles the report reads: one arm each
   std::set<std::string_view> roles;
   for (const arm_kind k : all_arm_kinds)

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -70,6 +71,27 @@ enum class placebo_kind : std::uint8_t {
 /// mask copied. Stream (seed, item, arm = 4 + part, replicate = layer id).
 [[nodiscard]] LATENTAUDIT_INLINE kv_block random_placebo(const kv_block& real, std::uint64_t seed,
                                                          std::uint64_t item);
+
+/// @brief The placebo of kind `k` made from the real cache alone: the one dispatch the trial driver
+/// calls for an arm whose plan's transform is arm_transform::placebo (trial/arm.hpp), so a new
+/// placebo of this kind is its placebo_kind, its name and its case here. zeroed → zeroed_placebo(real);
+/// random → random_placebo(real, seed, item).
+/// @throws invalid_argument for deranged (another item's cache: the trial driver builds it with
+/// random_derangement and length_matched).
+[[nodiscard]] inline kv_block cache_placebo(placebo_kind k, const kv_block& real, std::uint64_t seed,
+                                            std::uint64_t item) {
+  switch (k) {
+    case placebo_kind::zeroed:
+      return zeroed_placebo(real);
+    case placebo_kind::random:
+      return random_placebo(real, seed, item);
+    case placebo_kind::deranged:
+      break;
+  }
+  detail::throw_invalid("cache_placebo", "k",
+                        "must be a placebo made from the cache itself (zeroed, random), got '" +
+                            std::string(placebo_kind_name(k)) + "'");
+}
 
 /// @brief Cuts or cycles `donor` to `n_tokens` tokens (keeping its first tokens, repeating them
 /// cyclically when it is shorter) and places them at positions first_position, +1, ... with keys

@@ -34,6 +34,7 @@
 #pragma GCC diagnostic pop
 #endif
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
@@ -337,9 +338,15 @@ void decode_unit(std::span<T> x, const std::vector<std::size_t>& rows, std::size
 }
 
 inline void check_quantize_spec(std::string_view fn, const quantize_spec& spec) {
-  if (!is_integer_scheme(spec.scheme) && spec.scheme != quant_scheme::fp8_e4m3 &&
-      spec.scheme != quant_scheme::fp8_e5m2)
-    throw_invalid(fn, "spec.scheme", "must be int8, int4, fp8_e4m3 or fp8_e5m2");
+  if (std::find(all_quant_schemes.begin(), all_quant_schemes.end(), spec.scheme) == all_quant_schemes.end()) {
+    std::string names;
+    for (std::size_t i = 0; i < all_quant_schemes.size(); ++i)
+      names.append(i == 0                              ? ""
+                   : i + 1 == all_quant_schemes.size() ? " or "
+                                                       : ", ")
+          .append(quant_scheme_name(all_quant_schemes[i]));
+    throw_invalid(fn, "spec.scheme", "must be " + names);
+  }
   if (is_integer_scheme(spec.scheme)) check_in_range(fn, "spec.group_size", spec.group_size, 1, 1 << 20);
 }
 

@@ -2,6 +2,8 @@
 // latentaudit: transfer policies — what happens to a cache between an engine's export and the
 // receiver's import: select → transform → position mode. Policies never run inside engines, so
 // audits compare across engines. Each application returns a record of what it did, for trials.
+// Quantization is the wire's (wire_encode_options::quantize, a trial arm's wire_quantize: codes and
+// scales on the wire) and a placebo the arm plan's (trial/arm.hpp, kv/placebo.hpp), never a policy step.
 #ifndef LATENTAUDIT_KV_TRANSFER_POLICY_HPP
 #define LATENTAUDIT_KV_TRANSFER_POLICY_HPP
 
@@ -19,7 +21,6 @@
 #include "kv_block.hpp"
 #include "noise.hpp"
 #include "placebo.hpp"
-#include "quantize.hpp"
 #include "rope.hpp"
 #include "selection.hpp"
 
@@ -37,16 +38,15 @@ struct policy_context {
 
 /// @brief What a policy did to one block.
 struct transfer_record {
-  std::string policy;                            ///< the policy's name
-  std::vector<layer_index> layers;               ///< layers relayed
-  std::int64_t tokens_in = 0;                    ///< tokens exported
-  std::int64_t tokens_kept = 0;                  ///< tokens relayed (union over layers)
-  std::uint64_t bytes_before = 0;                ///< content bytes of the exported block
-  std::uint64_t bytes_after = 0;                 ///< content bytes relayed (quantized payload if quantized)
-  std::vector<noise_record> noise;               ///< each noise transform applied
-  std::optional<quantize_record> quantization;   ///< the quantization round trip, if any
-  std::optional<placebo_kind> placebo;           ///< the placebo substituted, if any
-  std::vector<std::int64_t> dropped_tokens;      ///< token dropout: removed indices
+  std::string policy;                        ///< the policy's name
+  std::vector<layer_index> layers;           ///< layers relayed
+  std::int64_t tokens_in = 0;                ///< tokens exported
+  std::int64_t tokens_kept = 0;              ///< tokens relayed (union over layers)
+  std::uint64_t bytes_before = 0;            ///< content bytes of the exported block
+  std::uint64_t bytes_after = 0;             ///< content bytes relayed
+  std::vector<noise_record> noise;           ///< each noise transform applied
+  std::optional<placebo_kind> placebo;       ///< the placebo the trial driver substituted (arm_plan::placebo)
+  std::vector<std::int64_t> dropped_tokens;  ///< token dropout: removed indices
   position_mode mode = position_mode::preserve;  ///< position mode applied
   position_t first_position = 0;                 ///< first relayed position after the mode
 };
@@ -119,14 +119,8 @@ struct zero_spec {
 struct dropout_spec {
   double p = 0.1;
 };
-/// @brief Replace the block by a placebo of the same shape: zeroed or moment-matched random
-/// (the other-item placebo needs other items' caches and is made by the trial driver).
-struct placebo_spec {
-  placebo_kind kind = placebo_kind::zeroed;
-};
-
 /// @brief One transform step.
-using transform_spec = std::variant<noise_spec, quantize_spec, zero_spec, dropout_spec, placebo_spec>;
+using transform_spec = std::variant<noise_spec, zero_spec, dropout_spec>;
 
 /// @brief The composable policy: select layers (empty = all present) and tokens, apply the
 /// transforms in order, then the position mode.

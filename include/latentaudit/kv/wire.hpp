@@ -176,7 +176,7 @@ inline std::vector<std::byte> kv_header(const kv_block& b, const std::optional<q
   // encoding: 0 = raw elements of `dtype`, else the quant_scheme id
   w.put(static_cast<std::uint8_t>(q ? static_cast<std::uint8_t>(q->scheme) : 0));
   // kv flags: bit 0 = token mask, bit 1 = integer keys grouped per token (not per channel)
-  const bool integer = q && (q->scheme == quant_scheme::int8 || q->scheme == quant_scheme::int4);
+  const bool integer = q && is_integer_scheme(q->scheme);
   w.put(static_cast<std::uint16_t>((b.has_token_mask() ? 1 : 0) | (integer && !q->keys_per_channel ? 2 : 0)));
   w.put(static_cast<std::uint32_t>(integer ? q->group_size : 0));  // group size
   w.put(b.n_tokens());
@@ -491,11 +491,21 @@ inline void parse_kv_header(std::span<const std::byte> header, std::uint64_t pay
   const auto dt = r.get<std::uint8_t>("dtype");
   check_field(dt <= 2, "dtype", std::to_string(dt), "0 (f32), 1 (f16) or 2 (bf16)");
   const auto encoding = r.get<std::uint8_t>("encoding");
-  check_field(encoding <= 4, "encoding", std::to_string(encoding),
-              "0 (raw), 1 (int8), 2 (int4), 3 (fp8_e4m3) or 4 (fp8_e5m2)");
+  {  // 0 = raw, else the id of a scheme of kv/quantize.hpp's one table (all_quant_schemes)
+    bool known = encoding == 0;
+    for (const quant_scheme q : all_quant_schemes) known = known || static_cast<std::uint8_t>(q) == encoding;
+    if (!known) {
+      std::string accepted = "0 (raw)";
+      for (std::size_t i = 0; i < all_quant_schemes.size(); ++i)
+        accepted += (i + 1 == all_quant_schemes.size() ? " or " : ", ") +
+                    std::to_string(static_cast<unsigned>(all_quant_schemes[i])) + " (" +
+                    std::string(quant_scheme_name(all_quant_schemes[i])) + ")";
+      check_field(false, "encoding", std::to_string(encoding), accepted);
+    }
+  }
   const auto kv_flags = r.get<std::uint16_t>("kv flags");
   const auto group_size = r.get<std::uint32_t>("group size");
-  const bool integer = encoding == 1 || encoding == 2;
+  const bool integer = encoding != 0 && is_integer_scheme(static_cast<quant_scheme>(encoding));
   check_field((kv_flags & ~(integer ? 3u : 1u)) == 0, "kv flags", std::to_string(kv_flags),
               integer ? "in [0, 3]" : "0 or 1");
   masked = (kv_flags & 1u) != 0;

@@ -15,8 +15,11 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/types.hpp"
+#include "../kv/placebo.hpp"
+#include "../kv/quantize.hpp"
 #include "../kv/transfer_policy.hpp"
 
 namespace latentaudit {
@@ -133,27 +136,10 @@ enum class arm_transform : std::uint8_t {
   none,        ///< nothing (no relay, text payloads)
   policy,      ///< the arm's kv_policy (selection, noise, quantization, placement; kv_full's keeps all)
   other_item,  ///< replaced by another item's cache, length-matched (a random derangement of the items)
-  zeros,       ///< keys and values zeroed
-  moments,     ///< Gaussian with the cache's per-(layer, part, head) mean and variance
+  placebo,     ///< replaced by the plan's placebo made from the cache itself (kv/placebo.hpp cache_placebo:
+               ///< zeroed, moment-matched random, ...)
   mapped,      ///< the sender's cache map into B's model's shape (trial_driver::add_map for the sender)
 };
-
-/// @brief The placebo a transform substitutes for the cache (the records' `policy.placebo`), or nothing.
-[[nodiscard]] constexpr std::optional<placebo_kind> placebo_of(arm_transform t) noexcept {
-  switch (t) {
-    case arm_transform::other_item:
-      return placebo_kind::deranged;
-    case arm_transform::zeros:
-      return placebo_kind::zeroed;
-    case arm_transform::moments:
-      return placebo_kind::random;
-    case arm_transform::none:
-    case arm_transform::policy:
-    case arm_transform::mapped:
-      break;
-  }
-  return std::nullopt;
-}
 
 /// @brief An arm's relay plan: everything the driver, a relay peer, a custom driver, the CLI and
 /// the report need to know about an arm kind. plan_of() is the one table; adding an arm family is
@@ -163,6 +149,9 @@ struct arm_plan {
   arm_sender sender = arm_sender::none;           ///< who reads the document
   arm_payload payload = arm_payload::nothing;     ///< what A sends
   arm_transform transform = arm_transform::none;  ///< what is done to the cache before the wire
+  /// the placebo substituted for the cache (the records' `policy.placebo`): deranged for other_item,
+  /// the placebo cache_placebo() makes for the transform `placebo`; nothing for the other transforms
+  std::optional<placebo_kind> placebo = std::nullopt;
   /// B imports a cache of another model (import_options::force; its fingerprint is not checked)
   bool forced_import = false;
   /// The arm's kv_policy selects layers or tokens: what the engine must support is checked
@@ -230,19 +219,22 @@ struct arm_plan {
               .sender = S::receiver,
               .payload = P::document_cache,
               .transform = T::other_item,
+              .placebo = placebo_kind::deranged,
               .min_items = 2,
               .role = true};
     case arm_kind::zeroed:
       return {.family = F::placebo,
               .sender = S::receiver,
               .payload = P::document_cache,
-              .transform = T::zeros,
+              .transform = T::placebo,
+              .placebo = placebo_kind::zeroed,
               .role = true};
     case arm_kind::random:
       return {.family = F::placebo,
               .sender = S::receiver,
               .payload = P::document_cache,
-              .transform = T::moments,
+              .transform = T::placebo,
+              .placebo = placebo_kind::random,
               .role = true};
     case arm_kind::cross_model:
       return {.family = F::foreign,
@@ -302,6 +294,18 @@ inline constexpr arm_kind all_arm_kinds[] = {
 }
 static_assert(plan_of(pairing_placebo_kind()).transform == arm_transform::other_item,
               "one arm kind is the pairing placebo");
+static_assert(
+    [] {
+      for (const arm_kind k : all_arm_kinds) {
+        const arm_plan p = plan_of(k);
+        if ((p.family == arm_family::placebo) != p.placebo.has_value()) return false;
+        if (p.placebo && p.transform != arm_transform::other_item && p.transform != arm_transform::placebo)
+          return false;
+        if (p.transform == arm_transform::other_item && p.placebo != placebo_kind::deranged) return false;
+      }
+      return true;
+    }(),
+    "every placebo arm names its placebo, made from another item's cache or from A's (cache_placebo)");
 
 /// @brief One arm of a design.
 struct trial_arm {

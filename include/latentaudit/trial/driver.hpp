@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"
@@ -752,11 +753,8 @@ class trial_driver {
         block = length_matched(donor_block, n, 0);
         break;
       }
-      case arm_transform::zeros:
-        block = zeroed_placebo(block);
-        break;
-      case arm_transform::moments:
-        block = random_placebo(block, ctx.seed, task.item);
+      case arm_transform::placebo:  // the plan's placebo, made from A's cache (stream: seed, item)
+        block = cache_placebo(*plan.placebo, block, ctx.seed, task.item);
         break;
       case arm_transform::policy:
         tr = arm.policy.apply(block, ctx);
@@ -778,7 +776,7 @@ class trial_driver {
     }
     if (plan.transform != arm_transform::policy) {  // the record's policy names the arm's kind
       tr.policy = std::string(arm_kind_name(arm.kind));
-      tr.placebo = placebo_of(plan.transform);
+      tr.placebo = plan.placebo;
     }
     out.policy_s += detail::seconds_since(t);
     t = detail::driver_clock::now();

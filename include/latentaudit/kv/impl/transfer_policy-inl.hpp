@@ -29,18 +29,13 @@ LATENTAUDIT_INLINE transfer_record kv_policy::apply(kv_block& block, const polic
             spec.seed = ctx.seed;
             spec.item = ctx.item;
             rec.noise.push_back(add_noise(block, spec));
-          } else if constexpr (std::is_same_v<S, quantize_spec>) {
-            rec.quantization = quantize_roundtrip(block, s);
           } else if constexpr (std::is_same_v<S, zero_spec>) {
             zero_kv(block, s.part, s.layers, s.tokens);
-          } else if constexpr (std::is_same_v<S, dropout_spec>) {
+          } else {
+            static_assert(std::is_same_v<S, dropout_spec>);
             std::vector<std::int64_t> dropped;
             block = drop_tokens(block, s.p, ctx.seed, ctx.item, &dropped);
             rec.dropped_tokens.insert(rec.dropped_tokens.end(), dropped.begin(), dropped.end());
-          } else {
-            block = s.kind == placebo_kind::random ? random_placebo(block, ctx.seed, ctx.item)
-                                                   : zeroed_placebo(block);
-            rec.placebo = s.kind;
           }
         },
         t);
@@ -51,10 +46,6 @@ LATENTAUDIT_INLINE transfer_record kv_policy::apply(kv_block& block, const polic
   rec.layers.assign(block.layers().begin(), block.layers().end());
   rec.tokens_kept = block.n_tokens();
   rec.bytes_after = block.content_bytes();
-  if (rec.quantization) {
-    const auto q = *rec.quantization;
-    rec.bytes_after = rec.bytes_after - q.original_bytes + q.quantized_bytes;
-  }
   return rec;
 }
 

@@ -571,7 +571,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   // Resolved once, by label then arm_kind, for every analysis (detail::resolve_arm_roles).
   warn.insert(warn.end(), role_warnings.begin(), role_warnings.end());
   const detail::role_index roles_at = detail::role_index_of(d, roles);
-  const std::size_t no_comm = roles_at.no_comm, text_full = roles_at.text_full, kv_full = roles_at.kv_full;
+  const std::size_t no_comm = roles_at.of(arm_kind::no_comm), text_full = roles_at.of(arm_kind::text_full),
+                    kv_full = roles_at.of(arm_kind::kv_full);
 
   // ---- paired effects (the Holm family) and decomposition (need): report/analyses/effects.hpp ----
   detail::audit_paired_effects(d, roles_at, o, out);

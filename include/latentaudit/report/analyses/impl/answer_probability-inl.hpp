@@ -130,11 +130,13 @@ LATENTAUDIT_INLINE std::vector<finding> likelihood_findings(const likelihood_end
     std::string what;  // the question, in words
   };
   const spec specs[] = {
-      {e.raises, r.kv_full, r.no_comm, "kv_full", "no_comm", 0.0, margin,
+      {e.raises, r.of(arm_kind::kv_full), r.of(arm_kind::no_comm), "kv_full", "no_comm", 0.0, margin,
        fmt::format("the relay raises {} (dependency, {})", e.what, e.ordinal)},
-      {e.noninferior, r.kv_full, r.text_full, "kv_full", "text_full", -margin, -margin,
+      {e.noninferior, r.of(arm_kind::kv_full), r.of(arm_kind::text_full), "kv_full", "text_full", -margin,
+       -margin,
        fmt::format("the relay's {} is not lower than text's by the margin (value, {})", e.noun, e.ordinal)},
-      {e.pairing, r.kv_full, r.pairing_placebo, "kv_full", arm_kind_name(pairing_placebo_kind()), 0.0, margin,
+      {e.pairing, r.of(arm_kind::kv_full), r.of(pairing_placebo_kind()), "kv_full",
+       arm_kind_name(pairing_placebo_kind()), 0.0, margin,
        fmt::format("the right item's cache raises the {} over another item's (pairing, {})", e.noun,
                    e.ordinal)},
   };
@@ -258,7 +260,8 @@ LATENTAUDIT_INLINE std::vector<carries_step> carries_steps(const audit_data& d,
   const double a_lik = measured.empty() ? 0.0 : alpha / 2.0 / static_cast<double>(measured.size());
   std::vector<carries_step> steps;
   auto step = [&](std::string name, std::string id, likelihood_field field, double level, bool own_yes) {
-    const auto c = probability_contrast_of(d, records, r.kv_full, r.no_comm, id, 0.0, level, field);
+    const auto c = probability_contrast_of(d, records, r.of(arm_kind::kv_full), r.of(arm_kind::no_comm), id,
+                                           0.0, level, field);
     carries_step s{std::move(name), std::move(id), level, 1.0, false, own_yes};
     if (c.n_items > 0 && std::isfinite(c.p_value)) s.p = c.p_value;
     s.shown = s.p <= level && (field != likelihood_field::correct || own_yes);
@@ -282,11 +285,11 @@ LATENTAUDIT_INLINE finding carries_information_finding(const audit_data& d,
   const finding_key key{finding_kind::need_kv_carries_information};
   const std::string acc_id = finding_id(finding_kind::need_kv_beats_no_comm);
   const finding* acc = likelihood_finding_of(findings, finding_kind::need_kv_beats_no_comm);
-  if (acc == nullptr || acc->n == 0 || r.kv_full == audit_data::npos || r.no_comm == audit_data::npos)
-    return not_estimable_finding(
-        key, acc == nullptr ? acc_id + " is absent" : acc->detail,
-        {{"need", r.kv_full == audit_data::npos ? "kv_full" : d.arm_label[r.kv_full]},
-         {"need", r.no_comm == audit_data::npos ? "no_comm" : d.arm_label[r.no_comm]}});
+  const std::size_t kv = r.of(arm_kind::kv_full), nc = r.of(arm_kind::no_comm);
+  if (acc == nullptr || acc->n == 0 || kv == audit_data::npos || nc == audit_data::npos)
+    return not_estimable_finding(key, acc == nullptr ? acc_id + " is absent" : acc->detail,
+                                 {{"need", kv == audit_data::npos ? "kv_full" : d.arm_label[kv]},
+                                  {"need", nc == audit_data::npos ? "no_comm" : d.arm_label[nc]}});
   const auto steps = carries_steps(d, records, r, findings, *acc, alpha);
   finding f = *acc;
   f.id = key.id();

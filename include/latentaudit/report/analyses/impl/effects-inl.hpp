@@ -24,17 +24,12 @@
 namespace latentaudit::detail {
 
 [[nodiscard]] LATENTAUDIT_INLINE role_index role_index_of(const audit_data& d, const arm_roles& roles) {
-  auto at = [&](arm_kind k) {
+  role_index r;
+  for (const arm_kind k : all_arm_kinds) {
     const std::string& l = roles.of(k);
-    return l.empty() ? audit_data::npos : d.find_label(l);
-  };
-  return {.no_comm = at(arm_kind::no_comm),
-          .text_full = at(arm_kind::text_full),
-          .kv_full = at(arm_kind::kv_full),
-          .pairing_placebo = at(pairing_placebo_kind()),
-          .zeroed = at(arm_kind::zeroed),
-          .random = at(arm_kind::random),
-          .cross_model = at(arm_kind::cross_model)};
+    if (!l.empty()) r.arm[static_cast<std::size_t>(k)] = d.find_label(l);
+  }
+  return r;
 }
 
 LATENTAUDIT_INLINE std::string effect_verdict_text(const audit_options& o) {
@@ -49,9 +44,8 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   auto& warn = out.warnings;
   const double level = 1.0 - o.alpha;
   const std::size_t B = o.bootstrap_replicates;
-  const std::size_t no_comm = r.no_comm, text_full = r.text_full, kv_full = r.kv_full,
-                    pairing = r.pairing_placebo, zeroed = r.zeroed, random = r.random,
-                    cross_model = r.cross_model;
+  const std::size_t no_comm = r.of(arm_kind::no_comm), text_full = r.of(arm_kind::text_full),
+                    kv_full = r.of(arm_kind::kv_full), pairing = r.of(pairing_placebo_kind());
   const std::string_view pairing_name = arm_kind_name(pairing_placebo_kind());
   auto role_label = [&](std::size_t a, std::string_view fallback) {
     return a == audit_data::npos ? std::string(fallback) : d.arm_label[a];
@@ -126,23 +120,23 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   // regime are the first two steps of the decision's fixed sequence: each is tested at full α once
   // the steps before it are shown (docs/audit-report.md "Testing along the decision"), so they stay
   // out of the Holm family, which then holds the contrasts the decision does not read as a step.
-  // {pairing placebo,zeroed,random} − kv_full are implied by the placebo − no_comm and kv_full − no_comm
-  // contrasts (their difference); they describe how much of the relay effect a placebo keeps and
-  // stay out of the Holm family.
-  const contrast_spec specs[] = {
+  // Each placebo and foreign role − no_comm (contrasted_with_no_comm: deranged, zeroed, random,
+  // cross_model, in arm_kind order) is a claim of its own. Each placebo role − kv_full is implied by
+  // the placebo − no_comm and kv_full − no_comm contrasts (their difference); it describes how much
+  // of the relay effect a placebo keeps and stays out of the Holm family.
+  std::vector<contrast_spec> specs = {
       {kv_full, no_comm, "kv_full", "no_comm", true, true},
       {kv_full, text_full, "kv_full", "text_full", true, false},
       {text_full, no_comm, "text_full", "no_comm", true, true},
-      {pairing, no_comm, pairing_name, "no_comm", true, false},
-      {zeroed, no_comm, "zeroed", "no_comm", true, false},
-      {random, no_comm, "random", "no_comm", true, false},
-      {cross_model, no_comm, "cross_model", "no_comm", true, false},
-      {pairing, kv_full, pairing_name, "kv_full", false, false},
-      {zeroed, kv_full, "zeroed", "kv_full", false, false},
-      {random, kv_full, "random", "kv_full", false, false},
   };
   std::vector<std::string> effect_ci_text;  // parallel to out.effects
   std::vector<bool> effect_exact;           // parallel to out.effects: p by exact McNemar
+  for (const arm_kind k : all_arm_kinds)
+    if (contrasted_with_no_comm(k))
+      specs.push_back({r.of(k), no_comm, arm_kind_name(k), "no_comm", true, false});
+  for (const arm_kind k : all_arm_kinds)
+    if (contrasted_with_no_comm(k) && plan_of(k).family == arm_family::placebo)
+      specs.push_back({r.of(k), kv_full, arm_kind_name(k), "kv_full", false, false});
   std::vector<std::string> skipped;
   for (auto rg : {audit_regime::need, audit_regime::no_need}) {
     const std::string rname = detail::regime_name(rg);
@@ -222,7 +216,9 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
   {
     std::vector<std::size_t> present;
     std::string present_names;
-    for (auto a : {zeroed, random}) {
+    // presence is a named estimand (docs/audit-report.md "Decomposition (need regime)"): the mean over the
+    // zeroed and random arms, the placebos that keep only the cache's presence; other placebos do not join it
+    for (auto a : {r.of(arm_kind::zeroed), r.of(arm_kind::random)}) {
       if (a == audit_data::npos) continue;
       const std::size_t t[] = {a};
       if (no_comm != audit_data::npos &&
@@ -382,7 +378,8 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
                                               const audit_options& o, audit_core& out) {
   const double level_tost = 1.0 - 2.0 * o.alpha;
   const std::string verdict_text = effect_verdict_text(o);
-  const std::size_t no_comm = r.no_comm, text_full = r.text_full, kv_full = r.kv_full;
+  const std::size_t no_comm = r.of(arm_kind::no_comm), text_full = r.of(arm_kind::text_full),
+                    kv_full = r.of(arm_kind::kv_full);
   auto role_label = [&](std::size_t a, std::string_view fallback) {
     return a == audit_data::npos ? std::string(fallback) : d.arm_label[a];
   };
@@ -582,11 +579,12 @@ LATENTAUDIT_INLINE void audit_effect_findings(const audit_data& d, const role_in
            complete);
     }
   }
-  // the placebos and cross_model against no_comm: one finding each, in this order
-  for (const auto& [index, kind] :
-       {std::pair{r.pairing_placebo, pairing_placebo_kind()}, std::pair{r.zeroed, arm_kind::zeroed},
-        std::pair{r.cross_model, arm_kind::cross_model}})
-    beats_finding(need_beats_no_comm_key(kind), role_label(index, arm_kind_name(kind)), ncl, false);
+  // Each catalog row need.<arm>_beats_no_comm (the placebos' and cross_model's), in the catalog's
+  // order: its subject's role against no_comm, inconclusive with n = 0 when no arm plays it. A new
+  // placebo's finding is its catalog row.
+  for (const auto& row : finding_catalog())
+    if (row.pattern == need_beats_no_comm_pattern)
+      beats_finding({row.kind}, role_label(r.of(row.subject), arm_kind_name(row.subject)), ncl, false);
   {
     const finding_key id{finding_kind::no_need_kv_changes_accuracy};
     if (const auto* e = lookup(id, "no_need", kvl, ncl)) {
