@@ -15,6 +15,8 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "support/common.hpp"
@@ -171,6 +173,74 @@ TEST_CASE("audit_session: a resume skips what it holds and refuses another desig
   CHECK(timeless_file(f.dir) == first_run);
 }
 
+namespace session_test {
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// `from`'s design.json and its records.jsonl's first `lines` lines, then a torn line and the zero
+// padding a killed journal leaves, in `to`.
+void crashed_copy(const std::filesystem::path& from, const std::filesystem::path& to, std::size_t lines) {
+  std::filesystem::create_directories(to);
+  std::filesystem::copy_file(from / "design.json", to / "design.json");
+  const std::string all = file_text(from / "records.jsonl");
+  std::size_t end = 0;
+  for (std::size_t k = 0; k < lines; ++k) end = all.find('\n', end) + 1;
+  write_text(to / "records.jsonl", all.substr(0, end) + R"({"item": 3, "seed")" + std::string(4096, '\0'));
+}
+
+}  // namespace session_test
+
+TEST_CASE("audit_session: a resume parses each records file once and ends as an uninterrupted run",
+          "[audit_session]") {
+  fixture f("parse_once");
+  const trial_design d = f.with_identity(small_design());
+  const auto src = f.source(d);
+  const auto reported = [&](const std::filesystem::path& out, bool resume) {
+    audit_session_options o;
+    o.out = out;
+    o.resume = resume;
+    o.report.bootstrap_replicates = 199;
+    return o;
+  };
+  const auto whole = f.dir / "whole";
+  (void)audit_session(d, reported(whole, false)).run(src, f.first);
+  const auto reference = timeless_file(whole);
+  REQUIRE(reference.size() == d.trials());
+  // killed halfway: the resume reads records.jsonl once (before: the records set's check, the
+  // journal and the keys done each parsed it) and runs the rest
+  const auto cut = f.dir / "cut";
+  crashed_copy(whole, cut, reference.size() / 2);
+  auto o = trials_only(cut);
+  o.resume = true;
+  const std::uint64_t before = records_files_parsed();
+  const auto res = audit_session(d, std::move(o)).run(src, f.first);
+  CHECK(records_files_parsed() - before == 1);
+  CHECK(res.stats.skipped == reference.size() / 2);
+  CHECK(res.stats.trials == d.trials() - reference.size() / 2);
+  CHECK(timeless_file(cut) == reference);
+  // killed after the last record: the resume runs nothing and writes the uninterrupted run's report;
+  // it parses records.jsonl on opening and once more for the report
+  const auto late = f.dir / "late";
+  crashed_copy(whole, late, reference.size());
+  const std::uint64_t before2 = records_files_parsed();
+  const auto res2 = audit_session(d, reported(late, true)).run(src, f.first);
+  CHECK(records_files_parsed() - before2 == 2);
+  CHECK(res2.stats.trials == 0);
+  CHECK(file_text(late / "records.jsonl") == file_text(whole / "records.jsonl"));
+  for (const char* name : {"report.json", "report.md"})
+    CHECK(file_text(late / name) == file_text(whole / name));
+}
+
 TEST_CASE("audit_session: agent A in another process over tcp gives the same records", "[audit_session]") {
   fixture f("tcp");
   const trial_design d = f.with_identity(small_design(4));
@@ -294,6 +364,21 @@ TEST_CASE("audit_session: the report is written once as a set and stopping when 
     CHECK(std::filesystem::exists(f.dir / name));
   // the identity names the stopping rule: a resume with another rule is refused
   CHECK(res.design.identity.options.find("until_decided") != nullptr);
+  // a resume replays the looks on the records it read on opening (records.jsonl parsed once, and
+  // once more for the report) and writes the same report
+  const std::string report_json = file_text(f.dir / "report.json");
+  audit_session_options again;
+  again.out = f.dir;
+  again.resume = true;
+  again.report.bootstrap_replicates = 199;
+  again.batch_items = 10;
+  for (const auto& t : organism_task_file(f.fmt, task_options(d), d.items).tasks)
+    again.item_regime.emplace_back(regime_name(t.regime));
+  const std::uint64_t before = records_files_parsed();
+  const auto res2 = audit_session(d, std::move(again)).run(src, f.first);
+  CHECK(records_files_parsed() - before == 2);
+  CHECK(res2.stats.trials == 0);
+  CHECK(file_text(f.dir / "report.json") == report_json);
 }
 
 TEST_CASE("audit_session: options the topology contradicts are refused", "[audit_session]") {

@@ -318,14 +318,23 @@ std::set<trial_key> audit_shard::open_journal(std::optional<record_journal>& slo
   const int n = size();
   std::set<std::string> owned;
   for (int r = 0; r < n; ++r) owned.insert(dist::rank_records_name(r));
+  // Each rank parses each records file once: rank 0 reads the set to prepare it (sealing changes no
+  // record), the others once rank 0 is done; the keys and this rank's journal take that read.
+  dist::records_set_contents set;
   step([&] {  // rank 0 holds the directory's lock (taken by the caller)
-    if (rank() == 0) dist::prepare_records_set(out, d, resume, owned);
+    if (rank() != 0) return;
+    set = dist::read_records_set_contents(out);
+    dist::prepare_records_set(set, out, d, resume, owned);
   });
   std::set<trial_key> done;
-  step([&] { done = dist::records_set_keys(dist::records_files(out)); });  // nobody writes yet
+  step([&] {  // nobody writes yet
+    if (rank() != 0) set = dist::read_records_set_contents(out);
+    done = set.keys();
+  });
   step([&] {
     directory_lock own(out, "--out", dist::rank_lock_name(rank()));
-    slot.emplace(std::move(own), d, resume, durable, dist::rank_records_name(rank()));
+    const std::string name = dist::rank_records_name(rank());
+    slot.emplace(std::move(own), d, resume, durable, name, set.find(name));
   });
   return done;
 }
