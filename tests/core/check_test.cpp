@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Tests for core/detail/check.hpp and core/error.hpp: every helper throws the right type with a
 // message that names the function, the argument and what was expected.
+#include <latentaudit/config.hpp>  // before the internal check.hpp (white-box test)
 #include <latentaudit/core/detail/check.hpp>
 #include <latentaudit/core/error.hpp>
 

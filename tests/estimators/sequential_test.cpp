@@ -8,6 +8,7 @@
 // agreement of the stopping time with the confidence sequence, argument checks, and a [slow] Monte
 // Carlo of P(ever stopping) under clustered nulls (items × seeds with item × arm heterogeneity)
 // next to the unit-level mSPRT it replaces, and its power at an effect of +0.2.
+#include <latentaudit/config.hpp>  // before the internal detail/distributions.hpp
 #include <latentaudit/core/error.hpp>
 #include <latentaudit/core/rng.hpp>
 #include <latentaudit/estimators/detail/distributions.hpp>

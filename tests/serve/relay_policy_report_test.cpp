@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "latentaudit/config.hpp"  // before the internal detail/markdown_text.hpp
 #include "latentaudit/report/detail/markdown_text.hpp"
 #include "latentaudit/report/html.hpp"
 #include "latentaudit/report/report.hpp"

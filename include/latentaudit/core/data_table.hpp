@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "detail/check.hpp"
 #include "error.hpp"
 #include "file_check.hpp"

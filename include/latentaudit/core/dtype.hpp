@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "../config.hpp"
 #include "detail/check.hpp"
 
 namespace latentaudit {

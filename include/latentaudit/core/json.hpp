@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "../config.hpp"
 #include "detail/check.hpp"
 #include "error.hpp"
 

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "../config.hpp"
 #include "detail/check.hpp"
 
 namespace latentaudit {

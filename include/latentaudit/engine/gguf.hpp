@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"

@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"

@@ -52,6 +52,7 @@
 
 #include <llama.h>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../kv/kv_block.hpp"

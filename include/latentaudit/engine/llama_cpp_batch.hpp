@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "concepts.hpp"

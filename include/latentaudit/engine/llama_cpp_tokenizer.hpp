@@ -30,6 +30,7 @@
 
 #include <llama.h>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/types.hpp"

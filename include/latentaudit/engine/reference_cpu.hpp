@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../kv/kv_block.hpp"
 #include "capabilities.hpp"
 #include "concepts.hpp"

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"

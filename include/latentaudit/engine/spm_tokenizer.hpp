@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/types.hpp"

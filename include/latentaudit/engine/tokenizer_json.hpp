@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/file_check.hpp"

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/parallel.hpp"
 #include "../core/rng.hpp"

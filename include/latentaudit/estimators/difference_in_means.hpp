@@ -9,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "detail/distributions.hpp"
 #include "effect_estimate.hpp"

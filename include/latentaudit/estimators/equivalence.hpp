@@ -10,6 +10,7 @@
 #include <span>
 #include <string_view>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "detail/distributions.hpp"
 #include "difference_in_means.hpp"

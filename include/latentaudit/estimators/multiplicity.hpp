@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "effect_estimate.hpp"
 

@@ -13,6 +13,7 @@
 #include <span>
 #include <string_view>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "effect_estimate.hpp"
 

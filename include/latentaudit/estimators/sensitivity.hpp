@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 
 namespace latentaudit {

@@ -26,6 +26,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"

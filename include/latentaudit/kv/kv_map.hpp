@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "../core/hash.hpp"

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "kv_block.hpp"

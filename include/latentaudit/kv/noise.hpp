@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/parallel.hpp"
 #include "../core/rng.hpp"

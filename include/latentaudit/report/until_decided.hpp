@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../trial/arm_schedule.hpp"
 #include "../trial/record.hpp"

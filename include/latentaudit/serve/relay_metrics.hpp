@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "relay_monitor.hpp"

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/data_table.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/edit_distance.hpp"

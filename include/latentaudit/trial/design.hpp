@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/file_check.hpp"
 #include "../core/hash.hpp"

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 

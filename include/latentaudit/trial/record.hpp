@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "../core/edit_distance.hpp"
 #include "../core/error.hpp"

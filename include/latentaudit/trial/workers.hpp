@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/detail/check.hpp"
 #include "design.hpp"
 #include "driver.hpp"

@@ -5,6 +5,8 @@
 #ifndef LATENTAUDIT_CORE_DETAIL_CHECK_HPP
 #define LATENTAUDIT_CORE_DETAIL_CHECK_HPP
 
+#include "internal_header_check.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstddef>

@@ -11,6 +11,8 @@
 #ifndef LATENTAUDIT_ENGINE_DETAIL_PACKED_GEMM_HPP
 #define LATENTAUDIT_ENGINE_DETAIL_PACKED_GEMM_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ENGINE_IMPL_REFERENCE_CPU_INL_HPP
 #define LATENTAUDIT_ENGINE_IMPL_REFERENCE_CPU_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../reference_cpu.hpp"
 
 #include <Eigen/Dense>

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: definitions of engine/tokenizer_json.hpp (the tokenizer.json reader).
+#ifndef LATENTAUDIT_ENGINE_IMPL_TOKENIZER_JSON_INL_HPP
+#define LATENTAUDIT_ENGINE_IMPL_TOKENIZER_JSON_INL_HPP
+
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../tokenizer_json.hpp"
 
 namespace latentaudit {
@@ -527,3 +532,5 @@ LATENTAUDIT_INLINE std::string tokenizer_json::decode(std::span<const token_id> 
 }
 
 }  // namespace latentaudit
+
+#endif  // LATENTAUDIT_ENGINE_IMPL_TOKENIZER_JSON_INL_HPP

@@ -8,6 +8,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_BOOTSTRAP_DRAW_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_BOOTSTRAP_DRAW_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -6,6 +6,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_BOOTSTRAP_INTERVALS_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_BOOTSTRAP_INTERVALS_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <cstddef>
 #include <limits>
 #include <span>

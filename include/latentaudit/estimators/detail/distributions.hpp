@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_DISTRIBUTIONS_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_DISTRIBUTIONS_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <boost/math/policies/policy.hpp>
 #include <cmath>
 #include <limits>

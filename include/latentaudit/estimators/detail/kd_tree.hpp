@@ -7,6 +7,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_KD_TREE_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_KD_TREE_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_DIFFERENCE_IN_DIFFERENCES_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_DIFFERENCE_IN_DIFFERENCES_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../difference_in_differences.hpp"
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_MATCHING_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_MATCHING_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../matching.hpp"
 
 #include <Eigen/Dense>

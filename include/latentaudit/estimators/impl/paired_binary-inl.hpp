@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_PAIRED_BINARY_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_PAIRED_BINARY_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../paired_binary.hpp"
 
 #include <boost/math/distributions/binomial.hpp>

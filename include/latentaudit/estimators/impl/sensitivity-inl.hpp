@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_IMPL_SENSITIVITY_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_IMPL_SENSITIVITY_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../sensitivity.hpp"
 
 #include <boost/math/tools/roots.hpp>

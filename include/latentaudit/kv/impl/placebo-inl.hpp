@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_KV_IMPL_PLACEBO_INL_HPP
 #define LATENTAUDIT_KV_IMPL_PLACEBO_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../placebo.hpp"
 
 namespace latentaudit {

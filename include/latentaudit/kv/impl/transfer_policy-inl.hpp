@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_KV_IMPL_TRANSFER_POLICY_INL_HPP
 #define LATENTAUDIT_KV_IMPL_TRANSFER_POLICY_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../transfer_policy.hpp"
 
 namespace latentaudit {

@@ -8,6 +8,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_ARM_ROLES_HPP
 #define LATENTAUDIT_REPORT_DETAIL_ARM_ROLES_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <array>
 #include <span>
 #include <string>

@@ -7,6 +7,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 #define LATENTAUDIT_REPORT_DETAIL_AUDIT_DATA_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -6,6 +6,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
 #define LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <optional>
 #include <string>
 #include <vector>

@@ -7,6 +7,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_MARKDOWN_TEXT_HPP
 #define LATENTAUDIT_REPORT_DETAIL_MARKDOWN_TEXT_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <cctype>
 #include <string>
 #include <string_view>

@@ -6,6 +6,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_RECORD_UNITS_HPP
 #define LATENTAUDIT_REPORT_DETAIL_RECORD_UNITS_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_AUDIT_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../audit.hpp"
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_IMPL_COST_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_COST_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../cost.hpp"
 
 #include <fmt/format.h>

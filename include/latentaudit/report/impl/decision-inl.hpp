@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_IMPL_DECISION_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_DECISION_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../decision.hpp"
 
 #include <cmath>

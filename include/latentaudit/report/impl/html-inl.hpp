@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_HTML_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../html.hpp"
 
 #include <algorithm>
@@ -189,7 +191,8 @@ LATENTAUDIT_INLINE std::string finding_magnitude_text(const finding& f, double x
 
 /// @brief A finding id as HTML that wraps only after a '.': each part up to and including a dot
 /// is a <span> the style sheet keeps on one line (code.fid>span: nowrap), with <wbr> between them,
-/// so a contrast id ("<regime>:<treated>-<control>") never breaks at its hyphen and a long message id breaks only at dots.
+/// so a contrast id ("<regime>:<treated>-<control>") never breaks at its hyphen and a long message id breaks
+/// only at dots.
 [[nodiscard]] inline std::string html_id_breakable(std::string_view id) {
   std::string out;
   std::size_t start = 0;

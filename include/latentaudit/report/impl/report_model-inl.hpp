@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_IMPL_REPORT_MODEL_INL_HPP
 #define LATENTAUDIT_REPORT_IMPL_REPORT_MODEL_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../report_model.hpp"
 
 #include <algorithm>

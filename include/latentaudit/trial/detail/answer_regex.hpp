@@ -8,6 +8,8 @@
 #ifndef LATENTAUDIT_TRIAL_DETAIL_ANSWER_REGEX_HPP
 #define LATENTAUDIT_TRIAL_DETAIL_ANSWER_REGEX_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_TRIAL_IMPL_RECORD_BUILDER_INL_HPP
 #define LATENTAUDIT_TRIAL_IMPL_RECORD_BUILDER_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include "../record_builder.hpp"
 
 namespace latentaudit {

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
 #define LATENTAUDIT_TRIAL_IMPL_TASK_FILE_INL_HPP
 
+#include "../../core/detail/internal_header_check.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>

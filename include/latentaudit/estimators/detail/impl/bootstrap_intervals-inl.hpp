@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_BOOTSTRAP_INTERVALS_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_BOOTSTRAP_INTERVALS_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../bootstrap_intervals.hpp"
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_DISTRIBUTIONS_INL_HPP
 #define LATENTAUDIT_ESTIMATORS_DETAIL_IMPL_DISTRIBUTIONS_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../distributions.hpp"
 
 #include <boost/math/distributions/chi_squared.hpp>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_ANSWER_PROBABILITY_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_ANSWER_PROBABILITY_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../answer_probability.hpp"
 
 #include <algorithm>

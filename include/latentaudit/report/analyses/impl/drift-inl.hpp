@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_DRIFT_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_DRIFT_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../drift.hpp"
 
 #include <algorithm>

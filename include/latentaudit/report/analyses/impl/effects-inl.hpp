@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_EFFECTS_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_EFFECTS_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../effects.hpp"
 // The full audit types (effects.hpp only names them); header-only mode: this also brings in the
 // audit's definitions, which call the functions below (declared above).

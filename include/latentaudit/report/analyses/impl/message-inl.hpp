@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_MESSAGE_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../../detail/markdown_text.hpp"
 #include "../message.hpp"
 

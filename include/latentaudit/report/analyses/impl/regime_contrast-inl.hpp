@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_REGIME_CONTRAST_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_REGIME_CONTRAST_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../regime_contrast.hpp"
 
 #include <algorithm>

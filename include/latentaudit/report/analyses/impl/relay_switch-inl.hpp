@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_RELAY_SWITCH_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_RELAY_SWITCH_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../relay_switch.hpp"
 
 #include <algorithm>

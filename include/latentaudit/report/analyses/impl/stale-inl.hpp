@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_ANALYSES_IMPL_STALE_INL_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_IMPL_STALE_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../stale.hpp"
 
 #include <cmath>

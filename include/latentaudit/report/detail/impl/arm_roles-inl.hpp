@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_ARM_ROLES_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_ARM_ROLES_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../arm_roles.hpp"
 
 #include <set>

@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_AUDIT_DATA_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_AUDIT_DATA_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../audit_data.hpp"
 
 #include <algorithm>

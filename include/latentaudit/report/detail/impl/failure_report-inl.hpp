@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_FAILURE_REPORT_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_FAILURE_REPORT_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../failure_report.hpp"
 
 #include <algorithm>

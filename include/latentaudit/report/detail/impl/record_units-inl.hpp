@@ -4,6 +4,8 @@
 #ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_RECORD_UNITS_INL_HPP
 #define LATENTAUDIT_REPORT_DETAIL_IMPL_RECORD_UNITS_INL_HPP
 
+#include "../../../core/detail/internal_header_check.hpp"
+
 #include "../record_units.hpp"
 
 #include <fmt/format.h>
