@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -135,9 +136,24 @@ enum class shard_schedule {
 /// does on a resume. Only for files no process is writing (the caller holds the directory's lock).
 /// @returns the bytes dropped.
 /// @throws corrupt_data if a complete line is not a valid record or the file cannot be truncated.
+inline std::uint64_t seal_records_file(const std::filesystem::path& path, std::uint64_t good);
+
+/// @brief Seals a records file left by a process that died (see the overload taking `good`),
+/// reading it first to find where its complete records end.
+/// @returns the bytes dropped.
+/// @throws corrupt_data if a complete line is not a valid record or the file cannot be truncated.
 inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
   std::uint64_t good = 0;
   (void)read_records(path, &good);
+  return seal_records_file(path, good);
+}
+
+/// @brief Seals a records file whose complete records end at byte `good` (records_file_contents::
+/// good, as the caller read it under the directory's lock): drops what follows (a torn last line,
+/// the zero padding).
+/// @returns the bytes dropped.
+/// @throws corrupt_data if the file cannot be truncated.
+inline std::uint64_t seal_records_file(const std::filesystem::path& path, std::uint64_t good) {
   const std::uint64_t size = std::filesystem::file_size(path);
   if (size == good) return 0;
   std::error_code ec;
@@ -189,6 +205,66 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
   return {p};
 }
 
+/// @brief An audit directory's records files as read once when it opens (read_records_set_contents):
+/// each file's complete records. The opening hands them on — to dist::prepare_records_set, to each
+/// file's record_journal (find), as the keys done (keys) and as the records a stopping audit's looks
+/// read (take_records) — so that a resume parses each file once.
+struct records_set_contents {
+  std::vector<std::filesystem::path> files;     ///< records_files(dir), in its order
+  std::vector<records_file_contents> contents;  ///< each file's records, as files
+
+  /// @brief The contents of the file named `name` in the set; null if the set has none.
+  [[nodiscard]] const records_file_contents* find(const std::string& name) const {
+    for (std::size_t f = 0; f < files.size(); ++f)
+      if (files[f].filename().string() == name) return &contents[f];
+    return nullptr;
+  }
+
+  /// @brief The keys the set holds (records_set_keys).
+  /// @throws corrupt_data for a key in two files, naming both.
+  [[nodiscard]] std::set<trial_key> keys() const {
+    std::map<trial_key, std::size_t> where;
+    for (std::size_t f = 0; f < files.size(); ++f)
+      for (const auto& r : contents[f].records) {
+        trial_key k{r.item, r.seed, r.arm};
+        if (const auto [it, fresh] = where.emplace(std::move(k), f); !fresh)
+          LATENTAUDIT_THROW(corrupt_data("records_set_keys: key (item " + std::to_string(r.item) + ", seed " +
+                                         std::to_string(r.seed) + ", arm " + r.arm + ") is in both '" +
+                                         files[it->second].string() + "' and '" + files[f].string() + "'"));
+      }
+    std::set<trial_key> out;
+    for (auto& [k, f] : where) out.insert(k);
+    return out;
+  }
+
+  /// @brief Moves every file's records out, in file order (read_records_set's order), each without
+  /// its policy object unless `options.policy`; the set keeps its files and byte counts.
+  [[nodiscard]] std::vector<trial_record> take_records(const record_read_options& options = {}) {
+    std::vector<trial_record> out;
+    std::size_t n = 0;
+    for (const auto& c : contents) n += c.records.size();
+    out.reserve(n);
+    for (auto& c : contents) {
+      for (auto& r : c.records) {
+        if (!options.policy) r.policy = json_value();
+        out.push_back(std::move(r));
+      }
+      c.records.clear();
+    }
+    return out;
+  }
+};
+
+/// @brief Reads every records file of `dir` (records_files) once, each tolerating a torn last line
+/// (read_records_file): what an audit's opening hands on (records_set_contents).
+/// @throws corrupt_data as read_records.
+[[nodiscard]] inline records_set_contents read_records_set_contents(const std::filesystem::path& dir) {
+  records_set_contents set;
+  set.files = records_files(dir);
+  for (const auto& f : set.files) set.contents.push_back(read_records_file(f));
+  return set;
+}
+
 /// @brief Prepares an audit directory's set of records files before the journals open (the
 /// process holding the directory's lock, rank 0 of a sharded run, calls it): files that no
 /// journal of this run will own (`owned` names those that will, e.g. records.<r>.jsonl for every
@@ -198,22 +274,24 @@ inline std::uint64_t seal_records_file(const std::filesystem::path& path) {
 /// journal (record_journal checks and seals its own file).
 /// @throws invalid_argument naming the file or the differing design field; corrupt_data as
 ///         read_records.
-inline void prepare_records_set(const std::filesystem::path& dir, const trial_design& design, bool resume,
-                                const std::set<std::string>& owned) {
-  const auto files = records_files(dir);
+/// @param set the directory's records files as the caller read them under its lock
+///        (read_records_set_contents), parsed once for the whole opening.
+inline void prepare_records_set(const records_set_contents& set, const std::filesystem::path& dir,
+                                const trial_design& design, bool resume, const std::set<std::string>& owned) {
   bool any = false;
-  std::vector<std::pair<std::filesystem::path, std::vector<trial_record>>> unowned;
-  for (const auto& f : files) {
-    std::uint64_t good = 0;
+  // the files without a journal: path, records, bytes of complete records
+  std::vector<std::tuple<std::filesystem::path, const std::vector<trial_record>*, std::uint64_t>> unowned;
+  for (std::size_t i = 0; i < set.files.size(); ++i) {
+    const auto& f = set.files[i];
+    const auto& rs = set.contents[i].records;
     const bool mine = owned.count(f.filename().string()) != 0;
-    auto rs = read_records(f, &good);
     if (rs.empty()) continue;
     any = true;
     if (mine) continue;  // its journal checks it
     if (!resume)
       LATENTAUDIT_THROW(invalid_argument("directory " + dir.string() + " already holds records (" +
                                          f.string() + "): pass --resume, or choose an empty directory"));
-    unowned.emplace_back(f, std::move(rs));
+    unowned.emplace_back(f, &rs, set.contents[i].good);
   }
   // Files with a journal in this run check the design themselves (record_journal), so a plain
   // one-process resume behaves as before; files without one are checked here.
@@ -230,14 +308,22 @@ inline void prepare_records_set(const std::filesystem::path& dir, const trial_de
     LATENTAUDIT_THROW(
         invalid_argument("record_journal: the design differs from the design of the records in " +
                          dir.string() + ": " + diff));
-  for (const auto& [f, rs] : unowned)
-    for (const auto& r : rs)
+  for (const auto& [f, rs, good] : unowned)
+    for (const auto& r : *rs)
       if (!design.contains(trial_key{r.item, r.seed, r.arm}))
         LATENTAUDIT_THROW(invalid_argument(f.string() + " holds a record outside the design: (item " +
                                            std::to_string(r.item) + ", seed " + std::to_string(r.seed) +
                                            ", arm " + r.arm + ") with " + std::to_string(design.items) +
                                            " items, " + std::to_string(design.seeds) + " seeds"));
-  for (const auto& [f, rs] : unowned) (void)seal_records_file(f);
+  for (const auto& [f, rs, good] : unowned) (void)seal_records_file(f, good);
+}
+
+/// @brief prepare_records_set on the directory's records files, read here (the overload taking a
+/// records_set_contents reads nothing).
+/// @throws as the other overload, or corrupt_data as read_records.
+inline void prepare_records_set(const std::filesystem::path& dir, const trial_design& design, bool resume,
+                                const std::set<std::string>& owned) {
+  prepare_records_set(read_records_set_contents(dir), dir, design, resume, owned);
 }
 
 /// @brief The keys held by a set of records files, tolerating a torn last line in each (a file

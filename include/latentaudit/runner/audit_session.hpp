@@ -250,7 +250,8 @@ class audit_session {
       return res;
     }
     std::optional<record_journal> journal;
-    std::set<trial_key> skip = open_records(journal);  // the keys done; stopped cells join them
+    std::vector<trial_record> seen;  // stop when decided: every record so far (a resume's, read on open)
+    std::set<trial_key> skip = open_records(journal, seen);  // the keys done; stopped cells join them
     const std::uint64_t resumed = skip.size();
     // worker w's link to agent A in another process
     std::deque<dist::channel_sender> remotes;
@@ -259,8 +260,6 @@ class audit_session {
       drivers[w]->set_remote_sender(&remotes.emplace_back(t.channel(w, d_)));
       if (t.relay_key) drivers[w]->set_relay_key(t.relay_key(w));
     }
-    std::vector<trial_record> seen;  // stop when decided: every record so far
-    if (o_.batch_items != 0) seen = dist::read_records_set(dist::records_files(o_.out), {.policy = false});
     std::uint64_t base = 0;  // stop when decided: the trials of the batches before this one
     const auto task_of = [&](std::uint64_t item, std::uint64_t s) { return tasks.task(item, s, d_.seed); };
     const auto sink = [&](const trial_record& rec) {
@@ -363,26 +362,33 @@ class audit_session {
   }
 
   // Agent B's records directory: the lock, the records set, the journal (a resume compares the
-  // design), or this rank's journal of a sharded run; returns the keys already done.
-  std::set<trial_key> open_records(std::optional<record_journal>& journal) {
+  // design), or this rank's journal of a sharded run; returns the keys already done and, stopping
+  // when decided, puts the records already there into `seen`. Each records file is parsed once
+  // (read_records_set_contents), its records handed to the checks, the journal and the keys.
+  std::set<trial_key> open_records(std::optional<record_journal>& journal, std::vector<trial_record>& seen) {
     auto& t = o_.topology;
     const bool holds_dir = t.ranks == nullptr || t.ranks->rank() == 0;
     if (holds_dir && !o_.lock) o_.lock.emplace(o_.out, "audit records directory");
-    if (t.ranks_relay) {  // both ranks: the same design; then B opens its journal
-      t.ranks->agree_design(d_);
-      t.ranks->step([&] {
-        dist::prepare_records_set(o_.out, d_, o_.resume, {"records.jsonl"});
-        journal.emplace(std::move(*o_.lock), d_, o_.resume, o_.durable);
-      });
-      return dist::records_set_keys(dist::records_files(o_.out));
-    }
-    if (t.ranks != nullptr) {
+    if (t.ranks != nullptr && !t.ranks_relay) {
       t.ranks->agree_design(d_);
       return t.ranks->open_journal(journal, o_.out, d_, o_.resume, o_.durable);
     }
-    dist::prepare_records_set(o_.out, d_, o_.resume, {"records.jsonl"});  // a sharded run's files
-    journal.emplace(std::move(*o_.lock), d_, o_.resume, o_.durable);
-    return dist::records_set_keys(dist::records_files(o_.out));
+    dist::records_set_contents set;
+    const auto open = [&] {  // a sharded run's files are sealed and checked; records.jsonl is the journal's
+      set = dist::read_records_set_contents(o_.out);
+      dist::prepare_records_set(set, o_.out, d_, o_.resume, {"records.jsonl"});
+      journal.emplace(std::move(*o_.lock), d_, o_.resume, o_.durable, "records.jsonl",
+                      set.find("records.jsonl"));
+    };
+    if (t.ranks_relay) {  // both ranks: the same design; then B opens its journal
+      t.ranks->agree_design(d_);
+      t.ranks->step(open);
+    } else {
+      open();
+    }
+    std::set<trial_key> keys = set.keys();
+    if (o_.batch_items != 0) seen = set.take_records({.policy = false});
+    return keys;
   }
 
   // Agent A: every worker's conversation served on its own thread with its own driver, the tasks

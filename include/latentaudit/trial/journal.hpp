@@ -8,6 +8,8 @@
 #define LATENTAUDIT_TRIAL_JOURNAL_HPP
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -138,6 +140,17 @@ struct record_read_options {
   bool policy = true;
 };
 
+namespace detail {
+// Records files read_records has parsed in this process (records_files_parsed).
+inline std::atomic<std::uint64_t> records_parsed{0};
+}  // namespace detail
+
+/// @brief How many records files read_records has parsed in this process so far: each call counts
+/// once. Tests read it to check that a resumed audit parses each file once (audit_session).
+[[nodiscard]] inline std::uint64_t records_files_parsed() noexcept {
+  return detail::records_parsed.load(std::memory_order_relaxed);
+}
+
 /// @brief Reads a records.jsonl file: one JSON record per line; blank lines are skipped, and so
 /// are zero bytes at the end of the file (the padding an open or crashed record_journal leaves).
 ///
@@ -158,6 +171,7 @@ struct record_read_options {
   (void)require_regular_file(path, "read_records: records file");
   std::ifstream in(path, std::ios::binary);
   if (!in) LATENTAUDIT_THROW(corrupt_data("read_records: cannot open '" + path.string() + "'"));
+  detail::records_parsed.fetch_add(1, std::memory_order_relaxed);
   // The result is reserved once from a first pass over the file (its lines that can hold a record):
   // a growing vector would move every record about twice and hold its old and new buffers at once
   // (1.5x the records' memory at the peak). A hint only: the reading below never relies on it.
@@ -228,6 +242,22 @@ struct record_read_options {
       finish_line();
   }
   return out;
+}
+
+/// @brief A records file as read once (read_records_file): its complete records and where they end.
+/// An audit directory's opening reads each file once and hands its contents on (record_journal,
+/// dist::prepare_records_set, the keys done, the records a stopping audit's looks read).
+struct records_file_contents {
+  std::vector<trial_record> records;  ///< the complete records, in file order (a torn last line dropped)
+  std::uint64_t good = 0;             ///< bytes of complete records (read_records' torn_tail)
+};
+
+/// @brief Reads a records file once, tolerating a torn last line (read_records with a torn_tail).
+/// @throws as read_records.
+[[nodiscard]] inline records_file_contents read_records_file(const std::filesystem::path& path) {
+  records_file_contents c;
+  c.records = read_records(path, &c.good);
+  return c;
 }
 
 /// @brief An exclusive advisory lock on a directory: flock(2) on `DIR/.latentaudit.lock`, which
@@ -381,8 +411,12 @@ class record_journal {
   ///         records or design.json are corrupt or a file cannot be read or written.
   /// @param records_name the records file's name in the directory ("records.jsonl"; a sharded
   ///        audit's rank r journals into "records.<r>.jsonl", dist::rank_records_name).
+  /// @param read the records file as the caller read it under this lock (read_records_file; an
+  ///        audit's opening reads each file once): the journal checks and resumes these records
+  ///        instead of parsing the file again. Null: the journal reads the file itself.
   record_journal(directory_lock lock, const trial_design& design, bool resume, bool durable = false,
-                 const std::string& records_name = "records.jsonl")
+                 const std::string& records_name = "records.jsonl",
+                 const records_file_contents* read = nullptr)
       : lock_(std::move(lock)), durable_(durable) {
     constexpr std::string_view fn = "record_journal";
     if (!lock_.held()) detail::throw_invalid(fn, "lock", "must hold the directory's lock");
@@ -414,7 +448,11 @@ class record_journal {
       if (const auto diff = design_difference(recorded, design_json); !diff.empty())
         detail::throw_invalid(fn, "design",
                               "differs from the design of the records in " + dir.string() + ": " + diff);
-      for (auto& r : read_records(path_, &good)) {
+      std::vector<trial_record> own;
+      if (read == nullptr) own = read_records(path_, &good);
+      const std::vector<trial_record>& records = read != nullptr ? read->records : own;
+      if (read != nullptr) good = read->good;
+      for (const auto& r : records) {
         trial_key k{r.item, r.seed, r.arm};
         if (!design.contains(k))
           LATENTAUDIT_THROW(invalid_argument(
