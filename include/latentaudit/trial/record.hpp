@@ -435,10 +435,20 @@ template <class Range>
   const auto at = label.find('@');
   const std::string_view base = label.substr(0, at);
   const std::string mode = at == std::string_view::npos ? std::string() : std::string(label.substr(at));
-  std::vector<std::string> candidates = {"no_comm",      "text_full",       "kv_full",  "kv_first_half",
-                                         "kv_last_half", "kv_int8",         "kv_int4",  "kv_fp8",
-                                         "deranged",     "zeroed",          "random",   "cross_model",
-                                         "kv_message",   "kv_message_only", "kv_mapped"};
+  // every arm kind whose name is an arm (all_arm_kinds: no_comm, text_full, kv_full, the placebos,
+  // cross_model, ...), with the fixed policy arms after kv_full
+  std::vector<std::string> candidates;
+  for (const arm_kind k : all_arm_kinds) {
+    try {
+      (void)parse_arm(arm_kind_name(k));
+      candidates.emplace_back(arm_kind_name(k));
+    } catch (const invalid_argument&) {
+      continue;  // a parameterised family (text_budget_<k>, kv_drift_<steps>, ...): below
+    }
+    if (k == arm_kind::kv_full)
+      for (const char* fixed : {"kv_first_half", "kv_last_half", "kv_int8", "kv_int4", "kv_fp8"})
+        candidates.emplace_back(fixed);
+  }
   // the label's parameters: from its first digit on ("kv_nosie_0.5" -> "0.5")
   const auto digit = base.find_first_of("0123456789");
   const std::string tail = digit == std::string_view::npos ? std::string() : std::string(base.substr(digit));
