@@ -47,6 +47,6 @@ TEST_CASE("check helpers name function, argument and expectation", "[core][check
   CHECK_THROWS_WITH(d::check_binary("m", "y", bin),
                     "m: argument 'y' must hold 0/1 outcomes, got 0.5 at index 2");
   CHECK_THROWS_AS(d::throw_numerical("m", "zero variance"), latentaudit::numerical_error);
-  CHECK(d::number_text(0.1) == "0.1");
-  CHECK(d::number_text(-INFINITY) == "-inf");
+  CHECK(latentaudit::number_text(0.1) == "0.1");
+  CHECK(latentaudit::number_text(-INFINITY) == "-inf");
 }
