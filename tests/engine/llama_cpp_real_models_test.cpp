@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "support/catch.hpp"
+#include "support/logit_agreement.hpp"
 #include "support/real_models.hpp"
 #include "support/tokenizer_texts.hpp"
 
@@ -47,27 +48,14 @@ TEST_CASE("real models: tinystories-656k's GGUF export runs in llama.cpp with th
   CHECK(llm.info().vocab_size == 2048);
   CHECK(llm.info().fingerprint.weights_hash == ref.info().fingerprint.weights_hash);
   const auto tok = tokenizer_json::load(m.tinystories656k());
-  double worst = 0, scale = 0;
-  std::size_t rows = 0;
+  test::logit_agreement g;
   for (const char* text : {"Once upon a time, there was a little girl named Lily. She had a dog named Max.",
-                           "One day, Tom went to the park. He saw a big tree and a bird."}) {
-    const auto ids = tok.encode(text, true);
-    const auto a = ref.open_seq();
-    const auto b = llm.open_seq();
-    const auto x = ref.prefill(a, ids, 0, {.all_logits = true}).logits;
-    const auto y = llm.prefill(b, ids, 0, {.all_logits = true}).logits;
-    ref.close_seq(a);
-    llm.close_seq(b);
-    REQUIRE(x.size() == y.size());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
-      scale = std::max(scale, std::fabs(static_cast<double>(x[i])));
-    }
-    rows += ids.size();
-  }
+                           "One day, Tom went to the park. He saw a big tree and a bird."})
+    REQUIRE(g.add(ref, llm, tok.encode(text, true), 2048));
   WARN("tinystories-656k reference vs llama.cpp: max |delta logit| "
-       << worst << " over " << rows << " positions x 2048, logit scale " << scale);
-  CHECK(worst <= 1e-3);
+       << g.worst << " over " << g.rows << " positions x 2048, logit scale " << g.scale
+       << ", argmax equal at " << g.argmax_same << " / " << g.rows);
+  CHECK(g.worst <= 1e-3);
 }
 
 TEST_CASE("real models: the tokenizer.json reader and llama.cpp's tokenizer of the export agree",

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "support/catch.hpp"
+#include "support/logit_agreement.hpp"
 #include "support/real_models.hpp"
 #include "support/tokenizer_texts.hpp"
 
@@ -96,34 +97,13 @@ TEST_CASE("real models: stories260K on the reference engine (GGUF import) gives 
   auto llm = llama_cpp_engine::load(m.stories260k(), {.n_ctx = 512, .n_seq_max = 2});
   REQUIRE(llm.info().vocab_size == 512);
   const auto tok = spm_tokenizer::load(m.stories260k());
-  double worst = 0, scale = 0;
-  std::size_t rows = 0, argmax_same = 0;
-  for (const auto& text : spm_story_texts()) {
-    const auto ids = tok.encode(text, true);
-    const auto a = ref.open_seq();
-    const auto b = llm.open_seq();
-    const auto x = ref.prefill(a, ids, 0, {.all_logits = true}).logits;
-    const auto y = llm.prefill(b, ids, 0, {.all_logits = true}).logits;
-    ref.close_seq(a);
-    llm.close_seq(b);
-    REQUIRE(x.size() == y.size());
-    REQUIRE(x.size() == ids.size() * 512);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
-      scale = std::max(scale, std::fabs(static_cast<double>(x[i])));
-    }
-    for (std::size_t r = 0; r < ids.size(); ++r) {
-      const auto xr = x.begin() + static_cast<std::ptrdiff_t>(r * 512);
-      const auto yr = y.begin() + static_cast<std::ptrdiff_t>(r * 512);
-      argmax_same += std::max_element(xr, xr + 512) - xr == std::max_element(yr, yr + 512) - yr ? 1 : 0;
-    }
-    rows += ids.size();
-  }
+  test::logit_agreement g;
+  for (const auto& text : spm_story_texts()) REQUIRE(g.add(ref, llm, tok.encode(text, true), 512));
   WARN("stories260K reference (GGUF import) vs llama.cpp: max |delta logit| "
-       << worst << " over " << rows << " positions x 512, logit scale " << scale << ", argmax equal at "
-       << argmax_same << " / " << rows);
-  CHECK(worst <= 1e-3);
-  CHECK(argmax_same == rows);
+       << g.worst << " over " << g.rows << " positions x 512, logit scale " << g.scale << ", argmax equal at "
+       << g.argmax_same << " / " << g.rows);
+  CHECK(g.worst <= 1e-3);
+  CHECK(g.argmax_same == g.rows);
 }
 
 TEST_CASE("real models: stories260K's vocabulary through the SentencePiece reader and llama.cpp agree",
