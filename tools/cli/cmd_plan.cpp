@@ -6,6 +6,7 @@
 #include <latentaudit/estimators/betting.hpp>
 #include <latentaudit/estimators/betting_power.hpp>
 #include <latentaudit/estimators/betting_ratio.hpp>
+#include <latentaudit/report/finding_catalog.hpp>
 
 #include <unistd.h>
 
@@ -128,7 +129,7 @@ plan_inputs read_inputs(const arguments& a) {
 // under, and (once simulated) its power, the items it needs and the difference it detects.
 struct plan_check {
   const char* check;
-  const char* finding;
+  std::string finding;  ///< the finding's id, from the catalog (report/finding_catalog.hpp)
   const char* contrast;
   clustered_binary_model model;
   betting_power_options options;
@@ -149,18 +150,19 @@ std::vector<plan_check> plan_checks(const plan_inputs& in) {
         .control = control, .treated = treated, .item_sd = in.sd, .seeds = in.seeds};
   };
   std::vector<plan_check> checks = {
-      {"positive_control", "need.text_beats_no_comm", "text_full - no_comm (need)", model(in.nc, in.tx),
-       opts(betting_claim::above, 0.0, in.alpha), in.items,
+      {"positive_control", finding_id(finding_kind::need_text_beats_no_comm), "text_full - no_comm (need)",
+       model(in.nc, in.tx), opts(betting_claim::above, 0.0, in.alpha), in.items,
        "first step of the decision's fixed sequence (full alpha)"},
-      {"dependency", "need.kv_beats_no_comm", "kv_full - no_comm (need)", model(in.nc, in.kv),
-       opts(betting_claim::above, 0.0, in.alpha), in.items,
+      {"dependency", finding_id(finding_kind::need_kv_beats_no_comm), "kv_full - no_comm (need)",
+       model(in.nc, in.kv), opts(betting_claim::above, 0.0, in.alpha), in.items,
        "second step: shown only after the positive control (full alpha)"},
-      {"value", "need.kv_noninferior_to_text", "kv_full - text_full (need)", model(in.tx, in.kv),
-       opts(betting_claim::above, -in.margin, in.alpha), in.items, "non-inferiority at the margin"},
-      {"cross_model", "need.cross_model_beats_no_comm", "cross_model - no_comm (need)", model(in.nc, in.cm),
-       opts(betting_claim::below, in.margin, in.alpha), in.items,
-       "a foreign cache's benefit of the margin excluded"},
-      {"no_need_harm", "no_need.kv_changes_accuracy", "kv_full - no_comm (no_need)",
+      {"value", finding_id(finding_kind::need_kv_noninferior_to_text), "kv_full - text_full (need)",
+       model(in.tx, in.kv), opts(betting_claim::above, -in.margin, in.alpha), in.items,
+       "non-inferiority at the margin"},
+      {"cross_model", finding_id(finding_kind::need_cross_model_beats_no_comm),
+       "cross_model - no_comm (need)", model(in.nc, in.cm), opts(betting_claim::below, in.margin, in.alpha),
+       in.items, "a foreign cache's benefit of the margin excluded"},
+      {"no_need_harm", finding_id(finding_kind::no_need_kv_changes_accuracy), "kv_full - no_comm (no_need)",
        model(in.nn, in.nn + in.change), opts(betting_claim::above, -in.margin, in.alpha / in.family),
        in.nn_items,
        in.mapped
@@ -171,8 +173,8 @@ std::vector<plan_check> plan_checks(const plan_inputs& in) {
   };
   if (in.mapped)
     checks.push_back(
-        {"map", "mapped.noninferior_to_same_model", "kv_mapped - kv_full (need)", model(in.kv, *in.mapped),
-         opts(betting_claim::above, -in.margin, in.alpha / in.family), in.items,
+        {"map", finding_id(finding_kind::mapped_noninferior_to_same_model), "kv_mapped - kv_full (need)",
+         model(in.kv, *in.mapped), opts(betting_claim::above, -in.margin, in.alpha / in.family), in.items,
          "the cache map's non-inferiority at alpha/4: the first step of Holm over the risk family, "
          "which it joins (the decision relays the sender through the map only when it is shown)"});
   return checks;
@@ -269,7 +271,7 @@ json_value plan_row(const plan_check& c, double margin) {
 json_value retention_json(const plan_inputs& in, const retention_row& g) {
   json_value j = json_value::object();
   j.set("check", "retention_gate");
-  j.set("finding", "mapped.retention");
+  j.set("finding", finding_id(finding_kind::mapped_retention));
   j.set("contrast", "(kv_mapped - no_comm) / (kv_full - no_comm) (need)");
   char claim[64];
   std::snprintf(claim, sizeof claim, "ratio lower limit >= %g", in.gate);
@@ -349,13 +351,14 @@ std::string plan_text(const plan_inputs& in, const std::vector<plan_check>& chec
   for (const auto& c : checks) {
     char det[32] = "-";
     if (c.detectable) std::snprintf(det, sizeof det, "%+.1f pts", 100.0 * *c.detectable);
-    std::snprintf(buf, sizeof buf, "%-17s %-33s %5.2f  %9s  %10s\n", c.check, c.finding, c.power.power,
-                  items_text(c.items_for_power).c_str(), det);
+    std::snprintf(buf, sizeof buf, "%-17s %-33s %5.2f  %9s  %10s\n", c.check, c.finding.c_str(),
+                  c.power.power, items_text(c.items_for_power).c_str(), det);
     out += buf;
   }
   if (gate) {
-    std::snprintf(buf, sizeof buf, "%-17s %-33s %5.2f  %9s  %10s\n", "retention_gate", "mapped.retention",
-                  gate->power.power, items_text(gate->items_for_power).c_str(), "-");
+    std::snprintf(buf, sizeof buf, "%-17s %-33s %5.2f  %9s  %10s\n", "retention_gate",
+                  finding_id(finding_kind::mapped_retention).c_str(), gate->power.power,
+                  items_text(gate->items_for_power).c_str(), "-");
     out += buf;
   }
   out += "\n";
