@@ -131,14 +131,14 @@ LATENTAUDIT_INLINE void audit_paired_effects(const audit_data& d, const role_ind
       {kv_full, text_full, "kv_full", "text_full", true, false},
       {text_full, no_comm, "text_full", "no_comm", true, true},
   };
-  std::vector<std::string> effect_ci_text;  // parallel to out.effects
-  std::vector<bool> effect_exact;           // parallel to out.effects: p by exact McNemar
   for (const arm_kind k : all_arm_kinds)
     if (contrasted_with_no_comm(k))
       specs.push_back({r.of(k), no_comm, arm_kind_name(k), "no_comm", true, false});
   for (const arm_kind k : all_arm_kinds)
     if (contrasted_with_no_comm(k) && plan_of(k).family == arm_family::placebo)
       specs.push_back({r.of(k), kv_full, arm_kind_name(k), "kv_full", false, false});
+  std::vector<std::string> effect_ci_text;  // parallel to out.effects
+  std::vector<bool> effect_exact;           // parallel to out.effects: p by exact McNemar
   std::vector<std::string> skipped;
   for (auto rg : {audit_regime::need, audit_regime::no_need}) {
     const std::string rname = detail::regime_name(rg);
