@@ -41,10 +41,10 @@ int main(int argc, char** argv) {
       la::organism_task_file(format, spec.organism_task_options_of(), spec.items), {},
       {.vocab_size = first.engine.info().vocab_size});
 
+  spec.topology.jobs = 2;  // each worker on its own copy of the engines
+  spec.report = {.bootstrap_replicates = 500, .seed = 7};
   la::audit_session_options options;
   options.out = std::filesystem::temp_directory_path() / "latentaudit_example_03";
-  options.jobs = 2;  // each worker on its own copy of the engines
-  options.report = {.bootstrap_replicates = 500, .seed = 7};
   std::filesystem::remove_all(options.out);
   const auto out = options.out;
   la::audit_session session(spec, std::move(options));

@@ -4,6 +4,7 @@
 // library user who declares the spec `latentaudit audit` builds from its options gets the CLI's
 // design, hash for hash.
 #include <latentaudit/engine/reference_cpu.hpp>
+#include <latentaudit/runner/audit_session.hpp>
 #include <latentaudit/runner/audit_spec.hpp>
 #include <latentaudit/trial/task.hpp>
 
@@ -91,6 +92,50 @@ TEST_CASE("audit_spec: a bad field is refused naming it", "[cli][audit_spec]") {
   s = good;
   s.batch_items = 2;  // stop when decided needs every item's regime
   expect_refused(s, "item_regime");
+  s = good;
+  s.topology.jobs = 0;
+  expect_refused(s, "topology.jobs");
+  s = good;
+  s.topology.relay_peer = "127.0.0.1:7700";  // a peer address without a tcp relay
+  expect_refused(s, "topology.relay_peer");
+}
+
+TEST_CASE("audit_spec: the session takes the report's options and the topology from the spec",
+          "[cli][audit_spec]") {
+  audit_spec s = cli_like_spec(4, 1);
+  s.report.bootstrap_replicates = 321;
+  s.topology.jobs = 3;
+  dist::relay_channel* none = nullptr;
+  const auto channels = [&](unsigned, const trial_design&) -> dist::relay_channel& { return *none; };
+  // a relay the options' channels do not match is refused naming the spec's field, either way
+  s.topology.relay = audit_relay_transport::tcp;
+  CHECK_THROWS_WITH(audit_session(s, {}), Catch::Contains("'spec.topology.relay'"));
+  audit_session_options with_channels;
+  with_channels.topology.channel = channels;
+  s.topology.relay = audit_relay_transport::none;
+  CHECK_THROWS_WITH(audit_session(s, std::move(with_channels)), Catch::Contains("'spec.topology.relay'"));
+  audit_session_options relay;
+  relay.topology.channel = channels;
+  s.topology.relay = audit_relay_transport::mpi;  // a relay over MPI needs its ranks too
+  CHECK_THROWS_WITH(audit_session(s, std::move(relay)), Catch::Contains("'spec.topology.relay'"));
+  // the workers are the spec's: 3 of them (the options' 1 is replaced) need a factory for two more,
+  // refused before any trial
+  s.topology.relay = audit_relay_transport::none;
+  s.arms = std::vector<trial_arm>{parse_arm("no_comm"), parse_arm("text_full")};
+  s.maps = {};
+  s.drift.reset();
+  audit_engines<reference_cpu_engine> first{
+      reference_cpu_engine::load(models + "organism-a"), std::nullopt, {}};
+  const auto fmt = organism_format::load(s.organism_dir);
+  const task_file_source tasks(organism_task_file(fmt, s.organism_task_options_of(), s.items), {},
+                               {.vocab_size = first.engine.info().vocab_size});
+  audit_session_options o;
+  o.out = std::filesystem::temp_directory_path() / "latentaudit_spec_topology";
+  std::filesystem::remove_all(o.out);
+  o.jobs = 1;
+  o.trials_only = true;
+  CHECK_THROWS_WITH(audit_session(s, std::move(o)).run(tasks, first), Catch::Contains("make_worker"));
+  std::filesystem::remove_all(std::filesystem::temp_directory_path() / "latentaudit_spec_topology");
 }
 
 TEST_CASE("audit_spec: the default arms follow the partner, the drift manifest and the messages",

@@ -113,9 +113,18 @@ TEST_CASE("audit --jobs over a tcp relay link: one conversation per worker, the 
     port = probe.port();
   }
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  auto peer_words = jobs_audit(base / "unused", "1");
-  peer_words[0] = "relay-peer";
-  peer_words.insert(peer_words.end(), {"--listen", address});
+  const std::vector<std::string> peer_words = {"relay-peer",
+                                               "--model",
+                                               la::test::models + "organism-a",
+                                               "--partner",
+                                               la::test::models + "organism-b",
+                                               "--drift",
+                                               "none",
+                                               "--jobs",
+                                               "1",
+                                               "--quiet",
+                                               "--listen",
+                                               address};
   const pid_t peer =
       la::test::spawn_cli(peer_words, (base / "peer.out").string(), (base / "peer.err").string());
   auto words = tcp("t3", "2");

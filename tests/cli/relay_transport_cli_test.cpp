@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -81,8 +82,9 @@ TEST_CASE("audit --relay-transport tcp: a spawned loopback peer, or a relay-peer
     port = probe.port();
   }
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  auto peer_words = small_audit(dir / "unused", {"--listen", address});
-  peer_words[0] = "relay-peer";
+  // the peer's own options only: the design comes in the audit's greeting
+  const std::vector<std::string> peer_words = {"relay-peer",          "--listen", address, "--model",
+                                               models + "organism-a", "--drift",  "none",  "--quiet"};
   const pid_t peer = test::spawn_cli(peer_words, (dir.parent_path() / "peer.out").string(),
                                      (dir.parent_path() / "peer.err").string());
   const auto r =
@@ -108,6 +110,13 @@ TEST_CASE("audit --relay-transport: bad relay options exit 2 with one line") {
                               "--link measured needs --relay-transport");
   test::expect_one_line_error(test::run_cli({"relay-peer", "--items", "4"}),
                               "exactly one of --listen HOST:PORT and --connect HOST:PORT");
+  // the design is the audit's: a relay peer reads no design option (its reader knows only the
+  // models, tasks, drift manifest, maps, threads and workers it runs the design on)
+  for (const char* design_option : {"--items", "--arms", "--out"})
+    test::expect_one_line_error(test::run_cli({"relay-peer", "--listen", "127.0.0.1:0", design_option, "4"}),
+                                std::string("unknown option '") + design_option + "'");
+  test::expect_one_line_error(test::run_cli({"relay-peer", "--listen", "127.0.0.1:0", "--seed", "4"}),
+                              "option --seed is not accepted by this command");
 }
 
 namespace {
@@ -179,8 +188,9 @@ TEST_CASE(
     port = probe.port();
   }
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  auto peer_words = small_audit(dir / "unused", {"--listen", address, "--relay-key-file", key});
-  peer_words[0] = "relay-peer";
+  const std::vector<std::string> peer_words = {
+      "relay-peer",          "--listen", address, "--relay-key-file", key, "--model",
+      models + "organism-a", "--drift",  "none",  "--quiet"};
   const pid_t peer = test::spawn_cli(peer_words, (dir / "peer.out").string(), (dir / "peer.err").string());
   // an idle client connects first (and holds the connection)
   std::optional<dist::tcp_transport> idle;
@@ -215,18 +225,26 @@ TEST_CASE(
 
 namespace {
 
-// The port in the --connect option of a running `latentaudit relay-peer` whose command line holds
-// `mark` (0 while there is none): the audit's spawned loopback peer, found as any local process
-// could find it (/proc/PID/cmdline is world-readable).
-std::uint16_t spawned_peer_port(const std::string& mark) {
+// The port in the --connect option of a running `latentaudit relay-peer` whose parent is the
+// process `parent` (0 while there is none): the audit's spawned loopback peer, found as any local
+// process could find it (/proc/PID/cmdline and stat are world-readable).
+std::uint16_t spawned_peer_port(pid_t parent) {
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string pid = e.path().filename().string();
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');  // "pid (comm) state ppid ..."
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (!(rest >> state >> ppid) || ppid != static_cast<long>(parent)) continue;
     std::ifstream in(e.path() / "cmdline", std::ios::binary);
     std::vector<std::string> argv;
     for (std::string w; std::getline(in, w, '\0');) argv.push_back(w);
-    if (argv.size() < 2 || argv[1] != "relay-peer" || std::find(argv.begin(), argv.end(), mark) == argv.end())
-      continue;
+    if (argv.size() < 2 || argv[1] != "relay-peer") continue;
     for (std::size_t i = 0; i + 1 < argv.size(); ++i)
       if (argv[i] == "--connect") return static_cast<std::uint16_t>(std::stoi(argv[i + 1].substr(10)));
   }
@@ -247,7 +265,7 @@ TEST_CASE(
   // agent A with a well-formed hello (flag "keyed", its own nonce) and then a guessed proof
   std::uint16_t port = 0;
   for (int i = 0; i < 20000 && port == 0; ++i) {
-    port = spawned_peer_port(out.string());
+    port = spawned_peer_port(audit);
     if (port == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   REQUIRE(port != 0);

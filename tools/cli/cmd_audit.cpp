@@ -25,6 +25,7 @@
 
 #include "audit_config.hpp"
 #include "audit_maps.hpp"
+#include "audit_options.hpp"
 #include "audit_shard.hpp"
 #include "cli.hpp"
 #include "engine_select.hpp"
@@ -39,110 +40,6 @@
 
 namespace latentaudit::cli {
 namespace {
-
-std::vector<option_spec> audit_option_specs() {
-  std::vector<option_spec> specs = {
-      {"--model", "DIR",
-       "the agents' model (HF dir + task.json); default models/organism-a (then the source tree's)"},
-      {"--partner", "DIR",
-       "the heterogeneous partner for cross_model; default models/organism-b; 'none' drops cross_model"},
-      engine_option(),
-      verbose_option(),
-      {"--task", "FILE",
-       "the organism's task.json (default: the --model directory's; required with --engine llama.cpp, "
-       "whose --model and --partner are GGUF files)"},
-      {"--tasks", "FILE",
-       "audit the tasks of a task file (JSONL, docs/tasks.md) instead of the organism's built-in ones; "
-       "items = the file's tasks"},
-      tokenizer_option(),
-      {"--scoring", "MODE",
-       "how answers of --tasks are scored: token_exact, exact, normalized, contains, regex, first_word or "
-       "word_prefix (default: the "
-       "file's header, else token_exact for token answers and exact for text)"},
-      {"--items", "N", "documents (default 450; with --tasks: the first N tasks, default all)"},
-      {"--seeds", "K", "queries (and random streams) per document (default 3)"},
-      {"--arms", "LIST", "comma-separated arms (default: all built-in arms; see docs/audit-report.md)"},
-      {"--link", "NAME",
-       "link for the modeled transfer: pcie4 (default), pcie5, nvlink4, rdma100, rdma400, "
-       "custom:<GB/s>:<alpha us>; 'measured': records model pcie4, the cost verdicts use the link fitted "
-       "from the relays' measured transfer (--relay-transport)"},
-      {"--relay-transport", "tcp|mpi",
-       "relays cross a real link: agent A runs in a peer process (tcp: relay-peer; mpi: rank 1 of "
-       "`mpirun -np 2`, rank 0 audits), each wire frame is sent, received, decoded and imported by B; "
-       "records gain transfer_measured_s (docs/distributed.md)"},
-      {"--relay-peer", "HOST:PORT",
-       "the relay-peer to connect to (tcp); default: a loopback peer spawned with the same options"},
-      {"--relay-key-file", "FILE",
-       "the tcp relay's shared secret (>= 32 bytes; also LATENTAUDIT_RELAY_KEY_FILE): the audit and its "
-       "relay-peer authenticate each other and every message; without one the relay stays on loopback "
-       "(docs/distributed.md, \"Threat model\")"},
-      {"--out", "DIR",
-       "output directory (default audit-out): records.jsonl, design.json, report.md, report.json, *.svg"},
-      {"--resume", "", "continue the records in --out (skips completed (item, seed, arm) keys)"},
-      {"--until-decided", "",
-       "run the items in batches (item order) and stop once the decision is relay, relay with conditions, "
-       "text or no communication: after each batch the report's decision on the records so far, its "
-       "intervals confidence sequences over --items (the budget), so the stop costs no error "
-       "(docs/audit-report.md, \"An audit that stops when it has decided\"); one process, not with "
-       "--relay-transport or under mpirun"},
-      {"--max-items", "N", "with --until-decided: the most items to run (the same as --items; give one)"},
-      {"--batch-items", "B",
-       "with --until-decided: items run between two looks at the decision (default: a tenth of the items, "
-       "at least 10)"},
-      {"--force", "",
-       "replace a previous audit's results in --out: its records*.jsonl, design.json, report.md, "
-       "report.json, report.html and *.svg are removed first (other files are kept; refused while "
-       "another audit holds --out, and with --resume)"},
-      {"--threads", "T", "engine threads (default 1; records do not depend on it)"},
-      {"--jobs", "N",
-       "units run on N workers at once, each with its own engines (default: the cores, up to 8, on the "
-       "reference engine; 1 on llama.cpp, whose --threads use the cores, and under mpirun, where each "
-       "rank runs N workers on its units; records do not depend on it; with --relay-transport: N "
-       "conversations with agent A, whose relay peer needs the same --jobs)"},
-      {"--batched", "",
-       "llama.cpp with --jobs N >= 2: the workers share one context per model and their prefills and "
-       "decode steps run together in one llama_decode (faster decoding; log-probabilities then equal "
-       "the unbatched run's up to float rounding, not bit for bit)"},
-      {"--seed", "S", "master seed in [0, 2^53) (default 1): tasks, execution order, every random stream"},
-      {"--no-need-fraction", "P", "share of no-need items: B's own prompt holds the pairs (default 0.3)"},
-      {"--stale-fraction", "P",
-       "share of stale items: A's cache is of an older version of the document, text relays the current "
-       "one (default 0.1)"},
-      {"--conflict-fraction", "P",
-       "share of conflict items: A's document binds B's own keys to other values (default 0.1); need items "
-       "are the rest"},
-      {"--drift", "DIR",
-       "drifted senders for the kv_drift_<steps> arms: DIR/drift.json and its overlays; default "
-       "models/organism-a-drift (every level shipped there is an arm); 'none' drops the drift arms"},
-      {"--map", "FILE[,FILE]",
-       "cache maps (latentaudit map fit) for the kv_mapped arms: a map from the partner adds kv_mapped, one "
-       "from a drifted sender kv_mapped_drift_<steps>; default every map in models/maps whose models this "
-       "audit runs; 'none' drops them"},
-      {"--timing-repeats", "R",
-       "extra timed runs of each trial of the subsampled units, for the run-to-run timing variation in "
-       "the cost CIs (default 3; 0: none)"},
-      {"--timing-repeat-fraction", "P",
-       "share of (item, seed) units whose trials are repeated (default 0.1)"},
-      {"--config", "FILE",
-       "JSON object with any of these options as keys (without --), e.g. {\"items\": 100, \"arms\": "
-       "\"no_comm,kv_full\"}; command-line options win"},
-  };
-  const auto shared = report_option_specs();  // the report's options, as `report` takes them
-  specs.insert(specs.end(), shared.begin(), shared.end());
-  specs.insert(
-      specs.end(),
-      {
-          {"--trials-only", "", "run and journal the trials, skip the report"},
-          {"--durable", "", "fsync after every record (survives power loss, slower)"},
-          {"--shard-schedule", "S",
-           "under mpirun: how units are shared among ranks: interleaved (default: rank r runs units r, r+N, "
-           "...), dynamic (rank 0 hands out the next unit on request) or block (records never depend on it; "
-           "docs/distributed.md)"},
-          {"--quiet", "", "no progress on stderr"},
-          common_option("--pretty"),
-      });
-  return specs;
-}
 
 std::filesystem::path model_dir(const std::optional<std::string>& given, const char* name) {
   if (given) return *given;
@@ -179,11 +76,9 @@ void check_design_size(const trial_design& d, bool trials_only) {
 // summary.
 struct audit_run {
   arguments& args;
-  std::span<const std::string> raw;
   audit_shard* shard;
   relay_session* serve;
   unsigned threads = 1;
-  unsigned jobs = 1;     ///< --jobs: workers, each with its own engines (run_on_workers)
   bool batched = false;  ///< --batched: llama.cpp workers share a context, forwards batched
   bool on_llama = false;
   std::filesystem::path model;
@@ -192,7 +87,6 @@ struct audit_run {
   audit_spec spec;  ///< the audit, declared: the options field by field
   std::optional<task_file> user_tasks;
   std::optional<organism_format> fmt;
-  audit_options aopt;
   std::filesystem::path out;
   dist::shard_schedule scheme = dist::shard_schedule::interleaved;
   bool mpi_relay = false;
@@ -231,10 +125,9 @@ task_scoring scoring_of(const arguments& a, const std::string& sc) {
   return *s;
 }
 
-// The model, the tasks and the design's size (options --model, --engine, --task, --tasks,
-// --scoring, --partner, --seed, --items, --seeds): spec.engine, tasks, organism_dir, scoring,
-// with_partner, seed, items, seeds.
-void read_audit_tasks(audit_run& r) {
+// The models and where the tasks come from (options --model, --engine, --task, --tasks, --partner,
+// --threads): spec.engine, tasks, organism_dir, with_partner; a relay peer's too.
+void read_audit_models(audit_run& r) {
   auto& args = r.args;
   auto& s = r.spec;
   r.threads = static_cast<unsigned>(args.integer("--threads", 1, 0, 1024));
@@ -256,8 +149,6 @@ void read_audit_tasks(audit_run& r) {
   }
   const auto tasks_arg = args.get("--tasks");
   s.tasks = tasks_arg ? audit_task_source::file : audit_task_source::organism;
-  s.scoring = args.parsed("--scoring", scoring_of);
-  if (s.scoring && !tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
   if (tasks_arg)
     for (const char* o : {"--no-need-fraction", "--stale-fraction", "--conflict-fraction", "--task"})
       if (args.get(o))
@@ -268,6 +159,17 @@ void read_audit_tasks(audit_run& r) {
   r.partner_arg = args.get("--partner");
   r.no_partner = r.partner_arg && *r.partner_arg == "none";
   s.with_partner = !r.no_partner;  // cross_model with the partner engine
+}
+
+// The models (read_audit_models), the scoring and the design's size (options --scoring, --seed,
+// --items, --max-items, --seeds): spec.scoring, seed, items, seeds.
+void read_audit_tasks(audit_run& r) {
+  read_audit_models(r);
+  auto& args = r.args;
+  auto& s = r.spec;
+  const auto tasks_arg = args.get("--tasks");
+  s.scoring = args.parsed("--scoring", scoring_of);
+  if (s.scoring && !tasks_arg) throw usage_error("audit: option --scoring applies to --tasks");
   s.seed = static_cast<std::uint64_t>(args.integer("--seed", 1, 0, max_exact_seed - 1));
   if (args.get("--max-items") && !args.has("--until-decided"))
     throw usage_error("audit: option --max-items applies to --until-decided (else --items sets the items)");
@@ -347,7 +249,7 @@ void read_audit_arms(audit_run& r) {
   read_audit_senders(r);
   const std::string link_name = args.get("--link").value_or("pcie4");
   s.link = args.parsed("--link", link_of).value_or(find_link("pcie4"));
-  if (link_name == "measured" && !args.get("--relay-transport") && r.serve == nullptr)
+  if (link_name == "measured" && !args.get("--relay-transport"))
     throw usage_error(
         "audit: option --link measured needs --relay-transport (the link is fitted from "
         "the relays' measured transfer)");
@@ -378,7 +280,7 @@ void read_audit_options(audit_run& r) {
         "audit: options --no-need-fraction + --stale-fraction + --conflict-fraction must sum to at "
         "most 1, got " +
         number_text(o.no_need_fraction + o.stale_fraction + o.conflict_fraction));
-  r.aopt = report_options(args, s.seed);
+  s.report = report_options(args, s.seed);
   r.out = args.get("--out").value_or("audit-out");
   check_design_size(audit_design_arms(s).design, args.has("--trials-only"));
   const auto schedule_of = [](const arguments& a, const std::string& name) {
@@ -395,14 +297,20 @@ void read_audit_options(audit_run& r) {
   // --batched its workers share one context: run_audit_on_llama_cpp); 1 where the topology runs
   // elsewhere (open_audit_topology)
   const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  const bool elsewhere =
-      r.shard != nullptr || r.serve != nullptr || args.get("--relay-transport").has_value();
-  r.jobs = static_cast<unsigned>(args.integer("--jobs", r.on_llama || elsewhere ? 1 : cores, 1, 256));
+  const bool elsewhere = r.shard != nullptr || args.get("--relay-transport").has_value();
+  auto& topo = s.topology;  // --jobs, --relay-transport, --relay-peer (open_audit_topology checks them)
+  topo.jobs = static_cast<unsigned>(args.integer("--jobs", r.on_llama || elsewhere ? 1 : cores, 1, 256));
+  const auto transport = args.get("--relay-transport");
+  topo.relay = transport == std::optional<std::string>("tcp")   ? audit_relay_transport::tcp
+               : transport == std::optional<std::string>("mpi") ? audit_relay_transport::mpi
+                                                                : audit_relay_transport::none;
+  topo.relay_peer = topo.relay == audit_relay_transport::tcp ? args.get("--relay-peer").value_or("") : "";
   r.batched = args.has("--batched");
   if (r.batched && !r.on_llama) throw usage_error("audit: option --batched applies to --engine llama.cpp");
-  if (r.batched && r.jobs < 2) throw usage_error("audit: option --batched needs --jobs 2 or more");
+  if (r.batched && r.spec.topology.jobs < 2)
+    throw usage_error("audit: option --batched needs --jobs 2 or more");
   // the batched seats wait for one another; a relay conversation per seat is not built (nor tested)
-  if (r.batched && (r.serve != nullptr || args.get("--relay-transport")))
+  if (r.batched && args.get("--relay-transport"))
     throw usage_error(
         "audit: option --batched runs the trials in one process: it excludes --relay-transport");
   // --until-decided: batches of items, a look at the decision after each (spec.batch_items)
@@ -416,7 +324,7 @@ void read_audit_options(audit_run& r) {
   s.batch_items =
       std::min(static_cast<std::uint64_t>(args.integer("--batch-items", fallback, 1, 10000000)), s.items);
   const std::size_t looks = static_cast<std::size_t>((s.items + s.batch_items - 1) / s.batch_items);
-  if ((static_cast<double>(r.aopt.bootstrap_replicates) + 1.0) * r.aopt.alpha /
+  if ((static_cast<double>(s.report.bootstrap_replicates) + 1.0) * s.report.alpha /
           (2.0 * static_cast<double>(looks)) <
       1.0)
     throw usage_error(
@@ -475,7 +383,7 @@ void open_audit_topology(audit_run& r) {
   // 0 holds it and every rank locks its own records file (docs/distributed.md).
   // --relay-transport mpi (docs/distributed.md): under `mpirun -np 2` rank 0 is agent B (the
   // audit: journal, report) and rank 1 agent A (dist::serve_sender), linked by dist::mpi_transport.
-  r.mpi_relay = r.serve == nullptr && args.get("--relay-transport") == std::optional<std::string>("mpi");
+  r.mpi_relay = args.get("--relay-transport") == std::optional<std::string>("mpi");
   if (r.mpi_relay) {
     if (args.get("--relay-peer"))
       throw usage_error("audit: option --relay-peer applies to --relay-transport tcp, not mpi");
@@ -486,7 +394,7 @@ void open_audit_topology(audit_run& r) {
           (shard == nullptr ? std::string("one process") : std::to_string(shard->size()) + " ranks"));
   }
   r.mpi_a = r.mpi_relay && shard->rank() == 1;  // agent A: serves the sender's half
-  if (r.serve == nullptr && !r.mpi_a && (shard == nullptr || shard->rank() == 0)) {
+  if (!r.mpi_a && (shard == nullptr || shard->rank() == 0)) {
     r.lock.emplace(r.out, "--out");
     prepare_out_dir(args, r.out, shard);
   }
@@ -494,31 +402,31 @@ void open_audit_topology(audit_run& r) {
   // workers sharing the rank's units). Over a relay link each worker holds its own conversation
   // with agent A (tcp: relay_session opens --jobs links; mpi: a pair of tags each), which agent A
   // serves on its own thread and engines; over MPI the two ranks' threads then call MPI at once.
-  if (r.jobs > 1 && r.mpi_relay && !shard->concurrent_threads())
-    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+  if (r.spec.topology.jobs > 1 && r.mpi_relay && !shard->concurrent_threads())
+    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.spec.topology.jobs) +
                       " over --relay-transport mpi needs an MPI that lets threads call it at once "
                       "(MPI_THREAD_MULTIPLE); this MPI does not: pass --jobs 1 or use --relay-transport tcp");
-  if (r.jobs > 1 && shard != nullptr && !shard->serialized_threads())
-    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.jobs) +
+  if (r.spec.topology.jobs > 1 && shard != nullptr && !shard->serialized_threads())
+    throw usage_error(std::string("audit: option --jobs ") + std::to_string(r.spec.topology.jobs) +
                       " under mpirun needs an MPI that lets threads call it one at a time "
                       "(MPI_THREAD_SERIALIZED); this MPI does not: pass --jobs 1");
   // --relay-transport: B's end of the link (a loopback peer starts now and loads its models)
-  r.relay = r.serve == nullptr && !r.mpi_relay ? relay_session::for_audit(args, r.raw) : nullptr;
+  r.relay = !r.mpi_relay ? relay_session::for_audit(args, peer_words(args)) : nullptr;
   if (r.mpi_relay)
-    for (unsigned w = 0; w < r.jobs; ++w)
+    for (unsigned w = 0; w < r.spec.topology.jobs; ++w)
       r.mpi_links.push_back(shard->relay_link(1 - shard->rank(), 600.0, w));
   if (shard != nullptr) shard->step([] {});
 }
 
 // relay-peer: the design is the audit's, received over the link (dist::design_of_hello: design.json's
 // one converter) and turned into the spec (audit_spec_of_design: arms, items, seeds, seed, task
-// options, the arms the audit's engine left out), not built from the peer's options, which give only
-// what it runs the design on — --model, --partner, --tasks, --tokenizer, --drift, --map, --engine,
-// --threads, --jobs. The peer's build then fixes the identity its own models and tasks give, and the
-// first conversation's greeting refuses the audit (naming the first differing field) unless it is
-// the audit's: the peer runs exactly the design the audit journals, on the models and tasks it names.
+// options, the arms the audit's engine left out); the peer's own options (peer_option_names, read
+// before: read_audit_models, read_audit_senders) give only what it runs the design on — its engine,
+// models, tasks, tokenizer, drift manifest, maps, threads and workers. The peer's build then fixes
+// the identity its own models and tasks give, and the first conversation's greeting refuses the
+// audit (naming the first differing field) unless it is the audit's.
 void receive_audit_design(audit_run& r) {
-  dist::relay_channel& first = r.serve->channel(0, r.jobs, "");  // adopts the audit's design hash
+  dist::relay_channel& first = r.serve->channel(0, r.spec.topology.jobs, "");  // adopts the audit's hash
   const auto fail = [&](const std::string& why) {
     try {
       dist::send_refusal(first, why);
@@ -543,13 +451,14 @@ void receive_audit_design(audit_run& r) {
            std::to_string(r.user_tasks->tasks.size()));
     r.user_tasks->tasks.resize(static_cast<std::size_t>(s.items));
   }
-  // what the peer runs the design on: its engine, organism, drifted senders, messages and maps
+  // what the peer runs the design on: its engine, organism, drifted senders, messages, maps, workers
   s.engine = r.spec.engine;
   s.organism_dir = r.spec.organism_dir;
   s.drift = std::move(r.spec.drift);
   s.drift_overlays = r.spec.drift_overlays;
   s.messages = std::move(r.spec.messages);
   s.maps = std::move(r.spec.maps);
+  s.topology = r.spec.topology;
   try {
     (void)audit_design_arms(s);  // e.g. a drifted sender's level that the peer's --drift lacks
   } catch (const invalid_argument& e) {
@@ -585,9 +494,7 @@ audit_session_options session_options(audit_run& r,
   so.resume = args.has("--resume");
   so.durable = args.has("--durable");
   so.trials_only = args.has("--trials-only");
-  so.jobs = r.jobs;
   so.messages.detokenize = std::move(detokenize);  // the records' message text (null without a tokenizer)
-  so.report = r.aopt;
   so.progress = [&meter](std::uint64_t done, std::uint64_t total, std::uint64_t resumed) {
     meter(done, total, resumed);
   };
@@ -596,7 +503,8 @@ audit_session_options session_options(audit_run& r,
                            std::size_t cells, std::size_t cells_all) {
     if (!quiet) print_look(k, looks, items, r.spec.items, look, cells, cells_all);
   };
-  so.before_report = [quiet, out = r.out, replicates = r.aopt.bootstrap_replicates](std::size_t records) {
+  so.before_report = [quiet, out = r.out,
+                      replicates = r.spec.report.bootstrap_replicates](std::size_t records) {
     if (!quiet)  // the analysis runs for seconds without progress of its own
       std::fprintf(stderr,
                    "latentaudit: analysing %zu records (%zu bootstrap replicates) for the report in %s\n",
@@ -611,7 +519,7 @@ audit_session_options session_options(audit_run& r,
   t.received_hello = r.received_hello;
   if (r.serve != nullptr || r.relay) {  // tcp: the session's links, authenticated, one per worker
     relay_session* link = r.serve != nullptr ? r.serve : r.relay.get();
-    const std::size_t n = r.jobs;
+    const std::size_t n = r.spec.topology.jobs;
     t.channel = [link, n](unsigned w, const trial_design& d) -> dist::relay_channel& {
       return link->channel(w, n, d.design_hash());
     };
@@ -661,14 +569,14 @@ void warn_design_reach(const audit_run& r) {
   const auto need =
       static_cast<std::size_t>(std::count_if(r.user_tasks->tasks.begin(), r.user_tasks->tasks.end(),
                                              [](const auto& t) { return t.regime == task_regime::need; }));
-  const std::size_t least = betting_items_for_margin(r.aopt.equivalence_margin, r.aopt.alpha);
+  const std::size_t least = betting_items_for_margin(r.spec.report.equivalence_margin, r.spec.report.alpha);
   if (need >= least) return;
   std::fprintf(stderr,
                "latentaudit: warning: the design has %zu need-regime items; at --margin %s and --alpha %s "
                "non-inferiority (need.kv_noninferior_to_text) and absence (\"no\") verdicts need at least "
                "%zu, even when every item agrees: they will be inconclusive (raise --items, or --margin)\n",
-               need, number_text(r.aopt.equivalence_margin).c_str(), number_text(r.aopt.alpha).c_str(),
-               least);
+               need, number_text(r.spec.report.equivalence_margin).c_str(),
+               number_text(r.spec.report.alpha).c_str(), least);
 }
 
 // --until-decided on a task file: its tasks run in a permutation drawn from the seed (stream
@@ -745,8 +653,8 @@ void run_audit_on_llama_cpp(audit_run& r, text_tokenizer& tokenizer, bool wants_
   llama_cpp_options lo{.threads = static_cast<std::int32_t>(std::max(1u, r.threads))};
   if (r.batched) {
     lo.max_context = lo.n_ctx;
-    lo.n_ctx *= r.jobs;
-    lo.n_seq_max = std::min(4 * r.jobs + 1, 256u);
+    lo.n_ctx *= r.spec.topology.jobs;
+    lo.n_seq_max = std::min(4 * r.spec.topology.jobs + 1, 256u);
   }
   const bool with_partner = wants_partner && partner_arg;  // else cross_model is dropped with the reason
   if (with_partner) require_gguf(*partner_arg, "audit", "--partner");
@@ -842,12 +750,12 @@ void refuse_audit_out_over_inputs(const audit_run& r) {
   refuse_output_dir_over_inputs("audit", "--out", r.out, audit_output_names(), inputs);
 }
 
-int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_session* serve = nullptr) {
+int run_audit_body(std::span<const std::string> raw, audit_shard* shard) {
   const auto specs = audit_option_specs();
   std::vector<std::string> overridden;
   std::string overridden_where;
   const auto words = with_config(raw, specs, &overridden, &overridden_where);
-  auto args = arguments::parse(words, specs, serve != nullptr ? "relay-peer" : "audit");
+  auto args = arguments::parse(words, specs, "audit");
   if (!overridden.empty()) args.set_shadow(arguments::parse(overridden, specs, overridden_where));
   if (args.help()) {
     std::fputs(
@@ -866,13 +774,29 @@ int run_audit_body(std::span<const std::string> raw, audit_shard* shard, relay_s
     return exit_ok;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  audit_run r{.args = args, .raw = raw, .shard = shard, .serve = serve};
+  audit_run r{.args = args, .shard = shard};
   read_audit_tasks(r);
   read_audit_arms(r);
   read_audit_options(r);
-  if (r.serve == nullptr) refuse_audit_out_over_inputs(r);
+  refuse_audit_out_over_inputs(r);
   open_audit_topology(r);
-  if (r.serve != nullptr) receive_audit_design(r);
+  run_audit_trials(r);
+  return finish_audit(r, t0);
+}
+
+// relay-peer (agent A over tcp): its own options (peer_option_specs: the models, tasks, drift
+// manifest and maps it runs on, its threads and workers), then the spec of the design the audit's
+// greeting carries (receive_audit_design), then the same session in the role agent_a.
+int run_relay_peer_body(std::span<const std::string> raw, relay_session& serve) {
+  const auto specs = peer_option_specs();
+  auto args = arguments::parse(with_config(raw, specs), specs, "relay-peer");
+  const auto t0 = std::chrono::steady_clock::now();
+  audit_run r{.args = args, .shard = nullptr, .serve = &serve};
+  read_audit_models(r);
+  read_audit_senders(r);
+  r.spec.topology = {.jobs = static_cast<unsigned>(args.integer("--jobs", 1, 1, 256)),
+                     .relay = audit_relay_transport::tcp};
+  receive_audit_design(r);
   run_audit_trials(r);
   return finish_audit(r, t0);
 }
@@ -891,7 +815,7 @@ int run_audit(std::span<const std::string> raw) {
 }  // namespace
 
 int run_audit_as_peer(std::span<const std::string> words, relay_session& peer) {
-  return run_audit_body(words, nullptr, &peer);
+  return run_relay_peer_body(words, peer);
 }
 
 }  // namespace latentaudit::cli

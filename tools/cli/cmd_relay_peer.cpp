@@ -128,8 +128,8 @@ std::unique_ptr<relay_session> relay_session::for_audit(const arguments& args,
     return s;
   }
   // A loopback peer: listen on a free port, spawn `latentaudit relay-peer --connect` with the
-  // audit's options (less the relay ones), its stdout to /dev/null (its errors stay on stderr).
-  // It gets a fresh random key through an inherited pipe (descriptor 3): a local process that
+  // audit's values of the peer's options (`words`: peer_words), its stdout to /dev/null (its errors stay on
+  // stderr). It gets a fresh random key through an inherited pipe (descriptor 3): a local process that
   // connects to the port first fails the challenge and is dropped.
   s->key_ = dist::random_bytes(32);
   s->listener_.emplace("127.0.0.1:0", cli_transport());
@@ -353,11 +353,13 @@ int run_relay_peer(std::span<const std::string> words) {
     std::fputs(
         "latentaudit relay-peer --listen HOST:PORT [--model DIR] [--partner DIR] [--tasks F] [...]\n\n"
         "Agent A of an audit whose relays cross a real link: receives the audit's design over the link\n"
-        "(arms, items, seeds, seed, task options: the audit's options decide them; given here they are\n"
-        "ignored) and serves the sender's half of every relay (read, export, policy or placebo, encode,\n"
+        "(arms, items, seeds, seed, task options, link: the audit's options decide them and are no\n"
+        "options here) and serves the sender's half of every relay (read, export, policy or placebo, "
+        "encode,\n"
         "send the wire frame) to `latentaudit audit --relay-transport tcp --relay-peer HOST:PORT`. Its\n"
-        "options give what it runs the design on: --model, --partner, --tasks, --tokenizer, --drift,\n"
-        "--map, --engine, --threads and the audit's --jobs; the design is refused, naming the first\n"
+        "options give only what it runs the design on: --model, --partner, --task, --tasks, --tokenizer,\n"
+        "--drift, --map, --engine, --threads, the audit's --jobs, --quiet and --config (a JSON object of\n"
+        "these); the design is refused, naming the first\n"
         "field, unless these give the models, tasks and maps the audit names. Ends when the audit is\n"
         "done. --connect HOST:PORT connects to the audit instead of\n"
         "listening (what the audit's own loopback peer does). --relay-key-file FILE (or\n"

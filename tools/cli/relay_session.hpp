@@ -27,7 +27,8 @@ class relay_session {
  public:
   /// @brief The receiver's (B's) end from the audit's options: nullptr without --relay-transport;
   /// for tcp, a connection to --relay-peer HOST:PORT, or else a loopback peer spawned now
-  /// (`latentaudit relay-peer --connect` with the audit's own options) that connects back.
+  /// (`latentaudit relay-peer --connect` with `words`, the audit's values of the peer's options:
+  /// peer_words) that connects back.
   /// @throws usage_error on a bad --relay-transport or --relay-peer.
   static std::unique_ptr<relay_session> for_audit(const arguments& args, std::span<const std::string> words);
   /// @brief The sender's (A's) end: listen on `listen` for the audit to connect, or connect to

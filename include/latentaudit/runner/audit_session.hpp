@@ -171,13 +171,26 @@ class audit_session {
   /// @brief The session of the audit `spec` declares under `options`: run() builds its design on the
   /// engines (build_audit_design: the design, its whole identity, the arms left out, the matched
   /// cache maps every driver relays through). The spec's engine name, stopping rule (batch_items,
-  /// item_regime) and messages (`options.messages.detokenize` kept) replace the options'.
-  /// @throws invalid_argument naming the spec's field (audit_design_arms) or as the other constructor.
+  /// item_regime), messages (`options.messages.detokenize` kept), report options and workers
+  /// (topology.jobs) replace the options'.
+  /// @throws invalid_argument naming the spec's field (audit_design_arms; `spec.topology.relay` when the
+  ///         options' topology has no channels to agent A for the relay it names, or has them for
+  ///         none) or as the other constructor.
   explicit audit_session(audit_spec spec, audit_session_options options = {})
       : d_(audit_design_arms(spec).design), o_(std::move(options)) {
     o_.engine_name = spec.engine;
     o_.batch_items = spec.batch_items;
     o_.item_regime = spec.item_regime;
+    o_.report = spec.report;
+    o_.jobs = spec.topology.jobs;
+    if ((spec.topology.relay != audit_relay_transport::none) != static_cast<bool>(o_.topology.channel))
+      detail::throw_invalid("audit_session", "spec.topology.relay",
+                            spec.topology.relay == audit_relay_transport::none
+                                ? "names no relay, but options.topology has channels to agent A"
+                                : "names a relay, but options.topology has no channels to agent A");
+    if (spec.topology.relay == audit_relay_transport::mpi && o_.topology.ranks == nullptr)
+      detail::throw_invalid("audit_session", "spec.topology.relay",
+                            "a relay over MPI needs options.topology.ranks");
     message_options m = spec.messages.value_or(message_options{});
     if (!m.detokenize) m.detokenize = o_.messages.detokenize;
     o_.messages = std::move(m);

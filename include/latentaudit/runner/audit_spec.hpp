@@ -29,6 +29,7 @@
 #include "../core/file_check.hpp"
 #include "../core/hash.hpp"
 #include "../core/json.hpp"
+#include "../report/audit.hpp"
 #include "../trial/arm.hpp"
 #include "../trial/design.hpp"
 #include "../trial/engine_support.hpp"
@@ -57,6 +58,23 @@ struct audit_engines {
 enum class audit_task_source {
   organism,  ///< the organism's generator (audit_spec::organism_dir's task.json, organism_tasks)
   file,      ///< a task file (docs/tasks.md), read by the caller into a task_file_source
+};
+
+/// @brief How agent A's half of the relays reaches agent B (audit_spec_topology::relay).
+enum class audit_relay_transport {
+  none,  ///< agent A runs in B's process
+  tcp,   ///< agent A is a relay peer at the other end of tcp links (one per worker)
+  mpi,   ///< agent A is rank 1 of a relay over MPI (`mpirun -np 2`)
+};
+
+/// @brief Where an audit runs, declared: its workers and where agent A runs. The links themselves
+/// are the caller's (audit_session_options::topology carries the channels); the session checks that
+/// they are there for the relay the spec names.
+struct audit_spec_topology {
+  unsigned jobs = 1;  ///< workers in this process, each with its own engines (run_on_workers)
+  audit_relay_transport relay = audit_relay_transport::none;  ///< where agent A runs
+  /// tcp: agent A's HOST:PORT ("": a loopback peer the caller starts); agent A: the audit's
+  std::string relay_peer;
 };
 
 /// @brief An audit, declared. The defaults are `latentaudit audit`'s: a library user who sets the
@@ -102,6 +120,11 @@ struct audit_spec {
   std::vector<std::string> item_regime;
   /// arms already left out, with reasons (a relay peer: those the audit's engine left out)
   std::vector<skipped_arm> arms_unavailable;
+  /// the report's options: margins, alpha, bootstrap replicates and seed, latency SLO, prefill rate,
+  /// link measured (the session sets the design's arms, horizon, engine and unavailable arms); no
+  /// part of the design's identity: a resume may report with others
+  audit_options report;
+  audit_spec_topology topology;  ///< the workers and where agent A runs (no part of the identity)
 
   /// @brief The organism generator's options for this design (organism_tasks, `seed` = the design's).
   [[nodiscard]] organism_task_options organism_task_options_of() const {
@@ -145,6 +168,11 @@ inline void check_audit_spec(const audit_spec& s) {
     if (!(o.no_need_fraction + o.stale_fraction + o.conflict_fraction <= 1 + 1e-12))
       throw_invalid(fn, "organism_tasks", "fractions must sum to at most 1");
   }
+  if (s.topology.jobs == 0) throw_invalid(fn, "topology.jobs", "must be at least 1");
+  if (s.topology.relay != audit_relay_transport::tcp && !s.topology.relay_peer.empty())
+    throw_invalid(fn, "topology.relay_peer", "applies to a relay over tcp");
+  if (s.batch_items != 0 && s.topology.relay != audit_relay_transport::none)
+    throw_invalid(fn, "batch_items", "(stop when decided) runs in one process: no relay");
   if (s.batch_items > s.items) throw_invalid(fn, "batch_items", "must be at most items");
   if (s.batch_items != 0 && s.item_regime.size() < s.items)
     throw_invalid(fn, "item_regime", "must name every item's regime (stop when decided)");
