@@ -10,6 +10,7 @@
 // filters, the row cap), numbers in percentage points, ids that wrap only at dots, the policy count.
 #include <latentaudit/report.hpp>
 #include <latentaudit/report/detail/failure_report.hpp>
+#include <latentaudit/report/detail/report_sections.hpp>
 #include <latentaudit/report/html.hpp>
 
 #include <fmt/format.h>
@@ -529,6 +530,52 @@ TEST_CASE("report.html and report.md: numbers in percentage points with fixed pr
   CHECK(h.find("break-all") == std::string::npos);
   CHECK(h.find("code.fid>span{white-space:nowrap}") != std::string::npos);
   CHECK(h.find("<span>need.</span><wbr><span>kv_beats_no_comm</span>") != std::string::npos);
+}
+
+TEST_CASE("report.html and report.md: the More sections are one model, tables in HTML, Markdown in report.md",
+          "[report][html]") {
+  const auto& b = html_report();
+  const auto& h = b.html;
+  const double margin = b.report.options.equivalence_margin;
+  const auto at = h.find("<section id=\"more\">");
+  REQUIRE(at != std::string::npos);
+  const std::string more = h.substr(at);
+  CHECK(more.find("<pre") == std::string::npos);  // no preformatted Markdown without html_options::markdown
+  const auto md = report_markdown(b.report);
+  std::vector<report_section> sections{detail::relay_failures_section(b.report.core, margin),
+                                       detail::gate_section(b.report)};
+  if (auto s = detail::messages_section(b.report.core.messages, margin)) sections.push_back(*s);
+  if (auto s = detail::mapped_section(b.report.core.mapped, margin)) sections.push_back(*s);
+  for (const auto& s : sections) {
+    INFO(s.id);
+    CHECK(more.find("<section id=\"" + s.id + "\"><h3>") != std::string::npos);
+    CHECK(md.find(markdown_of(s)) != std::string::npos);  // report.md writes the same model
+  }
+  // the relay-failure contrasts: a table row each, labels escaped, points in numeric cells
+  std::size_t rows = 0;
+  for (const auto* k : {&b.report.core.stale.kv_vs_text, &b.report.core.conflict.kv_vs_no_comm}) {
+    if (!k->estimable()) continue;
+    ++rows;
+    CHECK(more.find("<td>" + detail::html_escape(k->treated) + " − " + detail::html_escape(k->control) +
+                    "</td><td class=\"n\" data-v=\"" + std::to_string(k->n_pairs) + "\">") !=
+          std::string::npos);
+    CHECK(more.find(">" + format_number(k->estimate, {.spec = "{:+.1f}", .scale = 100.0}) + "</td>") !=
+          std::string::npos);
+  }
+  CHECK(rows == 2);
+  // the drift figure sits inside its section; the gate's population and model are text, not Markdown
+  const auto rf = more.find("<section id=\"relay-failures\">");
+  if (b.report.core.drift.tolerance.curve.size() >= 2)
+    CHECK(more.find("<figure id=\"drift_response.svg\">", rf) < more.find("</section>", rf));
+  CHECK(more.find("kv\\_full") == std::string::npos);
+  CHECK(more.find("\\(") == std::string::npos);
+  // html_options::markdown still comes after the tables, preformatted and escaped
+  html_options o;
+  o.markdown = "## Unavailable on this engine (x)\n\n| arm `a<b>` | why |\n";
+  const std::string h2 = report_html(b.report, b.records, b.svgs, o);
+  CHECK(h2.find("<pre>## Unavailable on this engine (x)\n\n| arm `a&lt;b&gt;` | why |\n</pre>") !=
+        std::string::npos);
+  CHECK(h2.find("<section id=\"gate\">") < h2.find("<pre>"));
 }
 
 TEST_CASE("report.html: the serving policy's heading counts the rules it shows", "[report][html]") {

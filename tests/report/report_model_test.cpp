@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "latentaudit/report/report_model.hpp"
@@ -30,11 +31,11 @@ report_table every_kind() {
                {"verdict"},
                {"missing", "", true},
                {"blank"}};
-  t.rows.push_back({report_cell::label("a|b <c> & d_e"),
-                    report_cell::code_id("need.kv_beats_no_comm", "f-need"),
-                    report_cell::number(0.125, pts()), report_cell::interval(nan_v, -0.05, 0.1, {}, pts()),
-                    report_cell::interval(0.5, 0.25, 0.75, {.spec = "{:.2f}"}, {.spec = "{:.2f}"}, " pts"),
-                    report_cell::of_verdict(verdict::no), report_cell::none(), report_cell::blank()});
+  t.rows.push_back(
+      {report_cell::label("a|b <c> & d_e"), report_cell::code_id("need.kv_beats_no_comm", "f-need"),
+       report_cell::number(0.125, pts()), report_cell::interval(std::nullopt, -0.05, 0.1, {}, pts()),
+       report_cell::interval(0.5, 0.25, 0.75, {.spec = "{:.2f}"}, {.spec = "{:.2f}"}, " pts"),
+       report_cell::of_verdict(verdict::no), report_cell::none(), report_cell::blank()});
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -87,7 +88,7 @@ struct report_cell {
     text,      ///< inline text (a label, a sentence)
     code,      ///< an id (a finding id, an arm) as code, linked to `anchor` in report.html when set
     number,    ///< `value` written by `format`
-    interval,  ///< "[lo, hi]" by `limits` (with `value` by `format` first when finite), then `unit`
+    interval,  ///< "[lo, hi]" by `limits` (`value` by `format` first with `with_estimate`), then `unit`
     verdict    ///< yes, no or inconclusive
   };
   kind k = kind::empty;  ///< the kind
@@ -101,6 +102,7 @@ struct report_cell {
   number_format limits;                                     ///< interval: the limits'
   std::string unit;                                         ///< interval: after "]" ("] pts")
   verdict answer = verdict::inconclusive;                   ///< verdict
+  bool with_estimate = false;                               ///< interval: `value` written before it
 
   /// @brief A blank cell.
   [[nodiscard]] static report_cell blank() { return {}; }
@@ -139,13 +141,14 @@ struct report_cell {
     c.format = std::move(f);
     return c;
   }
-  /// @brief An interval, with its estimate first when `estimate` is finite.
-  [[nodiscard]] static report_cell interval(double estimate, double lo, double hi,
+  /// @brief An interval, with its estimate first when `estimate` is given ("–" when it is not finite).
+  [[nodiscard]] static report_cell interval(std::optional<double> estimate, double lo, double hi,
                                             number_format estimate_format, number_format limit_format,
                                             std::string unit = {}) {
     report_cell c;
     c.k = kind::interval;
-    c.value = estimate;
+    c.with_estimate = estimate.has_value();
+    c.value = estimate.value_or(std::numeric_limits<double>::quiet_NaN());
     c.lo = lo;
     c.hi = hi;
     c.format = std::move(estimate_format);

@@ -92,9 +92,6 @@ namespace detail {
 /// @brief report.json's "mapped" (null without kv_mapped arms).
 [[nodiscard]] json_value mapped_json(const mapped_analysis& m);
 
-/// @brief report.md's section on relay through cache maps ("" without kv_mapped arms).
-[[nodiscard]] std::string mapped_markdown(const mapped_analysis& m, double margin);
-
 }  // namespace detail
 
 }  // namespace latentaudit

@@ -66,11 +66,6 @@ namespace detail {
 /// and the three contrasts (kv_vs_text, text_vs_no_comm, kv_only_vs_text); null without message arms.
 [[nodiscard]] json_value messages_json(const message_analysis& m);
 
-/// @brief The report.md section "Messages: A's cache or A's message?" ("" without message arms).
-/// @param m the analysis
-/// @param margin the equivalence margin (accuracy points as a fraction)
-[[nodiscard]] std::string messages_markdown(const message_analysis& m, double margin);
-
 }  // namespace detail
 
 }  // namespace latentaudit

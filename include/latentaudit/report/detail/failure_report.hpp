@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: how the report writes the relay-failure analyses (stale, conflict, drift), the
-// decision's policy and the relay switch replay — report.json objects, report.md sections, the
-// forest-plot rows and drift_response.svg — kept apart from report-inl.hpp, which calls these.
+// decision's policy and the relay switch replay — report.json objects, report.md paragraphs, the
+// forest-plot rows and drift_response.svg — kept apart from report-inl.hpp, which calls these (the
+// section "When relay does not pay" is built by detail/report_sections.hpp).
 // Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
 #define LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
@@ -32,9 +33,6 @@ namespace latentaudit::detail {
 
 /// @brief The report.md paragraph of the relay switch replay.
 [[nodiscard]] std::string relay_switch_markdown(const switch_replay& s);
-
-/// @brief The report.md section "When relay does not pay" (stale, conflict, drift).
-[[nodiscard]] std::string relay_failures_markdown(const audit_core& c, double margin);
 
 /// @brief Forest rows of the stale and conflict contrasts (descriptive 1 − α intervals).
 void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows);

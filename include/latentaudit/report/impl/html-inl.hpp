@@ -22,7 +22,9 @@
 #include "../analyses/answer_probability.hpp"
 #include "../analyses/effects.hpp"
 #include "../detail/failure_report.hpp"
+#include "../detail/report_sections.hpp"
 #include "../report.hpp"
+#include "../report_model.hpp"
 
 namespace latentaudit {
 
@@ -387,20 +389,20 @@ struct html_report_context {
   std::string level, vlevel;
   std::map<std::tuple<int, std::string, std::string>, std::vector<std::size_t>> groups;
 
-  // The figure `name` (one of svgs) inline with its caption; nothing when it was not drawn.
-  void figure(std::string_view name) {
+  // The figure `name` (one of svgs) inline with its caption; "" when it was not drawn.
+  [[nodiscard]] std::string figure_html(std::string_view name) const {
     std::string s;
     for (const auto& [n, svg] : svgs)
       if (n == name) {
         s = inline_svg(svg);
         break;
       }
-    if (s.empty()) return;
-    p.open("figure", fmt::format("id=\"{}\"", html_anchor_part(name)));
-    p.raw(s);
-    p.el("figcaption", std::string(name), "class=\"note\"");
-    p.close("figure");
+    if (s.empty()) return s;
+    return fmt::format("<figure id=\"{}\">", html_anchor_part(name)) + s + "<figcaption class=\"note\">" +
+           html_escape(name) + "</figcaption>\n</figure>\n";
   }
+  // The figure `name` written into the page (nothing when it was not drawn).
+  void figure(std::string_view name) { p.raw(figure_html(name)); }
 };
 
 // report_html's table of the policy's rules (report.json decision.rules) and their replay on the
@@ -1071,24 +1073,34 @@ LATENTAUDIT_INLINE void html_section_cost(html_report_context& c) {
   p.close("section");
 }
 
-// report_html's section: everything else, as report.md writes it.
+// report_html's section: everything else — the relay failures, messages, cache maps, fitted link and
+// relay gate as HTML tables from the report's model (the sections report.md writes from the same
+// model), the teaching demonstrations and the warnings.
 LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
   auto& p = c.p;
   const audit_report& r = c.r;
   const html_options& o = c.o;
   const std::string& level = c.level;
-  auto figure = [&](std::string_view name) { c.figure(name); };
   p.open("section", "id=\"more\"");
   p.el("h2", "More: relay failures, messages, cache maps, link, gate, demonstrations");
-  figure("drift_response.svg");
-  const std::string more = relay_failures_markdown(r.core, r.options.equivalence_margin) +
-                           messages_markdown(r.core.messages, r.options.equivalence_margin) +
-                           mapped_markdown(r.core.mapped, r.options.equivalence_margin) +
-                           link_fit_markdown(r) + gate_markdown(r) + o.markdown;
-  p.open("details");
-  p.el("summary", "These sections as report.md writes them (Markdown text)");
-  p.el("pre", more);
-  p.close("details");
+  std::vector<report_section> sections;
+  sections.push_back(relay_failures_section(r.core, r.options.equivalence_margin));
+  if (auto s = messages_section(r.core.messages, r.options.equivalence_margin))
+    sections.push_back(std::move(*s));
+  if (auto s = mapped_section(r.core.mapped, r.options.equivalence_margin)) sections.push_back(std::move(*s));
+  if (auto s = link_fit_section(r)) sections.push_back(std::move(*s));
+  sections.push_back(gate_section(r));
+  const report_figure_writer figure = [&c](const report_figure& f) { return c.figure_html(f.file); };
+  for (auto& s : sections) {
+    s.level = 3;  // inside "More"
+    p.raw(html_of(s, figure));
+  }
+  if (!o.markdown.empty()) {  // the caller's Markdown (run_audit_report: "Unavailable on this engine")
+    p.open("details");
+    p.el("summary", "As report.md writes it (Markdown text)");
+    p.el("pre", o.markdown);
+    p.close("details");
+  }
   if (!r.demonstrations.empty()) {
     p.el("h3", "Teaching demonstrations — true by construction, not findings");
     p.head({"demonstration", "outcome", "estimate", level + " CI", "n", "method"});

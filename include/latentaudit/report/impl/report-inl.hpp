@@ -19,6 +19,7 @@
 
 #include "../../core/error.hpp"
 #include "../detail/failure_report.hpp"
+#include "../detail/report_sections.hpp"
 #include "../html.hpp"
 
 namespace latentaudit {
@@ -782,105 +783,6 @@ LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
   return m;
 }
 
-// report.md's fitted-link section.
-LATENTAUDIT_INLINE std::string link_fit_markdown(const audit_report& r) {
-  std::string m;
-  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
-  if (r.link_fit.relays > 0 || r.link_fit.failed_relays > 0) {
-    const auto& F = r.link_fit;
-    line("## Link fitted from measured relays");
-    line("");
-    line(
-        "Relays that crossed a real link (`--relay-transport`): measured crossing time of the wire frame "
-        "(`transfer_measured_s`) against its size; least squares t = α + bytes / bandwidth, HC3 intervals "
-        "(docs/audit-report.md). " +
-        std::to_string(F.relays) + " relays of " + std::to_string(F.distinct_sizes) + " frame sizes; " +
-        std::to_string(F.failed_relays) + " rejected frames (relay_error) left out." +
-        (r.options.link_measured
-             ? " The cost verdicts above use this link (`--link measured`; with a slope estimate at or below "
-               "0, the lower limit of the bandwidth interval)."
-             : ""));
-    line("");
-    if (F.ok()) {
-      line(fmt::format("- α = {} [{}, {}]", detail::seconds_text(F.alpha_s.estimate),
-                       detail::seconds_text(F.alpha_s.ci_low), detail::seconds_text(F.alpha_s.ci_high)));
-      auto gbs = [](const std::optional<double>& x) {
-        return x ? fmt::format("{:.3g}", *x / 1e9) : std::string("unbounded");
-      };
-      line(fmt::format("- bandwidth = {} GB/s [{}, {}]",
-                       std::isfinite(F.bandwidth_bytes_s) ? fmt::format("{:.3g}", F.bandwidth_bytes_s / 1e9)
-                                                          : std::string("not positive"),
-                       F.bandwidth_low ? gbs(F.bandwidth_low) : std::string("0"), gbs(F.bandwidth_high)));
-    } else {
-      line("No fit: " + detail::md_escape(F.missing) + ".");
-    }
-    line("");
-    line("| arm | relays | rejected | mean frame | modeled transfer | measured (mean / median) | fitted |");
-    line("|---|---|---|---|---|---|---|");
-    for (const auto& a : r.link_rows)
-      line(fmt::format(
-          "| {} | {} | {} | {} | {} | {} / {} | {} |", detail::md_escape(a.arm), a.relays, a.failed,
-          detail::bytes_text(a.mean_bytes), detail::seconds_text(a.mean_modeled_s),
-          detail::seconds_text(a.mean_measured_s), detail::seconds_text(a.median_measured_s),
-          std::isfinite(a.mean_fitted_s) ? detail::seconds_text(a.mean_fitted_s) : std::string("–")));
-    line("");
-  }
-  return m;
-}
-
-// report.md's "Per-request relay gate" section.
-LATENTAUDIT_INLINE std::string gate_markdown(const audit_report& r) {
-  std::string m;
-  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
-  line("## Per-request relay gate");
-  line("");
-  if (!r.gate.missing.empty()) {
-    line("Not fitted (" + detail::md_escape(r.gate.missing) + ")." +
-         (r.gate.population.empty() ? "" : " " + detail::md_escape(r.gate.population)));
-  } else {
-    auto logistic_text = [](const relay_gate_logistic& m) {
-      if (m.constant) return fmt::format("{}", *m.constant);
-      std::string t = fmt::format("expit({:.4g}", m.coefficients.empty() ? 0.0 : m.coefficients[0]);
-      for (std::size_t i = 0; i < m.features.size() && i + 1 < m.coefficients.size(); ++i)
-        t += fmt::format(" {:+.4g}·{}", m.coefficients[i + 1], m.features[i]);
-      return t + ")";
-    };
-    const std::string eq =
-        fmt::format("P(helps) = {}; P(hurts) = {}; relay when P(helps) − P(hurts) > {}{}",
-                    logistic_text(r.gate.model.helps), logistic_text(r.gate.model.hurts), r.gate.model.cost,
-                    r.gate.model.penalized ? " (ridge fallback: a plain fit separated)" : "");
-    line(detail::md_escape(r.gate.population));
-    line("");
-    line(
-        "Gain gate on pre-transfer features: it relays when the predicted accuracy gain over the fallback '" +
-        detail::md_escape(r.gate.fallback) +
-        "', P(relay right, fallback wrong) − P(relay wrong, fallback right), exceeds the cost; cross-fitted "
-        "over " +
-        std::to_string(r.gate.held_out_items) + " items (" + std::to_string(r.gate.folds) +
-        " folds; every item held out once); deployable model "
-        "fitted on every item: " +
-        markdown_code(eq) + ".");
-    line("");
-    for (const auto& d : r.gate.excluded_features) line("- never a feature: " + detail::md_escape(d));
-    for (const auto& d : r.gate.dropped_features) line("- dropped feature " + detail::md_escape(d));
-    line("");
-    line("| policy | accuracy [CI] | bytes per request [CI] | relay rate |");
-    line("|---|---|---|---|");
-    for (const auto& p : r.gate.policies)
-      if (p.available)
-        line(fmt::format("| {} | {} | {} | {}% |", detail::md_escape(p.name), detail::estimate_md(p.accuracy),
-                         detail::estimate_md(p.bytes), pct(p.relay_rate)));
-    line("");
-    line(
-        fmt::format("Gate − always-relay accuracy {} (betting over items); share of requests not relayed {}; "
-                    "bytes saved per request {}.",
-                    detail::estimate_md(r.gate.accuracy_vs_always_relay),
-                    detail::estimate_md(r.gate.skip_share), detail::estimate_md(r.gate.bytes_saved)));
-  }
-  line("");
-  return m;
-}
-
 }  // namespace detail
 
 namespace detail {
@@ -1130,9 +1032,12 @@ namespace detail {
                      detail::points_interval_text(p.diff_ci_low, p.diff_ci_high),
                      detail::points_text(p.fitted_diff), p.noninferior ? "yes" : "no"));
   line("");
-  m += detail::relay_failures_markdown(r.core, r.options.equivalence_margin);
-  m += detail::messages_markdown(r.core.messages, r.options.equivalence_margin);
-  m += detail::mapped_markdown(r.core.mapped, r.options.equivalence_margin);
+  // sections built once as the report's model (report_model.hpp), written as Markdown
+  m += markdown_of(detail::relay_failures_section(r.core, r.options.equivalence_margin));
+  if (const auto s = detail::messages_section(r.core.messages, r.options.equivalence_margin))
+    m += markdown_of(*s);
+  if (const auto s = detail::mapped_section(r.core.mapped, r.options.equivalence_margin))
+    m += markdown_of(*s);
   line("## Slicing and compression frontier (need regime)");
   line("");
   line("![frontier](frontier.svg)");
@@ -1144,8 +1049,8 @@ namespace detail {
                      pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
   line("");
   m += detail::cost_markdown(r);
-  m += detail::link_fit_markdown(r);
-  m += detail::gate_markdown(r);
+  if (const auto s = detail::link_fit_section(r)) m += markdown_of(*s);
+  m += markdown_of(detail::gate_section(r));
   line("## Teaching demonstrations — true by construction, not findings");
   line("");
   line(

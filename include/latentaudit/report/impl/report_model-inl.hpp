@@ -20,7 +20,9 @@
 
 #include "../../core/detail/check.hpp"
 #include "../detail/markdown_text.hpp"
+// report.hpp first: in header-only mode it brings html.hpp in the order that compiles
 #include "../html.hpp"
+#include "../report.hpp"
 
 namespace latentaudit {
 
@@ -95,7 +97,7 @@ namespace detail {
     case report_cell::kind::number:
       return format_number(c.value, c.format);
     case report_cell::kind::interval: {
-      std::string s = std::isfinite(c.value) ? format_number(c.value, c.format) + " " : std::string();
+      std::string s = c.with_estimate ? format_number(c.value, c.format) + " " : std::string();
       return s + "[" + format_number(c.lo, c.limits) + ", " + format_number(c.hi, c.limits) + "]" + c.unit;
     }
     case report_cell::kind::verdict:
@@ -201,9 +203,10 @@ LATENTAUDIT_INLINE std::string html_of(const report_table& t) {
     for (std::size_t i = 0; i < row.size(); ++i) {
       const report_cell& c = row[i];
       const bool n = t.columns[i].numeric;
-      const double key = c.k == report_cell::kind::number     ? c.value
-                         : c.k == report_cell::kind::interval ? (std::isfinite(c.value) ? c.value : c.lo)
-                                                              : std::numeric_limits<double>::quiet_NaN();
+      const double key = c.k == report_cell::kind::number ? c.value
+                         : c.k == report_cell::kind::interval
+                             ? (c.with_estimate && std::isfinite(c.value) ? c.value : c.lo)
+                             : std::numeric_limits<double>::quiet_NaN();
       h += "<td";
       if (n) h += " class=\"n\"";
       if (n && std::isfinite(key)) h += fmt::format(" data-v=\"{:.17g}\"", key);
@@ -284,7 +287,7 @@ LATENTAUDIT_INLINE json_value json_of(const report_table& t) {
           break;
         case report_cell::kind::interval: {
           json_value o = json_value::object();
-          o.set("estimate", num(c.value));
+          o.set("estimate", c.with_estimate ? num(c.value) : json_value(nullptr));
           o.set("low", num(c.lo));
           o.set("high", num(c.hi));
           o.set("unit", detail::model_unescape(c.unit));

@@ -229,43 +229,6 @@ LATENTAUDIT_INLINE json_value mapped_json(const mapped_analysis& m) {
   return j;
 }
 
-LATENTAUDIT_INLINE std::string mapped_markdown(const mapped_analysis& m, double margin) {
-  if (m.arms.empty()) return {};
-  auto cell = [](const regime_contrast& c) {
-    return c.estimable() ? contrast_points(c.estimate, c.verdict_low, c.verdict_high) : std::string("–");
-  };
-  auto ratio = [](const ratio_interval& r) {
-    if (!std::isfinite(r.estimate)) return std::string("–");
-    auto lim = [](double x) { return std::isfinite(x) ? fmt::format("{:.2f}", x) : (x > 0 ? "∞" : "−∞"); };
-    return fmt::format("{:.2f} [{}, {}]", r.estimate, lim(r.low), lim(r.high));
-  };
-  std::string s = "## Relay through a cache map\n\n";
-  s += fmt::format(
-      "A foreign sender's cache mapped into B's model's shape (kv\\_mapped, a map made by `latentaudit map "
-      "fit`), need regime: accuracy differences in points with their 90 % betting verdict intervals over "
-      "items, and the retention (kv\\_mapped − no\\_comm) / (kv\\_full − no\\_comm) with its interval; the "
-      "margin is {:.1f} points, the retention gate {:.2f}.\n\n",
-      100.0 * margin, m.gate);
-  s += "| arm | map | kv\\_mapped − unmapped | kv\\_mapped − kv\\_full | kv\\_mapped − no\\_comm | retention "
-       "| screen: attention cosine, r with the benefit |\n|---|---|---|---|---|---|---|\n";
-  auto screen = [](const mapped_screen& x) {
-    if (x.items == 0) return std::string("–");
-    std::string t = fmt::format("{:.3f}", x.mean_cosine);
-    if (std::isfinite(x.r))
-      t +=
-          fmt::format(", r = {:+.2f}", x.r) +
-          (std::isfinite(x.ci_low) ? fmt::format(" [{:+.2f}, {:+.2f}]", x.ci_low, x.ci_high) : std::string());
-    return t + fmt::format(" ({} items)", x.items);
-  };
-  for (const auto& c : m.arms)
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_code(c.arm),
-                     c.map.empty() ? std::string("–") : markdown_code(c.map), cell(c.beats_unmapped),
-                     cell(c.vs_same_model), cell(c.mapped_benefit), ratio(c.retention), screen(c.screen));
-
-  s += "\n";
-  return s;
-}
-
 }  // namespace detail
 
 LATENTAUDIT_INLINE std::vector<finding> mapped_findings(const mapped_analysis& m, double alpha,

@@ -109,34 +109,6 @@ LATENTAUDIT_INLINE json_value messages_json(const message_analysis& m) {
   return j;
 }
 
-LATENTAUDIT_INLINE std::string messages_markdown(const message_analysis& m, double margin) {
-  if (m.contrasts.empty() && m.kv_message.empty() && m.kv_message_only.empty()) return {};
-  auto pts = [](double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : std::string("–"); };
-  auto cell = [&](const regime_contrast& c) {
-    return c.estimable()
-               ? fmt::format("{} [{}, {}]", pts(c.estimate), pts(c.verdict_low), pts(c.verdict_high))
-               : std::string("–");
-  };
-  std::string s = "## Messages: A's cache or A's message?\n\n";
-  s += fmt::format(
-      "A writes a message after its instruction; text\\_message\\_k relays at most k of its tokens as text, "
-      "{} relays A's cache of the document, the instruction and the message, {} the message's cache rows "
-      "only. "
-      "Accuracy differences in points with their 90 % betting verdict intervals over items; Holm over the "
-      "kv\\_message − text\\_message\\_k column (the message family); the margin is {:.1f} points.\n\n",
-      m.kv_message.empty() ? "kv\\_message (absent)" : "kv\\_message",
-      m.kv_message_only.empty() ? "kv\\_message\\_only (absent)" : "kv\\_message\\_only", 100.0 * margin);
-  s += "| k | regime | mean length | text\\_message − no\\_comm | kv\\_message − text\\_message | Holm p | "
-       "kv\\_message\\_only − text\\_message |\n|---|---|---|---|---|---|---|\n";
-  for (const auto& c : m.contrasts)
-    s += fmt::format("| {} | {} | {:.1f} | {} | {} | {} | {} |\n", c.k, markdown_text(c.regime),
-                     c.mean_message_length, cell(c.text_vs_no_comm), cell(c.kv_vs_text),
-                     std::isfinite(c.kv_vs_text.p_holm) ? fmt::format("{:.3g}", c.kv_vs_text.p_holm) : "–",
-                     cell(c.kv_only_vs_text));
-  s += "\n";
-  return s;
-}
-
 }  // namespace detail
 
 LATENTAUDIT_INLINE std::vector<finding> message_findings(const message_analysis& m, double alpha,

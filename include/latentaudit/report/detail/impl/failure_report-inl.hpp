@@ -20,9 +20,6 @@
 namespace latentaudit::detail {
 
 namespace {
-// NaN-safe number formatting for the report (never "nan").
-inline std::string fr_num(double x) { return std::isfinite(x) ? fmt::format("{:.3f}", x) : "–"; }
-inline std::string fr_pts(double x) { return std::isfinite(x) ? fmt::format("{:+.1f}", 100.0 * x) : "–"; }
 // Markdown text from labels and sentences: the one escaping of report.md (markdown_text.hpp).
 inline std::string fr_md(std::string_view t) { return markdown_text(t); }
 }  // namespace
@@ -151,68 +148,6 @@ LATENTAUDIT_INLINE std::string relay_switch_markdown(const switch_replay& s) {
       "Relay switch (one-sided betting, always valid) replayed over {} items ({} stale, {} "
       "conflict): {}. Order: {}. Guarantee: {}.\n\n",
       s.items, s.stale_items, s.conflict_items, off, fr_md(s.note), fr_md(s.guarantee));
-}
-
-LATENTAUDIT_INLINE std::string relay_failures_markdown(const audit_core& c, double margin) {
-  std::string m = "## When relay does not pay: stale caches, conflicting caches, drifted senders\n\n";
-  m += fmt::format(
-      "Accuracy differences in points with their 90 % betting verdict intervals over items; the "
-      "margin is {:.1f} points.\n\n",
-      100.0 * margin);
-  m += "| regime | contrast | pairs | items | estimate | verdict interval | Holm p "
-       "|\n|---|---|---|---|---|---|---|\n";
-  for (const auto* k :
-       {&c.stale.kv_vs_text, &c.stale.kv_vs_no_comm, &c.stale.text_vs_no_comm, &c.stale.stale_excess,
-        &c.conflict.kv_vs_no_comm, &c.conflict.text_vs_no_comm, &c.conflict.kv_vs_text}) {
-    if (!k->estimable()) continue;
-    m += fmt::format("| {} | {} − {} | {} | {} | {} | [{}, {}] | {} |\n", fr_md(k->regime), fr_md(k->treated),
-                     fr_md(k->control), k->n_pairs, k->n_items, fr_pts(k->estimate), fr_pts(k->verdict_low),
-                     fr_pts(k->verdict_high),
-                     std::isfinite(k->p_holm) ? fmt::format("{:.3g}", k->p_holm) : "–");
-  }
-  if (c.stale.units == 0) m += "| stale | not tested (no stale units) | | | | | |\n";
-  if (c.conflict.units == 0) m += "| conflict | not tested (no conflict units) | | | | | |\n";
-  m += "\n";
-  const auto& k = c.stale.kv_answers;
-  if (k.classified > 0)
-    m += fmt::format(
-        "kv\\_full's stale-regime answers: {} stale value, {} other wrong, {} current (of {}).\n\n", k.stale,
-        k.other_wrong, k.correct, k.classified);
-  const auto& a = c.conflict.attention;
-  m += a.available
-           ? fmt::format(
-                 "Mechanism: B's attention mass on the relayed tokens (kv\\_full) is {} [{}, {}] in conflict "
-                 "vs {} [{}, {}] in need; difference {} [{}, {}].\n\n",
-                 fr_num(a.conflict_mean), fr_num(a.conflict_low), fr_num(a.conflict_high),
-                 fr_num(a.need_mean), fr_num(a.need_low), fr_num(a.need_high), fr_num(a.difference),
-                 fr_num(a.difference_low), fr_num(a.difference_high))
-           : "Mechanism (attention mass on the relay): " + fr_md(a.note) + ".\n\n";
-  const auto& t = c.drift.tolerance;
-  if (t.curve.size() < 2) {
-    m += "Drift: not tested (no drift arms paired with kv\\_full in the need regime).\n\n";
-    return m;
-  }
-  m += "![drift dose-response](drift_response.svg)\n\n";
-  auto beyond = [](const std::optional<double>& x) {
-    return x ? fmt::format("{:.3g}", *x) : std::string("beyond");
-  };
-  m += fmt::format(
-      "Drift tolerance (steps where the fitted difference vs kv\\_full reaches −{:.1f} points): {}, "
-      "CI [{}, {}].\n\n",
-      100.0 * margin, beyond(t.tolerance_sigma), beyond(t.ci_low), beyond(t.ci_high));
-  m += "| steps | arm | items | accuracy % | difference vs kv\\_full | verdict interval | benefit vs "
-       "no\\_comm | "
-       "verdict interval |\n|---|---|---|---|---|---|---|---|\n";
-  for (std::size_t i = 0; i < t.curve.size(); ++i) {
-    const auto& p = t.curve[i];
-    const regime_contrast* b = i < c.drift.benefit.size() ? &c.drift.benefit[i].benefit : nullptr;
-    m += fmt::format("| {:g} | {} | {} | {:.1f} | {} | [{}, {}] | {} | {} |\n", p.sigma, fr_md(p.arm),
-                     p.items, 100.0 * p.accuracy, fr_pts(p.diff_vs_kv_full), fr_pts(p.diff_ci_low),
-                     fr_pts(p.diff_ci_high), b ? fr_pts(b->estimate) : "–",
-                     b ? fmt::format("[{}, {}]", fr_pts(b->verdict_low), fr_pts(b->verdict_high)) : "–");
-  }
-  m += "\n";
-  return m;
 }
 
 LATENTAUDIT_INLINE void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows) {
