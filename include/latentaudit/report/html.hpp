@@ -19,6 +19,7 @@
 #include "../config.hpp"
 #include "../trial/record.hpp"
 #include "../trial/task_file.hpp"
+#include "detail/html_text.hpp"  // html_escape
 #include "finding.hpp"
 
 namespace latentaudit {
@@ -117,12 +118,6 @@ struct html_options {
     std::span<const std::pair<std::string, std::string>> svgs, const html_options& o = {});
 
 namespace detail {
-
-/// @brief Escapes & < > " ' for HTML text and attribute values; control bytes other than tab and
-/// newline become U+FFFD.
-/// @param s the text (UTF-8)
-/// @returns the escaped text
-[[nodiscard]] LATENTAUDIT_INLINE std::string html_escape(std::string_view s);
 
 /// @brief A difference of accuracies (or of probabilities) in percentage points, signed, one
 /// decimal: 0.982 → "+98.2 pts", −1 → "-100.0 pts", 0 → "0.0 pts"; "–" when not finite.

@@ -30,37 +30,6 @@ namespace latentaudit {
 
 namespace detail {
 
-LATENTAUDIT_INLINE std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + s.size() / 8);
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7F)
-          out += "\xEF\xBF\xBD";  // U+FFFD
-        else
-          out.push_back(c);
-    }
-  }
-  return out;
-}
-
 /// @brief Whether `s` starts with `p`.
 [[nodiscard]] inline bool html_starts_with(std::string_view s, std::string_view p) noexcept {
   return s.substr(0, p.size()) == p;

@@ -19,10 +19,8 @@
 #include <fmt/format.h>
 
 #include "../../core/detail/check.hpp"
+#include "../detail/html_text.hpp"
 #include "../detail/markdown_text.hpp"
-// report.hpp first: in header-only mode it brings html.hpp in the order that compiles
-#include "../html.hpp"
-#include "../report.hpp"
 
 namespace latentaudit {
 
