@@ -71,9 +71,6 @@ std::string estimate_md(const effect_estimate& e);
 /// @brief report.md's note on an audit stopped when decided: its horizon, looks and the arms it
 /// stopped one by one (part of report_markdown, with audit_options::horizon set).
 [[nodiscard]] std::string stopped_when_decided_note(const audit_report& r);
-/// @brief report.md's cost section (part of report_markdown; the fitted-link and relay-gate sections
-/// are built as report_section by detail/report_sections.hpp).
-[[nodiscard]] std::string cost_markdown(const audit_report& r);
 
 }  // namespace detail
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the report's sections built once as report_section (report_model.hpp) from the
-// analyses' results — relay failures (stale, conflict, drift), messages, cache maps, the fitted link
-// and the relay gate — which report.md writes with markdown_of and report.html with html_of. The
-// analyses write no output. Not part of the public API.
+// analyses' results — relay failures (stale, conflict, drift), messages, cache maps, the cost per
+// link, the fitted link and the relay gate — which report.md writes with markdown_of and report.html with
+// html_of. The analyses write no output. Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_REPORT_SECTIONS_HPP
 #define LATENTAUDIT_REPORT_DETAIL_REPORT_SECTIONS_HPP
 
@@ -43,6 +43,11 @@ namespace latentaudit::detail {
 /// @brief "Link fitted from measured relays" (none without relays over a real link).
 /// @param r the report
 [[nodiscard]] std::optional<report_section> link_fit_section(const audit_report& r);
+
+/// @brief "Cost-benefit by link": the latency plots, the cost statement with its finding, the method,
+/// the table per link, the projection for real model shapes and the cost notes.
+/// @param r the report
+[[nodiscard]] report_section cost_section(const audit_report& r);
 
 /// @brief "Per-request relay gate".
 /// @param r the report

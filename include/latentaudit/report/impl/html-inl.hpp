@@ -1000,46 +1000,11 @@ LATENTAUDIT_INLINE void html_section_frontier(html_report_context& c) {
   p.close("section");
 }
 
-// report_html's section: the cost of the relay per link.
+// report_html's section: the cost of the relay per link, from the report's model (report.md writes
+// the same section).
 LATENTAUDIT_INLINE void html_section_cost(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const std::string& level = c.level;
-  auto figure = [&](std::string_view name) { c.figure(name); };
-  p.open("section", "id=\"cost\"");
-  p.el("h2", "Cost-benefit by link");
-  figure("latency_receiver.svg");
-  figure("latency.svg");
-  if (!r.cost.missing.empty()) {
-    p.el("p", "Not run (" + r.cost.missing + ").");
-  } else {
-    const auto& S = r.cost.sensitivity;
-    p.el("p", "KV relay against text relay, need regime, " + std::to_string(S.items) + " items. Statement (" +
-                  finding_id(finding_kind::cost_relay_pays) + ": " + verdict_name(S.pays) +
-                  "): " + S.statement + ".");
-    p.el("p", "Timing: " + S.timing_note + ".", "class=\"note\"");
-    p.head({"link", "receiver latency saved per request (ms)", level + " bootstrap CI (ms)", "extra bytes",
-            "SLO met kv / text", "break-even bandwidth", "relay pays"});
-    const auto ms = [](double s) {
-      return std::isfinite(s) ? fmt::format("{:.3g}", 1e3 * s) : std::string("–");
-    };
-    for (const auto& l : r.cost.links) {
-      p.raw("<tr>");
-      p.td(l.link.name);
-      p.tdn(ms(l.saved_s.estimate), l.saved_s.estimate);
-      p.tdn("[" + ms(l.saved_s.ci_low) + ", " + ms(l.saved_s.ci_high) + "]", l.saved_s.ci_low);
-      p.tdn(bytes_text(l.extra_bytes.estimate), l.extra_bytes.estimate);
-      p.td(l.slo_met_relay && l.slo_met_text ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
-                                             : std::string("no SLO given"));
-      p.td(l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
-                                          : std::string("–"));
-      p.td(verdict_name(l.pays));
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  for (const auto& n : r.cost.notes) p.el("p", n, "class=\"note\"");
-  p.close("section");
+  const report_figure_writer figure = [&c](const report_figure& f) { return c.figure_html(f.file); };
+  c.p.raw(html_of(cost_section(c.r), figure));
 }
 
 // report_html's section: everything else — the relay failures, messages, cache maps, fitted link and

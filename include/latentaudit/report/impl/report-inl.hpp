@@ -725,68 +725,6 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
 
 namespace detail {
 
-// report.md's "Cost-benefit by link" section.
-LATENTAUDIT_INLINE std::string cost_markdown(const audit_report& r) {
-  std::string m;
-  auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
-  line("## Cost-benefit by link");
-  line("");
-  line("![receiver latency breakdown](latency_receiver.svg)");
-  line("");
-  line("![end-to-end latency breakdown](latency.svg)");
-  line("");
-  if (!r.cost.missing.empty()) {
-    line("Not run (" + detail::md_escape(r.cost.missing) + ").");
-  } else {
-    const auto& S = r.cost.sensitivity;
-    line("KV relay (kv_full) against text relay (text_full), need regime, " + std::to_string(S.items) +
-         " items. **Statement** (`" + finding_id(finding_kind::cost_relay_pays) +
-         "`: " + verdict_name(S.pays) + "): " + detail::md_escape(S.statement) + ".");
-    line("");
-    line(
-        "Method: receiver latency with the transfer time recomputed per link from the bytes; "
-        "break-even CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: " +
-        detail::md_escape(S.timing_note) + ".");
-    line("");
-    line(
-        "| link | saved latency per request | extra bytes | SLO met kv / text | break-even bandwidth | "
-        "break-even extra α | relay pays | own finding |");
-    line("|---|---|---|---|---|---|---|---|");
-    for (const auto& l : r.cost.links)
-      line(fmt::format(
-          "| {} | {} [{}, {}] | {} | {} | {} ({}) | {} | {} | {} |", detail::md_escape(l.link.name),
-          detail::seconds_text(l.saved_s.estimate), detail::seconds_text(l.saved_s.ci_low),
-          detail::seconds_text(l.saved_s.ci_high), detail::bytes_text(l.extra_bytes.estimate),
-          l.slo_met_relay ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
-                          : std::string("no SLO given"),
-          l.break_even_bandwidth_bytes_s ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
-                                         : std::string("–"),
-          break_even_region_name(l.region),
-          l.break_even_extra_alpha_s ? detail::seconds_text(*l.break_even_extra_alpha_s) : std::string("–"),
-          verdict_name(l.pays), l.reported ? "yes" : "–"));
-    line("");
-    line(
-        "**Projection for real model shapes (not a finding):** KV bytes per document token (bf16) and the "
-        "bandwidth above which relaying the cache beats the receiver prefilling the document at the given "
-        "throughput (b·T; the link's fixed cost and the relay's export/import overheads are not included).");
-    line("");
-    line("| model | KV bytes/token | prefill throughput | break-even bandwidth |");
-    line("|---|---|---|---|");
-    for (const auto& p : r.cost.projection)
-      line(fmt::format("| {} | {} | {:.3g} tokens/s | {:.3g} GB/s |", detail::md_escape(p.model.name),
-                       detail::bytes_text(p.kv_bytes_per_token), p.prefill_tokens_per_s,
-                       p.break_even_bandwidth_bytes_s / 1e9));
-  }
-  if (!r.cost.notes.empty()) line("");
-  for (const auto& n : r.cost.notes) line("- " + detail::md_escape(n));
-  line("");
-  return m;
-}
-
-}  // namespace detail
-
-namespace detail {
-
 // report.md's note on an audit stopped when decided (`audit --until-decided`): the horizon, the
 // looks, and the arms stopped one by one; ends with a blank line.
 [[nodiscard]] LATENTAUDIT_INLINE std::string stopped_when_decided_note(const audit_report& r) {
@@ -1048,7 +986,7 @@ namespace detail {
     line(fmt::format("| {} | {} | {} | [{}, {}] | {} |", detail::md_escape(p.arm), num(p.mean_bytes),
                      pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
   line("");
-  m += detail::cost_markdown(r);
+  m += markdown_of(detail::cost_section(r));
   if (const auto s = detail::link_fit_section(r)) m += markdown_of(*s);
   m += markdown_of(detail::gate_section(r));
   line("## Teaching demonstrations — true by construction, not findings");

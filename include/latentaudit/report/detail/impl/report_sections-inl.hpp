@@ -9,6 +9,7 @@
 #include "../report_sections.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -273,6 +274,80 @@ LATENTAUDIT_INLINE std::optional<report_section> link_fit_section(const audit_re
                                          format_number(a.median_measured_s, sec)),
                       report_cell::number(a.mean_fitted_s, sec)});
   s.blocks.emplace_back(std::move(t));
+  return s;
+}
+
+LATENTAUDIT_INLINE report_section cost_section(const audit_report& r) {
+  report_section s{.id = "cost", .title = "Cost-benefit by link", .level = 2, .blocks = {}};
+  auto para = [&](report_text t) { s.blocks.emplace_back(report_paragraph{std::move(t), false}); };
+  s.blocks.emplace_back(report_figure{"latency_receiver.svg", "receiver latency breakdown"});
+  s.blocks.emplace_back(report_figure{"latency.svg", "end-to-end latency breakdown"});
+  const number_format sec{.automatic = number_format::auto_unit::seconds};
+  const number_format bytes{.automatic = number_format::auto_unit::bytes};
+  if (!r.cost.missing.empty()) {
+    para({report_span::prose("Not run ("), report_span::data(r.cost.missing), report_span::prose(").")});
+  } else {
+    const auto& S = r.cost.sensitivity;
+    para({report_span::prose(fmt::format(
+              "KV relay (kv_full) against text relay (text_full), need regime, {} items. ", S.items)),
+          report_span::strong("Statement"), report_span::prose(" ("),
+          report_span::code(finding_id(finding_kind::cost_relay_pays)),
+          report_span::prose(std::string(": ") + verdict_name(S.pays) + "): "),
+          report_span::data(S.statement), report_span::prose(".")});
+    para(
+        {report_span::prose(
+             "Method: receiver latency with the transfer time recomputed per link from the bytes; break-even "
+             "CIs: percentile cluster bootstrap over items; accuracy: betting over items. Timing: "),
+         report_span::data(S.timing_note), report_span::prose(".")});
+    report_table t;
+    t.columns = {sec_col("link"),
+                 sec_col("saved latency per request", true, "s"),
+                 sec_col("extra bytes", true, "bytes"),
+                 sec_col("SLO met kv / text"),
+                 sec_col("break-even bandwidth"),
+                 sec_col("break-even extra α", true, "s"),
+                 sec_col("relay pays"),
+                 sec_col("own finding")};
+    for (const auto& l : r.cost.links)
+      t.rows.push_back(
+          {report_cell::label(l.link.name),
+           report_cell::interval(l.saved_s.estimate, l.saved_s.ci_low, l.saved_s.ci_high, sec, sec),
+           report_cell::number(l.extra_bytes.estimate, bytes),
+           report_cell::words(l.slo_met_relay ? pct(*l.slo_met_relay) + "% / " + pct(*l.slo_met_text) + "%"
+                                              : std::string("no SLO given")),
+           report_cell::words(
+               fmt::format("{} ({})",
+                           l.break_even_bandwidth_bytes_s
+                               ? fmt::format("{:.3g} GB/s", *l.break_even_bandwidth_bytes_s / 1e9)
+                               : std::string("–"),
+                           break_even_region_name(l.region))),
+           report_cell::number(l.break_even_extra_alpha_s ? *l.break_even_extra_alpha_s
+                                                          : std::numeric_limits<double>::quiet_NaN(),
+                               sec),
+           report_cell::of_verdict(l.pays), report_cell::words(l.reported ? "yes" : "–")});
+    s.blocks.emplace_back(std::move(t));
+    para(
+        {report_span::strong("Projection for real model shapes (not a finding):"),
+         report_span::prose(
+             " KV bytes per document token (bf16) and the bandwidth above which relaying the cache beats the "
+             "receiver prefilling the document at the given throughput (b·T; the link's fixed cost and the "
+             "relay's export/import overheads are not included).")});
+    report_table p;
+    p.columns = {sec_col("model"), sec_col("KV bytes/token", true, "bytes"),
+                 sec_col("prefill throughput", true, "tokens/s"),
+                 sec_col("break-even bandwidth", true, "GB/s")};
+    for (const auto& q : r.cost.projection)
+      p.rows.push_back({report_cell::label(q.model.name), report_cell::number(q.kv_bytes_per_token, bytes),
+                        report_cell::number(q.prefill_tokens_per_s, {.spec = "{:.3g}", .unit = " tokens/s"}),
+                        report_cell::number(q.break_even_bandwidth_bytes_s,
+                                            {.spec = "{:.3g}", .scale = 1e-9, .unit = " GB/s"})});
+    s.blocks.emplace_back(std::move(p));
+  }
+  if (!r.cost.notes.empty()) {
+    report_list notes;
+    for (const auto& n : r.cost.notes) notes.items.push_back({report_span::data(n)});
+    s.blocks.emplace_back(std::move(notes));
+  }
   return s;
 }
 
