@@ -6,5 +6,6 @@
 // include guard: each internal header runs the check again.
 
 #ifndef LATENTAUDIT_CONFIG_HPP
-#error "latentaudit: this header (named on the 'In file included from' line above) is internal (detail/ or impl/); include <latentaudit/<module>.hpp> or the public header that uses it"
+#error \
+    "latentaudit: this header (named on the 'In file included from' line above) is internal (detail/ or impl/); include <latentaudit/<module>.hpp> or the public header that uses it"
 #endif
