@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: sharded audits — unit assignment, per-rank records files and their reading as one
-// set (docs/distributed.md). The MPI layer, dist/mpi_runtime.hpp, needs mpi.h and is included
-// separately (like the llama.cpp engine's headers).
+// set (docs/distributed.md). The MPI layer (dist/mpi_runtime.hpp, dist/transport_mpi.hpp,
+// dist/mpi_audit_ranks.hpp) needs mpi.h and is included separately (like the llama.cpp engine's
+// headers).
 #ifndef LATENTAUDIT_DIST_HPP
 #define LATENTAUDIT_DIST_HPP
 

@@ -6,8 +6,9 @@
 # reaches <latentaudit/report.hpp>); runner (the audit_session: workers, journal, topology) everything;
 # only report/ and runner/ (and tools/) use fmt. Socket headers only in dist/.
 # Also checks that each module header includes every header of its module (but the llama.cpp
-# engine headers engine/llama_cpp*.hpp, which need llama.h, and dist/mpi_runtime.hpp, which
-# needs mpi.h), and that no header of the library includes those.
+# engine headers engine/llama_cpp*.hpp, which need llama.h, and dist/mpi_runtime.hpp,
+# dist/transport_mpi.hpp and dist/mpi_audit_ranks.hpp, which need mpi.h), and that no other header
+# of the library includes those.
 set(inc "${ROOT}/include/latentaudit")
 set(allowed_core "core")
 set(allowed_kv "core;kv")
@@ -33,8 +34,8 @@ foreach(module core kv engine estimators trial dist serve report runner)
       if(line MATCHES "llama_cpp[^/]*\\.hpp" AND NOT h MATCHES "/engine/llama_cpp[^/]*\\.hpp$")
         list(APPEND failures "${h}: only the llama.cpp headers may include ${line}")
       endif()
-      if((line MATCHES "mpi_runtime\\.hpp" OR line MATCHES "<mpi\\.h>") AND NOT h MATCHES "/dist/(mpi_runtime|transport_mpi)\\.hpp$")
-        list(APPEND failures "${h}: only dist/mpi_runtime.hpp and dist/transport_mpi.hpp may include MPI: ${line}")
+      if((line MATCHES "mpi_runtime\\.hpp" OR line MATCHES "<mpi\\.h>") AND NOT h MATCHES "/dist/(mpi_runtime|transport_mpi|mpi_audit_ranks)\\.hpp$")
+        list(APPEND failures "${h}: only dist/mpi_runtime.hpp, dist/transport_mpi.hpp and dist/mpi_audit_ranks.hpp may include MPI: ${line}")
       endif()
       if(line MATCHES "\"([^\"]+)\"")
         set(target "${CMAKE_MATCH_1}")
@@ -59,7 +60,7 @@ foreach(module core kv engine estimators trial dist serve report runner)
     file(GLOB top_headers RELATIVE "${inc}" "${inc}/${module}/*.hpp")
     # engine/llama_cpp*.hpp need llama.h: included by no other header (the engine is optional)
     list(FILTER top_headers EXCLUDE REGEX "^engine/llama_cpp[^/]*\\.hpp$")
-    list(FILTER top_headers EXCLUDE REGEX "^dist/(mpi_runtime|transport_mpi)\\.hpp$")  # need mpi.h
+    list(FILTER top_headers EXCLUDE REGEX "^dist/(mpi_runtime|transport_mpi|mpi_audit_ranks)\\.hpp$")  # need mpi.h
     foreach(th IN LISTS top_headers)
       string(FIND "${umbrella}" "\"${th}\"" pos)
       if(pos EQUAL -1)

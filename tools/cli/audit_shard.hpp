@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `mpirun -np N latentaudit audit`: one rank's part of a sharded audit (docs/distributed.md).
-// The MPI calls live in audit_shard.cpp (compiled with MPI where CMake found it); this interface
-// has no MPI types, so cmd_audit.cpp builds the same with and without MPI.
+// Over MPI it is the library's dist::mpi_audit_ranks (dist/mpi_audit_ranks.hpp, used by
+// audit_shard.cpp, compiled with MPI where CMake found it); this interface has no MPI types, so
+// cmd_audit.cpp builds the same with and without MPI.
 #ifndef LATENTAUDIT_CLI_AUDIT_SHARD_HPP
 #define LATENTAUDIT_CLI_AUDIT_SHARD_HPP
 
@@ -23,7 +24,8 @@
 
 namespace latentaudit::cli {
 
-/// @brief This process's part of a sharded audit: its rank, the agreements with the other ranks
+/// @brief This process's part of a sharded audit (the library's dist::mpi_audit_ranks with the
+/// CLI's exit codes, a usage_error being bad input): its rank, the agreements with the other ranks
 /// (any rank's failure stops every rank with that rank's message), the journal of its own records
 /// file, its share of the units and the figures of the run.
 class audit_shard final : public dist::audit_ranks {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the processes of an audit under an MPI launcher, as the library's audit_session
 // (runner/audit_session.hpp) sees them — a share of a sharded audit, or the two ends of a relay
-// over MPI. The interface has no MPI types; the CLI implements it over MPI (tools/cli/
-// audit_shard.hpp), a test in one process. docs/distributed.md.
+// over MPI. The interface has no MPI types; dist/mpi_audit_ranks.hpp implements it over MPI, a
+// test in one process. docs/distributed.md.
 #ifndef LATENTAUDIT_DIST_AUDIT_RANKS_HPP
 #define LATENTAUDIT_DIST_AUDIT_RANKS_HPP
 
@@ -22,8 +22,8 @@ namespace latentaudit::dist {
 /// @brief The other processes of an audit run under an MPI launcher, as the session sees them: a
 /// share of a sharded audit (each rank its units and its own records file, rank 0 the report) or
 /// the two ranks of a relay over MPI (rank 0 agent B, rank 1 agent A). Collective calls are made
-/// by every rank in the same order. The CLI implements it over dist/shard.hpp and MPI
-/// (tools/cli/audit_shard.hpp); a test can implement it in one process.
+/// by every rank in the same order. dist::mpi_audit_ranks (dist/mpi_audit_ranks.hpp) implements it
+/// over dist/shard.hpp and MPI; a test can implement it in one process.
 class audit_ranks {
  public:
   audit_ranks() = default;
