@@ -198,10 +198,10 @@ struct arm_summary {
 
 /// @brief One paired contrast treated − control within a regime.
 struct paired_effect {
-  std::string id;              ///< "<regime>:<treated>-<control>" (the need regime's kv_full against no_comm, say)
-  std::string treated;         ///< treated arm label ("{zeroed,random}" for an average of arms)
-  std::string control;         ///< control arm label
-  std::string regime;          ///< "need" or "no_need"
+  std::string id;       ///< "<regime>:<treated>-<control>" (the need regime's kv_full against no_comm, say)
+  std::string treated;  ///< treated arm label ("{zeroed,random}" for an average of arms)
+  std::string control;  ///< control arm label
+  std::string regime;   ///< "need" or "no_need"
   std::size_t n_pairs = 0;     ///< (item, seed) units holding both arms
   std::size_t n_clusters = 0;  ///< distinct items among them
   /// mean over items of the item mean paired difference of `correct` (accuracy points as a

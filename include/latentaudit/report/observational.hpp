@@ -115,7 +115,8 @@ struct [[nodiscard]] observational_result {
   production_log_result log;  ///< the production log
   rollout_result rollout;     ///< the rollout
   /// The demonstration kinds (finding_kind::log_*_covers_randomized and rollout_*_covers_truth;
-  /// their ids in finding_catalog.hpp): true by construction (the report's `demonstrations`, never its gating `findings`)
+  /// their ids in finding_catalog.hpp): true by construction (the report's `demonstrations`, never its gating
+  /// `findings`)
   std::vector<finding> findings;
 };
 

@@ -10,6 +10,12 @@
 // steps when accuracy is inconclusive (report/decision.hpp). Estimands, rules and the Monte Carlo
 // of their size: docs/audit-report.md "Answer probability" and "Continuation probability". Not part
 // of the public API.
+// Header-only mode: report/audit.hpp first, outside this header's guard. audit.hpp's definitions
+// (impl/audit-inl.hpp) include this header, and this header's definitions need audit.hpp's types;
+// entered the other way round, each would meet the other half-declared.
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "../audit.hpp"
+#endif
 #ifndef LATENTAUDIT_REPORT_ANALYSES_ANSWER_PROBABILITY_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_ANSWER_PROBABILITY_HPP
 

@@ -4,6 +4,12 @@
 // findings (need.*, no_need.*) that decide on them: the analyses analyse_records() runs on the unit
 // × arm table with the arm roles resolved once (detail/arm_roles.hpp). Estimands, intervals and
 // verdict rules: report/audit.hpp and docs/audit-report.md "Findings". Not part of the public API.
+// Header-only mode: report/audit.hpp first, outside this header's guard. audit.hpp's definitions
+// (impl/audit-inl.hpp) include this header, and this header's definitions need audit.hpp's types;
+// entered the other way round, each would meet the other half-declared.
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "../audit.hpp"
+#endif
 #ifndef LATENTAUDIT_REPORT_ANALYSES_EFFECTS_HPP
 #define LATENTAUDIT_REPORT_ANALYSES_EFFECTS_HPP
 
