@@ -126,9 +126,9 @@ inline std::vector<option_spec> audit_option_specs() {
 
 /// The options a relay peer reads: what it runs the audit's design on (the design — arms, items,
 /// seeds, seed, task options, link — comes in the audit's greeting, dist::design_of_hello).
-inline constexpr std::string_view peer_option_names[] = {
-    "--model", "--partner", "--task", "--tasks", "--tokenizer", "--drift", "--map",
-    "--engine", "--threads", "--jobs", "--quiet", "--config"};
+inline constexpr std::string_view peer_option_names[] = {"--model",     "--partner", "--task",  "--tasks",
+                                                         "--tokenizer", "--drift",   "--map",   "--engine",
+                                                         "--threads",   "--jobs",    "--quiet", "--config"};
 
 /// The specs of the relay peer's options (peer_option_names), as `audit` declares them.
 inline std::vector<option_spec> peer_option_specs() {
