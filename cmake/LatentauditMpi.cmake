@@ -9,7 +9,8 @@
 # LATENTAUDIT_HAVE_MPI=1; plus LATENTAUDIT_MPIEXEC (the mpiexec/mpirun program the MPI tests
 # run). The MPI C++ bindings are not used (MPI's C API only), so OMPI_SKIP_MPICXX keeps Open MPI's
 # deprecated C++ headers out. The target is the project's own (tests, CLI); it is not installed or
-# exported: a user links their own MPI and includes the header-only dist/mpi_runtime.hpp.
+# exported: a user links their own MPI and includes the header-only dist/mpi_runtime.hpp (and
+# dist/mpi_audit_ranks.hpp, the sharded audit's ranks over MPI).
 set(LATENTAUDIT_MPI AUTO CACHE STRING "MPI (sharded audits, mpi relay transport): AUTO (when found), ON (required) or OFF")
 set_property(CACHE LATENTAUDIT_MPI PROPERTY STRINGS AUTO ON OFF)
 string(TOUPPER "${LATENTAUDIT_MPI}" _la_mpi_mode)
