@@ -330,20 +330,10 @@ inline void prepare_records_set(const std::filesystem::path& dir, const trial_de
 /// whose journal has not opened yet); a key in two files is an error naming both.
 /// @throws corrupt_data as read_records, or for a key twice.
 [[nodiscard]] inline std::set<trial_key> records_set_keys(std::span<const std::filesystem::path> files) {
-  std::map<trial_key, std::size_t> where;
-  for (std::size_t f = 0; f < files.size(); ++f) {
-    std::uint64_t good = 0;
-    for (auto& r : read_records(files[f], &good)) {
-      trial_key k{r.item, r.seed, r.arm};
-      if (const auto [it, fresh] = where.emplace(std::move(k), f); !fresh)
-        LATENTAUDIT_THROW(corrupt_data("records_set_keys: key (item " + std::to_string(r.item) + ", seed " +
-                                       std::to_string(r.seed) + ", arm " + r.arm + ") is in both '" +
-                                       files[it->second].string() + "' and '" + files[f].string() + "'"));
-    }
-  }
-  std::set<trial_key> out;
-  for (auto& [k, f] : where) out.insert(k);
-  return out;
+  records_set_contents set;  // one owner of the keys-in-two-files rule: records_set_contents::keys
+  set.files.assign(files.begin(), files.end());
+  for (const auto& f : set.files) set.contents.push_back(read_records_file(f));
+  return set.keys();
 }
 
 /// @brief The part of a design.json that fixes the execution order (seed, items, seeds, arm labels
