@@ -48,7 +48,7 @@ TEST_CASE("select, transform and place are composed and recorded", "[kv][transfe
   CHECK(c == b);
 }
 
-TEST_CASE("dropout is recorded; a policy substitutes no placebo", "[kv][transfer_policy]") {
+TEST_CASE("dropout is recorded and a policy substitutes no placebo", "[kv][transfer_policy]") {
   auto b = test::random_block(8, dtype::f32, 3);
   const auto rec = kv_policy{.label = "zero_all", .transforms = {zero_spec{}}}.apply(b, {});
   CHECK_FALSE(rec.placebo.has_value());  // the trial driver records the arm plan's placebo
