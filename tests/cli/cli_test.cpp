@@ -662,7 +662,8 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"audit", "--items", "0"}, {"--items", "[1, "}},
       {{"audit", "--arms", "kv_full,bogus", "--out", "x"}, {"--arms", "must be no_comm", "bogus"}},
       {{"audit", "--link", "pcie9"}, {"--link", "pcie9"}},
-      {{"audit", "--model", "/nonexistent", "--out", "x"}, {"/nonexistent"}},
+      {{"audit", "--model", "/nonexistent", "--out", "x"},
+       {"option --model", "/nonexistent", "not a folder"}},
       {{"audit", "--margin", "2"}, {"--margin", "(0, 1)"}},
       {{"audit", "--config", "/nonexistent.json"}, {"--config", "/nonexistent.json"}},
       {{"report"}, {"missing required option --records"}},
@@ -691,6 +692,29 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
   };
   CHECK(cases.size() >= 30);
   for (const auto& c : cases) check_bad(c);
+}
+
+TEST_CASE("cli: audit refuses a model or partner that is not a model folder before it creates --out",
+          "[cli]") {
+  const fs::path work = latentaudit::test::cli_work_dir();
+  const fs::path out = work / "never_created_out";
+  fs::remove_all(out);
+  const fs::path empty = work / "not_a_model";
+  fs::create_directories(empty);
+  const std::string a = (fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-a").string();
+  const std::vector<bad_case> cases = {
+      {{"audit", "--model", "/nonexistent", "--out", out.string()}, {"option --model", "not a folder"}},
+      {{"audit", "--model", empty.string(), "--out", out.string()},
+       {"option --model", "holds no config.json"}},
+      {{"audit", "--model", a, "--partner", empty.string(), "--out", out.string()},
+       {"option --partner", "holds no config.json"}},
+      {{"audit", "--model", a, "--task", (empty / "task.json").string(), "--out", out.string()},
+       {"option --task", "is not a file"}},
+  };
+  for (const auto& c : cases) {
+    check_bad(c);
+    CHECK_FALSE(fs::exists(out));  // nothing created, no lock file left behind
+  }
 }
 
 namespace {

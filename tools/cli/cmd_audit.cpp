@@ -125,6 +125,18 @@ task_scoring scoring_of(const arguments& a, const std::string& sc) {
   return *s;
 }
 
+// A reference-engine model folder named by `option` (--model, --partner): a folder holding
+// config.json. Checked with the other options, before --out is created and locked, so a mistyped path
+// is one line naming the option and leaves nothing behind.
+void require_model_folder(const std::filesystem::path& dir, const char* option) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw usage_error(std::string("audit: option ") + option + ": '" + dir.string() + "' is not a folder");
+  if (!std::filesystem::is_regular_file(dir / "config.json", ec))
+    throw usage_error(std::string("audit: option ") + option + ": '" + dir.string() +
+                      "' holds no config.json (not a model folder)");
+}
+
 // The models and where the tasks come from (options --model, --engine, --task, --tasks, --partner,
 // --threads): spec.engine, tasks, organism_dir, with_partner; a relay peer's too.
 void read_audit_models(audit_run& r) {
@@ -137,7 +149,10 @@ void read_audit_models(audit_run& r) {
     throw usage_error("audit: --engine llama.cpp needs --model FILE.gguf");
   r.model = r.on_llama ? std::filesystem::path(args.require("--model"))
                        : model_dir(args.get("--model"), "organism-a");
-  if (r.on_llama) require_gguf(r.model, "audit", "--model");
+  if (r.on_llama)
+    require_gguf(r.model, "audit", "--model");
+  else
+    require_model_folder(r.model, "--model");
   s.organism_dir = r.model;
   if (auto task = args.get("--task")) {
     const std::filesystem::path tp = *task;
@@ -156,9 +171,17 @@ void read_audit_models(audit_run& r) {
                           " shapes the organism's built-in tasks and does not apply with --tasks");
   // The tasks, read and checked before any trial runs (file:line:field errors exit 2).
   if (tasks_arg) r.user_tasks = read_task_file(*tasks_arg);
+  // The organism's tasks come from task.json beside the model (or --task's folder).
+  std::error_code ec;
+  if (!tasks_arg && !std::filesystem::is_regular_file(s.organism_dir / "task.json", ec))
+    throw usage_error(args.get("--task") ? "audit: option --task: '" + *args.get("--task") + "' is not a file"
+                                         : "audit: option --model: '" + r.model.string() +
+                                               "' holds no task.json (the organism's tasks; give --task "
+                                               "FILE or --tasks FILE)");
   r.partner_arg = args.get("--partner");
   r.no_partner = r.partner_arg && *r.partner_arg == "none";
   s.with_partner = !r.no_partner;  // cross_model with the partner engine
+  if (!r.no_partner && !r.on_llama) require_model_folder(model_dir(r.partner_arg, "organism-b"), "--partner");
 }
 
 // The models (read_audit_models), the scoring and the design's size (options --scoring, --seed,
