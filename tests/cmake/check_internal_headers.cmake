@@ -8,7 +8,8 @@
 #   1. that its first #include is the check (so a new detail/ or impl/ file without it fails here);
 #   2. that a translation unit including that header alone is refused by the compiler CXX with the
 #      message above, the header named on the include stack (preprocessing is enough: the check is
-#      an #error);
+#      an #error; -Wfatal-errors makes GCC stop there, 0.05 s a header instead of preprocessing the
+#      header's whole include tree as clang does, ~0.5 s: tests/CMakeLists.txt passes g++ when found);
 # and, so that the refusals cannot come from a broken command line, that one translation unit
 # including <latentaudit/config.hpp> and then every internal header is accepted (every public header
 # that uses one brings config.hpp).
@@ -36,7 +37,7 @@ foreach(h IN LISTS internal)
   endif()
   string(MAKE_C_IDENTIFIER "${h}" id)
   file(WRITE "${work}/${id}.cpp" "#include <${h}>\n")
-  execute_process(COMMAND "${CXX}" -std=c++20 -E -I "${inc}" -isystem "${EIGEN}" "${work}/${id}.cpp" -o /dev/null
+  execute_process(COMMAND "${CXX}" -std=c++20 -E -Wfatal-errors -I "${inc}" -isystem "${EIGEN}" "${work}/${id}.cpp" -o /dev/null
                   RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
   string(FIND "${err}" "latentaudit: this header" at_message)
   string(FIND "${err}" "${h}" at_name)
