@@ -52,7 +52,6 @@ namespace detail {
 
 std::string pct(double x);
 std::string num(double x);
-std::string us(double s);
 json_value jnum(double x);
 /// @brief The strings as a JSON array.
 json_value strings_json(std::span<const std::string> v);

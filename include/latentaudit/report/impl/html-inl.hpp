@@ -21,6 +21,7 @@
 #include "../../core/error.hpp"
 #include "../analyses/answer_probability.hpp"
 #include "../analyses/effects.hpp"
+#include "../detail/core_sections.hpp"
 #include "../detail/failure_report.hpp"
 #include "../detail/report_sections.hpp"
 #include "../report.hpp"
@@ -279,11 +280,11 @@ row.hidden=!ok;if(ok)n++;}
 cnt.textContent=n+" of "+rows.length+" rows shown";}
 f.addEventListener("input",apply);f.addEventListener("change",apply);
 function pick(keep){for(var j=0;j<boxes.length;j++)boxes[j].checked=keep(boxes[j]);apply();}
-var bs=f.querySelectorAll("button[data-set]"),ls=document.querySelectorAll("a[data-arm]"),k;
+var bs=f.querySelectorAll("button[data-set]"),ls=document.querySelectorAll("#accuracy a[href='#tasks']"),k;
 for(k=0;k<bs.length;k++)bs[k].addEventListener("click",function(e){var m=e.currentTarget.getAttribute("data-set");
 pick(function(b){return m==="all"||b.hasAttribute("data-role");});});
-for(k=0;k<ls.length;k++)ls[k].addEventListener("click",function(e){var a=e.currentTarget,arm=a.getAttribute("data-arm");
-rg.value=a.getAttribute("data-regime");if(rg.selectedIndex<0)rg.value="";
+for(k=0;k<ls.length;k++)ls[k].addEventListener("click",function(e){var a=e.currentTarget,arm=a.textContent;
+rg.value=a.closest("tr").cells[0].textContent;if(rg.selectedIndex<0)rg.value="";
 pick(function(b){return b.value===arm||b.hasAttribute("data-role");});});
 apply();})();
 )js";
@@ -601,114 +602,36 @@ LATENTAUDIT_INLINE void html_section_findings(html_report_context& c) {
   p.close("section");
 }
 
-// report_html's section: the paired effects.
+// report_html's section: the paired effects and, under them, the CATE table, from the report's model
+// (report.md writes the same sections).
 LATENTAUDIT_INLINE void html_section_effects(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const std::string& level = c.level;
-  const std::string& vlevel = c.vlevel;
-  auto figure = [&](std::string_view name) { c.figure(name); };
-  p.open("section", "id=\"effects\"");
-  p.el("h2", "Paired effects (Holm across the family) and decomposition");
-  p.el("p",
-       "Forest plot: the line is the descriptive " + level + " cluster bootstrap CI, the wide pale bar the " +
-           vlevel + " verdict interval (betting over items) the findings use; dotted lines mark ±margin.",
-       "class=\"note\"");
-  figure("forest.svg");
-  p.head({"contrast", "regime", "pairs", "items", "estimate", level + " bootstrap CI",
-          vlevel + " verdict interval (betting)", "p (betting)", "p (Holm)"});
-  for (const auto* es : {&r.core.effects, &r.core.decomposition})
-    for (const auto& e : *es) {
-      p.raw("<tr>");
-      p.td(e.id);
-      p.td(e.regime);
-      p.tdn(e.n_pairs);
-      p.tdn(e.n_clusters);
-      p.tdn(points_text(e.estimate), e.estimate);
-      p.tdn(points_interval_text(e.ci_low, e.ci_high), e.ci_low);
-      p.tdn(points_interval_text(e.verdict_low, e.verdict_high), e.verdict_low);
-      p.tdn(p_value_text(e.p_value), e.p_value);
-      if (e.in_holm_family)
-        p.tdn(p_value_text(e.p_holm), e.p_holm);
-      else
-        p.td(e.in_decision_sequence ? "decision sequence" : "not in family");
-      p.raw("</tr>\n");
-    }
-  p.end_table();
-  if (!r.core.cate.empty()) {
-    p.el("h3", "Effects by regime and covariate (CATE)");
-    p.head({"contrast", "variable", "level", "n", "estimate", level + " bootstrap CI", "p (McNemar)",
-            "p adjusted (Holm)"});
-    for (const auto& c : r.core.cate) {
-      p.raw("<tr>");
-      p.td(c.arm_pair);
-      p.td(c.variable);
-      p.td(c.level);
-      p.tdn(c.n);
-      p.tdn(points_text(c.estimate), c.estimate);
-      p.tdn(points_interval_text(c.ci_low, c.ci_high), c.ci_low);
-      p.tdn(p_value_text(c.p_value), c.p_value);
-      p.tdn(p_value_text(c.p_adjusted), c.p_adjusted);
-      p.raw("</tr>\n");
-    }
-    p.end_table();
+  const report_figure_writer figure = [&c](const report_figure& f) { return c.figure_html(f.file); };
+  c.p.raw(html_of(effects_section(c.r), figure));
+  if (auto s = cate_section(c.r)) {
+    s->level = 3;  // a sub-heading of the paired effects
+    c.p.raw(html_of(*s, figure));
   }
-  p.close("section");
 }
 
-// report_html's section: accuracy by arm, sorted by regime and arm.
+// report_html's section: accuracy by arm, from the report's model (report.md writes the same section),
+// with what only the page has: a note on the links, and each arm of the records linked to the
+// drill-down (the filter script sets the drill-down's regime and arms from the link's row).
 LATENTAUDIT_INLINE void html_section_accuracy(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const std::string& level = c.level;
-  const auto& groups = c.groups;
-  std::vector<const arm_summary*> arms;
-  for (const auto& a : r.core.arms)
-    if (a.regime != "all") arms.push_back(&a);
-  std::stable_sort(arms.begin(), arms.end(), [](const arm_summary* a, const arm_summary* b) {
-    return std::tuple(regime_rank(a->regime), a->regime, a->arm) <
-           std::tuple(regime_rank(b->regime), b->regime, b->arm);
-  });
-  p.open("section", "id=\"accuracy\"");
-  p.el("h2", "Accuracy by arm");
-  p.el("p",
-       "Sorted by regime, then arm. CI: item-clustered " + level +
-           " interval. An arm links to the items side by side, filtered to its regime, itself and no_comm, "
-           "text_full and kv_full. Click a header to sort.",
-       "class=\"note\"");
-  p.head({"regime", "arm", "n", "accuracy %", level + " CI % (item-clustered)", "mean bytes", "receiver µs",
-          "attention on relay", "hidden cosine vs text", "KL vs text"});
-  for (const auto* a : arms) {
-    auto opt = [&](const std::optional<double>& x) {
-      if (x)
-        p.tdn(num(*x), *x);
-      else
-        p.td("–");
-    };
-    p.raw("<tr>");
-    p.open("td", fmt::format("data-v=\"{}{}\"", regime_rank(a->regime), html_escape(a->regime)));
-    p.text(a->regime);
-    p.close("td");
-    p.open("td");
-    if (groups.count({regime_rank(a->regime), a->regime, a->arm}))  // sets the drill-down's filters
-      p.el("a", a->arm,
-           "href=\"#tasks\" data-regime=\"" + html_escape(a->regime) + "\" data-arm=\"" +
-               html_escape(a->arm) + "\"");
-    else
-      p.text(a->arm);
-    p.close("td");
-    p.tdn(a->n);
-    p.tdn(pct(a->accuracy), a->accuracy);
-    p.tdn("[" + pct(a->ci_low) + ", " + pct(a->ci_high) + "]", a->ci_low);
-    p.tdn(num(a->mean_bytes), a->mean_bytes);
-    p.tdn(us(a->mean_receiver_s), a->mean_receiver_s);
-    opt(a->mean_attention_mass);
-    opt(a->mean_hidden_cosine);
-    opt(a->mean_next_token_kl);
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  p.close("section");
+  report_section s = accuracy_section(c.r);
+  s.blocks.insert(
+      s.blocks.begin(),
+      report_paragraph{
+          {report_span::prose("Sorted by regime, then arm. CI: item-clustered " + c.level +
+                              " interval. An arm links to the items side by side, filtered to its "
+                              "regime, itself and no_comm, text_full and kv_full. Click a header to sort.")},
+          true});
+  for (auto& b : s.blocks)
+    if (auto* t = std::get_if<report_table>(&b))
+      for (auto& row : t->rows) {  // regime, arm, ...: the arm's records are in the drill-down
+        const std::string regime = plain_text(row[0].text), arm = plain_text(row[1].text);
+        if (c.groups.count({regime_rank(regime), regime, arm})) row[1] = report_cell::code_id(arm, "tasks");
+      }
+  c.p.raw(html_of(s));
 }
 
 /// @brief One row of the side-by-side drill-down: a unit (item, seed), its regime, and per column
@@ -932,72 +855,18 @@ LATENTAUDIT_INLINE void html_section_tasks(html_report_context& c) {
   p.close("section");
 }
 
-// report_html's section: the noise dose-response.
+// report_html's section: the noise dose-response, from the report's model (report.md writes the same
+// section).
 LATENTAUDIT_INLINE void html_section_noise(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const std::string& level = c.level;
-  auto figure = [&](std::string_view name) { c.figure(name); };
-  const auto& nz = r.core.noise;
-  p.open("section", "id=\"noise\"");
-  p.el("h2", "Noise dose-response");
-  figure("dose_response.svg");
-  const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
-  p.el("p",
-       nz.curve.size() < 2
-           ? "No noise arms were run (or none pairs with kv_full). " + nz.method
-           : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): {}, {} CI [{}, "
-                         "{}] ({}% of replicates never reach it; \"beyond\": beyond the tested range). "
-                         "Largest σ shown non-inferior (conservative): {}.",
-                         pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), level,
-                         beyond(nz.ci_low), beyond(nz.ci_high), pct(nz.unbounded_fraction),
-                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none"));
-  if (!nz.curve.empty()) {
-    p.head({"σ", "n", "items", "accuracy %", level + " CI %", "difference vs kv_full", "CI", "fitted",
-            "non-inferior"});
-    for (const auto& q : nz.curve) {
-      p.raw("<tr>");
-      p.tdn(num(q.sigma), q.sigma);
-      p.tdn(q.n);
-      p.tdn(q.items);
-      p.tdn(pct(q.accuracy), q.accuracy);
-      p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
-      p.tdn(points_text(q.diff_vs_kv_full), q.diff_vs_kv_full);
-      p.tdn(points_interval_text(q.diff_ci_low, q.diff_ci_high), q.diff_ci_low);
-      p.tdn(points_text(q.fitted_diff), q.fitted_diff);
-      p.td(q.noninferior ? "yes" : "no");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-    p.open("details", "class=\"method\"");
-    p.el("summary", "method");
-    p.el("p", nz.method);
-    p.close("details");
-  }
-  p.close("section");
+  const report_figure_writer figure = [&c](const report_figure& f) { return c.figure_html(f.file); };
+  c.p.raw(html_of(noise_section(c.r), figure));
 }
 
-// report_html's section: the accuracy-bytes frontier.
+// report_html's section: the accuracy-bytes frontier, from the report's model (report.md writes the
+// same section).
 LATENTAUDIT_INLINE void html_section_frontier(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const std::string& level = c.level;
-  auto figure = [&](std::string_view name) { c.figure(name); };
-  p.open("section", "id=\"frontier\"");
-  p.el("h2", "Slicing and compression frontier (need regime)");
-  figure("frontier.svg");
-  p.head({"arm", "mean bytes", "accuracy %", level + " CI % (item-clustered)", "Pareto"});
-  for (const auto& q : r.core.frontier) {
-    p.raw("<tr>");
-    p.td(q.arm);
-    p.tdn(num(q.mean_bytes), q.mean_bytes);
-    p.tdn(pct(q.accuracy), q.accuracy);
-    p.tdn("[" + pct(q.ci_low) + ", " + pct(q.ci_high) + "]", q.ci_low);
-    p.td(q.pareto ? "yes" : "");
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  p.close("section");
+  const report_figure_writer figure = [&c](const report_figure& f) { return c.figure_html(f.file); };
+  c.p.raw(html_of(frontier_section(c.r), figure));
 }
 
 // report_html's section: the cost of the relay per link, from the report's model (report.md writes
@@ -1008,13 +877,12 @@ LATENTAUDIT_INLINE void html_section_cost(html_report_context& c) {
 }
 
 // report_html's section: everything else — the relay failures, messages, cache maps, fitted link and
-// relay gate as HTML tables from the report's model (the sections report.md writes from the same
-// model), the teaching demonstrations and the warnings.
+// relay gate, the teaching demonstrations and the warnings as HTML tables from the report's model (the
+// sections report.md writes from the same model).
 LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
   auto& p = c.p;
   const audit_report& r = c.r;
   const html_options& o = c.o;
-  const std::string& level = c.level;
   p.open("section", "id=\"more\"");
   p.el("h2", "More: relay failures, messages, cache maps, link, gate, demonstrations");
   std::vector<report_section> sections;
@@ -1035,31 +903,12 @@ LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
     p.el("pre", o.markdown);
     p.close("details");
   }
-  if (!r.demonstrations.empty()) {
-    p.el("h3", "Teaching demonstrations — true by construction, not findings");
-    p.head({"demonstration", "outcome", "estimate", level + " CI", "n", "method"});
-    for (const auto& f : r.demonstrations) {
-      p.raw("<tr>");
-      p.raw("<td><code class=\"fid\">" + html_id_breakable(f.id) + "</code></td>");
-      p.td(verdict_name(f.answer));
-      p.tdn(points_text(f.estimate), f.estimate);
-      p.tdn(points_interval_text(f.ci_low, f.ci_high), f.ci_low);
-      p.tdn(f.n);
-      p.open("td");
-      p.raw("<details class=\"method\"><summary>method</summary>");
-      if (!f.detail.empty()) p.el("p", f.detail);
-      p.el("p", f.method);
-      p.raw("</details>");
-      p.close("td");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  if (!r.core.warnings.empty()) {
-    p.el("h3", "Warnings");
-    p.open("ul");
-    for (const auto& w : r.core.warnings) p.el("li", w);
-    p.close("ul");
+  sections.clear();  // after report.md's text: the demonstrations and the warnings
+  sections.push_back(demonstrations_section(r));
+  if (auto w = warnings_section(r)) sections.push_back(std::move(*w));
+  for (auto& s : sections) {
+    s.level = 3;  // inside "More"
+    p.raw(html_of(s, figure));
   }
   p.el(
       "p",

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "../../core/error.hpp"
+#include "../detail/core_sections.hpp"
 #include "../detail/failure_report.hpp"
 #include "../detail/report_sections.hpp"
 #include "../html.hpp"
@@ -146,10 +147,6 @@ LATENTAUDIT_INLINE std::string pct(double x) {
 }
 
 LATENTAUDIT_INLINE std::string num(double x) { return std::isfinite(x) ? fmt::format("{:.4g}", x) : "–"; }
-
-LATENTAUDIT_INLINE std::string us(double s) {
-  return std::isfinite(s) ? fmt::format("{:.1f}", 1e6 * s) : "–";
-}
 
 LATENTAUDIT_INLINE json_value jnum(double x) { return number_or_null(x); }
 
@@ -890,164 +887,22 @@ namespace detail {
       line("- " + detail::markdown_code(f.id) + ": " +
            detail::md_escape(finding_statement(f) + " " + f.detail));
   line("");
-  line("## Accuracy by arm");
-  line("");
-  line(
-      fmt::format("| regime | arm | n | accuracy % | {:g}% CI % (item-clustered) | mean bytes | receiver µs "
-                  "| attention on "
-                  "relay | hidden cosine vs text | KL vs text |",
-                  100.0 * (1.0 - r.options.alpha)));
-  line("|---|---|---|---|---|---|---|---|---|---|");
-  std::vector<const arm_summary*> sorted_arms;  // by regime (need, no_need, stale, conflict, ...), then arm
-  for (const auto& a : r.core.arms)
-    if (a.regime != "all") sorted_arms.push_back(&a);
-  std::stable_sort(sorted_arms.begin(), sorted_arms.end(), [](const arm_summary* a, const arm_summary* b) {
-    return std::tuple(detail::regime_rank(a->regime), a->regime, a->arm) <
-           std::tuple(detail::regime_rank(b->regime), b->regime, b->arm);
-  });
-  for (const auto* ap : sorted_arms) {
-    const auto& a = *ap;
-    auto o = [](const std::optional<double>& x) { return x ? num(*x) : std::string("–"); };
-    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} | {} |", detail::md_escape(a.regime),
-                     detail::md_escape(a.arm), a.n, pct(a.accuracy), pct(a.ci_low), pct(a.ci_high),
-                     num(a.mean_bytes), detail::us(a.mean_receiver_s), o(a.mean_attention_mass),
-                     o(a.mean_hidden_cosine), o(a.mean_next_token_kl)));
-  }
-  line("");
-  line("## Paired effects (Holm across the family) and decomposition");
-  line("");
-  line("![forest plot](forest.svg)");
-  line("");
-  line(fmt::format(
-      "| contrast | pairs | items | estimate | {:g}% bootstrap CI | {:g}% verdict interval (betting) | p "
-      "(betting) | p (Holm) |",
-      100.0 * (1.0 - r.options.alpha), 100.0 * (1.0 - 2.0 * r.options.alpha)));
-  line("|---|---|---|---|---|---|---|---|");
-  for (const auto* es : {&r.core.effects, &r.core.decomposition})
-    for (const auto& e : *es)
-      line(fmt::format(
-          "| {} | {} | {} | {} | {} | {} | {} | {} |", detail::md_escape(e.id), e.n_pairs, e.n_clusters,
-          detail::points_text(e.estimate), detail::points_interval_text(e.ci_low, e.ci_high),
-          detail::points_interval_text(e.verdict_low, e.verdict_high), detail::p_value_text(e.p_value),
-          e.in_holm_family         ? detail::p_value_text(e.p_holm)
-          : e.in_decision_sequence ? std::string("decision sequence")
-                                   : std::string("not in family")));
-  line("");
-  line("## Effects by regime and covariate (CATE)");
-  line("");
-  line(fmt::format(
-      "| contrast | variable | level | n | estimate | {:g}% bootstrap CI | p (McNemar) | p adjusted (Holm) |",
-      100.0 * (1.0 - r.options.alpha)));
-  line("|---|---|---|---|---|---|---|---|");
-  for (const auto& c : r.core.cate)
-    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", detail::md_escape(c.arm_pair),
-                     detail::md_escape(c.variable), detail::md_escape(c.level), c.n,
-                     detail::points_text(c.estimate), detail::points_interval_text(c.ci_low, c.ci_high),
-                     detail::p_value_text(c.p_value), detail::p_value_text(c.p_adjusted)));
-  line("");
-  line("## Noise dose-response");
-  line("");
-  line("![dose-response](dose_response.svg)");
-  line("");
-  const auto& nz = r.core.noise;
-  const auto beyond = [&](const std::optional<double>& x) { return x ? num(*x) : std::string("beyond"); };
-  line(nz.curve.size() < 2
-           ? "No noise arms were run (or none pairs with kv\\_full). " + detail::md_escape(nz.method)
-           : fmt::format("Tolerance σ (the fitted difference vs kv_full reaches −{} points): "
-                         "{}, CI [{}, {}] ({}% of replicates never reach it; \"beyond\": "
-                         "beyond the tested range). Largest σ shown non-inferior "
-                         "(conservative): {}. {}",
-                         pct(r.options.noninferiority_margin), beyond(nz.tolerance_sigma), beyond(nz.ci_low),
-                         beyond(nz.ci_high), pct(nz.unbounded_fraction),
-                         nz.sigma_noninferior ? num(*nz.sigma_noninferior) : "none",
-                         detail::md_escape(nz.method)));
-  line("");
-  line("| σ | n | items | accuracy % | CI % | difference vs kv_full | CI | fitted | non-inferior |");
-  line("|---|---|---|---|---|---|---|---|---|");
-  for (const auto& p : nz.curve)
-    line(fmt::format("| {} | {} | {} | {} | [{}, {}] | {} | {} | {} | {} |", num(p.sigma), p.n, p.items,
-                     pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), detail::points_text(p.diff_vs_kv_full),
-                     detail::points_interval_text(p.diff_ci_low, p.diff_ci_high),
-                     detail::points_text(p.fitted_diff), p.noninferior ? "yes" : "no"));
-  line("");
   // sections built once as the report's model (report_model.hpp), written as Markdown
+  m += markdown_of(detail::accuracy_section(r));
+  m += markdown_of(detail::effects_section(r));
+  if (const auto s = detail::cate_section(r)) m += markdown_of(*s);
+  m += markdown_of(detail::noise_section(r));
   m += markdown_of(detail::relay_failures_section(r.core, r.options.equivalence_margin));
   if (const auto s = detail::messages_section(r.core.messages, r.options.equivalence_margin))
     m += markdown_of(*s);
   if (const auto s = detail::mapped_section(r.core.mapped, r.options.equivalence_margin))
     m += markdown_of(*s);
-  line("## Slicing and compression frontier (need regime)");
-  line("");
-  line("![frontier](frontier.svg)");
-  line("");
-  line("| arm | mean bytes | accuracy % | CI % | Pareto |");
-  line("|---|---|---|---|---|");
-  for (const auto& p : r.core.frontier)
-    line(fmt::format("| {} | {} | {} | [{}, {}] | {} |", detail::md_escape(p.arm), num(p.mean_bytes),
-                     pct(p.accuracy), pct(p.ci_low), pct(p.ci_high), p.pareto ? "yes" : ""));
-  line("");
+  m += markdown_of(detail::frontier_section(r));
   m += markdown_of(detail::cost_section(r));
   if (const auto s = detail::link_fit_section(r)) m += markdown_of(*s);
   m += markdown_of(detail::gate_section(r));
-  line("## Teaching demonstrations — true by construction, not findings");
-  line("");
-  line(
-      "Observational methods on a production log and a rollout simulated from the randomized records "
-      "(the randomized result is the truth by construction). They teach which methods recover a "
-      "randomized effect; they are not findings about the relay, and report.json lists them under "
-      "`demonstrations`, never under `findings`. Every interval is clustered by item.");
-  line("");
-  if (!r.demonstrations.empty()) {
-    line("| demonstration | outcome | estimate | CI | n | method |");
-    line("|---|---|---|---|---|---|");
-    for (const auto& f : r.demonstrations)
-      line(fmt::format("| {} | {} | {} | {} | {} | {} |", detail::markdown_code(f.id), verdict_name(f.answer),
-                       detail::points_text(f.estimate), detail::points_interval_text(f.ci_low, f.ci_high),
-                       f.n, detail::md_escape(f.method)));
-    line("");
-    for (const auto& f : r.demonstrations)
-      if (!f.detail.empty()) line("- " + detail::markdown_code(f.id) + ": " + detail::md_escape(f.detail));
-    line("");
-  }
-  const auto& L = r.observational.log;
-  if (!L.missing.empty()) {
-    line("Production log: not run (" + detail::md_escape(L.missing) + ").");
-  } else {
-    line(
-        fmt::format("Production log: a scheduler relayed {} of {} units, mostly long documents and need "
-                    "items. Randomized truth {}.",
-                    L.treated, L.units, detail::estimate_md(L.randomized)));
-    line("");
-    line("| method | estimate [CI] |");
-    line("|---|---|");
-    line("| naive difference | " + detail::estimate_md(L.naive) + " |");
-    line("| nearest-neighbour matching | " + detail::estimate_md(L.matching) + " |");
-    line("| IPW (Hájek) | " + detail::estimate_md(L.ipw) + " |");
-    line("| AIPW | " + detail::estimate_md(L.aipw) + " |");
-  }
-  line("");
-  const auto& R = r.observational.rollout;
-  if (!R.missing.empty()) {
-    line("Rollout: not run (" + detail::md_escape(R.missing) + ").");
-  } else {
-    std::string drift;
-    for (double a : R.period_text_accuracy) drift += (drift.empty() ? "" : ", ") + pct(a) + "%";
-    line(fmt::format(
-        "Rollout over {} periods with drifting difficulty (accuracy of {} per period: {}). Truth (ATT) {}.",
-        R.periods, detail::md_escape(R.text_arm), drift, detail::estimate_md(R.truth)));
-    line("");
-    line("| method | estimate [CI] |");
-    line("|---|---|");
-    line("| before/after | " + detail::estimate_md(R.before_after) + " |");
-    line("| difference in differences | " + detail::estimate_md(R.did) + " |");
-  }
-  line("");
-  if (!r.core.warnings.empty()) {
-    line("## Warnings");
-    line("");
-    for (const auto& w : r.core.warnings) line("- " + detail::md_escape(w));
-    line("");
-  }
+  m += markdown_of(detail::demonstrations_section(r));
+  if (const auto s = detail::warnings_section(r)) m += markdown_of(*s);
   line("Formulas, tests and references: docs/audit-report.md and docs/estimators/.");
   return m;
 }

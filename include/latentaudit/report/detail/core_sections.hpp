@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: the report's core sections built once as report_section (report_model.hpp) from the
+// audit's results — accuracy by arm, the paired effects with their forest plot, the CATE table, the
+// noise dose-response, the slicing and compression frontier, the teaching demonstrations (with the
+// production log and the rollout) and the warnings — which report.md writes with markdown_of and
+// report.html with html_of. Not part of the public API.
+#ifndef LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP
+#define LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP
+
+#include "../../core/detail/internal_header_check.hpp"
+
+#include <optional>
+
+#include "../../config.hpp"
+#include "../report_model.hpp"
+
+namespace latentaudit {
+// report.hpp defines it and includes (through its -inl.hpp) this header: declared here, complete in
+// impl/core_sections-inl.hpp.
+struct audit_report;
+}  // namespace latentaudit
+
+namespace latentaudit::detail {
+
+/// @brief "Accuracy by arm": one row per (regime, arm), the "all" regime left out, sorted by regime
+/// (need, no_need, stale, conflict, others) then arm; the arm is data text (report.html links it to
+/// its drill-down).
+/// @param r the report
+[[nodiscard]] report_section accuracy_section(const audit_report& r);
+
+/// @brief "Paired effects (Holm across the family) and decomposition": what the forest plot shows,
+/// the plot and one row per paired effect, then per decomposition contrast.
+/// @param r the report
+[[nodiscard]] report_section effects_section(const audit_report& r);
+
+/// @brief "Effects by regime and covariate (CATE)" (none without CATE estimates).
+/// @param r the report
+[[nodiscard]] std::optional<report_section> cate_section(const audit_report& r);
+
+/// @brief "Noise dose-response": the plot, the tolerance σ, the curve's table and its method.
+/// @param r the report
+[[nodiscard]] report_section noise_section(const audit_report& r);
+
+/// @brief "Slicing and compression frontier (need regime)": the plot and the table.
+/// @param r the report
+[[nodiscard]] report_section frontier_section(const audit_report& r);
+
+/// @brief "Teaching demonstrations — true by construction, not findings": what they are, their
+/// table and details, the production log and the rollout with their methods' estimates.
+/// @param r the report
+[[nodiscard]] report_section demonstrations_section(const audit_report& r);
+
+/// @brief "Warnings" (none without warnings).
+/// @param r the report
+[[nodiscard]] std::optional<report_section> warnings_section(const audit_report& r);
+
+}  // namespace latentaudit::detail
+
+#ifndef LATENTAUDIT_COMPILED_LIB
+#include "impl/core_sections-inl.hpp"
+#endif
+
+#endif  // LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+// latentaudit: definitions of report/detail/core_sections.hpp (header-only mode includes this file;
+// compiled mode compiles it once in latentaudit::compiled)
+#ifndef LATENTAUDIT_REPORT_DETAIL_IMPL_CORE_SECTIONS_INL_HPP
+#define LATENTAUDIT_REPORT_DETAIL_IMPL_CORE_SECTIONS_INL_HPP
+
+#include "../../../core/detail/internal_header_check.hpp"
+
+#include "../core_sections.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "../../html.hpp"
+#include "../../report.hpp"
+
+namespace latentaudit::detail {
+
+namespace {
+// Accuracy differences in signed points, one decimal, a zero unsigned ("+1.2 pts", "0.0 pts").
+inline number_format core_points() {
+  return {.spec = "{:+.1f}", .scale = 100.0, .unit = " pts", .unsigned_zero = true};
+}
+// A points interval "[lo, hi] pts" (a zero unsigned), without its estimate.
+inline report_cell core_points_interval(double lo, double hi) {
+  return report_cell::interval(std::nullopt, lo, hi, {},
+                               {.spec = "{:.1f}", .scale = 100.0, .unsigned_zero = true}, " pts");
+}
+// A fraction in percent, one decimal ("87.5").
+inline number_format core_percent() { return {.spec = "{:.1f}", .scale = 100.0}; }
+// A percent interval "[lo, hi]".
+inline report_cell core_percent_interval(double lo, double hi) {
+  return report_cell::interval(std::nullopt, lo, hi, {}, core_percent());
+}
+// Four significant digits ("1234", "0.9876").
+inline number_format core_g4() { return {.spec = "{:.4g}"}; }
+// A count.
+inline report_cell core_count(std::size_t n) {
+  return report_cell::number(static_cast<double>(n), {.spec = "{}"});
+}
+// A p-value: "<0.001" below 0.001 (a format without a field: the text, the value kept for sorting and
+// JSON), else three decimals ("–" when not finite).
+inline report_cell core_p(double p) {
+  return report_cell::number(p, {.spec = std::isfinite(p) && p < 0.001 ? "<0.001" : "{:.3f}"});
+}
+// An estimate with its CI, four significant digits ("0.1234 [0.05, 0.2]").
+inline report_cell core_estimate(const effect_estimate& e) {
+  return report_cell::interval(e.estimate, e.ci_low, e.ci_high, core_g4(), core_g4());
+}
+inline report_column core_col(std::string header, bool numeric = false) {
+  return {std::move(header), {}, numeric};
+}
+// "95%" for the 1 − α level.
+inline std::string core_level(double alpha) { return fmt::format("{:g}%", 100.0 * (1.0 - alpha)); }
+}  // namespace
+
+LATENTAUDIT_INLINE report_section accuracy_section(const audit_report& r) {
+  report_section s{.id = "accuracy", .title = "Accuracy by arm", .level = 2, .blocks = {}};
+  std::vector<const arm_summary*> arms;  // by regime (need, no_need, stale, conflict, ...), then arm
+  for (const auto& a : r.core.arms)
+    if (a.regime != "all") arms.push_back(&a);
+  std::stable_sort(arms.begin(), arms.end(), [](const arm_summary* a, const arm_summary* b) {
+    return std::tuple(regime_rank(a->regime), a->regime, a->arm) <
+           std::tuple(regime_rank(b->regime), b->regime, b->arm);
+  });
+  report_table t;
+  t.columns = {core_col("regime"),
+               core_col("arm"),
+               core_col("n", true),
+               core_col("accuracy %", true),
+               core_col(core_level(r.options.alpha) + " CI % (item-clustered)", true),
+               core_col("mean bytes", true),
+               core_col("receiver µs", true),
+               core_col("attention on relay", true),
+               core_col("hidden cosine vs text", true),
+               core_col("KL vs text", true)};
+  auto opt = [](const std::optional<double>& x) {
+    return x ? report_cell::number(*x, core_g4()) : report_cell::none();
+  };
+  for (const auto* a : arms)
+    t.rows.push_back({report_cell::label(a->regime), report_cell::label(a->arm), core_count(a->n),
+                      report_cell::number(a->accuracy, core_percent()),
+                      core_percent_interval(a->ci_low, a->ci_high), report_cell::number(a->mean_bytes, core_g4()),
+                      report_cell::number(a->mean_receiver_s, {.spec = "{:.1f}", .scale = 1e6}),
+                      opt(a->mean_attention_mass), opt(a->mean_hidden_cosine), opt(a->mean_next_token_kl)});
+  s.blocks.emplace_back(std::move(t));
+  return s;
+}
+
+LATENTAUDIT_INLINE report_section effects_section(const audit_report& r) {
+  report_section s{.id = "effects",
+                   .title = "Paired effects (Holm across the family) and decomposition",
+                   .level = 2,
+                   .blocks = {}};
+  const std::string level = core_level(r.options.alpha);
+  const std::string vlevel = core_level(2.0 * r.options.alpha);
+  s.blocks.emplace_back(report_paragraph{
+      {report_span::prose("Forest plot: the line is the descriptive " + level +
+                          " cluster bootstrap CI, the wide pale bar the " + vlevel +
+                          " verdict interval (betting over items) the findings use; dotted lines mark ±margin.")},
+      true});
+  s.blocks.emplace_back(report_figure{"forest.svg", "forest plot"});
+  report_table t;
+  t.columns = {core_col("contrast"),
+               core_col("regime"),
+               core_col("pairs", true),
+               core_col("items", true),
+               core_col("estimate", true),
+               core_col(level + " bootstrap CI", true),
+               core_col(vlevel + " verdict interval (betting)", true),
+               core_col("p (betting)", true),
+               core_col("p (Holm)", true)};
+  for (const auto* es : {&r.core.effects, &r.core.decomposition})
+    for (const auto& e : *es)
+      t.rows.push_back({report_cell::label(e.id), report_cell::label(e.regime), core_count(e.n_pairs),
+                        core_count(e.n_clusters), report_cell::number(e.estimate, core_points()),
+                        core_points_interval(e.ci_low, e.ci_high),
+                        core_points_interval(e.verdict_low, e.verdict_high), core_p(e.p_value),
+                        e.in_holm_family         ? core_p(e.p_holm)
+                        : e.in_decision_sequence ? report_cell::words("decision sequence")
+                                                 : report_cell::words("not in family")});
+  s.blocks.emplace_back(std::move(t));
+  return s;
+}
+
+LATENTAUDIT_INLINE std::optional<report_section> cate_section(const audit_report& r) {
+  if (r.core.cate.empty()) return std::nullopt;
+  report_section s{.id = "cate", .title = "Effects by regime and covariate (CATE)", .level = 2, .blocks = {}};
+  report_table t;
+  t.columns = {core_col("contrast"),
+               core_col("variable"),
+               core_col("level"),
+               core_col("n", true),
+               core_col("estimate", true),
+               core_col(core_level(r.options.alpha) + " bootstrap CI", true),
+               core_col("p (McNemar)", true),
+               core_col("p adjusted (Holm)", true)};
+  for (const auto& c : r.core.cate)
+    t.rows.push_back({report_cell::label(c.arm_pair), report_cell::label(c.variable), report_cell::label(c.level),
+                      core_count(c.n), report_cell::number(c.estimate, core_points()),
+                      core_points_interval(c.ci_low, c.ci_high), core_p(c.p_value), core_p(c.p_adjusted)});
+  s.blocks.emplace_back(std::move(t));
+  return s;
+}
+
+LATENTAUDIT_INLINE report_section noise_section(const audit_report& r) {
+  report_section s{.id = "noise", .title = "Noise dose-response", .level = 2, .blocks = {}};
+  const std::string level = core_level(r.options.alpha);
+  const auto& nz = r.core.noise;
+  s.blocks.emplace_back(report_figure{"dose_response.svg", "dose-response"});
+  const number_format g4 = core_g4();
+  const auto beyond = [&](const std::optional<double>& x) {
+    return x ? format_number(*x, g4) : std::string("beyond");
+  };
+  if (nz.curve.size() < 2)
+    s.blocks.emplace_back(report_paragraph{
+        {report_span::prose("No noise arms were run (or none pairs with kv\\_full). "), report_span::data(nz.method)},
+        false});
+  else
+    s.blocks.emplace_back(report_paragraph{
+        {report_span::prose(fmt::format(
+            "Tolerance σ (the fitted difference vs kv_full reaches −{} points): {}, {} CI [{}, {}] ({}% of "
+            "replicates never reach it; \"beyond\": beyond the tested range). Largest σ shown non-inferior "
+            "(conservative): {}.",
+            format_number(r.options.noninferiority_margin, core_percent()), beyond(nz.tolerance_sigma), level,
+            beyond(nz.ci_low), beyond(nz.ci_high), format_number(nz.unbounded_fraction, core_percent()),
+            nz.sigma_noninferior ? format_number(*nz.sigma_noninferior, g4) : "none"))},
+        false});
+  if (nz.curve.empty()) return s;
+  report_table t;
+  t.columns = {core_col("σ", true),
+               core_col("n", true),
+               core_col("items", true),
+               core_col("accuracy %", true),
+               core_col(level + " CI %", true),
+               core_col("difference vs kv_full", true),
+               core_col("CI", true),
+               core_col("fitted", true),
+               core_col("non-inferior")};
+  for (const auto& p : nz.curve)
+    t.rows.push_back({report_cell::number(p.sigma, g4), core_count(p.n), core_count(p.items),
+                      report_cell::number(p.accuracy, core_percent()), core_percent_interval(p.ci_low, p.ci_high),
+                      report_cell::number(p.diff_vs_kv_full, core_points()),
+                      core_points_interval(p.diff_ci_low, p.diff_ci_high),
+                      report_cell::number(p.fitted_diff, core_points()),
+                      report_cell::words(p.noninferior ? "yes" : "no")});
+  if (nz.curve.size() >= 2) t.notes.push_back({report_span::data(nz.method)});
+  s.blocks.emplace_back(std::move(t));
+  return s;
+}
+
+LATENTAUDIT_INLINE report_section frontier_section(const audit_report& r) {
+  report_section s{
+      .id = "frontier", .title = "Slicing and compression frontier (need regime)", .level = 2, .blocks = {}};
+  s.blocks.emplace_back(report_figure{"frontier.svg", "frontier"});
+  report_table t;
+  t.columns = {core_col("arm"), core_col("mean bytes", true), core_col("accuracy %", true),
+               core_col(core_level(r.options.alpha) + " CI % (item-clustered)", true), core_col("Pareto")};
+  for (const auto& p : r.core.frontier)
+    t.rows.push_back({report_cell::label(p.arm), report_cell::number(p.mean_bytes, core_g4()),
+                      report_cell::number(p.accuracy, core_percent()), core_percent_interval(p.ci_low, p.ci_high),
+                      report_cell::words(p.pareto ? "yes" : "")});
+  s.blocks.emplace_back(std::move(t));
+  return s;
+}
+
+namespace {
+// The demonstrations' "method | estimate [CI]" table: one row per (method, estimate).
+inline report_table core_methods_table(std::initializer_list<std::pair<const char*, const effect_estimate*>> rows) {
+  report_table t;
+  t.columns = {core_col("method"), core_col("estimate [CI]", true)};
+  for (const auto& [name, e] : rows) t.rows.push_back({report_cell::words(name), core_estimate(*e)});
+  return t;
+}
+// An estimate with its CI as text, four significant digits ("0.1234 [0.05, 0.2]").
+inline std::string core_estimate_text(const effect_estimate& e) {
+  const number_format g4 = core_g4();
+  return fmt::format("{} [{}, {}]", format_number(e.estimate, g4), format_number(e.ci_low, g4),
+                     format_number(e.ci_high, g4));
+}
+}  // namespace
+
+LATENTAUDIT_INLINE report_section demonstrations_section(const audit_report& r) {
+  report_section s{.id = "demonstrations",
+                   .title = "Teaching demonstrations — true by construction, not findings",
+                   .level = 2,
+                   .blocks = {}};
+  auto para = [&](report_text t) { s.blocks.emplace_back(report_paragraph{std::move(t), false}); };
+  para({report_span::prose(
+            "Observational methods on a production log and a rollout simulated from the randomized records (the "
+            "randomized result is the truth by construction). They teach which methods recover a randomized "
+            "effect; they are not findings about the relay, and report.json lists them under "),
+        report_span::code("demonstrations"), report_span::prose(", never under "), report_span::code("findings"),
+        report_span::prose(". Every interval is clustered by item.")});
+  if (!r.demonstrations.empty()) {
+    report_table t;
+    t.columns = {core_col("demonstration"),
+                 core_col("outcome"),
+                 core_col("estimate", true),
+                 core_col(core_level(r.options.alpha) + " CI", true),
+                 core_col("n", true),
+                 core_col("method")};
+    report_list details;
+    for (const auto& f : r.demonstrations) {
+      t.rows.push_back({report_cell::code_id(f.id), report_cell::of_verdict(f.answer),
+                        report_cell::number(f.estimate, core_points()), core_points_interval(f.ci_low, f.ci_high),
+                        core_count(f.n), report_cell::label(f.method)});
+      if (!f.detail.empty())
+        details.items.push_back({report_span::code(f.id), report_span::prose(": "), report_span::data(f.detail)});
+    }
+    s.blocks.emplace_back(std::move(t));
+    s.blocks.emplace_back(std::move(details));  // empty: a blank line in report.md, nothing in report.html
+  }
+  const auto& L = r.observational.log;
+  if (!L.missing.empty()) {
+    para({report_span::prose("Production log: not run ("), report_span::data(L.missing), report_span::prose(").")});
+  } else {
+    para({report_span::prose(fmt::format(
+        "Production log: a scheduler relayed {} of {} units, mostly long documents and need items. Randomized "
+        "truth {}.",
+        L.treated, L.units, core_estimate_text(L.randomized)))});
+    s.blocks.emplace_back(core_methods_table({{"naive difference", &L.naive},
+                                              {"nearest-neighbour matching", &L.matching},
+                                              {"IPW (Hájek)", &L.ipw},
+                                              {"AIPW", &L.aipw}}));
+  }
+  const auto& R = r.observational.rollout;
+  if (!R.missing.empty()) {
+    para({report_span::prose("Rollout: not run ("), report_span::data(R.missing), report_span::prose(").")});
+  } else {
+    std::string drift;
+    for (double a : R.period_text_accuracy)
+      drift += (drift.empty() ? "" : ", ") + format_number(a, core_percent()) + "%";
+    para({report_span::prose(fmt::format("Rollout over {} periods with drifting difficulty (accuracy of ", R.periods)),
+          report_span::data(R.text_arm),
+          report_span::prose(fmt::format(" per period: {}). Truth (ATT) {}.", drift, core_estimate_text(R.truth)))});
+    s.blocks.emplace_back(
+        core_methods_table({{"before/after", &R.before_after}, {"difference in differences", &R.did}}));
+  }
+  return s;
+}
+
+LATENTAUDIT_INLINE std::optional<report_section> warnings_section(const audit_report& r) {
+  if (r.core.warnings.empty()) return std::nullopt;
+  report_section s{.id = "warnings", .title = "Warnings", .level = 2, .blocks = {}};
+  report_list l;
+  for (const auto& w : r.core.warnings) l.items.push_back({report_span::data(w)});
+  s.blocks.emplace_back(std::move(l));
+  return s;
+}
+
+}  // namespace latentaudit::detail
+
+#endif  // LATENTAUDIT_REPORT_DETAIL_IMPL_CORE_SECTIONS_INL_HPP
