@@ -175,3 +175,61 @@ TEST_CASE("writers refuse a row with the wrong number of cells") {
   CHECK_THROWS_AS(markdown_of(t), invalid_argument);
   CHECK_THROWS_AS(html_of(t), invalid_argument);
 }
+
+TEST_CASE("badges, small print, details cells, breakable ids and row anchors in every writer") {
+  report_table t;
+  t.columns = {{"id"}, {"for relay"}, {"n", "", true}, {"method"}};
+  report_cell id = report_cell::code_id("need.kv<beats>", "f-1");
+  id.breakable = true;
+  t.rows.push_back({id,
+                    report_cell::of_text({report_span::badge("against", "against"), report_span::prose(" "),
+                                          report_span::small("a\\_condition")}),
+                    report_cell::of_text({report_span::data("12 ms")}, 0.012),
+                    report_cell::of_details({report_span::data("betting | items")},
+                                            {{report_span::prose("Method: a\\_b")}}, "f-1")});
+  t.rows.push_back(
+      {report_cell::code_id("x"), report_cell::blank(), report_cell::of_text({}), report_cell::none()});
+  t.row_ids = {"f-1", ""};
+  CHECK(markdown_of(t) ==
+        "| id | for relay | n | method |\n|---|---|---|---|\n"
+        "| need.kv&lt;beats> | against a\\_condition | 12 ms | [betting \\| items](report.html#f-1) |\n"
+        "| `x` | |  | – |\n\n");
+  const std::string h = html_of(t);
+  CHECK(h.find("<tr id=\"f-1\"><td><a href=\"#f-1\"><code class=\"fid\"><span>need.</span><wbr>"
+               "<span>kv&lt;beats&gt;</span></code></a></td>") != std::string::npos);
+  CHECK(
+      h.find(
+          "<td><span class=\"badge b-against\">against</span> <span class=\"lbl\">a_condition</span></td>") !=
+      std::string::npos);
+  CHECK(h.find("<td class=\"n\" data-v=\"0.012\">12 ms</td>") != std::string::npos);
+  CHECK(h.find("<td><details><summary>betting | items</summary><p>Method: a_b</p></details></td></tr>\n"
+               "<tr><td><code>x</code></td>") != std::string::npos);
+  CHECK(h.find("<td class=\"n\"></td>") != std::string::npos);  // text without a key: no data-v
+  const json_value j = json_of(t);
+  CHECK(j.at("rows").at(0).at(1).as_string() == "against a_condition");
+  CHECK(j.at("rows").at(0).at(3).as_string() == "betting | items");
+  t.row_ids = {"only one"};
+  CHECK_THROWS_AS(html_of(t), invalid_argument);
+}
+
+TEST_CASE("sections: inline-text heading, sub-headings, numbered lists, paragraph classes and a box") {
+  report_section s;
+  s.id = "decision";
+  s.title = "unused";
+  s.heading = {report_span::prose("Decision: "), report_span::strong("relay")};
+  s.blocks.emplace_back(report_paragraph{{report_span::data("gate <on>")}, false, "gate"});
+  s.blocks.emplace_back(report_list{{{report_span::data("a")}, {report_span::data("b")}}, true, "policy"});
+  s.blocks.emplace_back(report_heading{{report_span::prose("Checklist")}, "check-list", 3});
+  s.blocks.emplace_back(report_paragraph{{report_span::prose("note")}, true});
+  s.boxed = 2;
+  s.box_style = "decision allowed";
+  CHECK(markdown_of(s) ==
+        "## Decision: **relay**\n\ngate &lt;on>\n\n1. a\n2. b\n\n### Checklist\n\nnote\n\n");
+  CHECK(
+      html_of(s) ==
+      "<section id=\"decision\"><h2>Decision: <strong>relay</strong></h2>\n<div class=\"decision allowed\">\n"
+      "<p class=\"gate\">gate &lt;on&gt;</p>\n<ol class=\"policy\">\n<li>a</li>\n<li>b</li>\n</ol>\n</div>\n"
+      "<h3 id=\"check-list\">Checklist</h3>\n<p class=\"note\">note</p>\n</section>\n");
+  s.boxed = 9;  // a box over every block closes before the section ends
+  CHECK(html_of(s).find("<p class=\"note\">note</p>\n</div>\n</section>\n") != std::string::npos);
+}

@@ -32,11 +32,14 @@ struct report_span {
              ///< may hold backslash escapes ("kv\\_full"), which the HTML and JSON writers drop
     code,    ///< an identifier or a command: a Markdown code span where that is inert, <code> in HTML
     strong,  ///< prose in bold (**…** in Markdown, <strong> in HTML)
-    link     ///< prose linking to the anchor `target` of report.html ([…](report.html#target); #target)
+    link,    ///< prose linking to the anchor `target` of report.html ([…](report.html#target); #target)
+    badge,   ///< a short status word in a coloured pill: HTML <span class="badge b-`target`">; Markdown:
+             ///< the prose as it is (`target` is the tone: "supports", "against", "context", "not-shown")
+    small    ///< a small-print label after other text: HTML <span class="lbl">; Markdown: the prose
   };
   kind k = kind::text;  ///< the kind
   std::string text;     ///< the text (prose and strong: with its Markdown backslash escapes)
-  std::string target;   ///< link: the anchor in report.html, without '#'
+  std::string target;   ///< link: the anchor in report.html, without '#'; badge: its tone
 
   /// @brief Data text, escaped by every writer.
   [[nodiscard]] static report_span data(std::string t) { return {kind::text, std::move(t), {}}; }
@@ -50,6 +53,12 @@ struct report_span {
   [[nodiscard]] static report_span link(std::string t, std::string anchor) {
     return {kind::link, std::move(t), std::move(anchor)};
   }
+  /// @brief Prose in a badge of tone `tone` (HTML class "b-tone").
+  [[nodiscard]] static report_span badge(std::string t, std::string tone) {
+    return {kind::badge, std::move(t), std::move(tone)};
+  }
+  /// @brief Prose as a small-print label.
+  [[nodiscard]] static report_span small(std::string t) { return {kind::small, std::move(t), {}}; }
 };
 
 /// @brief Inline text: runs in order.
@@ -89,20 +98,26 @@ struct report_cell {
     code,      ///< an id (a finding id, an arm) as code, linked to `anchor` in report.html when set
     number,    ///< `value` written by `format`
     interval,  ///< "[lo, hi]" by `limits` (`value` by `format` first with `with_estimate`), then `unit`
-    verdict    ///< yes, no or inconclusive
+    verdict,   ///< yes, no or inconclusive
+    details    ///< `text` as a summary with the paragraphs `more` behind it: HTML <details><summary>;
+               ///< Markdown: the summary, linked to report.html#`anchor` when set (`more` is left out)
   };
-  kind k = kind::empty;  ///< the kind
-  report_text text;      ///< text
-  std::string id;        ///< code: the id
-  std::string anchor;    ///< code: its anchor in report.html (without '#'); empty: not linked
-  double value = std::numeric_limits<double>::quiet_NaN();  ///< number; interval: estimate (NaN: none)
-  double lo = std::numeric_limits<double>::quiet_NaN();     ///< interval: lower limit
-  double hi = std::numeric_limits<double>::quiet_NaN();     ///< interval: upper limit
-  number_format format;                                     ///< number; interval: the estimate's
-  number_format limits;                                     ///< interval: the limits'
-  std::string unit;                                         ///< interval: after "]" ("] pts")
-  verdict answer = verdict::inconclusive;                   ///< verdict
-  bool with_estimate = false;                               ///< interval: `value` written before it
+  kind k = kind::empty;           ///< the kind
+  report_text text;               ///< text; details: the summary
+  std::vector<report_text> more;  ///< details: the paragraphs behind the summary
+  std::string id;                 ///< code: the id
+  std::string anchor;             ///< code, details: its anchor in report.html (without '#'); empty: none
+  /// number; interval: estimate (NaN: none); text: its sort key in a numeric column (NaN: none)
+  double value = std::numeric_limits<double>::quiet_NaN();
+  double lo = std::numeric_limits<double>::quiet_NaN();  ///< interval: lower limit
+  double hi = std::numeric_limits<double>::quiet_NaN();  ///< interval: upper limit
+  number_format format;                                  ///< number; interval: the estimate's
+  number_format limits;                                  ///< interval: the limits'
+  std::string unit;                                      ///< interval: after "]" ("] pts")
+  verdict answer = verdict::inconclusive;                ///< verdict
+  bool with_estimate = false;                            ///< interval: `value` written before it
+  /// code: HTML lets a long id wrap only after a '.' (<code class="fid">, one nowrap <span> a part)
+  bool breakable = false;
 
   /// @brief A blank cell.
   [[nodiscard]] static report_cell blank() { return {}; }
@@ -117,6 +132,22 @@ struct report_cell {
     report_cell c;
     c.k = kind::text;
     c.text = std::move(t);
+    return c;
+  }
+  /// @brief Inline text sorted by `key` in a numeric column (HTML data-v; NaN: by its text).
+  [[nodiscard]] static report_cell of_text(report_text t, double key) {
+    report_cell c = of_text(std::move(t));
+    c.value = key;
+    return c;
+  }
+  /// @brief A summary with paragraphs behind it; Markdown links the summary to `anchor` when set.
+  [[nodiscard]] static report_cell of_details(report_text summary, std::vector<report_text> more,
+                                              std::string anchor = {}) {
+    report_cell c;
+    c.k = kind::details;
+    c.text = std::move(summary);
+    c.more = std::move(more);
+    c.anchor = std::move(anchor);
     return c;
   }
   /// @brief Data text (one run).
@@ -180,17 +211,31 @@ struct report_table {
   std::vector<std::vector<report_cell>> rows;  ///< the rows, each with columns.size() cells
   std::vector<report_text> notes;              ///< paragraphs shown below it
   bool sortable = true;                        ///< HTML: headers sort the rows
+  /// HTML: each row's anchor (id on its <tr>), one per row or none at all; "" leaves a row without one
+  std::vector<std::string> row_ids;
 };
 
 /// @brief A paragraph.
 struct report_paragraph {
   report_text text;   ///< its text
   bool note = false;  ///< HTML: a side note (smaller print)
+  /// HTML: the paragraph's class instead of "note" ("bad": a warning; "verdict", "gate": the page's
+  /// decision box); Markdown ignores it
+  std::string style;
 };
 
-/// @brief A bullet list.
+/// @brief A bullet list, or a numbered one.
 struct report_list {
   std::vector<report_text> items;  ///< the items
+  bool ordered = false;            ///< numbered: Markdown "1. ", HTML <ol>
+  std::string style;               ///< HTML: the list's class (empty: none)
+};
+
+/// @brief A heading inside a section (a sub-heading: level 3 under a section of level 2).
+struct report_heading {
+  report_text title;  ///< its text
+  std::string id;     ///< its anchor in report.html (empty: none)
+  int level = 3;      ///< heading level ("###", <h3>)
 };
 
 /// @brief A plot written beside the report (report_svgs), placed here.
@@ -200,7 +245,7 @@ struct report_figure {
 };
 
 /// @brief One block of a section.
-using report_block = std::variant<report_paragraph, report_table, report_list, report_figure>;
+using report_block = std::variant<report_paragraph, report_table, report_list, report_figure, report_heading>;
 
 /// @brief A section: a heading and its blocks in order.
 struct report_section {
@@ -208,6 +253,10 @@ struct report_section {
   std::string title;                 ///< its heading, the library's Markdown-inert wording
   int level = 2;                     ///< heading level (2: "##", <h2>)
   std::vector<report_block> blocks;  ///< its content
+  report_text heading;               ///< when not empty: the heading as inline text instead of `title`
+  /// HTML: the first `boxed` blocks are drawn in a box, <div class="`box_style`"> (0: no box)
+  std::size_t boxed = 0;
+  std::string box_style;  ///< HTML: the box's class ("decision allowed")
 };
 
 /// @brief The table in Markdown: the caption as a paragraph, the header row, "|---|" per column, one
@@ -219,8 +268,9 @@ struct report_section {
 /// @throws invalid_argument naming markdown_of if a row does not have one cell per column.
 [[nodiscard]] LATENTAUDIT_INLINE std::string markdown_of(const report_table& t);
 
-/// @brief The section in Markdown: "## title", a blank line, then each block followed by a blank
-/// line (a paragraph is one line; a list one line per item; a figure "![alt](file)").
+/// @brief The section in Markdown: "## title" (or `heading`), a blank line, then each block followed by
+/// a blank line (a paragraph is one line; a list one line per item, "- " or "1. "; a figure
+/// "![alt](file)"; a heading "### title").
 /// @param s the section
 /// @returns the Markdown text
 /// @throws invalid_argument as markdown_of(const report_table&).
@@ -233,14 +283,16 @@ using report_figure_writer = std::function<std::string(const report_figure&)>;
 /// @brief The table in HTML: <table class="sortable"> with a <caption>, a header row (the column's
 /// unit in a title attribute) and one row per row; numeric columns' cells class "n" with the value
 /// in data-v (sorting); every text HTML-escaped (prose without its Markdown backslash escapes); code
-/// as <code>, linked to "#anchor"; notes as <p class="note"> after the table.
+/// as <code>, linked to "#anchor"; details as <details><summary>; a row's id from `row_ids` on its
+/// <tr>; notes as <p class="note"> after the table.
 /// @param t the table
 /// @returns the HTML fragment
 /// @throws invalid_argument naming html_of if a row does not have one cell per column.
 [[nodiscard]] LATENTAUDIT_INLINE std::string html_of(const report_table& t);
 
-/// @brief The section in HTML: <section id> with an <hN> heading, paragraphs as <p>, lists as <ul>,
-/// tables as html_of(table), figures by `figure`.
+/// @brief The section in HTML: <section id> with an <hN> heading, paragraphs as <p> (class: `style`,
+/// else "note" for a note), lists as <ul> or <ol>, headings as <hN id>, tables as html_of(table),
+/// figures by `figure`; the first `boxed` blocks inside <div class="box_style">.
 /// @param s the section
 /// @param figure writes a figure (empty: a note naming the file)
 /// @returns the HTML fragment
@@ -250,7 +302,7 @@ using report_figure_writer = std::function<std::string(const report_figure&)>;
 
 /// @brief The table as JSON: {id, caption, columns: [{header, unit}], rows: [[cell, ...]], notes};
 /// a cell is a number (null when not finite), {estimate, low, high, unit} for an interval, the
-/// verdict's name, the id, the text without escapes, or null (blank, missing).
+/// verdict's name, the id, the text without escapes (details: the summary), or null (blank, missing).
 /// @param t the table
 /// @returns the JSON value
 [[nodiscard]] LATENTAUDIT_INLINE json_value json_of(const report_table& t);

@@ -55,6 +55,10 @@ namespace detail {
       case report_span::kind::link:
         out += "[" + s.text + "](report.html#" + s.target + ")";
         break;
+      case report_span::kind::badge:
+      case report_span::kind::small:
+        out += s.text;
+        break;
     }
   return out;
 }
@@ -76,6 +80,13 @@ namespace detail {
         break;
       case report_span::kind::link:
         out += "<a href=\"#" + html_escape(s.target) + "\">" + html_escape(model_unescape(s.text)) + "</a>";
+        break;
+      case report_span::kind::badge:
+        out += "<span class=\"badge b-" + html_escape(s.target) + "\">" +
+               html_escape(model_unescape(s.text)) + "</span>";
+        break;
+      case report_span::kind::small:
+        out += "<span class=\"lbl\">" + html_escape(model_unescape(s.text)) + "</span>";
         break;
     }
   return out;
@@ -100,8 +111,47 @@ namespace detail {
     }
     case report_cell::kind::verdict:
       return verdict_name(c.answer);
+    case report_cell::kind::details:
+      if (!md) return plain_text(c.text);
+      return c.anchor.empty() ? model_markdown_text(c.text)
+                              : "[" + model_markdown_text(c.text) + "](report.html#" + c.anchor + ")";
   }
   return {};
+}
+
+// An id as HTML that wraps only after a '.': each part up to and including a dot a <span> (the page's
+// style sheet keeps it on one line), <wbr> between them.
+[[nodiscard]] inline std::string model_breakable_id(std::string_view id) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < id.size()) {
+    const auto dot = id.find('.', start);
+    const std::size_t end = dot == std::string_view::npos ? id.size() : dot + 1;
+    if (start > 0) out += "<wbr>";
+    out += "<span>" + html_escape(id.substr(start, end - start)) + "</span>";
+    start = end;
+  }
+  return out;
+}
+
+// The cell's content in HTML.
+[[nodiscard]] inline std::string model_html_cell(const report_cell& c) {
+  switch (c.k) {
+    case report_cell::kind::text:
+      return model_html_text(c.text);
+    case report_cell::kind::code: {
+      const std::string code = c.breakable ? "<code class=\"fid\">" + model_breakable_id(c.id) + "</code>"
+                                           : "<code>" + html_escape(c.id) + "</code>";
+      return c.anchor.empty() ? code : "<a href=\"#" + html_escape(c.anchor) + "\">" + code + "</a>";
+    }
+    case report_cell::kind::details: {
+      std::string h = "<details><summary>" + model_html_text(c.text) + "</summary>";
+      for (const auto& p : c.more) h += "<p>" + model_html_text(p) + "</p>";
+      return h + "</details>";
+    }
+    default:
+      return html_escape(model_cell_text(c, false));
+  }
 }
 
 inline void model_check_rows(const report_table& t, std::string_view function) {
@@ -166,17 +216,23 @@ LATENTAUDIT_INLINE std::string markdown_of(const report_table& t) {
 }
 
 LATENTAUDIT_INLINE std::string markdown_of(const report_section& s) {
-  std::string m = std::string(static_cast<std::size_t>(std::max(1, s.level)), '#') + " " + s.title + "\n\n";
+  std::string m = std::string(static_cast<std::size_t>(std::max(1, s.level)), '#') + " " +
+                  (s.heading.empty() ? s.title : detail::model_markdown_text(s.heading)) + "\n\n";
   for (const auto& b : s.blocks) {
     if (const auto* p = std::get_if<report_paragraph>(&b)) {
       m += detail::model_markdown_text(p->text) + "\n\n";
     } else if (const auto* t = std::get_if<report_table>(&b)) {
       m += markdown_of(*t);
     } else if (const auto* l = std::get_if<report_list>(&b)) {
-      for (const auto& i : l->items) m += "- " + detail::model_markdown_text(i) + "\n";
+      for (std::size_t i = 0; i < l->items.size(); ++i)
+        m += (l->ordered ? fmt::format("{}. ", i + 1) : std::string("- ")) +
+             detail::model_markdown_text(l->items[i]) + "\n";
       m += "\n";
     } else if (const auto* f = std::get_if<report_figure>(&b)) {
       m += "![" + f->alt + "](" + f->file + ")\n\n";
+    } else if (const auto* g = std::get_if<report_heading>(&b)) {
+      m += std::string(static_cast<std::size_t>(std::clamp(g->level, 1, 6)), '#') + " " +
+           detail::model_markdown_text(g->title) + "\n\n";
     }
   }
   return m;
@@ -196,28 +252,24 @@ LATENTAUDIT_INLINE std::string html_of(const report_table& t) {
     h += html_escape(detail::model_unescape(c.header)) + "</th>";
   }
   h += "</tr></thead>\n<tbody>\n";
-  for (const auto& row : t.rows) {
-    h += "<tr>";
+  if (!t.row_ids.empty() && t.row_ids.size() != t.rows.size())
+    detail::throw_invalid("html_of", "t.row_ids",
+                          fmt::format("{} row ids for {} rows", t.row_ids.size(), t.rows.size()));
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto& row = t.rows[r];
+    h += r < t.row_ids.size() && !t.row_ids[r].empty() ? "<tr id=\"" + html_escape(t.row_ids[r]) + "\">"
+                                                       : std::string("<tr>");
     for (std::size_t i = 0; i < row.size(); ++i) {
       const report_cell& c = row[i];
       const bool n = t.columns[i].numeric;
-      const double key = c.k == report_cell::kind::number ? c.value
+      const double key = c.k == report_cell::kind::number || c.k == report_cell::kind::text ? c.value
                          : c.k == report_cell::kind::interval
                              ? (c.with_estimate && std::isfinite(c.value) ? c.value : c.lo)
                              : std::numeric_limits<double>::quiet_NaN();
       h += "<td";
       if (n) h += " class=\"n\"";
       if (n && std::isfinite(key)) h += fmt::format(" data-v=\"{:.17g}\"", key);
-      h += ">";
-      if (c.k == report_cell::kind::text)
-        h += detail::model_html_text(c.text);
-      else if (c.k == report_cell::kind::code)
-        h += c.anchor.empty()
-                 ? "<code>" + html_escape(c.id) + "</code>"
-                 : "<a href=\"#" + html_escape(c.anchor) + "\"><code>" + html_escape(c.id) + "</code></a>";
-      else
-        h += html_escape(detail::model_cell_text(c, false));
-      h += "</td>";
+      h += ">" + detail::model_html_cell(c) + "</td>";
     }
     h += "</tr>\n";
   }
@@ -231,24 +283,40 @@ LATENTAUDIT_INLINE std::string html_of(const report_section& s, const report_fig
   const std::string hn = fmt::format("h{}", std::clamp(s.level, 1, 6));
   std::string h = "<section";
   if (!s.id.empty()) h += " id=\"" + html_escape(s.id) + "\"";
-  h += "><" + hn + ">" + html_escape(detail::model_unescape(s.title)) + "</" + hn + ">\n";
-  for (const auto& b : s.blocks) {
+  h += "><" + hn + ">" +
+       (s.heading.empty() ? html_escape(detail::model_unescape(s.title))
+                          : detail::model_html_text(s.heading)) +
+       "</" + hn + ">\n";
+  const bool box = s.boxed > 0 && !s.blocks.empty();
+  if (box) h += "<div class=\"" + html_escape(s.box_style) + "\">\n";
+  for (std::size_t bi = 0; bi < s.blocks.size(); ++bi) {
+    if (box && bi == s.boxed) h += "</div>\n";
+    const report_block& b = s.blocks[bi];
     if (const auto* p = std::get_if<report_paragraph>(&b)) {
-      h += (p->note ? "<p class=\"note\">" : "<p>") + detail::model_html_text(p->text) + "</p>\n";
+      const std::string cls = !p->style.empty() ? p->style : p->note ? std::string("note") : std::string();
+      h += (cls.empty() ? std::string("<p>") : "<p class=\"" + html_escape(cls) + "\">") +
+           detail::model_html_text(p->text) + "</p>\n";
     } else if (const auto* t = std::get_if<report_table>(&b)) {
       h += html_of(*t);
     } else if (const auto* l = std::get_if<report_list>(&b)) {
       if (l->items.empty()) continue;
-      h += "<ul>\n";
+      const std::string tag = l->ordered ? "ol" : "ul";
+      h +=
+          "<" + tag + (l->style.empty() ? std::string() : " class=\"" + html_escape(l->style) + "\"") + ">\n";
       for (const auto& i : l->items) h += "<li>" + detail::model_html_text(i) + "</li>\n";
-      h += "</ul>\n";
+      h += "</" + tag + ">\n";
     } else if (const auto* f = std::get_if<report_figure>(&b)) {
       std::string fig = figure ? figure(*f) : std::string();
       h += !fig.empty() ? fig
                         : "<p class=\"note\">Figure: " + html_escape(f->alt) + " (" + html_escape(f->file) +
                               ", beside this page).</p>\n";
+    } else if (const auto* g = std::get_if<report_heading>(&b)) {
+      const std::string gn = fmt::format("h{}", std::clamp(g->level, 1, 6));
+      h += "<" + gn + (g->id.empty() ? std::string() : " id=\"" + html_escape(g->id) + "\"") + ">" +
+           detail::model_html_text(g->title) + "</" + gn + ">\n";
     }
   }
+  if (box && s.boxed >= s.blocks.size()) h += "</div>\n";
   h += "</section>\n";
   return h;
 }
@@ -275,6 +343,7 @@ LATENTAUDIT_INLINE json_value json_of(const report_table& t) {
           r.push_back(nullptr);
           break;
         case report_cell::kind::text:
+        case report_cell::kind::details:
           r.push_back(plain_text(c.text));
           break;
         case report_cell::kind::code:
