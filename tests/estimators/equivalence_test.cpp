@@ -327,6 +327,7 @@ TEST_CASE("equivalence: bad inputs throw invalid_argument / shape_mismatch namin
   CHECK_THROWS_WITH(non_inferiority_test(a, b, 1.0, {.better = static_cast<better_direction>(5)}),
                     "non_inferiority_test: argument 'better' must be higher or lower");
   CHECK(design_name(t_test_design::student) == "student");
+  static_assert(design_name(t_test_design::paired) == "paired");  // the example of design_name's doc
 }
 
 TEST_CASE("TOST rejects at rate alpha at the margin boundary (seed 2026, 4000 replicates per design)",

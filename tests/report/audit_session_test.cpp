@@ -222,9 +222,9 @@ TEST_CASE("audit_session: a resume parses each records file once and ends as an 
   crashed_copy(whole, cut, reference.size() / 2);
   auto o = trials_only(cut);
   o.resume = true;
-  const std::uint64_t before = records_files_parsed();
+  const std::uint64_t before = detail::records_parsed.load();
   const auto res = audit_session(d, std::move(o)).run(src, f.first);
-  CHECK(records_files_parsed() - before == 1);
+  CHECK(detail::records_parsed.load() - before == 1);
   CHECK(res.stats.skipped == reference.size() / 2);
   CHECK(res.stats.trials == d.trials() - reference.size() / 2);
   CHECK(timeless_file(cut) == reference);
@@ -232,9 +232,9 @@ TEST_CASE("audit_session: a resume parses each records file once and ends as an 
   // it parses records.jsonl on opening and once more for the report
   const auto late = f.dir / "late";
   crashed_copy(whole, late, reference.size());
-  const std::uint64_t before2 = records_files_parsed();
+  const std::uint64_t before2 = detail::records_parsed.load();
   const auto res2 = audit_session(d, reported(late, true)).run(src, f.first);
-  CHECK(records_files_parsed() - before2 == 2);
+  CHECK(detail::records_parsed.load() - before2 == 2);
   CHECK(res2.stats.trials == 0);
   CHECK(file_text(late / "records.jsonl") == file_text(whole / "records.jsonl"));
   for (const char* name : {"report.json", "report.md"})
@@ -374,9 +374,9 @@ TEST_CASE("audit_session: the report is written once as a set and stopping when 
   again.batch_items = 10;
   for (const auto& t : organism_task_file(f.fmt, task_options(d), d.items).tasks)
     again.item_regime.emplace_back(regime_name(t.regime));
-  const std::uint64_t before = records_files_parsed();
+  const std::uint64_t before = detail::records_parsed.load();
   const auto res2 = audit_session(d, std::move(again)).run(src, f.first);
-  CHECK(records_files_parsed() - before == 2);
+  CHECK(detail::records_parsed.load() - before == 2);
   CHECK(res2.stats.trials == 0);
   CHECK(file_text(f.dir / "report.json") == report_json);
 }

@@ -134,7 +134,8 @@ TEST_CASE("cost: heavy caches pay only on fast links", "[report][cost]") {
   const auto r = cost_benefit_analysis(records);
   REQUIRE(r.links.size() == 5);
   for (const auto& c : r.links) {
-    INFO(c.link.name << ": " << find(r.findings, cost_finding_id(c.link.name)).detail);
+    const std::string id = finding_id(finding_kind::cost_relay_pays_on_link, {.link = c.link.name});
+    INFO(c.link.name << ": " << find(r.findings, id).detail);
     REQUIRE(c.break_even_bandwidth_bytes_s.has_value());
     const double beta = *c.break_even_bandwidth_bytes_s;
     CHECK(beta > 10e9);
@@ -174,7 +175,8 @@ TEST_CASE("cost: custom links named in the records are evaluated", "[report][cos
   CHECK(r.links.back().pays == verdict::yes);
   CHECK(r.primary_link == "pcie4");  // custom record links: the decision's rule
   CHECK(r.findings.size() == 2);     // the custom link agrees with the statement
-  CHECK(cost_finding_id("custom:30:5") == "cost.relay_pays_on_custom_30_5");
+  CHECK(finding_id(finding_kind::cost_relay_pays_on_link, {.link = "custom:30:5"}) ==
+        "cost.relay_pays_on_custom_30_5");
 }
 
 TEST_CASE("cost: an explicit SLO", "[report][cost]") {

@@ -88,11 +88,26 @@ TEST_CASE("finding catalog: one row per kind, ids from kinds and parameters", "[
   CHECK(la::finding_id(K::mapped_retention, {.sender = "drift_300"}) == "mapped.drift_300.retention");
   CHECK(la::finding_id(K::cost_relay_pays_on_link, {.link = "custom:30:5"}) ==
         "cost.relay_pays_on_custom_30_5");
-  CHECK(la::cost_finding_id("nvlink4") == la::finding_id(K::cost_relay_pays_on_link, {.link = "nvlink4"}));
   const la::finding f = la::make_finding({K::stale_kv_worse_than_text}, la::verdict::yes);
   CHECK(f.id == "stale.kv_worse_than_text");
   CHECK(f.key.kind == K::stale_kv_worse_than_text);
   CHECK(la::finding_to_json(f).at("id").as_string() == f.id);
+}
+
+TEST_CASE("finding catalog: make_finding's doc example, as written there", "[report][catalog]") {
+  using namespace latentaudit;
+  finding f = make_finding({finding_kind::cost_relay_pays_on_link, {.link = "pcie4"}}, verdict::yes);
+  // f.id == "cost.relay_pays_on_pcie4"
+  f.estimate = 0.012;
+  f.ci_low = 0.004;
+  f.ci_high = 0.020;
+  f.n = 200;
+  CHECK(f.id == "cost.relay_pays_on_pcie4");
+  CHECK(f.key == finding_key{finding_kind::cost_relay_pays_on_link, {.link = "pcie4"}});
+  CHECK(f.answer == verdict::yes);
+  const json_value j = finding_to_json(f);
+  CHECK(j.at("id").as_string() == "cost.relay_pays_on_pcie4");
+  CHECK(j.at("n").as_number() == 200.0);
 }
 
 TEST_CASE("finding catalog: the checks name the kinds they read", "[report][catalog]") {
@@ -135,9 +150,12 @@ TEST_CASE("finding catalog: docs/audit-report.md lists every kind and no other f
   std::ifstream in(std::filesystem::path(LATENTAUDIT_SOURCE_DIR) / "docs" / "audit-report.md");
   const std::string doc{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   REQUIRE(!doc.empty());
-  // every row's id as the document writes it (parameters as placeholders), in backticks
+  // every row's id as the document writes it, in backticks: the pattern with only `<arm>` replaced
+  // (the parameters a finding gives stay placeholders: `<k>`, `<regime>`, `[.<sender>]`, `<link>`)
   for (const auto& row : la::finding_catalog()) {
-    const std::string documented = la::finding_documented_id(row.kind);
+    std::string documented(row.pattern);
+    if (const auto at = documented.find("<arm>"); at != std::string::npos)
+      documented.replace(at, 5, std::string(la::arm_kind_name(row.subject)));
     INFO(documented);
     CHECK(doc.find("`" + documented + "`") != std::string::npos);
   }

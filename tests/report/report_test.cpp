@@ -88,7 +88,7 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
   }
   // One cost statement plus the records' link; other links only where their verdict differs.
   CHECK(f.count("cost.relay_pays") == 1);
-  CHECK(f.count(cost_finding_id("pcie4")) == 1);
+  CHECK(f.count(finding_id(finding_kind::cost_relay_pays_on_link, {.link = "pcie4"})) == 1);
   // The tolerance sigma lies where the organism's accuracy collapses (0.25 < sigma <= 1.5; 0.41
   // here since organism-a learned to recite on 2026-12-02, above 0.5 before: its cache is less
   // tolerant of noise, models/organism-a/README.md).

@@ -417,7 +417,7 @@ TEST_CASE("task_file: covariates and extra fields of a token-id task file reach 
   trial_driver<reference_cpu_engine> driver(engine);
   driver.run(
       d, [&](std::uint64_t item, std::uint64_t s) { return src.task(item, s, d.seed); },
-      [&](const trial_record& r) { recs.push_back(record_from_json(record_to_json(r))); });
+      [&](const trial_record& r) { recs.push_back(record_from_json(parse_json(record_to_line(r)))); });
   REQUIRE(recs.size() == 4);
   for (const auto& r : recs) {
     REQUIRE(r.covariate_labels.size() == 1);

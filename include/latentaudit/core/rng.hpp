@@ -367,6 +367,12 @@ inline bool normals_have_avx2() noexcept {
 /// Philox blocks 256·batch … 256·batch + 255, four a block by Box–Muller in binary32 (see
 /// detail::normals_from_words_body; density and moments as the normal's to the
 /// accuracy of binary32; |z| ≤ 6.8). A pure function of (stream, batch): bulk noise for any thread count.
+///
+/// @code
+/// const auto g = make_stream({.seed = 31});
+/// std::array<float, normal_batch_size> z;
+/// standard_normal_batch(g, 17, z);  // deviates 17 408 … 18 431 of the stream, the same on every run
+/// @endcode
 inline void standard_normal_batch(const philox4x32& g, std::uint64_t batch,
                                   std::span<float, normal_batch_size> out) noexcept {
   const auto key = g.key();

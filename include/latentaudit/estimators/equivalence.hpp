@@ -25,7 +25,12 @@ enum class t_test_design {
   paired,   ///< within-pair differences, df = n − 1 (paired_t_test)
 };
 
-/// @brief Text name of a design ("welch", "student", "paired").
+/// @brief Text name of a design ("welch", "student", "paired"): to label a result with the t test
+/// its options selected (equivalence_options::design, non_inferiority_options::design).
+///
+/// @code
+/// static_assert(design_name(t_test_design::paired) == "paired");
+/// @endcode
 [[nodiscard]] constexpr std::string_view design_name(t_test_design d) noexcept {
   switch (d) {
     case t_test_design::welch:

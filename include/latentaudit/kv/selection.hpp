@@ -52,6 +52,10 @@ struct kv_selection {
 }
 
 /// @brief An explicit list of layers (sorted, duplicates removed).
+///
+/// @code
+/// layers_list(8, {5, 1, 5});  // {1, 5}
+/// @endcode
 /// @throws invalid_argument if a layer is outside [0, n_layers).
 [[nodiscard]] inline std::vector<layer_index> layers_list(std::int32_t n_layers,
                                                           std::vector<layer_index> list) {
@@ -62,6 +66,10 @@ struct kv_selection {
 }
 
 /// @brief The layers whose mask entry is true (mask.size() is the number of layers).
+///
+/// @code
+/// layers_mask({true, false, true});  // {0, 2}
+/// @endcode
 [[nodiscard]] inline std::vector<layer_index> layers_mask(const std::vector<bool>& mask) {
   std::vector<layer_index> out;
   for (std::size_t i = 0; i < mask.size(); ++i)
@@ -70,6 +78,10 @@ struct kv_selection {
 }
 
 /// @brief Every k-th layer starting at `offset`: offset, offset + k, ...
+///
+/// @code
+/// layers_every(8, 3, 1);  // {1, 4, 7}
+/// @endcode
 /// @throws invalid_argument if k < 1 or offset outside [0, n_layers).
 [[nodiscard]] inline std::vector<layer_index> layers_every(std::int32_t n_layers, std::int32_t k,
                                                            std::int32_t offset = 0) {
@@ -81,6 +93,11 @@ struct kv_selection {
 }
 
 /// @brief The k layers with the highest scores (ties: lower layer first), returned in layer order.
+///
+/// @code
+/// const std::vector<double> s{0.1, 0.9, 0.5, 0.9};
+/// layers_top_k(s, 2);  // {1, 3}
+/// @endcode
 /// @throws invalid_argument if scores hold NaN or k is outside [0, scores.size()].
 [[nodiscard]] inline std::vector<layer_index> layers_top_k(std::span<const double> scores, std::size_t k) {
   detail::check_finite("layers_top_k", "scores", scores);
@@ -136,6 +153,10 @@ struct kv_selection {
 }
 
 /// @brief An explicit list of token indices (sorted, duplicates removed).
+///
+/// @code
+/// tokens_list(10, {7, 2, 7});  // {2, 7}
+/// @endcode
 /// @throws invalid_argument if an index is outside [0, n).
 [[nodiscard]] inline std::vector<std::int64_t> tokens_list(std::int64_t n, std::vector<std::int64_t> list) {
   for (auto t : list) detail::check_in_range("tokens_list", "list", t, 0, n - 1);

@@ -179,10 +179,6 @@ struct [[nodiscard]] cost_benefit_result {
   std::vector<finding> findings;
 };
 
-/// @brief Finding id of a link: finding_id(finding_kind::cost_relay_pays_on_link) with the link's
-/// name (every character other than [A-Za-z0-9_] replaced by '_').
-[[nodiscard]] std::string cost_finding_id(std::string_view link_name);
-
 /// @brief Cost-benefit of the KV relay against the text relay in the need regime.
 ///
 /// For each need-regime unit with both arms, latency on link L is the record's receiver latency

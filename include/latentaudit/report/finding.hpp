@@ -66,6 +66,17 @@ struct finding {
 };
 
 /// @brief A finding of kind `key` (its id key.id()) with verdict `answer`; the analyses fill in the rest.
+///
+/// A custom analysis builds its findings with it, so that their ids, statements and gates are the
+/// catalog's (report/finding_catalog.hpp):
+/// @code
+/// finding f = make_finding({finding_kind::cost_relay_pays_on_link, {.link = "pcie4"}}, verdict::yes);
+/// // f.id == "cost.relay_pays_on_pcie4"
+/// f.estimate = 0.012;
+/// f.ci_low = 0.004;
+/// f.ci_high = 0.020;
+/// f.n = 200;
+/// @endcode
 [[nodiscard]] inline finding make_finding(finding_key key, verdict answer = verdict::inconclusive) {
   finding f;
   f.id = key.id();

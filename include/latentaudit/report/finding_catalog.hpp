@@ -627,16 +627,6 @@ inline std::string finding_id_part(std::string_view pattern, const finding_kind_
   return detail::finding_id_part(finding_info(k).pattern, finding_info(k), p, all_set);
 }
 
-/// @brief The id as docs/audit-report.md lists it: the pattern with only `<arm>` replaced (the
-/// parameters a finding gives stay placeholders: `<k>`, `<regime>`, `[.<sender>]`, `<link>`).
-[[nodiscard]] inline std::string finding_documented_id(finding_kind k) {
-  const finding_kind_info& row = finding_info(k);
-  std::string id(row.pattern);
-  if (const auto at = id.find("<arm>"); at != std::string::npos)
-    id.replace(at, 5, std::string(arm_kind_name(row.subject)));
-  return id;
-}
-
 inline std::string finding_key::id() const { return finding_id(kind, params); }
 
 /// @brief Whether a check named `check` (checklist_item::name; "map_<arm>" answers to "map")

@@ -90,23 +90,6 @@ enum class arm_family : std::uint8_t {
             ///< or mapped into its shape first)
 };
 
-/// @brief The name of a family ("control", "text", "kv", "placebo", "foreign").
-[[nodiscard]] constexpr std::string_view arm_family_name(arm_family f) noexcept {
-  switch (f) {
-    case arm_family::control:
-      return "control";
-    case arm_family::text:
-      return "text";
-    case arm_family::kv:
-      return "kv";
-    case arm_family::placebo:
-      return "placebo";
-    case arm_family::foreign:
-      return "foreign";
-  }
-  return "unknown";
-}
-
 /// @brief Which engine plays agent A (reads the document) for an arm.
 enum class arm_sender : std::uint8_t {
   none,      ///< nobody: B answers alone

@@ -141,15 +141,10 @@ struct record_read_options {
 };
 
 namespace detail {
-// Records files read_records has parsed in this process (records_files_parsed).
+// Records files read_records has parsed in this process so far: each call counts once. Tests read
+// it to check that a resumed audit parses each file once (tests/report/audit_session_test.cpp).
 inline std::atomic<std::uint64_t> records_parsed{0};
 }  // namespace detail
-
-/// @brief How many records files read_records has parsed in this process so far: each call counts
-/// once. Tests read it to check that a resumed audit parses each file once (audit_session).
-[[nodiscard]] inline std::uint64_t records_files_parsed() noexcept {
-  return detail::records_parsed.load(std::memory_order_relaxed);
-}
 
 /// @brief Reads a records.jsonl file: one JSON record per line; blank lines are skipped, and so
 /// are zero bytes at the end of the file (the padding an open or crashed record_journal leaves).

@@ -339,13 +339,6 @@ namespace detail {
   return detail::record_line(r, "record_to_line");
 }
 
-/// @brief The record as a JSON object: record_to_line parsed back, so the two forms always agree.
-/// @throws invalid_argument as record_to_line.
-[[nodiscard]] inline json_value record_to_json(const trial_record& r) {
-  return parse_json(detail::record_line(r, "record_to_json"),
-                    {.max_depth = 1024, .max_bytes = std::size_t{1} << 30});
-}
-
 /// @brief Every top-level field a record may hold, in the order of docs/records.md: the
 /// properties of docs/record.schema.json and the fields record_from_json reads. A field outside it
 /// is read as nothing (record_lint warns about it).

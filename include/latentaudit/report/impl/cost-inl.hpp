@@ -27,10 +27,6 @@
 
 namespace latentaudit {
 
-LATENTAUDIT_INLINE std::string cost_finding_id(std::string_view link_name) {
-  return finding_id(finding_kind::cost_relay_pays_on_link, {.link = std::string(link_name)});
-}
-
 LATENTAUDIT_INLINE double relay_gate_logistic::probability(std::span<const double> x) const {
   constexpr std::string_view fn = "relay_gate_logistic::probability";
   detail::check_same_size(fn, "x", x.size(), "features", features.size());
