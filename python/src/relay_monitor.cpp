@@ -27,7 +27,7 @@ constexpr std::pair<std::string_view, relay_endpoint> endpoints[] = {
 relay_monitor make_monitor(double alpha, std::int64_t window, double max_bet, bool vs_text, bool vs_no_comm,
                            bool on_correct, bool on_likelihood) {
   if (window < 2)
-    detail::throw_invalid("relay_monitor", "window", "must be at least 2, got " + std::to_string(window));
+    throw invalid_argument("relay_monitor: argument 'window' must be at least 2, got " + std::to_string(window));
   relay_monitor_options o;
   o.bets.alpha = alpha;
   o.bets.window = static_cast<std::size_t>(window);
