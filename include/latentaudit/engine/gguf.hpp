@@ -384,6 +384,11 @@ class gguf_file {
   }
   /// @brief Parses a GGUF file held in memory; `bytes` must outlive the object (tensors are read
   /// from it). `name` names it in errors.
+  ///
+  /// @code
+  /// const std::vector<std::byte> bytes = slurp(path);  // the whole file, kept while f is used
+  /// const auto f = gguf_file::parse(bytes);
+  /// @endcode
   /// @throws corrupt_data naming `name` and the problem.
   static gguf_file parse(std::span<const std::byte> bytes, const gguf_limits& limits = {},
                          std::string name = "<memory>") {

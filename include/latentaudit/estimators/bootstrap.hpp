@@ -434,6 +434,11 @@ template <class Statistic>
 /// share the same drawn indices (scipy's `paired=True`; R boot on a two-column data frame).
 ///
 /// Replicate r draws n pair indices from stream {seed, 0, arm 0, r}. Jackknife units: pairs.
+///
+/// @code
+/// auto mean_diff = [](const resample_view& t, const resample_view& c) { return t.mean() - c.mean(); };
+/// const auto paired = bootstrap_paired(x, y, mean_diff, o);  // x[i], y[i]: the two outcomes of pair i
+/// @endcode
 /// @param treated treated outcome of each pair (n ≥ 2, finite)
 /// @param control control outcome of each pair, same size
 /// @param statistic callable (const resample_view&, const resample_view&) -> double or
@@ -570,6 +575,12 @@ template <two_sample_statistic Statistic>
 /// @brief Combines a statistic and a standard-error callable with the same arguments into a
 /// statistic returning estimate_and_variance{statistic(args...), se(args...)²}, for studentized
 /// intervals.
+///
+/// @code
+/// const bootstrap_options o{.replicates = 999, .method = bootstrap_ci_method::studentized, .seed = 1};
+/// const auto a = bootstrap(x, studentize(mean, se), o);  // mean, se: callables (const resample_view&) ->
+/// double
+/// @endcode
 /// @param statistic the statistic
 /// @param std_error its standard error on the same (resampled) data
 /// @returns a callable usable with every bootstrap function

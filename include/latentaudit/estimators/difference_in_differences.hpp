@@ -115,6 +115,10 @@ struct event_study_result {
 /// @brief 2 × 2 difference in differences from the four cell means:
 /// (ȳ₁₁ − ȳ₁₀) − (ȳ₀₁ − ȳ₀₀) with SE = √(Σ_c s_c²/n_c) (independent cells; equals HC2 of the
 /// saturated regression) and Satterthwaite df (Σ v_c)²/Σ v_c²/(n_c − 1), v_c = s_c²/n_c.
+///
+/// @code
+/// const auto m = did_2x2_means(y, treated, post);  // m.effect: the DiD with its interval
+/// @endcode
 /// @param y outcomes (finite)
 /// @param treated 0/1 group indicator, same size
 /// @param post 0/1 period indicator, same size

@@ -53,6 +53,10 @@ enum class p_adjust_method {
 /// @brief Parses a method name as R (`"none"`, `"bonferroni"`, `"holm"`, `"hochberg"`, `"BH"`,
 /// `"fdr"`, `"BY"`) or statsmodels (`"simes-hochberg"`, `"fdr_bh"`, `"fdr_by"`) spell it;
 /// case-sensitive, as both peers are.
+///
+/// @code
+/// const auto adjusted = p_adjust(p, parse_p_adjust_method("BH"));  // R's p.adjust(p, "BH")
+/// @endcode
 /// @param name the method name
 /// @returns the method
 /// @throws invalid_argument if the name is not one of those listed

@@ -613,6 +613,11 @@ struct kv_block_access {
 
 /// @brief Copies K (or V) of present layer i into HF's per-layer layout [1, kv_heads, tokens, head_dim]
 /// (head-major "HND", as `DynamicCache.layers[l].keys`), as floats.
+///
+/// @code
+/// const auto hf = to_hf_layout(b, i, value);  // element (h, t, d) at (h·tokens + t)·head_dim + d
+/// from_hf_layout(c, i, value, hf);             // c's layer i now holds b's K (value false) or V
+/// @endcode
 [[nodiscard]] inline std::vector<float> to_hf_layout(const kv_block& b, std::size_t i, bool value) {
   detail::check_in_range("to_hf_layout", "i", static_cast<long long>(i), 0,
                          static_cast<long long>(b.n_layers()) - 1);
@@ -629,7 +634,8 @@ struct kv_block_access {
   return out;
 }
 
-/// @brief Fills K (or V) of present layer i from HF's layout [1, kv_heads, tokens, head_dim].
+/// @brief Fills K (or V) of present layer i from HF's layout [1, kv_heads, tokens, head_dim]
+/// (the example of to_hf_layout).
 /// @throws shape_mismatch if hf has the wrong number of elements.
 inline void from_hf_layout(kv_block& b, std::size_t i, bool value, std::span<const float> hf) {
   constexpr std::string_view fn = "from_hf_layout";

@@ -265,6 +265,12 @@ inline kv_block parse_llama_cache_layout(std::span<const std::byte> blob, std::s
 }
 
 /// @brief Serialises a block and its token ids as the file `llama_state_seq_load_file` reads.
+///
+/// @code
+/// const std::vector<std::int32_t> tokens{0, 5, 9};
+/// const auto file = to_llama_seq_state_file(b, tokens, {.v_trans = vt, .n_stream = streams});
+/// const auto parsed = from_llama_seq_state_file(file, b.fingerprint());  // parsed.block == b
+/// @endcode
 /// @throws invalid_argument as to_llama_seq_state.
 [[nodiscard]] inline std::vector<std::byte> to_llama_seq_state_file(const kv_block& b,
                                                                     std::span<const std::int32_t> tokens,
@@ -305,7 +311,8 @@ inline kv_block parse_llama_cache_layout(std::span<const std::byte> blob, std::s
   return detail::parse_llama_cache_layout(blob, 8, fingerprint, fn);
 }
 
-/// @brief Parses a `llama_state_seq_save_file` file (its bytes) into the block and the token ids.
+/// @brief Parses a `llama_state_seq_save_file` file (its bytes) into the block and the token ids
+/// (the example of to_llama_seq_state_file).
 /// @throws corrupt_data on another magic or version, a token count beyond the file, and as
 ///         from_llama_seq_state on the cache layout; incompatible_model as from_llama_seq_state.
 [[nodiscard]] inline llama_seq_state_file from_llama_seq_state_file(std::span<const std::byte> bytes,

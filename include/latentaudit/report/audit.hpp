@@ -318,6 +318,11 @@ struct audit_core {
 ///
 /// See the file comment and docs/audit-report.md for the estimands, intervals, tests and the
 /// rule behind every finding's verdict.
+///
+/// @code
+/// const auto core = analyse_records(read_records("records.jsonl"));
+/// for (const finding& f : core.findings) std::cout << f.id << ": " << verdict_name(f.answer) << "\n";
+/// @endcode
 /// @param records one record per (item, seed, arm) (at least one)
 /// @param o levels, margins, bootstrap size, seed, threads
 /// @returns the tables and the findings; a unit lacking one arm of a contrast is dropped from that

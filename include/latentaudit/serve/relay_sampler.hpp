@@ -100,6 +100,11 @@ namespace detail {
 
 /// @brief Whether request `request_id` is in the sample of `seed` at `fraction` (the sampler's draw,
 /// usable without a sampler: a router deciding before it runs the fallback).
+///
+/// @code
+/// relay_sampled(1, 5, 0.0);  // false: fraction 0 samples no request
+/// relay_sampled(1, 5, 1.0);  // true: fraction 1 samples every one
+/// @endcode
 /// @param seed the sample's seed
 /// @param request_id the request
 /// @param fraction the share sampled, in [0, 1]
