@@ -9,6 +9,7 @@
 // issue 49's: the items side by side (every arm's answer text, correctness and probability, the
 // filters, the row cap), numbers in percentage points, ids that wrap only at dots, the policy count.
 #include <latentaudit/report.hpp>
+#include <latentaudit/report/detail/core_sections.hpp>
 #include <latentaudit/report/detail/failure_report.hpp>
 #include <latentaudit/report/detail/report_sections.hpp>
 #include <latentaudit/report/html.hpp>
@@ -577,6 +578,64 @@ TEST_CASE("report.html and report.md: the More sections are one model, tables in
   CHECK(h2.find("<pre>## Unavailable on this engine (x)\n\n| arm `a&lt;b&gt;` | why |\n</pre>") !=
         std::string::npos);
   CHECK(h2.find("<section id=\"gate\">") < h2.find("<pre>"));
+}
+
+TEST_CASE("report.html and report.md: accuracy, effects, noise, frontier, demonstrations are one model",
+          "[report][html]") {
+  const auto& b = html_report();
+  const auto& h = b.html;
+  const auto md = report_markdown(b.report);
+  std::vector<report_section> sections{detail::accuracy_section(b.report), detail::effects_section(b.report),
+                                       detail::noise_section(b.report), detail::frontier_section(b.report),
+                                       detail::demonstrations_section(b.report)};
+  if (auto s = detail::cate_section(b.report)) sections.push_back(*s);
+  if (auto s = detail::warnings_section(b.report)) sections.push_back(*s);
+  REQUIRE(sections.size() >= 6);  // the simulated audit has CATE estimates
+  // the title and meta paragraph open both files
+  const report_section title = detail::title_section(b.report);
+  CHECK(md.rfind(markdown_of(title), 0) == 0);
+  CHECK(h.find(html_of(title)) != std::string::npos);
+  CHECK(
+      h.find(
+          "<section><h1>latentaudit report: when does latent communication pay?</h1>\n<p class=\"meta\">") !=
+      std::string::npos);
+  for (const auto& s : sections) {
+    INFO(s.id);
+    CHECK(md.find(markdown_of(s)) != std::string::npos);  // report.md writes the model as it is
+    const auto at = h.find("<section id=\"" + s.id + "\">");
+    REQUIRE(at != std::string::npos);
+    const std::string sec = h.substr(at, h.find("</section>", at) - at);
+    for (const auto& block : s.blocks)  // report.html writes the same tables (the accuracy table's
+      if (const auto* t = std::get_if<report_table>(&block); t != nullptr && s.id != "accuracy")
+        CHECK(sec.find(html_of(*t)) != std::string::npos);  // arms are links there: checked below
+  }
+  // report.md's effects table has report.html's regime column; p-values below 0.001 read "<0.001"
+  // and keep their value for sorting
+  CHECK(md.find("| contrast | regime | pairs | items | estimate |") != std::string::npos);
+  const auto& e = b.report.core.effects.front();
+  CHECK(md.find("| " + detail::markdown_text(e.id) + " | " + detail::markdown_text(e.regime) + " | " +
+                std::to_string(e.n_pairs) + " | ") != std::string::npos);
+  std::size_t small = 0;
+  for (const auto& x : b.report.core.effects)
+    if (x.p_value < 0.001) {
+      ++small;
+      CHECK(h.find(fmt::format("data-v=\"{:.17g}\">&lt;0.001</td>", x.p_value)) != std::string::npos);
+    }
+  CHECK(small > 0);
+  // the accuracy table: every arm of the records linked to the drill-down, sorted as report.md's
+  const auto acc = h.find("<section id=\"accuracy\">");
+  const std::string accuracy = h.substr(acc, h.find("</section>", acc) - acc);
+  for (const auto& a : b.report.core.arms)
+    if (a.regime != "all")
+      CHECK(accuracy.find("<tr><td>" + detail::html_escape(a.regime) + "</td><td><a href=\"#tasks\"><code>" +
+                          detail::html_escape(a.arm) + "</code></a></td>") != std::string::npos);
+  // the demonstrations in report.html too: the production log and the rollout with their methods
+  const auto dem = h.find("<section id=\"demonstrations\"><h3>");
+  REQUIRE(dem != std::string::npos);
+  if (b.report.observational.log.missing.empty())
+    CHECK(h.find("<td>nearest-neighbour matching</td>", dem) != std::string::npos);
+  else
+    CHECK(h.find("Production log: not run (", dem) != std::string::npos);
 }
 
 TEST_CASE("report.html: the serving policy's heading counts the rules it shows", "[report][html]") {

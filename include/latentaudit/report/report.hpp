@@ -67,9 +67,6 @@ std::string estimate_md(const effect_estimate& e);
 /// @brief report.json's "options": the levels and, for an audit stopped when decided
 /// (audit_options::horizon), horizon_items, looks and regime_horizon_items.
 [[nodiscard]] json_value options_json(const audit_options& o);
-/// @brief report.md's note on an audit stopped when decided: its horizon, looks and the arms it
-/// stopped one by one (part of report_markdown, with audit_options::horizon set).
-[[nodiscard]] std::string stopped_when_decided_note(const audit_report& r);
 
 }  // namespace detail
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // latentaudit: the report's core sections built once as report_section (report_model.hpp) from the
-// audit's results — accuracy by arm, the paired effects with their forest plot, the CATE table, the
-// noise dose-response, the slicing and compression frontier, the teaching demonstrations (with the
-// production log and the rollout) and the warnings — which report.md writes with markdown_of and
-// report.html with html_of. Not part of the public API.
+// audit's results — the title with the meta paragraph, accuracy by arm, the paired effects with their forest
+// plot, the CATE table, the noise dose-response, the slicing and compression frontier, the teaching
+// demonstrations (with the production log and the rollout) and the warnings — which report.md writes with
+// markdown_of and report.html with html_of. Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP
 #define LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP
 
@@ -21,6 +21,12 @@ struct audit_report;
 }  // namespace latentaudit
 
 namespace latentaudit::detail {
+
+/// @brief The report's title (level 1), the meta paragraph (records, items, seeds, α, margin,
+/// bootstrap) and, for an audit stopped when decided (audit_options::horizon), the note on its horizon,
+/// looks and the arms it stopped one by one.
+/// @param r the report
+[[nodiscard]] report_section title_section(const audit_report& r);
 
 /// @brief "Accuracy by arm": one row per (regime, arm), the "all" regime left out, sorted by regime
 /// (need, no_need, stale, conflict, others) then arm; the arm is data text (report.html links it to

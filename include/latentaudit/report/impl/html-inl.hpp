@@ -1004,21 +1004,7 @@ LATENTAUDIT_INLINE std::string report_html(const audit_report& r, std::span<cons
   p.raw("<style>");
   p.raw(detail::html_css);
   p.raw("</style>\n</head>\n<body>\n<main>\n");
-  p.el("h1", "latentaudit report: when does latent communication pay?");
-  p.el("p",
-       fmt::format(
-           "{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy points, {} "
-           "bootstrap replicates (seed {}).",
-           r.core.n_records, r.core.n_items, r.core.n_seeds, alpha, pct(r.options.equivalence_margin),
-           r.options.bootstrap_replicates, r.options.seed),
-       "class=\"meta\"");
-  if (r.options.horizon != 0) {  // stopped when decided: report.md's note, as plain text
-    std::string t;
-    for (const char ch : detail::stopped_when_decided_note(r))
-      if (ch != '*' && ch != '`') t.push_back(ch == '\n' ? ' ' : ch);
-    while (!t.empty() && t.back() == ' ') t.pop_back();
-    p.el("p", t, "class=\"note\"");
-  }
+  p.raw(html_of(detail::title_section(r)));  // the title, the meta paragraph, an early stop
   p.raw(
       "<nav class=\"note\">Sections: <a href=\"#decision\">Decision</a> · <a href=\"#findings\">Findings</a> "
       "· "

@@ -722,38 +722,6 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
 
 namespace detail {
 
-// report.md's note on an audit stopped when decided (`audit --until-decided`): the horizon, the
-// looks, and the arms stopped one by one; ends with a blank line.
-[[nodiscard]] LATENTAUDIT_INLINE std::string stopped_when_decided_note(const audit_report& r) {
-  const auto& s = r.options.schedule;
-  // with arms stopped one by one, an item whose regime's arms had all stopped holds no record
-  const std::size_t run =
-      s.empty()
-          ? r.core.n_items
-          : static_cast<std::size_t>(std::min<std::uint64_t>(s.batches * s.batch_items, r.options.horizon));
-  const std::string held =
-      run == r.core.n_items ? std::string() : fmt::format(" ({} of them hold records)", r.core.n_items);
-  std::string m = fmt::format(
-      "**Stopped when decided** (`--until-decided`): these are the first {}{} of the design's {} items, "
-      "looked at up to {} times. Every betting interval and p-value over items is a confidence "
-      "sequence tuned for the design's items of its regime (report.json options.regime_horizon_items; "
-      "valid at the stop the data chose); the cost findings' latency bootstrap runs at α/{}. The "
-      "descriptive bootstrap intervals (CIs of paired effects, CATE, noise and drift tolerances) are not "
-      "adjusted for the stop.\n",
-      run, held, r.options.horizon, r.options.looks, r.options.looks);
-  if (!s.empty()) {
-    std::size_t not_run = 0;  // the trials of cells left out, on the units the records hold
-    for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
-    m += fmt::format(
-        "\nArms stopped one by one: {} (regime, arm) cells stopped before the last of {} batches of {} items "
-        "once every finding that reads them was decided (schedule.json; report.json options.schedule); "
-        "the trials they never ran are not missing records ({} on the (item, seed) units the records "
-        "hold: completeness not_scheduled), and the findings of a stopped cell rest on the items it ran.\n",
-        s.partial.size(), s.batches, s.batch_items, not_run);
-  }
-  return m;
-}
-
 // report.md's table of the policy's rules (report.json decision.rules) and their replay on the
 // audit's own requests (decision.policy_replay); empty without rules. One row a rule, in evaluation
 // order: its conditions, action, the check and finding it rests on with that finding's interval,
@@ -806,15 +774,7 @@ namespace detail {
   using detail::pct;
   std::string m;
   auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
-  line("# latentaudit report: when does latent communication pay?");
-  line("");
-  line(
-      fmt::format("{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy "
-                  "points, {} bootstrap replicates (seed {}).",
-                  r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
-                  pct(r.options.equivalence_margin), r.options.bootstrap_replicates, r.options.seed));
-  line("");
-  if (r.options.horizon != 0) line(detail::stopped_when_decided_note(r));
+  m += markdown_of(detail::title_section(r));  // the title, the meta paragraph, an early stop
   line(std::string("## Decision: **") + decision_verdict_name(r.decision.verdict) + "**");
   line("");
   if (!r.decision.relay_allowed && is_relay_verdict(r.decision.verdict)) {

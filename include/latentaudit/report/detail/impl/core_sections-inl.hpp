@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -60,6 +62,54 @@ inline report_column core_col(std::string header, bool numeric = false) {
 inline std::string core_level(double alpha) { return fmt::format("{:g}%", 100.0 * (1.0 - alpha)); }
 }  // namespace
 
+LATENTAUDIT_INLINE report_section title_section(const audit_report& r) {
+  report_section s{
+      .id = {}, .title = "latentaudit report: when does latent communication pay?", .level = 1, .blocks = {}};
+  report_paragraph meta{
+      {report_span::prose(
+          fmt::format("{} records, {} items, {} seeds. Family-wise α = {}, equivalence margin ±{} accuracy "
+                      "points, {} bootstrap replicates (seed {}).",
+                      r.core.n_records, r.core.n_items, r.core.n_seeds, r.options.alpha,
+                      format_number(r.options.equivalence_margin, core_percent()),
+                      r.options.bootstrap_replicates, r.options.seed))},
+      false};
+  meta.style = "meta";
+  s.blocks.emplace_back(std::move(meta));
+  if (r.options.horizon == 0) return s;
+  // stopped when decided (`audit --until-decided`): the horizon, the looks, the arms stopped one by one
+  const auto& sc = r.options.schedule;
+  // with arms stopped one by one, an item whose regime's arms had all stopped holds no record
+  const std::size_t run =
+      sc.empty()
+          ? r.core.n_items
+          : static_cast<std::size_t>(std::min<std::uint64_t>(sc.batches * sc.batch_items, r.options.horizon));
+  const std::string held =
+      run == r.core.n_items ? std::string() : fmt::format(" ({} of them hold records)", r.core.n_items);
+  s.blocks.emplace_back(report_paragraph{
+      {report_span::strong("Stopped when decided"), report_span::prose(" ("),
+       report_span::code("--until-decided"),
+       report_span::prose(fmt::format(
+           "): these are the first {}{} of the design's {} items, looked at up to {} times. Every betting "
+           "interval and p-value over items is a confidence sequence tuned for the design's items of its "
+           "regime (report.json options.regime_horizon_items; valid at the stop the data chose); the cost "
+           "findings' latency bootstrap runs at α/{}. The descriptive bootstrap intervals (CIs of paired "
+           "effects, CATE, noise and drift tolerances) are not adjusted for the stop.",
+           run, held, r.options.horizon, r.options.looks, r.options.looks))},
+      true});
+  if (sc.empty()) return s;
+  std::size_t not_run = 0;  // the trials of cells left out, on the units the records hold
+  for (const auto& c : r.core.completeness) not_run += c.not_scheduled;
+  s.blocks.emplace_back(report_paragraph{
+      {report_span::prose(fmt::format(
+          "Arms stopped one by one: {} (regime, arm) cells stopped before the last of {} batches of {} items "
+          "once every finding that reads them was decided (schedule.json; report.json options.schedule); the "
+          "trials they never ran are not missing records ({} on the (item, seed) units the records hold: "
+          "completeness not_scheduled), and the findings of a stopped cell rest on the items it ran.",
+          sc.partial.size(), sc.batches, sc.batch_items, not_run))},
+      true});
+  return s;
+}
+
 LATENTAUDIT_INLINE report_section accuracy_section(const audit_report& r) {
   report_section s{.id = "accuracy", .title = "Accuracy by arm", .level = 2, .blocks = {}};
   std::vector<const arm_summary*> arms;  // by regime (need, no_need, stale, conflict, ...), then arm
@@ -86,7 +136,8 @@ LATENTAUDIT_INLINE report_section accuracy_section(const audit_report& r) {
   for (const auto* a : arms)
     t.rows.push_back({report_cell::label(a->regime), report_cell::label(a->arm), core_count(a->n),
                       report_cell::number(a->accuracy, core_percent()),
-                      core_percent_interval(a->ci_low, a->ci_high), report_cell::number(a->mean_bytes, core_g4()),
+                      core_percent_interval(a->ci_low, a->ci_high),
+                      report_cell::number(a->mean_bytes, core_g4()),
                       report_cell::number(a->mean_receiver_s, {.spec = "{:.1f}", .scale = 1e6}),
                       opt(a->mean_attention_mass), opt(a->mean_hidden_cosine), opt(a->mean_next_token_kl)});
   s.blocks.emplace_back(std::move(t));
@@ -101,9 +152,10 @@ LATENTAUDIT_INLINE report_section effects_section(const audit_report& r) {
   const std::string level = core_level(r.options.alpha);
   const std::string vlevel = core_level(2.0 * r.options.alpha);
   s.blocks.emplace_back(report_paragraph{
-      {report_span::prose("Forest plot: the line is the descriptive " + level +
-                          " cluster bootstrap CI, the wide pale bar the " + vlevel +
-                          " verdict interval (betting over items) the findings use; dotted lines mark ±margin.")},
+      {report_span::prose(
+          "Forest plot: the line is the descriptive " + level +
+          " cluster bootstrap CI, the wide pale bar the " + vlevel +
+          " verdict interval (betting over items) the findings use; dotted lines mark ±margin.")},
       true});
   s.blocks.emplace_back(report_figure{"forest.svg", "forest plot"});
   report_table t;
@@ -142,8 +194,9 @@ LATENTAUDIT_INLINE std::optional<report_section> cate_section(const audit_report
                core_col("p (McNemar)", true),
                core_col("p adjusted (Holm)", true)};
   for (const auto& c : r.core.cate)
-    t.rows.push_back({report_cell::label(c.arm_pair), report_cell::label(c.variable), report_cell::label(c.level),
-                      core_count(c.n), report_cell::number(c.estimate, core_points()),
+    t.rows.push_back({report_cell::label(c.arm_pair), report_cell::label(c.variable),
+                      report_cell::label(c.level), core_count(c.n),
+                      report_cell::number(c.estimate, core_points()),
                       core_points_interval(c.ci_low, c.ci_high), core_p(c.p_value), core_p(c.p_adjusted)});
   s.blocks.emplace_back(std::move(t));
   return s;
@@ -159,9 +212,10 @@ LATENTAUDIT_INLINE report_section noise_section(const audit_report& r) {
     return x ? format_number(*x, g4) : std::string("beyond");
   };
   if (nz.curve.size() < 2)
-    s.blocks.emplace_back(report_paragraph{
-        {report_span::prose("No noise arms were run (or none pairs with kv\\_full). "), report_span::data(nz.method)},
-        false});
+    s.blocks.emplace_back(
+        report_paragraph{{report_span::prose("No noise arms were run (or none pairs with kv\\_full). "),
+                          report_span::data(nz.method)},
+                         false});
   else
     s.blocks.emplace_back(report_paragraph{
         {report_span::prose(fmt::format(
@@ -185,7 +239,8 @@ LATENTAUDIT_INLINE report_section noise_section(const audit_report& r) {
                core_col("non-inferior")};
   for (const auto& p : nz.curve)
     t.rows.push_back({report_cell::number(p.sigma, g4), core_count(p.n), core_count(p.items),
-                      report_cell::number(p.accuracy, core_percent()), core_percent_interval(p.ci_low, p.ci_high),
+                      report_cell::number(p.accuracy, core_percent()),
+                      core_percent_interval(p.ci_low, p.ci_high),
                       report_cell::number(p.diff_vs_kv_full, core_points()),
                       core_points_interval(p.diff_ci_low, p.diff_ci_high),
                       report_cell::number(p.fitted_diff, core_points()),
@@ -204,15 +259,16 @@ LATENTAUDIT_INLINE report_section frontier_section(const audit_report& r) {
                core_col(core_level(r.options.alpha) + " CI % (item-clustered)", true), core_col("Pareto")};
   for (const auto& p : r.core.frontier)
     t.rows.push_back({report_cell::label(p.arm), report_cell::number(p.mean_bytes, core_g4()),
-                      report_cell::number(p.accuracy, core_percent()), core_percent_interval(p.ci_low, p.ci_high),
-                      report_cell::words(p.pareto ? "yes" : "")});
+                      report_cell::number(p.accuracy, core_percent()),
+                      core_percent_interval(p.ci_low, p.ci_high), report_cell::words(p.pareto ? "yes" : "")});
   s.blocks.emplace_back(std::move(t));
   return s;
 }
 
 namespace {
 // The demonstrations' "method | estimate [CI]" table: one row per (method, estimate).
-inline report_table core_methods_table(std::initializer_list<std::pair<const char*, const effect_estimate*>> rows) {
+inline report_table core_methods_table(
+    std::initializer_list<std::pair<const char*, const effect_estimate*>> rows) {
   report_table t;
   t.columns = {core_col("method"), core_col("estimate [CI]", true)};
   for (const auto& [name, e] : rows) t.rows.push_back({report_cell::words(name), core_estimate(*e)});
@@ -233,38 +289,41 @@ LATENTAUDIT_INLINE report_section demonstrations_section(const audit_report& r) 
                    .blocks = {}};
   auto para = [&](report_text t) { s.blocks.emplace_back(report_paragraph{std::move(t), false}); };
   para({report_span::prose(
-            "Observational methods on a production log and a rollout simulated from the randomized records (the "
+            "Observational methods on a production log and a rollout simulated from the randomized records "
+            "(the "
             "randomized result is the truth by construction). They teach which methods recover a randomized "
             "effect; they are not findings about the relay, and report.json lists them under "),
-        report_span::code("demonstrations"), report_span::prose(", never under "), report_span::code("findings"),
-        report_span::prose(". Every interval is clustered by item.")});
+        report_span::code("demonstrations"), report_span::prose(", never under "),
+        report_span::code("findings"), report_span::prose(". Every interval is clustered by item.")});
   if (!r.demonstrations.empty()) {
     report_table t;
-    t.columns = {core_col("demonstration"),
-                 core_col("outcome"),
-                 core_col("estimate", true),
-                 core_col(core_level(r.options.alpha) + " CI", true),
-                 core_col("n", true),
-                 core_col("method")};
+    t.columns = {core_col("demonstration"),  core_col("outcome"),
+                 core_col("estimate", true), core_col(core_level(r.options.alpha) + " CI", true),
+                 core_col("n", true),        core_col("method")};
     report_list details;
     for (const auto& f : r.demonstrations) {
-      t.rows.push_back({report_cell::code_id(f.id), report_cell::of_verdict(f.answer),
-                        report_cell::number(f.estimate, core_points()), core_points_interval(f.ci_low, f.ci_high),
-                        core_count(f.n), report_cell::label(f.method)});
+      report_cell id = report_cell::code_id(f.id);
+      id.breakable = true;  // HTML: wraps only after a dot
+      t.rows.push_back(
+          {std::move(id), report_cell::of_verdict(f.answer), report_cell::number(f.estimate, core_points()),
+           core_points_interval(f.ci_low, f.ci_high), core_count(f.n), report_cell::label(f.method)});
       if (!f.detail.empty())
-        details.items.push_back({report_span::code(f.id), report_span::prose(": "), report_span::data(f.detail)});
+        details.items.push_back(
+            {report_span::code(f.id), report_span::prose(": "), report_span::data(f.detail)});
     }
     s.blocks.emplace_back(std::move(t));
     s.blocks.emplace_back(std::move(details));  // empty: a blank line in report.md, nothing in report.html
   }
   const auto& L = r.observational.log;
   if (!L.missing.empty()) {
-    para({report_span::prose("Production log: not run ("), report_span::data(L.missing), report_span::prose(").")});
+    para({report_span::prose("Production log: not run ("), report_span::data(L.missing),
+          report_span::prose(").")});
   } else {
-    para({report_span::prose(fmt::format(
-        "Production log: a scheduler relayed {} of {} units, mostly long documents and need items. Randomized "
-        "truth {}.",
-        L.treated, L.units, core_estimate_text(L.randomized)))});
+    para(
+        {report_span::prose(fmt::format("Production log: a scheduler relayed {} of {} units, mostly long "
+                                        "documents and need items. Randomized "
+                                        "truth {}.",
+                                        L.treated, L.units, core_estimate_text(L.randomized)))});
     s.blocks.emplace_back(core_methods_table({{"naive difference", &L.naive},
                                               {"nearest-neighbour matching", &L.matching},
                                               {"IPW (Hájek)", &L.ipw},
@@ -277,9 +336,11 @@ LATENTAUDIT_INLINE report_section demonstrations_section(const audit_report& r) 
     std::string drift;
     for (double a : R.period_text_accuracy)
       drift += (drift.empty() ? "" : ", ") + format_number(a, core_percent()) + "%";
-    para({report_span::prose(fmt::format("Rollout over {} periods with drifting difficulty (accuracy of ", R.periods)),
+    para({report_span::prose(
+              fmt::format("Rollout over {} periods with drifting difficulty (accuracy of ", R.periods)),
           report_span::data(R.text_arm),
-          report_span::prose(fmt::format(" per period: {}). Truth (ATT) {}.", drift, core_estimate_text(R.truth)))});
+          report_span::prose(
+              fmt::format(" per period: {}). Truth (ATT) {}.", drift, core_estimate_text(R.truth)))});
     s.blocks.emplace_back(
         core_methods_table({{"before/after", &R.before_after}, {"difference in differences", &R.did}}));
   }
