@@ -10,6 +10,7 @@
 // filters, the row cap), numbers in percentage points, ids that wrap only at dots, the policy count.
 #include <latentaudit/report.hpp>
 #include <latentaudit/report/detail/core_sections.hpp>
+#include <latentaudit/report/detail/decision_sections.hpp>
 #include <latentaudit/report/detail/failure_report.hpp>
 #include <latentaudit/report/detail/report_sections.hpp>
 #include <latentaudit/report/html.hpp>
@@ -212,8 +213,9 @@ TEST_CASE("report.html: well-formed, every finding and the decision, nothing fro
     const auto code_end = h.find("</code>", code);
     CHECK(strip_tags(h.substr(code, code_end - code)) == detail::html_escape(id));
   }
-  CHECK(h.find(std::string("Decision: ") +
-               detail::html_escape(decision_verdict_name(b.report.decision.verdict))) != std::string::npos);
+  CHECK(h.find(std::string("Decision: <strong>") +
+               detail::html_escape(decision_verdict_name(b.report.decision.verdict)) + "</strong>") !=
+        std::string::npos);
   CHECK(h.find(std::string("<code>decision.relay_allowed</code> = <code>") +
                (b.report.decision.relay_allowed ? "true" : "false") + "</code>") != std::string::npos);
   CHECK(h.find("Decision:") < h.find("id=\"findings\""));  // the decision first
@@ -261,7 +263,7 @@ TEST_CASE("report.html: findings say what they mean for relay, intervals carry t
     CHECK(tr.find(relay_polarity_name(finding_polarity(f))) != std::string::npos);
     CHECK(tr.find(detail::html_escape(finding_interval_label(f, b.report.options.alpha))) !=
           std::string::npos);
-    CHECK(tr.find("<details class=\"method\">") != std::string::npos);  // the method text collapsed
+    CHECK(tr.find("<details><summary>") != std::string::npos);  // the method text collapsed
     CHECK(tr.find(detail::html_escape(f.method)) != std::string::npos);
   }
   // each label names what the finding's own method text says its interval is
@@ -638,7 +640,9 @@ TEST_CASE("report.html and report.md: accuracy, effects, noise, frontier, demons
     CHECK(h.find("Production log: not run (", dem) != std::string::npos);
 }
 
-TEST_CASE("report.html: the serving policy's heading counts the rules it shows", "[report][html]") {
+TEST_CASE(
+    "report.html and report.md: a policy line is a condition when a rule of it rests on a risk shown present",
+    "[report][html]") {
   const auto& b = html_report();
   auto r = b.report;
   r.decision.verdict = decision_verdict::relay_with_conditions;
@@ -649,18 +653,23 @@ TEST_CASE("report.html: the serving policy's heading counts the rules it shows",
       "relay only fresh caches (stale.kv_worse_than_text)",
       "do not relay on conflict "
       "(conflict.kv_worse_than_no_comm)",
-      "send text from sender cc: cache map m1 is not shown non-inferior (mapped.retention no)"};
-  r.decision.checklist = {
-      {.name = "no_need_harm",
-       .passed = verdict::no,
-       .reason = "x",
-       .findings = {"no_need.kv_changes_accuracy"}},
-      {.name = "freshness", .passed = verdict::no, .reason = "x", .findings = {"stale.kv_worse_than_text"}},
-      {.name = "conflict",
-       .passed = verdict::no,
-       .reason = "x",
-       .findings = {"conflict.kv_worse_than_no_comm"}},
-      {.name = "drift", .passed = verdict::yes, .reason = "x", .findings = {"drift.tolerance_steps"}}};
+      "send text from sender cc: cache map m1 is not shown non-inferior (mapped.retention no; "
+      "stale.kv_worse_than_text)"};
+  // the typed link: each line's rules name the check they rest on; the line's prose plays no part (the
+  // last line names a risk finding but rests on a map check, which is no risk check)
+  r.decision.rules.clear();
+  for (const char* check : {"drift", "no_need_harm", "freshness", "conflict", "map_cc"})
+    r.decision.rules.push_back({.line = r.decision.rules.size(), .check = check});
+  auto risk = [](const char* name, verdict v) {
+    checklist_item c{.name = name, .passed = v, .reason = "x"};
+    c.risk = true;
+    return c;
+  };
+  r.decision.checklist = {risk("no_need_harm", verdict::no),
+                          risk("freshness", verdict::no),
+                          risk("conflict", verdict::no),
+                          risk("drift", verdict::yes),
+                          {.name = "map_cc", .passed = verdict::no, .reason = "x"}};
   const auto h = report_html(r, b.records, b.svgs);
   CHECK(html_problem(h).empty());
   CHECK(h.find("Serving policy: 5 rules, 3 of them conditions (a risk shown present)") != std::string::npos);
@@ -669,6 +678,17 @@ TEST_CASE("report.html: the serving policy's heading counts the rules it shows",
   const std::string list = h.substr(ol, h.find("</ol>", ol) - ol);
   CHECK(count(list, "<li>") == 5);
   CHECK(count(list, "condition</span>") == 3);
+  CHECK(list.find("mapped.retention no; stale.kv_worse_than_text) <span") == std::string::npos);
+  // the checklist marks the three risks shown present, not the map check shown "no"
+  CHECK(count(h, "<span class=\"lbl\">a policy condition</span>") == 3);
+  // report.md: the same list, numbered, the same count
+  const std::string md = report_markdown(r);
+  CHECK(md.find("### Serving policy: 5 rules, 3 of them conditions (a risk shown present)") !=
+        std::string::npos);
+  CHECK(md.find("2. relay only where B needs A \\(no\\_need.kv\\_changes\\_accuracy\\) — condition\n") !=
+        std::string::npos);
+  CHECK(md.find("5. send text from sender cc") != std::string::npos);
+  CHECK(md.find("stale.kv\\_worse\\_than\\_text\\)\n") != std::string::npos);  // line 5: no badge
 }
 
 TEST_CASE("report.html: the drill-down shows each trial's query and accepted answers from the task file",
@@ -741,8 +761,8 @@ TEST_CASE(
   CHECK(std::filesystem::file_size(dir / "latency_receiver.svg") > 100);
   // report.md: "for relay", the interval's level and method, one short method cell linking report.html
   CHECK(
-      md.find("| id | for relay | verdict | estimate | interval | interval is | detectable | n | method |") !=
-      std::string::npos);
+      md.find("| id | for relay | verdict | statement | estimate | interval | interval is | detectable | n | "
+              "method |") != std::string::npos);
   CHECK(md.find("| `stale.kv_worse_than_text` | against | yes |") != std::string::npos);
   CHECK(md.find("90% verdict interval (betting over items)") != std::string::npos);
   CHECK(md.find("95% bootstrap CI | 90% verdict interval (betting)") != std::string::npos);
@@ -774,10 +794,10 @@ TEST_CASE(
     }
   CHECK(bad == 0);
   // the policy's rules read as written ("cache_age_versions >= 1"), no "&gt;" or "&amp;" in the raw file
-  audit_decision d;
-  d.policy = {"relay only fresh caches (cache_age_versions >= 1 & <tag>)"};
-  const auto policy = detail::decision_policy_markdown(d);
-  CHECK(policy.find("- relay only fresh caches \\(cache\\_age\\_versions >= 1 \\& &lt;tag>\\)") !=
+  audit_report d;
+  d.decision.policy = {"relay only fresh caches (cache_age_versions >= 1 & <tag>)"};
+  const auto policy = markdown_of(detail::decision_section(d));
+  CHECK(policy.find("1. relay only fresh caches \\(cache\\_age\\_versions >= 1 \\& &lt;tag>\\)") !=
         std::string::npos);
   CHECK(policy.find("&gt;") == std::string::npos);
   CHECK(policy.find("&amp;") == std::string::npos);

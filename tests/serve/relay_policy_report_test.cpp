@@ -34,7 +34,7 @@ TEST_CASE("report.md and report.html: the decision's rules and the policy replay
   REQUIRE(pr.note.empty());
   const std::string md = la::report_markdown(r);
   const std::string html = la::report_html(r, recs, {});
-  INFO(md.substr(md.find("Rules (report.json"), 3000));
+  INFO(md.substr(md.find("Serving policy as rules"), 3000));
   CHECK(
       md.find("| order | condition | action | rests on | finding | estimate [interval] | verdict | replayed "
               "requests |") != std::string::npos);
@@ -84,6 +84,6 @@ TEST_CASE("report.md and report.html: the decision's rules and the policy replay
   // without rules, neither renderer writes the section
   auto none = r;
   none.decision.rules.clear();
-  CHECK(la::report_markdown(none).find("Rules (report.json") == std::string::npos);
+  CHECK(la::report_markdown(none).find("Serving policy as rules") == std::string::npos);
   CHECK(la::report_html(none, recs, {}).find("id=\"policy-rules\"") == std::string::npos);
 }

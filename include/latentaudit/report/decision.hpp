@@ -77,6 +77,10 @@ struct checklist_item {
   /// the kinds of finding the check reads, in catalog order (finding_kinds_read_by(name): the catalog
   /// rows that name this check)
   std::vector<finding_kind> kinds = {};
+  /// a risk check (no_need_harm, freshness, conflict, drift, cross_model; set where decide() builds
+  /// them): "yes" = the risk shown absent, "no" = shown present, a condition of the policy when the
+  /// decision relays (report.md and report.html mark it so, and the policy lines whose rules rest on it)
+  bool risk = false;
 };
 
 /// @brief The sequential monitor replayed on the audit's own need-regime data, at the item level:

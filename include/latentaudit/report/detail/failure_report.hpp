@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// latentaudit: how the report writes the relay-failure analyses (stale, conflict, drift), the
-// decision's policy and the relay switch replay — report.json objects, report.md paragraphs, the
-// forest-plot rows and drift_response.svg — kept apart from report-inl.hpp, which calls these (the
-// section "When relay does not pay" is built by detail/report_sections.hpp).
+// latentaudit: how the report writes the relay-failure analyses (stale, conflict, drift) and the
+// relay switch replay — report.json objects, the forest-plot rows and drift_response.svg — kept apart
+// from report-inl.hpp, which calls these (the section "When relay does not pay" is built by
+// detail/report_sections.hpp; the decision's policy and relay switch in report.md and report.html by
+// detail/decision_sections.hpp).
 // Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
 #define LATENTAUDIT_REPORT_DETAIL_FAILURE_REPORT_HPP
@@ -27,12 +28,6 @@ namespace latentaudit::detail {
 
 /// @brief report.json decision.relay_switch: the replay with its guarantee.
 [[nodiscard]] json_value relay_switch_json(const switch_replay& s);
-
-/// @brief The report.md lines of the decision's policy ("" when it has none).
-[[nodiscard]] std::string decision_policy_markdown(const audit_decision& d);
-
-/// @brief The report.md paragraph of the relay switch replay.
-[[nodiscard]] std::string relay_switch_markdown(const switch_replay& s);
 
 /// @brief Forest rows of the stale and conflict contrasts (descriptive 1 − α intervals).
 void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows);

@@ -277,6 +277,7 @@ LATENTAUDIT_INLINE risk_checklist risk_checks(const finding* harm, const finding
   } else {
     cm.reason += " - neither shown";
   }
+  for (checklist_item* c : {&nh, &fresh, &confl, &dr, &cm}) c->risk = true;
   // The risk family. A risk check that shows its risk absent lets relay traffic through without that
   // risk's condition, and a map check that shows a map non-inferior lets a foreign sender's mapped
   // cache through, so the absence claims of no_need_harm, freshness and conflict and the maps'

@@ -22,6 +22,7 @@
 #include "../analyses/answer_probability.hpp"
 #include "../analyses/effects.hpp"
 #include "../detail/core_sections.hpp"
+#include "../detail/decision_sections.hpp"
 #include "../detail/failure_report.hpp"
 #include "../detail/report_sections.hpp"
 #include "../report.hpp"
@@ -161,23 +162,6 @@ LATENTAUDIT_INLINE std::string finding_magnitude_text(const finding& f, double x
   return out;
 }
 
-/// @brief A finding id as HTML that wraps only after a '.': each part up to and including a dot
-/// is a <span> the style sheet keeps on one line (code.fid>span: nowrap), with <wbr> between them,
-/// so a contrast id ("<regime>:<treated>-<control>") never breaks at its hyphen and a long message id breaks
-/// only at dots.
-[[nodiscard]] inline std::string html_id_breakable(std::string_view id) {
-  std::string out;
-  std::size_t start = 0;
-  while (start < id.size()) {
-    const auto dot = id.find('.', start);
-    const std::size_t end = dot == std::string_view::npos ? id.size() : dot + 1;
-    if (start > 0) out += "<wbr>";
-    out += "<span>" + html_escape(id.substr(start, end - start)) + "</span>";
-    start = end;
-  }
-  return out;
-}
-
 /// @brief An SVG document for inlining in HTML: the XML declaration and the xmlns attribute
 /// (implied by the HTML parser) removed.
 [[nodiscard]] LATENTAUDIT_INLINE std::string inline_svg(std::string_view svg) {
@@ -217,7 +201,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 code.fid{font-size:.85em;overflow-wrap:normal;word-break:normal}code.fid>span{white-space:nowrap}#findings td:nth-child(4){min-width:18em}
 .iv{white-space:nowrap}
 details{margin:.2em 0}summary{cursor:pointer;color:#0b5394}
-details.method p{margin:.3em 0;max-width:60em}
+td details p{margin:.3em 0;max-width:60em}
 pre{white-space:pre-wrap;background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;font-size:.85em}
 svg{max-width:100%;height:auto;display:block;margin:.4em 0}
 .ok{color:#00573f;font-weight:600}.bad{color:#8a3400;font-weight:600}
@@ -332,20 +316,6 @@ class html_page {
   std::string out_;
 };
 
-/// @brief A polarity badge.
-[[nodiscard]] inline std::string polarity_badge(relay_polarity p) {
-  const std::string_view cls = p == relay_polarity::supports  ? "b-supports"
-                               : p == relay_polarity::against ? "b-against"
-                               : p == relay_polarity::context ? "b-context"
-                                                              : "b-not-shown";
-  return fmt::format("<span class=\"badge {}\">{}</span>", cls, relay_polarity_name(p));
-}
-
-/// @brief "[low, high]" with detail::num.
-[[nodiscard]] inline std::string html_interval(double lo, double hi) {
-  return "[" + num(lo) + ", " + num(hi) + "]";
-}
-
 // What every section of report_html reads: the page being written, the report, its records, the
 // options, the interval levels, the figures and the records grouped by (regime, arm) for the
 // drill-down.
@@ -375,231 +345,13 @@ struct html_report_context {
   void figure(std::string_view name) { p.raw(figure_html(name)); }
 };
 
-// report_html's table of the policy's rules (report.json decision.rules) and their replay on the
-// audit's own requests (decision.policy_replay), as report.md's decision_rules_markdown; nothing
-// without rules.
-LATENTAUDIT_INLINE void html_decision_rules(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const auto& rules = r.decision.rules;
-  if (rules.empty()) return;
-  const policy_replay& pr = r.decision.replay;
-  p.open("h3", "id=\"policy-rules\"");
-  p.text(fmt::format("Serving policy as rules: {} rule{}", rules.size(), rules.size() == 1 ? "" : "s"));
-  p.close("h3");
-  p.raw(
-      "<p class=\"note\">report.json <code>decision.rules</code>: a serving stack evaluates them in order "
-      "with <code>relay_policy</code> (C++), <code>la.RelayPolicy</code> (Python) or <code>latentaudit "
-      "policy</code>; the first rule whose conditions all hold fires. Each rests on a check of the "
-      "checklist and the finding behind it (its interval as in the findings table).</p>\n");
-  p.head({"order", "condition", "action", "rests on", "finding", "estimate [interval]", "verdict",
-          "replayed requests"},
-         false);
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    const policy_rule& u = rules[i];
-    std::string when;
-    for (const auto& k : u.when)
-      when += (when.empty() ? "" : " and ") + k.feature + " " + k.op + " " +
-              (k.other.empty() ? write_json(k.value) : k.other);
-    const finding* f = nullptr;
-    for (const auto& g : r.findings)
-      if (!u.finding.empty() && g.id == u.finding) f = &g;
-    p.raw("<tr>");
-    p.tdn(i);
-    if (when.empty())
-      p.td("always");
-    else
-      p.raw("<td><code>" + html_escape(when) + "</code></td>");
-    p.td(std::string(relay_action_name(u.action)) + (u.map.empty() ? "" : " " + u.map));
-    p.td(u.check);
-    if (u.finding.empty())
-      p.td("–");
-    else if (f != nullptr)
-      p.raw("<td><a href=\"#" + finding_anchor(u.finding) + "\"><code>" + html_escape(u.finding) +
-            "</code></a></td>");
-    else
-      p.raw("<td><code>" + html_escape(u.finding) + "</code></td>");
-    p.td(!std::isfinite(u.estimate) ? std::string("–")
-         : f != nullptr ? finding_value(*f, u.estimate) + " " + finding_interval_text(*f, u.lo, u.hi)
-                        : num(u.estimate) + " " + html_interval(u.lo, u.hi));
-    p.td(u.verdict.empty() ? std::string("–") : u.verdict);
-    if (i < pr.by_rule.size() && pr.note.empty())
-      p.tdn(pr.by_rule[i]);
-    else
-      p.td("–");
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  p.el("p",
-       pr.note.empty()
-           ? fmt::format(
-                 "Policy replay on the audit's own requests (one per (item, seed) unit and sender arm, "
-                 "answered by the record of the arm the rules choose): {} requests, {} relayed (relay "
-                 "share {}), accuracy {} ({} of {} resolved requests correct).",
-                 pr.requests, pr.relayed, num(pr.relay_share), num(pr.accuracy), pr.correct, pr.resolved)
-           : "Policy replay: not replayed (" + pr.note + ").",
-       "class=\"note\"");
-}
-
-// report_html's section: the decision, its checklist and policy.
+// report_html's sections: the decision (its policy, rules, checklist, monitors and relay switch) and the
+// findings, from the report's model (report.md writes the same sections).
 LATENTAUDIT_INLINE void html_section_decision(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const auto& D = r.decision;
-  p.open("section", "id=\"decision\"");
-  p.open("div", D.relay_allowed ? "class=\"decision allowed\"" : "class=\"decision blocked\"");
-  p.open("p", "class=\"verdict\"");
-  p.text(std::string("Decision: ") + decision_verdict_name(D.verdict));
-  p.close("p");
-  p.open("p", "class=\"gate\"");
-  p.raw("Relay gate field <code>decision.relay_allowed</code> = ");
-  p.el("code", D.relay_allowed ? "true" : "false");
-  p.text(D.relay_allowed ? " — a pipeline may let relay traffic through."
-                         : " — a pipeline must not let relay traffic through.");
-  p.close("p");
-  if (!D.relay_allowed && is_relay_verdict(D.verdict)) {
-    std::string list;
-    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
-    p.el("p", "Not a relay verdict: the risk check(s) " + list + " were not tested or stayed inconclusive.",
-         "class=\"bad\"");
-  } else if (!D.unverified.empty()) {
-    std::string list;
-    for (const auto& c : D.unverified) list.append(list.empty() ? "" : ", ").append(c);
-    p.el("p", "Unverified risk checks: " + list + ".", "class=\"note\"");
-  }
-  p.el("p", D.summary);
-  if (!D.policy.empty()) {
-    // a rule is a condition when it names a finding of a risk check shown present
-    const auto is_condition = [&](const std::string& rule) {
-      for (const auto& ck : D.checklist)
-        if (ck.passed == verdict::no && (ck.name == "no_need_harm" || ck.name == "freshness" ||
-                                         ck.name == "conflict" || ck.name == "drift"))
-          for (const auto& id : ck.findings)
-            if (!id.empty() && rule.find(id) != std::string::npos) return true;
-      return false;
-    };
-    std::size_t conditions = 0;
-    for (const auto& rule : D.policy) conditions += is_condition(rule) ? 1 : 0;
-    p.el("h3", fmt::format("Serving policy: {} rule{}{}", D.policy.size(), D.policy.size() == 1 ? "" : "s",
-                           conditions == 0 ? std::string()
-                                           : fmt::format(", {} of them condition{} (a risk shown present)",
-                                                         conditions, conditions == 1 ? "" : "s")));
-    p.open("ol", "class=\"policy\"");
-    for (const auto& rule : D.policy) {
-      p.open("li");
-      p.text(rule);
-      if (is_condition(rule)) p.raw(" <span class=\"badge b-against\">condition</span>");
-      p.close("li");
-    }
-    p.close("ol");
-  }
-  if (!D.link.empty()) p.el("p", "Cost check link: " + D.link + ".", "class=\"note\"");
-  p.close("div");
-  html_decision_rules(c);
-  if (!r.core.input_warnings.empty()) {
-    p.el("h3", "Input");
-    p.open("ul");
-    for (const auto& w : r.core.input_warnings) p.el("li", w);
-    p.close("ul");
-  }
-  p.el("h3", "Checklist");
-  p.el("p",
-       "Each check in the decision's fixed order; \"for relay\" says what its outcome means for relaying the "
-       "cache "
-       "(on a risk check, \"against\" becomes a condition of the policy when the decision relays with "
-       "conditions).",
-       "class=\"note\"");
-  p.head({"check", "passed", "for relay", "reason"}, false);
-  for (const auto& c : D.checklist) {
-    p.raw("<tr>");
-    p.td(c.name);
-    p.td(verdict_name(c.passed));
-    const auto pol = c.passed == verdict::yes  ? relay_polarity::supports
-                     : c.passed == verdict::no ? relay_polarity::against
-                                               : relay_polarity::not_shown;
-    const bool risk =
-        c.name == "no_need_harm" || c.name == "freshness" || c.name == "conflict" || c.name == "drift";
-    p.raw("<td>" + polarity_badge(pol) +
-          (risk && c.passed == verdict::no && D.relay_allowed
-               ? " <span class=\"lbl\">a policy condition</span>"
-               : "") +
-          "</td>");
-    p.td(c.reason);
-    p.raw("</tr>\n");
-  }
-  p.end_table();
-  if (!D.monitors.empty()) {
-    p.el("p",
-         "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
-         "order, "
-         "one observation per item (its mean difference over seeds):",
-         "class=\"note\"");
-    p.head({"contrast", "items", "mean", "always-valid CI", "stops at item"}, false);
-    for (const auto& mo : D.monitors) {
-      p.raw("<tr>");
-      p.td(mo.contrast);
-      p.tdn(mo.result.n);
-      p.tdn(points_text(mo.result.mean), mo.result.mean);
-      p.td(mo.result.ready ? points_interval_text(mo.result.ci_low, mo.result.ci_high) : "not ready");
-      p.td(mo.stop_at ? std::to_string(*mo.stop_at) : "never");
-      p.raw("</tr>\n");
-    }
-    p.end_table();
-  }
-  p.close("section");
+  c.p.raw(html_of(decision_section(c.r)));
 }
-
-// report_html's section: the findings table.
 LATENTAUDIT_INLINE void html_section_findings(html_report_context& c) {
-  auto& p = c.p;
-  const audit_report& r = c.r;
-  const double alpha = c.alpha;
-  const std::string& level = c.level;
-  const std::string& vlevel = c.vlevel;
-  p.open("section", "id=\"findings\"");
-  p.el("h2", "Findings");
-  p.el("p",
-       "What each verdict means for relay (supports / against / not shown; context: descriptive), one plain "
-       "sentence, and the interval with its level and method. The paired contrasts' interval is the " +
-           vlevel +
-           " verdict interval (betting over items) the verdict reads; the paired-effects table below also "
-           "shows the narrower descriptive " +
-           level +
-           " bootstrap CI. \"detectable\": how far past its threshold the true difference must lie for the "
-           "finding to show its claim with 80 % power at its size (or the margin its absence claim reaches), "
-           "an approximation. Click a header to sort.",
-       "class=\"note\"");
-  p.head({"id", "for relay", "verdict", "statement", "estimate", "interval", "detectable", "n", "method"});
-  for (const auto& f : r.findings) {
-    const auto pol = finding_polarity(f);
-    p.open("tr", fmt::format("id=\"{}\"", finding_anchor(f.id)));
-    p.raw("<td><code class=\"fid\">" + html_id_breakable(f.id) + "</code></td>");
-    p.raw(fmt::format("<td data-v=\"{}\">{}</td>", relay_polarity_name(pol), polarity_badge(pol)));
-    p.td(verdict_name(f.answer));
-    p.td(finding_statement(f));
-    p.tdn(finding_value(f, f.estimate), f.estimate);
-    p.open("td", std::isfinite(f.ci_low) ? fmt::format("data-v=\"{:.17g}\"", f.ci_low) : std::string());
-    p.raw("<span class=\"iv\">");
-    p.text(finding_interval_text(f, f.ci_low, f.ci_high));
-    p.raw("</span>");
-    p.raw("<br><span class=\"lbl\">");
-    p.text(finding_interval_label(f, alpha));
-    p.raw("</span>");
-    p.close("td");
-    p.tdn(finding_magnitude_text(f, f.minimum_detectable_effect), f.minimum_detectable_effect);
-    p.tdn(f.n);
-    p.open("td");
-    p.raw("<details class=\"method\"><summary>");
-    p.text(finding_method_short(f));
-    p.raw("</summary>");
-    if (!f.detail.empty()) p.el("p", f.detail);
-    p.el("p", "Method: " + f.method);
-    p.raw("</details>");
-    p.close("td");
-    p.close("tr");
-  }
-  p.end_table();
-  p.close("section");
+  c.p.raw(html_of(findings_section(c.r)));
 }
 
 // report_html's section: the paired effects and, under them, the CATE table, from the report's model

@@ -19,6 +19,7 @@
 
 #include "../../core/error.hpp"
 #include "../detail/core_sections.hpp"
+#include "../detail/decision_sections.hpp"
 #include "../detail/failure_report.hpp"
 #include "../detail/report_sections.hpp"
 #include "../html.hpp"
@@ -720,134 +721,15 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
   return out;
 }
 
-namespace detail {
-
-// report.md's table of the policy's rules (report.json decision.rules) and their replay on the
-// audit's own requests (decision.policy_replay); empty without rules. One row a rule, in evaluation
-// order: its conditions, action, the check and finding it rests on with that finding's interval,
-// and the requests of the replay it decided. The finding's value and interval are written as the
-// findings table writes them when the report holds it, else as numbers.
-[[nodiscard]] LATENTAUDIT_INLINE std::string decision_rules_markdown(const audit_report& r) {
-  const auto& rules = r.decision.rules;
-  if (rules.empty()) return {};
-  const policy_replay& pr = r.decision.replay;
-  std::string m =
-      "Rules (report.json `decision.rules`; a serving stack evaluates them in order with `relay_policy`, "
-      "and the first rule whose conditions all hold fires; docs/serving.md):\n\n"
-      "| order | condition | action | rests on | finding | estimate [interval] | verdict | replayed requests "
-      "|\n|---|---|---|---|---|---|---|---|\n";
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    const policy_rule& u = rules[i];
-    std::string when;
-    for (const auto& c : u.when)
-      when += (when.empty() ? "" : " and ") + c.feature + " " + c.op + " " +
-              (c.other.empty() ? write_json(c.value) : c.other);
-    const finding* f = nullptr;
-    for (const auto& g : r.findings)
-      if (!u.finding.empty() && g.id == u.finding) f = &g;
-    const std::string value =
-        !std::isfinite(u.estimate) ? std::string("–")
-        : f != nullptr ? finding_value(*f, u.estimate) + " " + finding_interval_text(*f, u.lo, u.hi)
-                       : fmt::format("{} [{}, {}]", num(u.estimate), num(u.lo), num(u.hi));
-    m += fmt::format("| {} | {} | {}{} | {} | {} | {} | {} | {} |\n", i,
-                     when.empty() ? std::string("always") : markdown_code(when), relay_action_name(u.action),
-                     u.map.empty() ? std::string() : " " + markdown_code(u.map), md_escape(u.check),
-                     u.finding.empty() ? std::string("–") : markdown_code(u.finding), value,
-                     u.verdict.empty() ? std::string("–") : u.verdict,
-                     i < pr.by_rule.size() && pr.note.empty() ? std::to_string(pr.by_rule[i]) : "–");
-  }
-  if (!pr.note.empty())
-    m += "\nPolicy replay: not replayed (" + md_escape(pr.note) + ").\n\n";
-  else
-    m += fmt::format(
-        "\nPolicy replay on the audit's own requests (one per (item, seed) unit and sender arm, answered "
-        "by the record of the arm the rules choose): {} requests, {} relayed (relay share {}), accuracy {} "
-        "({} of {} resolved requests correct).\n\n",
-        pr.requests, pr.relayed, num(pr.relay_share), num(pr.accuracy), pr.correct, pr.resolved);
-  return m;
-}
-
-}  // namespace detail
-
 [[nodiscard]] LATENTAUDIT_INLINE std::string report_markdown(const audit_report& r) {
   using detail::num;
   using detail::pct;
   std::string m;
   auto line = [&](const std::string& s) { m.append(s).push_back('\n'); };
   m += markdown_of(detail::title_section(r));  // the title, the meta paragraph, an early stop
-  line(std::string("## Decision: **") + decision_verdict_name(r.decision.verdict) + "**");
-  line("");
-  if (!r.decision.relay_allowed && is_relay_verdict(r.decision.verdict)) {
-    std::string list;
-    for (const auto& c : r.decision.unverified) list.append(list.empty() ? "" : ", ").append(c);
-    line("**Not a relay verdict:** the risk check(s) " + list +
-         " were not tested or stayed inconclusive (`decision.relay_allowed` is false).");
-    line("");
-  }
-  for (const auto& h : r.core.headline) {
-    line("**" + detail::md_escape(h) + "**");
-    line("");
-  }
-  line(detail::md_escape(r.decision.summary));
-  line("");
-  if (!r.core.input_warnings.empty()) {
-    line("**Input:**");
-    line("");
-    for (const auto& w : r.core.input_warnings) line("- " + detail::md_escape(w));
-    line("");
-  }
-  m += detail::decision_policy_markdown(r.decision);
-  m += detail::decision_rules_markdown(r);
-  line("| check | passed | reason |");
-  line("|---|---|---|");
-  for (const auto& c : r.decision.checklist)
-    line(fmt::format("| {} | {} | {} |", c.name, verdict_name(c.passed), detail::md_escape(c.reason)));
-  line("");
-  if (!r.decision.monitors.empty()) {
-    line(
-        "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id "
-        "order, one observation per item (its mean difference over seeds):");
-    line("");
-    line("| contrast | items | mean | always-valid CI | stops at item |");
-    line("|---|---|---|---|---|");
-    for (const auto& mo : r.decision.monitors)
-      line(fmt::format(
-          "| {} | {} | {} | {} | {} |", detail::md_escape(mo.contrast), mo.result.n,
-          detail::points_text(mo.result.mean),
-          mo.result.ready ? detail::points_interval_text(mo.result.ci_low, mo.result.ci_high) : "not ready",
-          mo.stop_at ? std::to_string(*mo.stop_at) : "never"));
-    line("");
-  }
-  m += detail::relay_switch_markdown(r.decision.relay_switch);
-  line("## Findings");
-  line("");
-  line(fmt::format(
-      "\"for relay\": what the verdict means for relaying the cache (supports / against / not shown; "
-      "context: descriptive). The paired contrasts' interval is the {:g}% verdict interval (betting over "
-      "items) the verdict reads, wider than the {:g}% bootstrap CI of the paired-effects table; cost "
-      "findings are receiver milliseconds saved. \"detectable\": how far past its threshold the true "
-      "difference must lie for the finding to show its claim with 80 % power at its size (or the margin "
-      "its absence claim reaches), an approximation (docs/audit-report.md). The method's full text: "
-      "report.html (linked) and report.json.",
-      100.0 * (1.0 - 2.0 * r.options.alpha), 100.0 * (1.0 - r.options.alpha)));
-  line("");
-  line("| id | for relay | verdict | estimate | interval | interval is | detectable | n | method |");
-  line("|---|---|---|---|---|---|---|---|---|");
-  for (const auto& f : r.findings)
-    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | [{}](report.html#{}) |",
-                     detail::markdown_code(f.id), relay_polarity_name(finding_polarity(f)),
-                     verdict_name(f.answer), detail::finding_value(f, f.estimate),
-                     detail::finding_interval_text(f, f.ci_low, f.ci_high),
-                     finding_interval_label(f, r.options.alpha),
-                     detail::finding_magnitude_text(f, f.minimum_detectable_effect), f.n,
-                     detail::md_escape(finding_method_short(f)), finding_anchor(f.id)));
-  line("");
-  for (const auto& f : r.findings)
-    if (!f.detail.empty())
-      line("- " + detail::markdown_code(f.id) + ": " +
-           detail::md_escape(finding_statement(f) + " " + f.detail));
-  line("");
   // sections built once as the report's model (report_model.hpp), written as Markdown
+  m += markdown_of(detail::decision_section(r));
+  m += markdown_of(detail::findings_section(r));
   m += markdown_of(detail::accuracy_section(r));
   m += markdown_of(detail::effects_section(r));
   if (const auto s = detail::cate_section(r)) m += markdown_of(*s);

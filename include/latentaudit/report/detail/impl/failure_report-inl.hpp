@@ -15,14 +15,8 @@
 #include <fmt/format.h>
 
 #include "../../finding.hpp"
-#include "../markdown_text.hpp"
 
 namespace latentaudit::detail {
-
-namespace {
-// Markdown text from labels and sentences: the one escaping of report.md (markdown_text.hpp).
-inline std::string fr_md(std::string_view t) { return markdown_text(t); }
-}  // namespace
 
 LATENTAUDIT_INLINE json_value answers_json(const stale_answer_counts& a) {
   json_value j;
@@ -128,26 +122,6 @@ LATENTAUDIT_INLINE json_value relay_switch_json(const switch_replay& s) {
   j.set("log_capital_vs_no_comm", std::move(ln));
   j.set("guarantee", s.guarantee);
   return j;
-}
-
-LATENTAUDIT_INLINE std::string decision_policy_markdown(const audit_decision& d) {
-  if (d.policy.empty()) return {};
-  std::string m = "Policy:\n\n";
-  for (const auto& p : d.policy) m += "- " + fr_md(p) + "\n";
-  return m + "\n";
-}
-
-LATENTAUDIT_INLINE std::string relay_switch_markdown(const switch_replay& s) {
-  if (!s.available) return "Relay switch: " + fr_md(s.note) + ".\n\n";
-  std::string off =
-      s.off_at ? fmt::format("turned relay **off** at item {} (change point after item {}; against {})",
-                             *s.off_at, s.change_point, s.off_reason)
-               : fmt::format("did not turn relay off within {} items (change point after item {})", s.items,
-                             s.change_point);
-  return fmt::format(
-      "Relay switch (one-sided betting, always valid) replayed over {} items ({} stale, {} "
-      "conflict): {}. Order: {}. Guarantee: {}.\n\n",
-      s.items, s.stale_items, s.conflict_items, off, fr_md(s.note), fr_md(s.guarantee));
 }
 
 LATENTAUDIT_INLINE void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows) {
