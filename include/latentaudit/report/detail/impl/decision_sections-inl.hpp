@@ -25,7 +25,9 @@ namespace {
 inline report_column dec_col(std::string header, bool numeric = false) {
   return {std::move(header), {}, numeric};
 }
-inline report_cell dec_count(std::size_t n) { return report_cell::number(static_cast<double>(n), {.spec = "{}"}); }
+inline report_cell dec_count(std::size_t n) {
+  return report_cell::number(static_cast<double>(n), {.spec = "{}"});
+}
 // A polarity as a badge ("not shown" in the tone "not-shown").
 inline report_span dec_badge(relay_polarity p) {
   std::string tone(relay_polarity_name(p));
@@ -62,12 +64,13 @@ inline std::size_t dec_box(const audit_report& r, std::vector<report_block>& b) 
       false,
       "gate"});
   if (!D.relay_allowed && is_relay_verdict(D.verdict))
-    b.emplace_back(report_paragraph{{report_span::strong("Not a relay verdict:"),
-                                     report_span::prose(" the risk check(s) "), report_span::data(dec_list(D.unverified)),
-                                     report_span::prose(" were not tested or stayed inconclusive ("),
-                                     report_span::code("decision.relay_allowed"), report_span::prose(" is false).")},
-                                    false,
-                                    "bad"});
+    b.emplace_back(report_paragraph{
+        {report_span::strong("Not a relay verdict:"), report_span::prose(" the risk check(s) "),
+         report_span::data(dec_list(D.unverified)),
+         report_span::prose(" were not tested or stayed inconclusive ("),
+         report_span::code("decision.relay_allowed"), report_span::prose(" is false).")},
+        false,
+        "bad"});
   else if (!D.unverified.empty())
     b.emplace_back(report_paragraph{{report_span::prose("Unverified risk checks: "),
                                      report_span::data(dec_list(D.unverified)), report_span::prose(".")},
@@ -89,14 +92,14 @@ inline std::size_t dec_box(const audit_report& r, std::vector<report_block>& b) 
       }
       l.items.push_back(std::move(item));
     }
-    b.emplace_back(report_heading{
-        {report_span::prose(fmt::format(
-            "Serving policy: {} rule{}{}", D.policy.size(), D.policy.size() == 1 ? "" : "s",
-            conditions == 0 ? std::string()
-                            : fmt::format(", {} of them condition{} (a risk shown present)", conditions,
-                                          conditions == 1 ? "" : "s")))},
-        {},
-        3});
+    b.emplace_back(
+        report_heading{{report_span::prose(fmt::format(
+                           "Serving policy: {} rule{}{}", D.policy.size(), D.policy.size() == 1 ? "" : "s",
+                           conditions == 0 ? std::string()
+                                           : fmt::format(", {} of them condition{} (a risk shown present)",
+                                                         conditions, conditions == 1 ? "" : "s")))},
+                       {},
+                       3});
     b.emplace_back(std::move(l));
   }
   if (!D.link.empty())
@@ -112,21 +115,29 @@ inline void dec_rules(const audit_report& r, std::vector<report_block>& b) {
   const auto& rules = r.decision.rules;
   if (rules.empty()) return;
   const policy_replay& pr = r.decision.replay;
-  b.emplace_back(report_heading{{report_span::prose(fmt::format("Serving policy as rules: {} rule{}", rules.size(),
-                                                                rules.size() == 1 ? "" : "s"))},
+  b.emplace_back(report_heading{{report_span::prose(fmt::format("Serving policy as rules: {} rule{}",
+                                                                rules.size(), rules.size() == 1 ? "" : "s"))},
                                 "policy-rules",
                                 3});
   report_table t;
   t.sortable = false;
-  t.caption = {report_span::prose("report.json "), report_span::code("decision.rules"),
-               report_span::prose(": a serving stack evaluates them in order with "), report_span::code("relay_policy"),
-               report_span::prose(" (C++), "), report_span::code("la.RelayPolicy"), report_span::prose(" (Python) or "),
-               report_span::code("latentaudit policy"),
-               report_span::prose("; the first rule whose conditions all hold fires (docs/serving.md). Each rests "
-                                  "on a check of the checklist and the finding behind it (its interval as in "
-                                  "the findings table).")};
-  t.columns = {dec_col("order", true), dec_col("condition"), dec_col("action"),           dec_col("rests on"),
-               dec_col("finding"),     dec_col("estimate [interval]"), dec_col("verdict"), dec_col("replayed requests", true)};
+  report_text intro = {
+      report_span::prose("report.json "),
+      report_span::code("decision.rules"),
+      report_span::prose(": a serving stack evaluates them in order with "),
+      report_span::code("relay_policy"),
+      report_span::prose(" (C++), "),
+      report_span::code("la.RelayPolicy"),
+      report_span::prose(" (Python) or "),
+      report_span::code("latentaudit policy"),
+      report_span::prose("; the first rule whose conditions all hold fires (docs/serving.md). Each rests "
+                         "on a check of the checklist and the finding behind it (its interval as in "
+                         "the findings table).")};
+  b.emplace_back(report_paragraph{std::move(intro), true});
+  t.columns = {dec_col("order", true), dec_col("condition"),
+               dec_col("action"),      dec_col("rests on"),
+               dec_col("finding"),     dec_col("estimate [interval]"),
+               dec_col("verdict"),     dec_col("replayed requests", true)};
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const policy_rule& u = rules[i];
     std::string when;
@@ -144,22 +155,24 @@ inline void dec_rules(const audit_report& r, std::vector<report_block>& b) {
         : f != nullptr ? finding_value(*f, u.estimate) + " " + finding_interval_text(*f, u.lo, u.hi)
                        : fmt::format("{} [{}, {}]", num(u.estimate), num(u.lo), num(u.hi));
     t.rows.push_back(
-        {dec_count(i), when.empty() ? report_cell::words("always") : report_cell::of_text({report_span::code(when)}),
+        {dec_count(i),
+         when.empty() ? report_cell::words("always") : report_cell::of_text({report_span::code(when)}),
          report_cell::of_text(std::move(action)), report_cell::label(u.check),
-         u.finding.empty() ? report_cell::none()
-                           : report_cell::code_id(u.finding, f != nullptr ? finding_anchor(u.finding) : std::string()),
+         u.finding.empty()
+             ? report_cell::none()
+             : report_cell::code_id(u.finding, f != nullptr ? finding_anchor(u.finding) : std::string()),
          report_cell::words(value), u.verdict.empty() ? report_cell::none() : report_cell::words(u.verdict),
          i < pr.by_rule.size() && pr.note.empty() ? dec_count(pr.by_rule[i]) : report_cell::none()});
   }
-  t.notes.push_back(pr.note.empty()
-                        ? report_text{report_span::prose(fmt::format(
-                              "Policy replay on the audit's own requests (one per (item, seed) unit and sender "
-                              "arm, answered by the record of the arm the rules choose): {} requests, {} relayed "
-                              "(relay share {}), accuracy {} ({} of {} resolved requests correct).",
-                              pr.requests, pr.relayed, num(pr.relay_share), num(pr.accuracy), pr.correct,
-                              pr.resolved))}
-                        : report_text{report_span::prose("Policy replay: not replayed ("), report_span::data(pr.note),
-                                      report_span::prose(").")});
+  t.notes.push_back(
+      pr.note.empty()
+          ? report_text{report_span::prose(fmt::format(
+                "Policy replay on the audit's own requests (one per (item, seed) unit and sender "
+                "arm, answered by the record of the arm the rules choose): {} requests, {} relayed "
+                "(relay share {}), accuracy {} ({} of {} resolved requests correct).",
+                pr.requests, pr.relayed, num(pr.relay_share), num(pr.accuracy), pr.correct, pr.resolved))}
+          : report_text{report_span::prose("Policy replay: not replayed ("), report_span::data(pr.note),
+                        report_span::prose(").")});
   b.emplace_back(std::move(t));
 }
 
@@ -191,17 +204,19 @@ inline report_table dec_checklist(const audit_decision& D) {
 inline report_table dec_monitors(const audit_decision& D) {
   report_table t;
   t.sortable = false;
-  t.caption = {report_span::prose(
-      "Sequential monitor (item-level betting, always-valid) replayed over the need-regime items in id order, "
-      "one observation per item (its mean difference over seeds):")};
+  t.caption = {
+      report_span::prose("Sequential monitor (item-level betting, always-valid) replayed over the "
+                         "need-regime items in id order, "
+                         "one observation per item (its mean difference over seeds):")};
   t.columns = {dec_col("contrast"), dec_col("items", true), dec_col("mean", true), dec_col("always-valid CI"),
                dec_col("stops at item")};
   for (const auto& mo : D.monitors)
-    t.rows.push_back({report_cell::label(mo.contrast), dec_count(mo.result.n),
-                      report_cell::of_text({report_span::prose(points_text(mo.result.mean))}, mo.result.mean),
-                      report_cell::words(mo.result.ready ? points_interval_text(mo.result.ci_low, mo.result.ci_high)
-                                                         : "not ready"),
-                      report_cell::words(mo.stop_at ? std::to_string(*mo.stop_at) : "never")});
+    t.rows.push_back(
+        {report_cell::label(mo.contrast), dec_count(mo.result.n),
+         report_cell::of_text({report_span::prose(points_text(mo.result.mean))}, mo.result.mean),
+         report_cell::words(mo.result.ready ? points_interval_text(mo.result.ci_low, mo.result.ci_high)
+                                            : "not ready"),
+         report_cell::words(mo.stop_at ? std::to_string(*mo.stop_at) : "never")});
   return t;
 }
 
@@ -210,18 +225,18 @@ inline report_text dec_switch(const switch_replay& s) {
   if (!s.available)
     return {report_span::prose("Relay switch: "), report_span::data(s.note), report_span::prose(".")};
   report_text t{report_span::prose(fmt::format(
-      "Relay switch (one-sided betting, always valid) replayed over {} items ({} stale, {} conflict): ", s.items,
-      s.stale_items, s.conflict_items))};
+      "Relay switch (one-sided betting, always valid) replayed over {} items ({} stale, {} conflict): ",
+      s.items, s.stale_items, s.conflict_items))};
   if (s.off_at) {
     t.push_back(report_span::prose("turned relay "));
     t.push_back(report_span::strong("off"));
-    t.push_back(
-        report_span::prose(fmt::format(" at item {} (change point after item {}; against ", *s.off_at, s.change_point)));
+    t.push_back(report_span::prose(
+        fmt::format(" at item {} (change point after item {}; against ", *s.off_at, s.change_point)));
     t.push_back(report_span::data(s.off_reason));
     t.push_back(report_span::prose(")"));
   } else {
-    t.push_back(report_span::prose(fmt::format("did not turn relay off within {} items (change point after item {})",
-                                               s.items, s.change_point)));
+    t.push_back(report_span::prose(fmt::format(
+        "did not turn relay off within {} items (change point after item {})", s.items, s.change_point)));
   }
   t.push_back(report_span::prose(". Order: "));
   t.push_back(report_span::data(s.note));
@@ -248,8 +263,14 @@ LATENTAUDIT_INLINE report_section decision_section(const audit_report& r) {
     s.blocks.emplace_back(std::move(l));
   }
   s.blocks.emplace_back(report_heading{{report_span::prose("Checklist")}, {}, 3});
-  s.blocks.emplace_back(dec_checklist(D));
-  if (!D.monitors.empty()) s.blocks.emplace_back(dec_monitors(D));
+  // a table's caption as a note above it (report.md: the same paragraph)
+  const auto with_note = [&s](report_table t) {
+    s.blocks.emplace_back(report_paragraph{std::move(t.caption), true});
+    t.caption.clear();
+    s.blocks.emplace_back(std::move(t));
+  };
+  with_note(dec_checklist(D));
+  if (!D.monitors.empty()) with_note(dec_monitors(D));
   s.blocks.emplace_back(report_paragraph{dec_switch(D.relay_switch)});
   return s;
 }
@@ -259,36 +280,42 @@ LATENTAUDIT_INLINE report_section findings_section(const audit_report& r) {
   report_section s;
   s.id = "findings";
   s.title = "Findings";
-  s.blocks.emplace_back(report_paragraph{{report_span::prose(fmt::format(
-      "\"for relay\": what the verdict means for relaying the cache (supports / against / not shown; "
-      "context: descriptive). The paired contrasts' interval is the {:g}% verdict interval (betting over "
-      "items) the verdict reads, wider than the {:g}% bootstrap CI of the paired-effects table; cost "
-      "findings are receiver milliseconds saved. \"detectable\": how far past its threshold the true "
-      "difference must lie for the finding to show its claim with 80 % power at its size (or the margin "
-      "its absence claim reaches), an approximation (docs/audit-report.md). The method's full text: "
-      "report.html (linked) and report.json.",
-      100.0 * (1.0 - 2.0 * alpha), 100.0 * (1.0 - alpha)))}});
+  s.blocks.emplace_back(report_paragraph{
+      {report_span::prose(fmt::format(
+          "\"for relay\": what the verdict means for relaying the cache (supports / against / not shown; "
+          "context: descriptive). The paired contrasts' interval is the {:g}% verdict interval (betting over "
+          "items) the verdict reads, wider than the {:g}% bootstrap CI of the paired-effects table; cost "
+          "findings are receiver milliseconds saved. \"detectable\": how far past its threshold the true "
+          "difference must lie for the finding to show its claim with 80 % power at its size (or the margin "
+          "its absence claim reaches), an approximation (docs/audit-report.md). The method's full text: "
+          "report.html (linked) and report.json.",
+          100.0 * (1.0 - 2.0 * alpha), 100.0 * (1.0 - alpha)))},
+      true});
   report_table t;
-  t.columns = {dec_col("id"),       dec_col("for relay"),  dec_col("verdict"), dec_col("statement"),
-               dec_col("estimate", true), dec_col("interval", true), dec_col("interval is"),
-               dec_col("detectable", true), dec_col("n", true), dec_col("method")};
+  t.columns = {dec_col("id"),          dec_col("for relay"),        dec_col("verdict"),
+               dec_col("statement"),   dec_col("estimate", true),   dec_col("interval", true),
+               dec_col("interval is"), dec_col("detectable", true), dec_col("n", true),
+               dec_col("method")};
   report_list details;
   for (const auto& f : r.findings) {
     const std::string anchor = finding_anchor(f.id);
     report_cell id = report_cell::code_id(f.id);
     id.breakable = true;
     report_text iv{report_span::prose(finding_interval_text(f, f.ci_low, f.ci_high))};
-    t.rows.push_back({std::move(id), report_cell::of_text({dec_badge(finding_polarity(f))}),
-                      report_cell::of_verdict(f.answer), report_cell::label(finding_statement(f)),
-                      report_cell::of_text({report_span::prose(finding_value(f, f.estimate))}, f.estimate),
-                      report_cell::of_text(std::move(iv), f.ci_low), report_cell::words(finding_interval_label(f, alpha)),
-                      report_cell::of_text({report_span::prose(finding_magnitude_text(f, f.minimum_detectable_effect))},
-                                           f.minimum_detectable_effect),
-                      dec_count(f.n),
-                      report_cell::of_details({report_span::data(finding_method_short(f))},
-                                              {{report_span::prose("Method: "), report_span::data(f.method)}}, anchor)});
+    t.rows.push_back(
+        {std::move(id), report_cell::of_text({dec_badge(finding_polarity(f))}),
+         report_cell::of_verdict(f.answer), report_cell::label(finding_statement(f)),
+         report_cell::of_text({report_span::prose(finding_value(f, f.estimate))}, f.estimate),
+         report_cell::of_text(std::move(iv), f.ci_low), report_cell::words(finding_interval_label(f, alpha)),
+         report_cell::of_text({report_span::prose(finding_magnitude_text(f, f.minimum_detectable_effect))},
+                              f.minimum_detectable_effect),
+         dec_count(f.n),
+         report_cell::of_details({report_span::data(finding_method_short(f))},
+                                 {{report_span::prose("Method: "), report_span::data(f.method)}}, anchor)});
     t.row_ids.push_back(anchor);
-    if (!f.detail.empty()) details.items.push_back({report_span::code(f.id), report_span::prose(": "), report_span::data(f.detail)});
+    if (!f.detail.empty())
+      details.items.push_back(
+          {report_span::code(f.id), report_span::prose(": "), report_span::data(f.detail)});
   }
   s.blocks.emplace_back(std::move(t));
   s.blocks.emplace_back(std::move(details));
