@@ -663,7 +663,7 @@ TEST_CASE("cli: bad input exits 2 with one line naming the problem", "[cli]") {
       {{"audit", "--arms", "kv_full,bogus", "--out", "x"}, {"--arms", "must be no_comm", "bogus"}},
       {{"audit", "--link", "pcie9"}, {"--link", "pcie9"}},
       {{"audit", "--model", "/nonexistent", "--out", "x"},
-       {"option --model", "/nonexistent", "not a folder"}},
+       {"option --model", "/nonexistent", "neither a model folder"}},
       {{"audit", "--margin", "2"}, {"--margin", "(0, 1)"}},
       {{"audit", "--config", "/nonexistent.json"}, {"--config", "/nonexistent.json"}},
       {{"report"}, {"missing required option --records"}},
@@ -703,7 +703,8 @@ TEST_CASE("cli: audit refuses a model or partner that is not a model folder befo
   fs::create_directories(empty);
   const std::string a = (fs::path(LATENTAUDIT_SOURCE_DIR) / "models" / "organism-a").string();
   const std::vector<bad_case> cases = {
-      {{"audit", "--model", "/nonexistent", "--out", out.string()}, {"option --model", "not a folder"}},
+      {{"audit", "--model", "/nonexistent", "--out", out.string()},
+       {"option --model", "neither a model folder"}},
       {{"audit", "--model", empty.string(), "--out", out.string()},
        {"option --model", "holds no config.json"}},
       {{"audit", "--model", a, "--partner", empty.string(), "--out", out.string()},

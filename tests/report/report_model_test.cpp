@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "latentaudit/report/detail/markdown_text.hpp"
 #include "latentaudit/report/report_model.hpp"
 
 using namespace latentaudit;
@@ -127,6 +128,15 @@ TEST_CASE("html_of(table): every cell kind, data escaped, numeric cells carry th
         "<table><caption>cap &lt;b&gt;</caption><thead><tr><th>kv_full &amp;</th></tr></thead>\n<tbody>\n"
         "<tr><td>kv_full <code>&lt;x&gt;</code><strong>b*</strong><a href=\"#f-&lt;a&gt;\">m</a></td></tr>\n"
         "</tbody></table>\n<p class=\"note\">(a) [b]</p>\n");
+  // Record text made Markdown-inert (markdown_text) and shown in bold: every writer but Markdown's
+  // undoes the escapes, so HTML shows "a<b & c_d" once escaped, not "&amp;lt;" (a headline does this).
+  const report_text bold{report_span::strong(detail::markdown_text("a<b & c_d"))};
+  CHECK(plain_text(bold) == "a<b & c_d");
+  report_section sec;
+  sec.title = "t";
+  sec.blocks.emplace_back(report_paragraph{bold});
+  CHECK(html_of(sec).find("<strong>a&lt;b &amp; c_d</strong>") != std::string::npos);
+  CHECK(markdown_of(sec).find("**a&lt;b \\& c\\_d**") != std::string::npos);
 }
 
 TEST_CASE("html_of: empty table, section with its blocks, figures by the writer or a note") {

@@ -125,15 +125,18 @@ task_scoring scoring_of(const arguments& a, const std::string& sc) {
   return *s;
 }
 
-// A reference-engine model folder named by `option` (--model, --partner): a folder holding
-// config.json. Checked with the other options, before --out is created and locked, so a mistyped path
-// is one line naming the option and leaves nothing behind.
-void require_model_folder(const std::filesystem::path& dir, const char* option) {
+// A reference-engine model named by `option` (--model, --partner): a folder holding config.json (an
+// HF checkpoint, an organism) or a file (a GGUF import; its loader checks the file). Checked with the
+// other options, before --out is created and locked, so a mistyped path is one line naming the option
+// and leaves nothing behind.
+void require_reference_model(const std::filesystem::path& p, const char* option) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw usage_error(std::string("audit: option ") + option + ": '" + dir.string() + "' is not a folder");
-  if (!std::filesystem::is_regular_file(dir / "config.json", ec))
-    throw usage_error(std::string("audit: option ") + option + ": '" + dir.string() +
+  if (std::filesystem::is_regular_file(p, ec)) return;
+  if (!std::filesystem::is_directory(p, ec))
+    throw usage_error(std::string("audit: option ") + option + ": '" + p.string() +
+                      "' is neither a model folder nor a GGUF file");
+  if (!std::filesystem::is_regular_file(p / "config.json", ec))
+    throw usage_error(std::string("audit: option ") + option + ": '" + p.string() +
                       "' holds no config.json (not a model folder)");
 }
 
@@ -152,7 +155,7 @@ void read_audit_models(audit_run& r) {
   if (r.on_llama)
     require_gguf(r.model, "audit", "--model");
   else
-    require_model_folder(r.model, "--model");
+    require_reference_model(r.model, "--model");
   s.organism_dir = r.model;
   if (auto task = args.get("--task")) {
     const std::filesystem::path tp = *task;
@@ -181,7 +184,8 @@ void read_audit_models(audit_run& r) {
   r.partner_arg = args.get("--partner");
   r.no_partner = r.partner_arg && *r.partner_arg == "none";
   s.with_partner = !r.no_partner;  // cross_model with the partner engine
-  if (!r.no_partner && !r.on_llama) require_model_folder(model_dir(r.partner_arg, "organism-b"), "--partner");
+  if (!r.no_partner && !r.on_llama)
+    require_reference_model(model_dir(r.partner_arg, "organism-b"), "--partner");
 }
 
 // The models (read_audit_models), the scoring and the design's size (options --scoring, --seed,

@@ -29,7 +29,8 @@ struct report_span {
   enum class kind {
     text,    ///< data (labels, notes, sentences from records, tasks or options): escaped fully
     prose,   ///< the library's own wording, already Markdown-inert: written into Markdown as it is; it
-             ///< may hold backslash escapes ("kv\\_full"), which the HTML and JSON writers drop
+             ///< may hold markdown_text's escapes (backslashes, "kv\\_full"; "&lt;" for '<'), which the
+             ///< HTML and JSON writers undo
     code,    ///< an identifier or a command: a Markdown code span where that is inert, <code> in HTML
     strong,  ///< prose in bold (**…** in Markdown, <strong> in HTML)
     link,    ///< prose linking to the anchor `target` of report.html ([…](report.html#target); #target)

@@ -26,12 +26,20 @@ namespace latentaudit {
 
 namespace detail {
 
-// Prose without its Markdown backslash escapes ("kv\_full" → "kv_full").
+// Prose without its Markdown escapes, the inverse of markdown_text's: backslash escapes ("kv\_full"
+// → "kv_full") and the entity "&lt;" ('<'; markdown_text backslash-escapes every '&', so a bare
+// "&lt;" is always one of its '<').
 [[nodiscard]] inline std::string model_unescape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 1 < s.size() && std::ispunct(static_cast<unsigned char>(s[i + 1]))) ++i;
+    if (s[i] == '\\' && i + 1 < s.size() && std::ispunct(static_cast<unsigned char>(s[i + 1]))) {
+      ++i;
+    } else if (s.substr(i, 4) == "&lt;") {
+      out.push_back('<');
+      i += 3;
+      continue;
+    }
     out.push_back(s[i]);
   }
   return out;

@@ -191,7 +191,7 @@ inline report_table dec_checklist(const audit_decision& D) {
                                                : relay_polarity::not_shown;
     report_text rel{dec_badge(pol)};
     if (dec_risk_present(c) && D.relay_allowed) {
-      rel.push_back(report_span::prose(" "));
+      rel.push_back(report_span::prose(" — "));
       rel.push_back(report_span::small("a policy condition"));
     }
     t.rows.push_back({report_cell::label(c.name), report_cell::of_verdict(c.passed),
