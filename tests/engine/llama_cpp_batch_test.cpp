@@ -4,7 +4,8 @@
 // sequence's own prefill logits within 1e-4 and the same argmax, also when the requests span
 // several n_batch calls; a request the engine refuses fails before anything runs; trial drivers on
 // two threads sharing one context through a llama_cpp_batch give the one-driver run's records (the
-// same answers, correctness and tokens; log-probabilities within 1e-4) and do batch; `audit
+// same answers, correctness and tokens; log-probabilities within 1e-4 but where a rounding tie
+// flips A's greedy message or a wire quantizer's code, which must stay rare) and do batch; `audit
 // --engine llama.cpp --jobs 2 --batched` agrees with --jobs 1 record by record; a failing
 // llama_decode answers every waiting seat.
 #include <latentaudit/engine/llama_cpp.hpp>
@@ -178,6 +179,10 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
   REQUIRE(got.size() == want.size());
   double worst = 0;
   std::set<std::uint64_t> flipped_items;  // A's greedy message at a rounding tie (see the CLI case)
+  std::vector<std::string> code_flips;    // a wire quantizer's code at a rounding tie (see the CLI case)
+  const auto quantized = [&](const std::string& arm) {
+    return std::ranges::any_of(d.arms, [&](const trial_arm& a) { return a.label == arm && a.wire_quantize; });
+  };
   for (std::size_t i = 0; i < want.size(); ++i) {
     CAPTURE(want[i].item, want[i].arm);
     CHECK(got[i].item == want[i].item);
@@ -186,16 +191,22 @@ TEST_CASE("llama.cpp batch: drivers on two threads sharing one context give the 
       flipped_items.insert(want[i].item);
       continue;
     }
-    CHECK(got[i].correct == want[i].correct);
-    CHECK(got[i].generated_tokens == want[i].generated_tokens);
     CHECK(got[i].bytes == want[i].bytes);
     REQUIRE(got[i].answer_logprob.has_value() == want[i].answer_logprob.has_value());
-    if (want[i].answer_logprob)
-      worst = std::max(worst, std::fabs(*got[i].answer_logprob - *want[i].answer_logprob));
+    const double moved =
+        want[i].answer_logprob ? std::fabs(*got[i].answer_logprob - *want[i].answer_logprob) : 0.0;
+    if (moved > 1e-4 && quantized(want[i].arm)) {
+      code_flips.push_back(std::to_string(want[i].item) + "/" + want[i].arm);
+      continue;
+    }
+    CHECK(got[i].correct == want[i].correct);
+    CHECK(got[i].generated_tokens == want[i].generated_tokens);
+    worst = std::max(worst, moved);
   }
   CHECK(worst <= 1e-4);
-  CAPTURE(flipped_items);
+  CAPTURE(flipped_items, code_flips);
   CHECK(flipped_items.size() <= 1);  // of 16 items; none here
+  CHECK(code_flips.size() <= 2);     // of the quantized arms' records; none here
   const auto c = batch.stats();
   CHECK(c.forwards > 0);
   CHECK(c.batched > 0);  // the two drivers' forwards met in one llama_decode
@@ -233,11 +244,22 @@ TEST_CASE(
   // discrete amplifier is A's greedy message: where two tokens' logits tie within rounding, the
   // batched run may write another message, and B's answer_logprob then moves by far more than
   // rounding. Such an item is counted, shown, and must stay rare; its other fields are not compared.
+  // The other amplifier is a quantizer on the wire (kv_fp8, kv_int8, kv_int4): a K/V value within
+  // rounding of a code boundary may take the neighbouring code in the batched run. CI's run of
+  // 812f360 moved item 15's kv_fp8 answer_logprob by 0.0107 so (its fp8 cache moves that item's
+  // answer_logprob by 0.84 against kv_full, the median item's by 6e-7): such a record keeps its
+  // bytes and relay tokens, is counted, shown, and must stay rare.
   const auto text = [](const json_value& r, const char* k) {
     const auto* v = r.find(k);
     return v == nullptr ? std::string("absent") : write_json(*v);
   };
+  const auto quantized = [](const json_value& r) {
+    const auto* p = r.find("policy");
+    return p != nullptr && p->is_object() && p->find("wire_quantization") != nullptr;
+  };
   std::set<std::string> flipped_items;
+  std::vector<std::string> code_flips;  // "item/arm" of quantized records moved beyond rounding
+  std::size_t quantized_records = 0;
   for (std::size_t i = 0; i < one.size(); ++i) {
     CAPTURE(i, text(one[i], "item"), text(one[i], "arm"));
     for (const char* k : {"item", "seed", "arm"}) REQUIRE(text(one[i], k) == text(two[i], k));
@@ -246,13 +268,23 @@ TEST_CASE(
       flipped_items.insert(text(one[i], "item"));
       continue;
     }
-    for (const char* k : {"correct", "generated_tokens", "bytes", "relay_tokens"})
-      CHECK(text(one[i], k) == text(two[i], k));
-    CHECK(std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number()) <=
-          1e-4);
+    for (const char* k : {"bytes", "relay_tokens"}) CHECK(text(one[i], k) == text(two[i], k));
+    const double moved =
+        std::fabs(one[i].at("answer_logprob").as_number() - two[i].at("answer_logprob").as_number());
+    if (quantized(one[i])) {
+      ++quantized_records;
+      if (moved > 1e-4) {
+        code_flips.push_back(text(one[i], "item") + "/" + text(one[i], "arm"));
+        continue;
+      }
+    }
+    for (const char* k : {"correct", "generated_tokens"}) CHECK(text(one[i], k) == text(two[i], k));
+    CHECK(moved <= 1e-4);
   }
-  CAPTURE(flipped_items);
+  CAPTURE(flipped_items, code_flips, quantized_records);
   CHECK(flipped_items.size() <= 1);  // of 20 items; none in 30 runs here
+  CHECK(quantized_records == 60);    // 20 items x kv_fp8, kv_int8, kv_int4: the rule above is exercised
+  CHECK(code_flips.size() <= 2);     // of those 60; none in 40 runs here, one in CI's run of 812f360
   // --batched needs llama.cpp and --jobs 2 or more, and runs in one process: one line, exit 2
   const std::string llama = " --engine llama.cpp --model " + test::organism_gguf("organism-a").string() +
                             " --task " + (batch_test::models / "organism-a" / "task.json").string();
