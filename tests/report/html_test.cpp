@@ -573,13 +573,28 @@ TEST_CASE("report.html and report.md: the More sections are one model, tables in
     CHECK(more.find("<figure id=\"drift_response.svg\">", rf) < more.find("</section>", rf));
   CHECK(more.find("kv\\_full") == std::string::npos);
   CHECK(more.find("\\(") == std::string::npos);
-  // html_options::markdown still comes after the tables, preformatted and escaped
-  html_options o;
-  o.markdown = "## Unavailable on this engine (x)\n\n| arm `a<b>` | why |\n";
-  const std::string h2 = report_html(b.report, b.records, b.svgs, o);
-  CHECK(h2.find("<pre>## Unavailable on this engine (x)\n\n| arm `a&lt;b&gt;` | why |\n</pre>") !=
-        std::string::npos);
-  CHECK(h2.find("<section id=\"gate\">") < h2.find("<pre>"));
+  // what the engine could not run or measure: one model section, after the tables in report.html and
+  // at the end of report.md, its data escaped in both; none without an engine name
+  CHECK_FALSE(detail::unavailable_section(b.report, b.records).has_value());
+  audit_report r = b.report;
+  r.options.engine = "x<y>";
+  r.options.arms_unavailable = {{"kv_layers_0", "partial_layer_import: the engine imports whole caches"}};
+  const auto u = detail::unavailable_section(r, b.records);
+  REQUIRE(u.has_value());
+  const std::string h2 = report_html(r, b.records, b.svgs, {});
+  CHECK(h2.find(html_of(*u)) == std::string::npos);  // level 3 inside "More"
+  auto u3 = *u;
+  u3.level = 3;
+  const auto u_at = h2.find(html_of(u3));
+  REQUIRE(u_at != std::string::npos);
+  CHECK(h2.find("<section id=\"gate\">") < u_at);
+  CHECK(h2.find("Unavailable on this engine (x&lt;y&gt;)") != std::string::npos);
+  CHECK(h2.find("<code>kv_layers_0</code>") != std::string::npos);
+  CHECK(h2.find("<pre>") == std::string::npos);  // no Markdown text inside the page
+  const auto u_md = markdown_of(*u);
+  CHECK(u_md.find("## Unavailable on this engine (x") != std::string::npos);
+  CHECK(u_md.find("<y>") == std::string::npos);  // data escaped
+  CHECK(u_md.find("partial\\_layer\\_import") != std::string::npos);
 }
 
 TEST_CASE("report.html and report.md: accuracy, effects, noise, frontier, demonstrations are one model",

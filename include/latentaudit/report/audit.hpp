@@ -137,9 +137,9 @@ struct audit_options {
   /// each design item's regime (item i = entry i: the task file's), for the items no record holds;
   /// empty: such an item is counted as a need item (the regime every check that lets relay through reads)
   std::vector<std::string> design_item_regime = {};
-  /// the engine that ran the trials ("reference", "llama.cpp"): run_audit_report writes report.md's
-  /// "Unavailable on this engine" section for it, with `arms_unavailable` and the records'
-  /// `unavailable` metrics; empty: no section
+  /// the engine that ran the trials ("reference", "llama.cpp"): run_audit_report writes the
+  /// "Unavailable on this engine" section of report.md and report.html for it, with `arms_unavailable` and
+  /// the records' `unavailable` metrics; empty: no section
   std::string engine = {};
   /// the arms left out of the design on `engine`, and why (trial/engine_support.hpp skipped_arm)
   std::vector<std::pair<std::string, std::string>> arms_unavailable = {};

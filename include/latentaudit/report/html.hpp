@@ -93,10 +93,6 @@ struct html_options {
   /// most bytes of one answer text shown in a cell (cut at a UTF-8 boundary, "…"; the whole text,
   /// up to 1000 bytes, in the cell's tooltip)
   std::size_t max_answer_bytes = 60;
-  /// Markdown appended to the page's "More" section as preformatted text (in a collapsed <details>),
-  /// after the relay-failure, message, cache-map, link and gate tables (run_audit_report passes
-  /// report.md's "Unavailable on this engine" section); empty: nothing appended
-  std::string markdown;
   /// the task file of the records (audit_options::tasks): the drill-down's query and accepted
   /// answers columns; null: not shown
   const task_file* tasks = nullptr;

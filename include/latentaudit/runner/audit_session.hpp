@@ -557,7 +557,7 @@ class audit_session {
       aopt.design_seeds = d_.seeds;
       if (o_.item_regime.size() >= d_.items) aopt.design_item_regime = o_.item_regime;
     }
-    aopt.engine = o_.engine_name;  // report.md's "Unavailable on this engine"
+    aopt.engine = o_.engine_name;  // the report's "Unavailable on this engine" section
     for (const auto& x : o_.arms_unavailable) aopt.arms_unavailable.emplace_back(x.arm, x.reason);
     if (o_.before_report) o_.before_report(records.size());
     if (o_.report_tasks) aopt.tasks = o_.report_tasks(d_, aopt.tasks_note);

@@ -2,7 +2,8 @@
 // latentaudit: the report's core sections built once as report_section (report_model.hpp) from the
 // audit's results — the title with the meta paragraph, accuracy by arm, the paired effects with their forest
 // plot, the CATE table, the noise dose-response, the slicing and compression frontier, the teaching
-// demonstrations (with the production log and the rollout) and the warnings — which report.md writes with
+// demonstrations (with the production log and the rollout), the warnings and what the engine could not run
+// or measure — which report.md writes with
 // markdown_of and report.html with html_of. Not part of the public API.
 #ifndef LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP
 #define LATENTAUDIT_REPORT_DETAIL_CORE_SECTIONS_HPP
@@ -10,6 +11,7 @@
 #include "../../core/detail/internal_header_check.hpp"
 
 #include <optional>
+#include <span>
 
 #include "../../config.hpp"
 #include "../report_model.hpp"
@@ -18,6 +20,7 @@ namespace latentaudit {
 // report.hpp defines it and includes (through its -inl.hpp) this header: declared here, complete in
 // impl/core_sections-inl.hpp.
 struct audit_report;
+struct trial_record;
 }  // namespace latentaudit
 
 namespace latentaudit::detail {
@@ -59,6 +62,14 @@ namespace latentaudit::detail {
 /// @brief "Warnings" (none without warnings).
 /// @param r the report
 [[nodiscard]] std::optional<report_section> warnings_section(const audit_report& r);
+
+/// @brief "Unavailable on this engine (name)": the arms left out of the design
+/// (audit_options::arms_unavailable) and the metrics the records hold as unavailable, each with the
+/// engine's reason (none when audit_options::engine is empty, or nothing is unavailable).
+/// @param r the report
+/// @param records its records (their `unavailable` metrics)
+[[nodiscard]] std::optional<report_section> unavailable_section(const audit_report& r,
+                                                                std::span<const trial_record> records);
 
 }  // namespace latentaudit::detail
 

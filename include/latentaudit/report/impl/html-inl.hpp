@@ -629,12 +629,11 @@ LATENTAUDIT_INLINE void html_section_cost(html_report_context& c) {
 }
 
 // report_html's section: everything else — the relay failures, messages, cache maps, fitted link and
-// relay gate, the teaching demonstrations and the warnings as HTML tables from the report's model (the
-// sections report.md writes from the same model).
+// relay gate, the teaching demonstrations, the warnings and what the engine could not run or measure as
+// HTML tables from the report's model (the sections report.md writes from the same model).
 LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
   auto& p = c.p;
   const audit_report& r = c.r;
-  const html_options& o = c.o;
   p.open("section", "id=\"more\"");
   p.el("h2", "More: relay failures, messages, cache maps, link, gate, demonstrations");
   std::vector<report_section> sections;
@@ -649,15 +648,10 @@ LATENTAUDIT_INLINE void html_section_more(html_report_context& c) {
     s.level = 3;  // inside "More"
     p.raw(html_of(s, figure));
   }
-  if (!o.markdown.empty()) {  // the caller's Markdown (run_audit_report: "Unavailable on this engine")
-    p.open("details");
-    p.el("summary", "As report.md writes it (Markdown text)");
-    p.el("pre", o.markdown);
-    p.close("details");
-  }
-  sections.clear();  // after report.md's text: the demonstrations and the warnings
+  sections.clear();  // the demonstrations, the warnings and what the engine could not run or measure
   sections.push_back(demonstrations_section(r));
   if (auto w = warnings_section(r)) sections.push_back(std::move(*w));
+  if (auto u = unavailable_section(r, c.records)) sections.push_back(std::move(*u));
   for (auto& s : sections) {
     s.level = 3;  // inside "More"
     p.raw(html_of(s, figure));

@@ -757,26 +757,10 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
   // the temporary directory and leaves the previous report, or none, behind.
   std::vector<std::pair<std::string, std::string>> files;
   std::string md = report_markdown(r);
-  if (!o.engine.empty()) {  // what this engine could not run or measure, and why
-    std::map<std::string, std::string> metrics;
-    for (const auto& rec : records)
-      for (const auto& u : rec.unavailable) metrics.emplace(u.metric, u.reason);
-    if (!o.arms_unavailable.empty() || !metrics.empty()) {
-      md += "\n## Unavailable on this engine (" + o.engine +
-            ")\n\nArms left out of the design and metrics absent from the records (null, never zero), with "
-            "the reason each engine gives (engine_capabilities, trial/engine_support.hpp).\n\n"
-            "| arm or metric | reason |\n|---|---|\n";
-      for (const auto& [arm, why] : o.arms_unavailable)
-        md += "| arm " + detail::markdown_code(arm) + " | " + detail::md_escape(why) + " |\n";
-      for (const auto& [m, why] : metrics)
-        md += "| metric " + detail::markdown_code(m) + " | " + detail::md_escape(why) + " |\n";
-    }
-  }
+  if (const auto s = detail::unavailable_section(r, records)) md += markdown_of(*s);
   html_options ho;
   ho.tasks = o.tasks.get();
   ho.tasks_note = o.tasks_note;
-  if (const auto u = md.find("\n## Unavailable on this engine"); u != std::string::npos)
-    ho.markdown = md.substr(u + 1);
   files.emplace_back("report.md", std::move(md));
   auto svgs = report_svgs(r, records);
   files.emplace_back("report.html", report_html(r, records, svgs, ho));

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -353,6 +354,32 @@ LATENTAUDIT_INLINE std::optional<report_section> warnings_section(const audit_re
   report_list l;
   for (const auto& w : r.core.warnings) l.items.push_back({report_span::data(w)});
   s.blocks.emplace_back(std::move(l));
+  return s;
+}
+
+LATENTAUDIT_INLINE std::optional<report_section> unavailable_section(const audit_report& r,
+                                                                     std::span<const trial_record> records) {
+  const audit_options& o = r.options;
+  if (o.engine.empty()) return std::nullopt;
+  std::map<std::string, std::string> metrics;  // one reason a metric, in name order
+  for (const auto& rec : records)
+    for (const auto& u : rec.unavailable) metrics.emplace(u.metric, u.reason);
+  if (o.arms_unavailable.empty() && metrics.empty()) return std::nullopt;
+  report_section s{.id = "unavailable", .title = "Unavailable on this engine", .level = 2, .blocks = {}};
+  s.heading = {report_span::prose("Unavailable on this engine ("), report_span::data(o.engine),
+               report_span::prose(")")};
+  s.blocks.emplace_back(report_paragraph{
+      {report_span::prose("Arms left out of the design and metrics absent from the records (null, never "
+                          "zero), with the reason each engine gives (engine\\_capabilities, "
+                          "trial/engine\\_support.hpp).")}});
+  report_table t{.columns = {{.header = "arm or metric"}, {.header = "reason"}}};
+  const auto row = [&](const char* what, const std::string& name, const std::string& why) {
+    t.rows.push_back(
+        {report_cell::of_text({report_span::prose(what), report_span::code(name)}), report_cell::label(why)});
+  };
+  for (const auto& [arm, why] : o.arms_unavailable) row("arm ", arm, why);
+  for (const auto& [m, why] : metrics) row("metric ", m, why);
+  s.blocks.emplace_back(std::move(t));
   return s;
 }
 
