@@ -77,7 +77,7 @@ const built& html_report() {
     built x;
     x.records = html_records();
     x.report = build_audit_report(x.records, {.bootstrap_replicates = 200, .seed = 5});
-    x.svgs = report_svgs(x.report, x.records);
+    x.svgs = report_svgs(x.report);
     x.html = report_html(x.report, x.records, x.svgs);
     return x;
   }();

@@ -164,7 +164,7 @@ TEST_CASE("decision: relay with conditions, a policy per shown failure, no nan",
   CHECK(js.find("decision")->find("policy")->as_array().size() == r.decision.policy.size());
   // the SVGs: forest rows for the new regimes and the drift dose-response
   bool drift_svg = false, forest_rows = false;
-  for (const auto& [name, svg] : la::report_svgs(r, recs)) {
+  for (const auto& [name, svg] : la::report_svgs(r)) {
     drift_svg |= name == "drift_response.svg" && svg.find("<svg") != std::string::npos;
     forest_rows |= name == "forest.svg" && svg.find("stale: kv_full") != std::string::npos &&
                    svg.find("conflict: kv_full") != std::string::npos &&

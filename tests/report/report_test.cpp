@@ -4,6 +4,8 @@
 // the files run_audit_report writes.
 #include <latentaudit/engine/reference_cpu.hpp>
 #include <latentaudit/report.hpp>
+#include <latentaudit/report/detail/core_sections.hpp>
+#include <latentaudit/report/detail/report_sections.hpp>
 #include <latentaudit/trial.hpp>
 
 #include <catch2/catch.hpp>
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <variant>
 
 #include "support/organism_records.hpp"
 #include "support/sanitizer.hpp"
@@ -122,11 +125,51 @@ TEST_CASE("report: the organism audit reaches every planted truth and decides to
                         "## Cost-benefit by link", "## Per-request relay gate",
                         "## Teaching demonstrations — true by construction, not findings"})
     CHECK(md.find(h) != std::string::npos);
-  const auto svgs = report_svgs(r, recs);
+  const auto svgs = report_svgs(r);
   REQUIRE(svgs.size() == 5);  // forest, dose_response, frontier, latency_receiver, latency
   for (const auto& [name, svg] : svgs) {
     INFO(name);
     check_report_svg(svg);
+  }
+  // each file is its section's figure drawn from the data the model carries, and only that
+  std::map<std::string, std::string> drawn;
+  for (const auto& s : {detail::effects_section(r), detail::noise_section(r), detail::frontier_section(r),
+                        detail::cost_section(r)})
+    for (const auto& b : s.blocks)
+      if (const auto* f = std::get_if<report_figure>(&b)) {
+        INFO(f->file);
+        REQUIRE_FALSE(std::holds_alternative<std::monostate>(f->plot));
+        drawn[f->file] = *svg_of(f->plot);
+      }
+  CHECK(drawn.size() == svgs.size());
+  for (const auto& [name, svg] : svgs) CHECK(drawn.at(name) == svg);
+  CHECK_FALSE(svg_of(plot_spec{}).has_value());
+  // the latency figures' bars are the records' stage means per arm (need regime, label order)
+  std::map<std::string, std::pair<double, double>> b_prefill;  // arm: (sum, n)
+  for (const auto& rec : recs)
+    if (rec.regime == "need" || rec.regime.empty()) {
+      b_prefill[rec.arm].first += rec.latency.b_prefill_s;
+      b_prefill[rec.arm].second += 1;
+    }
+  REQUIRE(r.core.stage_latency.size() == b_prefill.size());
+  const auto cost = detail::cost_section(r);
+  const auto* bars = [&]() -> const bars_figure* {
+    for (const auto& b : cost.blocks)
+      if (const auto* f = std::get_if<report_figure>(&b); f != nullptr && f->file == "latency.svg")
+        return std::get_if<bars_figure>(&f->plot);
+    return nullptr;
+  }();
+  REQUIRE(bars != nullptr);
+  REQUIRE(bars->bars.size() == b_prefill.size());
+  auto it = b_prefill.begin();
+  for (const auto& bar : bars->bars) {
+    INFO(bar.label);
+    CHECK(bar.label == it->first);
+    REQUIRE(bar.segments.size() == latency_stage_names.size());
+    CHECK(bar.segments[7].name == "B prefill");
+    CHECK_THAT(bar.segments[7].value,
+               Catch::Matchers::WithinRel(1e6 * it->second.first / it->second.second, 1e-12));
+    ++it;
   }
 }
 
@@ -149,7 +192,7 @@ TEST_CASE("report: records with two arms only give inconclusive findings, never 
     CHECK(f.at(id)->n == 0);
   }
   CHECK(r.decision.verdict == latentaudit::decision_verdict::inconclusive);
-  for (const auto& [name, svg] : report_svgs(r, recs)) check_report_svg(svg);
+  for (const auto& [name, svg] : report_svgs(r)) check_report_svg(svg);
 }
 
 namespace {

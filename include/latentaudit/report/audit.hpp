@@ -57,6 +57,7 @@
 #ifndef LATENTAUDIT_REPORT_AUDIT_HPP
 #define LATENTAUDIT_REPORT_AUDIT_HPP
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -278,6 +279,20 @@ struct cate_effect {
   double p_adjusted = 0.0;  ///< Holm over every subgroup listed
 };
 
+/// @brief The nine stages of a trial's latency (latency_split's fields, in order), as the latency
+/// figures name them.
+inline constexpr std::array<std::string_view, 9> latency_stage_names = {
+    "A prefill", "export", "policy",    "encode",  "transfer (modeled)",
+    "decode",    "import", "B prefill", "B decode"};
+
+/// @brief One arm's latency by stage summed over its need-regime records (the latency figures draw
+/// total_s[i] / records, the mean per trial).
+struct arm_stage_latency {
+  std::string arm;                  ///< arm label
+  std::size_t records = 0;          ///< the records summed
+  std::array<double, 9> total_s{};  ///< seconds, one per latency_stage_names entry
+};
+
 /// @brief Everything the core audit computes from the records.
 struct audit_core {
   std::vector<arm_summary> arms;             ///< per arm and regime
@@ -312,6 +327,10 @@ struct audit_core {
   std::size_t n_items = 0;            ///< distinct items
   std::size_t n_seeds = 0;            ///< distinct seeds
   std::vector<std::string> warnings;  ///< dropped units, absent arms, skipped analyses
+  /// the label playing each role (detail::resolve_arm_roles: the one resolution the analyses read)
+  detail::arm_roles roles;
+  /// the need regime's records (and those without a regime), per arm in label order: each stage's total
+  std::vector<arm_stage_latency> stage_latency;
 };
 
 /// @brief Runs the core audit on a set of records from any stack.
@@ -357,6 +376,12 @@ void check_audit_options(std::string_view fn, const audit_options& o);
   const auto it = o.regime_horizon.find(std::string(regime));
   return it != o.regime_horizon.end() ? it->second : o.horizon;
 }
+
+/// @brief Each arm's latency by stage summed over the need regime's records and those without a
+/// regime, arms in label order (audit_core::stage_latency).
+/// @param records the trial records
+/// @returns one entry per arm
+[[nodiscard]] std::vector<arm_stage_latency> stage_latency_by_arm(std::span<const trial_record> records);
 
 /// @brief analyse_records() on arm roles already resolved: build_audit_report() resolves them once
 /// (resolve_arm_roles) and hands the same roles to every analysis.

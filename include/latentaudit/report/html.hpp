@@ -101,7 +101,7 @@ struct html_options {
 };
 
 /// @brief report.html: one self-contained HTML5 page for `r` built from `records` (the records the
-/// report was built from), with the plots `svgs` (report_svgs(r, records)) inline.
+/// report was built from), with the plots `svgs` (report_svgs(r)) inline.
 /// @param r the report
 /// @param records its records (the drill-down reads item, seed, regime, arm, arm_kind, task_id,
 /// query_index, answer_text, answer_logprob, correct, stale_answer and relay_error)

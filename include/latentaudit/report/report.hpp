@@ -75,18 +75,19 @@ std::string estimate_md(const effect_estimate& e);
 /// demonstrations' coverage checks in their own `demonstrations` array (same fields, not findings).
 [[nodiscard]] json_value report_json(const audit_report& r);
 
-/// @brief The SVG plots: forest.svg (paired effects and decomposition), dose_response.svg
-/// (accuracy vs noise σ with its band and the tolerance σ), frontier.svg (bytes vs accuracy,
-/// Pareto set), latency.svg (receiver latency breakdown per arm). Pairs (file name, SVG text).
-[[nodiscard]] std::vector<std::pair<std::string, std::string>> report_svgs(
-    const audit_report& r, std::span<const trial_record> records);
+/// @brief The SVG plots, each drawn (svg_of) from the data its figure carries in the report's sections
+/// (report_figure::plot): forest.svg (paired effects, decomposition, relay failures), dose_response.svg
+/// (accuracy vs noise σ with its band and the tolerance σ), frontier.svg (bytes vs accuracy, Pareto
+/// set), drift_response.svg (with drift arms), latency_receiver.svg and latency.svg (latency by stage
+/// per arm, audit_core::stage_latency). Pairs (file name, SVG text), in that order.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> report_svgs(const audit_report& r);
 
 /// @brief report.md: the decision and its checklist first, then every table.
 [[nodiscard]] std::string report_markdown(const audit_report& r);
 
 /// @brief Builds the report and writes report.md, report.json and the SVG plots into `dir`, as one
-/// set (each file complete or the previous one left; report.md holds the "Unavailable on this
-/// engine" section when audit_options::engine is set and an arm or a metric is unavailable).
+/// set (each file complete or the previous one left; report.md and report.html hold the "Unavailable on
+/// this engine" section when audit_options::engine is set and an arm or a metric is unavailable).
 /// @throws corrupt_data if a file cannot be written; errors of build_audit_report.
 audit_report run_audit_report(std::span<const trial_record> records, const audit_options& o,
                               const std::filesystem::path& dir);

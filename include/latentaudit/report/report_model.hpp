@@ -20,6 +20,7 @@
 #include "../config.hpp"
 #include "../core/json.hpp"
 #include "finding.hpp"
+#include "svg.hpp"
 
 namespace latentaudit {
 
@@ -239,10 +240,12 @@ struct report_heading {
   int level = 3;      ///< heading level ("###", <h3>)
 };
 
-/// @brief A plot written beside the report (report_svgs), placed here.
+/// @brief A plot written beside the report, placed here, with the data it is drawn from: report_svgs
+/// draws every figure of the report's sections that has a plot (svg_of).
 struct report_figure {
   std::string file;  ///< its file name ("drift_response.svg")
   std::string alt;   ///< its short description
+  plot_spec plot;    ///< its data (std::monostate: a figure drawn elsewhere, or not at all)
 };
 
 /// @brief One block of a section.

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "../config.hpp"
@@ -141,6 +142,45 @@ struct stacked_bar {
 /// values, log_x set, bad width or height.
 [[nodiscard]] std::string stacked_bar_plot(std::span<const stacked_bar> bars, const plot_options& o,
                                            std::span<const std::string> colour_order = {});
+
+/// @brief A forest plot's data: forest_plot's arguments.
+struct forest_figure {
+  std::vector<forest_row> rows;  ///< the rows, top to bottom
+  plot_options options;          ///< title, axis labels, size
+  double reference = 0.0;        ///< the dashed reference line
+  forest_marks marks;            ///< margin lines and legend texts
+};
+
+/// @brief A band plot's data: band_plot's arguments.
+struct band_figure {
+  std::vector<band_series> series;                 ///< the series
+  plot_options options;                            ///< title, axis labels, size, log_x
+  std::optional<double> hline;                     ///< the dashed horizontal reference
+  std::optional<double> vline;                     ///< the dashed vertical marker
+  std::optional<std::pair<double, double>> vband;  ///< the shaded vertical band
+};
+
+/// @brief A frontier plot's data: frontier_plot's arguments.
+struct frontier_figure {
+  std::vector<scatter_point> points;  ///< the points
+  plot_options options;               ///< title, axis labels, size, log_x
+};
+
+/// @brief A stacked-bar plot's data: stacked_bar_plot's arguments.
+struct bars_figure {
+  std::vector<stacked_bar> bars;          ///< the bars, top to bottom
+  plot_options options;                   ///< title, axis labels, size
+  std::vector<std::string> colour_order;  ///< segment names in palette order
+};
+
+/// @brief A plot's data — the arguments of one of the four plots — or none (std::monostate).
+using plot_spec = std::variant<std::monostate, forest_figure, band_figure, frontier_figure, bars_figure>;
+
+/// @brief The SVG document of `p`, drawn by its plot function; none for std::monostate.
+/// @param p the plot's data
+/// @returns the SVG document, or std::nullopt
+/// @throws invalid_argument as the plot function does.
+[[nodiscard]] std::optional<std::string> svg_of(const plot_spec& p);
 
 // ---- implementation ---------------------------------------------------------------------------
 

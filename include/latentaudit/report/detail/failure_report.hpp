@@ -32,9 +32,14 @@ namespace latentaudit::detail {
 /// @brief Forest rows of the stale and conflict contrasts (descriptive 1 − α intervals).
 void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows);
 
-/// @brief drift_response.svg: need-regime accuracy against the drift steps with its band, the text
-/// relay as a dashed line and the tolerance with its interval; empty without drift arms.
-[[nodiscard]] std::optional<std::string> drift_response_svg(const audit_core& c);
+/// @brief drift_response.svg's data: need-regime accuracy against the drift steps with its band, the
+/// text relay (the text_full role's need accuracy) as a dashed line and the tolerance with its
+/// interval; none without two drift levels.
+[[nodiscard]] std::optional<band_figure> drift_response_figure(const audit_core& c);
+
+/// @brief The text_full role's need-regime accuracy (the figures' dashed text-relay line); none when
+/// no arm plays the role or its accuracy is not finite.
+[[nodiscard]] std::optional<double> text_relay_accuracy(const audit_core& c);
 
 }  // namespace latentaudit::detail
 

@@ -429,6 +429,26 @@ LATENTAUDIT_INLINE void audit_cate(const audit_data& d, std::span<const trial_re
 
 }  // namespace detail
 
+// Each arm's latency by stage summed over the need regime's records (and those without a regime), arms
+// in label order (audit_core::stage_latency).
+LATENTAUDIT_INLINE std::vector<arm_stage_latency> detail::stage_latency_by_arm(
+    std::span<const trial_record> records) {
+  std::map<std::string, arm_stage_latency> by_arm;  // label order
+  for (const auto& rec : records) {
+    if (rec.regime != "need" && !rec.regime.empty()) continue;
+    auto& a = by_arm[rec.arm];
+    a.arm = rec.arm;
+    const auto& L = rec.latency;
+    const std::array<double, 9> v = {L.a_prefill_s, L.export_s, L.policy_s,    L.encode_s,  L.transfer_s,
+                                     L.decode_s,    L.import_s, L.b_prefill_s, L.b_decode_s};
+    for (std::size_t i = 0; i < v.size(); ++i) a.total_s[i] += v[i];
+    a.records += 1;
+  }
+  std::vector<arm_stage_latency> out;
+  for (auto& [arm, a] : by_arm) out.push_back(std::move(a));
+  return out;
+}
+
 LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const trial_record> records,
                                                                  const audit_options& o,
                                                                  const arm_roles& roles,
@@ -676,6 +696,8 @@ LATENTAUDIT_INLINE audit_core detail::analyse_records_with_roles(std::span<const
   });
   apply_positive_control(out.findings, control == out.findings.end() ? nullptr : &*control);
   if (table != nullptr) *table = static_cast<const unit_records&>(d);
+  out.roles = roles;
+  out.stage_latency = detail::stage_latency_by_arm(records);
   return out;
 }
 

@@ -608,116 +608,16 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
 }
 
 [[nodiscard]] LATENTAUDIT_INLINE std::vector<std::pair<std::string, std::string>> report_svgs(
-    const audit_report& r, std::span<const trial_record> records) {
+    const audit_report& r) {
   std::vector<std::pair<std::string, std::string>> out;
-  std::vector<forest_row> rows;
-  // the verdict interval the findings read, drawn behind the descriptive CI when finite
-  auto verdict_of = [](const paired_effect& e) -> std::optional<std::pair<double, double>> {
-    if (std::isfinite(e.verdict_low) && std::isfinite(e.verdict_high) && e.verdict_low <= e.verdict_high)
-      return std::pair{e.verdict_low, e.verdict_high};
-    return std::nullopt;
-  };
-  for (const auto& e : r.core.effects)
-    if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
-      rows.push_back({e.regime + ": " + e.treated + " − " + e.control, e.estimate, e.ci_low, e.ci_high,
-                      e.regime, verdict_of(e)});
-  for (const auto& e : r.core.decomposition)
-    if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
-      rows.push_back(
-          {"decomposition: " + e.id, e.estimate, e.ci_low, e.ci_high, "decomposition", verdict_of(e)});
-  detail::relay_failure_forest_rows(r.core, rows);  // stale, conflict and drift rows
-  const double m = r.options.equivalence_margin;
-  const std::string lv = fmt::format("{:g}%", 100.0 * (1.0 - r.options.alpha)),
-                    vv = fmt::format("{:g}%", 100.0 * (1.0 - 2.0 * r.options.alpha));
-  forest_marks marks;
-  if (std::isfinite(m) && m > 0) {
-    marks.margins = {-m, m};
-    marks.margin_label = fmt::format("margin ±{:g}", m);
-  }
-  marks.ci_label = lv + " CI (bootstrap; relay-failure rows: betting)";
-  marks.verdict_label = vv + " verdict interval (betting)";
-  out.emplace_back("forest.svg", forest_plot(rows,
-                                             {.title = "Paired effects on accuracy: " + lv + " CI (line), " +
-                                                       vv + " verdict interval (pale bar), ±margin (dotted)",
-                                              .x_label = "difference in accuracy",
-                                              .width = 960},
-                                             0.0, marks));
-  band_series s{"accuracy (Wilson CI)", {}};
-  for (const auto& p : r.core.noise.curve)
-    if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
-      s.points.push_back({p.sigma, p.accuracy, p.ci_low, p.ci_high});
-  std::optional<double> text_acc;
-  std::vector<std::string> role_warnings;  // reported by the analyses already
-  const std::string text_role = detail::resolve_arm_roles(records, role_warnings).of(arm_kind::text_full);
-  for (const auto& a : r.core.arms)
-    if (a.arm == text_role && a.regime == "need" && std::isfinite(a.accuracy)) text_acc = a.accuracy;
-  std::optional<std::pair<double, double>> band;
-  if (r.core.noise.tolerance_sigma && r.core.noise.ci_low && r.core.noise.ci_high)
-    band = std::pair{*r.core.noise.ci_low, *r.core.noise.ci_high};
-  const std::vector<band_series> series{s};
-  out.emplace_back(
-      "dose_response.svg",
-      band_plot(series,
-                {.title = "Accuracy vs relay noise (need regime); dashed: text relay; marker: tolerance σ",
-                 .x_label = "noise σ (× RMS of K/V)",
-                 .y_label = "accuracy"},
-                text_acc, r.core.noise.tolerance_sigma, band));
-  std::vector<scatter_point> pts;
-  for (const auto& p : r.core.frontier)
-    if (p.mean_bytes > 0 && std::isfinite(p.accuracy))
-      pts.push_back({p.arm, p.mean_bytes, p.accuracy, p.ci_low, p.ci_high, p.pareto});
-  out.emplace_back(
-      "frontier.svg",
-      frontier_plot(pts, {.title = "Bytes on the wire vs accuracy (need regime); coloured: Pareto set",
-                          .x_label = "mean relay bytes",
-                          .y_label = "accuracy",
-                          .log_x = true}));
-  // Latency breakdown: mean of each stage per arm, need regime, in microseconds.
-  std::vector<std::string> order;
-  std::map<std::string, std::array<double, 9>> sums;
-  std::map<std::string, double> counts;
-  for (const auto& rec : records) {
-    if (rec.regime != "need" && !rec.regime.empty()) continue;
-    if (!sums.count(rec.arm)) order.push_back(rec.arm), sums[rec.arm] = {};
-    const auto& L = rec.latency;
-    const double v[9] = {L.a_prefill_s, L.export_s, L.policy_s,    L.encode_s,  L.transfer_s,
-                         L.decode_s,    L.import_s, L.b_prefill_s, L.b_decode_s};
-    for (int i = 0; i < 9; ++i) sums[rec.arm][static_cast<std::size_t>(i)] += v[i];
-    counts[rec.arm] += 1;
-  }
-  static constexpr const char* names[9] = {
-      "A prefill", "export", "policy",    "encode",  "transfer (modeled)",
-      "decode",    "import", "B prefill", "B decode"};
-  std::sort(order.begin(), order.end());
-  std::vector<stacked_bar> bars;
-  for (const auto& arm : order) {
-    stacked_bar b{arm, {}};
-    for (int i = 0; i < 9; ++i)
-      b.segments.push_back({names[i], 1e6 * sums[arm][static_cast<std::size_t>(i)] / counts[arm]});
-    bars.push_back(std::move(b));
-  }
-  if (auto drift_svg = detail::drift_response_svg(r.core)) out.emplace_back("drift_response.svg", *drift_svg);
-  // What the cost verdict is about: the receiver's stages only (A's prefill left out).
-  std::vector<stacked_bar> receiver_bars;
-  for (const auto& b : bars) {
-    stacked_bar rb{b.label, {}};
-    for (std::size_t i = 1; i < b.segments.size(); ++i) rb.segments.push_back(b.segments[i]);
-    receiver_bars.push_back(std::move(rb));
-  }
-  const std::vector<std::string> stage_names(std::begin(names), std::end(names));  // one colour a stage
-  out.emplace_back(
-      "latency_receiver.svg",
-      stacked_bar_plot(receiver_bars,
-                       {.title = "Mean receiver latency per trial by stage (need regime; what the "
-                                 "cost verdict compares)",
-                        .x_label = "microseconds"},
-                       stage_names));
-  out.emplace_back("latency.svg",
-                   stacked_bar_plot(bars,
-                                    {.title = "Mean end-to-end latency per trial by stage, A's prefill "
-                                              "included (need regime)",
-                                     .x_label = "microseconds"},
-                                    stage_names));
+  // the sections that carry figures, in the files' order
+  const report_section sections[] = {
+      detail::effects_section(r), detail::noise_section(r), detail::frontier_section(r),
+      detail::relay_failures_section(r.core, r.options.equivalence_margin), detail::cost_section(r)};
+  for (const auto& s : sections)
+    for (const auto& b : s.blocks)
+      if (const auto* f = std::get_if<report_figure>(&b))
+        if (auto svg = svg_of(f->plot)) out.emplace_back(f->file, std::move(*svg));
   return out;
 }
 
@@ -762,7 +662,7 @@ LATENTAUDIT_INLINE audit_report run_audit_report(std::span<const trial_record> r
   ho.tasks = o.tasks.get();
   ho.tasks_note = o.tasks_note;
   files.emplace_back("report.md", std::move(md));
-  auto svgs = report_svgs(r, records);
+  auto svgs = report_svgs(r);
   files.emplace_back("report.html", report_html(r, records, svgs, ho));
   std::string js;
   append_json(js, report_json(r), {.indent = 1});

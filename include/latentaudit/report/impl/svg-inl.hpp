@@ -804,6 +804,25 @@ LATENTAUDIT_INLINE std::string stacked_bar_plot(std::span<const stacked_bar> bar
   return w.finish();
 }
 
+LATENTAUDIT_INLINE std::optional<std::string> svg_of(const plot_spec& p) {
+  struct draw {
+    std::optional<std::string> operator()(std::monostate) const { return std::nullopt; }
+    std::optional<std::string> operator()(const forest_figure& f) const {
+      return forest_plot(f.rows, f.options, f.reference, f.marks);
+    }
+    std::optional<std::string> operator()(const band_figure& f) const {
+      return band_plot(f.series, f.options, f.hline, f.vline, f.vband);
+    }
+    std::optional<std::string> operator()(const frontier_figure& f) const {
+      return frontier_plot(f.points, f.options);
+    }
+    std::optional<std::string> operator()(const bars_figure& f) const {
+      return stacked_bar_plot(f.bars, f.options, f.colour_order);
+    }
+  };
+  return std::visit(draw{}, p);
+}
+
 }  // namespace latentaudit
 
 #endif  // LATENTAUDIT_REPORT_IMPL_SVG_INL_HPP

@@ -22,6 +22,7 @@
 
 #include "../../html.hpp"
 #include "../../report.hpp"
+#include "../failure_report.hpp"
 
 namespace latentaudit::detail {
 
@@ -145,6 +146,74 @@ LATENTAUDIT_INLINE report_section accuracy_section(const audit_report& r) {
   return s;
 }
 
+// forest.svg's data: the paired effects, the decomposition and the relay-failure rows with their
+// descriptive CIs, each verdict interval behind its line, ±margin.
+LATENTAUDIT_INLINE forest_figure forest_figure_of(const audit_report& r) {
+  forest_figure f;
+  // the verdict interval the findings read, drawn behind the descriptive CI when finite
+  auto verdict_of = [](const paired_effect& e) -> std::optional<std::pair<double, double>> {
+    if (std::isfinite(e.verdict_low) && std::isfinite(e.verdict_high) && e.verdict_low <= e.verdict_high)
+      return std::pair{e.verdict_low, e.verdict_high};
+    return std::nullopt;
+  };
+  for (const auto& e : r.core.effects)
+    if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
+      f.rows.push_back({e.regime + ": " + e.treated + " − " + e.control, e.estimate, e.ci_low, e.ci_high,
+                        e.regime, verdict_of(e)});
+  for (const auto& e : r.core.decomposition)
+    if (std::isfinite(e.estimate) && std::isfinite(e.ci_low) && std::isfinite(e.ci_high))
+      f.rows.push_back(
+          {"decomposition: " + e.id, e.estimate, e.ci_low, e.ci_high, "decomposition", verdict_of(e)});
+  relay_failure_forest_rows(r.core, f.rows);  // stale, conflict and drift rows
+  const double m = r.options.equivalence_margin;
+  const std::string lv = fmt::format("{:g}%", 100.0 * (1.0 - r.options.alpha)),
+                    vv = fmt::format("{:g}%", 100.0 * (1.0 - 2.0 * r.options.alpha));
+  if (std::isfinite(m) && m > 0) {
+    f.marks.margins = {-m, m};
+    f.marks.margin_label = fmt::format("margin ±{:g}", m);
+  }
+  f.marks.ci_label = lv + " CI (bootstrap; relay-failure rows: betting)";
+  f.marks.verdict_label = vv + " verdict interval (betting)";
+  f.options = {.title = "Paired effects on accuracy: " + lv + " CI (line), " + vv +
+                        " verdict interval (pale bar), ±margin (dotted)",
+               .x_label = "difference in accuracy",
+               .width = 960};
+  return f;
+}
+
+// dose_response.svg's data: need-regime accuracy against the noise σ with its Wilson band, the text
+// relay dashed, the tolerance σ with its interval.
+LATENTAUDIT_INLINE band_figure dose_response_figure_of(const audit_report& r) {
+  band_series s{"accuracy (Wilson CI)", {}};
+  for (const auto& p : r.core.noise.curve)
+    if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
+      s.points.push_back({p.sigma, p.accuracy, p.ci_low, p.ci_high});
+  band_figure f{
+      .series = {std::move(s)},
+      .options = {.title = "Accuracy vs relay noise (need regime); dashed: text relay; marker: tolerance σ",
+                  .x_label = "noise σ (× RMS of K/V)",
+                  .y_label = "accuracy"},
+      .hline = text_relay_accuracy(r.core),
+      .vline = r.core.noise.tolerance_sigma,
+      .vband = std::nullopt};
+  if (r.core.noise.tolerance_sigma && r.core.noise.ci_low && r.core.noise.ci_high)
+    f.vband = std::pair{*r.core.noise.ci_low, *r.core.noise.ci_high};
+  return f;
+}
+
+// frontier.svg's data: bytes against need-regime accuracy, the Pareto set coloured.
+LATENTAUDIT_INLINE frontier_figure frontier_figure_of(const audit_report& r) {
+  frontier_figure f;
+  for (const auto& p : r.core.frontier)
+    if (p.mean_bytes > 0 && std::isfinite(p.accuracy))
+      f.points.push_back({p.arm, p.mean_bytes, p.accuracy, p.ci_low, p.ci_high, p.pareto});
+  f.options = {.title = "Bytes on the wire vs accuracy (need regime); coloured: Pareto set",
+               .x_label = "mean relay bytes",
+               .y_label = "accuracy",
+               .log_x = true};
+  return f;
+}
+
 LATENTAUDIT_INLINE report_section effects_section(const audit_report& r) {
   report_section s{.id = "effects",
                    .title = "Paired effects (Holm across the family) and decomposition",
@@ -158,7 +227,7 @@ LATENTAUDIT_INLINE report_section effects_section(const audit_report& r) {
           " cluster bootstrap CI, the wide pale bar the " + vlevel +
           " verdict interval (betting over items) the findings use; dotted lines mark ±margin.")},
       true});
-  s.blocks.emplace_back(report_figure{"forest.svg", "forest plot"});
+  s.blocks.emplace_back(report_figure{"forest.svg", "forest plot", forest_figure_of(r)});
   report_table t;
   t.columns = {core_col("contrast"),
                core_col("regime"),
@@ -207,7 +276,7 @@ LATENTAUDIT_INLINE report_section noise_section(const audit_report& r) {
   report_section s{.id = "noise", .title = "Noise dose-response", .level = 2, .blocks = {}};
   const std::string level = core_level(r.options.alpha);
   const auto& nz = r.core.noise;
-  s.blocks.emplace_back(report_figure{"dose_response.svg", "dose-response"});
+  s.blocks.emplace_back(report_figure{"dose_response.svg", "dose-response", dose_response_figure_of(r)});
   const number_format g4 = core_g4();
   const auto beyond = [&](const std::optional<double>& x) {
     return x ? format_number(*x, g4) : std::string("beyond");
@@ -254,7 +323,7 @@ LATENTAUDIT_INLINE report_section noise_section(const audit_report& r) {
 LATENTAUDIT_INLINE report_section frontier_section(const audit_report& r) {
   report_section s{
       .id = "frontier", .title = "Slicing and compression frontier (need regime)", .level = 2, .blocks = {}};
-  s.blocks.emplace_back(report_figure{"frontier.svg", "frontier"});
+  s.blocks.emplace_back(report_figure{"frontier.svg", "frontier", frontier_figure_of(r)});
   report_table t;
   t.columns = {core_col("arm"), core_col("mean bytes", true), core_col("accuracy %", true),
                core_col(core_level(r.options.alpha) + " CI % (item-clustered)", true), core_col("Pareto")};

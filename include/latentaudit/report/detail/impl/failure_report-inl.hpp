@@ -136,7 +136,16 @@ LATENTAUDIT_INLINE void relay_failure_forest_rows(const audit_core& c, std::vect
                       b.benefit.estimate, b.benefit.ci_low, b.benefit.ci_high, "drift"});
 }
 
-LATENTAUDIT_INLINE std::optional<std::string> drift_response_svg(const audit_core& c) {
+LATENTAUDIT_INLINE std::optional<double> text_relay_accuracy(const audit_core& c) {
+  const std::string& text = c.roles.of(arm_kind::text_full);
+  std::optional<double> acc;
+  if (text.empty()) return acc;
+  for (const auto& a : c.arms)
+    if (a.arm == text && a.regime == "need" && std::isfinite(a.accuracy)) acc = a.accuracy;
+  return acc;
+}
+
+LATENTAUDIT_INLINE std::optional<band_figure> drift_response_figure(const audit_core& c) {
   const auto& t = c.drift.tolerance;
   if (t.curve.size() < 2) return std::nullopt;
   // Drift levels usually span decades (a few steps to "fully drifted"): then a log axis of
@@ -152,22 +161,19 @@ LATENTAUDIT_INLINE std::optional<std::string> drift_response_svg(const audit_cor
   for (const auto& p : t.curve)
     if (std::isfinite(p.accuracy) && std::isfinite(p.ci_low) && std::isfinite(p.ci_high))
       s.points.push_back({p.sigma + shift, p.accuracy, p.ci_low, p.ci_high});
-  std::optional<double> text_acc;
-  for (const auto& a : c.arms)
-    if (a.arm_kind == arm_kind_name(arm_kind::text_full) && a.regime == "need" && std::isfinite(a.accuracy))
-      text_acc = a.accuracy;
-  std::optional<std::pair<double, double>> band;
-  if (t.tolerance_sigma && t.ci_low && t.ci_high) band = std::pair{*t.ci_low + shift, *t.ci_high + shift};
-  std::optional<double> marker;
-  if (t.tolerance_sigma) marker = *t.tolerance_sigma + shift;
-  const std::vector<band_series> series{s};
-  return band_plot(series,
-                   {.title = "Accuracy vs sender drift (need regime); dashed: text relay; marker: tolerance",
-                    .x_label = log_x ? "fine-tuning steps of the sender + 1 (log scale)"
-                                     : "fine-tuning steps of the sender",
-                    .y_label = "accuracy",
-                    .log_x = log_x},
-                   text_acc, marker, band);
+  band_figure f{
+      .series = {std::move(s)},
+      .options = {.title = "Accuracy vs sender drift (need regime); dashed: text relay; marker: tolerance",
+                  .x_label = log_x ? "fine-tuning steps of the sender + 1 (log scale)"
+                                   : "fine-tuning steps of the sender",
+                  .y_label = "accuracy",
+                  .log_x = log_x},
+      .hline = text_relay_accuracy(c),
+      .vline = std::nullopt,
+      .vband = std::nullopt};
+  if (t.tolerance_sigma && t.ci_low && t.ci_high) f.vband = std::pair{*t.ci_low + shift, *t.ci_high + shift};
+  if (t.tolerance_sigma) f.vline = *t.tolerance_sigma + shift;
+  return f;
 }
 
 }  // namespace latentaudit::detail

@@ -12,10 +12,12 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "../../report.hpp"
+#include "../failure_report.hpp"
 
 namespace latentaudit::detail {
 
@@ -99,7 +101,8 @@ LATENTAUDIT_INLINE report_section relay_failures_section(const audit_core& c, do
     para({report_span::prose("Drift: not tested (no drift arms paired with kv\\_full in the need regime).")});
     return s;
   }
-  s.blocks.emplace_back(report_figure{"drift_response.svg", "drift dose-response"});
+  if (auto f = drift_response_figure(c))
+    s.blocks.emplace_back(report_figure{"drift_response.svg", "drift dose-response", std::move(*f)});
   auto beyond = [](const std::optional<double>& x) {
     return x ? fmt::format("{:.3g}", *x) : std::string("beyond");
   };
@@ -280,8 +283,29 @@ LATENTAUDIT_INLINE std::optional<report_section> link_fit_section(const audit_re
 LATENTAUDIT_INLINE report_section cost_section(const audit_report& r) {
   report_section s{.id = "cost", .title = "Cost-benefit by link", .level = 2, .blocks = {}};
   auto para = [&](report_text t) { s.blocks.emplace_back(report_paragraph{std::move(t), false}); };
-  s.blocks.emplace_back(report_figure{"latency_receiver.svg", "receiver latency breakdown"});
-  s.blocks.emplace_back(report_figure{"latency.svg", "end-to-end latency breakdown"});
+  const std::vector<std::string> stages(latency_stage_names.begin(), latency_stage_names.end());
+  bars_figure end_to_end{.bars = {},
+                         .options = {.title = "Mean end-to-end latency per trial by stage, A's prefill "
+                                              "included (need regime)",
+                                     .x_label = "microseconds"},
+                         .colour_order = stages};  // one colour a stage in both figures
+  bars_figure receiver{.bars = {},
+                       .options = {.title = "Mean receiver latency per trial by stage (need regime; what the "
+                                            "cost verdict compares)",
+                                   .x_label = "microseconds"},
+                       .colour_order = stages};
+  for (const auto& a : r.core.stage_latency) {  // what the cost verdict is about: A's prefill left out
+    stacked_bar b{a.arm, {}}, rb{a.arm, {}};
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      b.segments.push_back({stages[i], 1e6 * a.total_s[i] / static_cast<double>(a.records)});
+      if (i > 0) rb.segments.push_back(b.segments.back());
+    }
+    end_to_end.bars.push_back(std::move(b));
+    receiver.bars.push_back(std::move(rb));
+  }
+  s.blocks.emplace_back(
+      report_figure{"latency_receiver.svg", "receiver latency breakdown", std::move(receiver)});
+  s.blocks.emplace_back(report_figure{"latency.svg", "end-to-end latency breakdown", std::move(end_to_end)});
   const number_format sec{.automatic = number_format::auto_unit::seconds};
   const number_format bytes{.automatic = number_format::auto_unit::bytes};
   if (!r.cost.missing.empty()) {
