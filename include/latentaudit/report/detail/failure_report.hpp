@@ -11,7 +11,9 @@
 #include "../../core/detail/internal_header_check.hpp"
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../../config.hpp"
@@ -25,6 +27,13 @@ namespace latentaudit::detail {
 /// @brief report.json "relay_failures": {stale, conflict, drift} with every contrast, the stale
 /// answer counts, the attention mechanism (or its unavailability note) and the drift curve.
 [[nodiscard]] json_value relay_failures_json(const audit_core& c);
+
+/// @brief report.json's dose-response curve (noise.curve, relay_failures.drift.curve): one object a
+/// level {arm, `x_key`, n, items, accuracy, ci_low, ci_high, diff_vs_kv_full, diff_ci_low,
+/// diff_ci_high, fitted_diff, noninferior}, non-finite numbers null.
+/// @param curve the levels
+/// @param x_key the level's name ("sigma" for noise, "steps" for drift)
+[[nodiscard]] json_value dose_curve_json(std::span<const dose_point> curve, std::string_view x_key);
 
 /// @brief report.json decision.relay_switch: the replay with its guarantee.
 [[nodiscard]] json_value relay_switch_json(const switch_replay& s);

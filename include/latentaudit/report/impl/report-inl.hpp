@@ -466,24 +466,7 @@ LATENTAUDIT_INLINE json_value options_json(const audit_options& o) {
   }
   j.set("cate", std::move(cate));
   json_value noise;
-  json_value curve = json_value::array_type{};
-  for (const auto& p : r.core.noise.curve) {
-    json_value o;
-    o.set("arm", p.arm);
-    o.set("sigma", p.sigma);
-    o.set("n", static_cast<double>(p.n));
-    o.set("items", static_cast<double>(p.items));
-    o.set("accuracy", jnum(p.accuracy));
-    o.set("ci_low", jnum(p.ci_low));
-    o.set("ci_high", jnum(p.ci_high));
-    o.set("diff_vs_kv_full", jnum(p.diff_vs_kv_full));
-    o.set("diff_ci_low", jnum(p.diff_ci_low));
-    o.set("diff_ci_high", jnum(p.diff_ci_high));
-    o.set("fitted_diff", jnum(p.fitted_diff));
-    o.set("noninferior", p.noninferior);
-    curve.push_back(std::move(o));
-  }
-  noise.set("curve", std::move(curve));
+  noise.set("curve", detail::dose_curve_json(r.core.noise.curve, "sigma"));
   noise.set("tolerance_sigma", jopt(r.core.noise.tolerance_sigma));
   noise.set("ci_low", jopt(r.core.noise.ci_low));
   noise.set("ci_high", jopt(r.core.noise.ci_high));

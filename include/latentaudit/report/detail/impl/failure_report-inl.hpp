@@ -65,24 +65,7 @@ LATENTAUDIT_INLINE json_value relay_failures_json(const audit_core& c) {
   json_value dr;
   const auto& t = c.drift.tolerance;
   auto opt = [](const std::optional<double>& x) { return x ? json_value(*x) : json_value(nullptr); };
-  json_value curve = json_value::array_type{};
-  for (const auto& p : t.curve) {
-    json_value o;
-    o.set("arm", p.arm);
-    o.set("steps", p.sigma);
-    o.set("n", static_cast<double>(p.n));
-    o.set("items", static_cast<double>(p.items));
-    o.set("accuracy", number_or_null(p.accuracy));
-    o.set("ci_low", number_or_null(p.ci_low));
-    o.set("ci_high", number_or_null(p.ci_high));
-    o.set("diff_vs_kv_full", number_or_null(p.diff_vs_kv_full));
-    o.set("diff_ci_low", number_or_null(p.diff_ci_low));
-    o.set("diff_ci_high", number_or_null(p.diff_ci_high));
-    o.set("fitted_diff", number_or_null(p.fitted_diff));
-    o.set("noninferior", p.noninferior);
-    curve.push_back(std::move(o));
-  }
-  dr.set("curve", std::move(curve));
+  dr.set("curve", dose_curve_json(t.curve, "steps"));
   dr.set("tolerance_steps", opt(t.tolerance_sigma));
   dr.set("ci_low", opt(t.ci_low));
   dr.set("ci_high", opt(t.ci_high));
@@ -122,6 +105,27 @@ LATENTAUDIT_INLINE json_value relay_switch_json(const switch_replay& s) {
   j.set("log_capital_vs_no_comm", std::move(ln));
   j.set("guarantee", s.guarantee);
   return j;
+}
+
+LATENTAUDIT_INLINE json_value dose_curve_json(std::span<const dose_point> curve, std::string_view x_key) {
+  json_value a = json_value::array_type{};
+  for (const auto& p : curve) {
+    json_value o;
+    o.set("arm", p.arm);
+    o.set(x_key, p.sigma);
+    o.set("n", static_cast<double>(p.n));
+    o.set("items", static_cast<double>(p.items));
+    o.set("accuracy", number_or_null(p.accuracy));
+    o.set("ci_low", number_or_null(p.ci_low));
+    o.set("ci_high", number_or_null(p.ci_high));
+    o.set("diff_vs_kv_full", number_or_null(p.diff_vs_kv_full));
+    o.set("diff_ci_low", number_or_null(p.diff_ci_low));
+    o.set("diff_ci_high", number_or_null(p.diff_ci_high));
+    o.set("fitted_diff", number_or_null(p.fitted_diff));
+    o.set("noninferior", p.noninferior);
+    a.push_back(std::move(o));
+  }
+  return a;
 }
 
 LATENTAUDIT_INLINE void relay_failure_forest_rows(const audit_core& c, std::vector<forest_row>& rows) {
