@@ -412,7 +412,8 @@ TEST_CASE("report.html: items side by side, every arm with B's answer, correctne
   CHECK(count(h, "<input type=\"checkbox\" checked=\"checked\" data-col=") == arms.size());
   CHECK(h.find("getElementById(\"dd\")") != std::string::npos);  // the filter script
   // the accuracy table's arms set the filters and jump to the table
-  CHECK(h.find("<tr><td>need</td><td><a href=\"#tasks\"><code>kv_full</code></a></td>") != std::string::npos);
+  CHECK(h.find("<tr><td data-v=\"0\">need</td><td><a href=\"#tasks\"><code>kv_full</code></a></td>") !=
+        std::string::npos);
   CHECK(h.find("querySelectorAll(\"#accuracy a[href='#tasks']\")") != std::string::npos);
   // the old per (regime, arm) lists are gone
   CHECK(h.find("<details id=\"t-") == std::string::npos);
@@ -608,6 +609,8 @@ TEST_CASE("report.html and report.md: accuracy, effects, noise, frontier, demons
   if (auto s = detail::cate_section(b.report)) sections.push_back(*s);
   if (auto s = detail::warnings_section(b.report)) sections.push_back(*s);
   REQUIRE(sections.size() >= 6);  // the simulated audit has CATE estimates
+  // the accuracy table's regime column sorts by regime rank (need, no_need, stale, conflict), not by name
+  CHECK(h.find("<td data-v=\"0\">need</td>") != std::string::npos);
   // the title and meta paragraph open both files
   const report_section title = detail::title_section(b.report);
   CHECK(md.rfind(markdown_of(title), 0) == 0);
@@ -644,7 +647,8 @@ TEST_CASE("report.html and report.md: accuracy, effects, noise, frontier, demons
   const std::string accuracy = h.substr(acc, h.find("</section>", acc) - acc);
   for (const auto& a : b.report.core.arms)
     if (a.regime != "all")
-      CHECK(accuracy.find("<tr><td>" + detail::html_escape(a.regime) + "</td><td><a href=\"#tasks\"><code>" +
+      CHECK(accuracy.find("<tr><td data-v=\"" + std::to_string(detail::regime_rank(a.regime)) + "\">" +
+                          detail::html_escape(a.regime) + "</td><td><a href=\"#tasks\"><code>" +
                           detail::html_escape(a.arm) + "</code></a></td>") != std::string::npos);
   // the demonstrations in report.html too: the production log and the rollout with their methods
   const auto dem = h.find("<section id=\"demonstrations\"><h3>");

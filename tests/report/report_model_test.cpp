@@ -215,6 +215,14 @@ TEST_CASE("badges, small print, details cells, breakable ids and row anchors in 
   CHECK(h.find("<td><details><summary>betting | items</summary><p>Method: a_b</p></details></td></tr>\n"
                "<tr><td><code>x</code></td>") != std::string::npos);
   CHECK(h.find("<td class=\"n\"></td>") != std::string::npos);  // text without a key: no data-v
+  // a text cell's key sorts a text column too (the accuracy table's regime by regime rank)
+  report_table k;
+  k.columns = {{"regime"}};
+  k.rows = {{report_cell::of_text({report_span::data("no_need")}, 1)}, {report_cell::label("need")}};
+  const std::string kh = html_of(k);
+  CHECK(kh.find("<td data-v=\"1\">no_need</td>") != std::string::npos);
+  CHECK(kh.find("<td>need</td>") != std::string::npos);
+  CHECK(markdown_of(k) == "| regime |\n|---|\n| no\\_need |\n| need |\n\n");
   const json_value j = json_of(t);
   CHECK(j.at("rows").at(0).at(1).as_string() == "against a_condition");
   CHECK(j.at("rows").at(0).at(3).as_string() == "betting | items");

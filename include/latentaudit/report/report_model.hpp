@@ -109,7 +109,7 @@ struct report_cell {
   std::vector<report_text> more;  ///< details: the paragraphs behind the summary
   std::string id;                 ///< code: the id
   std::string anchor;             ///< code, details: its anchor in report.html (without '#'); empty: none
-  /// number; interval: estimate (NaN: none); text: its sort key in a numeric column (NaN: none)
+  /// number; interval: estimate (NaN: none); text: its sort key in HTML, in any column (NaN: none)
   double value = std::numeric_limits<double>::quiet_NaN();
   double lo = std::numeric_limits<double>::quiet_NaN();  ///< interval: lower limit
   double hi = std::numeric_limits<double>::quiet_NaN();  ///< interval: upper limit
@@ -136,7 +136,7 @@ struct report_cell {
     c.text = std::move(t);
     return c;
   }
-  /// @brief Inline text sorted by `key` in a numeric column (HTML data-v; NaN: by its text).
+  /// @brief Inline text sorted by `key` (HTML data-v, in any column; NaN: by its text).
   [[nodiscard]] static report_cell of_text(report_text t, double key) {
     report_cell c = of_text(std::move(t));
     c.value = key;
@@ -286,9 +286,9 @@ using report_figure_writer = std::function<std::string(const report_figure&)>;
 
 /// @brief The table in HTML: <table class="sortable"> with a <caption>, a header row (the column's
 /// unit in a title attribute) and one row per row; numeric columns' cells class "n" with the value
-/// in data-v (sorting); every text HTML-escaped (prose without its Markdown backslash escapes); code
-/// as <code>, linked to "#anchor"; details as <details><summary>; a row's id from `row_ids` on its
-/// <tr>; notes as <p class="note"> after the table.
+/// in data-v (sorting), and a text cell's sort key in data-v in any column; every text HTML-escaped (prose
+/// without its Markdown backslash escapes); code as <code>, linked to "#anchor"; details as
+/// <details><summary>; a row's id from `row_ids` on its <tr>; notes as <p class="note"> after the table.
 /// @param t the table
 /// @returns the HTML fragment
 /// @throws invalid_argument naming html_of if a row does not have one cell per column.

@@ -276,7 +276,9 @@ LATENTAUDIT_INLINE std::string html_of(const report_table& t) {
                              : std::numeric_limits<double>::quiet_NaN();
       h += "<td";
       if (n) h += " class=\"n\"";
-      if (n && std::isfinite(key)) h += fmt::format(" data-v=\"{:.17g}\"", key);
+      // a number's value sorts a numeric column; a text cell's own key sorts any column
+      if ((n || c.k == report_cell::kind::text) && std::isfinite(key))
+        h += fmt::format(" data-v=\"{:.17g}\"", key);
       h += ">" + detail::model_html_cell(c) + "</td>";
     }
     h += "</tr>\n";

@@ -136,12 +136,12 @@ LATENTAUDIT_INLINE report_section accuracy_section(const audit_report& r) {
     return x ? report_cell::number(*x, core_g4()) : report_cell::none();
   };
   for (const auto* a : arms)
-    t.rows.push_back({report_cell::label(a->regime), report_cell::label(a->arm), core_count(a->n),
-                      report_cell::number(a->accuracy, core_percent()),
-                      core_percent_interval(a->ci_low, a->ci_high),
-                      report_cell::number(a->mean_bytes, core_g4()),
-                      report_cell::number(a->mean_receiver_s, {.spec = "{:.1f}", .scale = 1e6}),
-                      opt(a->mean_attention_mass), opt(a->mean_hidden_cosine), opt(a->mean_next_token_kl)});
+    t.rows.push_back(
+        {report_cell::of_text({report_span::data(a->regime)}, regime_rank(a->regime)),
+         report_cell::label(a->arm), core_count(a->n), report_cell::number(a->accuracy, core_percent()),
+         core_percent_interval(a->ci_low, a->ci_high), report_cell::number(a->mean_bytes, core_g4()),
+         report_cell::number(a->mean_receiver_s, {.spec = "{:.1f}", .scale = 1e6}),
+         opt(a->mean_attention_mass), opt(a->mean_hidden_cosine), opt(a->mean_next_token_kl)});
   s.blocks.emplace_back(std::move(t));
   return s;
 }
