@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "relay_failure_sim.hpp"
+#include "support/common.hpp"
 
 using namespace latentaudit;
 
@@ -94,12 +95,6 @@ std::string strip_tags(const std::string& s) {
     if (c == '>') in_tag = false;
   }
   return out;
-}
-
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
-  return n;
 }
 
 /// Why `s` is not a well-formed page of the kind report_html writes, or "" if it is: a doctype, then
@@ -232,14 +227,14 @@ TEST_CASE("report.html: well-formed, every finding and the decision, nothing fro
     CHECK(h.compare(p + 7, 1, "#") == 0);
   CHECK(hrefs > 5);
   // the plots inline, without their XML declaration
-  CHECK(count(h, "<svg ") == b.svgs.size());
+  CHECK(test::count_of(h, "<svg ") == b.svgs.size());
   CHECK(h.find("<?xml") == std::string::npos);
   for (const char* bad : {"nan", "inf<", ">inf"}) CHECK(h.find(bad) == std::string::npos);
 }
 
 TEST_CASE("report.html: a hostile arm label and answer text are escaped", "[report][html]") {
   const auto& h = html_report().html;
-  CHECK(count(h, "<script") == 1);  // the page's own sorter and filters only
+  CHECK(test::count_of(h, "<script") == 1);  // the page's own sorter and filters only
   CHECK(h.find("alert(") != std::string::npos);
   CHECK(h.find("<script>alert") == std::string::npos);
   CHECK(h.find("<b>bold") == std::string::npos);
@@ -372,7 +367,7 @@ TEST_CASE("report.html: items side by side, every arm with B's answer, correctne
   for (const auto& r : b.records) arms.insert(r.arm), units.insert({r.item, r.seed});
   const auto head = h.substr(h.find("<table id=\"dd\""),
                              h.find("</thead>", h.find("<table id=\"dd\"")) - h.find("<table id=\"dd\""));
-  CHECK(count(head, "<th class=\"arm\">") == arms.size());
+  CHECK(test::count_of(head, "<th class=\"arm\">") == arms.size());
   CHECK(head.find(
             "<th class=\"arm\">no_comm</th><th class=\"arm\">text_full</th><th class=\"arm\">kv_full</th>") !=
         std::string::npos);
@@ -392,7 +387,7 @@ TEST_CASE("report.html: items side by side, every arm with B's answer, correctne
     if (r.find("<td class=\"n\">3</td><td class=\"n\">0</td>") != std::string::npos) row = r;
   REQUIRE(!row.empty());
   CHECK(row.rfind("<tr data-r=\"" + kv->regime + "\">", 0) == 0);
-  CHECK(count(row, "<td class=\"y\"") + count(row, "<td class=\"x\"") == arms.size());
+  CHECK(test::count_of(row, "<td class=\"y\"") + test::count_of(row, "<td class=\"x\"") == arms.size());
   const double prob = std::exp(*kv->answer_logprob);
   const std::string pct = prob < 0.001 ? "&lt;0.1%" : fmt::format("{:.1f}%", 100.0 * prob);
   CHECK(row.find(std::string(kv->correct ? "✓ " : "✗ ") + pct + "<br><q>" +
@@ -409,7 +404,7 @@ TEST_CASE("report.html: items side by side, every arm with B's answer, correctne
     CHECK(h.find(std::string("<option value=\"") + rg + "\">") != std::string::npos);
   for (const char* v : {"any", "disagree", "wrong", "allwrong", "right"})
     CHECK(h.find(std::string("<option value=\"") + v + "\">") != std::string::npos);
-  CHECK(count(h, "<input type=\"checkbox\" checked=\"checked\" data-col=") == arms.size());
+  CHECK(test::count_of(h, "<input type=\"checkbox\" checked=\"checked\" data-col=") == arms.size());
   CHECK(h.find("getElementById(\"dd\")") != std::string::npos);  // the filter script
   // the accuracy table's arms set the filters and jump to the table
   CHECK(h.find("<tr><td data-v=\"0\">need</td><td><a href=\"#tasks\"><code>kv_full</code></a></td>") !=
@@ -695,11 +690,11 @@ TEST_CASE(
   const auto ol = h.find("<ol class=\"policy\">");
   REQUIRE(ol != std::string::npos);
   const std::string list = h.substr(ol, h.find("</ol>", ol) - ol);
-  CHECK(count(list, "<li>") == 5);
-  CHECK(count(list, "condition</span>") == 3);
+  CHECK(test::count_of(list, "<li>") == 5);
+  CHECK(test::count_of(list, "condition</span>") == 3);
   CHECK(list.find("mapped.retention no; stale.kv_worse_than_text) <span") == std::string::npos);
   // the checklist marks the three risks shown present, not the map check shown "no"
-  CHECK(count(h, "<span class=\"lbl\">a policy condition</span>") == 3);
+  CHECK(test::count_of(h, "<span class=\"lbl\">a policy condition</span>") == 3);
   // report.md: the same list, numbered, the same count
   const std::string md = report_markdown(r);
   CHECK(md.find("### Serving policy: 5 rules, 3 of them conditions (a risk shown present)") !=

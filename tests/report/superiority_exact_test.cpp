@@ -70,16 +70,16 @@ std::vector<la::trial_record> simulate(const null_design& d, std::uint64_t seed)
   return out;
 }
 
-struct rates {
+struct exact_rates {
   std::size_t reps = 0;
   std::size_t text_yes = 0, kv_yes = 0, deranged_yes = 0, kv_betting_yes = 0, kv_exact_method = 0;
 };
 
 // The report's path on `reps` data sets of `d` (data set r: generator seed seed0 + r).
-rates run(const null_design& d, std::size_t reps, std::uint64_t seed0) {
+exact_rates run(const null_design& d, std::size_t reps, std::uint64_t seed0) {
   auto o = la::test::fast_options();
   o.bootstrap_replicates = 39;  // the descriptive interval only; no verdict reads it
-  rates r;
+  exact_rates r;
   r.reps = reps;
   for (std::size_t k = 0; k < reps; ++k) {
     const auto records = simulate(d, seed0 + k);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/common.hpp"
 
 using namespace latentaudit;
 using Catch::Matchers::Contains;
@@ -129,12 +130,6 @@ double num_attr(const std::string& s, const std::string& cls, const std::string&
   return std::stod(v);
 }
 
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
-
 const std::string tricky = "a & b < c > \"d\" 'e' \xcf\x83";  // & < > " ' and a UTF-8 sigma
 
 }  // namespace
@@ -193,7 +188,8 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   const auto forest = forest_plot(rows, o);
   check_svg(forest);
   CHECK(forest.find("<c") == std::string::npos);
-  CHECK(count(forest, "&amp; b &lt; c &gt;") >= 4);  // title element, title text, x label, row label…
+  CHECK(test::count_of(forest, "&amp; b &lt; c &gt;") >=
+        4);  // title element, title text, x label, row label…
   CHECK(forest.find("class=\"legend\"") != std::string::npos);  // two groups
   CHECK(forest.find("stroke-dasharray") != std::string::npos);  // the reference line
 
@@ -203,7 +199,7 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   const auto band = band_plot(series, o, 0.6, 0.45, std::pair{0.35, 0.55});
   check_svg(band);
   CHECK(band.find("class=\"legend\"") != std::string::npos);
-  CHECK(count(band, "class=\"band\"") == 2);
+  CHECK(test::count_of(band, "class=\"band\"") == 2);
   CHECK(band.find("class=\"vband\"") != std::string::npos);
   CHECK(band.find("class=\"hline\"") != std::string::npos);
   CHECK(band.find("class=\"vline\"") != std::string::npos);
@@ -217,8 +213,9 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   check_svg(front);
   CHECK(
       std::regex_search(front, std::regex("class=\"frontier\" d=\"M [0-9.]+ [0-9.]+ H [0-9.]+ V [0-9.]+\"")));
-  CHECK(count(front, "class=\"point-label\"") == 2);  // the Pareto set; the others in grey where room
-  CHECK(count(front, "class=\"point highlight\"") == 2);
+  CHECK(test::count_of(front, "class=\"point-label\"") ==
+        2);  // the Pareto set; the others in grey where room
+  CHECK(test::count_of(front, "class=\"point highlight\"") == 2);
   CHECK(front.find(">1000<") != std::string::npos);  // decade tick labels, 1e3 .. 1e6
   CHECK(front.find(">100000<") != std::string::npos);
   CHECK(front.find(">1000000<") != std::string::npos);
@@ -230,7 +227,7 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
        {{"prefill", 3.0}, {"export", 2.0}, {"transfer", 5.5}, {"import", 1.5}, {"decode", 28.0}}}};
   const auto bar = stacked_bar_plot(bars, o);
   check_svg(bar);
-  CHECK(count(bar, "class=\"bar-segment\"") == 7);
+  CHECK(test::count_of(bar, "class=\"bar-segment\"") == 7);
   CHECK(bar.find("class=\"legend\"") != std::string::npos);
 }
 
@@ -389,7 +386,7 @@ TEST_CASE("forest and bar plots grow to fit many rows", "[report][svg]") {
   std::smatch m;
   REQUIRE(std::regex_search(svg, m, std::regex("viewBox=\"0 0 [0-9.]+ ([0-9.]+)\"")));
   CHECK(std::stod(m[1]) >= 60 * 18.0);
-  CHECK(count(svg, "class=\"ci\"") == 60);
+  CHECK(test::count_of(svg, "class=\"ci\"") == 60);
 }
 
 TEST_CASE("forest plots draw verdict intervals behind the CI and dotted margin lines inside the axis",
@@ -404,8 +401,8 @@ TEST_CASE("forest plots draw verdict intervals behind the CI and dotted margin l
                      .verdict_label = "90% verdict interval"};
   const auto svg = forest_plot(rows, {.title = "effects"}, 0.0, marks);
   check_svg(svg);
-  CHECK(count(svg, "class=\"verdict\"") == 2);
-  CHECK(count(svg, "class=\"margin\"") == 2);
+  CHECK(test::count_of(svg, "class=\"verdict\"") == 2);
+  CHECK(test::count_of(svg, "class=\"margin\"") == 2);
   CHECK(svg.find("90% verdict interval") != std::string::npos);  // legend and tooltips
   CHECK(svg.find("margin ±0.05") != std::string::npos);
   // the verdict bar of row 0 is drawn before its CI line (behind it)
@@ -456,8 +453,8 @@ TEST_CASE("frontier labels do not overlap each other or a point, the others are 
     const double w = detail::text_width(m[6].str(), size);
     boxes.push_back({m[4] == "end" ? x - w : x, y - 0.8 * size, m[4] == "end" ? x : x + w, y + 0.25 * size});
   }
-  CHECK(count(svg, "class=\"point-label\"") == 3);        // every Pareto point
-  CHECK(count(svg, "class=\"point-label minor\"") >= 3);  // some of the cloud
+  CHECK(test::count_of(svg, "class=\"point-label\"") == 3);        // every Pareto point
+  CHECK(test::count_of(svg, "class=\"point-label minor\"") >= 3);  // some of the cloud
   REQUIRE(boxes.size() >= 6);
   for (std::size_t i = 0; i < boxes.size(); ++i)
     for (std::size_t j = i + 1; j < boxes.size(); ++j) {

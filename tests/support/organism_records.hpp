@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Test support: trial records of the default design on the built-in organisms (organism-a relaying
-// to itself, organism-b as the foreign partner), run in process with the reference engine.
+// to itself, organism-b as the foreign partner), run in process with the reference engine; a
+// record's line with its timings zeroed, for comparing runs.
 #ifndef LATENTAUDIT_TESTS_SUPPORT_ORGANISM_RECORDS_HPP
 #define LATENTAUDIT_TESTS_SUPPORT_ORGANISM_RECORDS_HPP
 
@@ -26,6 +27,14 @@ inline std::vector<trial_record> run_organism_records(std::uint64_t seed, std::u
       d, [&](std::uint64_t i, std::uint64_t s) { return make_organism_task(fmt, to, i, s); },
       [&](const trial_record& r) { out.push_back(r); });
   return out;
+}
+
+/// @brief `r`'s records.jsonl line with its latencies and timing repeats zeroed: two runs of one
+/// design agree on it (timings differ; which trials repeat does not).
+inline std::string timeless_line(trial_record r) {
+  r.latency = {};
+  for (auto& x : r.latency_repeats_s) x = 0.0;
+  return record_to_line(r);
 }
 
 }  // namespace latentaudit::testing

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/common.hpp"
+#include "support/organism_records.hpp"
 #include "support/sanitizer.hpp"
 
 #include <map>
@@ -34,15 +35,9 @@ struct fixture {
 };
 
 // A record without its timings (which differ run to run).
-std::string timeless(trial_record r) {
-  r.latency = {};
-  for (auto& x : r.latency_repeats_s) x = 0.0;  // timings differ; which trials repeat does not
-  return record_to_line(r);
-}
-
 std::map<trial_key, std::string> by_key(const std::vector<trial_record>& rs) {
   std::map<trial_key, std::string> m;
-  for (const auto& r : rs) m[{r.item, r.seed, r.arm}] = timeless(r);
+  for (const auto& r : rs) m[{r.item, r.seed, r.arm}] = testing::timeless_line(r);
   return m;
 }
 
@@ -126,7 +121,7 @@ TEST_CASE("driver: records do not depend on execution order, and a resumed run c
   CHECK(rest.size() == ordered.size() - done.size());
   for (const auto& r : rest) {
     CHECK(done.count({r.item, r.seed, r.arm}) == 0);
-    CHECK(ordered.at({r.item, r.seed, r.arm}) == timeless(r));
+    CHECK(ordered.at({r.item, r.seed, r.arm}) == testing::timeless_line(r));
   }
 }
 
@@ -248,7 +243,7 @@ TEST_CASE("driver: timing repeats re-run the subsampled units' trials without ch
     trial_record t = r;
     t.latency_repeats_s.clear();
     t.repeat_mismatches = 0;
-    CHECK(timeless(t) == base.at({r.item, r.seed, r.arm}));
+    CHECK(testing::timeless_line(t) == base.at({r.item, r.seed, r.arm}));
     repeated += chosen ? 1 : 0;
   }
   // The subsample: 25 % of 80 units × 4 arms, within a loose binomial band.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/common.hpp"
+#include "support/organism_records.hpp"
 
 using namespace latentaudit;
 
@@ -19,12 +20,6 @@ namespace {
 
 using latentaudit::test::models;
 using driver_type = trial_driver<reference_cpu_engine>;
-
-std::string timeless(trial_record r) {
-  r.latency = {};
-  for (auto& x : r.latency_repeats_s) x = 0.0;
-  return record_to_line(r);
-}
 
 struct workers {
   std::vector<std::unique_ptr<reference_cpu_engine>> engines;
@@ -64,7 +59,7 @@ TEST_CASE("workers: N drivers give one driver's records in its order, and resume
     std::vector<std::string> out;
     std::uint64_t last_progress = 0;
     const auto stats = run_on_workers<driver_type>(
-        w.ptrs, d, tasks, [&](const trial_record& r) { out.push_back(timeless(r)); }, done,
+        w.ptrs, d, tasks, [&](const trial_record& r) { out.push_back(testing::timeless_line(r)); }, done,
         [&](std::uint64_t done_now, std::uint64_t total) {
           CHECK(total == d.trials());
           last_progress = done_now;

@@ -42,7 +42,7 @@ constexpr std::size_t policy_requests_max_bytes = std::size_t{64} << 20;
 constexpr std::size_t policy_requests_max_lines = 1000000;
 
 // The library's "relay_policy: argument 'X' rest" in the CLI's words: "field 'X' rest".
-std::string cli_words(const std::string& msg) {
+std::string policy_field_words(const std::string& msg) {
   for (const char* prefix : {"relay_policy: argument ", "relay_policy::decide: argument "}) {
     const std::string p(prefix);
     if (msg.rfind(p, 0) == 0) return "field " + msg.substr(p.size());
@@ -56,7 +56,7 @@ relay_policy read_policy(const std::string& given) {
   try {
     return relay_policy::load(p.string());
   } catch (const latentaudit::error& e) {
-    throw usage_error("policy: --report '" + p.string() + "': " + cli_words(e.what()));
+    throw usage_error("policy: --report '" + p.string() + "': " + policy_field_words(e.what()));
   }
 }
 
@@ -95,7 +95,7 @@ relay_choice decide_one(const relay_policy& policy, const std::string& text, con
   try {
     return policy.decide(request);
   } catch (const latentaudit::error& e) {
-    throw usage_error("policy: " + where + ": " + cli_words(e.what()));
+    throw usage_error("policy: " + where + ": " + policy_field_words(e.what()));
   }
 }
 
