@@ -76,9 +76,10 @@ echo "release build: $((SECONDS - start)) s"
 # test at -O1): their optimizer passes over Catch2's expansions were 55 % of this build's test
 # compile time, and the sanitizers check the same code (docs/building.md). The CLI in unity batches
 # here (LATENTAUDIT_CLI_UNITY): the release stage has compiled each of its files on its own.
-# Programs linked -no-pie: the stage starts its programs ~2 000 times (a process per test case, the
-# CLI tests' runs), and a position-independent ASan program spends ~30 % of each start applying
-# ~600 000 relocations (report_tests: 174 -> 121 ms of CPU per start; docs/building.md).
+# Programs linked -no-pie: the stage starts its programs more than a thousand times (each of the 640
+# test cases is a process; the CLI tests call the CLI from some 540 places, some in loops), and a
+# position-independent ASan program spends ~30 % of each start applying ~600 000 relocations
+# (report_tests: 174 -> 121 ms of CPU per start; docs/building.md).
 gen=$(generator build/asan)
 CXX=$asan_cxx cmake ${gen:+-G "$gen"} -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
       -DLATENTAUDIT_WERROR=ON -DLATENTAUDIT_SANITIZE=ON -DLATENTAUDIT_TEST_PACKAGING=OFF \

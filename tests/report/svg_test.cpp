@@ -188,8 +188,8 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   const auto forest = forest_plot(rows, o);
   check_svg(forest);
   CHECK(forest.find("<c") == std::string::npos);
-  CHECK(test::count_of(forest, "&amp; b &lt; c &gt;") >=
-        4);  // title element, title text, x label, row label…
+  // title element, title text, x label, row label…
+  CHECK(test::count_of(forest, "&amp; b &lt; c &gt;") >= 4);
   CHECK(forest.find("class=\"legend\"") != std::string::npos);  // two groups
   CHECK(forest.find("stroke-dasharray") != std::string::npos);  // the reference line
 
@@ -213,8 +213,8 @@ TEST_CASE("every plot is well-formed, escaped SVG", "[report][svg]") {
   check_svg(front);
   CHECK(
       std::regex_search(front, std::regex("class=\"frontier\" d=\"M [0-9.]+ [0-9.]+ H [0-9.]+ V [0-9.]+\"")));
-  CHECK(test::count_of(front, "class=\"point-label\"") ==
-        2);  // the Pareto set; the others in grey where room
+  // the Pareto set; the others in grey where room
+  CHECK(test::count_of(front, "class=\"point-label\"") == 2);
   CHECK(test::count_of(front, "class=\"point highlight\"") == 2);
   CHECK(front.find(">1000<") != std::string::npos);  // decade tick labels, 1e3 .. 1e6
   CHECK(front.find(">100000<") != std::string::npos);
