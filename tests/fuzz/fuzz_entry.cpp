@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+// The entry point of one fuzzer binary: LLVMFuzzerTestOneInput forwards to the harness that
+// LATENTAUDIT_FUZZ_ENTRY names (latentaudit_fuzz_<name>, defined in all_fuzz.cpp's object).
+#include <cstddef>
+#include <cstdint>
+
+#ifndef LATENTAUDIT_FUZZ_ENTRY
+#error "compile with -DLATENTAUDIT_FUZZ_ENTRY=latentaudit_fuzz_<name> (tests/CMakeLists.txt)"
+#endif
+
+extern "C" int LATENTAUDIT_FUZZ_ENTRY(const std::uint8_t* data, std::size_t size);
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return LATENTAUDIT_FUZZ_ENTRY(data, size);
+}
