@@ -112,9 +112,6 @@ if [ "$asan_rc" -ne 0 ]; then
   exit "$asan_rc"
 fi
 echo "sanitizer build: $((SECONDS - start)) s"
-# One test more than the cores: the sanitized cases also wait (on processes they start, sockets,
-# files); at -j 3 on the two cores the 640 cases used 967 s of CPU in 491 s of wall, 1.97 cores busy
-# (docs/building.md).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure -j "$((jobs + 1))" -LE slow
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE slow
 echo "both stages: $((SECONDS - start)) s"
