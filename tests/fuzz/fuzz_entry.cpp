@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The entry point of one fuzzer binary: LLVMFuzzerTestOneInput forwards to the harness that
-// LATENTAUDIT_FUZZ_ENTRY names (latentaudit_fuzz_<name>, defined in all_fuzz.cpp's object).
+// LATENTAUDIT_FUZZ_ENTRY names (latentaudit_fuzz_<name>: the harness <name>_fuzz.cpp, its entry point renamed
+// in the fuzzers' one translation unit, tests/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
 
