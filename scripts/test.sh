@@ -72,8 +72,9 @@ echo "release build: $((SECONDS - start)) s"
 # cores idle part of the time (processes they start, waits on the relay's sockets, one long case
 # at the end) and the build fills it. Its output is shown when it ends; it stops if this script does.
 # -g1: line tables only. Sanitizer reports keep file:line and inlined frames; full -g cost ~40 %
-# more compile time and 3.4x larger objects. The test programs' own code at -O0 (the library they
-# test at -O1): their optimizer passes over Catch2's expansions were 55 % of this build's test
+# more compile time and 3.4x larger objects. The test programs' own code at -O0, as in every build
+# (LATENTAUDIT_TEST_OPT_FLAGS, tests/CMakeLists.txt; the library they test at -O1 here, -O3 in
+# release): their optimizer passes over Catch2's expansions were 55 % of this build's test
 # compile time, and the sanitizers check the same code (docs/building.md). The CLI in unity batches
 # here (LATENTAUDIT_CLI_UNITY): the release stage has compiled each of its files on its own.
 # Programs linked -no-pie: the stage starts its programs more than a thousand times (each of the 640
@@ -86,7 +87,7 @@ CXX=$asan_cxx cmake ${gen:+-G "$gen"} -S . -B build/asan -DCMAKE_BUILD_TYPE=Debu
       -DLATENTAUDIT_FUZZ=OFF -DLATENTAUDIT_BUILD_EXAMPLES=OFF -DLATENTAUDIT_BUILD_BENCHMARKS=OFF \
       -DLATENTAUDIT_LLAMA_CPP=OFF -DLATENTAUDIT_MPI=OFF -DLATENTAUDIT_PYTHON=OFF -DLATENTAUDIT_UNITY_BUILD=ON \
       -DLATENTAUDIT_CLI_UNITY=ON -DCMAKE_EXE_LINKER_FLAGS=-no-pie \
-      -DLATENTAUDIT_TEST_OPT_FLAGS=-O0 "${launcher[@]}" >/dev/null
+      "${launcher[@]}" >/dev/null
 asan_log=build/asan/build.log
 setsid -w cmake --build build/asan -j "$jobs" >"$asan_log" 2>&1 &  # its own process group
 asan_build=$!

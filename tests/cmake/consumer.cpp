@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A consumer of the installed (or add_subdirectory'd) package. The find_package header-only
-// consumer includes the umbrella header (every header, through the consumer's compiler: GCC where
-// the project is built with clang); the compiled-mode and add_subdirectory ones, which prove the
-// wiring of the targets, include one narrow header (LATENTAUDIT_CONSUMER_NARROW), so the suite
-// parses the umbrella with the second compiler once.
+// consumer includes the umbrella header (every header in header-only mode, through the project's
+// compiler); the compiled-mode and add_subdirectory ones, which prove the wiring of the targets,
+// include one narrow header (LATENTAUDIT_CONSUMER_NARROW; the add_subdirectory one through GCC where
+// the project is built with clang), so the suite parses the umbrella header-only once.
 #ifdef LATENTAUDIT_CONSUMER_NARROW
 #include <latentaudit/estimators/difference_in_means.hpp>
 #else

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Builds and runs a consumer project. MODE=find_package installs latentaudit from the build tree
 # BUILD into a temporary prefix first; MODE=add_subdirectory points the consumer at ROOT. CXX, when
-# set, is the consumer's compiler (GCC when the project itself is built with clang: a user's
-# compiler compiles the headers with its warnings as errors, tests/CMakeLists.txt).
+# set, is the consumer's compiler (the project's for find_package; GCC for add_subdirectory when the
+# project itself is built with clang, tests/CMakeLists.txt).
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(args "")
