@@ -36,14 +36,26 @@ audit_spec cli_like_spec(std::uint64_t items, std::uint64_t seeds) {
   return s;
 }
 
+// The organisms' engines, loaded once for every spec of this file: B's model, the partner and every
+// drifted sender of the organism's manifest (build_audit_design reads the senders a spec's arms
+// name, refusing one it lacks by name; the others are not part of its design).
+const audit_engines<reference_cpu_engine>& organism_engines() {
+  static const audit_engines<reference_cpu_engine> engines = [] {
+    const audit_spec s = cli_like_spec(4, 1);
+    audit_engines<reference_cpu_engine> e{reference_cpu_engine::load(models + "organism-a"),
+                                          reference_cpu_engine::load(models + "organism-b"),
+                                          {}};
+    for (const auto& [sender, level] : audit_drift_senders(s, audit_design_arms(s).design))
+      e.senders.emplace_back(
+          sender, reference_cpu_engine::load_with_overlay(level.base, s.drift->overlay_path(level)));
+    return e;
+  }();
+  return engines;
+}
+
 // The design of `s` on the organisms: B's model, the partner, the drifted senders the spec names.
 audit_design build_on_organisms(const audit_spec& s) {
-  audit_engines<reference_cpu_engine> first{reference_cpu_engine::load(models + "organism-a"),
-                                            reference_cpu_engine::load(models + "organism-b"),
-                                            {}};
-  for (const auto& [sender, level] : audit_drift_senders(s, audit_design_arms(s).design))
-    first.senders.emplace_back(
-        sender, reference_cpu_engine::load_with_overlay(level.base, s.drift->overlay_path(level)));
+  const auto& first = organism_engines();  // a sender missing there is refused by name
   const auto fmt = organism_format::load(s.organism_dir);
   const task_file_source tasks(organism_task_file(fmt, s.organism_task_options_of(), s.items), {},
                                {.vocab_size = first.engine.info().vocab_size});

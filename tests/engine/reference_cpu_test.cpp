@@ -4,8 +4,11 @@
 // export/import details (dtype conversion, positions, partial layers), shift/erase errors.
 #include <latentaudit/engine/reference_cpu.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "support/catch.hpp"
 #include "support/tiny_llama.hpp"
@@ -58,6 +61,48 @@ TEST_CASE("loading validates config and tensors", "[engine][reference_cpu]") {
   std::ofstream(bad / "config.json")
       << R"({"vocab_size":40,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2})";
   CHECK_THROWS_WITH(reference_cpu_engine::load(bad), Contains("unexpected tensor 'model.layers.2."));
+}
+
+TEST_CASE("load_with_overlay: the overlay's tensors used, every base and overlay tensor checked",
+          "[engine][reference_cpu]") {
+  const auto dir = test::write_tiny_llama("overlay_base", {.seed = 5});
+  const auto base = reference_cpu_engine::load(dir);
+  const auto st = safetensors_file::open(dir / "model.safetensors");
+  const std::int64_t shape[] = {32};
+  auto norm = st.read_f32("model.norm.weight", shape);
+  for (auto& x : norm) x *= 1.5f;
+  const auto scratch = fs::temp_directory_path() / ("latentaudit_overlay_" + std::to_string(::getpid()));
+  fs::create_directories(scratch);
+  const auto ov = scratch / "norm.safetensors";
+  write_safetensors(ov, {{"model.norm.weight", dtype::f32, {32}, norm}});
+  const auto tuned = reference_cpu_engine::load_with_overlay(dir, ov);
+  CHECK(tuned.info().fingerprint.weights_hash != base.info().fingerprint.weights_hash);
+  CHECK(tuned.config().hidden_size == 32);
+  // a non-finite value in the overlay: refused naming the overlay and the tensor
+  auto bad = norm;
+  bad[3] = std::numeric_limits<float>::quiet_NaN();
+  const auto ov_nan = scratch / "norm_nan.safetensors";
+  write_safetensors(ov_nan, {{"model.norm.weight", dtype::f32, {32}, bad}});
+  CHECK_THROWS_WITH(reference_cpu_engine::load_with_overlay(dir, ov_nan),
+                    Contains("'model.norm.weight' in '" + ov_nan.string() + "'") && Contains("index 3"));
+  // a non-finite value in a base tensor the overlay replaces: refused as load() refuses it, naming
+  // the base model's file
+  const auto nan_base = scratch / "nan_base";
+  fs::create_directories(nan_base);
+  fs::copy_file(dir / "config.json", nan_base / "config.json");
+  std::vector<tensor_to_write> tensors;
+  for (const auto& t : st.tensors()) {
+    auto v = st.read_f32(t.name, t.shape);
+    if (t.name == "model.norm.weight") v[7] = std::numeric_limits<float>::infinity();
+    tensors.push_back({t.name, dtype::f32, t.shape, std::move(v)});
+  }
+  write_safetensors(nan_base / "model.safetensors", tensors, {{"format", "pt"}});
+  CHECK_THROWS_WITH(reference_cpu_engine::load(nan_base),
+                    Contains("'model.norm.weight'") && Contains("index 7"));
+  CHECK_THROWS_WITH(reference_cpu_engine::load_with_overlay(nan_base, ov),
+                    Contains("'model.norm.weight' in '" + (nan_base / "model.safetensors").string() + "'") &&
+                        Contains("index 7"));
+  fs::remove_all(scratch);
 }
 
 TEST_CASE("forward: all logits, hidden state, thread independence, bad input", "[engine][reference_cpu]") {

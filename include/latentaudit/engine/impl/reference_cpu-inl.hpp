@@ -103,10 +103,12 @@ LATENTAUDIT_INLINE reference_cpu_engine reference_cpu_engine::load_with_overlay(
     const auto ov = safetensors_file::open(overlay, limits);
     return reference_cpu_engine(g.config(), detail::gguf_weights(g), threads, &ov);
   }
-  const auto base = load(dir, threads);  // validates the config and the base weights
+  // One engine built, not two: the constructor validates every base tensor as load() does, those
+  // the overlay replaces included (read and checked, not kept).
+  const auto cfg = detail::read_hf_config(dir);
   const auto st = safetensors_file::open(dir / "model.safetensors");
   const auto ov = safetensors_file::open(overlay, limits);
-  return reference_cpu_engine(base.config(), st, threads, &ov);
+  return reference_cpu_engine(cfg, st, threads, &ov);
 }
 
 LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config& cfg,
@@ -126,22 +128,33 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   sha256 hash;
   // A weight that is not finite, or so large that the forward pass overflows float, cannot be a
   // trained model's: refused at load (one pass over the values, as they are hashed anyway).
-  auto check_values = [&](const std::string& name, std::span<const float> v) {
+  auto check_values = [&](const std::string& name, std::span<const float> v, const std::string& file) {
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!(std::fabs(v[i]) <= 1e6f))
-        LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: tensor '" + name + "' in '" + st.path +
+        LATENTAUDIT_THROW(corrupt_data("reference_cpu_engine: tensor '" + name + "' in '" + file +
                                        "' holds " + number_text(static_cast<double>(v[i])) + " at index " +
                                        std::to_string(i) +
                                        " (weights must be finite and at most 1e6 in magnitude)"));
+  };
+  // A tensor's values, from the overlay when it holds the tensor (the base's own then read and
+  // checked as load() checks it, not kept), each checked.
+  auto read_checked = [&](const std::string& name, std::span<const std::int64_t> shape) {
+    if (overlay == nullptr || overlay->find(name) == nullptr) {
+      auto v = st.read(name, shape);
+      check_values(name, v, st.path);
+      return v;
+    }
+    check_values(name, st.read(name, shape), st.path);
+    auto v = overlay->read_f32(name, shape);
+    check_values(name, v, overlay->path().string());
+    return v;
   };
   // `hashed`: the name the fingerprint hashes (the stored name unless given)
   auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols,
                  const std::string& hashed = {}) {
     expected.push_back(name);
     const std::int64_t shape[] = {rows, cols};
-    auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
-                                                                  : st.read(name, shape);
-    check_values(name, v);
+    auto v = read_checked(name, shape);
     const std::string& h = hashed.empty() ? name : hashed;
     hash.update(std::as_bytes(std::span(h.data(), h.size())));
     hash.update(std::as_bytes(std::span(v)));
@@ -150,9 +163,7 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
   auto vec = [&](const std::string& name, std::int64_t n) {
     expected.push_back(name);
     const std::int64_t shape[] = {n};
-    auto v = overlay != nullptr && overlay->find(name) != nullptr ? overlay->read_f32(name, shape)
-                                                                  : st.read(name, shape);
-    check_values(name, v);
+    auto v = read_checked(name, shape);
     hash.update(std::as_bytes(std::span(name.data(), name.size())));
     hash.update(std::as_bytes(std::span(v)));
     return Eigen::VectorXf(Eigen::Map<Eigen::VectorXf>(v.data(), n));
