@@ -45,6 +45,9 @@ struct reference_weights {
   std::function<bool(const std::string&)> has;
   /// a tensor as f32 of the row-major shape given (throws when missing or of another shape)
   std::function<std::vector<float>(const std::string&, std::span<const std::int64_t>)> read;
+  /// optional: the safetensors file the tensors are, when they are one (its tensors are then read
+  /// straight into the engine's storage, after their shape is checked; null: `read`, then a copy)
+  const safetensors_file* file = nullptr;
 };
 
 }  // namespace detail
@@ -70,9 +73,11 @@ class reference_cpu_engine {
   /// @brief Loads `dir` (an HF directory or a GGUF file) as load() does, then replaces the tensors named in
   /// the safetensors file `overlay` by the overlay's (same names and shapes; f32, f16 or bf16): a fine-tuned
   /// copy of the model shipped as only the tensors the fine-tuning changed (models/organism-a-drift). The
-  /// fingerprint hashes the weights used, so it differs from the base model's.
+  /// fingerprint hashes the weights used, so it differs from the base model's. One engine is built:
+  /// every base tensor is checked as load() checks it, those the overlay replaces included.
   /// @throws as load(); corrupt_data if the overlay holds a tensor the model does not have, or one
-  ///         whose values are not finite; shape_mismatch if an overlay tensor's shape differs.
+  ///         whose values are not finite (naming the overlay's file); shape_mismatch if an overlay
+  ///         tensor's shape differs.
   static reference_cpu_engine load_with_overlay(const std::filesystem::path& dir,
                                                 const std::filesystem::path& overlay, unsigned threads = 1);
 

@@ -108,6 +108,17 @@ class safetensors_file {
   ///         differs from `expected_shape` (when non-empty).
   [[nodiscard]] std::vector<float> read_f32(std::string_view name,
                                             std::span<const std::int64_t> expected_shape = {}) const {
+    const tensor_info& t = tensor_f32(name, expected_shape);
+    std::vector<float> out(t.elements());
+    read_into(t, out);
+    return out;
+  }
+
+  /// @brief Tensor `name`, checked as read_f32 checks it (present, a float type, of `expected_shape`
+  /// when non-empty), without reading it: what a caller checks before it allocates the tensor's storage.
+  /// @throws as read_f32.
+  [[nodiscard]] const tensor_info& tensor_f32(std::string_view name,
+                                              std::span<const std::int64_t> expected_shape = {}) const {
     const tensor_info* t = find(name);
     if (t == nullptr) fail("missing tensor '" + std::string(name) + "'");
     if (!is_floating(t->type))
@@ -120,15 +131,19 @@ class safetensors_file {
                       shape_text(std::vector<std::int64_t>(expected_shape.begin(), expected_shape.end()));
       LATENTAUDIT_THROW(shape_mismatch(m));
     }
-    std::vector<std::byte> raw(t->end - t->begin);
-    std::ifstream in(path_, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(data_offset_ + t->begin));
-    if (!raw.empty() &&
-        !in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size())))
-      fail("cannot read tensor '" + std::string(name) + "'");
-    std::vector<float> out(t->elements());
-    decode_to_float(t->type, raw, out);
-    return out;
+    return *t;
+  }
+
+  /// @brief Reads tensor `name` as f32 into `out` (the caller's storage, e.g. a matrix's, of exactly
+  /// the tensor's element count; allocated after tensor_f32 accepted the tensor): read_f32 without
+  /// its vector; an f32 tensor is read in place.
+  /// @throws as read_f32; invalid_argument if `out` has another size than the tensor.
+  void read_f32_into(std::string_view name, std::span<const std::int64_t> expected_shape,
+                     std::span<float> out) const {
+    const tensor_info& t = tensor_f32(name, expected_shape);
+    detail::check_same_size("safetensors_file::read_f32_into", "out", out.size(), "the tensor's elements",
+                            static_cast<std::size_t>(t.elements()));
+    read_into(t, out);
   }
 
   /// @brief The file's path.
@@ -137,6 +152,23 @@ class safetensors_file {
  private:
   [[noreturn]] void fail(const std::string& what) const {
     LATENTAUDIT_THROW(corrupt_data("safetensors: '" + path_.string() + "': " + what));
+  }
+  // Tensor `t`'s values as f32 into `out` (t.elements() floats): an f32 tensor's bytes straight into
+  // `out`, an f16 / bf16 one's through a buffer of its own size.
+  void read_into(const tensor_info& t, std::span<float> out) const {
+    std::ifstream in(path_, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(data_offset_ + t.begin));
+    const auto bytes = static_cast<std::streamsize>(t.end - t.begin);
+    auto read = [&](void* dst) {
+      if (bytes != 0 && !in.read(static_cast<char*>(dst), bytes)) fail("cannot read tensor '" + t.name + "'");
+    };
+    if (t.type == dtype::f32) {  // the stored bytes are the values (little-endian, as decode_to_float)
+      read(out.data());
+      return;
+    }
+    std::vector<std::byte> raw(static_cast<std::size_t>(bytes));
+    read(raw.data());
+    decode_to_float(t.type, raw, out);
   }
   static std::string shape_text(const std::vector<std::int64_t>& s) {
     std::string out = "[";

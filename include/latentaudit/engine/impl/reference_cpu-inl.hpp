@@ -35,6 +35,7 @@ inline reference_weights safetensors_weights(const safetensors_file& st) {
   w.read = [&st](const std::string& name, std::span<const std::int64_t> shape) {
     return st.read_f32(name, shape);
   };
+  w.file = &st;
   return w;
 }
 
@@ -136,37 +137,60 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
                                        std::to_string(i) +
                                        " (weights must be finite and at most 1e6 in magnitude)"));
   };
-  // A tensor's values, from the overlay when it holds the tensor (the base's own then read and
-  // checked as load() checks it, not kept), each checked.
-  auto read_checked = [&](const std::string& name, std::span<const std::int64_t> shape) {
-    if (overlay == nullptr || overlay->find(name) == nullptr) {
-      auto v = st.read(name, shape);
-      check_values(name, v, st.path);
-      return v;
+  // A tensor's values, checked (the file's tensor and shape before `storage` allocates the engine's
+  // matrix or vector of the shape's size, then every value), from the overlay when it holds the
+  // tensor (the base's own then read and checked as load() checks it, not kept), and hashed under
+  // the name `hashed`. A safetensors file is read straight into the storage.
+  auto read_checked = [&](const std::string& name, std::span<const std::int64_t> shape, auto&& storage,
+                          const std::string& hashed) {
+    expected.push_back(name);
+    std::span<float> out;
+    if (overlay != nullptr && overlay->find(name) != nullptr) {
+      check_values(name, st.read(name, shape), st.path);
+      (void)overlay->tensor_f32(name, shape);
+      out = storage();
+      overlay->read_f32_into(name, shape, out);
+      check_values(name, out, overlay->path().string());
+    } else if (st.file != nullptr) {
+      (void)st.file->tensor_f32(name, shape);
+      out = storage();
+      st.file->read_f32_into(name, shape, out);
+      check_values(name, out, st.path);
+    } else {
+      const auto v = st.read(name, shape);
+      out = storage();
+      std::copy(v.begin(), v.end(), out.begin());
+      check_values(name, out, st.path);
     }
-    check_values(name, st.read(name, shape), st.path);
-    auto v = overlay->read_f32(name, shape);
-    check_values(name, v, overlay->path().string());
-    return v;
+    hash.update(std::as_bytes(std::span(hashed.data(), hashed.size())));
+    hash.update(std::as_bytes(out));
   };
-  // `hashed`: the name the fingerprint hashes (the stored name unless given)
+  // `hashed`: the name the fingerprint hashes (the stored name unless given); the matrix (row-major,
+  // as stored) or vector allocated once the tensor's shape is known to be the config's
   auto mat = [&](const std::string& name, std::int64_t rows, std::int64_t cols,
                  const std::string& hashed = {}) {
-    expected.push_back(name);
     const std::int64_t shape[] = {rows, cols};
-    auto v = read_checked(name, shape);
-    const std::string& h = hashed.empty() ? name : hashed;
-    hash.update(std::as_bytes(std::span(h.data(), h.size())));
-    hash.update(std::as_bytes(std::span(v)));
-    return matrix(Eigen::Map<matrix>(v.data(), rows, cols));
+    matrix m;
+    read_checked(
+        name, shape,
+        [&] {
+          m.resize(rows, cols);
+          return std::span<float>(m.data(), static_cast<std::size_t>(m.size()));
+        },
+        hashed.empty() ? name : hashed);
+    return m;
   };
   auto vec = [&](const std::string& name, std::int64_t n) {
-    expected.push_back(name);
     const std::int64_t shape[] = {n};
-    auto v = read_checked(name, shape);
-    hash.update(std::as_bytes(std::span(name.data(), name.size())));
-    hash.update(std::as_bytes(std::span(v)));
-    return Eigen::VectorXf(Eigen::Map<Eigen::VectorXf>(v.data(), n));
+    Eigen::VectorXf v;
+    read_checked(
+        name, shape,
+        [&] {
+          v.resize(n);
+          return std::span<float>(v.data(), static_cast<std::size_t>(v.size()));
+        },
+        name);
+    return v;
   };
   // Tied embeddings: HF checkpoints store the shared matrix as model.embed_tokens.weight, but some
   // (raincandy-u/TinyStories-656K) store only lm_head.weight; either name serves as the one matrix,
