@@ -52,6 +52,22 @@ TEST_CASE("safetensors files round-trip in f32, f16 and bf16", "[engine][safeten
   CHECK_THROWS_AS(f.read_f32("model.embed_tokens.weight", wrong), shape_mismatch);
   CHECK_THROWS_WITH(f.read_f32("nope"), Contains("missing tensor 'nope'"));
   CHECK(f.find("lm_head.weight")->type == dtype::f16);
+  // in place: the same values in the caller's storage, checked before it is touched
+  for (const auto& t : ts) {
+    INFO(t.name);
+    CHECK(&f.tensor_f32(t.name, t.shape) == f.find(t.name));
+    std::vector<float> into(t.values.size(), -7.0f);
+    f.read_f32_into(t.name, t.shape, into);
+    CHECK(into == f.read_f32(t.name));
+  }
+  std::vector<float> untouched(6, -7.0f);
+  CHECK_THROWS_AS(f.read_f32_into("model.embed_tokens.weight", wrong, untouched), shape_mismatch);
+  CHECK_THROWS_AS(f.tensor_f32("model.embed_tokens.weight", wrong), shape_mismatch);
+  CHECK_THROWS_WITH(f.tensor_f32("nope"), Contains("missing tensor 'nope'"));
+  std::vector<float> short_out(5, -7.0f);
+  CHECK_THROWS_AS(f.read_f32_into("model.embed_tokens.weight", shape, short_out), invalid_argument);
+  CHECK(untouched == std::vector<float>(6, -7.0f));
+  CHECK(short_out == std::vector<float>(5, -7.0f));
 }
 
 TEST_CASE("malformed safetensors files are refused with a clear error", "[engine][safetensors]") {
