@@ -145,17 +145,17 @@ LATENTAUDIT_INLINE reference_cpu_engine::reference_cpu_engine(const llama_config
                           const std::string& hashed) {
     expected.push_back(name);
     std::span<float> out;
+    const auto from_file = [&](const safetensors_file& f, const std::string& file) {
+      (void)f.tensor_f32(name, shape);  // before the storage is allocated
+      out = storage();
+      f.read_f32_into(name, shape, out);
+      check_values(name, out, file);
+    };
     if (overlay != nullptr && overlay->find(name) != nullptr) {
       check_values(name, st.read(name, shape), st.path);
-      (void)overlay->tensor_f32(name, shape);
-      out = storage();
-      overlay->read_f32_into(name, shape, out);
-      check_values(name, out, overlay->path().string());
+      from_file(*overlay, overlay->path().string());
     } else if (st.file != nullptr) {
-      (void)st.file->tensor_f32(name, shape);
-      out = storage();
-      st.file->read_f32_into(name, shape, out);
-      check_values(name, out, st.path);
+      from_file(*st.file, st.path);
     } else {
       const auto v = st.read(name, shape);
       out = storage();
