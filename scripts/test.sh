@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds everything and runs the whole test suite in two stages (docs/building.md), with clang++ when
-# it is installed (CXX names another compiler for the release stage, SANITIZER_CXX for the sanitizer
-# stage), and builds the library and the CLI with g++ as well, so both compilers compile them:
+# Builds everything and runs the whole test suite in two stages (docs/building.md): the release
+# stage with clang++ when it is installed (CXX names another), the sanitizer stage with g++
+# (SANITIZER_CXX names another), so both compilers build the library, the tests and the CLI:
 #  1. release, -Werror: the formatting check, the compiled library, tests, CLI, examples, benchmark
 #     smoke runs, header self-sufficiency, layering, the header-only consumer projects, the fuzzer;
 #     every test but the long Monte Carlo validations (label "slow_<module>": each has a short twin
@@ -15,9 +15,6 @@
 #     instrumented and hold allocations past MPI_Finalize that LeakSanitizer reports, and the CLI's
 #     "built without MPI" refusal under a launcher is tested here instead), all tests but the
 #     "slow" label (long runs whose code paths shorter tests cover too).
-#  GCC: where neither stage was built with GCC, build/gcc compiles the compiled library and the CLI
-#     (llama.cpp and MPI where found) with g++ at -O0, -Werror, links the CLI and runs it once; it
-#     builds while stage 2's tests run (docs/building.md "The CI run").
 # ccache is used when present (its cache lives outside the clone); the budget holds without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,20 +47,14 @@ generator() {
 }
 # The compilers: the release stage (scripts/configure-release.sh, shared with scripts/run-main.sh)
 # uses clang++ unless CXX names another: its front end compiles this template-heavy code ~35 % faster
-# than GCC 12 (docs/building.md), which keeps the cold run inside its budget. The sanitizer stage
-# uses clang++ too (SANITIZER_CXX names another): g++ 12 took 952 s of CPU for that build and
-# clang++ 14 574 s, most of it in the test programs' Catch2 expansions (433 s against 171 s), and
-# their tests ran in the same time (523 s against 507 s of CPU; docs/building.md). GCC still
-# compiles the library and the CLI with its warnings as errors: build/gcc, below (155 s of CPU).
-# An existing build directory keeps the compiler it was configured with.
+# than GCC 12 (docs/building.md), which keeps the cold run inside its budget. The sanitizer stage uses
+# g++ (SANITIZER_CXX names another): so CI builds the library, every test program and the CLI with
+# both compilers, each with its warnings as errors, at no extra build. An existing build directory
+# keeps the compiler it was configured with.
 asan_cxx=${SANITIZER_CXX:-}
 if [ -z "$asan_cxx" ]; then
-  if command -v clang++ >/dev/null; then asan_cxx=clang++; else asan_cxx=${CXX:-c++}; fi
+  if command -v g++ >/dev/null; then asan_cxx=g++; else asan_cxx=${CXX:-c++}; fi
 fi
-# The compiler id CMake found for a configured build directory ("GNU", "Clang").
-compiler_id() {
-  sed -n 's/^set(CMAKE_CXX_COMPILER_ID "\(.*\)")$/\1/p' "$1"/CMakeFiles/*/CMakeCXXCompiler.cmake 2>/dev/null | head -1
-}
 launcher=()
 if command -v ccache >/dev/null && [ "${CCACHE_DISABLE:-0}" != 1 ]; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -122,38 +113,6 @@ if [ "$asan_rc" -ne 0 ]; then
   exit "$asan_rc"
 fi
 echo "sanitizer build: $((SECONDS - start)) s"
-
-# GCC compiles the library and the CLI where neither stage did (-O0: the check is that it compiles
-# and links with its warnings as errors; the programs that run are the stages' builds), the library
-# in one unity batch (155 s of CPU in all, 231 s in batches of 8: nothing waits for it). It builds
-# while the sanitizer tests run, in its own process group, stopped if this script stops.
-gcc_build=
-if [ "$(compiler_id build/release)" != GNU ] && [ "$(compiler_id build/asan)" != GNU ] \
-   && command -v g++ >/dev/null; then
-  gen=$(generator build/gcc)
-  CXX=g++ cmake ${gen:+-G "$gen"} -S . -B build/gcc -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
-        -DLATENTAUDIT_WERROR=ON -DLATENTAUDIT_BUILD_TESTS=OFF -DLATENTAUDIT_BUILD_EXAMPLES=OFF \
-        -DLATENTAUDIT_PYTHON=OFF -DLATENTAUDIT_CLI_UNITY=ON -DLATENTAUDIT_LIBRARY_BATCH_SIZE=0 \
-        "${launcher[@]}" >/dev/null
-  gcc_log=build/gcc/build.log
-  setsid -w cmake --build build/gcc -j "$jobs" >"$gcc_log" 2>&1 &
-  gcc_build=$!
-  trap 'kill -- "-$gcc_build" 2>/dev/null || true' EXIT
-fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE slow
 echo "both stages: $((SECONDS - start)) s"
-
-if [ -n "$gcc_build" ]; then
-  echo "== GCC build of the library and the CLI (build/gcc, -O0, -Werror) =="
-  gcc_rc=0
-  wait "$gcc_build" || gcc_rc=$?
-  trap - EXIT
-  if [ "$gcc_rc" -ne 0 ]; then
-    cat "$gcc_log"
-    echo "GCC build failed (exit $gcc_rc; build/gcc)" >&2
-    exit "$gcc_rc"
-  fi
-  build/gcc/tools/cli/latentaudit --version
-  echo "GCC build: $((SECONDS - start)) s"
-fi
