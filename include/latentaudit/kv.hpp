@@ -10,6 +10,7 @@
 #include "kv/map_screen.hpp"
 #include "kv/noise.hpp"
 #include "kv/placebo.hpp"
+#include "kv/policy_spec.hpp"
 #include "kv/quantize.hpp"
 #include "kv/rope.hpp"
 #include "kv/selection.hpp"

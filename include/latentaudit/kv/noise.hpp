@@ -30,56 +30,10 @@
 #include "../core/rng.hpp"
 #include "../core/types.hpp"
 #include "kv_block.hpp"
+#include "policy_spec.hpp"
 #include "selection.hpp"
 
 namespace latentaudit {
-
-/// @brief Which tensors a transform touches.
-enum class kv_part : std::uint8_t {
-  keys = 1,    ///< K only
-  values = 2,  ///< V only
-  both = 3,    ///< K and V
-};
-
-/// @brief How `noise_spec::sigma` is interpreted.
-enum class noise_scale : std::uint8_t {
-  absolute = 0,     ///< σ itself
-  rms_layer = 1,    ///< σ × RMS of the (layer, part) tensor over the selected tokens
-  rms_head = 2,     ///< σ × RMS of each head (over selected tokens and dims)
-  rms_channel = 3,  ///< σ × RMS of each channel (head, dim) over the selected tokens
-  snr_db = 4,  ///< target signal-to-noise ratio in dB per (layer, part): σ_eff = RMS · 10^(−sigma/20)
-};
-
-/// @brief Name of a noise scale ("absolute", "rms_layer", ...).
-[[nodiscard]] constexpr std::string_view noise_scale_name(noise_scale s) noexcept {
-  switch (s) {
-    case noise_scale::absolute:
-      return "absolute";
-    case noise_scale::rms_layer:
-      return "rms_layer";
-    case noise_scale::rms_head:
-      return "rms_head";
-    case noise_scale::rms_channel:
-      return "rms_channel";
-    case noise_scale::snr_db:
-      return "snr_db";
-  }
-  return "unknown";
-}
-
-/// @brief Gaussian noise to add to a block.
-struct noise_spec {
-  double sigma = 0.0;                          ///< σ (see scale); for snr_db the SNR in dB
-  noise_scale scale = noise_scale::rms_layer;  ///< interpretation of sigma
-  kv_part part = kv_part::both;                ///< K, V or both
-  index_range layers{0, std::numeric_limits<std::int64_t>::max()};  ///< model layer band [first, last)
-  index_range tokens{
-      0, std::numeric_limits<std::int64_t>::max()};  ///< token index band [first, last) in the block
-  std::uint64_t seed = 0;                            ///< experiment seed
-  std::uint64_t item = 0;                            ///< item (task) index
-  unsigned threads =
-      1;  ///< worker threads over (layer, part) units (0 = all cores); results do not depend on it
-};
 
 /// @brief What add_noise did.
 struct noise_record {

@@ -19,8 +19,6 @@
 #include "../core/detail/check.hpp"
 #include "../core/rng.hpp"
 #include "kv_block.hpp"
-#include "noise.hpp"
-#include "rope.hpp"
 
 namespace latentaudit {
 

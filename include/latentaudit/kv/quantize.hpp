@@ -39,50 +39,9 @@
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
 #include "kv_block.hpp"
+#include "policy_spec.hpp"
 
 namespace latentaudit {
-
-/// @brief A quantization scheme.
-enum class quant_scheme : std::uint8_t {
-  int8 = 1,      ///< 8-bit asymmetric groups
-  int4 = 2,      ///< 4-bit asymmetric groups (two codes a byte)
-  fp8_e4m3 = 3,  ///< FP8 E4M3 with a per-tensor scale
-  fp8_e5m2 = 4,  ///< FP8 E5M2 with a per-tensor scale
-};
-
-/// @brief Name of a scheme ("int8", "int4", "fp8_e4m3", "fp8_e5m2").
-[[nodiscard]] constexpr std::string_view quant_scheme_name(quant_scheme s) noexcept {
-  switch (s) {
-    case quant_scheme::int8:
-      return "int8";
-    case quant_scheme::int4:
-      return "int4";
-    case quant_scheme::fp8_e4m3:
-      return "fp8_e4m3";
-    case quant_scheme::fp8_e5m2:
-      return "fp8_e5m2";
-  }
-  return "unknown";
-}
-
-/// @brief Every scheme, in the enum's order: the one table the CLI (`kv`'s --quantize), the Python
-/// binding and the wire read scheme names from (with quant_scheme_name and quant_scheme_from_name).
-inline constexpr std::array<quant_scheme, 4> all_quant_schemes = {
-    quant_scheme::int8, quant_scheme::int4, quant_scheme::fp8_e4m3, quant_scheme::fp8_e5m2};
-
-/// @brief The scheme named `name` (a quant_scheme_name of all_quant_schemes), or nullopt.
-[[nodiscard]] constexpr std::optional<quant_scheme> quant_scheme_from_name(std::string_view name) noexcept {
-  for (const quant_scheme q : all_quant_schemes)
-    if (quant_scheme_name(q) == name) return q;
-  return std::nullopt;
-}
-
-/// @brief A round trip to perform.
-struct quantize_spec {
-  quant_scheme scheme = quant_scheme::int8;  ///< the scheme
-  std::int32_t group_size = 32;              ///< integer schemes: elements per group (>= 1)
-  bool keys_per_channel = true;              ///< KIVI: keys grouped along tokens per channel (else per token)
-};
 
 /// @brief What a round trip did.
 struct quantize_record {

@@ -24,6 +24,7 @@
 #include "../core/detail/check.hpp"
 #include "../core/error.hpp"
 #include "kv_block.hpp"
+#include "policy_spec.hpp"
 
 namespace latentaudit {
 
@@ -142,26 +143,6 @@ inline void convert_pairing(kv_block& block, rope_pairing target) {
       }
   fp.rope.pairing = target;
   block.set_fingerprint(std::move(fp));
-}
-
-/// @brief Where a relayed block is placed in the receiver's sequence.
-enum class position_mode : std::uint8_t {
-  preserve = 0,           ///< keep the sender's positions (and phases)
-  rebase_contiguous = 1,  ///< positions base, base+1, ... (base = `first_position`, default 0)
-  append_after = 2,       ///< positions start right after the receiver's own tokens
-};
-
-/// @brief Name of a position mode ("preserve", "rebase_contiguous", "append_after").
-[[nodiscard]] constexpr std::string_view position_mode_name(position_mode m) noexcept {
-  switch (m) {
-    case position_mode::preserve:
-      return "preserve";
-    case position_mode::rebase_contiguous:
-      return "rebase_contiguous";
-    case position_mode::append_after:
-      return "append_after";
-  }
-  return "unknown";
 }
 
 /// @brief Applies a position mode: for rebase_contiguous the block moves to first_position,

@@ -19,8 +19,7 @@
 #include "../core/detail/check.hpp"
 #include "../core/types.hpp"
 #include "../kv/placebo.hpp"
-#include "../kv/quantize.hpp"
-#include "../kv/transfer_policy.hpp"
+#include "../kv/policy_spec.hpp"
 
 namespace latentaudit {
 

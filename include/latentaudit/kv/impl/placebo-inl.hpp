@@ -7,6 +7,7 @@
 #include "../../core/detail/internal_header_check.hpp"
 
 #include "../placebo.hpp"
+#include "../rope.hpp"
 
 namespace latentaudit {
 
